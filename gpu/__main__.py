@@ -1,0 +1,126 @@
+"""The command line: ``python -m gpu COMMAND``. Exit 0 on success, 2 on bad arguments
+(one line on stderr), 1 when a check fails."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from gpu.limits import InputError
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports a bad argument in one line and exits 2 (no usage dump)."""
+
+    def error(self, message: str):  # type: ignore[override]
+        raise InputError(f"{self.prog}: {message}")
+
+
+def _cpu_list(text: str) -> list[str]:
+    from gpu.cpu import IMPLEMENTATIONS
+
+    names = [part.strip() for part in text.split(",") if part.strip()]
+    for name in names:
+        if name not in IMPLEMENTATIONS:
+            raise argparse.ArgumentTypeError(f"unknown CPU implementation {name!r}; choose from {','.join(IMPLEMENTATIONS)}")
+    return names
+
+
+def _print_json(data: dict) -> None:
+    json.dump(data, sys.stdout, indent=2, default=str)
+    sys.stdout.write("\n")
+
+
+# --- commands ----------------------------------------------------------------------
+
+
+def cmd_info(args: argparse.Namespace) -> int:
+    from gpu.backend import BACKEND
+    from gpu.device import device_count, device_info, host_info, library_versions
+
+    data = {
+        "backend": BACKEND.kind,
+        "backend_reason": BACKEND.reason,
+        "devices": [device_info(i).to_dict() for i in range(device_count())],
+        "host": host_info().to_dict(),
+        "versions": library_versions(),
+    }
+    if args.json:
+        _print_json(data)
+        return 0
+    print(f"backend: {BACKEND.label} ({BACKEND.reason})")
+    for dev in data["devices"]:
+        print(f"device {dev['index']}: {dev['name']}")
+        for key in ("compute_capability", "multiprocessors", "total_memory_bytes", "peak_bandwidth_gbps", "driver_version", "runtime_version"):
+            if dev.get(key) is not None:
+                print(f"  {key}: {dev[key]}")
+    host = data["host"]
+    print(f"host: {host['cpu']}, {host['logical_cores']} logical cores, Python {host['python']}")
+    print("versions: " + ", ".join(f"{k} {v}" for k, v in data["versions"].items() if v))
+    return 0
+
+
+def cmd_vector_add(args: argparse.Namespace) -> int:
+    from gpu.limits import check_repeats
+    from gpu.timing import RepeatPolicy
+    from gpu.vector_add import run_vector_add
+
+    policy = RepeatPolicy.count(check_repeats(args.repeats))
+    run = run_vector_add(args.n, args.threads_per_block, policy, args.cpu, python_budget_s=args.python_budget)
+    if args.json:
+        _print_json(run.to_dict())
+    else:
+        print(run)
+    return 0 if run.agree else 1
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from gpu.check import run_check
+
+    report = run_check(args.out, quick=args.quick, on_progress=lambda msg: print(msg, file=sys.stderr, flush=True))
+    print(report.markdown())
+    return 0 if report.passed else 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from gpu.cpu import IMPLEMENTATIONS
+
+    parser = _Parser(prog="python -m gpu", description="Kernel Lab's engine, without a browser.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    p = sub.add_parser("info", help="backend, device, host and library versions")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=cmd_info)
+
+    p = sub.add_parser("vector-add", help="time c = a + b on the GPU and the CPU")
+    p.add_argument("--n", required=True, help="elements per vector: 10000000, 1e7 or 2^20")
+    p.add_argument("--threads-per-block", type=str, default="256", help="1 to 1024 (default 256)")
+    p.add_argument("--repeats", default="10", help="timed runs after one warm-up (1 to 1000, default 10)")
+    p.add_argument("--cpu", type=_cpu_list, default=list(IMPLEMENTATIONS), help=f"comma-separated, from {','.join(IMPLEMENTATIONS)}")
+    p.add_argument("--python-budget", type=float, default=10.0, help="seconds the Python loop may take before it is only estimated")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=cmd_vector_add)
+
+    p = sub.add_parser("check", help="the GPU validation run: correctness and timings, written as check.json and check.md")
+    p.add_argument("--out", default=".", help="folder for check.json and check.md (default: current folder)")
+    p.add_argument("--quick", action="store_true", default=None, help="small sizes only (the default in the simulator)")
+    p.set_defaults(func=cmd_check)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        if getattr(args, "threads_per_block", None) is not None:
+            from gpu.limits import parse_int
+
+            args.threads_per_block = parse_int(args.threads_per_block, "threads per block")
+        return args.func(args)
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

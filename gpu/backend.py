@@ -1,0 +1,89 @@
+"""Decide between hardware CUDA and Numba's CUDA simulator, then import numba.cuda.
+
+Numba fixes its choice when ``numba.cuda`` is first imported and cannot switch later,
+so this module must run first: every module in ``gpu`` imports ``cuda`` from here.
+
+Rule: if ``NUMBA_ENABLE_CUDASIM`` is already set, respect it. Otherwise probe the CUDA
+driver library directly (``cuInit`` and a device count, through ctypes, without
+importing numba.cuda) and fall back to the simulator when there is no usable GPU.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import sys
+from dataclasses import dataclass
+
+_ENV = "NUMBA_ENABLE_CUDASIM"
+
+
+@dataclass(frozen=True)
+class Backend:
+    """Where kernels run: ``kind`` is "cuda" or "simulator"; ``reason`` says why."""
+
+    kind: str
+    reason: str
+
+    @property
+    def simulated(self) -> bool:
+        return self.kind == "simulator"
+
+    @property
+    def label(self) -> str:
+        return "CUDA simulator" if self.simulated else "CUDA"
+
+
+def probe_driver() -> str | None:
+    """Return None when a CUDA driver reports at least one device, else why not."""
+    if sys.platform == "win32":
+        names = ["nvcuda.dll"]
+    else:
+        names = ["libcuda.so.1", "libcuda.so", ctypes.util.find_library("cuda")]
+    lib = None
+    for name in filter(None, names):
+        try:
+            lib = ctypes.CDLL(name)
+            break
+        except OSError:
+            continue
+    if lib is None:
+        return "no CUDA driver library (libcuda) found"
+    try:
+        status = lib.cuInit(0)
+        if status != 0:
+            return f"the CUDA driver failed to initialise (cuInit error {status})"
+        count = ctypes.c_int(0)
+        status = lib.cuDeviceGetCount(ctypes.byref(count))
+    except (AttributeError, OSError) as exc:  # a library without the driver API
+        return f"the CUDA driver library is unusable ({exc})"
+    if status != 0 or count.value < 1:
+        return "the CUDA driver reports no devices"
+    return None
+
+
+def _decide() -> str:
+    """Set NUMBA_ENABLE_CUDASIM if needed; return the reason for the choice."""
+    if _ENV in os.environ:
+        return f"{_ENV}={os.environ[_ENV]!r} was set in the environment"
+    why_not = probe_driver()
+    if why_not is None:
+        return "a CUDA driver and device were found"
+    os.environ[_ENV] = "1"
+    return f"{why_not}; using Numba's CUDA simulator"
+
+
+_reason = _decide()
+
+from numba import cuda  # noqa: E402  (must follow the decision above)
+from numba.cuda import config as _cuda_config  # noqa: E402
+
+# Report what numba actually chose: if numba.cuda was imported before this module,
+# its choice stands whatever the environment says now.
+BACKEND = Backend(
+    kind="simulator" if _cuda_config.ENABLE_CUDASIM else "cuda",
+    reason=_reason,
+)
+
+__all__ = ["BACKEND", "Backend", "cuda", "probe_driver"]

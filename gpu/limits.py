@@ -1,0 +1,155 @@
+"""Input validation and size limits, shared by the command line and the app.
+
+Every check raises ``InputError`` with a message that says what was wrong, what is
+allowed and what to do. Soft problems (a block size that leaves warps partly idle)
+come back as warning strings instead.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from gpu.backend import BACKEND
+
+BYTES_PER_FLOAT32 = 4
+MAX_THREADS_PER_BLOCK = 1024  # CUDA's limit on every current GPU
+WARP_SIZE = 32
+SIMULATOR_MAX_N = 16_384  # ~0.1 ms per simulated thread: one launch stays near 2 s
+MAX_REPEATS = 1000
+# Host arrays a vector-add run holds at once: a, b, the reference, the GPU result and
+# one CPU output buffer, plus headroom for NumPy temporaries.
+HOST_ARRAYS_PER_RUN = 6
+# Device arrays: a, b and c.
+DEVICE_ARRAYS_PER_RUN = 3
+MEMORY_SAFETY = 0.8  # never plan to use more than this share of what is free
+
+
+class InputError(ValueError):
+    """A user-supplied value is out of range; the message is meant to be shown as is."""
+
+
+_SIZE_RE = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*(?:(e|E)\s*(\d+)|\^\s*(\d+)|\*\*\s*(\d+))?\s*$")
+
+
+def parse_size(text: str | int, name: str = "N") -> int:
+    """Parse a positive element count: "10000000", "10_000_000", "10,000,000", "1e7", "2^20".
+
+    Never evaluates code. Raises InputError for anything else.
+    """
+    if isinstance(text, bool):
+        raise InputError(f"{name} must be a whole number, got {text!r}")
+    if isinstance(text, int):
+        value = text
+    else:
+        cleaned = str(text).replace("_", "").replace(",", "")
+        match = _SIZE_RE.match(cleaned)
+        if not match:
+            raise InputError(
+                f"{name} must be a whole number such as 1000000, 1e6 or 2^20; got {text!r}"
+            )
+        mantissa, _, exp10, pow_a, pow_b = match.groups()
+        exponent = int(pow_a or pow_b or 1)
+        if exp10 is not None and int(exp10) > 18 or exponent > 64:
+            raise InputError(f"{name} is far too large: {text!r}")
+        number = float(mantissa) * 10 ** int(exp10 or 0) if not (pow_a or pow_b) else float(mantissa) ** exponent
+        if number > 2**62:
+            raise InputError(f"{name} is far too large: {text!r}")
+        if not number.is_integer():
+            raise InputError(f"{name} must be a whole number, got {text!r}")
+        value = int(number)
+    if value <= 0:
+        raise InputError(f"{name} must be at least 1, got {value}")
+    return value
+
+
+def host_available_bytes() -> int:
+    """Host memory available to new allocations, in bytes (MemAvailable on Linux)."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return 8 * 2**30  # unknown platform: assume a modest machine
+
+
+def device_free_bytes() -> int | None:
+    """Free device memory in bytes, or None in the simulator (it shares host memory)."""
+    if BACKEND.simulated:
+        return None
+    from gpu.backend import cuda
+
+    free, _total = cuda.current_context().get_memory_info()
+    return int(free)
+
+
+def max_vector_n(
+    host_arrays: int = HOST_ARRAYS_PER_RUN, device_arrays: int = DEVICE_ARRAYS_PER_RUN
+) -> int:
+    """Largest float32 vector length a run may use now, from free host/device memory.
+
+    In the simulator this is also capped at SIMULATOR_MAX_N so runs finish in seconds.
+    """
+    host = host_available_bytes() * MEMORY_SAFETY // (host_arrays * BYTES_PER_FLOAT32)
+    limit = int(host)
+    free = device_free_bytes()
+    if free is not None:
+        limit = min(limit, int(free * MEMORY_SAFETY // (device_arrays * BYTES_PER_FLOAT32)))
+    if BACKEND.simulated:
+        limit = min(limit, SIMULATOR_MAX_N)
+    return max(limit, 0)
+
+
+def check_n(n: int | str, max_n: int | None = None, name: str = "N") -> int:
+    """Validate an element count against memory (and the simulator cap); return it."""
+    value = parse_size(n, name)
+    limit = max_vector_n() if max_n is None else max_n
+    if value > limit:
+        why = (
+            "the CUDA simulator's cap (about 0.1 ms per simulated thread)"
+            if BACKEND.simulated and limit == SIMULATOR_MAX_N
+            else "what fits in free host and device memory now"
+        )
+        raise InputError(f"{name} = {value:,} is too large: the limit is {limit:,}, {why}.")
+    return value
+
+
+def check_threads_per_block(threads: int | str, device_max: int = MAX_THREADS_PER_BLOCK) -> list[str]:
+    """Validate threads per block; raise InputError or return warnings (may be empty)."""
+    value = parse_int(threads, "threads per block")
+    if not 1 <= value <= device_max:
+        raise InputError(f"threads per block must be between 1 and {device_max} (the device limit), got {value}")
+    if value % WARP_SIZE:
+        idle = WARP_SIZE - value % WARP_SIZE
+        return [
+            f"{value} threads per block is not a multiple of the warp size ({WARP_SIZE}): "
+            f"the last warp of every block runs with {idle} of its {WARP_SIZE} lanes idle."
+        ]
+    return []
+
+
+def check_repeats(repeats: int | str) -> int:
+    """Validate a repeat count (1 to MAX_REPEATS); return it."""
+    value = parse_int(repeats, "repeats")
+    if not 1 <= value <= MAX_REPEATS:
+        raise InputError(f"repeats must be between 1 and {MAX_REPEATS}, got {value}")
+    return value
+
+
+def parse_int(value: int | str, name: str) -> int:
+    """A whole number from an int or its decimal text, else InputError naming ``name``."""
+    if isinstance(value, bool):
+        raise InputError(f"{name} must be a whole number, got {value!r}")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    try:
+        return int(str(value).strip().replace("_", ""))
+    except ValueError:
+        raise InputError(f"{name} must be a whole number, got {value!r}") from None

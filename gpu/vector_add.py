@@ -1,0 +1,526 @@
+"""The article's experiment: c = a + b on the GPU and on the CPU, checked and timed.
+
+``run_vector_add`` is the careful method: inputs copied in, the output allocated on
+the device, each phase timed with CUDA events on one stream, warm-up excluded, many
+samples. ``run_article_method`` reproduces the article's own numbers (copy c in too,
+average of three wall-clock runs) so the two can be compared side by side.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Callable, Iterable
+
+import numpy as np
+
+from gpu import cpu
+from gpu.backend import BACKEND, cuda
+from gpu.device import DeviceInfo, device_info
+from gpu.kernels import blocks_for, compile_vector_add, vector_add_kernel
+from gpu.limits import InputError, check_n, check_threads_per_block
+from gpu.timing import Clock, PhaseTimer, RepeatPolicy, Stats, collect, format_factor, format_seconds
+
+BYTES_PER_ELEMENT = 12  # float32 vector add reads a and b and writes c: 3 x 4 bytes
+GPU_PHASES = ("h2d", "kernel", "d2h")
+PHASE_LABELS = {
+    "h2d": "H2D copy (alloc + a, b in)",
+    "kernel": "Kernel",
+    "d2h": "D2H copy (c out)",
+    "total": "GPU end to end (wall clock)",
+}
+DEFAULT_PYTHON_BUDGET_S = 10.0  # the Python loop runs fully only if its estimate fits this
+
+Progress = Callable[[str], None]
+
+
+# --- agreement ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """How one result compares with NumPy's, element by element."""
+
+    implementation: str
+    n: int
+    identical: int  # elements whose float32 bits match exactly
+    max_abs_diff: float
+    allclose: bool
+
+    @property
+    def mismatches(self) -> int:
+        return self.n - self.identical
+
+    @property
+    def passed(self) -> bool:
+        """float32 addition is exact IEEE rounding everywhere: demand bit-identity."""
+        return self.mismatches == 0
+
+    def to_dict(self) -> dict:
+        return {
+            "implementation": self.implementation,
+            "n": self.n,
+            "identical": self.identical,
+            "mismatches": self.mismatches,
+            "max_abs_diff": self.max_abs_diff,
+            "allclose": self.allclose,
+            "passed": self.passed,
+        }
+
+
+def check_agreement(name: str, result: np.ndarray, reference: np.ndarray) -> Agreement:
+    """Compare ``result`` with ``reference`` bit for bit (NaN-safe) and numerically."""
+    if result.shape != reference.shape:
+        raise ValueError(f"{name}: shape {result.shape} differs from the reference {reference.shape}")
+    same_bits = result.view(np.uint32) == reference.view(np.uint32)
+    with np.errstate(invalid="ignore", over="ignore"):
+        diff = np.abs(result.astype(np.float64) - reference.astype(np.float64))
+    max_diff = float(np.nanmax(diff)) if diff.size else 0.0
+    return Agreement(
+        implementation=name,
+        n=int(result.size),
+        identical=int(np.count_nonzero(same_bits)),
+        max_abs_diff=max_diff,
+        allclose=bool(np.allclose(result, reference, equal_nan=True)),
+    )
+
+
+# --- results -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CpuTiming:
+    """One CPU implementation: measured ``stats``, or skipped with an estimate."""
+
+    name: str
+    stats: Stats | None
+    compile_s: float = 0.0
+    skipped: str | None = None
+    estimate_s: float | None = None
+
+    @property
+    def median_s(self) -> float:
+        """Measured median, or the estimate when skipped (see ``estimated``)."""
+        return self.stats.median_s if self.stats is not None else float(self.estimate_s or "nan")
+
+    @property
+    def estimated(self) -> bool:
+        return self.stats is None
+
+    def to_dict(self) -> dict:
+        if self.stats is None:
+            return {"skipped": self.skipped, "estimate_s": self.estimate_s}
+        return {**self.stats.to_dict(), "compile_s": self.compile_s}
+
+
+@dataclass(frozen=True)
+class Speedup:
+    """How many times faster the GPU measure is than a CPU baseline."""
+
+    baseline: str  # CPU implementation name
+    gpu_measure: str  # "total" (end to end, copies included) or "kernel"
+    factor: float
+    estimated: bool  # True when the baseline is an estimate, not a measurement
+
+    def to_dict(self) -> dict:
+        return {"baseline": self.baseline, "gpu": self.gpu_measure, "factor": self.factor, "estimated": self.estimated}
+
+
+@dataclass(frozen=True)
+class VectorAddRun:
+    """Everything one vector-add run measured. Times in seconds."""
+
+    n: int
+    threads_per_block: int
+    blocks_per_grid: int
+    backend: str
+    device: DeviceInfo
+    policy: RepeatPolicy
+    compile_s: float
+    gpu: dict[str, Stats]  # "h2d", "kernel", "d2h", "total"
+    cpu: dict[str, CpuTiming]
+    agreement: dict[str, Agreement]
+    warnings: tuple[str, ...] = ()
+    seed: int = 0
+    created_at: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
+
+    dtype = "float32"
+
+    @property
+    def agree(self) -> bool:
+        return all(a.passed for a in self.agreement.values())
+
+    @property
+    def max_abs_diff(self) -> float:
+        return max((a.max_abs_diff for a in self.agreement.values()), default=0.0)
+
+    @property
+    def bytes_moved(self) -> int:
+        return BYTES_PER_ELEMENT * self.n
+
+    def bandwidth_gbps(self, seconds: float) -> float:
+        """Effective bandwidth for moving 12 bytes per element in ``seconds``, GB/s."""
+        return self.bytes_moved / seconds / 1e9 if seconds > 0 else float("nan")
+
+    @property
+    def kernel_bandwidth_gbps(self) -> float:
+        return self.bandwidth_gbps(self.gpu["kernel"].median_s)
+
+    @property
+    def speedups(self) -> list[Speedup]:
+        """GPU (end to end and kernel only) against each CPU baseline, by median."""
+        out = []
+        for name, timing in self.cpu.items():
+            for measure in ("total", "kernel"):
+                gpu_s = self.gpu[measure].median_s
+                if gpu_s > 0 and timing.median_s == timing.median_s:  # skip NaN estimates
+                    out.append(Speedup(name, measure, timing.median_s / gpu_s, timing.estimated))
+        return out
+
+    def speedup(self, baseline: str, gpu_measure: str = "total") -> Speedup | None:
+        return next((s for s in self.speedups if s.baseline == baseline and s.gpu_measure == gpu_measure), None)
+
+    def to_dict(self) -> dict:
+        return {
+            "experiment": "vector-add",
+            "created_at": self.created_at,
+            "n": self.n,
+            "dtype": self.dtype,
+            "threads_per_block": self.threads_per_block,
+            "blocks_per_grid": self.blocks_per_grid,
+            "backend": self.backend,
+            "device": self.device.to_dict(),
+            "policy": self.policy.to_dict(),
+            "seed": self.seed,
+            "agree": self.agree,
+            "max_abs_diff": self.max_abs_diff,
+            "agreement": {k: v.to_dict() for k, v in self.agreement.items()},
+            "gpu": {
+                "compile_s": self.compile_s,
+                "phases": {k: v.to_dict() for k, v in self.gpu.items()},
+                "kernel_bandwidth_gbps": self.kernel_bandwidth_gbps,
+            },
+            "cpu": {k: v.to_dict() for k, v in self.cpu.items()},
+            "speedup": {f"{s.gpu_measure}_vs_{s.baseline}": s.to_dict() for s in self.speedups},
+            "warnings": list(self.warnings),
+        }
+
+    def to_frame(self):
+        """Tidy samples: one row per implementation x phase x sample (pandas DataFrame).
+
+        Columns: implementation, phase, sample, seconds, estimated, n, backend.
+        A skipped CPU implementation contributes one row holding its estimate.
+        """
+        import pandas as pd
+
+        rows = []
+        for phase, stats in self.gpu.items():
+            for i, s in enumerate(stats.samples_s):
+                rows.append(("gpu", phase, i, s, False))
+        for name, timing in self.cpu.items():
+            if timing.stats is None:
+                rows.append((name, "cpu", 0, timing.estimate_s, True))
+            else:
+                for i, s in enumerate(timing.stats.samples_s):
+                    rows.append((name, "cpu", i, s, False))
+        frame = pd.DataFrame(rows, columns=["implementation", "phase", "sample", "seconds", "estimated"])
+        frame["n"] = self.n
+        frame["backend"] = self.backend
+        return frame
+
+    def __str__(self) -> str:
+        lines = [
+            f"vector add, N = {self.n:,} float32, {self.blocks_per_grid:,} blocks x "
+            f"{self.threads_per_block} threads, {self.device.name} ({self.backend})",
+            f"results agree with NumPy: {'yes, bit for bit' if self.agree else 'NO'}"
+            f" (max |diff| {self.max_abs_diff:g})",
+            f"kernel compile: {format_seconds(self.compile_s)}",
+        ]
+        for phase, stats in self.gpu.items():
+            lines.append(f"  GPU {phase:<8} {stats}")
+        for name, timing in self.cpu.items():
+            if timing.stats is None:
+                lines.append(f"  CPU {name:<8} skipped: {timing.skipped}")
+            else:
+                lines.append(f"  CPU {name:<8} {timing.stats}")
+        for s in self.speedups:
+            tag = " (estimated)" if s.estimated else ""
+            lines.append(f"  speedup GPU {s.gpu_measure} vs {s.baseline}: {format_factor(s.factor)}{tag}")
+        return "\n".join(lines)
+
+
+# --- running -----------------------------------------------------------------------
+
+
+def make_inputs(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Two float32 vectors of uniform [0, 1) values, reproducible from ``seed``."""
+    rng = np.random.default_rng(seed)
+    return rng.random(n, dtype=np.float32), rng.random(n, dtype=np.float32)
+
+
+def gpu_vector_add(a: np.ndarray, b: np.ndarray, threads_per_block: int = 256) -> np.ndarray:
+    """c = a + b on the device, untimed: copy in, launch, copy out."""
+    stream = cuda.stream()
+    d_a = cuda.to_device(a, stream=stream)
+    d_b = cuda.to_device(b, stream=stream)
+    d_c = cuda.device_array(a.size, dtype=np.float32, stream=stream)
+    vector_add_kernel[blocks_for(a.size, threads_per_block), threads_per_block, stream](d_a, d_b, d_c)
+    out = d_c.copy_to_host(stream=stream)
+    stream.synchronize()
+    return out
+
+
+def time_gpu_phases(
+    a: np.ndarray,
+    b: np.ndarray,
+    out: np.ndarray,
+    threads_per_block: int,
+    policy: RepeatPolicy,
+    clock: Clock = time.perf_counter,
+) -> dict[str, Stats]:
+    """Time H2D / kernel / D2H with events on one stream, plus wall-clock end to end.
+
+    Writes the last sample's result into ``out``. Returns Stats for "h2d", "kernel",
+    "d2h" and "total" (seconds).
+    """
+    n = a.size
+    blocks = blocks_for(n, threads_per_block)
+    stream = cuda.stream()
+    timer = PhaseTimer(stream, GPU_PHASES, clock=clock)
+
+    def once() -> dict[str, float]:
+        started = clock()
+        timer.start()
+        d_a = cuda.to_device(a, stream=stream)
+        d_b = cuda.to_device(b, stream=stream)
+        d_c = cuda.device_array(n, dtype=np.float32, stream=stream)
+        timer.end("h2d")
+        vector_add_kernel[blocks, threads_per_block, stream](d_a, d_b, d_c)
+        timer.end("kernel")
+        d_c.copy_to_host(out, stream=stream)
+        timer.end("d2h")
+        phases = timer.durations_s()  # waits for the stream
+        phases["total"] = clock() - started
+        return phases
+
+    return collect(once, policy, noise_key="total", clock=clock)
+
+
+def time_cpu(
+    name: str,
+    a: np.ndarray,
+    b: np.ndarray,
+    out: np.ndarray,
+    policy: RepeatPolicy,
+    python_budget_s: float = DEFAULT_PYTHON_BUDGET_S,
+) -> CpuTiming:
+    """Time one CPU implementation into ``out``; the Python loop only if it fits the budget."""
+    fn = cpu.IMPLEMENTATIONS[name]
+    compile_s = cpu.compile_cpu(name)
+
+    def once() -> dict[str, float]:
+        start = time.perf_counter()
+        fn(a, b, out)
+        return {"cpu": time.perf_counter() - start}
+
+    if name == "python":
+        estimate = cpu.estimate_python_loop_s(a.size)
+        if estimate > python_budget_s:
+            out[:] = np.nan  # nothing computed: agreement is not checked
+            return CpuTiming(
+                name,
+                None,
+                skipped=f"estimated {format_seconds(estimate)}, over the {python_budget_s:g} s budget",
+                estimate_s=estimate,
+            )
+        # As many samples as the budget allows, no warm-up (nothing to warm up).
+        repeats = max(1, min(policy.n_repeat, int(python_budget_s // max(estimate, 1e-9))))
+        policy = RepeatPolicy(n_repeat=repeats, warmup=0)
+    stats = collect(once, policy, noise_key="cpu")["cpu"]
+    return CpuTiming(name, stats, compile_s=compile_s)
+
+
+def run_vector_add(
+    n: int,
+    threads_per_block: int = 256,
+    policy: RepeatPolicy | None = None,
+    cpu_impls: Iterable[str] = tuple(cpu.IMPLEMENTATIONS),
+    *,
+    python_budget_s: float = DEFAULT_PYTHON_BUDGET_S,
+    seed: int = 0,
+    max_n: int | None = None,
+    on_progress: Progress | None = None,
+) -> VectorAddRun:
+    """Run and time the vector add on the GPU and the chosen CPU implementations.
+
+    Validates its inputs first (InputError says what is allowed). ``policy`` defaults
+    to 10 timed runs after one warm-up.
+    """
+    say = on_progress or (lambda _msg: None)
+    n = check_n(n, max_n)
+    warnings = check_threads_per_block(threads_per_block, device_info().max_threads_per_block)
+    policy = policy or RepeatPolicy.count(10)
+    impls = list(dict.fromkeys(cpu_impls))
+    unknown = [name for name in impls if name not in cpu.IMPLEMENTATIONS]
+    if unknown:
+        raise InputError(f"unknown CPU implementation {unknown[0]!r}; choose from {', '.join(cpu.IMPLEMENTATIONS)}")
+
+    # prepare inputs and the reference
+    a, b = make_inputs(n, seed)
+    reference = a + b
+
+    # GPU: compile once (timed apart), then the phases per the policy
+    say("compiling the kernel")
+    compile_s = compile_vector_add()
+    say("timing the GPU kernel and copies")
+    gpu_out = np.empty(n, dtype=np.float32)
+    gpu_stats = time_gpu_phases(a, b, gpu_out, threads_per_block, policy)
+    agreement = {"gpu": check_agreement("gpu", gpu_out, reference)}
+
+    # CPU implementations, each checked against the reference too
+    cpu_results: dict[str, CpuTiming] = {}
+    cpu_out = np.empty(n, dtype=np.float32)
+    for name in impls:
+        say(f"timing the CPU: {cpu.LABELS[name]}")
+        timing = time_cpu(name, a, b, cpu_out, policy, python_budget_s)
+        cpu_results[name] = timing
+        if timing.stats is not None:
+            agreement[name] = check_agreement(name, cpu_out, reference)
+
+    return VectorAddRun(
+        n=n,
+        threads_per_block=threads_per_block,
+        blocks_per_grid=blocks_for(n, threads_per_block),
+        backend=BACKEND.kind,
+        device=device_info(),
+        policy=policy,
+        compile_s=compile_s,
+        gpu=gpu_stats,
+        cpu=cpu_results,
+        agreement=agreement,
+        warnings=tuple(warnings),
+        seed=seed,
+    )
+
+
+# --- the article's method ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ArticleRun:
+    """The article's four printed lines, measured its way (mean of 3 wall-clock runs)."""
+
+    n: int
+    threads_per_block: int
+    results_match: bool  # np.allclose, as the article checks
+    cpu_time_s: float  # mean of 3 Python-loop runs, or the estimate if skipped
+    cpu_estimated: bool
+    gpu_time_s: float  # mean of 3 runs of the article's gpu_add (a, b AND c copied in)
+    backend: str
+
+    @property
+    def speedup(self) -> float:
+        return self.cpu_time_s / self.gpu_time_s
+
+    def lines(self) -> list[str]:
+        """The article's output, same wording and format."""
+        cpu_note = " (estimated: the loop was too slow to run)" if self.cpu_estimated else ""
+        return [
+            f"Results match: {self.results_match}",
+            f"CPU implementation: {self.cpu_time_s:.6f} seconds{cpu_note}",
+            f"GPU implementation: {self.gpu_time_s:.6f} seconds",
+            f"GPU speedup: {self.speedup:.2f}x",
+        ]
+
+    def to_dict(self) -> dict:
+        return {
+            "n": self.n,
+            "threads_per_block": self.threads_per_block,
+            "results_match": self.results_match,
+            "cpu_time_s": self.cpu_time_s,
+            "cpu_estimated": self.cpu_estimated,
+            "gpu_time_s": self.gpu_time_s,
+            "speedup": self.speedup,
+            "backend": self.backend,
+            "lines": self.lines(),
+        }
+
+
+ARTICLE_RUNS = 3  # the article's timeit(number=3) / 3
+
+
+def run_article_method(
+    n: int,
+    threads_per_block: int = 256,
+    *,
+    python_budget_s: float = DEFAULT_PYTHON_BUDGET_S,
+    seed: int = 0,
+    max_n: int | None = None,
+) -> ArticleRun:
+    """Reproduce the article's comparison exactly as written (not the careful way)."""
+    n = check_n(n, max_n)
+    check_threads_per_block(threads_per_block, device_info().max_threads_per_block)
+    a, b = make_inputs(n, seed)
+    blocks = blocks_for(n, threads_per_block)
+
+    def time_gpu() -> np.ndarray:  # the article's gpu_add + time_gpu
+        c = np.zeros_like(a)
+        d_a = cuda.to_device(a)
+        d_b = cuda.to_device(b)
+        d_c = cuda.to_device(c)
+        vector_add_kernel[blocks, threads_per_block](d_a, d_b, d_c)
+        d_c.copy_to_host(c)
+        return c
+
+    def time_cpu_loop() -> np.ndarray:
+        c = np.zeros_like(a)
+        cpu.python_loop(a, b, c)
+        return c
+
+    c_gpu = time_gpu()  # first call compiles, as in the article (untimed)
+    estimate = cpu.estimate_python_loop_s(n)
+    cpu_estimated = estimate * ARTICLE_RUNS > python_budget_s
+    if cpu_estimated:
+        c_cpu = a + b  # the loop's result is exactly NumPy's
+        cpu_time = estimate
+    else:
+        c_cpu = time_cpu_loop()
+        start = time.perf_counter()
+        for _ in range(ARTICLE_RUNS):
+            time_cpu_loop()
+        cpu_time = (time.perf_counter() - start) / ARTICLE_RUNS
+    start = time.perf_counter()
+    for _ in range(ARTICLE_RUNS):
+        time_gpu()
+    gpu_time = (time.perf_counter() - start) / ARTICLE_RUNS
+    return ArticleRun(
+        n=n,
+        threads_per_block=threads_per_block,
+        results_match=bool(np.allclose(c_cpu, c_gpu)),
+        cpu_time_s=cpu_time,
+        cpu_estimated=cpu_estimated,
+        gpu_time_s=gpu_time,
+        backend=BACKEND.kind,
+    )
+
+
+def explain_difference(article: ArticleRun, careful: VectorAddRun) -> str:
+    """One or two sentences on why the article's GPU time differs from the careful one."""
+    total_s = careful.gpu["total"].median_s
+    kernel_s = careful.gpu["kernel"].median_s
+    copies_s = careful.gpu["h2d"].median_s + careful.gpu["d2h"].median_s
+    text = (
+        f"The article's GPU time ({format_seconds(article.gpu_time_s)}) is the mean of "
+        f"{ARTICLE_RUNS} wall-clock runs that also zero c on the host and copy it into the "
+        f"device; the careful end-to-end median is {format_seconds(total_s)}, of which the "
+        f"kernel is {format_seconds(kernel_s)} ({kernel_s / total_s:.0%}) and the copies "
+        f"{format_seconds(copies_s)} ({copies_s / total_s:.0%})."
+    )
+    vs_numpy = careful.speedup("numpy", "total")
+    if vs_numpy is not None:
+        text += (
+            f" The article compares with a pure-Python loop, the slowest baseline; end to end "
+            f"the GPU is {format_factor(vs_numpy.factor)} NumPy's speed."
+        )
+    return text
