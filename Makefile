@@ -1,0 +1,60 @@
+# Kernel Lab. The two commands a newcomer needs:
+#   make run    set up .venv and start the app (http://localhost:8501)
+#   make test   set up .venv (dev) and Debian's chromium, then run every test
+# Each target creates what it needs; stamps make repeat runs fast.
+
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+PIP    := $(PY) -m pip --disable-pip-version-check -q
+CHROMIUM := /usr/bin/chromium
+
+.PHONY: run demo test check info cuda-wheels chromium clean
+
+run: $(VENV)/.runtime
+	$(PY) -m streamlit run app.py
+
+test: $(VENV)/.dev chromium
+	$(PY) -m pytest
+
+info: $(VENV)/.runtime
+	$(PY) -m gpu info
+
+check: $(VENV)/.runtime
+	$(PY) -m gpu check --out benchmarks/latest
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install --upgrade pip
+
+$(VENV)/.runtime: requirements.txt | $(PY)
+	$(PIP) install -r requirements.txt
+	$(MAKE) --no-print-directory cuda-wheels
+	touch $@
+
+$(VENV)/.dev: requirements-dev.txt $(VENV)/.runtime
+	$(PIP) install -r requirements-dev.txt
+	touch $@
+
+# numba-cuda needs the CUDA toolkit wheels to compile for a real GPU; they are large,
+# so only fetch them where an NVIDIA driver exists. Driver 580+ speaks CUDA 13.
+cuda-wheels: | $(PY)
+	@if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi >/dev/null 2>&1; then \
+	  major=$$(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -n1 | cut -d. -f1); \
+	  if [ "$$major" -ge 580 ]; then extra=cu13; else extra=cu12; fi; \
+	  echo "NVIDIA driver $$major found: installing numba-cuda[$$extra]"; \
+	  $(PIP) install "numba-cuda[$$extra]>=0.30,<0.31"; \
+	else \
+	  echo "No NVIDIA driver: kernels will run in Numba's CUDA simulator (no CUDA wheels downloaded)."; \
+	fi
+
+# The browser tests drive Debian's chromium (Playwright cannot download browsers here).
+chromium:
+	@if [ ! -x $(CHROMIUM) ]; then \
+	  echo "Installing Debian's chromium for the browser tests"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; \
+	fi
+
+clean:
+	rm -rf $(VENV) .pytest_cache test-artifacts

@@ -1,0 +1,28 @@
+"""Kernel Lab home: what the lab is, where kernels run, and the experiments."""
+
+import streamlit as st
+
+import gpu
+from ui.frame import frame
+
+device = frame("Kernel Lab", "🧪")
+
+st.markdown(
+    """
+A hands-on lab for a first GPU kernel. It takes the classic tutorial — **vector addition
+as a Python loop on the CPU and as a Numba CUDA kernel** — and turns it into an
+instrument: choose sizes and launch settings, run the CPU implementations and the
+kernel, check that every result is **bit-identical** to NumPy, and see where the time
+goes: host→device copies, the kernel, device→host copies, the CPU.
+"""
+)
+
+st.subheader("Where kernels run")
+if gpu.BACKEND.simulated:
+    st.markdown(f"**Numba's CUDA simulator** — {gpu.BACKEND.reason}. Every experiment works, at small sizes, and every timing is labelled as simulated.")
+else:
+    st.markdown(f"**{device.name}** (compute capability {device.compute_capability}, {device.multiprocessors} multiprocessors).")
+
+st.subheader("Experiments")
+st.page_link("pages/1_Vector_add.py", label="Vector add — the article's experiment, one size, full breakdown", icon="➕")
+st.page_link("pages/6_Device.py", label="Device — hardware, driver and library facts", icon="🖥️")

@@ -1,0 +1,96 @@
+"""A first-come, first-served lock that tells waiters their place in the queue.
+
+Runs that overlap on one GPU corrupt each other's timings, so every run holds the
+device's lock. Waiters are served in arrival order; a waiter that gives up (its
+callback raises, e.g. when the user leaves the page) is removed from the queue
+without blocking anyone. Pure Python: the app keeps one per device in a cache.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Callable, Iterator
+
+
+@dataclass(frozen=True)
+class Interval:
+    """When one holder held the lock: perf_counter seconds, and its label."""
+
+    label: str
+    start_s: float
+    end_s: float
+
+
+class FifoLock:
+    """Mutual exclusion with FIFO order and a visible queue.
+
+    ``hold(label, on_wait)`` waits its turn; while waiting it calls
+    ``on_wait(ahead)`` whenever the number of runs ahead changes (and at least every
+    ``poll_s``), outside the internal lock, so the callback may raise to abandon.
+    The last ``history`` intervals are kept for checking that holders never overlapped.
+    """
+
+    def __init__(self, name: str = "gpu", history: int = 256, poll_s: float = 0.25):
+        self.name = name
+        self._cond = threading.Condition()
+        self._queue: deque[int] = deque()
+        self._holder: str | None = None
+        self._tickets = 0
+        self._poll_s = poll_s
+        self._intervals: deque[Interval] = deque(maxlen=history)
+
+    @property
+    def busy(self) -> bool:
+        return self._holder is not None
+
+    @property
+    def waiting(self) -> int:
+        """Runs queued, not counting the one that holds the lock."""
+        return len(self._queue)
+
+    def intervals(self) -> list[Interval]:
+        with self._cond:
+            return list(self._intervals)
+
+    def _ahead(self, ticket: int) -> int:
+        return self._queue.index(ticket) + (1 if self._holder is not None else 0)
+
+    @contextmanager
+    def hold(self, label: str = "run", on_wait: Callable[[int], None] | None = None) -> Iterator[None]:
+        with self._cond:
+            ticket = self._tickets
+            self._tickets += 1
+            self._queue.append(ticket)
+        last_reported = None
+        try:
+            while True:
+                with self._cond:
+                    if self._holder is None and self._queue[0] == ticket:
+                        self._queue.popleft()
+                        self._holder = label
+                        break
+                    ahead = self._ahead(ticket)
+                    if ahead == last_reported:
+                        self._cond.wait(self._poll_s)
+                        ahead = self._ahead(ticket)
+                if on_wait is not None and ahead > 0 and ahead != last_reported:
+                    on_wait(ahead)
+                    last_reported = ahead
+        except BaseException:
+            with self._cond:  # give up our place without blocking those behind us
+                if ticket in self._queue:
+                    self._queue.remove(ticket)
+                self._cond.notify_all()
+            raise
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._intervals.append(Interval(label, start, time.perf_counter()))
+                self._holder = None
+                self._cond.notify_all()

@@ -1,0 +1,38 @@
+"""Vector add: the article's experiment at one size, with the full time breakdown."""
+
+import streamlit as st
+
+from gpu.limits import SIMULATOR_MAX_N
+from gpu.vector_add import run_article_method, run_vector_add
+from gpu.timing import RepeatPolicy
+from ui.frame import frame
+from ui.runner import run_experiment
+from ui.vector_add_view import form_ui, show_run
+
+device = frame(
+    "Vector add",
+    "➕",
+    "c = a + b for N float32 elements: the article's Python loop, NumPy and Numba on the "
+    "CPU against the CUDA kernel, checked for agreement and timed phase by phase.",
+)
+default_n = 10_000_000 if device.backend == "cuda" else 4096
+params = form_ui(min(default_n, SIMULATOR_MAX_N) if device.backend != "cuda" else default_n, device.max_threads_per_block)
+
+if params is not None:
+
+    def work(progress):
+        run = run_vector_add(params.n, params.threads_per_block, RepeatPolicy.count(params.repeats), params.cpu_impls, on_progress=progress)
+        article = None
+        if params.article:
+            progress("the article's method")
+            article = run_article_method(params.n, params.threads_per_block)
+        return run, article
+
+    outcome = run_experiment("vector add", work)
+    if outcome is not None:
+        st.session_state["vector_add.result"] = outcome
+
+if "vector_add.result" in st.session_state:
+    show_run(*st.session_state["vector_add.result"])
+else:
+    st.info("Choose N and launch settings, then press **Run**.")

@@ -1,0 +1,22 @@
+"""The real app in a real browser: open Vector add, run it, see the charts render."""
+
+import pytest
+
+from tests.conftest import screenshot, wait_for_app
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+
+def test_vector_add_runs_and_draws_charts_in_the_browser(page, app_url):
+    page.goto(f"{app_url}/Vector_add")
+    wait_for_app(page)
+    page.get_by_text("CUDA simulator — timings are not GPU performance").first.wait_for()
+    n_box = page.get_by_label("N (elements per vector)", exact=True)
+    n_box.fill("1000")
+    n_box.press("Tab")
+    page.get_by_role("button", name="Run").click()
+    page.get_by_text("Results agree").wait_for(timeout=120_000)
+    charts = page.locator('[data-testid="stVegaLiteChart"] canvas, [data-testid="stVegaLiteChart"] svg')
+    charts.first.wait_for()
+    assert charts.count() >= 2
+    screenshot(page, "vector_add")

@@ -1,0 +1,139 @@
+"""Pure chart builders: tidy DataFrame in, ``alt.Chart`` out. No Streamlit here.
+
+One colour per measure on every page (``COLORS``), tooltips with units and sample
+counts, log axes where values span decades, and never stacked bars on a log axis.
+"""
+
+from __future__ import annotations
+
+import altair as alt
+import pandas as pd
+
+# One colour per measure, shared by every page and chart.
+COLORS: dict[str, str] = {
+    "H2D copy": "#4c78a8",
+    "Kernel": "#f58518",
+    "D2H copy": "#54a24b",
+    "GPU end to end": "#e45756",
+    "Python loop": "#9d755d",
+    "NumPy": "#72b7b2",
+    "Numba @njit": "#b279a2",
+    "Numba parallel": "#ff9da6",
+    "CuPy a + b": "#bab0ac",
+    "PyTorch a + b": "#79706e",
+}
+
+# Engine names -> the labels above.
+MEASURE_LABELS: dict[tuple[str, str], str] = {
+    ("gpu", "h2d"): "H2D copy",
+    ("gpu", "kernel"): "Kernel",
+    ("gpu", "d2h"): "D2H copy",
+    ("gpu", "total"): "GPU end to end",
+    ("python", "cpu"): "Python loop",
+    ("numpy", "cpu"): "NumPy",
+    ("numba", "cpu"): "Numba @njit",
+    ("numba-parallel", "cpu"): "Numba parallel",
+}
+
+GPU_PHASE_ORDER = ["H2D copy", "Kernel", "D2H copy"]
+
+
+def color_scale(measures: list[str] | None = None) -> alt.Scale:
+    """The shared colour scale, limited to ``measures`` (in COLORS order) if given."""
+    domain = [m for m in COLORS if measures is None or m in measures]
+    return alt.Scale(domain=domain, range=[COLORS[m] for m in domain])
+
+
+def label_measures(frame: pd.DataFrame) -> pd.DataFrame:
+    """Add a ``measure`` column (display label) from implementation and phase."""
+    out = frame.copy()
+    out["measure"] = [
+        MEASURE_LABELS.get((impl, phase), f"{impl} {phase}") for impl, phase in zip(out["implementation"], out["phase"])
+    ]
+    return out
+
+
+def summarise(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per measure: median, min, max (ms), sample count and whether it is an estimate."""
+    labelled = label_measures(frame)
+    grouped = labelled.groupby("measure", sort=False)
+    summary = grouped["seconds"].agg(["median", "min", "max", "count"]).reset_index()
+    summary["estimated"] = grouped["estimated"].any().to_numpy()
+    for col in ("median", "min", "max"):
+        summary[f"{col}_ms"] = summary[col] * 1e3
+    summary["samples"] = summary["count"].where(~summary["estimated"], 0)
+    summary["kind"] = summary["estimated"].map({True: "estimate (not run)", False: "measured"})
+    order = list(COLORS)
+    summary["order"] = summary["measure"].map(lambda m: order.index(m) if m in order else len(order))
+    return summary.sort_values("order").drop(columns=["median", "min", "max", "count", "order"]).reset_index(drop=True)
+
+
+def _tooltip() -> list[alt.Tooltip]:
+    return [
+        alt.Tooltip("measure:N", title="measure"),
+        alt.Tooltip("median_ms:Q", title="median (ms)", format=",.4g"),
+        alt.Tooltip("min_ms:Q", title="min (ms)", format=",.4g"),
+        alt.Tooltip("max_ms:Q", title="max (ms)", format=",.4g"),
+        alt.Tooltip("samples:Q", title="samples"),
+        alt.Tooltip("kind:N", title="kind"),
+    ]
+
+
+def time_comparison_chart(frame: pd.DataFrame, subtitle: str) -> alt.Chart:
+    """Every implementation and GPU phase side by side: median bars on a log axis,
+    min–max whiskers; estimates drawn faded. ``frame`` is ``VectorAddRun.to_frame()``."""
+    summary = summarise(frame)
+    y = alt.Y("measure:N", sort=list(summary["measure"]), title=None)
+    x_scale = alt.Scale(type="log")
+    base = alt.Chart(summary)
+    bars = base.mark_bar(height=18).encode(
+        y=y,
+        x=alt.X("median_ms:Q", scale=x_scale, title="time (ms, log scale)"),
+        color=alt.Color("measure:N", scale=color_scale(list(summary["measure"])), legend=None),
+        opacity=alt.condition("datum.estimated", alt.value(0.35), alt.value(1.0)),
+        tooltip=_tooltip(),
+    )
+    whiskers = base.transform_filter("!datum.estimated").mark_rule(color="black").encode(
+        y=y, x=alt.X("min_ms:Q", scale=x_scale), x2="max_ms:Q", tooltip=_tooltip()
+    )
+    labels = base.mark_text(align="left", dx=4, fontSize=11).encode(
+        y=y,
+        x=alt.X("median_ms:Q", scale=x_scale),
+        text=alt.Text("label:N"),
+    ).transform_calculate(
+        label="(datum.estimated ? 'estimate ' : '') + format(datum.median_ms, ',.3~g') + ' ms'"
+    )
+    return (bars + whiskers + labels).properties(
+        title=alt.TitleParams("Time per implementation and GPU phase (median)", subtitle=subtitle),
+        height=alt.Step(28),
+    )
+
+
+def gpu_breakdown_chart(frame: pd.DataFrame, subtitle: str) -> alt.Chart:
+    """Where the GPU end-to-end time goes: H2D, kernel, D2H stacked on a linear axis,
+    with the wall-clock end-to-end median as a marker for comparison."""
+    summary = summarise(frame)
+    phases = summary[summary["measure"].isin(GPU_PHASE_ORDER)].copy()
+    phases["row"] = "GPU phases (events)"
+    phases["stack_order"] = phases["measure"].map(GPU_PHASE_ORDER.index)
+    total = summary[summary["measure"] == "GPU end to end"].copy()
+    total["row"] = "GPU phases (events)"
+    measures = GPU_PHASE_ORDER + ["GPU end to end"]
+    x = alt.X("median_ms:Q", title="time (ms, linear)", stack="zero")
+    bars = alt.Chart(phases).mark_bar(height=30).encode(
+        y=alt.Y("row:N", title=None),
+        x=x,
+        color=alt.Color("measure:N", scale=color_scale(measures), title="measure", sort=measures),
+        order=alt.Order("stack_order:Q"),
+        tooltip=_tooltip(),
+    )
+    marker = alt.Chart(total).mark_tick(thickness=3, size=44).encode(
+        y=alt.Y("row:N", title=None),
+        x=alt.X("median_ms:Q"),
+        color=alt.Color("measure:N", scale=color_scale(measures)),
+        tooltip=_tooltip(),
+    )
+    return (bars + marker).properties(
+        title=alt.TitleParams("Where the GPU time goes (medians; tick = wall-clock end to end)", subtitle=subtitle),
+        height=90,
+    )
