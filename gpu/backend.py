@@ -76,6 +76,13 @@ def _decide() -> str:
 
 _reason = _decide()
 
+# numba-cuda 0.30 registers an overload for np.row_stack, which NumPy 2.5 removed:
+# without this alias, compiling any kernel fails with AttributeError under NumPy 2.5.
+import numpy as _np  # noqa: E402
+
+if not hasattr(_np, "row_stack"):
+    _np.row_stack = _np.vstack
+
 from numba import cuda  # noqa: E402  (must follow the decision above)
 from numba.cuda import config as _cuda_config  # noqa: E402
 

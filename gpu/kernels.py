@@ -41,3 +41,84 @@ def compile_vector_add() -> float:
     start = time.perf_counter()
     vector_add_kernel.compile(VECTOR_ADD_SIGNATURE)
     return time.perf_counter() - start
+
+
+# --- launch-configuration kernels (the Launch config page) ---------------------------
+
+# Columns of the indexing probe's per-thread record, in order.
+PROBE_FIELDS = ("tx", "bx", "bw", "position", "warp", "masked", "elements")
+
+
+@cuda.jit(cache=not BACKEND.simulated)
+def indexing_probe_kernel(a, b, c, record):
+    """The article's kernel, plus a record of what each thread saw and did.
+
+    ``record`` is int32 of shape (threads launched, len(PROBE_FIELDS)); row
+    ``tx + bx * bw`` belongs to that thread (every launched thread has exactly one).
+    """
+    tx = cuda.threadIdx.x
+    bx = cuda.blockIdx.x
+    bw = cuda.blockDim.x
+    position = tx + bx * bw
+    record[position, 0] = tx
+    record[position, 1] = bx
+    record[position, 2] = bw
+    record[position, 3] = position
+    record[position, 4] = tx // cuda.warpsize  # warp within the block
+    if position < a.size:  # the guard: the last block may run past the end of the data
+        c[position] = a[position] + b[position]
+        record[position, 5] = 0
+        record[position, 6] = 1
+    else:
+        record[position, 5] = 1  # masked off: this thread does nothing
+        record[position, 6] = 0
+
+
+@cuda.jit(cache=not BACKEND.simulated)
+def grid_stride_probe_kernel(a, b, c, record, handled_by, hits):
+    """A grid-stride vector add that records who handled what.
+
+    Each thread starts at its global index and steps by the whole grid's width, so a
+    fixed number of blocks covers any N. ``handled_by[i]`` receives the global thread
+    index that added element i; ``hits[i]`` counts how often element i was added
+    (exactly once when the loop is right). ``record`` as in indexing_probe_kernel,
+    with "elements" = how many elements the thread added.
+    """
+    tx = cuda.threadIdx.x
+    bx = cuda.blockIdx.x
+    bw = cuda.blockDim.x
+    thread = tx + bx * bw
+    stride = bw * cuda.gridDim.x  # threads in the whole grid
+    count = 0
+    for i in range(thread, a.size, stride):
+        c[i] = a[i] + b[i]
+        handled_by[i] = thread
+        cuda.atomic.add(hits, i, 1)
+        count += 1
+    record[thread, 0] = tx
+    record[thread, 1] = bx
+    record[thread, 2] = bw
+    record[thread, 3] = thread
+    record[thread, 4] = tx // cuda.warpsize
+    record[thread, 5] = 1 if count == 0 else 0  # idle: more threads than elements
+    record[thread, 6] = count
+
+
+@cuda.jit(cache=not BACKEND.simulated)
+def vector_add_grid_stride_kernel(a, b, c):
+    """c[i] = a[i] + b[i] with a fixed grid: each thread strides by the grid's width."""
+    tx = cuda.threadIdx.x
+    bx = cuda.blockIdx.x
+    bw = cuda.blockDim.x
+    stride = bw * cuda.gridDim.x  # threads in the whole grid
+    for i in range(tx + bx * bw, a.size, stride):
+        c[i] = a[i] + b[i]
+
+
+def compile_grid_stride_vector_add() -> float:
+    """Compile the grid-stride vector add for float32 vectors; seconds taken (0.0 simulated)."""
+    if BACKEND.simulated:
+        return 0.0
+    start = time.perf_counter()
+    vector_add_grid_stride_kernel.compile(VECTOR_ADD_SIGNATURE)
+    return time.perf_counter() - start
