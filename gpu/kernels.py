@@ -30,6 +30,23 @@ def blocks_for(n: int, threads_per_block: int) -> int:
     return (n + threads_per_block - 1) // threads_per_block
 
 
+# How long hold_stream keeps a stream busy: comfortably longer than the host needs to
+# record an event and launch a kernel from Python (a few hundred µs with numba-cuda).
+HOLD_STREAM_NS = 2_000_000
+
+
+@cuda.jit
+def hold_stream(total_ns):
+    """Sleep one thread for about ``total_ns`` ns so the host can queue work behind it.
+
+    The nvbench "blocking kernel" idea: while the stream is held, the host records
+    the start event and launches the kernel under test, so the events then bracket
+    the kernel's execution alone, not the host's launch latency.
+    """
+    for _ in range(total_ns // 1000):
+        cuda.nanosleep(1000)
+
+
 def compile_vector_add() -> float:
     """Compile (or load from Numba's cache) the vector-add kernel; return seconds taken.
 

@@ -247,3 +247,26 @@ def format_factor(factor: float) -> str:
     if factor != factor:  # NaN
         return "—"
     return f"{factor:,.0f}x" if factor >= 100 else f"{factor:.3g}x"
+
+
+def time_kernel(launch: Callable[[], None], stream, policy: RepeatPolicy, clock: Clock = time.perf_counter) -> Stats:
+    """Time ``launch()`` (which queues one kernel on ``stream``) per policy, in seconds.
+
+    On hardware the stream is held by a sleeping kernel while the start event and the
+    launch are queued, so each sample is the kernel's execution alone, without the
+    host's launch latency. In the simulator it is the wall-clock time of the launch.
+    """
+    from gpu.backend import BACKEND
+    from gpu.kernels import HOLD_STREAM_NS, hold_stream
+
+    timer = PhaseTimer(stream, ("kernel",), clock=clock)
+
+    def once() -> dict[str, float]:
+        if not BACKEND.simulated:
+            hold_stream[1, 1, stream](HOLD_STREAM_NS)
+        timer.start()
+        launch()
+        timer.end("kernel")
+        return timer.durations_s()
+
+    return collect(once, policy, noise_key="kernel", clock=clock)["kernel"]

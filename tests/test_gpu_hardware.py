@@ -18,6 +18,7 @@ def test_event_timed_phases_fit_inside_wall_clock():
     run = run_vector_add(1 << 22, 256, RepeatPolicy.count(5), ["numpy"])
     assert run.agree and run.backend == "cuda" and run.compile_s >= 0
     for i in range(5):
-        parts = sum(run.gpu[p].samples_s[i] for p in ("h2d", "kernel", "d2h"))
+        parts = sum(run.gpu[p].samples_s[i] for p in ("h2d", "launch", "kernel", "d2h"))
         assert 0 < parts <= run.gpu["total"].samples_s[i] * 1.05
+    assert min(run.gpu["launch"].samples_s) >= 0  # the kernel alone never exceeds launch + kernel
     assert run.kernel_bandwidth_gbps > 50  # any CUDA GPU of the last decade moves > 50 GB/s

@@ -12,6 +12,7 @@ import pandas as pd
 # One colour per measure, shared by every page and chart.
 COLORS: dict[str, str] = {
     "H2D copy": "#4c78a8",
+    "Kernel launch (host)": "#eeca3b",
     "Kernel": "#f58518",
     "D2H copy": "#54a24b",
     "GPU end to end": "#e45756",
@@ -26,6 +27,7 @@ COLORS: dict[str, str] = {
 # Engine names -> the labels above.
 MEASURE_LABELS: dict[tuple[str, str], str] = {
     ("gpu", "h2d"): "H2D copy",
+    ("gpu", "launch"): "Kernel launch (host)",
     ("gpu", "kernel"): "Kernel",
     ("gpu", "d2h"): "D2H copy",
     ("gpu", "total"): "GPU end to end",
@@ -35,7 +37,7 @@ MEASURE_LABELS: dict[tuple[str, str], str] = {
     ("numba-parallel", "cpu"): "Numba parallel",
 }
 
-GPU_PHASE_ORDER = ["H2D copy", "Kernel", "D2H copy"]
+GPU_PHASE_ORDER = ["H2D copy", "Kernel launch (host)", "Kernel", "D2H copy"]
 
 
 def color_scale(measures: list[str] | None = None) -> alt.Scale:

@@ -1,0 +1,82 @@
+"""`python -m gpu`: JSON shape per DESIGN.md and exit codes."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gpu.__main__ import main
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_info_json_names_backend_and_device(capsys):
+    assert main(["info", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["backend"] in ("cuda", "simulator")
+    assert data["devices"][0]["name"]
+    assert data["versions"]["numpy"]
+
+
+def test_vector_add_json_has_the_documented_shape(capsys):
+    assert main(["vector-add", "--n", "300", "--threads-per-block", "64", "--repeats", "2", "--cpu", "numpy,python", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["n"] == 300 and data["dtype"] == "float32"
+    assert data["threads_per_block"] == 64 and data["blocks_per_grid"] == 5
+    assert data["backend"] in ("cuda", "simulator") and data["device"]["name"]
+    assert data["agree"] is True and data["max_abs_diff"] == 0
+    assert "compile_s" in data["gpu"]
+    for phase in ("h2d", "kernel", "d2h", "total"):
+        stats = data["gpu"]["phases"][phase]
+        assert {"median_s", "min_s", "max_s", "samples"} <= set(stats) and stats["samples"] == 2
+    assert set(data["cpu"]) == {"numpy", "python"}
+    assert "median_s" in data["cpu"]["numpy"] or "skipped" in data["cpu"]["numpy"]
+    assert "total_vs_numpy" in data["speedup"]
+
+
+@pytest.mark.parametrize(
+    "args,fragment",
+    [
+        (["vector-add", "--n", "0"], "at least 1"),
+        (["vector-add", "--n", "x"], "whole number"),
+        (["vector-add", "--n", "100", "--threads-per-block", "0"], "threads per block"),
+        (["vector-add", "--n", "100", "--threads-per-block", "4096"], "threads per block"),
+        (["vector-add", "--n", "100", "--repeats", "0"], "repeats"),
+        (["vector-add", "--n", "100", "--cpu", "cobol"], "unknown CPU implementation"),
+        (["no-such-command"], "invalid choice"),
+    ],
+)
+def test_bad_arguments_exit_2_with_one_line(args, fragment, capsys):
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert fragment in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_module_entry_point_exit_code_in_a_real_process():
+    proc = subprocess.run([sys.executable, "-m", "gpu", "vector-add", "--n", "-3"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().startswith("error:") and "Traceback" not in proc.stderr
+
+
+def test_check_writes_json_and_markdown(tmp_path):
+    from gpu.check import article_section, correctness_section, run_check
+
+    report = run_check(tmp_path, quick=True, sections=[correctness_section, article_section])
+    assert report.passed
+    data = json.loads((tmp_path / "check.json").read_text())
+    assert data["sections"]["correctness"]["passed"] is True
+    assert len(data["sections"]["correctness"]["launches"]) == 7 * 4  # sizes up to 257 x 4 block sizes
+    assert "Results match: True" in (tmp_path / "check.md").read_text()
+
+
+def test_a_failing_section_is_recorded_and_fails_the_check(tmp_path):
+    from gpu.check import run_check
+
+    def broken(ctx):
+        raise RuntimeError("boom")
+
+    report = run_check(tmp_path, quick=True, sections=[broken])
+    assert not report.passed
+    assert "boom" in (tmp_path / "check.md").read_text()
