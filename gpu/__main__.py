@@ -83,6 +83,43 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 0 if report.passed else 1
 
 
+def cmd_history(args: argparse.Namespace) -> int:
+    from gpu.store import StoreError, open_store
+
+    store = open_store()
+    if store.problem:
+        print(store.problem, file=sys.stderr)
+    try:
+        runs = store.runs(experiment=args.experiment, limit=args.limit)
+    except StoreError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    if args.json:
+        _print_json({"database": str(store.path), "runs": [r.to_dict() for r in runs]})
+        return 0
+    print(f"{len(runs)} run{'s' if len(runs) != 1 else ''} in {store.path} (newest first)")
+    for r in runs:
+        params = ", ".join(f"{k}={v}" for k, v in r.params.items() if not isinstance(v, (dict, list)))
+        sim = " [simulated]" if r.simulated else ""
+        print(f"{r.short_id}  {r.created_at}  {r.experiment:<14} {r.device_name or '?'} ({r.backend}){sim}  {params}")
+    return 0
+
+
+def cmd_history_delete(args: argparse.Namespace) -> int:
+    """Admin only: the app offers no way to delete, so one user cannot remove another's runs."""
+    from gpu.store import StoreError, open_store
+
+    if not args.yes:
+        raise InputError("history-delete removes runs for every user of this machine; add --yes to confirm")
+    store = open_store()
+    try:
+        deleted = store.delete(args.id)
+    except StoreError as exc:
+        raise InputError(str(exc)) from None
+    print(f"deleted {deleted} run{'s' if deleted != 1 else ''} from {store.path}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     from gpu.cpu import IMPLEMENTATIONS
 
@@ -106,6 +143,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default=".", help="folder for check.json and check.md (default: current folder)")
     p.add_argument("--quick", action="store_true", default=None, help="small sizes only (the default in the simulator)")
     p.set_defaults(func=cmd_check)
+
+    p = sub.add_parser("history", help="list saved runs (newest first) from the history database")
+    p.add_argument("--json", action="store_true", help="print one JSON object with every run and all its samples")
+    p.add_argument("--experiment", default=None, help="only this experiment, e.g. vector-add")
+    p.add_argument("--limit", type=int, default=1000, help="at most this many runs (default 1000)")
+    p.set_defaults(func=cmd_history)
+
+    p = sub.add_parser("history-delete", help="admin: delete saved runs by id (the app cannot delete)")
+    p.add_argument("--id", action="append", required=True, help="run id or a unique prefix; repeat for several")
+    p.add_argument("--yes", action="store_true", help="confirm the deletion")
+    p.set_defaults(func=cmd_history_delete)
     return parser
 
 

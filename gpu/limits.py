@@ -93,28 +93,35 @@ def max_vector_n(
 ) -> int:
     """Largest float32 vector length a run may use now, from free host/device memory.
 
-    In the simulator this is also capped at SIMULATOR_MAX_N so runs finish in seconds.
+    Also capped by the configured admission limit (``KERNEL_LAB_MAX_N``, see
+    gpu.admission), which in the simulator defaults to SIMULATOR_MAX_N so runs finish
+    in seconds.
     """
+    from gpu.admission import load_config
+
     host = host_available_bytes() * MEMORY_SAFETY // (host_arrays * BYTES_PER_FLOAT32)
     limit = int(host)
     free = device_free_bytes()
     if free is not None:
         limit = min(limit, int(free * MEMORY_SAFETY // (device_arrays * BYTES_PER_FLOAT32)))
-    if BACKEND.simulated:
-        limit = min(limit, SIMULATOR_MAX_N)
+    limit = min(limit, load_config().max_n)
     return max(limit, 0)
 
 
 def check_n(n: int | str, max_n: int | None = None, name: str = "N") -> int:
     """Validate an element count against memory (and the simulator cap); return it."""
     value = parse_size(n, name)
+    from gpu.admission import ENV_MAX_N, load_config
+
     limit = max_vector_n() if max_n is None else max_n
     if value > limit:
-        why = (
-            "the CUDA simulator's cap (about 0.1 ms per simulated thread)"
-            if BACKEND.simulated and limit == SIMULATOR_MAX_N
-            else "what fits in free host and device memory now"
-        )
+        configured = load_config().max_n
+        if BACKEND.simulated and limit == SIMULATOR_MAX_N:
+            why = "the CUDA simulator's cap (about 0.1 ms per simulated thread)"
+        elif limit == configured:
+            why = f"this server's admission limit ({ENV_MAX_N})"
+        else:
+            why = "what fits in free host and device memory now"
         raise InputError(f"{name} = {value:,} is too large: the limit is {limit:,}, {why}.")
     return value
 
@@ -134,10 +141,14 @@ def check_threads_per_block(threads: int | str, device_max: int = MAX_THREADS_PE
 
 
 def check_repeats(repeats: int | str) -> int:
-    """Validate a repeat count (1 to MAX_REPEATS); return it."""
+    """Validate a repeat count (1 to the configured KERNEL_LAB_MAX_REPEATS, at most MAX_REPEATS); return it."""
+    from gpu.admission import ENV_MAX_REPEATS, load_config
+
     value = parse_int(repeats, "repeats")
-    if not 1 <= value <= MAX_REPEATS:
-        raise InputError(f"repeats must be between 1 and {MAX_REPEATS}, got {value}")
+    limit = min(MAX_REPEATS, load_config().max_repeats)
+    if not 1 <= value <= limit:
+        where = f" (this server's limit, {ENV_MAX_REPEATS})" if limit < MAX_REPEATS else ""
+        raise InputError(f"repeats must be between 1 and {limit}{where}, got {value}")
     return value
 
 

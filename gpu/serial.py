@@ -13,7 +13,7 @@ import time
 from collections import deque
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Callable, Iterator
+from typing import Callable, Iterator, Sequence
 
 
 @dataclass(frozen=True)
@@ -25,17 +25,48 @@ class Interval:
     end_s: float
 
 
+@dataclass(frozen=True)
+class LockState:
+    """A lock at one moment: its holder's label (None when free), seconds held, runs waiting."""
+
+    name: str
+    holder: str | None
+    held_s: float | None
+    waiting: int
+
+    @property
+    def load(self) -> int:
+        """Runs in front of a newcomer: the holder plus everyone waiting."""
+        return self.waiting + (1 if self.holder is not None else 0)
+
+
+def overlaps(intervals: Sequence[Interval]) -> list[tuple[Interval, Interval]]:
+    """Neighbouring (by start) intervals that overlap; empty exactly when none overlap."""
+    ordered = sorted(intervals, key=lambda i: i.start_s)
+    return [(a, b) for a, b in zip(ordered, ordered[1:]) if b.start_s < a.end_s]
+
+
+def least_loaded(locks: Sequence["FifoLock"]) -> int:
+    """Index of the first free lock, else of the one with the shortest queue (lowest index on ties)."""
+    if not locks:
+        raise ValueError("no locks to choose from")
+    loads = [lock.snapshot().load for lock in locks]
+    return loads.index(min(loads))
+
+
 class FifoLock:
     """Mutual exclusion with FIFO order and a visible queue.
 
     ``hold(label, on_wait)`` waits its turn; while waiting it calls
     ``on_wait(ahead)`` whenever the number of runs ahead changes (and at least every
-    ``poll_s``), outside the internal lock, so the callback may raise to abandon.
+    ``heartbeat_s``), outside the internal lock, so the callback may raise to abandon.
     The last ``history`` intervals are kept for checking that holders never overlapped.
     """
 
-    def __init__(self, name: str = "gpu", history: int = 256, poll_s: float = 0.25):
+    def __init__(self, name: str = "gpu", history: int = 256, poll_s: float = 0.25, heartbeat_s: float = 1.0):
         self.name = name
+        self._heartbeat_s = heartbeat_s
+        self._held_since: float | None = None
         self._cond = threading.Condition()
         self._queue: deque[int] = deque()
         self._holder: str | None = None
@@ -52,6 +83,12 @@ class FifoLock:
         """Runs queued, not counting the one that holds the lock."""
         return len(self._queue)
 
+    def snapshot(self) -> LockState:
+        """Who holds the lock, for how long, and how many runs wait (for status lines)."""
+        with self._cond:
+            held = None if self._held_since is None else time.perf_counter() - self._held_since
+            return LockState(self.name, self._holder, held, len(self._queue))
+
     def intervals(self) -> list[Interval]:
         with self._cond:
             return list(self._intervals)
@@ -61,24 +98,36 @@ class FifoLock:
 
     @contextmanager
     def hold(self, label: str = "run", on_wait: Callable[[int], None] | None = None) -> Iterator[None]:
+        """Wait for our turn, then hold the lock for the body of the ``with``.
+
+        ``on_wait(ahead)`` is called with the number of runs ahead of this one (the
+        holder included) whenever it changes and at least every ``heartbeat_s`` while
+        waiting, so a caller that has gone away finds out and can raise to leave.
+        """
         with self._cond:
             ticket = self._tickets
             self._tickets += 1
             self._queue.append(ticket)
         last_reported = None
+        last_call = 0.0
         try:
             while True:
                 with self._cond:
                     if self._holder is None and self._queue[0] == ticket:
                         self._queue.popleft()
                         self._holder = label
+                        self._held_since = time.perf_counter()
                         break
                     ahead = self._ahead(ticket)
                     if ahead == last_reported:
                         self._cond.wait(self._poll_s)
                         ahead = self._ahead(ticket)
-                if on_wait is not None and ahead > 0 and ahead != last_reported:
+                now = time.perf_counter()
+                due = ahead != last_reported or now - last_call >= self._heartbeat_s
+                if on_wait is not None and ahead > 0 and due:
+                    last_reported, last_call = ahead, now
                     on_wait(ahead)
+                elif on_wait is None:
                     last_reported = ahead
         except BaseException:
             with self._cond:  # give up our place without blocking those behind us
@@ -93,4 +142,5 @@ class FifoLock:
             with self._cond:
                 self._intervals.append(Interval(label, start, time.perf_counter()))
                 self._holder = None
+                self._held_since = None
                 self._cond.notify_all()

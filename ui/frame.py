@@ -27,6 +27,9 @@ def frame(title: str, icon: str = "🧪", intro: str | None = None) -> DeviceInf
         st.markdown(intro)
     with st.sidebar:
         badge(device)
+        from ui.runner import sidebar_status  # queue state, admission limits, history status
+
+        sidebar_status()
     return device
 
 

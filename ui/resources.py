@@ -1,6 +1,7 @@
 """Process-wide objects shared by every session, held in ``st.cache_resource``.
 
-Bounded by construction: one lock per device and one set of facts per device.
+Bounded by construction: one lock per device, one CPU lock, one set of facts per
+device, and one history store per database path.
 """
 
 from __future__ import annotations
@@ -8,8 +9,9 @@ from __future__ import annotations
 import streamlit as st
 
 import gpu  # noqa: F401  (decides the backend before anything imports numba.cuda)
-from gpu.device import DeviceInfo, device_info
+from gpu.device import DeviceInfo, device_count, device_info
 from gpu.serial import FifoLock
+from gpu.store import HistoryStore, default_path, open_store
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
@@ -18,6 +20,29 @@ def device_lock(index: int = 0) -> FifoLock:
     return FifoLock(name=f"gpu{index}")
 
 
+@st.cache_resource(max_entries=1, show_spinner=False)
+def cpu_lock() -> FifoLock:
+    """The one lock that serialises CPU benchmarks (they compete for cores and memory bandwidth)."""
+    return FifoLock(name="cpu")
+
+
 @st.cache_resource(max_entries=16, show_spinner="Reading device facts…")
 def device_facts(index: int = 0) -> DeviceInfo:
     return device_info(index)
+
+
+@st.cache_resource(max_entries=1, show_spinner=False)
+def devices() -> int:
+    """How many devices runs can use (the simulator counts as one)."""
+    return device_count()
+
+
+@st.cache_resource(max_entries=4, show_spinner=False)
+def history_store(path: str) -> HistoryStore:
+    """The history database at ``path``, opened (or repaired, or marked unavailable) once."""
+    return open_store(path)
+
+
+def current_store() -> HistoryStore:
+    """The history database this process uses ($KERNEL_LAB_DB or the user's data directory)."""
+    return history_store(str(default_path()))

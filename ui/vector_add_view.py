@@ -9,6 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from gpu import cpu
+from gpu.admission import check_work, load_config
 from gpu.limits import InputError, check_n, check_repeats, check_threads_per_block, max_vector_n
 from gpu.timing import format_factor, format_seconds
 from gpu.vector_add import ArticleRun, VectorAddRun, explain_difference
@@ -35,7 +36,8 @@ def form_ui(default_n: int, device_max_threads: int) -> VectorAddParams | None:
         impls = st.multiselect("CPU implementations", options=list(cpu.IMPLEMENTATIONS), default=list(cpu.IMPLEMENTATIONS), format_func=cpu.LABELS.get, key="cpu_impls")
         article = st.checkbox("Also run it as in the article (copy c in too, mean of three wall-clock runs)", value=True, key="article")
         submitted = st.form_submit_button("Run", type="primary")
-    st.caption(f"Limits here: N ≤ {limit:,} (free memory{' and the simulator cap' if limit <= 16_384 else ''}); threads per block 1–{device_max_threads}; repeats 1–1000.")
+    admission = load_config()
+    st.caption(f"Limits here: N ≤ {limit:,} (free memory{' and the simulator cap' if limit <= 16_384 else ''}, and this server's limit); threads per block 1–{device_max_threads}; repeats 1–{admission.max_repeats}; N × (repeats + 1) ≤ {admission.max_work:,}.")
     if not submitted:
         return None
     try:
@@ -46,6 +48,7 @@ def form_ui(default_n: int, device_max_threads: int) -> VectorAddParams | None:
             cpu_impls=tuple(impls),
             article=article,
         )
+        check_work(params.n, params.repeats, config=admission)
         for warning in check_threads_per_block(params.threads_per_block, device_max_threads):
             st.warning(warning)
     except InputError as exc:

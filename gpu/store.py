@@ -1,0 +1,407 @@
+"""Run history: every completed run, saved in SQLite with its parameters, device and samples.
+
+The database lives at ``$KERNEL_LAB_DB`` or, by default, ``history.sqlite3`` in the user's
+data directory (platformdirs when installed, else ``~/.local/share/kernel-lab``). It runs
+in WAL mode, so readers never block the one writer and a process killed mid-write loses
+only its own uncommitted run. Each save is one transaction of one row.
+
+A damaged database must never stop experiments: a file that is not a database is moved
+aside (``<name>.corrupt-<UTC time>``) and a fresh one started; a file or folder that
+cannot be written leaves history read-only (or unavailable) with a ``problem`` that says
+why, and every save then raises ``StoreError`` for the caller to report.
+
+Deleting is not offered to the app: only ``python -m gpu history-delete`` calls ``delete``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sqlite3
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+ENV_DB = "KERNEL_LAB_DB"
+SCHEMA_VERSION = 1
+BUSY_TIMEOUT_S = 15.0  # many sessions may finish at once; a save waits this long for the writer
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS runs (
+    id           INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id       TEXT NOT NULL UNIQUE,      -- uuid4 hex, what users and the CLI see
+    experiment   TEXT NOT NULL,             -- "vector-add", "scaling", ...
+    created_at   TEXT NOT NULL,             -- when the run was measured (UTC, ISO 8601)
+    saved_at     TEXT NOT NULL,             -- when it was written here (UTC, ISO 8601)
+    backend      TEXT NOT NULL,             -- "cuda" or "simulator"
+    simulated    INTEGER NOT NULL,          -- 1 when timings came from the CUDA simulator
+    device_name  TEXT,
+    device_index INTEGER,
+    versions     TEXT NOT NULL,             -- JSON: library -> version
+    params       TEXT NOT NULL,             -- JSON: the run's parameters
+    result       TEXT NOT NULL              -- JSON: result.to_dict(), every sample included
+);
+CREATE INDEX IF NOT EXISTS runs_created ON runs (created_at);
+CREATE INDEX IF NOT EXISTS runs_experiment ON runs (experiment);
+"""
+
+COLUMNS = ("run_id", "experiment", "created_at", "saved_at", "backend", "simulated", "device_name", "device_index", "versions", "params", "result")
+
+# Keys of a result's to_dict() that describe the run rather than parameterise it.
+_NOT_PARAMS = {"experiment", "created_at", "backend", "device", "versions", "warnings", "lines"}
+
+
+class StoreError(RuntimeError):
+    """History could not be read or written; the message says why and what still works."""
+
+
+def default_path() -> Path:
+    """Where history lives: $KERNEL_LAB_DB, else the user's data directory."""
+    env = os.environ.get(ENV_DB, "").strip()
+    if env:
+        return Path(env).expanduser()
+    try:
+        from platformdirs import user_data_dir
+
+        base = Path(user_data_dir("kernel-lab", appauthor=False))
+    except ImportError:  # the GPU test machine has no platformdirs
+        base = Path.home() / ".local" / "share" / "kernel-lab"
+    return base / "history.sqlite3"
+
+
+def _utc_now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _json_safe(value: Any) -> Any:
+    """JSON-serialisable copy: NaN/inf become None (strict JSON), tuples lists, others str."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, Mapping):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    if value is None or isinstance(value, (str, int, bool)):
+        return value
+    if hasattr(value, "item"):  # numpy scalars
+        return _json_safe(value.item())
+    return str(value)
+
+
+def params_of(result: Mapping[str, Any]) -> dict:
+    """The parameters of a run from its to_dict(): a "params" mapping when given, else its scalar fields."""
+    if isinstance(result.get("params"), Mapping):
+        return dict(result["params"])
+    params = {k: v for k, v in result.items() if k not in _NOT_PARAMS and (v is None or isinstance(v, (str, int, float, bool)))}
+    for key in ("policy", "sizes", "threads_per_block_values", "block_sizes"):
+        if key in result and key not in params:
+            params[key] = result[key]
+    return params
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One saved run. ``result`` is the run's to_dict() exactly as saved."""
+
+    run_id: str
+    experiment: str
+    created_at: str
+    saved_at: str
+    backend: str
+    simulated: bool
+    device_name: str | None
+    device_index: int | None
+    versions: dict
+    params: dict
+    result: dict
+
+    @property
+    def short_id(self) -> str:
+        return self.run_id[:8]
+
+    @property
+    def backend_label(self) -> str:
+        """"CUDA" or "CUDA simulator (simulated timings)": simulated runs are always labelled."""
+        return "CUDA simulator (simulated timings)" if self.simulated else "CUDA"
+
+    def to_dict(self) -> dict:
+        return {
+            "run_id": self.run_id,
+            "experiment": self.experiment,
+            "created_at": self.created_at,
+            "saved_at": self.saved_at,
+            "backend": self.backend,
+            "simulated": self.simulated,
+            "device_name": self.device_name,
+            "device_index": self.device_index,
+            "versions": self.versions,
+            "params": self.params,
+            "result": self.result,
+        }
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> "RunRecord":
+        return cls(
+            run_id=row["run_id"],
+            experiment=row["experiment"],
+            created_at=row["created_at"],
+            saved_at=row["saved_at"],
+            backend=row["backend"],
+            simulated=bool(row["simulated"]),
+            device_name=row["device_name"],
+            device_index=row["device_index"],
+            versions=json.loads(row["versions"]),
+            params=json.loads(row["params"]),
+            result=json.loads(row["result"]),
+        )
+
+
+class HistoryStore:
+    """The history database at ``path``. Thread-safe: one short-lived connection per call.
+
+    ``available`` is False when nothing can be read; ``writable`` False when runs cannot be
+    saved; ``problem`` then says why (for a banner) and ``moved_aside`` names a corrupt
+    file that was moved out of the way.
+    """
+
+    def __init__(self, path: str | os.PathLike | None = None):
+        self.path = Path(path) if path is not None else default_path()
+        self.available = False
+        self.writable = False
+        self.problem: str | None = None
+        self.moved_aside: Path | None = None
+        self._open()
+
+    # --- opening -------------------------------------------------------------------
+
+    def _connect(self, readonly: bool = False) -> sqlite3.Connection:
+        if readonly:
+            conn = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S, check_same_thread=False)
+        else:
+            conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, check_same_thread=False)
+        conn.row_factory = sqlite3.Row
+        return conn
+
+    def _initialise(self) -> None:
+        """Create or check the schema; raise sqlite3 errors for the caller to classify."""
+        conn = self._connect()
+        try:
+            mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+            if str(mode).lower() != "wal":
+                raise sqlite3.OperationalError(f"could not switch to WAL mode (got {mode!r})")
+            conn.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: a committed run survives a killed process
+            check = conn.execute("PRAGMA quick_check").fetchone()[0]
+            if check != "ok":
+                raise sqlite3.DatabaseError(f"integrity check failed: {check}")
+            with conn:
+                conn.executescript(SCHEMA)
+                conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+            version = int(conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0])
+            if version > SCHEMA_VERSION:
+                raise StoreError(f"history at {self.path} was written by a newer Kernel Lab (schema {version}); it is left untouched")
+        finally:
+            conn.close()
+
+    def _open(self) -> None:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            self._set_unavailable(f"cannot create the history folder {self.path.parent}: {exc.strerror or exc}")
+            return
+        try:
+            self._initialise()
+        except (sqlite3.DatabaseError, StoreError) as exc:
+            if _is_readonly(exc, self.path):
+                self._open_readonly(exc)
+            elif isinstance(exc, StoreError):
+                self._set_unavailable(str(exc))
+            elif _is_corrupt(exc):
+                self._move_aside(exc)
+            else:
+                self._set_unavailable(f"history database {self.path} cannot be opened: {exc}")
+            return
+        self.available = self.writable = True
+        self.problem = None
+
+    def _open_readonly(self, exc: Exception) -> None:
+        """The file (or its folder) cannot be written: read what is there, save nothing."""
+        why = f"history database {self.path} is read-only ({exc}); new runs are not being saved"
+        if not self.path.exists():
+            self._set_unavailable(f"history folder {self.path.parent} is not writable; new runs are not being saved")
+            return
+        try:
+            conn = self._connect(readonly=True)
+            try:
+                conn.execute("SELECT count(*) FROM runs").fetchone()
+            finally:
+                conn.close()
+        except sqlite3.DatabaseError as read_exc:
+            self._set_unavailable(f"{why}, and it cannot be read either ({read_exc})")
+            return
+        self.available, self.writable, self.problem = True, False, why
+
+    def _move_aside(self, exc: Exception) -> None:
+        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        target = self.path.with_name(f"{self.path.name}.corrupt-{stamp}")
+        try:
+            os.replace(self.path, target)
+            for suffix in ("-wal", "-shm"):
+                side = self.path.with_name(self.path.name + suffix)
+                if side.exists():
+                    os.replace(side, target.with_name(target.name + suffix))
+            self._initialise()
+        except (OSError, sqlite3.DatabaseError, StoreError) as move_exc:
+            self._set_unavailable(f"history database {self.path} is damaged ({exc}) and could not be replaced ({move_exc})")
+            return
+        self.moved_aside = target
+        self.available = self.writable = True
+        self.problem = f"the history database was damaged ({exc}); it was moved to {target.name} and a new one started"
+
+    def _set_unavailable(self, why: str) -> None:
+        self.available = self.writable = False
+        self.problem = f"History is unavailable: {why}. Experiments still run; results are not saved."
+
+    # --- writing -------------------------------------------------------------------
+
+    def save(self, result: Mapping[str, Any], *, experiment: str | None = None, device_index: int | None = None, versions: Mapping[str, str | None] | None = None) -> str:
+        """Save one run's to_dict(); return its run id. Raises StoreError when history is not writable.
+
+        ``experiment`` is used when the dict has no "experiment" key. ``versions`` defaults
+        to the installed library versions.
+        """
+        if not self.writable:
+            raise StoreError(self.problem or f"history database {self.path} is not writable")
+        data = _json_safe(dict(result))
+        name = data.get("experiment") or experiment
+        if not name:
+            raise StoreError("a run needs an experiment name to be saved")
+        device = data.get("device") if isinstance(data.get("device"), Mapping) else {}
+        backend = str(data.get("backend") or device.get("backend") or "unknown")
+        if versions is None:
+            from gpu.device import library_versions
+
+            versions = library_versions()
+        row = (
+            uuid.uuid4().hex,
+            str(name),
+            str(data.get("created_at") or _utc_now()),
+            _utc_now(),
+            backend,
+            int(backend == "simulator"),
+            device.get("name"),
+            device_index if device_index is not None else device.get("index"),
+            json.dumps(_json_safe(dict(versions)), sort_keys=True),
+            json.dumps(_json_safe(params_of(data)), sort_keys=True, allow_nan=False),
+            json.dumps(data, allow_nan=False),
+        )
+        try:
+            conn = self._connect()
+            try:
+                with conn:
+                    conn.execute(f"INSERT INTO runs ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})", row)
+            finally:
+                conn.close()
+        except sqlite3.DatabaseError as exc:
+            if _is_readonly(exc, self.path):
+                self.writable = False
+                self.problem = f"history database {self.path} became read-only ({exc}); new runs are not being saved"
+            raise StoreError(f"the run could not be saved to history: {exc}") from exc
+        return row[0]
+
+    def delete(self, run_ids: Iterable[str]) -> int:
+        """Delete runs by full id or unique prefix; return how many. Admin CLI only."""
+        if not self.writable:
+            raise StoreError(self.problem or f"history database {self.path} is not writable")
+        deleted = 0
+        conn = self._connect()
+        try:
+            with conn:
+                for run_id in run_ids:
+                    matches = [r[0] for r in conn.execute("SELECT run_id FROM runs WHERE run_id LIKE ? ESCAPE '\\'", (_prefix_pattern(run_id),))]
+                    if len(matches) > 1:
+                        raise StoreError(f"run id prefix {run_id!r} matches {len(matches)} runs; give more characters")
+                    if not matches:
+                        raise StoreError(f"no run with id {run_id!r}")
+                    deleted += conn.execute("DELETE FROM runs WHERE run_id = ?", (matches[0],)).rowcount
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"could not delete: {exc}") from exc
+        finally:
+            conn.close()
+        return deleted
+
+    # --- reading -------------------------------------------------------------------
+
+    def _query(self, sql: str, args: tuple = ()) -> list[sqlite3.Row]:
+        if not self.available:
+            raise StoreError(self.problem or "history is unavailable")
+        try:
+            conn = self._connect(readonly=not self.writable)
+            try:
+                return conn.execute(sql, args).fetchall()
+            finally:
+                conn.close()
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"history could not be read: {exc}") from exc
+
+    def runs(self, experiment: str | None = None, device: str | None = None, backend: str | None = None, limit: int = 1000) -> list[RunRecord]:
+        """Saved runs, newest first, optionally filtered by experiment, device name and backend."""
+        where, args = [], []
+        for column, value in (("experiment", experiment), ("device_name", device), ("backend", backend)):
+            if value is not None:
+                where.append(f"{column} = ?")
+                args.append(value)
+        sql = f"SELECT {', '.join(COLUMNS)} FROM runs {'WHERE ' + ' AND '.join(where) if where else ''} ORDER BY id DESC LIMIT ?"
+        return [RunRecord.from_row(r) for r in self._query(sql, (*args, int(limit)))]
+
+    def get(self, run_id: str) -> RunRecord:
+        rows = self._query(f"SELECT {', '.join(COLUMNS)} FROM runs WHERE run_id LIKE ? ESCAPE '\\' LIMIT 2", (_prefix_pattern(run_id),))
+        if len(rows) != 1:
+            raise StoreError(f"no single run with id {run_id!r}")
+        return RunRecord.from_row(rows[0])
+
+    def count(self) -> int:
+        return int(self._query("SELECT count(*) FROM runs")[0][0])
+
+    def integrity(self) -> str:
+        """SQLite's quick_check: "ok" when the file is sound."""
+        return str(self._query("PRAGMA quick_check")[0][0])
+
+    def status(self) -> str:
+        """One line for the sidebar or CLI: where history is and whether it saves."""
+        if not self.available:
+            return self.problem or "History is unavailable."
+        state = "saving every run" if self.writable else "read-only: new runs are not saved"
+        return f"History: {self.path} ({state})"
+
+
+def _prefix_pattern(run_id: str) -> str:
+    cleaned = str(run_id).strip().lower()
+    if not cleaned or any(c not in "0123456789abcdef" for c in cleaned):
+        raise StoreError(f"run ids are hexadecimal, got {run_id!r}")
+    return cleaned + "%"
+
+
+def _is_readonly(exc: Exception, path: Path) -> bool:
+    text = str(exc).lower()
+    if "readonly" in text or "read-only" in text or "attempt to write" in text:
+        return True
+    if "unable to open" in text:  # a folder or file we may not write
+        return not os.access(path.parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK))
+    return False
+
+
+def _is_corrupt(exc: Exception) -> bool:
+    text = str(exc).lower()
+    return any(s in text for s in ("not a database", "malformed", "integrity check failed", "file is encrypted", "disk image"))
+
+
+def open_store(path: str | os.PathLike | None = None) -> HistoryStore:
+    """Open (creating, repairing or degrading as needed) the history database; never raises."""
+    return HistoryStore(path)

@@ -1,0 +1,165 @@
+"""Pure builders for the History page: saved runs in, tidy DataFrames and ``alt.Chart`` out.
+
+Any experiment's samples are found the same way: every mapping in a run's saved result
+that holds ``samples_s`` (a ``Stats.to_dict()``) is one measure, named by its path, with
+the shared labels from ``ui.charts`` where the path is a known phase or CPU baseline.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Iterator, Mapping, Sequence
+
+import altair as alt
+import pandas as pd
+
+from gpu.store import RunRecord
+from ui.charts import COLORS, MEASURE_LABELS
+
+SIMULATED_NOTE = "simulated runs: CUDA simulator timings are not GPU performance"
+_SKIP_PATH_PARTS = {"phases", "stats", "results", "timings"}
+# Parameters worth a column of their own in the runs table, in this order.
+KEY_PARAMS = ("n", "threads_per_block", "repeats", "points", "sizes", "direction", "pinned")
+
+
+def run_label(record: RunRecord) -> str:
+    """Short, unique, readable: id prefix, experiment, and a simulated tag."""
+    sim = " (sim)" if record.simulated else ""
+    return f"{record.short_id} {record.experiment}{sim}"
+
+
+def _stats_leaves(node: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Sequence[float]]]:
+    if isinstance(node, Mapping):
+        samples = node.get("samples_s")
+        if isinstance(samples, list) and samples and all(isinstance(s, (int, float)) for s in samples):
+            yield path, samples
+            return
+        for key, value in node.items():
+            yield from _stats_leaves(value, (*path, str(key)))
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            label = value.get("label") or value.get("name") or value.get("n") if isinstance(value, Mapping) else None
+            yield from _stats_leaves(value, (*path, str(label if label is not None else i)))
+
+
+def measure_name(path: tuple[str, ...]) -> str:
+    """A readable measure name for a path in a result, using the shared labels when known."""
+    parts = tuple(p for p in path if p not in _SKIP_PATH_PARTS)
+    if len(parts) == 2:
+        first, second = parts
+        for key in ((first, second), (second, first)):
+            if key in MEASURE_LABELS:
+                return MEASURE_LABELS[key]
+    return " · ".join(parts) if parts else "result"
+
+
+def samples_frame(records: Iterable[RunRecord]) -> pd.DataFrame:
+    """Tidy samples: one row per run x measure x sample.
+
+    Columns: run_id, run, experiment, device, backend, simulated, created_at, measure,
+    sample, seconds.
+    """
+    rows = []
+    for r in records:
+        label = run_label(r)
+        for path, samples in _stats_leaves(r.result):
+            name = measure_name(path)
+            for i, s in enumerate(samples):
+                rows.append((r.run_id, label, r.experiment, r.device_name, r.backend, r.simulated, r.created_at, name, i, float(s)))
+    return pd.DataFrame(rows, columns=["run_id", "run", "experiment", "device", "backend", "simulated", "created_at", "measure", "sample", "seconds"])
+
+
+def _compact(value: Any) -> Any:
+    if isinstance(value, (list, tuple)):
+        return f"{len(value)} values" if len(value) > 4 else ", ".join(str(v) for v in value)
+    if isinstance(value, Mapping):
+        return ", ".join(f"{k}={v}" for k, v in value.items() if not isinstance(v, (dict, list)))
+    return value
+
+
+def runs_frame(records: Iterable[RunRecord]) -> pd.DataFrame:
+    """One row per run for the table and the CSV export, newest first as given."""
+    rows = []
+    for r in records:
+        row = {
+            "run": r.short_id,
+            "run_id": r.run_id,
+            "created_at": r.created_at,
+            "experiment": r.experiment,
+            "device": r.device_name or "unknown",
+            "backend": r.backend_label,
+            "simulated": r.simulated,
+        }
+        for key in KEY_PARAMS:
+            if key in r.params:
+                row[key] = _compact(r.params[key])
+        row["samples"] = sum(len(s) for _p, s in _stats_leaves(r.result))
+        row["parameters"] = "; ".join(f"{k}={_compact(v)}" for k, v in r.params.items() if k not in KEY_PARAMS)
+        rows.append(row)
+    columns = ["run", "created_at", "experiment", "device", "backend", *KEY_PARAMS, "samples", "parameters", "simulated", "run_id"]
+    frame = pd.DataFrame(rows)
+    return frame.reindex(columns=[c for c in columns if c in frame.columns or c in ("run", "experiment")])
+
+
+def compare_subtitle(samples: pd.DataFrame) -> str:
+    runs = samples["run"].nunique()
+    devices = ", ".join(sorted(samples["device"].dropna().unique()))
+    note = f" · {SIMULATED_NOTE}" if samples["simulated"].any() else ""
+    return f"{runs} saved run{'s' if runs != 1 else ''} · {len(samples):,} samples (each dot one timed repeat, tick the median) · on {devices}{note}"
+
+
+def compare_chart(samples: pd.DataFrame, subtitle: str | None = None) -> alt.Chart:
+    """Selected runs side by side: every sample as a dot, the median as a tick, per measure.
+
+    Log y axis (measures span microseconds to seconds); one colour per run; tooltips in ms.
+    """
+    data = samples.assign(ms=samples["seconds"] * 1e3)
+    data = data[data["seconds"] > 0]
+    medians = data.groupby(["run", "measure"], as_index=False).agg(median_ms=("ms", "median"), samples=("ms", "size"), device=("device", "first"), backend=("backend", "first"))
+    order = list(dict.fromkeys(m for m in _measure_order(data["measure"].unique())))
+    x = alt.X("measure:N", sort=order, title=None, axis=alt.Axis(labelAngle=-30, labelLimit=220))
+    y_title = "time per repeat (ms, log scale)"
+    color = alt.Color("run:N", title="run", legend=alt.Legend(orient="bottom", columns=2, labelLimit=320))
+    dots = (
+        alt.Chart(data)
+        .mark_circle(size=28, opacity=0.45)
+        .encode(
+            x=x,
+            xOffset=alt.XOffset("run:N"),
+            y=alt.Y("ms:Q", scale=alt.Scale(type="log"), title=y_title),
+            color=color,
+            tooltip=[
+                alt.Tooltip("run:N"),
+                alt.Tooltip("measure:N"),
+                alt.Tooltip("ms:Q", title="time (ms)", format=",.4g"),
+                alt.Tooltip("sample:Q", title="sample #"),
+                alt.Tooltip("device:N"),
+                alt.Tooltip("backend:N"),
+            ],
+        )
+    )
+    ticks = (
+        alt.Chart(medians)
+        .mark_tick(thickness=2.5, size=14)
+        .encode(
+            x=x,
+            xOffset=alt.XOffset("run:N"),
+            y=alt.Y("median_ms:Q", scale=alt.Scale(type="log"), title=y_title),
+            color=color,
+            tooltip=[
+                alt.Tooltip("run:N"),
+                alt.Tooltip("measure:N"),
+                alt.Tooltip("median_ms:Q", title="median (ms)", format=",.4g"),
+                alt.Tooltip("samples:Q", title="samples"),
+                alt.Tooltip("device:N"),
+                alt.Tooltip("backend:N"),
+            ],
+        )
+    )
+    title = alt.TitleParams("Saved runs compared: time per measure", subtitle=subtitle or compare_subtitle(samples), anchor="start")
+    return alt.layer(dots, ticks).properties(title=title, height=380)
+
+
+def _measure_order(measures: Iterable[str]) -> list[str]:
+    """Shared labels in their palette order first (H2D, kernel, D2H, ...), then the rest by name."""
+    known = [m for m in COLORS if m in set(measures)]
+    return known + sorted(m for m in measures if m not in COLORS)
