@@ -1,0 +1,194 @@
+"""Physical limits: how fast each memory system can move bytes at best.
+
+Four ceilings frame every bandwidth figure on the Scaling page:
+
+- device memory peak, from the memory clock and bus width (``DeviceInfo``);
+- a measured device-to-device copy (what the device memory really delivers);
+- the host link, from measured pinned host->device and device->host copies;
+- host memory, from a measured NumPy copy at a size beyond the last-level cache.
+
+Bytes are counted as in ``gpu.copies``: a copy within one memory reads and writes its
+size (counts twice); a copy over the link counts once. GB/s are 1e9 bytes per second.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable
+
+from gpu.backend import BACKEND
+from gpu.copies import bandwidth_gbps, time_copy, time_host_copy
+from gpu.device import device_info
+from gpu.limits import device_free_bytes, host_available_bytes
+from gpu.timing import RepeatPolicy, Stats, format_seconds
+
+MiB = 2**20
+DEVICE_COPY_BYTES = 512 * MiB  # large enough that launch overhead is < 1% on any GPU
+HOST_COPY_MIN_BYTES = 256 * MiB
+QUICK_BYTES = 16 * MiB  # simulator / quick runs: seconds matter more than accuracy
+
+LIMIT_KEYS = ("device_peak", "d2d", "h2d_pinned", "d2h_pinned", "host_copy")
+LIMIT_LABELS = {
+    "device_peak": "device memory peak (clock × bus width)",
+    "d2d": "device-to-device copy (measured)",
+    "h2d_pinned": "host→device link, pinned (measured)",
+    "d2h_pinned": "device→host link, pinned (measured)",
+    "host_copy": "host memory, NumPy copy (measured)",
+}
+
+
+@dataclass(frozen=True)
+class Limit:
+    """One ceiling: GB/s (None when unknown), how it was obtained, its samples if measured."""
+
+    key: str
+    gbps: float | None
+    how: str
+    nbytes: int | None = None
+    stats: Stats | None = None
+    skipped: str | None = None
+
+    @property
+    def label(self) -> str:
+        return LIMIT_LABELS[self.key]
+
+    def to_dict(self) -> dict:
+        return {
+            "key": self.key,
+            "label": self.label,
+            "gbps": self.gbps,
+            "how": self.how,
+            "nbytes": self.nbytes,
+            "stats": self.stats.to_dict() if self.stats else None,
+            "skipped": self.skipped,
+        }
+
+
+@dataclass(frozen=True)
+class Peaks:
+    """The physical limits measured (or read) on one device and host."""
+
+    limits: tuple[Limit, ...]
+    backend: str
+    policy: RepeatPolicy
+    created_at: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
+
+    def get(self, key: str) -> Limit | None:
+        return next((lim for lim in self.limits if lim.key == key), None)
+
+    def gbps(self, key: str) -> float | None:
+        limit = self.get(key)
+        return limit.gbps if limit is not None else None
+
+    def to_dict(self) -> dict:
+        return {
+            "backend": self.backend,
+            "policy": self.policy.to_dict(),
+            "created_at": self.created_at,
+            "limits": {lim.key: lim.to_dict() for lim in self.limits},
+        }
+
+    def to_frame(self):
+        """One row per known limit: key, label, gbps, how (pandas DataFrame)."""
+        import pandas as pd
+
+        rows = [(lim.key, lim.label, lim.gbps, lim.how) for lim in self.limits if lim.gbps]
+        return pd.DataFrame(rows, columns=["key", "label", "gbps", "how"])
+
+    def __str__(self) -> str:
+        lines = ["physical limits:"]
+        for lim in self.limits:
+            value = f"{lim.gbps:,.4g} GB/s" if lim.gbps else f"unknown ({lim.skipped})"
+            lines.append(f"  {lim.label:<42} {value}  [{lim.how}]")
+        return "\n".join(lines)
+
+
+def last_level_cache_bytes() -> int | None:
+    """Size of the CPU's largest cache in bytes (Linux sysfs), or None when unknown."""
+    best = None
+    for index in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*"):
+        try:
+            text = (index / "size").read_text().strip().upper()
+            scale = {"K": 2**10, "M": 2**20, "G": 2**30}.get(text[-1], 1)
+            size = int(text.rstrip("KMG")) * scale
+        except (OSError, ValueError, IndexError):
+            continue
+        best = size if best is None else max(best, size)
+    return best
+
+
+def host_copy_bytes() -> int:
+    """A host-copy size well beyond the last-level cache (4x it), within free memory."""
+    llc = last_level_cache_bytes() or 64 * MiB
+    wanted = max(HOST_COPY_MIN_BYTES, 4 * llc)
+    return int(min(wanted, host_available_bytes() // 8))  # two buffers, lots of headroom
+
+
+def device_copy_bytes() -> int:
+    free = device_free_bytes()
+    if free is None:
+        return QUICK_BYTES
+    return int(min(DEVICE_COPY_BYTES, free // 4))  # two buffers, half of free at most
+
+
+def _measured(key: str, direction: str, nbytes: int, stats: Stats, what: str) -> Limit:
+    how = f"{what}; {nbytes / MiB:,.0f} MiB, median of {stats.n_samples} samples ({format_seconds(stats.median_s)})"
+    return Limit(key, bandwidth_gbps(direction, nbytes, stats.median_s), how, nbytes, stats)
+
+
+def measure_peaks(
+    policy: RepeatPolicy | None = None,
+    *,
+    quick: bool = False,
+    device_nbytes: int | None = None,
+    host_nbytes: int | None = None,
+    on_progress: Callable[[str], None] | None = None,
+) -> Peaks:
+    """Read the theoretical device peak and measure the copy ceilings.
+
+    ``quick`` uses 16 MiB buffers (the host copy then may sit in cache, and says so).
+    A copy that fails (e.g. out of memory) is recorded as skipped, never raised.
+    """
+    say = on_progress or (lambda _m: None)
+    policy = policy or RepeatPolicy.count(5)
+    device_nbytes = device_nbytes or (QUICK_BYTES if quick else device_copy_bytes())
+    host_nbytes = host_nbytes or (QUICK_BYTES if quick else host_copy_bytes())
+    dev = device_info()
+    limits = []
+    peak = dev.peak_bandwidth_gbps
+    limits.append(
+        Limit("device_peak", peak, "2 × memory clock × bus width" if peak else "not reported by this device",
+              skipped=None if peak else ("no device memory in the simulator" if BACKEND.simulated else "memory clock or bus width unknown"))
+    )
+    for key, direction, what in (
+        ("d2d", "d2d", "device-to-device copy, CUDA events"),
+        ("h2d_pinned", "h2d", "pinned host→device copy, CUDA events"),
+        ("d2h_pinned", "d2h", "pinned device→host copy, CUDA events"),
+    ):
+        say(f"measuring the {LIMIT_LABELS[key]}")
+        try:
+            stats, pinned_ok = time_copy(direction, device_nbytes, policy, pinned=True)
+        except Exception as exc:  # out of memory, pinning refused: record and go on
+            limits.append(Limit(key, None, "failed", device_nbytes, skipped=f"{type(exc).__name__}: {exc}"))
+            continue
+        if direction != "d2d" and not pinned_ok:
+            what = what.replace("pinned", "pageable (pinning failed)")
+        if BACKEND.simulated:
+            what = what.replace("CUDA events", "simulated: a host memory copy, wall clock")
+        limits.append(_measured(key, direction, device_nbytes, stats, what))
+    say(f"measuring the {LIMIT_LABELS['host_copy']}")
+    try:
+        stats = time_host_copy(host_nbytes, policy)
+        llc = last_level_cache_bytes()
+        what = "NumPy copy, wall clock"
+        if llc and host_nbytes < 2 * llc:
+            what += f" (fits in the {llc / MiB:,.0f} MiB cache: an upper bound)"
+        limits.append(_measured("host_copy", "h2h", host_nbytes, stats, what))
+    except MemoryError as exc:
+        limits.append(Limit("host_copy", None, "failed", host_nbytes, skipped=f"MemoryError: {exc}"))
+    return Peaks(tuple(limits), BACKEND.kind, policy)
+
+
+__all__ = ["LIMIT_KEYS", "LIMIT_LABELS", "Limit", "Peaks", "host_copy_bytes", "last_level_cache_bytes", "measure_peaks"]

@@ -1,0 +1,755 @@
+"""Size sweep: the vector add at every size of a range, for every implementation.
+
+``make_config`` validates a range and choices (InputError says what is allowed);
+``run_sweep`` measures every size × implementation, checking ``should_stop`` between
+steps so a sweep can be cancelled and keep what it measured; a failure at one point
+(out of memory, say) is recorded there and the sweep goes on. ``find_crossover`` is a
+pure function over two (N, median) series: the smallest N from which the GPU stays
+faster, interpolated in log space.
+
+Series measured (keys of ``SERIES_LABELS``): the GPU end to end (wall clock, copies
+included) and its event-timed phases (H2D, kernel, D2H) from one run; the CPU
+implementations; and the optional CuPy / PyTorch ``a + b`` references.
+"""
+
+from __future__ import annotations
+
+import gc
+import io
+import json
+import math
+import time
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
+from typing import Callable, Iterable, Sequence
+
+import numpy as np
+
+from gpu import cpu, reference
+from gpu.backend import BACKEND, cuda
+from gpu.device import DeviceInfo, device_info
+from gpu.kernels import compile_vector_add
+from gpu.limits import InputError, check_n, check_threads_per_block, max_vector_n, parse_int, parse_size
+from gpu.peaks import Peaks
+from gpu.timing import Clock, RepeatPolicy, Stats, format_factor, format_seconds
+from gpu.vector_add import BYTES_PER_ELEMENT, time_cpu, time_gpu_phases
+
+# What a user can choose: the GPU kernel (end to end and kernel only come together),
+# the CPU implementations, and the reference libraries.
+IMPLS = ("gpu", *cpu.IMPLEMENTATIONS, *reference.REFERENCES)
+IMPL_LABELS = {
+    "gpu": "GPU kernel (Numba CUDA): end to end and kernel only",
+    **cpu.LABELS,
+    **reference.LABELS,
+}
+# Series measured -> display label (the names ui.charts.COLORS colours).
+SERIES_LABELS = {
+    "gpu-total": "GPU end to end",
+    "gpu-kernel": "Kernel",
+    "gpu-h2d": "H2D copy",
+    "gpu-d2h": "D2H copy",
+    "python": "Python loop",
+    "numpy": "NumPy",
+    "numba": "Numba @njit",
+    "numba-parallel": "Numba parallel",
+    "cupy": "CuPy a + b",
+    "torch": "PyTorch a + b",
+}
+GPU_SERIES = ("gpu-total", "gpu-kernel")  # the two GPU figures crossovers are found for
+PHASE_SERIES = ("gpu-h2d", "gpu-kernel", "gpu-d2h")  # the shares of the GPU time
+DEVICE_SERIES = ("gpu-kernel", "cupy", "torch")  # work done inside device memory
+CPU_SERIES = tuple(cpu.IMPLEMENTATIONS)
+# Bytes each series moves per element: a and b in (8), c out (4), both for vector add (12).
+BYTES_PER_ELEMENT_OF = {"gpu-h2d": 8, "gpu-d2h": 4}
+SPACINGS = ("pow2", "decade")
+MAX_POINTS = 64  # sizes per sweep: more is a typo, not a sweep
+DEFAULT_MIN_N = 2**10
+DEFAULT_PYTHON_BUDGET_S = 2.0  # per point: the Python loop beyond this is only estimated
+
+
+# --- configuration -----------------------------------------------------------------
+
+
+def sweep_sizes(min_n: int, max_n: int, spacing: str = "pow2") -> tuple[int, ...]:
+    """Sizes from ``min_n`` to ``max_n`` inclusive: every power of two (or of ten)
+    in between, plus both ends. Empty when the range is inverted."""
+    if spacing not in SPACINGS:
+        raise InputError(f"spacing must be one of {', '.join(SPACINGS)}, got {spacing!r}")
+    if min_n < 1 or max_n < min_n:
+        return ()
+    base = 2 if spacing == "pow2" else 10
+    sizes = {min_n, max_n}
+    power = 1
+    while power <= max_n:
+        if power >= min_n:
+            sizes.add(power)
+        power *= base
+    return tuple(sorted(sizes))
+
+
+@dataclass(frozen=True)
+class SweepConfig:
+    """A validated sweep: sizes, implementations, launch geometry and repeat policy."""
+
+    min_n: int
+    max_n: int
+    spacing: str
+    impls: tuple[str, ...]
+    threads_per_block: int = 256
+    policy: RepeatPolicy = field(default_factory=lambda: RepeatPolicy.count(5))
+    python_budget_s: float = DEFAULT_PYTHON_BUDGET_S
+    max_wall_s: float | None = None  # stop (keeping the points so far) after this long
+    seed: int = 0
+
+    @property
+    def sizes(self) -> tuple[int, ...]:
+        return sweep_sizes(self.min_n, self.max_n, self.spacing)
+
+    @property
+    def steps(self) -> int:
+        return len(self.sizes) * len(self.impls)
+
+    def to_dict(self) -> dict:
+        return {
+            "min_n": self.min_n,
+            "max_n": self.max_n,
+            "spacing": self.spacing,
+            "sizes": list(self.sizes),
+            "impls": list(self.impls),
+            "threads_per_block": self.threads_per_block,
+            "policy": self.policy.to_dict(),
+            "policy_description": self.policy.describe(),
+            "python_budget_s": self.python_budget_s,
+            "max_wall_s": self.max_wall_s,
+            "seed": self.seed,
+            "dtype": "float32",
+        }
+
+
+def repeat_policy(
+    mode: str = "count",
+    repeats: int | str = 5,
+    *,
+    max_noise: float = 0.02,
+    budget_s: float | None = None,
+    warmup: int = 1,
+) -> RepeatPolicy:
+    """A RepeatPolicy from user input: ``mode`` "count" (``repeats`` samples) or
+    "until_stable" (until noise ≤ ``max_noise`` or ``budget_s`` seconds per point,
+    at most ``repeats`` samples). Raises InputError with what is allowed."""
+    n = parse_int(repeats, "repeats")
+    if not 1 <= n <= RepeatPolicy.MAX_REPEAT:
+        raise InputError(f"repeats must be between 1 and {RepeatPolicy.MAX_REPEAT}, got {n}")
+    if mode == "count":
+        return RepeatPolicy.count(n, warmup=warmup)
+    if mode != "until_stable":
+        raise InputError(f"repeat mode must be 'count' or 'until_stable', got {mode!r}")
+    if budget_s is None or not budget_s > 0:
+        raise InputError(f"the time budget per point must be more than 0 seconds, got {budget_s!r}")
+    if not 0 < max_noise < 1:
+        raise InputError(f"the noise target must be between 0 and 1 (e.g. 0.02 for 2%), got {max_noise!r}")
+    return RepeatPolicy.until_stable(max_noise, budget_s, max_repeat=n, warmup=warmup)
+
+
+def make_config(
+    min_n: int | str = DEFAULT_MIN_N,
+    max_n: int | str | None = None,
+    impls: Iterable[str] = ("gpu", "numpy", "numba-parallel"),
+    *,
+    spacing: str = "pow2",
+    threads_per_block: int | str = 256,
+    policy: RepeatPolicy | None = None,
+    python_budget_s: float = DEFAULT_PYTHON_BUDGET_S,
+    max_wall_s: float | None = None,
+    limit: int | None = None,
+    seed: int = 0,
+) -> SweepConfig:
+    """Validate everything before any work; return the SweepConfig.
+
+    ``max_n`` None means the largest size that fits (``limit``, default
+    ``max_vector_n()``). Raises InputError for an inverted or empty range, a range
+    past memory, no or unknown implementations, or a budget ≤ 0.
+    """
+    limit = max_vector_n() if limit is None else limit
+    if limit < 1:
+        raise InputError("no memory is free for even one element; close other runs and try again")
+    lo = parse_size(min_n, "min N")
+    hi = limit if max_n is None or str(max_n).strip() == "" else parse_size(max_n, "max N")
+    if lo > hi:
+        raise InputError(f"the range is inverted: min N = {lo:,} is above max N = {hi:,}; min N must be at most max N")
+    check_n(hi, limit, "max N")
+    if spacing not in SPACINGS:
+        raise InputError(f"spacing must be 'pow2' (powers of two) or 'decade' (powers of ten), got {spacing!r}")
+    sizes = sweep_sizes(lo, hi, spacing)
+    if not sizes:
+        raise InputError(f"the range {lo:,} to {hi:,} holds no sizes")
+    if len(sizes) > MAX_POINTS:
+        raise InputError(f"the range holds {len(sizes)} sizes; at most {MAX_POINTS} are allowed — narrow it or use decades")
+    chosen = tuple(dict.fromkeys(impls))
+    if not chosen:
+        raise InputError(f"choose at least one implementation from: {', '.join(IMPLS)}")
+    unknown = [name for name in chosen if name not in IMPLS]
+    if unknown:
+        raise InputError(f"unknown implementation {unknown[0]!r}; choose from {', '.join(IMPLS)}")
+    tpb = parse_int(threads_per_block, "threads per block")
+    check_threads_per_block(tpb, device_info().max_threads_per_block)
+    if not python_budget_s > 0:
+        raise InputError(f"the Python-loop budget must be more than 0 seconds, got {python_budget_s!r}")
+    if max_wall_s is not None and not max_wall_s > 0:
+        raise InputError(f"the sweep's time limit must be more than 0 seconds, got {max_wall_s!r}")
+    policy = policy or RepeatPolicy.count(5)
+    if policy.budget_s is not None and not policy.budget_s > 0:
+        raise InputError(f"the time budget per point must be more than 0 seconds, got {policy.budget_s!r}")
+    return SweepConfig(lo, hi, spacing, chosen, tpb, policy, float(python_budget_s), max_wall_s, seed)
+
+
+# --- points and crossovers -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SweepPoint:
+    """One series at one size: samples in seconds, or an estimate, or why it failed."""
+
+    n: int
+    series: str
+    stats: Stats | None = None
+    estimate_s: float | None = None  # the Python loop, not run: its estimate
+    error: str | None = None  # failed or skipped at this size: why
+    agree: bool | None = None  # bit-identical to NumPy (None: not checked)
+
+    @property
+    def ok(self) -> bool:
+        return self.stats is not None or self.estimate_s is not None
+
+    @property
+    def estimated(self) -> bool:
+        return self.stats is None and self.estimate_s is not None
+
+    @property
+    def median_s(self) -> float:
+        if self.stats is not None:
+            return self.stats.median_s
+        return self.estimate_s if self.estimate_s is not None else float("nan")
+
+    @property
+    def bytes_moved(self) -> int:
+        return BYTES_PER_ELEMENT_OF.get(self.series, BYTES_PER_ELEMENT) * self.n
+
+    @property
+    def bandwidth_gbps(self) -> float:
+        """Effective bandwidth of the median, GB/s (1e9 bytes/s); NaN without a time."""
+        seconds = self.median_s
+        return self.bytes_moved / seconds / 1e9 if seconds > 0 else float("nan")
+
+    def to_dict(self) -> dict:
+        data = {"n": self.n, "series": self.series, "label": SERIES_LABELS[self.series]}
+        if self.stats is not None:
+            data["stats"] = self.stats.to_dict()
+        if self.estimate_s is not None:
+            data["estimate_s"] = self.estimate_s
+        if self.error is not None:
+            data["error"] = self.error
+        data["agree"] = self.agree
+        data["bandwidth_gbps"] = None if math.isnan(self.bandwidth_gbps) else self.bandwidth_gbps
+        return data
+
+
+@dataclass(frozen=True)
+class Crossover:
+    """Where a GPU series overtakes a CPU series for good.
+
+    ``kind``: "from" (faster from ``n`` on, interpolated), "always" (faster at every
+    size measured), "never" (not faster at the largest size), "unknown" (no common
+    sizes). ``estimated``: the CPU series includes estimates, not measurements.
+    """
+
+    gpu: str
+    baseline: str
+    kind: str
+    n: float | None = None
+    first_n: int | None = None
+    last_n: int | None = None
+    estimated: bool = False
+    ahead_somewhere: bool = False  # for "never": faster at some size, just not to the end
+
+    @property
+    def text(self) -> str:
+        who = "the kernel" if self.gpu == "gpu-kernel" else "end to end, with copies, the GPU"
+        other = SERIES_LABELS[self.baseline]
+        tag = " (against estimates)" if self.estimated else ""
+        if self.kind == "from":
+            return f"{who} beats {other} from N ≈ {format_n(self.n)}{tag}"
+        if self.kind == "always":
+            return f"{who} beats {other} at every size measured (from N = {self.first_n:,}){tag}"
+        if self.kind == "never" and self.ahead_somewhere:
+            return f"{who} is ahead of {other} at some sizes but not at the largest, N = {self.last_n:,}{tag}"
+        if self.kind == "never":
+            return f"{who} never beats {other} in this range (up to N = {self.last_n:,}){tag}"
+        return f"{who} and {other} share no measured size"
+
+    def to_dict(self) -> dict:
+        return {
+            "gpu": self.gpu,
+            "baseline": self.baseline,
+            "kind": self.kind,
+            "n": self.n,
+            "first_n": self.first_n,
+            "last_n": self.last_n,
+            "estimated": self.estimated,
+            "ahead_somewhere": self.ahead_somewhere,
+            "text": self.text,
+        }
+
+
+def format_n(n: float) -> str:
+    """A size as "213,000 (2^17.7)": three significant figures and its power of two."""
+    rounded = float(f"{n:.3g}")
+    return f"{rounded:,.0f} (2^{math.log2(n):.1f})"
+
+
+def find_crossover(
+    ns: Sequence[float], gpu_s: Sequence[float], cpu_s: Sequence[float]
+) -> tuple[str, float | None]:
+    """Smallest N from which the GPU stays faster than the CPU (pure).
+
+    Takes two median series over the same sizes; NaN or non-positive points are
+    dropped. Returns ("from", n) with n interpolated where log(gpu/cpu) crosses 0,
+    linearly in log N, between the last size the GPU was not faster and the next;
+    ("always", first n) when it is faster everywhere; ("never", None) when it is not
+    faster at the largest size; ("unknown", None) without a usable point.
+    """
+    points = sorted(
+        (float(n), math.log(g / c))
+        for n, g, c in zip(ns, gpu_s, cpu_s)
+        if n > 0 and g > 0 and c > 0 and not (math.isnan(g) or math.isnan(c))
+    )
+    if not points:
+        return "unknown", None
+    if points[-1][1] >= 0:
+        return "never", None
+    behind = [i for i, (_, d) in enumerate(points) if d >= 0]
+    if not behind:
+        return "always", points[0][0]
+    i = behind[-1]
+    (n0, d0), (n1, d1) = points[i], points[i + 1]
+    t = d0 / (d0 - d1)  # d0 >= 0 > d1, so 0 <= t < 1
+    return "from", math.exp(math.log(n0) + t * (math.log(n1) - math.log(n0)))
+
+
+# --- the result ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SweepRun:
+    """Everything a sweep measured. Times in seconds; ``stopped`` says why it ended early."""
+
+    config: SweepConfig
+    points: tuple[SweepPoint, ...]
+    backend: str
+    device: DeviceInfo
+    compile_s: float = 0.0
+    peaks: Peaks | None = None
+    skipped: tuple[tuple[str, str], ...] = ()  # (implementation, why) not run at all
+    stopped: str | None = None
+    steps_done: int = 0
+    steps_planned: int = 0
+    wall_s: float = 0.0
+    measuring_s: float = 0.0  # time inside the timing calls (warm-ups included)
+    created_at: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
+
+    @property
+    def complete(self) -> bool:
+        return self.stopped is None and self.steps_done == self.steps_planned
+
+    @property
+    def sizes(self) -> list[int]:
+        return sorted({p.n for p in self.points})
+
+    @property
+    def series(self) -> list[str]:
+        present = {p.series for p in self.points}
+        return [s for s in SERIES_LABELS if s in present]
+
+    @property
+    def overhead_fraction(self) -> float:
+        """Share of the wall time spent outside the timing calls (inputs, checks, bookkeeping)."""
+        return 1 - self.measuring_s / self.wall_s if self.wall_s > 0 else float("nan")
+
+    @property
+    def sampled_s(self) -> float:
+        """Sum of every recorded sample (the measured work itself, warm-ups excluded)."""
+        total = 0.0
+        for p in self.points:
+            if p.stats is not None and p.series not in PHASE_SERIES:  # phases lie inside gpu-total
+                total += sum(p.stats.samples_s)
+        return total
+
+    @property
+    def agree(self) -> bool:
+        return all(p.agree is not False for p in self.points)
+
+    @property
+    def failures(self) -> list[SweepPoint]:
+        return [p for p in self.points if not p.ok]
+
+    def point(self, n: int, series: str) -> SweepPoint | None:
+        return next((p for p in self.points if p.n == n and p.series == series), None)
+
+    def medians(self, series: str) -> tuple[list[int], list[float]]:
+        pts = sorted((p for p in self.points if p.series == series and p.ok), key=lambda p: p.n)
+        return [p.n for p in pts], [p.median_s for p in pts]
+
+    def noisy(self, point: SweepPoint) -> bool:
+        """Relative spread above the policy's noise target (estimates are never noisy)."""
+        return point.stats is not None and point.stats.n_samples > 1 and point.stats.noise > self.config.policy.max_noise
+
+    def crossovers(self) -> list[Crossover]:
+        """Every GPU series (end to end, kernel only) against every CPU series present."""
+        out = []
+        for baseline in (s for s in self.series if s in CPU_SERIES):
+            cpu_points = {p.n: p for p in self.points if p.series == baseline and p.ok}
+            for gpu in (s for s in GPU_SERIES if s in self.series):
+                gpu_points = {p.n: p for p in self.points if p.series == gpu and p.ok}
+                common = sorted(set(cpu_points) & set(gpu_points))
+                kind, n = find_crossover(common, [gpu_points[k].median_s for k in common], [cpu_points[k].median_s for k in common])
+                estimated = any(cpu_points[k].estimated for k in common)
+                ahead = any(gpu_points[k].median_s < cpu_points[k].median_s for k in common)
+                out.append(
+                    Crossover(gpu, baseline, kind, n if kind == "from" else None,
+                              common[0] if common else None, common[-1] if common else None, estimated, ahead)
+                )
+        return out
+
+    def crossover_sentences(self) -> list[str]:
+        """One sentence per CPU baseline: kernel first, then end to end."""
+        by_baseline: dict[str, list[Crossover]] = {}
+        for c in self.crossovers():
+            by_baseline.setdefault(c.baseline, []).append(c)
+        sentences = []
+        for baseline, items in by_baseline.items():
+            items.sort(key=lambda c: GPU_SERIES.index(c.gpu), reverse=True)  # kernel, then total
+            text = "; ".join(c.text for c in items)
+            sentences.append(text[0].upper() + text[1:] + ".")
+        return sentences
+
+    def ceiling(self, series: str) -> tuple[str | None, float | None]:
+        """The measured limit a series is bounded by: (label, GB/s), or (None, None)."""
+        if self.peaks is None:
+            return None, None
+        key = {"gpu-h2d": "h2d_pinned", "gpu-total": "h2d_pinned", "gpu-d2h": "d2h_pinned"}.get(
+            series, "d2d" if series in DEVICE_SERIES else "host_copy"
+        )
+        limit = self.peaks.get(key)
+        if limit is None or not limit.gbps:
+            return None, None
+        return limit.label, limit.gbps
+
+    def to_frame(self):
+        """One row per size × series (pandas DataFrame). Columns: n, series, label,
+        median_s, min_s, max_s, samples, noise, noisy, estimated, error, agree,
+        bandwidth_gbps, ceiling, ceiling_gbps, pct_of_ceiling, pct_of_device_peak,
+        share (of H2D + kernel + D2H, phases only)."""
+        import pandas as pd
+
+        device_peak = self.peaks.gbps("device_peak") if self.peaks else None
+        phase_sum: dict[int, float] = {}
+        for p in self.points:
+            if p.series in PHASE_SERIES and p.stats is not None:
+                phase_sum[p.n] = phase_sum.get(p.n, 0.0) + p.median_s
+        rows = []
+        for p in sorted(self.points, key=lambda p: (p.n, list(SERIES_LABELS).index(p.series))):
+            ceiling, ceiling_gbps = self.ceiling(p.series)
+            bw = p.bandwidth_gbps
+            stats = p.stats
+            rows.append(
+                {
+                    "n": p.n,
+                    "series": p.series,
+                    "label": SERIES_LABELS[p.series],
+                    "median_s": p.median_s,
+                    "min_s": stats.min_s if stats else (p.estimate_s if p.estimated else float("nan")),
+                    "max_s": stats.max_s if stats else (p.estimate_s if p.estimated else float("nan")),
+                    "samples": stats.n_samples if stats else 0,
+                    "noise": stats.noise if stats else float("nan"),
+                    "noisy": self.noisy(p),
+                    "estimated": p.estimated,
+                    "error": p.error or "",
+                    "agree": p.agree,
+                    "bandwidth_gbps": bw,
+                    "ceiling": ceiling or "",
+                    "ceiling_gbps": ceiling_gbps if ceiling_gbps else float("nan"),
+                    "pct_of_ceiling": 100 * bw / ceiling_gbps if ceiling_gbps else float("nan"),
+                    "pct_of_device_peak": 100 * bw / device_peak if device_peak and p.series in DEVICE_SERIES else float("nan"),
+                    "share": p.median_s / phase_sum[p.n] if p.series in PHASE_SERIES and phase_sum.get(p.n) else float("nan"),
+                }
+            )
+        columns = ["n", "series", "label", "median_s", "min_s", "max_s", "samples", "noise", "noisy", "estimated", "error", "agree",
+                   "bandwidth_gbps", "ceiling", "ceiling_gbps", "pct_of_ceiling", "pct_of_device_peak", "share"]
+        frame = pd.DataFrame(rows, columns=columns)
+        frame["backend"] = self.backend
+        return frame
+
+    def samples_frame(self):
+        """Raw samples: one row per size × series × sample (n, series, label, sample, seconds)."""
+        import pandas as pd
+
+        rows = [
+            (p.n, p.series, SERIES_LABELS[p.series], i, s)
+            for p in self.points
+            if p.stats is not None
+            for i, s in enumerate(p.stats.samples_s)
+        ]
+        return pd.DataFrame(rows, columns=["n", "series", "label", "sample", "seconds"])
+
+    def to_dict(self) -> dict:
+        return {
+            "experiment": "scaling",
+            "created_at": self.created_at,
+            "backend": self.backend,
+            "device": self.device.to_dict(),
+            "config": self.config.to_dict(),
+            **{k: v for k, v in self.config.to_dict().items() if k in ("min_n", "max_n", "spacing", "impls", "threads_per_block")},
+            "complete": self.complete,
+            "stopped": self.stopped,
+            "steps_done": self.steps_done,
+            "steps_planned": self.steps_planned,
+            "compile_s": self.compile_s,
+            "wall_s": self.wall_s,
+            "measuring_s": self.measuring_s,
+            "overhead_fraction": self.overhead_fraction,
+            "agree": self.agree,
+            "skipped": dict(self.skipped),
+            "peaks": self.peaks.to_dict() if self.peaks else None,
+            "points": [p.to_dict() for p in self.points],
+            "crossovers": [c.to_dict() for c in self.crossovers()],
+            "crossover_sentences": self.crossover_sentences(),
+        }
+
+    def to_csv(self) -> str:
+        """The per-point table as CSV, headed by ``#`` lines holding the configuration."""
+        header = {
+            "experiment": "scaling",
+            "created_at": self.created_at,
+            "backend": self.backend,
+            "device": self.device.name,
+            "config": self.config.to_dict(),
+            "stopped": self.stopped,
+        }
+        buffer = io.StringIO()
+        buffer.write("# kernel-lab sweep; read with pandas.read_csv(path, comment='#')\n")
+        buffer.write("# " + json.dumps(header, default=str) + "\n")
+        self.to_frame().to_csv(buffer, index=False)
+        return buffer.getvalue()
+
+    def __str__(self) -> str:
+        cfg = self.config
+        lines = [
+            f"sweep: N = {cfg.min_n:,} to {cfg.max_n:,} ({cfg.spacing}, {len(cfg.sizes)} sizes), "
+            f"{cfg.threads_per_block} threads per block, {cfg.policy.describe()}; {self.device.name} ({self.backend})",
+        ]
+        if self.stopped:
+            lines.append(f"stopped early after {self.steps_done} of {self.steps_planned} steps: {self.stopped}")
+        for impl, why in self.skipped:
+            lines.append(f"skipped {impl}: {why}")
+        series = self.series
+        lines.append(f"{'N':>14} " + " ".join(f"{SERIES_LABELS[s][:14]:>14}" for s in series))
+        for n in self.sizes:
+            cells = []
+            for s in series:
+                p = self.point(n, s)
+                if p is None:
+                    cells.append("")
+                elif not p.ok:
+                    cells.append("failed")
+                else:
+                    mark = "~" if p.estimated else ("!" if self.noisy(p) else "")
+                    cells.append(format_seconds(p.median_s) + mark)
+            lines.append(f"{n:>14,} " + " ".join(f"{c:>14}" for c in cells))
+        lines.append("medians; ~ estimate (not run), ! noisy (spread above the target)")
+        for p in self.failures:
+            lines.append(f"failed at N = {p.n:,}, {SERIES_LABELS[p.series]}: {p.error}")
+        lines += self.crossover_sentences()
+        if self.peaks is not None:
+            lines.append(str(self.peaks))
+            largest = max(self.sizes, default=None)
+            kernel = self.point(largest, "gpu-kernel") if largest else None
+            if kernel is not None and kernel.ok:
+                _, d2d = self.ceiling("gpu-kernel")
+                pct = f" = {100 * kernel.bandwidth_gbps / d2d:.0f}% of the measured device copy" if d2d else ""
+                lines.append(f"kernel at N = {largest:,}: {kernel.bandwidth_gbps:,.4g} GB/s{pct}")
+        for ref in ("cupy", "torch"):
+            largest = max((p.n for p in self.points if p.series == ref and p.ok), default=None)
+            if largest is not None and self.point(largest, "gpu-kernel") is not None and self.point(largest, "gpu-kernel").ok:
+                ratio = self.point(largest, "gpu-kernel").median_s / self.point(largest, ref).median_s
+                lines.append(f"kernel time / {SERIES_LABELS[ref]} at N = {largest:,}: {format_factor(ratio)}")
+        lines.append(f"wall {format_seconds(self.wall_s)}, {self.overhead_fraction:.1%} outside the timing calls")
+        return "\n".join(lines)
+
+
+# --- running -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SweepProgress:
+    """Where a sweep is: about to run ``step`` (1-based) of ``steps``; ``partial`` holds
+    what it measured so far (a SweepRun a caller may keep if the run is interrupted)."""
+
+    step: int
+    steps: int
+    n: int
+    impl: str
+    partial: SweepRun
+
+    @property
+    def fraction(self) -> float:
+        return (self.step - 1) / self.steps if self.steps else 1.0
+
+    @property
+    def message(self) -> str:
+        return f"N = {self.n:,} ({self.step} of {self.steps}): {IMPL_LABELS[self.impl]}"
+
+
+def _free_device_memory() -> None:
+    """Release device memory Numba is holding for deferred frees, so the next size fits."""
+    gc.collect()
+    if BACKEND.simulated:
+        return
+    try:
+        cuda.current_context().memory_manager.deallocations.clear()
+    except Exception:  # an external memory manager without the queue: nothing to flush
+        pass
+
+
+def _host_buffers(n: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Inputs a, b, the NumPy reference and one output buffer, of ``n`` float32 each.
+
+    Generated once at the largest size; every size uses the leading slices (views), so
+    the sweep does not regenerate inputs per size.
+    """
+    rng = np.random.default_rng(seed)
+    a = rng.random(n, dtype=np.float32)
+    b = rng.random(n, dtype=np.float32)
+    return a, b, np.empty(n, dtype=np.float32), np.empty(n, dtype=np.float32)
+
+
+def _same_bits(out: np.ndarray, expected: np.ndarray) -> bool:
+    return bool(np.array_equal(out.view(np.uint32), expected.view(np.uint32)))
+
+
+def _describe_error(exc: BaseException) -> str:
+    text = f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, MemoryError) or "OUT_OF_MEMORY" in text.upper():
+        return "out of memory — " + text
+    return text
+
+
+def run_sweep(
+    config: SweepConfig,
+    *,
+    peaks: Peaks | None = None,
+    on_progress: Callable[[SweepProgress], None] | None = None,
+    should_stop: Callable[[], bool] | None = None,
+    clock: Clock = time.perf_counter,
+) -> SweepRun:
+    """Measure every size × implementation of ``config`` (validated by make_config).
+
+    ``should_stop()`` is asked before every step; when it returns True the sweep ends
+    and the result keeps every point measured so far (``stopped`` says why), as it does
+    when ``config.max_wall_s`` runs out. ``on_progress`` is called before each step.
+    A failure at one point is recorded in that point and the sweep goes on.
+    """
+    started = clock()
+    stop = should_stop or (lambda: False)
+    sizes = config.sizes
+    points: list[SweepPoint] = []
+    measuring = 0.0
+    device = device_info()
+
+    # which implementations cannot run here at all (references without their library)
+    skipped = tuple(
+        (impl, why) for impl in config.impls if impl in reference.REFERENCES
+        for why in [reference.unavailable_reason(impl)] if why is not None
+    )
+    runnable = [impl for impl in config.impls if impl not in dict(skipped)]
+    steps = len(sizes) * len(runnable)
+
+    def snapshot(stopped: str | None, done: int) -> SweepRun:
+        return SweepRun(
+            config=config, points=tuple(points), backend=BACKEND.kind, device=device,
+            compile_s=compile_s, peaks=peaks, skipped=skipped, stopped=stopped,
+            steps_done=done, steps_planned=steps, wall_s=clock() - started, measuring_s=measuring,
+        )
+
+    compile_s = compile_vector_add() if "gpu" in runnable else 0.0
+    buffers = None
+    try:
+        buffers = _host_buffers(max(sizes), config.seed)
+    except MemoryError:
+        pass  # allocate per size instead; sizes that do not fit are recorded as failures
+
+    step = 0
+    stopped = None
+    for n in sizes:
+        try:
+            a, b, expected, out = (x[:n] for x in buffers) if buffers else _host_buffers(n, config.seed)
+            np.add(a, b, out=expected)
+        except MemoryError as exc:
+            for impl in runnable:
+                points.append(SweepPoint(n, "gpu-total" if impl == "gpu" else impl, error=_describe_error(exc)))
+            step += len(runnable)
+            continue
+        for impl in runnable:
+            if stop():
+                stopped = "cancelled"
+                break
+            if config.max_wall_s is not None and clock() - started > config.max_wall_s:
+                stopped = f"time limit of {config.max_wall_s:g} s reached"
+                break
+            step += 1
+            if on_progress is not None:
+                on_progress(SweepProgress(step, steps, n, impl, snapshot(None, step - 1)))
+            t0 = clock()
+            try:
+                points.extend(_measure(impl, a, b, expected, out, config))
+            except Exception as exc:  # out of memory or a driver error: record, go on
+                series = ("gpu-total", "gpu-kernel", "gpu-h2d", "gpu-d2h") if impl == "gpu" else (impl,)
+                points.extend(SweepPoint(n, s, error=_describe_error(exc)) for s in series)
+            finally:
+                measuring += clock() - t0
+                if impl in ("gpu", *reference.REFERENCES):
+                    _free_device_memory()
+        if stopped:
+            break
+    del buffers
+    _free_device_memory()
+    return snapshot(stopped, step)
+
+
+def _measure(impl: str, a: np.ndarray, b: np.ndarray, expected: np.ndarray, out: np.ndarray,
+             config: SweepConfig) -> list[SweepPoint]:
+    """Time one implementation at one size; return its points."""
+    n = a.size
+    if impl == "gpu":
+        out.fill(np.nan)  # a kernel that wrote nothing must not pass the check
+        stats = time_gpu_phases(a, b, out, config.threads_per_block, config.policy)
+        agree = _same_bits(out, expected)
+        return [
+            SweepPoint(n, "gpu-total", stats["total"], agree=agree),
+            SweepPoint(n, "gpu-kernel", stats["kernel"], agree=agree),
+            SweepPoint(n, "gpu-h2d", stats["h2d"]),
+            SweepPoint(n, "gpu-d2h", stats["d2h"]),
+        ]
+    if impl in reference.REFERENCES:
+        timing = reference.time_reference(impl, a, b, config.policy, expected)
+        return [SweepPoint(n, impl, timing.stats, agree=timing.agree)]
+    out.fill(np.nan)
+    timing = time_cpu(impl, a, b, out, config.policy, config.python_budget_s)
+    if timing.stats is None:
+        return [SweepPoint(n, impl, estimate_s=timing.estimate_s)]
+    return [SweepPoint(n, impl, timing.stats, agree=_same_bits(out, expected))]
+
+
+__all__ = [
+    "Crossover", "IMPLS", "IMPL_LABELS", "SERIES_LABELS", "SweepConfig", "SweepPoint", "SweepProgress", "SweepRun",
+    "find_crossover", "format_n", "make_config", "repeat_policy", "run_sweep", "sweep_sizes",
+]
