@@ -14,6 +14,22 @@ CHROMIUM := /usr/bin/chromium
 run: $(VENV)/.runtime
 	$(PY) -m streamlit run app.py
 
+# The shared demo: one server on all interfaces for many browsers (docs/shared-demo.md).
+# Viewer-only toolbar, no tracebacks or exception text in browsers (they go to this
+# console), no file watcher, nothing uploaded. DEMO_HOSTS="lab.example.org" restricts the
+# Host header (server.allowedHosts) behind a reverse proxy.
+DEMO_PORT  ?= 8501
+DEMO_ADDRESS ?= 0.0.0.0
+DEMO_HOSTS ?=
+demo: $(VENV)/.runtime
+	$(PY) -m streamlit run app.py \
+	  --server.address $(DEMO_ADDRESS) --server.port $(DEMO_PORT) --server.headless true \
+	  --server.fileWatcherType none --server.runOnSave false \
+	  --server.maxUploadSize 1 --server.enableStaticServing false \
+	  --client.toolbarMode viewer --client.showErrorDetails none \
+	  --browser.gatherUsageStats false --runner.fastReruns true \
+	  $(foreach host,$(DEMO_HOSTS),--server.allowedHosts $(host))
+
 test: $(VENV)/.dev chromium
 	$(PY) -m pytest
 
