@@ -141,6 +141,33 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     return 0 if run.agree else 1
 
 
+def cmd_launch_sweep(args: argparse.Namespace) -> int:
+    from gpu.launch import run_launch_sweep
+    from gpu.limits import check_repeats
+    from gpu.timing import RepeatPolicy
+
+    policy = RepeatPolicy.count(check_repeats(args.repeats))
+    say = (lambda msg: None) if args.json else (lambda msg: print(msg, file=sys.stderr, flush=True))
+    run = run_launch_sweep(args.n, extra_block_size=args.extra_block_size, policy=policy, on_progress=say)
+    if args.json:
+        _print_json(run.to_dict())
+    else:
+        print(run)
+    return 0 if run.agree else 1
+
+
+def cmd_indexing(args: argparse.Namespace) -> int:
+    from gpu.launch import run_indexing
+
+    run = run_indexing(args.n, args.threads_per_block, args.grid_stride_blocks)
+    if args.json:
+        _print_json(run.to_dict())
+    else:
+        print(run)
+        for warning in run.warnings:
+            print(f"warning: {warning}")
+    return 0 if run.passed else 1
+
 def build_parser() -> argparse.ArgumentParser:
     from gpu.cpu import IMPLEMENTATIONS
 
@@ -195,6 +222,20 @@ def build_parser() -> argparse.ArgumentParser:
     fmt.add_argument("--json", action="store_true", help="print one JSON object (configuration, points, crossovers, peaks)")
     fmt.add_argument("--csv", action="store_true", help="print one row per size and series, headed by the configuration")
     p.set_defaults(func=cmd_sweep)
+
+    p = sub.add_parser("launch-sweep", help="time the vector-add kernel for threads per block 32..1024 and grid-stride launches")
+    p.add_argument("--n", required=True, help="elements per vector: 2^26, 1e8 or 67108864")
+    p.add_argument("--extra-block-size", default=None, help="also time this block size (e.g. 100, not a multiple of 32)")
+    p.add_argument("--repeats", default="20", help="timed runs per configuration after one warm-up (1 to 1000, default 20)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=cmd_launch_sweep)
+
+    p = sub.add_parser("indexing", help="run the thread-indexing probe: which thread handles which element")
+    p.add_argument("--n", required=True, help="elements")
+    p.add_argument("--threads-per-block", type=str, required=True, help="1 to 1024")
+    p.add_argument("--grid-stride-blocks", default=None, help="launch this many blocks as a grid-stride loop instead of ceil(N / T)")
+    p.add_argument("--json", action="store_true", help="print one JSON object (with per-thread records when small enough to draw)")
+    p.set_defaults(func=cmd_indexing)
     return parser
 
 
