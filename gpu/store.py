@@ -177,13 +177,16 @@ class HistoryStore:
         self.writable = False
         self.problem: str | None = None
         self.moved_aside: Path | None = None
+        # A WAL database in a folder we may not write cannot make its -shm index; then it is
+        # opened as immutable (no locking: fine for reading what an earlier process saved).
+        self._ro_query = "mode=ro"
         self._open()
 
     # --- opening -------------------------------------------------------------------
 
     def _connect(self, readonly: bool = False) -> sqlite3.Connection:
         if readonly:
-            conn = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S, check_same_thread=False)
+            conn = sqlite3.connect(f"{self.path.resolve().as_uri()}?{self._ro_query}", uri=True, timeout=BUSY_TIMEOUT_S, check_same_thread=False)
         else:
             conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, check_same_thread=False)
         conn.row_factory = sqlite3.Row
@@ -236,13 +239,19 @@ class HistoryStore:
         if not self.path.exists():
             self._set_unavailable(f"history folder {self.path.parent} is not writable; new runs are not being saved")
             return
-        try:
-            conn = self._connect(readonly=True)
+        read_exc: Exception | None = None
+        for query in ("mode=ro", "mode=ro&immutable=1"):
+            self._ro_query = query
             try:
-                conn.execute("SELECT count(*) FROM runs").fetchone()
-            finally:
-                conn.close()
-        except sqlite3.DatabaseError as read_exc:
+                conn = self._connect(readonly=True)
+                try:
+                    conn.execute("SELECT count(*) FROM runs").fetchone()
+                finally:
+                    conn.close()
+                break
+            except sqlite3.DatabaseError as exc_ro:
+                read_exc = exc_ro
+        else:
             self._set_unavailable(f"{why}, and it cannot be read either ({read_exc})")
             return
         self.available, self.writable, self.problem = True, False, why

@@ -1,0 +1,107 @@
+"""Admission limits: configuration from the environment, memory, work budget, out of memory."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpu import admission
+from gpu.admission import check_sweep_points, check_work, describe, is_out_of_memory, load_config, out_of_memory_message
+from gpu.limits import MAX_REPEATS, SIMULATOR_MAX_N, InputError, check_n, check_repeats, max_vector_n
+
+
+def test_defaults_differ_for_the_simulator_and_hardware():
+    sim, hw = load_config({}, simulated=True), load_config({}, simulated=False)
+    assert sim.max_n == SIMULATOR_MAX_N and hw.max_n == 2**30
+    assert sim.max_work < hw.max_work and sim.problems == hw.problems == ()
+    # the simulator's budget is about a minute at ~0.1 ms per simulated element-pass
+    assert sim.max_work * 1e-4 <= 60
+
+
+def test_environment_overrides_and_bad_values_are_reported_not_fatal():
+    env = {"KERNEL_LAB_MAX_N": "2^12", "KERNEL_LAB_MAX_REPEATS": "lots", "KERNEL_LAB_MAX_SWEEP_POINTS": "0", "KERNEL_LAB_MAX_WORK": "1e6"}
+    config = load_config(env, simulated=True)
+    assert config.max_n == 4096 and config.max_work == 1_000_000
+    assert config.max_repeats == admission.DEFAULT_MAX_REPEATS[1] and config.max_sweep_points == 24
+    assert len(config.problems) == 2 and "KERNEL_LAB_MAX_REPEATS='lots'" in config.problems[0]
+
+
+def test_configured_repeats_cannot_exceed_the_hard_ceiling():
+    config = load_config({"KERNEL_LAB_MAX_REPEATS": "5000"}, simulated=True)
+    assert config.max_repeats == MAX_REPEATS and "ceiling" in config.problems[0]
+
+
+def test_max_n_and_check_n_follow_the_configured_limit(monkeypatch):
+    monkeypatch.setenv("KERNEL_LAB_MAX_N", "1000")
+    assert max_vector_n() == 1000
+    assert check_n("1e3") == 1000
+    with pytest.raises(InputError, match=r"limit is 1,000, this server's admission limit \(KERNEL_LAB_MAX_N\)"):
+        check_n(1001)
+
+
+def test_max_n_is_bounded_by_free_host_memory(monkeypatch):
+    monkeypatch.setenv("KERNEL_LAB_MAX_N", "1e12")
+    monkeypatch.setattr("gpu.limits.host_available_bytes", lambda: 6 * 4 * 1000 * 10 // 8)  # room for 1000 after the safety share
+    assert max_vector_n() == 1000
+    with pytest.raises(InputError, match="free host and device memory"):
+        check_n(5000)
+
+
+def test_check_repeats_uses_the_configured_limit(monkeypatch):
+    monkeypatch.setenv("KERNEL_LAB_MAX_REPEATS", "7")
+    assert check_repeats("7") == 7
+    with pytest.raises(InputError, match=r"between 1 and 7 \(this server's limit"):
+        check_repeats(8)
+
+
+def test_work_budget_refuses_long_runs_and_says_what_would_fit():
+    config = load_config({"KERNEL_LAB_MAX_WORK": "10000"}, simulated=True)
+    assert check_work(1000, 9, config=config) == 10_000
+    with pytest.raises(InputError, match="at N = 1,000 use at most 9 repeats"):
+        check_work(1000, 10, config=config)
+    with pytest.raises(InputError, match="x 3 sizes"):
+        check_work(1000, 9, points=3, config=config)
+    with pytest.raises(InputError, match="use a smaller N"):
+        check_work(20_000, 1, config=config)
+
+
+def test_sweep_points_are_bounded():
+    config = load_config({"KERNEL_LAB_MAX_SWEEP_POINTS": "5"}, simulated=True)
+    assert check_sweep_points("5", config) == 5
+    for bad in (0, 6):
+        with pytest.raises(InputError, match="1 to 5 points"):
+            check_sweep_points(bad, config)
+
+
+def test_describe_names_every_limit():
+    text = describe(load_config({}, simulated=True), max_n_now=1234)
+    assert "N ≤ 1,234 now" in text and "repeats ≤ 100" in text and "24 points" in text and "524,288" in text
+
+
+class CudaAPIError(Exception):
+    pass
+
+
+class OutOfMemoryError(RuntimeError):  # the name CuPy and PyTorch use
+    pass
+
+
+@pytest.mark.parametrize(
+    "exc, expected",
+    [
+        (MemoryError("Unable to allocate 8 GiB"), True),
+        (CudaAPIError("[2] Call to cuMemAlloc results in CUDA_ERROR_OUT_OF_MEMORY"), True),
+        (OutOfMemoryError("Out of memory allocating 1,073,741,824 bytes"), True),
+        (RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB"), True),
+        (RuntimeError("kernel launch failed"), False),
+        (ValueError("shape mismatch"), False),
+    ],
+)
+def test_out_of_memory_is_recognised_from_numba_cupy_torch_and_numpy(exc, expected):
+    assert is_out_of_memory(exc) is expected
+
+
+def test_out_of_memory_message_says_where_and_what_to_do():
+    host = out_of_memory_message(MemoryError(), "GPU 0")
+    device = out_of_memory_message(CudaAPIError("CUDA_ERROR_OUT_OF_MEMORY"), "GPU 0 (H200)")
+    assert "host (CPU) memory" in host and "memory on GPU 0 (H200)" in device
+    assert "released" in device and "smaller N" in device
