@@ -148,7 +148,9 @@ def cmd_launch_sweep(args: argparse.Namespace) -> int:
 
     policy = RepeatPolicy.count(check_repeats(args.repeats))
     say = (lambda msg: None) if args.json else (lambda msg: print(msg, file=sys.stderr, flush=True))
-    run = run_launch_sweep(args.n, extra_block_size=args.extra_block_size, policy=policy, on_progress=say)
+    sizes = [part for part in args.block_sizes.split(",") if part.strip()]
+    multiples = [part for part in args.grid_stride_multiples.split(",") if part.strip()]
+    run = run_launch_sweep(args.n, sizes, extra_block_size=args.extra_block_size, grid_stride_multiples=multiples, policy=policy, on_progress=say)
     if args.json:
         _print_json(run.to_dict())
     else:
@@ -225,7 +227,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("launch-sweep", help="time the vector-add kernel for threads per block 32..1024 and grid-stride launches")
     p.add_argument("--n", required=True, help="elements per vector: 2^26, 1e8 or 67108864")
+    p.add_argument("--block-sizes", default="32,64,128,256,512,1024", help="threads per block to time, comma-separated (default 32,64,...,1024)")
     p.add_argument("--extra-block-size", default=None, help="also time this block size (e.g. 100, not a multiple of 32)")
+    p.add_argument("--grid-stride-multiples", default="1,4,8,32", help="grid-stride launches of k x SM-count blocks of 256 threads, comma-separated k ('' for none)")
     p.add_argument("--repeats", default="20", help="timed runs per configuration after one warm-up (1 to 1000, default 20)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=cmd_launch_sweep)
