@@ -140,14 +140,14 @@ def repeat_policy(
     n = parse_int(repeats, "repeats")
     if not 1 <= n <= RepeatPolicy.MAX_REPEAT:
         raise InputError(f"repeats must be between 1 and {RepeatPolicy.MAX_REPEAT}, got {n}")
-    if mode == "count":
-        return RepeatPolicy.count(n, warmup=warmup)
-    if mode != "until_stable":
+    if mode not in ("count", "until_stable"):
         raise InputError(f"repeat mode must be 'count' or 'until_stable', got {mode!r}")
-    if budget_s is None or not budget_s > 0:
-        raise InputError(f"the time budget per point must be more than 0 seconds, got {budget_s!r}")
     if not 0 < max_noise < 1:
         raise InputError(f"the noise target must be between 0 and 1 (e.g. 0.02 for 2%), got {max_noise!r}")
+    if mode == "count":  # the noise target only flags noisy points here
+        return RepeatPolicy(n_repeat=n, warmup=warmup, max_noise=max_noise)
+    if budget_s is None or not budget_s > 0:
+        raise InputError(f"the time budget per point must be more than 0 seconds, got {budget_s!r}")
     return RepeatPolicy.until_stable(max_noise, budget_s, max_repeat=n, warmup=warmup)
 
 
@@ -291,6 +291,7 @@ class Crossover:
         return {
             "gpu": self.gpu,
             "baseline": self.baseline,
+            "baseline_label": SERIES_LABELS[self.baseline],
             "kind": self.kind,
             "n": self.n,
             "first_n": self.first_n,

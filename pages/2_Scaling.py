@@ -1,0 +1,32 @@
+"""Scaling: the vector add over a range of sizes — where the GPU starts to win, and how
+close each implementation comes to what the memory system can deliver."""
+
+import streamlit as st
+
+from ui import scaling_view
+from ui.frame import frame
+
+device = frame(
+    "Scaling",
+    "📈",
+    "The article measures one size. Here the vector add runs at every size of a range, on the "
+    "GPU (end to end with copies, and the kernel alone), on the CPU and, where installed, through "
+    "CuPy and PyTorch: where does the GPU start to win, and how close does each come to the "
+    "hardware's limits?",
+)
+scaling_view.init_state()
+params = scaling_view.form_ui(device.max_threads_per_block)
+
+if params is not None:
+    result = scaling_view.run(params)
+    if result is not None:
+        st.session_state[scaling_view.RESULT_KEY] = result
+else:
+    interrupted = scaling_view.recover_interrupted()  # a Stop press ended the last run mid-way
+    if interrupted is not None:
+        st.session_state[scaling_view.RESULT_KEY] = interrupted
+
+if st.session_state[scaling_view.RESULT_KEY] is not None:
+    scaling_view.show_result(st.session_state[scaling_view.RESULT_KEY])
+else:
+    st.info("Choose a size range and implementations, then press **Run sweep**.")

@@ -1,0 +1,169 @@
+"""Pure chart builders for the Scaling page: ``SweepRun.to_frame()`` in, ``alt.Chart`` out.
+
+Sizes span decades, so N is on a log axis everywhere; times and bandwidths too. The
+phase shares are stacked on a linear axis (never stack on a log axis). Colours come
+from the shared palette in ``ui.charts``.
+"""
+
+from __future__ import annotations
+
+import altair as alt
+import pandas as pd
+
+from ui.charts import color_scale
+
+TIME_SERIES = ("gpu-total", "gpu-kernel", "python", "numpy", "numba", "numba-parallel", "cupy", "torch")
+PHASES = ("gpu-h2d", "gpu-kernel", "gpu-d2h")
+N_AXIS = alt.Axis(format="~s", title="N (elements per vector, log scale)")
+
+
+def _n_x() -> alt.X:
+    return alt.X("n:Q", scale=alt.Scale(type="log"), axis=N_AXIS)
+
+
+def time_data(frame: pd.DataFrame) -> pd.DataFrame:
+    """Rows of the time chart: every series but the copy phases, with ms columns."""
+    rows = frame[frame["series"].isin(TIME_SERIES) & frame["median_s"].notna() & (frame["median_s"] > 0)].copy()
+    for col in ("median", "min", "max"):
+        rows[f"{col}_ms"] = rows[f"{col}_s"] * 1e3
+    rows["kind"] = rows["estimated"].map({True: "estimate (not run)", False: "measured"})
+    rows["noise_pct"] = rows["noise"] * 100
+    return rows.reset_index(drop=True)
+
+
+def crossover_data(crossovers: list[dict]) -> pd.DataFrame:
+    """Markers for the crossovers found ("from" only): n, short label, sentence."""
+    rows = []
+    for c in crossovers:
+        if c["kind"] == "from" and c["n"]:
+            who = "kernel" if c["gpu"] == "gpu-kernel" else "end to end"
+            rows.append({"n": c["n"], "marker": f"{who} = {c['baseline_label']}", "text": c["text"]})
+    return pd.DataFrame(rows, columns=["n", "marker", "text"])
+
+
+def _time_tooltip() -> list[alt.Tooltip]:
+    return [
+        alt.Tooltip("label:N", title="series"),
+        alt.Tooltip("n:Q", title="N", format=","),
+        alt.Tooltip("median_ms:Q", title="median (ms)", format=",.4g"),
+        alt.Tooltip("min_ms:Q", title="min (ms)", format=",.4g"),
+        alt.Tooltip("max_ms:Q", title="max (ms)", format=",.4g"),
+        alt.Tooltip("samples:Q", title="samples"),
+        alt.Tooltip("noise_pct:Q", title="noise (% stdev/mean)", format=".1f"),
+        alt.Tooltip("noisy:N", title="noisy"),
+        alt.Tooltip("kind:N", title="kind"),
+        alt.Tooltip("bandwidth_gbps:Q", title="bandwidth (GB/s)", format=",.4g"),
+    ]
+
+
+def time_chart(frame: pd.DataFrame, crossovers: list[dict], subtitle: str) -> alt.LayerChart:
+    """Median time against N per series, log–log, with a min–max band, noisy points
+    ringed, estimates dashed, and a dashed rule where the GPU overtakes a CPU series."""
+    data = time_data(frame)
+    labels = list(dict.fromkeys(data["label"]))
+    color = alt.Color("label:N", scale=color_scale(labels), title="series", sort=labels)
+    y_scale = alt.Scale(type="log")
+    base = alt.Chart(data).encode(x=_n_x(), color=color)
+    band = base.transform_filter("!datum.estimated").mark_area(opacity=0.18).encode(
+        y=alt.Y("min_ms:Q", scale=y_scale, title="time (ms, log scale)"), y2="max_ms:Q", tooltip=_time_tooltip()
+    )
+    line = base.mark_line(point=alt.OverlayMarkDef(filled=True, size=40)).encode(
+        y=alt.Y("median_ms:Q", scale=y_scale),
+        strokeDash=alt.StrokeDash("kind:N", title="kind", scale=alt.Scale(domain=["measured", "estimate (not run)"], range=[[1, 0], [5, 4]])),
+        tooltip=_time_tooltip(),
+    )
+    noisy = base.transform_filter("datum.noisy").mark_point(size=160, filled=False, strokeWidth=2, color="#d62728").encode(
+        y=alt.Y("median_ms:Q", scale=y_scale), color=alt.value("#d62728"), tooltip=_time_tooltip()
+    )
+    layers = [band, line, noisy]
+    marks = crossover_data(crossovers)
+    if not marks.empty:
+        rule = alt.Chart(marks).mark_rule(strokeDash=[3, 3], color="#444").encode(
+            x=alt.X("n:Q", scale=alt.Scale(type="log")),
+            tooltip=[alt.Tooltip("text:N", title="crossover"), alt.Tooltip("n:Q", title="N ≈", format=",.3~s")],
+        )
+        text = alt.Chart(marks).mark_text(angle=270, align="left", baseline="bottom", dx=4, dy=-2, fontSize=10, color="#444").encode(
+            x=alt.X("n:Q", scale=alt.Scale(type="log")), y=alt.value(4), text="marker:N"
+        )
+        layers += [rule, text]
+    return alt.layer(*layers).properties(
+        title=alt.TitleParams("Time against N (median; band = min–max; red ring = noisy; dashed = estimate)", subtitle=subtitle),
+        height=380,
+    )
+
+
+def bandwidth_data(frame: pd.DataFrame) -> pd.DataFrame:
+    rows = frame[frame["bandwidth_gbps"].notna() & (frame["bandwidth_gbps"] > 0)].copy()
+    rows["kind"] = rows["estimated"].map({True: "estimate (not run)", False: "measured"})
+    return rows.reset_index(drop=True)
+
+
+def bandwidth_chart(frame: pd.DataFrame, peaks: pd.DataFrame | None, subtitle: str) -> alt.LayerChart:
+    """Effective bandwidth (GB/s, log) against N per series, with a horizontal rule per
+    physical limit (``Peaks.to_frame()``: label, gbps, how) and % of the limit in tooltips."""
+    data = bandwidth_data(frame)
+    labels = list(dict.fromkeys(data["label"]))
+    y = alt.Y("bandwidth_gbps:Q", scale=alt.Scale(type="log"), title="effective bandwidth (GB/s, log scale)")
+    tooltip = [
+        alt.Tooltip("label:N", title="series"),
+        alt.Tooltip("n:Q", title="N", format=","),
+        alt.Tooltip("bandwidth_gbps:Q", title="GB/s", format=",.4g"),
+        alt.Tooltip("ceiling:N", title="limit"),
+        alt.Tooltip("pct_of_ceiling:Q", title="% of that limit", format=".1f"),
+        alt.Tooltip("pct_of_device_peak:Q", title="% of device peak", format=".1f"),
+        alt.Tooltip("samples:Q", title="samples"),
+        alt.Tooltip("kind:N", title="kind"),
+    ]
+    lines = alt.Chart(data).mark_line(point=alt.OverlayMarkDef(filled=True, size=36)).encode(
+        x=_n_x(), y=y,
+        color=alt.Color("label:N", scale=color_scale(labels), title="series", sort=labels),
+        strokeDash=alt.StrokeDash("kind:N", title="kind", scale=alt.Scale(domain=["measured", "estimate (not run)"], range=[[1, 0], [5, 4]])),
+        tooltip=tooltip,
+    )
+    layers = [lines]
+    if peaks is not None and not peaks.empty:
+        limits = peaks[peaks["gbps"].notna()].copy()
+        limits["text"] = [f"{label}: {gbps:,.4g} GB/s" for label, gbps in zip(limits["label"], limits["gbps"])]
+        rule_tip = [alt.Tooltip("label:N", title="limit"), alt.Tooltip("gbps:Q", title="GB/s", format=",.4g"), alt.Tooltip("how:N", title="how")]
+        layers.append(alt.Chart(limits).mark_rule(strokeDash=[6, 3], color="#555").encode(y=alt.Y("gbps:Q"), tooltip=rule_tip))
+        layers.append(
+            alt.Chart(limits).mark_text(align="left", baseline="bottom", x=4, dy=-2, fontSize=10, color="#555").encode(
+                y=alt.Y("gbps:Q"), text="text:N"
+            )
+        )
+    return alt.layer(*layers).properties(
+        title=alt.TitleParams("Effective bandwidth against N, under the physical limits (dashed lines)", subtitle=subtitle),
+        height=380,
+    )
+
+
+def share_data(frame: pd.DataFrame) -> pd.DataFrame:
+    rows = frame[frame["series"].isin(PHASES) & frame["share"].notna()].copy()
+    rows["order"] = rows["series"].map(PHASES.index)
+    rows["share_pct"] = rows["share"] * 100
+    rows["median_ms"] = rows["median_s"] * 1e3
+    return rows.reset_index(drop=True)
+
+
+def share_chart(frame: pd.DataFrame, subtitle: str) -> alt.Chart:
+    """Share of H2D, kernel and D2H in the GPU time against N: stacked areas on a linear
+    0–100% axis (N on a log axis)."""
+    data = share_data(frame)
+    labels = [label for label in ("H2D copy", "Kernel", "D2H copy") if label in set(data["label"])]
+    return alt.Chart(data).mark_area(opacity=0.85).encode(
+        x=_n_x(),
+        y=alt.Y("share:Q", stack="zero", scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%", title="share of H2D + kernel + D2H (linear)")),
+        color=alt.Color("label:N", scale=color_scale(labels), title="phase", sort=labels),
+        order=alt.Order("order:Q"),
+        tooltip=[
+            alt.Tooltip("label:N", title="phase"),
+            alt.Tooltip("n:Q", title="N", format=","),
+            alt.Tooltip("share_pct:Q", title="share (%)", format=".1f"),
+            alt.Tooltip("median_ms:Q", title="median (ms)", format=",.4g"),
+            alt.Tooltip("samples:Q", title="samples"),
+        ],
+    ).properties(
+        title=alt.TitleParams("Where the GPU time goes as N grows (normalised H2D / kernel / D2H)", subtitle=subtitle),
+        height=300,
+    )
+
