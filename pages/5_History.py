@@ -18,8 +18,7 @@ records = load_records(current_store())
 if records is None:
     st.stop()
 if not records:
-    st.info("No runs saved yet: run an experiment and it appears here.")
-    st.page_link("pages/1_Vector_add.py", label="Vector add — run the article's experiment", icon="➕")
+    st.info("No runs saved yet: run an experiment (Vector add, in the sidebar) and it appears here.")
     st.stop()
 
 filters = filters_ui(records)

@@ -41,6 +41,11 @@ def _stats_leaves(node: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple
             yield from _stats_leaves(value, (*path, str(label if label is not None else i)))
 
 
+def has_samples(record: RunRecord) -> bool:
+    """True when the run saved at least one list of timing samples (something to chart)."""
+    return next(_stats_leaves(record.result), None) is not None
+
+
 def measure_name(path: tuple[str, ...]) -> str:
     """A readable measure name for a path in a result, using the shared labels when known."""
     parts = tuple(p for p in path if p not in _SKIP_PATH_PARTS)
@@ -58,9 +63,12 @@ def samples_frame(records: Iterable[RunRecord]) -> pd.DataFrame:
     Columns: run_id, run, experiment, device, backend, simulated, created_at, measure,
     sample, seconds.
     """
+    records = list(records)
+    labels = [run_label(r) for r in records]
+    if len(set(labels)) < len(labels):  # 8-character ids collided: show whole ids
+        labels = [f"{r.run_id} {r.experiment}{' (sim)' if r.simulated else ''}" for r in records]
     rows = []
-    for r in records:
-        label = run_label(r)
+    for r, label in zip(records, labels):
         for path, samples in _stats_leaves(r.result):
             name = measure_name(path)
             for i, s in enumerate(samples):

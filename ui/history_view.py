@@ -13,7 +13,7 @@ import pandas as pd
 import streamlit as st
 
 from gpu.store import HistoryStore, RunRecord, StoreError
-from ui.history_charts import compare_chart, compare_subtitle, run_label, runs_frame, samples_frame
+from ui.history_charts import compare_chart, compare_subtitle, has_samples, run_label, runs_frame, samples_frame
 
 MAX_LISTED = 500  # newest runs loaded per page view: bounded work per rerun
 DEFAULT_COMPARED = 2
@@ -63,8 +63,9 @@ def filters_ui(records: list[RunRecord]) -> HistoryFilters:
 def compare_ui(records: list[RunRecord]) -> list[RunRecord]:
     """Pick runs to compare (default: the newest runs of the newest run's experiment)."""
     by_id = {r.run_id: r for r in records}
-    newest = records[0].experiment
-    default = [r.run_id for r in records if r.experiment == newest][:DEFAULT_COMPARED]
+    with_samples = [r for r in records if has_samples(r)] or records
+    newest = with_samples[0].experiment
+    default = [r.run_id for r in with_samples if r.experiment == newest][:DEFAULT_COMPARED]
     current = st.session_state.get("history.compare")
     if current is not None and any(run_id not in by_id for run_id in current):
         st.session_state["history.compare"] = [run_id for run_id in current if run_id in by_id]
