@@ -125,7 +125,8 @@ def run(params: ScalingParams) -> SweepRun | None:
     state[PARTIAL_KEY] = None
     left, right = st.columns([5, 1])
     bar = left.progress(0.0, text="Waiting for the GPU…")
-    right.button("Stop", key="scaling.stop", on_click=request_stop, help="Stops between two steps; what was measured stays.")
+    stop_slot = right.empty()
+    stop_slot.button("Stop", key="scaling.stop", on_click=request_stop, help="Stops between two steps; what was measured stays.")
 
     def work(progress) -> SweepRun:
         peaks: Peaks | None = None
@@ -141,6 +142,7 @@ def run(params: ScalingParams) -> SweepRun | None:
 
     result = run_experiment("scaling sweep", work)
     state[PARTIAL_KEY] = None
+    stop_slot.empty()
     if result is not None:
         bar.progress(1.0, text="Sweep finished" if result.complete else f"Sweep stopped: {result.stopped}")
     else:

@@ -1,0 +1,25 @@
+"""The real app in a real browser: open Scaling, run a small sweep, see the charts render."""
+
+import pytest
+
+from tests.conftest import screenshot, wait_for_app
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+
+def test_scaling_sweep_runs_and_draws_charts_in_the_browser(page, app_url):
+    page.goto(f"{app_url}/Scaling")
+    wait_for_app(page)
+    page.get_by_text("CUDA simulator — timings are not GPU performance").first.wait_for()
+    for label, value in (("Smallest N", "64"), ("Largest N", "256")):
+        box = page.get_by_label(label, exact=True)
+        box.fill(value)
+        box.press("Tab")
+    page.get_by_role("button", name="Run sweep").click()
+    page.get_by_text("Where the GPU starts to win").wait_for(timeout=120_000)
+    wait_for_app(page)
+    charts = page.locator('[data-testid="stVegaLiteChart"] canvas, [data-testid="stVegaLiteChart"] svg')
+    charts.first.wait_for()
+    assert charts.count() >= 3
+    assert page.get_by_text("never beats NumPy", exact=False).count() >= 1
+    screenshot(page, "scaling")

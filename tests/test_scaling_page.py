@@ -1,0 +1,163 @@
+"""The Scaling page: chart builders on to_dict(), and AppTest runs of a small simulated
+sweep, a cancelled one, an interrupted one, and bad input."""
+
+import json
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from gpu.sweep import run_sweep
+from tests.test_sweep import crossing_run, fake_peaks, small_config
+from ui import scaling_charts, scaling_view
+from ui.charts import COLORS
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGE = str(ROOT / "pages/2_Scaling.py")
+
+
+def layers(spec: dict) -> list[dict]:
+    return spec.get("layer", [spec])
+
+
+# --- chart builders --------------------------------------------------------------------
+
+
+def test_time_chart_is_log_log_with_band_noise_rings_and_crossover_marker():
+    run = crossing_run(peaks=fake_peaks())
+    crossovers = [c.to_dict() for c in run.crossovers()]
+    spec = scaling_charts.time_chart(run.to_frame(), crossovers, "N = 1,024 to 1,048,576").to_dict()
+    marks = [layer["mark"]["type"] if isinstance(layer["mark"], dict) else layer["mark"] for layer in layers(spec)]
+    assert marks[:3] == ["area", "line", "point"] and "rule" in marks and "text" in marks
+    line = layers(spec)[1]["encoding"]
+    assert line["x"]["scale"]["type"] == "log" and line["y"]["scale"]["type"] == "log"
+    assert {"median (ms)", "samples", "noisy"} <= {t["title"] for t in line["tooltip"]}
+    assert set(line["color"]["scale"]["domain"]) == {"GPU end to end", "Kernel", "NumPy"}
+    assert line["color"]["scale"]["range"] == [COLORS[m] for m in line["color"]["scale"]["domain"]]
+    assert spec["title"]["subtitle"] == "N = 1,024 to 1,048,576"
+    marker_rows = next(rows for rows in spec["datasets"].values() if rows and "marker" in rows[0])
+    assert [r["marker"] for r in marker_rows] == ["kernel = NumPy"]
+    assert 2**13 < marker_rows[0]["n"] < 2**14
+    point_rows = next(rows for rows in spec["datasets"].values() if rows and "median_ms" in rows[0])
+    assert {r["label"] for r in point_rows} == {"GPU end to end", "Kernel", "NumPy"}  # copies live in the share chart
+
+
+def test_time_chart_without_a_crossover_has_no_marker():
+    run = crossing_run()
+    frame = run.to_frame()
+    frame = frame[frame["series"] != "gpu-kernel"]  # only end to end, which never wins
+    spec = scaling_charts.time_chart(frame, [], "s").to_dict()
+    assert [layer["mark"]["type"] if isinstance(layer["mark"], dict) else layer["mark"] for layer in layers(spec)] == ["area", "line", "point"]
+
+
+def test_bandwidth_chart_has_a_rule_per_limit_and_percent_in_tooltips():
+    run = crossing_run(peaks=fake_peaks())
+    spec = scaling_charts.bandwidth_chart(run.to_frame(), run.peaks.to_frame(), "s").to_dict()
+    lines, rules, labels = layers(spec)
+    assert lines["encoding"]["y"]["scale"]["type"] == "log"
+    assert {"% of that limit", "% of device peak", "GB/s"} <= {t["title"] for t in lines["encoding"]["tooltip"]}
+    assert rules["mark"]["type"] == "rule"
+    limits = spec["datasets"][rules["data"]["name"]]
+    assert sorted(row["gbps"] for row in limits) == [20.0, 50.0, 50.0, 1000.0, 2000.0]
+    assert any("device-to-device copy (measured): 1,000 GB/s" == row["text"] for row in limits)
+
+
+def test_share_chart_stacks_on_a_linear_axis_with_log_n():
+    run = crossing_run()
+    spec = scaling_charts.share_chart(run.to_frame(), "s").to_dict()
+    enc = spec["encoding"]
+    assert spec["mark"]["type"] == "area"
+    assert enc["x"]["scale"]["type"] == "log"
+    assert enc["y"]["stack"] == "zero" and "type" not in enc["y"].get("scale", {})  # linear
+    rows = spec["datasets"][spec["data"]["name"]]
+    assert {r["label"] for r in rows} == {"H2D copy", "Kernel", "D2H copy"}
+
+
+# --- the page ---------------------------------------------------------------------------
+
+
+def page() -> AppTest:
+    return AppTest.from_file(PAGE, default_timeout=120).run()
+
+
+def fill(at: AppTest, min_n="64", max_n="128", impls=("gpu", "numpy", "python"), repeats=1) -> AppTest:
+    at.text_input(key="min_n").input(min_n)
+    at.text_input(key="max_n").input(max_n)
+    at.multiselect(key="impls").set_value(list(impls))
+    at.number_input(key="repeats").set_value(repeats)
+    at.checkbox(key="measure_peaks").uncheck()
+    return at
+
+
+def run_button(at: AppTest):
+    return next(b for b in at.button if b.label == "Run sweep")
+
+
+def test_page_runs_a_small_simulated_sweep_and_shows_crossovers_charts_and_downloads():
+    at = fill(page())
+    run_button(at).click().run()
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+    assert any("bit-identical" in s.value for s in at.success)
+    assert any("never beats NumPy" in m.value for m in at.markdown)
+    specs = [json.loads(c.proto.spec) for c in at.get("vega_lite_chart")]
+    assert len(specs) == 3
+    assert "Time against N" in json.dumps(specs[0]) and "Effective bandwidth" in json.dumps(specs[1])
+    result = at.session_state[scaling_view.RESULT_KEY]
+    assert result.complete and result.sizes == [64, 128] and result.config.impls == ("gpu", "numpy", "python")
+    assert len(at.get("download_button")) == 2
+
+
+def test_a_cancelled_sweep_keeps_and_shows_its_partial_result(monkeypatch):
+    asked = []
+
+    def stop_after_three() -> bool:
+        asked.append(1)
+        return len(asked) > 3
+
+    monkeypatch.setattr(scaling_view, "stop_requested", stop_after_three)
+    at = fill(page(), max_n="256")
+    run_button(at).click().run()
+    assert not at.exception, at.exception
+    result = at.session_state[scaling_view.RESULT_KEY]
+    assert result.stopped == "cancelled" and result.steps_done == 3 and result.steps_planned == 9
+    assert result.sizes == [64]
+    assert any("Sweep stopped (cancelled) after 3 of 9 steps" in w.value for w in at.warning)
+    assert len(at.get("vega_lite_chart")) >= 2  # the partial result is charted
+
+
+def test_a_sweep_interrupted_by_the_stop_button_is_recovered_on_the_rerun():
+    partial = run_sweep(small_config(max_n=64), should_stop=lambda: False)
+    at = page()
+    at.session_state[scaling_view.PARTIAL_KEY] = partial  # what an interrupted run leaves behind
+    at.run()
+    assert not at.exception
+    result = at.session_state[scaling_view.RESULT_KEY]
+    assert result.stopped == "cancelled" and at.session_state[scaling_view.PARTIAL_KEY] is None
+    assert any("Sweep stopped (cancelled)" in w.value for w in at.warning)
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"min_n": "4096", "max_n": "64"}, "inverted"),
+        ({"max_n": "1e9"}, "too large"),
+        ({"impls": ()}, "at least one implementation"),
+        ({"min_n": "zero"}, "whole number"),
+    ],
+)
+def test_bad_input_shows_a_message_and_runs_nothing(change, message):
+    at = fill(page(), **change)
+    run_button(at).click().run()
+    assert not at.exception
+    assert any(message in e.value for e in at.error), [e.value for e in at.error]
+    assert at.session_state[scaling_view.RESULT_KEY] is None
+
+
+def test_zero_budget_until_stable_is_refused():
+    at = fill(page())
+    at.radio(key="repeat_mode").set_value("until_stable")
+    at.number_input(key="budget_s").set_value(0.0)
+    run_button(at).click().run()
+    assert any("more than 0 seconds" in e.value for e in at.error)
+    assert at.session_state[scaling_view.RESULT_KEY] is None
