@@ -26,5 +26,6 @@ else:
 st.subheader("Experiments")
 st.page_link("pages/1_Vector_add.py", label="Vector add — the article's experiment, one size, full breakdown", icon="➕")
 st.page_link("pages/2_Scaling.py", label="Scaling — every size of a range: where the GPU starts to win, bandwidth against the limits", icon="📈")
+st.page_link("pages/3_Launch_config.py", label="Launch config — which thread handles which element; block-size sweep; the kernel's PTX", icon="🧮")
 st.page_link("pages/5_History.py", label="History — every saved run: filter, compare, export", icon="🗂️")
 st.page_link("pages/6_Device.py", label="Device — hardware, driver and library facts", icon="🖥️")

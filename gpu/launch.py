@@ -768,8 +768,6 @@ def _check_block_sizes(sizes: Iterable[int | str], device_max: int) -> tuple[lis
     for size in sizes:
         warnings += check_threads_per_block(size, device_max)
         values.append(parse_int(size, "threads per block"))
-    if not values:
-        raise InputError("choose at least one block size")
     return list(dict.fromkeys(values)), warnings
 
 
@@ -808,6 +806,8 @@ def run_launch_sweep(
     for k in multiples:
         if not 1 <= k <= 1024:
             raise InputError(f"grid-stride multiples of the SM count must be between 1 and 1024, got {k}")
+    if not sizes and not multiples:
+        raise InputError("choose at least one block size or grid-stride launch")
     policy = policy or RepeatPolicy.count(10)
     sm_count = device.multiprocessors or 1
     if device.multiprocessors is None and multiples:

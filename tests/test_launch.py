@@ -207,7 +207,7 @@ def test_sweep_agreement_can_fail(monkeypatch):
     assert not run.agree and not run.configs[0].agree
 
 
-@pytest.mark.parametrize("kwargs", [dict(n=0), dict(n=64, block_sizes=(0,)), dict(n=64, block_sizes=()), dict(n=64, extra_block_size=4096), dict(n=64, grid_stride_multiples=(0,)), dict(n=10**7)])
+@pytest.mark.parametrize("kwargs", [dict(n=0), dict(n=64, block_sizes=(0,)), dict(n=64, block_sizes=(), grid_stride_multiples=()), dict(n=64, extra_block_size=4096), dict(n=64, grid_stride_multiples=(0,)), dict(n=10**7)])
 def test_bad_sweep_input_is_rejected_before_any_work(kwargs):
     with pytest.raises(InputError):
         run_launch_sweep(**kwargs)

@@ -14,6 +14,7 @@ COLORS: dict[str, str] = {
     "H2D copy": "#4c78a8",
     "Kernel launch (host)": "#eeca3b",
     "Kernel": "#f58518",
+    "Kernel, grid-stride": "#9467bd",
     "D2H copy": "#54a24b",
     "GPU end to end": "#e45756",
     "Python loop": "#9d755d",

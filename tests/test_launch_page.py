@@ -1,0 +1,237 @@
+"""The Launch config page under AppTest (simulator): explorer, sweep, inspector, bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+import gpu
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGE = str(ROOT / "pages/3_Launch_config.py")
+
+
+def page() -> AppTest:
+    at = AppTest.from_file(PAGE, default_timeout=120).run()
+    assert not at.exception, at.exception
+    return at
+
+
+def press(at: AppTest, label: str) -> AppTest:
+    next(b for b in at.button if b.label == label).click().run()
+    assert not at.exception, at.exception
+    return at
+
+
+def specs(at: AppTest) -> list[dict]:
+    return [json.loads(chart.proto.spec) for chart in at.get("vega_lite_chart")]
+
+
+def metric(at: AppTest, label: str) -> str:
+    return next(m.value for m in at.metric if m.label == label)
+
+
+def test_page_opens_with_three_tabs_and_prompts():
+    at = page()
+    assert [t.label for t in at.tabs] == ["Thread-indexing explorer", "Block-size sweep", "Kernel inspector"]
+    assert any("Run probe" in i.value for i in at.info)
+    assert not at.error and not at.get("vega_lite_chart")
+
+
+def test_explorer_default_run_shows_the_guard_at_work():
+    at = press(page(), "Run probe")
+    assert not at.error, [e.value for e in at.error]
+    assert metric(at, "Blocks launched") == "4" and metric(at, "Threads launched") == "1,024"
+    assert metric(at, "Idle threads") == "24" and metric(at, "Last block wasted") == "9.4%"
+    assert any("match `position = tx + bx * bw`" in s.value for s in at.success)
+    spec = json.dumps(specs(at)[0])  # Streamlit ships the data apart; the encoding is here
+    assert '"field": "formula"' in spec and "datum.masked" in spec and '"field": "block"' in spec
+    assert "1,024 threads in 4 blocks; 24 idle" in spec
+
+
+def test_explorer_colour_choice_redraws_by_warp_without_rerunning():
+    at = press(page(), "Run probe")
+    created = at.session_state["launch.indexing"].created_at
+    at.radio(key="indexing_color").set_value("warp").run()
+    assert '"field": "warp_label"' in json.dumps(specs(at)[0])
+    assert at.session_state["launch.indexing"].created_at == created
+
+
+def test_explorer_grid_stride_shows_coverage_and_the_element_chart():
+    at = page()
+    at.text_input(key="indexing_n").input("300")
+    at.number_input(key="indexing_threads_per_block").set_value(32)
+    at.number_input(key="indexing_blocks").set_value(3)
+    at.checkbox(key="indexing_grid_stride").check()
+    press(at, "Run probe")
+    assert any("exactly once" in s.value for s in at.success)
+    assert len(specs(at)) == 2
+    assert "which thread added each element" in json.dumps(specs(at)[1])
+
+
+def test_explorer_large_n_gives_the_summary_with_a_message():
+    at = page()
+    at.text_input(key="indexing_n").input("1e9")
+    press(at, "Run probe")
+    assert metric(at, "Blocks launched") == "3,906,250"
+    assert any("summary" in i.value for i in at.info)
+    assert not at.get("vega_lite_chart")
+
+
+@pytest.mark.parametrize(
+    "key,value,message",
+    [("indexing_threads_per_block", 0, "between 1 and 1024"), ("indexing_threads_per_block", 2048, "between 1 and 1024"), ("indexing_n", "0", "at least 1"), ("indexing_n", "many", "whole number")],
+)
+def test_explorer_bad_input_shows_what_is_allowed(key, value, message):
+    at = page()
+    if key == "indexing_n":
+        at.text_input(key=key).input(value)
+    else:
+        at.number_input(key=key).set_value(value)
+    press(at, "Run probe")
+    assert any(message in e.value for e in at.error), [e.value for e in at.error]
+    assert "launch.indexing" not in at.session_state
+
+
+def test_sweep_runs_and_charts_time_bandwidth_and_the_explanation():
+    at = page()
+    at.text_input(key="sweep_n").input("64")
+    at.number_input(key="sweep_repeats").set_value(1)
+    at.multiselect(key="sweep_block_sizes").set_value([32, 64])
+    at.multiselect(key="sweep_grid_stride").set_value([1])
+    at.number_input(key="sweep_extra").set_value(48)
+    press(at, "Run sweep")
+    assert not at.error, [e.value for e in at.error]
+    assert any("bit for bit" in s.value for s in at.success)
+    assert any("not a multiple of the warp size" in w.value for w in at.warning)
+    titles = json.dumps(specs(at))
+    assert "Kernel time per launch configuration" in titles and "Effective bandwidth per configuration" in titles
+    assert "48 threads/block" in titles and "grid-stride 1\\u00d7SMs \\u00d7 256" in titles  # the x-axis order
+    assert any("memory bound" in i.value for i in at.info)
+    run = at.session_state["launch.sweep"]
+    assert [c.label for c in run.configs][:3] == ["32 threads/block", "64 threads/block", "48 threads/block"]
+
+
+@pytest.mark.parametrize("n,message", [("0", "at least 1"), ("1e9", "too large")])
+def test_sweep_bad_n_is_rejected(n, message):
+    at = page()
+    at.text_input(key="sweep_n").input(n)
+    press(at, "Run sweep")
+    assert any(message in e.value for e in at.error), [e.value for e in at.error]
+
+
+def test_sweep_with_nothing_chosen_is_rejected():
+    at = page()
+    at.multiselect(key="sweep_block_sizes").set_value([])
+    at.multiselect(key="sweep_grid_stride").set_value([])
+    press(at, "Run sweep")
+    assert any("choose at least one" in e.value for e in at.error)
+
+
+@pytest.mark.skipif(not gpu.BACKEND.simulated, reason="the simulator's message")
+def test_inspector_in_the_simulator_says_no_machine_code_exists():
+    at = page()
+    assert any("no PTX" in i.value for i in at.info)
+    assert any("position = tx + bx * bw" in c.value for c in at.code)
+    at.radio(key="inspect_kernel").set_value("grid_stride").run()
+    assert any("cuda.gridDim.x" in c.value for c in at.code)
+
+
+# --- chart builders on to_dict() --------------------------------------------------------
+
+from gpu.launch import run_indexing, run_launch_sweep  # noqa: E402
+from gpu.timing import RepeatPolicy  # noqa: E402
+from ui import launch_charts  # noqa: E402
+
+
+def rows_with(spec: dict, key: str) -> list[dict]:
+    """The inline dataset whose rows have ``key`` (Altair may hoist shared data to the top)."""
+    return next(rows for rows in spec["datasets"].values() if rows and key in rows[0])
+
+
+def test_thread_grid_has_one_cell_per_thread_grouped_by_block_with_idle_ones_grey():
+    run = run_indexing(70, 32)  # 3 blocks, the last with 26 idle threads
+    chart = launch_charts.thread_grid_chart(run.to_frame(), 70, "block", subtitle="probe")
+    spec = chart.to_dict()
+    working, idle, labels = spec["layer"]
+    assert working["transform"] == [{"filter": "!datum.masked"}] and idle["transform"] == [{"filter": "datum.masked"}]
+    assert idle["mark"]["fill"] == launch_charts.IDLE_FILL and idle["mark"]["strokeDash"] == [2, 2]
+    assert working["encoding"]["color"]["field"] == "block"
+    titles = {t["title"] for t in working["encoding"]["tooltip"]}
+    assert {"index", "guard", "threadIdx.x (tx)", "blockIdx.x (bx)", "blockDim.x (bw)"} <= titles
+    cells = rows_with(spec, "formula")
+    assert len(cells) == 96 and sum(r["masked"] for r in cells) == 26
+    last = max(cells, key=lambda r: r["thread"])
+    assert last["formula"] == "position = tx + bx * bw = 31 + 2 * 32 = 95" and last["guard"] == "95 ≥ N = 70: masked off, idle"
+    assert len({(r["x"], r["y"]) for r in cells}) == 96, "no two threads share a cell"
+    occupied = {(r["x"], r["y"]): r["bx"] for r in cells}
+    for (x, y), block in occupied.items():  # a neighbouring cell is always the same block: tiles have gaps
+        for neighbour in ((x + 1, y), (x, y + 1)):
+            assert occupied.get(neighbour, block) == block
+    label_rows = rows_with(spec, "text")
+    assert [r["text"] for r in label_rows] == ["block 0", "block 1", "block 2"]
+    assert "26 idle" in spec["title"]["text"]
+
+
+def test_thread_grid_colours_by_warp_and_handles_block_sizes_not_multiple_of_32():
+    frame = run_indexing(100, 48).to_frame()
+    spec = launch_charts.thread_grid_chart(frame, 100, "warp").to_dict()
+    assert spec["layer"][0]["encoding"]["color"]["field"] == "warp_label"
+    cells = rows_with(spec, "warp_label")
+    assert max(r["x"] for r in cells if r["bx"] == 0) == 31, "a warp is 32 lanes wide"
+    assert sorted({r["warp_label"] for r in cells}) == ["warp 0", "warp 1"]
+    with pytest.raises(ValueError, match="color_by"):
+        launch_charts.thread_grid_chart(frame, 100, "lane")
+
+
+def test_grid_stride_element_chart_maps_each_element_to_its_thread():
+    run = run_indexing(200, 32, grid_stride_blocks=2)
+    spec = launch_charts.element_owner_chart(run.handled_by, 32, "sub").to_dict()
+    rows = rows_with(spec, "element")
+    assert len(rows) == 200
+    assert all(r["thread"] == r["element"] % 64 and r["step"] == r["element"] // 64 for r in rows)
+    assert {r["bx"] for r in rows} == {0, 1}
+
+
+@pytest.fixture(scope="module")
+def sweep_frame():
+    return run_launch_sweep(64, (32, 64), grid_stride_multiples=(1,), policy=RepeatPolicy.count(3)).to_frame()
+
+
+def test_sweep_time_chart_has_spread_best_and_units(sweep_frame):
+    spec = launch_charts.sweep_time_chart(sweep_frame, "what was measured").to_dict()
+    whiskers, points, best, label = spec["layer"]
+    assert whiskers["mark"]["type"] == "rule" and whiskers["encoding"]["y"]["field"] == "min_us" and whiskers["encoding"]["y2"]["field"] == "max_us"
+    assert best["transform"] == [{"filter": "datum.best"}]
+    assert spec["title"]["subtitle"] == "what was measured"
+    tooltip = {t["title"] for t in points["encoding"]["tooltip"]}
+    assert {"median kernel time (µs)", "min (µs)", "max (µs)", "samples", "bandwidth at median (GB/s)"} <= tooltip
+    rows = rows_with(spec, "median_us")
+    assert [r["label"] for r in rows] == ["32 threads/block", "64 threads/block", "grid-stride 1×SMs × 256"]
+    assert sum(r["best"] for r in rows) == 1 and all(r["samples"] == 3 for r in rows)
+    assert all(r["min_us"] <= r["median_us"] <= r["max_us"] for r in rows)
+
+
+def test_sweep_bandwidth_chart_with_peak_line(sweep_frame):
+    spec = launch_charts.sweep_bandwidth_chart(sweep_frame, "sub", peak_gbps=4800).to_dict()
+    assert len(spec["layer"]) == 5 and spec["layer"][0]["encoding"]["y"]["title"] == "effective bandwidth (GB/s)"
+    assert "theoretical peak 4,800 GB/s" in json.dumps(spec)
+    rows = rows_with(launch_charts.sweep_bandwidth_chart(sweep_frame, "sub").to_dict(), "bandwidth_gbps")
+    for r in rows:
+        assert r["bandwidth_low_gbps"] <= r["bandwidth_gbps"] <= r["bandwidth_high_gbps"]
+        assert r["bandwidth_gbps"] == pytest.approx(12 * 64 / r["median_s"] / 1e9)
+
+
+def test_occupancy_chart_needs_figures(sweep_frame):
+    with pytest.raises(ValueError, match="no occupancy"):
+        launch_charts.occupancy_chart(sweep_frame, "sub")
+    frame = sweep_frame.copy()
+    frame["occupancy"] = frame["threads_per_block"].map({32: 0.5, 64: 1.0, 256: 1.0})
+    frame["occupancy_source"] = "driver"
+    spec = launch_charts.occupancy_chart(frame, "sub").to_dict()
+    rows = rows_with(spec, "occupancy_pct")
+    assert [r["occupancy_pct"] for r in rows] == [50.0, 100.0, 100.0]
+    assert spec["encoding"]["y"]["scale"]["domain"] == [0, 100]

@@ -1,0 +1,245 @@
+"""Widgets and result display for the Launch config page (explorer, sweep, inspector)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import pandas as pd
+import streamlit as st
+
+from gpu.device import DeviceInfo
+from gpu.inspect import KERNELS, KernelInspection, inspect_kernel
+from gpu.launch import (
+    DRAW_LIMIT_THREADS,
+    GRID_STRIDE_SM_MULTIPLES,
+    SWEEP_BLOCK_SIZES,
+    IndexingRun,
+    LaunchSweepRun,
+    check_grid_blocks,
+)
+from gpu.limits import InputError, check_n, check_repeats, check_threads_per_block, max_vector_n, parse_size
+from gpu.timing import format_seconds
+from ui import launch_charts
+
+INDEXING_KEY = "launch.indexing"
+SWEEP_KEY = "launch.sweep"
+SM_MULTIPLE_CHOICES = (1, 2, 4, 8, 16, 32)
+
+
+# --- the explorer ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class IndexingParams:
+    n: int
+    threads_per_block: int
+    grid_stride_blocks: int | None
+
+
+def indexing_form(device: DeviceInfo) -> IndexingParams | None:
+    """The explorer's form; validated parameters when "Run probe" was pressed, else None."""
+    with st.form("indexing"):
+        left, mid, right = st.columns(3)
+        n_text = left.text_input("N (elements to cover)", value="1000", key="indexing_n", help="Any whole number ≥ 1, e.g. 1000, 33 or 2^10. Sizes that are not a multiple of the block size show the guard at work.")
+        tpb = mid.number_input("Threads per block", value=256, step=1, key="indexing_threads_per_block", help=f"1 to {device.max_threads_per_block}. Try 32, 33, 100, 256.")
+        blocks = right.number_input("Grid-stride blocks", value=2, step=1, key="indexing_blocks", help="Used when grid-stride is on: a fixed number of blocks loops over all N elements.")
+        grid_stride = st.checkbox("Grid-stride launch (a fixed number of blocks; each thread loops with stride = blocks × threads)", value=False, key="indexing_grid_stride")
+        submitted = st.form_submit_button("Run probe", type="primary")
+    st.caption(f"The chart draws up to {DRAW_LIMIT_THREADS:,} threads; larger launches get the summary only.")
+    if not submitted:
+        return None
+    try:
+        n = parse_size(n_text, "N")
+        check_threads_per_block(int(tpb), device.max_threads_per_block)
+        gs = check_grid_blocks(int(blocks)) if grid_stride else None
+    except InputError as exc:
+        st.error(str(exc))
+        return None
+    return IndexingParams(n, int(tpb), gs)
+
+
+def show_indexing(run: IndexingRun) -> None:
+    """Summary metrics, the verification line, the thread grid (or why not), the records."""
+    s = run.summary
+    for warning in run.warnings:
+        st.warning(warning)
+    cols = st.columns(5)
+    cols[0].metric("Blocks launched", f"{s.blocks:,}", help="ceil(N / threads per block)" if not s.grid_stride else "chosen for the grid-stride launch")
+    cols[1].metric("Threads launched", f"{s.threads_launched:,}", help="blocks × threads per block")
+    cols[2].metric("Idle threads", f"{s.idle_threads:,}", help="Threads whose position ≥ N: the guard masks them off (grid-stride: they get no element).")
+    cols[3].metric("Idle warps", f"{s.idle_warps:,} of {s.warps_launched:,}", help=f"Warps with no working lane. Another {s.partial_warps:,} warps are partly idle (some lanes masked, or missing because the block size is not a multiple of 32).")
+    cols[4].metric("Last block wasted", f"{s.last_block_wasted_fraction:.1%}", help=f"{s.last_block_idle_threads} of its {s.threads_per_block} threads do nothing.")
+    if s.grid_stride:
+        st.caption(f"Grid-stride: stride = blockDim.x × gridDim.x = {s.threads_per_block} × {s.blocks} = {s.stride:,}; each thread adds {s.min_elements_per_thread}–{s.max_elements_per_thread} elements.")
+    if run.probed:
+        if run.passed:
+            coverage = " Every element was added exactly once." if run.coverage_ok else ""
+            st.success(
+                f"✅ The probe kernel's records for all {s.threads_launched:,} threads match `position = tx + bx * bw` computed in NumPy, "
+                f"and c = a + b bit for bit.{coverage}"
+            )
+        else:
+            st.error(f"❌ The probe disagrees with the arithmetic: records match {run.records_match}, sums match {run.sums_match}, coverage {run.coverage_ok}.")
+    if run.note:
+        st.info(run.note)
+    if not run.drawable:
+        return
+    color_by = st.radio("Colour cells by", ["block", "warp"], horizontal=True, key="indexing_color", help="Idle threads stay grey either way.")
+    frame = run.to_frame()
+    subtitle = (
+        f"N = {s.n:,} · {s.blocks:,} blocks × {s.threads_per_block} threads{' (grid-stride)' if s.grid_stride else ''} · "
+        f"records from one probe launch on {run.device.name} ({run.backend})"
+    )
+    st.altair_chart(launch_charts.thread_grid_chart(frame, s.n, color_by, grid_stride=s.grid_stride, subtitle=subtitle), width="content")
+    if run.handled_by is not None and s.n <= DRAW_LIMIT_THREADS:
+        st.altair_chart(launch_charts.element_owner_chart(run.handled_by, s.threads_per_block, subtitle), width="content")
+    with st.expander("Per-thread records (as the probe wrote them)"):
+        st.dataframe(frame, hide_index=True, width="stretch")
+
+
+# --- the sweep ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SweepParams:
+    n: int
+    block_sizes: tuple[int, ...]
+    extra_block_size: int | None
+    grid_stride_multiples: tuple[int, ...]
+    repeats: int
+
+
+def sweep_form(device: DeviceInfo) -> SweepParams | None:
+    """The sweep's form; validated parameters when "Run sweep" was pressed, else None."""
+    simulated = device.backend != "cuda"
+    limit = max_vector_n()
+    default_n = min(1024, limit) if simulated else min(2**26, limit)
+    with st.form("launch_sweep"):
+        left, mid, right = st.columns(3)
+        n_text = left.text_input("N (elements per vector)", value=str(default_n), key="sweep_n", help=f"A whole number such as 67108864, 1e8 or 2^26; at most {limit:,} here. Large N shows the memory-bound plateau.")
+        repeats = mid.number_input("Repeats", min_value=1, max_value=1000, value=3 if simulated else 20, key="sweep_repeats", help="Timed runs per configuration after one warm-up.")
+        extra = right.number_input("Extra block size (0 = none)", value=0, step=1, key="sweep_extra", help="Add a block size that is not a multiple of 32, e.g. 100.")
+        sizes = st.multiselect("Threads per block", list(SWEEP_BLOCK_SIZES), default=list(SWEEP_BLOCK_SIZES), key="sweep_block_sizes")
+        default_multiples = [1, 4] if simulated else list(GRID_STRIDE_SM_MULTIPLES)
+        multiples = st.multiselect(
+            "Grid-stride launches (blocks = k × multiprocessors, 256 threads each)", list(SM_MULTIPLE_CHOICES), default=default_multiples,
+            format_func=lambda k: f"{k}× SMs", key="sweep_grid_stride",
+        )
+        submitted = st.form_submit_button("Run sweep", type="primary")
+    if simulated:
+        st.caption("In the simulator every thread costs about 0.1 ms: keep N to a few thousand.")
+    if not submitted:
+        return None
+    try:
+        n = check_n(n_text, limit)
+        if not sizes and not multiples and not extra:
+            raise InputError("choose at least one block size or grid-stride launch")
+        if extra:
+            for warning in check_threads_per_block(int(extra), device.max_threads_per_block):
+                st.warning(warning)
+        params = SweepParams(n, tuple(sizes), int(extra) or None, tuple(multiples), check_repeats(repeats))
+    except InputError as exc:
+        st.error(str(exc))
+        return None
+    return params
+
+
+def describe_sweep(run: LaunchSweepRun) -> str:
+    samples = run.configs[0].kernel.n_samples if run.configs else 0
+    how = "CUDA events, kernel alone" if run.backend == "cuda" else "wall clock, simulated"
+    return f"N = {run.n:,} float32 ({run.bytes_moved / 1e6:,.3g} MB moved per kernel) · {samples} samples per configuration after {run.policy.warmup} warm-up ({how}) · {run.device.name} ({run.backend})"
+
+
+def sweep_table(run: LaunchSweepRun) -> pd.DataFrame:
+    table = launch_charts.sweep_summary(run.to_frame())
+    table = table[["label", "blocks", "median_us", "min_us", "max_us", "bandwidth_gbps", "occupancy_pct", "occupancy_source", "samples", "marker"]]
+    return table.rename(columns={"label": "configuration", "median_us": "median (µs)", "min_us": "min (µs)", "max_us": "max (µs)", "bandwidth_gbps": "GB/s (median)", "occupancy_pct": "occupancy (%)", "occupancy_source": "occupancy from", "marker": ""})
+
+
+def show_sweep(run: LaunchSweepRun) -> None:
+    for warning in run.warnings:
+        st.warning(warning)
+    if run.agree:
+        st.success(f"✅ Every configuration produced c = a + b bit for bit ({run.n:,} elements each).")
+    else:
+        bad = [c.label for c in run.configs if not c.agree]
+        st.error(f"❌ Wrong results for: {', '.join(bad)}.")
+    best = run.best
+    slowest = max(run.configs, key=lambda c: c.kernel.median_s)
+    cols = st.columns(4)
+    cols[0].metric("Best configuration", best.label)
+    cols[1].metric("Best kernel time (median)", format_seconds(best.kernel.median_s))
+    peak = run.device.peak_bandwidth_gbps
+    bw = run.bandwidth_gbps(best.kernel.median_s)
+    cols[2].metric("Best bandwidth", f"{bw:,.4g} GB/s", help="12 bytes per element ÷ median kernel time" + (f"; {bw / peak:.0%} of the {peak:,.0f} GB/s theoretical peak" if peak else ""))
+    cols[3].metric("Slowest ÷ best", f"{slowest.kernel.median_s / best.kernel.median_s:.2f}×", help=f"slowest: {slowest.label}")
+    subtitle = describe_sweep(run)
+    frame = run.to_frame()
+    st.altair_chart(launch_charts.sweep_time_chart(frame, subtitle), width="stretch")
+    st.altair_chart(launch_charts.sweep_bandwidth_chart(frame, subtitle, peak), width="stretch")
+    st.info(run.explanation())
+    if frame["occupancy"].notna().any():
+        sources = sorted(set(frame["occupancy_source"]) - {"not available"})
+        st.altair_chart(launch_charts.occupancy_chart(frame, f"{subtitle} · occupancy from: {', '.join(sources)}"), width="stretch")
+        st.caption("Occupancy “driver” is cuOccupancyMaxActiveBlocksPerMultiprocessor for the compiled kernel; “calculated” is derived from its registers and the device's per-SM limits (approximate).")
+    else:
+        st.caption("Occupancy: not available here (the simulator compiles nothing and has no multiprocessors).")
+    st.dataframe(sweep_table(run), hide_index=True, width="stretch")
+    st.download_button("Download sweep (JSON)", json.dumps(run.to_dict(), indent=2), file_name=f"launch_sweep_{run.n}.json", mime="application/json", key="sweep_download")
+
+
+# --- the inspector --------------------------------------------------------------------
+
+
+@st.cache_resource(max_entries=len(KERNELS), show_spinner="Compiling and inspecting the kernel…")
+def cached_inspection(kernel: str) -> KernelInspection:
+    """One inspection per kernel per process: the compiled code does not change."""
+    return inspect_kernel(kernel)
+
+
+def annotated_excerpt(result: KernelInspection, code: str = "PTX") -> str:
+    """The pointed-out lines with their numbers and a comment saying what each does."""
+    rows = [h for h in result.highlights if h.code == code]
+    width = max((len(h.text) for h in rows), default=0)
+    comment = "//" if code == "PTX" else "/*"
+    return "\n".join(f"{h.line_no:>4}  {h.text:<{width}}  {comment} {h.role}: {h.note}{' */' if code == 'SASS' else ''}" for h in rows)
+
+
+def show_inspector() -> None:
+    kernel = st.radio("Kernel", list(KERNELS), format_func=lambda k: KERNELS[k][1], horizontal=True, key="inspect_kernel")
+    try:
+        result = cached_inspection(kernel)
+    except Exception as exc:  # a toolkit problem must not break the page
+        st.error(f"Could not compile or inspect the kernel: {exc}")
+        return
+    if not result.available:
+        st.info(result.reason, icon="ℹ️")
+        st.markdown("**The kernel's Python source** — in the simulator this is what runs, one Python thread per GPU thread:")
+        st.code(result.source, language="python")
+        return
+    cols = st.columns(5)
+    cols[0].metric("Registers per thread", result.regs_per_thread)
+    cols[1].metric("Local memory per thread", f"{result.local_mem_per_thread_bytes} B", help="Spills and local arrays; 0 is ideal.")
+    cols[2].metric("Shared memory per block", f"{result.shared_mem_per_block_bytes} B", help="Static shared memory; vector add uses none.")
+    cols[3].metric("Max threads per block", result.max_threads_per_block, help="The largest block the device allows for this compiled kernel (registers can lower it).")
+    cols[4].metric("Constant memory", f"{result.const_mem_bytes} B")
+    st.caption(f"{result.description} · {result.signature} · compute capability {result.compute_capability} · {result.device_name}")
+    left, right = st.columns(2)
+    left.markdown("**Python source**")
+    left.code(result.source, language="python")
+    right.markdown("**The PTX lines that do the work**")
+    if result.highlights:
+        right.code(annotated_excerpt(result, "PTX"), language=None)
+    if result.roles_missing:
+        right.caption(f"Not pointed out in this PTX: {', '.join(result.roles_missing)}.")
+    with st.expander(f"Full PTX ({len(result.ptx.splitlines())} lines)"):
+        st.code(result.ptx, language=None, line_numbers=True)
+    if result.sass:
+        with st.expander("SASS (the GPU's machine code, from nvdisasm)"):
+            excerpt = annotated_excerpt(result, "SASS")
+            if excerpt:
+                st.code(excerpt, language=None)
+            st.code(result.sass, language=None, line_numbers=True)
+    else:
+        st.caption(result.sass_note or "SASS not available.")
