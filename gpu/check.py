@@ -258,7 +258,15 @@ def launch_section(ctx: CheckContext) -> Section:
     passed = probes_ok and sweep.agree and inspector_ok
     return Section("launch", f"Launch configuration at N = {sweep.n:,}", passed, data, "\n".join(md))
 
-SECTIONS: list[Callable[[CheckContext], Section]] = [correctness_section, breakdown_section, article_section, scaling_section, launch_section]
+def transfers_section(ctx: CheckContext) -> Section:
+    """Copy bandwidth curves against a library's pinned copy, and the vector-add strategies."""
+    from gpu.transfers import check_transfers
+
+    passed, data, markdown = check_transfers(ctx.quick, ctx.max_n, ctx.say)
+    return Section("transfers", "Transfers: host-link bandwidth and vector-add strategies", passed, data, markdown)
+
+
+SECTIONS: list[Callable[[CheckContext], Section]] = [correctness_section, breakdown_section, article_section, scaling_section, launch_section, transfers_section]
 
 
 def run_check(

@@ -314,3 +314,36 @@ def test_chunked_streams_beat_one_chunk_and_overlap_on_the_gpu():
     assert result.agree
     assert result.chunked_speedup > 1.05, result.verdict()
     assert result.overlap > 0.2, result.verdict()
+
+
+# --- command line and check section ----------------------------------------------------------
+
+
+def test_cli_transfers_prints_one_json_object(capsys):
+    from gpu.__main__ import main
+
+    rc = main(["transfers", "--n", "200", "--chunks", "3", "--streams", "2", "--iterations", "2", "--repeats", "1", "--no-bandwidth", "--json"])
+    assert rc == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["experiment"] == "transfers" and data["bandwidth"] is None
+    assert data["strategies"]["n"] == 200 and data["strategies"]["agree"] is True
+    assert "wins" in data["strategies"]["verdict"]
+
+
+@pytest.mark.parametrize("args,message", [(["--chunks", "0"], "chunks must be between 1 and N"), (["--streams", "9"], "streams must be between 1 and 8"), (["--n=-5"], "at least 1")])
+def test_cli_transfers_rejects_bad_input_in_one_line(args, message, capsys):
+    from gpu.__main__ import main
+
+    assert main(["transfers", "--n", "100", "--no-bandwidth", *args]) == 2  # the last --n wins
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1
+
+
+def test_check_section_quick_passes_and_reports_targets():
+    passed, data, markdown = transfers.check_transfers(True, 1024, lambda _m: None)
+    assert passed
+    assert set(data) >= {"bandwidth", "library_copies", "strategies", "targets"}
+    assert data["strategies"]["small"]["agree"] is True
+    assert "Targets (reported, not enforced)" in markdown and "| strategy |" in markdown
+    if gpu.BACKEND.simulated:
+        assert set(data["library_copies"]["skipped"]) == {"cupy", "torch"}  # skipped with a reason, not failed
