@@ -82,7 +82,7 @@ def thread_grid_chart(frame: pd.DataFrame, n: int, color_by: str = "block", *, g
     cells["guard"] = [guard_text(int(p), n, grid_stride) for p in cells["position"]]
     field = "block" if color_by == "block" else "warp_label"
     domain = list(dict.fromkeys(cells.sort_values(["bx", "warp"])[field]))
-    legend = alt.Legend(title=color_by, columns=2, symbolType="square") if len(domain) <= LEGEND_LIMIT else None
+    legend = alt.Legend(title=color_by, symbolType="square") if len(domain) <= LEGEND_LIMIT else None
     color = alt.Color(f"{field}:N", scale=alt.Scale(domain=domain, scheme="tableau20"), legend=legend, title=color_by)
     tooltip = [
         alt.Tooltip("thread:Q", title="global thread"),
@@ -106,13 +106,14 @@ def thread_grid_chart(frame: pd.DataFrame, n: int, color_by: str = "block", *, g
     names = alt.Chart(labels).mark_text(align="left", baseline="top", fontSize=9, dy=1, color="#555").encode(
         x=alt.X("x:Q", scale=alt.Scale(domain=[0, columns + 1], nice=False)), y=alt.Y("y:Q", scale=alt.Scale(domain=[0, rows + 1], nice=False, reverse=True)), text="text:N"
     )
-    cell_px = max(4, min(CELL_PX, 1100 // max(columns + 1, 1)))
+    cell_px = max(4, min(CELL_PX, 760 // max(columns + 1, 1)))  # leaves room for the legend in a wide page
     idle_count = int(cells["masked"].sum())
     title_line = f"{len(cells):,} threads in {cells['bx'].nunique():,} blocks; {idle_count:,} idle (grey, dashed)"
     return (working + idle + names).properties(
         title=alt.TitleParams(f"Every launched thread — {title_line}", subtitle=[subtitle, "Rows are warps (32 lanes); hover a cell for position = tx + bx * bw."] if subtitle else "Rows are warps (32 lanes); hover a cell for position = tx + bx * bw."),
         width=(columns + 1) * cell_px,
         height=(rows + 1) * cell_px,
+        autosize=alt.AutoSizeParams(type="pad"),  # width/height are the grid itself; titles and legend add to them
     )
 
 
@@ -134,7 +135,7 @@ def element_owner_chart(handled_by, threads_per_block: int, subtitle: str = "") 
     """Grid-stride: one cell per element (64 to a row) coloured by the block whose thread added it."""
     frame = element_owner_frame(handled_by, threads_per_block)
     blocks = list(dict.fromkeys(frame.sort_values("bx")["block"]))
-    legend = alt.Legend(title="added by", columns=2, symbolType="square") if len(blocks) <= LEGEND_LIMIT else None
+    legend = alt.Legend(title="added by", symbolType="square") if len(blocks) <= LEGEND_LIMIT else None
     rows = int(frame["row"].max()) + 1 if len(frame) else 1
     return alt.Chart(frame).mark_rect(stroke="white", strokeWidth=0.5).encode(
         x=alt.X("col:O", axis=None),
@@ -151,6 +152,7 @@ def element_owner_chart(handled_by, threads_per_block: int, subtitle: str = "") 
         title=alt.TitleParams("Grid-stride: which thread added each element (element i ← thread i mod stride)", subtitle=subtitle),
         width=64 * CELL_PX,
         height=rows * CELL_PX,
+        autosize=alt.AutoSizeParams(type="pad"),
     )
 
 
@@ -201,7 +203,7 @@ def _sweep_tooltip() -> list[alt.Tooltip]:
 
 
 def _config_x(order: list[str]) -> alt.X:
-    return alt.X("label:N", sort=order, title="launch configuration", axis=alt.Axis(labelAngle=-35))
+    return alt.X("label:N", sort=order, title="launch configuration", axis=alt.Axis(labelAngle=-30, labelOverlap=False, labelLimit=240))
 
 
 def _kind_color() -> alt.Color:
@@ -216,7 +218,7 @@ def sweep_time_chart(frame: pd.DataFrame, subtitle: str) -> alt.LayerChart:
     y_scale = alt.Scale(type="log") if spread > 20 else alt.Scale(zero=False)
     y_title = "kernel time (µs" + (", log scale)" if spread > 20 else ")")
     base = alt.Chart(data).encode(x=_config_x(order), tooltip=_sweep_tooltip())
-    whiskers = base.mark_rule(strokeWidth=2).encode(y=alt.Y("min_us:Q", scale=y_scale, title=y_title), y2="max_us:Q", color=_kind_color())
+    whiskers = base.mark_rule(strokeWidth=2).encode(y=alt.Y("min_us:Q", scale=y_scale, title=y_title, axis=alt.Axis(format="~s")), y2="max_us:Q", color=_kind_color())
     points = base.mark_point(filled=True, size=70).encode(y=alt.Y("median_us:Q", scale=y_scale), color=_kind_color())
     best = base.transform_filter("datum.best").mark_point(shape="diamond", size=260, filled=False, strokeWidth=2, color="black").encode(
         y=alt.Y("median_us:Q", scale=y_scale)
@@ -233,7 +235,7 @@ def sweep_bandwidth_chart(frame: pd.DataFrame, subtitle: str, peak_gbps: float |
     data = sweep_summary(frame)
     order = list(data["label"])
     base = alt.Chart(data).encode(x=_config_x(order), tooltip=_sweep_tooltip())
-    bars = base.mark_bar(opacity=0.85).encode(y=alt.Y("bandwidth_gbps:Q", title="effective bandwidth (GB/s)"), color=_kind_color())
+    bars = base.mark_bar(opacity=0.85).encode(y=alt.Y("bandwidth_gbps:Q", title="effective bandwidth (GB/s)", axis=alt.Axis(format=",.3~g")), color=_kind_color())
     whiskers = base.mark_rule(color="black").encode(y="bandwidth_low_gbps:Q", y2="bandwidth_high_gbps:Q")
     best = base.transform_filter("datum.best").mark_text(dy=-8, fontWeight="bold").encode(y="bandwidth_high_gbps:Q", text="marker:N")
     layers = [bars, whiskers, best]

@@ -167,13 +167,13 @@ def show_sweep(run: LaunchSweepRun) -> None:
         st.error(f"❌ Wrong results for: {', '.join(bad)}.")
     best = run.best
     slowest = max(run.configs, key=lambda c: c.kernel.median_s)
-    cols = st.columns(4)
-    cols[0].metric("Best configuration", best.label)
-    cols[1].metric("Best kernel time (median)", format_seconds(best.kernel.median_s))
     peak = run.device.peak_bandwidth_gbps
     bw = run.bandwidth_gbps(best.kernel.median_s)
-    cols[2].metric("Best bandwidth", f"{bw:,.4g} GB/s", help="12 bytes per element ÷ median kernel time" + (f"; {bw / peak:.0%} of the {peak:,.0f} GB/s theoretical peak" if peak else ""))
-    cols[3].metric("Slowest ÷ best", f"{slowest.kernel.median_s / best.kernel.median_s:.2f}×", help=f"slowest: {slowest.label}")
+    st.markdown(f"**Best configuration:** {best.label} — {best.blocks:,} blocks × {best.threads_per_block} threads.")
+    cols = st.columns(3)
+    cols[0].metric("Best kernel time (median)", format_seconds(best.kernel.median_s))
+    cols[1].metric("Best bandwidth", f"{bw:,.3g} GB/s", help="12 bytes per element ÷ median kernel time" + (f"; {bw / peak:.0%} of the {peak:,.0f} GB/s theoretical peak" if peak else ""))
+    cols[2].metric("Slowest ÷ best", f"{slowest.kernel.median_s / best.kernel.median_s:.2f}×", help=f"slowest: {slowest.label}")
     subtitle = describe_sweep(run)
     frame = run.to_frame()
     st.altair_chart(launch_charts.sweep_time_chart(frame, subtitle), width="stretch")
