@@ -303,6 +303,7 @@ class BandwidthCurves:
             "created_at": self.created_at,
             "backend": self.backend,
             "device": self.device.to_dict(),
+            "params": {"sizes": list(self.sizes), "series": [series_label(*key) for key in self.series()], "repeats": self.policy.n_repeat},
             "sizes": list(self.sizes),
             "series": [series_label(*key) for key in self.series()],
             "policy": self.policy.to_dict(),
@@ -543,9 +544,9 @@ PHASE_LABELS: dict[str, str] = {
     "launch": "Kernel launch (host)",
     "kernel": "Kernel",
     "d2h": "D2H copy",
-    "overlapped": "Copies + kernels overlapped",
+    "span": "Copies + kernels (event span)",
 }
-BREAKDOWN_PHASES = ("h2d", "launch", "kernel", "d2h", "overlapped")
+BREAKDOWN_PHASES = ("h2d", "launch", "kernel", "d2h", "span")
 # Host arrays a comparison holds at once: a, b, the reference, one output, pinned a, b,
 # c, mapped a, b, c, and the agreement check's temporaries (two float64 arrays = 4).
 TRANSFER_HOST_ARRAYS = 14
@@ -564,7 +565,7 @@ class StrategyRun:
     """One strategy's timings and agreement. Times in seconds.
 
     ``phases`` holds raw samples: "h2d", "launch" (hardware only), "kernel", "d2h" or,
-    for chunked runs, "overlapped" (first event to last, all chunks). ``total`` is the
+    for chunked runs, "span" (start event to the last chunk's last event: copies and kernels, overlapped where they could be). ``total`` is the
     wall-clock time of one sample. For "resident" a sample is the whole sequence: its
     copies and ``total`` cover ``iterations`` kernel runs and "kernel" is already per
     iteration; ``cost_s`` and ``phase_cost_s`` divide by ``iterations`` where needed.
@@ -731,7 +732,7 @@ class StrategyComparison:
     def to_frame(self):
         """Tidy samples: one row per strategy x phase x sample (pandas DataFrame).
 
-        Columns: strategy, label, phase ("h2d", "launch", "kernel", "d2h", "overlapped",
+        Columns: strategy, label, phase ("h2d", "launch", "kernel", "d2h", "span",
         "total"), sample, seconds (raw), per_result_s (seconds per vector add),
         iterations, n, backend.
         """
@@ -767,6 +768,15 @@ class StrategyComparison:
             "created_at": self.created_at,
             "backend": self.backend,
             "device": self.device.to_dict(),
+            "params": {
+                "n": self.n,
+                "threads_per_block": self.threads_per_block,
+                "chunks": self.chunks,
+                "streams": self.streams,
+                "iterations": self.iterations,
+                "repeats": self.policy.n_repeat,
+                "strategies": list(self.strategies),
+            },
             "n": self.n,
             "dtype": self.dtype,
             "threads_per_block": self.threads_per_block,
@@ -960,7 +970,7 @@ def time_chunked(
     Per chunk, on its stream: copy its a and b in, run the kernel on it, copy its c
     out, with an event before and after each phase, all timed from one start event.
     Device buffers are allocated once, outside the timing. Host arrays should be pinned
-    for copies to overlap. Returns ({"overlapped": start to last event, "total": wall
+    for copies to overlap. Returns ({"span": start to last event, "total": wall
     clock}, the last sample's intervals).
     """
     n = a.size
@@ -1007,7 +1017,7 @@ def time_chunked(
                 Interval(run, i, lane, "d2h", t[m2], t[m3]),
             ]
         last[0] = tuple(intervals)
-        return {"overlapped": max(iv.end_s for iv in intervals), "total": total}
+        return {"span": max(iv.end_s for iv in intervals), "total": total}
 
     stats = collect(once, policy, noise_key="total", clock=clock)
     return stats, last[0]
@@ -1271,7 +1281,7 @@ def _strategy_table(result: StrategyComparison) -> list[str]:
         f"{result.chunks} chunks on {result.streams} streams, K = {result.iterations} kernel runs for the data kept on the device; "
         f"{result.policy.describe()}; medians per vector add (CUDA events for phases, wall clock end to end).",
         "",
-        "| strategy | end to end | H2D | launch | kernel | D2H | overlapped | host memory | bit-identical |",
+        "| strategy | end to end | H2D | launch | kernel | D2H | copies + kernels (span) | host memory | bit-identical |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for s in result.ranking:

@@ -23,6 +23,8 @@ COLORS: dict[str, str] = {
     "Numba parallel": "#ff9da6",
     "CuPy a + b": "#bab0ac",
     "PyTorch a + b": "#79706e",
+    "D2D copy": "#17becf",
+    "Copies + kernels (event span)": "#6b4c9a",
 }
 
 # Engine names -> the labels above.

@@ -1,0 +1,31 @@
+"""The real app in a real browser: open Transfers, measure the link, compare strategies,
+and see the bandwidth, breakdown and timeline charts render."""
+
+import pytest
+
+from tests.conftest import screenshot, wait_for_app
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+
+def test_transfers_runs_both_experiments_and_draws_charts_in_the_browser(page, app_url):
+    page.goto(f"{app_url}/Transfers")
+    wait_for_app(page)
+    page.get_by_text("Pinning, streams and overlap are not simulated").first.wait_for()
+
+    page.get_by_role("button", name="Measure bandwidth").click()
+    page.get_by_text("Plateaus, in words").wait_for(timeout=120_000)
+
+    n_box = page.get_by_label("N (elements per vector)", exact=True)
+    n_box.fill("300")
+    n_box.press("Tab")
+    page.get_by_role("button", name="Compare strategies").click()
+    page.get_by_text("Results agree").wait_for(timeout=120_000)
+    page.get_by_text("wins").first.wait_for()
+    wait_for_app(page)
+
+    charts = page.locator('[data-testid="stVegaLiteChart"]')
+    assert charts.count() == 3  # bandwidth curves, strategy breakdown, timeline
+    drawn = page.locator('[data-testid="stVegaLiteChart"] canvas, [data-testid="stVegaLiteChart"] svg')
+    drawn.nth(2).wait_for()
+    screenshot(page, "transfers")

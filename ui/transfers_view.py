@@ -1,0 +1,243 @@
+"""Widgets and result display for the Transfers page.
+
+``*_form_ui()`` draw the forms and return validated parameters (or None); ``show_*``
+draw a finished result. All measuring happens in ``gpu.transfers``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import pandas as pd
+import streamlit as st
+
+import gpu
+from gpu.limits import InputError, check_n, check_repeats, check_threads_per_block
+from gpu.timing import format_factor, format_seconds
+from gpu.transfers import (
+    COPY_SIZE_CHOICES,
+    DEFAULT_COPY_SIZES,
+    DEFAULT_ITERATIONS,
+    MAX_CHUNKS,
+    MAX_ITERATIONS,
+    MAX_STREAMS,
+    SERIES,
+    SIMULATED_NOTE,
+    SIMULATOR_COPY_SIZES,
+    SIMULATOR_ITERATIONS,
+    STRATEGIES,
+    BandwidthCurves,
+    StrategyComparison,
+    check_chunks,
+    check_iterations,
+    check_streams,
+    format_bytes,
+    max_copy_bytes,
+    max_transfer_n,
+    series_label,
+)
+from ui import transfers_charts
+
+BANDWIDTH_KEY = "transfers.bandwidth"
+STRATEGIES_KEY = "transfers.strategies"
+
+SIMULATOR_WARNING = (
+    "**Pinning, streams and overlap are not simulated.** In the CUDA simulator every copy is a "
+    "NumPy copy, pinned and mapped memory are ordinary arrays, and streams run one operation "
+    "after another — so every timing on this page is meaningless here. The page still runs at "
+    "small sizes, and every strategy's result is still checked bit for bit against NumPy."
+)
+
+
+def init_state() -> None:
+    st.session_state.setdefault(BANDWIDTH_KEY, None)
+    st.session_state.setdefault(STRATEGIES_KEY, None)
+
+
+@dataclass(frozen=True)
+class BandwidthParams:
+    sizes: tuple[int, ...]
+    series: tuple[tuple[str, str], ...]
+    repeats: int
+
+
+@dataclass(frozen=True)
+class StrategyParams:
+    n: int
+    threads_per_block: int
+    chunks: int
+    streams: int
+    iterations: int
+    repeats: int
+
+
+# --- bandwidth ---------------------------------------------------------------------------
+
+
+def bandwidth_form_ui() -> BandwidthParams | None:
+    """The copy-bandwidth form; validated parameters when submitted, else None."""
+    limit = max_copy_bytes()
+    choices = [s for s in COPY_SIZE_CHOICES if s <= limit] or [COPY_SIZE_CHOICES[0]]
+    default = SIMULATOR_COPY_SIZES if gpu.BACKEND.simulated else DEFAULT_COPY_SIZES
+    low, high = choices[0], max(s for s in choices if s <= max(default))
+    labels = {key: series_label(*key) for key in SERIES}
+    with st.form("transfers_bandwidth"):
+        left, right = st.columns([3, 1])
+        span = left.select_slider("Copy sizes (every 4× between the ends)", options=choices, value=(low, high), format_func=format_bytes, key="bw_sizes")
+        repeats = right.number_input("Repeats per size", min_value=1, max_value=1000, value=10, key="bw_repeats", help="Timed copies per size after one warm-up; the median is plotted.")
+        chosen = st.multiselect("Copies", options=list(SERIES), default=list(SERIES), format_func=labels.get, key="bw_series")
+        submitted = st.form_submit_button("Measure bandwidth", type="primary")
+    st.caption(f"Sizes up to {format_bytes(limit)} here ({'the simulator cap' if gpu.BACKEND.simulated else 'free host and device memory'}).")
+    if not submitted:
+        return None
+    try:
+        if not chosen:
+            raise InputError("choose at least one kind of copy")
+        lo, hi = span
+        return BandwidthParams(tuple(s for s in choices if lo <= s <= hi), tuple(chosen), check_repeats(repeats))
+    except InputError as exc:
+        st.error(str(exc))
+        return None
+
+
+def describe_bandwidth(curves: BandwidthCurves) -> str:
+    samples = curves.points[0].stats.n_samples if curves.points else 0
+    return (
+        f"copies of {format_bytes(curves.sizes[0])} to {format_bytes(curves.sizes[-1])} · CUDA events, median of {samples} "
+        f"samples per point after {curves.policy.warmup} warm-up · D2D counts read + write · {curves.device.name} ({curves.backend})"
+    )
+
+
+def bandwidth_table(curves: BandwidthCurves) -> pd.DataFrame:
+    """GB/s at the median: one row per size, one column per curve."""
+    rows = []
+    for size in curves.sizes:
+        row = {"size": format_bytes(size)}
+        for key in curves.series():
+            point = curves.point(*key, size)
+            row[f"{series_label(*key)} (GB/s)"] = round(point.bandwidth_gbps, 3) if point else None
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def show_bandwidth(curves: BandwidthCurves) -> None:
+    for note in curves.notes:
+        if note != SIMULATED_NOTE:
+            st.warning(note, icon="⚠️")
+    st.markdown("**Plateaus, in words**")
+    st.markdown("\n".join(f"- {p.sentence}" for p in curves.plateaus()))
+    h2d_pinned, h2d_pageable = curves.plateau("h2d", "pinned"), curves.plateau("h2d", "pageable")
+    if h2d_pinned and h2d_pageable and h2d_pageable.peak_gbps > 0:
+        st.markdown(f"- Pinned H2D reaches **{format_factor(h2d_pinned.peak_gbps / h2d_pageable.peak_gbps)}** pageable H2D's best bandwidth.")
+    frame = curves.to_frame()
+    st.altair_chart(transfers_charts.bandwidth_chart(frame, [p.to_dict() for p in curves.plateaus()], describe_bandwidth(curves)), width="stretch")
+    with st.expander("Bandwidth table"):
+        st.dataframe(bandwidth_table(curves), hide_index=True, width="stretch")
+    left, right = st.columns(2)
+    left.download_button("Download bandwidth (JSON)", json.dumps(curves.to_dict(), indent=2), file_name="transfers_bandwidth.json", mime="application/json", key="bw_download_json")
+    right.download_button("Download bandwidth samples (CSV)", frame.to_csv(index=False), file_name="transfers_bandwidth.csv", mime="text/csv", key="bw_download_csv")
+
+
+# --- strategies --------------------------------------------------------------------------
+
+
+def strategy_form_ui(device_max_threads: int) -> StrategyParams | None:
+    """The strategies form; validated parameters when submitted, else None."""
+    limit = max_transfer_n()
+    simulated = gpu.BACKEND.simulated
+    default_n = min(2048 if simulated else 10_000_000, limit)
+    with st.form("transfers_strategies"):
+        c1, c2, c3 = st.columns(3)
+        n_text = c1.text_input("N (elements per vector)", value=f"{default_n}", key="n", help=f"A whole number such as 1000000, 1e6 or 2^20. At most {limit:,} here.")
+        tpb = c2.number_input("Threads per block", min_value=1, max_value=device_max_threads, value=256, step=32, key="threads_per_block")
+        repeats = c3.number_input("Repeats", min_value=1, max_value=1000, value=2 if simulated else 5, key="repeats", help="Timed runs per strategy after one warm-up (1 to 1000).")
+        c4, c5, c6 = st.columns(3)
+        chunks = c4.number_input("Chunks", value=8, step=1, key="chunks", help=f"For the chunked-streams strategy: 1 to N, at most {MAX_CHUNKS}.")
+        streams = c5.number_input("Streams", value=4, step=1, key="streams", help=f"For the chunked-streams strategy: 1 to the chunk count, at most {MAX_STREAMS}.")
+        iterations = c6.number_input(
+            "Kernel runs with data kept on the device (K)",
+            value=SIMULATOR_ITERATIONS if simulated else DEFAULT_ITERATIONS,
+            step=1,
+            key="iterations",
+            help=f"Copy in once, run the kernel K times, copy out once (1 to {MAX_ITERATIONS:,}).",
+        )
+        submitted = st.form_submit_button("Compare strategies", type="primary")
+    st.caption(f"Limits here: N ≤ {limit:,}; chunks 1 to min(N, {MAX_CHUNKS}); streams 1 to min(chunks, {MAX_STREAMS}); K 1 to {MAX_ITERATIONS:,}.")
+    if not submitted:
+        return None
+    try:
+        n = check_n(n_text, limit)
+        warnings = check_threads_per_block(int(tpb), device_max_threads)
+        n_chunks = check_chunks(int(chunks), n)
+        params = StrategyParams(n, int(tpb), n_chunks, check_streams(int(streams), n_chunks), check_iterations(int(iterations)), check_repeats(int(repeats)))
+    except InputError as exc:
+        st.error(str(exc))
+        return None
+    for warning in warnings:
+        st.warning(warning)
+    return params
+
+
+def describe_strategies(result: StrategyComparison) -> str:
+    return (
+        f"N = {result.n:,} float32 · {result.threads_per_block} threads per block · {result.policy.n_repeat} samples per strategy after "
+        f"{result.policy.warmup} warm-up · {result.chunks} chunks on {result.streams} streams · K = {result.iterations} · "
+        f"{result.device.name} ({result.backend})"
+    )
+
+
+def strategy_table(result: StrategyComparison) -> pd.DataFrame:
+    """Per strategy, fastest first: medians per vector add (ms), memory, agreement, what it does."""
+    rows = []
+    for s in result.ranking:
+        row = {"strategy": s.label, "end to end (ms)": s.cost_s * 1e3}
+        for phase, label in (("h2d", "H2D"), ("launch", "launch"), ("kernel", "kernel"), ("d2h", "D2H"), ("span", "copies + kernels, span")):
+            row[f"{label} (ms)"] = s.phase_cost_s(phase) * 1e3 if phase in s.phases else None
+        row.update({"samples": s.total.n_samples, "host memory": s.host_memory, "bit-identical": s.agreement.passed, "what it does": s.description})
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def show_agreement(result: StrategyComparison) -> None:
+    if result.agree:
+        st.success(f"✅ Results agree: every strategy's c is bit-identical to NumPy ({result.n:,} of {result.n:,} elements each).")
+    else:
+        bad = [s.label for s in result.strategies.values() if not s.agreement.passed]
+        st.error(f"❌ Results differ from NumPy for: {', '.join(bad)}. See the table below.")
+
+
+def show_strategies(result: StrategyComparison) -> None:
+    """Agreement, the verdict, metrics, the breakdown, the timeline, table and downloads."""
+    for note in result.notes:
+        if note != SIMULATED_NOTE:
+            st.warning(note, icon="⚠️")
+    show_agreement(result)
+    st.info(result.verdict())
+    for key, why in result.skipped.items():
+        st.caption(f"Not run: {STRATEGIES[key]} — {why}.")
+    cols = st.columns(3)
+    if result.winner is not None:
+        cols[0].metric(f"Fastest: {result.winner.label}", format_seconds(result.winner.cost_s), help="Median wall-clock time per vector add (for data kept on the device: per kernel run, copies amortised).")
+    if result.chunked_speedup is not None:
+        cols[1].metric("Chunked streams vs one chunk", format_factor(result.chunked_speedup), help="Median end to end of the one-chunk pinned run ÷ the chunked run's (same buffers, same code).")
+    if result.overlap is not None:
+        cols[2].metric("Chunked timeline with two engines busy", f"{result.overlap:.0%}", help="Share of the chunked run's span during which copies and kernels (or both copy directions) ran at once, from the engine lanes.")
+    subtitle = describe_strategies(result)
+    frame = result.to_frame()
+    order = [s.key for s in result.ranking]
+    st.altair_chart(transfers_charts.strategy_breakdown_chart(frame, order, subtitle), width="stretch")
+    if result.intervals:
+        lanes = st.radio("Timeline lanes", options=["stream", "engine"], horizontal=True, key="timeline_lanes", format_func={"stream": "one per stream", "engine": "one per engine"}.get)
+        st.altair_chart(transfers_charts.timeline_chart(result.timeline_frame(lanes), subtitle, lanes), width="stretch")
+        st.caption(
+            "Each bar is one chunk's phase between two CUDA events on its stream, timed from one start event. "
+            "On stream lanes a copy's bar includes any wait for a busy copy engine; engine lanes infer when each copy really started."
+            + (" Simulated: the streams ran one after another." if result.backend == "simulator" else "")
+        )
+    st.subheader("Strategies in numbers")
+    st.caption(f"Medians per vector add; CUDA events for phases{' (wall clock in the simulator)' if result.backend == 'simulator' else ''}, wall clock end to end. {result.policy.describe()}.")
+    st.dataframe(strategy_table(result), hide_index=True, width="stretch")
+    left, right = st.columns(2)
+    left.download_button("Download strategies (JSON)", json.dumps(result.to_dict(), indent=2), file_name=f"transfers_strategies_{result.n}.json", mime="application/json", key="st_download_json")
+    right.download_button("Download strategy samples (CSV)", frame.to_csv(index=False), file_name=f"transfers_strategies_{result.n}.csv", mime="text/csv", key="st_download_csv")
