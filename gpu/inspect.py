@@ -182,6 +182,7 @@ class KernelInspection:
         return {
             "experiment": "kernel-inspect",
             "created_at": self.created_at,
+            "params": {"kernel": self.kernel, "signature": self.signature},
             "backend": self.backend,
             "device": device_info().to_dict(),
             "kernel": self.kernel,

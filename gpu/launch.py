@@ -288,6 +288,11 @@ class IndexingRun:
         data = {
             "experiment": "indexing",
             "created_at": self.created_at,
+            "params": {
+                "n": self.summary.n,
+                "threads_per_block": self.summary.threads_per_block,
+                "grid_stride_blocks": self.summary.blocks if self.summary.grid_stride else None,
+            },
             "backend": self.backend,
             "device": self.device.to_dict(),
             "n": self.summary.n,
@@ -725,6 +730,12 @@ class LaunchSweepRun:
         return {
             "experiment": "launch-sweep",
             "created_at": self.created_at,
+            "params": {
+                "n": self.n,
+                "block_sizes": [c.threads_per_block for c in self.configs if c.kind == KIND_ONE_PER_ELEMENT],
+                "grid_stride_multiples": [c.sm_multiple for c in self.configs if c.kind == KIND_GRID_STRIDE],
+                "repeats": self.policy.n_repeat,
+            },
             "backend": self.backend,
             "device": self.device.to_dict(),
             "n": self.n,

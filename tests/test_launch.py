@@ -171,6 +171,7 @@ def test_indexing_to_dict_is_json_and_has_the_history_keys():
     for key in ("experiment", "created_at", "backend", "device", "n", "threads_per_block", "summary"):
         assert key in data
     assert data["experiment"] == "indexing"
+    assert data["params"] == {"n": 40, "threads_per_block": 32, "grid_stride_blocks": None}
     assert data["records"]["columns"] == list(PROBE_FIELDS)
     assert len(data["records"]["rows"]) == 64
 
@@ -192,6 +193,7 @@ def test_sweep_times_every_configuration_and_agrees():
     np.testing.assert_allclose(frame["bandwidth_gbps"], 12 * 64 / frame["seconds"] / 1e9)
     data = json.loads(json.dumps(run.to_dict()))
     assert data["experiment"] == "launch-sweep" and data["n"] == 64 and data["best"] == run.best.label
+    assert data["params"] == {"n": 64, "block_sizes": [32, 64, 48], "grid_stride_multiples": [1, 2], "repeats": 2}
     assert "simulator" in data["explanation"]
 
 

@@ -80,6 +80,7 @@ def thread_grid_chart(frame: pd.DataFrame, n: int, color_by: str = "block", *, g
         raise ValueError("no thread records to draw")
     cells, labels, columns, rows = thread_layout(frame)
     cells["guard"] = [guard_text(int(p), n, grid_stride) for p in cells["position"]]
+    cells = cells[["thread", "tx", "bx", "bw", "position", "warp", "lane", "masked", "handled", "formula", "guard", "block", "warp_label", "x", "x2", "y", "y2"]]  # only what is drawn
     field = "block" if color_by == "block" else "warp_label"
     domain = list(dict.fromkeys(cells.sort_values(["bx", "warp"])[field]))
     legend = alt.Legend(title=color_by, symbolType="square") if len(domain) <= LEGEND_LIMIT else None
