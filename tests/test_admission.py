@@ -105,3 +105,23 @@ def test_out_of_memory_message_says_where_and_what_to_do():
     device = out_of_memory_message(CudaAPIError("CUDA_ERROR_OUT_OF_MEMORY"), "GPU 0 (H200)")
     assert "host (CPU) memory" in host and "memory on GPU 0 (H200)" in device
     assert "released" in device and "smaller N" in device
+
+
+# --- safety: no input runs code, nothing is uploaded ----------------------------------
+
+
+@pytest.mark.parametrize("text", ["__import__('os').system('true')", "1e3; import os", "2**10 if 1 else 0", "len('abc')", "1_000 + 1"])
+def test_size_inputs_that_look_like_code_are_rejected_not_run(text):
+    with pytest.raises(InputError, match="whole number"):
+        check_n(text)
+
+
+def test_the_app_and_engine_never_evaluate_or_upload():
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    sources = [*root.glob("gpu/*.py"), *root.glob("ui/*.py"), *root.glob("pages/*.py"), root / "app.py"]
+    for source in sources:
+        text = source.read_text()
+        for banned in ("eval(", "exec(", "file_uploader", "pickle.load"):
+            assert banned not in text, f"{source.name} uses {banned}"
