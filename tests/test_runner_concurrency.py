@@ -102,3 +102,17 @@ run_experiment("oom probe", work)
     follower = _session()
     _submit(follower)
     assert not follower.exception and "vector_add.result" in follower.session_state
+
+
+def test_a_run_takes_the_picked_gpu_or_the_first_free_one(monkeypatch):
+    from ui import runner
+
+    monkeypatch.setattr(runner, "devices", lambda: 3)
+    assert runner.choose_device(2) == 2
+    with device_lock(0).hold("busy elsewhere"):
+        assert runner.choose_device(runner.AUTO) == 1
+        with device_lock(1).hold("busy too"):
+            assert runner.choose_device(runner.AUTO) == 2
+    assert runner.choose_device(7) == 0  # out of range: back to the first free GPU
+    with runner.on_device(0):  # the simulator's one device can be made current
+        pass
