@@ -213,7 +213,9 @@ def find_plateau(
     """
     if len(nbytes) != len(gbps) or not nbytes:
         raise ValueError("find_plateau needs as many bandwidths as sizes, and at least one")
-    points = sorted(zip(nbytes, gbps))
+    points = sorted((size, g) for size, g in zip(nbytes, gbps) if g == g and 0 < g < float("inf"))  # drop unusable timings
+    if not points:
+        return Plateau(direction, memory, 0.0, None, None, None)
     values = [g for _, g in points]
     peak = max(values)
     start = len(points)

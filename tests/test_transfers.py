@@ -347,3 +347,9 @@ def test_check_section_quick_passes_and_reports_targets():
     assert "Targets (reported, not enforced)" in markdown and "| strategy |" in markdown
     if gpu.BACKEND.simulated:
         assert set(data["library_copies"]["skipped"]) == {"cupy", "torch"}  # skipped with a reason, not failed
+
+
+def test_plateau_skips_unusable_timings():
+    plateau = find_plateau([1, 2, 3, 4], [float("nan"), 10.0, 10.2, float("inf")])
+    assert plateau.reached and plateau.plateau_gbps == pytest.approx(10.1) and plateau.from_nbytes == 2
+    assert not find_plateau([1], [float("nan")]).reached

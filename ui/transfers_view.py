@@ -13,6 +13,7 @@ import pandas as pd
 import streamlit as st
 
 import gpu
+from gpu.admission import check_work
 from gpu.limits import InputError, check_n, check_repeats, check_threads_per_block
 from gpu.timing import format_factor, format_seconds
 from gpu.transfers import (
@@ -171,6 +172,9 @@ def strategy_form_ui(device_max_threads: int) -> StrategyParams | None:
         warnings = check_threads_per_block(int(tpb), device_max_threads)
         n_chunks = check_chunks(int(chunks), n)
         params = StrategyParams(n, int(tpb), n_chunks, check_streams(int(streams), n_chunks), check_iterations(int(iterations)), check_repeats(int(repeats)))
+        # every strategy makes one pass over N per sample; in the simulator each of the K kernel
+        # runs costs as much as a pass too (on a GPU they are cheap next to the copies)
+        check_work(n, params.repeats, len(STRATEGIES) + (params.iterations - 1 if simulated else 0))
     except InputError as exc:
         st.error(str(exc))
         return None
