@@ -93,9 +93,18 @@ def _format_cuda_version(version) -> str | None:
     return str(version)
 
 
+def current_device_index() -> int:
+    """The device this thread's CUDA work goes to (``with cuda.gpus[i]:`` selects it)."""
+    return 0 if BACKEND.simulated else int(cuda.get_current_device().id)
+
+
+def device_info(index: int | None = None) -> DeviceInfo:
+    """Describe device ``index``, by default the current one (facts are cached)."""
+    return _device_info(current_device_index() if index is None else index)
+
+
 @lru_cache(maxsize=None)
-def device_info(index: int = 0) -> DeviceInfo:
-    """Describe device ``index`` (cached: facts do not change while the process runs)."""
+def _device_info(index: int) -> DeviceInfo:
     if BACKEND.simulated:
         return DeviceInfo(
             backend="simulator",
