@@ -40,20 +40,22 @@ ROLE_MEANING = {
     "index arithmetic": "position = tx + bx * bw",
     "bounds check": "compares position with a.size (the guard)",
     "guard branch": "skips the body when the guard fails",
-    "load": "reads a[position] / b[position] from device memory",
+    "load": "reads an input element (a[position] or b[position]) from device memory",
     "add": "the addition a + b (float32)",
     "store": "writes c[position] to device memory",
 }
 _SPECIAL_REGISTERS = {"%tid.x": "threadIdx.x (tx)", "%ctaid.x": "blockIdx.x (bx)", "%ntid.x": "blockDim.x (bw)", "%nctaid.x": "gridDim.x"}
 
 _PTX_RULES = [
-    ("index arithmetic", re.compile(r"^(mad|mul)(\.lo|\.wide)?\.[su]32\b")),
-    ("bounds check", re.compile(r"^setp\.(lt|le|gt|ge|ne|eq)\.[su](32|64)\b")),
-    ("guard branch", re.compile(r"^@!?%p\d+\s+bra\b")),
     ("load", re.compile(r"^ld\.global(\.\w+)*\.(f32|b32)\b")),
     ("add", re.compile(r"^add(\.rn|\.rz|\.rm|\.rp)?(\.ftz)?(\.sat)?\.f32\b")),
     ("store", re.compile(r"^st\.global(\.\w+)*\.(f32|b32)\b")),
 ]
+_SETP = re.compile(r"^setp\.(lt|le|gt|ge|ne|eq)\.[su](32|64)\s+(%p\d+)\s*,\s*([^,]+),\s*([^;]+);?$")
+_BRANCH = re.compile(r"^@(!?)(%p\d+)\s+bra(\.uni)?\b")
+_INT_MUL = re.compile(r"^(mad|mul)(\.lo|\.wide)?\.[su](32|64)\s")
+_INT_ADD = re.compile(r"^add\.[su](32|64)\s")
+_CVT = re.compile(r"^cvt\.[su](32|64)\.[su](32|64)\s")
 _SASS_RULES = [
     ("thread index", re.compile(r"\bS2R\b.*SR_(TID|CTAID)\.X")),
     ("index arithmetic", re.compile(r"\bIMAD\b(?!\.MOV)|\bIMAD\.WIDE\b")),
@@ -83,35 +85,71 @@ def _ptx_statement(line: str) -> str:
     return line.split("//", 1)[0].strip()
 
 
+def _operands(stmt: str) -> list[str]:
+    """Register operands of one PTX instruction, destination first."""
+    parts = stmt.rstrip(";").split(None, 1)
+    return [op.strip() for op in parts[1].split(",")] if len(parts) > 1 else []
+
+
 def find_ptx_highlights(ptx: str) -> tuple[CodeLine, ...]:
-    """Point at the PTX lines that read the thread index, compute the position, check the
-    bounds, branch, load, add and store. Pure text matching; returns them in line order."""
+    """Point at the PTX lines that read the thread index, compute the position (or the
+    grid-stride step), check the bounds, branch on that check, load, add and store.
+
+    Text matching with light register tracking: index arithmetic is a multiply or add
+    whose operands come from the special registers; the guard is a compare that is not
+    against a literal (Numba's negative-index wraparound and its loop-count helpers
+    compare with 0 or 1 literals and are left out), and a guard branch is a branch on
+    that compare's predicate. Returns the lines in order.
+    """
     out: list[CodeLine] = []
-    loads = 0
-    seen_setp = False
+    origin: dict[str, str] = {}  # register -> "tid", "ctaid", "ntid", "nctaid", "bx*bw", "stride", "position"
+    guard_predicates: set[str] = set()
     for number, raw in enumerate(ptx.splitlines(), start=1):
         stmt = _ptx_statement(raw)
         if not stmt:
             continue
+        ops = _operands(stmt)
         special = next((reg for reg in _SPECIAL_REGISTERS if re.search(re.escape(reg) + r"\b", stmt)), None)
         if special and stmt.startswith("mov."):
+            origin[ops[0]] = special.strip("%").split(".")[0]
             out.append(CodeLine("PTX", "thread index", number, stmt, f"reads {_SPECIAL_REGISTERS[special]}"))
             continue
+        if _CVT.match(stmt) and len(ops) == 2 and ops[1] in origin:
+            origin[ops[0]] = origin[ops[1]]  # a widening copy keeps its meaning
+            continue
+        sources = {origin.get(op) for op in ops[1:]}
+        if _INT_MUL.match(stmt) and len(ops) >= 3:
+            if {"ctaid", "ntid"} <= sources:
+                origin[ops[0]] = "position" if "tid" in sources else "bx*bw"  # mad = bx * bw + tx in one go
+                note = "position = tx + bx * bw" if "tid" in sources else "bx * bw, the first thread of this block"
+                out.append(CodeLine("PTX", "index arithmetic", number, stmt, note))
+            elif {"ntid", "nctaid"} <= sources:
+                origin[ops[0]] = "stride"
+                out.append(CodeLine("PTX", "index arithmetic", number, stmt, "stride = blockDim.x * gridDim.x (threads in the grid)"))
+            continue
+        if _INT_ADD.match(stmt) and len(ops) == 3 and {"bx*bw", "tid"} <= sources:
+            origin[ops[0]] = "position"
+            out.append(CodeLine("PTX", "index arithmetic", number, stmt, "position = tx + bx * bw"))
+            continue
+        setp = _SETP.match(stmt)
+        if setp:
+            left, right = setp.group(4).strip(), setp.group(5).strip()
+            if re.fullmatch(r"-?\d+", left) or re.fullmatch(r"-?\d+", right):
+                continue  # against a literal: wraparound or loop-count bookkeeping, not the guard
+            first = not guard_predicates
+            guard_predicates.add(setp.group(3))
+            note = ROLE_MEANING["bounds check"] if first else "compares an index with a bound again (loop bound)"
+            out.append(CodeLine("PTX", "bounds check", number, stmt, note))
+            continue
+        branch = _BRANCH.match(stmt)
+        if branch:
+            if branch.group(2) in guard_predicates:
+                out.append(CodeLine("PTX", "guard branch", number, stmt, ROLE_MEANING["guard branch"]))
+            continue
         for role, rule in _PTX_RULES:
-            if not rule.search(stmt):
-                continue
-            if role == "bounds check":
-                if re.search(r",\s*0;?$", stmt):  # a comparison with 0: Numba's negative-index wraparound
-                    break
-                note = ROLE_MEANING[role] if not seen_setp else "compares the index with the size again (loop bound)"
-                seen_setp = True
-            elif role == "load":
-                loads += 1
-                note = {1: "loads a[position]", 2: "loads b[position]"}.get(loads, "loads from device memory")
-            else:
-                note = ROLE_MEANING[role]
-            out.append(CodeLine("PTX", role, number, stmt, note))
-            break
+            if rule.search(stmt):
+                out.append(CodeLine("PTX", role, number, stmt, ROLE_MEANING[role]))
+                break
     return tuple(out)
 
 

@@ -232,7 +232,12 @@ def show_inspector() -> None:
     if result.highlights:
         right.code(annotated_excerpt(result, "PTX"), language=None)
     if result.roles_missing:
-        right.caption(f"Not pointed out in this PTX: {', '.join(result.roles_missing)}.")
+        why = (
+            " Numba compiles `range(start, N, stride)` into a trip count computed up front, so the loop's bound "
+            "shows up as that count compared with 0 or 1, not as `i < N`."
+            if result.kernel == "grid_stride" else ""
+        )
+        right.caption(f"Not pointed out in this PTX: {', '.join(result.roles_missing)}.{why}")
     with st.expander(f"Full PTX ({len(result.ptx.splitlines())} lines)"):
         st.code(result.ptx, language=None, line_numbers=True)
     if result.sass:
