@@ -298,3 +298,23 @@ def test_cli_launch_sweep_json():
     code, out = _cli("launch-sweep", "--n", "64", "--repeats", "1", "--block-sizes", "32,64", "--grid-stride-multiples", "1", "--json")
     data = json.loads(out)
     assert code == 0 and data["agree"] and [c["label"] for c in data["configs"]] == ["32 threads/block", "64 threads/block", "grid-stride 1×SMs × 256"]
+
+
+# --- on a real GPU --------------------------------------------------------------------
+
+
+@pytest.mark.gpu
+def test_hardware_sweep_reports_occupancy_and_agrees():
+    run = run_launch_sweep(2**22, (32, 256, 1024), extra_block_size=100, grid_stride_multiples=(1, 8), policy=RepeatPolicy.count(5))
+    assert run.agree
+    assert all(c.occupancy is not None and 0 < c.occupancy.fraction <= 1 for c in run.configs)
+    assert run.config("256 threads/block").occupancy.fraction == pytest.approx(1.0)
+    assert run.limits is not None and run.limits.max_threads_per_sm >= 1024
+    assert "GB/s" in run.explanation()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("n,tpb,blocks", [(1, 32, None), (257, 100, None), (100_003, 256, None), (100_003, 128, 132)])
+def test_hardware_probe_matches_the_arithmetic(n, tpb, blocks):
+    run = run_indexing(n, tpb, blocks)
+    assert run.probed and run.records_match and run.sums_match and run.coverage_ok is not False
