@@ -228,6 +228,31 @@ def test_calculated_occupancy_follows_the_per_sm_limits(tpb, regs, blocks, fract
     assert occ.fraction == pytest.approx(fraction)
 
 
+class _FakeCompiled:
+    """Stands in for numba-cuda's compiled kernel: registers, shared memory, driver occupancy."""
+
+    regs_per_thread = 16
+    shared_mem_per_block = 0
+
+    def __init__(self, active_per_sm: int | None):
+        self.active_per_sm = active_per_sm
+
+    def max_cooperative_grid_blocks(self, blockdim: int) -> int:
+        if self.active_per_sm is None:
+            raise RuntimeError("no occupancy API")
+        return self.active_per_sm * 132
+
+
+def test_kernel_occupancy_prefers_the_driver_and_falls_back_to_the_calculation():
+    from gpu.launch import kernel_occupancy
+
+    driver = kernel_occupancy(_FakeCompiled(32), 32, H200_LIMITS, 132)
+    assert (driver.source, driver.blocks_per_sm, driver.fraction, driver.limiter) == ("driver", 32, 0.5, "blocks per SM")
+    calc = kernel_occupancy(_FakeCompiled(None), 32, H200_LIMITS, 132)
+    assert (calc.source, calc.blocks_per_sm, calc.fraction) == ("calculated", 32, 0.5)
+    assert kernel_occupancy(None, 32, H200_LIMITS, 132) is None and kernel_occupancy(_FakeCompiled(8), 256, None, 132) is None
+
+
 def _fake_run(times_ms: dict[int, float], occupancy: dict[int, float]) -> LaunchSweepRun:
     configs = []
     for tpb, ms in times_ms.items():
