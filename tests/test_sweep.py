@@ -330,3 +330,11 @@ def test_cli_bad_input_exits_2_with_one_line(argv, message, capsys):
     assert main(["sweep", *argv]) == 2
     err = capsys.readouterr().err.strip()
     assert message in err and len(err.splitlines()) == 1
+
+
+def test_descending_sweeps_measure_the_largest_size_first():
+    seen = []
+    run = run_sweep(small_config(impls=["numpy"], descending=True), on_progress=lambda p: seen.append(p.n),
+                    should_stop=lambda: len(seen) >= 1)
+    assert seen == [128] and run.sizes == [128] and run.stopped == "cancelled"
+    assert run.config.to_dict()["descending"] is True
