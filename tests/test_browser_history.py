@@ -24,6 +24,7 @@ def test_a_run_appears_in_history_with_a_comparison_chart(page, app_url):
     table.wait_for()
     charts = page.locator('[data-testid="stVegaLiteChart"] canvas, [data-testid="stVegaLiteChart"] svg')
     charts.first.wait_for()
-    assert page.get_by_role("button", name="Runs with all samples (JSON)").count() == 1
+    page.get_by_role("button", name="Runs with all samples (JSON)").wait_for()
+    wait_for_app(page)
     assert page.get_by_role("button", name="Delete").count() == 0
     screenshot(page, "history")
