@@ -6,14 +6,18 @@ import streamlit as st
 
 import gpu
 from gpu.device import DeviceInfo
-from gpu.limits import SIMULATOR_MAX_N
+from gpu.limits import max_vector_n
 from ui.resources import device_facts
+from ui.runner import sidebar_status
 
-SIMULATOR_BANNER = (
-    "**CUDA simulator — timings are not GPU performance.** No CUDA GPU was found, so "
-    "kernels run in Numba's simulator (Python threads on the CPU, about 0.1 ms per GPU "
-    f"thread). Results are still checked exactly; sizes are capped at N = {SIMULATOR_MAX_N:,}."
-)
+
+def simulator_banner() -> str:
+    """The warning every page shows when kernels run in the simulator."""
+    return (
+        "**CUDA simulator — timings are not GPU performance.** No CUDA GPU was found, so "
+        "kernels run in Numba's simulator (Python threads on the CPU, about 0.1 ms per GPU "
+        f"thread). Results are still checked exactly; sizes are capped at N = {max_vector_n():,}."
+    )
 
 
 def frame(title: str, icon: str = "🧪", intro: str | None = None) -> DeviceInfo:
@@ -22,14 +26,12 @@ def frame(title: str, icon: str = "🧪", intro: str | None = None) -> DeviceInf
     device = device_facts()
     st.title(f"{icon} {title}")
     if gpu.BACKEND.simulated:
-        st.warning(SIMULATOR_BANNER, icon="⚠️")
+        st.warning(simulator_banner(), icon="⚠️")
     if intro:
         st.markdown(intro)
     with st.sidebar:
         badge(device)
-        from ui.runner import sidebar_status  # queue state, admission limits, history status
-
-        sidebar_status()
+        sidebar_status()  # device picker, queue state, admission limits, history status
     return device
 
 
