@@ -45,10 +45,10 @@ from gpu.limits import (
     parse_size,
 )
 from gpu.timing import RepeatPolicy, Stats, format_seconds, time_kernel
+from gpu.vector_add import BYTES_PER_ELEMENT, effective_bandwidth_gbps
 
 Progress = Callable[[str], None]
 
-BYTES_PER_ELEMENT = 12  # float32 vector add: read a and b, write c (3 x 4 bytes)
 DRAW_LIMIT_THREADS = 4096  # the explorer's chart draws at most this many thread cells
 # The probe records 7 int32 per thread and needs a, b, c (and two more int32 arrays for
 # grid-stride) per element: 2^22 of each is ~200 MB, quick on any GPU.
@@ -626,8 +626,7 @@ class LaunchSweepRun:
         return BYTES_PER_ELEMENT * self.n
 
     def bandwidth_gbps(self, seconds: float) -> float:
-        """Effective bandwidth for 12 bytes per element in ``seconds``, GB/s."""
-        return self.bytes_moved / seconds / 1e9 if seconds > 0 else float("nan")
+        return effective_bandwidth_gbps(self.n, seconds)
 
     @property
     def best(self) -> LaunchConfigResult:

@@ -37,6 +37,11 @@ DEFAULT_PYTHON_BUDGET_S = 10.0  # the Python loop runs fully only if its estimat
 Progress = Callable[[str], None]
 
 
+def effective_bandwidth_gbps(n: int, seconds: float) -> float:
+    """GB/s of a vector add of ``n`` float32 elements taking ``seconds`` (12 bytes each)."""
+    return BYTES_PER_ELEMENT * n / seconds / 1e9 if seconds > 0 else float("nan")
+
+
 # --- agreement ---------------------------------------------------------------------
 
 
@@ -162,8 +167,7 @@ class VectorAddRun:
         return BYTES_PER_ELEMENT * self.n
 
     def bandwidth_gbps(self, seconds: float) -> float:
-        """Effective bandwidth for moving 12 bytes per element in ``seconds``, GB/s."""
-        return self.bytes_moved / seconds / 1e9 if seconds > 0 else float("nan")
+        return effective_bandwidth_gbps(self.n, seconds)
 
     @property
     def kernel_bandwidth_gbps(self) -> float:
