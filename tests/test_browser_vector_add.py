@@ -8,6 +8,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
 def test_vector_add_runs_and_draws_charts_in_the_browser(page, app_url):
+    page.set_viewport_size({"width": 1400, "height": 2800})  # tall enough for the whole result
     page.goto(f"{app_url}/Vector_add")
     wait_for_app(page)
     page.get_by_text("CUDA simulator — timings are not GPU performance").first.wait_for()

@@ -27,9 +27,10 @@ def test_summary_has_one_row_per_measure_with_sample_counts():
 
 def test_comparison_chart_uses_a_log_axis_and_the_shared_colours():
     spec = charts.time_comparison_chart(synthetic_frame(), "N = 10").to_dict()
-    bars = layer_encodings(spec)[0]
-    assert bars["x"]["scale"]["type"] == "log"
-    assert "stack" not in bars["x"] or bars["x"]["stack"] in (None, False)
+    whiskers, dots, _labels = layer_encodings(spec)
+    assert [layer["mark"]["type"] for layer in spec["layer"]] == ["rule", "point", "text"]  # no bars on a log axis
+    assert dots["x"]["scale"]["type"] == "log" and whiskers["x"]["scale"]["type"] == "log"
+    bars = dots
     scale = bars["color"]["scale"]
     assert scale["range"][scale["domain"].index("Kernel")] == charts.COLORS["Kernel"]
     titles = {t["title"] for t in bars["tooltip"]}

@@ -85,32 +85,39 @@ def _tooltip() -> list[alt.Tooltip]:
 
 
 def time_comparison_chart(frame: pd.DataFrame, subtitle: str) -> alt.Chart:
-    """Every implementation and GPU phase side by side: median bars on a log axis,
-    min–max whiskers; estimates drawn faded. ``frame`` is ``VectorAddRun.to_frame()``."""
+    """Every implementation and GPU phase side by side on a log axis: a dot at the
+    median, a min–max whisker, the value as text; estimates hollow and labelled.
+
+    Dots rather than bars: a bar needs a zero baseline, which a log axis does not have.
+    ``frame`` is ``VectorAddRun.to_frame()``.
+    """
     summary = summarise(frame)
-    y = alt.Y("measure:N", sort=list(summary["measure"]), title=None)
+    measures = list(summary["measure"])
+    y = alt.Y("measure:N", sort=measures, title=None)
     x_scale = alt.Scale(type="log")
+    color = alt.Color("measure:N", scale=color_scale(measures), legend=None)
     base = alt.Chart(summary)
-    bars = base.mark_bar(height=18).encode(
+    whiskers = base.transform_filter("!datum.estimated").mark_rule(strokeWidth=2).encode(
+        y=y, x=alt.X("min_ms:Q", scale=x_scale), x2="max_ms:Q", color=color, tooltip=_tooltip()
+    )
+    dots = base.mark_point(size=140, strokeWidth=2).encode(
         y=y,
         x=alt.X("median_ms:Q", scale=x_scale, title="time (ms, log scale)"),
-        color=alt.Color("measure:N", scale=color_scale(list(summary["measure"])), legend=None),
-        opacity=alt.condition("datum.estimated", alt.value(0.35), alt.value(1.0)),
+        color=color,
+        fill=alt.condition("datum.estimated", alt.value("white"), color),
+        shape=alt.Shape("kind:N", scale=alt.Scale(domain=["measured", "estimate (not run)"], range=["circle", "diamond"]), title=None),
         tooltip=_tooltip(),
     )
-    whiskers = base.transform_filter("!datum.estimated").mark_rule(color="black").encode(
-        y=y, x=alt.X("min_ms:Q", scale=x_scale), x2="max_ms:Q", tooltip=_tooltip()
-    )
-    labels = base.mark_text(align="left", dx=4, fontSize=11).encode(
+    labels = base.mark_text(align="left", dx=10, dy=-10, fontSize=11).encode(
         y=y,
         x=alt.X("median_ms:Q", scale=x_scale),
         text=alt.Text("label:N"),
     ).transform_calculate(
         label="(datum.estimated ? 'estimate ' : '') + format(datum.median_ms, ',.3~g') + ' ms'"
     )
-    return (bars + whiskers + labels).properties(
-        title=alt.TitleParams("Time per implementation and GPU phase (median)", subtitle=subtitle),
-        height=alt.Step(28),
+    return (whiskers + dots + labels).properties(
+        title=alt.TitleParams("Time per implementation and GPU phase (median, min–max)", subtitle=subtitle),
+        height=alt.Step(32),
     )
 
 
