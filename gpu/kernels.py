@@ -7,6 +7,7 @@ dispatcher) and, on hardware, cached on disk with ``cache=True``.
 from __future__ import annotations
 
 import time
+from functools import lru_cache
 
 from gpu.backend import BACKEND, cuda
 
@@ -45,6 +46,23 @@ def hold_stream(total_ns):
     """
     for _ in range(total_ns // 1000):
         cuda.nanosleep(1000)
+
+
+@lru_cache(maxsize=1)
+def stream_hold_problem() -> str | None:
+    """None when ``hold_stream`` works here, else why not (tried once per process).
+
+    ``nanosleep`` needs compute capability 7.0 or newer; on older GPUs kernel timings
+    fall back to including the host's launch latency, and results say so.
+    """
+    if BACKEND.simulated:
+        return "the simulator runs kernels synchronously: there is no launch latency to separate"
+    try:
+        hold_stream[1, 1](0)
+        cuda.synchronize()
+    except Exception as exc:  # compile or launch failure: fall back, never break a run
+        return f"the stream-holding kernel is unavailable on this GPU ({type(exc).__name__}); kernel times include the host's launch latency"
+    return None
 
 
 def compile_vector_add() -> float:

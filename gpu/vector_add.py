@@ -18,7 +18,7 @@ import numpy as np
 from gpu import cpu
 from gpu.backend import BACKEND, cuda
 from gpu.device import DeviceInfo, device_info
-from gpu.kernels import blocks_for, compile_vector_add, vector_add_kernel
+from gpu.kernels import blocks_for, compile_vector_add, stream_hold_problem, vector_add_kernel
 from gpu.limits import InputError, check_n, check_threads_per_block
 from gpu.timing import Clock, PhaseTimer, RepeatPolicy, Stats, collect, format_factor, format_seconds, time_kernel
 
@@ -317,7 +317,7 @@ def time_gpu_phases(
         phases = timer.durations_s()  # waits for the stream
         total = clock() - started
         with_launch = phases.pop("launch_and_kernel")
-        if BACKEND.simulated:  # no launch latency to separate: the launch runs the kernel
+        if stream_hold_problem() is not None:  # simulator, or a GPU without nanosleep
             phases["kernel"] = with_launch
         else:
             launch = lambda: vector_add_kernel[blocks, threads_per_block, stream](d_a, d_b, d_c)  # noqa: E731
@@ -383,6 +383,8 @@ def run_vector_add(
     say = on_progress or (lambda _msg: None)
     n = check_n(n, max_n)
     warnings = check_threads_per_block(threads_per_block, device_info().max_threads_per_block)
+    if not BACKEND.simulated and stream_hold_problem() is not None:
+        warnings.append(stream_hold_problem())
     policy = policy or RepeatPolicy.count(10)
     impls = list(dict.fromkeys(cpu_impls))
     unknown = [name for name in impls if name not in cpu.IMPLEMENTATIONS]
