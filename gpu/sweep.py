@@ -727,8 +727,10 @@ def run_sweep(
                 points.extend(SweepPoint(n, s, error=_describe_error(exc)) for s in series)
             finally:
                 measuring += clock() - t0
-                if impl in ("gpu", *reference.REFERENCES):
-                    _free_device_memory()
+        # once per size, not per implementation: gc.collect() costs tens of ms with
+        # PyTorch and CuPy loaded, and the next size is the one that needs the room
+        if any(impl in ("gpu", *reference.REFERENCES) for impl in runnable):
+            _free_device_memory()
         if stopped:
             break
     del buffers
