@@ -31,6 +31,50 @@ def blocks_for(n: int, threads_per_block: int) -> int:
     return (n + threads_per_block - 1) // threads_per_block
 
 
+# Elements each thread of vector_add_ilp_kernel adds. A memory system as fast as HBM3e
+# needs many bytes in flight to reach its bandwidth (Little's law: bytes in flight =
+# bandwidth x latency); four independent loads of a and of b per thread, issued before
+# any add, put four times as many in flight as the article's kernel does.
+ELEMENTS_PER_THREAD = 4
+
+
+@cuda.jit(cache=not BACKEND.simulated)
+def vector_add_ilp_kernel(a, b, c):
+    """c = a + b with each thread adding 4 elements, one grid width apart.
+
+    Not the article's kernel: the Scaling page shows it beside that one to explain how
+    libraries reach the last part of the bandwidth. Neighbouring threads still touch
+    neighbouring elements, so every load stays coalesced. Launch with
+    blocks_for(n, threads_per_block * ELEMENTS_PER_THREAD) blocks.
+    """
+    n = a.size
+    width = cuda.gridDim.x * cuda.blockDim.x  # threads in the grid
+    i0 = cuda.threadIdx.x + cuda.blockIdx.x * cuda.blockDim.x
+    i1 = i0 + width
+    i2 = i1 + width
+    i3 = i2 + width
+    if i3 < n:  # all four in range (every thread but those of the last wave)
+        a0 = a[i0]
+        a1 = a[i1]
+        a2 = a[i2]
+        a3 = a[i3]
+        b0 = b[i0]
+        b1 = b[i1]
+        b2 = b[i2]
+        b3 = b[i3]
+        c[i0] = a0 + b0
+        c[i1] = a1 + b1
+        c[i2] = a2 + b2
+        c[i3] = a3 + b3
+    else:  # the last wave: each element guarded on its own (i3 is past the end here)
+        if i0 < n:
+            c[i0] = a[i0] + b[i0]
+        if i1 < n:
+            c[i1] = a[i1] + b[i1]
+        if i2 < n:
+            c[i2] = a[i2] + b[i2]
+
+
 # How long hold_stream keeps a stream busy: comfortably longer than the host needs to
 # record an event and launch a kernel from Python (a few hundred µs with numba-cuda).
 HOLD_STREAM_NS = 2_000_000

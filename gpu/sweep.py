@@ -28,17 +28,19 @@ import numpy as np
 from gpu import cpu, reference
 from gpu.backend import BACKEND, cuda
 from gpu.device import DeviceInfo, device_info
-from gpu.kernels import compile_vector_add
+from gpu.kernels import ELEMENTS_PER_THREAD, blocks_for, compile_vector_add, vector_add_ilp_kernel
 from gpu.limits import InputError, check_n, check_threads_per_block, max_vector_n, parse_int, parse_size
 from gpu.peaks import Peaks
 from gpu.timing import Clock, RepeatPolicy, Stats, format_factor, format_seconds
-from gpu.vector_add import BYTES_PER_ELEMENT, time_cpu, time_gpu_phases
+from gpu.vector_add import BYTES_PER_ELEMENT, time_cpu, time_gpu_phases, time_resident_kernel
 
 # What a user can choose: the GPU kernel (end to end and kernel only come together),
 # the CPU implementations, and the reference libraries.
-IMPLS = ("gpu", *cpu.IMPLEMENTATIONS, *reference.REFERENCES)
+IMPLS = ("gpu", "gpu-ilp", *cpu.IMPLEMENTATIONS, *reference.REFERENCES)
+ON_DEVICE = ("gpu", "gpu-ilp", *reference.REFERENCES)  # implementations that hold device memory
 IMPL_LABELS = {
     "gpu": "GPU kernel (Numba CUDA): end to end and kernel only",
+    "gpu-ilp": "GPU kernel, 4 elements per thread (not the article's; kernel only)",
     **cpu.LABELS,
     **reference.LABELS,
 }
@@ -46,6 +48,7 @@ IMPL_LABELS = {
 SERIES_LABELS = {
     "gpu-total": "GPU end to end",
     "gpu-kernel": "Kernel",
+    "gpu-ilp": "Kernel, 4 per thread",
     "gpu-h2d": "H2D copy",
     "gpu-d2h": "D2H copy",
     "python": "Python loop",
@@ -57,7 +60,7 @@ SERIES_LABELS = {
 }
 GPU_SERIES = ("gpu-total", "gpu-kernel")  # the two GPU figures crossovers are found for
 PHASE_SERIES = ("gpu-h2d", "gpu-kernel", "gpu-d2h")  # the shares of the GPU time
-DEVICE_SERIES = ("gpu-kernel", "cupy", "torch")  # work done inside device memory
+DEVICE_SERIES = ("gpu-kernel", "gpu-ilp", "cupy", "torch")  # work done inside device memory
 CPU_SERIES = tuple(cpu.IMPLEMENTATIONS)
 # Bytes each series moves per element: a and b in (8), c out (4), both for vector add (12).
 BYTES_PER_ELEMENT_OF = {"gpu-h2d": 8, "gpu-d2h": 4}
@@ -729,12 +732,12 @@ def run_sweep(
                 measuring += clock() - t0
         # once per size, not per implementation: gc.collect() costs tens of ms with
         # PyTorch and CuPy loaded, and the next size is the one that needs the room
-        if any(impl in ("gpu", *reference.REFERENCES) for impl in runnable):
+        if any(impl in ON_DEVICE for impl in runnable):
             _free_device_memory()
         if stopped:
             break
     del buffers
-    if any(impl in ("gpu", *reference.REFERENCES) for impl in runnable):
+    if any(impl in ON_DEVICE for impl in runnable):
         _free_device_memory()
     return snapshot(stopped, step)
 
@@ -753,6 +756,12 @@ def _measure(impl: str, a: np.ndarray, b: np.ndarray, expected: np.ndarray, out:
             SweepPoint(n, "gpu-h2d", stats["h2d"]),
             SweepPoint(n, "gpu-d2h", stats["d2h"]),
         ]
+    if impl == "gpu-ilp":
+        out.fill(np.nan)
+        tpb = config.threads_per_block
+        blocks = blocks_for(n, tpb * ELEMENTS_PER_THREAD)
+        stats = time_resident_kernel(vector_add_ilp_kernel, blocks, tpb, a, b, out, config.policy)
+        return [SweepPoint(n, "gpu-ilp", stats, agree=_same_bits(out, expected))]
     if impl in reference.REFERENCES:
         timing = reference.time_reference(impl, a, b, config.policy, expected)
         return [SweepPoint(n, impl, timing.stats, agree=timing.agree)]
@@ -773,7 +782,7 @@ __all__ = [
 
 CHECK_MAX_N = 2**30  # the check's ~90 s budget on an H200 ends here (12.9 GB per vector add)
 CHECK_MIN_LARGEST_N = 2**28  # the floor for the largest size, where memory allows
-CHECK_IMPLS = ("gpu", "python", "numpy", "numba-parallel", "cupy", "torch")  # single-core Numba: on the page
+CHECK_IMPLS = ("gpu", "gpu-ilp", "python", "numpy", "numba-parallel", "cupy", "torch")  # single-core Numba: on the page
 KERNEL_VS_D2D_TARGET = 0.90  # kernel bandwidth at least 90% of the measured device copy
 KERNEL_VS_REFERENCE_TARGET = 0.05  # kernel time within 5% of CuPy's / PyTorch's
 OVERHEAD_TARGET = 0.10
@@ -801,6 +810,14 @@ def performance_targets(run: SweepRun) -> dict:
                 ratio = kernel.median_s / other.median_s
                 out[f"kernel_vs_{ref}"] = {"time_ratio": ratio, "target": KERNEL_VS_REFERENCE_TARGET,
                                            "met": abs(ratio - 1) <= KERNEL_VS_REFERENCE_TARGET}
+                ilp = run.point(n, "gpu-ilp")
+                if ilp is not None and ilp.stats is not None:
+                    ratio = ilp.median_s / other.median_s
+                    out[f"ilp_vs_{ref}"] = {"time_ratio": ratio, "target": KERNEL_VS_REFERENCE_TARGET,
+                                            "met": abs(ratio - 1) <= KERNEL_VS_REFERENCE_TARGET}
+        ilp = run.point(n, "gpu-ilp")
+        if ilp is not None and ilp.stats is not None and peak:
+            out["ilp_vs_device_peak"] = {"ratio": ilp.bandwidth_gbps / peak, "gbps": ilp.bandwidth_gbps}
     out["overhead"] = {"fraction": run.overhead_fraction, "target": OVERHEAD_TARGET, "met": run.overhead_fraction < OVERHEAD_TARGET}
     return out
 
@@ -846,7 +863,7 @@ def check_sweep(quick: bool, max_n: int, say: Callable[[str], None]) -> tuple[bo
         md.append("")
     for impl, why in run.skipped:
         md.append(f"- skipped {IMPL_LABELS[impl]}: {why}")
-    series = [s for s in ("gpu-kernel", "gpu-total", "numpy", "numba-parallel", "python", "cupy", "torch") if s in run.series]
+    series = [s for s in ("gpu-kernel", "gpu-ilp", "gpu-total", "numpy", "numba-parallel", "python", "cupy", "torch") if s in run.series]
     d2d = peaks.gbps("d2d")
     md += ["", "| N | " + " | ".join(SERIES_LABELS[s] for s in series) + " | kernel GB/s | kernel % of d2d copy |",
            "|---:|" + "---:|" * (len(series) + 2)]
@@ -874,6 +891,13 @@ def check_sweep(quick: bool, max_n: int, say: Callable[[str], None]) -> tuple[bo
         t = targets.get(f"kernel_vs_{ref}")
         if t:
             md.append(f"- kernel time / {SERIES_LABELS[ref]}: {t['time_ratio']:.3f} (target within ±5%): {'met' if t['met'] else 'NOT met'}")
+    if "ilp_vs_device_peak" in targets:
+        t = targets["ilp_vs_device_peak"]
+        md.append(f"- with 4 elements per thread (not the article's kernel): {t['gbps']:,.4g} GB/s = {t['ratio']:.1%} of the theoretical device peak")
+    for ref in reference.REFERENCES:
+        t = targets.get(f"ilp_vs_{ref}")
+        if t:
+            md.append(f"- 4-per-thread kernel time / {SERIES_LABELS[ref]}: {t['time_ratio']:.3f} (within ±5%: {'yes' if t['met'] else 'no'})")
     t = targets["overhead"]
     md.append(f"- sweep overhead (wall time outside the timing calls): {t['fraction']:.1%} of {format_seconds(run.wall_s)} (target < 10%): {'met' if t['met'] else 'NOT met'}")
     for p in run.failures:

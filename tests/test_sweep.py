@@ -338,3 +338,12 @@ def test_descending_sweeps_measure_the_largest_size_first():
                     should_stop=lambda: len(seen) >= 1)
     assert seen == [128] and run.sizes == [128] and run.stopped == "cancelled"
     assert run.config.to_dict()["descending"] is True
+
+
+def test_four_per_thread_kernel_is_swept_checked_and_counted_as_device_work():
+    run = run_sweep(small_config(impls=["gpu-ilp"], min_n=33, max_n=129))
+    points = [p for p in run.points if p.series == "gpu-ilp"]
+    assert [p.n for p in points] == list(run.sizes) and all(p.agree for p in points)
+    frame = run.to_frame()
+    rows = frame[frame["series"] == "gpu-ilp"]
+    assert set(rows["label"]) == {"Kernel, 4 per thread"} and rows["bandwidth_gbps"].gt(0).all()

@@ -127,3 +127,17 @@ def test_block_size_not_a_multiple_of_32_is_allowed_with_a_warning():
 def test_run_rejects_unknown_cpu_implementation():
     with pytest.raises(InputError, match="unknown CPU implementation"):
         run_vector_add(10, 32, RepeatPolicy.count(1), ["fortran"])
+
+
+@pytest.mark.parametrize("threads_per_block", [32, 64])
+def test_four_per_thread_kernel_is_bit_identical_and_covers_every_element(threads_per_block):
+    from gpu.kernels import ELEMENTS_PER_THREAD, blocks_for, vector_add_ilp_kernel
+    from gpu.vector_add import time_resident_kernel
+
+    for n in [1, 31, 127, 128, 129, 1000]:
+        a, b = make_inputs(n, seed=n)
+        out = np.full(n, np.nan, dtype=np.float32)  # an element never written stays NaN and fails
+        blocks = blocks_for(n, threads_per_block * ELEMENTS_PER_THREAD)
+        stats = time_resident_kernel(vector_add_ilp_kernel, blocks, threads_per_block, a, b, out, RepeatPolicy.count(1, warmup=0))
+        assert stats.n_samples == 1
+        np.testing.assert_array_equal(out, a + b, err_msg=f"N={n}")

@@ -15,6 +15,7 @@ COLORS: dict[str, str] = {
     "Kernel launch (host)": "#eeca3b",
     "Kernel": "#f58518",
     "Kernel, grid-stride": "#9467bd",
+    "Kernel, 4 per thread": "#c49c94",
     "D2H copy": "#54a24b",
     "GPU end to end": "#e45756",
     "Python loop": "#9d755d",

@@ -12,7 +12,7 @@ import pandas as pd
 
 from ui.charts import color_scale
 
-TIME_SERIES = ("gpu-total", "gpu-kernel", "python", "numpy", "numba", "numba-parallel", "cupy", "torch")
+TIME_SERIES = ("gpu-total", "gpu-kernel", "gpu-ilp", "python", "numpy", "numba", "numba-parallel", "cupy", "torch")
 PHASES = ("gpu-h2d", "gpu-kernel", "gpu-d2h")
 N_AXIS = alt.Axis(format="~s", title="N (elements per vector, log scale)")
 
