@@ -616,9 +616,15 @@ class SweepProgress:
         return f"N = {self.n:,} ({self.step} of {self.steps}): {IMPL_LABELS[self.impl]}"
 
 
-def _free_device_memory() -> None:
-    """Release device memory Numba is holding for deferred frees, so the next size fits."""
-    gc.collect()
+def _free_device_memory(collect: bool = False) -> None:
+    """Release device memory Numba is holding for deferred frees, so the next size fits.
+
+    ``collect`` also runs the garbage collector, which is only needed after a failure
+    (a traceback can keep device arrays alive in a reference cycle) and costs tens of
+    milliseconds with PyTorch and CuPy loaded.
+    """
+    if collect:
+        gc.collect()
     if BACKEND.simulated:
         return
     try:
@@ -668,18 +674,19 @@ def run_sweep(
     when ``config.max_wall_s`` runs out. ``on_progress`` is called before each step.
     A failure at one point is recorded in that point and the sweep goes on.
     """
+    # which implementations cannot run here at all (references without their library);
+    # asked before the clock starts: importing PyTorch or CuPy is a one-off cost of the
+    # process, not of the sweep
+    skipped = tuple(
+        (impl, why) for impl in config.impls if impl in reference.REFERENCES
+        for why in [reference.unavailable_reason(impl)] if why is not None
+    )
     started = clock()
     stop = should_stop or (lambda: False)
     sizes = config.sizes
     points: list[SweepPoint] = []
     measuring = 0.0
     device = device_info()
-
-    # which implementations cannot run here at all (references without their library)
-    skipped = tuple(
-        (impl, why) for impl in config.impls if impl in reference.REFERENCES
-        for why in [reference.unavailable_reason(impl)] if why is not None
-    )
     runnable = [impl for impl in config.impls if impl not in dict(skipped)]
     steps = len(sizes) * len(runnable)
 
@@ -733,7 +740,7 @@ def run_sweep(
         # once per size, not per implementation: gc.collect() costs tens of ms with
         # PyTorch and CuPy loaded, and the next size is the one that needs the room
         if any(impl in ON_DEVICE for impl in runnable):
-            _free_device_memory()
+            _free_device_memory(collect=any(p.n == n and not p.ok for p in points))
         if stopped:
             break
     del buffers
