@@ -32,6 +32,19 @@ def _print_json(data: dict) -> None:
     sys.stdout.write("\n")
 
 
+def _progress(quiet: bool):
+    """Progress lines on stderr (stdout stays one JSON object or one report), or none."""
+    return (lambda msg: None) if quiet else (lambda msg: print(msg, file=sys.stderr, flush=True))
+
+
+def _emit(result, as_json: bool) -> None:
+    """A result as one JSON object (its to_dict()) or as its terminal summary."""
+    if as_json:
+        _print_json(result.to_dict())
+    else:
+        print(result)
+
+
 # --- commands ----------------------------------------------------------------------
 
 
@@ -68,17 +81,14 @@ def cmd_vector_add(args: argparse.Namespace) -> int:
 
     policy = RepeatPolicy.count(check_repeats(args.repeats))
     run = run_vector_add(args.n, args.threads_per_block, policy, args.cpu, python_budget_s=args.python_budget)
-    if args.json:
-        _print_json(run.to_dict())
-    else:
-        print(run)
+    _emit(run, args.json)
     return 0 if run.agree else 1
 
 
 def cmd_check(args: argparse.Namespace) -> int:
     from gpu.check import run_check
 
-    report = run_check(args.out, quick=args.quick, on_progress=lambda msg: print(msg, file=sys.stderr, flush=True))
+    report = run_check(args.out, quick=args.quick, on_progress=_progress(False))
     print(report.markdown())
     return 0 if report.passed else 1
 
@@ -129,15 +139,13 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     impls = [part.strip() for part in args.impl.split(",") if part.strip()]
     config = make_config(args.min_n, args.max_n, impls, spacing=args.spacing, threads_per_block=args.threads_per_block,
                          policy=policy, python_budget_s=args.python_budget, max_wall_s=args.time_limit)
-    say = (lambda msg: None) if args.quiet else (lambda msg: print(msg, file=sys.stderr, flush=True))
+    say = _progress(args.quiet)
     peaks = None if args.no_peaks else measure_peaks(quick=bool(args.quick_peaks), on_progress=say)
     run = run_sweep(config, peaks=peaks, on_progress=lambda p: say(p.message))
-    if args.json:
-        _print_json(run.to_dict())
-    elif args.csv:
+    if args.csv:
         sys.stdout.write(run.to_csv())
     else:
-        print(run)
+        _emit(run, args.json)
     return 0 if run.agree else 1
 
 
@@ -147,14 +155,11 @@ def cmd_launch_sweep(args: argparse.Namespace) -> int:
     from gpu.timing import RepeatPolicy
 
     policy = RepeatPolicy.count(check_repeats(args.repeats))
-    say = (lambda msg: None) if args.json else (lambda msg: print(msg, file=sys.stderr, flush=True))
+    say = _progress(args.json)
     sizes = [part for part in args.block_sizes.split(",") if part.strip()]
     multiples = [part for part in args.grid_stride_multiples.split(",") if part.strip()]
     run = run_launch_sweep(args.n, sizes, extra_block_size=args.extra_block_size, grid_stride_multiples=multiples, policy=policy, on_progress=say)
-    if args.json:
-        _print_json(run.to_dict())
-    else:
-        print(run)
+    _emit(run, args.json)
     return 0 if run.agree else 1
 
 
@@ -166,7 +171,7 @@ def cmd_transfers(args: argparse.Namespace) -> int:
 
     n = args.n if args.n is not None else (2048 if BACKEND.simulated else 10_000_000)
     policy = RepeatPolicy.count(check_repeats(args.repeats))
-    say = (lambda msg: None) if args.json else (lambda msg: print(msg, file=sys.stderr, flush=True))
+    say = _progress(args.json)
     strategies = run_strategies(n, args.threads_per_block, args.chunks, args.streams, args.iterations, policy, on_progress=say)
     curves = None if args.no_bandwidth else run_bandwidth_curves(policy=RepeatPolicy.count(10), on_progress=say)
     if args.json:
@@ -182,13 +187,12 @@ def cmd_indexing(args: argparse.Namespace) -> int:
     from gpu.launch import run_indexing
 
     run = run_indexing(args.n, args.threads_per_block, args.grid_stride_blocks)
-    if args.json:
-        _print_json(run.to_dict())
-    else:
-        print(run)
+    _emit(run, args.json)
+    if not args.json:
         for warning in run.warnings:
             print(f"warning: {warning}")
     return 0 if run.passed else 1
+
 
 def build_parser() -> argparse.ArgumentParser:
     from gpu.cpu import IMPLEMENTATIONS

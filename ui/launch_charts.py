@@ -14,6 +14,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
+from gpu.vector_add import BYTES_PER_ELEMENT
 from ui.charts import COLORS
 
 LANES = 32  # threads per warp: one row of a block tile
@@ -177,7 +178,7 @@ def sweep_summary(frame: pd.DataFrame) -> pd.DataFrame:
         best=("best", "first"),
         n=("n", "first"),
     ).reset_index()
-    bytes_moved = 12 * out["n"]
+    bytes_moved = BYTES_PER_ELEMENT * out["n"]
     for col in ("median", "min", "max"):
         out[f"{col}_us"] = out[f"{col}_s"] * 1e6
     out["bandwidth_gbps"] = bytes_moved / out["median_s"] / 1e9
