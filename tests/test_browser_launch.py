@@ -42,6 +42,7 @@ def test_launch_config_explorer_and_sweep_in_the_browser(page, app_url):
     repeats.press("Tab")
     page.get_by_role("button", name="Run sweep").click()
     page.get_by_text("Every configuration produced c = a + b bit for bit").wait_for(timeout=180_000)
+    _charts(page).nth(2).wait_for()  # the charts draw after the verdict text; wait, then count
     assert _charts(page).count() >= 3
     screenshot(page, "launch_sweep")
 

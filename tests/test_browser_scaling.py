@@ -19,7 +19,7 @@ def test_scaling_sweep_runs_and_draws_charts_in_the_browser(page, app_url):
     page.get_by_text("Where the GPU starts to win").wait_for(timeout=120_000)
     wait_for_app(page)
     charts = page.locator('[data-testid="stVegaLiteChart"] canvas, [data-testid="stVegaLiteChart"] svg')
-    charts.first.wait_for()
+    charts.nth(2).wait_for()  # every chart drawn before counting
     assert charts.count() >= 3
     assert page.get_by_text("never beats NumPy", exact=False).count() >= 1
     screenshot(page, "scaling")

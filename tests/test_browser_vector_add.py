@@ -18,6 +18,6 @@ def test_vector_add_runs_and_draws_charts_in_the_browser(page, app_url):
     page.get_by_role("button", name="Run").click()
     page.get_by_text("Results agree").wait_for(timeout=120_000)
     charts = page.locator('[data-testid="stVegaLiteChart"] canvas, [data-testid="stVegaLiteChart"] svg')
-    charts.first.wait_for()
+    charts.nth(1).wait_for()  # every chart drawn before counting
     assert charts.count() >= 2
     screenshot(page, "vector_add")
