@@ -19,12 +19,12 @@ from pathlib import Path
 
 import numpy as np
 
-from gpu import cpu
-from gpu.device import host_info
-from gpu.limits import host_available_bytes
-from gpu.peaks import last_level_cache_bytes
-from gpu.sweep import make_config, run_sweep
-from gpu.timing import RepeatPolicy, format_seconds, measure
+from gpu.core import cpu
+from gpu.core.device import host_info
+from gpu.core.limits import host_available_bytes
+from gpu.core.peaks import last_level_cache_bytes
+from gpu.experiments.scaling import make_config, run_sweep
+from gpu.core.timing import RepeatPolicy, format_seconds, measure
 
 TARGET = 0.80  # numba-parallel / NumPy copy
 IMPLS = ("numpy", "numba", "numba-parallel")

@@ -47,8 +47,8 @@ sys.path.insert(0, str(ROOT))
 import gpu  # noqa: E402  (decides the backend first)
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-from gpu.serial import overlaps  # noqa: E402
-from gpu.store import open_store  # noqa: E402
+from gpu.service.locks import overlaps  # noqa: E402
+from gpu.service.store import open_store  # noqa: E402
 from ui.resources import cpu_lock, device_lock  # noqa: E402
 
 PAGE = str(ROOT / "pages" / "1_Vector_add.py")

@@ -1,9 +1,9 @@
 """Kernel Lab's engine: kernels, CPU baselines, timing and experiments. No UI here.
 
 Importing ``gpu`` first decides between hardware CUDA and the simulator (see
-``gpu.backend``); import numba.cuda only through ``gpu.backend``.
+``gpu.core.backend``); import numba.cuda only through ``gpu.core.backend``.
 """
 
-from gpu.backend import BACKEND, Backend
+from gpu.core.backend import BACKEND, Backend
 
 __all__ = ["BACKEND", "Backend"]

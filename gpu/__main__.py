@@ -7,7 +7,7 @@ import argparse
 import json
 import sys
 
-from gpu.limits import InputError
+from gpu.core.limits import InputError
 
 
 class _Parser(argparse.ArgumentParser):
@@ -18,7 +18,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _cpu_list(text: str) -> list[str]:
-    from gpu.cpu import IMPLEMENTATIONS
+    from gpu.core.cpu import IMPLEMENTATIONS
 
     names = [part.strip() for part in text.split(",") if part.strip()]
     for name in names:
@@ -49,8 +49,8 @@ def _emit(result, as_json: bool) -> None:
 
 
 def cmd_info(args: argparse.Namespace) -> int:
-    from gpu.backend import BACKEND
-    from gpu.device import device_count, device_info, host_info, library_versions
+    from gpu.core.backend import BACKEND
+    from gpu.core.device import device_count, device_info, host_info, library_versions
 
     data = {
         "backend": BACKEND.kind,
@@ -75,9 +75,9 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 
 def cmd_vector_add(args: argparse.Namespace) -> int:
-    from gpu.limits import check_repeats
-    from gpu.timing import RepeatPolicy
-    from gpu.vector_add import run_vector_add
+    from gpu.core.limits import check_repeats
+    from gpu.core.timing import RepeatPolicy
+    from gpu.experiments.vector_add import run_vector_add
 
     policy = RepeatPolicy.count(check_repeats(args.repeats))
     run = run_vector_add(args.n, args.threads_per_block, policy, args.cpu, python_budget_s=args.python_budget)
@@ -86,7 +86,7 @@ def cmd_vector_add(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from gpu.check import run_check
+    from gpu.report.check import run_check
 
     report = run_check(args.out, quick=args.quick, on_progress=_progress(False))
     print(report.markdown())
@@ -94,7 +94,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_history(args: argparse.Namespace) -> int:
-    from gpu.store import StoreError, open_store
+    from gpu.service.store import StoreError, open_store
 
     store = open_store()
     if store.problem:
@@ -117,7 +117,7 @@ def cmd_history(args: argparse.Namespace) -> int:
 
 def cmd_history_delete(args: argparse.Namespace) -> int:
     """Admin only: the app offers no way to delete, so one user cannot remove another's runs."""
-    from gpu.store import StoreError, open_store
+    from gpu.service.store import StoreError, open_store
 
     if not args.yes:
         raise InputError("history-delete removes runs for every user of this machine; add --yes to confirm")
@@ -131,8 +131,8 @@ def cmd_history_delete(args: argparse.Namespace) -> int:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from gpu.peaks import measure_peaks
-    from gpu.sweep import make_config, repeat_policy, run_sweep
+    from gpu.core.peaks import measure_peaks
+    from gpu.experiments.scaling import make_config, repeat_policy, run_sweep
 
     mode = "until_stable" if args.budget is not None else "count"
     policy = repeat_policy(mode, args.repeats, max_noise=args.noise, budget_s=args.budget)
@@ -150,9 +150,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_launch_sweep(args: argparse.Namespace) -> int:
-    from gpu.launch import run_launch_sweep
-    from gpu.limits import check_repeats
-    from gpu.timing import RepeatPolicy
+    from gpu.experiments.launch import run_launch_sweep
+    from gpu.core.limits import check_repeats
+    from gpu.core.timing import RepeatPolicy
 
     policy = RepeatPolicy.count(check_repeats(args.repeats))
     say = _progress(args.json)
@@ -164,10 +164,10 @@ def cmd_launch_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_transfers(args: argparse.Namespace) -> int:
-    from gpu.backend import BACKEND
-    from gpu.limits import check_repeats
-    from gpu.timing import RepeatPolicy
-    from gpu.transfers import run_bandwidth_curves, run_strategies
+    from gpu.core.backend import BACKEND
+    from gpu.core.limits import check_repeats
+    from gpu.core.timing import RepeatPolicy
+    from gpu.experiments.transfers import run_bandwidth_curves, run_strategies
 
     n = args.n if args.n is not None else (2048 if BACKEND.simulated else 10_000_000)
     policy = RepeatPolicy.count(check_repeats(args.repeats))
@@ -184,7 +184,7 @@ def cmd_transfers(args: argparse.Namespace) -> int:
 
 
 def cmd_indexing(args: argparse.Namespace) -> int:
-    from gpu.launch import run_indexing
+    from gpu.experiments.launch import run_indexing
 
     run = run_indexing(args.n, args.threads_per_block, args.grid_stride_blocks)
     _emit(run, args.json)
@@ -195,7 +195,7 @@ def cmd_indexing(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from gpu.cpu import IMPLEMENTATIONS
+    from gpu.core.cpu import IMPLEMENTATIONS
 
     parser = _Parser(prog="python -m gpu", description="Kernel Lab's engine, without a browser.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -282,7 +282,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         if getattr(args, "threads_per_block", None) is not None:
-            from gpu.limits import parse_int
+            from gpu.core.limits import parse_int
 
             args.threads_per_block = parse_int(args.threads_per_block, "threads per block")
         return args.func(args)

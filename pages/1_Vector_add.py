@@ -2,12 +2,12 @@
 
 import streamlit as st
 
-from gpu.limits import SIMULATOR_MAX_N
-from gpu.vector_add import run_article_method, run_vector_add
-from gpu.timing import RepeatPolicy
+from gpu.core.limits import SIMULATOR_MAX_N
+from gpu.experiments.vector_add import run_article_method, run_vector_add
+from gpu.core.timing import RepeatPolicy
 from ui.frame import frame
 from ui.runner import run_experiment
-from ui.vector_add_view import form_ui, show_run
+from ui.views.vector_add import form_ui, show_run
 
 device = frame(
     "Vector add",

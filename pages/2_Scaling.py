@@ -3,7 +3,7 @@ close each implementation comes to what the memory system can deliver."""
 
 import streamlit as st
 
-from ui import scaling_view
+from ui.views import scaling as scaling_view
 from ui.frame import frame
 
 device = frame(

@@ -4,10 +4,10 @@ machine code numba-cuda built for the kernel."""
 import streamlit as st
 
 import gpu
-from gpu.launch import run_indexing, run_launch_sweep
-from gpu.timing import RepeatPolicy
+from gpu.experiments.launch import run_indexing, run_launch_sweep
+from gpu.core.timing import RepeatPolicy
 from ui.frame import frame
-from ui.launch_view import INDEXING_KEY, SWEEP_KEY, indexing_form, show_indexing, show_inspector, show_sweep, sweep_form
+from ui.views.launch import INDEXING_KEY, SWEEP_KEY, indexing_form, show_indexing, show_inspector, show_sweep, sweep_form
 from ui.runner import run_experiment
 
 device = frame(

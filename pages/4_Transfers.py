@@ -3,9 +3,9 @@
 import streamlit as st
 
 import gpu
-from gpu.timing import RepeatPolicy
-from gpu.transfers import run_bandwidth_curves, run_strategies
-from ui import transfers_view as view
+from gpu.core.timing import RepeatPolicy
+from gpu.experiments.transfers import run_bandwidth_curves, run_strategies
+from ui.views import transfers as view
 from ui.frame import frame
 from ui.runner import run_experiment
 

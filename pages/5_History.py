@@ -3,7 +3,7 @@
 import streamlit as st
 
 from ui.frame import frame
-from ui.history_view import compare_ui, export_ui, filters_ui, load_records, show_comparison, show_runs_table
+from ui.views.history import compare_ui, export_ui, filters_ui, load_records, show_comparison, show_runs_table
 from ui.resources import current_store
 
 frame(

@@ -4,7 +4,7 @@ import pandas as pd
 import streamlit as st
 
 import gpu
-from gpu.device import host_info, library_versions
+from gpu.core.device import host_info, library_versions
 from ui.frame import frame
 
 device = frame("Device", "🖥️")

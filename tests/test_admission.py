@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from gpu import admission
-from gpu.admission import check_sweep_points, check_work, describe, is_out_of_memory, load_config, out_of_memory_message
-from gpu.limits import MAX_REPEATS, SIMULATOR_MAX_N, InputError, check_n, check_repeats, max_vector_n
+from gpu.service import admission
+from gpu.service.admission import check_sweep_points, check_work, describe, is_out_of_memory, load_config, out_of_memory_message
+from gpu.core.limits import MAX_REPEATS, SIMULATOR_MAX_N, InputError, check_n, check_repeats, max_vector_n
 
 
 def test_defaults_differ_for_the_simulator_and_hardware():
@@ -40,7 +40,7 @@ def test_max_n_and_check_n_follow_the_configured_limit(monkeypatch):
 
 def test_max_n_is_bounded_by_free_host_memory(monkeypatch):
     monkeypatch.setenv("KERNEL_LAB_MAX_N", "1e12")
-    monkeypatch.setattr("gpu.limits.host_available_bytes", lambda: 6 * 4 * 1000 * 10 // 8)  # room for 1000 after the safety share
+    monkeypatch.setattr("gpu.core.limits.host_available_bytes", lambda: 6 * 4 * 1000 * 10 // 8)  # room for 1000 after the safety share
     assert max_vector_n() == 1000
     with pytest.raises(InputError, match="free host and device memory"):
         check_n(5000)

@@ -2,7 +2,7 @@
 
 import pandas as pd
 
-from ui import charts
+from ui.charts import common as charts
 
 
 def synthetic_frame(python_estimated=False) -> pd.DataFrame:

@@ -61,7 +61,7 @@ def test_module_entry_point_exit_code_in_a_real_process():
 
 
 def test_check_writes_json_and_markdown(tmp_path):
-    from gpu.check import article_section, correctness_section, run_check
+    from gpu.report.check import article_section, correctness_section, run_check
 
     report = run_check(tmp_path, quick=True, sections=[correctness_section, article_section])
     assert report.passed
@@ -72,7 +72,7 @@ def test_check_writes_json_and_markdown(tmp_path):
 
 
 def test_a_failing_section_is_recorded_and_fails_the_check(tmp_path):
-    from gpu.check import run_check
+    from gpu.report.check import run_check
 
     def broken(ctx):
         raise RuntimeError("boom")

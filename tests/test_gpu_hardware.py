@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from gpu.timing import RepeatPolicy
-from gpu.vector_add import gpu_vector_add, make_inputs, run_vector_add
+from gpu.core.timing import RepeatPolicy
+from gpu.experiments.vector_add import gpu_vector_add, make_inputs, run_vector_add
 
 pytestmark = pytest.mark.gpu
 

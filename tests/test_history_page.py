@@ -7,7 +7,7 @@ import json
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from gpu.store import open_store
+from gpu.service.store import open_store
 
 PAGE = "../pages/5_History.py"
 
@@ -95,8 +95,8 @@ def test_compares_selected_runs_in_one_chart(db):
 
 
 def test_compare_chart_builder_puts_each_sample_and_median_per_run():
-    from gpu.store import RunRecord
-    from ui.history_charts import compare_chart, samples_frame
+    from gpu.service.store import RunRecord
+    from ui.charts.history import compare_chart, samples_frame
 
     records = [
         RunRecord(f"{i:032x}", "vector-add", "t", "t", "cuda", False, "GPU", 0, {}, {}, _result("vector-add", 64, "cuda", "GPU", [1e-3 * (i + 1), 2e-3]))

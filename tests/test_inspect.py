@@ -8,8 +8,8 @@ import json
 import pytest
 
 import gpu
-from gpu.inspect import ROLES, find_ptx_highlights, find_sass_highlights, inspect_kernel, inspect_vector_add
-from gpu.limits import InputError
+from gpu.core.inspect import ROLES, find_ptx_highlights, find_sass_highlights, inspect_kernel, inspect_vector_add
+from gpu.core.limits import InputError
 
 # What numba-cuda 0.30.4 with NVVM 13.5 emitted for the article's kernel at sm_90 (via
 # cuda.compile_ptx; entry name shortened): 7 parameters per Numba array, the index from

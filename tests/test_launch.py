@@ -10,11 +10,11 @@ from contextlib import redirect_stdout
 import numpy as np
 import pytest
 
-from gpu import launch
-from gpu.backend import cuda
-from gpu.device import DeviceInfo
-from gpu.kernels import PROBE_FIELDS
-from gpu.launch import (
+from gpu.experiments import launch
+from gpu.core.backend import cuda
+from gpu.core.device import DeviceInfo
+from gpu.kernels.vector_add import PROBE_FIELDS
+from gpu.experiments.launch import (
     KIND_GRID_STRIDE,
     KIND_ONE_PER_ELEMENT,
     LaunchConfigResult,
@@ -26,8 +26,8 @@ from gpu.launch import (
     run_indexing,
     run_launch_sweep,
 )
-from gpu.limits import InputError
-from gpu.timing import RepeatPolicy, Stats
+from gpu.core.limits import InputError
+from gpu.core.timing import RepeatPolicy, Stats
 
 AWKWARD_N = (1, 31, 33, 257)
 BLOCK_SIZES = (32, 100, 256)
@@ -244,7 +244,7 @@ class _FakeCompiled:
 
 
 def test_kernel_occupancy_prefers_the_driver_and_falls_back_to_the_calculation():
-    from gpu.launch import kernel_occupancy
+    from gpu.experiments.launch import kernel_occupancy
 
     driver = kernel_occupancy(_FakeCompiled(32), 32, H200_LIMITS, 132)
     assert (driver.source, driver.blocks_per_sm, driver.fraction, driver.limiter) == ("driver", 32, 0.5, "blocks per SM")

@@ -142,9 +142,9 @@ def test_inspector_in_the_simulator_says_no_machine_code_exists():
 
 # --- chart builders on to_dict() --------------------------------------------------------
 
-from gpu.launch import run_indexing, run_launch_sweep  # noqa: E402
-from gpu.timing import RepeatPolicy  # noqa: E402
-from ui import launch_charts  # noqa: E402
+from gpu.experiments.launch import run_indexing, run_launch_sweep  # noqa: E402
+from gpu.core.timing import RepeatPolicy  # noqa: E402
+from ui.charts import launch as launch_charts  # noqa: E402
 
 
 def rows_with(spec: dict, key: str) -> list[dict]:

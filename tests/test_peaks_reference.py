@@ -5,11 +5,11 @@ import numpy as np
 import pytest
 
 import gpu
-from gpu import peaks as peaks_mod
-from gpu import reference
-from gpu.peaks import LIMIT_KEYS, Limit, Peaks, host_copy_bytes, last_level_cache_bytes, measure_peaks
-from gpu.timing import RepeatPolicy
-from gpu.vector_add import make_inputs
+from gpu.core import peaks as peaks_mod
+from gpu.core import reference
+from gpu.core.peaks import LIMIT_KEYS, Limit, Peaks, host_copy_bytes, last_level_cache_bytes, measure_peaks
+from gpu.core.timing import RepeatPolicy
+from gpu.experiments.vector_add import make_inputs
 
 
 def test_quick_peaks_measure_every_copy_and_say_how():
@@ -51,7 +51,7 @@ def test_host_copy_size_is_beyond_the_last_level_cache():
     size = host_copy_bytes()
     assert size >= 1
     if llc is not None and size < 4 * llc:  # only memory can make it smaller
-        from gpu.limits import host_available_bytes
+        from gpu.core.limits import host_available_bytes
 
         assert size == host_available_bytes() // 8
 

@@ -12,8 +12,8 @@ import time
 
 from streamlit.testing.v1 import AppTest
 
-from gpu.serial import overlaps
-from gpu.store import open_store
+from gpu.service.locks import overlaps
+from gpu.service.store import open_store
 from ui.resources import cpu_lock, device_lock
 
 PAGE = "../pages/1_Vector_add.py"

@@ -7,10 +7,11 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from gpu.sweep import run_sweep
+from gpu.experiments.scaling import run_sweep
 from tests.test_sweep import crossing_run, fake_peaks, small_config
-from ui import scaling_charts, scaling_view
-from ui.charts import COLORS
+from ui.charts import scaling as scaling_charts
+from ui.views import scaling as scaling_view
+from ui.charts.common import COLORS
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = str(ROOT / "pages/2_Scaling.py")

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from gpu.serial import FifoLock, Interval, least_loaded, overlaps
+from gpu.service.locks import FifoLock, Interval, least_loaded, overlaps
 
 
 def _wait_until(predicate, timeout_s: float = 5.0) -> None:

@@ -7,15 +7,15 @@ import json
 import pandas as pd
 import pytest
 
-from gpu import sweep as sweep_mod
+from gpu.experiments import scaling as sweep_mod
 from gpu.__main__ import main
-from gpu.device import device_info
-from gpu.limits import InputError
-from gpu.peaks import Limit, Peaks
-from gpu.sweep import (
+from gpu.core.device import device_info
+from gpu.core.limits import InputError
+from gpu.core.peaks import Limit, Peaks
+from gpu.experiments.scaling import (
     SweepConfig, SweepPoint, SweepRun, check_sweep, find_crossover, make_config, repeat_policy, run_sweep, sweep_sizes,
 )
-from gpu.timing import RepeatPolicy, Stats
+from gpu.core.timing import RepeatPolicy, Stats
 
 
 def test_sizes_are_powers_of_two_plus_both_ends():

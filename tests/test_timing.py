@@ -4,7 +4,7 @@ import itertools
 
 import pytest
 
-from gpu.timing import RepeatPolicy, Stats, collect, format_factor, format_seconds, measure
+from gpu.core.timing import RepeatPolicy, Stats, collect, format_factor, format_seconds, measure
 
 
 class FakeClock:

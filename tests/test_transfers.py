@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 import gpu
-from gpu import transfers
-from gpu.limits import InputError
-from gpu.timing import RepeatPolicy, Stats
-from gpu.transfers import (
+from gpu.experiments import transfers
+from gpu.core.limits import InputError
+from gpu.core.timing import RepeatPolicy, Stats
+from gpu.experiments.transfers import (
     Interval,
     build_timeline,
     check_chunks,

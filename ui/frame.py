@@ -5,8 +5,8 @@ from __future__ import annotations
 import streamlit as st
 
 import gpu
-from gpu.device import DeviceInfo
-from gpu.limits import max_vector_n
+from gpu.core.device import DeviceInfo
+from gpu.core.limits import max_vector_n
 from ui.resources import device_facts
 from ui.runner import sidebar_status
 

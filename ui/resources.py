@@ -9,9 +9,9 @@ from __future__ import annotations
 import streamlit as st
 
 import gpu  # noqa: F401  (decides the backend before anything imports numba.cuda)
-from gpu.device import DeviceInfo, device_count, device_info
-from gpu.serial import FifoLock
-from gpu.store import HistoryStore, default_path, open_store
+from gpu.core.device import DeviceInfo, device_count, device_info
+from gpu.service.locks import FifoLock
+from gpu.service.store import HistoryStore, default_path, open_store
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)

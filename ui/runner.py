@@ -16,11 +16,11 @@ from typing import Any, Callable, Iterator, TypeVar
 import streamlit as st
 
 import gpu
-from gpu.admission import describe as describe_limits
-from gpu.admission import is_out_of_memory, load_config, out_of_memory_message, release_device_memory
-from gpu.limits import InputError, max_vector_n
-from gpu.serial import FifoLock, least_loaded
-from gpu.store import StoreError
+from gpu.service.admission import describe as describe_limits
+from gpu.service.admission import is_out_of_memory, load_config, out_of_memory_message, release_device_memory
+from gpu.core.limits import InputError, max_vector_n
+from gpu.service.locks import FifoLock, least_loaded
+from gpu.service.store import StoreError
 from ui.resources import cpu_lock, current_store, device_facts, device_lock, devices
 
 T = TypeVar("T")
@@ -61,7 +61,7 @@ def choose_device(preferred: int | str | None = None) -> int:
 @contextmanager
 def on_device(index: int) -> Iterator[None]:
     """Make device ``index`` current for the work (a no-op choice in the simulator's single device)."""
-    from gpu.backend import cuda
+    from gpu.core.backend import cuda
 
     with cuda.gpus[index]:
         yield

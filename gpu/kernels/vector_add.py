@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from functools import lru_cache
 
-from gpu.backend import BACKEND, cuda
+from gpu.core.backend import BACKEND, cuda
 
 # The one specialisation every experiment uses: three C-contiguous float32 vectors.
 VECTOR_ADD_SIGNATURE = "void(float32[::1], float32[::1], float32[::1])"

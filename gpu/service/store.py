@@ -294,7 +294,7 @@ class HistoryStore:
         device = data.get("device") if isinstance(data.get("device"), Mapping) else {}
         backend = str(data.get("backend") or device.get("backend") or "unknown")
         if versions is None:
-            from gpu.device import library_versions
+            from gpu.core.device import library_versions
 
             versions = library_versions()
         row = (

@@ -22,9 +22,9 @@ from typing import Callable, Iterable
 
 import numpy as np
 
-from gpu.backend import BACKEND, cuda
-from gpu.device import DeviceInfo, device_info
-from gpu.kernels import (
+from gpu.core.backend import BACKEND, cuda
+from gpu.core.device import DeviceInfo, device_info
+from gpu.kernels.vector_add import (
     PROBE_FIELDS,
     VECTOR_ADD_SIGNATURE,
     blocks_for,
@@ -35,7 +35,7 @@ from gpu.kernels import (
     vector_add_grid_stride_kernel,
     vector_add_kernel,
 )
-from gpu.limits import (
+from gpu.core.limits import (
     SIMULATOR_MAX_N,
     WARP_SIZE,
     InputError,
@@ -44,8 +44,8 @@ from gpu.limits import (
     parse_int,
     parse_size,
 )
-from gpu.timing import RepeatPolicy, Stats, format_seconds, time_kernel
-from gpu.vector_add import BYTES_PER_ELEMENT, effective_bandwidth_gbps
+from gpu.core.timing import RepeatPolicy, Stats, format_seconds, time_kernel
+from gpu.experiments.vector_add import BYTES_PER_ELEMENT, effective_bandwidth_gbps
 
 Progress = Callable[[str], None]
 
@@ -797,7 +797,7 @@ def run_launch_sweep(
 
     Inputs are copied to the device once; only the kernel is timed (CUDA events on one
     stream behind a stream-holding kernel, so host launch latency is excluded — see
-    ``gpu.timing.time_kernel``; wall clock in the simulator). After each configuration the output is copied
+    ``gpu.core.timing.time_kernel``; wall clock in the simulator). After each configuration the output is copied
     back and checked bit for bit against NumPy, then poisoned with NaN for the next.
     ``policy`` defaults to 10 timed runs after one warm-up.
     """

@@ -16,10 +16,10 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-from gpu.backend import BACKEND, cuda
-from gpu.device import device_info
-from gpu.kernels import VECTOR_ADD_SIGNATURE, vector_add_grid_stride_kernel, vector_add_kernel
-from gpu.limits import InputError
+from gpu.core.backend import BACKEND, cuda
+from gpu.core.device import device_info
+from gpu.kernels.vector_add import VECTOR_ADD_SIGNATURE, vector_add_grid_stride_kernel, vector_add_kernel
+from gpu.core.limits import InputError
 
 # name -> (dispatcher, what it is)
 KERNELS = {

@@ -8,8 +8,8 @@ from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from importlib import metadata
 
-from gpu.backend import BACKEND, cuda
-from gpu.limits import MAX_THREADS_PER_BLOCK, WARP_SIZE, host_available_bytes
+from gpu.core.backend import BACKEND, cuda
+from gpu.core.limits import MAX_THREADS_PER_BLOCK, WARP_SIZE, host_available_bytes
 
 LIBRARIES = ("numba", "numba-cuda", "numpy", "llvmlite", "cuda-bindings", "pandas", "streamlit", "altair")
 

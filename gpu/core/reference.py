@@ -14,8 +14,8 @@ import importlib
 from dataclasses import dataclass
 import numpy as np
 
-from gpu.backend import BACKEND
-from gpu.timing import RepeatPolicy, Stats, collect
+from gpu.core.backend import BACKEND
+from gpu.core.timing import RepeatPolicy, Stats, collect
 
 REFERENCES = ("cupy", "torch")
 LABELS = {"cupy": "CuPy a + b", "torch": "PyTorch a + b"}

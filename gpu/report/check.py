@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Callable
 
 
-from gpu.backend import BACKEND
-from gpu.device import device_info, host_info, library_versions
-from gpu.limits import SIMULATOR_MAX_N, max_vector_n
-from gpu.timing import RepeatPolicy, format_factor, format_seconds
+from gpu.core.backend import BACKEND
+from gpu.core.device import device_info, host_info, library_versions
+from gpu.core.limits import SIMULATOR_MAX_N, max_vector_n
+from gpu.core.timing import RepeatPolicy, format_factor, format_seconds
 
 AWKWARD_SIZES = (1, 31, 32, 33, 255, 256, 257, 1_000_003, 10_000_000)
 CHECK_BLOCK_SIZES = (32, 128, 256, 1024)
@@ -105,7 +105,7 @@ class CheckReport:
 
 def correctness_section(ctx: CheckContext) -> Section:
     """The kernel against NumPy, bit for bit, at awkward sizes and block sizes."""
-    from gpu.vector_add import check_agreement, gpu_vector_add, make_inputs
+    from gpu.experiments.vector_add import check_agreement, gpu_vector_add, make_inputs
 
     rows, skipped = [], []
     for n in AWKWARD_SIZES:
@@ -134,7 +134,7 @@ def correctness_section(ctx: CheckContext) -> Section:
 
 def breakdown_section(ctx: CheckContext) -> Section:
     """The careful breakdown at the article's N (scaled down when quick)."""
-    from gpu.vector_add import run_vector_add
+    from gpu.experiments.vector_add import run_vector_add
 
     n = ctx.breakdown_n
     ctx.say(f"breakdown at N={n:,}")
@@ -164,7 +164,7 @@ def breakdown_section(ctx: CheckContext) -> Section:
 
 def article_section(ctx: CheckContext) -> Section:
     """The article's own method and printout, for comparison."""
-    from gpu.vector_add import run_article_method
+    from gpu.experiments.vector_add import run_article_method
 
     n = ctx.breakdown_n
     ctx.say(f"the article's method at N={n:,}")
@@ -175,7 +175,7 @@ def article_section(ctx: CheckContext) -> Section:
 
 def scaling_section(ctx: CheckContext) -> Section:
     """Size sweep with crossovers, bandwidth against the physical limits, and CuPy/PyTorch."""
-    from gpu.sweep import check_sweep
+    from gpu.experiments.scaling import check_sweep
 
     passed, data, markdown = check_sweep(ctx.quick, ctx.max_n, ctx.say)
     return Section("scaling", "Scaling: sweep, crossovers, bandwidth and references", passed, data, markdown)
@@ -187,8 +187,8 @@ INDEXING_CASES = ((1, 32), (31, 32), (33, 32), (257, 32), (257, 100), (257, 256)
 
 def launch_section(ctx: CheckContext) -> Section:
     """Block-size sweep at a large N, the indexing probe at awkward sizes, and the inspector."""
-    from gpu.inspect import inspect_vector_add
-    from gpu.launch import run_indexing, run_launch_sweep
+    from gpu.core.inspect import inspect_vector_add
+    from gpu.experiments.launch import run_indexing, run_launch_sweep
 
     # the probe against NumPy's index arithmetic, one thread per element and grid-stride
     cases = INDEXING_CASES[:4] if ctx.quick else INDEXING_CASES
@@ -260,7 +260,7 @@ def launch_section(ctx: CheckContext) -> Section:
 
 def transfers_section(ctx: CheckContext) -> Section:
     """Copy bandwidth curves against a library's pinned copy, and the vector-add strategies."""
-    from gpu.transfers import check_transfers
+    from gpu.experiments.transfers import check_transfers
 
     passed, data, markdown = check_transfers(ctx.quick, ctx.max_n, ctx.say)
     return Section("transfers", "Transfers: host-link bandwidth and vector-add strategies", passed, data, markdown)

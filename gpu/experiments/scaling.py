@@ -25,14 +25,14 @@ from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
-from gpu import cpu, reference
-from gpu.backend import BACKEND, cuda
-from gpu.device import DeviceInfo, device_info
-from gpu.kernels import ELEMENTS_PER_THREAD, blocks_for, compile_vector_add, vector_add_ilp_kernel
-from gpu.limits import InputError, check_n, check_threads_per_block, max_vector_n, parse_int, parse_size
-from gpu.peaks import Peaks
-from gpu.timing import Clock, RepeatPolicy, Stats, format_factor, format_seconds
-from gpu.vector_add import BYTES_PER_ELEMENT, time_cpu, time_gpu_phases, time_resident_kernel
+from gpu.core import cpu, reference
+from gpu.core.backend import BACKEND, cuda
+from gpu.core.device import DeviceInfo, device_info
+from gpu.kernels.vector_add import ELEMENTS_PER_THREAD, blocks_for, compile_vector_add, vector_add_ilp_kernel
+from gpu.core.limits import InputError, check_n, check_threads_per_block, max_vector_n, parse_int, parse_size
+from gpu.core.peaks import Peaks
+from gpu.core.timing import Clock, RepeatPolicy, Stats, format_factor, format_seconds
+from gpu.experiments.vector_add import BYTES_PER_ELEMENT, time_cpu, time_gpu_phases, time_resident_kernel
 
 # What a user can choose: the GPU kernel (end to end and kernel only come together),
 # the CPU implementations, and the reference libraries.
@@ -44,7 +44,7 @@ IMPL_LABELS = {
     **cpu.LABELS,
     **reference.LABELS,
 }
-# Series measured -> display label (the names ui.charts.COLORS colours).
+# Series measured -> display label (the names ui.charts.common.COLORS colours).
 SERIES_LABELS = {
     "gpu-total": "GPU end to end",
     "gpu-kernel": "Kernel",
@@ -839,7 +839,7 @@ def check_sweep(quick: bool, max_n: int, say: Callable[[str], None]) -> tuple[bo
     point failed, and the GPU reached the largest planned size; the performance
     targets are reported, not enforced (they depend on the machine).
     """
-    from gpu.peaks import measure_peaks
+    from gpu.core.peaks import measure_peaks
 
     fits = max_n if quick else min(max_n, max_vector_n())
     if quick:

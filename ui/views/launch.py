@@ -8,9 +8,9 @@ from dataclasses import dataclass
 import pandas as pd
 import streamlit as st
 
-from gpu.device import DeviceInfo
-from gpu.inspect import KERNELS, KernelInspection, inspect_kernel
-from gpu.launch import (
+from gpu.core.device import DeviceInfo
+from gpu.core.inspect import KERNELS, KernelInspection, inspect_kernel
+from gpu.experiments.launch import (
     DRAW_LIMIT_THREADS,
     GRID_STRIDE_SM_MULTIPLES,
     SWEEP_BLOCK_SIZES,
@@ -18,9 +18,9 @@ from gpu.launch import (
     LaunchSweepRun,
     check_grid_blocks,
 )
-from gpu.limits import InputError, check_n, check_repeats, check_threads_per_block, max_vector_n, parse_size
-from gpu.timing import format_seconds
-from ui import launch_charts
+from gpu.core.limits import InputError, check_n, check_repeats, check_threads_per_block, max_vector_n, parse_size
+from gpu.core.timing import format_seconds
+from ui.charts import launch as launch_charts
 
 INDEXING_KEY = "launch.indexing"
 SWEEP_KEY = "launch.sweep"

@@ -1,7 +1,7 @@
 """Widgets and result display for the Transfers page.
 
 ``*_form_ui()`` draw the forms and return validated parameters (or None); ``show_*``
-draw a finished result. All measuring happens in ``gpu.transfers``.
+draw a finished result. All measuring happens in ``gpu.experiments.transfers``.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ import pandas as pd
 import streamlit as st
 
 import gpu
-from gpu.admission import check_work
-from gpu.limits import InputError, check_n, check_repeats, check_threads_per_block
-from gpu.timing import format_factor, format_seconds
-from gpu.transfers import (
+from gpu.service.admission import check_work
+from gpu.core.limits import InputError, check_n, check_repeats, check_threads_per_block
+from gpu.core.timing import format_factor, format_seconds
+from gpu.experiments.transfers import (
     COPY_SIZE_CHOICES,
     DEFAULT_COPY_SIZES,
     DEFAULT_ITERATIONS,
@@ -38,7 +38,7 @@ from gpu.transfers import (
     max_transfer_n,
     series_label,
 )
-from ui import transfers_charts
+from ui.charts import transfers as transfers_charts
 
 BANDWIDTH_KEY = "transfers.bandwidth"
 STRATEGIES_KEY = "transfers.strategies"

@@ -2,7 +2,7 @@
 
 Any experiment's samples are found the same way: every mapping in a run's saved result
 that holds ``samples_s`` (a ``Stats.to_dict()``) is one measure, named by its path, with
-the shared labels from ``ui.charts`` where the path is a known phase or CPU baseline.
+the shared labels from ``ui.charts.common`` where the path is a known phase or CPU baseline.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 import altair as alt
 import pandas as pd
 
-from gpu.store import RunRecord
-from ui.charts import COLORS, MEASURE_LABELS
+from gpu.service.store import RunRecord
+from ui.charts.common import COLORS, MEASURE_LABELS
 
 SIMULATED_NOTE = "simulated runs: CUDA simulator timings are not GPU performance"
 _SKIP_PATH_PARTS = {"phases", "stats", "results", "timings"}

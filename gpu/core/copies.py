@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpu.backend import cuda
-from gpu.timing import PhaseTimer, RepeatPolicy, Stats, collect, measure
+from gpu.core.backend import cuda
+from gpu.core.timing import PhaseTimer, RepeatPolicy, Stats, collect, measure
 
 DIRECTIONS = ("h2d", "d2h", "d2d")
 

@@ -203,7 +203,7 @@ class PhaseTimer:
     """
 
     def __init__(self, stream, names: Sequence[str], clock: Clock = time.perf_counter):
-        from gpu.backend import BACKEND, cuda
+        from gpu.core.backend import BACKEND, cuda
 
         self._stream = stream
         self._names = tuple(names)
@@ -255,10 +255,10 @@ def time_kernel(launch: Callable[[], None], stream, policy: RepeatPolicy, clock:
     On hardware the stream is held by a sleeping kernel while the start event and the
     launch are queued, so each sample is the kernel's execution alone, without the
     host's launch latency (where the device cannot run that kernel,
-    ``gpu.kernels.stream_hold_problem()`` says why and the latency is included). In the
+    ``gpu.kernels.vector_add.stream_hold_problem()`` says why and the latency is included). In the
     simulator it is the wall-clock time of the launch.
     """
-    from gpu.kernels import HOLD_STREAM_NS, hold_stream, stream_hold_problem
+    from gpu.kernels.vector_add import HOLD_STREAM_NS, hold_stream, stream_hold_problem
 
     timer = PhaseTimer(stream, ("kernel",), clock=clock)
     hold = stream_hold_problem() is None

@@ -14,8 +14,8 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from gpu.vector_add import BYTES_PER_ELEMENT
-from ui.charts import COLORS
+from gpu.experiments.vector_add import BYTES_PER_ELEMENT
+from ui.charts.common import COLORS
 
 LANES = 32  # threads per warp: one row of a block tile
 TARGET_COLUMNS = 100  # cells across before block tiles wrap to the next row

@@ -15,12 +15,12 @@ from typing import Callable, Iterable
 
 import numpy as np
 
-from gpu import cpu
-from gpu.backend import BACKEND, cuda
-from gpu.device import DeviceInfo, device_info
-from gpu.kernels import blocks_for, compile_vector_add, stream_hold_problem, vector_add_kernel
-from gpu.limits import InputError, check_n, check_threads_per_block
-from gpu.timing import Clock, PhaseTimer, RepeatPolicy, Stats, collect, format_factor, format_seconds, time_kernel
+from gpu.core import cpu
+from gpu.core.backend import BACKEND, cuda
+from gpu.core.device import DeviceInfo, device_info
+from gpu.kernels.vector_add import blocks_for, compile_vector_add, stream_hold_problem, vector_add_kernel
+from gpu.core.limits import InputError, check_n, check_threads_per_block
+from gpu.core.timing import Clock, PhaseTimer, RepeatPolicy, Stats, collect, format_factor, format_seconds, time_kernel
 
 BYTES_PER_ELEMENT = 12  # float32 vector add reads a and b and writes c: 3 x 4 bytes
 # The GPU phases that add up to (at most) the end-to-end time; "launch" exists on hardware only.
@@ -283,7 +283,7 @@ def time_gpu_phases(
     event between phases. On hardware the interval between "inputs copied" and
     "kernel done" also holds the host's launch latency, so each sample then re-runs
     the kernel on the same device arrays behind a stream-holding kernel (see
-    ``gpu.timing.time_kernel``) to get the kernel alone; the difference is reported
+    ``gpu.core.timing.time_kernel``) to get the kernel alone; the difference is reported
     as "launch". Writes the last sample's result into ``out``.
 
     Returns Stats (seconds) for "h2d", "kernel", "d2h", "total" and, on hardware,
@@ -334,7 +334,7 @@ def time_resident_kernel(
     """Time ``kernel[blocks, threads_per_block](a, b, c)`` alone on device-resident data.
 
     Inputs are copied in once and the output allocated once, outside the timing; each
-    sample is the kernel alone (``gpu.timing.time_kernel``). The result is copied into
+    sample is the kernel alone (``gpu.core.timing.time_kernel``). The result is copied into
     ``out`` afterwards so it can be checked. Returns Stats in seconds.
     """
     stream = cuda.stream()

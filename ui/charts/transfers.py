@@ -6,7 +6,7 @@
   linear axis (never stacked on a log axis), with the wall-clock end to end as a tick.
 - ``timeline_chart``: a Gantt chart of the chunked run, one lane per stream or engine.
 
-Colours come from the shared palette in ``ui.charts``.
+Colours come from the shared palette in ``ui.charts.common``.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from ui.charts import color_scale
+from ui.charts.common import color_scale
 
 DIRECTION_MEASURES = {"h2d": "H2D copy", "d2h": "D2H copy", "d2d": "D2D copy"}
 PHASE_MEASURES = {

@@ -13,7 +13,7 @@ total work (elements x passes) by a budget. Defaults keep one run under about a 
 Environment variables override them (read on every call, so a restart is not needed):
 ``KERNEL_LAB_MAX_N``, ``KERNEL_LAB_MAX_REPEATS``, ``KERNEL_LAB_MAX_SWEEP_POINTS``,
 ``KERNEL_LAB_MAX_WORK`` (elements x passes). The free host and device memory at the
-moment still bound N (``gpu.limits.max_vector_n``). A malformed value is ignored (the
+moment still bound N (``gpu.core.limits.max_vector_n``). A malformed value is ignored (the
 default applies) and reported in ``AdmissionConfig.problems``.
 """
 
@@ -23,8 +23,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from gpu.backend import BACKEND
-from gpu.limits import SIMULATOR_MAX_N, InputError, parse_int, parse_size
+from gpu.core.backend import BACKEND
+from gpu.core.limits import SIMULATOR_MAX_N, InputError, parse_int, parse_size
 
 ENV_MAX_N = "KERNEL_LAB_MAX_N"
 ENV_MAX_REPEATS = "KERNEL_LAB_MAX_REPEATS"
@@ -36,7 +36,7 @@ DEFAULT_MAX_N = (2**30, SIMULATOR_MAX_N)
 DEFAULT_MAX_REPEATS = (100, 100)
 DEFAULT_MAX_SWEEP_POINTS = (24, 24)
 DEFAULT_MAX_WORK = (2**32, 2**19)
-REPEAT_CEILING = 1000  # gpu.limits.MAX_REPEATS: configuration may lower it, never raise it
+REPEAT_CEILING = 1000  # gpu.core.limits.MAX_REPEATS: configuration may lower it, never raise it
 
 
 @dataclass(frozen=True)
@@ -161,7 +161,7 @@ def release_device_memory() -> None:
     if BACKEND.simulated:
         return
     try:
-        from gpu.backend import cuda
+        from gpu.core.backend import cuda
 
         cuda.current_context().deallocations.clear()
     except Exception:  # best effort: the context may itself be broken after the failure

@@ -8,12 +8,12 @@ from dataclasses import dataclass
 import pandas as pd
 import streamlit as st
 
-from gpu import cpu
-from gpu.admission import check_work, load_config
-from gpu.limits import InputError, check_n, check_repeats, check_threads_per_block, max_vector_n
-from gpu.timing import format_factor, format_seconds
-from gpu.vector_add import ArticleRun, VectorAddRun, explain_difference
-from ui import charts
+from gpu.core import cpu
+from gpu.service.admission import check_work, load_config
+from gpu.core.limits import InputError, check_n, check_repeats, check_threads_per_block, max_vector_n
+from gpu.core.timing import format_factor, format_seconds
+from gpu.experiments.vector_add import ArticleRun, VectorAddRun, explain_difference
+from ui.charts import common as charts
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ Two experiments, each returning one frozen result:
 - ``run_bandwidth_curves`` -> ``BandwidthCurves``: H2D and D2H copy bandwidth for
   pageable and pinned host memory, and device-to-device, against size (a few KiB to
   hundreds of MiB), each point the median of repeats timed with CUDA events (the
-  bandwidthTest / nvbandwidth way, built on ``gpu.copies``). ``find_plateau`` says in
+  bandwidthTest / nvbandwidth way, built on ``gpu.core.copies``). ``find_plateau`` says in
   words where each curve levels off.
 - ``run_strategies`` -> ``StrategyComparison``: the same float32 vector add done the
   ways that matter, each timed phase by phase and checked bit for bit against NumPy:
@@ -26,11 +26,11 @@ from typing import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from gpu.backend import BACKEND, cuda
-from gpu.copies import bandwidth_gbps, bytes_counted, host_buffer, time_copy
-from gpu.device import DeviceInfo, device_info
-from gpu.kernels import blocks_for, compile_vector_add, vector_add_kernel
-from gpu.limits import (
+from gpu.core.backend import BACKEND, cuda
+from gpu.core.copies import bandwidth_gbps, bytes_counted, host_buffer, time_copy
+from gpu.core.device import DeviceInfo, device_info
+from gpu.kernels.vector_add import blocks_for, compile_vector_add, vector_add_kernel
+from gpu.core.limits import (
     MEMORY_SAFETY,
     InputError,
     check_n,
@@ -40,8 +40,8 @@ from gpu.limits import (
     max_vector_n,
     parse_int,
 )
-from gpu.timing import Clock, PhaseTimer, RepeatPolicy, Stats, collect, format_factor, format_seconds, time_kernel
-from gpu.vector_add import BYTES_PER_ELEMENT, Agreement, check_agreement, make_inputs, time_gpu_phases
+from gpu.core.timing import Clock, PhaseTimer, RepeatPolicy, Stats, collect, format_factor, format_seconds, time_kernel
+from gpu.experiments.vector_add import BYTES_PER_ELEMENT, Agreement, check_agreement, make_inputs, time_gpu_phases
 
 Progress = Callable[[str], None]
 
@@ -135,7 +135,7 @@ class BandwidthPoint:
 
     @property
     def bandwidth_gbps(self) -> float:
-        """GB/s (1e9 bytes/s) at the median time; d2d counts read + write (see gpu.copies)."""
+        """GB/s (1e9 bytes/s) at the median time; d2d counts read + write (see gpu.core.copies)."""
         return bandwidth_gbps(self.direction, self.nbytes, self.stats.median_s)
 
     def to_dict(self) -> dict:
@@ -336,7 +336,7 @@ def run_bandwidth_curves(
     *,
     on_progress: Progress | None = None,
 ) -> BandwidthCurves:
-    """Time every copy size of every curve (``gpu.copies.time_copy``, CUDA events).
+    """Time every copy size of every curve (``gpu.core.copies.time_copy``, CUDA events).
 
     ``sizes`` in bytes default to 4 KiB..256 MiB (4 KiB..1 MiB in the simulator);
     ``policy`` defaults to 10 timed copies after one warm-up per point.
@@ -847,7 +847,7 @@ def _poison_device(d_array, stream=0) -> None:
 
 def _split_launch(phases: dict[str, float], launch: Callable[[], None], stream, clock: Clock) -> None:
     """On hardware, split the "kernel" interval into launch latency and the kernel alone
-    (as gpu.vector_add.time_gpu_phases does): re-run the kernel behind a stream-holding
+    (as gpu.experiments.vector_add.time_gpu_phases does): re-run the kernel behind a stream-holding
     kernel and keep min(alone, with launch)."""
     if BACKEND.simulated:
         return
@@ -1203,8 +1203,8 @@ LIBRARIES = ("cupy", "torch")
 def time_library_copy(library: str, direction: str, nbytes: int, policy: RepeatPolicy) -> Stats:
     """Time a pinned host<->device copy of ``nbytes`` through CuPy or PyTorch, with the
     library's own events on its own stream. Raises RuntimeError (from
-    ``gpu.reference.unavailable_reason``) when the library cannot run here."""
-    from gpu.reference import unavailable_reason
+    ``gpu.core.reference.unavailable_reason``) when the library cannot run here."""
+    from gpu.core.reference import unavailable_reason
 
     if direction not in ("h2d", "d2h"):
         raise ValueError(f"library copies are h2d or d2h, got {direction!r}")

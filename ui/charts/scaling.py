@@ -2,7 +2,7 @@
 
 Sizes span decades, so N is on a log axis everywhere; times and bandwidths too. The
 phase shares are stacked on a linear axis (never stack on a log axis). Colours come
-from the shared palette in ``ui.charts``.
+from the shared palette in ``ui.charts.common``.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from ui.charts import color_scale
+from ui.charts.common import color_scale
 
 TIME_SERIES = ("gpu-total", "gpu-kernel", "gpu-ilp", "python", "numpy", "numba", "numba-parallel", "cupy", "torch")
 PHASES = ("gpu-h2d", "gpu-kernel", "gpu-d2h")

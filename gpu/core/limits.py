@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import re
 
-from gpu.backend import BACKEND
+from gpu.core.backend import BACKEND
 
 BYTES_PER_FLOAT32 = 4
 MAX_THREADS_PER_BLOCK = 1024  # CUDA's limit on every current GPU
@@ -82,7 +82,7 @@ def device_free_bytes() -> int | None:
     """Free device memory in bytes, or None in the simulator (it shares host memory)."""
     if BACKEND.simulated:
         return None
-    from gpu.backend import cuda
+    from gpu.core.backend import cuda
 
     free, _total = cuda.current_context().get_memory_info()
     return int(free)
@@ -94,10 +94,10 @@ def max_vector_n(
     """Largest float32 vector length a run may use now, from free host/device memory.
 
     Also capped by the configured admission limit (``KERNEL_LAB_MAX_N``, see
-    gpu.admission), which in the simulator defaults to SIMULATOR_MAX_N so runs finish
+    gpu.service.admission), which in the simulator defaults to SIMULATOR_MAX_N so runs finish
     in seconds.
     """
-    from gpu.admission import load_config
+    from gpu.service.admission import load_config
 
     host = host_available_bytes() * MEMORY_SAFETY // (host_arrays * BYTES_PER_FLOAT32)
     limit = int(host)
@@ -111,7 +111,7 @@ def max_vector_n(
 def check_n(n: int | str, max_n: int | None = None, name: str = "N") -> int:
     """Validate an element count against memory (and the simulator cap); return it."""
     value = parse_size(n, name)
-    from gpu.admission import ENV_MAX_N, load_config
+    from gpu.service.admission import ENV_MAX_N, load_config
 
     limit = max_vector_n() if max_n is None else max_n
     if value > limit:
@@ -142,7 +142,7 @@ def check_threads_per_block(threads: int | str, device_max: int = MAX_THREADS_PE
 
 def check_repeats(repeats: int | str) -> int:
     """Validate a repeat count (1 to the configured KERNEL_LAB_MAX_REPEATS, at most MAX_REPEATS); return it."""
-    from gpu.admission import ENV_MAX_REPEATS, load_config
+    from gpu.service.admission import ENV_MAX_REPEATS, load_config
 
     value = parse_int(repeats, "repeats")
     limit = min(MAX_REPEATS, load_config().max_repeats)

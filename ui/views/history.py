@@ -12,8 +12,8 @@ from dataclasses import dataclass
 import pandas as pd
 import streamlit as st
 
-from gpu.store import HistoryStore, RunRecord, StoreError
-from ui.history_charts import compare_chart, compare_subtitle, has_samples, run_label, runs_frame, samples_frame
+from gpu.service.store import HistoryStore, RunRecord, StoreError
+from ui.charts.history import compare_chart, compare_subtitle, has_samples, run_label, runs_frame, samples_frame
 
 MAX_LISTED = 500  # newest runs loaded per page view: bounded work per rerun
 DEFAULT_COMPARED = 2

@@ -7,7 +7,7 @@ Four ceilings frame every bandwidth figure on the Scaling page:
 - the host link, from measured pinned host->device and device->host copies;
 - host memory, from a measured NumPy copy at a size beyond the last-level cache.
 
-Bytes are counted as in ``gpu.copies``: a copy within one memory reads and writes its
+Bytes are counted as in ``gpu.core.copies``: a copy within one memory reads and writes its
 size (counts twice); a copy over the link counts once. GB/s are 1e9 bytes per second.
 """
 
@@ -18,11 +18,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
-from gpu.backend import BACKEND
-from gpu.copies import bandwidth_gbps, time_copy, time_host_copy
-from gpu.device import device_info
-from gpu.limits import device_free_bytes, host_available_bytes
-from gpu.timing import RepeatPolicy, Stats, format_seconds
+from gpu.core.backend import BACKEND
+from gpu.core.copies import bandwidth_gbps, time_copy, time_host_copy
+from gpu.core.device import device_info
+from gpu.core.limits import device_free_bytes, host_available_bytes
+from gpu.core.timing import RepeatPolicy, Stats, format_seconds
 
 MiB = 2**20
 DEVICE_COPY_BYTES = 512 * MiB  # large enough that launch overhead is < 1% on any GPU

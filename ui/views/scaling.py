@@ -16,17 +16,17 @@ from dataclasses import dataclass, replace
 import pandas as pd
 import streamlit as st
 
-from gpu import reference
-from gpu.admission import check_sweep_points, check_work, load_config
-from gpu.backend import BACKEND
-from gpu.limits import InputError, check_threads_per_block, max_vector_n
-from gpu.peaks import Peaks, measure_peaks
-from gpu.sweep import (
+from gpu.core import reference
+from gpu.service.admission import check_sweep_points, check_work, load_config
+from gpu.core.backend import BACKEND
+from gpu.core.limits import InputError, check_threads_per_block, max_vector_n
+from gpu.core.peaks import Peaks, measure_peaks
+from gpu.experiments.scaling import (
     DEFAULT_MIN_N, IMPL_LABELS, IMPLS, SweepConfig, SweepProgress, SweepRun, make_config, repeat_policy,
     run_sweep, sweep_sizes,
 )
-from gpu.timing import format_seconds
-from ui import scaling_charts
+from gpu.core.timing import format_seconds
+from ui.charts import scaling as scaling_charts
 from ui.runner import run_experiment
 
 RESULT_KEY = "scaling.result"
