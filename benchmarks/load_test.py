@@ -72,7 +72,7 @@ def vector_add_session(n: int, repeats: int) -> AppTest:
     if at.exception:
         raise RuntimeError(f"page failed to load: {at.exception}")
     at.text_input(key="n").set_value(str(n))
-    at.number_input(key="repeats").set_value(repeats)
+    at.text_input(key="repeats").input(str(repeats))
     at.multiselect(key="cpu_impls").set_value(["numpy", "numba"])
     at.checkbox(key="article").set_value(False)
     return at

@@ -17,15 +17,6 @@ class _Parser(argparse.ArgumentParser):
         raise InputError(f"{self.prog}: {message}")
 
 
-def _cpu_list(text: str) -> list[str]:
-    from gpu.core.cpu import IMPLEMENTATIONS
-
-    names = [part.strip() for part in text.split(",") if part.strip()]
-    for name in names:
-        if name not in IMPLEMENTATIONS:
-            raise argparse.ArgumentTypeError(f"unknown CPU implementation {name!r}; choose from {','.join(IMPLEMENTATIONS)}")
-    return names
-
 
 def _print_json(data: dict) -> None:
     json.dump(data, sys.stdout, indent=2, default=str)
@@ -43,6 +34,50 @@ def _emit(result, as_json: bool) -> None:
         _print_json(result.to_dict())
     else:
         print(result)
+
+
+# --- experiments: one subcommand per declaration ------------------------------------
+
+
+def add_experiment_command(sub, experiment) -> None:
+    """The subcommand of one declared experiment: a flag per parameter, --json, --quiet."""
+    from gpu.core.backend import BACKEND
+    from gpu.experiments.registry import aliases
+
+    p = sub.add_parser(experiment.key, aliases=list(aliases(experiment.key)), help=experiment.summary,
+                       description=f"{experiment.title}: {experiment.summary}.")
+    for param in experiment.params:
+        if not param.cli:
+            continue
+        default = param.default_for(BACKEND.simulated)
+        shown = ",".join(map(str, default)) if isinstance(default, (tuple, list)) else default
+        text = f"{param.help} (default {shown}{' here' if hasattr(param.default, 'pick') else ''})"
+        if param.widget == "checkbox":
+            p.add_argument(param.cli_flag, dest=param.name, action=argparse.BooleanOptionalAction, default=None, help=text)
+        else:
+            p.add_argument(param.cli_flag, dest=param.name, default=None, metavar=param.name.upper(), help=text)
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="print one JSON object")
+    if experiment.csv:
+        out.add_argument("--csv", action="store_true", help="print one row per measurement")
+    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    p.set_defaults(func=lambda args: cmd_experiment(experiment, args))
+
+
+def cmd_experiment(experiment, args: argparse.Namespace) -> int:
+    """Parse, admit, run and print one experiment; exit 1 when its results disagree."""
+    from gpu.core.backend import BACKEND
+    from gpu.service.admission import admit
+
+    raw = {p.name: getattr(args, p.name) for p in experiment.params if p.cli and getattr(args, p.name, None) is not None}
+    params = experiment.parse(raw, BACKEND.simulated)
+    admit(experiment, params)
+    result = experiment.run(params, _progress(args.quiet or args.json))
+    if getattr(args, "csv", False):
+        sys.stdout.write(result.to_csv())
+    else:
+        _emit(result, args.json)
+    return 0 if experiment.passed(result) else 1
 
 
 # --- commands ----------------------------------------------------------------------
@@ -73,16 +108,6 @@ def cmd_info(args: argparse.Namespace) -> int:
     print("versions: " + ", ".join(f"{k} {v}" for k, v in data["versions"].items() if v))
     return 0
 
-
-def cmd_vector_add(args: argparse.Namespace) -> int:
-    from gpu.core.limits import check_repeats
-    from gpu.core.timing import RepeatPolicy
-    from gpu.experiments.vector_add import run_vector_add
-
-    policy = RepeatPolicy.count(check_repeats(args.repeats))
-    run = run_vector_add(args.n, args.threads_per_block, policy, args.cpu, python_budget_s=args.python_budget)
-    _emit(run, args.json)
-    return 0 if run.agree else 1
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -195,23 +220,17 @@ def cmd_indexing(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from gpu.core.cpu import IMPLEMENTATIONS
+    from gpu.experiments.registry import experiments
 
     parser = _Parser(prog="python -m gpu", description="Kernel Lab's engine, without a browser.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    for experiment in experiments():
+        add_experiment_command(sub, experiment)
 
     p = sub.add_parser("info", help="backend, device, host and library versions")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=cmd_info)
 
-    p = sub.add_parser("vector-add", help="time c = a + b on the GPU and the CPU")
-    p.add_argument("--n", required=True, help="elements per vector: 10000000, 1e7 or 2^20")
-    p.add_argument("--threads-per-block", type=str, default="256", help="1 to 1024 (default 256)")
-    p.add_argument("--repeats", default="10", help="timed runs after one warm-up (1 to 1000, default 10)")
-    p.add_argument("--cpu", type=_cpu_list, default=list(IMPLEMENTATIONS), help=f"comma-separated, from {','.join(IMPLEMENTATIONS)}")
-    p.add_argument("--python-budget", type=float, default=10.0, help="seconds the Python loop may take before it is only estimated")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.set_defaults(func=cmd_vector_add)
 
     p = sub.add_parser("check", help="the GPU validation run: correctness and timings, written as check.json and check.md")
     p.add_argument("--out", default=".", help="folder for check.json and check.md (default: current folder)")
@@ -281,7 +300,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
-        if getattr(args, "threads_per_block", None) is not None:
+        if getattr(args, "threads_per_block", None) is not None and args.command != "vector-add":
             from gpu.core.limits import parse_int
 
             args.threads_per_block = parse_int(args.threads_per_block, "threads per block")

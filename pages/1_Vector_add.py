@@ -2,37 +2,32 @@
 
 import streamlit as st
 
-from gpu.core.limits import SIMULATOR_MAX_N
-from gpu.experiments.vector_add import run_article_method, run_vector_add
-from gpu.core.timing import RepeatPolicy
+import gpu
+from gpu.core.limits import max_vector_n
+from gpu.experiments.vector_add import EXPERIMENT
+from ui.forms import experiment_form, stale_key
 from ui.frame import frame
-from ui.runner import run_experiment
-from ui.views.vector_add import form_ui, show_run
+from ui.runner import run_declared
+from ui.views.vector_add import limits_caption, show_run
 
-device = frame(
+RESULT = "vector_add.result"
+
+frame(
     "Vector add",
     "➕",
     "c = a + b for N float32 elements: the article's Python loop, NumPy and Numba on the "
     "CPU against the CUDA kernel, checked for agreement and timed phase by phase.",
 )
-default_n = 10_000_000 if device.backend == "cuda" else 4096
-params = form_ui(min(default_n, SIMULATOR_MAX_N) if device.backend != "cuda" else default_n, device.max_threads_per_block)
-
+default_n = min(EXPERIMENT.param("n").default_for(gpu.BACKEND.simulated), max_vector_n())  # what fits memory now
+params = experiment_form(EXPERIMENT, defaults={"n": default_n}, limits_caption=limits_caption)
 if params is not None:
+    run = run_declared(EXPERIMENT, params)
+    if run is not None:
+        st.session_state[RESULT] = run
 
-    def work(progress):
-        run = run_vector_add(params.n, params.threads_per_block, RepeatPolicy.count(params.repeats), params.cpu_impls, on_progress=progress)
-        article = None
-        if params.article:
-            progress("the article's method")
-            article = run_article_method(params.n, params.threads_per_block)
-        return run, article
-
-    outcome = run_experiment("vector add", work)
-    if outcome is not None:
-        st.session_state["vector_add.result"] = outcome
-
-if "vector_add.result" in st.session_state:
-    show_run(*st.session_state["vector_add.result"])
+if RESULT in st.session_state:
+    if st.session_state.get(stale_key(EXPERIMENT)):
+        st.warning("The results below belong to the previous inputs; fix the inputs above and press **Run** again.")
+    show_run(st.session_state[RESULT])
 else:
     st.info("Choose N and launch settings, then press **Run**.")

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from gpu.service import admission
-from gpu.service.admission import check_sweep_points, check_work, describe, is_out_of_memory, load_config, out_of_memory_message
-from gpu.core.limits import MAX_REPEATS, SIMULATOR_MAX_N, InputError, check_n, check_repeats, max_vector_n
+from gpu.service.admission import check_sweep_points, check_work, describe, is_out_of_memory, out_of_memory_message
+from gpu.core import limits
+from gpu.core.limits import MAX_REPEATS, SIMULATOR_MAX_N, InputError, check_n, check_repeats, load_config, max_vector_n
 
 
 def test_defaults_differ_for_the_simulator_and_hardware():
@@ -21,7 +22,7 @@ def test_environment_overrides_and_bad_values_are_reported_not_fatal():
     env = {"KERNEL_LAB_MAX_N": "2^12", "KERNEL_LAB_MAX_REPEATS": "lots", "KERNEL_LAB_MAX_SWEEP_POINTS": "0", "KERNEL_LAB_MAX_WORK": "1e6"}
     config = load_config(env, simulated=True)
     assert config.max_n == 4096 and config.max_work == 1_000_000
-    assert config.max_repeats == admission.DEFAULT_MAX_REPEATS[1] and config.max_sweep_points == 24
+    assert config.max_repeats == limits.DEFAULT_MAX_REPEATS[1] and config.max_sweep_points == 24
     assert len(config.problems) == 2 and "KERNEL_LAB_MAX_REPEATS='lots'" in config.problems[0]
 
 

@@ -11,17 +11,20 @@ import logging
 import re
 import time
 from contextlib import ExitStack, contextmanager
-from typing import Any, Callable, Iterator, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, TypeVar
 
 import streamlit as st
 
 import gpu
+from gpu.core.limits import InputError, load_config, max_vector_n
+from gpu.service.admission import admit, is_out_of_memory, out_of_memory_message, release_device_memory
 from gpu.service.admission import describe as describe_limits
-from gpu.service.admission import is_out_of_memory, load_config, out_of_memory_message, release_device_memory
-from gpu.core.limits import InputError, max_vector_n
 from gpu.service.locks import FifoLock, least_loaded
 from gpu.service.store import StoreError
 from ui.resources import cpu_lock, current_store, device_facts, device_lock, devices
+
+if TYPE_CHECKING:
+    from gpu.experiments.base import Experiment
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -72,10 +75,13 @@ def _history_experiment(experiment: str, obj: Any) -> str:
     return f"{re.sub(r'[^a-z0-9]+', '-', experiment.lower()).strip('-')}/{words}"
 
 
-def save_results(experiment: str, result: Any, index: int) -> tuple[list[str], str | None]:
+def save_results(experiment: str, result: Any, index: int, declared: "Experiment | None" = None,
+                 params: Mapping[str, Any] | None = None) -> tuple[list[str], str | None]:
     """Save the result (or each element of a tuple/list result) that has to_dict().
 
-    Returns (run ids, problem); never raises: a history failure must not lose the run.
+    For a declared experiment the row is told, not guessed: its key, the parameters it
+    ran with and its headline measures. Returns (run ids, problem); never raises: a
+    history failure must not lose the run.
     """
     items = list(result) if isinstance(result, (tuple, list)) else [result]
     savable = [item for item in items if hasattr(item, "to_dict")]
@@ -89,8 +95,11 @@ def save_results(experiment: str, result: Any, index: int) -> tuple[list[str], s
             data = dict(item.to_dict())
             data.setdefault("device", device)
             data.setdefault("backend", device["backend"])
+            if declared is not None:
+                data["experiment"] = declared.key
+                data["measures"] = declared.measures(item)
             name = data.get("experiment") or _history_experiment(experiment, item)
-            ids.append(store.save(data, experiment=name, device_index=index))
+            ids.append(store.save(data, experiment=name, params=params, device_index=index))
     except StoreError as exc:
         return ids, f"This run is shown below but was not saved to History: {exc}"
     except Exception as exc:  # never lose a finished run over a history problem
@@ -99,12 +108,31 @@ def save_results(experiment: str, result: Any, index: int) -> tuple[list[str], s
     return ids, None
 
 
+def run_declared(experiment: "Experiment", params: Mapping[str, Any], *, device: int | None = None) -> Any:
+    """Run a declared experiment with parsed ``params``: admission, queue, progress, History.
+
+    Admission runs again here (the form already ran it) so that no caller can queue a
+    run over the budget. Returns the result, or None after showing why there is none.
+    """
+    try:
+        admit(experiment, params)
+    except InputError as exc:
+        st.error(str(exc))
+        return None
+    return run_experiment(
+        experiment.title, lambda progress: experiment.run(params, progress),
+        device=device, uses_cpu=experiment.uses_cpu, declared=experiment, params=params,
+    )
+
+
 def run_experiment(
     experiment: str,
     work: Callable[[Callable[[str], None]], T],
     *,
     device: int | None = None,
     uses_cpu: bool = True,
+    declared: "Experiment | None" = None,
+    params: Mapping[str, Any] | None = None,
 ) -> T | None:
     """Call ``work(progress)`` while holding the device lock (and the CPU lock); return its result.
 
@@ -155,7 +183,7 @@ def run_experiment(
             log.exception("%s failed", experiment)
             status.error(f"The run failed: {exc}. The GPU has been released; try a smaller size or try again.")
         return None
-    run_ids, problem = save_results(experiment, result, index)
+    run_ids, problem = save_results(experiment, result, index, declared, params)
     st.session_state[LAST_KEY] = {
         "experiment": experiment,
         "device_index": index,

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 import re
+from dataclasses import dataclass, field
+from typing import Mapping
 
 from gpu.core.backend import BACKEND
 
@@ -27,6 +29,75 @@ MEMORY_SAFETY = 0.8  # never plan to use more than this share of what is free
 
 class InputError(ValueError):
     """A user-supplied value is out of range; the message is meant to be shown as is."""
+
+
+# --- configured ceilings (admission limits) -----------------------------------------
+# Read by the validators below and by gpu/service/admission.py (which says why these defaults).
+
+ENV_MAX_N = "KERNEL_LAB_MAX_N"
+ENV_MAX_REPEATS = "KERNEL_LAB_MAX_REPEATS"
+ENV_MAX_SWEEP_POINTS = "KERNEL_LAB_MAX_SWEEP_POINTS"
+ENV_MAX_WORK = "KERNEL_LAB_MAX_WORK"
+
+# (hardware, simulator) defaults; see the module docstring for why.
+DEFAULT_MAX_N = (2**30, SIMULATOR_MAX_N)
+DEFAULT_MAX_REPEATS = (100, 100)
+DEFAULT_MAX_SWEEP_POINTS = (24, 24)
+DEFAULT_MAX_WORK = (2**32, 2**19)
+REPEAT_CEILING = 1000  # gpu.core.limits.MAX_REPEATS: configuration may lower it, never raise it
+
+
+@dataclass(frozen=True)
+class AdmissionConfig:
+    """Configured ceilings for one run. ``max_work`` counts elements x passes (warm-up included)."""
+
+    max_n: int
+    max_repeats: int
+    max_sweep_points: int
+    max_work: int
+    problems: tuple[str, ...] = field(default_factory=tuple)
+
+    def to_dict(self) -> dict:
+        return {
+            "max_n": self.max_n,
+            "max_repeats": self.max_repeats,
+            "max_sweep_points": self.max_sweep_points,
+            "max_work": self.max_work,
+            "problems": list(self.problems),
+        }
+
+
+def _read(env: Mapping[str, str], name: str, default: int, parse, problems: list[str], ceiling: int | None = None) -> int:
+    raw = env.get(name)
+    if raw is None or not str(raw).strip():
+        return default
+    try:
+        value = parse(raw, name)
+        if value < 1:
+            raise InputError(f"{name} must be at least 1")
+    except InputError as exc:
+        problems.append(f"{name}={raw!r} ignored ({exc}); using {default:,}")
+        return default
+    if ceiling is not None and value > ceiling:
+        problems.append(f"{name}={raw!r} is above the hard ceiling {ceiling:,}; using {ceiling:,}")
+        return ceiling
+    return value
+
+
+def load_config(env: Mapping[str, str] | None = None, simulated: bool | None = None) -> AdmissionConfig:
+    """The limits in force: defaults for this backend, overridden by the environment."""
+    env = os.environ if env is None else env
+    which = int(BACKEND.simulated if simulated is None else simulated)
+    problems: list[str] = []
+    config = AdmissionConfig(
+        max_n=_read(env, ENV_MAX_N, DEFAULT_MAX_N[which], parse_size, problems),
+        max_repeats=_read(env, ENV_MAX_REPEATS, DEFAULT_MAX_REPEATS[which], parse_int, problems, REPEAT_CEILING),
+        max_sweep_points=_read(env, ENV_MAX_SWEEP_POINTS, DEFAULT_MAX_SWEEP_POINTS[which], parse_int, problems),
+        max_work=_read(env, ENV_MAX_WORK, DEFAULT_MAX_WORK[which], parse_size, problems),
+    )
+    return AdmissionConfig(config.max_n, config.max_repeats, config.max_sweep_points, config.max_work, tuple(problems))
+
+
 
 
 _SIZE_RE = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*(?:(e|E)\s*(\d+)|\^\s*(\d+)|\*\*\s*(\d+))?\s*$")
@@ -97,7 +168,6 @@ def max_vector_n(
     gpu.service.admission), which in the simulator defaults to SIMULATOR_MAX_N so runs finish
     in seconds.
     """
-    from gpu.service.admission import load_config
 
     host = host_available_bytes() * MEMORY_SAFETY // (host_arrays * BYTES_PER_FLOAT32)
     limit = int(host)
@@ -111,7 +181,6 @@ def max_vector_n(
 def check_n(n: int | str, max_n: int | None = None, name: str = "N") -> int:
     """Validate an element count against memory (and the simulator cap); return it."""
     value = parse_size(n, name)
-    from gpu.service.admission import ENV_MAX_N, load_config
 
     limit = max_vector_n() if max_n is None else max_n
     if value > limit:
@@ -126,11 +195,43 @@ def check_n(n: int | str, max_n: int | None = None, name: str = "N") -> int:
     return value
 
 
-def check_threads_per_block(threads: int | str, device_max: int = MAX_THREADS_PER_BLOCK) -> list[str]:
-    """Validate threads per block; raise InputError or return warnings (may be empty)."""
+def check_threads(threads: int | str, device_max: int = MAX_THREADS_PER_BLOCK) -> int:
+    """Validate threads per block (1 to the device's limit); return it. Warnings: ``check_threads_per_block``."""
     value = parse_int(threads, "threads per block")
     if not 1 <= value <= device_max:
         raise InputError(f"threads per block must be between 1 and {device_max} (the device limit), got {value}")
+    return value
+
+
+def parse_seconds(value: float | str, name: str) -> float:
+    """A positive, finite number of seconds from a number or its text; InputError naming ``name``."""
+    if isinstance(value, bool):
+        raise InputError(f"{name} must be a number of seconds, got {value!r}")
+    try:
+        seconds = float(str(value).strip()) if isinstance(value, str) else float(value)
+    except (TypeError, ValueError):
+        raise InputError(f"{name} must be a number of seconds such as 2 or 0.5, got {value!r}") from None
+    if not (seconds > 0 and seconds < float("inf")):
+        raise InputError(f"{name} must be more than 0 seconds, got {value!r}")
+    return seconds
+
+
+_TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
+
+
+def parse_flag(value: bool | int | str) -> bool:
+    """A yes/no value from a bool, 0/1 or its text ("true", "no"...)."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in _TRUE or text in _FALSE:
+        return text in _TRUE
+    raise InputError(f"expected yes or no (true/false, 1/0), got {value!r}")
+
+
+def check_threads_per_block(threads: int | str, device_max: int = MAX_THREADS_PER_BLOCK) -> list[str]:
+    """Validate threads per block; raise InputError or return warnings (may be empty)."""
+    value = check_threads(threads, device_max)
     if value % WARP_SIZE:
         idle = WARP_SIZE - value % WARP_SIZE
         return [
@@ -142,7 +243,6 @@ def check_threads_per_block(threads: int | str, device_max: int = MAX_THREADS_PE
 
 def check_repeats(repeats: int | str) -> int:
     """Validate a repeat count (1 to the configured KERNEL_LAB_MAX_REPEATS, at most MAX_REPEATS); return it."""
-    from gpu.service.admission import ENV_MAX_REPEATS, load_config
 
     value = parse_int(repeats, "repeats")
     limit = min(MAX_REPEATS, load_config().max_repeats)

@@ -9,7 +9,7 @@ average of three wall-clock runs) so the two can be compared side by side.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Callable, Iterable
 
@@ -19,7 +19,9 @@ from gpu.core import cpu
 from gpu.core.backend import BACKEND, cuda
 from gpu.core.device import DeviceInfo, device_info
 from gpu.kernels.vector_add import blocks_for, compile_vector_add, stream_hold_problem, vector_add_kernel
-from gpu.core.limits import InputError, check_n, check_threads_per_block
+from gpu.core.limits import InputError, check_n, check_repeats, check_threads, check_threads_per_block, parse_flag, parse_seconds
+from gpu.experiments.base import Experiment, Param, PerBackend, Progress
+from gpu.experiments.registry import register
 from gpu.core.timing import Clock, PhaseTimer, RepeatPolicy, Stats, collect, format_factor, format_seconds, time_kernel
 
 BYTES_PER_ELEMENT = 12  # float32 vector add reads a and b and writes c: 3 x 4 bytes
@@ -27,7 +29,6 @@ BYTES_PER_ELEMENT = 12  # float32 vector add reads a and b and writes c: 3 x 4 b
 GPU_PHASES = ("h2d", "launch", "kernel", "d2h")
 DEFAULT_PYTHON_BUDGET_S = 10.0  # the Python loop runs fully only if its estimate fits this
 
-Progress = Callable[[str], None]
 
 
 def effective_bandwidth_gbps(n: int, seconds: float) -> float:
@@ -145,6 +146,7 @@ class VectorAddRun:
     cpu: dict[str, CpuTiming]
     agreement: dict[str, Agreement]
     warnings: tuple[str, ...] = ()
+    article: "ArticleRun | None" = None  # the article's own method, when it was run too
     seed: int = 0
     created_at: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
 
@@ -202,6 +204,7 @@ class VectorAddRun:
             "cpu": {k: v.to_dict() for k, v in self.cpu.items()},
             "speedup": {f"{s.gpu_measure}_vs_{s.baseline}": s.to_dict() for s in self.speedups},
             "warnings": list(self.warnings),
+            "article": self.article.to_dict() if self.article is not None else None,
         }
 
     def to_frame(self):
@@ -569,3 +572,74 @@ def explain_difference(article: ArticleRun, careful: VectorAddRun) -> str:
             f"the GPU is {format_factor(vs_numpy.factor)} NumPy's speed."
         )
     return text
+
+
+# --- the declaration ---------------------------------------------------------------
+
+
+def _cpu_names(value) -> tuple[str, ...]:
+    names = [part.strip() for part in value.split(",")] if isinstance(value, str) else [str(v) for v in value]
+    names = [name for name in dict.fromkeys(names) if name]
+    unknown = [name for name in names if name not in cpu.IMPLEMENTATIONS]
+    if unknown:
+        raise InputError(f"unknown CPU implementation {unknown[0]!r}; choose from {', '.join(cpu.IMPLEMENTATIONS)}")
+    return tuple(names)
+
+
+def _python_budget(value) -> float:
+    return parse_seconds(value, "the Python-loop budget")
+
+
+def _threads(value) -> int:
+    return check_threads(value, device_info().max_threads_per_block)
+
+
+def _run(params, progress: Progress) -> VectorAddRun:
+    run = run_vector_add(
+        params["n"], params["threads_per_block"], RepeatPolicy.count(params["repeats"]), params["cpu"],
+        python_budget_s=params["python_budget_s"], on_progress=progress,
+    )
+    if params["article"]:
+        progress("the article's method")
+        run = replace(run, article=run_article_method(params["n"], params["threads_per_block"], python_budget_s=params["python_budget_s"]))
+    return run
+
+
+def _measures(run: VectorAddRun) -> dict[str, float]:
+    out = {
+        "gpu_total_s": run.gpu["total"].median_s,
+        "kernel_s": run.gpu["kernel"].median_s,
+        "kernel_gbps": run.kernel_bandwidth_gbps,
+    }
+    out.update({f"cpu_{name}_s": timing.median_s for name, timing in run.cpu.items()})
+    return out
+
+
+EXPERIMENT = register(Experiment(
+    key="vector-add",
+    title="Vector add",
+    summary="time c = a + b on the GPU and the CPU, phase by phase, and check the results agree",
+    params=(
+        Param("n", "N (elements per vector)", check_n, PerBackend(10_000_000, 4096),
+              "A whole number such as 1000000, 1e6 or 2^20."),
+        Param("threads_per_block", "Threads per block", _threads, 256,
+              "1 to the device's limit (1024); multiples of 32 keep every warp full.", widget="int"),
+        Param("repeats", "Repeats", check_repeats, PerBackend(10, 5),
+              "Timed runs after one warm-up run.", widget="int"),
+        Param("cpu", "CPU implementations", _cpu_names, tuple(cpu.IMPLEMENTATIONS),
+              f"Comma-separated, from {','.join(cpu.IMPLEMENTATIONS)}.", widget="multiselect",
+              options=tuple(cpu.IMPLEMENTATIONS), option_label=lambda name: cpu.LABELS[name]),
+        Param("python_budget_s", "Python-loop budget (s)", _python_budget, DEFAULT_PYTHON_BUDGET_S,
+              "Seconds the Python loop may take before it is only estimated.", widget="float",
+              flag="--python-budget", page=False),
+        Param("article", "Also run it as in the article (copy c in too, mean of three wall-clock runs)",
+              parse_flag, PerBackend(False, True),
+              "Reproduce the article's own measurement beside the careful one.", widget="checkbox"),
+    ),
+    run=_run,
+    # element-passes: warm-up + repeats, and the article's own 3 runs + 1 compile run when asked
+    work=lambda p: p["n"] * (p["repeats"] + 1 + (ARTICLE_RUNS + 1 if p["article"] else 0)),
+    measures=_measures,
+    page="pages/1_Vector_add.py",
+    legacy_keys={"n": "n", "threads_per_block": "threads_per_block", "repeats": "repeats", "cpu": "cpu_impls", "article": "article"},
+))

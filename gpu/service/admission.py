@@ -19,75 +19,29 @@ default applies) and reported in ``AdmissionConfig.problems``.
 
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass, field
-from typing import Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from gpu.core.backend import BACKEND
-from gpu.core.limits import SIMULATOR_MAX_N, InputError, parse_int, parse_size
+from gpu.core.limits import ENV_MAX_SWEEP_POINTS, ENV_MAX_WORK, AdmissionConfig, InputError, load_config, parse_int
 
-ENV_MAX_N = "KERNEL_LAB_MAX_N"
-ENV_MAX_REPEATS = "KERNEL_LAB_MAX_REPEATS"
-ENV_MAX_SWEEP_POINTS = "KERNEL_LAB_MAX_SWEEP_POINTS"
-ENV_MAX_WORK = "KERNEL_LAB_MAX_WORK"
+if TYPE_CHECKING:
+    from gpu.experiments.base import Experiment
 
-# (hardware, simulator) defaults; see the module docstring for why.
-DEFAULT_MAX_N = (2**30, SIMULATOR_MAX_N)
-DEFAULT_MAX_REPEATS = (100, 100)
-DEFAULT_MAX_SWEEP_POINTS = (24, 24)
-DEFAULT_MAX_WORK = (2**32, 2**19)
-REPEAT_CEILING = 1000  # gpu.core.limits.MAX_REPEATS: configuration may lower it, never raise it
+def admit(experiment: "Experiment", params: Mapping[str, Any], config: AdmissionConfig | None = None) -> int:
+    """Refuse a run of ``experiment`` whose work is over the budget, before it queues.
 
-
-@dataclass(frozen=True)
-class AdmissionConfig:
-    """Configured ceilings for one run. ``max_work`` counts elements x passes (warm-up included)."""
-
-    max_n: int
-    max_repeats: int
-    max_sweep_points: int
-    max_work: int
-    problems: tuple[str, ...] = field(default_factory=tuple)
-
-    def to_dict(self) -> dict:
-        return {
-            "max_n": self.max_n,
-            "max_repeats": self.max_repeats,
-            "max_sweep_points": self.max_sweep_points,
-            "max_work": self.max_work,
-            "problems": list(self.problems),
-        }
-
-
-def _read(env: Mapping[str, str], name: str, default: int, parse, problems: list[str], ceiling: int | None = None) -> int:
-    raw = env.get(name)
-    if raw is None or not str(raw).strip():
-        return default
-    try:
-        value = parse(raw, name)
-        if value < 1:
-            raise InputError(f"{name} must be at least 1")
-    except InputError as exc:
-        problems.append(f"{name}={raw!r} ignored ({exc}); using {default:,}")
-        return default
-    if ceiling is not None and value > ceiling:
-        problems.append(f"{name}={raw!r} is above the hard ceiling {ceiling:,}; using {ceiling:,}")
-        return ceiling
-    return value
-
-
-def load_config(env: Mapping[str, str] | None = None, simulated: bool | None = None) -> AdmissionConfig:
-    """The limits in force: defaults for this backend, overridden by the environment."""
-    env = os.environ if env is None else env
-    which = int(BACKEND.simulated if simulated is None else simulated)
-    problems: list[str] = []
-    config = AdmissionConfig(
-        max_n=_read(env, ENV_MAX_N, DEFAULT_MAX_N[which], parse_size, problems),
-        max_repeats=_read(env, ENV_MAX_REPEATS, DEFAULT_MAX_REPEATS[which], parse_int, problems, REPEAT_CEILING),
-        max_sweep_points=_read(env, ENV_MAX_SWEEP_POINTS, DEFAULT_MAX_SWEEP_POINTS[which], parse_int, problems),
-        max_work=_read(env, ENV_MAX_WORK, DEFAULT_MAX_WORK[which], parse_size, problems),
-    )
-    return AdmissionConfig(config.max_n, config.max_repeats, config.max_sweep_points, config.max_work, tuple(problems))
+    Every surface (page form, CLI, cluster submission) calls this with parsed parameters,
+    so no experiment can hold the shared device longer than the budget allows. Returns
+    the run's work in element-passes; raises InputError saying what to change.
+    """
+    config = config or load_config()
+    work = int(experiment.work(params))
+    if work > config.max_work:
+        raise InputError(
+            f"This {experiment.title} run is too long for the shared machine: {work:,} element-passes, "
+            f"over the budget of {config.max_work:,} ({ENV_MAX_WORK}). Use a smaller size or fewer repeats."
+        )
+    return work
 
 
 def check_work(n: int, repeats: int, points: int = 1, warmup: int = 1, config: AdmissionConfig | None = None) -> int:

@@ -279,11 +279,21 @@ class HistoryStore:
 
     # --- writing -------------------------------------------------------------------
 
-    def save(self, result: Mapping[str, Any], *, experiment: str | None = None, device_index: int | None = None, versions: Mapping[str, str | None] | None = None) -> str:
+    def save(
+        self,
+        result: Mapping[str, Any],
+        *,
+        experiment: str | None = None,
+        params: Mapping[str, Any] | None = None,
+        device_index: int | None = None,
+        versions: Mapping[str, str | None] | None = None,
+    ) -> str:
         """Save one run's to_dict(); return its run id. Raises StoreError when history is not writable.
 
-        ``experiment`` is used when the dict has no "experiment" key. ``versions`` defaults
-        to the installed library versions.
+        ``experiment`` is used when the dict has no "experiment" key. ``params`` are the
+        parameters the experiment declared and ran with; rows saved before declarations
+        existed (and callers that pass none) fall back to ``params_of``. ``versions``
+        defaults to the installed library versions.
         """
         if not self.writable:
             raise StoreError(self.problem or f"history database {self.path} is not writable")
@@ -307,7 +317,7 @@ class HistoryStore:
             device.get("name"),
             device_index if device_index is not None else device.get("index"),
             json.dumps(_json_safe(dict(versions)), sort_keys=True),
-            json.dumps(_json_safe(params_of(data)), sort_keys=True, allow_nan=False),
+            json.dumps(_json_safe(dict(params) if params is not None else params_of(data)), sort_keys=True, allow_nan=False),
             json.dumps(data, allow_nan=False),
         )
         try:

@@ -17,7 +17,8 @@ import pandas as pd
 import streamlit as st
 
 from gpu.core import reference
-from gpu.service.admission import check_sweep_points, check_work, load_config
+from gpu.service.admission import check_sweep_points, check_work
+from gpu.core.limits import load_config
 from gpu.core.backend import BACKEND
 from gpu.core.limits import InputError, check_threads_per_block, max_vector_n
 from gpu.core.peaks import Peaks, measure_peaks

@@ -3,58 +3,25 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-
 import pandas as pd
 import streamlit as st
 
 from gpu.core import cpu
-from gpu.service.admission import check_work, load_config
-from gpu.core.limits import InputError, check_n, check_repeats, check_threads_per_block, max_vector_n
+from gpu.core.device import device_info
+from gpu.core.limits import SIMULATOR_MAX_N, load_config, max_vector_n
 from gpu.core.timing import format_factor, format_seconds
-from gpu.experiments.vector_add import ArticleRun, VectorAddRun, explain_difference
+from gpu.experiments.vector_add import VectorAddRun, explain_difference
 from ui.charts import common as charts
 
 
-@dataclass(frozen=True)
-class VectorAddParams:
-    n: int
-    threads_per_block: int
-    repeats: int
-    cpu_impls: tuple[str, ...]
-    article: bool
-
-
-def form_ui(default_n: int, device_max_threads: int) -> VectorAddParams | None:
-    """Draw the form; return validated parameters when Run was pressed, else None."""
-    limit = max_vector_n()
-    with st.form("vector_add"):
-        left, mid, right = st.columns(3)
-        n_text = left.text_input("N (elements per vector)", value=f"{default_n}", key="n", help=f"A whole number such as 1000000, 1e6 or 2^20. At most {limit:,} here.")
-        tpb = mid.number_input("Threads per block", min_value=1, max_value=device_max_threads, value=256, step=32, key="threads_per_block", help=f"1 to {device_max_threads}; multiples of 32 keep every warp full.")
-        repeats = right.number_input("Repeats", min_value=1, max_value=1000, value=5, key="repeats", help="Timed runs after one warm-up run (1 to 1000).")
-        impls = st.multiselect("CPU implementations", options=list(cpu.IMPLEMENTATIONS), default=list(cpu.IMPLEMENTATIONS), format_func=cpu.LABELS.get, key="cpu_impls")
-        article = st.checkbox("Also run it as in the article (copy c in too, mean of three wall-clock runs)", value=True, key="article")
-        submitted = st.form_submit_button("Run", type="primary")
-    admission = load_config()
-    st.caption(f"Limits here: N ≤ {limit:,} (free memory{' and the simulator cap' if limit <= 16_384 else ''}, and this server's limit); threads per block 1–{device_max_threads}; repeats 1–{admission.max_repeats}; N × (repeats + 1) ≤ {admission.max_work:,}.")
-    if not submitted:
-        return None
-    try:
-        params = VectorAddParams(
-            n=check_n(n_text, limit),
-            threads_per_block=int(tpb),
-            repeats=check_repeats(repeats),
-            cpu_impls=tuple(impls),
-            article=article,
-        )
-        check_work(params.n, params.repeats, config=admission)
-        for warning in check_threads_per_block(params.threads_per_block, device_max_threads):
-            st.warning(warning)
-    except InputError as exc:
-        st.error(str(exc))
-        return None
-    return params
+def limits_caption() -> str:
+    """The limits a Vector add run is admitted under, next to the form."""
+    limit, admission = max_vector_n(), load_config()
+    return (
+        f"Limits here: N ≤ {limit:,} (free memory{' and the simulator cap' if limit <= SIMULATOR_MAX_N else ''}, "
+        f"and this server's limit); threads per block 1–{device_info().max_threads_per_block}; "
+        f"repeats 1–{admission.max_repeats}; N × passes ≤ {admission.max_work:,}."
+    )
 
 
 def describe(run: VectorAddRun) -> str:
@@ -103,8 +70,9 @@ def stats_table(run: VectorAddRun) -> pd.DataFrame:
     )
 
 
-def show_run(run: VectorAddRun, article: ArticleRun | None) -> None:
+def show_run(run: VectorAddRun) -> None:
     """Everything about one run: agreement, metrics, charts, table, downloads, article."""
+    article = run.article
     for warning in run.warnings:
         st.warning(warning)
     show_agreement(run)
@@ -117,7 +85,7 @@ def show_run(run: VectorAddRun, article: ArticleRun | None) -> None:
     st.caption(f"Wall clock for CPU and GPU end to end; CUDA events for GPU phases{' (wall clock in the simulator)' if run.backend == 'simulator' else ''}. {run.policy.describe()}.")
     st.dataframe(stats_table(run), hide_index=True, width="stretch")
     left, right = st.columns(2)
-    payload = run.to_dict() | ({"article": article.to_dict()} if article else {})
+    payload = run.to_dict()
     left.download_button("Download run (JSON)", json.dumps(payload, indent=2), file_name=f"vector_add_{run.n}.json", mime="application/json", key="download_json")
     right.download_button("Download samples (CSV)", frame.to_csv(index=False), file_name=f"vector_add_{run.n}.csv", mime="text/csv", key="download_csv")
     if article is not None:
