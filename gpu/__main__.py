@@ -51,7 +51,7 @@ def add_experiment_command(sub, experiment) -> None:
             continue
         default = param.default_for(BACKEND.simulated)
         shown = ",".join(map(str, default)) if isinstance(default, (tuple, list)) else default
-        text = f"{param.help} (default {shown}{' here' if hasattr(param.default, 'pick') else ''})"
+        text = f"{param.help} (default {shown}{' here' if hasattr(param.default, 'pick') else ''})".replace("%", "%%")
         if param.widget == "checkbox":
             p.add_argument(param.cli_flag, dest=param.name, action=argparse.BooleanOptionalAction, default=None, help=text)
         else:
@@ -67,12 +67,13 @@ def add_experiment_command(sub, experiment) -> None:
 def cmd_experiment(experiment, args: argparse.Namespace) -> int:
     """Parse, admit, run and print one experiment; exit 1 when its results disagree."""
     from gpu.core.backend import BACKEND
+    from gpu.experiments.base import Progress
     from gpu.service.admission import admit
 
     raw = {p.name: getattr(args, p.name) for p in experiment.params if p.cli and getattr(args, p.name, None) is not None}
     params = experiment.parse(raw, BACKEND.simulated)
     admit(experiment, params)
-    result = experiment.run(params, _progress(args.quiet or args.json))
+    result = experiment.run(params, Progress.of(_progress(args.quiet or args.json)))
     if getattr(args, "csv", False):
         sys.stdout.write(result.to_csv())
     else:
@@ -155,24 +156,6 @@ def cmd_history_delete(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_sweep(args: argparse.Namespace) -> int:
-    from gpu.core.peaks import measure_peaks
-    from gpu.experiments.scaling import make_config, repeat_policy, run_sweep
-
-    mode = "until_stable" if args.budget is not None else "count"
-    policy = repeat_policy(mode, args.repeats, max_noise=args.noise, budget_s=args.budget)
-    impls = [part.strip() for part in args.impl.split(",") if part.strip()]
-    config = make_config(args.min_n, args.max_n, impls, spacing=args.spacing, threads_per_block=args.threads_per_block,
-                         policy=policy, python_budget_s=args.python_budget, max_wall_s=args.time_limit)
-    say = _progress(args.quiet)
-    peaks = None if args.no_peaks else measure_peaks(quick=bool(args.quick_peaks), on_progress=say)
-    run = run_sweep(config, peaks=peaks, on_progress=lambda p: say(p.message))
-    if args.csv:
-        sys.stdout.write(run.to_csv())
-    else:
-        _emit(run, args.json)
-    return 0 if run.agree else 1
-
 
 def cmd_launch_sweep(args: argparse.Namespace) -> int:
     from gpu.experiments.launch import run_launch_sweep
@@ -248,25 +231,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--yes", action="store_true", help="confirm the deletion")
     p.set_defaults(func=cmd_history_delete)
 
-    p = sub.add_parser("sweep", help="time the vector add over a range of sizes; crossovers and bandwidth")
-    p.add_argument("--min-n", default="2^10", help="smallest N (default 2^10)")
-    p.add_argument("--max-n", default=None, help="largest N (default: the largest size that fits)")
-    p.add_argument("--spacing", choices=("pow2", "decade"), default="pow2", help="powers of two or of ten between the ends")
-    p.add_argument("--impl", default="gpu,numpy,numba,numba-parallel,python,cupy,torch",
-                   help="comma-separated, from gpu,python,numpy,numba,numba-parallel,cupy,torch (references without their library are skipped)")
-    p.add_argument("--threads-per-block", type=str, default="256", help="1 to 1024 (default 256)")
-    p.add_argument("--repeats", default="5", help="timed runs per point after one warm-up (with --budget: at most this many)")
-    p.add_argument("--budget", type=float, default=None, help="sample each point until its noise is below --noise or this many seconds are spent")
-    p.add_argument("--noise", type=float, default=0.02, help="relative spread target; noisier points are flagged (default 0.02)")
-    p.add_argument("--python-budget", type=float, default=2.0, help="seconds per point the Python loop may take before it is only estimated")
-    p.add_argument("--time-limit", type=float, default=None, help="stop after this many seconds, keeping the points measured")
-    p.add_argument("--no-peaks", action="store_true", help="skip measuring the copy ceilings")
-    p.add_argument("--quick-peaks", action="store_true", help="measure the ceilings with 16 MiB buffers (fast, less exact)")
-    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
-    fmt = p.add_mutually_exclusive_group()
-    fmt.add_argument("--json", action="store_true", help="print one JSON object (configuration, points, crossovers, peaks)")
-    fmt.add_argument("--csv", action="store_true", help="print one row per size and series, headed by the configuration")
-    p.set_defaults(func=cmd_sweep)
 
     p = sub.add_parser("launch-sweep", help="time the vector-add kernel for threads per block 32..1024 and grid-stride launches")
     p.add_argument("--n", required=True, help="elements per vector: 2^26, 1e8 or 67108864")

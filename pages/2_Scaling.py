@@ -3,10 +3,15 @@ close each implementation comes to what the memory system can deliver."""
 
 import streamlit as st
 
-from ui.views import scaling as scaling_view
+from gpu.experiments.scaling import EXPERIMENT
+from ui.forms import experiment_form, stale_key
 from ui.frame import frame
+from ui.runner import recover_stopped, run_declared
+from ui.views import scaling as scaling_view
 
-device = frame(
+RESULT = scaling_view.RESULT_KEY
+
+frame(
     "Scaling",
     "📈",
     "The article measures one size. Here the vector add runs at every size of a range, on the "
@@ -16,19 +21,17 @@ device = frame(
     "not the article's, but it shows what the last part of the bandwidth takes — more loads in "
     "flight per thread than one element each provides.",
 )
-scaling_view.init_state()
-params = scaling_view.form_ui(device.max_threads_per_block)
-
+params = experiment_form(EXPERIMENT, submit_label="Run sweep", limits_caption=scaling_view.limits_caption)
 if params is not None:
-    result = scaling_view.run(params)
-    if result is not None:
-        st.session_state[scaling_view.RESULT_KEY] = result
+    result = run_declared(EXPERIMENT, params)
 else:
-    interrupted = scaling_view.recover_interrupted()  # a Stop press ended the last run mid-way
-    if interrupted is not None:
-        st.session_state[scaling_view.RESULT_KEY] = interrupted
+    result = recover_stopped(EXPERIMENT)  # a Stop press ended the last run mid-way
+if result is not None:
+    st.session_state[RESULT] = result
 
-if st.session_state[scaling_view.RESULT_KEY] is not None:
-    scaling_view.show_result(st.session_state[scaling_view.RESULT_KEY])
+if st.session_state.get(RESULT) is not None:
+    if st.session_state.get(stale_key(EXPERIMENT)):
+        st.warning("The sweep below belongs to the previous inputs; fix the inputs above and press **Run sweep** again.")
+    scaling_view.show_result(st.session_state[RESULT])
 else:
     st.info("Choose a size range and implementations, then press **Run sweep**.")

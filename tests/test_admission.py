@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from gpu.service import admission
-from gpu.service.admission import check_sweep_points, check_work, describe, is_out_of_memory, out_of_memory_message
+from gpu.service.admission import check_work, describe, is_out_of_memory, out_of_memory_message
 from gpu.core import limits
+from gpu.core.limits import check_sweep_points
 from gpu.core.limits import MAX_REPEATS, SIMULATOR_MAX_N, InputError, check_n, check_repeats, load_config, max_vector_n
 
 

@@ -82,11 +82,11 @@ def page() -> AppTest:
 
 
 def fill(at: AppTest, min_n="64", max_n="128", impls=("gpu", "numpy", "python"), repeats=1) -> AppTest:
-    at.text_input(key="min_n").input(min_n)
-    at.text_input(key="max_n").input(max_n)
-    at.multiselect(key="impls").set_value(list(impls))
-    at.number_input(key="repeats").set_value(repeats)
-    at.checkbox(key="measure_peaks").uncheck()
+    at.text_input(key="scaling.min_n").input(min_n)
+    at.text_input(key="scaling.max_n").input(max_n)
+    at.multiselect(key="scaling.impls").set_value(list(impls))
+    at.text_input(key="scaling.repeats").input(str(repeats))
+    at.checkbox(key="scaling.peaks").uncheck()
     return at
 
 
@@ -110,13 +110,17 @@ def test_page_runs_a_small_simulated_sweep_and_shows_crossovers_charts_and_downl
 
 
 def test_a_cancelled_sweep_keeps_and_shows_its_partial_result(monkeypatch):
+    from gpu.experiments import base
+
     asked = []
+    real_progress = base.Progress
 
     def stop_after_three() -> bool:
         asked.append(1)
         return len(asked) > 3
 
-    monkeypatch.setattr(scaling_view, "stop_requested", stop_after_three)
+    # the runner's Progress asks should_stop() between steps: press Stop after three
+    monkeypatch.setattr("ui.runner.Progress", lambda **kw: real_progress(**(kw | {"should_stop": stop_after_three})))
     at = fill(page(), max_n="256")
     run_button(at).click().run()
     assert not at.exception, at.exception
@@ -130,11 +134,12 @@ def test_a_cancelled_sweep_keeps_and_shows_its_partial_result(monkeypatch):
 def test_a_sweep_interrupted_by_the_stop_button_is_recovered_on_the_rerun():
     partial = run_sweep(small_config(max_n=64), should_stop=lambda: False)
     at = page()
-    at.session_state[scaling_view.PARTIAL_KEY] = partial  # what an interrupted run leaves behind
+    at.session_state["scaling.partial"] = partial  # what an interrupted run leaves behind
     at.run()
     assert not at.exception
     result = at.session_state[scaling_view.RESULT_KEY]
-    assert result.stopped == "cancelled" and at.session_state[scaling_view.PARTIAL_KEY] is None
+    assert result.stopped == "cancelled" and at.session_state["scaling.partial"] is None
+    assert any("saved to History" in c.value and "marked stopped" in c.value for c in at.caption)
     assert any("Sweep stopped (cancelled)" in w.value for w in at.warning)
 
 
@@ -152,13 +157,12 @@ def test_bad_input_shows_a_message_and_runs_nothing(change, message):
     run_button(at).click().run()
     assert not at.exception
     assert any(message in e.value for e in at.error), [e.value for e in at.error]
-    assert at.session_state[scaling_view.RESULT_KEY] is None
+    assert at.session_state[scaling_view.RESULT_KEY] is None if scaling_view.RESULT_KEY in at.session_state else True
 
 
 def test_zero_budget_until_stable_is_refused():
     at = fill(page())
-    at.radio(key="repeat_mode").set_value("until_stable")
-    at.number_input(key="budget_s").set_value(0.0)
+    at.text_input(key="scaling.budget_s").input("0")
     run_button(at).click().run()
     assert any("more than 0 seconds" in e.value for e in at.error)
-    assert at.session_state[scaling_view.RESULT_KEY] is None
+    assert scaling_view.RESULT_KEY not in at.session_state

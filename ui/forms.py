@@ -84,6 +84,9 @@ def experiment_form(
     if not submitted:
         return None
     hidden = {p.name: values[p.name] for p in experiment.params if not p.page}
+    for param in shown:  # an empty box means "none" only where the declaration allows none
+        if raw[param.name] == "" and param.default_for(simulated) is None:
+            raw[param.name] = None
     try:
         params = experiment.parse(raw | hidden, simulated)
         admit(experiment, params, load_config())

@@ -23,6 +23,8 @@ from gpu.service.locks import FifoLock, least_loaded
 from gpu.service.store import StoreError
 from ui.resources import cpu_lock, current_store, device_facts, device_lock, devices
 
+from gpu.experiments.base import Progress
+
 if TYPE_CHECKING:
     from gpu.experiments.base import Experiment
 
@@ -108,21 +110,69 @@ def save_results(experiment: str, result: Any, index: int, declared: "Experiment
     return ids, None
 
 
+def partial_key(experiment: "Experiment") -> str:
+    return f"{experiment.key}.partial"  # the last snapshot of a running, stoppable experiment
+
+
+def stop_key(experiment: "Experiment") -> str:
+    return f"{experiment.key}.stop_requested"
+
+
 def run_declared(experiment: "Experiment", params: Mapping[str, Any], *, device: int | None = None) -> Any:
     """Run a declared experiment with parsed ``params``: admission, queue, progress, History.
 
     Admission runs again here (the form already ran it) so that no caller can queue a
-    run over the budget. Returns the result, or None after showing why there is none.
+    run over the budget. Experiments that report steps get a progress bar; those that
+    can be stopped get a Stop button (the partial result is kept: ``recover_stopped``).
+    Returns the result, or None after showing why there is none.
     """
     try:
         admit(experiment, params)
     except InputError as exc:
         st.error(str(exc))
         return None
-    return run_experiment(
-        experiment.title, lambda progress: experiment.run(params, progress),
-        device=device, uses_cpu=experiment.uses_cpu, declared=experiment, params=params,
-    )
+    state = st.session_state
+    state[stop_key(experiment)] = False
+    state[partial_key(experiment)] = None
+    state[f"{experiment.key}.params"] = dict(params)  # for saving a stopped run on the rerun
+    left, right = st.columns([5, 1])
+    bar = left.empty()
+    stop_slot = right.empty()
+    if experiment.mark_stopped is not None:
+        stop_slot.button("Stop", key=f"{experiment.key}.stop", on_click=lambda: state.__setitem__(stop_key(experiment), True),
+                         help="Stops between two steps; what was measured stays and is saved.")
+
+    def step(fraction: float, partial: Any) -> None:
+        state[partial_key(experiment)] = partial  # kept if a Stop press interrupts the next call
+        bar.progress(min(max(fraction, 0.0), 1.0))
+
+    def work(say: Callable[[str], None]) -> Any:
+        progress = Progress(say=say, step=step, should_stop=lambda: bool(state.get(stop_key(experiment))))
+        return experiment.run(params, progress)
+
+    result = run_experiment(experiment.title, work, device=device, uses_cpu=experiment.uses_cpu, declared=experiment, params=params)
+    state[partial_key(experiment)] = None
+    stop_slot.empty()
+    bar.empty()
+    return result
+
+
+def recover_stopped(experiment: "Experiment") -> Any:
+    """A run interrupted by its Stop button left a partial result: save it to History, marked, and return it."""
+    state = st.session_state
+    partial = state.get(partial_key(experiment))
+    if partial is None or experiment.mark_stopped is None:
+        return None
+    state[partial_key(experiment)] = None
+    state[stop_key(experiment)] = False
+    result = experiment.mark_stopped(partial, "cancelled")
+    params = state.get(f"{experiment.key}.params")
+    run_ids, problem = save_results(experiment.title, result, choose_device(), experiment, params)
+    if problem:
+        st.warning(problem)
+    elif run_ids:
+        st.caption(f"The stopped run was saved to History as run {run_ids[0][:8]}, marked stopped.")
+    return result
 
 
 def run_experiment(

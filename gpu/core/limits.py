@@ -264,3 +264,11 @@ def parse_int(value: int | str, name: str) -> int:
         return int(str(value).strip().replace("_", ""))
     except ValueError:
         raise InputError(f"{name} must be a whole number, got {value!r}") from None
+
+def check_sweep_points(points: int | str, config: AdmissionConfig | None = None) -> int:
+    """Validate the number of points (sizes, block sizes...) in a sweep; return it."""
+    config = config or load_config()
+    value = parse_int(points, "sweep points")
+    if not 1 <= value <= config.max_sweep_points:
+        raise InputError(f"a sweep may have 1 to {config.max_sweep_points} points ({ENV_MAX_SWEEP_POINTS}), got {value}")
+    return value

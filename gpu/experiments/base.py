@@ -23,8 +23,40 @@ from typing import Any, Callable, Mapping, Sequence
 
 from gpu.core.limits import InputError
 
-Progress = Callable[[str], None]
 Params = Mapping[str, Any]
+
+
+def _ignore(*_args: Any) -> None:
+    return None
+
+
+def _never() -> bool:
+    return False
+
+
+@dataclass(frozen=True)
+class Progress:
+    """How a running experiment reports to whoever runs it, and learns it should stop.
+
+    ``progress("message")`` says what is being measured now (a status line, a stderr
+    line). ``step(fraction, partial)`` reports the share done and the result so far, so a
+    stopped run keeps what it measured. ``should_stop()`` is asked between steps. The
+    CLI, the pages and the cluster workers each build one; the defaults do nothing.
+    """
+
+    say: Callable[[str], None] = _ignore
+    step: Callable[[float, Any], None] = _ignore
+    should_stop: Callable[[], bool] = _never
+
+    def __call__(self, message: str) -> None:
+        self.say(message)
+
+    @classmethod
+    def of(cls, progress: "Progress | Callable[[str], None] | None") -> "Progress":
+        """A Progress from a Progress, a plain ``say(message)`` callable, or None."""
+        if isinstance(progress, Progress):
+            return progress
+        return cls(say=progress) if progress is not None else cls()
 
 WIDGETS = ("text", "int", "float", "select", "multiselect", "checkbox")
 
@@ -105,6 +137,8 @@ class Experiment:
     uses_cpu: bool = True  # also holds the CPU lock (it times CPU baselines)
     legacy_keys: Mapping[str, str] = field(default_factory=dict)  # param name -> widget key kept for bookmarks
     csv: bool = False  # the result has to_csv(): the CLI offers --csv
+    # For runs that can be stopped between steps: mark a partial result as stopped (reason).
+    mark_stopped: Callable[[Any, str], Any] | None = None
 
     def __post_init__(self) -> None:
         names = [p.name for p in self.params]

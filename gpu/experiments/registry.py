@@ -74,4 +74,4 @@ def run(name: str, raw_params: Mapping[str, Any], progress: Progress | None = No
     experiment = get(name)
     params = experiment.parse(raw_params, BACKEND.simulated)
     admit(experiment, params)
-    return experiment.run(params, progress or (lambda _message: None))
+    return experiment.run(params, Progress.of(progress))

@@ -29,9 +29,14 @@ from gpu.core import cpu, reference
 from gpu.core.backend import BACKEND, cuda
 from gpu.core.device import DeviceInfo, device_info
 from gpu.kernels.vector_add import ELEMENTS_PER_THREAD, blocks_for, compile_vector_add, vector_add_ilp_kernel
-from gpu.core.limits import InputError, check_n, check_threads_per_block, max_vector_n, parse_int, parse_size
-from gpu.core.peaks import Peaks
+from gpu.core.limits import (
+    InputError, check_n, check_repeats, check_sweep_points, check_threads, check_threads_per_block, load_config, max_vector_n,
+    parse_flag, parse_int, parse_seconds, parse_size,
+)
+from gpu.core.peaks import Peaks, measure_peaks
 from gpu.core.timing import Clock, RepeatPolicy, Stats, format_factor, format_seconds
+from gpu.experiments.base import Experiment, Param, PerBackend, Progress
+from gpu.experiments.registry import register
 from gpu.experiments.vector_add import BYTES_PER_ELEMENT, time_cpu, time_gpu_phases, time_resident_kernel
 
 # What a user can choose: the GPU kernel (end to end and kernel only come together),
@@ -778,6 +783,131 @@ def _measure(impl: str, a: np.ndarray, b: np.ndarray, expected: np.ndarray, out:
         return [SweepPoint(n, impl, estimate_s=timing.estimate_s)]
     return [SweepPoint(n, impl, timing.stats, agree=_same_bits(out, expected))]
 
+
+
+# --- the declaration ---------------------------------------------------------------
+
+SIMULATOR_DEFAULT_MAX_N = 4096  # 2^10..2^12 in the simulator: a few seconds, not a minute
+
+
+def default_max_n(repeats: int = 3) -> int:
+    """The largest size that fits memory and this server's work budget for a default sweep."""
+    limit = max_vector_n()
+    if BACKEND.simulated:
+        limit = min(limit, SIMULATOR_DEFAULT_MAX_N)
+    budget = load_config().max_work
+    n = limit
+    while n > DEFAULT_MIN_N and sum(sweep_sizes(DEFAULT_MIN_N, n)) * (repeats + 1) > budget:
+        n //= 2
+    return max(n, 1)
+
+
+def default_impls() -> tuple[str, ...]:
+    """Every implementation; references only where their library can run."""
+    return tuple(impl for impl in IMPLS if impl not in reference.REFERENCES or reference.unavailable_reason(impl) is None)
+
+
+def _names(value) -> tuple[str, ...]:
+    names = [part.strip() for part in value.split(",")] if isinstance(value, str) else [str(v) for v in value]
+    return tuple(name for name in dict.fromkeys(names) if name)
+
+
+def _noise(value) -> float:
+    noise = parse_seconds(value, "the noise target")  # a positive number; not seconds, same parsing
+    if not noise < 1:
+        raise InputError(f"the noise target must be between 0 and 1 (e.g. 0.05 for 5%), got {value!r}")
+    return noise
+
+
+def _config(params) -> SweepConfig:
+    policy = repeat_policy("count" if params["budget_s"] is None else "until_stable", params["repeats"],
+                          max_noise=params["noise"], budget_s=params["budget_s"])
+    return make_config(params["min_n"], params["max_n"], params["impls"], spacing=params["spacing"],
+                       threads_per_block=params["threads_per_block"], policy=policy,
+                       python_budget_s=params["python_budget_s"], max_wall_s=params["time_limit_s"])
+
+
+def _work(params) -> int:
+    """Element-passes of the whole sweep; also refuses a sweep with too many sizes."""
+    lo, hi = params["min_n"], params["max_n"]
+    if lo > hi:
+        raise InputError(f"the range is inverted: min N = {lo:,} is above max N = {hi:,}; min N must be at most max N")
+    sizes = sweep_sizes(lo, hi, params["spacing"])
+    if not sizes:
+        raise InputError(f"the range {params['min_n']:,} to {params['max_n']:,} holds no sizes")
+    check_sweep_points(len(sizes))
+    return sum(sizes) * (params["repeats"] + 1)
+
+
+def _run(params, progress: Progress) -> SweepRun:
+    config = _config(params)
+    peaks = measure_peaks(quick=params["quick_peaks"], on_progress=progress) if params["peaks"] else None
+
+    def on_step(p: SweepProgress) -> None:
+        progress.step(p.fraction, p.partial)
+        progress(p.message)
+
+    return run_sweep(config, peaks=peaks, on_progress=on_step, should_stop=progress.should_stop)
+
+
+def _measures(run: SweepRun) -> dict[str, float]:
+    """The largest size's median per series, and the best kernel bandwidth."""
+    out: dict[str, float] = {}
+    if run.sizes:
+        top = run.sizes[-1]
+        out.update({f"{p.series}_s_at_max_n": p.median_s for p in run.points if p.n == top and p.ok})
+    kernel = [p.stats for p in run.points if p.series == "gpu-kernel" and p.stats is not None]
+    if kernel:
+        out["max_n"] = float(run.sizes[-1])
+    return out
+
+
+EXPERIMENT = register(Experiment(
+    key="scaling",
+    title="Scaling",
+    summary="time the vector add over a range of sizes; crossovers and bandwidth",
+    params=(
+        Param("min_n", "Smallest N", lambda v: parse_size(v, "min N"), DEFAULT_MIN_N,
+              "A whole number such as 1024, 1e3 or 2^10."),
+        Param("max_n", "Largest N", lambda v: check_n(v, name="max N"), default_max_n,
+              "The largest size that fits memory and this server's work budget by default."),
+        Param("spacing", "Sizes", lambda v: v if v in SPACINGS else _bad_spacing(v), "pow2",
+              "Every power of two (or of ten) between the ends, plus both ends.", widget="select",
+              options=SPACINGS, option_label={"pow2": "powers of two", "decade": "decades"}.get),
+        Param("threads_per_block", "Threads per block", lambda v: check_threads(v, device_info().max_threads_per_block), 256,
+              "1 to the device's limit (1024); multiples of 32 keep every warp full."),
+        Param("repeats", "Repeats per point", check_repeats, PerBackend(5, 3),
+              "Timed runs per point after one warm-up (with a budget: at most this many)."),
+        Param("noise", "Noise target (stdev/mean)", _noise, 0.05,
+              "Points noisier than this are flagged; with a budget, sampling stops once it is reached (0.05 = 5%)."),
+        Param("budget_s", "Budget per point (s)", lambda v: parse_seconds(v, "the budget per point"), None,
+              "Empty: a fixed number of repeats. A number: sample each point until its noise is below the target "
+              "or this many seconds are spent (the nvbench way).", flag="--budget"),
+        Param("python_budget_s", "Python-loop budget per point (s)", lambda v: parse_seconds(v, "the Python-loop budget"),
+              DEFAULT_PYTHON_BUDGET_S, "The Python loop runs only while its estimate fits; above, its estimate is shown, dashed.",
+              flag="--python-budget"),
+        Param("time_limit_s", "Time limit (s)", lambda v: parse_seconds(v, "the time limit"), None,
+              "Stop after this many seconds, keeping the points measured.", flag="--time-limit", page=False),
+        Param("impls", "Implementations", _names, default_impls,
+              f"Comma-separated, from {','.join(IMPLS)}; CuPy and PyTorch run only where installed and a GPU is present.",
+              widget="multiselect", options=IMPLS, option_label=lambda impl: IMPL_LABELS[impl], flag="--impl"),
+        Param("peaks", "Measure the physical limits", parse_flag, True,
+              "Device-to-device, pinned host↔device and NumPy host copies: the ceilings on the bandwidth chart.",
+              widget="checkbox"),
+        Param("quick_peaks", "Quick limits", parse_flag, PerBackend(False, True),
+              "Measure the limits with 16 MiB buffers (fast, less exact).", widget="checkbox", page=False),
+    ),
+    run=_run,
+    work=_work,
+    measures=_measures,
+    page="pages/2_Scaling.py",
+    csv=True,
+    mark_stopped=lambda run, why: replace(run, stopped=why),
+), aliases=("sweep",))
+
+
+def _bad_spacing(value) -> str:
+    raise InputError(f"spacing must be 'pow2' (powers of two) or 'decade' (powers of ten), got {value!r}")
 
 __all__ = [
     "Crossover", "IMPLS", "IMPL_LABELS", "SERIES_LABELS", "SweepConfig", "SweepPoint", "SweepProgress", "SweepRun",

@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Mapping
 
 from gpu.core.backend import BACKEND
-from gpu.core.limits import ENV_MAX_SWEEP_POINTS, ENV_MAX_WORK, AdmissionConfig, InputError, load_config, parse_int
+from gpu.core.limits import ENV_MAX_WORK, AdmissionConfig, InputError, load_config
 
 if TYPE_CHECKING:
     from gpu.experiments.base import Experiment
@@ -64,13 +64,6 @@ def check_work(n: int, repeats: int, points: int = 1, warmup: int = 1, config: A
     return work
 
 
-def check_sweep_points(points: int | str, config: AdmissionConfig | None = None) -> int:
-    """Validate the number of points (sizes, block sizes...) in a sweep; return it."""
-    config = config or load_config()
-    value = parse_int(points, "sweep points")
-    if not 1 <= value <= config.max_sweep_points:
-        raise InputError(f"a sweep may have 1 to {config.max_sweep_points} points ({ENV_MAX_SWEEP_POINTS}), got {value}")
-    return value
 
 
 def describe(config: AdmissionConfig | None = None, max_n_now: int | None = None) -> str:

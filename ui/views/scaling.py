@@ -1,164 +1,23 @@
-"""Widgets, running and result display for the Scaling page.
-
-Cancelling: while a sweep runs the page shows a Stop button. Streamlit stops a running
-script at its next ``st.*`` call when a button is pressed, which here is the progress
-update between two steps (a kernel is never interrupted). Before every update the
-partial result is kept in session state, so the rerun that follows the press finds it
-and shows it as a stopped sweep. The engine also asks ``stop_requested()`` between
-steps, which ends the sweep cleanly when the stop flag is set.
-"""
+"""Result display for the Scaling page (the form, the run and its Stop button come from
+the declaration: ui.forms and ui.runner)."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, replace
 
 import pandas as pd
 import streamlit as st
 
-from gpu.core import reference
-from gpu.service.admission import check_sweep_points, check_work
-from gpu.core.limits import load_config
-from gpu.core.backend import BACKEND
-from gpu.core.limits import InputError, check_threads_per_block, max_vector_n
-from gpu.core.peaks import Peaks, measure_peaks
-from gpu.experiments.scaling import (
-    DEFAULT_MIN_N, IMPL_LABELS, IMPLS, SweepConfig, SweepProgress, SweepRun, make_config, repeat_policy,
-    run_sweep, sweep_sizes,
-)
+from gpu.core.limits import max_vector_n
 from gpu.core.timing import format_seconds
+from gpu.experiments.scaling import IMPL_LABELS, SweepRun, default_max_n
 from ui.charts import scaling as scaling_charts
-from ui.runner import run_experiment
 
 RESULT_KEY = "scaling.result"
-PARTIAL_KEY = "scaling.partial"  # the last snapshot of a running sweep
-STOP_KEY = "scaling.stop_requested"
-SIMULATOR_DEFAULT_MAX_N = 4096  # 2^10..2^12 in the simulator: a few seconds, not a minute
-DEFAULT_REPEATS = 3
 
 
-@dataclass(frozen=True)
-class ScalingParams:
-    config: SweepConfig
-    measure_peaks: bool
-
-
-def init_state() -> None:
-    st.session_state.setdefault(RESULT_KEY, None)
-    st.session_state.setdefault(PARTIAL_KEY, None)
-    st.session_state.setdefault(STOP_KEY, False)
-
-
-def request_stop() -> None:
-    """The Stop button's callback."""
-    st.session_state[STOP_KEY] = True
-
-
-def stop_requested() -> bool:
-    """Asked by the engine between steps."""
-    return bool(st.session_state.get(STOP_KEY, False))
-
-
-def default_max_n(limit: int, repeats: int = DEFAULT_REPEATS) -> int:
-    """The largest size that fits memory and this server's work budget for a default sweep."""
-    if BACKEND.simulated:
-        limit = min(limit, SIMULATOR_DEFAULT_MAX_N)
-    config = load_config()
-    n = limit
-    while n > DEFAULT_MIN_N and sum(sweep_sizes(DEFAULT_MIN_N, n)) * (repeats + 1) > config.max_work:
-        n //= 2
-    return max(n, 1)
-
-
-def default_impls() -> list[str]:
-    """Every implementation; references only where their library can run."""
-    return [impl for impl in IMPLS if impl not in reference.REFERENCES or reference.unavailable_reason(impl) is None]
-
-
-def form_ui(device_max_threads: int) -> ScalingParams | None:
-    """Draw the sweep form; return validated parameters when "Run sweep" was pressed."""
-    limit = max_vector_n()
-    default_hi = default_max_n(limit)
-    with st.form("scaling"):
-        c1, c2, c3 = st.columns(3)
-        min_text = c1.text_input("Smallest N", value="2^10", key="min_n", help="A whole number such as 1024, 1e3 or 2^10.")
-        max_text = c2.text_input("Largest N", value=f"{default_hi}", key="max_n", help=f"At most {limit:,} here (free memory and this server's limits).")
-        spacing = c3.radio("Sizes", ["pow2", "decade"], horizontal=True, key="spacing",
-                           format_func={"pow2": "powers of two", "decade": "decades"}.get,
-                           help="Every power of two (or of ten) between the ends, plus both ends.")
-        impls = st.multiselect("Implementations", list(IMPLS), default=default_impls(), format_func=IMPL_LABELS.get, key="impls",
-                               help="CuPy and PyTorch run only where they are installed and a GPU is present; otherwise they are listed as skipped.")
-        c1, c2, c3, c4 = st.columns(4)
-        tpb = c1.number_input("Threads per block", min_value=1, max_value=device_max_threads, value=256, step=32, key="threads_per_block")
-        mode = c2.radio("Repeat policy", ["count", "until_stable"], key="repeat_mode",
-                        format_func={"count": "fixed count", "until_stable": "until stable"}.get,
-                        help="Fixed count: that many timed runs per point. Until stable: sample until the noise is below the target or the budget per point is spent (the nvbench way). Warm-up runs are always excluded.")
-        repeats = c2.number_input("Repeats (most, when until stable)", min_value=1, max_value=1000, value=DEFAULT_REPEATS, key="repeats")
-        noise_pct = c3.number_input("Noise target (% stdev/mean)", min_value=0.0, value=5.0, step=0.5, key="noise_pct",
-                                    help="Points noisier than this are flagged; until stable stops when it is reached.")
-        budget_s = c3.number_input("Budget per point (s, until stable)", min_value=0.0, value=0.5, step=0.1, key="budget_s")
-        python_budget_s = c4.number_input("Python-loop budget per point (s)", min_value=0.0, value=2.0, step=0.5, key="python_budget_s",
-                                          help="The Python loop runs only while its estimate fits; above, its estimate is shown, dashed.")
-        peaks = c4.checkbox("Measure the physical limits", value=True, key="measure_peaks",
-                            help="Device-to-device, pinned host↔device and NumPy host copies: the ceilings on the bandwidth chart.")
-        submitted = st.form_submit_button("Run sweep", type="primary")
-    st.caption(f"Limits here: N ≤ {limit:,}; default largest N {default_hi:,} fits memory and this server's work budget.")
-    if not submitted:
-        return None
-    try:
-        policy = repeat_policy(mode, int(repeats), max_noise=float(noise_pct) / 100 if noise_pct < 100 else 1.0, budget_s=float(budget_s) if mode == "until_stable" else None)
-        config = make_config(min_text, max_text, impls, spacing=spacing, threads_per_block=int(tpb), policy=policy,
-                             python_budget_s=float(python_budget_s), limit=limit)
-        check_sweep_points(len(config.sizes))
-        check_work(sum(config.sizes), policy.n_repeat, 1, policy.warmup)
-        for warning in check_threads_per_block(config.threads_per_block, device_max_threads):
-            st.warning(warning)
-    except InputError as exc:
-        st.error(str(exc))
-        return None
-    return ScalingParams(config, bool(peaks))
-
-
-def run(params: ScalingParams) -> SweepRun | None:
-    """Run the sweep through ``run_experiment`` with a progress bar and a Stop button."""
-    state = st.session_state
-    state[STOP_KEY] = False
-    state[PARTIAL_KEY] = None
-    left, right = st.columns([5, 1])
-    bar = left.progress(0.0, text="Waiting for the GPU…")
-    stop_slot = right.empty()
-    stop_slot.button("Stop", key="scaling.stop", on_click=request_stop, help="Stops between two steps; what was measured stays.")
-
-    def work(progress) -> SweepRun:
-        peaks: Peaks | None = None
-        if params.measure_peaks:
-            peaks = measure_peaks(quick=BACKEND.simulated, on_progress=progress)
-
-        def on_progress(p: SweepProgress) -> None:
-            state[PARTIAL_KEY] = p.partial  # kept if a Stop press interrupts the next call
-            bar.progress(p.fraction, text=f"Measuring {p.message}")
-            progress(p.message)
-
-        return run_sweep(params.config, peaks=peaks, on_progress=on_progress, should_stop=lambda: stop_requested())
-
-    result = run_experiment("scaling sweep", work)
-    state[PARTIAL_KEY] = None
-    stop_slot.empty()
-    if result is not None:
-        bar.progress(1.0, text="Sweep finished" if result.complete else f"Sweep stopped: {result.stopped}")
-    else:
-        bar.empty()
-    return result
-
-
-def recover_interrupted() -> SweepRun | None:
-    """A sweep interrupted by the Stop button left its partial result: return it, marked."""
-    partial = st.session_state.get(PARTIAL_KEY)
-    if partial is None:
-        return None
-    st.session_state[PARTIAL_KEY] = None
-    st.session_state[STOP_KEY] = False
-    return replace(partial, stopped="cancelled")
+def limits_caption() -> str:
+    return f"Limits here: N ≤ {max_vector_n():,}; the default largest N {default_max_n():,} fits memory and this server's work budget."
 
 
 def describe(run: SweepRun) -> str:
