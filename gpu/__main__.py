@@ -78,6 +78,9 @@ def cmd_experiment(experiment, args: argparse.Namespace) -> int:
         sys.stdout.write(result.to_csv())
     else:
         _emit(result, args.json)
+        if not args.json:
+            for warning in getattr(result, "warnings", ()):
+                print(f"warning: {warning}")
     return 0 if experiment.passed(result) else 1
 
 
@@ -157,19 +160,6 @@ def cmd_history_delete(args: argparse.Namespace) -> int:
 
 
 
-def cmd_launch_sweep(args: argparse.Namespace) -> int:
-    from gpu.experiments.launch import run_launch_sweep
-    from gpu.core.limits import check_repeats
-    from gpu.core.timing import RepeatPolicy
-
-    policy = RepeatPolicy.count(check_repeats(args.repeats))
-    say = _progress(args.json)
-    sizes = [part for part in args.block_sizes.split(",") if part.strip()]
-    multiples = [part for part in args.grid_stride_multiples.split(",") if part.strip()]
-    run = run_launch_sweep(args.n, sizes, extra_block_size=args.extra_block_size, grid_stride_multiples=multiples, policy=policy, on_progress=say)
-    _emit(run, args.json)
-    return 0 if run.agree else 1
-
 
 def cmd_transfers(args: argparse.Namespace) -> int:
     from gpu.core.backend import BACKEND
@@ -190,16 +180,6 @@ def cmd_transfers(args: argparse.Namespace) -> int:
         print(strategies)
     return 0 if strategies.agree else 1
 
-
-def cmd_indexing(args: argparse.Namespace) -> int:
-    from gpu.experiments.launch import run_indexing
-
-    run = run_indexing(args.n, args.threads_per_block, args.grid_stride_blocks)
-    _emit(run, args.json)
-    if not args.json:
-        for warning in run.warnings:
-            print(f"warning: {warning}")
-    return 0 if run.passed else 1
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -232,21 +212,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_history_delete)
 
 
-    p = sub.add_parser("launch-sweep", help="time the vector-add kernel for threads per block 32..1024 and grid-stride launches")
-    p.add_argument("--n", required=True, help="elements per vector: 2^26, 1e8 or 67108864")
-    p.add_argument("--block-sizes", default="32,64,128,256,512,1024", help="threads per block to time, comma-separated (default 32,64,...,1024)")
-    p.add_argument("--extra-block-size", default=None, help="also time this block size (e.g. 100, not a multiple of 32)")
-    p.add_argument("--grid-stride-multiples", default="1,4,8,32", help="grid-stride launches of k x SM-count blocks of 256 threads, comma-separated k ('' for none)")
-    p.add_argument("--repeats", default="20", help="timed runs per configuration after one warm-up (1 to 1000, default 20)")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.set_defaults(func=cmd_launch_sweep)
 
-    p = sub.add_parser("indexing", help="run the thread-indexing probe: which thread handles which element")
-    p.add_argument("--n", required=True, help="elements")
-    p.add_argument("--threads-per-block", type=str, required=True, help="1 to 1024")
-    p.add_argument("--grid-stride-blocks", default=None, help="launch this many blocks as a grid-stride loop instead of ceil(N / T)")
-    p.add_argument("--json", action="store_true", help="print one JSON object (with per-thread records when small enough to draw)")
-    p.set_defaults(func=cmd_indexing)
 
     p = sub.add_parser("transfers", help="host-link copy bandwidth curves and the vector-add transfer strategies side by side")
     p.add_argument("--n", default=None, help="elements per vector for the strategies (default 1e7; 2048 in the simulator)")

@@ -120,7 +120,8 @@ class Experiment:
     ``run(params, progress)`` measures and returns a frozen result with ``to_dict()``
     (JSON-ready, samples in seconds) and ``to_frame()`` (tidy samples); ``params`` are
     already parsed. ``work(params)`` is the run's size in element-passes, compared with
-    the admission budget before the run queues. ``measures(result)`` gives History the
+    the admission budget before the run queues; it also refuses (InputError) combinations
+    of parameters that cannot run, so those never take the device lock. ``measures(result)`` gives History the
     few headline numbers of a run (seconds, GB/s...). ``passed(result)`` says whether the
     results agreed (the CLI's exit status 1 when not).
     """

@@ -40,14 +40,17 @@ from gpu.core.limits import (
     WARP_SIZE,
     InputError,
     check_n,
+    check_repeats,
+    check_threads,
     check_threads_per_block,
+    max_vector_n,
     parse_int,
     parse_size,
 )
 from gpu.core.timing import RepeatPolicy, Stats, format_seconds, time_kernel
+from gpu.experiments.base import Experiment, Param, PerBackend, Progress
+from gpu.experiments.registry import register
 from gpu.experiments.vector_add import BYTES_PER_ELEMENT, effective_bandwidth_gbps
-
-Progress = Callable[[str], None]
 
 DRAW_LIMIT_THREADS = 4096  # the explorer's chart draws at most this many thread cells
 # The probe records 7 int32 per thread and needs a, b, c (and two more int32 arrays for
@@ -877,6 +880,92 @@ def run_launch_sweep(
         seed=seed,
     )
 
+
+
+# --- the declarations ----------------------------------------------------------------
+
+SM_MULTIPLE_CHOICES = (1, 2, 4, 8, 16, 32)  # grid-stride launches offered on the page
+
+
+def _ints(value, name: str) -> tuple[int, ...]:
+    parts = [part.strip() for part in value.split(",")] if isinstance(value, str) else list(value)
+    return tuple(dict.fromkeys(parse_int(part, name) for part in parts if str(part).strip()))
+
+
+def _optional_blocks(value) -> int | None:
+    return None if str(value).strip() == "" else check_grid_blocks(value)
+
+
+def _optional_block_size(value) -> int | None:
+    if str(value).strip() == "":
+        return None
+    return check_threads(value, device_info().max_threads_per_block)
+
+
+def _indexing_work(p) -> int:
+    """One pass over max(N, threads launched) when the probe runs; beyond ``probe_limit()``
+    the explorer only does the launch arithmetic, which costs nothing."""
+    blocks = p["grid_stride_blocks"] or blocks_for(p["n"], p["threads_per_block"])
+    work = max(p["n"], blocks * p["threads_per_block"])
+    return work if work <= probe_limit() else 0
+
+
+def _sweep_work(p) -> int:
+    """N x (repeats + 1 warm-up) for every configuration timed."""
+    configs = len(p["block_sizes"]) + len(p["grid_stride_multiples"]) + (1 if p["extra_block_size"] else 0)
+    if not configs:
+        raise InputError("choose at least one block size or grid-stride launch")
+    return p["n"] * (p["repeats"] + 1) * configs
+
+
+INDEXING = register(Experiment(
+    key="indexing",
+    title="Thread-indexing probe",
+    summary="run the thread-indexing probe: which thread handles which element",
+    params=(
+        Param("n", "N (elements to cover)", lambda v: parse_size(v, "N"), 1000,
+              "Any whole number ≥ 1, e.g. 1000, 33 or 2^10. Sizes that are not a multiple of the block size show the guard at work."),
+        Param("threads_per_block", "Threads per block", lambda v: check_threads(v, device_info().max_threads_per_block), 256,
+              "1 to the device's limit (1024). Try 32, 33, 100, 256."),
+        Param("grid_stride_blocks", "Grid-stride blocks", _optional_blocks, None,
+              "Empty: one thread per element, ceil(N / threads) blocks. A number: a grid-stride launch of exactly "
+              "that many blocks, each thread looping with stride = blocks × threads."),
+    ),
+    run=lambda p, progress: run_indexing(p["n"], p["threads_per_block"], p["grid_stride_blocks"], on_progress=progress),
+    work=_indexing_work,
+    measures=lambda run: {"threads_launched": float(run.summary.threads_launched)}
+    | ({"probe_s": run.probe_s} if run.probe_s is not None else {}),
+    passed=lambda run: run.passed,
+    page="pages/3_Launch_config.py",
+    uses_cpu=BACKEND.simulated,  # simulated threads are CPU work
+))
+
+LAUNCH_SWEEP = register(Experiment(
+    key="launch-sweep",
+    title="Block-size sweep",
+    summary="time the vector-add kernel for threads per block 32..1024 and grid-stride launches",
+    params=(
+        Param("n", "N (elements per vector)", check_n, lambda: min(1024 if BACKEND.simulated else 2**26, max_vector_n()),
+              "A whole number such as 67108864, 1e8 or 2^26. Large N shows the memory-bound plateau."),
+        Param("repeats", "Repeats", check_repeats, PerBackend(20, 3), "Timed runs per configuration after one warm-up."),
+        Param("extra_block_size", "Extra block size", _optional_block_size, None,
+              "Also time this block size, e.g. 100 (not a multiple of 32). Empty: none."),
+        Param("block_sizes", "Threads per block", lambda v: _ints(v, "threads per block"), SWEEP_BLOCK_SIZES,
+              "Block sizes to time, comma-separated.", widget="multiselect", options=SWEEP_BLOCK_SIZES),
+        Param("grid_stride_multiples", "Grid-stride launches (blocks = k × multiprocessors, 256 threads each)",
+              lambda v: _ints(v, "multiple of the SM count"), PerBackend(GRID_STRIDE_SM_MULTIPLES, (1, 4)),
+              "Grid-stride launches of k × SM-count blocks of 256 threads, comma-separated k ('' for none).",
+              widget="multiselect", options=SM_MULTIPLE_CHOICES, option_label=lambda k: f"{k}× SMs"),
+    ),
+    run=lambda p, progress: run_launch_sweep(
+        p["n"], p["block_sizes"], extra_block_size=p["extra_block_size"], grid_stride_multiples=p["grid_stride_multiples"],
+        policy=RepeatPolicy.count(p["repeats"]), on_progress=progress,
+    ),
+    work=_sweep_work,
+    measures=lambda run: {"best_kernel_s": min(c.kernel.median_s for c in run.configs)} if run.configs else {},
+    page="pages/3_Launch_config.py",
+    uses_cpu=BACKEND.simulated,
+))
 
 __all__ = [
     "DRAW_LIMIT_THREADS",

@@ -3,60 +3,24 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 
 import pandas as pd
 import streamlit as st
 
-from gpu.core.device import DeviceInfo
 from gpu.core.inspect import KERNELS, KernelInspection, inspect_kernel
-from gpu.experiments.launch import (
-    DRAW_LIMIT_THREADS,
-    GRID_STRIDE_SM_MULTIPLES,
-    SWEEP_BLOCK_SIZES,
-    IndexingRun,
-    LaunchSweepRun,
-    check_grid_blocks,
-)
-from gpu.core.limits import InputError, check_n, check_repeats, check_threads_per_block, max_vector_n, parse_size
+from gpu.experiments.launch import DRAW_LIMIT_THREADS, IndexingRun, LaunchSweepRun
 from gpu.core.timing import format_seconds
 from ui.charts import launch as launch_charts
 
 INDEXING_KEY = "launch.indexing"
 SWEEP_KEY = "launch.sweep"
-SM_MULTIPLE_CHOICES = (1, 2, 4, 8, 16, 32)
 
 
 # --- the explorer ---------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class IndexingParams:
-    n: int
-    threads_per_block: int
-    grid_stride_blocks: int | None
 
 
-def indexing_form(device: DeviceInfo) -> IndexingParams | None:
-    """The explorer's form; validated parameters when "Run probe" was pressed, else None."""
-    with st.form("indexing"):
-        left, mid, right = st.columns(3)
-        n_text = left.text_input("N (elements to cover)", value="1000", key="indexing_n", help="Any whole number ≥ 1, e.g. 1000, 33 or 2^10. Sizes that are not a multiple of the block size show the guard at work.")
-        tpb = mid.number_input("Threads per block", value=256, step=1, key="indexing_threads_per_block", help=f"1 to {device.max_threads_per_block}. Try 32, 33, 100, 256.")
-        blocks = right.number_input("Grid-stride blocks", value=2, step=1, key="indexing_blocks", help="Used when grid-stride is on: a fixed number of blocks loops over all N elements.")
-        grid_stride = st.checkbox("Grid-stride launch (a fixed number of blocks; each thread loops with stride = blocks × threads)", value=False, key="indexing_grid_stride")
-        submitted = st.form_submit_button("Run probe", type="primary")
-    st.caption(f"The chart draws up to {DRAW_LIMIT_THREADS:,} threads; larger launches get the summary only.")
-    if not submitted:
-        return None
-    try:
-        n = parse_size(n_text, "N")
-        check_threads_per_block(int(tpb), device.max_threads_per_block)
-        gs = check_grid_blocks(int(blocks)) if grid_stride else None
-    except InputError as exc:
-        st.error(str(exc))
-        return None
-    return IndexingParams(n, int(tpb), gs)
 
 
 def show_indexing(run: IndexingRun) -> None:
@@ -101,48 +65,7 @@ def show_indexing(run: IndexingRun) -> None:
 # --- the sweep ------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class SweepParams:
-    n: int
-    block_sizes: tuple[int, ...]
-    extra_block_size: int | None
-    grid_stride_multiples: tuple[int, ...]
-    repeats: int
 
-
-def sweep_form(device: DeviceInfo) -> SweepParams | None:
-    """The sweep's form; validated parameters when "Run sweep" was pressed, else None."""
-    simulated = device.backend != "cuda"
-    limit = max_vector_n()
-    default_n = min(1024, limit) if simulated else min(2**26, limit)
-    with st.form("launch_sweep"):
-        left, mid, right = st.columns(3)
-        n_text = left.text_input("N (elements per vector)", value=str(default_n), key="sweep_n", help=f"A whole number such as 67108864, 1e8 or 2^26; at most {limit:,} here. Large N shows the memory-bound plateau.")
-        repeats = mid.number_input("Repeats", min_value=1, max_value=1000, value=3 if simulated else 20, key="sweep_repeats", help="Timed runs per configuration after one warm-up.")
-        extra = right.number_input("Extra block size (0 = none)", value=0, step=1, key="sweep_extra", help="Add a block size that is not a multiple of 32, e.g. 100.")
-        sizes = st.multiselect("Threads per block", list(SWEEP_BLOCK_SIZES), default=list(SWEEP_BLOCK_SIZES), key="sweep_block_sizes")
-        default_multiples = [1, 4] if simulated else list(GRID_STRIDE_SM_MULTIPLES)
-        multiples = st.multiselect(
-            "Grid-stride launches (blocks = k × multiprocessors, 256 threads each)", list(SM_MULTIPLE_CHOICES), default=default_multiples,
-            format_func=lambda k: f"{k}× SMs", key="sweep_grid_stride",
-        )
-        submitted = st.form_submit_button("Run sweep", type="primary")
-    if simulated:
-        st.caption("In the simulator every thread costs about 0.1 ms: keep N to a few thousand.")
-    if not submitted:
-        return None
-    try:
-        n = check_n(n_text, limit)
-        if not sizes and not multiples and not extra:
-            raise InputError("choose at least one block size or grid-stride launch")
-        if extra:
-            for warning in check_threads_per_block(int(extra), device.max_threads_per_block):
-                st.warning(warning)
-        params = SweepParams(n, tuple(sizes), int(extra) or None, tuple(multiples), check_repeats(repeats))
-    except InputError as exc:
-        st.error(str(exc))
-        return None
-    return params
 
 
 def describe_sweep(run: LaunchSweepRun) -> str:
