@@ -161,25 +161,6 @@ def cmd_history_delete(args: argparse.Namespace) -> int:
 
 
 
-def cmd_transfers(args: argparse.Namespace) -> int:
-    from gpu.core.backend import BACKEND
-    from gpu.core.limits import check_repeats
-    from gpu.core.timing import RepeatPolicy
-    from gpu.experiments.transfers import run_bandwidth_curves, run_strategies
-
-    n = args.n if args.n is not None else (2048 if BACKEND.simulated else 10_000_000)
-    policy = RepeatPolicy.count(check_repeats(args.repeats))
-    say = _progress(args.json)
-    strategies = run_strategies(n, args.threads_per_block, args.chunks, args.streams, args.iterations, policy, on_progress=say)
-    curves = None if args.no_bandwidth else run_bandwidth_curves(policy=RepeatPolicy.count(10), on_progress=say)
-    if args.json:
-        _print_json({"experiment": "transfers", "bandwidth": curves.to_dict() if curves else None, "strategies": strategies.to_dict()})
-    else:
-        if curves is not None:
-            print(curves, end="\n\n")
-        print(strategies)
-    return 0 if strategies.agree else 1
-
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -214,16 +195,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 
-    p = sub.add_parser("transfers", help="host-link copy bandwidth curves and the vector-add transfer strategies side by side")
-    p.add_argument("--n", default=None, help="elements per vector for the strategies (default 1e7; 2048 in the simulator)")
-    p.add_argument("--threads-per-block", type=str, default="256", help="1 to 1024 (default 256)")
-    p.add_argument("--chunks", default="8", help="chunks for the chunked-streams strategy (1 to N, at most 256; default 8)")
-    p.add_argument("--streams", default="4", help="streams for the chunked strategy (1 to the chunk count, at most 32; default 4)")
-    p.add_argument("--iterations", default=None, help="kernel runs for the data-kept-on-device strategy (default 100; 3 in the simulator)")
-    p.add_argument("--repeats", default="5", help="timed runs per strategy after one warm-up (default 5)")
-    p.add_argument("--no-bandwidth", action="store_true", help="skip the copy bandwidth curves")
-    p.add_argument("--json", action="store_true", help="print one JSON object: bandwidth curves and strategies")
-    p.set_defaults(func=cmd_transfers)
     return parser
 
 

@@ -3,20 +3,19 @@
 import streamlit as st
 
 import gpu
-from gpu.core.timing import RepeatPolicy
-from gpu.experiments.transfers import run_bandwidth_curves, run_strategies
-from ui.views import transfers as view
+from gpu.experiments.transfers import BANDWIDTH, STRATEGIES_EXPERIMENT
+from ui.forms import experiment_form
 from ui.frame import frame
-from ui.runner import run_experiment
+from ui.runner import run_declared
+from ui.views import transfers as view
 
-device = frame(
+frame(
     "Transfers",
     "🔁",
     "For one vector add the copies over the host link cost far more than the kernel — the "
     "lesson the article's single number hides. Measure the link itself, then do the same "
     "vector add six ways and see which copies you can avoid, hide or make cheaper.",
 )
-view.init_state()
 if gpu.BACKEND.simulated:
     st.info(view.SIMULATOR_WARNING, icon="ℹ️")
 
@@ -25,15 +24,10 @@ st.markdown(
     "Host→device, device→host and device→device copies against size, with **pageable** (ordinary) and "
     "**pinned** (page-locked) host memory — the way CUDA's bandwidthTest and nvbandwidth measure it."
 )
-bw = view.bandwidth_form_ui()
-if bw is not None:
-    curves = run_experiment(
-        "transfers bandwidth",
-        lambda progress: run_bandwidth_curves(bw.sizes, bw.series, RepeatPolicy.count(bw.repeats), on_progress=progress),
-    )
-    if curves is not None:
-        st.session_state[view.BANDWIDTH_KEY] = curves
-if st.session_state[view.BANDWIDTH_KEY] is not None:
+bw = experiment_form(BANDWIDTH, submit_label="Measure bandwidth", limits_caption=view.bandwidth_caption)
+if bw is not None and (curves := run_declared(BANDWIDTH, bw)) is not None:
+    st.session_state[view.BANDWIDTH_KEY] = curves
+if st.session_state.get(view.BANDWIDTH_KEY) is not None:
     view.show_bandwidth(st.session_state[view.BANDWIDTH_KEY])
 else:
     st.caption("Choose sizes and press **Measure bandwidth**.")
@@ -43,23 +37,11 @@ st.markdown(
     "As in the article · careful (output on the device) · pinned host memory · data kept on the device · "
     "chunked streams (copies of one chunk overlap other chunks' kernels and copies) · mapped zero-copy host memory."
 )
-params = view.strategy_form_ui(device.max_threads_per_block)
-if params is not None:
-    comparison = run_experiment(
-        "transfer strategies",
-        lambda progress: run_strategies(
-            params.n,
-            params.threads_per_block,
-            params.chunks,
-            params.streams,
-            params.iterations,
-            RepeatPolicy.count(params.repeats),
-            on_progress=progress,
-        ),
-    )
-    if comparison is not None:
-        st.session_state[view.STRATEGIES_KEY] = comparison
-if st.session_state[view.STRATEGIES_KEY] is not None:
+params = experiment_form(STRATEGIES_EXPERIMENT, submit_label="Compare strategies", defaults={"bandwidth": False},
+                         limits_caption=view.strategies_caption)
+if params is not None and (run := run_declared(STRATEGIES_EXPERIMENT, params)) is not None:
+    st.session_state[view.STRATEGIES_KEY] = run.strategies
+if st.session_state.get(view.STRATEGIES_KEY) is not None:
     view.show_strategies(st.session_state[view.STRATEGIES_KEY])
 else:
     st.caption("Choose N, chunks and streams, then press **Compare strategies**.")

@@ -27,11 +27,11 @@ def button(at: AppTest, label: str):
 
 
 def strategies(at: AppTest, n="300", chunks=3, streams=2, iterations=2, repeats=1) -> AppTest:
-    at.text_input(key="n").input(n)
-    at.number_input(key="chunks").set_value(chunks)
-    at.number_input(key="streams").set_value(streams)
-    at.number_input(key="iterations").set_value(iterations)
-    at.number_input(key="repeats").set_value(repeats)
+    at.text_input(key="transfers.n").input(n)
+    at.text_input(key="transfers.chunks").input(str(chunks))
+    at.text_input(key="transfers.streams").input(str(streams))
+    at.text_input(key="transfers.iterations").input(str(iterations))
+    at.text_input(key="transfers.repeats").input(str(repeats))
     return button(at, "Compare strategies").click().run()
 
 
@@ -46,8 +46,9 @@ def test_page_renders_and_says_what_the_simulator_does_not_simulate():
 
 def test_bandwidth_run_states_plateaus_and_draws_the_curves():
     at = page()
-    at.select_slider(key="bw_sizes").set_range(4096, 65536)
-    at.number_input(key="bw_repeats").set_value(2)
+    at.selectbox(key="transfers-bandwidth.smallest").set_value(4096)
+    at.selectbox(key="transfers-bandwidth.largest").set_value(65536)
+    at.text_input(key="transfers-bandwidth.repeats").input("2")
     at = button(at, "Measure bandwidth").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     text = " ".join(m.value for m in at.markdown)
@@ -91,7 +92,7 @@ def test_bad_strategy_input_shows_an_error_and_runs_nothing(kwargs, message):
     assert not at.exception
     assert any(message in e.value for e in at.error), [e.value for e in at.error]
     assert not at.get("vega_lite_chart")
-    assert at.session_state["transfers.strategies"] is None
+    assert "transfers.strategies" not in at.session_state
 
 
 # --- chart builders, on to_dict() ------------------------------------------------------------

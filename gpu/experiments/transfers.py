@@ -34,16 +34,19 @@ from gpu.core.limits import (
     MEMORY_SAFETY,
     InputError,
     check_n,
+    check_repeats,
+    check_threads,
     check_threads_per_block,
     device_free_bytes,
     host_available_bytes,
     max_vector_n,
+    parse_flag,
     parse_int,
 )
 from gpu.core.timing import Clock, PhaseTimer, RepeatPolicy, Stats, collect, format_factor, format_seconds, time_kernel
+from gpu.experiments.base import Experiment, Param, PerBackend, Progress
+from gpu.experiments.registry import register
 from gpu.experiments.vector_add import BYTES_PER_ELEMENT, Agreement, check_agreement, make_inputs, time_gpu_phases
-
-Progress = Callable[[str], None]
 
 KIB = 1024
 MIB = 1024 * KIB
@@ -555,6 +558,7 @@ TRANSFER_HOST_ARRAYS = 14
 LARGE_N_CAP = 2**28  # 1 GiB per float32 array: big enough to sit on every plateau, quick enough to time
 DEFAULT_ITERATIONS = 100
 SIMULATOR_ITERATIONS = 3
+SIMULATOR_STRATEGY_N = 2048  # eight strategies of simulated kernels stay within seconds
 
 
 def max_transfer_n() -> int:
@@ -1443,3 +1447,129 @@ __all__ = [
     "run_bandwidth_curves",
     "run_strategies",
 ]
+
+
+# --- the declarations ----------------------------------------------------------------
+
+
+def _size_choice(value) -> int:
+    size = parse_int(value, "copy size")
+    if size not in COPY_SIZE_CHOICES:
+        raise InputError(f"copy sizes are {format_bytes(COPY_SIZE_CHOICES[0])} to {format_bytes(COPY_SIZE_CHOICES[-1])} "
+                         f"in steps of 4x; got {size:,} bytes")
+    return size
+
+
+def _series(value) -> tuple[tuple[str, str], ...]:
+    names = value.split(",") if isinstance(value, str) else value
+    chosen = []
+    for name in names:
+        key = tuple(name.strip().split("-")) if isinstance(name, str) else tuple(name)
+        if key not in SERIES:
+            raise InputError(f"unknown copy {name!r}; choose from {', '.join('-'.join(s) for s in SERIES)}")
+        chosen.append(key)
+    if not chosen:
+        raise InputError("choose at least one kind of copy")
+    return tuple(dict.fromkeys(chosen))
+
+
+def _copy_sizes(p) -> tuple[int, ...]:
+    if p["smallest"] > p["largest"]:
+        raise InputError(f"the smallest copy ({format_bytes(p['smallest'])}) is larger than the largest ({format_bytes(p['largest'])})")
+    return check_copy_sizes([s for s in COPY_SIZE_CHOICES if p["smallest"] <= s <= p["largest"]])
+
+
+def _bandwidth_work(p) -> int:
+    """Element-passes, counting 12 bytes (one vector-add element) as one element. Simulated
+    copies are NumPy copies with no simulated threads, so they cost the budget nothing."""
+    sizes = _copy_sizes(p)
+    if BACKEND.simulated:
+        return 0
+    return sum(sizes) // BYTES_PER_ELEMENT * (p["repeats"] + 1) * len(p["series"])
+
+
+BANDWIDTH = register(Experiment(
+    key="transfers-bandwidth",
+    title="Copy bandwidth",
+    summary="host-link and device copy bandwidth against size, pageable and pinned",
+    params=(
+        Param("smallest", "Smallest copy", _size_choice, COPY_SIZE_CHOICES[0], "The smallest copy size, in bytes.",
+              widget="select", options=COPY_SIZE_CHOICES, option_label=format_bytes),
+        Param("largest", "Largest copy", _size_choice, PerBackend(max(DEFAULT_COPY_SIZES), max(SIMULATOR_COPY_SIZES)),
+              "The largest copy size, in bytes; every 4x between the ends is measured.",
+              widget="select", options=COPY_SIZE_CHOICES, option_label=format_bytes),
+        Param("repeats", "Repeats per size", check_repeats, 10, "Timed copies per size after one warm-up; the median is plotted."),
+        Param("series", "Copies", _series, SERIES, "Comma-separated, from " + ", ".join("-".join(s) for s in SERIES) + ".",
+              widget="multiselect", options=SERIES, option_label=lambda key: series_label(*key)),
+    ),
+    run=lambda p, progress: run_bandwidth_curves(_copy_sizes(p), p["series"], RepeatPolicy.count(p["repeats"]), on_progress=progress),
+    work=_bandwidth_work,
+    measures=lambda curves: {f"{p.direction}_{p.memory}_gbps_at_largest": p.bandwidth_gbps
+                             for p in curves.points if p.nbytes == max(curves.sizes)},
+    passed=lambda curves: True,
+    page="pages/4_Transfers.py",
+    uses_cpu=True,
+))
+
+
+def _strategies_work(p) -> int:
+    """Every strategy makes one pass over N per sample; in the simulator each of the K
+    kernel runs costs as much as a pass too (on a GPU they are cheap next to the copies)."""
+    chunks = check_chunks(p["chunks"], p["n"])
+    check_streams(p["streams"], chunks)
+    passes = len(STRATEGIES) + (p["iterations"] - 1 if BACKEND.simulated else 0)
+    return p["n"] * (p["repeats"] + 1) * passes
+
+
+@dataclass(frozen=True)
+class TransfersRun:
+    """The CLI's ``transfers``: the strategies, and the copy bandwidth curves when measured."""
+
+    strategies: StrategyComparison
+    bandwidth: BandwidthCurves | None = None
+
+    @property
+    def agree(self) -> bool:
+        return self.strategies.agree
+
+    def to_dict(self) -> dict:
+        return {"experiment": "transfers", "bandwidth": self.bandwidth.to_dict() if self.bandwidth else None,
+                "strategies": self.strategies.to_dict()}
+
+    def __str__(self) -> str:
+        return (f"{self.bandwidth}\n\n" if self.bandwidth is not None else "") + str(self.strategies)
+
+
+def _run_transfers(p, progress) -> TransfersRun:
+    strategies = run_strategies(p["n"], p["threads_per_block"], p["chunks"], p["streams"], p["iterations"],
+                                RepeatPolicy.count(p["repeats"]), on_progress=progress)
+    curves = run_bandwidth_curves(policy=RepeatPolicy.count(10), on_progress=progress) if p["bandwidth"] else None
+    return TransfersRun(strategies, curves)
+
+
+STRATEGIES_EXPERIMENT = register(Experiment(
+    key="transfers",
+    title="Transfer strategies",
+    summary="the vector add six ways (article, careful, pinned, resident, chunked streams, mapped), "
+            "and the copy bandwidth curves",
+    params=(
+        Param("n", "N (elements per vector)", lambda v: check_n(v, max_transfer_n()),
+              lambda: min(SIMULATOR_STRATEGY_N if BACKEND.simulated else 10_000_000, max_transfer_n()),
+              "A whole number such as 1000000, 1e6 or 2^20."),
+        Param("threads_per_block", "Threads per block", lambda v: check_threads(v, device_info().max_threads_per_block), 256,
+              "1 to the device's limit (1024); multiples of 32 keep every warp full."),
+        Param("repeats", "Repeats", check_repeats, PerBackend(5, 2), "Timed runs per strategy after one warm-up."),
+        Param("chunks", "Chunks", lambda v: parse_int(v, "chunks"), 8, f"For the chunked-streams strategy: 1 to N, at most {MAX_CHUNKS}."),
+        Param("streams", "Streams", lambda v: parse_int(v, "streams"), 4,
+              f"For the chunked-streams strategy: 1 to the chunk count, at most {MAX_STREAMS}."),
+        Param("iterations", "Kernel runs with data kept on the device (K)", check_iterations,
+              PerBackend(DEFAULT_ITERATIONS, SIMULATOR_ITERATIONS),
+              f"Copy in once, run the kernel K times, copy out once (1 to {MAX_ITERATIONS:,})."),
+        Param("bandwidth", "Also measure the copy bandwidth curves", parse_flag, True,
+              "Measure host-link and device copy bandwidth too (10 copies per size).", widget="checkbox", page=False),
+    ),
+    run=_run_transfers,
+    work=_strategies_work,
+    measures=lambda run: {f"{s.key}_s": s.cost_s for s in run.strategies.ranking},
+    page="pages/4_Transfers.py",
+))

@@ -1,38 +1,27 @@
 """Widgets and result display for the Transfers page.
 
-``*_form_ui()`` draw the forms and return validated parameters (or None); ``show_*``
-draw a finished result. All measuring happens in ``gpu.experiments.transfers``.
+The forms come from the declarations (ui.forms); ``show_*`` draw a finished result and
+the ``*_caption`` functions the limits under each form. All measuring happens in
+``gpu.experiments.transfers``.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 
 import pandas as pd
 import streamlit as st
 
 import gpu
-from gpu.service.admission import check_work
-from gpu.core.limits import InputError, check_n, check_repeats, check_threads_per_block
 from gpu.core.timing import format_factor, format_seconds
 from gpu.experiments.transfers import (
-    COPY_SIZE_CHOICES,
-    DEFAULT_COPY_SIZES,
-    DEFAULT_ITERATIONS,
     MAX_CHUNKS,
     MAX_ITERATIONS,
     MAX_STREAMS,
-    SERIES,
     SIMULATED_NOTE,
-    SIMULATOR_COPY_SIZES,
-    SIMULATOR_ITERATIONS,
     STRATEGIES,
     BandwidthCurves,
     StrategyComparison,
-    check_chunks,
-    check_iterations,
-    check_streams,
     format_bytes,
     max_copy_bytes,
     max_transfer_n,
@@ -51,55 +40,14 @@ SIMULATOR_WARNING = (
 )
 
 
-def init_state() -> None:
-    st.session_state.setdefault(BANDWIDTH_KEY, None)
-    st.session_state.setdefault(STRATEGIES_KEY, None)
-
-
-@dataclass(frozen=True)
-class BandwidthParams:
-    sizes: tuple[int, ...]
-    series: tuple[tuple[str, str], ...]
-    repeats: int
-
-
-@dataclass(frozen=True)
-class StrategyParams:
-    n: int
-    threads_per_block: int
-    chunks: int
-    streams: int
-    iterations: int
-    repeats: int
-
 
 # --- bandwidth ---------------------------------------------------------------------------
 
 
-def bandwidth_form_ui() -> BandwidthParams | None:
-    """The copy-bandwidth form; validated parameters when submitted, else None."""
+def bandwidth_caption() -> str:
     limit = max_copy_bytes()
-    choices = [s for s in COPY_SIZE_CHOICES if s <= limit] or [COPY_SIZE_CHOICES[0]]
-    default = SIMULATOR_COPY_SIZES if gpu.BACKEND.simulated else DEFAULT_COPY_SIZES
-    low, high = choices[0], max(s for s in choices if s <= max(default))
-    labels = {key: series_label(*key) for key in SERIES}
-    with st.form("transfers_bandwidth"):
-        left, right = st.columns([3, 1])
-        span = left.select_slider("Copy sizes (every 4× between the ends)", options=choices, value=(low, high), format_func=format_bytes, key="bw_sizes")
-        repeats = right.number_input("Repeats per size", min_value=1, max_value=1000, value=10, key="bw_repeats", help="Timed copies per size after one warm-up; the median is plotted.")
-        chosen = st.multiselect("Copies", options=list(SERIES), default=list(SERIES), format_func=labels.get, key="bw_series")
-        submitted = st.form_submit_button("Measure bandwidth", type="primary")
-    st.caption(f"Sizes up to {format_bytes(limit)} here ({'the simulator cap' if gpu.BACKEND.simulated else 'free host and device memory'}).")
-    if not submitted:
-        return None
-    try:
-        if not chosen:
-            raise InputError("choose at least one kind of copy")
-        lo, hi = span
-        return BandwidthParams(tuple(s for s in choices if lo <= s <= hi), tuple(chosen), check_repeats(repeats))
-    except InputError as exc:
-        st.error(str(exc))
-        return None
+    return f"Sizes up to {format_bytes(limit)} here ({'the simulator cap' if gpu.BACKEND.simulated else 'free host and device memory'}); every 4× between the ends."
+
 
 
 def describe_bandwidth(curves: BandwidthCurves) -> str:
@@ -143,44 +91,10 @@ def show_bandwidth(curves: BandwidthCurves) -> None:
 # --- strategies --------------------------------------------------------------------------
 
 
-def strategy_form_ui(device_max_threads: int) -> StrategyParams | None:
-    """The strategies form; validated parameters when submitted, else None."""
-    limit = max_transfer_n()
-    simulated = gpu.BACKEND.simulated
-    default_n = min(2048 if simulated else 10_000_000, limit)
-    with st.form("transfers_strategies"):
-        c1, c2, c3 = st.columns(3)
-        n_text = c1.text_input("N (elements per vector)", value=f"{default_n}", key="n", help=f"A whole number such as 1000000, 1e6 or 2^20. At most {limit:,} here.")
-        tpb = c2.number_input("Threads per block", min_value=1, max_value=device_max_threads, value=256, step=32, key="threads_per_block")
-        repeats = c3.number_input("Repeats", min_value=1, max_value=1000, value=2 if simulated else 5, key="repeats", help="Timed runs per strategy after one warm-up (1 to 1000).")
-        c4, c5, c6 = st.columns(3)
-        chunks = c4.number_input("Chunks", value=8, step=1, key="chunks", help=f"For the chunked-streams strategy: 1 to N, at most {MAX_CHUNKS}.")
-        streams = c5.number_input("Streams", value=4, step=1, key="streams", help=f"For the chunked-streams strategy: 1 to the chunk count, at most {MAX_STREAMS}.")
-        iterations = c6.number_input(
-            "Kernel runs with data kept on the device (K)",
-            value=SIMULATOR_ITERATIONS if simulated else DEFAULT_ITERATIONS,
-            step=1,
-            key="iterations",
-            help=f"Copy in once, run the kernel K times, copy out once (1 to {MAX_ITERATIONS:,}).",
-        )
-        submitted = st.form_submit_button("Compare strategies", type="primary")
-    st.caption(f"Limits here: N ≤ {limit:,}; chunks 1 to min(N, {MAX_CHUNKS}); streams 1 to min(chunks, {MAX_STREAMS}); K 1 to {MAX_ITERATIONS:,}.")
-    if not submitted:
-        return None
-    try:
-        n = check_n(n_text, limit)
-        warnings = check_threads_per_block(int(tpb), device_max_threads)
-        n_chunks = check_chunks(int(chunks), n)
-        params = StrategyParams(n, int(tpb), n_chunks, check_streams(int(streams), n_chunks), check_iterations(int(iterations)), check_repeats(int(repeats)))
-        # every strategy makes one pass over N per sample; in the simulator each of the K kernel
-        # runs costs as much as a pass too (on a GPU they are cheap next to the copies)
-        check_work(n, params.repeats, len(STRATEGIES) + (params.iterations - 1 if simulated else 0))
-    except InputError as exc:
-        st.error(str(exc))
-        return None
-    for warning in warnings:
-        st.warning(warning)
-    return params
+def strategies_caption() -> str:
+    return (f"Limits here: N ≤ {max_transfer_n():,}; chunks 1 to min(N, {MAX_CHUNKS}); streams 1 to min(chunks, {MAX_STREAMS}); "
+            f"K 1 to {MAX_ITERATIONS:,}.")
+
 
 
 def describe_strategies(result: StrategyComparison) -> str:
