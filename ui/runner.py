@@ -8,7 +8,6 @@ instead of a traceback, and every completed run is saved to the history database
 from __future__ import annotations
 
 import logging
-import re
 import time
 from contextlib import ExitStack, contextmanager
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, TypeVar
@@ -72,42 +71,25 @@ def on_device(index: int) -> Iterator[None]:
         yield
 
 
-def _history_experiment(experiment: str, obj: Any) -> str:
-    words = re.sub(r"(?<!^)(?=[A-Z])", "-", type(obj).__name__).lower()
-    return f"{re.sub(r'[^a-z0-9]+', '-', experiment.lower()).strip('-')}/{words}"
+def save_result(experiment: "Experiment", result: Any, index: int, params: Mapping[str, Any] | None) -> tuple[str | None, str | None]:
+    """Save one run to History, told (not guessed) by its declaration: the experiment's
+    key, the parameters it ran with and its headline measures.
 
-
-def save_results(experiment: str, result: Any, index: int, declared: "Experiment | None" = None,
-                 params: Mapping[str, Any] | None = None) -> tuple[list[str], str | None]:
-    """Save the result (or each element of a tuple/list result) that has to_dict().
-
-    For a declared experiment the row is told, not guessed: its key, the parameters it
-    ran with and its headline measures. Returns (run ids, problem); never raises: a
-    history failure must not lose the run.
+    Returns (run id, problem); never raises: a history failure must not lose the run.
     """
-    items = list(result) if isinstance(result, (tuple, list)) else [result]
-    savable = [item for item in items if hasattr(item, "to_dict")]
-    if not savable:
-        return [], None
-    ids: list[str] = []
     try:
-        store = current_store()
         device = device_facts(index).to_dict()
-        for item in savable:
-            data = dict(item.to_dict())
-            data.setdefault("device", device)
-            data.setdefault("backend", device["backend"])
-            if declared is not None:
-                data["experiment"] = declared.key
-                data["measures"] = declared.measures(item)
-            name = data.get("experiment") or _history_experiment(experiment, item)
-            ids.append(store.save(data, experiment=name, params=params, device_index=index))
+        data = dict(result.to_dict())
+        data.setdefault("device", device)
+        data.setdefault("backend", device["backend"])
+        data["experiment"] = experiment.key
+        data["measures"] = experiment.measures(result)
+        return current_store().save(data, experiment=experiment.key, params=params, device_index=index), None
     except StoreError as exc:
-        return ids, f"This run is shown below but was not saved to History: {exc}"
+        return None, f"This run is shown below but was not saved to History: {exc}"
     except Exception as exc:  # never lose a finished run over a history problem
-        log.exception("saving %s to history failed", experiment)
-        return ids, f"This run is shown below but was not saved to History ({type(exc).__name__}: {exc})."
-    return ids, None
+        log.exception("saving %s to history failed", experiment.key)
+        return None, f"This run is shown below but was not saved to History ({type(exc).__name__}: {exc})."
 
 
 def partial_key(experiment: "Experiment") -> str:
@@ -167,11 +149,11 @@ def recover_stopped(experiment: "Experiment") -> Any:
     state[stop_key(experiment)] = False
     result = experiment.mark_stopped(partial, "cancelled")
     params = state.get(f"{experiment.key}.params")
-    run_ids, problem = save_results(experiment.title, result, choose_device(), experiment, params)
+    run_id, problem = save_result(experiment, result, choose_device(), params)
     if problem:
         st.warning(problem)
-    elif run_ids:
-        st.caption(f"The stopped run was saved to History as run {run_ids[0][:8]}, marked stopped.")
+    elif run_id:
+        st.caption(f"The stopped run was saved to History as run {run_id[:8]}, marked stopped.")
     return result
 
 
@@ -233,7 +215,8 @@ def run_experiment(
             log.exception("%s failed", experiment)
             status.error(f"The run failed: {exc}. The GPU has been released; try a smaller size or try again.")
         return None
-    run_ids, problem = save_results(experiment, result, index, declared, params)
+    run_id, problem = save_result(declared, result, index, params) if declared is not None else (None, None)
+    run_ids = [run_id] if run_id else []
     st.session_state[LAST_KEY] = {
         "experiment": experiment,
         "device_index": index,

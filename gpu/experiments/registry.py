@@ -9,10 +9,8 @@ afterwards (no per-user state lives here).
 from __future__ import annotations
 
 import importlib
-from typing import Any, Mapping
-
 from gpu.core.limits import InputError
-from gpu.experiments.base import Experiment, Progress
+from gpu.experiments.base import Experiment
 
 # The modules that declare experiments, in the order the CLI and the home page list them.
 MODULES = (
@@ -60,18 +58,3 @@ def get(name: str) -> Experiment:
     if key is None:
         raise InputError(f"unknown experiment {name!r}; known: {', '.join(_REGISTRY)}")
     return _REGISTRY[key]
-
-
-def run(name: str, raw_params: Mapping[str, Any], progress: Progress | None = None) -> Any:
-    """Parse, admit and run one experiment by name: what a cluster worker or a script calls.
-
-    Only plain parameters cross this boundary, never code. Raises InputError for bad
-    parameters or a run over the admission limits, before any work starts.
-    """
-    from gpu.core.backend import BACKEND
-    from gpu.service.admission import admit
-
-    experiment = get(name)
-    params = experiment.parse(raw_params, BACKEND.simulated)
-    admit(experiment, params)
-    return experiment.run(params, Progress.of(progress))

@@ -25,7 +25,7 @@ from gpu.core.backend import BACKEND
 from gpu.core.limits import ENV_MAX_WORK, AdmissionConfig, InputError, load_config
 
 if TYPE_CHECKING:
-    from gpu.experiments.base import Experiment
+    from gpu.experiments.base import Experiment, Progress
 
 def admit(experiment: "Experiment", params: Mapping[str, Any], config: AdmissionConfig | None = None) -> int:
     """Refuse a run of ``experiment`` whose work is over the budget, before it queues.
@@ -42,6 +42,21 @@ def admit(experiment: "Experiment", params: Mapping[str, Any], config: Admission
             f"over the budget of {config.max_work:,} ({ENV_MAX_WORK}). Use a smaller size or fewer repeats."
         )
     return work
+
+
+def admit_and_run(name: str, raw_params: Mapping[str, Any], progress: "Progress | None" = None) -> Any:
+    """Parse, admit and run one experiment by name: what a cluster worker or a script calls.
+
+    Only plain parameters cross this boundary, never code. Raises InputError for bad
+    parameters or a run over the admission limits, before any work starts.
+    """
+    from gpu.experiments.base import Progress
+    from gpu.experiments.registry import get
+
+    experiment = get(name)
+    params = experiment.parse(raw_params, BACKEND.simulated)
+    admit(experiment, params)
+    return experiment.run(params, Progress.of(progress))
 
 
 def check_work(n: int, repeats: int, points: int = 1, warmup: int = 1, config: AdmissionConfig | None = None) -> int:
