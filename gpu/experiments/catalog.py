@@ -176,19 +176,19 @@ def split_source(kernel) -> tuple[str, str]:
 def step_sources(spec: KernelSpec) -> list[StepSource]:
     """Every step's source and what changed from the step before (the first step: all new)."""
     out: list[StepSource] = []
-    previous: list[str] = []
+    previous: list[str] | None = None
     for step in spec.steps:
         why, source = split_source(step.kernel)
-        # compare bodies without the def line, so renaming the kernel is not a change
-        current = source.splitlines()
-        tagged: list[tuple[str, str]] = []
-        for line in difflib.ndiff(previous[1:], current[1:]) if previous else (f"+ {line}" for line in current[1:]):
-            if line.startswith("? "):
-                continue
-            tagged.append((line[0], line[2:]))
+        lines = source.splitlines()
+        head = next(i for i, line in enumerate(lines) if line.startswith("def ")) + 1
+        body = lines[head:]  # compared without the decorator and def line: renaming is not a change
+        if previous is None:
+            tagged = [("+", line) for line in body]
+        else:
+            tagged = [(line[0], line[2:]) for line in difflib.ndiff(previous, body) if not line.startswith("? ")]
         helpers = "\n".join(split_source(h)[1] for h in step.helpers)
-        out.append(StepSource(step.key, step.label, why, source, ((" ", current[0]), *tagged), helpers))
-        previous = current
+        out.append(StepSource(step.key, step.label, why, source, (*((" ", line) for line in lines[:head]), *tagged), helpers))
+        previous = body
     return out
 
 

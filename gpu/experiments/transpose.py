@@ -105,5 +105,6 @@ EXPERIMENT = declare(
     SPEC,
     "transpose an N × N float32 matrix: naive, through a shared-memory tile, and with a padded tile",
     Param("n", "N (the matrix is N × N)", parse_side, PerBackend(8192, 32), "A whole number such as 4096 or 2^12."),
+    repeats=PerBackend(5, 2),
     elements=lambda p: p["n"] ** 2,
 )

@@ -70,7 +70,7 @@ def transpose_padded_kernel(a, out):
     for k in range(0, TILE, BLOCK_ROWS):
         if row0 + ty + k < a.shape[0] and col0 + tx < a.shape[1]:
             tile[ty + k, tx] = a[row0 + ty + k, col0 + tx]
-    cuda.syncthreads()
+    cuda.syncthreads()  # the whole tile is loaded before any thread reads another's element
     for k in range(0, TILE, BLOCK_ROWS):
         if col0 + ty + k < a.shape[1] and row0 + tx < a.shape[0]:
             out[col0 + ty + k, row0 + tx] = tile[tx, ty + k]
