@@ -86,8 +86,10 @@ def throughput_chart(summary: pd.DataFrame, subtitle: str, metric: str = "gbps",
     tooltip = [alt.Tooltip("label:N", title="implementation"), alt.Tooltip("value:Q", title=unit, format=",.4g"),
                alt.Tooltip("fraction_of_peak:Q", title="share of peak", format=".1%"),
                alt.Tooltip("vs_best_library:Q", title="× best library's time", format=".3g")]
+    # room to the right of the longest bar (or the peak) for its label
+    right = max([peak or 0.0, *rows["value"]]) * 1.45 if len(rows) else 1.0
     bars = alt.Chart(rows).mark_bar(height=20).encode(
-        y=y, x=alt.X("value:Q", title=f"{unit} (linear)", scale=alt.Scale(domainMax=peak * 1.05) if peak else alt.Undefined),
+        y=y, x=alt.X("value:Q", title=f"{unit} (linear)", scale=alt.Scale(domain=[0, right], nice=False)),
         color=alt.Color("kind_label:N", scale=_kind_scale(rows["kind_label"]), title="kind"), tooltip=tooltip)
     text = alt.Chart(rows).mark_text(align="left", dx=4, fontSize=11).encode(y=y, x="value:Q", text="text:N")
     layers = bars + text

@@ -46,7 +46,7 @@ def roofline_chart(points: pd.DataFrame, roofs: Roofs, subtitle: str) -> alt.Cha
         domain = [r for r in ROOF_COLORS if r in set(lines["roof"])]
         layers.append(alt.Chart(lines).mark_line(strokeWidth=2).encode(
             x=x, y=alt.Y("gflops:Q", scale=alt.Scale(type="log"), title=y_title),
-            color=alt.Color("roof:N", scale=alt.Scale(domain=domain, range=[ROOF_COLORS[r] for r in domain]), title="roof"),
+            color=alt.Color("roof:N", scale=alt.Scale(domain=domain, range=[ROOF_COLORS[r] for r in domain]), title="roof", legend=alt.Legend(labelLimit=280)),
             strokeDash=alt.condition("datum.roof == 'measured device copy'", alt.value([6, 3]), alt.value([1, 0])),
             detail="roof:N",
             tooltip=[alt.Tooltip("roof:N"), alt.Tooltip("intensity:Q", format=".3g", title="FLOP/byte"), alt.Tooltip("gflops:Q", format=",.4g", title="GFLOP/s")]))
@@ -59,6 +59,9 @@ def roofline_chart(points: pd.DataFrame, roofs: Roofs, subtitle: str) -> alt.Cha
         color=alt.Color("kernel:N", title="kernel", scale=alt.Scale(scheme="tableau10")),
         shape=alt.Shape("source:N", title="measured in"),
         tooltip=tooltip))
+    pts["tag"] = [step.split(" · ")[0] if " · " in step else "" for step in pts["step"]]  # "1", "2"...: the step number
+    layers.append(alt.Chart(pts).mark_text(align="left", dx=8, dy=-6, fontSize=11, color="#333").encode(
+        x=x, y=alt.Y("gflops:Q", scale=alt.Scale(type="log")), text="tag:N"))
     return alt.layer(*layers).resolve_scale(color="independent").properties(
         title=alt.TitleParams("Roofline: every measured kernel step under the device's roofs", subtitle=subtitle), height=460)
 
