@@ -210,3 +210,14 @@ def test_step_sources_mark_what_changed_and_keep_the_why_as_prose():
 def test_shuffle_steps_show_the_device_functions_they_call():
     sources = {s.key: s for s in step_sources(reduction.SPEC)}
     assert "shfl_down_sync" in sources["shuffle"].helpers and "for i in range" in sources["grid-stride"].source
+
+
+def test_gpu_check_section_of_a_kernel_passes_in_the_simulator_and_reports_targets(tmp_path):
+    from gpu.report.check import SECTIONS, catalog_section, run_check
+
+    assert {f"{key}_section" for key in KERNELS} <= {section.__name__ for section in SECTIONS}
+    report = run_check(tmp_path, quick=True, sections=[catalog_section("matmul")])
+    assert report.passed, report.markdown()
+    markdown = (tmp_path / "check.md").read_text()
+    assert "## Matrix multiply" in markdown and "register-tiled step's throughput ÷ cuBLAS FP32's" in markdown
+    assert "not measurable here" in markdown  # no cuBLAS in the simulator: the target is not claimed

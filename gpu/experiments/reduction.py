@@ -156,7 +156,7 @@ def targets(runs) -> list[Target]:
 
 def check_problems(quick: bool) -> list[dict]:
     if quick:
-        return [{"n": 2048, "threads_per_block": 256, "repeats": 1, "cpu": ("numpy",)}]
+        return [{"n": 512, "threads_per_block": 128, "repeats": 1, "cpu": ("numpy",)}]
     return [{"n": 2**28, "threads_per_block": 256, "repeats": 10, "cpu": ("numpy", "numba-parallel")}]
 
 

@@ -97,7 +97,7 @@ def targets(runs) -> list[Target]:
 
 def check_problems(quick: bool) -> list[dict]:
     if quick:
-        return [{"n": 40, "repeats": 1, "cpu": ("numpy",)}]
+        return [{"n": 32, "repeats": 1, "cpu": ("numpy",)}]
     return [{"n": 16384, "repeats": 10, "cpu": ("numpy", "numba-parallel")}]
 
 
