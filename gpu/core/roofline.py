@@ -55,7 +55,17 @@ def sm_clock_khz(index: int = 0) -> int | None:
 
         with cuda.list_devices()[index]:
             return int(cuda.get_current_device().CLOCK_RATE)
-    except Exception:  # attribute missing on this driver: the FP32 roof is then unknown
+    except Exception:  # attribute missing on this driver: ask NVML, else the FP32 roof is unknown
+        pass
+    try:
+        import pynvml  # type: ignore[import-not-found]
+
+        pynvml.nvmlInit()
+        try:
+            return int(pynvml.nvmlDeviceGetMaxClockInfo(pynvml.nvmlDeviceGetHandleByIndex(index), pynvml.NVML_CLOCK_SM)) * 1000
+        finally:
+            pynvml.nvmlShutdown()
+    except Exception:
         return None
 
 

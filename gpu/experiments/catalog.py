@@ -258,7 +258,7 @@ def check_kernel(key: str, quick: bool, say: Callable[[str], None]) -> tuple[str
     experiment = module.EXPERIMENT
     runs = []
     for raw in module.check_problems(quick):
-        params = experiment.parse(raw, simulated=quick)
+        params = experiment.parse(raw, BACKEND.simulated)
         say(f"{experiment.title}: {params}")
         runs.append(experiment.run(params, say))
     targets = module.targets(runs)
