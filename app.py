@@ -28,5 +28,7 @@ st.page_link("pages/1_Vector_add.py", label="Vector add — the article's experi
 st.page_link("pages/2_Scaling.py", label="Scaling — every size of a range: where the GPU starts to win, bandwidth against the limits", icon="📈")
 st.page_link("pages/3_Launch_config.py", label="Launch config — which thread handles which element; block-size sweep; the kernel's PTX", icon="🧮")
 st.page_link("pages/4_Transfers.py", label="Transfers — host-link bandwidth, pinned memory, streams: the copies that decide whether the GPU pays off", icon="🔁")
+st.page_link("pages/7_Kernels.py", label="Kernels — five kernels after vector add, each from naive to near the hardware, checked and timed side by side", icon=":material/view_timeline:")
+st.page_link("pages/8_Roofline.py", label="Roofline — every measured kernel step against the device's memory and FP32 roofs", icon=":material/show_chart:")
 st.page_link("pages/5_History.py", label="History — every saved run: filter, compare, export", icon="🗂️")
 st.page_link("pages/6_Device.py", label="Device — hardware, driver and library facts", icon="🖥️")

@@ -18,6 +18,12 @@ MODULES = (
     "gpu.experiments.scaling",
     "gpu.experiments.launch",
     "gpu.experiments.transfers",
+    # the kernel catalog (gpu/experiments/catalog.py)
+    "gpu.experiments.reduction",
+    "gpu.experiments.transpose",
+    "gpu.experiments.histogram",
+    "gpu.experiments.stencil",
+    "gpu.experiments.matmul",
 )
 
 _REGISTRY: dict[str, Experiment] = {}

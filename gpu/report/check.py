@@ -18,6 +18,7 @@ from gpu.core.backend import BACKEND
 from gpu.core.device import device_info, host_info, library_versions
 from gpu.core.limits import SIMULATOR_MAX_N, max_vector_n
 from gpu.core.timing import RepeatPolicy, format_factor, format_seconds
+from gpu.experiments.catalog import KERNELS
 
 AWKWARD_SIZES = (1, 31, 32, 33, 255, 256, 257, 1_000_003, 10_000_000)
 CHECK_BLOCK_SIZES = (32, 128, 256, 1024)
@@ -266,7 +267,21 @@ def transfers_section(ctx: CheckContext) -> Section:
     return Section("transfers", "Transfers: host-link bandwidth and vector-add strategies", passed, data, markdown)
 
 
-SECTIONS: list[Callable[[CheckContext], Section]] = [correctness_section, breakdown_section, article_section, scaling_section, launch_section, transfers_section]
+def catalog_section(key: str) -> Callable[[CheckContext], Section]:
+    """The ``gpu check`` section of one catalog kernel (gpu/experiments/catalog.py: ``check_kernel``)."""
+
+    def section(ctx: CheckContext) -> Section:
+        from gpu.experiments.catalog import check_kernel
+
+        title, passed, data, markdown = check_kernel(key, ctx.quick, ctx.say)
+        return Section(key, title, passed, data, markdown)
+
+    section.__name__ = f"{key}_section"
+    return section
+
+
+SECTIONS: list[Callable[[CheckContext], Section]] = [correctness_section, breakdown_section, article_section, scaling_section, launch_section, transfers_section,
+                                                     *(catalog_section(key) for key in KERNELS)]
 
 
 def run_check(

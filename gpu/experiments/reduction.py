@@ -1,0 +1,169 @@
+"""Reduction: the sum of N float32 values, declared for the catalog.
+
+Agreement is bounded: every implementation adds in its own order, so each result is
+compared with a float64 sum within γ_k · Σ|x|, k being the depth of that order's
+summation tree (see gpu/core/agreement.py and each step's ``depth``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from gpu.core.agreement import BoundedReference
+from gpu.core.device import device_info
+from gpu.core.limits import InputError, parse_int
+from gpu.experiments.base import Param, PerBackend
+from gpu.experiments.catalog import Target, declare, parse_count, ratio
+from gpu.experiments.steps import CpuImpl, KernelSpec, Library, Output, Step
+from gpu.kernels.geometry import blocks_for, resident_blocks
+from gpu.kernels import reduction as k
+
+
+def make_inputs(p, seed: int) -> dict[str, np.ndarray]:
+    """N float32 values, uniform in [0, 1), reproducible from ``seed``."""
+    return {"x": np.random.default_rng(seed).random(p["n"], dtype=np.float32)}
+
+
+def reference(inputs, p) -> BoundedReference:
+    x = inputs["x"].astype(np.float64)
+    return BoundedReference(np.array([x.sum()]), np.array([np.abs(x).sum()]))
+
+
+# --- summation depths (k in γ_k) -----------------------------------------------------
+
+def any_order(p) -> int:
+    """Any order of adding N terms (atomics, a library's own): a chain at worst, N − 1 deep."""
+    return max(p["n"] - 1, 0)
+
+
+def _log2(tpb: int) -> int:
+    return int(math.log2(tpb))
+
+
+def tree_depth(p) -> int:
+    """One element per thread, log2(block) levels in the block, then the blocks' atomics in any order."""
+    return _log2(p["threads_per_block"]) + blocks_for(p["n"], p["threads_per_block"])
+
+
+SHUFFLE_LEVELS = 2 * 5  # two warp sums of 5 shuffles each (lanes past the block's warps add zeros, exactly)
+
+
+def shuffle_depth(p) -> int:
+    """One element per thread, two rounds of 5 shuffles, then the blocks' atomics."""
+    return SHUFFLE_LEVELS + blocks_for(p["n"], p["threads_per_block"])
+
+
+def grid_stride_blocks(p) -> int:
+    return resident_blocks(p["n"], p["threads_per_block"], device_info().multiprocessors)
+
+
+def grid_stride_depth(p) -> int:
+    """Each thread's running sum, two rounds of 5 shuffles, then the blocks' atomics."""
+    per_thread = blocks_for(p["n"], grid_stride_blocks(p) * p["threads_per_block"])
+    return per_thread + SHUFFLE_LEVELS + grid_stride_blocks(p)
+
+
+# --- CPU implementations -----------------------------------------------------------
+
+def python_sum(x, out):
+    """The Python loop, accumulating in float32 like the kernels."""
+    total = np.float32(0)
+    for value in x:
+        total += value
+    out[0] = total
+
+
+def numpy_sum(x, out):
+    out[0] = np.sum(x, dtype=np.float32)
+
+
+@numba.njit(cache=True)
+def numba_sum(x, out):  # pragma: no cover - compiled
+    total = np.float32(0)
+    for i in range(x.size):
+        total += x[i]
+    out[0] = total
+
+
+@numba.njit(parallel=True, cache=True)
+def numba_parallel_sum(x, out):  # pragma: no cover - compiled
+    total = np.float32(0)
+    for i in numba.prange(x.size):
+        total += x[i]
+    out[0] = total
+
+
+def parse_threads(value) -> int:
+    """Threads per block: a power of two from 32 to 1024 (the tree halves it; shuffles need whole warps)."""
+    t = parse_int(value, "threads per block")
+    if t < 32 or t > 1024 or t & (t - 1):
+        raise InputError(f"threads per block must be a power of two from 32 to 1024 (the tree halves it, shuffles need whole warps), got {t}")
+    return t
+
+
+one_per_thread = lambda p: blocks_for(p["n"], p["threads_per_block"])  # noqa: E731
+threads = lambda p: p["threads_per_block"]  # noqa: E731
+
+SPEC = KernelSpec(
+    key="reduction",
+    title="Reduction",
+    make_inputs=make_inputs,
+    output=Output(lambda p: (1,), np.float32, zeroed=True),
+    steps=(
+        Step("atomic", "1 · global atomics", k.reduce_atomic_kernel, one_per_thread, threads,
+             "every thread adds into one address in device memory", depth=any_order),
+        Step("tree", "2 · shared-memory tree", k.reduce_tree_kernel, one_per_thread, threads,
+             "a block sums in shared memory with syncthreads, then one atomic per block", depth=tree_depth),
+        Step("shuffle", "3 · warp shuffles", k.reduce_shuffle_kernel, one_per_thread, threads,
+             "warps sum in registers with shfl_down_sync; shared memory only for the warp sums",
+             depth=shuffle_depth, needs="warp shuffles (cuda.shfl_down_sync)", helpers=(k.block_sum_into, k.warp_sum)),
+        Step("grid-stride", "4 · grid-stride, one atomic per block", k.reduce_grid_stride_kernel, grid_stride_blocks, threads,
+             "one wave of blocks; each thread sums many elements in a register first",
+             depth=grid_stride_depth, needs="warp shuffles (cuda.shfl_down_sync)", helpers=(k.block_sum_into, k.warp_sum)),
+    ),
+    libraries=(
+        Library("cupy", "CuPy sum", "cupy", lambda cp, ins, out: cp.sum(ins[0], out=out.reshape(())), depth=any_order),
+        Library("torch", "PyTorch sum", "torch", lambda torch, ins, out: torch.sum(ins[0], dim=0, keepdim=True, out=out), depth=any_order),
+    ),
+    cpu=(
+        CpuImpl("python", "Python loop", python_sum, budgeted=True, depth=any_order),
+        CpuImpl("numpy", "NumPy sum", numpy_sum, depth=any_order),
+        CpuImpl("numba", "Numba @njit", numba_sum, jit=True, depth=any_order),
+        CpuImpl("numba-parallel", "Numba parallel", numba_parallel_sum, jit=True, depth=any_order),
+    ),
+    reference=reference,
+    bytes_moved=lambda p: 4 * p["n"] + 4,  # read N float32 once, write one
+    flops=lambda p: max(p["n"] - 1, 0),  # N − 1 additions
+    size_label=lambda p: f"N = {p['n']:,} float32",
+    cost=lambda p: p["n"],
+    probe=lambda p: {**p, "n": min(p["n"], 20_000)},
+)
+
+
+def targets(runs) -> list[Target]:
+    """≥ 85% of the computed memory peak, and time ≤ 1.1 × CuPy sum (best step, same run)."""
+    run = runs[-1]
+    best = run.best_step
+    cupy = run.get("cupy")
+    return [
+        Target("reduction: best step, share of the memory peak", run.fraction_of_peak(best) if best else None, 0.85),
+        Target("reduction: best step's time ÷ CuPy sum's", ratio(run, best.key, "cupy") if best and cupy.measured else None, 1.1, higher_is_better=False),
+    ]
+
+
+def check_problems(quick: bool) -> list[dict]:
+    if quick:
+        return [{"n": 512, "threads_per_block": 128, "repeats": 1, "cpu": ("numpy",)}]
+    return [{"n": 2**28, "threads_per_block": 256, "repeats": 10, "cpu": ("numpy", "numba-parallel")}]
+
+
+EXPERIMENT = declare(
+    SPEC,
+    "sum N float32 values four ways, from global atomics to warp shuffles and a grid-stride loop",
+    Param("n", "N (float32 values)", parse_count, PerBackend(2**25, 512), "A whole number such as 1e6 or 2^20."),
+    extra=(Param("threads_per_block", "Threads per block", parse_threads, PerBackend(256, 128),
+                 "A power of two from 32 to 1024.", widget="int"),),
+)

@@ -1,0 +1,245 @@
+"""The result of one catalog run: every step, library and CPU implementation on one problem.
+
+Raw samples in seconds; everything else is derived: GB/s from the bytes the algorithm
+must move (declared by the kernel), GFLOP/s from its FLOPs, % of the roof that bounds
+it on this device, and the ratio to the fastest library doing the same work.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from gpu.core.agreement import Agreement
+from gpu.core.device import DeviceInfo
+from gpu.core.roofline import Roofs
+from gpu.core.timing import RepeatPolicy, Stats, format_factor, format_seconds
+
+KINDS = ("step", "library", "cpu")  # a Numba GPU step, a GPU library reference, a CPU implementation
+KIND_LABELS = {"step": "GPU step (Numba)", "library": "GPU library", "cpu": "CPU"}
+
+
+@dataclass(frozen=True)
+class ImplResult:
+    """One implementation: its phase samples (seconds), or why it was skipped; its agreement."""
+
+    key: str
+    label: str
+    kind: str  # one of KINDS
+    phases: dict[str, Stats] | None = None  # steps: alloc, h2d, launch, kernel, d2h, total; libraries: kernel; CPU: cpu
+    skipped: str | None = None
+    estimate_s: float | None = None  # CPU only: the probe-based estimate
+    compile_s: float = 0.0  # steps: the first launch (JIT compile + one run); CPU: Numba compile
+    agreement: Agreement | None = None
+    launch: str | None = None  # steps: "16 blocks of 256 threads"
+    same_work: bool = True  # False for a yardstick such as a device copy of the same bytes
+
+    @property
+    def measured(self) -> bool:
+        return self.phases is not None
+
+    @property
+    def main(self) -> Stats | None:
+        """The figure compared across implementations: the kernel alone on the GPU, the call on the CPU."""
+        if self.phases is None:
+            return None
+        return self.phases.get("cpu") or self.phases.get("kernel")
+
+    @property
+    def seconds(self) -> float | None:
+        """Median of ``main``, or the estimate for a CPU implementation that was not run."""
+        return self.main.median_s if self.main is not None else self.estimate_s
+
+    @property
+    def on_gpu(self) -> bool:
+        return self.kind in ("step", "library")
+
+    def to_dict(self) -> dict:
+        return {
+            "label": self.label,
+            "kind": self.kind,
+            "launch": self.launch,
+            "skipped": self.skipped,
+            "estimate_s": self.estimate_s,
+            "compile_s": self.compile_s,
+            "phases": {k: v.to_dict() for k, v in self.phases.items()} if self.phases else None,
+            "agreement": self.agreement.to_dict() if self.agreement else None,
+        }
+
+
+@dataclass(frozen=True)
+class KernelRun:
+    """Everything one catalog run measured. Times in seconds, bytes and FLOPs per run of the kernel."""
+
+    kernel: str
+    title: str
+    params: dict[str, Any]
+    size: str  # "N = 4,096 float32", "64 × 64 float32"
+    backend: str
+    device: DeviceInfo
+    roofs: Roofs
+    policy: RepeatPolicy
+    bytes_moved: int
+    flops: int
+    results: tuple[ImplResult, ...]
+    agreement_mode: str  # "exact" or "bounded"
+    notes: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+    seed: int = 0
+    created_at: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
+
+    # --- derived ---------------------------------------------------------------------
+
+    def get(self, key: str) -> ImplResult:
+        for r in self.results:
+            if r.key == key:
+                return r
+        raise KeyError(f"{self.kernel}: no implementation {key!r}")
+
+    @property
+    def agree(self) -> bool:
+        """Every implementation that ran agrees with the reference."""
+        return all(r.agreement.passed for r in self.results if r.agreement is not None)
+
+    @property
+    def intensity(self) -> float:
+        """FLOPs per byte the algorithm must move (not hardware counters)."""
+        return self.flops / self.bytes_moved if self.bytes_moved else 0.0
+
+    def gbps(self, result: ImplResult) -> float | None:
+        s = result.seconds
+        return self.bytes_moved / s / 1e9 if s and result.measured else None
+
+    def gflops(self, result: ImplResult) -> float | None:
+        s = result.seconds
+        return self.flops / s / 1e9 if s and result.measured and self.flops else None
+
+    def fraction_of_peak(self, result: ImplResult) -> float | None:
+        """Share of the roof that bounds this kernel on this device (GPU results only; None when unknown)."""
+        if not result.on_gpu or not result.measured:
+            return None
+        gflops = self.gflops(result)
+        if gflops is not None:
+            return self.roofs.fraction(gflops, self.intensity)
+        gbps = self.gbps(result)
+        return gbps / self.roofs.memory_gbps if gbps and self.roofs.memory_gbps else None
+
+    @property
+    def best_library(self) -> ImplResult | None:
+        """The fastest measured library doing the same work (not a yardstick copy)."""
+        libs = [r for r in self.results if r.kind == "library" and r.same_work and r.measured]
+        return min(libs, key=lambda r: r.seconds) if libs else None
+
+    def vs_best_library(self, result: ImplResult) -> float | None:
+        """This result's time ÷ the best library's time (1.1 = 10% slower); GPU results only."""
+        best = self.best_library
+        if best is None or not result.on_gpu or not result.measured:
+            return None
+        return result.seconds / best.seconds
+
+    @property
+    def best_step(self) -> ImplResult | None:
+        steps = [r for r in self.results if r.kind == "step" and r.measured]
+        return min(steps, key=lambda r: r.seconds) if steps else None
+
+    # --- output ----------------------------------------------------------------------
+
+    def summary_rows(self) -> list[dict]:
+        """One row per implementation: time, GB/s, GFLOP/s, % of peak, ratio to the best library, agreement."""
+        rows = []
+        for r in self.results:
+            rows.append({
+                "key": r.key, "label": r.label, "kind": r.kind, "kind_label": KIND_LABELS[r.kind],
+                "seconds": r.seconds, "estimated": r.skipped is not None and r.estimate_s is not None,
+                "samples": r.main.n_samples if r.main else 0,
+                "min_s": r.main.min_s if r.main else None, "max_s": r.main.max_s if r.main else None,
+                "gbps": self.gbps(r), "gflops": self.gflops(r), "fraction_of_peak": self.fraction_of_peak(r),
+                "vs_best_library": self.vs_best_library(r),
+                "agreement": r.agreement.describe() if r.agreement else None,
+                "agrees": r.agreement.passed if r.agreement else None,
+                "launch": r.launch, "skipped": r.skipped,
+            })
+        return rows
+
+    def summary_frame(self):
+        import pandas as pd
+
+        return pd.DataFrame(self.summary_rows())
+
+    def to_frame(self):
+        """Tidy samples: one row per implementation × phase × sample (pandas DataFrame).
+
+        Columns: kernel, size, implementation, label, kind, phase, sample, seconds,
+        estimated, backend. A CPU implementation that was only estimated has one row.
+        """
+        import pandas as pd
+
+        rows = []
+        for r in self.results:
+            if r.phases is None:
+                if r.estimate_s is not None:
+                    rows.append((r.key, r.label, r.kind, "cpu", 0, r.estimate_s, True))
+                continue
+            for phase, stats in r.phases.items():
+                rows.extend((r.key, r.label, r.kind, phase, i, s, False) for i, s in enumerate(stats.samples_s))
+        frame = pd.DataFrame(rows, columns=["implementation", "label", "kind", "phase", "sample", "seconds", "estimated"])
+        frame.insert(0, "size", self.size)
+        frame.insert(0, "kernel", self.kernel)
+        frame["backend"] = self.backend
+        return frame
+
+    def to_dict(self) -> dict:
+        best = self.best_library
+        return {
+            "experiment": self.kernel,
+            "title": self.title,
+            "created_at": self.created_at,
+            "params": {k: list(v) if isinstance(v, tuple) else v for k, v in self.params.items()},
+            "size": self.size,
+            "backend": self.backend,
+            "device": self.device.to_dict(),
+            "roofs": self.roofs.to_dict(),
+            "policy": self.policy.to_dict(),
+            "seed": self.seed,
+            "agree": self.agree,
+            "agreement_mode": self.agreement_mode,
+            "bytes_moved": self.bytes_moved,
+            "flops": self.flops,
+            "intensity_flop_per_byte": self.intensity,
+            "best_library": best.key if best else None,
+            "implementations": {
+                row["key"]: {**self.get(row["key"]).to_dict(), **{k: row[k] for k in ("seconds", "estimated", "gbps", "gflops", "fraction_of_peak", "vs_best_library")}}
+                for row in self.summary_rows()
+            },
+            "notes": list(self.notes),
+            "warnings": list(self.warnings),
+        }
+
+    def __str__(self) -> str:
+        lines = [
+            f"{self.title}, {self.size}, {self.device.name} ({self.backend}); {self.bytes_moved:,} bytes and "
+            f"{self.flops:,} FLOPs per run (intensity {self.intensity:.3g} FLOP/byte)",
+            f"agreement ({self.agreement_mode}): {'all agree' if self.agree else 'DISAGREE'}",
+        ]
+        for row in self.summary_rows():
+            if row["seconds"] is None or (row["skipped"] and not row["estimated"]):
+                lines.append(f"  {row['label']:<34} skipped: {row['skipped']}")
+                continue
+            parts = [("estimated " if row["estimated"] else "") + format_seconds(row["seconds"])]
+            if row["gbps"]:
+                parts.append(f"{row['gbps']:,.4g} GB/s")
+            if row["gflops"]:
+                parts.append(f"{row['gflops']:,.4g} GFLOP/s")
+            if row["fraction_of_peak"] is not None:
+                parts.append(f"{row['fraction_of_peak']:.0%} of peak")
+            if row["vs_best_library"] is not None:
+                parts.append(f"{format_factor(row['vs_best_library'])} the best library's time")
+            if row["agreement"]:
+                parts.append(row["agreement"])
+            lines.append(f"  {row['label']:<34} " + " · ".join(parts))
+        lines += [f"  note: {n}" for n in self.notes] + [f"  warning: {w}" for w in self.warnings]
+        return "\n".join(lines)
+
+
+__all__ = ["ImplResult", "KIND_LABELS", "KINDS", "KernelRun"]

@@ -1,0 +1,125 @@
+"""Sum of N float32 values, in four steps from the obvious kernel to one near the memory's limit.
+
+Every step adds into ``total`` (one float32, zeroed before the launch) with atomics, so
+any number of blocks can take part. What changes is how many atomics there are and how
+a block combines its values before its one atomic: the lessons are synchronisation,
+divergence and warp shuffles.
+"""
+
+from __future__ import annotations
+
+from numba import float32
+
+from gpu.core.backend import BACKEND, cuda
+
+MAX_THREADS_PER_BLOCK = 1024  # shared arrays need a size known at compile time: the most a block can have
+WARP_SIZE = 32
+MAX_WARPS = MAX_THREADS_PER_BLOCK // WARP_SIZE  # one partial sum per warp of the largest block
+FULL_MASK = 0xFFFFFFFF  # every lane of the warp takes part in the shuffle
+
+
+@cuda.jit(cache=not BACKEND.simulated)
+def reduce_atomic_kernel(x, total):
+    """Step 1, global atomics: every thread adds its element straight into ``total``.
+
+    Correct and short, but all N atomics hit one address, so the memory system
+    serialises them: the kernel runs at the speed of one address's atomic unit, not of
+    the memory. The sum's order is whatever order the atomics land in.
+    """
+    i = cuda.grid(1)
+    if i < x.size:
+        cuda.atomic.add(total, 0, x[i])
+
+
+@cuda.jit(cache=not BACKEND.simulated)
+def reduce_tree_kernel(x, total):
+    """Step 2, a shared-memory tree: each block sums its values in shared memory, then one atomic.
+
+    Each thread writes its element to shared memory; ``syncthreads`` makes every write
+    visible before anyone reads. Then half the threads add the other half's values, and
+    again, log2(block) times. The active threads are always the low ``stride`` ones
+    (sequential addressing), so whole warps stay busy or idle together (no divergence
+    inside a warp) and neighbouring threads read neighbouring words (no bank conflicts).
+    N / block atomics instead of N. Threads per block must be a power of two.
+    """
+    partial = cuda.shared.array(MAX_THREADS_PER_BLOCK, float32)
+    tid = cuda.threadIdx.x
+    i = cuda.grid(1)
+    value = float32(0.0)
+    if i < x.size:
+        value = x[i]
+    partial[tid] = value
+    cuda.syncthreads()
+    stride = cuda.blockDim.x // 2
+    while stride > 0:
+        if tid < stride:
+            partial[tid] += partial[tid + stride]
+        cuda.syncthreads()  # every addition of this level lands before the next level reads it
+        stride //= 2
+    if tid == 0:
+        cuda.atomic.add(total, 0, partial[0])
+
+
+@cuda.jit(device=True)
+def warp_sum(value):
+    """The sum of ``value`` over the 32 lanes of a warp, in lane 0 (5 shuffles, no shared memory)."""
+    offset = WARP_SIZE // 2
+    while offset > 0:
+        value += cuda.shfl_down_sync(FULL_MASK, value, offset)
+        offset //= 2
+    return value
+
+
+@cuda.jit(device=True)
+def block_sum_into(total, value):
+    """Add the block's values to ``total`` with one atomic: warp sums, then the first warp sums those."""
+    warp_sums = cuda.shared.array(MAX_WARPS, float32)
+    lane = cuda.threadIdx.x % WARP_SIZE
+    warp = cuda.threadIdx.x // WARP_SIZE
+    value = warp_sum(value)
+    if lane == 0:
+        warp_sums[warp] = value
+    cuda.syncthreads()  # every warp's sum is in shared memory before warp 0 reads them
+    if warp == 0:
+        value = float32(0.0)
+        if lane < cuda.blockDim.x // WARP_SIZE:
+            value = warp_sums[lane]
+        value = warp_sum(value)
+        if lane == 0:
+            cuda.atomic.add(total, 0, value)
+
+
+@cuda.jit(cache=not BACKEND.simulated)
+def reduce_shuffle_kernel(x, total):
+    """Step 3, warp shuffles: lanes of a warp add each other's registers directly.
+
+    ``shfl_down_sync`` reads a register of the lane ``offset`` further on, so a warp sums
+    32 values in 5 steps with no shared memory and no ``syncthreads``. Shared memory and
+    one barrier remain only to combine the block's warp sums. Still one atomic per block.
+    Threads per block must be a multiple of 32. (Not in the CUDA simulator: it has no
+    warp shuffles.)
+    """
+    i = cuda.grid(1)
+    value = float32(0.0)
+    if i < x.size:
+        value = x[i]
+    block_sum_into(total, value)
+
+
+@cuda.jit(cache=not BACKEND.simulated)
+def reduce_grid_stride_kernel(x, total):
+    """Step 4, a grid-stride loop: a fixed grid, each thread first sums many elements in a register.
+
+    Launched with just enough blocks to fill the GPU once, each thread walks the array
+    one grid width at a time, so reads stay coalesced and most additions happen in
+    registers; the block's warps then combine with shuffles and one atomic. A handful of
+    atomics in total instead of one per element or per small block: the kernel is now
+    limited by memory bandwidth. (Not in the CUDA simulator: it uses warp shuffles.)
+    """
+    value = float32(0.0)
+    for i in range(cuda.grid(1), x.size, cuda.gridsize(1)):
+        value += x[i]
+    block_sum_into(total, value)
+
+
+__all__ = ["reduce_atomic_kernel", "reduce_grid_stride_kernel", "reduce_shuffle_kernel", "reduce_tree_kernel"]

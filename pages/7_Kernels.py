@@ -1,0 +1,40 @@
+"""Kernels: the catalog. Pick a kernel, run every step from naive to near the hardware, side by side."""
+
+import importlib
+
+import streamlit as st
+
+from gpu.experiments.catalog import KERNELS
+from gpu.experiments.registry import get
+from ui.forms import experiment_form, stale_key
+from ui.frame import frame
+from ui.runner import run_declared
+from ui.views.kernels import latest, remember, show_run, show_sources
+
+frame(
+    "Kernels",
+    ":material/view_timeline:",
+    "Five kernels that GPU courses teach after vector add, each as a sequence of Numba "
+    "kernels from the obvious version to one near the hardware's limit: measured and "
+    "checked like vector add, side by side with NumPy, Numba on the CPU and the GPU "
+    "libraries. Every step's source is below, with what changed highlighted.",
+)
+key = st.selectbox("Kernel", KERNELS, format_func=lambda k: get(k).title, key="kernels.kernel")
+experiment = get(key)
+spec = importlib.import_module(f"gpu.experiments.{key}").SPEC
+st.caption(f"{experiment.title}: {experiment.summary}.")
+params = experiment_form(experiment)
+if params is not None:
+    run = run_declared(experiment, params)
+    if run is not None:
+        remember(run)
+
+shown = latest(key)
+if shown is not None:
+    if st.session_state.get(stale_key(experiment)):
+        st.warning("The results below belong to the previous inputs; fix the inputs above and press **Run** again.")
+    show_run(shown)
+else:
+    st.info("Choose a size and press **Run**: every step, library and CPU implementation runs on the same inputs.")
+show_sources(spec)
+st.caption("Every step you run here also appears on the **Roofline** page (sidebar).")

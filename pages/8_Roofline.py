@@ -1,0 +1,89 @@
+"""Roofline: every kernel step measured in this session (and in recorded GPU runs) under the device's roofs."""
+
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+import gpu
+from gpu.core.copies import bandwidth_gbps, time_copy
+from gpu.core.roofline import device_roofs
+from gpu.core.timing import RepeatPolicy
+from gpu.report.roofline_points import add_vector_add, recorded_runs, session_points
+from ui.charts.roofline import roofline_chart
+from ui.frame import frame
+from ui.runner import run_experiment
+from ui.views.kernels import RUNS_KEY
+
+ROOT = Path(__file__).resolve().parent.parent
+COPY_KEY = "roofline.copy_gbps"
+COPY_BYTES = 256 * 2**20  # well beyond any L2 cache, and a fraction of a second to copy
+
+device = frame(
+    "Roofline",
+    ":material/show_chart:",
+    "Each point is a measured kernel: its arithmetic intensity (FLOPs per byte) against "
+    "the GFLOP/s it achieved, under the device's two roofs. **Intensity is computed from "
+    "the bytes the algorithm must move at least** (each input read once, each output "
+    "written once), **not from hardware counters**: a kernel that re-reads memory does "
+    "more traffic than its point assumes.",
+)
+
+roofs = device_roofs(device, copy_gbps=st.session_state.get(COPY_KEY))
+session = session_points([run.to_dict() for run in st.session_state.get(RUNS_KEY, [])], roofs, device.name, gpu.BACKEND.kind)
+vector_add = st.session_state.get("vector_add.result")
+if vector_add is not None:
+    add_vector_add(session, vector_add.n, vector_add.gpu["kernel"].median_s)
+sets = [s for s in [session] if s.points or s.off_roofline] + recorded_runs(ROOT / "benchmarks")
+
+if not sets:
+    st.info("Nothing measured yet: run a kernel on the **Kernels** page (or **Vector add**), then come back.")
+    st.stop()
+
+labels = [f"{s.source} — {s.device}" for s in sets]
+choice = st.selectbox("Measurements", range(len(sets)), format_func=lambda i: labels[i], key="roofline.set",
+                      help="This session's runs, or a recorded `python -m gpu check` run on a real GPU (read-only).")
+chosen = sets[choice]
+if chosen.backend == "simulator":
+    st.warning("These points come from the CUDA simulator: they show where each kernel's intensity puts it, not GPU performance. "
+               "The simulator has no memory clock or FP32 units, so it has no roofs.", icon=":material/warning:")
+points = pd.DataFrame(chosen.points)
+if not points.empty:
+    subtitle = f"{chosen.device} · {chosen.source} · roofs: {chosen.roofs.how or 'unknown'}"
+    st.altair_chart(roofline_chart(points, chosen.roofs, subtitle), width="stretch")
+facts = []
+if chosen.roofs.memory_gbps:
+    facts.append(f"memory roof {chosen.roofs.memory_gbps:,.0f} GB/s (2 × memory clock × bus width)")
+if chosen.roofs.copy_gbps:
+    facts.append(f"measured device copy {chosen.roofs.copy_gbps:,.0f} GB/s")
+if chosen.roofs.fp32_gflops:
+    facts.append(f"FP32 roof {chosen.roofs.fp32_gflops:,.0f} GFLOP/s (SMs × FP32 lanes per SM × 2 × clock; lanes from the CUDA C++ Programming Guide's arithmetic-instruction throughput table)")
+if chosen.roofs.ridge:
+    facts.append(f"ridge at {chosen.roofs.ridge:.3g} FLOP/byte")
+st.caption("; ".join(facts) + "." if facts else "No roofs are known for these measurements.")
+for note in chosen.notes:
+    st.caption(f"Note: {note}.")
+st.caption("Vector add sits at 1/12 FLOP/byte (one add per 12 bytes); reduction near 1/4, the stencil near 5/8; "
+           "matrix multiply at N/6, climbing toward the ridge as N grows.")
+
+if not points.empty:
+    st.dataframe(points[["kernel", "step", "size", "intensity", "gflops", "gbps", "fraction", "bound"]], hide_index=True, width="stretch",
+                 column_config={"intensity": st.column_config.NumberColumn("FLOP/byte", format="%.3g"),
+                                "gflops": st.column_config.NumberColumn("GFLOP/s", format="%.4g"),
+                                "gbps": st.column_config.NumberColumn("GB/s", format="%.4g"),
+                                "fraction": st.column_config.NumberColumn("share of roof", format="percent")})
+if chosen.off_roofline:
+    st.markdown("**Not on a FLOP/s roofline**: transpose and histogram do no floating-point arithmetic (0 FLOPs), "
+                "so only their bandwidth against the memory roof says how close they are.")
+    off = pd.DataFrame(chosen.off_roofline)
+    st.dataframe(off[["kernel", "step", "size", "gbps", "fraction"]], hide_index=True, width="stretch",
+                 column_config={"gbps": st.column_config.NumberColumn("GB/s", format="%.4g"),
+                                "fraction": st.column_config.NumberColumn("share of memory roof", format="percent")})
+
+if chosen is session and not gpu.BACKEND.simulated and st.button("Measure the device-to-device copy", icon=":material/speed:", key="roofline.measure_copy",
+                                   help="Adds the measured copy as a dashed memory roof: what the memory really delivers."):
+    nbytes = COPY_BYTES
+    result = run_experiment("Device copy", lambda _progress: time_copy("d2d", nbytes, RepeatPolicy.count(5))[0].median_s, uses_cpu=False)
+    if result is not None:  # seconds (a plain number: nothing is saved to History)
+        st.session_state[COPY_KEY] = bandwidth_gbps("d2d", nbytes, result)
+        st.rerun()

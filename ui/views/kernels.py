@@ -1,0 +1,127 @@
+"""Widgets and result display for the Kernels page (the kernel catalog)."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import streamlit as st
+
+from gpu.core.timing import format_factor, format_seconds
+from gpu.experiments.catalog import step_sources
+from gpu.experiments.step_result import KernelRun
+from gpu.experiments.steps import KernelSpec
+from ui.charts import kernels as charts
+
+RUNS_KEY = "kernels.runs"  # this session's catalog runs, newest last (the Roofline page reads them)
+MAX_RUNS = 20  # bounded: a session keeps its last 20 runs
+
+
+def remember(run: KernelRun) -> None:
+    runs = st.session_state.setdefault(RUNS_KEY, [])
+    runs.append(run)
+    del runs[:-MAX_RUNS]
+
+
+def latest(key: str) -> KernelRun | None:
+    return next((r for r in reversed(st.session_state.get(RUNS_KEY, [])) if r.kernel == key), None)
+
+
+def describe(run: KernelRun) -> str:
+    return f"{run.size} · {run.policy.describe()} · {run.device.name} ({run.backend})"
+
+
+def show_agreement(run: KernelRun) -> None:
+    checked = [r for r in run.results if r.agreement is not None]
+    if run.agreement_mode == "exact":
+        rule = "bit for bit with NumPy (the arithmetic allows it: same values, same order)"
+    else:
+        rule = ("within the bound float32 rounding allows for each summation order: |error| ≤ γ_k · Σ|terms|, "
+                "γ_k = k·u / (1 − k·u), u = 2⁻²⁴, k = the depth of that order's summation tree, against a float64 reference")
+    if run.agree:
+        st.success(f"All {len(checked)} implementations that ran agree, {rule}.", icon=":material/check_circle:")
+    else:
+        bad = ", ".join(r.label for r in checked if not r.agreement.passed)
+        st.error(f"Results disagree for: {bad}. Agreement is checked {rule}.", icon=":material/error:")
+
+
+def show_metrics(run: KernelRun) -> None:
+    best = run.best_step
+    cols = st.columns(4)
+    if best is None:
+        cols[0].metric("Best GPU step", "none ran")
+        return
+    cols[0].metric("Best GPU step", best.label, help="The Numba step with the shortest kernel time (median).")
+    cols[1].metric("Its kernel time", format_seconds(best.seconds))
+    throughput = run.gflops(best) if run.flops and run.intensity > 1 else run.gbps(best)
+    unit = "GFLOP/s" if run.flops and run.intensity > 1 else "GB/s"
+    fraction = run.fraction_of_peak(best)
+    cols[2].metric(unit, f"{throughput:,.4g}", delta=None if fraction is None else f"{fraction:.0%} of peak", delta_color="off",
+                   help="Bytes the algorithm must move (or FLOPs it must do) ÷ kernel time; peak from the device's facts.")
+    ratio = run.vs_best_library(best)
+    cols[3].metric("× the best library's time", "no library ran" if ratio is None else format_factor(ratio),
+                   help="Best step's kernel time ÷ the fastest library's (CuPy/PyTorch) on the same GPU, same run. 1x = as fast.")
+
+
+def table(run: KernelRun) -> pd.DataFrame:
+    rows = []
+    for row in run.summary_rows():
+        time_text = "—" if row["seconds"] is None else ("estimated " if row["estimated"] else "") + format_seconds(row["seconds"])
+        rows.append({
+            "implementation": row["label"], "kind": row["kind_label"], "launch": row["launch"] or "",
+            "time (median)": time_text if not (row["skipped"] and not row["estimated"]) else "skipped",
+            "GB/s": row["gbps"], "GFLOP/s": row["gflops"],
+            "% of peak": None if row["fraction_of_peak"] is None else 100 * row["fraction_of_peak"],
+            "× best library": row["vs_best_library"], "samples": row["samples"],
+            "agreement / why skipped": row["agreement"] or row["skipped"] or "",
+        })
+    return pd.DataFrame(rows)
+
+
+def show_run(run: KernelRun) -> None:
+    """Everything about one run: agreement, metrics, charts, table, downloads."""
+    for warning in run.warnings:
+        st.warning(warning)
+    show_agreement(run)
+    show_metrics(run)
+    summary, frame, subtitle = run.summary_frame(), run.to_frame(), describe(run)
+    st.altair_chart(charts.steps_time_chart(summary, subtitle), width="stretch")
+    compute_heavy = run.flops and run.intensity > 1
+    peak = (run.roofs.fp32_gflops if compute_heavy else run.roofs.memory_gbps)
+    st.altair_chart(charts.throughput_chart(summary, subtitle, "gflops" if compute_heavy else "gbps", peak), width="stretch")
+    st.altair_chart(charts.phases_chart(frame, subtitle), width="stretch")
+    st.caption(
+        f"GB/s = {run.bytes_moved:,} bytes the algorithm must move ÷ time; GFLOP/s = {run.flops:,} FLOPs ÷ time; "
+        "% of peak = share of the roof that bounds this kernel (memory: 2 × clock × bus width; FP32: SMs × lanes × 2 × clock). "
+        "GPU times are the kernel alone (behind a stream-holding kernel on a GPU); phases are CUDA events on one stream"
+        + (" (wall clock in the simulator)." if run.backend == "simulator" else ".")
+    )
+    for note in run.notes:
+        st.info(note, icon=":material/info:")
+    st.dataframe(table(run), hide_index=True, width="stretch",
+                 column_config={"GB/s": st.column_config.NumberColumn(format="%.4g"), "GFLOP/s": st.column_config.NumberColumn(format="%.4g"),
+                                "% of peak": st.column_config.NumberColumn(format="%.1f"), "× best library": st.column_config.NumberColumn(format="%.3g")})
+    left, right = st.columns(2)
+    name = f"{run.kernel}_{run.params.get('n')}"
+    left.download_button("Download run (JSON)", json.dumps(run.to_dict(), indent=2, default=str), file_name=f"{name}.json",
+                         mime="application/json", key="kernels.download_json", icon=":material/download:")
+    right.download_button("Download samples (CSV)", frame.to_csv(index=False), file_name=f"{name}.csv", mime="text/csv",
+                          key="kernels.download_csv", icon=":material/download:")
+
+
+def show_sources(spec: KernelSpec) -> None:
+    """Each step's source: what changed and why, then the code with changed lines marked + (and removed ones −)."""
+    st.subheader("The steps, and what changed")
+    st.caption("Lines marked + are new or changed since the previous step; lines marked − were removed. "
+               "Each kernel's docstring is the prose above its code.")
+    for source, step in zip(step_sources(spec), spec.steps):
+        needs = f" — needs {step.needs}: GPU only" if step.needs else ""
+        with st.expander(f"{source.label}: {step.changed} ({source.changed} lines changed){needs}", expanded=False):
+            st.markdown(source.why)
+            st.code(source.as_diff(), language="diff")
+            if source.helpers:
+                st.caption("Device functions it calls:")
+                st.code(source.helpers, language="python")
+
+
+__all__ = ["RUNS_KEY", "latest", "remember", "show_run", "show_sources"]
