@@ -180,11 +180,11 @@ def test_minimum_samples_are_taken_before_the_budget_can_stop_sampling():
 
 def test_every_series_has_its_own_stopping_rule():
     quiet, noisy = itertools.repeat(1.0), itertools.chain([1.0, 2.0], itertools.repeat(1.0))
-    policy = RepeatPolicy.until_stable(max_noise=0.05, budget_s=1e9, max_repeat=200, warmup=0)
+    policy = RepeatPolicy.until_stable(max_noise=0.2, budget_s=1e9, max_repeat=200, warmup=0)
     result = collect(lambda: {"total": next(quiet), "kernel": next(noisy)}, policy, noise_key="total", clock=FakeClock([0.0]))
     # "total" alone would have stopped at 3 samples; "kernel" keeps sampling until it is quiet too
     assert result["kernel"].n_samples > MIN_RELIABLE_SAMPLES
-    assert result["kernel"].noise <= 0.05 and result["total"].n_samples == result["kernel"].n_samples
+    assert result["kernel"].noise <= 0.2 and result["total"].n_samples == result["kernel"].n_samples
 
 
 def test_fewer_than_three_samples_are_flagged_everywhere_a_stats_is_shown():
