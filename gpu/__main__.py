@@ -37,12 +37,24 @@ def _progress(quiet: bool):
     return (lambda msg: None) if quiet else (lambda msg: print(msg, file=sys.stderr, flush=True))
 
 
+SIMULATOR_LINE = "WARNING: CUDA simulator — timings are not GPU performance (no CUDA GPU found; kernels ran in Numba's simulator)."
+
+
 def _emit(result, as_json: bool) -> None:
-    """A result as one JSON object (its to_dict()) or as its terminal summary."""
+    """A result as one JSON object (its to_dict()) or as its terminal summary.
+
+    Every text output in the simulator starts with the warning line (issue 10, item
+    11): a header saying "(simulator)" was easy to miss beside a "1.56e-05x" speedup.
+    ``result`` may also be text already rendered.
+    """
     if as_json:
         _print_json(result.to_dict())
-    else:
-        print(result)
+        return
+    from gpu.core.backend import BACKEND
+
+    if BACKEND.simulated:
+        print(SIMULATOR_LINE)
+    print(result)
 
 
 # --- commands ----------------------------------------------------------------------
@@ -177,9 +189,7 @@ def cmd_transfers(args: argparse.Namespace) -> int:
     if args.json:
         _print_json({"experiment": "transfers", "bandwidth": curves.to_dict() if curves else None, "strategies": strategies.to_dict()})
     else:
-        if curves is not None:
-            print(curves, end="\n\n")
-        print(strategies)
+        _emit((f"{curves}\n\n" if curves is not None else "") + str(strategies), False)
     return 0 if strategies.agree else 1
 
 

@@ -71,6 +71,7 @@ class DeviceOps(Protocol):
     """What GPU timing needs from the device (see the module docstring)."""
 
     simulated: bool
+    can_hold: bool  # False: kernel samples include the launch (simulator, no nanosleep)
 
     def event(self) -> Event: ...
 
@@ -101,6 +102,7 @@ class SimulatedOps:
     """Numba's simulator: events read the wall clock; there is no hold and no L2."""
 
     simulated = True
+    can_hold = False
 
     def __init__(self, clock: Clock = time.perf_counter):
         self._clock = clock
@@ -122,6 +124,10 @@ class CudaOps:
     """A real GPU: CUDA events, the hold kernel, and an L2 flush (``gpu.core.l2``)."""
 
     simulated = False
+
+    @property
+    def can_hold(self) -> bool:
+        return stream_hold_problem() is None
 
     def event(self):
         return cuda.event()

@@ -14,7 +14,6 @@ implementations; and the optional CuPy / PyTorch ``a + b`` references.
 
 from __future__ import annotations
 
-import gc
 import io
 import json
 import math
@@ -29,7 +28,7 @@ from gpu.core import cpu, reference
 from gpu.core.backend import BACKEND, cuda
 from gpu.core.device import DeviceInfo, device_info
 from gpu.kernels.vector_add import ELEMENTS_PER_THREAD, blocks_for, compile_vector_add, vector_add_ilp_kernel
-from gpu.core.limits import InputError, check_n, check_threads_per_block, max_vector_n, parse_int, parse_size
+from gpu.core.limits import InputError, release_device_memory, check_n, check_threads_per_block, max_vector_n, parse_int, parse_size
 from gpu.core.peaks import Peaks
 from gpu.core.timing import Clock, RepeatPolicy, Stats, format_factor, format_seconds
 from gpu.experiments.vector_add import BYTES_PER_ELEMENT, time_cpu, time_gpu_phases, time_resident_kernel
@@ -616,23 +615,6 @@ class SweepProgress:
         return f"N = {self.n:,} ({self.step} of {self.steps}): {IMPL_LABELS[self.impl]}"
 
 
-def _free_device_memory(collect: bool = False) -> None:
-    """Release device memory Numba is holding for deferred frees, so the next size fits.
-
-    ``collect`` also runs the garbage collector, which is only needed after a failure
-    (a traceback can keep device arrays alive in a reference cycle) and costs tens of
-    milliseconds with PyTorch and CuPy loaded.
-    """
-    if collect:
-        gc.collect()
-    if BACKEND.simulated:
-        return
-    try:
-        cuda.current_context().memory_manager.deallocations.clear()
-    except Exception:  # an external memory manager without the queue: nothing to flush
-        pass
-
-
 def _host_buffers(n: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Inputs a, b, the NumPy reference and one output buffer, of ``n`` float32 each.
 
@@ -740,12 +722,12 @@ def run_sweep(
         # once per size, not per implementation: gc.collect() costs tens of ms with
         # PyTorch and CuPy loaded, and the next size is the one that needs the room
         if any(impl in ON_DEVICE for impl in runnable):
-            _free_device_memory(collect=any(p.n == n and not p.ok for p in points))
+            release_device_memory(collect=any(p.n == n and not p.ok for p in points))
         if stopped:
             break
     del buffers
     if any(impl in ON_DEVICE for impl in runnable):
-        _free_device_memory()
+        release_device_memory(collect=False)
     return snapshot(stopped, step)
 
 
