@@ -127,7 +127,7 @@ def test_crossovers_are_stated_in_words():
     assert kernel.kind == "from" and 2**13 < kernel.n < 2**14  # 1e-5 + 1e-11 n = 1e-9 n at n ≈ 10,101
     assert total.kind == "never" and not total.ahead_somewhere
     (sentence,) = run.crossover_sentences()
-    assert sentence.startswith("The kernel beats NumPy from N ≈ 10,")
+    assert sentence.startswith("The kernel alone beats NumPy from N ≈ 10,")
     assert "end to end, with copies, the GPU never beats NumPy in this range (up to N = 1,048,576)" in sentence
 
 
@@ -246,7 +246,7 @@ def test_a_stop_between_steps_keeps_the_partial_result():
     assert run.stopped == "cancelled" and not run.complete
     assert run.steps_done == 4 and run.steps_planned == 9
     assert run.sizes == [32, 64]  # steps: 32 x3, then 64 gpu
-    assert {p.series for p in run.points if p.n == 64} == {"gpu-total", "gpu-kernel", "gpu-h2d", "gpu-d2h"}
+    assert {p.series for p in run.points if p.n == 64} == {"gpu-total", "gpu-kernel", "gpu-launch-kernel", "gpu-h2d", "gpu-d2h"}
 
 
 def test_a_time_limit_stops_the_sweep_with_what_it_has():
@@ -302,7 +302,7 @@ def test_cli_json_has_config_points_and_crossovers(capsys):
     assert code == 0
     data = json.loads(capsys.readouterr().out)
     assert data["experiment"] == "scaling" and data["config"]["sizes"] == [32, 64]
-    assert {p["series"] for p in data["points"]} == {"gpu-total", "gpu-kernel", "gpu-h2d", "gpu-d2h", "numpy"}
+    assert {p["series"] for p in data["points"]} == {"gpu-total", "gpu-kernel", "gpu-launch-kernel", "gpu-h2d", "gpu-d2h", "numpy"}
     assert all("median_s" in p["stats"] and "samples" in p["stats"] for p in data["points"])
     assert len(data["crossovers"]) == 2 and all("text" in c for c in data["crossovers"])
 
