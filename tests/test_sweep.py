@@ -304,7 +304,7 @@ def test_cli_json_has_config_points_and_crossovers(capsys):
     assert data["experiment"] == "scaling" and data["config"]["sizes"] == [32, 64]
     assert {p["series"] for p in data["points"]} == {"gpu-total", "gpu-kernel", "gpu-launch-kernel", "gpu-h2d", "gpu-d2h", "numpy"}
     assert all("median_s" in p["stats"] and "samples" in p["stats"] for p in data["points"])
-    assert len(data["crossovers"]) == 2 and all("text" in c for c in data["crossovers"])
+    assert len(data["crossovers"]) == 3 and all("text" in c for c in data["crossovers"])
 
 
 def test_cli_csv_is_a_table_headed_by_the_configuration(capsys):
