@@ -60,7 +60,7 @@ def test_bandwidth_chart_has_a_rule_per_limit_and_percent_in_tooltips():
     assert rules["mark"]["type"] == "rule"
     limits = spec["datasets"][rules["data"]["name"]]
     assert sorted(row["gbps"] for row in limits) == [20.0, 50.0, 50.0, 1000.0, 2000.0]
-    assert any("device-to-device copy (measured): 1,000 GB/s" == row["text"] for row in limits)
+    assert any("device copy, best of memcpy and copy kernel (measured reference): 1,000 GB/s" == row["text"] for row in limits)
 
 
 def test_share_chart_stacks_on_a_linear_axis_with_log_n():

@@ -913,9 +913,13 @@ def performance_targets(run: SweepRun) -> dict:
         out["kernel_gbps"] = kernel.bandwidth_gbps
         d2d = run.peaks.gbps("d2d") if run.peaks else None
         peak = run.peaks.gbps("device_peak") if run.peaks else None
+        out["kernel_samples"] = kernel.stats.n_samples
         if d2d:
             ratio = kernel.bandwidth_gbps / d2d
-            out["kernel_vs_d2d"] = {"ratio": ratio, "target": KERNEL_VS_D2D_TARGET, "met": ratio >= KERNEL_VS_D2D_TARGET}
+            # a "ceiling" some series beats is a reference, and no check passes against it
+            beaten = run.ceiling_beaten("gpu-kernel")
+            out["kernel_vs_d2d"] = {"ratio": ratio, "target": KERNEL_VS_D2D_TARGET, "ceiling_beaten": beaten,
+                                    "met": None if beaten else ratio >= KERNEL_VS_D2D_TARGET}
         if peak:
             out["kernel_vs_device_peak"] = {"ratio": kernel.bandwidth_gbps / peak}
         for ref in reference.REFERENCES:
@@ -969,7 +973,8 @@ def check_sweep(quick: bool, max_n: int, say: Callable[[str], None]) -> tuple[bo
     md = [
         f"N = {lo:,} to {hi:,} in powers of two ({len(config.sizes)} sizes; the largest that fits here is {fits:,}"
         + (f", capped at 2^30 to keep the check near 90 s" if fits > hi and not quick else "") + "), "
-        f"{config.threads_per_block} threads per block, {policy.describe()}. Medians; `!` noisy, `~` estimated.",
+        f"{config.threads_per_block} threads per block, {policy.describe()}. Medians; `!` noisy, `~` estimated, "
+        "`*` fewer than 3 samples, `°` working set fits in the L2 (flushed before every GPU sample).",
     ]
     if run.stopped:
         md.append(f"\n**Stopped early** after {run.steps_done} of {run.steps_planned} steps: {run.stopped}.")
@@ -985,7 +990,7 @@ def check_sweep(quick: bool, max_n: int, say: Callable[[str], None]) -> tuple[bo
         cells = []
         for s in series:
             p = run.point(n, s)
-            cells.append("—" if p is None else ("failed" if not p.ok else format_seconds(p.median_s) + ("~" if p.estimated else "!" if run.noisy(p) else "")))
+            cells.append("—" if p is None else ("failed" if not p.ok else format_seconds(p.median_s) + run.mark(p)))
         k = run.point(n, "gpu-kernel")
         bw = f"{k.bandwidth_gbps:,.4g}" if k is not None and k.ok else "—"
         pct = f"{100 * k.bandwidth_gbps / d2d:.0f}%" if k is not None and k.ok and d2d else "—"
@@ -998,7 +1003,8 @@ def check_sweep(quick: bool, max_n: int, say: Callable[[str], None]) -> tuple[bo
     md += ["", f"**Targets at N = {reached:,}** (reported, not enforced{sim}):" if reached else "**Targets:** the GPU measured no size.", ""]
     if "kernel_vs_d2d" in targets:
         t = targets["kernel_vs_d2d"]
-        md.append(f"- kernel bandwidth {targets['kernel_gbps']:,.4g} GB/s = {t['ratio']:.1%} of the measured device copy (target ≥ 90%): {'met' if t['met'] else 'NOT met'}")
+        verdict = "not checked: a series beat the measured copy, so it is a reference, not a ceiling" if t["met"] is None else ("met" if t["met"] else "NOT met")
+        md.append(f"- kernel bandwidth {targets['kernel_gbps']:,.4g} GB/s ({targets['kernel_samples']} samples) = {t['ratio']:.1%} of the measured device copy (target ≥ 90%): {verdict}")
     if "kernel_vs_device_peak" in targets:
         md.append(f"- … and {targets['kernel_vs_device_peak']['ratio']:.1%} of the theoretical device peak")
     for ref in reference.REFERENCES:
@@ -1013,7 +1019,8 @@ def check_sweep(quick: bool, max_n: int, say: Callable[[str], None]) -> tuple[bo
         if t:
             md.append(f"- 4-per-thread kernel time / {SERIES_LABELS[ref]}: {t['time_ratio']:.3f} (within ±5%: {'yes' if t['met'] else 'no'})")
     t = targets["overhead"]
-    md.append(f"- sweep overhead (wall time outside the timing calls): {t['fraction']:.1%} of {format_seconds(run.wall_s)} (target < 10%): {'met' if t['met'] else 'NOT met'}")
+    md.append(f"- sweep overhead, 1 − (timed samples {format_seconds(run.sampled_s)} ÷ wall {format_seconds(run.wall_s)}): {t['fraction']:.1%} (target < 10%): {'met' if t['met'] else 'NOT met'}")
+    md.append(f"- {describe_telemetry(run.telemetry)}")
     for p in run.failures:
         md.append(f"- FAILED at N = {p.n:,}, {SERIES_LABELS[p.series]}: {p.error}")
     if not run.agree:
