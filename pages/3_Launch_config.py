@@ -7,7 +7,10 @@ import gpu
 from gpu.experiments.launch import run_indexing, run_launch_sweep
 from gpu.core.timing import RepeatPolicy
 from ui.frame import frame
-from ui.views.launch import INDEXING_KEY, SWEEP_KEY, indexing_form, show_indexing, show_inspector, show_sweep, sweep_form
+from ui.views.launch import (
+    INDEXING_KEY, OVERHEAD_KEY, SWEEP_KEY, indexing_form, launch_overhead_form, show_indexing, show_inspector,
+    show_launch_overhead, show_sweep, sweep_form,
+)
 from ui.runner import run_experiment
 
 device = frame(
@@ -17,7 +20,7 @@ device = frame(
     "corresponding values in the GPU kernel*. Here a probe kernel does exactly that for every thread, "
     "a sweep times the kernel for each block size, and the inspector shows the code the GPU runs.",
 )
-explorer, sweep, inspector = st.tabs(["Thread-indexing explorer", "Block-size sweep", "Kernel inspector"])
+explorer, sweep, overhead, inspector = st.tabs(["Thread-indexing explorer", "Block-size sweep", "Launch overhead", "Kernel inspector"])
 
 with explorer:
     params = indexing_form(device)
@@ -52,6 +55,26 @@ with sweep:
         show_sweep(st.session_state[SWEEP_KEY])
     else:
         st.info("Choose N and the configurations, then press **Run sweep**.")
+
+with overhead:
+    st.markdown(
+        "What does launching a kernel from Python cost? An empty kernel is launched many times back to back "
+        "along every path below; each sample is the host's time per launch. The engine launches the vector add "
+        "the fastest honest way (configured once, specialised for its argument types)."
+    )
+    samples = launch_overhead_form()
+    if samples is not None:
+        from gpu.experiments.launch_overhead import run_launch_overhead
+
+        result = run_experiment(
+            "launch overhead",
+            lambda progress: run_launch_overhead(RepeatPolicy.count(samples, warmup=2), on_progress=progress),
+            uses_cpu=gpu.BACKEND.simulated,
+        )
+        if result is not None:
+            st.session_state[OVERHEAD_KEY] = result
+    if OVERHEAD_KEY in st.session_state:
+        show_launch_overhead(st.session_state[OVERHEAD_KEY])
 
 with inspector:
     show_inspector()

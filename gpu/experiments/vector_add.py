@@ -20,11 +20,20 @@ from gpu.core.backend import BACKEND, cuda
 from gpu.core.device import DeviceInfo, device_info
 from gpu.kernels.vector_add import blocks_for, compile_vector_add, stream_hold_problem, vector_add_kernel
 from gpu.core.limits import InputError, check_n, check_threads_per_block
+from gpu.core.telemetry import TelemetryMonitor, describe as describe_telemetry
 from gpu.core.timing import Clock, PhaseTimer, RepeatPolicy, Stats, collect, format_factor, format_seconds, time_kernel
 
 BYTES_PER_ELEMENT = 12  # float32 vector add reads a and b and writes c: 3 x 4 bytes
 # The GPU phases that add up to (at most) the end-to-end time; "launch" exists on hardware only.
 GPU_PHASES = ("h2d", "launch", "kernel", "d2h")
+# The rules every GPU figure follows, stated with the data (captions quote them).
+TIMING_RULES = (
+    "device buffers are allocated before any start event: no figure includes allocation",
+    "the L2 is flushed before every GPU sample",
+    "the kernel alone is timed behind a verified stream hold; an expired hold is retried with a longer one",
+    "launch = (interval from inputs copied to kernel done) − median kernel alone",
+    "at least 3 samples per series before any time budget stops it; fewer are flagged",
+)
 DEFAULT_PYTHON_BUDGET_S = 10.0  # the Python loop runs fully only if its estimate fits this
 
 Progress = Callable[[str], None]
@@ -147,6 +156,7 @@ class VectorAddRun:
     warnings: tuple[str, ...] = ()
     seed: int = 0
     created_at: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    telemetry: dict | None = None  # GPU clocks, temperature, power, throttling (gpu.core.telemetry)
 
     dtype = "float32"
 
@@ -202,6 +212,8 @@ class VectorAddRun:
             "cpu": {k: v.to_dict() for k, v in self.cpu.items()},
             "speedup": {f"{s.gpu_measure}_vs_{s.baseline}": s.to_dict() for s in self.speedups},
             "warnings": list(self.warnings),
+            "telemetry": self.telemetry,
+            "timing_rules": TIMING_RULES,
         }
 
     def to_frame(self):
@@ -243,6 +255,8 @@ class VectorAddRun:
                 lines.append(f"  CPU {name:<8} skipped: {timing.skipped}")
             else:
                 lines.append(f"  CPU {name:<8} {timing.stats}")
+        if self.telemetry is not None:
+            lines.append(describe_telemetry(self.telemetry))
         for s in self.speedups:
             tag = " (estimated)" if s.estimated else ""
             if self.backend == "simulator":
@@ -450,7 +464,8 @@ def run_vector_add(
     compile_s = compile_vector_add()
     say("timing the GPU kernel and copies")
     gpu_out = np.empty(n, dtype=np.float32)
-    gpu_stats = time_gpu_phases(a, b, gpu_out, threads_per_block, policy)
+    with TelemetryMonitor() as monitor:  # clocks and throttling before, during and after the GPU work
+        gpu_stats = time_gpu_phases(a, b, gpu_out, threads_per_block, policy)
     gpu_stats.pop("with_launch")  # launch + kernel are shown as their two parts here
     agreement = {"gpu": check_agreement("gpu", gpu_out, reference)}
 
@@ -477,6 +492,7 @@ def run_vector_add(
         agreement=agreement,
         warnings=tuple(warnings),
         seed=seed,
+        telemetry=monitor.summary(),
     )
 
 
