@@ -25,6 +25,8 @@ Clock = Callable[[], float]
 # Fewer samples than this cannot show their own spread: such a figure is flagged
 # ("n<3") in every table, chart, download and check report (issue 10, item 1).
 MIN_RELIABLE_SAMPLES = 3
+# The allocation rule, one for every experiment (issue 10, item 5); captions quote it.
+ALLOCATION_RULE = "device buffers are allocated before any start event, so no figure includes allocation"
 
 
 @dataclass(frozen=True)

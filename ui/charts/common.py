@@ -14,6 +14,7 @@ COLORS: dict[str, str] = {
     "H2D copy": "#4c78a8",
     "Kernel launch (host)": "#eeca3b",
     "Kernel": "#f58518",
+    "Kernel with launch": "#e6a15c",
     "Kernel, grid-stride": "#9467bd",
     "Kernel, 4 per thread": "#c49c94",
     "D2H copy": "#54a24b",
