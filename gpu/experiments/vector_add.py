@@ -21,7 +21,7 @@ from gpu.core.device import DeviceInfo, device_info
 from gpu.kernels.vector_add import blocks_for, compile_vector_add, stream_hold_problem, vector_add_kernel
 from gpu.core.limits import InputError, check_n, check_threads_per_block
 from gpu.core.telemetry import TelemetryMonitor, describe as describe_telemetry
-from gpu.core.timing import Clock, PhaseTimer, RepeatPolicy, Stats, collect, format_factor, format_seconds, time_kernel
+from gpu.core.timing import MIN_RELIABLE_SAMPLES, Clock, PhaseTimer, RepeatPolicy, Stats, collect, format_factor, format_seconds, time_kernel
 
 BYTES_PER_ELEMENT = 12  # float32 vector add reads a and b and writes c: 3 x 4 bytes
 # The GPU phases that add up to (at most) the end-to-end time; "launch" exists on hardware only.
@@ -219,7 +219,7 @@ class VectorAddRun:
     def to_frame(self):
         """Tidy samples: one row per implementation x phase x sample (pandas DataFrame).
 
-        Columns: implementation, phase, sample, seconds, estimated, n, backend.
+        Columns: implementation, phase, sample, seconds, estimated, few_samples, n, backend.
         A skipped CPU implementation contributes one row holding its estimate.
         """
         import pandas as pd
@@ -235,6 +235,9 @@ class VectorAddRun:
                 for i, s in enumerate(timing.stats.samples_s):
                     rows.append((name, "cpu", i, s, False))
         frame = pd.DataFrame(rows, columns=["implementation", "phase", "sample", "seconds", "estimated"])
+        # fewer than 3 samples: the spread is unknown, and every chart and download says so
+        counts = frame.groupby(["implementation", "phase"])["sample"].transform("count")
+        frame["few_samples"] = (counts < MIN_RELIABLE_SAMPLES) & ~frame["estimated"]
         frame["n"] = self.n
         frame["backend"] = self.backend
         return frame
