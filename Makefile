@@ -54,12 +54,16 @@ $(VENV)/.dev: requirements-dev.txt $(VENV)/.runtime
 
 # numba-cuda needs the CUDA toolkit wheels to compile for a real GPU; they are large,
 # so only fetch them where an NVIDIA driver exists. Driver 580+ speaks CUDA 13.
+# nvidia-ml-py (the pynvml module) reads GPU telemetry through the driver's NVML; it is
+# useless without a driver, so it is installed here and not in requirements.txt.
 cuda-wheels: | $(PY)
 	@if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi >/dev/null 2>&1; then \
 	  major=$$(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -n1 | cut -d. -f1); \
 	  if [ "$$major" -ge 580 ]; then extra=cu13; else extra=cu12; fi; \
 	  echo "NVIDIA driver $$major found: installing numba-cuda[$$extra]"; \
 	  $(PIP) install "numba-cuda[$$extra]>=0.30,<0.31"; \
+	  echo "installing nvidia-ml-py for GPU telemetry (clocks, temperature, power, throttling)"; \
+	  $(PIP) install "nvidia-ml-py>=13,<14"; \
 	else \
 	  echo "No NVIDIA driver: kernels will run in Numba's CUDA simulator (no CUDA wheels downloaded)."; \
 	fi

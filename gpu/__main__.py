@@ -28,12 +28,24 @@ def _progress(quiet: bool):
     return (lambda msg: None) if quiet else (lambda msg: print(msg, file=sys.stderr, flush=True))
 
 
+SIMULATOR_LINE = "WARNING: CUDA simulator — timings are not GPU performance (no CUDA GPU found; kernels ran in Numba's simulator)."
+
+
 def _emit(result, as_json: bool) -> None:
-    """A result as one JSON object (its to_dict()) or as its terminal summary."""
+    """A result as one JSON object (its to_dict()) or as its terminal summary.
+
+    Every text output in the simulator starts with the warning line (issue 10, item
+    11): a header saying "(simulator)" was easy to miss beside a "1.56e-05x" speedup.
+    ``result`` may also be text already rendered.
+    """
     if as_json:
         _print_json(result.to_dict())
-    else:
-        print(result)
+        return
+    from gpu.core.backend import BACKEND
+
+    if BACKEND.simulated:
+        print(SIMULATOR_LINE)
+    print(result)
 
 
 # --- experiments: one subcommand per declaration ------------------------------------
@@ -157,9 +169,6 @@ def cmd_history_delete(args: argparse.Namespace) -> int:
         raise InputError(str(exc)) from None
     print(f"deleted {deleted} run{'s' if deleted != 1 else ''} from {store.path}")
     return 0
-
-
-
 
 
 

@@ -5,10 +5,11 @@ import streamlit as st
 
 import gpu
 from gpu.experiments.launch import DRAW_LIMIT_THREADS, INDEXING, LAUNCH_SWEEP
+from gpu.experiments.launch_overhead import EXPERIMENT as OVERHEAD
 from ui.forms import experiment_form
 from ui.frame import frame
 from ui.runner import run_declared
-from ui.views.launch import INDEXING_KEY, SWEEP_KEY, show_indexing, show_inspector, show_sweep
+from ui.views.launch import INDEXING_KEY, OVERHEAD_KEY, SWEEP_KEY, show_indexing, show_inspector, show_launch_overhead, show_sweep
 
 frame(
     "Launch config",
@@ -17,7 +18,7 @@ frame(
     "corresponding values in the GPU kernel*. Here a probe kernel does exactly that for every thread, "
     "a sweep times the kernel for each block size, and the inspector shows the code the GPU runs.",
 )
-explorer, sweep, inspector = st.tabs(["Thread-indexing explorer", "Block-size sweep", "Kernel inspector"])
+explorer, sweep, overhead, inspector = st.tabs(["Thread-indexing explorer", "Block-size sweep", "Launch overhead", "Kernel inspector"])
 
 with explorer:
     params = experiment_form(
@@ -40,6 +41,18 @@ with sweep:
         show_sweep(st.session_state[SWEEP_KEY])
     else:
         st.info("Choose N and the configurations, then press **Run sweep**.")
+
+with overhead:
+    st.markdown(
+        "What does launching a kernel from Python cost? An empty kernel is launched many times back to back "
+        "along every path below; each sample is the host's time per launch. The engine launches the vector add "
+        "the fastest honest way (configured once, specialised for its argument types)."
+    )
+    overhead_params = experiment_form(OVERHEAD, submit_label="Measure launch overhead")
+    if overhead_params is not None and (result := run_declared(OVERHEAD, overhead_params)) is not None:
+        st.session_state[OVERHEAD_KEY] = result
+    if OVERHEAD_KEY in st.session_state:
+        show_launch_overhead(st.session_state[OVERHEAD_KEY])
 
 with inspector:
     show_inspector()

@@ -52,3 +52,28 @@ st.table(
 st.subheader("Libraries")
 versions = library_versions()
 st.table(pd.DataFrame({"version": [v or "not installed" for v in versions.values()]}, index=list(versions)))
+
+st.subheader("Telemetry (live)")
+from gpu.core.telemetry import read_now  # noqa: E402
+
+
+@st.fragment(run_every=2.0)
+def _live_telemetry() -> None:
+    """Clocks, temperature, power and clock-event reasons, refreshed every 2 s (NVML)."""
+    sample, why = read_now(device.index or 0)
+    if sample is None:
+        st.info(why)
+        return
+    cols = st.columns(4)
+    cols[0].metric("SM clock", f"{sample.sm_clock_mhz:,.0f} MHz" if sample.sm_clock_mhz else "—")
+    cols[1].metric("Memory clock", f"{sample.mem_clock_mhz:,.0f} MHz" if sample.mem_clock_mhz else "—")
+    cols[2].metric("Temperature", f"{sample.temperature_c:.0f} °C" if sample.temperature_c is not None else "—")
+    cols[3].metric("Power", f"{sample.power_w:,.0f} W" if sample.power_w is not None else "—")
+    slow = sample.slowdowns
+    (st.warning if slow else st.caption)(
+        ("Clocks slowed now: " + ", ".join(slow)) if slow else
+        ("Clock-event reasons: " + (", ".join(sample.reasons) or "none") + ". Every GPU run records these before, during and after, and is flagged if clocks dropped.")
+    )
+
+
+_live_telemetry()

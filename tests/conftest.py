@@ -120,3 +120,14 @@ def wait_for_app(page) -> None:
     page.wait_for_function(
         "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=120_000
     )
+
+
+def wait_for_backend_badge(page) -> None:
+    """Wait for the frame's backend badge: the simulator's full warning here, the device's
+    name on a GPU (where there is no simulator banner to wait for)."""
+    if gpu.BACKEND.simulated:
+        page.get_by_text("CUDA simulator — timings are not GPU performance").first.wait_for()
+    else:
+        from gpu.core.device import device_info
+
+        page.get_by_text(device_info().name).first.wait_for()

@@ -127,3 +127,30 @@ def test_the_app_and_engine_never_evaluate_or_upload():
         text = source.read_text()
         for banned in ("eval(", "exec(", "file_uploader", "pickle.load"):
             assert banned not in text, f"{source.name} uses {banned}"
+
+
+class _FakeQueue(list):
+    pass
+
+
+class _FakeContext:
+    """A CUDA context whose device-array frees are queued where Numba queues them."""
+
+    def __init__(self):
+        self.memory_manager = type("MM", (), {})()
+        self.memory_manager.deallocations = _FakeQueue(["d_a", "d_b", "d_c"])
+        self.deallocations = _FakeQueue(["unrelated"])
+
+
+def test_release_device_memory_flushes_the_memory_managers_queue():
+    ctx = _FakeContext()
+    assert admission.release_device_memory(collect=False, context=ctx) is True
+    assert ctx.memory_manager.deallocations == []  # the queue device arrays free onto
+    # the same function is the sweep's: one implementation, used everywhere
+    from gpu.experiments import scaling
+
+    assert scaling.release_device_memory is admission.release_device_memory
+
+
+def test_release_device_memory_survives_a_broken_context():
+    assert admission.release_device_memory(collect=False, context=object()) is False

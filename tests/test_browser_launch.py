@@ -4,7 +4,7 @@ run a tiny sweep and see its charts; the inspector tab answers."""
 import pytest
 
 import gpu
-from tests.conftest import screenshot, wait_for_app
+from tests.conftest import screenshot, wait_for_app, wait_for_backend_badge
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -16,8 +16,7 @@ def _charts(page):
 def test_launch_config_explorer_and_sweep_in_the_browser(page, app_url):
     page.goto(f"{app_url}/Launch_config")
     wait_for_app(page)
-    if gpu.BACKEND.simulated:
-        page.get_by_text("CUDA simulator — timings are not GPU performance").first.wait_for()
+    wait_for_backend_badge(page)
 
     # the explorer: N = 100 with 32 threads per block leaves 28 threads of the last block idle
     n_box = page.get_by_label("N (elements to cover)", exact=True)

@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests.conftest import screenshot, wait_for_app
+from tests.conftest import screenshot, wait_for_app, wait_for_backend_badge
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -10,7 +10,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 def test_scaling_sweep_runs_and_draws_charts_in_the_browser(page, app_url):
     page.goto(f"{app_url}/Scaling")
     wait_for_app(page)
-    page.get_by_text("CUDA simulator — timings are not GPU performance").first.wait_for()
+    wait_for_backend_badge(page)
     for label, value in (("Smallest N", "64"), ("Largest N", "256")):
         box = page.get_by_label(label, exact=True)
         box.fill(value)

@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests.conftest import screenshot, wait_for_app
+from tests.conftest import screenshot, wait_for_app, wait_for_backend_badge
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -11,7 +11,7 @@ def test_vector_add_runs_and_draws_charts_in_the_browser(page, app_url):
     page.set_viewport_size({"width": 1400, "height": 2800})  # tall enough for the whole result
     page.goto(f"{app_url}/Vector_add")
     wait_for_app(page)
-    page.get_by_text("CUDA simulator — timings are not GPU performance").first.wait_for()
+    wait_for_backend_badge(page)
     n_box = page.get_by_label("N (elements per vector)", exact=True)
     n_box.fill("1000")
     n_box.press("Tab")

@@ -80,3 +80,16 @@ def test_a_failing_section_is_recorded_and_fails_the_check(tmp_path):
     report = run_check(tmp_path, quick=True, sections=[broken])
     assert not report.passed
     assert "boom" in (tmp_path / "check.md").read_text()
+
+
+@pytest.mark.skipif(not __import__("gpu").BACKEND.simulated, reason="the simulator's wording")
+def test_every_text_output_in_the_simulator_starts_with_the_warning_and_says_na(capsys):
+    from gpu.__main__ import SIMULATOR_LINE
+
+    assert main(["vector-add", "--n", "64", "--repeats", "1", "--cpu", "numpy"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == SIMULATOR_LINE and "timings are not GPU performance" in SIMULATOR_LINE
+    assert "kernel compile: n/a (simulator)" in out and "0 ns" not in out
+    assert all("(simulated GPU: not GPU performance)" in line for line in out.splitlines() if "speedup" in line)
+    assert main(["sweep", "--min-n", "32", "--max-n", "32", "--impl", "numpy", "--repeats", "1", "--no-peaks", "--quiet"]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == SIMULATOR_LINE

@@ -34,9 +34,9 @@ def metric(at: AppTest, label: str) -> str:
     return next(m.value for m in at.metric if m.label == label)
 
 
-def test_page_opens_with_three_tabs_and_prompts():
+def test_page_opens_with_four_tabs_and_prompts():
     at = page()
-    assert [t.label for t in at.tabs] == ["Thread-indexing explorer", "Block-size sweep", "Kernel inspector"]
+    assert [t.label for t in at.tabs] == ["Thread-indexing explorer", "Block-size sweep", "Launch overhead", "Kernel inspector"]
     assert any("Run probe" in i.value for i in at.info)
     assert not at.error and not at.get("vega_lite_chart")
 
@@ -232,3 +232,15 @@ def test_occupancy_chart_needs_figures(sweep_frame):
     rows = rows_with(spec, "occupancy_pct")
     assert [r["occupancy_pct"] for r in rows] == [50.0, 100.0, 100.0]
     assert spec["encoding"]["y"]["scale"]["domain"] == [0, 100]
+
+
+def test_launch_overhead_tab_measures_paths_with_a_chart_and_says_what_it_skipped():
+    at = page()
+    at.text_input(key="launch-overhead.samples").input("2")
+    press(at, "Measure launch overhead")
+    charts = json.dumps(specs(at))
+    assert "Host time to launch one kernel" in charts and "Numba: configured once, launch()" in charts
+    assert "(n<3)" in charts  # two samples per path: flagged on the chart
+    table = at.dataframe[-1].value
+    assert (table["flag"] == "fewer than 3 samples").all()
+    assert any("CuPy RawKernel: skipped" in c.value for c in at.caption)

@@ -59,7 +59,7 @@ def test_host_copy_size_is_beyond_the_last_level_cache():
 def test_peaks_round_trip_to_dict():
     p = Peaks((Limit("d2d", 1000.0, "measured", 2**20),), "cuda", RepeatPolicy.count(3))
     data = p.to_dict()
-    assert data["limits"]["d2d"]["gbps"] == 1000.0 and data["limits"]["d2d"]["label"].startswith("device-to-device")
+    assert data["limits"]["d2d"]["gbps"] == 1000.0 and data["limits"]["d2d"]["label"].startswith("device copy")
     assert "1,000 GB/s" in str(p)
 
 

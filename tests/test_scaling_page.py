@@ -29,7 +29,7 @@ def test_time_chart_is_log_log_with_band_noise_rings_and_crossover_marker():
     crossovers = [c.to_dict() for c in run.crossovers()]
     spec = scaling_charts.time_chart(run.to_frame(), crossovers, "N = 1,024 to 1,048,576").to_dict()
     marks = [layer["mark"]["type"] if isinstance(layer["mark"], dict) else layer["mark"] for layer in layers(spec)]
-    assert marks[:3] == ["area", "line", "point"] and "rule" in marks and "text" in marks
+    assert marks[:4] == ["area", "line", "point", "square"] and "rule" in marks and "text" in marks
     line = layers(spec)[1]["encoding"]
     assert line["x"]["scale"]["type"] == "log" and line["y"]["scale"]["type"] == "log"
     assert {"median (ms)", "samples", "noisy"} <= {t["title"] for t in line["tooltip"]}
@@ -48,7 +48,7 @@ def test_time_chart_without_a_crossover_has_no_marker():
     frame = run.to_frame()
     frame = frame[frame["series"] != "gpu-kernel"]  # only end to end, which never wins
     spec = scaling_charts.time_chart(frame, [], "s").to_dict()
-    assert [layer["mark"]["type"] if isinstance(layer["mark"], dict) else layer["mark"] for layer in layers(spec)] == ["area", "line", "point"]
+    assert [layer["mark"]["type"] if isinstance(layer["mark"], dict) else layer["mark"] for layer in layers(spec)] == ["area", "line", "point", "square"]
 
 
 def test_bandwidth_chart_has_a_rule_per_limit_and_percent_in_tooltips():
@@ -60,7 +60,7 @@ def test_bandwidth_chart_has_a_rule_per_limit_and_percent_in_tooltips():
     assert rules["mark"]["type"] == "rule"
     limits = spec["datasets"][rules["data"]["name"]]
     assert sorted(row["gbps"] for row in limits) == [20.0, 50.0, 50.0, 1000.0, 2000.0]
-    assert any("device-to-device copy (measured): 1,000 GB/s" == row["text"] for row in limits)
+    assert any("device copy, best of memcpy and copy kernel (measured reference): 1,000 GB/s" == row["text"] for row in limits)
 
 
 def test_share_chart_stacks_on_a_linear_axis_with_log_n():

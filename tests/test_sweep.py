@@ -13,7 +13,7 @@ from gpu.core.device import device_info
 from gpu.core.limits import InputError
 from gpu.core.peaks import Limit, Peaks
 from gpu.experiments.scaling import (
-    SweepConfig, SweepPoint, SweepRun, check_sweep, find_crossover, make_config, repeat_policy, run_sweep, sweep_sizes,
+    SweepConfig, SweepPoint, SweepRun, check_sweep, find_crossover, performance_targets, make_config, repeat_policy, run_sweep, sweep_sizes,
 )
 from gpu.core.timing import RepeatPolicy, Stats
 
@@ -127,7 +127,7 @@ def test_crossovers_are_stated_in_words():
     assert kernel.kind == "from" and 2**13 < kernel.n < 2**14  # 1e-5 + 1e-11 n = 1e-9 n at n ≈ 10,101
     assert total.kind == "never" and not total.ahead_somewhere
     (sentence,) = run.crossover_sentences()
-    assert sentence.startswith("The kernel beats NumPy from N ≈ 10,")
+    assert sentence.startswith("The kernel alone beats NumPy from N ≈ 10,")
     assert "end to end, with copies, the GPU never beats NumPy in this range (up to N = 1,048,576)" in sentence
 
 
@@ -139,13 +139,23 @@ def test_frame_has_bandwidth_percent_of_limits_and_phase_shares():
     assert row["bandwidth_gbps"] == pytest.approx(12 * n / (1e-5 + 1e-11 * n) / 1e9)
     assert row["pct_of_ceiling"] == pytest.approx(100 * row["bandwidth_gbps"] / 1000.0)
     assert row["pct_of_device_peak"] == pytest.approx(100 * row["bandwidth_gbps"] / 2000.0)
-    assert row["ceiling"] == "device-to-device copy (measured)"
+    assert row["ceiling"] == "device copy, best of memcpy and copy kernel (measured reference)" and row["ceiling_is_limit"]
     h2d = frame[(frame["n"] == n) & (frame["series"] == "gpu-h2d")].iloc[0]
     assert h2d["bandwidth_gbps"] == pytest.approx(8 * n / (8e-4 + 1e-9 * n) / 1e9)  # a and b in: 8 bytes per element
     assert frame[frame["series"] == "numpy"]["ceiling"].unique().tolist() == ["host memory, NumPy copy (measured)"]
     shares = frame[frame["series"].isin(["gpu-h2d", "gpu-kernel", "gpu-d2h"])].groupby("n")["share"].sum()
     assert shares.to_numpy() == pytest.approx([1.0] * len(NS))
     assert frame[frame["series"] == "numpy"]["share"].isna().all()
+
+
+def test_a_measured_ceiling_that_a_series_beats_is_a_reference_and_no_target_passes_against_it():
+    run = crossing_run(peaks=fake_peaks(d2d=300.0))  # the kernel reaches ~614 GB/s at the largest N
+    row = run.to_frame().query("series == 'gpu-kernel'").iloc[-1]
+    assert row["bandwidth_gbps"] > 300.0 and not row["ceiling_is_limit"]
+    assert row["ceiling"].endswith("a reference, beaten here, not a limit")
+    target = performance_targets(run)["kernel_vs_d2d"]
+    assert target["ceiling_beaten"] and target["met"] is None
+    assert performance_targets(crossing_run(peaks=fake_peaks()))["kernel_vs_d2d"]["met"] is False  # 614 < 90% of 1,000
 
 
 def test_noisy_points_are_flagged_against_the_policy_target():
@@ -246,7 +256,7 @@ def test_a_stop_between_steps_keeps_the_partial_result():
     assert run.stopped == "cancelled" and not run.complete
     assert run.steps_done == 4 and run.steps_planned == 9
     assert run.sizes == [32, 64]  # steps: 32 x3, then 64 gpu
-    assert {p.series for p in run.points if p.n == 64} == {"gpu-total", "gpu-kernel", "gpu-h2d", "gpu-d2h"}
+    assert {p.series for p in run.points if p.n == 64} == {"gpu-total", "gpu-kernel", "gpu-launch-kernel", "gpu-h2d", "gpu-d2h"}
 
 
 def test_a_time_limit_stops_the_sweep_with_what_it_has():
@@ -302,9 +312,9 @@ def test_cli_json_has_config_points_and_crossovers(capsys):
     assert code == 0
     data = json.loads(capsys.readouterr().out)
     assert data["experiment"] == "scaling" and data["config"]["sizes"] == [32, 64]
-    assert {p["series"] for p in data["points"]} == {"gpu-total", "gpu-kernel", "gpu-h2d", "gpu-d2h", "numpy"}
+    assert {p["series"] for p in data["points"]} == {"gpu-total", "gpu-kernel", "gpu-launch-kernel", "gpu-h2d", "gpu-d2h", "numpy"}
     assert all("median_s" in p["stats"] and "samples" in p["stats"] for p in data["points"])
-    assert len(data["crossovers"]) == 2 and all("text" in c for c in data["crossovers"])
+    assert len(data["crossovers"]) == 3 and all("text" in c for c in data["crossovers"])
 
 
 def test_cli_csv_is_a_table_headed_by_the_configuration(capsys):

@@ -272,3 +272,35 @@ def check_sweep_points(points: int | str, config: AdmissionConfig | None = None)
     if not 1 <= value <= config.max_sweep_points:
         raise InputError(f"a sweep may have 1 to {config.max_sweep_points} points ({ENV_MAX_SWEEP_POINTS}), got {value}")
     return value
+
+
+def release_device_memory(collect: bool = True, context=None) -> bool:
+    """Free what a run left behind: drop Python references, then flush Numba's pending frees.
+
+    The one function every caller uses (the UI after out-of-memory, the Scaling sweep
+    between sizes). Why ``memory_manager.deallocations`` (issue 10, item 12): Numba
+    queues a device array's free on its context's memory manager, so clearing
+    ``context.deallocations`` (as this once did) left the memory held; only the sweep
+    cleared the right queue. ``collect`` runs the garbage collector first (tens of ms
+    with PyTorch and CuPy loaded; needed after a failure, whose traceback can keep
+    device arrays alive in a cycle). ``context`` is for tests (default: the current
+    CUDA context). Returns True when a queue was flushed.
+    """
+    import gc
+
+    if collect:
+        gc.collect()
+    if context is None:
+        if BACKEND.simulated:
+            return False
+        try:
+            from gpu.core.backend import cuda
+
+            context = cuda.current_context()
+        except Exception:  # best effort: the context may itself be broken after the failure
+            return False
+    try:
+        context.memory_manager.deallocations.clear()
+    except Exception:  # an external memory manager without the queue, or a broken context
+        return False
+    return True

@@ -2,7 +2,14 @@
 
 A measurement is a ``Stats``: raw samples in seconds with warm-up runs excluded.
 ``RepeatPolicy`` says how many samples to take: a fixed count, or (the nvbench way)
-until the relative noise is below a target or a time budget is spent.
+until the relative noise is below a target or a time budget is spent — but never fewer
+than ``min_samples`` before a budget stops it, and every series sampled together has
+its own stopping rule (``collect``). A figure from fewer than ``MIN_RELIABLE_SAMPLES``
+samples says so (``Stats.few_samples``) wherever it is shown.
+
+``time_kernel`` times a kernel alone behind a verified stream hold, with the L2 flushed
+before every sample; the device is reached only through ``gpu.core.hold.DeviceOps``,
+so tests drive it with fake events and a fake clock.
 """
 
 from __future__ import annotations
@@ -10,17 +17,32 @@ from __future__ import annotations
 import math
 import statistics
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Mapping, Sequence
 
 Clock = Callable[[], float]
 
+# Fewer samples than this cannot show their own spread: such a figure is flagged
+# ("n<3") in every table, chart, download and check report (issue 10, item 1).
+MIN_RELIABLE_SAMPLES = 3
+# The allocation rule, one for every experiment (issue 10, item 5); captions quote it.
+ALLOCATION_RULE = "device buffers are allocated before any start event, so no figure includes allocation"
+
 
 @dataclass(frozen=True)
 class Stats:
-    """Samples of one measured quantity, in seconds (warm-up excluded)."""
+    """Samples of one measured quantity, in seconds (warm-up excluded).
+
+    ``retries``: samples discarded and re-taken because the stream hold had expired
+    before the kernel was queued (see ``time_kernel``). ``held``: True when every
+    sample was taken behind a verified stream hold, False when no hold was possible
+    here (the samples then include the launch latency), None for timings that need
+    no hold (copies, CPU, end to end).
+    """
 
     samples_s: tuple[float, ...]
+    retries: int = 0
+    held: bool | None = None
 
     def __post_init__(self) -> None:
         if not self.samples_s:
@@ -29,6 +51,11 @@ class Stats:
     @property
     def n_samples(self) -> int:
         return len(self.samples_s)
+
+    @property
+    def few_samples(self) -> bool:
+        """Too few samples to know the spread: flag the figure wherever it is shown."""
+        return self.n_samples < MIN_RELIABLE_SAMPLES
 
     @property
     def median_s(self) -> float:
@@ -61,18 +88,24 @@ class Stats:
             "mean_s": self.mean_s,
             "noise": self.noise,
             "samples": self.n_samples,
+            "few_samples": self.few_samples,
+            "retries": self.retries,
+            "held": self.held,
             "samples_s": list(self.samples_s),
         }
 
     @classmethod
     def from_dict(cls, data: Mapping) -> "Stats":
-        return cls(tuple(float(x) for x in data["samples_s"]))
+        return cls(tuple(float(x) for x in data["samples_s"]), int(data.get("retries", 0) or 0), data.get("held"))
 
     def __str__(self) -> str:
+        flags = f"; only {self.n_samples} sample{'s' if self.n_samples != 1 else ''}, spread unknown" if self.few_samples else ""
+        if self.retries:
+            flags += f"; {self.retries} sample{'s' if self.retries != 1 else ''} retried (hold expired)"
         return (
             f"median {format_seconds(self.median_s)} "
             f"(min {format_seconds(self.min_s)}, max {format_seconds(self.max_s)}, "
-            f"n={self.n_samples})"
+            f"n={self.n_samples}{flags})"
         )
 
 
@@ -80,10 +113,11 @@ class Stats:
 class RepeatPolicy:
     """How many samples to take.
 
-    ``budget_s`` None: exactly ``n_repeat`` samples. Otherwise sample until the
-    relative noise (stdev/mean) is at most ``max_noise`` with at least ``min_samples``,
-    or until ``budget_s`` seconds of measuring are spent, or ``n_repeat`` samples are
-    taken, whichever comes first. ``warmup`` runs always come first and are discarded.
+    ``budget_s`` None: exactly ``n_repeat`` samples. Otherwise take at least
+    ``min_samples`` (capped by ``n_repeat``) whatever the budget, then sample until the
+    relative noise (stdev/mean) is at most ``max_noise``, or until ``budget_s`` seconds
+    of measuring are spent, or ``n_repeat`` samples are taken, whichever comes first.
+    ``warmup`` runs always come first and are discarded.
     """
 
     n_repeat: int = 10
@@ -132,28 +166,36 @@ class RepeatPolicy:
         }
 
     def done(self, samples: Sequence[float], spent_s: float) -> bool:
-        """True when no more samples are needed."""
+        """True when no more samples of this one series are needed."""
         if len(samples) >= self.n_repeat:
             return True
         if self.budget_s is None:
             return False
+        # Why the minimum comes before the budget: at N >= 2^28 the copies alone spent
+        # the whole budget, and the kernel-only figures quoted from those runs (3,448
+        # GB/s, "1.245x PyTorch") rested on one sample each (issue 10, item 1).
+        if len(samples) < self.min_samples:
+            return False
         if spent_s >= self.budget_s:
             return True
-        return len(samples) >= self.min_samples and Stats(tuple(samples)).noise <= self.max_noise
+        return Stats(tuple(samples)).noise <= self.max_noise
 
 
 def collect(
     run_once: Callable[[], Mapping[str, float]],
     policy: RepeatPolicy,
     *,
-    noise_key: str,
+    noise_key: str | None = None,
     clock: Clock = time.perf_counter,
 ) -> dict[str, Stats]:
-    """Call ``run_once`` per policy; each call returns seconds per named phase.
+    """Call ``run_once`` per policy; each call returns seconds per named series.
 
-    Warm-up calls are discarded. Stopping looks at the noise of ``noise_key``.
-    Returns one Stats per phase name.
+    Warm-up calls are discarded. Every series returned has its own stopping rule:
+    sampling goes on until ``policy.done`` holds for each of them, so a quiet
+    end-to-end time cannot stop a noisy phase at one sample (issue 10, item 1).
+    ``noise_key`` is accepted for older callers and ignored. Returns one Stats per name.
     """
+    del noise_key  # every series is checked now
     for _ in range(policy.warmup):
         run_once()
     samples: dict[str, list[float]] = {}
@@ -161,7 +203,8 @@ def collect(
     while True:
         for key, seconds in run_once().items():
             samples.setdefault(key, []).append(float(seconds))
-        if policy.done(samples[noise_key], clock() - started):
+        spent = clock() - started
+        if all(policy.done(values, spent) for values in samples.values()):
             break
     return {key: Stats(tuple(values)) for key, values in samples.items()}
 
@@ -194,52 +237,42 @@ def format_seconds(seconds: float) -> str:
 class PhaseTimer:
     """Times consecutive phases of work queued on one CUDA stream.
 
-    On hardware each boundary is a CUDA event recorded on the stream (events are
-    created once, here, not per sample). In the simulator events return no time, so
-    each boundary synchronises and reads the wall clock instead.
+    Each boundary is an event from ``ops`` (``gpu.core.hold.default_ops``: CUDA events
+    on hardware, created once here, not per sample; in the simulator the stream is
+    synchronised and the wall clock read instead; fakes in tests).
 
     Usage per sample: ``start()``, then ``end(name)`` after queuing each phase, then
     ``durations_s()`` (which waits for the stream) -> {name: seconds}.
     """
 
-    def __init__(self, stream, names: Sequence[str], clock: Clock = time.perf_counter):
-        from gpu.core.backend import BACKEND, cuda
+    def __init__(self, stream, names: Sequence[str], clock: Clock = time.perf_counter, ops=None):
+        from gpu.core.hold import default_ops
 
         self._stream = stream
         self._names = tuple(names)
-        self._simulated = BACKEND.simulated
-        self._clock = clock
-        self._events = [] if self._simulated else [cuda.event() for _ in range(len(names) + 1)]
-        self._times: list[float] = []
+        self._ops = ops or default_ops(clock)
+        self._events = [self._ops.event() for _ in range(len(names) + 1)]
+        self._marked = 0
 
     def start(self) -> None:
-        self._times = []
+        self._marked = 0
         self._mark()
 
     def end(self, name: str) -> None:
-        expected = self._names[len(self._times) - 1]
+        expected = self._names[self._marked - 1] if 0 < self._marked <= len(self._names) else None
         if name != expected:
             raise RuntimeError(f"phase {name!r} ended out of order; expected {expected!r}")
         self._mark()
 
     def _mark(self) -> None:
-        if self._simulated:
-            self._stream.synchronize()
-            self._times.append(self._clock())
-        else:
-            self._events[len(self._times)].record(self._stream)
-            self._times.append(0.0)  # placeholder: the event holds the time
+        self._events[self._marked].record(self._stream)
+        self._marked += 1
 
     def durations_s(self) -> dict[str, float]:
-        if len(self._times) != len(self._names) + 1:
+        if self._marked != len(self._names) + 1:
             raise RuntimeError("durations_s() called before every phase ended")
-        if self._simulated:
-            return {n: self._times[i + 1] - self._times[i] for i, n in enumerate(self._names)}
         self._events[-1].synchronize()
-        return {
-            n: self._events[i].elapsed_time(self._events[i + 1]) / 1e3  # ms -> s
-            for i, n in enumerate(self._names)
-        }
+        return {n: self._ops.elapsed_s(self._events[i], self._events[i + 1]) for i, n in enumerate(self._names)}
 
 
 def format_factor(factor: float) -> str:
@@ -249,26 +282,68 @@ def format_factor(factor: float) -> str:
     return f"{factor:,.0f}x" if factor >= 100 else f"{factor:.3g}x"
 
 
-def time_kernel(launch: Callable[[], None], stream, policy: RepeatPolicy, clock: Clock = time.perf_counter) -> Stats:
+class HoldExpired(RuntimeError):
+    """The stream hold kept expiring before the kernel was queued, even when lengthened."""
+
+
+def time_kernel(
+    launch: Callable[[], None],
+    stream,
+    policy: RepeatPolicy,
+    clock: Clock = time.perf_counter,
+    *,
+    flush_l2: bool = True,
+    ops=None,
+) -> Stats:
     """Time ``launch()`` (which queues one kernel on ``stream``) per policy, in seconds.
 
-    On hardware the stream is held by a sleeping kernel while the start event and the
-    launch are queued, so each sample is the kernel's execution alone, without the
-    host's launch latency (where the device cannot run that kernel,
-    ``gpu.kernels.vector_add.stream_hold_problem()`` says why and the latency is included). In the
-    simulator it is the wall-clock time of the launch.
-    """
-    from gpu.kernels.vector_add import HOLD_STREAM_NS, hold_stream, stream_hold_problem
+    Every GPU implementation — Numba kernels, and CuPy / PyTorch through their streams
+    wrapped with ``cuda.external_stream`` — is timed by this one function, so ratios
+    between them compare like with like (issue 10, item 3). Per sample, on ``stream``:
 
-    timer = PhaseTimer(stream, ("kernel",), clock=clock)
-    hold = stream_hold_problem() is None
+    1. the L2 is flushed (``flush_l2``; False keeps it warm, to show the difference),
+    2. the stream is held (``gpu.core.hold``), then the start event, the kernel and the
+       end event are queued behind the hold,
+    3. the hold is queried: if it had already finished, the start event may have run
+       before the kernel was even launched, so the sample would include the host's
+       launch latency. It is discarded and retried with a hold twice as long (issue 10,
+       item 4); the longer hold is kept for later samples. ``Stats.retries`` counts them.
+
+    Without a possible hold (simulator, or a GPU without ``nanosleep``) the sample is the
+    launch plus the kernel, and ``Stats.held`` is False. Raises HoldExpired when a sample
+    fails ``MAX_HOLD_RETRIES`` times.
+    """
+    from gpu.core.hold import HOLD_STREAM_NS, MAX_HOLD_RETRIES, default_ops
+
+    ops = ops or default_ops(clock)
+    start, end = ops.event(), ops.event()  # created once, reused by every sample
+    hold_ns = HOLD_STREAM_NS
+    retries = 0
+    held = True
 
     def once() -> dict[str, float]:
-        if hold:
-            hold_stream[1, 1, stream](HOLD_STREAM_NS)
-        timer.start()
-        launch()
-        timer.end("kernel")
-        return timer.durations_s()
+        nonlocal hold_ns, retries, held
+        for _ in range(MAX_HOLD_RETRIES + 1):
+            if flush_l2:
+                ops.flush_l2(stream)
+            hold = ops.hold(stream, hold_ns)
+            start.record(stream)
+            launch()
+            end.record(stream)
+            # asked after the end event is queued: the kernel and both events must all be
+            # behind the hold, or a quick kernel could finish before "end" is recorded
+            expired = hold is not None and hold.query()
+            end.synchronize()
+            if hold is None:
+                held = False
+            if not expired:
+                return {"kernel": ops.elapsed_s(start, end)}
+            retries += 1
+            hold_ns *= 2
+        raise HoldExpired(
+            f"the stream hold finished before the kernel was queued {MAX_HOLD_RETRIES + 1} times in a row "
+            f"(longest hold {hold_ns // 2 / 1e6:g} ms): the host is too busy to time this kernel alone"
+        )
 
-    return collect(once, policy, noise_key="kernel", clock=clock)["kernel"]
+    stats = collect(once, policy, clock=clock)["kernel"]
+    return replace(stats, retries=retries, held=held)

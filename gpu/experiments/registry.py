@@ -17,6 +17,7 @@ MODULES = (
     "gpu.experiments.vector_add",
     "gpu.experiments.scaling",
     "gpu.experiments.launch",
+    "gpu.experiments.launch_overhead",
     "gpu.experiments.transfers",
     # the kernel catalog (gpu/experiments/catalog.py)
     "gpu.experiments.reduction",

@@ -20,13 +20,22 @@ from gpu.core.backend import BACKEND, cuda
 from gpu.core.device import DeviceInfo, device_info
 from gpu.kernels.vector_add import blocks_for, compile_vector_add, stream_hold_problem, vector_add_kernel
 from gpu.core.limits import InputError, check_n, check_repeats, check_threads, check_threads_per_block, parse_flag, parse_seconds
+from gpu.core.telemetry import TelemetryMonitor, describe as describe_telemetry
+from gpu.core.timing import MIN_RELIABLE_SAMPLES, Clock, PhaseTimer, RepeatPolicy, Stats, collect, format_factor, format_seconds, time_kernel
 from gpu.experiments.base import Experiment, Param, PerBackend, Progress
 from gpu.experiments.registry import register
-from gpu.core.timing import Clock, PhaseTimer, RepeatPolicy, Stats, collect, format_factor, format_seconds, time_kernel
 
 BYTES_PER_ELEMENT = 12  # float32 vector add reads a and b and writes c: 3 x 4 bytes
 # The GPU phases that add up to (at most) the end-to-end time; "launch" exists on hardware only.
 GPU_PHASES = ("h2d", "launch", "kernel", "d2h")
+# The rules every GPU figure follows, stated with the data (captions quote them).
+TIMING_RULES = (
+    "device buffers are allocated before any start event: no figure includes allocation",
+    "the L2 is flushed before every GPU sample",
+    "the kernel alone is timed behind a verified stream hold; an expired hold is retried with a longer one",
+    "launch = (interval from inputs copied to kernel done) − median kernel alone",
+    "at least 3 samples per series before any time budget stops it; fewer are flagged",
+)
 DEFAULT_PYTHON_BUDGET_S = 10.0  # the Python loop runs fully only if its estimate fits this
 
 
@@ -149,6 +158,7 @@ class VectorAddRun:
     article: "ArticleRun | None" = None  # the article's own method, when it was run too
     seed: int = 0
     created_at: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    telemetry: dict | None = None  # GPU clocks, temperature, power, throttling (gpu.core.telemetry)
 
     dtype = "float32"
 
@@ -205,12 +215,14 @@ class VectorAddRun:
             "speedup": {f"{s.gpu_measure}_vs_{s.baseline}": s.to_dict() for s in self.speedups},
             "warnings": list(self.warnings),
             "article": self.article.to_dict() if self.article is not None else None,
+            "telemetry": self.telemetry,
+            "timing_rules": TIMING_RULES,
         }
 
     def to_frame(self):
         """Tidy samples: one row per implementation x phase x sample (pandas DataFrame).
 
-        Columns: implementation, phase, sample, seconds, estimated, n, backend.
+        Columns: implementation, phase, sample, seconds, estimated, few_samples, n, backend.
         A skipped CPU implementation contributes one row holding its estimate.
         """
         import pandas as pd
@@ -226,6 +238,9 @@ class VectorAddRun:
                 for i, s in enumerate(timing.stats.samples_s):
                     rows.append((name, "cpu", i, s, False))
         frame = pd.DataFrame(rows, columns=["implementation", "phase", "sample", "seconds", "estimated"])
+        # fewer than 3 samples: the spread is unknown, and every chart and download says so
+        counts = frame.groupby(["implementation", "phase"])["sample"].transform("count")
+        frame["few_samples"] = (counts < MIN_RELIABLE_SAMPLES) & ~frame["estimated"]
         frame["n"] = self.n
         frame["backend"] = self.backend
         return frame
@@ -236,7 +251,8 @@ class VectorAddRun:
             f"{self.threads_per_block} threads, {self.device.name} ({self.backend})",
             f"results agree with NumPy: {'yes, bit for bit' if self.agree else 'NO'}"
             f" (max |diff| {self.max_abs_diff:g})",
-            f"kernel compile: {format_seconds(self.compile_s)}",
+            # the simulator compiles nothing: "0 ns" would be a measurement it never made
+            f"kernel compile: {'n/a (simulator)' if self.backend == 'simulator' else format_seconds(self.compile_s)}",
         ]
         for phase, stats in self.gpu.items():
             lines.append(f"  GPU {phase:<8} {stats}")
@@ -245,8 +261,12 @@ class VectorAddRun:
                 lines.append(f"  CPU {name:<8} skipped: {timing.skipped}")
             else:
                 lines.append(f"  CPU {name:<8} {timing.stats}")
+        if self.telemetry is not None:
+            lines.append(describe_telemetry(self.telemetry))
         for s in self.speedups:
             tag = " (estimated)" if s.estimated else ""
+            if self.backend == "simulator":
+                tag += " (simulated GPU: not GPU performance)"
             lines.append(f"  speedup GPU {s.gpu_measure} vs {s.baseline}: {format_factor(s.factor)}{tag}")
         return "\n".join(lines)
 
@@ -279,50 +299,73 @@ def time_gpu_phases(
     threads_per_block: int,
     policy: RepeatPolicy,
     clock: Clock = time.perf_counter,
+    *,
+    flush_l2: bool = True,
+    ops=None,
 ) -> dict[str, Stats]:
-    """Time H2D / kernel / D2H with events on one stream, plus wall-clock end to end.
+    """Time H2D / launch / kernel / D2H with events on one stream, plus wall-clock end to end.
 
-    Each sample runs the program as a user would (copy in, launch, copy out) with an
-    event between phases. On hardware the interval between "inputs copied" and
-    "kernel done" also holds the host's launch latency, so each sample then re-runs
-    the kernel on the same device arrays behind a stream-holding kernel (see
-    ``gpu.core.timing.time_kernel``) to get the kernel alone; the difference is reported
-    as "launch". Writes the last sample's result into ``out``.
+    The rules (README, "How it measures"):
 
-    Returns Stats (seconds) for "h2d", "kernel", "d2h", "total" and, on hardware,
-    "launch"; h2d + launch + kernel + d2h <= total.
+    - allocation: the three device arrays are allocated once, before any start event,
+      so no phase includes allocation (issue 10, item 5: H2D once included allocating
+      d_c, while some Transfers strategies allocated outside the timing);
+    - end to end: each sample runs the program as a user would (copy a and b in,
+      launch, copy c out) with an event between phases; the L2 is flushed first;
+      "with_launch" is the interval from "inputs copied" to "kernel done", which holds
+      the host's launch latency too; "total" is the wall clock of the sample;
+    - kernel alone: its own series, with its own stopping rule, on the same device
+      arrays behind a verified stream hold with the L2 flushed
+      (``gpu.core.timing.time_kernel``);
+    - launch: per end-to-end sample, with_launch minus the median kernel alone, floored
+      at 0 (at large N the kernel's own sample-to-sample noise is larger than the
+      launch latency, and a negative share would not draw).
+
+    The kernel is launched through ``gpu.core.launch_path.configured_launch`` (issue
+    10, item 6). Writes the last end-to-end sample's result into ``out``. Without a
+    stream hold (simulator, old GPU) the kernel series is with_launch and there is no
+    "launch". Returns Stats (seconds) for "h2d", "launch" (with a hold), "kernel",
+    "d2h", "total" and "with_launch"; h2d + with_launch + d2h <= total per sample.
     """
+    from gpu.core.hold import default_ops
+    from gpu.core.launch_path import configured_launch
+
     n = a.size
     blocks = blocks_for(n, threads_per_block)
     stream = cuda.stream()
-    timer = PhaseTimer(stream, ("h2d", "launch_and_kernel", "d2h"), clock=clock)
-    kernel_alone = RepeatPolicy.count(1, warmup=0)
+    ops = ops or default_ops(clock)
+    timer = PhaseTimer(stream, ("h2d", "with_launch", "d2h"), clock=clock, ops=ops)
+    # allocated once, before any start event: allocation is in no figure
+    d_a = cuda.device_array(n, dtype=np.float32, stream=stream)
+    d_b = cuda.device_array(n, dtype=np.float32, stream=stream)
+    d_c = cuda.device_array(n, dtype=np.float32, stream=stream)
+    stream.synchronize()
+    launch = configured_launch(vector_add_kernel, blocks, threads_per_block, stream, d_a, d_b, d_c)
 
     def once() -> dict[str, float]:
+        if flush_l2:
+            ops.flush_l2(stream)  # queued before the start event: outside every phase
         started = clock()
         timer.start()
-        d_a = cuda.to_device(a, stream=stream)
-        d_b = cuda.to_device(b, stream=stream)
-        d_c = cuda.device_array(n, dtype=np.float32, stream=stream)
+        d_a.copy_to_device(a, stream=stream)
+        d_b.copy_to_device(b, stream=stream)
         timer.end("h2d")
-        vector_add_kernel[blocks, threads_per_block, stream](d_a, d_b, d_c)
-        timer.end("launch_and_kernel")
+        launch(d_a, d_b, d_c)
+        timer.end("with_launch")
         d_c.copy_to_host(out, stream=stream)
         timer.end("d2h")
         phases = timer.durations_s()  # waits for the stream
-        total = clock() - started
-        with_launch = phases.pop("launch_and_kernel")
-        if stream_hold_problem() is not None:  # simulator, or a GPU without nanosleep
-            phases["kernel"] = with_launch
-        else:
-            launch = lambda: vector_add_kernel[blocks, threads_per_block, stream](d_a, d_b, d_c)  # noqa: E731
-            kernel = time_kernel(launch, stream, kernel_alone, clock).median_s
-            phases["kernel"] = min(kernel, with_launch)
-            phases["launch"] = with_launch - phases["kernel"]
-        phases["total"] = total
-        return {p: phases[p] for p in (*GPU_PHASES, "total") if p in phases}
+        phases["total"] = clock() - started
+        return phases
 
-    return collect(once, policy, noise_key="total", clock=clock)
+    stats = collect(once, policy, clock=clock)
+    if not ops.can_hold:  # simulator, or a GPU without nanosleep: the launch cannot be separated
+        stats["kernel"] = stats["with_launch"]
+        return {p: stats[p] for p in ("h2d", "kernel", "d2h", "total", "with_launch")}
+    kernel = time_kernel(lambda: launch(d_a, d_b, d_c), stream, policy, clock, flush_l2=flush_l2, ops=ops)
+    stats["kernel"] = kernel
+    stats["launch"] = Stats(tuple(max(0.0, s - kernel.median_s) for s in stats["with_launch"].samples_s))
+    return {p: stats[p] for p in (*GPU_PHASES, "total", "with_launch")}
 
 
 def time_resident_kernel(
@@ -333,19 +376,25 @@ def time_resident_kernel(
     b: np.ndarray,
     out: np.ndarray,
     policy: RepeatPolicy,
+    *,
+    flush_l2: bool = True,
+    ops=None,
 ) -> Stats:
     """Time ``kernel[blocks, threads_per_block](a, b, c)`` alone on device-resident data.
 
     Inputs are copied in once and the output allocated once, outside the timing; each
-    sample is the kernel alone (``gpu.core.timing.time_kernel``). The result is copied into
-    ``out`` afterwards so it can be checked. Returns Stats in seconds.
+    sample is the kernel alone (``gpu.core.timing.time_kernel``: verified hold, L2
+    flushed unless ``flush_l2`` is False). The result is copied into ``out`` afterwards
+    so it can be checked. Returns Stats in seconds.
     """
+    from gpu.core.launch_path import configured_launch
+
     stream = cuda.stream()
     d_a = cuda.to_device(a, stream=stream)
     d_b = cuda.to_device(b, stream=stream)
     d_c = cuda.device_array(a.size, dtype=np.float32, stream=stream)
-    launch = lambda: kernel[blocks, threads_per_block, stream](d_a, d_b, d_c)  # noqa: E731
-    stats = time_kernel(launch, stream, policy)
+    launcher = configured_launch(kernel, blocks, threads_per_block, stream, d_a, d_b, d_c)
+    stats = time_kernel(lambda: launcher(d_a, d_b, d_c), stream, policy, flush_l2=flush_l2, ops=ops)
     d_c.copy_to_host(out, stream=stream)
     stream.synchronize()
     return stats
@@ -381,7 +430,7 @@ def time_cpu(
         # As many samples as the budget allows, no warm-up (nothing to warm up).
         repeats = max(1, min(policy.n_repeat, int(python_budget_s // max(estimate, 1e-9))))
         policy = RepeatPolicy(n_repeat=repeats, warmup=0)
-    stats = collect(once, policy, noise_key="cpu")["cpu"]
+    stats = collect(once, policy)["cpu"]
     return CpuTiming(name, stats, compile_s=compile_s)
 
 
@@ -421,7 +470,9 @@ def run_vector_add(
     compile_s = compile_vector_add()
     say("timing the GPU kernel and copies")
     gpu_out = np.empty(n, dtype=np.float32)
-    gpu_stats = time_gpu_phases(a, b, gpu_out, threads_per_block, policy)
+    with TelemetryMonitor() as monitor:  # clocks and throttling before, during and after the GPU work
+        gpu_stats = time_gpu_phases(a, b, gpu_out, threads_per_block, policy)
+    gpu_stats.pop("with_launch")  # launch + kernel are shown as their two parts here
     agreement = {"gpu": check_agreement("gpu", gpu_out, reference)}
 
     # CPU implementations, each checked against the reference too
@@ -447,6 +498,7 @@ def run_vector_add(
         agreement=agreement,
         warnings=tuple(warnings),
         seed=seed,
+        telemetry=monitor.summary(),
     )
 
 

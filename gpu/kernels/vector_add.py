@@ -7,7 +7,6 @@ dispatcher) and, on hardware, cached on disk with ``cache=True``.
 from __future__ import annotations
 
 import time
-from functools import lru_cache
 
 from gpu.core.backend import BACKEND, cuda
 
@@ -75,38 +74,9 @@ def vector_add_ilp_kernel(a, b, c):
             c[i2] = a[i2] + b[i2]
 
 
-# How long hold_stream keeps a stream busy: comfortably longer than the host needs to
-# record an event and launch a kernel from Python (a few hundred µs with numba-cuda).
-HOLD_STREAM_NS = 2_000_000
-
-
-@cuda.jit
-def hold_stream(total_ns):
-    """Sleep one thread for about ``total_ns`` ns so the host can queue work behind it.
-
-    The nvbench "blocking kernel" idea: while the stream is held, the host records
-    the start event and launches the kernel under test, so the events then bracket
-    the kernel's execution alone, not the host's launch latency.
-    """
-    for _ in range(total_ns // 1000):
-        cuda.nanosleep(1000)
-
-
-@lru_cache(maxsize=1)
-def stream_hold_problem() -> str | None:
-    """None when ``hold_stream`` works here, else why not (tried once per process).
-
-    ``nanosleep`` needs compute capability 7.0 or newer; on older GPUs kernel timings
-    fall back to including the host's launch latency, and results say so.
-    """
-    if BACKEND.simulated:
-        return "the simulator runs kernels synchronously: there is no launch latency to separate"
-    try:
-        hold_stream[1, 1](0)
-        cuda.synchronize()
-    except Exception as exc:  # compile or launch failure: fall back, never break a run
-        return f"the stream-holding kernel is unavailable on this GPU ({type(exc).__name__}); kernel times include the host's launch latency"
-    return None
+# The stream hold lives in gpu.core.hold (timing machinery, not an experiment's kernel);
+# re-exported here for older imports.
+from gpu.core.hold import HOLD_STREAM_NS, hold_stream, stream_hold_problem  # noqa: E402,F401
 
 
 def compile_vector_add() -> float:

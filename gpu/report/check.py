@@ -32,6 +32,8 @@ class CheckContext:
     quick: bool
     max_n: int
     say: Callable[[str], None]
+    sections: list = field(default_factory=list)  # those finished so far (the methodology section reads them)
+    telemetry: object = None  # a gpu.core.telemetry.TelemetryMonitor over the whole check
 
     @property
     def breakdown_n(self) -> int:
@@ -55,6 +57,7 @@ class CheckReport:
     started_at: str
     quick: bool
     sections: list[Section] = field(default_factory=list)
+    telemetry: dict | None = None
 
     @property
     def passed(self) -> bool:
@@ -69,6 +72,7 @@ class CheckReport:
             "device": device_info().to_dict(),
             "host": host_info().to_dict(),
             "versions": library_versions(),
+            "telemetry": self.telemetry,
             "sections": {
                 s.key: {"title": s.title, "passed": s.passed, "duration_s": s.duration_s, **s.data}
                 for s in self.sections
@@ -91,6 +95,10 @@ class CheckReport:
         ]
         if BACKEND.simulated:
             lines.append("- **simulated: these timings are not GPU performance**")
+        if self.telemetry is not None:
+            from gpu.core.telemetry import describe as describe_telemetry
+
+            lines.append(f"- {describe_telemetry(self.telemetry)}")
         for s in self.sections:
             lines += ["", f"## {s.title} — {'pass' if s.passed else 'FAIL'} ({s.duration_s:.1f} s)", "", s.markdown]
         return "\n".join(lines) + "\n"
@@ -149,7 +157,9 @@ def breakdown_section(ctx: CheckContext) -> Section:
         f"| kernel compile (once) | {format_seconds(run.compile_s)} | | | 1 |",
     ]
     for phase, stats in run.gpu.items():
-        md.append(f"| GPU {phase} | {format_seconds(stats.median_s)} | {format_seconds(stats.min_s)} | {format_seconds(stats.max_s)} | {stats.n_samples} |")
+        flag = " (fewer than 3: spread unknown)" if stats.few_samples else ""
+        retried = f", {stats.retries} retried" if stats.retries else ""
+        md.append(f"| GPU {phase} | {format_seconds(stats.median_s)} | {format_seconds(stats.min_s)} | {format_seconds(stats.max_s)} | {stats.n_samples}{flag}{retried} |")
     for name, t in run.cpu.items():
         if t.stats is None:
             md.append(f"| CPU {name} | skipped: {t.skipped} | | | 0 |")
@@ -280,8 +290,21 @@ def catalog_section(key: str) -> Callable[[CheckContext], Section]:
     return section
 
 
-SECTIONS: list[Callable[[CheckContext], Section]] = [correctness_section, breakdown_section, article_section, scaling_section, launch_section, transfers_section,
-                                                     *(catalog_section(key) for key in KERNELS)]
+
+def methodology_section(ctx: CheckContext) -> Section:
+    """Flushed vs warm L2, hold verification, launch overhead, telemetry, sample counts."""
+    from gpu.report.methodology import methodology
+
+    telemetry = ctx.telemetry.summary() if ctx.telemetry is not None else None
+    passed, data, markdown = methodology(ctx.quick, ctx.max_n, ctx.say, ctx.sections, telemetry)
+    return Section("methodology", "Methodology: L2, stream hold, launch overhead, telemetry, samples", passed, data, markdown)
+
+
+
+SECTIONS: list[Callable[[CheckContext], Section]] = [
+    correctness_section, breakdown_section, article_section, scaling_section, launch_section, transfers_section,
+    *(catalog_section(key) for key in KERNELS), methodology_section,
+]
 
 
 def run_check(
@@ -298,6 +321,10 @@ def run_check(
     quick = BACKEND.simulated if quick is None else quick
     ctx = CheckContext(quick=quick, max_n=min(max_vector_n(), SIMULATOR_MAX_N) if quick else max_vector_n(), say=on_progress or (lambda _m: None))
     report = CheckReport(started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"), quick=quick)
+    from gpu.core.telemetry import TelemetryMonitor
+
+    ctx.telemetry = TelemetryMonitor().start()  # clocks and throttling over the whole check
+    ctx.sections = report.sections
     out = Path(out_dir) if out_dir is not None else None
     for section_fn in sections or SECTIONS:
         start = time.perf_counter()
@@ -309,6 +336,9 @@ def run_check(
         report.sections.append(Section(**{**section.__dict__, "duration_s": time.perf_counter() - start}))
         if out is not None:
             report.write(out)
+    report.telemetry = ctx.telemetry.stop()
+    if out is not None:
+        report.write(out)
     return report
 
 

@@ -115,16 +115,6 @@ def out_of_memory_message(exc: BaseException, device_name: str) -> str:
     )
 
 
-def release_device_memory() -> None:
-    """Free what a failed run left behind: drop Python references and flush Numba's pending frees."""
-    import gc
-
-    gc.collect()
-    if BACKEND.simulated:
-        return
-    try:
-        from gpu.core.backend import cuda
-
-        cuda.current_context().deallocations.clear()
-    except Exception:  # best effort: the context may itself be broken after the failure
-        pass
+# One function, defined with the memory primitives so the experiments (a lower layer)
+# use the same one; re-exported here for the UI's out-of-memory path.
+from gpu.core.limits import release_device_memory  # noqa: E402,F401

@@ -14,6 +14,7 @@ COLORS: dict[str, str] = {
     "H2D copy": "#4c78a8",
     "Kernel launch (host)": "#eeca3b",
     "Kernel": "#f58518",
+    "Kernel with launch": "#e6a15c",
     "Kernel, grid-stride": "#9467bd",
     "Kernel, 4 per thread": "#c49c94",
     "D2H copy": "#54a24b",
@@ -69,6 +70,8 @@ def summarise(frame: pd.DataFrame) -> pd.DataFrame:
         summary[f"{col}_ms"] = summary[col] * 1e3
     summary["samples"] = summary["count"].where(~summary["estimated"], 0)
     summary["kind"] = summary["estimated"].map({True: "estimate (not run)", False: "measured"})
+    # a figure from fewer than 3 samples cannot show its spread: said in the tooltip, every time
+    summary["kind"] = summary["kind"].where(~summary["samples"].between(1, 2), "measured, fewer than 3 samples")
     order = list(COLORS)
     summary["order"] = summary["measure"].map(lambda m: order.index(m) if m in order else len(order))
     return summary.sort_values("order").drop(columns=["median", "min", "max", "count", "order"]).reset_index(drop=True)
@@ -106,7 +109,7 @@ def time_comparison_chart(frame: pd.DataFrame, subtitle: str) -> alt.Chart:
         x=alt.X("median_ms:Q", scale=x_scale, title="time (ms, log scale)"),
         color=color,
         fill=alt.condition("datum.estimated", alt.value("white"), color),
-        shape=alt.Shape("kind:N", scale=alt.Scale(domain=["measured", "estimate (not run)"], range=["circle", "diamond"]), title=None),
+        shape=alt.Shape("kind:N", scale=alt.Scale(domain=["measured", "estimate (not run)", "measured, fewer than 3 samples"], range=["circle", "diamond", "square"]), title=None),
         tooltip=_tooltip(),
     )
     labels = base.mark_text(align="left", dx=10, dy=-10, fontSize=11).encode(

@@ -263,3 +263,33 @@ def occupancy_chart(frame: pd.DataFrame, subtitle: str) -> alt.Chart:
         color=_kind_color(),
         tooltip=_sweep_tooltip(),
     ).properties(title=alt.TitleParams("Occupancy: how full each multiprocessor can be", subtitle=subtitle), height=220)
+
+
+# --- launch overhead ---------------------------------------------------------------------
+
+
+def launch_overhead_chart(frame: pd.DataFrame, subtitle: str) -> alt.LayerChart:
+    """µs per launch per path (``LaunchOverheadRun.to_frame()``): median bar, min–max rule,
+    every sample as a tick; a path with fewer than 3 samples is labelled so."""
+    data = frame.copy()
+    data["label"] = [f"{label} (n<3)" if few else label for label, few in zip(data["label"], data["few_samples"])]
+    summary = data.groupby("label", sort=False)["us"].agg(median_us="median", min_us="min", max_us="max", samples="count").reset_index()
+    order = summary.sort_values("median_us")["label"].tolist()
+    y = alt.Y("label:N", sort=order, title=None)
+    tooltip = [
+        alt.Tooltip("label:N", title="path"),
+        alt.Tooltip("median_us:Q", title="median (µs per launch)", format=",.3g"),
+        alt.Tooltip("min_us:Q", title="min (µs)", format=",.3g"),
+        alt.Tooltip("max_us:Q", title="max (µs)", format=",.3g"),
+        alt.Tooltip("samples:Q", title="samples"),
+    ]
+    x = alt.X("median_us:Q", scale=alt.Scale(type="log"), title="µs per launch (host time, log scale)")
+    bars = alt.Chart(summary).mark_bar(color="#eeca3b").encode(x=x, y=y, tooltip=tooltip)
+    spread = alt.Chart(summary).mark_rule(color="#444").encode(x="min_us:Q", x2="max_us:Q", y=y, tooltip=tooltip)
+    ticks = alt.Chart(data).mark_tick(color="#444", opacity=0.5).encode(
+        x=alt.X("us:Q", scale=alt.Scale(type="log")), y=y, tooltip=[alt.Tooltip("us:Q", title="sample (µs)", format=",.3g")]
+    )
+    return alt.layer(bars, spread, ticks).properties(
+        title=alt.TitleParams("Host time to launch one kernel, by path (median; line = min–max; ticks = samples)", subtitle=subtitle),
+        height=max(160, 36 * len(order)),
+    )

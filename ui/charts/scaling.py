@@ -12,7 +12,7 @@ import pandas as pd
 
 from ui.charts.common import color_scale
 
-TIME_SERIES = ("gpu-total", "gpu-kernel", "gpu-ilp", "python", "numpy", "numba", "numba-parallel", "cupy", "torch")
+TIME_SERIES = ("gpu-total", "gpu-launch-kernel", "gpu-kernel", "gpu-ilp", "python", "numpy", "numba", "numba-parallel", "cupy", "torch")
 PHASES = ("gpu-h2d", "gpu-kernel", "gpu-d2h")
 N_AXIS = alt.Axis(format="~s", title="N (elements per vector, log scale)")
 
@@ -28,6 +28,7 @@ def time_data(frame: pd.DataFrame) -> pd.DataFrame:
         rows[f"{col}_ms"] = rows[f"{col}_s"] * 1e3
     rows["kind"] = rows["estimated"].map({True: "estimate (not run)", False: "measured"})
     rows["noise_pct"] = rows["noise"] * 100
+    rows["few"] = rows["few_samples"] & ~rows["estimated"] if "few_samples" in rows else False
     return rows.reset_index(drop=True)
 
 
@@ -36,7 +37,7 @@ def crossover_data(crossovers: list[dict]) -> pd.DataFrame:
     rows = []
     for c in crossovers:
         if c["kind"] == "from" and c["n"]:
-            who = "kernel" if c["gpu"] == "gpu-kernel" else "end to end"
+            who = {"gpu-kernel": "kernel", "gpu-launch-kernel": "kernel + launch"}.get(c["gpu"], "end to end")
             rows.append({"n": c["n"], "marker": f"{who} = {c['baseline_label']}", "text": c["text"]})
     return pd.DataFrame(rows, columns=["n", "marker", "text"])
 
@@ -49,6 +50,7 @@ def _time_tooltip() -> list[alt.Tooltip]:
         alt.Tooltip("min_ms:Q", title="min (ms)", format=",.4g"),
         alt.Tooltip("max_ms:Q", title="max (ms)", format=",.4g"),
         alt.Tooltip("samples:Q", title="samples"),
+        alt.Tooltip("few:N", title="fewer than 3 samples"),
         alt.Tooltip("noise_pct:Q", title="noise (% stdev/mean)", format=".1f"),
         alt.Tooltip("noisy:N", title="noisy"),
         alt.Tooltip("kind:N", title="kind"),
@@ -75,7 +77,11 @@ def time_chart(frame: pd.DataFrame, crossovers: list[dict], subtitle: str) -> al
     noisy = base.transform_filter("datum.noisy").mark_point(size=160, filled=False, strokeWidth=2, color="#d62728").encode(
         y=alt.Y("median_ms:Q", scale=y_scale), color=alt.value("#d62728"), tooltip=_time_tooltip()
     )
-    layers = [band, line, noisy]
+    # a figure from fewer than 3 samples cannot show its spread: a grey square says so
+    few = base.transform_filter("datum.few").mark_square(size=90, filled=False, strokeWidth=1.5, color="#777").encode(
+        y=alt.Y("median_ms:Q", scale=y_scale), color=alt.value("#777"), tooltip=_time_tooltip()
+    )
+    layers = [band, line, noisy, few]
     marks = crossover_data(crossovers)
     if not marks.empty:
         rule = alt.Chart(marks).mark_rule(strokeDash=[3, 3], color="#444").encode(
@@ -87,7 +93,7 @@ def time_chart(frame: pd.DataFrame, crossovers: list[dict], subtitle: str) -> al
         )
         layers += [rule, text]
     return alt.layer(*layers).properties(
-        title=alt.TitleParams("Time against N (median; band = min–max; red ring = noisy; dashed = estimate)", subtitle=subtitle),
+        title=alt.TitleParams("Time against N (median; band = min–max; red ring = noisy; grey square = fewer than 3 samples; dashed = estimate)", subtitle=subtitle),
         height=380,
     )
 
@@ -95,6 +101,8 @@ def time_chart(frame: pd.DataFrame, crossovers: list[dict], subtitle: str) -> al
 def bandwidth_data(frame: pd.DataFrame) -> pd.DataFrame:
     rows = frame[frame["bandwidth_gbps"].notna() & (frame["bandwidth_gbps"] > 0)].copy()
     rows["kind"] = rows["estimated"].map({True: "estimate (not run)", False: "measured"})
+    fits = rows["fits_l2"] if "fits_l2" in rows else pd.Series(False, index=rows.index)
+    rows["l2"] = fits.map({True: "fits in L2 (flushed before each sample)", False: "beyond L2 / not a device series"})
     return rows.reset_index(drop=True)
 
 
@@ -112,10 +120,13 @@ def bandwidth_chart(frame: pd.DataFrame, peaks: pd.DataFrame | None, subtitle: s
         alt.Tooltip("pct_of_ceiling:Q", title="% of that limit", format=".1f"),
         alt.Tooltip("pct_of_device_peak:Q", title="% of device peak", format=".1f"),
         alt.Tooltip("samples:Q", title="samples"),
+        alt.Tooltip("l2:N", title="working set"),
         alt.Tooltip("kind:N", title="kind"),
     ]
     lines = alt.Chart(data).mark_line(point=alt.OverlayMarkDef(filled=True, size=36)).encode(
         x=_n_x(), y=y,
+        shape=alt.Shape("l2:N", title="working set", scale=alt.Scale(
+            domain=["fits in L2 (flushed before each sample)", "beyond L2 / not a device series"], range=["diamond", "circle"])),
         color=alt.Color("label:N", scale=color_scale(labels), title="series", sort=labels),
         strokeDash=alt.StrokeDash("kind:N", title="kind", scale=alt.Scale(domain=["measured", "estimate (not run)"], range=[[1, 0], [5, 4]])),
         tooltip=tooltip,

@@ -171,3 +171,31 @@ def show_inspector() -> None:
             st.code(result.sass, language=None, line_numbers=True)
     else:
         st.caption(result.sass_note or "SASS not available.")
+
+
+# --- launch overhead ------------------------------------------------------------------
+
+OVERHEAD_KEY = "launch.overhead"
+
+
+
+def show_launch_overhead(run) -> None:
+    """The table, chart and breakdown of a ``LaunchOverheadRun``."""
+    from gpu.experiments.launch_overhead import ENGINE_TARGET, PATHS
+
+    rows = [
+        {"path": PATHS[k], "median (µs)": v.median_s * 1e6, "min (µs)": v.min_s * 1e6, "max (µs)": v.max_s * 1e6,
+         "samples": v.n_samples, "flag": "fewer than 3 samples" if v.few_samples else ""}
+        for k, v in run.paths.items()
+    ]
+    st.dataframe(pd.DataFrame(rows), hide_index=True)
+    subtitle = f"{run.device.name} ({run.backend}); {run.launches_per_sample} launches per sample"
+    st.altair_chart(launch_charts.launch_overhead_chart(run.to_frame(), subtitle), use_container_width=True)
+    if run.engine_ratio is not None:
+        verdict = "within" if run.engine_ratio <= ENGINE_TARGET else "NOT within"
+        st.markdown(f"The engine's launch is **{run.engine_ratio:.2g}x** the fastest path ({PATHS[run.fastest]}): "
+                    f"{verdict} the {ENGINE_TARGET:g}x target.")
+    if run.breakdown():
+        st.markdown("Where the article's launch goes:\n" + "\n".join(f"- {w}: {format_seconds(s)}" for w, s in run.breakdown()))
+    for k, why in run.skipped.items():
+        st.caption(f"{PATHS[k]}: skipped — {why}")

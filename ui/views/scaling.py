@@ -9,7 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from gpu.core.limits import max_vector_n
-from gpu.core.timing import format_seconds
+from gpu.core.timing import ALLOCATION_RULE, format_seconds
 from gpu.experiments.scaling import IMPL_LABELS, SweepRun, default_max_n
 from ui.charts import scaling as scaling_charts
 
@@ -77,13 +77,18 @@ def show_result(run: SweepRun) -> None:
     cols[0].metric("Sizes measured", f"{len(run.sizes)}")
     cols[1].metric("Steps", f"{run.steps_done} of {run.steps_planned}")
     cols[2].metric("Wall time", format_seconds(run.wall_s), help="Kernel compile excluded.")
-    cols[3].metric("Outside the timing calls", f"{run.overhead_fraction:.0%}", help="Inputs, checks and bookkeeping: the sweep's own overhead.")
+    cols[3].metric("Overhead", f"{run.overhead_fraction:.0%}", help=(
+        "1 − (sum of the timed samples ÷ wall time). Inside: only the recorded samples (each series' timed runs). "
+        "Outside: warm-up runs, input uploads, stream holds, L2 flushes, agreement checks, freeing memory and bookkeeping."))
 
     subtitle = describe(run)
     frame = run.to_frame()
     crossovers = [c.to_dict() for c in run.crossovers()]
     noisy = int(frame["noisy"].sum())
     st.altair_chart(scaling_charts.time_chart(frame, crossovers, subtitle), width="stretch")
+    st.caption(f"Rules: {ALLOCATION_RULE}; the L2 is {'NOT flushed (warm-cache option)' if run.config.warm_l2 else 'flushed before every GPU sample'}; "
+               "kernels alone (and CuPy / PyTorch) are timed behind a verified stream hold; a grey square marks a point from fewer than 3 samples; "
+               "crossovers are ranges where the min–max bands overlap.")
     if noisy:
         st.caption(f"{noisy} point{'s' if noisy != 1 else ''} (ringed red) are noisier than {run.config.policy.max_noise:.0%}: treat them with care.")
     peaks = run.peaks.to_frame() if run.peaks else None

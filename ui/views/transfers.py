@@ -12,6 +12,8 @@ import json
 import pandas as pd
 import streamlit as st
 
+from gpu.core.timing import ALLOCATION_RULE
+
 import gpu
 from gpu.core.timing import format_factor, format_seconds
 from gpu.experiments.transfers import (
@@ -154,7 +156,8 @@ def show_strategies(result: StrategyComparison) -> None:
             + (" Simulated: the streams ran one after another." if result.backend == "simulator" else "")
         )
     st.subheader("Strategies in numbers")
-    st.caption(f"Medians per vector add; CUDA events for phases{' (wall clock in the simulator)' if result.backend == 'simulator' else ''}, wall clock end to end. {result.policy.describe()}.")
+    st.caption(f"Medians per vector add; CUDA events for phases{' (wall clock in the simulator)' if result.backend == 'simulator' else ''}, wall clock end to end. {result.policy.describe()}. "
+               f"Rule: {ALLOCATION_RULE} — except \"as in the article\", whose cuda.to_device allocates while it copies (its H2D includes allocating a, b and c).")
     st.dataframe(strategy_table(result), hide_index=True, width="stretch")
     left, right = st.columns(2)
     left.download_button("Download strategies (JSON)", json.dumps(result.to_dict(), indent=2), file_name=f"transfers_strategies_{result.n}.json", mime="application/json", key="st_download_json")

@@ -6,6 +6,8 @@ import json
 import pandas as pd
 import streamlit as st
 
+from gpu.core.timing import ALLOCATION_RULE
+
 from gpu.core import cpu
 from gpu.core.device import device_info
 from gpu.core.limits import SIMULATOR_MAX_N, load_config, max_vector_n
@@ -82,7 +84,9 @@ def show_run(run: VectorAddRun) -> None:
     st.altair_chart(charts.time_comparison_chart(frame, subtitle), width="stretch")
     st.altair_chart(charts.gpu_breakdown_chart(frame, subtitle), width="stretch")
     st.subheader("Statistics")
-    st.caption(f"Wall clock for CPU and GPU end to end; CUDA events for GPU phases{' (wall clock in the simulator)' if run.backend == 'simulator' else ''}. {run.policy.describe()}.")
+    st.caption(f"Wall clock for CPU and GPU end to end; CUDA events for GPU phases{' (wall clock in the simulator)' if run.backend == 'simulator' else ''}. {run.policy.describe()}. "
+               f"Rules: {ALLOCATION_RULE}; the L2 is flushed before every GPU sample; the kernel alone is timed behind a verified stream hold "
+               f"({run.gpu['kernel'].retries} samples retried with a longer hold); a figure from fewer than 3 samples is marked \"n<3\".")
     st.dataframe(stats_table(run), hide_index=True, width="stretch")
     left, right = st.columns(2)
     payload = run.to_dict()
