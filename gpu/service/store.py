@@ -279,14 +279,7 @@ class HistoryStore:
 
     # --- writing -------------------------------------------------------------------
 
-    def save(self, result: Mapping[str, Any], *, experiment: str | None = None, device_index: int | None = None, versions: Mapping[str, str | None] | None = None) -> str:
-        """Save one run's to_dict(); return its run id. Raises StoreError when history is not writable.
-
-        ``experiment`` is used when the dict has no "experiment" key. ``versions`` defaults
-        to the installed library versions.
-        """
-        if not self.writable:
-            raise StoreError(self.problem or f"history database {self.path} is not writable")
+    def _row(self, result: Mapping[str, Any], experiment: str | None, device_index: int | None, versions: Mapping[str, str | None] | None) -> tuple:
         data = _json_safe(dict(result))
         name = data.get("experiment") or experiment
         if not name:
@@ -297,7 +290,7 @@ class HistoryStore:
             from gpu.core.device import library_versions
 
             versions = library_versions()
-        row = (
+        return (
             uuid.uuid4().hex,
             str(name),
             str(data.get("created_at") or _utc_now()),
@@ -310,11 +303,25 @@ class HistoryStore:
             json.dumps(_json_safe(params_of(data)), sort_keys=True, allow_nan=False),
             json.dumps(data, allow_nan=False),
         )
+
+    def save(self, result: Mapping[str, Any], *, experiment: str | None = None, device_index: int | None = None, versions: Mapping[str, str | None] | None = None) -> str:
+        """Save one run's to_dict(); return its run id. Raises StoreError when history is not writable.
+
+        ``experiment`` is used when the dict has no "experiment" key. ``versions`` defaults
+        to the installed library versions.
+        """
+        return self.save_many([result], experiment=experiment, device_index=device_index, versions=versions)[0]
+
+    def save_many(self, results: Iterable[Mapping[str, Any]], *, experiment: str | None = None, device_index: int | None = None, versions: Mapping[str, str | None] | None = None) -> list[str]:
+        """Save several runs in one transaction (all or none); return their run ids in order."""
+        if not self.writable:
+            raise StoreError(self.problem or f"history database {self.path} is not writable")
+        rows = [self._row(result, experiment, device_index, versions) for result in results]
         try:
             conn = self._connect()
             try:
                 with conn:
-                    conn.execute(f"INSERT INTO runs ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})", row)
+                    conn.executemany(f"INSERT INTO runs ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})", rows)
             finally:
                 conn.close()
         except sqlite3.DatabaseError as exc:
@@ -322,7 +329,7 @@ class HistoryStore:
                 self.writable = False
                 self.problem = f"history database {self.path} became read-only ({exc}); new runs are not being saved"
             raise StoreError(f"the run could not be saved to history: {exc}") from exc
-        return row[0]
+        return [row[0] for row in rows]
 
     def delete(self, run_ids: Iterable[str]) -> int:
         """Delete runs by full id or unique prefix; return how many. Admin CLI only."""
