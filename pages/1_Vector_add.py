@@ -6,15 +6,17 @@ from gpu.core.limits import SIMULATOR_MAX_N
 from gpu.experiments.vector_add import run_article_method, run_vector_add
 from gpu.core.timing import RepeatPolicy
 from ui.frame import frame
+from ui.reference import panel_after_run, panel_before_run
 from ui.runner import run_experiment
 from ui.views.vector_add import form_ui, show_run
 
 device = frame(
     "Vector add",
-    "➕",
+    ":material/add_circle:",
     "c = a + b for N float32 elements: the article's Python loop, NumPy and Numba on the "
     "CPU against the CUDA kernel, checked for agreement and timed phase by phase.",
 )
+panel_before_run("vector-add")
 default_n = 10_000_000 if device.backend == "cuda" else 4096
 params = form_ui(min(default_n, SIMULATOR_MAX_N) if device.backend != "cuda" else default_n, device.max_threads_per_block)
 
@@ -36,3 +38,5 @@ if "vector_add.result" in st.session_state:
     show_run(*st.session_state["vector_add.result"])
 else:
     st.info("Choose N and launch settings, then press **Run**.")
+
+panel_after_run("vector-add")

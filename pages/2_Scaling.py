@@ -5,10 +5,11 @@ import streamlit as st
 
 from ui.views import scaling as scaling_view
 from ui.frame import frame
+from ui.reference import panel_after_run, panel_before_run
 
 device = frame(
     "Scaling",
-    "📈",
+    ":material/trending_up:",
     "The article measures one size. Here the vector add runs at every size of a range, on the "
     "GPU (end to end with copies, and the kernel alone), on the CPU and, where installed, through "
     "CuPy and PyTorch: where does the GPU start to win, and how close does each come to the "
@@ -16,6 +17,7 @@ device = frame(
     "not the article's, but it shows what the last part of the bandwidth takes — more loads in "
     "flight per thread than one element each provides.",
 )
+panel_before_run("scaling")
 scaling_view.init_state()
 params = scaling_view.form_ui(device.max_threads_per_block)
 
@@ -32,3 +34,5 @@ if st.session_state[scaling_view.RESULT_KEY] is not None:
     scaling_view.show_result(st.session_state[scaling_view.RESULT_KEY])
 else:
     st.info("Choose a size range and implementations, then press **Run sweep**.")
+
+panel_after_run("scaling")

@@ -7,16 +7,18 @@ import gpu
 from gpu.experiments.launch import run_indexing, run_launch_sweep
 from gpu.core.timing import RepeatPolicy
 from ui.frame import frame
+from ui.reference import panel_after_run, panel_before_run
 from ui.views.launch import INDEXING_KEY, SWEEP_KEY, indexing_form, show_indexing, show_inspector, show_sweep, sweep_form
 from ui.runner import run_experiment
 
 device = frame(
     "Launch config",
-    "🧮",
+    ":material/grid_view:",
     "The article says to *experiment with different values of block and thread sizes, and print the "
     "corresponding values in the GPU kernel*. Here a probe kernel does exactly that for every thread, "
     "a sweep times the kernel for each block size, and the inspector shows the code the GPU runs.",
 )
+panel_before_run("launch")
 explorer, sweep, inspector = st.tabs(["Thread-indexing explorer", "Block-size sweep", "Kernel inspector"])
 
 with explorer:
@@ -55,3 +57,5 @@ with sweep:
 
 with inspector:
     show_inspector()
+
+panel_after_run("launch")

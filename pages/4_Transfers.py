@@ -7,18 +7,20 @@ from gpu.core.timing import RepeatPolicy
 from gpu.experiments.transfers import run_bandwidth_curves, run_strategies
 from ui.views import transfers as view
 from ui.frame import frame
+from ui.reference import panel_after_run, panel_before_run
 from ui.runner import run_experiment
 
 device = frame(
     "Transfers",
-    "🔁",
+    ":material/swap_horiz:",
     "For one vector add the copies over the host link cost far more than the kernel — the "
     "lesson the article's single number hides. Measure the link itself, then do the same "
     "vector add six ways and see which copies you can avoid, hide or make cheaper.",
 )
+panel_before_run("transfers")
 view.init_state()
 if gpu.BACKEND.simulated:
-    st.info(view.SIMULATOR_WARNING, icon="ℹ️")
+    st.info(view.SIMULATOR_WARNING, icon=":material/info:")
 
 st.header("Host-link bandwidth")
 st.markdown(
@@ -63,3 +65,5 @@ if st.session_state[view.STRATEGIES_KEY] is not None:
     view.show_strategies(st.session_state[view.STRATEGIES_KEY])
 else:
     st.caption("Choose N, chunks and streams, then press **Compare strategies**.")
+
+panel_after_run("transfers")

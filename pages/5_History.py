@@ -8,7 +8,7 @@ from ui.resources import current_store
 
 frame(
     "History",
-    "🗂️",
+    ":material/history:",
     "Every completed run from every page is saved with its parameters, device, library "
     "versions and all samples. Filter, compare runs in one chart, and export. Runs cannot "
     "be deleted or changed from the app.",

@@ -34,7 +34,7 @@ AUTO = "auto"
 def queue_message(ahead: int, resource: str) -> str:
     """The line a waiting user sees; ``ahead`` counts the run in progress too."""
     runs = f"{ahead} run{'s' if ahead != 1 else ''}"
-    return f"⏳ Queued behind {runs} on {resource} — your run starts when it is free. Leaving the page cancels your place; runs already saved stay in History."
+    return f"Queued behind {runs} on {resource} — your run starts when it is free. Leaving the page cancels your place; runs already saved stay in History."
 
 
 def _session_tag() -> str:
@@ -130,7 +130,7 @@ def run_experiment(
         def on_wait(ahead: int) -> None:
             if not positions or positions[-1] != ahead:
                 positions.append(ahead)
-            status.info(queue_message(ahead, resource))
+            status.info(queue_message(ahead, resource), icon=":material/hourglass_top:")
 
         return on_wait
 
@@ -165,7 +165,7 @@ def run_experiment(
         "history_problem": problem,
     }
     if problem:
-        st.warning(problem, icon="⚠️")
+        st.warning(problem, icon=":material/warning:")
     elif run_ids:
         waited = f" after waiting {waited_s:.1f} s in the queue" if positions else ""
         st.caption(f"Saved to History as run {', '.join(r[:8] for r in run_ids)}{waited}.")
@@ -195,4 +195,4 @@ def sidebar_status() -> None:
     st.caption(f"Limits per run: {describe_limits(config, max_vector_n())}.")
     store = current_store()
     if store.problem:
-        st.caption(f"⚠️ {store.problem}")
+        st.caption(f":material/warning: {store.problem}")

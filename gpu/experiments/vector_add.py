@@ -564,8 +564,10 @@ def explain_difference(article: ArticleRun, careful: VectorAddRun) -> str:
     )
     vs_numpy = careful.speedup("numpy", "total")
     if vs_numpy is not None:
+        from gpu.report.words import times_words
+
         text += (
             f" The article compares with a pure-Python loop, the slowest baseline; end to end "
-            f"the GPU is {format_factor(vs_numpy.factor)} NumPy's speed."
+            f"the GPU is {times_words(vs_numpy.factor, 'NumPy', simulated=careful.backend == 'simulator')}."
         )
     return text

@@ -36,7 +36,7 @@ class HistoryFilters:
 def load_records(store: HistoryStore) -> list[RunRecord] | None:
     """The newest runs, or None after showing why history cannot be read."""
     if store.problem:
-        st.warning(store.problem, icon="⚠️")
+        st.warning(store.problem, icon=":material/warning:")
     if not store.available:
         return None
     try:

@@ -76,11 +76,12 @@ def show_indexing(run: IndexingRun) -> None:
         if run.passed:
             coverage = " Every element was added exactly once." if run.coverage_ok else ""
             st.success(
-                f"✅ The probe kernel's records for all {s.threads_launched:,} threads match `position = tx + bx * bw` computed in NumPy, "
-                f"and c = a + b bit for bit.{coverage}"
+                f"The probe kernel's records for all {s.threads_launched:,} threads match `position = tx + bx * bw` computed in NumPy, "
+                f"and c = a + b bit for bit.{coverage}",
+                icon=":material/check_circle:",
             )
         else:
-            st.error(f"❌ The probe disagrees with the arithmetic: records match {run.records_match}, sums match {run.sums_match}, coverage {run.coverage_ok}.")
+            st.error(f"The probe disagrees with the arithmetic: records match {run.records_match}, sums match {run.sums_match}, coverage {run.coverage_ok}.", icon=":material/error:")
     if run.note:
         st.info(run.note)
     if not run.drawable:
@@ -161,10 +162,10 @@ def show_sweep(run: LaunchSweepRun) -> None:
     for warning in run.warnings:
         st.warning(warning)
     if run.agree:
-        st.success(f"✅ Every configuration produced c = a + b bit for bit ({run.n:,} elements each).")
+        st.success(f"Every configuration produced c = a + b bit for bit ({run.n:,} elements each).", icon=":material/check_circle:")
     else:
         bad = [c.label for c in run.configs if not c.agree]
-        st.error(f"❌ Wrong results for: {', '.join(bad)}.")
+        st.error(f"Wrong results for: {', '.join(bad)}.", icon=":material/error:")
     best = run.best
     slowest = max(run.configs, key=lambda c: c.kernel.median_s)
     peak = run.device.peak_bandwidth_gbps
@@ -214,7 +215,7 @@ def show_inspector() -> None:
         st.error(f"Could not compile or inspect the kernel: {exc}")
         return
     if not result.available:
-        st.info(result.reason, icon="ℹ️")
+        st.info(result.reason, icon=":material/info:")
         st.markdown("**The kernel's Python source** — in the simulator this is what runs, one Python thread per GPU thread:")
         st.code(result.source, language="python")
         return

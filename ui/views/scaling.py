@@ -202,10 +202,10 @@ def show_result(run: SweepRun) -> None:
         st.info("No point was measured before the sweep stopped.")
         return
     if run.agree:
-        st.success("✅ Every result is bit-identical to NumPy's at every size measured.")
+        st.success("Every result is bit-identical to NumPy's at every size measured.", icon=":material/check_circle:")
     else:
         bad = sorted({(p.n, p.series) for p in run.points if p.agree is False})
-        st.error("❌ Results differ from NumPy at: " + ", ".join(f"N = {n:,} ({s})" for n, s in bad[:10]))
+        st.error("Results differ from NumPy at: " + ", ".join(f"N = {n:,} ({s})" for n, s in bad[:10]), icon=":material/error:")
 
     st.subheader("Where the GPU starts to win")
     sentences = run.crossover_sentences()

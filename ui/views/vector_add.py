@@ -69,10 +69,10 @@ def describe(run: VectorAddRun) -> str:
 def show_agreement(run: VectorAddRun) -> None:
     rows = [a.to_dict() for a in run.agreement.values()]
     if run.agree:
-        st.success(f"✅ Results agree: every implementation is bit-identical to NumPy ({run.n:,} of {run.n:,} elements, max |difference| 0).")
+        st.success(f"Results agree: every implementation is bit-identical to NumPy ({run.n:,} of {run.n:,} elements, max |difference| 0).", icon=":material/check_circle:")
     else:
         bad = [a.implementation for a in run.agreement.values() if not a.passed]
-        st.error(f"❌ Results differ from NumPy for: {', '.join(bad)}. See the table below.")
+        st.error(f"Results differ from NumPy for: {', '.join(bad)}. See the table below.", icon=":material/error:")
     skipped = [t.name for t in run.cpu.values() if t.stats is None]
     if skipped:
         st.caption(f"Not checked (not run): {', '.join(cpu.LABELS[s] for s in skipped)}.")
