@@ -28,6 +28,7 @@ log = logging.getLogger(__name__)
 
 DEVICE_KEY = "runner.device"  # sidebar choice: "auto" or a device index
 LAST_KEY = "runner.last"  # what the last run of this session waited for and saved
+SLOTS_KEY = "runner.sidebar_slots"  # this session's sidebar device-state lines, by device index
 AUTO = "auto"
 
 
@@ -140,9 +141,13 @@ def run_experiment(
                 held.enter_context(lock.hold(label, on_wait=waiting_for(resource)))
             waited_s = time.perf_counter() - queued_at
             status.empty()
-            with st.status(f"Running {experiment} on {where}…", expanded=False) as box, on_device(index):
-                result = work(lambda message: box.update(label=f"Running {experiment}: {message}…"))
-                box.update(label=f"{experiment} finished", state="complete")
+            _sidebar_state(index, f":material/hourglass_top: {device_name(index)}: busy — your {experiment} is running")
+            try:
+                with st.status(f"Running {experiment} on {where}…", expanded=False) as box, on_device(index):
+                    result = work(lambda message: box.update(label=f"Running {experiment}: {message}…"))
+                    box.update(label=f"{experiment} finished", state="complete")
+            finally:
+                _sidebar_state(index, f"{device_name(index)}: free")
     except InputError as exc:
         status.error(str(exc))
         return None
@@ -172,6 +177,20 @@ def run_experiment(
     return result
 
 
+def device_name(index: int) -> str:
+    return "Simulator" if gpu.BACKEND.simulated else f"GPU {index}"
+
+
+def _sidebar_state(index: int, text: str) -> None:
+    """Rewrite this session's sidebar line for device ``index`` (drawn by sidebar_status)."""
+    slot = (st.session_state.get(SLOTS_KEY) or {}).get(index)
+    if slot is not None:
+        try:
+            slot.caption(text)
+        except Exception:  # the sidebar of an earlier rerun: nothing to update
+            pass
+
+
 def sidebar_status() -> None:
     """Sidebar lines: the device picker (several GPUs only), queue state, admission limits, history."""
     count = devices()
@@ -184,13 +203,15 @@ def sidebar_status() -> None:
             format_func=lambda o: "First free GPU" if o == AUTO else f"GPU {o}: {device_facts(o).name}",
             help="Runs on one GPU never overlap; with 'first free' your run takes the GPU with the shortest queue.",
         )
+    slots = {}
     for i in range(count):
         state = device_lock(i).snapshot()
-        name = "Simulator" if gpu.BACKEND.simulated else f"GPU {i}"
+        slots[i] = st.empty()
         if state.holder is None:
-            st.caption(f"{name}: free")
+            slots[i].caption(f"{device_name(i)}: free")
         else:
-            st.caption(f"{name}: busy for {state.held_s or 0:.0f} s, {state.waiting} queued")
+            slots[i].caption(f"{device_name(i)}: busy for {state.held_s or 0:.0f} s, {state.waiting} queued")
+    st.session_state[SLOTS_KEY] = slots
     config = load_config()
     st.caption(f"Limits per run: {describe_limits(config, max_vector_n())}.")
     store = current_store()

@@ -10,10 +10,14 @@ import streamlit as st
 
 from gpu.core import cpu
 from gpu.service.admission import check_work, load_config
-from gpu.core.limits import InputError, check_n, check_repeats, check_threads_per_block, max_vector_n
-from gpu.core.timing import format_factor, format_seconds
+from gpu.core.limits import InputError, check_n, check_repeats, check_threads_per_block, max_vector_n, parse_size
+from gpu.core.timing import format_seconds
 from gpu.experiments.vector_add import ArticleRun, VectorAddRun, explain_difference
+from gpu.report.words import format_gbps, times_words
 from ui.charts import common as charts
+
+RESULT_KEY = "vector_add.result"
+REJECTED_KEY = "vector_add.rejected"  # the last Run press was refused: the result shown is older
 
 
 @dataclass(frozen=True)
@@ -31,8 +35,8 @@ def form_ui(default_n: int, device_max_threads: int) -> VectorAddParams | None:
     with st.form("vector_add"):
         left, mid, right = st.columns(3)
         n_text = left.text_input("N (elements per vector)", value=f"{default_n}", key="n", help=f"A whole number such as 1000000, 1e6 or 2^20. At most {limit:,} here.")
-        tpb = mid.number_input("Threads per block", min_value=1, max_value=device_max_threads, value=256, step=32, key="threads_per_block", help=f"1 to {device_max_threads}; multiples of 32 keep every warp full.")
-        repeats = right.number_input("Repeats", min_value=1, max_value=1000, value=5, key="repeats", help="Timed runs after one warm-up run (1 to 1000).")
+        tpb = mid.text_input("Threads per block", value="256", key="threads_per_block", help=f"A whole number from 1 to {device_max_threads}, such as 256 or 2^8; multiples of 32 keep every warp full.")
+        repeats = right.text_input("Repeats", value="5", key="repeats", help="Timed runs after one warm-up run: a whole number such as 5 or 1e2.")
         impls = st.multiselect("CPU implementations", options=list(cpu.IMPLEMENTATIONS), default=list(cpu.IMPLEMENTATIONS), format_func=cpu.LABELS.get, key="cpu_impls")
         article = st.checkbox("Also run it as in the article (copy c in too, mean of three wall-clock runs)", value=True, key="article")
         submitted = st.form_submit_button("Run", type="primary")
@@ -41,20 +45,105 @@ def form_ui(default_n: int, device_max_threads: int) -> VectorAddParams | None:
     if not submitted:
         return None
     try:
+        n = check_n(n_text, limit)
+        threads = parse_size(tpb, "threads per block")
+        warnings = check_threads_per_block(threads, device_max_threads)
         params = VectorAddParams(
-            n=check_n(n_text, limit),
-            threads_per_block=int(tpb),
-            repeats=check_repeats(repeats),
+            n=n,
+            threads_per_block=threads,
+            repeats=check_repeats(parse_size(repeats, "repeats")),
             cpu_impls=tuple(impls),
             article=article,
         )
         check_work(params.n, params.repeats, config=admission)
-        for warning in check_threads_per_block(params.threads_per_block, device_max_threads):
-            st.warning(warning)
     except InputError as exc:
-        st.error(str(exc))
+        st.error(str(exc), icon=":material/error:")
+        st.session_state[REJECTED_KEY] = True
         return None
+    st.session_state[REJECTED_KEY] = False
+    for warning in warnings:
+        st.warning(warning, icon=":material/warning:")
     return params
+
+
+@dataclass(frozen=True)
+class VectorAddOutcome:
+    """One press of Run: the careful run and, when asked for, the article's method.
+
+    Saved to History as one record (the article's printout inside the run's), so History
+    lists one row per Vector add run.
+    """
+
+    run: VectorAddRun
+    article: ArticleRun | None = None
+
+    def to_dict(self) -> dict:
+        return self.run.to_dict() | ({"article": self.article.to_dict()} if self.article else {})
+
+
+SIMULATED_S_PER_THREAD = 1.5e-4  # the simulator runs about 0.1-0.2 ms per GPU thread (DESIGN.md)
+
+
+def plan_steps(params: VectorAddParams, simulated: bool) -> list[tuple[str, float]]:
+    """The run's phases in order with an estimate of each (seconds), for the progress bar.
+
+    Messages match what ``run_vector_add`` reports. In the simulator the kernel launches
+    dominate (one simulated thread each); on a GPU everything but the Python loop is short.
+    """
+    from gpu.core.cpu import estimate_python_loop_s
+
+    launches = params.repeats + 1
+    per_launch = params.n * SIMULATED_S_PER_THREAD if simulated else 0.01
+    python_s = min(estimate_python_loop_s(params.n), 10.0) * launches if "python" in params.cpu_impls else 0.0
+    steps = [("compiling the kernel", 0.5), ("timing the GPU kernel and copies", launches * per_launch * (1 if simulated else 2))]
+    for name in params.cpu_impls:
+        steps.append((f"timing the CPU: {cpu.LABELS[name]}", python_s if name == "python" else 0.05 * launches + (0.5 if "numba" in name else 0)))
+    if params.article:
+        steps.append(("the article's method", 4 * per_launch + (python_s / launches * 3 if python_s else 0)))
+    return steps
+
+
+class PhaseProgress:
+    """A progress bar that names the phase, its step number and the time left (estimated)."""
+
+    def __init__(self, bar, steps: list[tuple[str, float]], simulated: bool):
+        self.bar, self.steps, self.simulated = bar, steps, simulated
+        self.total = sum(w for _m, w in steps) or 1.0
+
+    def __call__(self, message: str) -> None:
+        index = next((i for i, (m, _w) in enumerate(self.steps) if message.startswith(m)), None)
+        if index is None:
+            return
+        done = sum(w for _m, w in self.steps[:index])
+        left = self.total - done
+        where = " in the simulator" if self.simulated else ""
+        self.bar.progress(min(done / self.total, 0.99), text=f"Step {index + 1} of {len(self.steps)}: {message} — about {_eta(left)} left{where} (estimate)")
+
+    def finish(self) -> None:
+        self.bar.empty()
+
+
+def _eta(seconds: float) -> str:
+    if seconds < 2:
+        return "a second"
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    return f"{seconds / 60:.0f} min"
+
+
+def estimate_text(params: VectorAddParams, simulated: bool) -> str:
+    total = sum(w for _m, w in plan_steps(params, simulated))
+    return f"This run should take about {_eta(total)}" + (" in the simulator (about 0.15 ms per simulated GPU thread)." if simulated else ".")
+
+
+def show_stale_note(run: VectorAddRun) -> None:
+    """Say that the result below belongs to earlier inputs when the last Run press was refused."""
+    if st.session_state.get(REJECTED_KEY):
+        st.warning(
+            f"The inputs above were rejected, so nothing new ran: the results below are from the previous run "
+            f"(N = {run.n:,}, {run.threads_per_block} threads per block, {run.gpu['total'].n_samples} repeats).",
+            icon=":material/history:",
+        )
 
 
 def describe(run: VectorAddRun) -> str:
@@ -81,19 +170,40 @@ def show_agreement(run: VectorAddRun) -> None:
 
 
 def show_metrics(run: VectorAddRun) -> None:
+    """Speedups in words ("about 320x faster than NumPy"), times and bandwidth with units."""
+    simulated = run.backend == "simulator"
     cols = st.columns(4)
     for col, baseline in zip(cols[:2], ("python", "numpy")):
         end_to_end, kernel = run.speedup(baseline, "total"), run.speedup(baseline, "kernel")
+        name = cpu.LABELS[baseline].split(" (")[0]
         if end_to_end is None:
-            col.metric(f"vs {cpu.LABELS[baseline]}", "not run")
+            col.metric(f"GPU vs {name}", "not run", help=f"{cpu.LABELS[baseline]} was not chosen.")
             continue
-        tag = " (estimated)" if end_to_end.estimated else ""
-        col.metric(f"GPU end to end vs {cpu.LABELS[baseline]}{tag}", format_factor(end_to_end.factor), help="CPU median ÷ GPU wall-clock end-to-end median (copies included).")
-        col.metric(f"Kernel only vs {cpu.LABELS[baseline]}{tag}", format_factor(kernel.factor), help="CPU median ÷ kernel median (CUDA events).")
-    cols[2].metric("Kernel time (median)", format_seconds(run.gpu["kernel"].median_s))
-    cols[2].metric("Kernel compile (once)", format_seconds(run.compile_s), help="JIT compile or load from Numba's cache; excluded from every timing.")
-    cols[3].metric("Kernel bandwidth", f"{run.kernel_bandwidth_gbps:,.4g} GB/s", help="12 bytes per element (read a, b; write c) ÷ kernel median.")
+        tag = " (estimate)" if end_to_end.estimated else ""
+        col.metric(f"GPU end to end vs {name}{tag}", _ratio(end_to_end.factor),
+                   help=f"{cpu.LABELS[baseline]} median ÷ GPU wall-clock end-to-end median (copies included): the GPU is {times_words(end_to_end.factor, name, simulated=simulated)}.")
+        col.metric(f"Kernel only vs {name}{tag}", _ratio(kernel.factor),
+                   help=f"{cpu.LABELS[baseline]} median ÷ kernel median: the kernel is {times_words(kernel.factor, name, simulated=simulated)}.")
+    cols[2].metric("Kernel time (median)", format_seconds(run.gpu["kernel"].median_s), help=f"{run.gpu['kernel'].n_samples} samples.")
+    if run.compile_s >= 1e-6:
+        cols[2].metric("Kernel compile (once)", format_seconds(run.compile_s), help="JIT compile, or load from Numba's cache; excluded from every timing.")
+    else:
+        cols[2].metric("Kernel compile (once)", "already compiled", help="This process compiled the kernel earlier; excluded from every timing.")
+    cols[3].metric("Kernel bandwidth", format_gbps(run.kernel_bandwidth_gbps), help="12 bytes per element (read a, b; write c) ÷ kernel median." + (" Simulated: not GPU performance." if simulated else ""))
     cols[3].metric("GPU end to end (median)", format_seconds(run.gpu["total"].median_s))
+
+
+def _ratio(factor: float) -> str:
+    """The metric value: "320x faster" / "1.5x slower" (never 7.1e-06x)."""
+    words = times_words(factor, "X")
+    return words.removeprefix("about ").removesuffix(" than X").replace("as fast as X", "about as fast")
+
+
+def samples_csv(run: VectorAddRun) -> str:
+    """Plain CSV: a one-line header, integer N, seconds; the metadata lives in the JSON download."""
+    frame = run.to_frame()
+    frame["n"] = frame["n"].astype("int64")
+    return frame.drop(columns=["backend"]).assign(backend=run.backend).to_csv(index=False)
 
 
 def stats_table(run: VectorAddRun) -> pd.DataFrame:
@@ -105,8 +215,9 @@ def stats_table(run: VectorAddRun) -> pd.DataFrame:
 
 def show_run(run: VectorAddRun, article: ArticleRun | None) -> None:
     """Everything about one run: agreement, metrics, charts, table, downloads, article."""
+    show_stale_note(run)
     for warning in run.warnings:
-        st.warning(warning)
+        st.warning(warning, icon=":material/warning:")
     show_agreement(run)
     show_metrics(run)
     subtitle = describe(run)
@@ -117,9 +228,10 @@ def show_run(run: VectorAddRun, article: ArticleRun | None) -> None:
     st.caption(f"Wall clock for CPU and GPU end to end; CUDA events for GPU phases{' (wall clock in the simulator)' if run.backend == 'simulator' else ''}. {run.policy.describe()}.")
     st.dataframe(stats_table(run), hide_index=True, width="stretch")
     left, right = st.columns(2)
-    payload = run.to_dict() | ({"article": article.to_dict()} if article else {})
+    payload = VectorAddOutcome(run, article).to_dict()
     left.download_button("Download run (JSON)", json.dumps(payload, indent=2), file_name=f"vector_add_{run.n}.json", mime="application/json", key="download_json")
-    right.download_button("Download samples (CSV)", frame.to_csv(index=False), file_name=f"vector_add_{run.n}.csv", mime="text/csv", key="download_csv")
+    right.download_button("Download samples (CSV)", samples_csv(run), file_name=f"vector_add_{run.n}.csv", mime="text/csv", key="download_csv",
+                          help="One row per sample: implementation, phase, sample, seconds, estimated, n. The run's settings and device are in the JSON download.")
     if article is not None:
         st.subheader("As in the article")
         left, right = st.columns(2)
@@ -137,4 +249,6 @@ def show_run(run: VectorAddRun, article: ArticleRun | None) -> None:
             ),
             language=None,
         )
-        st.info(explain_difference(article, run))
+        if article.backend == "simulator":
+            st.caption(f"In words: the article's “GPU speedup” here means the simulated GPU was {times_words(article.speedup, 'the Python loop', simulated=True)}.")
+        st.info(explain_difference(article, run), icon=":material/lightbulb:")
