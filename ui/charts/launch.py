@@ -185,7 +185,7 @@ def sweep_summary(frame: pd.DataFrame) -> pd.DataFrame:
     out["bandwidth_low_gbps"] = bytes_moved / out["max_s"] / 1e9  # slowest sample
     out["bandwidth_high_gbps"] = bytes_moved / out["min_s"] / 1e9  # fastest sample
     out["occupancy_pct"] = out["occupancy"] * 100
-    out["marker"] = out["best"].map({True: "★ best", False: ""})
+    out["marker"] = out["best"].map({True: "best", False: ""})
     return out.sort_values("order").reset_index(drop=True)
 
 
