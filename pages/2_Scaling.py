@@ -5,6 +5,7 @@ import streamlit as st
 
 from ui.views import scaling as scaling_view
 from ui.frame import frame
+from ui.runner import save_results
 from ui.reference import panel_after_run, panel_before_run
 
 device = frame(
@@ -29,6 +30,12 @@ else:
     interrupted = scaling_view.recover_interrupted()  # a Stop press ended the last run mid-way
     if interrupted is not None:
         st.session_state[scaling_view.RESULT_KEY] = interrupted
+        # what it measured is saved too, marked stopped ("stopped": "cancelled", "complete": false)
+        run_ids, problem = save_results("scaling sweep", interrupted, interrupted.device.index or 0)
+        if problem:
+            st.warning(problem, icon=":material/warning:")
+        elif run_ids:
+            st.caption(f"The stopped sweep was saved to History as run {run_ids[0][:8]}, marked stopped.")
 
 if st.session_state[scaling_view.RESULT_KEY] is not None:
     scaling_view.show_result(st.session_state[scaling_view.RESULT_KEY])

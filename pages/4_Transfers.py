@@ -2,7 +2,6 @@
 
 import streamlit as st
 
-import gpu
 from gpu.core.timing import RepeatPolicy
 from gpu.experiments.transfers import run_bandwidth_curves, run_strategies
 from ui.views import transfers as view
@@ -16,11 +15,10 @@ device = frame(
     "For one vector add the copies over the host link cost far more than the kernel — the "
     "lesson the article's single number hides. Measure the link itself, then do the same "
     "vector add six ways and see which copies you can avoid, hide or make cheaper.",
+    simulator_note=view.SIMULATOR_WARNING,
 )
 panel_before_run("transfers")
 view.init_state()
-if gpu.BACKEND.simulated:
-    st.info(view.SIMULATOR_WARNING, icon=":material/info:")
 
 st.header("Host-link bandwidth")
 st.markdown(

@@ -50,13 +50,15 @@ def vector_add_sentence(run, pinned_s: float | None = None) -> str:
 
 def scaling_sentence(run) -> str:
     """Where the kernel and the whole GPU add overtake NumPy, and the bandwidth reached."""
+    from gpu.experiments.scaling import format_n
+
     parts = []
     for c in run.crossovers():
         if c.baseline != "numpy":
             continue
         who = "the kernel alone" if c.gpu == "gpu-kernel" else "the GPU with its copies"
         if c.kind == "from" and c.n:
-            parts.append(f"{who} beats NumPy from N ≈ {c.n:,.3g}".replace("e+0", "e").replace("e+", "e"))
+            parts.append(f"{who} beats NumPy from N ≈ {format_n(c.n)}")
         elif c.kind == "always":
             parts.append(f"{who} beats NumPy at every size measured")
         else:

@@ -96,6 +96,7 @@ def runs_frame(records: Iterable[RunRecord]) -> pd.DataFrame:
             "device": r.device_name or "unknown",
             "backend": r.backend_label,
             "simulated": r.simulated,
+            "status": ("stopped: " + str(r.result["stopped"])) if r.result.get("stopped") else ("imported" if r.result.get("imported") else "complete"),
         }
         for key in KEY_PARAMS:
             if key in r.params:
@@ -103,7 +104,7 @@ def runs_frame(records: Iterable[RunRecord]) -> pd.DataFrame:
         row["samples"] = sum(len(s) for _p, s in _stats_leaves(r.result))
         row["parameters"] = "; ".join(f"{k}={_compact(v)}" for k, v in r.params.items() if k not in KEY_PARAMS)
         rows.append(row)
-    columns = ["run", "created_at", "experiment", "device", "backend", *KEY_PARAMS, "samples", "parameters", "simulated", "run_id"]
+    columns = ["run", "created_at", "experiment", "device", "backend", "status", *KEY_PARAMS, "samples", "parameters", "simulated", "run_id"]
     frame = pd.DataFrame(rows)
     return frame.reindex(columns=[c for c in columns if c in frame.columns or c in ("run", "experiment")])
 
@@ -124,7 +125,7 @@ def compare_chart(samples: pd.DataFrame, subtitle: str | None = None) -> alt.Cha
     data = data[data["seconds"] > 0]
     medians = data.groupby(["run", "measure"], as_index=False).agg(median_ms=("ms", "median"), samples=("ms", "size"), device=("device", "first"), backend=("backend", "first"))
     order = list(dict.fromkeys(m for m in _measure_order(data["measure"].unique())))
-    x = alt.X("measure:N", sort=order, title=None, axis=alt.Axis(labelAngle=-30, labelLimit=220))
+    x = alt.X("measure:N", sort=order, title=None, axis=alt.Axis(labelAngle=-40, labelLimit=260, labelOverlap=False, labelFontSize=10))
     y_title = "time per repeat (ms, log scale)"
     color = alt.Color("run:N", title="run", legend=alt.Legend(orient="bottom", columns=2, labelLimit=320))
     dots = (
@@ -164,7 +165,8 @@ def compare_chart(samples: pd.DataFrame, subtitle: str | None = None) -> alt.Cha
         )
     )
     title = alt.TitleParams("Saved runs compared: time per measure", subtitle=subtitle or compare_subtitle(samples), anchor="start")
-    return alt.layer(dots, ticks).properties(title=title, height=380)
+    width = max(600, 22 * len(order) * max(1, data["run"].nunique()))  # room for every measure's label
+    return alt.layer(dots, ticks).properties(title=title, height=380, width=width, autosize=alt.AutoSizeParams(type="pad"))
 
 
 def _measure_order(measures: Iterable[str]) -> list[str]:

@@ -105,7 +105,10 @@ def show_runs_table(records: list[RunRecord]) -> pd.DataFrame:
         + (f"; {simulated} ran in the CUDA simulator (timings are not GPU performance)" if simulated else "")
         + (f". Only the newest {MAX_LISTED} are loaded; `python -m gpu history --json` lists all." if len(records) >= MAX_LISTED else ".")
     )
-    st.dataframe(table.drop(columns=["run_id", "simulated"], errors="ignore"), hide_index=True, width="stretch", key="history.table")
+    shown = table.drop(columns=["run_id", "simulated"], errors="ignore")
+    if "created_at" in shown:
+        shown = shown.assign(created_at=shown["created_at"].map(readable_time)).rename(columns={"created_at": "measured"})
+    st.dataframe(shown, hide_index=True, width="stretch", key="history.table")
     return table
 
 

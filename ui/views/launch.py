@@ -207,6 +207,13 @@ def annotated_excerpt(result: KernelInspection, code: str = "PTX") -> str:
     return "\n".join(f"{h.line_no:>4}  {h.text:<{width}}  {comment} {h.role}: {h.note}{' */' if code == 'SASS' else ''}" for h in rows)
 
 
+def article_source(source: str) -> str:
+    """The kernel's source as the article writes it: ``@cuda.jit``, not the lab's cache switch."""
+    import re
+
+    return re.sub(r"@cuda\.jit\((?:cache=[^)]*)\)", "@cuda.jit", source)
+
+
 def show_inspector() -> None:
     kernel = st.radio("Kernel", list(KERNELS), format_func=lambda k: KERNELS[k][1], horizontal=True, key="inspect_kernel")
     try:
@@ -217,7 +224,7 @@ def show_inspector() -> None:
     if not result.available:
         st.info(result.reason, icon=":material/info:")
         st.markdown("**The kernel's Python source** — in the simulator this is what runs, one Python thread per GPU thread:")
-        st.code(result.source, language="python")
+        st.code(article_source(result.source), language="python")
         return
     cols = st.columns(5)
     cols[0].metric("Registers per thread", result.regs_per_thread)
@@ -228,7 +235,7 @@ def show_inspector() -> None:
     st.caption(f"{result.description} · {result.signature} · compute capability {result.compute_capability} · {result.device_name}")
     left, right = st.columns(2)
     left.markdown("**Python source**")
-    left.code(result.source, language="python")
+    left.code(article_source(result.source), language="python")
     right.markdown("**The PTX lines that do the work**")
     if result.highlights:
         right.code(annotated_excerpt(result, "PTX"), language=None)

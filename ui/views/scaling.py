@@ -217,7 +217,10 @@ def show_result(run: SweepRun) -> None:
     cols[0].metric("Sizes measured", f"{len(run.sizes)}")
     cols[1].metric("Steps", f"{run.steps_done} of {run.steps_planned}")
     cols[2].metric("Wall time", format_seconds(run.wall_s), help="Kernel compile excluded.")
-    cols[3].metric("Outside the timing calls", f"{run.overhead_fraction:.0%}", help="Inputs, checks and bookkeeping: the sweep's own overhead.")
+    overhead = run.overhead_fraction
+    measured = run.measuring_s > 0 and 0 <= overhead < 1
+    cols[3].metric("Outside the timing calls", f"{overhead:.0%}" if measured else "not measured",
+                   help="Inputs, checks and bookkeeping: the sweep's own overhead." if measured else "The sweep recorded no time inside its timing calls to compare with.")
 
     subtitle = describe(run)
     frame = run.to_frame()
@@ -239,4 +242,12 @@ def show_result(run: SweepRun) -> None:
     stem = f"scaling_{run.config.min_n}_{run.config.max_n}"
     left.download_button("Download sweep (JSON)", json.dumps(run.to_dict(), indent=2, default=str), file_name=f"{stem}.json",
                          mime="application/json", key="scaling.download_json")
-    right.download_button("Download points (CSV)", run.to_csv(), file_name=f"{stem}.csv", mime="text/csv", key="scaling.download_csv")
+    right.download_button("Download points (CSV)", points_csv(run), file_name=f"{stem}.csv", mime="text/csv", key="scaling.download_csv",
+                          help="One row per size and series with a plain header; the sweep's settings and device are in the JSON download.")
+
+
+def points_csv(run: SweepRun) -> str:
+    """Plain CSV for spreadsheets: one header line, integer N; metadata lives in the JSON download."""
+    frame = run.to_frame()
+    frame["n"] = frame["n"].astype("int64")
+    return frame.to_csv(index=False)
