@@ -9,10 +9,15 @@ from __future__ import annotations
 import math
 
 
-def factor_text(factor: float) -> str:
-    """A ratio ≥ 1 with sensible precision: 1.5x, 12x, 84x, 320x, 76,000x."""
+def factor_text(factor: float, *, compact: bool = False) -> str:
+    """A ratio ≥ 1 with sensible precision: 1.5x, 12x, 84x, 320x, 76,000x (``compact``: 76k x)."""
     if factor != factor or factor <= 0 or math.isinf(factor):
         return "—"
+    if compact and factor >= 1e4:
+        for scale, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+            if factor >= scale:
+                value = factor / scale
+                return f"{value:.2g}{suffix}x" if value < 10 else f"{value:.0f}{suffix}x"
     if factor < 10:
         return f"{factor:.1f}x"
     if factor < 100:

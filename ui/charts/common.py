@@ -120,8 +120,7 @@ def time_comparison_chart(frame: pd.DataFrame, subtitle: str) -> alt.Chart:
         x=alt.X("median_ms:Q", scale=x_scale, title="time (ms, log scale)", axis=axis),
         color=color,
         fill=alt.condition("datum.estimated", alt.value("white"), color),
-        shape=alt.Shape("kind:N", scale=alt.Scale(domain=KIND_DOMAIN, range=["circle", "diamond"]), title=None,
-                        legend=alt.Legend(orient="top", direction="horizontal", symbolStrokeColor="#555", symbolFillColor="#bbb", symbolStrokeWidth=2, symbolSize=120)),
+        shape=alt.Shape("kind:N", scale=alt.Scale(domain=KIND_DOMAIN, range=["circle", "diamond"]), legend=None),  # said in the title
         tooltip=_tooltip(),
     )
     labels = base.mark_text(align="left", dx=10, dy=-10, fontSize=11).encode(
@@ -129,10 +128,11 @@ def time_comparison_chart(frame: pd.DataFrame, subtitle: str) -> alt.Chart:
         x=alt.X("median_ms:Q", scale=x_scale),
         text=alt.Text("label:N"),
     ).transform_calculate(
-        label="(datum.estimated ? 'estimate ' : '') + format(datum.median_ms, ',.3~g') + ' ms'"
+        label="(datum.estimated ? 'estimate ' : '') + (datum.median_ms >= 1000 ? format(datum.median_ms / 1000, ',.3~g') + ' s'"
+        " : datum.median_ms >= 1 ? format(datum.median_ms, ',.3~g') + ' ms' : format(datum.median_ms * 1000, ',.3~g') + ' µs')"
     )
     return (whiskers + dots + labels).properties(
-        title=alt.TitleParams("Time per implementation and GPU phase (median, min–max)", subtitle=subtitle, anchor="start"),
+        title=alt.TitleParams("Time per implementation and GPU phase (dot = median, line = min–max; hollow diamond = estimate, not run)", subtitle=subtitle, anchor="start"),
         height=alt.Step(32),
         autosize=FIT,
     )
@@ -143,12 +143,12 @@ def gpu_breakdown_chart(frame: pd.DataFrame, subtitle: str) -> alt.Chart:
     with the wall-clock end-to-end median as a marker for comparison."""
     summary = summarise(frame)
     phases = summary[summary["measure"].isin(GPU_PHASE_ORDER)].copy()
-    phases["row"] = "GPU phases (events)"
+    phases["row"] = "GPU"
     phases["stack_order"] = phases["measure"].map(GPU_PHASE_ORDER.index)
     total = summary[summary["measure"] == "GPU end to end"].copy()
-    total["row"] = "GPU phases (events)"
-    measures = GPU_PHASE_ORDER + ["GPU end to end"]
-    x = alt.X("median_ms:Q", title="time (ms, linear)", stack="zero", axis=alt.Axis(format=",.3~g", tickCount=6))
+    total["row"] = "GPU"
+    measures = [m for m in GPU_PHASE_ORDER if m in set(phases["measure"])] + ["GPU end to end"]
+    x = alt.X("median_ms:Q", title="time (ms, linear)", stack="zero", axis=alt.Axis(format=",.4~g", tickCount=6))
     bars = alt.Chart(phases).mark_bar(height=30).encode(
         y=alt.Y("row:N", title=None),
         x=x,
