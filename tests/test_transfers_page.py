@@ -42,9 +42,10 @@ def strategies(at: AppTest, n="300", chunks=3, streams=2, iterations=2, repeats=
 
 def test_page_renders_and_says_what_the_simulator_does_not_simulate():
     at = page()
-    infos = " ".join(i.value for i in at.info)
-    if gpu.BACKEND.simulated:
-        assert "Pinning, streams and overlap are not simulated" in infos
+    warnings = [w.value for w in at.warning]
+    if gpu.BACKEND.simulated:  # one banner: the simulator warning and what it does not simulate, merged
+        merged = [w for w in warnings if "Pinning, streams and overlap are not simulated" in w]
+        assert len(merged) == 1 and "CUDA simulator — timings are not GPU performance" in merged[0]
     assert {b.label for b in at.button} >= {"Measure bandwidth", "Compare strategies"}
     assert not live_charts(at)
 

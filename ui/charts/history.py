@@ -13,7 +13,7 @@ import altair as alt
 import pandas as pd
 
 from gpu.service.store import RunRecord
-from ui.charts.common import COLORS, MEASURE_LABELS
+from ui.charts.common import COLORS, MEASURE_LABELS, log_axis
 
 SIMULATED_NOTE = "simulated runs: CUDA simulator timings are not GPU performance"
 _SKIP_PATH_PARTS = {"phases", "stats", "results", "timings"}
@@ -165,8 +165,7 @@ def compare_chart(samples: pd.DataFrame, subtitle: str | None = None) -> alt.Cha
         )
     )
     title = alt.TitleParams("Saved runs compared: time per measure", subtitle=subtitle or compare_subtitle(samples), anchor="start")
-    width = max(600, 22 * len(order) * max(1, data["run"].nunique()))  # room for every measure's label
-    return alt.layer(dots, ticks).properties(title=title, height=380, width=width, autosize=alt.AutoSizeParams(type="pad"))
+    return alt.layer(dots, ticks).properties(title=title, height=380, autosize=alt.AutoSizeParams(type="fit-x", contains="padding"))
 
 
 def _measure_order(measures: Iterable[str]) -> list[str]:
@@ -239,13 +238,14 @@ def gpus_time_chart(frame: pd.DataFrame, subtitle: str = "") -> alt.Chart:
     ]
     dots = alt.Chart(data).mark_point(filled=True, size=110).encode(
         y=y, yOffset=alt.YOffset("source:N", sort=sources),
-        x=alt.X("median_ms:Q", scale=alt.Scale(type="log"), title="median time (ms, log scale)", axis=alt.Axis(format="~g")),
+        x=alt.X("median_ms:Q", scale=alt.Scale(type="log"), title="median time (ms, log scale)", axis=log_axis(list(data["median_ms"]))),
         color=color, shape=alt.Shape("kind:N", title="kind", scale=alt.Scale(domain=list(SOURCE_KINDS), range=["diamond", "circle", "square", "triangle-up"])),
         tooltip=tooltip,
     )
     return dots.properties(
         title=alt.TitleParams("Vector add across devices: time per phase (medians)", subtitle=subtitle or "each row one measure; one dot per device and source", anchor="start"),
-        height=alt.Step(14 * max(len(sources), 1)),
+        height=alt.Step(14),  # per source within a measure (the yOffset band)
+        autosize=alt.AutoSizeParams(type="fit-x", contains="padding"),
     )
 
 

@@ -83,7 +83,7 @@ def time_chart(frame: pd.DataFrame, crossovers: list[dict], subtitle: str) -> al
     )
     line = base.mark_line(point=alt.OverlayMarkDef(filled=True, size=40)).encode(
         y=alt.Y("median_ms:Q", scale=y_scale),
-        strokeDash=alt.StrokeDash("kind:N", title="kind", scale=alt.Scale(domain=["measured", "estimate (not run)"], range=[[1, 0], [5, 4]]), legend=_legend("kind", **KIND_LEGEND)),
+        strokeDash=alt.StrokeDash("kind:N", title="kind", scale=alt.Scale(domain=["measured", "estimate (not run)"], range=[[1, 0], [5, 4]]), legend=None),  # "dashed = estimate" is in the title
         tooltip=_time_tooltip(),
     )
     noisy = base.transform_filter("datum.noisy").mark_point(size=160, filled=False, strokeWidth=2, color="#d62728").encode(
@@ -131,7 +131,7 @@ def bandwidth_chart(frame: pd.DataFrame, peaks: pd.DataFrame | None, subtitle: s
     lines = alt.Chart(data).mark_line(point=alt.OverlayMarkDef(filled=True, size=36)).encode(
         x=_n_x(data), y=y,
         color=alt.Color("label:N", scale=color_scale(labels), title="series", sort=labels, legend=_legend("series")),
-        strokeDash=alt.StrokeDash("kind:N", title="kind", scale=alt.Scale(domain=["measured", "estimate (not run)"], range=[[1, 0], [5, 4]]), legend=_legend("kind", **KIND_LEGEND)),
+        strokeDash=alt.StrokeDash("kind:N", title="kind", scale=alt.Scale(domain=["measured", "estimate (not run)"], range=[[1, 0], [5, 4]]), legend=None),  # "dashed = estimate" is in the title
         tooltip=tooltip,
     )
     layers = [lines]
