@@ -21,11 +21,13 @@ run: $(VENV)/.runtime
 DEMO_PORT  ?= 8501
 DEMO_ADDRESS ?= 0.0.0.0
 DEMO_HOSTS ?=
+# Importing check files from the browser is off on the shared demo; DEMO_UPLOADS=1 allows it.
+DEMO_UPLOADS ?= 0
 demo: $(VENV)/.runtime
-	$(PY) -m streamlit run app.py \
+	KERNEL_LAB_UPLOADS=$(DEMO_UPLOADS) $(PY) -m streamlit run app.py \
 	  --server.address $(DEMO_ADDRESS) --server.port $(DEMO_PORT) --server.headless true \
 	  --server.fileWatcherType none --server.runOnSave false \
-	  --server.maxUploadSize 1 --server.enableStaticServing false \
+	  --server.maxUploadSize $(if $(filter 1,$(DEMO_UPLOADS)),5,1) --server.enableStaticServing false \
 	  --client.toolbarMode viewer --client.showErrorDetails none \
 	  --browser.gatherUsageStats false --runner.fastReruns true \
 	  $(foreach host,$(DEMO_HOSTS),--server.allowedHosts $(host))

@@ -1,11 +1,13 @@
-"""Kernel Lab home: what the lab is, where kernels run, and the experiments."""
+"""Kernel Lab home: what the lab is, a start-here path, the headline recorded-GPU result."""
 
 import streamlit as st
 
 import gpu
-from ui.frame import frame
+from ui.frame import ICONS, frame
+from ui.home import article_text, headline_metrics
+from ui.reference import provenance_caption, references
 
-device = frame("Kernel Lab", "🧪")
+device = frame("Kernel Lab", ":material/science:")
 
 st.markdown(
     """
@@ -17,18 +19,57 @@ goes: host→device copies, the kernel, device→host copies, the CPU.
 """
 )
 
-st.subheader("Where kernels run")
-if gpu.BACKEND.simulated:
-    st.markdown(f"**Numba's CUDA simulator** — {gpu.BACKEND.reason}. Every experiment works, at small sizes, and every timing is labelled as simulated.")
+st.subheader("The answer on a real GPU", anchor="headline")
+refs = references()
+ref = refs.best("vector-add")
+if ref is not None:
+    run = ref.vector_add()
+    st.markdown(
+        f"The article's experiment (N = {run.n:,} float32) recorded on an **{ref.provenance.device}** by `python -m gpu check`, "
+        "beside the article's own T4 figure (published in the article, not measured here):"
+    )
+    metrics = headline_metrics(ref, refs.article)
+    cols = st.columns(len(metrics))
+    for col, (label, value, why) in zip(cols, metrics):
+        col.metric(label, value, help=why)
+    provenance_caption(ref)
 else:
-    st.markdown(f"**{device.name}** (compute capability {device.compute_capability}, {device.multiprocessors} multiprocessors).")
+    st.caption("No recorded GPU run is committed under benchmarks/ yet.")
+
+st.subheader("Start here", anchor="start-here")
+st.markdown(
+    "1. **Read the article** the lab is built on — its text is [below](#the-article). It times a Python loop "
+    "against a CUDA kernel at N = 10,000,000 and prints one number: “GPU speedup: 84.50x” on a T4.\n"
+    "2. **Vector add** — run the article's experiment yourself, then open *On a real GPU* to see the same "
+    "experiment recorded on an H200: the kernel alone is far ahead of NumPy, the copies are not.\n"
+    "3. **Transfers** — why the copies cost so much, and how pinned memory and keeping data on the device change that.\n"
+    "4. **Scaling** — every size of a range: from which N the GPU starts to win.\n"
+    "5. **Launch config** — which thread handles which element, and what block size costs.\n"
+    "6. **History** — your saved runs beside the recorded GPUs and the article's T4 (*Compare GPUs*)."
+)
+if gpu.BACKEND.simulated:
+    st.caption(f"Here kernels run in Numba's CUDA simulator ({gpu.BACKEND.reason}): every experiment works at small sizes, and every page also shows a run recorded on a real GPU.")
+else:
+    st.caption(f"Kernels run on **{device.name}** (compute capability {device.compute_capability}, {device.multiprocessors} multiprocessors).")
 
 st.subheader("Experiments")
-st.page_link("pages/1_Vector_add.py", label="Vector add — the article's experiment, one size, full breakdown", icon="➕")
-st.page_link("pages/2_Scaling.py", label="Scaling — every size of a range: where the GPU starts to win, bandwidth against the limits", icon="📈")
-st.page_link("pages/3_Launch_config.py", label="Launch config — which thread handles which element; block-size sweep; the kernel's PTX", icon="🧮")
-st.page_link("pages/4_Transfers.py", label="Transfers — host-link bandwidth, pinned memory, streams: the copies that decide whether the GPU pays off", icon="🔁")
-st.page_link("pages/7_Kernels.py", label="Kernels — five kernels after vector add, each from naive to near the hardware, checked and timed side by side", icon=":material/view_timeline:")
-st.page_link("pages/8_Roofline.py", label="Roofline — every measured kernel step against the device's memory and FP32 roofs", icon=":material/show_chart:")
-st.page_link("pages/5_History.py", label="History — every saved run: filter, compare, export", icon="🗂️")
-st.page_link("pages/6_Device.py", label="Device — hardware, driver and library facts", icon="🖥️")
+st.page_link("pages/1_Vector_add.py", label="Vector add — the article's experiment, one size, full breakdown", icon=ICONS["Vector add"])
+st.page_link("pages/2_Scaling.py", label="Scaling — every size of a range: where the GPU starts to win, bandwidth against the limits", icon=ICONS["Scaling"])
+st.page_link("pages/3_Launch_config.py", label="Launch config — which thread handles which element; block-size sweep; the kernel's PTX", icon=ICONS["Launch config"])
+st.page_link("pages/4_Transfers.py", label="Transfers — host-link bandwidth, pinned memory, streams: the copies that decide whether the GPU pays off", icon=ICONS["Transfers"])
+st.page_link("pages/7_Kernels.py", label="Kernels — five kernels after vector add, each from naive to near the hardware, checked and timed side by side", icon=ICONS["Kernels"])
+st.page_link("pages/8_Roofline.py", label="Roofline — every measured kernel step against the device's memory and FP32 roofs", icon=ICONS["Roofline"])
+st.page_link("pages/5_History.py", label="History — saved runs, imported checks and recorded GPUs: filter, compare, export", icon=ICONS["History"])
+st.page_link("pages/6_Device.py", label="Device — hardware, driver and library facts", icon=ICONS["Device"])
+
+st.subheader("The article", anchor="the-article")
+text, where = article_text()
+st.caption(
+    "“Writing Your First GPU Kernel in Python with Numba and CUDA” by Kanwal Mehreen — the lab's reference text"
+    + (f" (`{where}`)." if where else ".")
+)
+if text:
+    with st.expander("Read the article's text", icon=":material/article:"):
+        st.text(text)
+else:
+    st.caption("The reference text is not on this machine: set KERNEL_LAB_ARTICLE to the path of first-gpu-kernel-article.txt.")

@@ -137,6 +137,13 @@ def cmd_check(args: argparse.Namespace) -> int:
 def cmd_history(args: argparse.Namespace) -> int:
     from gpu.service.store import StoreError, open_store
 
+    if args.action == "import":
+        if not args.file:
+            raise InputError("history import needs the check.json to import: python -m gpu history import FILE")
+        return cmd_history_import(args)
+    if args.file:
+        raise InputError(f"unexpected argument {args.file!r}; did you mean `history import {args.file}`?")
+
     store = open_store()
     if store.problem:
         print(store.problem, file=sys.stderr)
@@ -153,6 +160,36 @@ def cmd_history(args: argparse.Namespace) -> int:
         params = ", ".join(f"{k}={v}" for k, v in r.params.items() if not isinstance(v, (dict, list)))
         sim = " [simulated]" if r.simulated else ""
         print(f"{r.short_id}  {r.created_at}  {r.experiment:<14} {r.device_name or '?'} ({r.backend}){sim}  {params}")
+    return 0
+
+
+def cmd_history_import(args: argparse.Namespace) -> int:
+    """Add a check.json from another machine to History (validated; a rejected file changes nothing)."""
+    from pathlib import Path
+
+    from gpu.service.importer import MAX_IMPORT_BYTES, ImportProblem, import_check
+    from gpu.service.store import StoreError, open_store
+
+    path = Path(args.file)
+    try:
+        size = path.stat().st_size
+        if size > MAX_IMPORT_BYTES:
+            raise ImportProblem(f"the file is {size / 2**20:,.1f} MiB; a check file may be at most {MAX_IMPORT_BYTES / 2**20:,.0f} MiB")
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read {args.file}: {exc.strerror or exc}") from None
+    except ImportProblem as exc:
+        raise InputError(f"{args.file} was not imported: {exc}") from None
+    store = open_store()
+    try:
+        result = import_check(store, raw, source=path.name)
+    except ImportProblem as exc:
+        raise InputError(f"{args.file} was not imported: {exc}") from None
+    except StoreError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(result.summary())
+    print(f"run ids: {', '.join(r[:8] for r in result.run_ids)} in {store.path}")
     return 0
 
 
@@ -190,7 +227,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quick", action="store_true", default=None, help="small sizes only (the default in the simulator)")
     p.set_defaults(func=cmd_check)
 
-    p = sub.add_parser("history", help="list saved runs (newest first) from the history database")
+    p = sub.add_parser("history", help="list saved runs (newest first); `history import FILE` adds a check.json from another machine")
+    p.add_argument("action", nargs="?", choices=("list", "import"), default="list", help="list (default) or import")
+    p.add_argument("file", nargs="?", help="import: the check.json that `python -m gpu check --out DIR` wrote (validated; a rejected file changes nothing)")
     p.add_argument("--json", action="store_true", help="print one JSON object with every run and all its samples")
     p.add_argument("--experiment", default=None, help="only this experiment, e.g. vector-add")
     p.add_argument("--limit", type=int, default=1000, help="at most this many runs (default 1000)")

@@ -5,29 +5,27 @@ import streamlit as st
 import gpu
 from gpu.core.limits import max_vector_n
 from gpu.experiments.vector_add import EXPERIMENT
-from ui.forms import experiment_form, stale_key
+from ui.forms import experiment_form
 from ui.frame import frame
+from ui.reference import panel_after_run, panel_before_run
 from ui.runner import run_declared
-from ui.views.vector_add import limits_caption, show_run
-
-RESULT = "vector_add.result"
+from ui.views.vector_add import RESULT_KEY, limits_caption, show_run
 
 frame(
     "Vector add",
-    "➕",
+    ":material/add_circle:",
     "c = a + b for N float32 elements: the article's Python loop, NumPy and Numba on the "
     "CPU against the CUDA kernel, checked for agreement and timed phase by phase.",
 )
+panel_before_run("vector-add")
 default_n = min(EXPERIMENT.param("n").default_for(gpu.BACKEND.simulated), max_vector_n())  # what fits memory now
 params = experiment_form(EXPERIMENT, defaults={"n": default_n}, limits_caption=limits_caption)
-if params is not None:
-    run = run_declared(EXPERIMENT, params)
-    if run is not None:
-        st.session_state[RESULT] = run
+if params is not None and (run := run_declared(EXPERIMENT, params)) is not None:
+    st.session_state[RESULT_KEY] = run
 
-if RESULT in st.session_state:
-    if st.session_state.get(stale_key(EXPERIMENT)):
-        st.warning("The results below belong to the previous inputs; fix the inputs above and press **Run** again.")
-    show_run(st.session_state[RESULT])
+if RESULT_KEY in st.session_state:
+    show_run(st.session_state[RESULT_KEY])
 else:
-    st.info("Choose N and launch settings, then press **Run**.")
+    st.info("Choose N and launch settings, then press **Run**.", icon=":material/play_circle:")
+
+panel_after_run("vector-add")

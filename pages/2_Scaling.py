@@ -6,6 +6,7 @@ import streamlit as st
 from gpu.experiments.scaling import EXPERIMENT
 from ui.forms import experiment_form, stale_key
 from ui.frame import frame
+from ui.reference import panel_after_run, panel_before_run
 from ui.runner import recover_stopped, run_declared
 from ui.views import scaling as scaling_view
 
@@ -13,7 +14,7 @@ RESULT = scaling_view.RESULT_KEY
 
 frame(
     "Scaling",
-    "📈",
+    ":material/trending_up:",
     "The article measures one size. Here the vector add runs at every size of a range, on the "
     "GPU (end to end with copies, and the kernel alone), on the CPU and, where installed, through "
     "CuPy and PyTorch: where does the GPU start to win, and how close does each come to the "
@@ -21,17 +22,21 @@ frame(
     "not the article's, but it shows what the last part of the bandwidth takes — more loads in "
     "flight per thread than one element each provides.",
 )
+panel_before_run("scaling")
 params = experiment_form(EXPERIMENT, submit_label="Run sweep", limits_caption=scaling_view.limits_caption)
 if params is not None:
     result = run_declared(EXPERIMENT, params)
 else:
-    result = recover_stopped(EXPERIMENT)  # a Stop press ended the last run mid-way
+    result = recover_stopped(EXPERIMENT)  # a Stop press ended the last run mid-way: saved, marked stopped
 if result is not None:
     st.session_state[RESULT] = result
 
 if st.session_state.get(RESULT) is not None:
     if st.session_state.get(stale_key(EXPERIMENT)):
-        st.warning("The sweep below belongs to the previous inputs; fix the inputs above and press **Run sweep** again.")
+        st.warning("The inputs above were rejected, so nothing new ran: the sweep below is from the previous run.",
+                   icon=":material/history:")
     scaling_view.show_result(st.session_state[RESULT])
 else:
-    st.info("Choose a size range and implementations, then press **Run sweep**.")
+    st.info("Choose a size range and implementations, then press **Run sweep**.", icon=":material/play_circle:")
+
+panel_after_run("scaling")

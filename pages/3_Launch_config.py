@@ -1,5 +1,5 @@
-"""Launch config: how blocks and threads map to data, what block size costs, and the
-machine code numba-cuda built for the kernel."""
+"""Launch config: how blocks and threads map to data, what block size costs, what a launch
+from Python costs, and the machine code numba-cuda built for the kernel."""
 
 import streamlit as st
 
@@ -8,16 +8,18 @@ from gpu.experiments.launch import DRAW_LIMIT_THREADS, INDEXING, LAUNCH_SWEEP
 from gpu.experiments.launch_overhead import EXPERIMENT as OVERHEAD
 from ui.forms import experiment_form
 from ui.frame import frame
+from ui.reference import panel_after_run, panel_before_run
 from ui.runner import run_declared
 from ui.views.launch import INDEXING_KEY, OVERHEAD_KEY, SWEEP_KEY, show_indexing, show_inspector, show_launch_overhead, show_sweep
 
 frame(
     "Launch config",
-    "🧮",
+    ":material/grid_view:",
     "The article says to *experiment with different values of block and thread sizes, and print the "
     "corresponding values in the GPU kernel*. Here a probe kernel does exactly that for every thread, "
     "a sweep times the kernel for each block size, and the inspector shows the code the GPU runs.",
 )
+panel_before_run("launch")
 explorer, sweep, overhead, inspector = st.tabs(["Thread-indexing explorer", "Block-size sweep", "Launch overhead", "Kernel inspector"])
 
 with explorer:
@@ -49,10 +51,12 @@ with overhead:
         "the fastest honest way (configured once, specialised for its argument types)."
     )
     overhead_params = experiment_form(OVERHEAD, submit_label="Measure launch overhead")
-    if overhead_params is not None and (result := run_declared(OVERHEAD, overhead_params)) is not None:
-        st.session_state[OVERHEAD_KEY] = result
+    if overhead_params is not None and (measured := run_declared(OVERHEAD, overhead_params)) is not None:
+        st.session_state[OVERHEAD_KEY] = measured
     if OVERHEAD_KEY in st.session_state:
         show_launch_overhead(st.session_state[OVERHEAD_KEY])
 
 with inspector:
     show_inspector()
+
+panel_after_run("launch")

@@ -2,22 +2,22 @@
 
 import streamlit as st
 
-import gpu
 from gpu.experiments.transfers import BANDWIDTH, STRATEGIES_EXPERIMENT
 from ui.forms import experiment_form
 from ui.frame import frame
+from ui.reference import panel_after_run, panel_before_run
 from ui.runner import run_declared
 from ui.views import transfers as view
 
 frame(
     "Transfers",
-    "🔁",
+    ":material/swap_horiz:",
     "For one vector add the copies over the host link cost far more than the kernel — the "
     "lesson the article's single number hides. Measure the link itself, then do the same "
     "vector add six ways and see which copies you can avoid, hide or make cheaper.",
+    simulator_note=view.SIMULATOR_WARNING,
 )
-if gpu.BACKEND.simulated:
-    st.info(view.SIMULATOR_WARNING, icon="ℹ️")
+panel_before_run("transfers")
 
 st.header("Host-link bandwidth")
 st.markdown(
@@ -45,3 +45,5 @@ if st.session_state.get(view.STRATEGIES_KEY) is not None:
     view.show_strategies(st.session_state[view.STRATEGIES_KEY])
 else:
     st.caption("Choose N, chunks and streams, then press **Compare strategies**.")
+
+panel_after_run("transfers")

@@ -7,7 +7,7 @@ import gpu
 from gpu.core.device import host_info, library_versions
 from ui.frame import frame
 
-device = frame("Device", "🖥️")
+device = frame("Device", ":material/memory:")
 
 st.subheader("Backend")
 st.markdown(f"**{gpu.BACKEND.label}** — {gpu.BACKEND.reason}.")

@@ -23,7 +23,7 @@ def _session() -> AppTest:
     at = AppTest.from_file(PAGE, default_timeout=120).run()
     assert not at.exception
     at.text_input(key="n").set_value("64")
-    at.text_input(key="repeats").input(str(1))
+    at.text_input(key="repeats").input("1")
     at.multiselect(key="cpu_impls").set_value(["numpy"])
     at.checkbox(key="article").set_value(False)
     return at

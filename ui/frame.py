@@ -1,4 +1,10 @@
-"""The shared frame: the first call of every page (page config, backend badge, sidebar)."""
+"""The shared frame: the first call of every page (page config, backend badge, sidebar).
+
+The sidebar's page list is drawn here (Streamlit's own list is turned off in
+``.streamlit/config.toml``) so the home page reads "Home", not the script's file name,
+and every entry has a Material icon: emoji render as empty boxes where no emoji font is
+installed (headless Chromium, many lab PCs).
+"""
 
 from __future__ import annotations
 
@@ -10,26 +16,58 @@ from gpu.core.limits import max_vector_n
 from ui.resources import device_facts
 from ui.runner import sidebar_status
 
+APP_NAME = "Kernel Lab"
+# (script, sidebar label, Material icon): the order of the sidebar.
+PAGES = (
+    ("app.py", "Home", ":material/home:"),
+    ("pages/1_Vector_add.py", "Vector add", ":material/add_circle:"),
+    ("pages/2_Scaling.py", "Scaling", ":material/trending_up:"),
+    ("pages/3_Launch_config.py", "Launch config", ":material/grid_view:"),
+    ("pages/4_Transfers.py", "Transfers", ":material/swap_horiz:"),
+    ("pages/7_Kernels.py", "Kernels", ":material/view_timeline:"),
+    ("pages/8_Roofline.py", "Roofline", ":material/show_chart:"),
+    ("pages/5_History.py", "History", ":material/history:"),
+    ("pages/6_Device.py", "Device", ":material/memory:"),
+)
+ICONS = {label: icon for _script, label, icon in PAGES}
+
 
 def simulator_banner() -> str:
     """The warning every page shows when kernels run in the simulator."""
     return (
         "**CUDA simulator — timings are not GPU performance.** No CUDA GPU was found, so "
         "kernels run in Numba's simulator (Python threads on the CPU, about 0.1 ms per GPU "
-        f"thread). Results are still checked exactly; sizes are capped at N = {max_vector_n():,}."
+        f"thread). Results are still checked exactly; sizes are capped at N = {max_vector_n():,}. "
+        "Each experiment page shows a run recorded on a real GPU under **On a real GPU**."
     )
 
 
-def frame(title: str, icon: str = "🧪", intro: str | None = None) -> DeviceInfo:
-    """Set up a page: config, title, backend badge and sidebar facts. Returns the device."""
-    st.set_page_config(page_title=f"{title} · Kernel Lab", page_icon=icon, layout="wide")
+def navigation() -> None:
+    """The sidebar's page list: Home first, each page with its Material icon."""
+    for script, label, icon in PAGES:
+        try:
+            st.page_link(script, label=label, icon=icon)
+        except Exception:  # AppTest runs a page file alone, without the app's page registry
+            return
+
+
+def frame(title: str, icon: str = ":material/science:", intro: str | None = None, simulator_note: str | None = None) -> DeviceInfo:
+    """Set up a page: config, title, backend badge and sidebar facts. Returns the device.
+
+    ``icon`` is a Material icon (":material/name:"). The browser tab reads
+    "<title> · Kernel Lab", or "Kernel Lab" alone on the home page. ``simulator_note`` is
+    appended to the simulator banner (one banner, not two stacked).
+    """
+    st.set_page_config(page_title=title if title == APP_NAME else f"{title} · {APP_NAME}", page_icon=icon, layout="wide")
     device = device_facts()
     st.title(f"{icon} {title}")
     if gpu.BACKEND.simulated:
-        st.warning(simulator_banner(), icon="⚠️")
+        st.warning(simulator_banner() + (f"\n\n{simulator_note}" if simulator_note else ""), icon=":material/warning:")
     if intro:
         st.markdown(intro)
     with st.sidebar:
+        navigation()
+        st.divider()
         badge(device)
         sidebar_status()  # device picker, queue state, admission limits, history status
     return device

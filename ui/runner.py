@@ -23,6 +23,7 @@ from gpu.service.store import StoreError
 from ui.resources import cpu_lock, current_store, device_facts, device_lock, devices
 
 from gpu.experiments.base import Progress
+from ui.progress import PhaseProgress
 
 if TYPE_CHECKING:
     from gpu.experiments.base import Experiment
@@ -32,13 +33,14 @@ log = logging.getLogger(__name__)
 
 DEVICE_KEY = "runner.device"  # sidebar choice: "auto" or a device index
 LAST_KEY = "runner.last"  # what the last run of this session waited for and saved
+SLOTS_KEY = "runner.sidebar_slots"  # this session's sidebar device-state lines, by device index
 AUTO = "auto"
 
 
 def queue_message(ahead: int, resource: str) -> str:
     """The line a waiting user sees; ``ahead`` counts the run in progress too."""
     runs = f"{ahead} run{'s' if ahead != 1 else ''}"
-    return f"⏳ Queued behind {runs} on {resource} — your run starts when it is free. Leaving the page cancels your place; runs already saved stay in History."
+    return f"Queued behind {runs} on {resource} — your run starts when it is free. Leaving the page cancels your place; runs already saved stay in History."
 
 
 def _session_tag() -> str:
@@ -128,8 +130,18 @@ def run_declared(experiment: "Experiment", params: Mapping[str, Any], *, device:
         state[partial_key(experiment)] = partial  # kept if a Stop press interrupts the next call
         bar.progress(min(max(fraction, 0.0), 1.0))
 
+    tracker = None
+    if experiment.plan is not None:
+        tracker = PhaseProgress(bar, experiment.plan(params, gpu.BACKEND.simulated), gpu.BACKEND.simulated)
+        bar.progress(0.0, text=tracker.start_text())
+
     def work(say: Callable[[str], None]) -> Any:
-        progress = Progress(say=say, step=step, should_stop=lambda: bool(state.get(stop_key(experiment))))
+        def say_and_track(message: str) -> None:
+            say(message)
+            if tracker is not None:
+                tracker(message)
+
+        progress = Progress(say=say_and_track, step=step, should_stop=lambda: bool(state.get(stop_key(experiment))))
         return experiment.run(params, progress)
 
     result = run_experiment(experiment.title, work, device=device, uses_cpu=experiment.uses_cpu, declared=experiment, params=params)
@@ -190,7 +202,7 @@ def run_experiment(
         def on_wait(ahead: int) -> None:
             if not positions or positions[-1] != ahead:
                 positions.append(ahead)
-            status.info(queue_message(ahead, resource))
+            status.info(queue_message(ahead, resource), icon=":material/hourglass_top:")
 
         return on_wait
 
@@ -200,9 +212,13 @@ def run_experiment(
                 held.enter_context(lock.hold(label, on_wait=waiting_for(resource)))
             waited_s = time.perf_counter() - queued_at
             status.empty()
-            with st.status(f"Running {experiment} on {where}…", expanded=False) as box, on_device(index):
-                result = work(lambda message: box.update(label=f"Running {experiment}: {message}…"))
-                box.update(label=f"{experiment} finished", state="complete")
+            _sidebar_state(index, f":material/hourglass_top: {device_name(index)}: busy — your {experiment} is running")
+            try:
+                with st.status(f"Running {experiment} on {where}…", expanded=False) as box, on_device(index):
+                    result = work(lambda message: box.update(label=f"Running {experiment}: {message}…"))
+                    box.update(label=f"{experiment} finished", state="complete")
+            finally:
+                _sidebar_state(index, f"{device_name(index)}: free")
     except InputError as exc:
         status.error(str(exc))
         return None
@@ -226,11 +242,25 @@ def run_experiment(
         "history_problem": problem,
     }
     if problem:
-        st.warning(problem, icon="⚠️")
+        st.warning(problem, icon=":material/warning:")
     elif run_ids:
         waited = f" after waiting {waited_s:.1f} s in the queue" if positions else ""
         st.caption(f"Saved to History as run {', '.join(r[:8] for r in run_ids)}{waited}.")
     return result
+
+
+def device_name(index: int) -> str:
+    return "Simulator" if gpu.BACKEND.simulated else f"GPU {index}"
+
+
+def _sidebar_state(index: int, text: str) -> None:
+    """Rewrite this session's sidebar line for device ``index`` (drawn by sidebar_status)."""
+    slot = (st.session_state.get(SLOTS_KEY) or {}).get(index)
+    if slot is not None:
+        try:
+            slot.caption(text)
+        except Exception:  # the sidebar of an earlier rerun: nothing to update
+            pass
 
 
 def sidebar_status() -> None:
@@ -245,15 +275,17 @@ def sidebar_status() -> None:
             format_func=lambda o: "First free GPU" if o == AUTO else f"GPU {o}: {device_facts(o).name}",
             help="Runs on one GPU never overlap; with 'first free' your run takes the GPU with the shortest queue.",
         )
+    slots = {}
     for i in range(count):
         state = device_lock(i).snapshot()
-        name = "Simulator" if gpu.BACKEND.simulated else f"GPU {i}"
+        slots[i] = st.empty()
         if state.holder is None:
-            st.caption(f"{name}: free")
+            slots[i].caption(f"{device_name(i)}: free")
         else:
-            st.caption(f"{name}: busy for {state.held_s or 0:.0f} s, {state.waiting} queued")
+            slots[i].caption(f"{device_name(i)}: busy for {state.held_s or 0:.0f} s, {state.waiting} queued")
+    st.session_state[SLOTS_KEY] = slots
     config = load_config()
     st.caption(f"Limits per run: {describe_limits(config, max_vector_n())}.")
     store = current_store()
     if store.problem:
-        st.caption(f"⚠️ {store.problem}")
+        st.caption(f":material/warning: {store.problem}")

@@ -253,17 +253,21 @@ def check_repeats(repeats: int | str) -> int:
 
 
 def parse_int(value: int | str, name: str) -> int:
-    """A whole number from an int or its decimal text, else InputError naming ``name``."""
+    """A whole number from an int or its text, written as N is ("256", "1e3", "2^7", "1,000");
+    zero and negatives pass (callers check ranges), anything else is InputError naming ``name``."""
     if isinstance(value, bool):
         raise InputError(f"{name} must be a whole number, got {value!r}")
     if isinstance(value, int):
         return value
     if isinstance(value, float) and value.is_integer():
         return int(value)
+    text = str(value).strip()
+    negative = text.startswith("-")
     try:
-        return int(str(value).strip().replace("_", ""))
-    except ValueError:
-        raise InputError(f"{name} must be a whole number, got {value!r}") from None
+        magnitude = parse_size(text[1:] if negative else text, name) if text.lstrip("-") not in ("0", "") else 0
+    except InputError:
+        raise InputError(f"{name} must be a whole number such as 256, 1e3 or 2^8, got {value!r}") from None
+    return -magnitude if negative else magnitude
 
 def check_sweep_points(points: int | str, config: AdmissionConfig | None = None) -> int:
     """Validate the number of points (sizes, block sizes...) in a sweep; return it."""

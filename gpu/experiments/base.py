@@ -140,6 +140,9 @@ class Experiment:
     csv: bool = False  # the result has to_csv(): the CLI offers --csv
     # For runs that can be stopped between steps: mark a partial result as stopped (reason).
     mark_stopped: Callable[[Any, str], Any] | None = None
+    # The run's steps in order, each (start of its progress message, estimated seconds),
+    # given the parameters and whether kernels are simulated: a progress bar with time left.
+    plan: Callable[[Params, bool], list[tuple[str, float]]] | None = None
 
     def __post_init__(self) -> None:
         names = [p.name for p in self.params]

@@ -603,27 +603,6 @@ def run_article_method(
     )
 
 
-def explain_difference(article: ArticleRun, careful: VectorAddRun) -> str:
-    """One or two sentences on why the article's GPU time differs from the careful one."""
-    total_s = careful.gpu["total"].median_s
-    kernel_s = careful.gpu["kernel"].median_s
-    copies_s = careful.gpu["h2d"].median_s + careful.gpu["d2h"].median_s
-    launch_s = careful.gpu["launch"].median_s if "launch" in careful.gpu else 0.0
-    text = (
-        f"The article's GPU time ({format_seconds(article.gpu_time_s)}) is the mean of "
-        f"{ARTICLE_RUNS} wall-clock runs that also zero c on the host and copy it into the "
-        f"device; the careful end-to-end median is {format_seconds(total_s)}, of which the "
-        f"kernel is {format_seconds(kernel_s)} ({kernel_s / total_s:.0%}) and the copies "
-        f"{format_seconds(copies_s)} ({copies_s / total_s:.0%})"
-        + (f", and launching it from Python {format_seconds(launch_s)} ({launch_s / total_s:.0%})." if launch_s else ".")
-    )
-    vs_numpy = careful.speedup("numpy", "total")
-    if vs_numpy is not None:
-        text += (
-            f" The article compares with a pure-Python loop, the slowest baseline; end to end "
-            f"the GPU is {format_factor(vs_numpy.factor)} NumPy's speed."
-        )
-    return text
 
 
 # --- the declaration ---------------------------------------------------------------
@@ -655,6 +634,26 @@ def _run(params, progress: Progress) -> VectorAddRun:
         progress("the article's method")
         run = replace(run, article=run_article_method(params["n"], params["threads_per_block"], python_budget_s=params["python_budget_s"]))
     return run
+
+
+SIMULATED_S_PER_THREAD = 1.5e-4  # the simulator runs about 0.1-0.2 ms per GPU thread (DESIGN.md)
+
+
+def _plan(params, simulated: bool) -> list[tuple[str, float]]:
+    """The run's phases in the order ``run_vector_add`` reports them, with an estimate each (s).
+
+    In the simulator the kernel launches dominate (one simulated thread each); on a GPU
+    everything but the Python loop is short.
+    """
+    launches = params["repeats"] + 1
+    per_launch = params["n"] * SIMULATED_S_PER_THREAD if simulated else 0.01
+    python_s = min(cpu.estimate_python_loop_s(params["n"]), params["python_budget_s"]) * launches if "python" in params["cpu"] else 0.0
+    steps = [("compiling the kernel", 0.5), ("timing the GPU kernel and copies", launches * per_launch * (1 if simulated else 2))]
+    for name in params["cpu"]:
+        steps.append((f"timing the CPU: {cpu.LABELS[name]}", python_s if name == "python" else 0.05 * launches + (0.5 if "numba" in name else 0)))
+    if params["article"]:
+        steps.append(("the article's method", 4 * per_launch + (python_s / launches * 3 if python_s else 0)))
+    return steps
 
 
 def _measures(run: VectorAddRun) -> dict[str, float]:
@@ -692,6 +691,7 @@ EXPERIMENT = register(Experiment(
     # element-passes: warm-up + repeats, and the article's own 3 runs + 1 compile run when asked
     work=lambda p: p["n"] * (p["repeats"] + 1 + (ARTICLE_RUNS + 1 if p["article"] else 0)),
     measures=_measures,
+    plan=_plan,
     page="pages/1_Vector_add.py",
     legacy_keys={"n": "n", "threads_per_block": "threads_per_block", "repeats": "repeats", "cpu": "cpu_impls", "article": "article"},
 ))

@@ -279,6 +279,32 @@ class HistoryStore:
 
     # --- writing -------------------------------------------------------------------
 
+    def _row(self, result: Mapping[str, Any], experiment: str | None, params: Mapping[str, Any] | None,
+             device_index: int | None, versions: Mapping[str, str | None] | None) -> tuple:
+        data = _json_safe(dict(result))
+        name = data.get("experiment") or experiment
+        if not name:
+            raise StoreError("a run needs an experiment name to be saved")
+        device = data.get("device") if isinstance(data.get("device"), Mapping) else {}
+        backend = str(data.get("backend") or device.get("backend") or "unknown")
+        if versions is None:
+            from gpu.core.device import library_versions
+
+            versions = library_versions()
+        return (
+            uuid.uuid4().hex,
+            str(name),
+            str(data.get("created_at") or _utc_now()),
+            _utc_now(),
+            backend,
+            int(backend == "simulator"),
+            device.get("name"),
+            device_index if device_index is not None else device.get("index"),
+            json.dumps(_json_safe(dict(versions)), sort_keys=True),
+            json.dumps(_json_safe(dict(params) if params is not None else params_of(data)), sort_keys=True, allow_nan=False),
+            json.dumps(data, allow_nan=False),
+        )
+
     def save(
         self,
         result: Mapping[str, Any],
@@ -292,39 +318,29 @@ class HistoryStore:
 
         ``experiment`` is used when the dict has no "experiment" key. ``params`` are the
         parameters the experiment declared and ran with; rows saved before declarations
-        existed (and callers that pass none) fall back to ``params_of``. ``versions``
-        defaults to the installed library versions.
+        existed (and imported files) fall back to ``params_of``. ``versions`` defaults to
+        the installed library versions.
         """
+        return self.save_many([result], experiment=experiment, params=params, device_index=device_index, versions=versions)[0]
+
+    def save_many(
+        self,
+        results: Iterable[Mapping[str, Any]],
+        *,
+        experiment: str | None = None,
+        params: Mapping[str, Any] | None = None,
+        device_index: int | None = None,
+        versions: Mapping[str, str | None] | None = None,
+    ) -> list[str]:
+        """Save several runs in one transaction (all or none); return their run ids in order."""
         if not self.writable:
             raise StoreError(self.problem or f"history database {self.path} is not writable")
-        data = _json_safe(dict(result))
-        name = data.get("experiment") or experiment
-        if not name:
-            raise StoreError("a run needs an experiment name to be saved")
-        device = data.get("device") if isinstance(data.get("device"), Mapping) else {}
-        backend = str(data.get("backend") or device.get("backend") or "unknown")
-        if versions is None:
-            from gpu.core.device import library_versions
-
-            versions = library_versions()
-        row = (
-            uuid.uuid4().hex,
-            str(name),
-            str(data.get("created_at") or _utc_now()),
-            _utc_now(),
-            backend,
-            int(backend == "simulator"),
-            device.get("name"),
-            device_index if device_index is not None else device.get("index"),
-            json.dumps(_json_safe(dict(versions)), sort_keys=True),
-            json.dumps(_json_safe(dict(params) if params is not None else params_of(data)), sort_keys=True, allow_nan=False),
-            json.dumps(data, allow_nan=False),
-        )
+        rows = [self._row(result, experiment, params, device_index, versions) for result in results]
         try:
             conn = self._connect()
             try:
                 with conn:
-                    conn.execute(f"INSERT INTO runs ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})", row)
+                    conn.executemany(f"INSERT INTO runs ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})", rows)
             finally:
                 conn.close()
         except sqlite3.DatabaseError as exc:
@@ -332,7 +348,7 @@ class HistoryStore:
                 self.writable = False
                 self.problem = f"history database {self.path} became read-only ({exc}); new runs are not being saved"
             raise StoreError(f"the run could not be saved to history: {exc}") from exc
-        return row[0]
+        return [row[0] for row in rows]
 
     def delete(self, run_ids: Iterable[str]) -> int:
         """Delete runs by full id or unique prefix; return how many. Admin CLI only."""

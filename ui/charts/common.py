@@ -43,6 +43,19 @@ MEASURE_LABELS: dict[tuple[str, str], str] = {
 }
 
 GPU_PHASE_ORDER = ["H2D copy", "Kernel launch (host)", "Kernel", "D2H copy"]
+FIT = alt.AutoSizeParams(type="fit-x", contains="padding")  # titles and legends inside the chart's box
+KIND_DOMAIN = ["measured", "estimate (not run)", "measured, fewer than 3 samples"]
+
+
+def log_axis(values_ms) -> alt.Axis:
+    """A log time axis with one labelled tick per decade (no wall of minor grid lines)."""
+    import math
+
+    finite = [v for v in values_ms if v and v > 0 and v == v]
+    if not finite:
+        return alt.Axis(format="~g")
+    lo, hi = math.floor(math.log10(min(finite))), math.ceil(math.log10(max(finite)))
+    return alt.Axis(values=[10.0**k for k in range(lo, hi + 1)], format="~g", grid=True)
 
 
 def color_scale(measures: list[str] | None = None) -> alt.Scale:
@@ -97,19 +110,20 @@ def time_comparison_chart(frame: pd.DataFrame, subtitle: str) -> alt.Chart:
     """
     summary = summarise(frame)
     measures = list(summary["measure"])
-    y = alt.Y("measure:N", sort=measures, title=None)
+    y = alt.Y("measure:N", sort=measures, title=None, axis=alt.Axis(labelLimit=260))
     x_scale = alt.Scale(type="log")
     color = alt.Color("measure:N", scale=color_scale(measures), legend=None)
+    axis = log_axis(list(summary["min_ms"]) + list(summary["max_ms"]) + list(summary["median_ms"]))
     base = alt.Chart(summary)
     whiskers = base.transform_filter("!datum.estimated").mark_rule(strokeWidth=2).encode(
         y=y, x=alt.X("min_ms:Q", scale=x_scale), x2="max_ms:Q", color=color, tooltip=_tooltip()
     )
     dots = base.mark_point(size=140, strokeWidth=2).encode(
         y=y,
-        x=alt.X("median_ms:Q", scale=x_scale, title="time (ms, log scale)"),
+        x=alt.X("median_ms:Q", scale=x_scale, title="time (ms, log scale)", axis=axis),
         color=color,
         fill=alt.condition("datum.estimated", alt.value("white"), color),
-        shape=alt.Shape("kind:N", scale=alt.Scale(domain=["measured", "estimate (not run)", "measured, fewer than 3 samples"], range=["circle", "diamond", "square"]), title=None),
+        shape=alt.Shape("kind:N", scale=alt.Scale(domain=KIND_DOMAIN, range=["circle", "diamond", "square"]), legend=None),  # said in the title
         tooltip=_tooltip(),
     )
     labels = base.mark_text(align="left", dx=10, dy=-10, fontSize=11).encode(
@@ -117,11 +131,13 @@ def time_comparison_chart(frame: pd.DataFrame, subtitle: str) -> alt.Chart:
         x=alt.X("median_ms:Q", scale=x_scale),
         text=alt.Text("label:N"),
     ).transform_calculate(
-        label="(datum.estimated ? 'estimate ' : '') + format(datum.median_ms, ',.3~g') + ' ms'"
+        label="(datum.estimated ? 'estimate ' : '') + (datum.median_ms >= 1000 ? format(datum.median_ms / 1000, ',.3~g') + ' s'"
+        " : datum.median_ms >= 1 ? format(datum.median_ms, ',.3~g') + ' ms' : format(datum.median_ms * 1000, ',.3~g') + ' µs')"
     )
     return (whiskers + dots + labels).properties(
-        title=alt.TitleParams("Time per implementation and GPU phase (median, min–max)", subtitle=subtitle),
+        title=alt.TitleParams("Time per implementation and GPU phase (dot = median, line = min–max; hollow diamond = estimate, not run)", subtitle=subtitle, anchor="start"),
         height=alt.Step(32),
+        autosize=FIT,
     )
 
 
@@ -130,16 +146,17 @@ def gpu_breakdown_chart(frame: pd.DataFrame, subtitle: str) -> alt.Chart:
     with the wall-clock end-to-end median as a marker for comparison."""
     summary = summarise(frame)
     phases = summary[summary["measure"].isin(GPU_PHASE_ORDER)].copy()
-    phases["row"] = "GPU phases (events)"
+    phases["row"] = "GPU"
     phases["stack_order"] = phases["measure"].map(GPU_PHASE_ORDER.index)
     total = summary[summary["measure"] == "GPU end to end"].copy()
-    total["row"] = "GPU phases (events)"
-    measures = GPU_PHASE_ORDER + ["GPU end to end"]
-    x = alt.X("median_ms:Q", title="time (ms, linear)", stack="zero")
+    total["row"] = "GPU"
+    measures = [m for m in GPU_PHASE_ORDER if m in set(phases["measure"])] + ["GPU end to end"]
+    x = alt.X("median_ms:Q", title="time (ms, linear)", stack="zero", axis=alt.Axis(format=",.4~g", tickCount=6))
     bars = alt.Chart(phases).mark_bar(height=30).encode(
         y=alt.Y("row:N", title=None),
         x=x,
-        color=alt.Color("measure:N", scale=color_scale(measures), title="measure", sort=measures),
+        color=alt.Color("measure:N", scale=color_scale(measures), title="measure", sort=measures,
+                        legend=alt.Legend(orient="bottom", direction="horizontal", symbolOpacity=1, labelLimit=200)),
         order=alt.Order("stack_order:Q"),
         tooltip=_tooltip(),
     )
@@ -150,6 +167,7 @@ def gpu_breakdown_chart(frame: pd.DataFrame, subtitle: str) -> alt.Chart:
         tooltip=_tooltip(),
     )
     return (bars + marker).properties(
-        title=alt.TitleParams("Where the GPU time goes (medians; tick = wall-clock end to end)", subtitle=subtitle),
-        height=90,
+        title=alt.TitleParams("Where the GPU time goes (medians; tick = wall-clock end to end)", subtitle=subtitle, anchor="start"),
+        height=60,
+        autosize=FIT,
     )

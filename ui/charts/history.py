@@ -13,7 +13,7 @@ import altair as alt
 import pandas as pd
 
 from gpu.service.store import RunRecord
-from ui.charts.common import COLORS, MEASURE_LABELS
+from ui.charts.common import COLORS, MEASURE_LABELS, log_axis
 
 SIMULATED_NOTE = "simulated runs: CUDA simulator timings are not GPU performance"
 _SKIP_PATH_PARTS = {"phases", "stats", "results", "timings"}
@@ -96,6 +96,7 @@ def runs_frame(records: Iterable[RunRecord]) -> pd.DataFrame:
             "device": r.device_name or "unknown",
             "backend": r.backend_label,
             "simulated": r.simulated,
+            "status": ("stopped: " + str(r.result["stopped"])) if r.result.get("stopped") else ("imported" if r.result.get("imported") else "complete"),
         }
         for key in KEY_PARAMS:
             if key in r.params:
@@ -103,7 +104,7 @@ def runs_frame(records: Iterable[RunRecord]) -> pd.DataFrame:
         row["samples"] = sum(len(s) for _p, s in _stats_leaves(r.result))
         row["parameters"] = "; ".join(f"{k}={_compact(v)}" for k, v in r.params.items() if k not in KEY_PARAMS)
         rows.append(row)
-    columns = ["run", "created_at", "experiment", "device", "backend", *KEY_PARAMS, "samples", "parameters", "simulated", "run_id"]
+    columns = ["run", "created_at", "experiment", "device", "backend", "status", *KEY_PARAMS, "samples", "parameters", "simulated", "run_id"]
     frame = pd.DataFrame(rows)
     return frame.reindex(columns=[c for c in columns if c in frame.columns or c in ("run", "experiment")])
 
@@ -124,7 +125,7 @@ def compare_chart(samples: pd.DataFrame, subtitle: str | None = None) -> alt.Cha
     data = data[data["seconds"] > 0]
     medians = data.groupby(["run", "measure"], as_index=False).agg(median_ms=("ms", "median"), samples=("ms", "size"), device=("device", "first"), backend=("backend", "first"))
     order = list(dict.fromkeys(m for m in _measure_order(data["measure"].unique())))
-    x = alt.X("measure:N", sort=order, title=None, axis=alt.Axis(labelAngle=-30, labelLimit=220))
+    x = alt.X("measure:N", sort=order, title=None, axis=alt.Axis(labelAngle=-40, labelLimit=260, labelOverlap=False, labelFontSize=10))
     y_title = "time per repeat (ms, log scale)"
     color = alt.Color("run:N", title="run", legend=alt.Legend(orient="bottom", columns=2, labelLimit=320))
     dots = (
@@ -164,10 +165,111 @@ def compare_chart(samples: pd.DataFrame, subtitle: str | None = None) -> alt.Cha
         )
     )
     title = alt.TitleParams("Saved runs compared: time per measure", subtitle=subtitle or compare_subtitle(samples), anchor="start")
-    return alt.layer(dots, ticks).properties(title=title, height=380)
+    return alt.layer(dots, ticks).properties(title=title, height=380, autosize=alt.AutoSizeParams(type="fit-x", contains="padding"))
 
 
 def _measure_order(measures: Iterable[str]) -> list[str]:
     """Shared labels in their palette order first (H2D, kernel, D2H, ...), then the rest by name."""
     known = [m for m in COLORS if m in set(measures)]
     return known + sorted(m for m in measures if m not in COLORS)
+
+
+# --- Compare GPUs: one experiment across devices ------------------------------------------------
+
+GPU_COMPARE_MEASURES = ("H2D copy", "Kernel launch (host)", "Kernel", "D2H copy", "GPU end to end", "NumPy", "Python loop")
+SOURCE_KINDS = ("published in the article", "recorded reference", "imported", "your run")
+
+
+def vector_add_entry(source: str, kind: str, result: Mapping[str, Any]) -> list[dict]:
+    """Rows of the Compare-GPUs frame from one vector-add result dict (a VectorAddRun.to_dict())."""
+    device = result.get("device") or {}
+    n = result.get("n")
+    rows = []
+    phases = ((result.get("gpu") or {}).get("phases") or {})
+    for phase, stats in phases.items():
+        label = MEASURE_LABELS.get(("gpu", phase))
+        if label and isinstance(stats, Mapping) and stats.get("samples_s"):
+            rows.append((label, stats["samples_s"]))
+    for impl, stats in (result.get("cpu") or {}).items():
+        label = MEASURE_LABELS.get((impl, "cpu"))
+        if label and isinstance(stats, Mapping) and stats.get("samples_s"):
+            rows.append((label, stats["samples_s"]))
+    out = []
+    for measure, samples in rows:
+        if measure not in GPU_COMPARE_MEASURES:
+            continue
+        seconds = sorted(float(s) for s in samples)
+        median = seconds[len(seconds) // 2] if len(seconds) % 2 else (seconds[len(seconds) // 2 - 1] + seconds[len(seconds) // 2]) / 2
+        out.append({
+            "source": source, "kind": kind, "device": device.get("name") or "unknown", "backend": result.get("backend") or device.get("backend") or "",
+            "n": n, "measure": measure, "median_ms": median * 1e3, "samples": len(seconds),
+            "bandwidth_gbps": 12 * n / median / 1e9 if n and median > 0 and measure == "Kernel" else None,
+            "peak_gbps": device.get("peak_bandwidth_gbps"),
+        })
+    return out
+
+
+def article_entry(source: str, n: int, cpu_time_s: float, gpu_time_s: float) -> list[dict]:
+    """The article's two printed times (mean of 3 runs each) as Compare-GPUs rows."""
+    base = {"source": source, "kind": "published in the article", "device": "NVIDIA T4", "backend": "cuda", "n": n, "samples": 3,
+            "bandwidth_gbps": None, "peak_gbps": None}
+    return [
+        {**base, "measure": "GPU end to end", "median_ms": gpu_time_s * 1e3},
+        {**base, "measure": "Python loop", "median_ms": cpu_time_s * 1e3},
+    ]
+
+
+def gpus_time_chart(frame: pd.DataFrame, subtitle: str = "") -> alt.Chart:
+    """Median time per measure, one dot per source (device) on a shared log axis, rows per measure."""
+    data = frame[frame["median_ms"] > 0].copy()
+    sources = list(dict.fromkeys(data["source"]))
+    measures = [m for m in GPU_COMPARE_MEASURES if m in set(data["measure"])]
+    data["time"] = [_ms_text(v) for v in data["median_ms"]]
+    y = alt.Y("measure:N", sort=measures, title=None, axis=alt.Axis(labelLimit=220))
+    color = alt.Color("source:N", title="device and source", sort=sources, scale=alt.Scale(scheme="tableau10"),
+                      legend=alt.Legend(orient="bottom", columns=1, labelLimit=600, symbolType="circle"))
+    tooltip = [
+        alt.Tooltip("source:N", title="source"),
+        alt.Tooltip("kind:N", title="kind"),
+        alt.Tooltip("measure:N", title="measure"),
+        alt.Tooltip("time:N", title="median"),
+        alt.Tooltip("samples:Q", title="samples"),
+        alt.Tooltip("n:Q", title="N", format=","),
+    ]
+    dots = alt.Chart(data).mark_point(filled=True, size=110).encode(
+        y=y, yOffset=alt.YOffset("source:N", sort=sources),
+        x=alt.X("median_ms:Q", scale=alt.Scale(type="log"), title="median time (ms, log scale)", axis=log_axis(list(data["median_ms"]))),
+        color=color, shape=alt.Shape("kind:N", title="kind", scale=alt.Scale(domain=list(SOURCE_KINDS), range=["diamond", "circle", "square", "triangle-up"])),
+        tooltip=tooltip,
+    )
+    return dots.properties(
+        title=alt.TitleParams("Vector add across devices: time per phase (medians)", subtitle=subtitle or "each row one measure; one dot per device and source", anchor="start"),
+        height=alt.Step(14),  # per source within a measure (the yOffset band)
+        autosize=alt.AutoSizeParams(type="fit-x", contains="padding"),
+    )
+
+
+def gpus_bandwidth_chart(frame: pd.DataFrame, subtitle: str = "") -> alt.LayerChart:
+    """Kernel bandwidth per source (bar) with its device's theoretical peak (tick), GB/s."""
+    data = frame[(frame["measure"] == "Kernel") & frame["bandwidth_gbps"].notna()].copy()
+    sources = list(dict.fromkeys(data["source"]))
+    data["bw_text"] = [f"{v:,.0f} GB/s" if v >= 10 else f"{v:.3g} GB/s" for v in data["bandwidth_gbps"]]
+    data["peak_text"] = [f"{v:,.0f} GB/s" if v == v and v else "unknown" for v in data["peak_gbps"].astype(float)]
+    y = alt.Y("source:N", sort=sources, title=None, axis=alt.Axis(labelLimit=420))
+    tooltip = [alt.Tooltip("source:N", title="source"), alt.Tooltip("bw_text:N", title="kernel bandwidth"),
+               alt.Tooltip("peak_text:N", title="device peak (clock × bus)"), alt.Tooltip("n:Q", title="N", format=",")]
+    bars = alt.Chart(data).mark_bar(height=18, color="#f58518").encode(
+        y=y, x=alt.X("bandwidth_gbps:Q", title="kernel bandwidth (GB/s, 12 bytes per element)", axis=alt.Axis(format=",.0f")), tooltip=tooltip
+    )
+    text = alt.Chart(data).mark_text(align="left", dx=4, fontSize=11).encode(y=y, x="bandwidth_gbps:Q", text="bw_text:N")
+    peaks = alt.Chart(data[data["peak_gbps"].notna()]).mark_tick(color="#e45756", thickness=3, size=26).encode(y=y, x="peak_gbps:Q", tooltip=tooltip)
+    return alt.layer(bars, peaks, text).properties(
+        title=alt.TitleParams("Kernel bandwidth against each device's peak (red tick)", subtitle=subtitle or "the article printed no kernel time, so the T4 has no bar", anchor="start"),
+        height=alt.Step(30),
+    )
+
+
+def _ms_text(ms: float) -> str:
+    from gpu.core.timing import format_seconds
+
+    return format_seconds(ms / 1e3)

@@ -185,7 +185,7 @@ def sweep_summary(frame: pd.DataFrame) -> pd.DataFrame:
     out["bandwidth_low_gbps"] = bytes_moved / out["max_s"] / 1e9  # slowest sample
     out["bandwidth_high_gbps"] = bytes_moved / out["min_s"] / 1e9  # fastest sample
     out["occupancy_pct"] = out["occupancy"] * 100
-    out["marker"] = out["best"].map({True: "★ best", False: ""})
+    out["marker"] = out["best"].map({True: "best", False: ""})
     return out.sort_values("order").reset_index(drop=True)
 
 
@@ -220,14 +220,15 @@ def sweep_time_chart(frame: pd.DataFrame, subtitle: str) -> alt.LayerChart:
     y_scale = alt.Scale(type="log") if spread > 20 else alt.Scale(zero=False)
     y_title = "kernel time (µs" + (", log scale)" if spread > 20 else ")")
     base = alt.Chart(data).encode(x=_config_x(order), tooltip=_sweep_tooltip())
-    whiskers = base.mark_rule(strokeWidth=2).encode(y=alt.Y("min_us:Q", scale=y_scale, title=y_title, axis=alt.Axis(format="~s")), y2="max_us:Q", color=_kind_color())
+    whiskers = base.mark_rule(strokeWidth=2).encode(y=alt.Y("min_us:Q", scale=y_scale, title=y_title, axis=alt.Axis(format=",.4~g", labelOverlap="greedy", tickCount=6)), y2="max_us:Q", color=_kind_color())
     points = base.mark_point(filled=True, size=70).encode(y=alt.Y("median_us:Q", scale=y_scale), color=_kind_color())
     best = base.transform_filter("datum.best").mark_point(shape="diamond", size=260, filled=False, strokeWidth=2, color="black").encode(
         y=alt.Y("median_us:Q", scale=y_scale)
     )
     label = base.transform_filter("datum.best").mark_text(dy=-16, fontWeight="bold").encode(y=alt.Y("median_us:Q", scale=y_scale), text="marker:N")
     return (whiskers + points + best + label).properties(
-        title=alt.TitleParams("Kernel time per launch configuration (median; whisker = min–max)", subtitle=subtitle), height=300
+        title=alt.TitleParams("Kernel time per launch configuration (median; whisker = min–max)", subtitle=subtitle, anchor="start"), height=300,
+        autosize=alt.AutoSizeParams(type="fit-x", contains="padding"),
     )
 
 
@@ -246,7 +247,8 @@ def sweep_bandwidth_chart(frame: pd.DataFrame, subtitle: str, peak_gbps: float |
         layers.append(alt.Chart(peak).mark_rule(strokeDash=[6, 4], color="#e45756").encode(y="peak:Q", tooltip=[alt.Tooltip("text:N", title="device")]))
         layers.append(alt.Chart(peak).mark_text(align="left", dx=4, dy=-6, color="#e45756").encode(y="peak:Q", x=alt.value(0), text="text:N"))
     return alt.layer(*layers).properties(
-        title=alt.TitleParams("Effective bandwidth per configuration (bar = median; whisker = fastest–slowest sample)", subtitle=subtitle), height=300
+        title=alt.TitleParams("Effective bandwidth per configuration (bar = median; whisker = fastest–slowest sample)", subtitle=subtitle, anchor="start"), height=300,
+        autosize=alt.AutoSizeParams(type="fit-x", contains="padding"),
     )
 
 

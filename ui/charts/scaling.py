@@ -17,8 +17,22 @@ PHASES = ("gpu-h2d", "gpu-kernel", "gpu-d2h")
 N_AXIS = alt.Axis(format="~s", title="N (elements per vector, log scale)")
 
 
-def _n_x() -> alt.X:
-    return alt.X("n:Q", scale=alt.Scale(type="log"), axis=N_AXIS)
+def _n_x(data: pd.DataFrame | None = None) -> alt.X:
+    """N on a log axis that ends where the data ends (no empty decade past the last size)."""
+    if data is not None and not data.empty:
+        scale = alt.Scale(type="log", domain=[int(data["n"].min()), int(data["n"].max())], nice=False)
+    else:
+        scale = alt.Scale(type="log")
+    return alt.X("n:Q", scale=scale, axis=N_AXIS)
+
+
+def _legend(title: str, **extra) -> alt.Legend:
+    """Legends below the plot, in columns: never clipped by the chart's height, symbols opaque."""
+    return alt.Legend(title=title, orient="bottom", columns=4, labelLimit=220, symbolOpacity=1, **extra)
+
+
+KIND_LEGEND = dict(symbolType="stroke", symbolStrokeColor="#555", symbolStrokeWidth=2, symbolSize=300)
+FIT = alt.AutoSizeParams(type="fit-x", contains="padding")  # titles and legends inside the chart's box
 
 
 def time_data(frame: pd.DataFrame) -> pd.DataFrame:
@@ -63,15 +77,15 @@ def time_chart(frame: pd.DataFrame, crossovers: list[dict], subtitle: str) -> al
     ringed, estimates dashed, and a dashed rule where the GPU overtakes a CPU series."""
     data = time_data(frame)
     labels = list(dict.fromkeys(data["label"]))
-    color = alt.Color("label:N", scale=color_scale(labels), title="series", sort=labels)
+    color = alt.Color("label:N", scale=color_scale(labels), title="series", sort=labels, legend=_legend("series"))
     y_scale = alt.Scale(type="log")
-    base = alt.Chart(data).encode(x=_n_x(), color=color)
+    base = alt.Chart(data).encode(x=_n_x(data), color=color)
     band = base.transform_filter("!datum.estimated").mark_area(opacity=0.18).encode(
         y=alt.Y("min_ms:Q", scale=y_scale, title="time (ms, log scale)"), y2="max_ms:Q", tooltip=_time_tooltip()
     )
     line = base.mark_line(point=alt.OverlayMarkDef(filled=True, size=40)).encode(
         y=alt.Y("median_ms:Q", scale=y_scale),
-        strokeDash=alt.StrokeDash("kind:N", title="kind", scale=alt.Scale(domain=["measured", "estimate (not run)"], range=[[1, 0], [5, 4]])),
+        strokeDash=alt.StrokeDash("kind:N", title="kind", scale=alt.Scale(domain=["measured", "estimate (not run)"], range=[[1, 0], [5, 4]]), legend=None),  # "dashed = estimate" is in the title
         tooltip=_time_tooltip(),
     )
     noisy = base.transform_filter("datum.noisy").mark_point(size=160, filled=False, strokeWidth=2, color="#d62728").encode(
@@ -85,16 +99,16 @@ def time_chart(frame: pd.DataFrame, crossovers: list[dict], subtitle: str) -> al
     marks = crossover_data(crossovers)
     if not marks.empty:
         rule = alt.Chart(marks).mark_rule(strokeDash=[3, 3], color="#444").encode(
-            x=alt.X("n:Q", scale=alt.Scale(type="log")),
+            x=alt.X("n:Q"),
             tooltip=[alt.Tooltip("text:N", title="crossover"), alt.Tooltip("n:Q", title="N ≈", format=",.3~s")],
         )
-        text = alt.Chart(marks).mark_text(angle=270, align="left", baseline="bottom", dx=4, dy=-2, fontSize=10, color="#444").encode(
-            x=alt.X("n:Q", scale=alt.Scale(type="log")), y=alt.value(4), text="marker:N"
+        text = alt.Chart(marks).mark_text(angle=270, align="right", baseline="bottom", dx=-4, dy=-2, fontSize=10, color="#444").encode(
+            x=alt.X("n:Q"), y=alt.value(4), text="marker:N"
         )
         layers += [rule, text]
     return alt.layer(*layers).properties(
-        title=alt.TitleParams("Time against N (median; band = min–max; red ring = noisy; grey square = fewer than 3 samples; dashed = estimate)", subtitle=subtitle),
-        height=380,
+        title=alt.TitleParams("Time against N (median; band = min–max; red ring = noisy; grey square = fewer than 3 samples; dashed = estimate)", subtitle=subtitle, anchor="start"),
+        height=380, autosize=FIT,
     )
 
 
@@ -124,27 +138,32 @@ def bandwidth_chart(frame: pd.DataFrame, peaks: pd.DataFrame | None, subtitle: s
         alt.Tooltip("kind:N", title="kind"),
     ]
     lines = alt.Chart(data).mark_line(point=alt.OverlayMarkDef(filled=True, size=36)).encode(
-        x=_n_x(), y=y,
+        x=_n_x(data), y=y,
         shape=alt.Shape("l2:N", title="working set", scale=alt.Scale(
-            domain=["fits in L2 (flushed before each sample)", "beyond L2 / not a device series"], range=["diamond", "circle"])),
-        color=alt.Color("label:N", scale=color_scale(labels), title="series", sort=labels),
-        strokeDash=alt.StrokeDash("kind:N", title="kind", scale=alt.Scale(domain=["measured", "estimate (not run)"], range=[[1, 0], [5, 4]])),
+            domain=["fits in L2 (flushed before each sample)", "beyond L2 / not a device series"], range=["diamond", "circle"]),
+            legend=_legend("working set")),
+        color=alt.Color("label:N", scale=color_scale(labels), title="series", sort=labels, legend=_legend("series")),
+        strokeDash=alt.StrokeDash("kind:N", title="kind", scale=alt.Scale(domain=["measured", "estimate (not run)"], range=[[1, 0], [5, 4]]), legend=None),  # "dashed = estimate" is in the title
         tooltip=tooltip,
     )
     layers = [lines]
     if peaks is not None and not peaks.empty:
         limits = peaks[peaks["gbps"].notna()].copy()
+        limits = limits.sort_values("gbps").reset_index(drop=True)
         limits["text"] = [f"{label}: {gbps:,.4g} GB/s" for label, gbps in zip(limits["label"], limits["gbps"])]
+        # neighbouring limits are often close (pinned H2D and D2H): one label above its line, the next below
+        limits["above"] = [i % 2 == 0 for i in range(len(limits))]
         rule_tip = [alt.Tooltip("label:N", title="limit"), alt.Tooltip("gbps:Q", title="GB/s", format=",.4g"), alt.Tooltip("how:N", title="how")]
         layers.append(alt.Chart(limits).mark_rule(strokeDash=[6, 3], color="#555").encode(y=alt.Y("gbps:Q"), tooltip=rule_tip))
-        layers.append(
-            alt.Chart(limits).mark_text(align="left", baseline="bottom", x=4, dy=-2, fontSize=10, color="#555").encode(
-                y=alt.Y("gbps:Q"), text="text:N"
+        for above, part in ((True, limits[limits["above"]]), (False, limits[~limits["above"]])):
+            layers.append(
+                alt.Chart(part).mark_text(align="left", baseline="bottom" if above else "top", x=4, dy=-2 if above else 2, fontSize=10, color="#555").encode(
+                    y=alt.Y("gbps:Q"), text="text:N"
+                )
             )
-        )
     return alt.layer(*layers).properties(
-        title=alt.TitleParams("Effective bandwidth against N, under the physical limits (dashed lines)", subtitle=subtitle),
-        height=380,
+        title=alt.TitleParams("Effective bandwidth against N, with the physical limits (dashed lines)", subtitle=subtitle, anchor="start"),
+        height=380, autosize=FIT,
     )
 
 
@@ -162,9 +181,9 @@ def share_chart(frame: pd.DataFrame, subtitle: str) -> alt.Chart:
     data = share_data(frame)
     labels = [label for label in ("H2D copy", "Kernel", "D2H copy") if label in set(data["label"])]
     return alt.Chart(data).mark_area(opacity=0.85).encode(
-        x=_n_x(),
+        x=_n_x(data),
         y=alt.Y("share:Q", stack="zero", scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%", title="share of H2D + kernel + D2H (linear)")),
-        color=alt.Color("label:N", scale=color_scale(labels), title="phase", sort=labels),
+        color=alt.Color("label:N", scale=color_scale(labels), title="phase", sort=labels, legend=_legend("phase")),
         order=alt.Order("order:Q"),
         tooltip=[
             alt.Tooltip("label:N", title="phase"),
@@ -174,7 +193,7 @@ def share_chart(frame: pd.DataFrame, subtitle: str) -> alt.Chart:
             alt.Tooltip("samples:Q", title="samples"),
         ],
     ).properties(
-        title=alt.TitleParams("Where the GPU time goes as N grows (normalised H2D / kernel / D2H)", subtitle=subtitle),
-        height=300,
+        title=alt.TitleParams("Where the GPU time goes as N grows (normalised H2D / kernel / D2H)", subtitle=subtitle, anchor="start"),
+        height=300, autosize=FIT,
     )
 

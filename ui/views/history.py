@@ -7,16 +7,24 @@ not remove another's history); deleting is ``python -m gpu history-delete`` on t
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 
 import pandas as pd
 import streamlit as st
 
 from gpu.service.store import HistoryStore, RunRecord, StoreError
-from ui.charts.history import compare_chart, compare_subtitle, has_samples, run_label, runs_frame, samples_frame
+from ui.format import readable_time
+from ui.charts.history import (
+    article_entry, compare_chart, compare_subtitle, gpus_bandwidth_chart, gpus_time_chart, has_samples, run_label, runs_frame,
+    samples_frame, vector_add_entry,
+)
 
 MAX_LISTED = 500  # newest runs loaded per page view: bounded work per rerun
 DEFAULT_COMPARED = 2
+UPLOADS_ENV = "KERNEL_LAB_UPLOADS"  # "1" allows importing check files from the browser, "0" forbids it
+LOCAL_ADDRESSES = ("localhost", "127.0.0.1", "::1")
+MAX_COMPARED_OWN = 6  # your newest vector-add runs in Compare GPUs
 
 
 @dataclass(frozen=True)
@@ -36,7 +44,7 @@ class HistoryFilters:
 def load_records(store: HistoryStore) -> list[RunRecord] | None:
     """The newest runs, or None after showing why history cannot be read."""
     if store.problem:
-        st.warning(store.problem, icon="⚠️")
+        st.warning(store.problem, icon=":material/warning:")
     if not store.available:
         return None
     try:
@@ -60,22 +68,31 @@ def filters_ui(records: list[RunRecord]) -> HistoryFilters:
     )
 
 
-def compare_ui(records: list[RunRecord]) -> list[RunRecord]:
-    """Pick runs to compare (default: the newest runs of the newest run's experiment)."""
-    by_id = {r.run_id: r for r in records}
-    with_samples = [r for r in records if has_samples(r)] or records
+def compare_ui(shown: list[RunRecord], every: list[RunRecord] | None = None) -> list[RunRecord]:
+    """Pick runs to compare (default: the newest runs of the newest run's experiment).
+
+    The choice survives the filters: runs chosen earlier and now hidden by a filter stay
+    chosen (marked "hidden by the filters") until removed here.
+    """
+    every = every if every is not None else shown
+    by_id = {r.run_id: r for r in every}
+    shown_ids = [r.run_id for r in shown]
+    with_samples = [r for r in shown if has_samples(r)] or shown
     newest = with_samples[0].experiment
     default = [r.run_id for r in with_samples if r.experiment == newest][:DEFAULT_COMPARED]
     current = st.session_state.get("history.compare")
-    if current is not None and any(run_id not in by_id for run_id in current):
+    if current is not None and any(run_id not in by_id for run_id in current):  # gone from the database
         st.session_state["history.compare"] = [run_id for run_id in current if run_id in by_id]
+    kept = [run_id for run_id in (st.session_state.get("history.compare") or []) if run_id not in shown_ids]
+    hidden = set(kept)
     chosen = st.multiselect(
         "Compare runs",
-        list(by_id),
+        shown_ids + kept,
         default=default if "history.compare" not in st.session_state else None,
-        format_func=lambda run_id: f"{run_label(by_id[run_id])} · {by_id[run_id].created_at} · {by_id[run_id].device_name or 'unknown'}",
+        format_func=lambda run_id: f"{run_label(by_id[run_id])} · {readable_time(by_id[run_id].created_at)} · {by_id[run_id].device_name or 'unknown'}"
+        + (" · hidden by the filters" if run_id in hidden else ""),
         key="history.compare",
-        help="Runs of the same experiment compare measure by measure; any runs can be shown together.",
+        help="Runs of the same experiment compare measure by measure; any runs can be shown together. Changing the filters keeps your choice.",
     )
     return [by_id[run_id] for run_id in chosen]
 
@@ -88,7 +105,10 @@ def show_runs_table(records: list[RunRecord]) -> pd.DataFrame:
         + (f"; {simulated} ran in the CUDA simulator (timings are not GPU performance)" if simulated else "")
         + (f". Only the newest {MAX_LISTED} are loaded; `python -m gpu history --json` lists all." if len(records) >= MAX_LISTED else ".")
     )
-    st.dataframe(table.drop(columns=["run_id", "simulated"], errors="ignore"), hide_index=True, width="stretch", key="history.table")
+    shown = table.drop(columns=["run_id", "simulated"], errors="ignore")
+    if "created_at" in shown:
+        shown = shown.assign(created_at=shown["created_at"].map(readable_time)).rename(columns={"created_at": "measured"})
+    st.dataframe(shown, hide_index=True, width="stretch", key="history.table")
     return table
 
 
@@ -116,3 +136,97 @@ def export_ui(records: list[RunRecord], table: pd.DataFrame) -> None:
     mid.download_button("Samples (CSV)", samples_frame(records).to_csv(index=False), file_name="kernel_lab_samples.csv", mime="text/csv", key="history.download_samples_csv")
     payload = json.dumps([r.to_dict() for r in records], indent=2)
     right.download_button("Runs with all samples (JSON)", payload, file_name="kernel_lab_runs.json", mime="application/json", key="history.download_json")
+
+
+# --- importing a check file -------------------------------------------------------------------
+
+
+def uploads_enabled() -> bool:
+    """Uploads are on when the app serves only this machine (localhost), off on a shared demo.
+
+    ``KERNEL_LAB_UPLOADS=1`` turns them on anywhere (``make demo DEMO_UPLOADS=1``), ``=0`` off.
+    """
+    flag = os.environ.get(UPLOADS_ENV, "").strip().lower()
+    if flag in ("1", "true", "yes", "on"):
+        return True
+    if flag in ("0", "false", "no", "off"):
+        return False
+    try:
+        address = str(st.get_option("server.address") or "")
+    except Exception:
+        address = ""
+    return address in LOCAL_ADDRESSES
+
+
+def upload_ui(store: HistoryStore) -> None:
+    """Import a check.json (from ``python -m gpu check --out DIR`` on any GPU) into History."""
+    from gpu.service.importer import MAX_IMPORT_BYTES, ImportProblem, import_check
+
+    with st.expander("Import a GPU check from another machine", icon=":material/upload_file:"):
+        st.markdown(
+            "Run `python -m gpu check --out DIR` where there is a GPU (a cloud notebook with a T4, a laptop), then add "
+            "`DIR/check.json` here or with `python -m gpu history import DIR/check.json`. The file is checked field by field "
+            f"(at most {MAX_IMPORT_BYTES // 2**20} MiB); a rejected file changes nothing."
+        )
+        if not uploads_enabled():
+            st.caption(
+                f":material/lock: Uploads are off on this shared server. The operator can allow them ({UPLOADS_ENV}=1, "
+                "`make demo DEMO_UPLOADS=1`); the command line import always works."
+            )
+            return
+        if not store.writable:
+            st.caption(f":material/lock: History is not writable here: {store.problem}")
+            return
+        upload = st.file_uploader("check.json", type=["json"], key="history.upload", help="The check.json that `python -m gpu check --out DIR` wrote.")
+        if upload is None:
+            return
+        raw = upload.getvalue()
+        done = st.session_state.get("history.imported")
+        if done and done[0] == upload.file_id:  # the same upload on a rerun: say it once, import once
+            st.success(done[1], icon=":material/check_circle:")
+            return
+        try:
+            result = import_check(store, raw, source=upload.name)
+        except ImportProblem as exc:
+            st.error(f"{upload.name} was not imported: {exc}", icon=":material/error:")
+            return
+        except StoreError as exc:
+            st.error(f"{upload.name} was not imported: {exc}", icon=":material/error:")
+            return
+        message = f"{result.summary()} They are listed below, marked “imported”."
+        st.session_state["history.imported"] = (upload.file_id, message)
+        st.success(message, icon=":material/check_circle:")
+
+
+# --- Compare GPUs -------------------------------------------------------------------------------
+
+
+def compare_gpus_ui(records: list[RunRecord]) -> None:
+    """Vector add across devices: the article's T4, the recorded GPUs, imported and your own runs."""
+    from ui.reference import references
+
+    refs = references()
+    rows = article_entry(f"NVIDIA T4 — article ({refs.article.provenance.label})", refs.article.n, refs.article.cpu_time_s, refs.article.gpu_time_s)
+    for ref in refs.runs:
+        if ref.full and ref.has("vector-add"):
+            rows += vector_add_entry(f"{ref.provenance.device} — recorded {ref.provenance.when} ({ref.key})", "recorded reference", ref.sections["breakdown"]["run"])
+    own = [r for r in records if r.experiment == "vector-add" and isinstance(r.result.get("gpu"), dict)]
+    for r in own[:MAX_COMPARED_OWN]:
+        kind = "imported" if r.result.get("imported") else "your run"
+        sim = ", simulated" if r.simulated else ""
+        rows += vector_add_entry(f"{r.device_name or 'unknown'} — {kind} {r.short_id}, N = {r.params.get('n', '?'):,}{sim}", kind, r.result)
+    frame = pd.DataFrame(rows)
+    st.markdown(
+        "The article's experiment on every device this lab knows of: the article's own T4 figures (published, not measured here), "
+        "the GPU checks committed with the lab (read-only), imported checks and your newest runs. Sizes differ between "
+        "sources (each row says its N); simulated runs time the simulator, not a GPU."
+    )
+    st.altair_chart(gpus_time_chart(frame), width="stretch", key="history.gpus_time")
+    if frame["bandwidth_gbps"].notna().any():
+        st.altair_chart(gpus_bandwidth_chart(frame), width="stretch", key="history.gpus_bandwidth")
+    with st.expander("Where the recorded figures come from"):
+        for ref in refs.runs:
+            st.markdown(f"**{ref.title}**")
+            st.caption("  \n".join(ref.provenance.lines()))
+        st.markdown(f"**{refs.article.provenance.device}** — {refs.article.provenance.label}")
+        st.caption(refs.article.provenance.note)

@@ -40,11 +40,12 @@ def show_indexing(run: IndexingRun) -> None:
         if run.passed:
             coverage = " Every element was added exactly once." if run.coverage_ok else ""
             st.success(
-                f"✅ The probe kernel's records for all {s.threads_launched:,} threads match `position = tx + bx * bw` computed in NumPy, "
-                f"and c = a + b bit for bit.{coverage}"
+                f"The probe kernel's records for all {s.threads_launched:,} threads match `position = tx + bx * bw` computed in NumPy, "
+                f"and c = a + b bit for bit.{coverage}",
+                icon=":material/check_circle:",
             )
         else:
-            st.error(f"❌ The probe disagrees with the arithmetic: records match {run.records_match}, sums match {run.sums_match}, coverage {run.coverage_ok}.")
+            st.error(f"The probe disagrees with the arithmetic: records match {run.records_match}, sums match {run.sums_match}, coverage {run.coverage_ok}.", icon=":material/error:")
     if run.note:
         st.info(run.note)
     if not run.drawable:
@@ -84,10 +85,10 @@ def show_sweep(run: LaunchSweepRun) -> None:
     for warning in run.warnings:
         st.warning(warning)
     if run.agree:
-        st.success(f"✅ Every configuration produced c = a + b bit for bit ({run.n:,} elements each).")
+        st.success(f"Every configuration produced c = a + b bit for bit ({run.n:,} elements each).", icon=":material/check_circle:")
     else:
         bad = [c.label for c in run.configs if not c.agree]
-        st.error(f"❌ Wrong results for: {', '.join(bad)}.")
+        st.error(f"Wrong results for: {', '.join(bad)}.", icon=":material/error:")
     best = run.best
     slowest = max(run.configs, key=lambda c: c.kernel.median_s)
     peak = run.device.peak_bandwidth_gbps
@@ -129,6 +130,13 @@ def annotated_excerpt(result: KernelInspection, code: str = "PTX") -> str:
     return "\n".join(f"{h.line_no:>4}  {h.text:<{width}}  {comment} {h.role}: {h.note}{' */' if code == 'SASS' else ''}" for h in rows)
 
 
+def article_source(source: str) -> str:
+    """The kernel's source as the article writes it: ``@cuda.jit``, not the lab's cache switch."""
+    import re
+
+    return re.sub(r"@cuda\.jit\((?:cache=[^)]*)\)", "@cuda.jit", source)
+
+
 def show_inspector() -> None:
     kernel = st.radio("Kernel", list(KERNELS), format_func=lambda k: KERNELS[k][1], horizontal=True, key="inspect_kernel")
     try:
@@ -137,9 +145,9 @@ def show_inspector() -> None:
         st.error(f"Could not compile or inspect the kernel: {exc}")
         return
     if not result.available:
-        st.info(result.reason, icon="ℹ️")
+        st.info(result.reason, icon=":material/info:")
         st.markdown("**The kernel's Python source** — in the simulator this is what runs, one Python thread per GPU thread:")
-        st.code(result.source, language="python")
+        st.code(article_source(result.source), language="python")
         return
     cols = st.columns(5)
     cols[0].metric("Registers per thread", result.regs_per_thread)
@@ -150,7 +158,7 @@ def show_inspector() -> None:
     st.caption(f"{result.description} · {result.signature} · compute capability {result.compute_capability} · {result.device_name}")
     left, right = st.columns(2)
     left.markdown("**Python source**")
-    left.code(result.source, language="python")
+    left.code(article_source(result.source), language="python")
     right.markdown("**The PTX lines that do the work**")
     if result.highlights:
         right.code(annotated_excerpt(result, "PTX"), language=None)

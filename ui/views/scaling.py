@@ -62,10 +62,10 @@ def show_result(run: SweepRun) -> None:
         st.info("No point was measured before the sweep stopped.")
         return
     if run.agree:
-        st.success("✅ Every result is bit-identical to NumPy's at every size measured.")
+        st.success("Every result is bit-identical to NumPy's at every size measured.", icon=":material/check_circle:")
     else:
         bad = sorted({(p.n, p.series) for p in run.points if p.agree is False})
-        st.error("❌ Results differ from NumPy at: " + ", ".join(f"N = {n:,} ({s})" for n, s in bad[:10]))
+        st.error("Results differ from NumPy at: " + ", ".join(f"N = {n:,} ({s})" for n, s in bad[:10]), icon=":material/error:")
 
     st.subheader("Where the GPU starts to win")
     sentences = run.crossover_sentences()
@@ -77,9 +77,12 @@ def show_result(run: SweepRun) -> None:
     cols[0].metric("Sizes measured", f"{len(run.sizes)}")
     cols[1].metric("Steps", f"{run.steps_done} of {run.steps_planned}")
     cols[2].metric("Wall time", format_seconds(run.wall_s), help="Kernel compile excluded.")
-    cols[3].metric("Overhead", f"{run.overhead_fraction:.0%}", help=(
+    overhead = run.overhead_fraction
+    measured = run.sampled_s > 0 and 0 <= overhead < 1
+    cols[3].metric("Overhead", f"{overhead:.0%}" if measured else "not measured", help=(
         "1 − (sum of the timed samples ÷ wall time). Inside: only the recorded samples (each series' timed runs). "
-        "Outside: warm-up runs, input uploads, stream holds, L2 flushes, agreement checks, freeing memory and bookkeeping."))
+        "Outside: warm-up runs, input uploads, stream holds, L2 flushes, agreement checks, freeing memory and bookkeeping."
+        if measured else "The sweep recorded no timed sample to compare with its wall time."))
 
     subtitle = describe(run)
     frame = run.to_frame()
@@ -104,4 +107,12 @@ def show_result(run: SweepRun) -> None:
     stem = f"scaling_{run.config.min_n}_{run.config.max_n}"
     left.download_button("Download sweep (JSON)", json.dumps(run.to_dict(), indent=2, default=str), file_name=f"{stem}.json",
                          mime="application/json", key="scaling.download_json")
-    right.download_button("Download points (CSV)", run.to_csv(), file_name=f"{stem}.csv", mime="text/csv", key="scaling.download_csv")
+    right.download_button("Download points (CSV)", points_csv(run), file_name=f"{stem}.csv", mime="text/csv", key="scaling.download_csv",
+                          help="One row per size and series with a plain header; the sweep's settings and device are in the JSON download.")
+
+
+def points_csv(run: SweepRun) -> str:
+    """Plain CSV for spreadsheets: one header line, integer N; metadata lives in the JSON download."""
+    frame = run.to_frame()
+    frame["n"] = frame["n"].astype("int64")
+    return frame.to_csv(index=False)

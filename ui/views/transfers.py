@@ -75,7 +75,7 @@ def bandwidth_table(curves: BandwidthCurves) -> pd.DataFrame:
 def show_bandwidth(curves: BandwidthCurves) -> None:
     for note in curves.notes:
         if note != SIMULATED_NOTE:
-            st.warning(note, icon="⚠️")
+            st.warning(note, icon=":material/warning:")
     st.markdown("**Plateaus, in words**")
     st.markdown("\n".join(f"- {p.sentence}" for p in curves.plateaus()))
     h2d_pinned, h2d_pageable = curves.plateau("h2d", "pinned"), curves.plateau("h2d", "pageable")
@@ -121,17 +121,17 @@ def strategy_table(result: StrategyComparison) -> pd.DataFrame:
 
 def show_agreement(result: StrategyComparison) -> None:
     if result.agree:
-        st.success(f"✅ Results agree: every strategy's c is bit-identical to NumPy ({result.n:,} of {result.n:,} elements each).")
+        st.success(f"Results agree: every strategy's c is bit-identical to NumPy ({result.n:,} of {result.n:,} elements each).", icon=":material/check_circle:")
     else:
         bad = [s.label for s in result.strategies.values() if not s.agreement.passed]
-        st.error(f"❌ Results differ from NumPy for: {', '.join(bad)}. See the table below.")
+        st.error(f"Results differ from NumPy for: {', '.join(bad)}. See the table below.", icon=":material/error:")
 
 
 def show_strategies(result: StrategyComparison) -> None:
     """Agreement, the verdict, metrics, the breakdown, the timeline, table and downloads."""
     for note in result.notes:
         if note != SIMULATED_NOTE:
-            st.warning(note, icon="⚠️")
+            st.warning(note, icon=":material/warning:")
     show_agreement(result)
     st.info(result.verdict())
     for key, why in result.skipped.items():

@@ -12,8 +12,13 @@ from gpu.core import cpu
 from gpu.core.device import device_info
 from gpu.core.limits import SIMULATOR_MAX_N, load_config, max_vector_n
 from gpu.core.timing import format_factor, format_seconds
-from gpu.experiments.vector_add import VectorAddRun, explain_difference
+from gpu.experiments.vector_add import EXPERIMENT, VectorAddRun
+from gpu.report.vector_add import explain_difference
+from gpu.report.words import format_gbps, times_words
 from ui.charts import common as charts
+from ui.forms import stale_key
+
+RESULT_KEY = "vector_add.result"
 
 
 def limits_caption() -> str:
@@ -24,6 +29,16 @@ def limits_caption() -> str:
         f"and this server's limit); threads per block 1–{device_info().max_threads_per_block}; "
         f"repeats 1–{admission.max_repeats}; N × passes ≤ {admission.max_work:,}."
     )
+
+
+def show_stale_note(run: VectorAddRun) -> None:
+    """Say that the result below belongs to earlier inputs when the last Run press was refused."""
+    if st.session_state.get(stale_key(EXPERIMENT)):
+        st.warning(
+            f"The inputs above were rejected, so nothing new ran: the results below are from the previous run "
+            f"(N = {run.n:,}, {run.threads_per_block} threads per block, {run.gpu['total'].n_samples} repeats).",
+            icon=":material/history:",
+        )
 
 
 def describe(run: VectorAddRun) -> str:
@@ -38,10 +53,10 @@ def describe(run: VectorAddRun) -> str:
 def show_agreement(run: VectorAddRun) -> None:
     rows = [a.to_dict() for a in run.agreement.values()]
     if run.agree:
-        st.success(f"✅ Results agree: every implementation is bit-identical to NumPy ({run.n:,} of {run.n:,} elements, max |difference| 0).")
+        st.success(f"Results agree: every implementation is bit-identical to NumPy ({run.n:,} of {run.n:,} elements, max |difference| 0).", icon=":material/check_circle:")
     else:
         bad = [a.implementation for a in run.agreement.values() if not a.passed]
-        st.error(f"❌ Results differ from NumPy for: {', '.join(bad)}. See the table below.")
+        st.error(f"Results differ from NumPy for: {', '.join(bad)}. See the table below.", icon=":material/error:")
     skipped = [t.name for t in run.cpu.values() if t.stats is None]
     if skipped:
         st.caption(f"Not checked (not run): {', '.join(cpu.LABELS[s] for s in skipped)}.")
@@ -50,19 +65,45 @@ def show_agreement(run: VectorAddRun) -> None:
 
 
 def show_metrics(run: VectorAddRun) -> None:
+    """Speedups in words ("about 320x faster than NumPy"), times and bandwidth with units."""
+    simulated = run.backend == "simulator"
     cols = st.columns(4)
     for col, baseline in zip(cols[:2], ("python", "numpy")):
         end_to_end, kernel = run.speedup(baseline, "total"), run.speedup(baseline, "kernel")
+        name = cpu.LABELS[baseline].split(" (")[0]
         if end_to_end is None:
-            col.metric(f"vs {cpu.LABELS[baseline]}", "not run")
+            col.metric(f"GPU vs {name}", "not run", help=f"{cpu.LABELS[baseline]} was not chosen.")
             continue
-        tag = " (estimated)" if end_to_end.estimated else ""
-        col.metric(f"GPU end to end vs {cpu.LABELS[baseline]}{tag}", format_factor(end_to_end.factor), help="CPU median ÷ GPU wall-clock end-to-end median (copies included).")
-        col.metric(f"Kernel only vs {cpu.LABELS[baseline]}{tag}", format_factor(kernel.factor), help="CPU median ÷ kernel median (CUDA events).")
-    cols[2].metric("Kernel time (median)", format_seconds(run.gpu["kernel"].median_s))
-    cols[2].metric("Kernel compile (once)", format_seconds(run.compile_s), help="JIT compile or load from Numba's cache; excluded from every timing.")
-    cols[3].metric("Kernel bandwidth", f"{run.kernel_bandwidth_gbps:,.4g} GB/s", help="12 bytes per element (read a, b; write c) ÷ kernel median.")
+        tag = " (estimate)" if end_to_end.estimated else ""
+        col.metric(f"GPU end to end vs {name}{tag}", _ratio(end_to_end.factor),
+                   help=f"{cpu.LABELS[baseline]} median ÷ GPU wall-clock end-to-end median (copies included): the GPU is {times_words(end_to_end.factor, name, simulated=simulated)}.")
+        col.metric(f"Kernel only vs {name}{tag}", _ratio(kernel.factor),
+                   help=f"{cpu.LABELS[baseline]} median ÷ kernel median: the kernel is {times_words(kernel.factor, name, simulated=simulated)}.")
+    cols[2].metric("Kernel time (median)", format_seconds(run.gpu["kernel"].median_s), help=f"{run.gpu['kernel'].n_samples} samples.")
+    if run.compile_s >= 1e-6:
+        cols[2].metric("Kernel compile (once)", format_seconds(run.compile_s), help="JIT compile, or load from Numba's cache; excluded from every timing.")
+    else:
+        cols[2].metric("Kernel compile (once)", "cached", help="Already compiled by this process earlier (nothing to measure); compiling is excluded from every timing.")
+    cols[3].metric("Kernel bandwidth", format_gbps(run.kernel_bandwidth_gbps), help="12 bytes per element (read a, b; write c) ÷ kernel median." + (" Simulated: not GPU performance." if simulated else ""))
     cols[3].metric("GPU end to end (median)", format_seconds(run.gpu["total"].median_s))
+
+
+def _ratio(factor: float) -> str:
+    """The metric value, short enough for a quarter of the page: "320x faster", "920kx slower" (never 7.1e-06x)."""
+    from gpu.report.words import factor_text
+
+    if factor != factor or factor <= 0:
+        return "—"
+    if 0.95 <= factor <= 1.05:
+        return "about as fast"
+    return f"{factor_text(factor if factor > 1 else 1 / factor, compact=True)} {'faster' if factor > 1 else 'slower'}"
+
+
+def samples_csv(run: VectorAddRun) -> str:
+    """Plain CSV: a one-line header, integer N, seconds; the metadata lives in the JSON download."""
+    frame = run.to_frame()
+    frame["n"] = frame["n"].astype("int64")
+    return frame.drop(columns=["backend"]).assign(backend=run.backend).to_csv(index=False)
 
 
 def stats_table(run: VectorAddRun) -> pd.DataFrame:
@@ -75,8 +116,9 @@ def stats_table(run: VectorAddRun) -> pd.DataFrame:
 def show_run(run: VectorAddRun) -> None:
     """Everything about one run: agreement, metrics, charts, table, downloads, article."""
     article = run.article
+    show_stale_note(run)
     for warning in run.warnings:
-        st.warning(warning)
+        st.warning(warning, icon=":material/warning:")
     show_agreement(run)
     show_metrics(run)
     subtitle = describe(run)
@@ -91,7 +133,8 @@ def show_run(run: VectorAddRun) -> None:
     left, right = st.columns(2)
     payload = run.to_dict()
     left.download_button("Download run (JSON)", json.dumps(payload, indent=2), file_name=f"vector_add_{run.n}.json", mime="application/json", key="download_json")
-    right.download_button("Download samples (CSV)", frame.to_csv(index=False), file_name=f"vector_add_{run.n}.csv", mime="text/csv", key="download_csv")
+    right.download_button("Download samples (CSV)", samples_csv(run), file_name=f"vector_add_{run.n}.csv", mime="text/csv", key="download_csv",
+                          help="One row per sample: implementation, phase, sample, seconds, estimated, n. The run's settings and device are in the JSON download.")
     if article is not None:
         st.subheader("As in the article")
         left, right = st.columns(2)
@@ -109,4 +152,6 @@ def show_run(run: VectorAddRun) -> None:
             ),
             language=None,
         )
-        st.info(explain_difference(article, run))
+        if article.backend == "simulator":
+            st.caption(f"In words: the article's “GPU speedup” here means the simulated GPU was {times_words(article.speedup, 'the Python loop', simulated=True)}.")
+        st.info(explain_difference(article, run), icon=":material/lightbulb:")

@@ -1,0 +1,460 @@
+"""Reference runs: what the experiments look like on a real GPU, for every visitor.
+
+Two kinds, both read-only and never written into a user's History:
+
+- **recorded**: every committed ``benchmarks/*/check.json`` (the output of
+  ``python -m gpu check``), validated by the importer's schema and rebuilt into the
+  engine's own result objects, so pages draw them with the same chart builders as a
+  live run. Provenance — device, driver, library versions, date, commit and command —
+  comes from the file (``provenance`` in newer checks) or the ``SUMMARY.md`` beside it.
+- **published**: the article's own T4 figures, printed in
+  ``reference/first-gpu-kernel-article.txt``; "published in the article, not measured here".
+
+Nothing here invents a figure: every number shown comes from one of those files.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Mapping
+
+ROOT = Path(__file__).resolve().parents[2]
+BENCHMARKS_DIR = ROOT / "benchmarks"
+ARTICLE_TEXT = "reference/first-gpu-kernel-article.txt"  # in the shared folder beside the repository
+PUBLISHED_LABEL = "published in the article, not measured here"
+RECORDED_LABEL = "recorded on a real GPU, not measured in this session"
+
+
+# --- provenance ---------------------------------------------------------------------------
+
+
+def readable_time(iso: str | None) -> str:
+    """'2026-11-29T23:47:40+00:00' -> '29 Nov 2026, 23:47 UTC' (unchanged when not ISO)."""
+    if not iso:
+        return "unknown date"
+    try:
+        when = datetime.fromisoformat(iso)
+    except ValueError:
+        return iso
+    zone = "UTC" if when.utcoffset() is not None and when.utcoffset().total_seconds() == 0 else (when.strftime("%Z") or "")
+    return f"{when.day} {when.strftime('%b %Y, %H:%M')} {zone}".strip()
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Where a reference's figures come from. ``kind``: "recorded" or "published"."""
+
+    kind: str
+    source: str  # the file, relative to the repository (or the article's path)
+    device: str
+    date: str | None  # ISO 8601 when known
+    driver: str | None = None
+    runtime: str | None = None
+    versions: Mapping[str, str | None] = field(default_factory=dict)
+    commit: str | None = None
+    command: str | None = None
+    host: str | None = None
+    note: str = ""
+
+    @property
+    def label(self) -> str:
+        return PUBLISHED_LABEL if self.kind == "published" else RECORDED_LABEL
+
+    @property
+    def when(self) -> str:
+        return readable_time(self.date) if self.kind == "recorded" else (self.date or "date not stated")
+
+    def versions_text(self) -> str:
+        keep = ("numba-cuda", "numba", "numpy", "cuda-bindings", "llvmlite")
+        return ", ".join(f"{k} {self.versions[k]}" for k in keep if self.versions.get(k)) or "not recorded"
+
+    def lines(self) -> list[str]:
+        """Provenance in short lines, for a caption or an expander."""
+        if self.kind == "published":
+            return [f"{self.device} · {PUBLISHED_LABEL}", f"source: {self.source}", self.note]
+        driver = f"CUDA driver {self.driver}" + (f", runtime {self.runtime}" if self.runtime else "") if self.driver else "driver not recorded"
+        return [
+            f"{self.device} · {driver} · {self.versions_text()}",
+            f"recorded {self.when} · commit {self.commit or 'not recorded'} · host {self.host or 'not recorded'}",
+            f"command: `{self.command or 'python -m gpu check'}` · file: `{self.source}`",
+        ]
+
+    def to_dict(self) -> dict:
+        return {
+            "kind": self.kind,
+            "label": self.label,
+            "source": self.source,
+            "device": self.device,
+            "date": self.date,
+            "driver": self.driver,
+            "runtime": self.runtime,
+            "versions": dict(self.versions),
+            "commit": self.commit,
+            "command": self.command,
+            "host": self.host,
+            "note": self.note,
+        }
+
+    @classmethod
+    def of_check(cls, data: Mapping[str, Any], *, source: str, summary: str = "") -> "Provenance":
+        """From a check.json's own fields, with commit and command from ``provenance`` or SUMMARY.md text."""
+        device = data.get("device") or {}
+        host = data.get("host") or {}
+        prov = data.get("provenance") or {}
+        commit = prov.get("commit") or _first(r"commit\s+`?([0-9a-f]{7,40})\b", summary)
+        command = prov.get("command") or _first(r"(python3? -m gpu check[^`\n#]*)", summary)
+        cores = f", {host['logical_cores']} logical cores" if host.get("logical_cores") else ""
+        return cls(
+            kind="recorded",
+            source=source,
+            device=str(device.get("name") or "unknown device"),
+            date=data.get("started_at"),
+            driver=device.get("driver_version"),
+            runtime=device.get("runtime_version"),
+            versions=dict(data.get("versions") or {}),
+            commit=commit,
+            command=command.strip() if command else None,
+            host=f"{host['cpu']}{cores}" if host.get("cpu") else None,
+        )
+
+
+def _first(pattern: str, text: str) -> str | None:
+    match = re.search(pattern, text or "")
+    return match.group(1) if match else None
+
+
+# --- the article's published figures ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PublishedFigures:
+    """The article's printed result on a T4 (seconds): mean of 3 wall-clock runs, N = 10^7."""
+
+    n: int = 10_000_000
+    threads_per_block: int = 256
+    cpu_time_s: float = 4.033822
+    gpu_time_s: float = 0.047736  # "GPU implementation": copies of a, b and c in, kernel, c out
+    speedup: float = 84.50
+    lines: tuple[str, ...] = (
+        "Results match: True",
+        "CPU implementation: 4.033822 seconds",
+        "GPU implementation: 0.047736 seconds",
+        "GPU speedup: 84.50x",
+    )
+    provenance: Provenance = field(
+        default_factory=lambda: Provenance(
+            kind="published",
+            source=ARTICLE_TEXT,
+            device="NVIDIA T4 (Google Colab)",
+            date=None,
+            note="Printed as the article's expected output: the mean of three wall-clock runs of the Python loop and of "
+            "gpu_add (copies of a, b and c in, the kernel, c out), N = 10,000,000 float32, 256 threads per block.",
+        )
+    )
+
+    key = "article-t4"
+
+    def to_dict(self) -> dict:
+        return {
+            "n": self.n,
+            "threads_per_block": self.threads_per_block,
+            "cpu_time_s": self.cpu_time_s,
+            "gpu_time_s": self.gpu_time_s,
+            "speedup": self.speedup,
+            "lines": list(self.lines),
+            "provenance": self.provenance.to_dict(),
+        }
+
+
+ARTICLE = PublishedFigures()
+
+
+# --- rebuilding results from a check file ----------------------------------------------------
+
+
+def _stats(d: Mapping[str, Any]):
+    from gpu.core.timing import Stats
+
+    return Stats(tuple(float(s) for s in d["samples_s"]))
+
+
+def _policy(d: Mapping[str, Any]):
+    from gpu.core.timing import RepeatPolicy
+
+    return RepeatPolicy(**{k: d[k] for k in ("n_repeat", "warmup", "budget_s", "max_noise", "min_samples") if k in d})
+
+
+def _device(d: Mapping[str, Any]):
+    from dataclasses import fields
+
+    from gpu.core.device import DeviceInfo
+
+    known = {f.name for f in fields(DeviceInfo)}
+    values = {k: v for k, v in d.items() if k in known}
+    values["notes"] = tuple(values.get("notes") or ())
+    return DeviceInfo(**values)
+
+
+def _agreement(d: Mapping[str, Any]):
+    from gpu.experiments.vector_add import Agreement
+
+    return Agreement(str(d["implementation"]), int(d["n"]), int(d["identical"]), float(d["max_abs_diff"] or 0.0), bool(d["allclose"]))
+
+
+def rebuild_vector_add(d: Mapping[str, Any]):
+    """A VectorAddRun from its to_dict() (as saved in check.json or History)."""
+    from gpu.experiments.vector_add import CpuTiming, VectorAddRun
+
+    cpu = {}
+    for name, t in d["cpu"].items():
+        if "skipped" in t:
+            cpu[name] = CpuTiming(name, None, skipped=t["skipped"], estimate_s=t.get("estimate_s"))
+        else:
+            cpu[name] = CpuTiming(name, _stats(t), compile_s=float(t.get("compile_s") or 0.0))
+    return VectorAddRun(
+        n=int(d["n"]),
+        threads_per_block=int(d["threads_per_block"]),
+        blocks_per_grid=int(d["blocks_per_grid"]),
+        backend=str(d["backend"]),
+        device=_device(d["device"]),
+        policy=_policy(d["policy"]),
+        compile_s=float(d["gpu"].get("compile_s") or 0.0),
+        gpu={k: _stats(v) for k, v in d["gpu"]["phases"].items()},
+        cpu=cpu,
+        agreement={k: _agreement(v) for k, v in d["agreement"].items()},
+        warnings=tuple(d.get("warnings") or ()),
+        seed=int(d.get("seed") or 0),
+        created_at=str(d.get("created_at") or ""),
+    )
+
+
+def rebuild_sweep(d: Mapping[str, Any]):
+    """A SweepRun from its to_dict()."""
+    from gpu.core.peaks import Limit, Peaks
+    from gpu.experiments.scaling import SweepConfig, SweepPoint, SweepRun
+
+    c = d["config"]
+    config = SweepConfig(
+        min_n=int(c["min_n"]), max_n=int(c["max_n"]), spacing=c["spacing"], impls=tuple(c.get("impls") or ()),
+        threads_per_block=int(c.get("threads_per_block") or 256), policy=_policy(c["policy"]),
+        python_budget_s=float(c.get("python_budget_s") or 0.0), max_wall_s=c.get("max_wall_s"), seed=int(c.get("seed") or 0),
+        descending=bool(c.get("descending")),
+    )
+    points = tuple(
+        SweepPoint(
+            int(p["n"]), p["series"], _stats(p["stats"]) if p.get("stats") else None, p.get("estimate_s"), p.get("error"), p.get("agree")
+        )
+        for p in d["points"]
+    )
+    peaks = None
+    if d.get("peaks"):
+        pk = d["peaks"]
+        limits = tuple(
+            Limit(key, lim.get("gbps"), lim.get("how") or "", lim.get("nbytes"), _stats(lim["stats"]) if lim.get("stats") else None, lim.get("skipped"))
+            for key, lim in pk["limits"].items()
+        )
+        peaks = Peaks(limits, pk.get("backend") or d["backend"], _policy(pk["policy"]) if pk.get("policy") else _policy({"n_repeat": 5, "warmup": 1}), pk.get("created_at") or "")
+    return SweepRun(
+        config=config, points=points, backend=d["backend"], device=_device(d["device"]), compile_s=float(d.get("compile_s") or 0.0),
+        peaks=peaks, skipped=tuple((k, v) for k, v in (d.get("skipped") or {}).items()), stopped=d.get("stopped"),
+        steps_done=int(d.get("steps_done") or 0), steps_planned=int(d.get("steps_planned") or 0),
+        wall_s=float(d.get("wall_s") or 0.0), measuring_s=float(d.get("measuring_s") or 0.0), created_at=str(d.get("created_at") or ""),
+    )
+
+
+def rebuild_launch_sweep(d: Mapping[str, Any]):
+    """A LaunchSweepRun from its to_dict()."""
+    from gpu.experiments.launch import LaunchConfigResult, LaunchSweepRun, Occupancy, SmLimits
+
+    configs = []
+    for c in d["configs"]:
+        occ = c.get("occupancy")
+        configs.append(
+            LaunchConfigResult(
+                c["kind"], int(c["threads_per_block"]), int(c["blocks"]), _stats(c["kernel"]), bool(c["agree"]), c.get("sm_multiple"),
+                Occupancy(int(occ["threads_per_block"]), int(occ["blocks_per_sm"]), int(occ["warps_per_sm"]), int(occ["max_warps_per_sm"]), occ["source"], occ.get("limiter"))
+                if occ else None,
+            )
+        )
+    limits = d.get("sm_limits")
+    return LaunchSweepRun(
+        n=int(d["n"]), backend=d["backend"], device=_device(d["device"]), policy=_policy(d["policy"]), configs=tuple(configs),
+        compile_s=float(d.get("compile_s") or 0.0), sm_count=int(d.get("sm_count") or 1),
+        limits=SmLimits(**{k: limits.get(k) for k in ("max_threads_per_sm", "max_blocks_per_sm", "registers_per_sm", "shared_memory_per_sm")}) if limits else None,
+        warnings=tuple(d.get("warnings") or ()), seed=int(d.get("seed") or 0), created_at=str(d.get("created_at") or ""),
+    )
+
+
+def rebuild_bandwidth(d: Mapping[str, Any]):
+    """BandwidthCurves from its to_dict()."""
+    from gpu.experiments.transfers import BandwidthCurves, BandwidthPoint
+
+    points = tuple(BandwidthPoint(p["direction"], p["memory"], int(p["nbytes"]), _stats(p["stats"]), bool(p["pinned_ok"])) for p in d["points"])
+    return BandwidthCurves(tuple(int(s) for s in d["sizes"]), points, _policy(d["policy"]), d["backend"], _device(d["device"]),
+                           tuple(d.get("notes") or ()), str(d.get("created_at") or ""))
+
+
+def rebuild_strategies(d: Mapping[str, Any]):
+    """A StrategyComparison from its to_dict()."""
+    from gpu.experiments.transfers import Interval, StrategyComparison, StrategyRun
+
+    strategies = {
+        key: StrategyRun(key, s["host_memory"], {p: _stats(v) for p, v in s["phases"].items()}, _stats(s["total"]), _agreement(s["agreement"]),
+                         int(s.get("iterations") or 1), tuple(s.get("notes") or ()))
+        for key, s in d["strategies"].items()
+    }
+    intervals = tuple(Interval(iv["run"], int(iv["chunk"]), int(iv["stream"]), iv["phase"], float(iv["start_s"]), float(iv["end_s"])) for iv in d.get("timeline") or ())
+    return StrategyComparison(
+        n=int(d["n"]), threads_per_block=int(d["threads_per_block"]), chunks=int(d["chunks"]), streams=int(d["streams"]),
+        iterations=int(d["iterations"]), policy=_policy(d["policy"]), backend=d["backend"], device=_device(d["device"]),
+        strategies=strategies, skipped=dict(d.get("skipped") or {}), intervals=intervals, capabilities=dict(d.get("capabilities") or {}),
+        compile_s=float(d.get("compile_s") or 0.0), seed=int(d.get("seed") or 0), notes=tuple(d.get("notes") or ()),
+        created_at=str(d.get("created_at") or ""),
+    )
+
+
+# --- one recorded run -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ReferenceRun:
+    """One committed check file: its provenance and its sections, rebuilt on demand."""
+
+    key: str  # the folder under benchmarks/, e.g. "h200-final"
+    provenance: Provenance
+    data: Mapping[str, Any]
+
+    @classmethod
+    def from_check(cls, key: str, data: Mapping[str, Any], provenance: Provenance) -> "ReferenceRun":
+        return cls(key, provenance, data)
+
+    @property
+    def sections(self) -> Mapping[str, Any]:
+        return self.data.get("sections") or {}
+
+    @property
+    def full(self) -> bool:
+        """A full run on real hardware (not quick, not simulated): what pages show."""
+        return self.data.get("backend") == "cuda" and not self.data.get("quick")
+
+    @property
+    def started_at(self) -> str:
+        return str(self.data.get("started_at") or "")
+
+    @property
+    def title(self) -> str:
+        return f"{self.provenance.device}, {self.provenance.when} ({self.key})"
+
+    def _part(self, section: str, *keys: str) -> Mapping[str, Any] | None:
+        node: Any = self.sections.get(section)
+        for key in keys:
+            if not isinstance(node, Mapping):
+                return None
+            node = node.get(key)
+        return node if isinstance(node, Mapping) else None
+
+    def vector_add(self):
+        d = self._part("breakdown", "run")
+        return rebuild_vector_add(d) if d else None
+
+    def article(self) -> Mapping[str, Any] | None:
+        return self._part("article", "article")
+
+    def sweep(self):
+        d = self._part("scaling", "run")
+        return rebuild_sweep(d) if d else None
+
+    def launch_sweep(self):
+        d = self._part("launch", "sweep")
+        return rebuild_launch_sweep(d) if d else None
+
+    def inspector(self) -> Mapping[str, Any] | None:
+        return self._part("launch", "inspector")
+
+    def bandwidth(self):
+        d = self._part("transfers", "bandwidth")
+        return rebuild_bandwidth(d) if d else None
+
+    def strategies(self, size: str = "small"):
+        d = self._part("transfers", "strategies", size)
+        return rebuild_strategies(d) if d else None
+
+    def has(self, experiment: str) -> bool:
+        """Whether this run holds ``experiment`` ("vector-add", "scaling", "launch", "transfers")."""
+        return {
+            "vector-add": self._part("breakdown", "run"),
+            "scaling": self._part("scaling", "run"),
+            "launch": self._part("launch", "sweep"),
+            "transfers": self._part("transfers", "bandwidth") or self._part("transfers", "strategies", "small"),
+        }.get(experiment) is not None
+
+    def rebuild_all(self) -> None:
+        """Rebuild every section present (raises if one cannot be)."""
+        self.vector_add(), self.sweep(), self.launch_sweep(), self.bandwidth(), self.strategies("small"), self.strategies("large")
+
+    def history_records(self) -> list[dict]:
+        """This run's results as History-shaped records (never saved): for the Compare-GPUs view."""
+        from gpu.service.importer import history_records
+
+        return history_records(self.data, source=self.provenance.source, sha256="")
+
+
+# --- loading -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class References:
+    """Every committed reference run (newest first) and any file that could not be read."""
+
+    runs: tuple[ReferenceRun, ...]
+    problems: tuple[str, ...] = ()
+    article: PublishedFigures = ARTICLE
+
+    def best(self, experiment: str) -> ReferenceRun | None:
+        """The newest full hardware run that holds ``experiment``."""
+        return next((r for r in self.runs if r.full and r.has(experiment)), None)
+
+    def get(self, key: str) -> ReferenceRun | None:
+        return next((r for r in self.runs if r.key == key), None)
+
+
+def load_reference(path: Path, root: Path = ROOT) -> ReferenceRun:
+    """One check.json (validated by the importer's schema). Raises ImportProblem or OSError."""
+    from gpu.service.importer import parse_check_bytes
+
+    data = parse_check_bytes(path.read_bytes(), max_bytes=64 * 2**20)  # committed files: trusted size, same schema
+    summary_path = path.with_name("SUMMARY.md")
+    summary = summary_path.read_text(encoding="utf-8", errors="replace") if summary_path.exists() else ""
+    try:
+        source = str(path.relative_to(root))
+    except ValueError:
+        source = str(path)
+    return ReferenceRun(path.parent.name, Provenance.of_check(data, source=source, summary=summary), data)
+
+
+@lru_cache(maxsize=4)
+def load_references(folder: str | None = None) -> References:
+    """Every ``benchmarks/*/check.json``, newest first; unreadable ones listed in ``problems``.
+
+    Cached per process: the files are part of the checkout and do not change while it runs.
+    """
+    base = Path(folder) if folder else BENCHMARKS_DIR
+    runs, problems = [], []
+    for path in sorted(base.glob("*/check.json")):
+        try:
+            runs.append(load_reference(path))
+        except Exception as exc:  # a broken committed file must not break a page
+            problems.append(f"{path.parent.name}/check.json: {exc}")
+    runs.sort(key=lambda r: r.started_at, reverse=True)
+    return References(tuple(runs), tuple(problems))
+
+
+__all__ = [
+    "ARTICLE", "PUBLISHED_LABEL", "RECORDED_LABEL", "Provenance", "PublishedFigures", "ReferenceRun", "References",
+    "load_reference", "load_references", "readable_time", "rebuild_bandwidth", "rebuild_launch_sweep", "rebuild_strategies",
+    "rebuild_sweep", "rebuild_vector_add",
+]

@@ -1,0 +1,199 @@
+"""Reference runs and importing check files: the committed H200 checks load with their
+provenance and rebuild into the engine's results; an imported check file is validated
+strictly, through the CLI and through the History uploader, and a rejected file changes
+nothing in the database."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from gpu.__main__ import main
+from gpu.service.importer import ImportProblem, import_check, parse_check_bytes
+from gpu.service.references import ARTICLE, PUBLISHED_LABEL, load_references
+from gpu.service.store import open_store
+from ui.charts.history import article_entry, gpus_bandwidth_chart, gpus_time_chart, vector_add_entry
+from ui.reference import launch_sentence, scaling_sentence, transfers_sentence, vector_add_sentence
+
+ROOT = Path(__file__).resolve().parent.parent
+CHECK = ROOT / "benchmarks" / "h200-final" / "check.json"
+
+
+@pytest.fixture(scope="module")
+def check_data() -> dict:
+    return json.loads(CHECK.read_text())
+
+
+@pytest.fixture
+def db(tmp_path, monkeypatch):
+    path = tmp_path / "history.sqlite3"
+    monkeypatch.setenv("KERNEL_LAB_DB", str(path))
+    return path
+
+
+def _bytes(data) -> bytes:
+    return json.dumps(data).encode()
+
+
+# --- references -------------------------------------------------------------------------------
+
+
+def test_every_committed_check_loads_with_its_provenance():
+    refs = load_references()
+    assert not refs.problems, refs.problems
+    keys = {r.key for r in refs.runs}
+    assert {"h200", "h200-rerun", "h200-final", "h200-first"} <= keys
+    final = refs.get("h200-final")
+    prov = final.provenance
+    assert (prov.device, prov.driver, prov.commit) == ("NVIDIA H200", "13.0", "16ddd36")
+    assert prov.command == "python3 -m gpu check --out $OUT/check"
+    assert prov.versions["numba-cuda"] == "0.30.4" and prov.date.startswith("2026-11-29T23:47")
+    assert refs.get("h200").provenance.command == "python3 -m gpu check --out $OUT/check"  # the comment after it is dropped
+    assert refs.best("scaling").key == "h200-final"  # newest full run holding the experiment
+
+
+def test_references_rebuild_into_the_engines_results_with_the_recorded_figures(check_data):
+    ref = load_references().get("h200-final")
+    run = ref.vector_add()
+    recorded = check_data["sections"]["breakdown"]["run"]["gpu"]["phases"]["kernel"]["median_s"]
+    assert run.gpu["kernel"].median_s == pytest.approx(recorded)
+    sweep, recorded_sweep = ref.sweep(), check_data["sections"]["scaling"]["run"]
+    assert len(sweep.points) == len(recorded_sweep["points"])
+    first = recorded_sweep["points"][0]
+    point = next(p for p in sweep.points if p.n == first["n"] and p.series == first["series"])
+    assert point.stats.samples_s == tuple(first["stats"]["samples_s"])  # the recorded samples, unchanged
+    # crossovers are recomputed from the samples with today's rule (ranges where the spreads overlap)
+    assert len(sweep.crossover_sentences()) == len(recorded_sweep["crossover_sentences"])
+    assert ref.launch_sweep().best.label == check_data["sections"]["launch"]["sweep"]["best"]
+    assert ref.strategies().winner.key == check_data["sections"]["transfers"]["strategies"]["small"]["winner"]
+
+
+def test_the_sentences_state_recorded_numbers_in_words():
+    ref = load_references().get("h200-final")
+    text = vector_add_sentence(ref.vector_add(), ref.strategies().strategies["pinned"].cost_s)
+    assert "38.9 µs" in text and "about 320x faster than NumPy" in text and "about 1.5x slower than NumPy" in text and "pinned" in text
+    assert "e-0" not in text
+    assert "beats NumPy from N ≈" in scaling_sentence(ref.sweep())
+    assert "grid-stride 8×SMs × 256" in launch_sentence(ref.launch_sweep())
+    assert "pinned memory" in transfers_sentence(ref.bandwidth(), ref.strategies())
+
+
+def test_the_articles_figures_are_labelled_published_not_measured():
+    assert (ARTICLE.cpu_time_s, ARTICLE.gpu_time_s, ARTICLE.speedup) == (4.033822, 0.047736, 84.50)
+    assert ARTICLE.provenance.label == PUBLISHED_LABEL == "published in the article, not measured here"
+
+
+def test_compare_gpus_charts_hold_every_source_and_the_device_peak(check_data):
+    import pandas as pd
+
+    rows = article_entry("T4 — article", ARTICLE.n, ARTICLE.cpu_time_s, ARTICLE.gpu_time_s)
+    rows += vector_add_entry("H200 — recorded", "recorded reference", check_data["sections"]["breakdown"]["run"])
+    frame = pd.DataFrame(rows)
+    spec = json.dumps(gpus_time_chart(frame).to_dict(), ensure_ascii=False)
+    assert "T4 — article" in spec and "H200 — recorded" in spec and '"type": "log"' in spec
+    bw = gpus_bandwidth_chart(frame).to_dict()
+    values = json.dumps(bw, ensure_ascii=False)
+    assert "4,814 GB/s" in values  # the H200's theoretical peak as a tick
+    assert "3,084 GB/s" in values  # its kernel bandwidth
+
+
+# --- importing: accepted ------------------------------------------------------------------------
+
+
+def test_cli_imports_a_check_file_once(db, capsys):
+    assert main(["history", "import", str(CHECK)]) == 0
+    out = capsys.readouterr().out
+    assert "Imported 6 runs" in out and "NVIDIA H200" in out
+    store = open_store(db)
+    runs = store.runs()
+    assert {r.experiment for r in runs} == {"vector-add", "scaling", "launch-sweep", "transfers-bandwidth", "transfers-strategies"}
+    vector_add = next(r for r in runs if r.experiment == "vector-add")
+    assert vector_add.result["article"]["speedup"] == pytest.approx(66.1146, rel=1e-4)  # one row: the article's method inside
+    assert vector_add.result["imported"]["source"] == "check.json" and not vector_add.simulated
+    assert vector_add.versions["numba-cuda"] == "0.30.4"
+    assert main(["history", "import", str(CHECK)]) == 2  # the same file again
+    assert "already imported" in capsys.readouterr().err
+    assert store.count() == 6
+
+
+def test_the_history_page_imports_an_uploaded_check_file(db, monkeypatch):
+    monkeypatch.setenv("KERNEL_LAB_UPLOADS", "1")
+    at = AppTest.from_file("../pages/5_History.py", default_timeout=90).run()
+    assert not at.exception
+    at.file_uploader(key="history.upload").set_value(("check.json", CHECK.read_bytes(), "application/json")).run()
+    assert not at.exception, at.exception
+    assert any("Imported 6 runs" in s.value for s in at.success), [s.value for s in at.success]
+    assert open_store(db).count() == 6
+    at.run()  # a rerun with the same upload imports nothing more
+    assert open_store(db).count() == 6
+
+
+def test_uploads_are_off_on_a_shared_server(db, monkeypatch):
+    monkeypatch.setenv("KERNEL_LAB_UPLOADS", "0")
+    at = AppTest.from_file("../pages/5_History.py", default_timeout=90).run()
+    assert not at.exception
+    assert not at.get("file_uploader")
+    assert any("Uploads are off" in c.value for c in at.caption)
+
+
+# --- importing: rejected, nothing changes -------------------------------------------------------
+
+
+def _malformed(check: dict) -> dict[str, tuple[bytes, str]]:
+    wrong_schema = {"experiment": "vector-add", "n": 10}
+    wrong_types = copy.deepcopy(check)
+    wrong_types["sections"]["breakdown"]["run"]["gpu"]["phases"]["kernel"]["samples_s"][3] = "fast"
+    unknown = copy.deepcopy(check)
+    unknown["sections"]["matmul"] = {"title": "matmul", "passed": True}
+    negative = copy.deepcopy(check)
+    negative["sections"]["scaling"]["run"]["points"][0]["stats"]["samples_s"][0] = -1.0
+    bad_backend = copy.deepcopy(check)
+    bad_backend["backend"] = "quantum"
+    text = json.dumps(check)
+    return {
+        "wrong schema": (_bytes(wrong_schema), "lacks"),
+        "truncated JSON": (text[: len(text) // 2].encode(), "truncated"),
+        "huge file": (b" " * (5 * 2**20) + text.encode(), "at most 4 MiB"),
+        "wrong types": (_bytes(wrong_types), "`sections.breakdown.run.gpu.phases.kernel.samples_s[3]` must be a number, got text"),
+        "unknown experiment": (_bytes(unknown), "unknown experiment 'matmul'"),
+        "negative time": (_bytes(negative), "must be at least 0"),
+        "NaN": (text.replace('"noise": 0.0', '"noise": NaN', 1).encode() if '"noise": 0.0' in text else text.replace("0.02", "NaN", 1).encode(), "NaN"),
+        "unknown backend": (_bytes(bad_backend), "'quantum'"),
+        "not JSON": (b"<html>hello</html>", "not valid JSON"),
+    }
+
+
+@pytest.mark.parametrize("case", ["wrong schema", "truncated JSON", "huge file", "wrong types", "unknown experiment", "negative time", "NaN", "unknown backend", "not JSON"])
+def test_a_malformed_file_is_rejected_with_the_first_problem_and_changes_nothing(case, check_data, db, tmp_path, capsys):
+    raw, message = _malformed(check_data)[case]
+    store = open_store(db)
+    store.save({"experiment": "vector-add", "n": 1, "backend": "simulator"}, versions={})
+    with pytest.raises(ImportProblem) as err:
+        import_check(store, raw)
+    assert message in str(err.value), str(err.value)
+    assert store.count() == 1
+    path = tmp_path / "bad.json"
+    path.write_bytes(raw)
+    assert main(["history", "import", str(path)]) == 2
+    assert message in capsys.readouterr().err
+    assert store.count() == 1
+
+
+@pytest.mark.parametrize("case", ["wrong schema", "truncated JSON", "wrong types", "unknown experiment", "huge file"])
+def test_the_uploader_rejects_a_malformed_file_with_a_clear_message(case, check_data, db, monkeypatch):
+    monkeypatch.setenv("KERNEL_LAB_UPLOADS", "1")
+    raw, message = _malformed(check_data)[case]
+    at = AppTest.from_file("../pages/5_History.py", default_timeout=90).run()
+    at.file_uploader(key="history.upload").set_value(("bad.json", raw, "application/json")).run()
+    assert not at.exception, at.exception
+    assert any("bad.json was not imported" in e.value and message in e.value for e in at.error), [e.value for e in at.error]
+    assert open_store(db).count() == 0
+
+
+def test_parsing_never_evaluates_anything():
+    with pytest.raises(ImportProblem):
+        parse_check_bytes(b'__import__("os").system("true")')
