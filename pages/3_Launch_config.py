@@ -4,7 +4,8 @@ from Python costs, and the machine code numba-cuda built for the kernel."""
 import streamlit as st
 
 import gpu
-from gpu.experiments.launch import DRAW_LIMIT_THREADS, INDEXING, LAUNCH_SWEEP
+from gpu.experiments.indexing import DRAW_LIMIT_THREADS, INDEXING
+from gpu.experiments.launch import LAUNCH_SWEEP
 from gpu.experiments.launch_overhead import EXPERIMENT as OVERHEAD
 from ui.forms import experiment_form
 from ui.frame import frame

@@ -144,13 +144,13 @@ class _FakeContext:
 
 def test_release_device_memory_flushes_the_memory_managers_queue():
     ctx = _FakeContext()
-    assert admission.release_device_memory(collect=False, context=ctx) is True
+    assert limits.release_device_memory(collect=False, context=ctx) is True
     assert ctx.memory_manager.deallocations == []  # the queue device arrays free onto
     # the same function is the sweep's: one implementation, used everywhere
     from gpu.experiments import scaling
 
-    assert scaling.release_device_memory is admission.release_device_memory
+    assert scaling.release_device_memory is limits.release_device_memory
 
 
 def test_release_device_memory_survives_a_broken_context():
-    assert admission.release_device_memory(collect=False, context=object()) is False
+    assert limits.release_device_memory(collect=False, context=object()) is False

@@ -10,22 +10,13 @@ from contextlib import redirect_stdout
 import numpy as np
 import pytest
 
-from gpu.experiments import launch
+from gpu.experiments import indexing, launch
 from gpu.core.backend import cuda
 from gpu.core.device import DeviceInfo
 from gpu.kernels.vector_add import PROBE_FIELDS
-from gpu.experiments.launch import (
-    KIND_GRID_STRIDE,
-    KIND_ONE_PER_ELEMENT,
-    LaunchConfigResult,
-    LaunchSummary,
-    LaunchSweepRun,
-    Occupancy,
-    SmLimits,
-    calculated_occupancy,
-    run_indexing,
-    run_launch_sweep,
-)
+from gpu.core.occupancy import Occupancy, SmLimits, calculated_occupancy
+from gpu.experiments.indexing import LaunchSummary, run_indexing
+from gpu.experiments.launch import KIND_GRID_STRIDE, KIND_ONE_PER_ELEMENT, LaunchConfigResult, LaunchSweepRun, run_launch_sweep
 from gpu.core.limits import InputError
 from gpu.core.timing import RepeatPolicy, Stats
 
@@ -88,7 +79,7 @@ def test_probe_detects_a_wrong_record(monkeypatch):
         if position < a.size:
             c[position] = a[position] + b[position]
 
-    monkeypatch.setattr(launch, "indexing_probe_kernel", bad_probe)
+    monkeypatch.setattr(indexing, "indexing_probe_kernel", bad_probe)
     run = run_indexing(40, 32)
     assert run.probed and run.records_match is False and not run.passed
 
@@ -131,7 +122,7 @@ def test_large_launch_gets_the_summary_only_with_a_clear_message():
     run = run_indexing(10**9, 256)
     assert not run.probed and not run.drawable and run.records is None
     assert run.summary.blocks == 3_906_250 and run.summary.idle_threads == 0
-    assert "summary" in run.note and f"{launch.probe_limit():,}" in run.note
+    assert "summary" in run.note and f"{indexing.probe_limit():,}" in run.note
     assert run.to_frame().empty
     assert json.loads(json.dumps(run.to_dict()))["probed"] is False
 
@@ -244,7 +235,7 @@ class _FakeCompiled:
 
 
 def test_kernel_occupancy_prefers_the_driver_and_falls_back_to_the_calculation():
-    from gpu.experiments.launch import kernel_occupancy
+    from gpu.core.occupancy import kernel_occupancy
 
     driver = kernel_occupancy(_FakeCompiled(32), 32, H200_LIMITS, 132)
     assert (driver.source, driver.blocks_per_sm, driver.fraction, driver.limiter) == ("driver", 32, 0.5, "blocks per SM")

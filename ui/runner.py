@@ -16,7 +16,8 @@ import streamlit as st
 
 import gpu
 from gpu.core.limits import InputError, load_config, max_vector_n
-from gpu.service.admission import admit, is_out_of_memory, out_of_memory_message, release_device_memory
+from gpu.core.limits import release_device_memory
+from gpu.service.admission import admit, is_out_of_memory, out_of_memory_message
 from gpu.service.admission import describe as describe_limits
 from gpu.service.locks import FifoLock, least_loaded
 from gpu.service.store import StoreError

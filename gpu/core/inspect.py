@@ -14,9 +14,9 @@ import inspect as _pyinspect
 import re
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 
-from gpu.core.backend import BACKEND, cuda
+from gpu.core.timing import utc_timestamp
+from gpu.core.backend import BACKEND
 from gpu.core.device import device_info
 from gpu.kernels.vector_add import VECTOR_ADD_SIGNATURE, vector_add_grid_stride_kernel, vector_add_kernel
 from gpu.core.limits import InputError
@@ -194,7 +194,7 @@ class KernelInspection:
     max_threads_per_block: int | None = None
     compile_s: float | None = None
     highlights: tuple[CodeLine, ...] = ()
-    created_at: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    created_at: str = field(default_factory=utc_timestamp)
 
     @property
     def ptx_found(self) -> bool:

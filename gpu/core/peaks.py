@@ -14,7 +14,6 @@ size (counts twice); a copy over the link counts once. GB/s are 1e9 bytes per se
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
@@ -22,7 +21,7 @@ from gpu.core.backend import BACKEND
 from gpu.core.copies import bandwidth_gbps, time_copy, time_copy_kernel, time_host_copy
 from gpu.core.device import device_info
 from gpu.core.limits import device_free_bytes, host_available_bytes
-from gpu.core.timing import RepeatPolicy, Stats, format_seconds
+from gpu.core.timing import RepeatPolicy, Stats, format_seconds, utc_timestamp
 
 MiB = 2**20
 DEVICE_COPY_BYTES = 512 * MiB  # large enough that launch overhead is < 1% on any GPU
@@ -77,7 +76,7 @@ class Peaks:
     limits: tuple[Limit, ...]
     backend: str
     policy: RepeatPolicy
-    created_at: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    created_at: str = field(default_factory=utc_timestamp)
 
     def get(self, key: str) -> Limit | None:
         return next((lim for lim in self.limits if lim.key == key), None)

@@ -347,3 +347,10 @@ def time_kernel(
 
     stats = collect(once, policy, clock=clock)["kernel"]
     return replace(stats, retries=retries, held=held)
+
+
+def utc_timestamp() -> str:
+    """Now, in UTC, to the second (ISO 8601): when a result was measured."""
+    from datetime import datetime, timezone
+
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")

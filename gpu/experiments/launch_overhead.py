@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from typing import Callable
 
 import numpy as np
@@ -34,7 +33,7 @@ import numpy as np
 from gpu.core.backend import BACKEND, cuda
 from gpu.core.device import DeviceInfo, device_info
 from gpu.core.limits import check_repeats
-from gpu.core.timing import Clock, RepeatPolicy, Stats, collect, format_factor, format_seconds
+from gpu.core.timing import Clock, RepeatPolicy, Stats, collect, format_factor, format_seconds, utc_timestamp
 from gpu.experiments.base import Experiment, Param
 from gpu.experiments.registry import register
 
@@ -149,7 +148,7 @@ class LaunchOverheadRun:
     backend: str
     device: DeviceInfo
     policy: RepeatPolicy
-    created_at: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    created_at: str = field(default_factory=utc_timestamp)
 
     @property
     def fastest(self) -> str | None:

@@ -16,6 +16,7 @@ from gpu.experiments.base import Experiment
 MODULES = (
     "gpu.experiments.vector_add",
     "gpu.experiments.scaling",
+    "gpu.experiments.indexing",
     "gpu.experiments.launch",
     "gpu.experiments.launch_overhead",
     "gpu.experiments.transfers",

@@ -19,13 +19,12 @@ import json
 import math
 import time
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
 from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
 from gpu.core import cpu, reference
-from gpu.core.backend import BACKEND, cuda
+from gpu.core.backend import BACKEND
 from gpu.core.device import DeviceInfo, device_info
 from gpu.kernels.vector_add import ELEMENTS_PER_THREAD, blocks_for, compile_vector_add, vector_add_ilp_kernel
 from gpu.core.l2 import fits_in_l2, l2_cache_bytes
@@ -35,7 +34,7 @@ from gpu.core.limits import (
 )
 from gpu.core.peaks import Peaks, measure_peaks
 from gpu.core.telemetry import TelemetryMonitor, describe as describe_telemetry
-from gpu.core.timing import Clock, RepeatPolicy, Stats, format_factor, format_seconds
+from gpu.core.timing import Clock, RepeatPolicy, Stats, format_factor, format_seconds, utc_timestamp
 from gpu.experiments.base import Experiment, Param, PerBackend, Progress
 from gpu.experiments.registry import register
 from gpu.experiments.vector_add import BYTES_PER_ELEMENT, time_cpu, time_gpu_phases, time_resident_kernel
@@ -422,7 +421,7 @@ class SweepRun:
     measuring_s: float = 0.0  # time inside the timing calls (warm-ups, holds, checks included)
     l2_bytes: int | None = None  # the device's L2 size: working sets up to it are labelled
     telemetry: dict | None = None  # GPU clocks, temperature, power, throttling (gpu.core.telemetry)
-    created_at: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    created_at: str = field(default_factory=utc_timestamp)
 
     @property
     def complete(self) -> bool:

@@ -8,13 +8,12 @@ it on this device, and the ratio to the fastest library doing the same work.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from typing import Any
 
 from gpu.core.agreement import Agreement
 from gpu.core.device import DeviceInfo
 from gpu.core.roofline import Roofs
-from gpu.core.timing import RepeatPolicy, Stats, format_factor, format_seconds
+from gpu.core.timing import RepeatPolicy, Stats, format_factor, format_seconds, utc_timestamp
 
 KINDS = ("step", "library", "cpu")  # a Numba GPU step, a GPU library reference, a CPU implementation
 KIND_LABELS = {"step": "GPU step (Numba)", "library": "GPU library", "cpu": "CPU"}
@@ -87,7 +86,7 @@ class KernelRun:
     notes: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
     seed: int = 0
-    created_at: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    created_at: str = field(default_factory=utc_timestamp)
 
     # --- derived ---------------------------------------------------------------------
 

@@ -34,7 +34,7 @@ from gpu.core.roofline import device_roofs
 from gpu.core.timing import PhaseTimer, RepeatPolicy, Stats, collect, format_seconds, time_kernel
 from gpu.experiments.base import Params, Progress
 from gpu.experiments.step_result import ImplResult, KernelRun
-from gpu.kernels.vector_add import stream_hold_problem
+from gpu.core.hold import stream_hold_problem
 
 Arrays = Mapping[str, Any]
 GPU_PHASES = ("alloc", "h2d", "launch", "kernel", "d2h")  # add up to at most "total"

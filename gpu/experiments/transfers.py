@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from typing import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
@@ -43,7 +42,7 @@ from gpu.core.limits import (
     parse_flag,
     parse_int,
 )
-from gpu.core.timing import Clock, PhaseTimer, RepeatPolicy, Stats, collect, format_factor, format_seconds, time_kernel
+from gpu.core.timing import Clock, PhaseTimer, RepeatPolicy, Stats, collect, format_factor, format_seconds, time_kernel, utc_timestamp
 from gpu.experiments.base import Experiment, Param, PerBackend, Progress
 from gpu.experiments.registry import register
 from gpu.experiments.vector_add import BYTES_PER_ELEMENT, Agreement, check_agreement, make_inputs, time_gpu_phases
@@ -245,7 +244,7 @@ class BandwidthCurves:
     backend: str
     device: DeviceInfo
     notes: tuple[str, ...] = ()
-    created_at: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    created_at: str = field(default_factory=utc_timestamp)
 
     experiment = "transfers-bandwidth"
 
@@ -641,7 +640,7 @@ class StrategyComparison:
     compile_s: float = 0.0
     seed: int = 0
     notes: tuple[str, ...] = ()
-    created_at: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    created_at: str = field(default_factory=utc_timestamp)
 
     experiment = "transfers-strategies"
     dtype = "float32"

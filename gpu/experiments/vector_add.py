@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
 from typing import Iterable
 
 import numpy as np
@@ -18,10 +17,11 @@ import numpy as np
 from gpu.core import cpu
 from gpu.core.backend import BACKEND, cuda
 from gpu.core.device import DeviceInfo, device_info
-from gpu.kernels.vector_add import blocks_for, compile_vector_add, stream_hold_problem, vector_add_kernel
+from gpu.core.hold import stream_hold_problem
+from gpu.kernels.vector_add import blocks_for, compile_vector_add, vector_add_kernel
 from gpu.core.limits import InputError, check_n, check_repeats, check_threads, check_threads_per_block, parse_flag, parse_seconds
 from gpu.core.telemetry import TelemetryMonitor, describe as describe_telemetry
-from gpu.core.timing import MIN_RELIABLE_SAMPLES, Clock, PhaseTimer, RepeatPolicy, Stats, collect, format_factor, format_seconds, time_kernel
+from gpu.core.timing import MIN_RELIABLE_SAMPLES, Clock, PhaseTimer, RepeatPolicy, Stats, collect, format_factor, format_seconds, time_kernel, utc_timestamp
 from gpu.experiments.base import Experiment, Param, PerBackend, Progress
 from gpu.experiments.registry import register
 
@@ -157,7 +157,7 @@ class VectorAddRun:
     warnings: tuple[str, ...] = ()
     article: "ArticleRun | None" = None  # the article's own method, when it was run too
     seed: int = 0
-    created_at: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    created_at: str = field(default_factory=utc_timestamp)
     telemetry: dict | None = None  # GPU clocks, temperature, power, throttling (gpu.core.telemetry)
 
     dtype = "float32"

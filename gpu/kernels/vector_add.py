@@ -74,10 +74,6 @@ def vector_add_ilp_kernel(a, b, c):
             c[i2] = a[i2] + b[i2]
 
 
-# The stream hold lives in gpu.core.hold (timing machinery, not an experiment's kernel);
-# re-exported here for older imports.
-from gpu.core.hold import HOLD_STREAM_NS, hold_stream, stream_hold_problem  # noqa: E402,F401
-
 
 def compile_vector_add() -> float:
     """Compile (or load from Numba's cache) the vector-add kernel; return seconds taken.

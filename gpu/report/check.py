@@ -9,7 +9,6 @@ import json
 import time
 import traceback
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
@@ -17,7 +16,7 @@ from typing import Callable
 from gpu.core.backend import BACKEND
 from gpu.core.device import device_info, host_info, library_versions
 from gpu.core.limits import SIMULATOR_MAX_N, max_vector_n
-from gpu.core.timing import RepeatPolicy, format_factor, format_seconds
+from gpu.core.timing import RepeatPolicy, format_factor, format_seconds, utc_timestamp
 from gpu.experiments.catalog import KERNELS
 
 AWKWARD_SIZES = (1, 31, 32, 33, 255, 256, 257, 1_000_003, 10_000_000)
@@ -199,7 +198,8 @@ INDEXING_CASES = ((1, 32), (31, 32), (33, 32), (257, 32), (257, 100), (257, 256)
 def launch_section(ctx: CheckContext) -> Section:
     """Block-size sweep at a large N, the indexing probe at awkward sizes, and the inspector."""
     from gpu.core.inspect import inspect_vector_add
-    from gpu.experiments.launch import run_indexing, run_launch_sweep
+    from gpu.experiments.indexing import run_indexing
+    from gpu.experiments.launch import run_launch_sweep
 
     # the probe against NumPy's index arithmetic, one thread per element and grid-stride
     cases = INDEXING_CASES[:4] if ctx.quick else INDEXING_CASES
@@ -320,7 +320,7 @@ def run_check(
     """
     quick = BACKEND.simulated if quick is None else quick
     ctx = CheckContext(quick=quick, max_n=min(max_vector_n(), SIMULATOR_MAX_N) if quick else max_vector_n(), say=on_progress or (lambda _m: None))
-    report = CheckReport(started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"), quick=quick)
+    report = CheckReport(started_at=utc_timestamp(), quick=quick)
     from gpu.core.telemetry import TelemetryMonitor
 
     ctx.telemetry = TelemetryMonitor().start()  # clocks and throttling over the whole check

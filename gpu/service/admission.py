@@ -113,8 +113,3 @@ def out_of_memory_message(exc: BaseException, device_name: str) -> str:
         "and programs share this machine). Nothing was saved for this run; the GPU has been "
         "released and its memory freed. Try a smaller N or fewer repeats, or try again later."
     )
-
-
-# One function, defined with the memory primitives so the experiments (a lower layer)
-# use the same one; re-exported here for the UI's out-of-memory path.
-from gpu.core.limits import release_device_memory  # noqa: E402,F401

@@ -8,7 +8,8 @@ import pandas as pd
 import streamlit as st
 
 from gpu.core.inspect import KERNELS, KernelInspection, inspect_kernel
-from gpu.experiments.launch import DRAW_LIMIT_THREADS, IndexingRun, LaunchSweepRun
+from gpu.experiments.indexing import DRAW_LIMIT_THREADS, IndexingRun
+from gpu.experiments.launch import LaunchSweepRun
 from gpu.core.timing import format_seconds
 from ui.charts import launch as launch_charts
 

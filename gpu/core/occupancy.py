@@ -1,0 +1,144 @@
+"""Launch configuration: how blocks and threads map to data, and what block size costs.
+
+Two experiments:
+
+- ``run_indexing``: the thread-indexing explorer. A probe kernel (the article's kernel
+  plus a recorder) runs at the chosen N and block size, or as a grid-stride loop over a
+  fixed number of blocks, and records for every thread its threadIdx.x, blockIdx.x,
+  blockDim.x, position, warp, whether the guard masked it off, and how many elements it
+  added. The records are checked against the same arithmetic done in NumPy.
+- ``run_launch_sweep``: the article's vector-add kernel timed with CUDA events for
+  threads per block 32 to 1024 (plus an optional size that is not a multiple of 32),
+  and a grid-stride vector add with blocks = a multiple of the multiprocessor count,
+  each with effective bandwidth and the occupancy the device allows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+from gpu.core.backend import BACKEND, cuda
+from gpu.core.limits import (
+    WARP_SIZE,
+)
+
+
+@dataclass(frozen=True)
+class Occupancy:
+    """How many of one configuration's blocks a multiprocessor holds at once.
+
+    ``source`` is "driver" (cuOccupancyMaxActiveBlocksPerMultiprocessor for the compiled
+    kernel) or "calculated" (from the kernel's registers and the device's per-SM limits,
+    an approximation). ``limiter`` names the per-SM limit that binds, when calculated.
+    """
+
+    threads_per_block: int
+    blocks_per_sm: int
+    warps_per_sm: int
+    max_warps_per_sm: int
+    source: str
+    limiter: str | None = None
+
+    @property
+    def fraction(self) -> float:
+        """Theoretical occupancy: resident warps / the SM's maximum."""
+        return self.warps_per_sm / self.max_warps_per_sm if self.max_warps_per_sm else float("nan")
+
+    def to_dict(self) -> dict:
+        return {
+            "threads_per_block": self.threads_per_block,
+            "blocks_per_sm": self.blocks_per_sm,
+            "warps_per_sm": self.warps_per_sm,
+            "max_warps_per_sm": self.max_warps_per_sm,
+            "fraction": self.fraction,
+            "source": self.source,
+            "limiter": self.limiter,
+        }
+
+
+@dataclass(frozen=True)
+class SmLimits:
+    """Per-multiprocessor limits read from the device (None where not exposed)."""
+
+    max_threads_per_sm: int | None
+    max_blocks_per_sm: int | None
+    registers_per_sm: int | None
+    shared_memory_per_sm: int | None
+
+    def to_dict(self) -> dict:
+        return {
+            "max_threads_per_sm": self.max_threads_per_sm,
+            "max_blocks_per_sm": self.max_blocks_per_sm,
+            "registers_per_sm": self.registers_per_sm,
+            "shared_memory_per_sm": self.shared_memory_per_sm,
+        }
+
+
+def sm_limits() -> SmLimits | None:
+    """The current device's per-SM limits; None in the simulator."""
+    if BACKEND.simulated:
+        return None
+    dev = cuda.get_current_device()
+
+    def attr(name: str) -> int | None:
+        try:
+            return int(getattr(dev, name))
+        except Exception:  # attribute not exposed by this driver/binding
+            return None
+
+    return SmLimits(
+        attr("MAX_THREADS_PER_MULTIPROCESSOR"),
+        attr("MAX_BLOCKS_PER_MULTIPROCESSOR"),
+        attr("MAX_REGISTERS_PER_MULTIPROCESSOR"),
+        attr("MAX_SHARED_MEMORY_PER_MULTIPROCESSOR"),
+    )
+
+
+REGISTER_ALLOCATION_UNIT = 256  # registers are handed out per warp in chunks of 256
+
+
+def calculated_occupancy(
+    threads_per_block: int, regs_per_thread: int, shared_per_block: int, limits: SmLimits, warp_size: int = WARP_SIZE
+) -> Occupancy | None:
+    """Occupancy from per-SM limits, like CUDA's occupancy calculator (approximate)."""
+    if not limits.max_threads_per_sm:
+        return None
+    warps_per_block = -(-threads_per_block // warp_size)
+    max_warps = limits.max_threads_per_sm // warp_size
+    bounds = {"threads per SM": max_warps // warps_per_block}
+    if limits.max_blocks_per_sm:
+        bounds["blocks per SM"] = limits.max_blocks_per_sm
+    if limits.registers_per_sm and regs_per_thread:
+        regs_per_warp = -(-regs_per_thread * warp_size // REGISTER_ALLOCATION_UNIT) * REGISTER_ALLOCATION_UNIT
+        bounds["registers"] = (limits.registers_per_sm // regs_per_warp) // warps_per_block
+    if limits.shared_memory_per_sm and shared_per_block:
+        bounds["shared memory"] = limits.shared_memory_per_sm // shared_per_block
+    limiter = min(bounds, key=bounds.get)
+    blocks = bounds[limiter]
+    return Occupancy(threads_per_block, blocks, blocks * warps_per_block, max_warps, "calculated", limiter)
+
+
+def kernel_occupancy(compiled, threads_per_block: int, limits: SmLimits | None, sm_count: int | None) -> Occupancy | None:
+    """Occupancy of a compiled kernel (numba-cuda ``_Kernel``) at one block size.
+
+    Asks the driver (through the kernel's max_cooperative_grid_blocks, which is
+    active blocks per SM x SM count); falls back to the calculation. None when neither
+    works (and always in the simulator).
+    """
+    if compiled is None or limits is None:
+        return None
+    warps_per_block = -(-threads_per_block // WARP_SIZE)
+    max_warps = (limits.max_threads_per_sm or 0) // WARP_SIZE
+    calc = None
+    try:
+        calc = calculated_occupancy(threads_per_block, compiled.regs_per_thread, compiled.shared_mem_per_block, limits)
+    except Exception:
+        calc = None
+    try:
+        if sm_count and max_warps:
+            per_sm = int(compiled.max_cooperative_grid_blocks(threads_per_block)) // sm_count
+            return Occupancy(threads_per_block, per_sm, per_sm * warps_per_block, max_warps, "driver", calc.limiter if calc and calc.blocks_per_sm == per_sm else None)
+    except Exception:
+        pass
+    return calc
