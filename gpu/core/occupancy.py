@@ -1,22 +1,13 @@
-"""Launch configuration: how blocks and threads map to data, and what block size costs.
+"""Occupancy: how many warps of a kernel fit on one multiprocessor at a block size.
 
-Two experiments:
-
-- ``run_indexing``: the thread-indexing explorer. A probe kernel (the article's kernel
-  plus a recorder) runs at the chosen N and block size, or as a grid-stride loop over a
-  fixed number of blocks, and records for every thread its threadIdx.x, blockIdx.x,
-  blockDim.x, position, warp, whether the guard masked it off, and how many elements it
-  added. The records are checked against the same arithmetic done in NumPy.
-- ``run_launch_sweep``: the article's vector-add kernel timed with CUDA events for
-  threads per block 32 to 1024 (plus an optional size that is not a multiple of 32),
-  and a grid-stride vector add with blocks = a multiple of the multiprocessor count,
-  each with effective bandwidth and the occupancy the device allows.
+From the driver where it answers (``cuOccupancyMaxActiveBlocksPerMultiprocessor``), else
+calculated from the compiled kernel's registers and shared memory and the SM's limits
+for its compute capability. Used by the block-size sweep (gpu/experiments/launch.py).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-
 
 from gpu.core.backend import BACKEND, cuda
 from gpu.core.limits import (

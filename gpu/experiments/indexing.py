@@ -1,16 +1,10 @@
-"""Launch configuration: how blocks and threads map to data, and what block size costs.
+"""The thread-indexing explorer: which thread handles which element.
 
-Two experiments:
-
-- ``run_indexing``: the thread-indexing explorer. A probe kernel (the article's kernel
-  plus a recorder) runs at the chosen N and block size, or as a grid-stride loop over a
-  fixed number of blocks, and records for every thread its threadIdx.x, blockIdx.x,
-  blockDim.x, position, warp, whether the guard masked it off, and how many elements it
-  added. The records are checked against the same arithmetic done in NumPy.
-- ``run_launch_sweep``: the article's vector-add kernel timed with CUDA events for
-  threads per block 32 to 1024 (plus an optional size that is not a multiple of 32),
-  and a grid-stride vector add with blocks = a multiple of the multiprocessor count,
-  each with effective bandwidth and the occupancy the device allows.
+A probe kernel (the article's kernel plus a recorder) runs at the chosen N and block
+size, or as a grid-stride loop over a fixed number of blocks, and records for every
+thread its threadIdx.x, blockIdx.x, blockDim.x, position, warp, whether the guard masked
+it off, and how many elements it added. The records are checked against the same
+arithmetic done in NumPy. Launches too large to probe get the launch arithmetic only.
 """
 
 from __future__ import annotations
@@ -20,15 +14,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from gpu.core.timing import utc_timestamp
 from gpu.core.backend import BACKEND, cuda
 from gpu.core.device import DeviceInfo, device_info
-from gpu.kernels.vector_add import (
-    PROBE_FIELDS,
-    blocks_for,
-    grid_stride_probe_kernel,
-    indexing_probe_kernel,
-)
 from gpu.core.limits import (
     SIMULATOR_MAX_N,
     WARP_SIZE,
@@ -38,9 +25,15 @@ from gpu.core.limits import (
     parse_int,
     parse_size,
 )
+from gpu.core.timing import utc_timestamp
 from gpu.experiments.base import Experiment, Param, Progress
 from gpu.experiments.registry import register
-
+from gpu.kernels.vector_add import (
+    PROBE_FIELDS,
+    blocks_for,
+    grid_stride_probe_kernel,
+    indexing_probe_kernel,
+)
 
 DRAW_LIMIT_THREADS = 4096  # the explorer's chart draws at most this many thread cells
 

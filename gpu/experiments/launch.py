@@ -1,16 +1,9 @@
-"""Launch configuration: how blocks and threads map to data, and what block size costs.
+"""The block-size sweep: what threads per block cost the article's kernel.
 
-Two experiments:
-
-- ``run_indexing``: the thread-indexing explorer. A probe kernel (the article's kernel
-  plus a recorder) runs at the chosen N and block size, or as a grid-stride loop over a
-  fixed number of blocks, and records for every thread its threadIdx.x, blockIdx.x,
-  blockDim.x, position, warp, whether the guard masked it off, and how many elements it
-  added. The records are checked against the same arithmetic done in NumPy.
-- ``run_launch_sweep``: the article's vector-add kernel timed with CUDA events for
-  threads per block 32 to 1024 (plus an optional size that is not a multiple of 32),
-  and a grid-stride vector add with blocks = a multiple of the multiprocessor count,
-  each with effective bandwidth and the occupancy the device allows.
+The vector-add kernel timed alone (behind the verified stream hold, L2 flushed) for
+threads per block 32 to 1024, plus an optional size that is not a multiple of 32, and a
+grid-stride vector add with blocks = a multiple of the multiprocessor count, each with
+effective bandwidth and the occupancy the device allows.
 """
 
 from __future__ import annotations
@@ -22,15 +15,6 @@ import numpy as np
 
 from gpu.core.backend import BACKEND, cuda
 from gpu.core.device import DeviceInfo, device_info
-from gpu.kernels.vector_add import (
-    VECTOR_ADD_SIGNATURE,
-    blocks_for,
-    compile_grid_stride_vector_add,
-    compile_vector_add,
-    vector_add_grid_stride_kernel,
-    vector_add_kernel,
-)
-from gpu.core.occupancy import Occupancy, SmLimits, kernel_occupancy, sm_limits
 from gpu.core.limits import (
     InputError,
     check_n,
@@ -40,11 +24,25 @@ from gpu.core.limits import (
     max_vector_n,
     parse_int,
 )
-from gpu.core.timing import RepeatPolicy, Stats, format_seconds, time_kernel, utc_timestamp
+from gpu.core.occupancy import Occupancy, SmLimits, kernel_occupancy, sm_limits
+from gpu.core.timing import (
+    RepeatPolicy,
+    Stats,
+    format_seconds,
+    time_kernel,
+    utc_timestamp,
+)
 from gpu.experiments.base import Experiment, Param, PerBackend, Progress
 from gpu.experiments.registry import register
 from gpu.experiments.vector_add import BYTES_PER_ELEMENT, effective_bandwidth_gbps
-
+from gpu.kernels.vector_add import (
+    VECTOR_ADD_SIGNATURE,
+    blocks_for,
+    compile_grid_stride_vector_add,
+    compile_vector_add,
+    vector_add_grid_stride_kernel,
+    vector_add_kernel,
+)
 
 SWEEP_BLOCK_SIZES = (32, 64, 128, 256, 512, 1024)
 GRID_STRIDE_SM_MULTIPLES = (1, 4, 8, 32)  # blocks = k x multiprocessors
