@@ -2,7 +2,8 @@
 
 import streamlit as st
 
-from gpu.experiments.transfers import BANDWIDTH, STRATEGIES_EXPERIMENT
+from gpu.experiments.bandwidth import BANDWIDTH
+from gpu.experiments.transfers import STRATEGIES_EXPERIMENT
 from ui.forms import experiment_form
 from ui.frame import frame
 from ui.reference import panel_after_run, panel_before_run

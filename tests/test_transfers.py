@@ -7,23 +7,13 @@ import numpy as np
 import pytest
 
 import gpu
-from gpu.experiments import transfers
+from gpu.experiments import bandwidth, strategy_timing, transfers
 from gpu.core.limits import InputError
 from gpu.core.timing import RepeatPolicy, Stats
-from gpu.experiments.transfers import (
-    Interval,
-    build_timeline,
-    check_chunks,
-    check_copy_sizes,
-    check_streams,
-    chunk_bounds,
-    concurrent_s,
-    find_plateau,
-    format_bytes,
-    overlap_fraction,
-    run_bandwidth_curves,
-    run_strategies,
-)
+from gpu.core.timeline import Interval, build_timeline, concurrent_s, overlap_fraction
+from gpu.experiments.bandwidth import check_copy_sizes, find_plateau, format_bytes, run_bandwidth_curves
+from gpu.experiments.transfers import check_chunks, check_streams, chunk_bounds, run_strategies
+from gpu.report.transfers_check import check_transfers
 
 ONE = RepeatPolicy.count(1, warmup=0)
 
@@ -222,8 +212,8 @@ def test_comparison_serialises_and_frames(comparison):
 
 
 def test_a_missed_chunk_fails_the_check(monkeypatch):
-    real = transfers.chunk_bounds
-    monkeypatch.setattr(transfers, "chunk_bounds", lambda n, c: real(n, c)[:-1] if c > 1 else real(n, c))
+    real = strategy_timing.chunk_bounds
+    monkeypatch.setattr(strategy_timing, "chunk_bounds", lambda n, c: real(n, c)[:-1] if c > 1 else real(n, c))
     result = run_strategies(300, 128, chunks=3, streams=2, policy=ONE, strategies=["chunked"])
     assert result.strategies["one-chunk"].agreement.passed
     chunked = result.strategies["chunked"].agreement
@@ -232,7 +222,7 @@ def test_a_missed_chunk_fails_the_check(monkeypatch):
 
 
 def test_pinned_failure_falls_back_to_pageable_with_a_note(monkeypatch):
-    monkeypatch.setattr(transfers, "host_buffer", lambda nbytes, pinned: (np.empty(nbytes, dtype=np.uint8), False))
+    monkeypatch.setattr(strategy_timing, "host_buffer", lambda nbytes, pinned: (np.empty(nbytes, dtype=np.uint8), False))
     result = run_strategies(200, 128, chunks=2, streams=2, policy=ONE, strategies=["pinned", "chunked"])
     assert result.agree
     assert result.strategies["pinned"].host_memory == "pageable (pinning failed)"
@@ -284,7 +274,7 @@ def test_bandwidth_curves_cover_every_series_and_size():
 
 
 def test_bandwidth_pinned_fallback_is_noted(monkeypatch):
-    monkeypatch.setattr(transfers, "time_copy", lambda d, nbytes, policy, pinned=True: (Stats((1e-5, 1e-5)), False))
+    monkeypatch.setattr(bandwidth, "time_copy", lambda d, nbytes, policy, pinned=True: (Stats((1e-5, 1e-5)), False))
     curves = run_bandwidth_curves([4096], series=[("h2d", "pinned")], policy=ONE)
     assert curves.pinned_fell_back
     assert any("could not be allocated for 4 KiB" in n for n in curves.notes)
@@ -340,7 +330,7 @@ def test_cli_transfers_rejects_bad_input_in_one_line(args, message, capsys):
 
 
 def test_check_section_quick_passes_and_reports_targets():
-    passed, data, markdown = transfers.check_transfers(True, 1024, lambda _m: None)
+    passed, data, markdown = check_transfers(True, 1024, lambda _m: None)
     assert passed
     assert set(data) >= {"bandwidth", "library_copies", "strategies", "targets"}
     assert data["strategies"]["small"]["agree"] is True

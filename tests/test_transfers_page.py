@@ -104,7 +104,9 @@ def test_bad_strategy_input_shows_an_error_and_runs_nothing(kwargs, message):
 # --- chart builders, on to_dict() ------------------------------------------------------------
 
 from gpu.core.timing import RepeatPolicy, Stats  # noqa: E402
-from gpu.experiments.transfers import BandwidthCurves, BandwidthPoint, Interval, run_strategies  # noqa: E402
+from gpu.core.timeline import Interval  # noqa: E402
+from gpu.experiments.bandwidth import BandwidthCurves, BandwidthPoint  # noqa: E402
+from gpu.experiments.transfers import run_strategies  # noqa: E402
 from gpu.core.device import device_info  # noqa: E402
 from ui.charts import transfers as transfers_charts  # noqa: E402
 
@@ -155,7 +157,7 @@ def test_timeline_chart_draws_one_bar_per_interval_in_its_lane():
     intervals = [Interval("2 chunks on 2 streams", c, c, p, t0, t0 + 1.0) for c in range(2) for p, t0 in (("h2d", c), ("kernel", c + 1), ("d2h", c + 2))]
     import pandas as pd
 
-    from gpu.experiments.transfers import build_timeline
+    from gpu.core.timeline import build_timeline
 
     frame = pd.DataFrame(
         [(b.run, b.lane, b.chunk, b.stream, b.phase, b.start_s * 1e3, b.end_s * 1e3, (b.end_s - b.start_s) * 1e3) for b in build_timeline(intervals)],

@@ -19,6 +19,7 @@ MODULES = (
     "gpu.experiments.indexing",
     "gpu.experiments.launch",
     "gpu.experiments.launch_overhead",
+    "gpu.experiments.bandwidth",
     "gpu.experiments.transfers",
     # the kernel catalog (gpu/experiments/catalog.py)
     "gpu.experiments.reduction",

@@ -292,7 +292,7 @@ def rebuild_launch_sweep(d: Mapping[str, Any]):
 
 def rebuild_bandwidth(d: Mapping[str, Any]):
     """BandwidthCurves from its to_dict()."""
-    from gpu.experiments.transfers import BandwidthCurves, BandwidthPoint
+    from gpu.experiments.bandwidth import BandwidthCurves, BandwidthPoint
 
     points = tuple(BandwidthPoint(p["direction"], p["memory"], int(p["nbytes"]), _stats(p["stats"]), bool(p["pinned_ok"])) for p in d["points"])
     return BandwidthCurves(tuple(int(s) for s in d["sizes"]), points, _policy(d["policy"]), d["backend"], _device(d["device"]),
@@ -301,7 +301,8 @@ def rebuild_bandwidth(d: Mapping[str, Any]):
 
 def rebuild_strategies(d: Mapping[str, Any]):
     """A StrategyComparison from its to_dict()."""
-    from gpu.experiments.transfers import Interval, StrategyComparison, StrategyRun
+    from gpu.core.timeline import Interval
+    from gpu.experiments.transfers import StrategyComparison, StrategyRun
 
     strategies = {
         key: StrategyRun(key, s["host_memory"], {p: _stats(v) for p, v in s["phases"].items()}, _stats(s["total"]), _agreement(s["agreement"]),

@@ -16,19 +16,8 @@ from gpu.core.timing import ALLOCATION_RULE
 
 import gpu
 from gpu.core.timing import format_factor, format_seconds
-from gpu.experiments.transfers import (
-    MAX_CHUNKS,
-    MAX_ITERATIONS,
-    MAX_STREAMS,
-    SIMULATED_NOTE,
-    STRATEGIES,
-    BandwidthCurves,
-    StrategyComparison,
-    format_bytes,
-    max_copy_bytes,
-    max_transfer_n,
-    series_label,
-)
+from gpu.experiments.bandwidth import SIMULATED_NOTE, BandwidthCurves, format_bytes, max_copy_bytes, series_label
+from gpu.experiments.transfers import MAX_CHUNKS, MAX_ITERATIONS, MAX_STREAMS, STRATEGIES, StrategyComparison, max_transfer_n
 from ui.charts import transfers as transfers_charts
 
 BANDWIDTH_KEY = "transfers.bandwidth"
