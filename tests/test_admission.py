@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from gpu.service import admission
 from gpu.service.admission import check_work, describe, is_out_of_memory, out_of_memory_message
 from gpu.core import limits
 from gpu.core.limits import check_sweep_points

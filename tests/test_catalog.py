@@ -4,7 +4,6 @@ results carry what the pages and History need. Sizes are tiny (~0.1 ms per simul
 
 from dataclasses import replace
 
-import numpy as np
 import pytest
 from numba import float32, uint32
 
@@ -15,7 +14,7 @@ from gpu.core.timing import RepeatPolicy
 from gpu.experiments import histogram, matmul, reduction, stencil, transpose
 from gpu.experiments.catalog import KERNELS, FLOPS_PER_ELEMENT_PASS, step_sources
 from gpu.experiments.registry import get
-from gpu.experiments.steps import Step, run_kernel
+from gpu.experiments.steps import run_kernel
 from gpu.service.admission import admit
 
 ONE = RepeatPolicy.count(1, warmup=0)

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from gpu.core.device import DeviceInfo
-from gpu.core.roofline import Roofs, device_roofs, fp32_lanes_per_sm, fp32_peak_gflops
+from gpu.core.roofline import device_roofs, fp32_lanes_per_sm, fp32_peak_gflops
 from gpu.core.timing import RepeatPolicy
 from gpu.experiments import matmul
 from gpu.experiments.steps import run_kernel

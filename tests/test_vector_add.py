@@ -8,7 +8,8 @@ from gpu.core import cpu
 from gpu.kernels.vector_add import blocks_for
 from gpu.core.limits import InputError, check_n, check_threads_per_block, parse_size
 from gpu.core.timing import RepeatPolicy
-from gpu.experiments.vector_add import GPU_PHASES, check_agreement, gpu_vector_add, make_inputs, run_article_method, run_vector_add
+from gpu.core.agreement import check_bits as check_agreement
+from gpu.experiments.vector_add import GPU_PHASES, gpu_vector_add, make_inputs, run_article_method, run_vector_add
 
 AWKWARD = [1, 31, 32, 33, 255, 256, 257, 3000]
 

@@ -91,6 +91,73 @@ class Agreement:
         }
 
 
+def same_bits(result: np.ndarray, expected: np.ndarray) -> np.ndarray:
+    """Element-wise bit equality of two float arrays (NaN equals NaN of the same bits); ints by value."""
+    if expected.dtype.kind != "f":
+        return result == expected
+    bits = np.dtype(f"u{expected.dtype.itemsize}")
+    return np.ascontiguousarray(result).astype(expected.dtype, copy=False).view(bits) == np.ascontiguousarray(expected).view(bits)
+
+
+def identical(result: np.ndarray, expected: np.ndarray) -> bool:
+    """True when ``result`` has ``expected``'s shape and the same bits everywhere."""
+    return result.shape == expected.shape and bool(np.all(same_bits(result, expected)))
+
+
+@dataclass(frozen=True)
+class BitAgreement:
+    """How a float32 result compares with NumPy's, bit for bit (vector add and its strategies).
+
+    IEEE float32 addition rounds the same way on every device, so anything but
+    bit-identity is a bug; ``max_abs_diff`` and ``allclose`` say how big the bug is.
+    """
+
+    implementation: str
+    n: int
+    identical: int  # elements whose float32 bits match exactly
+    max_abs_diff: float
+    allclose: bool
+
+    @property
+    def mismatches(self) -> int:
+        return self.n - self.identical
+
+    @property
+    def passed(self) -> bool:
+        """float32 addition is exact IEEE rounding everywhere: demand bit-identity."""
+        return self.mismatches == 0
+
+    def to_dict(self) -> dict:
+        return {
+            "implementation": self.implementation,
+            "n": self.n,
+            "identical": self.identical,
+            "mismatches": self.mismatches,
+            "max_abs_diff": self.max_abs_diff,
+            "allclose": self.allclose,
+            "passed": self.passed,
+        }
+
+
+def check_bits(name: str, result: np.ndarray, reference: np.ndarray) -> BitAgreement:
+    """Compare ``result`` with ``reference`` bit for bit (NaN-safe) and numerically."""
+    if result.shape != reference.shape:
+        raise ValueError(f"{name}: shape {result.shape} differs from the reference {reference.shape}")
+    identical = int(np.count_nonzero(same_bits(result, reference)))
+    if identical == result.size:  # equal bits: no difference to measure, and no float64 temporaries
+        return BitAgreement(implementation=name, n=int(result.size), identical=identical, max_abs_diff=0.0, allclose=True)
+    with np.errstate(invalid="ignore", over="ignore"):
+        diff = np.abs(result.astype(np.float64) - reference.astype(np.float64))
+    max_diff = float(np.nanmax(diff)) if diff.size else 0.0
+    return BitAgreement(
+        implementation=name,
+        n=int(result.size),
+        identical=identical,
+        max_abs_diff=max_diff,
+        allclose=bool(np.allclose(result, reference, equal_nan=True)),
+    )
+
+
 def _same_shape(name: str, result: np.ndarray, expected: np.ndarray) -> None:
     if result.shape != expected.shape:
         raise ValueError(f"{name}: result shape {result.shape} differs from the reference {expected.shape}")
@@ -107,11 +174,7 @@ class ExactReference:
     def check(self, name: str, result: np.ndarray, depth: int | None = None) -> Agreement:
         result = np.ascontiguousarray(result)
         _same_shape(name, result, self.expected)
-        if self.expected.dtype.kind == "f":
-            bits = np.dtype(f"u{self.expected.dtype.itemsize}")
-            same = result.astype(self.expected.dtype, copy=False).view(bits) == self.expected.view(bits)
-        else:
-            same = result == self.expected
+        same = same_bits(result, self.expected)
         mismatches = int(same.size - np.count_nonzero(same))
         max_diff = 0.0
         if mismatches:

@@ -20,6 +20,7 @@ import importlib
 from dataclasses import dataclass
 import numpy as np
 
+from gpu.core.agreement import identical
 from gpu.core.backend import BACKEND
 from gpu.core.timing import RepeatPolicy, Stats, time_kernel
 
@@ -101,7 +102,7 @@ def time_on_library_stream(
         library.synchronize()
         stream = external_stream(library.stream_ptr)  # the same stream, seen by Numba
         stats = time_kernel(lambda: library.add(d_a, d_b, d_c), stream, policy, flush_l2=flush_l2, ops=ops)
-        agree = bit_identical(library.download(d_c), expected)
+        agree = identical(library.download(d_c), expected)
         del d_a, d_b, d_c
         return ReferenceTiming(name, a.size, stats, agree)
     finally:
@@ -187,9 +188,6 @@ class _Torch:
 LIBRARIES = {"cupy": _CuPy, "torch": _Torch}
 
 
-def bit_identical(c: np.ndarray, expected: np.ndarray) -> bool:
-    """True when two float32 arrays hold the same bits everywhere (cheap: no float64 copies)."""
-    return c.shape == expected.shape and bool(np.array_equal(c.view(np.uint32), expected.view(np.uint32)))
 
 
 def available_references() -> dict[str, str | None]:
@@ -197,4 +195,4 @@ def available_references() -> dict[str, str | None]:
     return {name: unavailable_reason(name) for name in REFERENCES}
 
 
-__all__ = ["LABELS", "REFERENCES", "ReferenceTiming", "ReferenceUnavailable", "available_references", "bit_identical", "time_on_library_stream", "time_reference", "unavailable_reason"]
+__all__ = ["LABELS", "REFERENCES", "ReferenceTiming", "ReferenceUnavailable", "available_references", "time_on_library_stream", "time_reference", "unavailable_reason"]

@@ -27,6 +27,7 @@ from gpu.core import cpu, reference
 from gpu.core.backend import BACKEND
 from gpu.core.device import DeviceInfo, device_info
 from gpu.kernels.vector_add import ELEMENTS_PER_THREAD, blocks_for, compile_vector_add, vector_add_ilp_kernel
+from gpu.core.agreement import identical
 from gpu.core.l2 import fits_in_l2, l2_cache_bytes
 from gpu.core.limits import (
     InputError, check_n, check_repeats, check_sweep_points, check_threads, check_threads_per_block, load_config, max_vector_n,
@@ -753,10 +754,6 @@ def _host_buffers(n: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray
     return a, b, np.empty(n, dtype=np.float32), np.empty(n, dtype=np.float32)
 
 
-def _same_bits(out: np.ndarray, expected: np.ndarray) -> bool:
-    return bool(np.array_equal(out.view(np.uint32), expected.view(np.uint32)))
-
-
 def _describe_error(exc: BaseException) -> str:
     text = f"{type(exc).__name__}: {exc}"
     if isinstance(exc, MemoryError) or "OUT_OF_MEMORY" in text.upper():
@@ -866,7 +863,7 @@ def _measure(impl: str, a: np.ndarray, b: np.ndarray, expected: np.ndarray, out:
     if impl == "gpu":
         out.fill(np.nan)  # a kernel that wrote nothing must not pass the check
         stats = time_gpu_phases(a, b, out, config.threads_per_block, config.policy, flush_l2=flush)
-        agree = _same_bits(out, expected)
+        agree = identical(out, expected)
         return [
             SweepPoint(n, "gpu-total", stats["total"], agree=agree),
             SweepPoint(n, "gpu-kernel", stats["kernel"], agree=agree),
@@ -879,7 +876,7 @@ def _measure(impl: str, a: np.ndarray, b: np.ndarray, expected: np.ndarray, out:
         tpb = config.threads_per_block
         blocks = blocks_for(n, tpb * ELEMENTS_PER_THREAD)
         stats = time_resident_kernel(vector_add_ilp_kernel, blocks, tpb, a, b, out, config.policy, flush_l2=flush)
-        return [SweepPoint(n, "gpu-ilp", stats, agree=_same_bits(out, expected))]
+        return [SweepPoint(n, "gpu-ilp", stats, agree=identical(out, expected))]
     if impl in reference.REFERENCES:
         timing = reference.time_reference(impl, a, b, config.policy, expected, flush_l2=flush)
         return [SweepPoint(n, impl, timing.stats, agree=timing.agree)]
@@ -887,7 +884,7 @@ def _measure(impl: str, a: np.ndarray, b: np.ndarray, expected: np.ndarray, out:
     timing = time_cpu(impl, a, b, out, config.policy, config.python_budget_s)
     if timing.stats is None:
         return [SweepPoint(n, impl, estimate_s=timing.estimate_s)]
-    return [SweepPoint(n, impl, timing.stats, agree=_same_bits(out, expected))]
+    return [SweepPoint(n, impl, timing.stats, agree=identical(out, expected))]
 
 
 

@@ -60,10 +60,9 @@ from gpu.experiments.strategy_timing import (
     time_mapped,
     time_resident,
 )
+from gpu.core.agreement import BitAgreement, check_bits
 from gpu.experiments.vector_add import (
     BYTES_PER_ELEMENT,
-    Agreement,
-    check_agreement,
     make_inputs,
     time_gpu_phases,
 )
@@ -160,7 +159,7 @@ class StrategyRun:
     host_memory: str  # "pageable", "pinned", "mapped"; "pageable (pinning failed)" on fallback
     phases: dict[str, Stats]
     total: Stats
-    agreement: Agreement
+    agreement: BitAgreement
     iterations: int = 1
     notes: tuple[str, ...] = ()
 
@@ -448,7 +447,7 @@ def run_strategies(
 
     def finish(key: str, stats: dict[str, Stats], memory: str, result: np.ndarray, its: int = 1, extra: tuple[str, ...] = ()) -> None:
         total = stats.pop("total")
-        agreement = check_agreement(key, result, reference)
+        agreement = check_bits(key, result, reference)
         results[key] = StrategyRun(key, memory, stats, total, agreement, its, extra)
 
     pinned = None

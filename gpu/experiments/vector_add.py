@@ -17,6 +17,7 @@ import numpy as np
 from gpu.core import cpu
 from gpu.core.backend import BACKEND, cuda
 from gpu.core.device import DeviceInfo, device_info
+from gpu.core.agreement import BitAgreement, check_bits
 from gpu.core.hold import stream_hold_problem
 from gpu.kernels.vector_add import blocks_for, compile_vector_add, vector_add_kernel
 from gpu.core.limits import InputError, check_n, check_repeats, check_threads, check_threads_per_block, parse_flag, parse_seconds
@@ -39,64 +40,12 @@ TIMING_RULES = (
 DEFAULT_PYTHON_BUDGET_S = 10.0  # the Python loop runs fully only if its estimate fits this
 
 
-
 def effective_bandwidth_gbps(n: int, seconds: float) -> float:
     """GB/s of a vector add of ``n`` float32 elements taking ``seconds`` (12 bytes each)."""
     return BYTES_PER_ELEMENT * n / seconds / 1e9 if seconds > 0 else float("nan")
 
 
 # --- agreement ---------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Agreement:
-    """How one result compares with NumPy's, element by element."""
-
-    implementation: str
-    n: int
-    identical: int  # elements whose float32 bits match exactly
-    max_abs_diff: float
-    allclose: bool
-
-    @property
-    def mismatches(self) -> int:
-        return self.n - self.identical
-
-    @property
-    def passed(self) -> bool:
-        """float32 addition is exact IEEE rounding everywhere: demand bit-identity."""
-        return self.mismatches == 0
-
-    def to_dict(self) -> dict:
-        return {
-            "implementation": self.implementation,
-            "n": self.n,
-            "identical": self.identical,
-            "mismatches": self.mismatches,
-            "max_abs_diff": self.max_abs_diff,
-            "allclose": self.allclose,
-            "passed": self.passed,
-        }
-
-
-def check_agreement(name: str, result: np.ndarray, reference: np.ndarray) -> Agreement:
-    """Compare ``result`` with ``reference`` bit for bit (NaN-safe) and numerically."""
-    if result.shape != reference.shape:
-        raise ValueError(f"{name}: shape {result.shape} differs from the reference {reference.shape}")
-    same_bits = result.view(np.uint32) == reference.view(np.uint32)
-    identical = int(np.count_nonzero(same_bits))
-    if identical == result.size:  # equal bits: no difference to measure, and no float64 temporaries
-        return Agreement(implementation=name, n=int(result.size), identical=identical, max_abs_diff=0.0, allclose=True)
-    with np.errstate(invalid="ignore", over="ignore"):
-        diff = np.abs(result.astype(np.float64) - reference.astype(np.float64))
-    max_diff = float(np.nanmax(diff)) if diff.size else 0.0
-    return Agreement(
-        implementation=name,
-        n=int(result.size),
-        identical=identical,
-        max_abs_diff=max_diff,
-        allclose=bool(np.allclose(result, reference, equal_nan=True)),
-    )
 
 
 # --- results -----------------------------------------------------------------------
@@ -153,7 +102,7 @@ class VectorAddRun:
     compile_s: float
     gpu: dict[str, Stats]  # "h2d", "kernel", "d2h", "total"
     cpu: dict[str, CpuTiming]
-    agreement: dict[str, Agreement]
+    agreement: dict[str, BitAgreement]
     warnings: tuple[str, ...] = ()
     article: "ArticleRun | None" = None  # the article's own method, when it was run too
     seed: int = 0
@@ -473,7 +422,7 @@ def run_vector_add(
     with TelemetryMonitor() as monitor:  # clocks and throttling before, during and after the GPU work
         gpu_stats = time_gpu_phases(a, b, gpu_out, threads_per_block, policy)
     gpu_stats.pop("with_launch")  # launch + kernel are shown as their two parts here
-    agreement = {"gpu": check_agreement("gpu", gpu_out, reference)}
+    agreement = {"gpu": check_bits("gpu", gpu_out, reference)}
 
     # CPU implementations, each checked against the reference too
     cpu_results: dict[str, CpuTiming] = {}
@@ -483,7 +432,7 @@ def run_vector_add(
         timing = time_cpu(name, a, b, cpu_out, policy, python_budget_s)
         cpu_results[name] = timing
         if timing.stats is not None:
-            agreement[name] = check_agreement(name, cpu_out, reference)
+            agreement[name] = check_bits(name, cpu_out, reference)
 
     return VectorAddRun(
         n=n,
@@ -601,8 +550,6 @@ def run_article_method(
         gpu_time_s=gpu_time,
         backend=BACKEND.kind,
     )
-
-
 
 
 # --- the declaration ---------------------------------------------------------------

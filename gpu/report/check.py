@@ -113,7 +113,7 @@ class CheckReport:
 
 def correctness_section(ctx: CheckContext) -> Section:
     """The kernel against NumPy, bit for bit, at awkward sizes and block sizes."""
-    from gpu.experiments.vector_add import check_agreement, gpu_vector_add, make_inputs
+    from gpu.experiments.vector_add import check_bits, gpu_vector_add, make_inputs
 
     rows, skipped = [], []
     for n in AWKWARD_SIZES:
@@ -124,7 +124,7 @@ def correctness_section(ctx: CheckContext) -> Section:
         reference = a + b
         for tpb in CHECK_BLOCK_SIZES:
             ctx.say(f"correctness: N={n:,}, {tpb} threads per block")
-            agreement = check_agreement("gpu", gpu_vector_add(a, b, tpb), reference)
+            agreement = check_bits("gpu", gpu_vector_add(a, b, tpb), reference)
             rows.append({"n": n, "threads_per_block": tpb, **agreement.to_dict()})
     passed = bool(rows) and all(r["passed"] for r in rows)
     failures = [r for r in rows if not r["passed"]]

@@ -200,7 +200,7 @@ def _device(d: Mapping[str, Any]):
 
 
 def _agreement(d: Mapping[str, Any]):
-    from gpu.experiments.vector_add import Agreement
+    from gpu.core.agreement import BitAgreement as Agreement
 
     return Agreement(str(d["implementation"]), int(d["n"]), int(d["identical"]), float(d["max_abs_diff"] or 0.0), bool(d["allclose"]))
 
