@@ -4,13 +4,14 @@ import numpy as np
 import pytest
 
 from gpu.core.timing import RepeatPolicy
-from gpu.experiments.vector_add import gpu_vector_add, make_inputs, run_vector_add
+from gpu.core.arrays import vector_inputs
+from gpu.experiments.vector_add import gpu_vector_add, run_vector_add
 
 pytestmark = pytest.mark.gpu
 
 
 def test_article_size_is_bit_identical_on_the_gpu():
-    a, b = make_inputs(10_000_000)
+    a, b = vector_inputs(10_000_000)
     np.testing.assert_array_equal(gpu_vector_add(a, b, 256), a + b)
 
 
@@ -43,7 +44,7 @@ def test_article_kernel_at_2_28_reaches_half_the_computed_peak():
     from gpu.kernels.vector_add import blocks_for, vector_add_kernel
 
     n = 2**28
-    a, b = make_inputs(n)
+    a, b = vector_inputs(n)
     out = np.empty(n, dtype=np.float32)
     stats = time_resident_kernel(vector_add_kernel, blocks_for(n, 256), 256, a, b, out, RepeatPolicy.count(10))
     peak = device_info().peak_bandwidth_gbps
@@ -74,7 +75,7 @@ def test_l2_flush_makes_a_cache_sized_kernel_slower_than_warm():
     l2 = l2_cache_bytes()
     assert l2, "the device reports no L2 size"
     n = l2 // 4 // 12  # working set a quarter of the L2
-    a, b = make_inputs(n)
+    a, b = vector_inputs(n)
     out = np.empty(n, dtype=np.float32)
     args = (vector_add_kernel, blocks_for(n, 256), 256, a, b, out, RepeatPolicy.count(20))
     flushed = time_resident_kernel(*args, flush_l2=True)

@@ -111,14 +111,15 @@ def test_the_warm_cache_option_never_flushes(ops):
 
 def test_vector_add_phases_add_up_and_allocation_is_outside_every_phase(ops, monkeypatch):
     from gpu.core.backend import cuda
-    from gpu.experiments.vector_add import make_inputs, time_gpu_phases
+    from gpu.core.arrays import vector_inputs
+    from gpu.experiments.vector_add import time_gpu_phases
 
     events: list[str] = []
     real_alloc = cuda.device_array
     monkeypatch.setattr(cuda, "device_array", lambda *a, **k: events.append("alloc") or real_alloc(*a, **k))
     real_event = ops.event
     ops.event = lambda: _LoggedEvent(real_event(), events)
-    a, b = make_inputs(64)
+    a, b = vector_inputs(64)
     out = np.empty(64, dtype=np.float32)
     stats = time_gpu_phases(a, b, out, 32, RepeatPolicy.count(3))
     np.testing.assert_array_equal(out, a + b)

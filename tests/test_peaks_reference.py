@@ -11,7 +11,7 @@ from gpu.core import peaks as peaks_mod
 from gpu.core import reference
 from gpu.core.peaks import LIMIT_KEYS, Limit, Peaks, host_copy_bytes, last_level_cache_bytes, measure_peaks
 from gpu.core.timing import RepeatPolicy
-from gpu.experiments.vector_add import make_inputs
+from gpu.core.arrays import vector_inputs
 
 
 def test_quick_peaks_measure_every_copy_and_say_how():
@@ -66,7 +66,7 @@ def test_peaks_round_trip_to_dict():
 
 
 def test_bit_identical_fails_on_one_ulp():
-    a, b = make_inputs(100)
+    a, b = vector_inputs(100)
     expected = a + b
     close = expected.copy()
     close[3] = np.nextafter(close[3], np.float32(3))
@@ -83,9 +83,9 @@ def test_reference_where_importable(name):
     why = reference.unavailable_reason(name)
     if why is not None:
         with pytest.raises(reference.ReferenceUnavailable, match="."):
-            reference.time_reference(name, *make_inputs(16), RepeatPolicy.count(1))
+            reference.time_reference(name, *vector_inputs(16), RepeatPolicy.count(1))
         pytest.skip(f"{name}: {why}")
-    a, b = make_inputs(1 << 20)
+    a, b = vector_inputs(1 << 20)
     timing = reference.time_reference(name, a, b, RepeatPolicy.count(5))
     assert timing.agree and timing.n == 1 << 20
     assert timing.stats.n_samples == 5 and 0 < timing.stats.median_s < 0.1

@@ -250,7 +250,7 @@ def test_unsupported_mapping_is_skipped_with_the_reason(monkeypatch):
     ],
 )
 def test_bad_strategy_inputs_are_rejected_before_any_work(kwargs, message, monkeypatch):
-    monkeypatch.setattr(transfers, "make_inputs", lambda *a, **k: pytest.fail("work started before validation"))
+    monkeypatch.setattr(transfers, "vector_inputs", lambda *a, **k: pytest.fail("work started before validation"))
     with pytest.raises(InputError, match=message):
         run_strategies(**kwargs)
 

@@ -9,7 +9,8 @@ from gpu.kernels.vector_add import blocks_for
 from gpu.core.limits import InputError, check_n, check_threads_per_block, parse_size
 from gpu.core.timing import RepeatPolicy
 from gpu.core.agreement import check_bits as check_agreement
-from gpu.experiments.vector_add import GPU_PHASES, gpu_vector_add, make_inputs, run_article_method, run_vector_add
+from gpu.core.arrays import vector_inputs
+from gpu.experiments.vector_add import GPU_PHASES, gpu_vector_add, run_article_method, run_vector_add
 
 AWKWARD = [1, 31, 32, 33, 255, 256, 257, 3000]
 
@@ -17,13 +18,13 @@ AWKWARD = [1, 31, 32, 33, 255, 256, 257, 3000]
 @pytest.mark.parametrize("threads_per_block", [32, 128, 1024])
 def test_kernel_is_bit_identical_to_numpy_at_awkward_sizes(threads_per_block):
     for n in AWKWARD:
-        a, b = make_inputs(n, seed=n)
+        a, b = vector_inputs(n, seed=n)
         np.testing.assert_array_equal(gpu_vector_add(a, b, threads_per_block), a + b, err_msg=f"N={n}")
 
 
 def test_kernel_writes_nothing_past_the_end():
     # 33 threads launched for 1 element: the guard must keep the other 32 idle.
-    a, b = make_inputs(1)
+    a, b = vector_inputs(1)
     assert gpu_vector_add(a, b, 33).shape == (1,)
 
 
@@ -34,14 +35,14 @@ def test_launch_geometry_is_ceil_division(n, threads, blocks):
 
 @pytest.mark.parametrize("name", list(cpu.IMPLEMENTATIONS))
 def test_every_cpu_implementation_matches_numpy_exactly(name):
-    a, b = make_inputs(1001)
+    a, b = vector_inputs(1001)
     c = np.empty_like(a)
     cpu.IMPLEMENTATIONS[name](a, b, c)
     assert check_agreement(name, c, a + b).passed
 
 
 def test_agreement_check_fails_on_a_corrupted_output():
-    a, b = make_inputs(100)
+    a, b = vector_inputs(100)
     result = a + b
     result[7] = np.nextafter(result[7], np.float32(2))  # one ulp off
     result[9] = np.nan
@@ -136,7 +137,7 @@ def test_four_per_thread_kernel_is_bit_identical_and_covers_every_element(thread
     from gpu.experiments.vector_add import time_resident_kernel
 
     for n in [1, 31, 127, 128, 129, 1000]:
-        a, b = make_inputs(n, seed=n)
+        a, b = vector_inputs(n, seed=n)
         out = np.full(n, np.nan, dtype=np.float32)  # an element never written stays NaN and fails
         blocks = blocks_for(n, threads_per_block * ELEMENTS_PER_THREAD)
         stats = time_resident_kernel(vector_add_ilp_kernel, blocks, threads_per_block, a, b, out, RepeatPolicy.count(1, warmup=0))

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from gpu.core.arrays import vector_inputs
 from gpu.core.backend import BACKEND, cuda
 from gpu.core.device import DeviceInfo, device_info
 from gpu.core.limits import (
@@ -361,9 +362,7 @@ def run_indexing(
         return IndexingRun(summary, BACKEND.kind, device, False, None, None, None, None, draw_limit, note, tuple(warnings))
 
     # prepare inputs and the record buffers
-    rng = np.random.default_rng(seed)
-    a = rng.random(n, dtype=np.float32)
-    b = rng.random(n, dtype=np.float32)
+    a, b = vector_inputs(n, seed)
     record = np.full((summary.threads_launched, len(PROBE_FIELDS)), -1, dtype=np.int32)
     say(f"running the probe: {blocks:,} blocks × {tpb} threads")
     started = time.perf_counter()

@@ -13,6 +13,7 @@ from typing import Iterable
 
 import numpy as np
 
+from gpu.core.arrays import vector_inputs
 from gpu.core.backend import BACKEND, cuda
 from gpu.core.device import DeviceInfo, device_info
 from gpu.core.limits import (
@@ -327,9 +328,7 @@ def run_launch_sweep(
     compiled_gs = None if BACKEND.simulated or not multiples else vector_add_grid_stride_kernel.compile(VECTOR_ADD_SIGNATURE)
 
     # prepare inputs on the device once
-    rng = np.random.default_rng(seed)
-    a = rng.random(n, dtype=np.float32)
-    b = rng.random(n, dtype=np.float32)
+    a, b = vector_inputs(n, seed)
     reference_bits = (a + b).view(np.uint32)
     poison = np.full(n, np.nan, dtype=np.float32)
     out = np.empty(n, dtype=np.float32)

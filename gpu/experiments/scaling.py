@@ -28,6 +28,7 @@ from gpu.core.backend import BACKEND
 from gpu.core.device import DeviceInfo, device_info
 from gpu.kernels.vector_add import ELEMENTS_PER_THREAD, blocks_for, compile_vector_add, vector_add_ilp_kernel
 from gpu.core.agreement import identical
+from gpu.core.arrays import tiled_vector_inputs
 from gpu.core.l2 import fits_in_l2, l2_cache_bytes
 from gpu.core.limits import (
     InputError, check_n, check_repeats, check_sweep_points, check_threads, check_threads_per_block, load_config, max_vector_n,
@@ -747,10 +748,7 @@ def _host_buffers(n: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray
     ``INPUT_BLOCK`` uniform [0, 1) floats repeated: as good a test of the addition as
     fresh ones, at a fraction of the random generator's cost at 2^30 elements.
     """
-    rng = np.random.default_rng(seed)
-    block = min(n, INPUT_BLOCK)
-    a = np.resize(rng.random(block, dtype=np.float32), n)
-    b = np.resize(rng.random(block, dtype=np.float32), n)
+    a, b = tiled_vector_inputs(n, seed, INPUT_BLOCK)
     return a, b, np.empty(n, dtype=np.float32), np.empty(n, dtype=np.float32)
 
 

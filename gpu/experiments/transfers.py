@@ -61,9 +61,9 @@ from gpu.experiments.strategy_timing import (
     time_resident,
 )
 from gpu.core.agreement import BitAgreement, check_bits
+from gpu.core.arrays import vector_inputs
 from gpu.experiments.vector_add import (
     BYTES_PER_ELEMENT,
-    make_inputs,
     time_gpu_phases,
 )
 from gpu.kernels.vector_add import compile_vector_add
@@ -436,7 +436,7 @@ def run_strategies(
 
     # prepare inputs, the reference and host buffers (untimed)
     say("preparing inputs")
-    a, b = make_inputs(n, seed)
+    a, b = vector_inputs(n, seed)
     reference = a + b
     out = np.empty(n, dtype=np.float32)
     compile_s = compile_vector_add()

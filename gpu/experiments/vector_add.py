@@ -18,6 +18,7 @@ from gpu.core import cpu
 from gpu.core.backend import BACKEND, cuda
 from gpu.core.device import DeviceInfo, device_info
 from gpu.core.agreement import BitAgreement, check_bits
+from gpu.core.arrays import vector_inputs
 from gpu.core.hold import stream_hold_problem
 from gpu.kernels.vector_add import blocks_for, compile_vector_add, vector_add_kernel
 from gpu.core.limits import InputError, check_n, check_repeats, check_threads, check_threads_per_block, parse_flag, parse_seconds
@@ -223,11 +224,6 @@ class VectorAddRun:
 # --- running -----------------------------------------------------------------------
 
 
-def make_inputs(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """Two float32 vectors of uniform [0, 1) values, reproducible from ``seed``."""
-    rng = np.random.default_rng(seed)
-    return rng.random(n, dtype=np.float32), rng.random(n, dtype=np.float32)
-
 
 def gpu_vector_add(a: np.ndarray, b: np.ndarray, threads_per_block: int = 256) -> np.ndarray:
     """c = a + b on the device, untimed: copy in, launch, copy out."""
@@ -411,7 +407,7 @@ def run_vector_add(
         raise InputError(f"unknown CPU implementation {unknown[0]!r}; choose from {', '.join(cpu.IMPLEMENTATIONS)}")
 
     # prepare inputs and the reference
-    a, b = make_inputs(n, seed)
+    a, b = vector_inputs(n, seed)
     reference = a + b
 
     # GPU: compile once (timed apart), then the phases per the policy
@@ -508,7 +504,7 @@ def run_article_method(
     """Reproduce the article's comparison exactly as written (not the careful way)."""
     n = check_n(n, max_n)
     check_threads_per_block(threads_per_block, device_info().max_threads_per_block)
-    a, b = make_inputs(n, seed)
+    a, b = vector_inputs(n, seed)
     blocks = blocks_for(n, threads_per_block)
 
     def time_gpu() -> np.ndarray:  # the article's gpu_add + time_gpu

@@ -113,14 +113,15 @@ class CheckReport:
 
 def correctness_section(ctx: CheckContext) -> Section:
     """The kernel against NumPy, bit for bit, at awkward sizes and block sizes."""
-    from gpu.experiments.vector_add import check_bits, gpu_vector_add, make_inputs
+    from gpu.core.arrays import vector_inputs
+    from gpu.experiments.vector_add import check_bits, gpu_vector_add
 
     rows, skipped = [], []
     for n in AWKWARD_SIZES:
         if n > ctx.max_n or (ctx.quick and n > 4096):
             skipped.append(n)
             continue
-        a, b = make_inputs(n, seed=n)
+        a, b = vector_inputs(n, seed=n)
         reference = a + b
         for tpb in CHECK_BLOCK_SIZES:
             ctx.say(f"correctness: N={n:,}, {tpb} threads per block")

@@ -45,14 +45,15 @@ def methodology(quick: bool, max_n: int, say, earlier_sections=(), telemetry: di
     """(passed, data, markdown). Passes when every kernel sample was behind a verified
     hold (on a GPU that can hold) and the launch-overhead benchmark ran."""
     from gpu.experiments.launch_overhead import ENGINE_TARGET, PATHS, run_launch_overhead
-    from gpu.experiments.vector_add import make_inputs, time_resident_kernel
+    from gpu.core.arrays import vector_inputs
+    from gpu.experiments.vector_add import time_resident_kernel
     from gpu.kernels.vector_add import blocks_for, vector_add_kernel
 
     l2 = l2_cache_bytes()
     policy = RepeatPolicy.count(3) if quick else RepeatPolicy.until_stable(0.02, 0.5, max_repeat=100)
     rows = []
     for n in l2_sizes(l2, max_n):
-        a, b = make_inputs(n, seed=1)
+        a, b = vector_inputs(n, seed=1)
         out = np.empty(n, dtype=np.float32)
         for flush in (True, False):
             say(f"methodology: N = {n:,}, L2 {'flushed' if flush else 'warm'}")
