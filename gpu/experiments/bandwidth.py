@@ -25,6 +25,7 @@ from gpu.core.limits import (
     host_available_bytes,
     parse_int,
 )
+from gpu.core.series import labels
 from gpu.core.timing import RepeatPolicy, Stats, format_factor, utc_timestamp
 from gpu.experiments.base import Experiment, Param, PerBackend, Progress
 from gpu.experiments.registry import register
@@ -105,7 +106,7 @@ SERIES: tuple[tuple[str, str], ...] = (
 )
 
 
-DIRECTION_LABELS = {"h2d": "H2D copy", "d2h": "D2H copy", "d2d": "D2D copy"}
+DIRECTION_LABELS = labels("h2d", "d2h", "d2d")
 
 
 def series_label(direction: str, memory: str) -> str:

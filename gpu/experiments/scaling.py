@@ -23,7 +23,7 @@ from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
-from gpu.core import cpu, reference
+from gpu.core import cpu, reference, series
 from gpu.core.backend import BACKEND
 from gpu.core.device import DeviceInfo, device_info
 from gpu.kernels.vector_add import ELEMENTS_PER_THREAD, blocks_for, compile_vector_add, vector_add_ilp_kernel
@@ -53,18 +53,13 @@ IMPL_LABELS = {
 }
 # Series measured -> display label (the names ui.charts.common.COLORS colours).
 SERIES_LABELS = {
-    "gpu-total": "GPU end to end",
-    "gpu-kernel": "Kernel",
-    "gpu-launch-kernel": "Kernel with launch",
-    "gpu-ilp": "Kernel, 4 per thread",
-    "gpu-h2d": "H2D copy",
-    "gpu-d2h": "D2H copy",
-    "python": "Python loop",
-    "numpy": "NumPy",
-    "numba": "Numba @njit",
-    "numba-parallel": "Numba parallel",
-    "cupy": "CuPy a + b",
-    "torch": "PyTorch a + b",
+    "gpu-total": series.label("total"),
+    "gpu-kernel": series.label("kernel"),
+    "gpu-launch-kernel": series.label("kernel-with-launch"),
+    "gpu-ilp": series.label("kernel-ilp"),
+    "gpu-h2d": series.label("h2d"),
+    "gpu-d2h": series.label("d2h"),
+    **series.labels("python", "numpy", "numba", "numba-parallel", "cupy", "torch"),
 }
 # The GPU figures crossovers are found for: end to end, the kernel with its launch from
 # Python, the kernel alone (issue 10, item 9: stated for the kernel alone and with the launch).

@@ -62,6 +62,7 @@ from gpu.experiments.strategy_timing import (
 )
 from gpu.core.agreement import BitAgreement, check_bits
 from gpu.core.arrays import vector_inputs
+from gpu.core.series import labels
 from gpu.experiments.vector_add import (
     BYTES_PER_ELEMENT,
     time_gpu_phases,
@@ -123,13 +124,7 @@ STRATEGY_DESCRIPTIONS: dict[str, str] = {
     "one-chunk": "the chunked code with one chunk on one stream: the same pinned copies and buffers, without overlap",
     "mapped": "a, b and c in mapped (zero-copy) pinned host memory: the kernel reads and writes host memory over the link, no copies",
 }
-PHASE_LABELS: dict[str, str] = {
-    "h2d": "H2D copy",
-    "launch": "Kernel launch (host)",
-    "kernel": "Kernel",
-    "d2h": "D2H copy",
-    "span": "Copies + kernels (event span)",
-}
+PHASE_LABELS: dict[str, str] = labels("h2d", "launch", "kernel", "d2h", "span")
 # Host arrays a comparison holds at once: a, b, the reference, one output, pinned a, b,
 # c, mapped a, b, c, and the agreement check's temporaries (two float64 arrays = 4).
 TRANSFER_HOST_ARRAYS = 14

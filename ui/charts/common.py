@@ -9,40 +9,18 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-# One colour per measure, shared by every page and chart.
-COLORS: dict[str, str] = {
-    "H2D copy": "#4c78a8",
-    "Kernel launch (host)": "#eeca3b",
-    "Kernel": "#f58518",
-    "Kernel with launch": "#e6a15c",
-    "Kernel, grid-stride": "#9467bd",
-    "Kernel, 4 per thread": "#c49c94",
-    "D2H copy": "#54a24b",
-    "GPU end to end": "#e45756",
-    "Python loop": "#9d755d",
-    "NumPy": "#72b7b2",
-    "Numba @njit": "#b279a2",
-    "Numba parallel": "#ff9da6",
-    "CuPy a + b": "#bab0ac",
-    "PyTorch a + b": "#79706e",
-    "D2D copy": "#17becf",
-    "Copies + kernels (event span)": "#6b4c9a",
-}
+from gpu.core.series import SERIES, label
 
-# Engine names -> the labels above.
+# One colour per measure, shared by every page and chart (the table is gpu/core/series.py).
+COLORS: dict[str, str] = {s.label: s.color for s in SERIES.values()}
+
+# Vector add's (implementation, phase) -> the series' label.
 MEASURE_LABELS: dict[tuple[str, str], str] = {
-    ("gpu", "h2d"): "H2D copy",
-    ("gpu", "launch"): "Kernel launch (host)",
-    ("gpu", "kernel"): "Kernel",
-    ("gpu", "d2h"): "D2H copy",
-    ("gpu", "total"): "GPU end to end",
-    ("python", "cpu"): "Python loop",
-    ("numpy", "cpu"): "NumPy",
-    ("numba", "cpu"): "Numba @njit",
-    ("numba-parallel", "cpu"): "Numba parallel",
+    **{("gpu", phase): label(phase) for phase in ("h2d", "launch", "kernel", "d2h", "total")},
+    **{(impl, "cpu"): label(impl) for impl in ("python", "numpy", "numba", "numba-parallel")},
 }
 
-GPU_PHASE_ORDER = ["H2D copy", "Kernel launch (host)", "Kernel", "D2H copy"]
+GPU_PHASE_ORDER = [label(phase) for phase in ("h2d", "launch", "kernel", "d2h")]
 FIT = alt.AutoSizeParams(type="fit-x", contains="padding")  # titles and legends inside the chart's box
 KIND_DOMAIN = ["measured", "estimate (not run)", "measured, fewer than 3 samples"]
 

@@ -9,11 +9,12 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
+from gpu.core.series import labels
 from ui.charts.common import COLORS
 
 KIND_COLORS = {"GPU step (Numba)": "#f58518", "GPU library": "#4c78a8", "CPU": "#72b7b2"}
-PHASE_LABELS = {"alloc": "Device allocation", "h2d": "H2D copy", "launch": "Kernel launch (host)", "kernel": "Kernel", "d2h": "D2H copy"}
-PHASE_COLORS = {"Device allocation": "#9d9d9d", **{k: COLORS[k] for k in ("H2D copy", "Kernel launch (host)", "Kernel", "D2H copy")}}
+PHASE_LABELS = labels("alloc", "h2d", "launch", "kernel", "d2h")
+PHASE_COLORS = {name: COLORS[name] for name in PHASE_LABELS.values()}
 
 
 def _kind_scale(kinds) -> alt.Scale:

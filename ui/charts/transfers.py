@@ -14,16 +14,11 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
+from gpu.core.series import labels
 from ui.charts.common import color_scale
 
-DIRECTION_MEASURES = {"h2d": "H2D copy", "d2h": "D2H copy", "d2d": "D2D copy"}
-PHASE_MEASURES = {
-    "h2d": "H2D copy",
-    "launch": "Kernel launch (host)",
-    "kernel": "Kernel",
-    "d2h": "D2H copy",
-    "span": "Copies + kernels (event span)",
-}
+DIRECTION_MEASURES = labels("h2d", "d2h", "d2d")
+PHASE_MEASURES = labels("h2d", "launch", "kernel", "d2h", "span")
 MEMORY_DASH = {"pinned": [1, 0], "device": [1, 0], "pageable": [6, 4]}
 # Vega expression: bytes as binary units on the size axis.
 SIZE_LABEL = (
