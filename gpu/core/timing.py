@@ -20,6 +20,8 @@ import time
 from dataclasses import dataclass, replace
 from typing import Callable, Mapping, Sequence
 
+from gpu.core.limits import MAX_REPEATS
+
 Clock = Callable[[], float]
 
 # Fewer samples than this cannot show their own spread: such a figure is flagged
@@ -126,7 +128,7 @@ class RepeatPolicy:
     max_noise: float = 0.02
     min_samples: int = 3
 
-    MAX_REPEAT = 1000  # more samples than this add nothing but waiting
+    MAX_REPEAT = MAX_REPEATS
 
     def __post_init__(self) -> None:
         if not 1 <= self.n_repeat <= self.MAX_REPEAT:

@@ -73,7 +73,7 @@ CPU_SERIES = tuple(cpu.IMPLEMENTATIONS)
 BYTES_PER_ELEMENT_OF = {"gpu-h2d": 8, "gpu-d2h": 4}
 SPACINGS = ("pow2", "decade")
 DEFAULT_MIN_N = 2**10
-DEFAULT_PYTHON_BUDGET_S = 2.0  # per point: the Python loop beyond this is only estimated
+PYTHON_BUDGET_PER_POINT_S = 2.0  # per point: the Python loop beyond this is only estimated
 INPUT_BLOCK = 2**20  # distinct random values per input vector (see _host_buffers)
 
 
@@ -107,7 +107,7 @@ class SweepConfig:
     impls: tuple[str, ...]
     threads_per_block: int = 256
     policy: RepeatPolicy = field(default_factory=lambda: RepeatPolicy.count(5))
-    python_budget_s: float = DEFAULT_PYTHON_BUDGET_S
+    python_budget_s: float = PYTHON_BUDGET_PER_POINT_S
     max_wall_s: float | None = None  # stop (keeping the points so far) after this long
     seed: int = 0
     descending: bool = False  # largest first: a time limit then drops the small sizes
@@ -175,7 +175,7 @@ def make_config(
     spacing: str = "pow2",
     threads_per_block: int | str = 256,
     policy: RepeatPolicy | None = None,
-    python_budget_s: float = DEFAULT_PYTHON_BUDGET_S,
+    python_budget_s: float = PYTHON_BUDGET_PER_POINT_S,
     max_wall_s: float | None = None,
     limit: int | None = None,
     seed: int = 0,
@@ -981,7 +981,7 @@ EXPERIMENT = register(Experiment(
               "Empty: a fixed number of repeats. A number: sample each point until its noise is below the target "
               "or this many seconds are spent (the nvbench way).", flag="--budget"),
         Param("python_budget_s", "Python-loop budget per point (s)", lambda v: parse_seconds(v, "the Python-loop budget"),
-              DEFAULT_PYTHON_BUDGET_S, "The Python loop runs only while its estimate fits; above, its estimate is shown, dashed.",
+              PYTHON_BUDGET_PER_POINT_S, "The Python loop runs only while its estimate fits; above, its estimate is shown, dashed.",
               flag="--python-budget"),
         Param("time_limit_s", "Time limit (s)", lambda v: parse_seconds(v, "the time limit"), None,
               "Stop after this many seconds, keeping the points measured.", flag="--time-limit", page=False),
