@@ -38,14 +38,15 @@ def _emit(result, as_json: bool) -> None:
     11): a header saying "(simulator)" was easy to miss beside a "1.56e-05x" speedup.
     ``result`` may also be text already rendered.
     """
-    if as_json:
-        _print_json(result.to_dict())
-        return
     from gpu.core.backend import BACKEND
+    from gpu.report.render import summary, to_json
 
+    if as_json:
+        _print_json(to_json(result))
+        return
     if BACKEND.simulated:
         print(SIMULATOR_LINE)
-    print(result)
+    print(result if isinstance(result, str) else summary(result))
 
 
 # --- experiments: one subcommand per declaration ------------------------------------

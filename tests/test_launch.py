@@ -11,6 +11,8 @@ import numpy as np
 import pytest
 
 from gpu.experiments import indexing, launch
+from gpu.report.launch import explanation
+from gpu.report.render import to_json
 from gpu.core.backend import cuda
 from gpu.core.device import DeviceInfo
 from gpu.kernels.vector_add import PROBE_FIELDS
@@ -182,7 +184,7 @@ def test_sweep_times_every_configuration_and_agrees():
     assert len(frame) == 10 and frame["best"].sum() == 2
     assert set(frame["kind"]) == {KIND_ONE_PER_ELEMENT, KIND_GRID_STRIDE}
     np.testing.assert_allclose(frame["bandwidth_gbps"], 12 * 64 / frame["seconds"] / 1e9)
-    data = json.loads(json.dumps(run.to_dict()))
+    data = json.loads(json.dumps(to_json(run)))  # the result with its report's prose
     assert data["experiment"] == "launch-sweep" and data["n"] == 64 and data["best"] == run.best.label
     assert data["params"] == {"n": 64, "block_sizes": [32, 64, 48], "grid_stride_multiples": [1, 2], "repeats": 2}
     assert "simulator" in data["explanation"]
@@ -256,7 +258,7 @@ def _fake_run(times_ms: dict[int, float], occupancy: dict[int, float]) -> Launch
 
 def test_explanation_says_why_small_blocks_lose_and_why_the_curve_is_flat():
     run = _fake_run({32: 0.40, 64: 0.21, 128: 0.200, 256: 0.198, 512: 0.199, 1024: 0.205}, {32: 0.5, 64: 1, 128: 1, 256: 1, 512: 1, 1024: 1})
-    text = run.explanation()
+    text = explanation(run)
     assert "Small blocks lose" in text and "50% occupancy" in text and "32 blocks" in text
     assert "memory bound" in text and "within 4%" in text
     assert "Best here: 256 threads/block" in text
@@ -265,7 +267,7 @@ def test_explanation_says_why_small_blocks_lose_and_why_the_curve_is_flat():
 
 def test_explanation_admits_a_curve_that_is_not_flat():
     run = _fake_run({32: 0.040, 128: 0.020, 1024: 0.030}, {32: 0.5, 128: 1, 1024: 1})
-    assert "still differ by 50%" in run.explanation()
+    assert "still differ by 50%" in explanation(run)
 
 
 # --- the command line -----------------------------------------------------------------
@@ -326,7 +328,7 @@ def test_hardware_sweep_reports_occupancy_and_agrees():
     assert all(c.occupancy is not None and 0 < c.occupancy.fraction <= 1 for c in run.configs)
     assert run.config("256 threads/block").occupancy.fraction == pytest.approx(1.0)
     assert run.limits is not None and run.limits.max_threads_per_sm >= 1024
-    assert "GB/s" in run.explanation()
+    assert "GB/s" in explanation(run)
 
 
 @pytest.mark.gpu

@@ -29,7 +29,6 @@ from gpu.core.occupancy import Occupancy, SmLimits, kernel_occupancy, sm_limits
 from gpu.core.timing import (
     RepeatPolicy,
     Stats,
-    format_seconds,
     time_kernel,
     utc_timestamp,
 )
@@ -133,60 +132,6 @@ class LaunchSweepRun:
     def config(self, label: str) -> LaunchConfigResult | None:
         return next((c for c in self.configs if c.label == label), None)
 
-    def explanation(self) -> str:
-        """Why small blocks lose and why the large-N curve is flat, from these numbers."""
-        per_element = sorted((c for c in self.configs if c.kind == KIND_ONE_PER_ELEMENT), key=lambda c: c.threads_per_block)
-        best = self.best
-        if self.backend == "simulator":
-            return (
-                "In the CUDA simulator every thread is a Python thread on the CPU, so these times measure "
-                "the simulator, not a GPU: block size changes little here. On a GPU, small blocks lose because a "
-                "multiprocessor holds only a limited number of blocks (16 to 32), so 32-thread blocks leave most of "
-                "its thread slots empty and fewer memory loads are in flight; and at large N the curve goes flat "
-                "because vector add is memory bound — 12 bytes moved per single add — so DRAM bandwidth, not the "
-                "launch shape, sets the time."
-            )
-        parts = []
-        smallest = per_element[0] if per_element else None
-        if smallest is not None and smallest is not best:
-            slower = smallest.kernel.median_s / best.kernel.median_s
-            occ = smallest.occupancy
-            if occ is not None and self.limits is not None and occ.fraction < 1:
-                cap = f"at most {occ.blocks_per_sm} blocks"
-                why = f" (its limit on {occ.limiter})" if occ.limiter else ""
-                parts.append(
-                    f"Small blocks lose: a multiprocessor holds {cap}{why}, so with {smallest.threads_per_block}-thread "
-                    f"blocks only {occ.warps_per_sm} of its {occ.max_warps_per_sm} warp slots are filled "
-                    f"({occ.fraction:.0%} occupancy) and fewer loads are in flight to hide memory latency; "
-                    f"{smallest.label} took {slower:.2f}× the best time."
-                )
-            else:
-                parts.append(
-                    f"{smallest.label} took {slower:.2f}× the best time: with small blocks the per-multiprocessor "
-                    "block limit leaves thread slots empty, so fewer loads are in flight."
-                )
-        big = [c for c in per_element if c.threads_per_block >= 128]
-        if len(big) >= 2:
-            times = [c.kernel.median_s for c in big]
-            spread = max(times) / min(times) - 1
-            best_bw = self.bandwidth_gbps(best.kernel.median_s)
-            peak = self.device.peak_bandwidth_gbps
-            of_peak = f", {best_bw / peak:.0%} of the {peak:,.0f} GB/s theoretical peak" if peak else ""
-            if spread < 0.15:
-                parts.append(
-                    f"From 128 threads per block up the times are within {spread:.0%} of each other: vector add is "
-                    f"memory bound (12 bytes moved per add), so once enough loads are in flight DRAM bandwidth "
-                    f"({best_bw:,.0f} GB/s here{of_peak}) sets the time, not the launch shape."
-                )
-            else:
-                parts.append(
-                    f"From 128 threads per block up the times still differ by {spread:.0%}; at N = {self.n:,} "
-                    f"({self.bytes_moved / 1e6:,.0f} MB moved) launch overhead and the tail of the last wave "
-                    f"weigh more than at large N, where the curve flattens because vector add is memory bound "
-                    f"(best {best_bw:,.0f} GB/s{of_peak})."
-                )
-        parts.append(f"Best here: {best.label} ({format_seconds(best.kernel.median_s)}).")
-        return " ".join(parts)
 
     def to_frame(self):
         """Tidy samples (pandas DataFrame): one row per configuration x sample.
@@ -246,28 +191,9 @@ class LaunchSweepRun:
             "configs": [
                 {**c.to_dict(), "bandwidth_gbps": self.bandwidth_gbps(c.kernel.median_s)} for c in self.configs
             ],
-            "explanation": self.explanation(),
             "warnings": list(self.warnings),
         }
 
-    def __str__(self) -> str:
-        lines = [
-            f"launch sweep, N = {self.n:,} float32, {self.device.name} ({self.backend}), {self.policy.describe()}",
-            f"{'configuration':<30} {'blocks':>10} {'median':>10} {'min':>10} {'max':>10} {'GB/s':>8} {'occupancy':>10}",
-        ]
-        best = self.best.label
-        for c in self.configs:
-            occ = f"{c.occupancy.fraction:.0%} ({c.occupancy.source[0]})" if c.occupancy else "—"
-            mark = " *" if c.label == best else ""
-            lines.append(
-                f"{c.label + mark:<30} {c.blocks:>10,} {format_seconds(c.kernel.median_s):>10} "
-                f"{format_seconds(c.kernel.min_s):>10} {format_seconds(c.kernel.max_s):>10} "
-                f"{self.bandwidth_gbps(c.kernel.median_s):>8,.4g} {occ:>10}"
-            )
-        lines.append(f"results agree with NumPy: {'yes, bit for bit' if self.agree else 'NO'}")
-        lines.append("occupancy: (d) from the driver, (c) calculated from registers and per-SM limits")
-        lines.append(self.explanation())
-        return "\n".join(lines)
 
 
 def _check_block_sizes(sizes: Iterable[int | str], device_max: int) -> tuple[list[int], list[str]]:

@@ -199,6 +199,8 @@ INDEXING_CASES = ((1, 32), (31, 32), (33, 32), (257, 32), (257, 100), (257, 256)
 def launch_section(ctx: CheckContext) -> Section:
     """Block-size sweep at a large N, the indexing probe at awkward sizes, and the inspector."""
     from gpu.core.inspect import inspect_vector_add
+    from gpu.report.launch import explanation
+    from gpu.report.render import to_json
     from gpu.experiments.indexing import run_indexing
     from gpu.experiments.launch import run_launch_sweep
 
@@ -246,7 +248,7 @@ def launch_section(ctx: CheckContext) -> Section:
             f"| {c.label}{best} | {c.blocks:,} | {format_seconds(c.kernel.median_s)} | {format_seconds(c.kernel.min_s)} | "
             f"{format_seconds(c.kernel.max_s)} | {sweep.bandwidth_gbps(c.kernel.median_s):,.4g} | {occ} |"
         )
-    md += ["", sweep.explanation(), "", f"- agreement: {'all bit-identical' if sweep.agree else 'MISMATCH'}"]
+    md += ["", explanation(sweep), "", f"- agreement: {'all bit-identical' if sweep.agree else 'MISMATCH'}"]
     if inspection.available:
         md += [
             f"- inspector: {inspection.regs_per_thread} registers per thread, {inspection.local_mem_per_thread_bytes} B local "
@@ -264,7 +266,7 @@ def launch_section(ctx: CheckContext) -> Section:
         md.append(f"- inspector: {inspection.reason}")
     data = {
         "probes": [{k: v for k, v in p.to_dict().items() if k not in ("records", "handled_by", "device")} for p in probes],
-        "sweep": sweep.to_dict(),
+        "sweep": to_json(sweep),
         "inspector": {k: v for k, v in inspection.to_dict().items() if k not in ("sass", "device")},
     }
     passed = probes_ok and sweep.agree and inspector_ok

@@ -11,6 +11,8 @@ from gpu.core.inspect import KERNELS, KernelInspection, inspect_kernel
 from gpu.experiments.indexing import DRAW_LIMIT_THREADS, IndexingRun
 from gpu.experiments.launch import LaunchSweepRun
 from gpu.core.timing import format_seconds
+from gpu.report.launch import explanation
+from gpu.report.render import to_json
 from ui.charts import launch as launch_charts
 
 INDEXING_KEY = "launch.indexing"
@@ -103,7 +105,7 @@ def show_sweep(run: LaunchSweepRun) -> None:
     frame = run.to_frame()
     st.altair_chart(launch_charts.sweep_time_chart(frame, subtitle), width="stretch")
     st.altair_chart(launch_charts.sweep_bandwidth_chart(frame, subtitle, peak), width="stretch")
-    st.info(run.explanation())
+    st.info(explanation(run))
     if frame["occupancy"].notna().any():
         sources = sorted(set(frame["occupancy_source"]) - {"not available"})
         st.altair_chart(launch_charts.occupancy_chart(frame, f"{subtitle} · occupancy from: {', '.join(sources)}"), width="stretch")
@@ -111,7 +113,7 @@ def show_sweep(run: LaunchSweepRun) -> None:
     else:
         st.caption("Occupancy: not available here (the simulator compiles nothing and has no multiprocessors).")
     st.dataframe(sweep_table(run), hide_index=True, width="stretch")
-    st.download_button("Download sweep (JSON)", json.dumps(run.to_dict(), indent=2), file_name=f"launch_sweep_{run.n}.json", mime="application/json", key="sweep_download")
+    st.download_button("Download sweep (JSON)", json.dumps(to_json(run), indent=2), file_name=f"launch_sweep_{run.n}.json", mime="application/json", key="sweep_download")
 
 
 # --- the inspector --------------------------------------------------------------------
