@@ -7,12 +7,24 @@ import numpy as np
 import pytest
 
 import gpu
-from gpu.experiments import bandwidth, strategy_timing, transfers
 from gpu.core.limits import InputError
-from gpu.core.timing import RepeatPolicy, Stats
 from gpu.core.timeline import Interval, build_timeline, concurrent_s, overlap_fraction
-from gpu.experiments.bandwidth import check_copy_sizes, find_plateau, format_bytes, run_bandwidth_curves
-from gpu.experiments.transfers import check_chunks, check_streams, chunk_bounds, run_strategies
+from gpu.core.timing import RepeatPolicy, Stats
+from gpu.experiments import bandwidth, strategy_timing, transfers
+from gpu.experiments.bandwidth import (
+    check_copy_sizes,
+    find_plateau,
+    format_bytes,
+    run_bandwidth_curves,
+)
+from gpu.experiments.transfers import (
+    check_chunks,
+    check_streams,
+    chunk_bounds,
+    run_strategies,
+)
+from gpu.report import transfers as transfers_report
+from gpu.report.render import to_json
 from gpu.report.transfers_check import check_transfers
 
 ONE = RepeatPolicy.count(1, warmup=0)
@@ -188,7 +200,7 @@ def test_comparison_reports_phases_a_winner_and_a_timeline(comparison):
     assert comparison.strategies["resident"].iterations == 2
     assert comparison.winner.key in comparison.strategies
     assert comparison.winner.cost_s == min(s.cost_s for s in comparison.strategies.values())
-    verdict = comparison.verdict()
+    verdict = transfers_report.verdict(comparison)
     assert "wins" in verdict and "N = 777" in verdict and "chunks" in verdict
     runs = {iv.run for iv in comparison.intervals}
     assert runs == {"5 chunks on 3 streams", "1 chunk on 1 stream"}
@@ -198,7 +210,7 @@ def test_comparison_reports_phases_a_winner_and_a_timeline(comparison):
 
 
 def test_comparison_serialises_and_frames(comparison):
-    data = json.loads(json.dumps(comparison.to_dict()))
+    data = json.loads(json.dumps(to_json(comparison)))
     assert data["experiment"] == "transfers-strategies" and data["n"] == 777
     assert data["backend"] == gpu.BACKEND.kind and "name" in data["device"]
     assert data["agree"] is True and data["winner"] in data["strategies"]
@@ -208,7 +220,7 @@ def test_comparison_serialises_and_frames(comparison):
     assert (resident.per_result_s * 2 == resident.seconds).all()  # amortised over 2 iterations
     timeline = comparison.timeline_frame("engine")
     assert (timeline.end_ms >= timeline.start_ms).all() and len(timeline) == 3 * (5 + 1)
-    assert "wins" in str(comparison)
+    assert "wins" in transfers_report.summary(comparison) and "wins" in data["verdict"]
 
 
 def test_a_missed_chunk_fails_the_check(monkeypatch):
@@ -234,7 +246,7 @@ def test_unsupported_mapping_is_skipped_with_the_reason(monkeypatch):
     result = run_strategies(100, 128, chunks=1, streams=1, policy=ONE, strategies=["mapped", "careful"])
     assert "mapped" not in result.strategies
     assert result.skipped == {"mapped": "this device cannot map host memory"}
-    assert "skipped: this device cannot map host memory" in str(result)
+    assert "skipped: this device cannot map host memory" in transfers_report.summary(result)
 
 
 @pytest.mark.parametrize(
@@ -302,8 +314,8 @@ def test_pinned_copies_beat_pageable_and_plateau_on_the_gpu():
 def test_chunked_streams_beat_one_chunk_and_overlap_on_the_gpu():
     result = run_strategies(1 << 26, 256, chunks=8, streams=4, policy=RepeatPolicy.count(5), strategies=["chunked", "mapped"])
     assert result.agree
-    assert result.chunked_speedup > 1.05, result.verdict()
-    assert result.overlap > 0.2, result.verdict()
+    assert result.chunked_speedup > 1.05, transfers_report.verdict(result)
+    assert result.overlap > 0.2, transfers_report.verdict(result)
 
 
 # --- command line and check section ----------------------------------------------------------

@@ -34,8 +34,6 @@ from gpu.core.timeline import Interval, build_timeline, overlap_fraction
 from gpu.core.timing import (
     RepeatPolicy,
     Stats,
-    format_factor,
-    format_seconds,
     utc_timestamp,
 )
 from gpu.experiments.bandwidth import (
@@ -46,7 +44,6 @@ from gpu.experiments.bandwidth import (
 from gpu.experiments.base import Experiment, Param, PerBackend, Progress
 from gpu.experiments.registry import register
 from gpu.experiments.strategy_timing import (
-    BREAKDOWN_PHASES,
     MAX_CHUNKS,
     MAX_ITERATIONS,
     MAX_STREAMS,
@@ -266,47 +263,6 @@ class StrategyComparison:
             return None
         return b.cost_s / a.cost_s
 
-    def verdict(self) -> str:
-        """Which strategy wins at this N, and by how much, in words."""
-        if not self.strategies:
-            return "No strategy ran."
-        best = self.winner
-        baseline = self.strategies.get("article")
-
-        def versus(run: StrategyRun) -> str:
-            if baseline is None or run.key == "article":
-                return ""
-            return f", {format_factor(baseline.cost_s / run.cost_s)} faster than as in the article ({format_seconds(baseline.cost_s)})"
-
-        parts = []
-        if best.key == "resident":
-            parts.append(
-                f"At N = {self.n:,}, keeping the data on the device wins: {format_seconds(best.cost_s)} per vector add "
-                f"(copies amortised over {best.iterations} kernel runs){versus(best)}."
-            )
-            copying = self.copying_winner
-            if copying is not None:
-                parts.append(f"If the data must cross the link for every result, {copying.label.lower()} wins: {format_seconds(copying.cost_s)}{versus(copying)}.")
-        else:
-            runner_up = self.ranking[1] if len(self.ranking) > 1 else None
-            margin = (
-                f"; the next best, {runner_up.label.lower()}, takes {format_seconds(runner_up.cost_s)} ({format_factor(runner_up.cost_s / best.cost_s)} as long)"
-                if runner_up
-                else ""
-            )
-            parts.append(f"At N = {self.n:,}, {best.label.lower()} wins: {format_seconds(best.cost_s)} per vector add{versus(best)}{margin}.")
-        speedup = self.chunked_speedup
-        if speedup is not None:
-            overlap = self.overlap
-            seen = f"; copies and kernels overlap for {overlap:.0%} of its timeline" if overlap is not None and not BACKEND.simulated else ""
-            word = "faster" if speedup >= 1 else "slower"
-            parts.append(
-                f"Chunked streams ({self.chunks} chunks on {self.streams} streams) are {format_factor(speedup if speedup >= 1 else 1 / speedup)} "
-                f"{word} than the same pinned copies in one chunk{seen}."
-            )
-        if self.backend == "simulator":
-            parts.append("(Simulated: these timings are meaningless.)")
-        return " ".join(parts)
 
     def to_frame(self):
         """Tidy samples: one row per strategy x phase x sample (pandas DataFrame).
@@ -372,25 +328,9 @@ class StrategyComparison:
             "winner": self.winner.key if self.winner else None,
             "chunked_speedup": self.chunked_speedup,
             "overlap_fraction": self.overlap,
-            "verdict": self.verdict(),
             "timeline": [iv.to_dict() for iv in self.intervals],
             "notes": list(self.notes),
         }
-
-    def __str__(self) -> str:
-        lines = [
-            f"vector add strategies, N = {self.n:,} float32, {self.threads_per_block} threads per block, "
-            f"{self.device.name} ({self.backend}); {self.policy.describe()}; medians per vector add",
-            f"results agree with NumPy: {'yes, every strategy bit for bit' if self.agree else 'NO'}",
-        ]
-        for s in self.ranking:
-            parts = ", ".join(f"{p} {format_seconds(s.phase_cost_s(p))}" for p in BREAKDOWN_PHASES if p in s.phases)
-            lines.append(f"  {s.label:<38} {format_seconds(s.cost_s):>9}  ({parts}; {s.host_memory})")
-        for key, why in self.skipped.items():
-            lines.append(f"  {STRATEGIES[key]:<38} skipped: {why}")
-        lines.append(self.verdict())
-        lines += list(self.notes)
-        return "\n".join(lines)
 
 
 # --- strategy runners (each returns phase Stats; output written into ``out``) -----------
@@ -564,9 +504,6 @@ class TransfersRun:
     def to_dict(self) -> dict:
         return {"experiment": "transfers", "bandwidth": self.bandwidth.to_dict() if self.bandwidth else None,
                 "strategies": self.strategies.to_dict()}
-
-    def __str__(self) -> str:
-        return (f"{self.bandwidth}\n\n" if self.bandwidth is not None else "") + str(self.strategies)
 
 
 def _run_transfers(p, progress) -> TransfersRun:

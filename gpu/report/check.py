@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-
 from gpu.core.backend import BACKEND
 from gpu.core.device import device_info, host_info, library_versions
 from gpu.core.limits import SIMULATOR_MAX_N, max_vector_n
@@ -199,10 +198,10 @@ INDEXING_CASES = ((1, 32), (31, 32), (33, 32), (257, 32), (257, 100), (257, 256)
 def launch_section(ctx: CheckContext) -> Section:
     """Block-size sweep at a large N, the indexing probe at awkward sizes, and the inspector."""
     from gpu.core.inspect import inspect_vector_add
-    from gpu.report.launch import explanation
-    from gpu.report.render import to_json
     from gpu.experiments.indexing import run_indexing
     from gpu.experiments.launch import run_launch_sweep
+    from gpu.report.launch import explanation
+    from gpu.report.render import to_json
 
     # the probe against NumPy's index arithmetic, one thread per element and grid-stride
     cases = INDEXING_CASES[:4] if ctx.quick else INDEXING_CASES

@@ -15,7 +15,12 @@ import numpy as np
 from gpu.core.backend import BACKEND
 from gpu.core.l2 import l2_cache_bytes
 from gpu.core.telemetry import describe as describe_telemetry
-from gpu.core.timing import MIN_RELIABLE_SAMPLES, RepeatPolicy, format_factor, format_seconds
+from gpu.core.timing import (
+    MIN_RELIABLE_SAMPLES,
+    RepeatPolicy,
+    format_factor,
+    format_seconds,
+)
 
 BYTES_PER_ELEMENT = 12  # vector add: a and b read, c written, float32
 SIMULATED_SIZES = (64, 256)  # no L2 in the simulator: two small sizes, to exercise the code
@@ -44,8 +49,12 @@ def stats_in(data, path: str = "") -> Iterable[tuple[str, dict]]:
 def methodology(quick: bool, max_n: int, say, earlier_sections=(), telemetry: dict | None = None) -> tuple[bool, dict, str]:
     """(passed, data, markdown). Passes when every kernel sample was behind a verified
     hold (on a GPU that can hold) and the launch-overhead benchmark ran."""
-    from gpu.experiments.launch_overhead import ENGINE_TARGET, PATHS, run_launch_overhead
     from gpu.core.arrays import vector_inputs
+    from gpu.experiments.launch_overhead import (
+        ENGINE_TARGET,
+        PATHS,
+        run_launch_overhead,
+    )
     from gpu.experiments.vector_add import time_resident_kernel
     from gpu.kernels.vector_add import blocks_for, vector_add_kernel
 

@@ -12,13 +12,18 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from gpu.experiments.launch import LaunchSweepRun
-from gpu.report import launch
+from gpu.experiments.transfers import StrategyComparison, TransfersRun
+from gpu.report import launch, transfers
 
 _SUMMARY: dict[type, Callable[[Any], str]] = {
     LaunchSweepRun: launch.summary,
+    StrategyComparison: transfers.summary,
+    TransfersRun: transfers.transfers_summary,
 }
 _PROSE: dict[type, Callable[[Any], dict]] = {
     LaunchSweepRun: lambda run: {"explanation": launch.explanation(run)},
+    StrategyComparison: lambda result: {"verdict": transfers.verdict(result)},
+    TransfersRun: lambda run: {"strategies": to_json(run.strategies)},
 }
 
 

@@ -20,8 +20,8 @@ from gpu.experiments.bandwidth import (
     series_label,
 )
 from gpu.experiments.base import Progress
+from gpu.experiments.strategy_timing import BREAKDOWN_PHASES
 from gpu.experiments.transfers import (
-    BREAKDOWN_PHASES,
     DEFAULT_ITERATIONS,
     LARGE_N_CAP,
     STRATEGIES,
@@ -29,6 +29,8 @@ from gpu.experiments.transfers import (
     max_transfer_n,
     run_strategies,
 )
+from gpu.report.render import to_json
+from gpu.report.transfers import verdict
 
 # --- sizes -------------------------------------------------------------------------
 
@@ -130,7 +132,7 @@ def _strategy_table(result: StrategyComparison) -> list[str]:
         md.append(f"| {s.label} | {format_seconds(s.cost_s)} | {' | '.join(cells)} | {s.host_memory} | {'yes' if s.agreement.passed else 'NO'} |")
     for key, why in result.skipped.items():
         md.append(f"| {STRATEGIES[key]} | skipped: {why} | | | | | | | |")
-    md += ["", result.verdict()]
+    md += ["", verdict(result)]
     md += [f"- note: {note}" for note in result.notes]
     return md
 
@@ -239,7 +241,7 @@ def check_transfers(quick: bool, max_n: int, say: Progress) -> tuple[bool, dict,
             comparisons["large"] = large
             capped = f" (fits: {fits:,}; capped at 2^28 and to the section's ~{CHECK_BUDGET_S:.0f} s)" if large_n < fits else ""
             md += ["", f"### Strategies at the largest size: N = {large.n:,}{capped}", "", *_strategy_table(large)]
-    data["strategies"] = {k: v.to_dict() for k, v in comparisons.items()}
+    data["strategies"] = {k: to_json(v) for k, v in comparisons.items()}
     data["large_n_projection"] = projection
     data["capabilities"] = small.capabilities
 

@@ -12,12 +12,25 @@ import json
 import pandas as pd
 import streamlit as st
 
-from gpu.core.timing import ALLOCATION_RULE
-
 import gpu
-from gpu.core.timing import format_factor, format_seconds
-from gpu.experiments.bandwidth import SIMULATED_NOTE, BandwidthCurves, format_bytes, max_copy_bytes, series_label
-from gpu.experiments.transfers import MAX_CHUNKS, MAX_ITERATIONS, MAX_STREAMS, STRATEGIES, StrategyComparison, max_transfer_n
+from gpu.core.timing import ALLOCATION_RULE, format_factor, format_seconds
+from gpu.experiments.bandwidth import (
+    SIMULATED_NOTE,
+    BandwidthCurves,
+    format_bytes,
+    max_copy_bytes,
+    series_label,
+)
+from gpu.experiments.transfers import (
+    MAX_CHUNKS,
+    MAX_ITERATIONS,
+    MAX_STREAMS,
+    STRATEGIES,
+    StrategyComparison,
+    max_transfer_n,
+)
+from gpu.report.render import to_json
+from gpu.report.transfers import verdict
 from ui.charts import transfers as transfers_charts
 
 BANDWIDTH_KEY = "transfers.bandwidth"
@@ -122,7 +135,7 @@ def show_strategies(result: StrategyComparison) -> None:
         if note != SIMULATED_NOTE:
             st.warning(note, icon=":material/warning:")
     show_agreement(result)
-    st.info(result.verdict())
+    st.info(verdict(result))
     for key, why in result.skipped.items():
         st.caption(f"Not run: {STRATEGIES[key]} — {why}.")
     cols = st.columns(3)
@@ -149,5 +162,5 @@ def show_strategies(result: StrategyComparison) -> None:
                f"Rule: {ALLOCATION_RULE} — except \"as in the article\", whose cuda.to_device allocates while it copies (its H2D includes allocating a, b and c).")
     st.dataframe(strategy_table(result), hide_index=True, width="stretch")
     left, right = st.columns(2)
-    left.download_button("Download strategies (JSON)", json.dumps(result.to_dict(), indent=2), file_name=f"transfers_strategies_{result.n}.json", mime="application/json", key="st_download_json")
+    left.download_button("Download strategies (JSON)", json.dumps(to_json(result), indent=2), file_name=f"transfers_strategies_{result.n}.json", mime="application/json", key="st_download_json")
     right.download_button("Download strategy samples (CSV)", frame.to_csv(index=False), file_name=f"transfers_strategies_{result.n}.csv", mime="text/csv", key="st_download_csv")

@@ -1,0 +1,78 @@
+"""The transfer strategies in words: which one wins at this N and by how much, and the
+terminal summaries of the strategies and of the CLI's ``transfers`` run."""
+
+from __future__ import annotations
+
+from gpu.core.backend import BACKEND
+from gpu.core.timing import format_factor, format_seconds
+from gpu.experiments.strategy_timing import BREAKDOWN_PHASES
+from gpu.experiments.transfers import (
+    STRATEGIES,
+    StrategyComparison,
+    StrategyRun,
+    TransfersRun,
+)
+
+
+def verdict(result: StrategyComparison) -> str:
+    """Which strategy wins at this N, and by how much, in words."""
+    if not result.strategies:
+        return "No strategy ran."
+    best = result.winner
+    baseline = result.strategies.get("article")
+
+    def versus(run: StrategyRun) -> str:
+        if baseline is None or run.key == "article":
+            return ""
+        return f", {format_factor(baseline.cost_s / run.cost_s)} faster than as in the article ({format_seconds(baseline.cost_s)})"
+
+    parts = []
+    if best.key == "resident":
+        parts.append(
+            f"At N = {result.n:,}, keeping the data on the device wins: {format_seconds(best.cost_s)} per vector add "
+            f"(copies amortised over {best.iterations} kernel runs){versus(best)}."
+        )
+        copying = result.copying_winner
+        if copying is not None:
+            parts.append(f"If the data must cross the link for every result, {copying.label.lower()} wins: {format_seconds(copying.cost_s)}{versus(copying)}.")
+    else:
+        runner_up = result.ranking[1] if len(result.ranking) > 1 else None
+        margin = (
+            f"; the next best, {runner_up.label.lower()}, takes {format_seconds(runner_up.cost_s)} ({format_factor(runner_up.cost_s / best.cost_s)} as long)"
+            if runner_up
+            else ""
+        )
+        parts.append(f"At N = {result.n:,}, {best.label.lower()} wins: {format_seconds(best.cost_s)} per vector add{versus(best)}{margin}.")
+    speedup = result.chunked_speedup
+    if speedup is not None:
+        overlap = result.overlap
+        seen = f"; copies and kernels overlap for {overlap:.0%} of its timeline" if overlap is not None and not BACKEND.simulated else ""
+        word = "faster" if speedup >= 1 else "slower"
+        parts.append(
+            f"Chunked streams ({result.chunks} chunks on {result.streams} streams) are {format_factor(speedup if speedup >= 1 else 1 / speedup)} "
+            f"{word} than the same pinned copies in one chunk{seen}."
+        )
+    if result.backend == "simulator":
+        parts.append("(Simulated: these timings are meaningless.)")
+    return " ".join(parts)
+
+
+def summary(result: StrategyComparison) -> str:
+    lines = [
+        f"vector add strategies, N = {result.n:,} float32, {result.threads_per_block} threads per block, "
+        f"{result.device.name} ({result.backend}); {result.policy.describe()}; medians per vector add",
+        f"results agree with NumPy: {'yes, every strategy bit for bit' if result.agree else 'NO'}",
+    ]
+    for s in result.ranking:
+        parts = ", ".join(f"{p} {format_seconds(s.phase_cost_s(p))}" for p in BREAKDOWN_PHASES if p in s.phases)
+        lines.append(f"  {s.label:<38} {format_seconds(s.cost_s):>9}  ({parts}; {s.host_memory})")
+    for key, why in result.skipped.items():
+        lines.append(f"  {STRATEGIES[key]:<38} skipped: {why}")
+    lines.append(verdict(result))
+    lines += list(result.notes)
+    return "\n".join(lines)
+
+
+def transfers_summary(run: TransfersRun) -> str:
+    """The CLI's ``transfers``: the bandwidth curves (when measured), then the strategies."""
+    return (f"{run.bandwidth}\n\n" if run.bandwidth is not None else "") + summary(run.strategies)
