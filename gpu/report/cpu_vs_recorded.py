@@ -208,7 +208,7 @@ class SweepVsRecorded:
                 kind, where, pairs = self.crossover(name, measure)
                 other = f"your {SHORT[name]}"
                 if kind == "from":
-                    out.append(f"On the recorded {dev}, {who} beats {other} from N ≈ {format_n(where, 2)} (medians cross between the sizes measured).")
+                    out.append(f"On the recorded {dev}, {who} beats {other} from N ≈ {format_n(where, 2)}, where the medians cross.")
                 elif kind == "always":
                     out.append(f"On the recorded {dev}, {who} beats {other} at every size compared (from N = {pairs[0][0]:,}).")
                 elif kind == "never":
