@@ -38,7 +38,8 @@ def admit(experiment: "Experiment", params: Mapping[str, Any], config: Admission
     work = int(experiment.work(params))
     if work > config.max_work:
         raise InputError(
-            f"This {experiment.title} run is too long for the shared machine: {work:,} element-passes, "
+            f"This {experiment.title} run is too long for the shared machine: {work:,} "
+            f"{'simulated-kernel ' if BACKEND.simulated else ''}element-passes, "
             f"over the budget of {config.max_work:,} ({ENV_MAX_WORK}). Use a smaller size or fewer repeats."
         )
     return work
