@@ -36,13 +36,7 @@ def test_vector_add_at_a_million_shows_your_cpu_beside_the_recorded_gpu(page, ap
     box = panel.bounding_box()
     chart_box = charts.first.bounding_box()
     assert chart_box["x"] + chart_box["width"] <= box["x"] + box["width"] + 1, "the chart fits its panel"
-    panel.scroll_into_view_if_needed()
-    panel.screenshot(path=str(screenshot_path("cpu_vs_recorded_panel")))
+    # tall enough for the whole page: Streamlit scrolls inside the app, so full_page alone shows one screen
+    page.set_viewport_size({"width": 1400, "height": 5200})
+    wait_for_app(page)
     screenshot(page, "vector_add_1e6_simulator")
-
-
-def screenshot_path(name: str):
-    from tests.conftest import ARTIFACTS
-
-    ARTIFACTS.mkdir(exist_ok=True)
-    return ARTIFACTS / f"{name}.png"

@@ -63,16 +63,21 @@ class RecordedGpu:
         return f"{self.provenance.source}, {self.section}"
 
     @property
+    def size_difference(self) -> str:
+        """How the recorded N differs from the requested one: "5% more elements", "10x as many elements", "same N"."""
+        ratio = self.n / self.requested_n
+        if ratio == 1:
+            return "same N"
+        if 1 / 1.5 < ratio < 1.5:
+            return f"{abs(ratio - 1):.0%} {'more' if ratio > 1 else 'fewer'} elements"
+        return f"{ratio:.2g}x as many elements" if ratio > 1 else f"{1 / ratio:.2g}x fewer elements"
+
+    @property
     def size_note(self) -> str:
         """Same N, or which recorded N is nearest and how far."""
         if self.exact:
             return f"recorded at the same N, {self.n:,}"
-        ratio = self.n / self.requested_n
-        if 1 / 1.5 < ratio < 1.5:
-            how = f"{abs(ratio - 1):.0%} {'more' if ratio > 1 else 'fewer'} elements"
-        else:
-            how = f"{ratio:.2g}x as many elements" if ratio > 1 else f"{1 / ratio:.2g}x fewer elements"
-        return f"no recorded run at N = {self.requested_n:,}: the nearest recorded N is {self.n:,} ({how})"
+        return f"no recorded run at N = {self.requested_n:,}: the nearest recorded N is {self.n:,} ({self.size_difference})"
 
     def to_dict(self) -> dict:
         return {

@@ -45,7 +45,8 @@ def show_vector_add(run) -> VectorAddVsRecorded | None:
             [(label, format_seconds(rec.phases[m])) for m, label in GPU_MEASURES.items() if m in rec.phases], "median"),
             hide_index=True, width="stretch")
         if not rec.exact:
-            st.warning(f"The GPU column is at N = {rec.n:,}, not yours: {rec.size_note}.", icon=":material/straighten:")
+            st.warning(f"The GPU column is at N = {rec.n:,}, not yours: no run was recorded at N = {rec.requested_n:,}, and "
+                       f"{rec.n:,} is the nearest recorded size ({rec.size_difference}).", icon=":material/straighten:")
         _sentences(comparison.sentences())
         subtitle = f"your CPU at N = {comparison.cpu_n:,} · {rec.label} at N = {rec.n:,} ({rec.source})"
         st.altair_chart(charts.one_size_chart(comparison.to_frame(), subtitle), width="stretch", key="cpu_vs_recorded.chart")
