@@ -105,6 +105,7 @@ def show_metrics(run: VectorAddRun) -> None:
 
 def show_capped_metrics(run: VectorAddRun) -> None:
     """The CPU at the user's N and the simulated kernel at its cap: times only, no ratio between two sizes."""
+    st.caption(f"Your CPU at N = {run.n:,}, measured now; the simulated kernel at N = {run.kernel_n:,}, the simulator's cap.")
     cols = st.columns(4)
     for col, name in zip(cols, ("python", "numpy", "numba-parallel")):
         timing = run.cpu.get(name)
@@ -112,8 +113,8 @@ def show_capped_metrics(run: VectorAddRun) -> None:
         if timing is None:
             col.metric(label, "not run", help=f"{cpu.LABELS[name]} was not chosen.")
         else:
-            col.metric(f"{label} (N = {run.n:,})", ("estimate " if timing.estimated else "") + format_seconds(timing.median_s),
-                       help=timing.skipped or f"Median of {timing.stats.n_samples} samples on this machine's CPU, measured now.")
+            col.metric(label, ("estimate " if timing.estimated else "") + format_seconds(timing.median_s),
+                       help=timing.skipped or f"Median of {timing.stats.n_samples} samples at N = {run.n:,} on this machine's CPU, measured now.")
     cols[3].metric(f"Simulated kernel (N = {run.kernel_n:,})", format_seconds(run.gpu["kernel"].median_s),
                    help="Wall clock of Numba's CUDA simulator at its cap: not GPU performance, and not at your N. "
                         "The recorded real GPU's figures are beside your CPU's above.")
@@ -138,8 +139,14 @@ def samples_csv(run: VectorAddRun) -> str:
 
 
 def stats_table(run: VectorAddRun) -> pd.DataFrame:
-    table = charts.summarise(run.to_frame())
-    return table[["measure", "median_ms", "min_ms", "max_ms", "samples", "kind"]].rename(
+    frame = run.to_frame()
+    table = charts.summarise(frame)
+    columns = ["measure", "median_ms", "min_ms", "max_ms", "samples", "kind"]
+    if run.gpu_capped:  # two sizes in one table: each row says its own
+        n_of = charts.label_measures(frame).groupby("measure")["n"].first()
+        table["N"] = table["measure"].map(n_of)
+        columns.insert(1, "N")
+    return table[columns].rename(
         columns={"median_ms": "median (ms)", "min_ms": "min (ms)", "max_ms": "max (ms)"}
     )
 
@@ -153,7 +160,7 @@ def show_run(run: VectorAddRun) -> None:
     for warning in run.warnings:
         st.warning(warning, icon=":material/warning:")
     if run.gpu_capped:
-        st.info(f"Your CPU ran at N = {run.n:,}; {run.gpu_note}. The GPU figures to compare with are the recorded real GPU's, "
+        st.info(f"{run.gpu_note[0].upper()}{run.gpu_note[1:]}. The GPU figures to compare with are the recorded real GPU's, "
                 "below; the simulated kernel's own are further down, labelled with their N.", icon=":material/memory:")
     show_agreement(run)
     if run.backend == "simulator":
@@ -181,20 +188,20 @@ def show_run(run: VectorAddRun) -> None:
                           help="One row per sample: implementation, phase, sample, seconds, estimated, n. The run's settings and device are in the JSON download.")
     if article is not None:
         st.subheader("As in the article")
-        cpu_at = f" (N = {run.n:,})" if run.gpu_capped else ""
-        gpu_at = f" (simulated, N = {run.kernel_n:,})" if run.gpu_capped else ""
+        gpu_at = " (simulated)" if run.gpu_capped else ""
         if article.n < run.n:
             st.caption(f"The article's method ran at N = {article.n:,}, the simulator's cap, on both sides, so its speedup compares one N; "
                        f"your CPU at N = {run.n:,} is compared with the recorded GPU above.")
         left, right = st.columns(2)
         left.markdown("**The article's method** (copy a, b *and* c in; mean of 3 wall-clock runs)")
         left.code("\n".join(article.lines()), language=None)
-        right.markdown("**The careful method** (output allocated on the device; phases timed with events; medians)")
+        sizes = f"; CPU at N = {run.n:,}, simulated GPU at N = {run.kernel_n:,}" if run.gpu_capped else ""
+        right.markdown(f"**The careful method** (output allocated on the device; phases timed with events; medians{sizes})")
         right.code(
             "\n".join(
                 [
                     f"Results bit-identical: {run.agree}",
-                    f"CPU (Python loop): {run.cpu['python'].median_s:.6f} seconds{' (estimated)' if run.cpu['python'].estimated else ''}{cpu_at}" if "python" in run.cpu else "CPU (Python loop): not run",
+                    f"CPU (Python loop): {run.cpu['python'].median_s:.6f} seconds{' (estimated)' if run.cpu['python'].estimated else ''}" if "python" in run.cpu else "CPU (Python loop): not run",
                     f"GPU end to end: {run.gpu['total'].median_s:.6f} seconds{gpu_at}",
                     f"GPU kernel only: {run.gpu['kernel'].median_s:.6f} seconds{gpu_at}",
                 ]
