@@ -240,3 +240,22 @@ def test_vector_add_page_at_a_million_shows_your_cpu_beside_the_recorded_gpu(cap
     assert any(f"The article's method ran at N = {cap}" in c.value for c in at.caption)
     specs = [json.loads(c.proto.spec) for c in at.get("vega_lite_chart")]
     assert any("your CPU, measured now" in json.dumps(s) for s in specs)
+
+
+def test_scaling_page_past_the_cap_shows_the_cpu_beside_the_recorded_sweep(monkeypatch):
+    monkeypatch.setenv("KERNEL_LAB_MAX_N", "128")
+    at = AppTest.from_file(str(ROOT / "pages/2_Scaling.py"), default_timeout=300).run()
+    at.text_input(key="scaling.min_n").input("64")
+    at.text_input(key="scaling.max_n").input("2^20")
+    at.multiselect(key="scaling.impls").set_value(["gpu", "numpy"])
+    at.text_input(key="scaling.repeats").input("1")
+    at.checkbox(key="scaling.peaks").uncheck()
+    next(b for b in at.button if b.label == "Run sweep").click().run()
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+    assert any(i.value.startswith("Simulated kernels ran up to N = 128") and "N = 256 to 1,048,576 only the CPU" in i.value for i in at.info)
+    markdown = "\n".join(m.value for m in at.markdown)
+    assert "benchmarks/h200-final/check.json, scaling sweep" in markdown and "beats your NumPy" in markdown
+    assert "At N = 1,048,576: your NumPy" in markdown and "e-0" not in markdown
+    specs = [c.proto.spec for c in at.get("vega_lite_chart")]
+    assert any("NumPy (your CPU)" in s and "Kernel alone (recorded GPU)" in s for s in specs)
