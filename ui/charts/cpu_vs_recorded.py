@@ -55,7 +55,8 @@ def one_size_chart(frame: pd.DataFrame, subtitle: str) -> alt.LayerChart:
         color=color,
         fill=alt.condition("datum.estimated", alt.value("white"), color),
         shape=alt.Shape("source:N", scale=alt.Scale(domain=sources, range=["circle", "square"][: len(sources)]),
-                        legend=alt.Legend(title=None, orient="bottom", labelLimit=400, symbolFillColor="#555")),
+                        legend=alt.Legend(title=None, orient="bottom", labelLimit=400, symbolFillColor="#555",
+                                                          symbolStrokeColor="#555", symbolOpacity=1, symbolSize=120)),
         tooltip=tooltip,
     )
     labels = base.mark_text(align="left", dx=11, dy=-9, fontSize=11).encode(
