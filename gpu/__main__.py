@@ -87,13 +87,21 @@ def cmd_experiment(experiment, args: argparse.Namespace) -> int:
     params = experiment.parse(raw, BACKEND.simulated)
     admit(experiment, params)
     result = experiment.run(params, Progress.of(_progress(args.quiet or args.json)))
+    # without a GPU: the recorded real-GPU figures beside the CPU's, with their source (issue 12)
+    from gpu.report.cpu_vs_recorded import companion
+
+    beside = companion(result)
     if getattr(args, "csv", False):
         sys.stdout.write(result.to_csv())
+    elif args.json and beside is not None:
+        _print_json({**result.to_dict(), "recorded_gpu": beside.to_dict()})
     else:
         _emit(result, args.json)
         if not args.json:
             for warning in getattr(result, "warnings", ()):
                 print(f"warning: {warning}")
+            if beside is not None:
+                print("\n".join(beside.lines()))
     return 0 if experiment.passed(result) else 1
 
 

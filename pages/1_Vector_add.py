@@ -3,7 +3,7 @@
 import streamlit as st
 
 import gpu
-from gpu.core.limits import max_vector_n
+from gpu.core.limits import max_cpu_vector_n
 from gpu.experiments.vector_add import EXPERIMENT
 from ui.forms import experiment_form
 from ui.frame import frame
@@ -18,7 +18,7 @@ frame(
     "CPU against the CUDA kernel, checked for agreement and timed phase by phase.",
 )
 panel_before_run("vector-add")
-default_n = min(EXPERIMENT.param("n").default_for(gpu.BACKEND.simulated), max_vector_n())  # what fits memory now
+default_n = min(EXPERIMENT.param("n").default_for(gpu.BACKEND.simulated), max_cpu_vector_n())  # what fits memory now
 params = experiment_form(EXPERIMENT, defaults={"n": default_n}, limits_caption=limits_caption)
 if params is not None and (run := run_declared(EXPERIMENT, params)) is not None:
     st.session_state[RESULT_KEY] = run

@@ -15,7 +15,7 @@ def test_vector_add_runs_and_draws_charts_in_the_browser(page, app_url):
     n_box = page.get_by_label("N (elements per vector)", exact=True)
     n_box.fill("1000")
     n_box.press("Tab")
-    page.get_by_role("button", name="Run").click()
+    page.get_by_role("button", name="Run", exact=True).click()  # not the help button of "Also run it as in the article"
     page.get_by_text("Results agree").wait_for(timeout=120_000)
     charts = page.locator('[data-testid="stVegaLiteChart"] canvas, [data-testid="stVegaLiteChart"] svg')
     charts.nth(1).wait_for()  # every chart drawn before counting

@@ -57,7 +57,7 @@ def test_vector_add_run_shows_agreement_and_a_chart_of_the_phases():
     assert any("Results match: True" in c.value for c in at.code)  # the article's lines
 
 
-@pytest.mark.parametrize("bad,message", [("0", "at least 1"), ("ten", "whole number"), ("1e9", "too large")])
+@pytest.mark.parametrize("bad,message", [("0", "at least 1"), ("ten", "whole number"), ("1e12", "too large")])
 def test_vector_add_bad_n_shows_an_error_and_runs_nothing(bad, message):
     at = vector_add_page()
     at.text_input(key="n").input(bad)

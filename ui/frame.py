@@ -37,7 +37,8 @@ def simulator_banner() -> str:
     return (
         "**CUDA simulator — timings are not GPU performance.** No CUDA GPU was found, so "
         "kernels run in Numba's simulator (Python threads on the CPU, about 0.1 ms per GPU "
-        f"thread). Results are still checked exactly; sizes are capped at N = {max_vector_n():,}. "
+        f"thread). Results are still checked exactly; simulated kernels are capped at N = {max_vector_n():,}, while "
+        "Vector add and Scaling time your CPU at your N. "
         "Each experiment page shows a run recorded on a real GPU under **On a real GPU**."
     )
 

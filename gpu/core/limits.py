@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Mapping
 
 from gpu.core.backend import BACKEND
@@ -38,12 +38,23 @@ ENV_MAX_N = "KERNEL_LAB_MAX_N"
 ENV_MAX_REPEATS = "KERNEL_LAB_MAX_REPEATS"
 ENV_MAX_SWEEP_POINTS = "KERNEL_LAB_MAX_SWEEP_POINTS"
 ENV_MAX_WORK = "KERNEL_LAB_MAX_WORK"
+# The CPU side, counted apart (issue 12): in the simulator KERNEL_LAB_MAX_N and
+# KERNEL_LAB_MAX_WORK bound the simulated kernels only, and these bound the CPU baselines.
+ENV_MAX_CPU_N = "KERNEL_LAB_MAX_CPU_N"
+ENV_MAX_CPU_WORK = "KERNEL_LAB_MAX_CPU_WORK"
 
 # (hardware, simulator) defaults; see the module docstring for why.
 DEFAULT_MAX_N = (2**30, SIMULATOR_MAX_N)
 DEFAULT_MAX_REPEATS = (100, 100)
 DEFAULT_MAX_SWEEP_POINTS = (24, 24)
 DEFAULT_MAX_WORK = (2**32, 2**19)
+# CPU N: the hardware default N on both (4 GiB per float32 vector; host memory bounds it too).
+DEFAULT_MAX_CPU_N = (2**30, 2**30)
+# CPU element-passes of the compiled baselines (NumPy, Numba; the Python loop has its own
+# time budget). A pass costs about 1 ns per element on a laptop, so 2^32 is a few seconds
+# per implementation: N = 10^7 with 10 repeats is 3.3 x 10^8 for the three of them. On
+# hardware it is 4 x max_work, so it never binds before the GPU's own budget does.
+DEFAULT_MAX_CPU_WORK = (2**34, 2**32)
 
 
 @dataclass(frozen=True)
@@ -55,6 +66,9 @@ class AdmissionConfig:
     max_sweep_points: int
     max_work: int
     problems: tuple[str, ...] = field(default_factory=tuple)
+    # the CPU side (issue 12): in the simulator max_n / max_work bound the simulated kernels only
+    max_cpu_n: int = DEFAULT_MAX_CPU_N[0]
+    max_cpu_work: int = DEFAULT_MAX_CPU_WORK[0]
 
     def to_dict(self) -> dict:
         return {
@@ -62,6 +76,8 @@ class AdmissionConfig:
             "max_repeats": self.max_repeats,
             "max_sweep_points": self.max_sweep_points,
             "max_work": self.max_work,
+            "max_cpu_n": self.max_cpu_n,
+            "max_cpu_work": self.max_cpu_work,
             "problems": list(self.problems),
         }
 
@@ -93,8 +109,10 @@ def load_config(env: Mapping[str, str] | None = None, simulated: bool | None = N
         max_repeats=_read(env, ENV_MAX_REPEATS, DEFAULT_MAX_REPEATS[which], parse_int, problems, MAX_REPEATS),
         max_sweep_points=_read(env, ENV_MAX_SWEEP_POINTS, DEFAULT_MAX_SWEEP_POINTS[which], parse_int, problems),
         max_work=_read(env, ENV_MAX_WORK, DEFAULT_MAX_WORK[which], parse_size, problems),
+        max_cpu_n=_read(env, ENV_MAX_CPU_N, DEFAULT_MAX_CPU_N[which], parse_size, problems),
+        max_cpu_work=_read(env, ENV_MAX_CPU_WORK, DEFAULT_MAX_CPU_WORK[which], parse_size, problems),
     )
-    return AdmissionConfig(config.max_n, config.max_repeats, config.max_sweep_points, config.max_work, tuple(problems))
+    return replace(config, problems=tuple(problems))
 
 
 
@@ -192,6 +210,71 @@ def check_n(n: int | str, max_n: int | None = None, name: str = "N") -> int:
             why = "what fits in free host and device memory now"
         raise InputError(f"{name} = {value:,} is too large: the limit is {limit:,}, {why}.")
     return value
+
+
+# --- the CPU side at its own size (issue 12) ------------------------------------------
+# In the simulator a simulated kernel costs about 0.1 ms per thread, but the CPU
+# baselines run on the user's real CPU: they may run at the article's N = 10^7 while
+# the simulated kernel runs at its own cap. On hardware both run at the same N.
+
+
+def kernel_cap(config: AdmissionConfig | None = None) -> int | None:
+    """The largest N a simulated kernel runs at (``KERNEL_LAB_MAX_N``); None on a GPU (no separate cap)."""
+    if not BACKEND.simulated:
+        return None
+    return (config or load_config()).max_n
+
+
+def kernel_n(n: int, config: AdmissionConfig | None = None) -> int:
+    """The N the GPU part of a run at ``n`` uses: ``n`` on a GPU, at most the simulator's cap in the simulator."""
+    cap = kernel_cap(config)
+    return n if cap is None else min(n, cap)
+
+
+def max_cpu_vector_n(host_arrays: int = HOST_ARRAYS_PER_RUN) -> int:
+    """Largest N the CPU side of a run may use now: free host memory and ``KERNEL_LAB_MAX_CPU_N``.
+
+    On a GPU the kernel runs at the same N, so ``max_vector_n()`` (device memory,
+    ``KERNEL_LAB_MAX_N``) bounds it too; in the simulator it does not (see ``kernel_n``).
+    """
+    config = load_config()
+    host = int(host_available_bytes() * MEMORY_SAFETY // (host_arrays * BYTES_PER_FLOAT32))
+    limit = min(host, config.max_cpu_n)
+    if not BACKEND.simulated:
+        limit = min(limit, max_vector_n(host_arrays))
+    return max(limit, 0)
+
+
+def check_cpu_n(n: int | str, max_n: int | None = None, name: str = "N") -> int:
+    """Validate a size whose CPU side runs at full N (the simulated kernel at ``kernel_n``); return it."""
+    value = parse_size(n, name)
+    limit = max_cpu_vector_n() if max_n is None else max_n
+    if value > limit:
+        config = load_config()
+        if limit == config.max_cpu_n:
+            why = f"this server's limit for CPU runs ({ENV_MAX_CPU_N})"
+        elif not BACKEND.simulated and limit == config.max_n:
+            why = f"this server's admission limit ({ENV_MAX_N})"
+        else:
+            why = "what fits in free host memory now" if BACKEND.simulated else "what fits in free host and device memory now"
+        raise InputError(f"{name} = {value:,} is too large: the limit is {limit:,}, {why}.")
+    return value
+
+
+def check_cpu_work(work: int, title: str, config: AdmissionConfig | None = None) -> int:
+    """Refuse a run whose CPU element-passes exceed ``KERNEL_LAB_MAX_CPU_WORK``; return the work.
+
+    Counted apart from the (simulated) kernel's element-passes, which admission checks
+    against ``KERNEL_LAB_MAX_WORK``; the Python loop is bounded by its own time budget.
+    """
+    config = config or load_config()
+    if work > config.max_cpu_work:
+        raise InputError(
+            f"This {title} run is too long for the shared machine's CPU: {work:,} CPU element-passes (N x passes for each "
+            f"of NumPy and Numba), over the budget of {config.max_cpu_work:,} ({ENV_MAX_CPU_WORK}). "
+            "Use a smaller N, fewer repeats or fewer CPU implementations."
+        )
+    return int(work)
 
 
 def check_threads(threads: int | str, device_max: int = MAX_THREADS_PER_BLOCK) -> int:

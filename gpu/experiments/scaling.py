@@ -31,8 +31,8 @@ from gpu.core.agreement import identical
 from gpu.core.arrays import tiled_vector_inputs
 from gpu.core.l2 import fits_in_l2, l2_cache_bytes
 from gpu.core.limits import (
-    InputError, check_n, check_repeats, check_sweep_points, check_threads, check_threads_per_block, load_config, max_vector_n,
-    parse_flag, parse_int, parse_seconds, parse_size, release_device_memory,
+    InputError, check_cpu_n, check_cpu_work, check_repeats, check_sweep_points, check_threads, check_threads_per_block, kernel_cap,
+    load_config, max_cpu_vector_n, max_vector_n, parse_flag, parse_int, parse_seconds, parse_size, release_device_memory,
 )
 from gpu.core.peaks import Peaks, measure_peaks
 from gpu.core.telemetry import TelemetryMonitor, describe as describe_telemetry
@@ -112,6 +112,9 @@ class SweepConfig:
     seed: int = 0
     descending: bool = False  # largest first: a time limit then drops the small sizes
     warm_l2: bool = False  # True: no L2 flush before GPU samples (to show the difference)
+    # In the simulator: the largest N a (simulated) kernel runs at; above it only the CPU
+    # implementations run (issue 12). None: every implementation at every size (a GPU).
+    kernel_max_n: int | None = None
 
     @property
     def sizes(self) -> tuple[int, ...]:
@@ -119,9 +122,20 @@ class SweepConfig:
         sizes = sweep_sizes(self.min_n, self.max_n, self.spacing)
         return sizes[::-1] if self.descending else sizes
 
+    def runs_at(self, impl: str, n: int) -> bool:
+        """Whether ``impl`` is measured at ``n``: device implementations only up to ``kernel_max_n``."""
+        return impl not in ON_DEVICE or self.kernel_max_n is None or n <= self.kernel_max_n
+
+    @property
+    def kernel_skipped_sizes(self) -> tuple[int, ...]:
+        """Sizes above the simulator's kernel cap, where the chosen GPU implementations do not run."""
+        if self.kernel_max_n is None or not any(impl in ON_DEVICE for impl in self.impls):
+            return ()
+        return tuple(n for n in sorted(self.sizes) if n > self.kernel_max_n)
+
     @property
     def steps(self) -> int:
-        return len(self.sizes) * len(self.impls)
+        return sum(self.runs_at(impl, n) for n in self.sizes for impl in self.impls)
 
     def to_dict(self) -> dict:
         return {
@@ -139,6 +153,8 @@ class SweepConfig:
             "descending": self.descending,
             "l2": "warm" if self.warm_l2 else "flushed before every GPU sample",
             "dtype": "float32",
+            "kernel_max_n": self.kernel_max_n,
+            "kernel_skipped_sizes": list(self.kernel_skipped_sizes),
         }
 
 
@@ -181,21 +197,27 @@ def make_config(
     seed: int = 0,
     descending: bool = False,
     warm_l2: bool = False,
+    kernel_max_n: int | None | str = "auto",
 ) -> SweepConfig:
     """Validate everything before any work; return the SweepConfig.
 
     ``max_n`` None means the largest size that fits (``limit``, default
-    ``max_vector_n()``). Raises InputError for an inverted or empty range, a range
-    past memory, no or unknown implementations, or a budget ≤ 0.
+    ``max_cpu_vector_n()``: in the simulator the CPU side may run past the simulated
+    kernel's cap). ``kernel_max_n`` is the largest N a device implementation runs at
+    ("auto": the simulator's cap, ``gpu.core.limits.kernel_cap()``, None on a GPU).
+    Raises InputError for an inverted or empty range, a range past memory, no or
+    unknown implementations, or a budget ≤ 0.
     """
-    limit = max_vector_n() if limit is None else limit
+    limit = max_cpu_vector_n() if limit is None else limit
+    if kernel_max_n == "auto":
+        kernel_max_n = kernel_cap()
     if limit < 1:
         raise InputError("no memory is free for even one element; close other runs and try again")
     lo = parse_size(min_n, "min N")
     hi = limit if max_n is None or str(max_n).strip() == "" else parse_size(max_n, "max N")
     if lo > hi:
         raise InputError(f"the range is inverted: min N = {lo:,} is above max N = {hi:,}; min N must be at most max N")
-    check_n(hi, limit, "max N")
+    check_cpu_n(hi, limit, "max N")
     if spacing not in SPACINGS:
         raise InputError(f"spacing must be 'pow2' (powers of two) or 'decade' (powers of ten), got {spacing!r}")
     sizes = sweep_sizes(lo, hi, spacing)
@@ -216,7 +238,8 @@ def make_config(
     policy = policy or RepeatPolicy.count(5)
     if policy.budget_s is not None and not policy.budget_s > 0:
         raise InputError(f"the time budget per point must be more than 0 seconds, got {policy.budget_s!r}")
-    return SweepConfig(lo, hi, spacing, chosen, tpb, policy, float(python_budget_s), max_wall_s, seed, descending, bool(warm_l2))
+    return SweepConfig(lo, hi, spacing, chosen, tpb, policy, float(python_budget_s), max_wall_s, seed, descending, bool(warm_l2),
+                       kernel_max_n)
 
 
 # --- points and crossovers -----------------------------------------------------------
@@ -425,6 +448,17 @@ class SweepRun:
         return self.stopped is None and self.steps_done == self.steps_planned
 
     @property
+    def kernel_note(self) -> str | None:
+        """Which sizes ran no simulated kernel, and why (issue 12); None when every size ran every implementation."""
+        skipped = self.config.kernel_skipped_sizes
+        if not skipped:
+            return None
+        return (
+            f"simulated kernels ran up to N = {self.config.kernel_max_n:,}, the simulator's cap (KERNEL_LAB_MAX_N; about 0.1 ms "
+            f"per simulated thread); at N = {skipped[0]:,} to {skipped[-1]:,} only the CPU implementations ran"
+        )
+
+    @property
     def sizes(self) -> list[int]:
         return sorted({p.n for p in self.points})
 
@@ -621,6 +655,7 @@ class SweepRun:
             "config": self.config.to_dict(),
             **{k: v for k, v in self.config.to_dict().items() if k in ("min_n", "max_n", "spacing", "impls", "threads_per_block")},
             "complete": self.complete,
+            "kernel_note": self.kernel_note,
             "stopped": self.stopped,
             "steps_done": self.steps_done,
             "steps_planned": self.steps_planned,
@@ -666,6 +701,8 @@ class SweepRun:
             lines.append(f"stopped early after {self.steps_done} of {self.steps_planned} steps: {self.stopped}")
         for impl, why in self.skipped:
             lines.append(f"skipped {impl}: {why}")
+        if self.kernel_note:
+            lines.append(self.kernel_note)
         series = self.series
         lines.append(f"{'N':>14} " + " ".join(f"{SERIES_LABELS[s][:14]:>14}" for s in series))
         for n in self.sizes:
@@ -783,7 +820,7 @@ def run_sweep(
     measuring = 0.0
     device = device_info()
     runnable = [impl for impl in config.impls if impl not in dict(skipped)]
-    steps = len(sizes) * len(runnable)
+    steps = sum(config.runs_at(impl, n) for n in sizes for impl in runnable)
     l2_bytes = l2_cache_bytes()
     # clocks, temperature, power and throttling before, during (background) and after
     telemetry = TelemetryMonitor().start()
@@ -807,6 +844,7 @@ def run_sweep(
     step = 0
     stopped = None
     for n in sizes:
+        here = [impl for impl in runnable if config.runs_at(impl, n)]  # no simulated kernel past its cap
         try:
             if buffers is not None:
                 a, b, expected, out = (x[:n] for x in buffers)
@@ -814,11 +852,11 @@ def run_sweep(
                 a, b, expected, out = _host_buffers(n, config.seed)
                 np.add(a, b, out=expected)
         except MemoryError as exc:
-            for impl in runnable:
+            for impl in here:
                 points.append(SweepPoint(n, "gpu-total" if impl == "gpu" else impl, error=_describe_error(exc)))
-            step += len(runnable)
+            step += len(here)
             continue
-        for impl in runnable:
+        for impl in here:
             if stop():
                 stopped = "cancelled"
                 break
@@ -925,7 +963,12 @@ def _config(params) -> SweepConfig:
 
 
 def _work(params) -> int:
-    """Element-passes of the whole sweep; also refuses a sweep with too many sizes."""
+    """Element-passes of the whole sweep's GPU part, for ``admit``; also refuses a sweep with too many sizes.
+
+    In the simulator only the sizes up to the kernel's cap count (above it no simulated
+    kernel runs); the CPU side is counted apart, N x passes for each compiled CPU
+    implementation, and refused here when over ``KERNEL_LAB_MAX_CPU_WORK`` (issue 12).
+    """
     lo, hi = params["min_n"], params["max_n"]
     if lo > hi:
         raise InputError(f"the range is inverted: min N = {lo:,} is above max N = {hi:,}; min N must be at most max N")
@@ -933,7 +976,11 @@ def _work(params) -> int:
     if not sizes:
         raise InputError(f"the range {params['min_n']:,} to {params['max_n']:,} holds no sizes")
     check_sweep_points(len(sizes))
-    return sum(sizes) * (params["repeats"] + 1)
+    passes = params["repeats"] + 1
+    compiled = sum(impl in cpu.IMPLEMENTATIONS and impl != "python" for impl in params["impls"])
+    check_cpu_work(sum(sizes) * passes * compiled, "Scaling")
+    cap = kernel_cap()
+    return sum(n for n in sizes if cap is None or n <= cap) * passes
 
 
 def _run(params, progress: Progress) -> SweepRun:
@@ -966,8 +1013,9 @@ EXPERIMENT = register(Experiment(
     params=(
         Param("min_n", "Smallest N", lambda v: parse_size(v, "min N"), DEFAULT_MIN_N,
               "A whole number such as 1024, 1e3 or 2^10."),
-        Param("max_n", "Largest N", lambda v: check_n(v, name="max N"), default_max_n,
-              "The largest size that fits memory and this server's work budget by default."),
+        Param("max_n", "Largest N", lambda v: check_cpu_n(v, name="max N"), default_max_n,
+              "The largest size that fits memory and this server's work budget by default. Without a GPU the CPU "
+              "runs at every size and simulated kernels only up to the simulator's cap."),
         Param("spacing", "Sizes", lambda v: v if v in SPACINGS else _bad_spacing(v), "pow2",
               "Every power of two (or of ten) between the ends, plus both ends.", widget="select",
               options=SPACINGS, option_label={"pow2": "powers of two", "decade": "decades"}.get),

@@ -20,8 +20,11 @@ from gpu.core.device import DeviceInfo, device_info
 from gpu.core.agreement import BitAgreement, check_bits
 from gpu.core.arrays import vector_inputs
 from gpu.core.hold import stream_hold_problem
+from gpu.core.limits import (
+    InputError, check_cpu_n, check_cpu_work, check_n, check_repeats, check_threads, check_threads_per_block, kernel_n, parse_flag,
+    parse_seconds,
+)
 from gpu.kernels.vector_add import blocks_for, compile_vector_add, vector_add_kernel
-from gpu.core.limits import InputError, check_n, check_repeats, check_threads, check_threads_per_block, parse_flag, parse_seconds
 from gpu.core.telemetry import TelemetryMonitor, describe as describe_telemetry
 from gpu.core.timing import MIN_RELIABLE_SAMPLES, Clock, PhaseTimer, RepeatPolicy, Stats, collect, format_factor, format_seconds, time_kernel, utc_timestamp
 from gpu.experiments.base import Experiment, Param, PerBackend, Progress
@@ -109,8 +112,31 @@ class VectorAddRun:
     seed: int = 0
     created_at: str = field(default_factory=utc_timestamp)
     telemetry: dict | None = None  # GPU clocks, temperature, power, throttling (gpu.core.telemetry)
+    # The N the GPU part ran at, when below ``n`` (issue 12): in the simulator the CPU
+    # implementations run at the user's N and the simulated kernel at the simulator's cap.
+    gpu_n: int | None = None
 
     dtype = "float32"
+
+    @property
+    def kernel_n(self) -> int:
+        """The N of every GPU figure (and of the GPU's agreement check)."""
+        return self.gpu_n if self.gpu_n is not None else self.n
+
+    @property
+    def gpu_capped(self) -> bool:
+        """True when the GPU part ran at a smaller N than the CPU: no GPU-vs-CPU ratio is then made."""
+        return self.kernel_n < self.n
+
+    @property
+    def gpu_note(self) -> str | None:
+        """Why the GPU figures are at another N, in one sentence; None when they are not."""
+        if not self.gpu_capped:
+            return None
+        return (
+            f"the simulated kernel ran at N = {self.kernel_n:,}, the simulator's cap (KERNEL_LAB_MAX_N; about 0.1 ms per "
+            f"simulated thread), checked against NumPy at that N; the CPU ran at N = {self.n:,}, so no GPU-vs-CPU ratio is made"
+        )
 
     @property
     def agree(self) -> bool:
@@ -121,7 +147,8 @@ class VectorAddRun:
         return max((a.max_abs_diff for a in self.agreement.values()), default=0.0)
 
     def bandwidth_gbps(self, seconds: float) -> float:
-        return effective_bandwidth_gbps(self.n, seconds)
+        """GB/s of the GPU part (at ``kernel_n``) taking ``seconds``."""
+        return effective_bandwidth_gbps(self.kernel_n, seconds)
 
     @property
     def kernel_bandwidth_gbps(self) -> float:
@@ -129,8 +156,14 @@ class VectorAddRun:
 
     @property
     def speedups(self) -> list[Speedup]:
-        """GPU (end to end and kernel only) against each CPU baseline, by median."""
+        """GPU (end to end and kernel only) against each CPU baseline, by median.
+
+        Empty when the GPU ran at a smaller N than the CPU (``gpu_capped``): times at two
+        sizes are not a speedup.
+        """
         out = []
+        if self.gpu_capped:
+            return out
         for name, timing in self.cpu.items():
             for measure in ("total", "kernel"):
                 gpu_s = self.gpu[measure].median_s
@@ -163,6 +196,9 @@ class VectorAddRun:
             },
             "cpu": {k: v.to_dict() for k, v in self.cpu.items()},
             "speedup": {f"{s.gpu_measure}_vs_{s.baseline}": s.to_dict() for s in self.speedups},
+            "gpu_n": self.kernel_n,
+            "cpu_n": self.n,
+            "gpu_note": self.gpu_note,
             "warnings": list(self.warnings),
             "article": self.article.to_dict() if self.article is not None else None,
             "telemetry": self.telemetry,
@@ -173,7 +209,8 @@ class VectorAddRun:
         """Tidy samples: one row per implementation x phase x sample (pandas DataFrame).
 
         Columns: implementation, phase, sample, seconds, estimated, few_samples, n, backend.
-        A skipped CPU implementation contributes one row holding its estimate.
+        A skipped CPU implementation contributes one row holding its estimate. ``n`` is the
+        size of that row's measurement (``kernel_n`` for the GPU rows).
         """
         import pandas as pd
 
@@ -191,26 +228,32 @@ class VectorAddRun:
         # fewer than 3 samples: the spread is unknown, and every chart and download says so
         counts = frame.groupby(["implementation", "phase"])["sample"].transform("count")
         frame["few_samples"] = (counts < MIN_RELIABLE_SAMPLES) & ~frame["estimated"]
-        frame["n"] = self.n
+        frame["n"] = [self.kernel_n if impl == "gpu" else self.n for impl in frame["implementation"]]
         frame["backend"] = self.backend
         return frame
 
     def __str__(self) -> str:
+        geometry = f"{self.blocks_per_grid:,} blocks x {self.threads_per_block} threads"
         lines = [
-            f"vector add, N = {self.n:,} float32, {self.blocks_per_grid:,} blocks x "
-            f"{self.threads_per_block} threads, {self.device.name} ({self.backend})",
+            f"vector add, N = {self.n:,} float32, "
+            + (f"GPU at N = {self.kernel_n:,} ({geometry})" if self.gpu_capped else geometry)
+            + f", {self.device.name} ({self.backend})",
             f"results agree with NumPy: {'yes, bit for bit' if self.agree else 'NO'}"
             f" (max |diff| {self.max_abs_diff:g})",
             # the simulator compiles nothing: "0 ns" would be a measurement it never made
             f"kernel compile: {'n/a (simulator)' if self.backend == 'simulator' else format_seconds(self.compile_s)}",
         ]
+        if self.gpu_capped:
+            lines.append(f"note: {self.gpu_note}")
+        gpu_at = f" (N = {self.kernel_n:,})" if self.gpu_capped else ""
         for phase, stats in self.gpu.items():
-            lines.append(f"  GPU {phase:<8} {stats}")
+            lines.append(f"  GPU {phase:<8} {stats}{gpu_at}")
+        cpu_at = f" (N = {self.n:,})" if self.gpu_capped else ""
         for name, timing in self.cpu.items():
             if timing.stats is None:
                 lines.append(f"  CPU {name:<8} skipped: {timing.skipped}")
             else:
-                lines.append(f"  CPU {name:<8} {timing.stats}")
+                lines.append(f"  CPU {name:<8} {timing.stats}{cpu_at}")
         if self.telemetry is not None:
             lines.append(describe_telemetry(self.telemetry))
         for s in self.speedups:
@@ -388,15 +431,20 @@ def run_vector_add(
     python_budget_s: float = DEFAULT_PYTHON_BUDGET_S,
     seed: int = 0,
     max_n: int | None = None,
+    gpu_n: int | None = None,
     on_progress: Progress | None = None,
 ) -> VectorAddRun:
     """Run and time the vector add on the GPU and the chosen CPU implementations.
 
     Validates its inputs first (InputError says what is allowed). ``policy`` defaults
-    to 10 timed runs after one warm-up.
+    to 10 timed runs after one warm-up. The CPU implementations run at ``n``; the GPU
+    part at ``gpu_n`` (default ``gpu.core.limits.kernel_n(n)``: ``n`` on a GPU, at most
+    the simulator's cap in the simulator) on the first ``gpu_n`` elements of the same
+    inputs, and its result is checked against NumPy's at that N.
     """
     say = on_progress or (lambda _msg: None)
-    n = check_n(n, max_n)
+    n = check_cpu_n(n, max_n)
+    gpu_n = kernel_n(n) if gpu_n is None else check_n(gpu_n, n, "the GPU's N")
     warnings = check_threads_per_block(threads_per_block, device_info().max_threads_per_block)
     if not BACKEND.simulated and stream_hold_problem() is not None:
         warnings.append(stream_hold_problem())
@@ -410,15 +458,18 @@ def run_vector_add(
     a, b = vector_inputs(n, seed)
     reference = a + b
 
-    # GPU: compile once (timed apart), then the phases per the policy
+    # GPU: compile once (timed apart), then the phases per the policy, at its own N
     say("compiling the kernel")
     compile_s = compile_vector_add()
-    say("timing the GPU kernel and copies")
-    gpu_out = np.empty(n, dtype=np.float32)
+    say("timing the GPU kernel and copies" + (f" at N = {gpu_n:,} (the simulator's cap)" if gpu_n < n else ""))
+    gpu_out = np.empty(gpu_n, dtype=np.float32)
+    # contiguous prefixes: views, no copy; the reference's prefix is exactly their sum
+    gpu_a, gpu_b = a[:gpu_n], b[:gpu_n]
     with TelemetryMonitor() as monitor:  # clocks and throttling before, during and after the GPU work
-        gpu_stats = time_gpu_phases(a, b, gpu_out, threads_per_block, policy)
+        gpu_stats = time_gpu_phases(gpu_a, gpu_b, gpu_out, threads_per_block, policy)
     gpu_stats.pop("with_launch")  # launch + kernel are shown as their two parts here
-    agreement = {"gpu": check_bits("gpu", gpu_out, reference)}
+    agreement = {"gpu": check_bits("gpu", gpu_out, reference[:gpu_n])}
+    del gpu_out
 
     # CPU implementations, each checked against the reference too
     cpu_results: dict[str, CpuTiming] = {}
@@ -433,7 +484,7 @@ def run_vector_add(
     return VectorAddRun(
         n=n,
         threads_per_block=threads_per_block,
-        blocks_per_grid=blocks_for(n, threads_per_block),
+        blocks_per_grid=blocks_for(gpu_n, threads_per_block),
         backend=BACKEND.kind,
         device=device_info(),
         policy=policy,
@@ -444,6 +495,7 @@ def run_vector_add(
         warnings=tuple(warnings),
         seed=seed,
         telemetry=monitor.summary(),
+        gpu_n=gpu_n if gpu_n < n else None,
     )
 
 
@@ -574,8 +626,10 @@ def _run(params, progress: Progress) -> VectorAddRun:
         python_budget_s=params["python_budget_s"], on_progress=progress,
     )
     if params["article"]:
-        progress("the article's method")
-        run = replace(run, article=run_article_method(params["n"], params["threads_per_block"], python_budget_s=params["python_budget_s"]))
+        # all of the article's method at one N: in the simulator, the kernel's (its speedup compares the two)
+        at = run.kernel_n
+        progress("the article's method" + (f" at N = {at:,} (the simulator's cap)" if at < run.n else ""))
+        run = replace(run, article=run_article_method(at, params["threads_per_block"], python_budget_s=params["python_budget_s"]))
     return run
 
 
@@ -589,18 +643,40 @@ def _plan(params, simulated: bool) -> list[tuple[str, float]]:
     everything but the Python loop is short.
     """
     launches = params["repeats"] + 1
-    per_launch = params["n"] * SIMULATED_S_PER_THREAD if simulated else 0.01
-    python_s = min(cpu.estimate_python_loop_s(params["n"]), params["python_budget_s"]) * launches if "python" in params["cpu"] else 0.0
+    n, gpu_n = params["n"], kernel_n(params["n"])
+    per_launch = gpu_n * SIMULATED_S_PER_THREAD if simulated else 0.01
+    python_s = min(cpu.estimate_python_loop_s(n), params["python_budget_s"]) * launches if "python" in params["cpu"] else 0.0
     steps = [("compiling the kernel", 0.5), ("timing the GPU kernel and copies", launches * per_launch * (1 if simulated else 2))]
     for name in params["cpu"]:
-        steps.append((f"timing the CPU: {cpu.LABELS[name]}", python_s if name == "python" else 0.05 * launches + (0.5 if "numba" in name else 0)))
+        compiled_s = (0.05 + n * CPU_S_PER_ELEMENT) * launches + (0.5 if "numba" in name else 0)
+        steps.append((f"timing the CPU: {cpu.LABELS[name]}", python_s if name == "python" else compiled_s))
     if params["article"]:
-        steps.append(("the article's method", 4 * per_launch + (python_s / launches * 3 if python_s else 0)))
+        article_python_s = min(cpu.estimate_python_loop_s(gpu_n), params["python_budget_s"]) * 3 if gpu_n < n else python_s / launches * 3
+        steps.append(("the article's method", 4 * per_launch + article_python_s))
     return steps
 
 
+CPU_S_PER_ELEMENT = 2e-9  # NumPy / Numba at large N: about 1-2 ns per element on a laptop (memory bound)
+COMPILED_CPU = tuple(name for name in cpu.IMPLEMENTATIONS if name != "python")  # bounded by element-passes
+
+
+def _work(params) -> int:
+    """Element-passes of the GPU part (simulated kernels in the simulator), for ``admit``.
+
+    The CPU side is counted apart and refused here when over ``KERNEL_LAB_MAX_CPU_WORK``:
+    N x passes for each compiled CPU implementation (the Python loop has its own time
+    budget). In the simulator the kernel (and the article's method) run at ``kernel_n``.
+    """
+    n, passes = params["n"], params["repeats"] + 1
+    compiled = sum(name in COMPILED_CPU for name in params["cpu"])
+    check_cpu_work(n * passes * compiled, "Vector add")
+    # warm-up + repeats, and the article's own 3 runs + 1 compile run when asked
+    return kernel_n(n) * (passes + (ARTICLE_RUNS + 1 if params["article"] else 0))
+
+
 def _measures(run: VectorAddRun) -> dict[str, float]:
-    out = {
+    # GPU figures at another N than the row's (the simulator's cap) are not the row's: left out
+    out = {} if run.gpu_capped else {
         "gpu_total_s": run.gpu["total"].median_s,
         "kernel_s": run.gpu["kernel"].median_s,
         "kernel_gbps": run.kernel_bandwidth_gbps,
@@ -614,8 +690,9 @@ EXPERIMENT = register(Experiment(
     title="Vector add",
     summary="time c = a + b on the GPU and the CPU, phase by phase, and check the results agree",
     params=(
-        Param("n", "N (elements per vector)", check_n, PerBackend(10_000_000, 4096),
-              "A whole number such as 1000000, 1e6 or 2^20."),
+        Param("n", "N (elements per vector)", check_cpu_n, PerBackend(10_000_000, 4096),
+              "A whole number such as 1000000, 1e6 or 2^20. Without a GPU the CPU runs at this N and the "
+              "simulated kernel at most at the simulator's cap."),
         Param("threads_per_block", "Threads per block", _threads, 256,
               "1 to the device's limit (1024); multiples of 32 keep every warp full.", widget="int"),
         Param("repeats", "Repeats", check_repeats, PerBackend(10, 5),
@@ -631,8 +708,7 @@ EXPERIMENT = register(Experiment(
               "Reproduce the article's own measurement beside the careful one.", widget="checkbox"),
     ),
     run=_run,
-    # element-passes: warm-up + repeats, and the article's own 3 runs + 1 compile run when asked
-    work=lambda p: p["n"] * (p["repeats"] + 1 + (ARTICLE_RUNS + 1 if p["article"] else 0)),
+    work=_work,
     measures=_measures,
     plan=_plan,
     page="pages/1_Vector_add.py",

@@ -38,7 +38,8 @@ def admit(experiment: "Experiment", params: Mapping[str, Any], config: Admission
     work = int(experiment.work(params))
     if work > config.max_work:
         raise InputError(
-            f"This {experiment.title} run is too long for the shared machine: {work:,} element-passes, "
+            f"This {experiment.title} run is too long for the shared machine: {work:,} "
+            f"{'simulated-kernel ' if BACKEND.simulated else ''}element-passes, "
             f"over the budget of {config.max_work:,} ({ENV_MAX_WORK}). Use a smaller size or fewer repeats."
         )
     return work
@@ -85,9 +86,12 @@ def describe(config: AdmissionConfig | None = None, max_n_now: int | None = None
     """One line for the sidebar: the limits a run is admitted under."""
     config = config or load_config()
     n_part = f"N ≤ {max_n_now:,} now" if max_n_now is not None else f"N ≤ {config.max_n:,}"
+    kernels = "simulated kernels: " if BACKEND.simulated else ""
+    cpu = (f" · CPU side of Vector add and Scaling: N ≤ {config.max_cpu_n:,} (and free memory), "
+           f"N × passes ≤ {config.max_cpu_work:,}") if BACKEND.simulated else ""  # issue 12: counted apart
     return (
-        f"{n_part} (configured {config.max_n:,}, and free memory) · repeats ≤ {config.max_repeats} · "
-        f"sweeps ≤ {config.max_sweep_points} points · N × passes ≤ {config.max_work:,}"
+        f"{kernels}{n_part} (configured {config.max_n:,}, and free memory) · repeats ≤ {config.max_repeats} · "
+        f"sweeps ≤ {config.max_sweep_points} points · N × passes ≤ {config.max_work:,}{cpu}"
     )
 
 

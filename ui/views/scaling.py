@@ -8,7 +8,7 @@ import json
 import pandas as pd
 import streamlit as st
 
-from gpu.core.limits import max_vector_n
+from gpu.core.limits import kernel_cap, max_cpu_vector_n
 from gpu.core.timing import ALLOCATION_RULE, format_seconds
 from gpu.experiments.scaling import IMPL_LABELS, SweepRun, default_max_n
 from ui.charts import scaling as scaling_charts
@@ -17,7 +17,10 @@ RESULT_KEY = "scaling.result"
 
 
 def limits_caption() -> str:
-    return f"Limits here: N ≤ {max_vector_n():,}; the default largest N {default_max_n():,} fits memory and this server's work budget."
+    cap = kernel_cap()
+    kernels = f" Simulated kernels run only up to N = {cap:,} (about 0.1 ms per simulated thread); above it, the CPU alone." if cap else ""
+    return (f"Limits here: N ≤ {max_cpu_vector_n():,}; the default largest N {default_max_n():,} fits memory and this server's work budget."
+            + kernels)
 
 
 def describe(run: SweepRun) -> str:
@@ -56,6 +59,10 @@ def show_result(run: SweepRun) -> None:
         st.warning(f"Sweep stopped ({run.stopped}) after {run.steps_done} of {run.steps_planned} steps; the points measured so far are shown.")
     for impl, why in run.skipped:
         st.info(f"{IMPL_LABELS[impl]} skipped: {why}.")
+    if run.kernel_note:
+        note = run.kernel_note
+        st.info(f"{note[0].upper()}{note[1:]}. Your CPU's figures at those sizes are set beside a recorded real GPU's below.",
+                icon=":material/memory:")
     for p in run.failures:
         st.error(f"N = {p.n:,}, {p.series}: {p.error}. The sweep went on.")
     if not run.points:
@@ -72,6 +79,9 @@ def show_result(run: SweepRun) -> None:
     st.markdown("\n".join(f"- {s}" for s in sentences) if sentences else "- Choose the GPU and at least one CPU implementation to find crossovers.")
     if run.backend == "simulator":
         st.caption("Simulated kernels are thousands of times slower than a GPU: these crossovers say nothing about real hardware.")
+        from ui.views import cpu_vs_recorded
+
+        cpu_vs_recorded.show_sweep(run)
 
     cols = st.columns(4)
     cols[0].metric("Sizes measured", f"{len(run.sizes)}")

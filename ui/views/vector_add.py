@@ -10,8 +10,8 @@ from gpu.core.timing import ALLOCATION_RULE
 
 from gpu.core import cpu
 from gpu.core.device import device_info
-from gpu.core.limits import SIMULATOR_MAX_N, load_config, max_vector_n
-from gpu.core.timing import format_factor, format_seconds
+from gpu.core.limits import SIMULATOR_MAX_N, kernel_cap, load_config, max_cpu_vector_n, max_vector_n
+from gpu.core.timing import format_seconds
 from gpu.experiments.vector_add import EXPERIMENT, VectorAddRun
 from gpu.report.vector_add import explain_difference
 from gpu.report.words import format_gbps, times_words
@@ -23,7 +23,15 @@ RESULT_KEY = "vector_add.result"
 
 def limits_caption() -> str:
     """The limits a Vector add run is admitted under, next to the form."""
-    limit, admission = max_vector_n(), load_config()
+    admission, cap = load_config(), kernel_cap()
+    if cap is not None:  # the simulator: the CPU runs at N, the simulated kernel at most at its cap (issue 12)
+        return (
+            f"Limits here: N ≤ {max_cpu_vector_n():,} (free host memory and this server's limit); the CPU runs at N, the "
+            f"simulated kernel at most at N = {cap:,} (about 0.1 ms per simulated thread); threads per block "
+            f"1–{device_info().max_threads_per_block}; repeats 1–{admission.max_repeats}; simulated N × passes ≤ {admission.max_work:,}; "
+            f"CPU N × passes ≤ {admission.max_cpu_work:,} per NumPy/Numba implementation, together."
+        )
+    limit = max_vector_n()
     return (
         f"Limits here: N ≤ {limit:,} (free memory{' and the simulator cap' if limit <= SIMULATOR_MAX_N else ''}, "
         f"and this server's limit); threads per block 1–{device_info().max_threads_per_block}; "
@@ -44,15 +52,19 @@ def show_stale_note(run: VectorAddRun) -> None:
 def describe(run: VectorAddRun) -> str:
     """What was measured, how many samples, on what: the subtitle of every chart."""
     samples = run.gpu["total"].n_samples
+    size = f"CPU at N = {run.n:,}, simulated kernel at N = {run.kernel_n:,}" if run.gpu_capped else f"N = {run.n:,}"
     return (
-        f"N = {run.n:,} float32 · {run.blocks_per_grid:,} blocks × {run.threads_per_block} threads · "
+        f"{size} float32 · {run.blocks_per_grid:,} blocks × {run.threads_per_block} threads · "
         f"{samples} samples after {run.policy.warmup} warm-up · {run.device.name} ({run.backend})"
     )
 
 
 def show_agreement(run: VectorAddRun) -> None:
     rows = [a.to_dict() for a in run.agreement.values()]
-    if run.agree:
+    if run.agree and run.gpu_capped:
+        st.success(f"Results agree: every implementation is bit-identical to NumPy (the CPU's at N = {run.n:,}, the simulated "
+                   f"kernel's at N = {run.kernel_n:,}, where it ran; max |difference| 0).", icon=":material/check_circle:")
+    elif run.agree:
         st.success(f"Results agree: every implementation is bit-identical to NumPy ({run.n:,} of {run.n:,} elements, max |difference| 0).", icon=":material/check_circle:")
     else:
         bad = [a.implementation for a in run.agreement.values() if not a.passed]
@@ -67,6 +79,9 @@ def show_agreement(run: VectorAddRun) -> None:
 def show_metrics(run: VectorAddRun) -> None:
     """Speedups in words ("about 320x faster than NumPy"), times and bandwidth with units."""
     simulated = run.backend == "simulator"
+    if run.gpu_capped:
+        show_capped_metrics(run)
+        return
     cols = st.columns(4)
     for col, baseline in zip(cols[:2], ("python", "numpy")):
         end_to_end, kernel = run.speedup(baseline, "total"), run.speedup(baseline, "kernel")
@@ -88,6 +103,23 @@ def show_metrics(run: VectorAddRun) -> None:
     cols[3].metric("GPU end to end (median)", format_seconds(run.gpu["total"].median_s))
 
 
+def show_capped_metrics(run: VectorAddRun) -> None:
+    """The CPU at the user's N and the simulated kernel at its cap: times only, no ratio between two sizes."""
+    st.caption(f"Your CPU at N = {run.n:,}, measured now; the simulated kernel at N = {run.kernel_n:,}, the simulator's cap.")
+    cols = st.columns(4)
+    for col, name in zip(cols, ("python", "numpy", "numba-parallel")):
+        timing = run.cpu.get(name)
+        label = f"Your {cpu.LABELS[name].split(' (')[0]}" if name != "numba-parallel" else "Your Numba parallel"
+        if timing is None:
+            col.metric(label, "not run", help=f"{cpu.LABELS[name]} was not chosen.")
+        else:
+            col.metric(label, ("estimate " if timing.estimated else "") + format_seconds(timing.median_s),
+                       help=timing.skipped or f"Median of {timing.stats.n_samples} samples at N = {run.n:,} on this machine's CPU, measured now.")
+    cols[3].metric(f"Simulated kernel (N = {run.kernel_n:,})", format_seconds(run.gpu["kernel"].median_s),
+                   help="Wall clock of Numba's CUDA simulator at its cap: not GPU performance, and not at your N. "
+                        "The recorded real GPU's figures are beside your CPU's above.")
+
+
 def _ratio(factor: float) -> str:
     """The metric value, short enough for a quarter of the page: "320x faster", "920kx slower" (never 7.1e-06x)."""
     from gpu.report.words import factor_text
@@ -107,23 +139,42 @@ def samples_csv(run: VectorAddRun) -> str:
 
 
 def stats_table(run: VectorAddRun) -> pd.DataFrame:
-    table = charts.summarise(run.to_frame())
-    return table[["measure", "median_ms", "min_ms", "max_ms", "samples", "kind"]].rename(
+    frame = run.to_frame()
+    table = charts.summarise(frame)
+    columns = ["measure", "median_ms", "min_ms", "max_ms", "samples", "kind"]
+    if run.gpu_capped:  # two sizes in one table: each row says its own
+        n_of = charts.label_measures(frame).groupby("measure")["n"].first()
+        table["N"] = table["measure"].map(n_of)
+        columns.insert(1, "N")
+    return table[columns].rename(
         columns={"median_ms": "median (ms)", "min_ms": "min (ms)", "max_ms": "max (ms)"}
     )
 
 
 def show_run(run: VectorAddRun) -> None:
     """Everything about one run: agreement, metrics, charts, table, downloads, article."""
+    from ui.views import cpu_vs_recorded
+
     article = run.article
     show_stale_note(run)
     for warning in run.warnings:
         st.warning(warning, icon=":material/warning:")
+    if run.gpu_capped:
+        st.info(f"{run.gpu_note[0].upper()}{run.gpu_note[1:]}. The GPU figures to compare with are the recorded real GPU's, "
+                "below; the simulated kernel's own are further down, labelled with their N.", icon=":material/memory:")
     show_agreement(run)
+    if run.backend == "simulator":
+        cpu_vs_recorded.show_vector_add(run)
     show_metrics(run)
     subtitle = describe(run)
     frame = run.to_frame()
-    st.altair_chart(charts.time_comparison_chart(frame, subtitle), width="stretch")
+    if run.gpu_capped:  # two sizes: never on one axis
+        st.altair_chart(charts.time_comparison_chart(frame[frame["implementation"] != "gpu"], f"your CPU, measured now, at N = {run.n:,}"), width="stretch")
+        st.altair_chart(charts.time_comparison_chart(frame[frame["implementation"] == "gpu"],
+                                                     f"simulated kernel at N = {run.kernel_n:,}, the simulator's cap: not GPU performance"),
+                        width="stretch")
+    else:
+        st.altair_chart(charts.time_comparison_chart(frame, subtitle), width="stretch")
     st.altair_chart(charts.gpu_breakdown_chart(frame, subtitle), width="stretch")
     st.subheader("Statistics")
     st.caption(f"Wall clock for CPU and GPU end to end; CUDA events for GPU phases{' (wall clock in the simulator)' if run.backend == 'simulator' else ''}. {run.policy.describe()}. "
@@ -137,17 +188,22 @@ def show_run(run: VectorAddRun) -> None:
                           help="One row per sample: implementation, phase, sample, seconds, estimated, n. The run's settings and device are in the JSON download.")
     if article is not None:
         st.subheader("As in the article")
+        gpu_at = " (simulated)" if run.gpu_capped else ""
+        if article.n < run.n:
+            st.caption(f"The article's method ran at N = {article.n:,}, the simulator's cap, on both sides, so its speedup compares one N; "
+                       f"your CPU at N = {run.n:,} is compared with the recorded GPU above.")
         left, right = st.columns(2)
         left.markdown("**The article's method** (copy a, b *and* c in; mean of 3 wall-clock runs)")
         left.code("\n".join(article.lines()), language=None)
-        right.markdown("**The careful method** (output allocated on the device; phases timed with events; medians)")
+        sizes = f"; CPU at N = {run.n:,}, simulated GPU at N = {run.kernel_n:,}" if run.gpu_capped else ""
+        right.markdown(f"**The careful method** (output allocated on the device; phases timed with events; medians{sizes})")
         right.code(
             "\n".join(
                 [
                     f"Results bit-identical: {run.agree}",
                     f"CPU (Python loop): {run.cpu['python'].median_s:.6f} seconds{' (estimated)' if run.cpu['python'].estimated else ''}" if "python" in run.cpu else "CPU (Python loop): not run",
-                    f"GPU end to end: {run.gpu['total'].median_s:.6f} seconds",
-                    f"GPU kernel only: {run.gpu['kernel'].median_s:.6f} seconds",
+                    f"GPU end to end: {run.gpu['total'].median_s:.6f} seconds{gpu_at}",
+                    f"GPU kernel only: {run.gpu['kernel'].median_s:.6f} seconds{gpu_at}",
                 ]
             ),
             language=None,
