@@ -19,6 +19,7 @@ import gpu
 from gpu.core.limits import InputError, load_config, max_vector_n
 from gpu.service.admission import admit, is_out_of_memory, out_of_memory_message, release_device_memory
 from gpu.service.admission import describe as describe_limits
+from gpu.service.cluster import cluster_address
 from gpu.service.locks import FifoLock, least_loaded
 from gpu.service.store import StoreError
 from ui.resources import cpu_lock, current_store, device_facts, device_lock, devices
@@ -76,12 +77,13 @@ def _history_experiment(experiment: str, obj: Any) -> str:
 
 
 def save_results(experiment: str, result: Any, index: int, declared: "Experiment | None" = None,
-                 params: Mapping[str, Any] | None = None) -> tuple[list[str], str | None]:
+                 params: Mapping[str, Any] | None = None, worker: Mapping[str, Any] | None = None) -> tuple[list[str], str | None]:
     """Save the result (or each element of a tuple/list result) that has to_dict().
 
     For a declared experiment the row is told, not guessed: its key, the parameters it
-    ran with and its headline measures. Returns (run ids, problem); never raises: a
-    history failure must not lose the run.
+    ran with and its headline measures. A run from a cluster worker records that
+    ``worker`` (machine, GPU) and its machine's device facts. Returns (run ids,
+    problem); never raises: a history failure must not lose the run.
     """
     items = list(result) if isinstance(result, (tuple, list)) else [result]
     savable = [item for item in items if hasattr(item, "to_dict")]
@@ -90,11 +92,13 @@ def save_results(experiment: str, result: Any, index: int, declared: "Experiment
     ids: list[str] = []
     try:
         store = current_store()
-        device = device_facts(index).to_dict()
+        device = dict(worker["device"]) if worker else device_facts(index).to_dict()
         for item in savable:
             data = dict(item.to_dict())
             data.setdefault("device", device)
             data.setdefault("backend", device["backend"])
+            if worker:
+                data["worker"] = {k: v for k, v in worker.items() if k != "device"}
             if declared is not None:
                 data["experiment"] = declared.key
                 data["measures"] = declared.measures(item)
@@ -114,6 +118,10 @@ def run_declared(experiment: "Experiment", params: Mapping[str, Any], *, device:
     Admission runs again here (the form already ran it) so that no caller can queue a
     run over the budget. Returns the result, or None after showing why there is none.
     """
+    if cluster_address() is not None:  # cluster mode: a Ray GPU worker runs it (ui/cluster.py)
+        from ui.cluster import run_on_cluster
+
+        return run_on_cluster(experiment, params)
     try:
         admit(experiment, params)
     except InputError as exc:
@@ -202,7 +210,11 @@ def run_experiment(
 
 def sidebar_status() -> None:
     """Sidebar lines: the device picker (several GPUs only), queue state, admission limits, history."""
-    count = devices()
+    count = 0 if cluster_address() else devices()  # cluster mode: the workers' lines instead
+    if not count:
+        from ui.cluster import cluster_sidebar
+
+        cluster_sidebar()
     if count > 1:
         options = [AUTO, *range(count)]
         st.selectbox(
