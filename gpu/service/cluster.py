@@ -32,6 +32,7 @@ import socket
 import threading
 import time
 import uuid
+from collections import deque
 from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping, Sequence
@@ -183,6 +184,7 @@ class GpuWorker:
         self._since: float | None = None
         self._message: str | None = None
         self._runs_done = 0
+        self._recent: deque[tuple[str, float, float]] = deque(maxlen=256)  # (label, started, ended) of finished runs
         if warm:
             self._warm_up()
 
@@ -207,6 +209,11 @@ class GpuWorker:
                 "runs_done": self._runs_done,
             }
 
+    def recent_runs(self) -> list[tuple[str, float, float]]:
+        """(label, started, ended) of the last finished runs, time.time() seconds: proof that runs never overlapped."""
+        with self._cond:
+            return list(self._recent)
+
     def enqueue(self, run_id: str) -> int:
         """Take a place in the queue now (the run follows); return the runs ahead of it."""
         with self._cond:
@@ -217,14 +224,14 @@ class GpuWorker:
                 self._reserved[run_id] = time.time()
             return self._ahead(run_id)
 
-    def position(self, run_id: str) -> tuple[int | None, str | None]:
-        """(runs ahead, 0 when running, None when unknown or finished; the run's last progress message)."""
+    def position(self, run_id: str) -> tuple[int | None, bool, str | None]:
+        """(runs ahead or None when unknown/finished, running now, its last progress message)."""
         with self._cond:
             if self._running == run_id:
-                return 0, self._message
+                return 0, True, self._message
             if run_id in self._queue:
-                return self._ahead(run_id), None
-            return None, None
+                return self._ahead(run_id), False, None
+            return None, False, None
 
     def cancel(self, run_id: str) -> bool:
         """Leave the queue (the user went away). A run already running finishes; its result is dropped."""
@@ -271,6 +278,8 @@ class GpuWorker:
                     self._since = started
                 result = registry.run(experiment, params, self._progress)
                 ended = time.time()
+            with self._cond:
+                self._recent.append((label, started, ended))
             return {"result": result, "arrived": arrived, "started": started, "ended": ended}
         finally:
             with self._cond:
@@ -618,15 +627,18 @@ class ClusterClient:
                 on_wait(ahead, worker)
         try:
             while True:
-                ready, _ = ray.wait([ref], timeout=self.poll_s)  # returns as soon as the result is there
+                # ray.wait returns as soon as the result is there; next in line, look more often, so a
+                # run that starts is seen started (a worker lost then is reported, not silently re-run)
+                near = started or (positions[-1] if positions else ahead) <= 1
+                ready, _ = ray.wait([ref], timeout=min(self.poll_s, 0.1) if near else self.poll_s)
                 if ready:
                     return ray.get(ref)
                 try:
-                    position, message = ray.get(handle.position.remote(run_id), timeout=CALL_TIMEOUT_S)
+                    position, running, message = ray.get(handle.position.remote(run_id), timeout=CALL_TIMEOUT_S)
                 except GetTimeoutError:
                     continue
                 now = time.monotonic()
-                if position == 0:
+                if running:
                     if (not started or message != last_message) and on_start is not None:
                         on_start(worker, message)
                     started, last_message = True, message

@@ -1,0 +1,199 @@
+"""Cluster mode: GPU workers on a local Ray instance, the app's pages and History on this side.
+
+The first tests need no Ray (the worker's queue runs in this process, the choices are
+pure functions). The rest share one local Ray instance for the whole file (a
+module-scoped fixture, started only when these tests run): two logical GPUs, no
+hardware, the workers in Numba's CUDA simulator. Sessions are the real Vector add page
+through AppTest with ``KERNEL_LAB_CLUSTER=auto``.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from gpu.service.cluster import (
+    NAMESPACE, ClusterClient, ClusterUnavailable, GpuWorker, WorkerState, pick_worker, plain, wanted_workers,
+)
+from gpu.service.store import open_store
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGE = "../pages/1_Vector_add.py"
+SMALL = {"n": 64, "threads_per_block": 32, "repeats": 1, "cpu": ["numpy"], "python_budget_s": 10.0, "article": False}
+
+
+# --- without Ray ------------------------------------------------------------------------
+
+
+def _node(node_id: str, gpus: float, alive: bool = True) -> dict:
+    return {"NodeID": node_id, "Alive": alive, "Resources": {"CPU": 8.0, "GPU": gpus} if gpus else {"CPU": 8.0}}
+
+
+def test_one_worker_per_gpu_of_every_alive_node_and_a_node_joining_adds_its_gpus():
+    nodes = [_node("a" * 56, 2), _node("b" * 56, 0), _node("c" * 56, 1, alive=False)]
+    assert wanted_workers(nodes) == [("gpu-aaaaaaaaaaaa-0", "a" * 56), ("gpu-aaaaaaaaaaaa-1", "a" * 56)]
+    joined = wanted_workers([*nodes, _node("d" * 56, 1)])
+    assert [name for name, _ in joined] == ["gpu-aaaaaaaaaaaa-0", "gpu-aaaaaaaaaaaa-1", "gpu-dddddddddddd-0"]
+
+
+def test_pick_takes_the_shortest_queue_or_the_users_choice_when_available():
+    states = [WorkerState("w0", "n", running="x", waiting=2), WorkerState("w1", "n", running="y"),
+              WorkerState("w2", "n", available=False, problem="restarting")]
+    assert pick_worker(states).name == "w1"
+    assert pick_worker(states, prefer="w0").name == "w0"
+    assert pick_worker(states, prefer="w2").name == "w1"  # unavailable pick: shortest queue instead
+    with pytest.raises(ClusterUnavailable, match="restarting"):
+        pick_worker([states[2]])
+
+
+def test_only_json_values_travel_to_a_worker():
+    assert plain({"n": 64, "cpu": ("numpy",), "article": False}) == {"n": 64, "cpu": ["numpy"], "article": False}
+    with pytest.raises(TypeError):
+        plain({"n": lambda: 64})  # code never travels
+
+
+def test_worker_queue_is_fifo_and_a_cancelled_place_is_given_up(monkeypatch, tmp_path):
+    monkeypatch.setenv("KERNEL_LAB_LOCK_DIR", str(tmp_path))
+    worker = GpuWorker(warm=False)
+    assert worker.enqueue("first") == 0 and worker.enqueue("second") == 1 and worker.enqueue("third") == 2
+    assert worker.cancel("second") and worker.position("third") == (1, False, None)
+    assert worker.run("second", "vector-add", SMALL) == {"cancelled": True}
+    out = worker.run("first", "vector-add", SMALL, label="first")
+    assert out["result"].agree and out["arrived"] <= out["started"] <= out["ended"]
+    assert worker.position("first") == (None, False, None)  # finished: unknown to the queue
+    assert worker.position("third") == (0, False, None)  # next, nothing ahead, not yet running
+    assert [label for label, *_ in worker.recent_runs()] == ["first"]
+    assert worker.state()["runs_done"] == 1 and worker.state()["waiting"] == 1
+
+
+def test_no_ray_is_imported_in_the_embedded_mode():
+    code = "import sys, ui.runner, ui.frame, gpu.service.cluster; print('ray' in sys.modules)"
+    env = {k: v for k, v in os.environ.items() if k != "KERNEL_LAB_CLUSTER"}
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-1500:]
+    assert out.stdout.strip() == "False"
+
+
+# --- a local Ray instance with two logical GPUs ----------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """One local Ray instance for this file: 2 logical GPUs, workers in the simulator; yields a client."""
+    ray = pytest.importorskip("ray", reason="Ray is not installed: `make cluster-deps` (make test installs it)")
+    previous = os.environ.get("KERNEL_LAB_CLUSTER")
+    os.environ["KERNEL_LAB_CLUSTER"] = "auto"
+    ray.init(num_gpus=2, num_cpus=2, namespace=NAMESPACE, include_dashboard=False, log_to_driver=False)
+    try:
+        client = ClusterClient("auto", worker_env={"NUMBA_ENABLE_CUDASIM": "1"})
+        deadline = time.monotonic() + 120
+        while not all(s.available for s in client.states()) or len(client.states()) != 2:
+            assert time.monotonic() < deadline, f"workers did not start: {client.states()}"
+            time.sleep(0.5)
+        yield client
+    finally:
+        from ui.cluster import cluster_client
+
+        cluster_client.clear()
+        ray.shutdown()
+        if previous is None:
+            os.environ.pop("KERNEL_LAB_CLUSTER", None)
+        else:
+            os.environ["KERNEL_LAB_CLUSTER"] = previous
+
+
+def _session(n: int = 64, repeats: int = 1) -> AppTest:
+    at = AppTest.from_file(PAGE, default_timeout=300).run()
+    assert not at.exception, at.exception
+    at.text_input(key="n").set_value(str(n))
+    at.text_input(key="repeats").input(str(repeats))
+    at.multiselect(key="cpu_impls").set_value(["numpy"])
+    at.checkbox(key="article").set_value(False)
+    return at
+
+
+def _submit(at: AppTest) -> None:
+    at.get("form_submit_button")[0].click()
+    at.run()
+
+
+def _overlapping(runs: list[tuple[str, float, float]]) -> list:
+    ordered = sorted(runs, key=lambda r: r[1])
+    return [(a, b) for a, b in zip(ordered, ordered[1:]) if b[1] < a[2]]
+
+
+def test_eight_sessions_spread_over_both_gpus_one_run_at_a_time_all_saved(cluster):
+    sessions = [_session() for _ in range(8)]
+    before = {r.run_id for r in open_store().runs()}
+    barrier = threading.Barrier(len(sessions))
+
+    def one(at: AppTest) -> None:
+        barrier.wait()
+        _submit(at)
+
+    threads = [threading.Thread(target=one, args=(at,)) for at in sessions]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(300)
+    ran_on = []
+    for at in sessions:
+        assert not at.exception and not at.error, [e.value for e in at.error]
+        assert "vector_add.result" in at.session_state
+        last = at.session_state["runner.last"]
+        assert len(last["run_ids"]) == 1
+        ran_on.append((last["run_ids"][0], last["worker"]["name"]))
+        assert any("Ran on" in c.value and "Saved to History" in c.value for c in at.caption)
+    assert {name for _, name in ran_on} == set(cluster.discover()), "both GPU workers were used"
+    saved = {r.run_id: r for r in open_store().runs() if r.run_id not in before}
+    assert len(saved) == 8
+    for run_id, name in ran_on:  # each row names the worker that ran it, with that machine's device facts
+        assert saved[run_id].result["worker"]["name"] == name
+        assert saved[run_id].device_name == saved[run_id].result["device"]["name"]
+    for name in cluster.discover():
+        runs = __import__("ray").get(cluster.handle(name).recent_runs.remote())
+        assert runs and _overlapping(runs) == [], f"{name} ran two at once"
+    sidebar = [c.value for c in sessions[0].sidebar.caption]
+    assert any("Ray cluster (auto): 2 GPU workers on 1 machine" in c for c in sidebar), sidebar
+
+
+def test_a_worker_killed_mid_run_fails_only_that_run_and_the_queue_goes_on(cluster):
+    import ray
+
+    victim, others = _session(n=4096, repeats=4), [_session() for _ in range(3)]
+    before = open_store().count()
+    t_victim = threading.Thread(target=_submit, args=(victim,))
+    t_victim.start()
+    deadline = time.monotonic() + 120
+    while not (busy := [s for s in cluster.states() if s.running is not None]):
+        assert time.monotonic() < deadline and t_victim.is_alive(), "the long run never started"
+        time.sleep(0.05)
+    dying, pid_before = busy[0].name, busy[0].info.pid
+    t_others = [threading.Thread(target=_submit, args=(at,)) for at in others]
+    for t in t_others:
+        t.start()
+    time.sleep(1.0)  # the victim's page has seen its run start (it looks every 0.1 s when next in line)
+    ray.kill(cluster.handle(dying), no_restart=False)
+    for t in [t_victim, *t_others]:
+        t.join(300)
+    assert "vector_add.result" not in victim.session_state
+    errors = [e.value for e in victim.error]
+    assert errors and "stopped while running your run" in errors[0] and "Nothing was saved" in errors[0], errors
+    for at in others:
+        assert not at.error and "vector_add.result" in at.session_state, [e.value for e in at.error]
+    assert open_store().count() == before + 3  # nothing half-saved for the lost run
+    follower = _session()
+    _submit(follower)
+    assert not follower.error and "vector_add.result" in follower.session_state
+    deadline = time.monotonic() + 120
+    while not (back := {s.name: s for s in cluster.states()}[dying]).available:  # Ray restarts the worker
+        assert time.monotonic() < deadline, f"{dying} was not restarted: {back.problem}"
+        time.sleep(0.5)
+    assert back.info.pid != pid_before  # a new process
