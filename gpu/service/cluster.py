@@ -629,7 +629,7 @@ class ClusterClient:
             while True:
                 # ray.wait returns as soon as the result is there; next in line, look more often, so a
                 # run that starts is seen started (a worker lost then is reported, not silently re-run)
-                near = started or (positions[-1] if positions else ahead) <= 1
+                near = not started and (positions[-1] if positions else ahead) <= 1
                 ready, _ = ray.wait([ref], timeout=min(self.poll_s, 0.1) if near else self.poll_s)
                 if ready:
                     return ray.get(ref)
