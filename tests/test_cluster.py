@@ -64,6 +64,11 @@ def test_worker_queue_is_fifo_and_a_cancelled_place_is_given_up(monkeypatch, tmp
     worker = GpuWorker(warm=False)
     assert worker.enqueue("first") == 0 and worker.enqueue("second") == 1 and worker.enqueue("third") == 2
     assert worker.cancel("second") and worker.position("third") == (1, False, None)
+    started = time.monotonic()
+    assert worker.watch("third", (1, False, None), timeout_s=0.2) == (1, False, None)  # no change: after the timeout
+    assert time.monotonic() - started >= 0.2
+    threading.Timer(0.1, worker.cancel, args=("ghost",)).start()
+    assert worker.watch("third", (2, False, None), timeout_s=5) == (1, False, None)  # differs: at once
     assert worker.run("second", "vector-add", SMALL) == {"cancelled": True}
     out = worker.run("first", "vector-add", SMALL, label="first")
     assert out["result"].agree and out["arrived"] <= out["started"] <= out["ended"]
@@ -179,7 +184,7 @@ def test_a_worker_killed_mid_run_fails_only_that_run_and_the_queue_goes_on(clust
     t_others = [threading.Thread(target=_submit, args=(at,)) for at in others]
     for t in t_others:
         t.start()
-    time.sleep(1.0)  # the victim's page has seen its run start (it looks every 0.1 s when next in line)
+    time.sleep(1.0)  # the victim's page has seen its run start (the worker's watch() answered at once)
     ray.kill(cluster.handle(dying), no_restart=False)
     for t in [t_victim, *t_others]:
         t.join(300)

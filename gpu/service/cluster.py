@@ -12,9 +12,9 @@ and nothing here imports Ray.
   imports the engine and compiles the kernels once, so they stay warm between runs.
   Nodes are looked up again every ``discovery_s`` at submission: a node that joins later
   gets its workers without restarting the app.
-- **One run at a time per worker**, in arrival order (``GpuWorker``'s own queue); CPU
-  baselines also hold the node's CPU lock (a ``FileFifoLock`` on that node), so two GPUs
-  of one machine never time CPU code at once.
+- **One run at a time per worker**, in arrival order (``GpuWorker``'s own queue, in
+  gpu/service/cluster_worker.py); CPU baselines also hold the node's CPU lock (a
+  ``FileFifoLock`` on that node), so two GPUs of one machine never time CPU code at once.
 - **What travels**: the experiment's key and its parameters as JSON values, never code;
   back comes the frozen result (pickled; same Kernel Lab version on every node) and
   where it ran. Workers never write History: the app saves, on its own host.
@@ -28,14 +28,19 @@ from __future__ import annotations
 import json
 import logging
 import os
-import socket
 import threading
 import time
 import uuid
-from collections import deque
-from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping, Sequence
+
+from gpu.service.cluster_worker import MAX_QUEUE, WATCH_S, ClusterUnavailable, GpuWorker, WorkerInfo, worker_class
+
+__all__ = [
+    "CLUSTER_ENV", "NAMESPACE", "MAX_QUEUE", "ClusterClient", "ClusterRun", "ClusterUnavailable", "GpuWorker",
+    "WorkerInfo", "WorkerLost", "WorkerState", "client_from_env", "cluster_address", "pick_worker", "plain",
+    "wanted_workers",
+]
 
 log = logging.getLogger(__name__)
 
@@ -43,10 +48,7 @@ CLUSTER_ENV = "KERNEL_LAB_CLUSTER"
 LOCAL_GPUS_ENV = "KERNEL_LAB_CLUSTER_GPUS"  # logical GPUs of a local instance started by ``auto``
 SIMULATOR_ENV = "KERNEL_LAB_CLUSTER_SIMULATOR"  # "1": workers use Numba's CUDA simulator
 NAMESPACE = "kernel-lab"
-MAX_QUEUE = 128  # runs one worker holds (waiting threads); more would be an hour's queue
-RESERVATION_S = 60.0  # a place taken by enqueue() whose run() never came is dropped after this
-HEARTBEAT_S = 2.0  # a waiting user's callback runs at least this often (so a page that was left notices)
-CALL_TIMEOUT_S = 5.0  # a control call (state, position) slower than this marks a worker unavailable
+CALL_TIMEOUT_S = 5.0  # a control call (state, enqueue) slower than this marks a worker unavailable
 
 
 def cluster_address() -> str | None:
@@ -55,48 +57,8 @@ def cluster_address() -> str | None:
     return value or None
 
 
-class ClusterUnavailable(RuntimeError):
-    """No GPU worker can take runs (no cluster, no GPUs, or all of them unreachable)."""
-
-
 class WorkerLost(RuntimeError):
     """The worker running this run died (its process or its machine); nothing was saved."""
-
-
-@dataclass(frozen=True)
-class WorkerInfo:
-    """Where a run happened: the worker, its machine and its GPU (device facts of that machine)."""
-
-    name: str
-    node_id: str
-    host: str
-    ip: str
-    gpu_ids: tuple[str, ...]
-    device: dict
-    pid: int
-
-    @property
-    def gpu_index(self) -> int | None:
-        try:
-            return int(self.gpu_ids[0])
-        except (IndexError, ValueError):
-            return None
-
-    @property
-    def label(self) -> str:
-        """e.g. ``gpu-host-b · GPU 1 (NVIDIA H200)``."""
-        gpu = f"GPU {self.gpu_ids[0]}" if self.gpu_ids else "no GPU"
-        return f"{self.host} · {gpu} ({self.device.get('name', 'unknown device')})"
-
-    def to_dict(self) -> dict:
-        return {"name": self.name, "node_id": self.node_id, "host": self.host, "ip": self.ip,
-                "gpu_ids": list(self.gpu_ids), "device": dict(self.device), "pid": self.pid, "label": self.label}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "WorkerInfo":
-        return cls(str(data["name"]), str(data["node_id"]), str(data["host"]), str(data["ip"]),
-                   tuple(str(g) for g in data["gpu_ids"]), dict(data["device"]), int(data["pid"]))
-
 
 @dataclass(frozen=True)
 class WorkerState:
@@ -149,198 +111,6 @@ class ClusterRun:
     def overhead_s(self) -> float:
         """What Ray and the polling added: the app-side round trip minus the worker-side queue and run."""
         return (self.received - self.submitted) - (self.ended - self.arrived)
-
-
-# --- the worker (a Ray actor) ----------------------------------------------------------
-
-
-class GpuWorker:
-    """The body of one GPU's actor: a FIFO queue of runs, one at a time, kernels kept warm.
-
-    Plain Python (wrapped by ``ray.remote`` in ``worker_class``), so it can be tested
-    without Ray. Called from several threads: ``enqueue``/``run``/``position``/``state``
-    run concurrently; only the body of ``run`` touches the GPU, one at a time.
-    """
-
-    def __init__(self, warm: bool = True):
-        import gpu  # noqa: F401  (decides the backend before numba.cuda is imported)
-        from gpu.core.device import device_info
-        from gpu.experiments import registry
-        from gpu.service.devicelock import FileFifoLock, node_lock_dir, usable_dir
-
-        registry.experiments()  # import every declaration once
-        self._node_id, self._name, self._gpu_ids = _ray_context()
-        self._facts = WorkerInfo(
-            name=self._name, node_id=self._node_id, host=socket.gethostname(), ip=_node_ip(),
-            gpu_ids=self._gpu_ids, device=device_info(0).to_dict(), pid=os.getpid(),
-        )
-        self._cpu_lock = FileFifoLock(f"cpu-node-{self._node_id[:12]}", usable_dir(node_lock_dir()))
-        self._cond = threading.Condition()
-        self._queue: list[str] = []
-        self._reserved: dict[str, float] = {}  # run id -> when enqueue() placed it
-        self._arrived: set[str] = set()
-        self._running: str | None = None
-        self._running_label: str | None = None
-        self._since: float | None = None
-        self._message: str | None = None
-        self._runs_done = 0
-        self._recent: deque[tuple[str, float, float]] = deque(maxlen=256)  # (label, started, ended) of finished runs
-        if warm:
-            self._warm_up()
-
-    def _warm_up(self) -> None:
-        """Compile the kernels now, so the first user's run does not pay for it."""
-        from gpu.kernels.vector_add import compile_vector_add
-
-        compile_vector_add()
-
-    # control calls: cheap, answered while a run is in progress
-
-    def info(self) -> dict:
-        return self._facts.to_dict()
-
-    def state(self) -> dict:
-        with self._cond:
-            return {
-                "info": self._facts.to_dict(),
-                "running": self._running_label,
-                "running_s": None if self._since is None else time.time() - self._since,
-                "waiting": len(self._queue),
-                "runs_done": self._runs_done,
-            }
-
-    def recent_runs(self) -> list[tuple[str, float, float]]:
-        """(label, started, ended) of the last finished runs, time.time() seconds: proof that runs never overlapped."""
-        with self._cond:
-            return list(self._recent)
-
-    def enqueue(self, run_id: str) -> int:
-        """Take a place in the queue now (the run follows); return the runs ahead of it."""
-        with self._cond:
-            if len(self._queue) >= MAX_QUEUE:
-                raise ClusterUnavailable(f"{self._facts.label} already has {MAX_QUEUE} runs queued; try again later")
-            if run_id not in self._queue:
-                self._queue.append(run_id)
-                self._reserved[run_id] = time.time()
-            return self._ahead(run_id)
-
-    def position(self, run_id: str) -> tuple[int | None, bool, str | None]:
-        """(runs ahead or None when unknown/finished, running now, its last progress message)."""
-        with self._cond:
-            if self._running == run_id:
-                return 0, True, self._message
-            if run_id in self._queue:
-                return self._ahead(run_id), False, None
-            return None, False, None
-
-    def cancel(self, run_id: str) -> bool:
-        """Leave the queue (the user went away). A run already running finishes; its result is dropped."""
-        with self._cond:
-            if run_id in self._queue:
-                self._queue.remove(run_id)
-                self._reserved.pop(run_id, None)
-                self._cond.notify_all()
-                return True
-            return False
-
-    # the run itself
-
-    def run(self, run_id: str, experiment: str, params: Mapping[str, Any], label: str = "run") -> dict:
-        """Wait for our turn, then parse, admit and run ``experiment`` with plain ``params``.
-
-        Returns {"result": the frozen result, "arrived"/"started"/"ended": time.time()
-        seconds}, or {"cancelled": True} when the run left the queue before its turn.
-        """
-        from gpu.experiments import registry
-
-        arrived = time.time()
-        with self._cond:
-            if run_id not in self._queue:  # never enqueued, cancelled, or dropped as stale
-                return {"cancelled": True}
-            self._arrived.add(run_id)
-            while True:
-                self._drop_stale_reservations()
-                if run_id not in self._queue:
-                    self._arrived.discard(run_id)
-                    return {"cancelled": True}
-                if self._running is None and self._queue[0] == run_id:
-                    self._queue.pop(0)
-                    self._reserved.pop(run_id, None)
-                    self._arrived.discard(run_id)
-                    self._running, self._running_label, self._message = run_id, label, None
-                    break
-                self._cond.wait(0.5)
-        try:
-            declared = registry.get(experiment)
-            with self._cpu_lock.hold(label) if declared.uses_cpu else nullcontext():
-                started = time.time()
-                with self._cond:
-                    self._since = started
-                result = registry.run(experiment, params, self._progress)
-                ended = time.time()
-            with self._cond:
-                self._recent.append((label, started, ended))
-            return {"result": result, "arrived": arrived, "started": started, "ended": ended}
-        finally:
-            with self._cond:
-                self._running = self._running_label = self._since = self._message = None
-                self._runs_done += 1
-                self._cond.notify_all()
-
-    def _progress(self, message: str) -> None:
-        with self._cond:
-            self._message = message
-
-    def _ahead(self, run_id: str) -> int:
-        return self._queue.index(run_id) + (1 if self._running is not None else 0)
-
-    def _drop_stale_reservations(self) -> None:
-        now = time.time()
-        for run_id in [r for r in self._queue if r not in self._arrived]:
-            if now - self._reserved.get(run_id, now) > RESERVATION_S:
-                self._queue.remove(run_id)
-                self._reserved.pop(run_id, None)
-
-
-def _ray_context() -> tuple[str, str, tuple[str, ...]]:
-    """(node id, actor name, GPU ids) of this worker; placeholders outside Ray (unit tests)."""
-    try:
-        import ray
-
-        if ray.is_initialized():
-            ctx = ray.get_runtime_context()
-            return ctx.get_node_id(), ctx.get_actor_name() or "worker", tuple(str(g) for g in ray.get_gpu_ids())
-    except ImportError:
-        pass
-    return "local" + "0" * 11, "gpu-local-0", ("0",)
-
-
-def _node_ip() -> str:
-    try:
-        import ray
-
-        return ray.util.get_node_ip_address()
-    except Exception:
-        return "127.0.0.1"
-
-
-_WORKER_CLASS = None
-
-
-def worker_class():
-    """``GpuWorker`` as a Ray actor class (built once, on first use: Ray is imported only here)."""
-    global _WORKER_CLASS
-    if _WORKER_CLASS is None:
-        import ray
-
-        _WORKER_CLASS = ray.remote(
-            num_gpus=1, num_cpus=0,  # the GPU is the resource; CPU work is serialised by the node's CPU lock
-            max_restarts=-1,  # Ray brings a dead worker back (constructor again: kernels compiled again)
-            max_task_retries=0,  # a run is never silently repeated: a lost run is reported
-            max_concurrency=MAX_QUEUE + 8,  # waiting runs each hold a thread; control calls need a few
-        )(GpuWorker)
-    return _WORKER_CLASS
-
 
 # --- which workers the cluster should have ---------------------------------------------
 
@@ -405,12 +175,11 @@ class ClusterClient:
     """
 
     def __init__(self, address: str, *, worker_env: Mapping[str, str] | None = None,
-                 local_gpus: int | None = None, poll_s: float = 0.5, discovery_s: float = 5.0,
+                 local_gpus: int | None = None, discovery_s: float = 5.0,
                  start_timeout_s: float = 180.0):
         self.address = address
         self.worker_env = dict(worker_env or {})
         self.local_gpus = local_gpus
-        self.poll_s = poll_s
         self.discovery_s = discovery_s
         self.start_timeout_s = start_timeout_s
         self._handles: dict[str, Any] = {}
@@ -563,7 +332,7 @@ class ClusterClient:
         admission), WorkerLost (the worker died while running it), ClusterUnavailable.
         """
         import ray
-        from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
+        from ray.exceptions import RayActorError, RayTaskError
 
         payload = plain(params)
         submitted = time.time()
@@ -613,42 +382,39 @@ class ClusterClient:
                 on_wait, on_start) -> dict:
         """Wait for the run's result, reporting its place in the queue and its progress.
 
-        Raises ``_Started`` when the worker dies after the run was seen running.
+        One ``watch`` call is outstanding at a time: the worker answers it when the run's
+        place changes (or after WATCH_S, the heartbeat that lets a left page notice), so
+        queue moves and the start are seen at once without polling. Raises ``_Started``
+        when the worker dies after the run was seen running.
         """
         import ray
-        from ray.exceptions import GetTimeoutError, RayActorError
+        from ray.exceptions import RayActorError
 
         started = False
-        last_message: str | None = None
-        last_call = time.monotonic()
+        known: tuple = (ahead, False, None)
         if ahead > 0:
             positions.append(ahead)
             if on_wait is not None:
                 on_wait(ahead, worker)
+        watch = handle.watch.remote(run_id, known)
         try:
             while True:
-                # ray.wait returns as soon as the result is there; next in line, look more often, so a
-                # run that starts is seen started (a worker lost then is reported, not silently re-run)
-                near = not started and (positions[-1] if positions else ahead) <= 1
-                ready, _ = ray.wait([ref], timeout=min(self.poll_s, 0.1) if near else self.poll_s)
-                if ready:
+                ready, _ = ray.wait([ref, watch], num_returns=1, timeout=WATCH_S + CALL_TIMEOUT_S)
+                if ref in ready or ray.wait([ref], timeout=0)[0]:
                     return ray.get(ref)
-                try:
-                    position, running, message = ray.get(handle.position.remote(run_id), timeout=CALL_TIMEOUT_S)
-                except GetTimeoutError:
-                    continue
-                now = time.monotonic()
+                if watch not in ready:
+                    continue  # the worker is slow to answer (busy restarting?); the result decides
+                position, running, message = known = tuple(ray.get(watch))
+                watch = handle.watch.remote(run_id, known)
                 if running:
-                    if (not started or message != last_message) and on_start is not None:
+                    if on_start is not None:
                         on_start(worker, message)
-                    started, last_message = True, message
+                    started = True
                 elif position:
-                    changed = not positions or positions[-1] != position
-                    if changed:
+                    if not positions or positions[-1] != position:
                         positions.append(position)
-                    if on_wait is not None and (changed or now - last_call >= HEARTBEAT_S):
-                        last_call = now
-                        on_wait(position, worker)  # may raise: the user left
+                    if on_wait is not None:
+                        on_wait(position, worker)  # also the heartbeat; may raise: the user left
         except RayActorError as exc:
             if started:
                 raise _Started(exc) from exc

@@ -20,7 +20,9 @@ a folder that every process on the host sees:
 A ticket or holder file whose process is gone (killed while waiting) is removed by the
 next waiter that sees it, so the queue never stalls on a dead run. flock is taken per
 open file, so threads of one process queue against each other exactly as processes do.
-Waiters poll (``poll_s``): a hand-over costs up to one poll interval.
+Waiters poll: the first in line every ``poll_s`` (a hand-over costs up to that), the
+others every ``queue_poll_s`` (their place changes only when a run ends), so thirty
+waiting sessions do not take the CPU (and the GIL) from the run in progress.
 
 The folder is ``$KERNEL_LAB_LOCK_DIR``, else ``locks/`` beside the history database
 (processes that share a History share the GPUs' queues), else a folder in the system
@@ -101,7 +103,7 @@ class FileFifoLock:
     """
 
     def __init__(self, name: str, directory: str | os.PathLike, history: int = 256,
-                 poll_s: float = 0.02, heartbeat_s: float = 1.0):
+                 poll_s: float = 0.02, queue_poll_s: float = 0.25, heartbeat_s: float = 1.0):
         self.name = name
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
@@ -111,6 +113,7 @@ class FileFifoLock:
         self._queue_dir = self.directory / f"{name}.queue"
         self._queue_dir.mkdir(exist_ok=True)
         self._poll_s = poll_s
+        self._queue_poll_s = queue_poll_s
         self._heartbeat_s = heartbeat_s
         self._intervals: deque[Interval] = deque(maxlen=history)
 
@@ -202,7 +205,7 @@ class FileFifoLock:
                 if on_wait is not None and ahead > 0 and (ahead != last_reported or now - last_call >= self._heartbeat_s):
                     last_reported, last_call = ahead, now
                     on_wait(ahead)
-                time.sleep(self._poll_s)
+                time.sleep(self._poll_s if order.index(mine) == 0 else self._queue_poll_s)
         except BaseException:
             self._unlink(ticket_path)  # give up our place without blocking those behind us
             os.close(fd)
