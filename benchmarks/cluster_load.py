@@ -74,8 +74,8 @@ class Embedded:
             started = time.time()
             registry.run("vector-add", p)
             ended = time.time()
-        return {"submitted": submitted, "started": started, "ended": ended, "received": time.time(),
-                "overhead": 0.0, "worker": "embedded"}
+        return {"submitted": submitted, "arrived": submitted, "started": started, "ended": ended,
+                "received": time.time(), "overhead": 0.0, "worker": "embedded"}
 
 
 class OnRay:
@@ -105,8 +105,8 @@ class OnRay:
 
     def run(self, p: dict, label: str) -> dict:
         r = self.client.run("vector-add", p, label=label)
-        return {"submitted": r.submitted, "started": r.started, "ended": r.ended, "received": r.received,
-                "overhead": r.overhead_s, "worker": r.worker.name}
+        return {"submitted": r.submitted, "arrived": r.arrived, "started": r.started, "ended": r.ended,
+                "received": r.received, "overhead": r.overhead_s, "worker": r.worker.name}
 
     def recent_runs(self) -> dict[str, list]:
         import ray
@@ -165,6 +165,8 @@ def load(runner, users: int, runs: int, p: dict) -> dict:
         "median_wait": statistics.median(waits) if waits else float("nan"),
         "worst_wait": max(waits, default=float("nan")),
         "median_overhead": statistics.median(r["overhead"] for r in records) if records else float("nan"),
+        "median_to_worker": statistics.median(r["arrived"] - r["submitted"] for r in records) if records else float("nan"),
+        "median_back": statistics.median(r["received"] - r["ended"] for r in records) if records else float("nan"),
         "median_run": statistics.median(r["ended"] - r["started"] for r in records) if records else float("nan"),
         "per_worker": sorted(per_worker.values(), reverse=True),
     }
@@ -178,7 +180,8 @@ def overlapping(runs: list) -> int:
 def row(mode: str, users: int, result: dict) -> str:
     return (f"| {mode} | {users} | {result['completed']} | {result['wall_s']:.1f} s | {result['per_min']:.1f} | "
             f"{ms(result['median_wait'])} | {ms(result['worst_wait'])} | {ms(result['median_run'])} | "
-            f"{ms(result['median_overhead'])} | {' / '.join(map(str, result['per_worker']))} |")
+            f"{ms(result['median_overhead'])} ({ms(result['median_to_worker'])} + {ms(result['median_back'])}) | "
+            f"{' / '.join(map(str, result['per_worker']))} |")
 
 
 def main() -> int:
@@ -214,7 +217,7 @@ def main() -> int:
     print(f"\nRay adds {ms(statistics.median(r_start) - statistics.median(e_start))} (median) from submission to start.", flush=True)
 
     print("\n## Load\n")
-    print("| mode | users | runs | wall | runs/min | median wait | worst wait | median run | median Ray overhead | runs per worker |")
+    print("| mode | users | runs | wall | runs/min | median wait | worst wait | median run | median Ray overhead (to the worker + back) | runs per worker |")
     print("|---|---|---|---|---|---|---|---|---|---|", flush=True)
     per_min: dict[tuple[str, int], float] = {}
     for u in users:

@@ -4,7 +4,7 @@ The first tests need no Ray (the worker's queue runs in this process, the choice
 pure functions). The rest share one local Ray instance for the whole file (a
 module-scoped fixture, started only when these tests run): two logical GPUs, no
 hardware, the workers in Numba's CUDA simulator. Sessions are the real Vector add page
-through AppTest with ``KERNEL_LAB_CLUSTER=auto``.
+through AppTest with ``KERNEL_LAB_CLUSTER=local``.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from gpu.service.cluster import (
-    NAMESPACE, ClusterClient, ClusterUnavailable, GpuWorker, WorkerState, pick_worker, plain, wanted_workers,
+    ClusterUnavailable, GpuWorker, WorkerState, client_from_env, pick_worker, plain, wanted_workers,
 )
 from gpu.service.store import open_store
 
@@ -90,14 +90,24 @@ def test_no_ray_is_imported_in_the_embedded_mode():
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    """One local Ray instance for this file: 2 logical GPUs, workers in the simulator; yields a client."""
+def cluster():
+    """One local Ray instance for this file: 2 logical GPUs, workers in the simulator; yields a client.
+
+    It is started the way the app starts it (``KERNEL_LAB_CLUSTER=local``: ``auto`` without
+    joining another instance running on this host; from a thread
+    that then ends, as a Streamlit script thread does), so the instance must outlive that
+    thread: Ray kills its local processes with the thread that started them.
+    """
     ray = pytest.importorskip("ray", reason="Ray is not installed: `make cluster-deps` (make test installs it)")
-    previous = os.environ.get("KERNEL_LAB_CLUSTER")
-    os.environ["KERNEL_LAB_CLUSTER"] = "auto"
-    ray.init(num_gpus=2, num_cpus=2, namespace=NAMESPACE, include_dashboard=False, log_to_driver=False)
+    saved = {k: os.environ.get(k) for k in ("KERNEL_LAB_CLUSTER", "KERNEL_LAB_CLUSTER_GPUS")}
+    os.environ.update(KERNEL_LAB_CLUSTER="local", KERNEL_LAB_CLUSTER_GPUS="2")
+    made: list = []
+    script_thread = threading.Thread(target=lambda: made.append(client_from_env()))
+    script_thread.start()
+    script_thread.join(180)
     try:
-        client = ClusterClient("auto", worker_env={"NUMBA_ENABLE_CUDASIM": "1"})
+        assert made, "the client was not created"
+        client = made[0]
         deadline = time.monotonic() + 120
         while not all(s.available for s in client.states()) or len(client.states()) != 2:
             assert time.monotonic() < deadline, f"workers did not start: {client.states()}"
@@ -108,10 +118,11 @@ def cluster(tmp_path_factory):
 
         cluster_client.clear()
         ray.shutdown()
-        if previous is None:
-            os.environ.pop("KERNEL_LAB_CLUSTER", None)
-        else:
-            os.environ["KERNEL_LAB_CLUSTER"] = previous
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 def _session(n: int = 64, repeats: int = 1) -> AppTest:
@@ -166,7 +177,7 @@ def test_eight_sessions_spread_over_both_gpus_one_run_at_a_time_all_saved(cluste
         runs = __import__("ray").get(cluster.handle(name).recent_runs.remote())
         assert runs and _overlapping(runs) == [], f"{name} ran two at once"
     sidebar = [c.value for c in sessions[0].sidebar.caption]
-    assert any("Ray cluster (auto): 2 GPU workers on 1 machine" in c for c in sidebar), sidebar
+    assert any("Ray cluster (local): 2 GPU workers on 1 machine" in c for c in sidebar), sidebar
 
 
 def test_a_worker_killed_mid_run_fails_only_that_run_and_the_queue_goes_on(cluster):

@@ -1,8 +1,9 @@
 """Cluster mode: experiments run on GPU workers of a Ray cluster; the app keeps History.
 
-Set ``KERNEL_LAB_CLUSTER`` to a Ray address (``ray://head:10001`` or ``head:6379``), or
-to ``auto`` for the Ray instance on this host (started in-process when none is
-running, with ``KERNEL_LAB_CLUSTER_GPUS`` logical GPUs). Unset, the app is embedded
+Set ``KERNEL_LAB_CLUSTER`` to a Ray address (``ray://head:10001`` or ``head:6379``), to
+``auto`` for the Ray instance on this host (started in-process when none is running,
+with ``KERNEL_LAB_CLUSTER_GPUS`` logical GPUs), or to ``local`` for a new in-process
+instance even when one is running (tests, demos). Unset, the app is embedded
 and nothing here imports Ray.
 
 - **One worker per GPU.** For every alive node, one long-lived actor per GPU it offers
@@ -48,6 +49,7 @@ CLUSTER_ENV = "KERNEL_LAB_CLUSTER"
 LOCAL_GPUS_ENV = "KERNEL_LAB_CLUSTER_GPUS"  # logical GPUs of a local instance started by ``auto``
 SIMULATOR_ENV = "KERNEL_LAB_CLUSTER_SIMULATOR"  # "1": workers use Numba's CUDA simulator
 NAMESPACE = "kernel-lab"
+LOCAL = ("auto", "local")  # auto: this host's running instance, else a new one; local: always a new one
 CALL_TIMEOUT_S = 5.0  # a control call (state, enqueue) slower than this marks a worker unavailable
 
 
@@ -167,6 +169,34 @@ def _unwrap(exc: BaseException) -> BaseException:
     return cause if isinstance(cause, BaseException) else exc
 
 
+def _init_in_keeper(**options: Any) -> None:
+    """``ray.init(**options)`` from a thread that lives as long as the process.
+
+    Ray starts a local instance's processes (GCS, raylet) with PR_SET_PDEATHSIG, so they
+    are killed when the *thread* that started them ends, and a Streamlit script thread
+    ends after every rerun. Connecting from a long-lived thread keeps them alive.
+    """
+    import ray
+
+    done = threading.Event()
+    failure: list[BaseException] = []
+
+    def keeper() -> None:
+        try:
+            ray.init(**options)
+        except BaseException as exc:  # handed to the caller below
+            failure.append(exc)
+        finally:
+            done.set()
+        if not failure:
+            threading.Event().wait()  # forever: this thread is the parent of Ray's local processes
+
+    threading.Thread(target=keeper, name="kernel-lab-ray", daemon=True).start()
+    done.wait()
+    if failure:
+        raise failure[0]
+
+
 class ClusterClient:
     """The app's connection to the cluster: finds the workers, picks one, runs, follows the queue.
 
@@ -199,15 +229,16 @@ class ClusterClient:
 
         if ray.is_initialized():
             return
-        if self.address == "auto":
-            try:
-                ray.init(address="auto", namespace=NAMESPACE, log_to_driver=False)
-                return
-            except ConnectionError:
-                pass  # no instance on this host: start one
-            ray.init(namespace=NAMESPACE, num_gpus=self.local_gpus, include_dashboard=False, log_to_driver=False)
+        if self.address in LOCAL:
+            if self.address == "auto":
+                try:
+                    _init_in_keeper(address="auto", namespace=NAMESPACE, log_to_driver=False)
+                    return
+                except ConnectionError:
+                    pass  # no instance on this host: start one
+            _init_in_keeper(namespace=NAMESPACE, num_gpus=self.local_gpus, include_dashboard=False, log_to_driver=False)
         else:
-            ray.init(address=self.address, namespace=NAMESPACE, log_to_driver=False)
+            _init_in_keeper(address=self.address, namespace=NAMESPACE, log_to_driver=False)
 
     def discover(self, force: bool = False) -> list[str]:
         """Worker names for the alive GPUs now, creating missing workers (every ``discovery_s``)."""
@@ -267,7 +298,7 @@ class ClusterClient:
                                       s["waiting"], s["runs_done"]))
         return states
 
-    def _recent_states(self, max_age_s: float = 0.25) -> list[WorkerState]:
+    def _recent_states(self, max_age_s: float = 1.0) -> list[WorkerState]:
         """``states()``, shared by the submissions of one moment (one refresh at a time)."""
         with self._states_lock:
             taken_at, states = self._states_cache
@@ -449,7 +480,7 @@ def client_from_env() -> ClusterClient | None:
 
     env: dict[str, str] = {}
     local_gpus = None
-    if address == "auto":
+    if address in LOCAL:
         from gpu.core.device import device_count
 
         local_gpus = int(os.environ.get(LOCAL_GPUS_ENV) or device_count())
