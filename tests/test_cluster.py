@@ -60,22 +60,42 @@ def test_only_json_values_travel_to_a_worker():
 
 
 def test_worker_queue_is_fifo_and_a_cancelled_place_is_given_up(monkeypatch, tmp_path):
+    from gpu.experiments import registry
+
     monkeypatch.setenv("KERNEL_LAB_LOCK_DIR", str(tmp_path))
     worker = GpuWorker(warm=False)
-    assert worker.enqueue("first") == 0 and worker.enqueue("second") == 1 and worker.enqueue("third") == 2
-    assert worker.cancel("second") and worker.position("third") == (1, False, None)
+    release = threading.Event()
+    real_run = registry.run
+    monkeypatch.setattr(registry, "run", lambda name, params, progress=None: release.wait(30) and name)
+    outs: dict[str, dict] = {}
+
+    def submit(run_id: str) -> threading.Thread:
+        t = threading.Thread(target=lambda: outs.__setitem__(run_id, worker.run(run_id, "vector-add", SMALL, label=run_id)))
+        t.start()
+        deadline = time.monotonic() + 10
+        while worker.position(run_id)[0] is None:  # arrived and placed: arrival order is known
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        return t
+
+    threads = [submit(run_id) for run_id in ("first", "second", "third")]
+    assert worker.position("first") == (0, True, None)
+    assert worker.position("second") == (1, False, None) and worker.position("third") == (2, False, None)
     started = time.monotonic()
-    assert worker.watch("third", (1, False, None), timeout_s=0.2) == (1, False, None)  # no change: after the timeout
+    assert worker.watch("third", (2, False, None), timeout_s=0.2) == (2, False, None)  # no change: after the timeout
     assert time.monotonic() - started >= 0.2
-    threading.Timer(0.1, worker.cancel, args=("ghost",)).start()
-    assert worker.watch("third", (2, False, None), timeout_s=5) == (1, False, None)  # differs: at once
-    assert worker.run("second", "vector-add", SMALL) == {"cancelled": True}
-    out = worker.run("first", "vector-add", SMALL, label="first")
+    threading.Timer(0.1, worker.cancel, args=("second",)).start()
+    assert worker.watch("third", (2, False, None), timeout_s=5) == (1, False, None)  # a change: at once
+    assert worker.cancel("late") is False and worker.run("late", "vector-add", SMALL) == {"cancelled": True}
+    release.set()
+    for t in threads:
+        t.join(30)
+    assert outs["second"] == {"cancelled": True}
+    assert [label for label, *_ in worker.recent_runs()] == ["first", "third"]
+    assert worker.state()["runs_done"] == 2 and worker.state()["waiting"] == 0
+    monkeypatch.setattr(registry, "run", real_run)
+    out = worker.run("real", "vector-add", SMALL)  # the real experiment, from plain parameters
     assert out["result"].agree and out["arrived"] <= out["started"] <= out["ended"]
-    assert worker.position("first") == (None, False, None)  # finished: unknown to the queue
-    assert worker.position("third") == (0, False, None)  # next, nothing ahead, not yet running
-    assert [label for label, *_ in worker.recent_runs()] == ["first"]
-    assert worker.state()["runs_done"] == 1 and worker.state()["waiting"] == 1
 
 
 def test_no_ray_is_imported_in_the_embedded_mode():

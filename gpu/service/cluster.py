@@ -50,7 +50,7 @@ LOCAL_GPUS_ENV = "KERNEL_LAB_CLUSTER_GPUS"  # logical GPUs of a local instance s
 SIMULATOR_ENV = "KERNEL_LAB_CLUSTER_SIMULATOR"  # "1": workers use Numba's CUDA simulator
 NAMESPACE = "kernel-lab"
 LOCAL = ("auto", "local")  # auto: this host's running instance, else a new one; local: always a new one
-CALL_TIMEOUT_S = 5.0  # a control call (state, enqueue) slower than this marks a worker unavailable
+CALL_TIMEOUT_S = 5.0  # a control call (state, info) slower than this marks a worker unavailable
 
 
 def cluster_address() -> str | None:
@@ -307,16 +307,13 @@ class ClusterClient:
                 self._states_cache = (time.monotonic(), states)
             return states
 
-    def _choose(self, prefer: str | None, run_id: str) -> tuple[WorkerState, int]:
-        """Pick a worker and take a place in its queue; waits (up to ``start_timeout_s``) for starting workers.
+    def _choose(self, prefer: str | None) -> WorkerState:
+        """Pick a worker for one run and count it as this process's; waits (up to ``start_timeout_s``) for starting workers.
 
-        A worker's load is what it reported (every app process's runs, a moment ago) or
-        the runs this process has on it now, whichever is larger; picking and counting
+        A worker's load is what it reported (every app process's runs, up to a second ago)
+        or the runs this process has on it now, whichever is larger; picking and counting
         happen under one lock, so a burst of submissions spreads over the workers.
         """
-        import ray
-        from ray.exceptions import RayTaskError
-
         deadline = time.monotonic() + self.start_timeout_s
         while True:
             states = self._recent_states()
@@ -328,20 +325,10 @@ class ClusterClient:
                 with self._choose_lock:
                     chosen = pick_worker([_with_load(s, self._inflight.get(s.name, 0)) for s in states], prefer)
                     self._inflight[chosen.name] = self._inflight.get(chosen.name, 0) + 1
-                try:
-                    ahead = ray.get(self._handles[chosen.name].enqueue.remote(run_id), timeout=CALL_TIMEOUT_S)
-                except BaseException:
-                    self._done_with(chosen.name)
-                    raise
-                return chosen, ahead
+                return chosen
             except ClusterUnavailable:
                 if time.monotonic() > deadline:
                     raise
-            except RayTaskError as exc:  # the worker refused: its queue is full
-                raise _unwrap(exc) from None
-            except Exception as exc:  # it died or stalled between its state and the enqueue
-                if time.monotonic() > deadline:
-                    raise ClusterUnavailable(f"No GPU worker could take the run: {_short(exc)}") from exc
             time.sleep(0.5)
             self.discover(force=True)
             self._states_cache = (float("-inf"), [])
@@ -371,11 +358,11 @@ class ClusterClient:
         requeued = 0
         while True:
             run_id = uuid.uuid4().hex
-            chosen, ahead = self._choose(prefer, run_id)
+            chosen = self._choose(prefer)
             handle, worker = self._handles[chosen.name], chosen.info
             try:
                 ref = handle.run.remote(run_id, experiment, payload, label)
-                out = self._follow(ref, handle, run_id, ahead, worker, positions, on_wait, on_start)
+                out = self._follow(ref, handle, run_id, worker, positions, on_wait, on_start)
             except _Started as lost:  # the worker died while running it
                 where = worker.label if worker else chosen.name
                 log.warning("worker %s died during a run: %s", chosen.name, lost.cause)
@@ -409,7 +396,7 @@ class ClusterClient:
             return ClusterRun(out["result"], info, positions, submitted, out["arrived"], out["started"],
                               out["ended"], time.time(), requeued)
 
-    def _follow(self, ref, handle, run_id: str, ahead: int, worker: WorkerInfo | None, positions: list[int],
+    def _follow(self, ref, handle, run_id: str, worker: WorkerInfo | None, positions: list[int],
                 on_wait, on_start) -> dict:
         """Wait for the run's result, reporting its place in the queue and its progress.
 
@@ -422,12 +409,7 @@ class ClusterClient:
         from ray.exceptions import RayActorError
 
         started = False
-        known: tuple = (ahead, False, None)
-        if ahead > 0:
-            positions.append(ahead)
-            if on_wait is not None:
-                on_wait(ahead, worker)
-        watch = handle.watch.remote(run_id, known)
+        watch = handle.watch.remote(run_id, (None, False, None))  # answers once the run has its place
         try:
             while True:
                 ready, _ = ray.wait([ref, watch], num_returns=1, timeout=WATCH_S + CALL_TIMEOUT_S)

@@ -5,7 +5,7 @@ use, so importing this module never imports Ray, and the queue can be tested wit
 it). Runs wait in its own first-come, first-served queue; ``run`` parses, admits and
 runs a declared experiment from its key and plain parameters (``registry.run``), under
 the node's CPU lock when the experiment times CPU code. Control calls (``state``,
-``watch``, ``enqueue``, ``cancel``) are answered from other threads while a run goes on;
+``watch``, ``cancel``) are answered from other threads while a run goes on;
 ``watch`` returns when a run's place changes, so the app follows the queue without polling.
 See gpu/service/cluster.py for the app's side and docs/cluster.md for operators.
 """
@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 MAX_QUEUE = 128  # runs one worker holds (waiting threads); more would be an hour's queue
-RESERVATION_S = 60.0  # a place taken by enqueue() whose run() never came is dropped after this
 WATCH_S = 2.0  # the longest a watch() call waits for a change (the app's heartbeat)
 
 
@@ -69,7 +68,7 @@ class WorkerInfo:
 class GpuWorker:
     """The body of one GPU's actor: a FIFO queue of runs, one at a time, kernels kept warm.
 
-    Called from several threads: ``enqueue``/``run``/``watch``/``state`` run
+    Called from several threads: ``run``/``watch``/``state``/``cancel`` run
     concurrently; only the body of ``run`` touches the GPU, one at a time.
     """
 
@@ -86,10 +85,15 @@ class GpuWorker:
             gpu_ids=self._gpu_ids, device=device_info(0).to_dict(), pid=os.getpid(),
         )
         self._cpu_lock = FileFifoLock(f"cpu-node-{self._node_id[:12]}", usable_dir(node_lock_dir()))
-        self._cond = threading.Condition()
+        # One lock, two conditions: ``_cond`` for queue changes (a run starts, ends, leaves),
+        # which every waiting run and watcher wakes for; ``_said`` for the running run's
+        # progress messages, which only its own watcher waits for. So a progress message
+        # does not wake thirty waiting threads and take the GIL from the run.
+        lock = threading.Lock()
+        self._cond = threading.Condition(lock)
+        self._said = threading.Condition(lock)
         self._queue: list[str] = []
-        self._reserved: dict[str, float] = {}  # run id -> when enqueue() placed it
-        self._arrived: set[str] = set()
+        self._cancelled: deque[str] = deque(maxlen=1024)  # cancels that arrived before their run
         self._running: str | None = None
         self._running_label: str | None = None
         self._since: float | None = None
@@ -125,16 +129,6 @@ class GpuWorker:
         with self._cond:
             return list(self._recent)
 
-    def enqueue(self, run_id: str) -> int:
-        """Take a place in the queue now (the run follows); return the runs ahead of it."""
-        with self._cond:
-            if len(self._queue) >= MAX_QUEUE:
-                raise ClusterUnavailable(f"{self._facts.label} already has {MAX_QUEUE} runs queued; try again later")
-            if run_id not in self._queue:
-                self._queue.append(run_id)
-                self._reserved[run_id] = time.time()
-            return self._ahead(run_id)
-
     def position(self, run_id: str) -> tuple[int | None, bool, str | None]:
         """(runs ahead, or None when unknown or finished; running now; its last progress message)."""
         with self._cond:
@@ -150,7 +144,7 @@ class GpuWorker:
                 left = deadline - time.monotonic()
                 if now != known or left <= 0:
                     return now
-                self._cond.wait(left)
+                (self._said if now[1] else self._cond).wait(left)
 
     def _position(self, run_id: str) -> tuple[int | None, bool, str | None]:
         if self._running == run_id:
@@ -160,13 +154,18 @@ class GpuWorker:
         return None, False, None
 
     def cancel(self, run_id: str) -> bool:
-        """Leave the queue (the user went away). A run already running finishes; its result is dropped."""
+        """Leave the queue (the user went away). A run already running finishes; its result is dropped.
+
+        A cancel that overtakes its run (calls to a threaded actor may run out of order) is
+        remembered, and the run is dropped when it arrives.
+        """
         with self._cond:
             if run_id in self._queue:
                 self._queue.remove(run_id)
-                self._reserved.pop(run_id, None)
                 self._cond.notify_all()
                 return True
+            if run_id != self._running:
+                self._cancelled.append(run_id)
             return False
 
     # the run itself
@@ -181,22 +180,21 @@ class GpuWorker:
 
         arrived = time.time()
         with self._cond:
-            if run_id not in self._queue:  # never enqueued, cancelled, or dropped as stale
+            if run_id in self._cancelled:
                 return {"cancelled": True}
-            self._arrived.add(run_id)
+            if len(self._queue) >= MAX_QUEUE:
+                raise ClusterUnavailable(f"{self._facts.label} already has {MAX_QUEUE} runs queued; try again later")
+            self._queue.append(run_id)
+            self._cond.notify_all()  # its watcher may be waiting for it to arrive
             while True:
-                self._drop_stale_reservations()
                 if run_id not in self._queue:
-                    self._arrived.discard(run_id)
                     return {"cancelled": True}
                 if self._running is None and self._queue[0] == run_id:
                     self._queue.pop(0)
-                    self._reserved.pop(run_id, None)
-                    self._arrived.discard(run_id)
                     self._running, self._running_label, self._message = run_id, label, None
                     self._cond.notify_all()  # watchers: this run started, the others moved up
                     break
-                self._cond.wait(0.5)
+                self._cond.wait()  # woken by every queue change
         try:
             declared = registry.get(experiment)
             with self._cpu_lock.hold(label) if declared.uses_cpu else nullcontext():
@@ -213,21 +211,15 @@ class GpuWorker:
                 self._running = self._running_label = self._since = self._message = None
                 self._runs_done += 1
                 self._cond.notify_all()
+                self._said.notify_all()
 
     def _progress(self, message: str) -> None:
         with self._cond:
             self._message = message
-            self._cond.notify_all()
+            self._said.notify_all()
 
     def _ahead(self, run_id: str) -> int:
         return self._queue.index(run_id) + (1 if self._running is not None else 0)
-
-    def _drop_stale_reservations(self) -> None:
-        now = time.time()
-        for run_id in [r for r in self._queue if r not in self._arrived]:
-            if now - self._reserved.get(run_id, now) > RESERVATION_S:
-                self._queue.remove(run_id)
-                self._reserved.pop(run_id, None)
 
 
 def _ray_context() -> tuple[str, str, tuple[str, ...]]:
