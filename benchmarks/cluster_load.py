@@ -17,9 +17,11 @@ What it does (every run is the real vector-add experiment, parsed, admitted and 
    simulated users (threads calling ``ClusterClient.run``, as Streamlit sessions do, but
    without drawing pages) each submit ``--runs`` runs back to back. The embedded mode
    (one simulated device, the host's file locks) is measured with the same users.
-   Reported: completed runs per minute, median and worst wait (submission to start),
-   Ray's overhead per run (round trip minus the worker's queue and run time), runs per
-   worker, and a check that no worker ever ran two at once.
+   Reported: completed runs per minute, median and worst wait (submission to start), the
+   median hand-over (a GPU idle between one run's end and the next queued run's start),
+   Ray's overhead per run (round trip minus the worker's queue and run time, split into
+   submission to arrival at the worker and end to result received), runs per worker,
+   and a check that no worker ever ran two at once.
 
 The simulator is CPU work: on a machine with fewer cores than workers (plus the app and
 Ray's own processes), throughput cannot grow with the worker count. The script prints the
@@ -156,6 +158,10 @@ def load(runner, users: int, runs: int, p: dict) -> dict:
         t.join()
     wall_s = time.time() - began
     waits = [r["started"] - r["submitted"] for r in records]
+    gaps = []  # the device idle between one run's end and the next run's start, while runs were queued
+    for name in {r["worker"] for r in records}:
+        mine = sorted((r for r in records if r["worker"] == name), key=lambda r: r["started"])
+        gaps += [b["started"] - a["ended"] for a, b in zip(mine, mine[1:])]
     per_worker: dict[str, int] = {}
     for r in records:
         per_worker[r["worker"]] = per_worker.get(r["worker"], 0) + 1
@@ -167,6 +173,7 @@ def load(runner, users: int, runs: int, p: dict) -> dict:
         "median_overhead": statistics.median(r["overhead"] for r in records) if records else float("nan"),
         "median_to_worker": statistics.median(r["arrived"] - r["submitted"] for r in records) if records else float("nan"),
         "median_back": statistics.median(r["received"] - r["ended"] for r in records) if records else float("nan"),
+        "median_gap": statistics.median(gaps) if gaps else float("nan"),
         "median_run": statistics.median(r["ended"] - r["started"] for r in records) if records else float("nan"),
         "per_worker": sorted(per_worker.values(), reverse=True),
     }
@@ -179,7 +186,7 @@ def overlapping(runs: list) -> int:
 
 def row(mode: str, users: int, result: dict) -> str:
     return (f"| {mode} | {users} | {result['completed']} | {result['wall_s']:.1f} s | {result['per_min']:.1f} | "
-            f"{ms(result['median_wait'])} | {ms(result['worst_wait'])} | {ms(result['median_run'])} | "
+            f"{ms(result['median_wait'])} | {ms(result['worst_wait'])} | {ms(result['median_run'])} | {ms(result['median_gap'])} | "
             f"{ms(result['median_overhead'])} ({ms(result['median_to_worker'])} + {ms(result['median_back'])}) | "
             f"{' / '.join(map(str, result['per_worker']))} |")
 
@@ -217,8 +224,8 @@ def main() -> int:
     print(f"\nRay adds {ms(statistics.median(r_start) - statistics.median(e_start))} (median) from submission to start.", flush=True)
 
     print("\n## Load\n")
-    print("| mode | users | runs | wall | runs/min | median wait | worst wait | median run | median Ray overhead (to the worker + back) | runs per worker |")
-    print("|---|---|---|---|---|---|---|---|---|---|", flush=True)
+    print("| mode | users | runs | wall | runs/min | median wait | worst wait | median run | median hand-over | median Ray overhead (to the worker + back) | runs per worker |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|", flush=True)
     per_min: dict[tuple[str, int], float] = {}
     for u in users:
         result = load(embedded, u, args.runs, p)
@@ -237,7 +244,7 @@ def main() -> int:
                     print(f"    failure: {failure}")
             clashes = sum(overlapping(runs) for runs in runner.recent_runs().values())
             problems += clashes
-            print(f"|  | | | | | | | | | {'no worker ran two at once' if not clashes else f'{clashes} OVERLAPS'} |", flush=True)
+            print(f"|  | | | | | | | | | | {'no worker ran two at once' if not clashes else f'{clashes} OVERLAPS'} |", flush=True)
         finally:
             runner.close()
     print("\n## Throughput against one worker\n")
