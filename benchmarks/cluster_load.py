@@ -188,7 +188,7 @@ def row(mode: str, users: int, result: dict) -> str:
     return (f"| {mode} | {users} | {result['completed']} | {result['wall_s']:.1f} s | {result['per_min']:.1f} | "
             f"{ms(result['median_wait'])} | {ms(result['worst_wait'])} | {ms(result['median_run'])} | {ms(result['median_gap'])} | "
             f"{ms(result['median_overhead'])} ({ms(result['median_to_worker'])} + {ms(result['median_back'])}) | "
-            f"{' / '.join(map(str, result['per_worker']))} |")
+            f"{' / '.join(map(str, result['per_worker']))} | {os.getloadavg()[0]:.1f} |")
 
 
 def main() -> int:
@@ -224,8 +224,8 @@ def main() -> int:
     print(f"\nRay adds {ms(statistics.median(r_start) - statistics.median(e_start))} (median) from submission to start.", flush=True)
 
     print("\n## Load\n")
-    print("| mode | users | runs | wall | runs/min | median wait | worst wait | median run | median hand-over | median Ray overhead (to the worker + back) | runs per worker |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|", flush=True)
+    print("| mode | users | runs | wall | runs/min | median wait | worst wait | median run | median hand-over | median Ray overhead (to the worker + back) | runs per worker | load avg |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|", flush=True)
     per_min: dict[tuple[str, int], float] = {}
     for u in users:
         result = load(embedded, u, args.runs, p)
@@ -244,7 +244,8 @@ def main() -> int:
                     print(f"    failure: {failure}")
             clashes = sum(overlapping(runs) for runs in runner.recent_runs().values())
             problems += clashes
-            print(f"|  | | | | | | | | | | {'no worker ran two at once' if not clashes else f'{clashes} OVERLAPS'} |", flush=True)
+            verdict = "no worker ran two at once" if not clashes else f"{clashes} OVERLAPS"
+            print("| " + " | ".join([""] * 10 + [verdict, ""]) + " |", flush=True)
         finally:
             runner.close()
     print("\n## Throughput against one worker\n")

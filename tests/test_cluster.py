@@ -9,6 +9,7 @@ through AppTest with ``KERNEL_LAB_CLUSTER=local``.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -104,6 +105,43 @@ def test_no_ray_is_imported_in_the_embedded_mode():
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-1500:]
     assert out.stdout.strip() == "False"
+
+
+JOIN = """
+import json, sys, threading, time
+sys.path.insert(0, {root!r})
+import gpu, ray
+from ray.cluster_utils import Cluster
+from gpu.service.cluster import NAMESPACE, ClusterClient
+cluster = Cluster(initialize_head=True, head_node_args={{"num_cpus": 1, "num_gpus": 1}})
+ray.init(address=cluster.address, namespace=NAMESPACE, log_to_driver=False)
+client = ClusterClient(cluster.address, worker_env={{"NUMBA_ENABLE_CUDASIM": "1"}}, discovery_s=1.0)
+params = {params!r}
+before = [client.run("vector-add", params).worker.name]
+cluster.add_node(num_cpus=1, num_gpus=1)  # a machine joins; the app is not restarted
+deadline = time.monotonic() + 120
+while len(client.states()) < 2 or not all(s.available for s in client.states()):
+    assert time.monotonic() < deadline, client.states()
+    time.sleep(0.5)
+after = []
+runs = [threading.Thread(target=lambda: after.append(client.run("vector-add", params).worker.name)) for _ in range(4)]
+for t in runs: t.start()
+for t in runs: t.join()
+print(json.dumps({{"before": before, "after": sorted(after), "workers": [s.name for s in client.states()]}}))
+ray.shutdown(); cluster.shutdown()
+"""
+
+
+@pytest.mark.slow
+def test_a_machine_that_joins_later_gets_runs_without_restarting_the_app():
+    pytest.importorskip("ray", reason="Ray is not installed: `make cluster-deps` (make test installs it)")
+    script = JOIN.format(root=str(ROOT), params=SMALL)
+    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}
+    out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=240)
+    assert out.returncode == 0, out.stderr[-3000:]
+    seen = json.loads(out.stdout.strip().splitlines()[-1])
+    assert len(seen["workers"]) == 2 and seen["before"][0] in seen["workers"]
+    assert set(seen["after"]) == set(seen["workers"]), seen  # the new machine's GPU took runs
 
 
 # --- a local Ray instance with two logical GPUs ----------------------------------------------
