@@ -17,7 +17,10 @@ import streamlit as st
 
 from gpu.core.limits import InputError
 from gpu.service.admission import admit, is_out_of_memory, out_of_memory_message
-from gpu.service.cluster import ClusterClient, ClusterUnavailable, WorkerInfo, WorkerLost, client_from_env, cluster_address
+from gpu.service.cluster import (
+    ClusterClient, ClusterRun, ClusterUnavailable, WorkerInfo, WorkerLost, client_from_env, cluster_address,
+)
+from gpu.service.store import StoreError
 
 if TYPE_CHECKING:
     from gpu.experiments.base import Experiment
@@ -43,7 +46,7 @@ def where(worker: WorkerInfo | None) -> str:
 
 def run_on_cluster(experiment: "Experiment", params: Mapping[str, Any]) -> Any:
     """Admit, submit to the chosen (or least busy) worker, follow the queue, save here; the result or None."""
-    from ui.runner import LAST_KEY, _session_tag, queue_message, save_results
+    from ui.runner import LAST_KEY, _session_tag, queue_message
 
     status = st.empty()
     try:
@@ -74,8 +77,8 @@ def run_on_cluster(experiment: "Experiment", params: Mapping[str, Any]) -> Any:
             status.error(f"The run failed on its GPU worker: {exc}. Try a smaller size or try again.")
         return None
     status.empty()
-    run_ids, problem = save_results(experiment.title, run.result, run.worker.gpu_index or 0, experiment, params,
-                                    worker=run.worker.to_dict())
+    run_id, problem = save_run(experiment, run, params)
+    run_ids = [run_id] if run_id else []
     st.session_state[LAST_KEY] = {
         "experiment": experiment.title,
         "device_index": run.worker.gpu_index,
@@ -92,6 +95,28 @@ def run_on_cluster(experiment: "Experiment", params: Mapping[str, Any]) -> Any:
         saved = f" Saved to History as run {', '.join(r[:8] for r in run_ids)}." if run_ids else ""
         st.caption(f"Ran on {run.worker.label}{waited}.{saved}")
     return run.result
+
+
+def save_run(experiment: "Experiment", run: ClusterRun, params: Mapping[str, Any]) -> tuple[str | None, str | None]:
+    """Save a cluster run to this host's History, with the worker and its machine's device facts.
+
+    Returns (run id, problem); never raises: a history failure must not lose the run.
+    """
+    from ui.resources import current_store
+
+    try:
+        data = dict(run.result.to_dict())
+        data.setdefault("device", dict(run.worker.device))  # the facts of the machine that ran it
+        data.setdefault("backend", run.worker.device.get("backend"))
+        data["worker"] = {k: v for k, v in run.worker.to_dict().items() if k != "device"}
+        data["experiment"] = experiment.key
+        data["measures"] = experiment.measures(run.result)
+        return current_store().save(data, experiment=experiment.key, params=params, device_index=run.worker.gpu_index), None
+    except StoreError as exc:
+        return None, f"This run is shown below but was not saved to History: {exc}"
+    except Exception as exc:  # never lose a finished run over a history problem
+        log.exception("saving %s to history failed", experiment.key)
+        return None, f"This run is shown below but was not saved to History ({type(exc).__name__}: {exc})."
 
 
 def cluster_sidebar() -> None:

@@ -77,13 +77,12 @@ def _history_experiment(experiment: str, obj: Any) -> str:
 
 
 def save_results(experiment: str, result: Any, index: int, declared: "Experiment | None" = None,
-                 params: Mapping[str, Any] | None = None, worker: Mapping[str, Any] | None = None) -> tuple[list[str], str | None]:
+                 params: Mapping[str, Any] | None = None) -> tuple[list[str], str | None]:
     """Save the result (or each element of a tuple/list result) that has to_dict().
 
     For a declared experiment the row is told, not guessed: its key, the parameters it
-    ran with and its headline measures. A run from a cluster worker records that
-    ``worker`` (machine, GPU) and its machine's device facts. Returns (run ids,
-    problem); never raises: a history failure must not lose the run.
+    ran with and its headline measures. Returns (run ids, problem); never raises: a
+    history failure must not lose the run.
     """
     items = list(result) if isinstance(result, (tuple, list)) else [result]
     savable = [item for item in items if hasattr(item, "to_dict")]
@@ -92,13 +91,11 @@ def save_results(experiment: str, result: Any, index: int, declared: "Experiment
     ids: list[str] = []
     try:
         store = current_store()
-        device = dict(worker["device"]) if worker else device_facts(index).to_dict()
+        device = device_facts(index).to_dict()
         for item in savable:
             data = dict(item.to_dict())
             data.setdefault("device", device)
             data.setdefault("backend", device["backend"])
-            if worker:
-                data["worker"] = {k: v for k, v in worker.items() if k != "device"}
             if declared is not None:
                 data["experiment"] = declared.key
                 data["measures"] = declared.measures(item)
