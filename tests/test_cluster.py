@@ -61,13 +61,11 @@ def test_only_json_values_travel_to_a_worker():
 
 
 def test_worker_queue_is_fifo_and_a_cancelled_place_is_given_up(monkeypatch, tmp_path):
-    from gpu.experiments import registry
-
     monkeypatch.setenv("KERNEL_LAB_LOCK_DIR", str(tmp_path))
     worker = GpuWorker(warm=False)
     release = threading.Event()
-    real_run = registry.run
-    monkeypatch.setattr(registry, "run", lambda name, params, progress=None: release.wait(30) and name)
+    real_run = worker._execute
+    worker._execute = lambda name, params, progress=None: release.wait(30) and name  # holds the GPU until released
     outs: dict[str, dict] = {}
 
     def submit(run_id: str) -> threading.Thread:
@@ -94,7 +92,7 @@ def test_worker_queue_is_fifo_and_a_cancelled_place_is_given_up(monkeypatch, tmp
     assert outs["second"] == {"cancelled": True}
     assert [label for label, *_ in worker.recent_runs()] == ["first", "third"]
     assert worker.state()["runs_done"] == 2 and worker.state()["waiting"] == 0
-    monkeypatch.setattr(registry, "run", real_run)
+    worker._execute = real_run
     out = worker.run("real", "vector-add", SMALL)  # the real experiment, from plain parameters
     assert out["result"].agree and out["arrived"] <= out["started"] <= out["ended"]
 
