@@ -1,6 +1,6 @@
 """Cluster mode: experiments run on GPU workers of a Ray cluster; the app keeps History.
 
-Set ``KERNEL_LAB_CLUSTER`` to a Ray address (``ray://head:10001`` or ``head:6379``), to
+Set ``KERNEL_LAB_CLUSTER`` to a Ray address (``head:6379``, the head's GCS), to
 ``auto`` for the Ray instance on this host (started in-process when none is running,
 with ``KERNEL_LAB_CLUSTER_GPUS`` logical GPUs), or to ``local`` for a new in-process
 instance even when one is running (tests, demos). Unset, the app is embedded
@@ -111,7 +111,7 @@ class ClusterRun:
 
     @property
     def overhead_s(self) -> float:
-        """What Ray and the polling added: the app-side round trip minus the worker-side queue and run."""
+        """What Ray added: the app-side round trip minus the worker-side queue and run (seconds)."""
         return (self.received - self.submitted) - (self.ended - self.arrived)
 
 # --- which workers the cluster should have ---------------------------------------------
