@@ -1,6 +1,6 @@
 # Kernel Lab. The two commands a newcomer needs:
 #   make run    set up .venv and start the app (http://localhost:8501)
-#   make test   set up .venv (dev) and Debian's chromium, then run every test
+#   make test   set up .venv (dev, and Ray for the cluster tests) and Debian's chromium, then run every test
 # Each target creates what it needs; stamps make repeat runs fast.
 
 PYTHON ?= python3
@@ -9,7 +9,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip --disable-pip-version-check -q
 CHROMIUM := /usr/bin/chromium
 
-.PHONY: run demo test check info cuda-wheels chromium clean
+.PHONY: run demo test check info cuda-wheels cluster-deps chromium clean
 
 run: $(VENV)/.runtime
 	$(PY) -m streamlit run app.py
@@ -32,7 +32,7 @@ demo: $(VENV)/.runtime
 	  --browser.gatherUsageStats false --runner.fastReruns true \
 	  $(foreach host,$(DEMO_HOSTS),--server.allowedHosts $(host))
 
-test: $(VENV)/.dev chromium
+test: $(VENV)/.dev $(VENV)/.cluster chromium
 	$(PY) -m pytest
 
 info: $(VENV)/.runtime
@@ -52,6 +52,13 @@ $(VENV)/.runtime: requirements.txt | $(PY)
 
 $(VENV)/.dev: requirements-dev.txt $(VENV)/.runtime
 	$(PIP) install -r requirements-dev.txt
+	touch $@
+
+# Cluster mode's optional extra (Ray), docs/cluster.md; the app runs without it.
+cluster-deps: $(VENV)/.cluster
+
+$(VENV)/.cluster: requirements-cluster.txt $(VENV)/.runtime
+	$(PIP) install -r requirements-cluster.txt
 	touch $@
 
 # numba-cuda needs the CUDA toolkit wheels to compile for a real GPU; they are large,

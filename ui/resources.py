@@ -1,6 +1,7 @@
 """Process-wide objects shared by every session, held in ``st.cache_resource``.
 
-Bounded by construction: one lock per device, one CPU lock, one set of facts per
+Bounded by construction: one lock per device, one CPU lock (both shared with the
+other app processes of this host through files: gpu/service/devicelock.py), one set of facts per
 device, and one history store per database path.
 """
 
@@ -10,20 +11,20 @@ import streamlit as st
 
 import gpu  # noqa: F401  (decides the backend before anything imports numba.cuda)
 from gpu.core.device import DeviceInfo, device_count, device_info
-from gpu.service.locks import FifoLock
+from gpu.service.devicelock import FileFifoLock, default_lock_dir, usable_dir
 from gpu.service.store import HistoryStore, default_path, open_store
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
-def device_lock(index: int = 0) -> FifoLock:
-    """The one lock that serialises GPU work on device ``index`` across all users."""
-    return FifoLock(name=f"gpu{index}")
+def device_lock(index: int = 0) -> FileFifoLock:
+    """The one lock that serialises GPU work on device ``index`` across all users and app processes of this host."""
+    return FileFifoLock(name=f"gpu{index}", directory=usable_dir(default_lock_dir()))
 
 
 @st.cache_resource(max_entries=1, show_spinner=False)
-def cpu_lock() -> FifoLock:
-    """The one lock that serialises CPU benchmarks (they compete for cores and memory bandwidth)."""
-    return FifoLock(name="cpu")
+def cpu_lock() -> FileFifoLock:
+    """The one lock that serialises CPU benchmarks (they compete for cores and memory bandwidth) on this host."""
+    return FileFifoLock(name="cpu", directory=usable_dir(default_lock_dir()))
 
 
 @st.cache_resource(max_entries=16, show_spinner="Reading device facts…")

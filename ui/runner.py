@@ -19,6 +19,7 @@ from gpu.core.limits import InputError, load_config, max_vector_n
 from gpu.core.limits import release_device_memory
 from gpu.service.admission import admit, is_out_of_memory, out_of_memory_message
 from gpu.service.admission import describe as describe_limits
+from gpu.service.cluster import cluster_address
 from gpu.service.locks import FifoLock, least_loaded
 from gpu.service.store import StoreError
 from ui.resources import cpu_lock, current_store, device_facts, device_lock, devices
@@ -111,6 +112,10 @@ def run_declared(experiment: "Experiment", params: Mapping[str, Any], *, device:
     can be stopped get a Stop button (the partial result is kept: ``recover_stopped``).
     Returns the result, or None after showing why there is none.
     """
+    if cluster_address() is not None:  # cluster mode: a Ray GPU worker runs it (ui/cluster.py)
+        from ui.cluster import run_on_cluster
+
+        return run_on_cluster(experiment, params)
     try:
         admit(experiment, params)
     except InputError as exc:
@@ -266,7 +271,11 @@ def _sidebar_state(index: int, text: str) -> None:
 
 def sidebar_status() -> None:
     """Sidebar lines: the device picker (several GPUs only), queue state, admission limits, history."""
-    count = devices()
+    count = 0 if cluster_address() else devices()  # cluster mode: the workers' lines instead
+    if not count:
+        from ui.cluster import cluster_sidebar
+
+        cluster_sidebar()
     if count > 1:
         options = [AUTO, *range(count)]
         st.selectbox(

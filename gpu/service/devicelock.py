@@ -1,0 +1,236 @@
+"""The per-device FIFO lock, shared by every app process on one host.
+
+``FifoLock`` (locks.py) lives inside one process: two Streamlit processes behind one
+proxy would each have their own and overlap on the GPU. ``FileFifoLock`` keeps the same
+interface (``hold``, ``snapshot``, ``intervals``, ``busy``, ``waiting``) with its state in
+a folder that every process on the host sees:
+
+    <dir>/<name>.lock      flock(2) on it is the mutual exclusion itself. The kernel
+                           drops it when its holder exits, even on SIGKILL, so a crashed
+                           process never leaves the device locked.
+    <dir>/<name>.seq       the next ticket number, read and bumped under flock: tickets
+                           are unique and increase across every process.
+    <dir>/<name>.queue/    one file per waiting run, named ``<ticket>.<pid>``: a run's
+                           place is the number of lower tickets (plus the holder), which
+                           is what "Queued behind N runs" shows. Only the lowest ticket
+                           tries the lock, so runs start in arrival order.
+    <dir>/<name>.holder    JSON {pid, label, since}: who holds the lock, for the queue
+                           count and the sidebar.
+
+A ticket or holder file whose process is gone (killed while waiting) is removed by the
+next waiter that sees it, so the queue never stalls on a dead run. flock is taken per
+open file, so threads of one process queue against each other exactly as processes do.
+Waiters poll: the first in line every ``poll_s`` (a hand-over costs up to that), the
+others every ``queue_poll_s`` (their place changes only when a run ends), so thirty
+waiting sessions do not take the CPU (and the GIL) from the run in progress.
+
+The folder is ``$KERNEL_LAB_LOCK_DIR``, else ``locks/`` beside the history database
+(processes that share a History share the GPUs' queues), else a folder in the system
+temporary directory. It must be on a local file system (flock over NFS is unreliable).
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import os
+import tempfile
+import time
+from collections import deque
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Callable, Iterator
+
+from gpu.service.locks import Interval, LockState
+
+LOCK_DIR_ENV = "KERNEL_LAB_LOCK_DIR"
+
+
+def default_lock_dir() -> Path:
+    """Where the device locks live: $KERNEL_LAB_LOCK_DIR, else beside the history database."""
+    configured = os.environ.get(LOCK_DIR_ENV)
+    if configured:
+        return Path(configured).expanduser()
+    from gpu.service.store import default_path
+
+    return default_path().parent / "locks"
+
+
+def node_lock_dir() -> Path:
+    """The lock folder on a cluster worker node (no history there): $KERNEL_LAB_LOCK_DIR or /tmp."""
+    configured = os.environ.get(LOCK_DIR_ENV)
+    if configured:
+        return Path(configured).expanduser()
+    return Path(tempfile.gettempdir()) / f"kernel-lab-locks-{os.getuid()}"
+
+
+def usable_dir(preferred: Path) -> Path:
+    """``preferred`` if a lock can be made there, else a per-user folder in the temporary directory."""
+    for folder in (preferred, Path(tempfile.gettempdir()) / f"kernel-lab-locks-{os.getuid()}"):
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            probe = folder / ".probe"
+            with open(probe, "a"):
+                pass
+            return folder
+        except OSError:
+            continue
+    raise OSError(f"no folder for the device locks: {preferred} and the temporary directory are not writable")
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else
+        return True
+    return True
+
+
+class FileFifoLock:
+    """Mutual exclusion across processes on one host, first come first served, with a visible queue.
+
+    ``hold(label, on_wait)`` takes a ticket, waits until it is the lowest and the flock is
+    free, and holds the lock for the body of the ``with``. While waiting it calls
+    ``on_wait(ahead)`` (runs ahead, the holder included) when that number changes and at
+    least every ``heartbeat_s``; the callback may raise to leave the queue. ``intervals()``
+    are this process's own holds (perf_counter seconds, which on Linux is CLOCK_MONOTONIC
+    and so comparable between processes of one host).
+    """
+
+    def __init__(self, name: str, directory: str | os.PathLike, history: int = 256,
+                 poll_s: float = 0.02, queue_poll_s: float = 0.25, heartbeat_s: float = 1.0):
+        self.name = name
+        self.directory = Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self._lock_path = self.directory / f"{name}.lock"
+        self._seq_path = self.directory / f"{name}.seq"
+        self._holder_path = self.directory / f"{name}.holder"
+        self._queue_dir = self.directory / f"{name}.queue"
+        self._queue_dir.mkdir(exist_ok=True)
+        self._poll_s = poll_s
+        self._queue_poll_s = queue_poll_s
+        self._heartbeat_s = heartbeat_s
+        self._intervals: deque[Interval] = deque(maxlen=history)
+
+    # --- state shared through the folder ---------------------------------------------
+
+    def _next_ticket(self) -> int:
+        fd = os.open(self._seq_path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            raw = os.read(fd, 32).strip()
+            ticket = int(raw) if raw.isdigit() else 0
+            os.lseek(fd, 0, os.SEEK_SET)
+            os.ftruncate(fd, 0)
+            os.write(fd, str(ticket + 1).encode())
+            return ticket
+        finally:
+            os.close(fd)  # closing drops the flock
+
+    def _tickets(self) -> list[tuple[int, str]]:
+        """Live tickets in order, as (ticket, file name); files of dead processes are removed."""
+        live = []
+        for entry in os.listdir(self._queue_dir):
+            ticket, _, pid = entry.partition(".")
+            if not (ticket.isdigit() and pid.isdigit()):
+                continue
+            if _alive(int(pid)):
+                live.append((int(ticket), entry))
+            else:
+                self._unlink(self._queue_dir / entry)
+        return sorted(live)
+
+    def _holder(self) -> dict | None:
+        """The holder's {pid, label, since}, or None when free (a dead holder's file is removed)."""
+        try:
+            info = json.loads(self._holder_path.read_text())
+        except (OSError, ValueError):
+            return None
+        if not isinstance(info, dict) or not _alive(int(info.get("pid", -1))):
+            self._unlink(self._holder_path)
+            return None
+        return info
+
+    @staticmethod
+    def _unlink(path: Path) -> None:
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            pass
+
+    # --- the FifoLock interface --------------------------------------------------------
+
+    @property
+    def busy(self) -> bool:
+        return self._holder() is not None
+
+    @property
+    def waiting(self) -> int:
+        """Runs queued on this host (every process), not counting the holder."""
+        return len(self._tickets())
+
+    def snapshot(self) -> LockState:
+        holder = self._holder()
+        held = None if holder is None else max(0.0, time.time() - float(holder.get("since", time.time())))
+        return LockState(self.name, None if holder is None else str(holder.get("label")), held, len(self._tickets()))
+
+    def intervals(self) -> list[Interval]:
+        return list(self._intervals)
+
+    @contextmanager
+    def hold(self, label: str = "run", on_wait: Callable[[int], None] | None = None) -> Iterator[None]:
+        """Wait for our turn (in ticket order, across processes), then hold the lock."""
+        ticket = self._next_ticket()
+        mine = f"{ticket:012d}.{os.getpid()}"
+        ticket_path = self._queue_dir / mine
+        ticket_path.write_text(label)
+        fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        last_reported: int | None = None
+        last_call = 0.0
+        try:
+            while True:
+                order = [name for _, name in self._tickets()]
+                if mine not in order:  # removed by someone who thought we were dead: take a place again
+                    ticket_path.write_text(label)
+                    continue
+                if order[0] == mine and self._try_flock(fd):
+                    break
+                ahead = order.index(mine) + (1 if self._holder() is not None else 0)
+                now = time.perf_counter()
+                if on_wait is not None and ahead > 0 and (ahead != last_reported or now - last_call >= self._heartbeat_s):
+                    last_reported, last_call = ahead, now
+                    on_wait(ahead)
+                time.sleep(self._poll_s if order.index(mine) == 0 else self._queue_poll_s)
+        except BaseException:
+            self._unlink(ticket_path)  # give up our place without blocking those behind us
+            os.close(fd)
+            raise
+        start = time.perf_counter()
+        try:
+            self._write_holder(label)
+            self._unlink(ticket_path)
+            yield
+        finally:
+            self._intervals.append(Interval(label, start, time.perf_counter()))
+            self._unlink(self._holder_path)  # before unlocking: the next holder writes its own
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+
+    def _try_flock(self, fd: int) -> bool:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except OSError as exc:
+            if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+                return False
+            raise
+
+    def _write_holder(self, label: str) -> None:
+        tmp = self._holder_path.with_name(f"{self._holder_path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"pid": os.getpid(), "label": label, "since": time.time()}))
+        os.replace(tmp, self._holder_path)  # atomic: readers never see half a file

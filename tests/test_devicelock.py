@@ -1,0 +1,178 @@
+"""The cross-process device lock: FIFO across threads and processes, visible queue, crash-safe.
+
+The last test starts two app processes (the real Vector add page through AppTest, in
+two Python processes sharing one lock folder and one History) while this process holds
+the GPU lock, so their queue positions are known: the first sees 1 run ahead, the
+second 2 (then 1), their GPU intervals never overlap, and both runs are saved.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from gpu.service.devicelock import FileFifoLock
+from gpu.service.locks import Interval, overlaps
+from gpu.service.store import open_store
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _wait_until(predicate, timeout_s: float = 120.0, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        assert time.monotonic() < deadline, f"{what} not reached in {timeout_s} s"
+        time.sleep(0.02)
+
+
+def _dead_pid() -> int:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def test_threads_are_served_in_arrival_order_and_never_overlap(tmp_path):
+    lock = FileFifoLock("gpu0", tmp_path, queue_poll_s=0.02)  # every waiter looks often: no step of the countdown missed
+    order: list[str] = []
+    seen: dict[str, list[int]] = {}
+    threads = []
+
+    def one(label: str) -> None:
+        with lock.hold(label, on_wait=lambda ahead: seen.setdefault(label, []).append(ahead)):
+            order.append(label)
+            time.sleep(0.05)
+
+    with lock.hold("holder"):
+        for i, label in enumerate("abc"):
+            t = threading.Thread(target=one, args=(label,))
+            t.start()
+            _wait_until(lambda: lock.waiting == i + 1, what=f"{label} queued")
+            threads.append(t)
+        state = lock.snapshot()
+        assert (state.holder, state.waiting, state.load) == ("holder", 3, 4)
+    for t in threads:
+        t.join(30)
+    assert order == ["a", "b", "c"]
+    assert [seen["a"][0], seen["b"][0], seen["c"][0]] == [1, 2, 3], seen
+    assert seen["c"][-1] == 1  # counted down as the queue moved
+    assert overlaps(lock.intervals()) == [] and len(lock.intervals()) == 4
+    assert not lock.busy and lock.waiting == 0
+
+
+def test_a_waiter_that_gives_up_leaves_the_queue(tmp_path):
+    lock = FileFifoLock("gpu0", tmp_path)
+
+    class Left(Exception):
+        pass
+
+    def leave(_ahead: int) -> None:
+        raise Left
+
+    with lock.hold("holder"):
+        with pytest.raises(Left):
+            with lock.hold("impatient", on_wait=leave):
+                pass
+        assert lock.waiting == 0
+    with lock.hold("next"):
+        assert lock.snapshot().holder == "next"
+
+
+def test_tickets_and_holder_of_dead_processes_do_not_block(tmp_path):
+    lock = FileFifoLock("gpu0", tmp_path)
+    dead = _dead_pid()
+    (tmp_path / "gpu0.queue" / f"{0:012d}.{dead}").write_text("killed while waiting")
+    (tmp_path / "gpu0.holder").write_text(json.dumps({"pid": dead, "label": "killed", "since": 0}))
+    assert lock.waiting == 0 and not lock.busy  # both recognised as stale and removed
+    with lock.hold("alive"):
+        assert lock.snapshot().holder == "alive"
+
+
+def test_a_killed_holder_releases_the_lock(tmp_path):
+    script = textwrap.dedent(f"""
+        import sys, time
+        sys.path.insert(0, {str(ROOT)!r})
+        from gpu.service.devicelock import FileFifoLock
+        with FileFifoLock("gpu0", {str(tmp_path)!r}).hold("doomed"):
+            print("held", flush=True)
+            time.sleep(60)
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "held"
+        lock = FileFifoLock("gpu0", tmp_path)
+        assert lock.snapshot().holder == "doomed"
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+        started = time.monotonic()
+        with lock.hold("survivor"):
+            assert time.monotonic() - started < 2.0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+APP_PROCESS = """
+import json, os, sys, time
+sys.path.insert(0, {root!r})
+import gpu
+from streamlit.testing.v1 import AppTest
+from ui.resources import device_lock
+
+at = AppTest.from_file({page!r}, default_timeout=300).run()
+at.text_input(key="n").set_value("64")
+at.text_input(key="repeats").input("1")
+at.multiselect(key="cpu_impls").set_value(["numpy"])
+at.checkbox(key="article").set_value(False)
+at.get("form_submit_button")[0].click()
+at.run()
+last = at.session_state["runner.last"] if "runner.last" in at.session_state else {{}}
+print(json.dumps({{
+    "errors": [e.value for e in at.error] + [str(e.value) for e in at.exception],
+    "queued_behind": last.get("queued_behind"),
+    "run_ids": last.get("run_ids"),
+    "intervals": [(iv.label, iv.start_s, iv.end_s) for iv in device_lock(0).intervals()],
+}}))
+"""
+
+
+@pytest.mark.slow
+def test_two_app_processes_share_the_gpu_queue(tmp_path):
+    env = {**os.environ, "KERNEL_LAB_LOCK_DIR": str(tmp_path / "locks"), "KERNEL_LAB_DB": str(tmp_path / "history.sqlite3"),
+           "NUMBA_ENABLE_CUDASIM": "1"}
+    script = APP_PROCESS.format(root=str(ROOT), page=str(ROOT / "pages" / "1_Vector_add.py"))
+    lock = FileFifoLock("gpu0", tmp_path / "locks")  # the same files the app processes use for device 0
+    procs = []
+    try:
+        with lock.hold("this test holds the GPU"):
+            for queued in (1, 2):  # one at a time, so arrival order is known
+                procs.append(subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, env=env,
+                                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+                _wait_until(lambda: lock.waiting == queued, timeout_s=180, what=f"app process {queued} queued")
+        outputs = []
+        for proc in procs:
+            out, err = proc.communicate(timeout=300)
+            assert proc.returncode == 0, err[-2000:]
+            outputs.append(json.loads(out.strip().splitlines()[-1]))
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+    first, second = outputs
+    assert first["errors"] == [] and second["errors"] == [], outputs
+    assert first["queued_behind"] == [1], first
+    # second in line: 2, then 1 while the first runs (a waiter behind the first looks every
+    # 0.25 s, so on a loaded machine it may miss that step; it never sees a wrong number)
+    assert second["queued_behind"] in ([2, 1], [2]), second
+    intervals = [Interval(*iv) for out in outputs for iv in out["intervals"]] + lock.intervals()
+    assert len(intervals) == 3 and overlaps(intervals) == []  # perf_counter is one clock for the host
+    assert max(iv.start_s for iv in lock.intervals()) < min(Interval(*iv).start_s for out in outputs for iv in out["intervals"])
+    assert open_store(tmp_path / "history.sqlite3").count() == 2
