@@ -79,7 +79,9 @@ class GpuWorker:
         from gpu.service.devicelock import FileFifoLock, node_lock_dir, usable_dir
 
         registry.experiments()  # import every declaration once
-        self._execute = admit_and_run()
+        from gpu.service.admission import admit_and_run
+
+        self._execute = admit_and_run
         self._node_id, self._name, self._gpu_ids = _ray_context()
         self._facts = WorkerInfo(
             name=self._name, node_id=self._node_id, host=socket.gethostname(), ip=_node_ip(),
@@ -221,15 +223,6 @@ class GpuWorker:
 
     def _ahead(self, run_id: str) -> int:
         return self._queue.index(run_id) + (1 if self._running is not None else 0)
-
-
-def admit_and_run():
-    """The engine's "parse, admit and run an experiment by key from plain parameters"."""
-    try:
-        from gpu.service.admission import admit_and_run as execute  # type: ignore[attr-defined]
-    except ImportError:  # where the registry still holds it
-        from gpu.experiments.registry import run as execute
-    return execute
 
 
 def _ray_context() -> tuple[str, str, tuple[str, ...]]:
