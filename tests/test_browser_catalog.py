@@ -22,7 +22,7 @@ def test_kernels_then_roofline_in_one_session(page, app_url):
     n_box = page.get_by_label("N (the matrices are N × N)", exact=True)
     n_box.fill("16")
     n_box.press("Tab")
-    page.get_by_role("button", name="Run").click()
+    page.get_by_role("button", name="Run", exact=True).click()
     page.get_by_text("implementations that ran agree").wait_for(timeout=180_000)
     charts = page.locator('[data-testid="stVegaLiteChart"] canvas, [data-testid="stVegaLiteChart"] svg')
     charts.nth(2).wait_for()  # time, throughput and phases charts all drawn

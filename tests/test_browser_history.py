@@ -15,7 +15,7 @@ def test_a_run_appears_in_history_with_a_comparison_chart(page, app_url):
     n_box = page.get_by_label("N (elements per vector)", exact=True)
     n_box.fill("512")
     n_box.press("Tab")
-    page.get_by_role("button", name="Run").click()
+    page.get_by_role("button", name="Run", exact=True).click()
     page.get_by_text("Results agree").wait_for(timeout=120_000)
     page.get_by_text("Saved to History as run").wait_for()
 

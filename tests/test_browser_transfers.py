@@ -24,8 +24,8 @@ def test_transfers_runs_both_experiments_and_draws_charts_in_the_browser(page, a
     page.get_by_text("wins").first.wait_for()
     wait_for_app(page)
 
-    charts = page.locator('[data-testid="stVegaLiteChart"]')
-    assert charts.count() == 3  # bandwidth curves, strategy breakdown, timeline
-    drawn = page.locator('[data-testid="stVegaLiteChart"] canvas, [data-testid="stVegaLiteChart"] svg')
+    # bandwidth curves, strategy breakdown, timeline (the recorded-GPU panel's charts are extra)
+    drawn = page.locator('[data-testid="stVegaLiteChart"] svg:visible, [data-testid="stVegaLiteChart"] canvas:visible')
     drawn.nth(2).wait_for()
+    assert drawn.count() >= 3
     screenshot(page, "transfers")
