@@ -16,7 +16,9 @@ from gpu.core import reference
 from gpu.core.hold import SimulatedOps
 from gpu.core.telemetry import TelemetryMonitor, decode_reasons, describe, read_now, summarize, TelemetrySample
 from gpu.core.timing import RepeatPolicy, Stats
-from gpu.experiments.scaling import Crossover, crossover_band, make_config, run_sweep
+from gpu.core.crossover import crossover_band
+from gpu.experiments.scaling_result import Crossover, make_config
+from gpu.experiments.scaling import run_sweep
 
 
 class _Holding:

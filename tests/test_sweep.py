@@ -12,9 +12,10 @@ from gpu.__main__ import main
 from gpu.core.device import device_info
 from gpu.core.limits import InputError
 from gpu.core.peaks import Limit, Peaks
-from gpu.experiments.scaling import (
-    SweepConfig, SweepPoint, SweepRun, check_sweep, find_crossover, performance_targets, make_config, repeat_policy, run_sweep, sweep_sizes,
-)
+from gpu.core.crossover import find_crossover
+from gpu.experiments.scaling_result import SweepConfig, SweepPoint, SweepRun, make_config, repeat_policy, sweep_sizes
+from gpu.experiments.scaling import run_sweep
+from gpu.report.scaling_check import check_sweep, performance_targets
 from gpu.core.timing import RepeatPolicy, Stats
 
 

@@ -50,7 +50,7 @@ def vector_add_sentence(run, pinned_s: float | None = None) -> str:
 
 def scaling_sentence(run) -> str:
     """Where the kernel and the whole GPU add overtake NumPy, and the bandwidth reached."""
-    from gpu.experiments.scaling import format_n
+    from gpu.core.crossover import format_n
 
     parts = []
     for c in run.crossovers():

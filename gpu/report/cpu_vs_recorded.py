@@ -178,7 +178,7 @@ class SweepVsRecorded:
 
     def crossover(self, name: str, measure: str):
         """Where the recorded GPU ``measure`` overtakes your ``name`` (``find_crossover`` on the exactly matched sizes)."""
-        from gpu.experiments.scaling import find_crossover
+        from gpu.core.crossover import find_crossover
 
         pairs = [(n, self.at(n).phases.get(measure), self.cpu_at(n, name)) for n in self.sizes if self.at(n) is not None and self.at(n).exact]
         pairs = [(n, g, c.median_s) for n, g, c in pairs if g and c is not None]
@@ -188,7 +188,7 @@ class SweepVsRecorded:
         return kind, where, pairs
 
     def sentences(self) -> list[str]:
-        from gpu.experiments.scaling import format_n
+        from gpu.core.crossover import format_n
 
         if not self.recorded:
             return []
@@ -266,7 +266,7 @@ def companion(result: Any, refs: References | None = None):
     """The comparison to show after ``result`` without a GPU (simulator runs only); None otherwise."""
     if getattr(result, "backend", None) != "simulator":
         return None
-    from gpu.experiments.scaling import SweepRun
+    from gpu.experiments.scaling_result import SweepRun
     from gpu.experiments.vector_add import VectorAddRun
 
     if isinstance(result, VectorAddRun):

@@ -235,7 +235,7 @@ def rebuild_vector_add(d: Mapping[str, Any]):
 def rebuild_sweep(d: Mapping[str, Any]):
     """A SweepRun from its to_dict()."""
     from gpu.core.peaks import Limit, Peaks
-    from gpu.experiments.scaling import SweepConfig, SweepPoint, SweepRun
+    from gpu.experiments.scaling_result import SweepConfig, SweepPoint, SweepRun
 
     c = d["config"]
     config = SweepConfig(

@@ -10,7 +10,8 @@ import streamlit as st
 
 from gpu.core.limits import kernel_cap, max_cpu_vector_n
 from gpu.core.timing import ALLOCATION_RULE, format_seconds
-from gpu.experiments.scaling import IMPL_LABELS, SweepRun, default_max_n
+from gpu.experiments.scaling_result import IMPL_LABELS, SweepRun
+from gpu.experiments.scaling import default_max_n
 from ui.charts import scaling as scaling_charts
 
 RESULT_KEY = "scaling.result"
