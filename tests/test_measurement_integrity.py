@@ -13,12 +13,20 @@ import pytest
 
 import gpu.core.hold as hold_mod
 from gpu.core import reference
-from gpu.core.hold import SimulatedOps
-from gpu.core.telemetry import TelemetryMonitor, decode_reasons, describe, read_now, summarize, TelemetrySample
-from gpu.core.timing import RepeatPolicy, Stats
 from gpu.core.crossover import crossover_band
-from gpu.experiments.scaling_result import Crossover, make_config
+from gpu.core.hold import SimulatedOps
+from gpu.core.telemetry import (
+    TelemetryMonitor,
+    TelemetrySample,
+    decode_reasons,
+    describe,
+    read_now,
+    summarize,
+)
+from gpu.core.timing import RepeatPolicy, Stats
 from gpu.experiments.scaling import run_sweep
+from gpu.experiments.scaling_result import Crossover, make_config
+from gpu.report.scaling import summary as scaling_summary
 
 
 class _Holding:
@@ -112,8 +120,8 @@ def test_the_warm_cache_option_never_flushes(ops):
 
 
 def test_vector_add_phases_add_up_and_allocation_is_outside_every_phase(ops, monkeypatch):
-    from gpu.core.backend import cuda
     from gpu.core.arrays import vector_inputs
+    from gpu.core.backend import cuda
     from gpu.experiments.vector_add import time_gpu_phases
 
     events: list[str] = []
@@ -190,7 +198,7 @@ def test_a_point_with_fewer_than_three_samples_is_marked_in_table_frame_and_text
     frame = run.to_frame()
     assert frame["few_samples"].all()
     assert all("*" in run.mark(p) for p in run.points if p.stats is not None)
-    assert "* fewer than 3 samples" in str(run)
+    assert "* fewer than 3 samples" in scaling_summary(run)
     assert all(p["stats"]["few_samples"] for p in run.to_dict()["points"] if "stats" in p)
 
 

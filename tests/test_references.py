@@ -13,11 +13,22 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from gpu.__main__ import main
+from gpu.report.scaling import crossover_sentences
 from gpu.service.importer import ImportProblem, import_check, parse_check_bytes
 from gpu.service.references import ARTICLE, PUBLISHED_LABEL, load_references
 from gpu.service.store import open_store
-from ui.charts.history import article_entry, gpus_bandwidth_chart, gpus_time_chart, vector_add_entry
-from ui.reference import launch_sentence, scaling_sentence, transfers_sentence, vector_add_sentence
+from ui.charts.history import (
+    article_entry,
+    gpus_bandwidth_chart,
+    gpus_time_chart,
+    vector_add_entry,
+)
+from ui.reference import (
+    launch_sentence,
+    scaling_sentence,
+    transfers_sentence,
+    vector_add_sentence,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 CHECK = ROOT / "benchmarks" / "h200-final" / "check.json"
@@ -67,7 +78,7 @@ def test_references_rebuild_into_the_engines_results_with_the_recorded_figures(c
     point = next(p for p in sweep.points if p.n == first["n"] and p.series == first["series"])
     assert point.stats.samples_s == tuple(first["stats"]["samples_s"])  # the recorded samples, unchanged
     # crossovers are recomputed from the samples with today's rule (ranges where the spreads overlap)
-    assert len(sweep.crossover_sentences()) == len(recorded_sweep["crossover_sentences"])
+    assert len(crossover_sentences(sweep)) == len(recorded_sweep["crossover_sentences"])
     assert ref.launch_sweep().best.label == check_data["sections"]["launch"]["sweep"]["best"]
     assert ref.strategies().winner.key == check_data["sections"]["transfers"]["strategies"]["small"]["winner"]
 

@@ -7,16 +7,24 @@ import json
 import pandas as pd
 import pytest
 
-from gpu.experiments import scaling as sweep_mod
 from gpu.__main__ import main
+from gpu.core.crossover import find_crossover
 from gpu.core.device import device_info
 from gpu.core.limits import InputError
 from gpu.core.peaks import Limit, Peaks
-from gpu.core.crossover import find_crossover
-from gpu.experiments.scaling_result import SweepConfig, SweepPoint, SweepRun, make_config, repeat_policy, sweep_sizes
-from gpu.experiments.scaling import run_sweep
-from gpu.report.scaling_check import check_sweep, performance_targets
 from gpu.core.timing import RepeatPolicy, Stats
+from gpu.experiments import scaling as sweep_mod
+from gpu.experiments.scaling import run_sweep
+from gpu.experiments.scaling_result import (
+    SweepConfig,
+    SweepPoint,
+    SweepRun,
+    make_config,
+    repeat_policy,
+    sweep_sizes,
+)
+from gpu.report.scaling import crossover_sentences, summary
+from gpu.report.scaling_check import check_sweep, performance_targets
 
 
 def test_sizes_are_powers_of_two_plus_both_ends():
@@ -127,7 +135,7 @@ def test_crossovers_are_stated_in_words():
     kernel, total = by[("gpu-kernel", "numpy")], by[("gpu-total", "numpy")]
     assert kernel.kind == "from" and 2**13 < kernel.n < 2**14  # 1e-5 + 1e-11 n = 1e-9 n at n ≈ 10,101
     assert total.kind == "never" and not total.ahead_somewhere
-    (sentence,) = run.crossover_sentences()
+    (sentence,) = crossover_sentences(run)
     assert sentence.startswith("The kernel alone beats NumPy from N ≈ 10,")
     assert "end to end, with copies, the GPU never beats NumPy in this range (up to N = 1,048,576)" in sentence
 
@@ -280,7 +288,7 @@ def test_a_failure_at_one_point_is_recorded_and_the_sweep_goes_on(monkeypatch):
     assert not failed.ok and failed.error.startswith("out of memory")
     assert run.point(128, "numpy").ok and run.point(128, "gpu-kernel").ok
     assert run.complete and [p.n for p in run.failures] == [64]
-    assert "failed" in str(run)
+    assert "failed" in summary(run)
 
 
 def test_python_loop_over_its_budget_is_an_estimate_flagged_as_such():

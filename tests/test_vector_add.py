@@ -5,12 +5,13 @@ import pytest
 
 import gpu
 from gpu.core import cpu
-from gpu.kernels.vector_add import blocks_for
-from gpu.core.limits import InputError, check_n, check_threads_per_block, parse_size
-from gpu.core.timing import RepeatPolicy
 from gpu.core.agreement import check_bits as check_agreement
 from gpu.core.arrays import vector_inputs
-from gpu.experiments.vector_add import GPU_PHASES, gpu_vector_add, run_article_method, run_vector_add
+from gpu.core.limits import InputError, check_n, check_threads_per_block, parse_size
+from gpu.core.timing import RepeatPolicy
+from gpu.experiments.article import run_article_method
+from gpu.experiments.vector_add import GPU_PHASES, gpu_vector_add, run_vector_add
+from gpu.kernels.vector_add import blocks_for
 
 AWKWARD = [1, 31, 32, 33, 255, 256, 257, 3000]
 
@@ -133,8 +134,12 @@ def test_run_rejects_unknown_cpu_implementation():
 
 @pytest.mark.parametrize("threads_per_block", [32, 64])
 def test_four_per_thread_kernel_is_bit_identical_and_covers_every_element(threads_per_block):
-    from gpu.kernels.vector_add import ELEMENTS_PER_THREAD, blocks_for, vector_add_ilp_kernel
     from gpu.experiments.vector_add import time_resident_kernel
+    from gpu.kernels.vector_add import (
+        ELEMENTS_PER_THREAD,
+        blocks_for,
+        vector_add_ilp_kernel,
+    )
 
     for n in [1, 31, 127, 128, 129, 1000]:
         a, b = vector_inputs(n, seed=n)

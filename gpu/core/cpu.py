@@ -12,6 +12,8 @@ import numba
 import numpy as np
 
 CpuAdd = Callable[[np.ndarray, np.ndarray, np.ndarray], None]
+# A run's Python loop runs fully only if its estimate fits this; otherwise it is estimated.
+PYTHON_LOOP_BUDGET_S = 10.0
 
 
 def python_loop(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> None:

@@ -19,8 +19,6 @@ from typing import Iterable
 
 
 TIMELINE_PHASES = ("h2d", "kernel", "d2h")
-
-
 ENGINE_LANES = {"h2d": "H2D copy engine", "kernel": "compute (kernels)", "d2h": "D2H copy engine"}
 
 

@@ -32,14 +32,10 @@ from gpu.experiments.registry import register
 from gpu.experiments.vector_add import BYTES_PER_ELEMENT
 
 KIB = 1024
-
-
 MIB = 1024 * KIB
 
 
 GIB = 1024 * MIB
-
-
 SIMULATED_NOTE = (
     "Simulated: pinning, streams and overlap are not simulated — every copy is a NumPy "
     "copy and every stream runs one operation after another — so these timings are "
@@ -58,15 +54,11 @@ def format_bytes(nbytes: float) -> str:
 # 4 KiB to 256 MiB in steps of 4x: nine sizes spanning the latency-bound and the
 # bandwidth-bound regimes of every current host link.
 DEFAULT_COPY_SIZES: tuple[int, ...] = tuple(4 * KIB * 4**i for i in range(9))
-
-
 COPY_SIZE_CHOICES: tuple[int, ...] = tuple(4 * KIB * 4**i for i in range(10))  # up to 1 GiB
 
 
 # Simulated copies are NumPy copies: bigger sizes only cost memory and show nothing.
 SIMULATOR_MAX_COPY_BYTES = 16 * MIB
-
-
 SIMULATOR_COPY_SIZES: tuple[int, ...] = tuple(s for s in DEFAULT_COPY_SIZES if s <= MIB)
 
 
@@ -188,8 +180,6 @@ class Plateau:
 
 
 PLATEAU_TOLERANCE = 0.10  # points within 10% of the peak count as levelled off
-
-
 PLATEAU_MIN_POINTS = 2  # one good point at the end is not yet a plateau
 
 

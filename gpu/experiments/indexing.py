@@ -42,8 +42,6 @@ DRAW_LIMIT_THREADS = 4096  # the explorer's chart draws at most this many thread
 # The probe records 7 int32 per thread and needs a, b, c (and two more int32 arrays for
 # grid-stride) per element: 2^22 of each is ~200 MB, quick on any GPU.
 PROBE_MAX_GPU = 1 << 22
-
-
 MAX_INDEX = 2**31 - 1  # CUDA's 1-D grid is at most 2^31 - 1 blocks; positions here are int32
 
 

@@ -24,25 +24,16 @@ from gpu.core.limits import (
     parse_size,
 )
 from gpu.core.peaks import Peaks
-from gpu.core.telemetry import describe as describe_telemetry
 from gpu.core.timing import (
     RepeatPolicy,
     Stats,
-    format_factor,
-    format_seconds,
     utc_timestamp,
 )
 from gpu.experiments.vector_add import BYTES_PER_ELEMENT
 
 # What a user can choose: the GPU kernel (end to end and kernel only come together),
 # the CPU implementations, and the reference libraries.
-
-
-# What a user can choose: the GPU kernel (end to end and kernel only come together),
-# the CPU implementations, and the reference libraries.
 IMPLS = ("gpu", "gpu-ilp", *cpu.IMPLEMENTATIONS, *reference.REFERENCES)
-
-
 ON_DEVICE = ("gpu", "gpu-ilp", *reference.REFERENCES)  # implementations that hold device memory
 
 
@@ -73,27 +64,19 @@ GPU_SERIES = ("gpu-total", "gpu-launch-kernel", "gpu-kernel")
 
 # Series whose samples lie inside a gpu-total sample (so not counted twice as measured time).
 INSIDE_TOTAL = ("gpu-h2d", "gpu-launch-kernel", "gpu-d2h")
-
-
 PHASE_SERIES = ("gpu-h2d", "gpu-kernel", "gpu-d2h")  # the shares of the GPU time
 
 
 DEVICE_SERIES = ("gpu-kernel", "gpu-ilp", "cupy", "torch")  # work done inside device memory
-
-
 CPU_SERIES = tuple(cpu.IMPLEMENTATIONS)
 
 
 # Bytes each series moves per element: a and b in (8), c out (4), both for vector add (12).
 BYTES_PER_ELEMENT_OF = {"gpu-h2d": 8, "gpu-d2h": 4}
-
-
 SPACINGS = ("pow2", "decade")
 
 
 DEFAULT_MIN_N = 2**10
-
-
 PYTHON_BUDGET_PER_POINT_S = 2.0  # per point: the Python loop beyond this is only estimated
 
 
@@ -507,17 +490,6 @@ class SweepRun:
                 )
         return out
 
-    def crossover_sentences(self) -> list[str]:
-        """One sentence per CPU baseline: kernel first, then end to end."""
-        by_baseline: dict[str, list[Crossover]] = {}
-        for c in self.crossovers():
-            by_baseline.setdefault(c.baseline, []).append(c)
-        sentences = []
-        for baseline, items in by_baseline.items():
-            items.sort(key=lambda c: GPU_SERIES.index(c.gpu), reverse=True)  # kernel, with launch, then total
-            text = "; ".join(c.text for c in items)
-            sentences.append(text[0].upper() + text[1:] + ".")
-        return sentences
 
     def ceiling(self, series: str) -> tuple[str | None, float | None]:
         """The measured limit a series is bounded by: (label, GB/s), or (None, None)."""
@@ -624,7 +596,6 @@ class SweepRun:
             "peaks": self.peaks.to_dict() if self.peaks else None,
             "points": [p.to_dict() for p in self.points],
             "crossovers": [c.to_dict() for c in self.crossovers()],
-            "crossover_sentences": self.crossover_sentences(),
         }
 
     def to_csv(self) -> str:
@@ -642,56 +613,6 @@ class SweepRun:
         buffer.write("# " + json.dumps(header, default=str) + "\n")
         self.to_frame().to_csv(buffer, index=False)
         return buffer.getvalue()
-
-    def __str__(self) -> str:
-        cfg = self.config
-        lines = [
-            f"sweep: N = {cfg.min_n:,} to {cfg.max_n:,} ({cfg.spacing}, {len(cfg.sizes)} sizes), "
-            f"{cfg.threads_per_block} threads per block, {cfg.policy.describe()}; {self.device.name} ({self.backend})",
-        ]
-        if self.stopped:
-            lines.append(f"stopped early after {self.steps_done} of {self.steps_planned} steps: {self.stopped}")
-        for impl, why in self.skipped:
-            lines.append(f"skipped {impl}: {why}")
-        if self.kernel_note:
-            lines.append(self.kernel_note)
-        series = self.series
-        lines.append(f"{'N':>14} " + " ".join(f"{SERIES_LABELS[s][:14]:>14}" for s in series))
-        for n in self.sizes:
-            cells = []
-            for s in series:
-                p = self.point(n, s)
-                if p is None:
-                    cells.append("")
-                elif not p.ok:
-                    cells.append("failed")
-                else:
-                    cells.append(format_seconds(p.median_s) + self.mark(p))
-            lines.append(f"{n:>14,} " + " ".join(f"{c:>14}" for c in cells))
-        lines.append("medians; ~ estimate (not run), * fewer than 3 samples (spread unknown), ! noisy (spread above the target), "
-                     "° working set fits in the L2" + (" (L2 warm: not flushed)" if cfg.warm_l2 else " (L2 flushed before every GPU sample)"))
-        for p in self.failures:
-            lines.append(f"failed at N = {p.n:,}, {SERIES_LABELS[p.series]}: {p.error}")
-        lines += self.crossover_sentences()
-        if self.peaks is not None:
-            lines.append(str(self.peaks))
-            largest = max(self.sizes, default=None)
-            kernel = self.point(largest, "gpu-kernel") if largest else None
-            if kernel is not None and kernel.ok:
-                _, d2d = self.ceiling("gpu-kernel")
-                pct = f" = {100 * kernel.bandwidth_gbps / d2d:.0f}% of the measured device copy" if d2d else ""
-                if d2d and self.ceiling_beaten("gpu-kernel"):
-                    pct += " (beaten: the copy is a reference here, not a limit)"
-                lines.append(f"kernel at N = {largest:,}: {kernel.bandwidth_gbps:,.4g} GB/s{pct}")
-        for ref in ("cupy", "torch"):
-            largest = max((p.n for p in self.points if p.series == ref and p.ok), default=None)
-            if largest is not None and self.point(largest, "gpu-kernel") is not None and self.point(largest, "gpu-kernel").ok:
-                ratio = self.point(largest, "gpu-kernel").median_s / self.point(largest, ref).median_s
-                lines.append(f"kernel time / {SERIES_LABELS[ref]} at N = {largest:,}: {format_factor(ratio)}")
-        lines.append(describe_telemetry(self.telemetry))
-        lines.append(f"wall {format_seconds(self.wall_s)}, timed samples {format_seconds(self.sampled_s)}: "
-                     f"overhead {self.overhead_fraction:.1%} (1 − samples ÷ wall)")
-        return "\n".join(lines)
 
 
 def _band(point: SweepPoint) -> tuple[float, float, float]:

@@ -35,8 +35,6 @@ from gpu.kernels.vector_add import blocks_for, vector_add_kernel
 
 
 MAX_CHUNKS = 256  # past this, per-chunk launch and copy overheads swamp any overlap
-
-
 MAX_STREAMS = 32  # more streams than this add nothing: a GPU has a few copy engines
 
 

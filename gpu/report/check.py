@@ -174,7 +174,7 @@ def breakdown_section(ctx: CheckContext) -> Section:
 
 def article_section(ctx: CheckContext) -> Section:
     """The article's own method and printout, for comparison."""
-    from gpu.experiments.vector_add import run_article_method
+    from gpu.experiments.article import run_article_method
 
     n = ctx.breakdown_n
     ctx.say(f"the article's method at N={n:,}")

@@ -12,16 +12,19 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from gpu.experiments.launch import LaunchSweepRun
+from gpu.experiments.scaling_result import SweepRun
 from gpu.experiments.transfers import StrategyComparison, TransfersRun
-from gpu.report import launch, transfers
+from gpu.report import launch, scaling, transfers
 
 _SUMMARY: dict[type, Callable[[Any], str]] = {
     LaunchSweepRun: launch.summary,
+    SweepRun: scaling.summary,
     StrategyComparison: transfers.summary,
     TransfersRun: transfers.transfers_summary,
 }
 _PROSE: dict[type, Callable[[Any], dict]] = {
     LaunchSweepRun: lambda run: {"explanation": launch.explanation(run)},
+    SweepRun: lambda run: {"crossover_sentences": scaling.crossover_sentences(run)},
     StrategyComparison: lambda result: {"verdict": transfers.verdict(result)},
     TransfersRun: lambda run: {"strategies": to_json(run.strategies)},
 }

@@ -21,20 +21,12 @@ from gpu.experiments.scaling_result import (
     SweepRun,
     make_config,
 )
-
-# What a user can choose: the GPU kernel (end to end and kernel only come together),
-# the CPU implementations, and the reference libraries.
-
+from gpu.report.render import to_json
+from gpu.report.scaling import crossover_sentences
 
 CHECK_MAX_N = 2**30  # the check's ~90 s budget on an H200 ends here (12.9 GB per vector add)
-
-
 CHECK_MIN_LARGEST_N = 2**28  # the floor for the largest size, where memory allows
-
-
 CHECK_IMPLS = ("gpu", "gpu-ilp", "python", "numpy", "numba-parallel", "cupy", "torch")  # single-core Numba: on the page
-
-
 KERNEL_VS_REFERENCE_TARGET = 0.05  # kernel time within 5% of CuPy's / PyTorch's
 
 
@@ -134,7 +126,7 @@ def check_sweep(quick: bool, max_n: int, say: Callable[[str], None]) -> tuple[bo
         bw = f"{k.bandwidth_gbps:,.4g}" if k is not None and k.ok else "—"
         pct = f"{100 * k.bandwidth_gbps / d2d:.0f}%" if k is not None and k.ok and d2d else "—"
         md.append(f"| {n:,} | " + " | ".join(cells) + f" | {bw} | {pct} |")
-    md += ["", "**Crossovers.** " + " ".join(run.crossover_sentences()), "", "**Physical limits.**", "",
+    md += ["", "**Crossovers.** " + " ".join(crossover_sentences(run)), "", "**Physical limits.**", "",
            "| limit | GB/s | how |", "|---|---:|---|"]
     for lim in peaks.limits:
         md.append(f"| {lim.label} | {f'{lim.gbps:,.4g}' if lim.gbps else '—'} | {lim.how if lim.gbps else lim.skipped} |")
@@ -167,7 +159,7 @@ def check_sweep(quick: bool, max_n: int, say: Callable[[str], None]) -> tuple[bo
         md.append("- MISMATCH with NumPy at: " + ", ".join(f"N = {n:,} {SERIES_LABELS[s]}" for n, s in bad[:10]))
     if not quick and hi < floor:
         md.append(f"- the largest size that fits ({fits:,}) is below 2^28: the sweep could not reach it")
-    data = {"largest_fit_n": fits, "planned_max_n": hi, "reached_n": reached, "targets": targets, "run": run.to_dict()}
+    data = {"largest_fit_n": fits, "planned_max_n": hi, "reached_n": reached, "targets": targets, "run": to_json(run)}
     return passed, data, "\n".join(md)
 
 

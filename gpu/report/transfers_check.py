@@ -110,8 +110,6 @@ def time_library_copy(library: str, direction: str, nbytes: int, policy: RepeatP
 
 
 CHECK_BUDGET_S = 90.0  # the whole section on an H200
-
-
 LIBRARY_TOLERANCE = 0.05  # the target: our pinned plateau within 5% of the library's
 
 

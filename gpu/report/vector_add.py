@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from gpu.core.timing import format_seconds
-from gpu.experiments.vector_add import ARTICLE_RUNS, ArticleRun, VectorAddRun
+from gpu.experiments.article import ARTICLE_RUNS, ArticleRun
+from gpu.experiments.vector_add import VectorAddRun
 from gpu.report.words import times_words
 
 

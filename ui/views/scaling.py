@@ -10,8 +10,10 @@ import streamlit as st
 
 from gpu.core.limits import kernel_cap, max_cpu_vector_n
 from gpu.core.timing import ALLOCATION_RULE, format_seconds
-from gpu.experiments.scaling_result import IMPL_LABELS, SweepRun
 from gpu.experiments.scaling import default_max_n
+from gpu.experiments.scaling_result import IMPL_LABELS, SweepRun
+from gpu.report.render import to_json
+from gpu.report.scaling import crossover_sentences
 from ui.charts import scaling as scaling_charts
 
 RESULT_KEY = "scaling.result"
@@ -76,7 +78,7 @@ def show_result(run: SweepRun) -> None:
         st.error("Results differ from NumPy at: " + ", ".join(f"N = {n:,} ({s})" for n, s in bad[:10]), icon=":material/error:")
 
     st.subheader("Where the GPU starts to win")
-    sentences = run.crossover_sentences()
+    sentences = crossover_sentences(run)
     st.markdown("\n".join(f"- {s}" for s in sentences) if sentences else "- Choose the GPU and at least one CPU implementation to find crossovers.")
     if run.backend == "simulator":
         st.caption("Simulated kernels are thousands of times slower than a GPU: these crossovers say nothing about real hardware.")
@@ -116,7 +118,7 @@ def show_result(run: SweepRun) -> None:
     st.dataframe(table(run), hide_index=True, width="stretch")
     left, right = st.columns(2)
     stem = f"scaling_{run.config.min_n}_{run.config.max_n}"
-    left.download_button("Download sweep (JSON)", json.dumps(run.to_dict(), indent=2, default=str), file_name=f"{stem}.json",
+    left.download_button("Download sweep (JSON)", json.dumps(to_json(run), indent=2, default=str), file_name=f"{stem}.json",
                          mime="application/json", key="scaling.download_json")
     right.download_button("Download points (CSV)", points_csv(run), file_name=f"{stem}.csv", mime="text/csv", key="scaling.download_csv",
                           help="One row per size and series with a plain header; the sweep's settings and device are in the JSON download.")
