@@ -1,7 +1,7 @@
 """Every experiment the lab knows, by key.
 
-Experiment modules declare themselves with ``register``; ``experiments()`` imports the
-modules listed in ``MODULES`` first, so the CLI, the pages, the cluster workers and
+Experiment modules declare themselves with ``register``; ``experiments()`` imports every
+module of ``gpu.experiments`` first, so the CLI, the pages, the cluster workers and
 ``gpu check`` all see the same set. The registry is filled at import time and only read
 afterwards (no per-user state lives here).
 """
@@ -9,25 +9,15 @@ afterwards (no per-user state lives here).
 from __future__ import annotations
 
 import importlib
+import pkgutil
+
 from gpu.core.limits import InputError
 from gpu.experiments.base import Experiment
 
-# The modules that declare experiments, in the order the CLI and the home page list them.
-MODULES = (
-    "gpu.experiments.vector_add",
-    "gpu.experiments.scaling",
-    "gpu.experiments.indexing",
-    "gpu.experiments.launch",
-    "gpu.experiments.launch_overhead",
-    "gpu.experiments.bandwidth",
-    "gpu.experiments.transfers",
-    # the kernel catalog (gpu/experiments/catalog.py)
-    "gpu.experiments.reduction",
-    "gpu.experiments.transpose",
-    "gpu.experiments.histogram",
-    "gpu.experiments.stencil",
-    "gpu.experiments.matmul",
-)
+# The order the CLI and the pages list the experiments in; any other module of this
+# package that declares one is found too (a new experiment needs no edit here).
+ORDER = ("vector-add", "scaling", "indexing", "launch-sweep", "launch-overhead", "transfers-bandwidth", "transfers",
+         "reduction", "transpose", "histogram", "stencil", "matmul")
 
 _REGISTRY: dict[str, Experiment] = {}
 _ALIASES: dict[str, str] = {}
@@ -50,14 +40,18 @@ def aliases(key: str) -> tuple[str, ...]:
 
 
 def _load() -> None:
-    for module in MODULES:
-        importlib.import_module(module)
+    """Import every module of this package, so each declaration registers itself."""
+    import gpu.experiments as package
+
+    for module in pkgutil.iter_modules(package.__path__):
+        importlib.import_module(f"{package.__name__}.{module.name}")
 
 
 def experiments() -> list[Experiment]:
-    """Every registered experiment, in declaration order."""
+    """Every registered experiment: those in ``ORDER`` first, in that order, then the rest."""
     _load()
-    return list(_REGISTRY.values())
+    rank = {key: i for i, key in enumerate(ORDER)}
+    return sorted(_REGISTRY.values(), key=lambda e: rank.get(e.key, len(ORDER)))
 
 
 def get(name: str) -> Experiment:
