@@ -26,6 +26,8 @@ PAGES = {
     "scaling": ("Scaling", "Run sweep"),
     "launch_config": ("Launch_config", "Run probe"),
     "transfers": ("Transfers", "Compare strategies"),
+    "kernels": ("Kernels", "Run"),
+    "roofline": ("Roofline", None),
     "history": ("History", None),
     "device": ("Device", None),
 }
