@@ -54,9 +54,9 @@ def one_size_chart(frame: pd.DataFrame, subtitle: str) -> alt.LayerChart:
         x=alt.X("median_ms:Q", scale=x_scale, title="time (ms, log scale)", axis=log_axis(list(data["median_ms"]))),
         color=color,
         fill=alt.condition("datum.estimated", alt.value("white"), color),
-        shape=alt.Shape("source:N", scale=alt.Scale(domain=sources, range=["circle", "square"][: len(sources)]),
-                        legend=alt.Legend(title=None, orient="bottom", labelLimit=400, symbolFillColor="#555",
-                                                          symbolStrokeColor="#555", symbolOpacity=1, symbolSize=120)),
+        # the title says circle = your CPU, square = recorded GPU, and every row label names its
+        # source: a legend of this shape scale drew without its symbols (a filled condition)
+        shape=alt.Shape("source:N", scale=alt.Scale(domain=sources, range=["circle", "square"][: len(sources)]), legend=None),
         tooltip=tooltip,
     )
     labels = base.mark_text(align="left", dx=11, dy=-9, fontSize=11).encode(

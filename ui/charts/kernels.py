@@ -74,13 +74,24 @@ def steps_time_chart(summary: pd.DataFrame, subtitle: str) -> alt.Chart:
         title=alt.TitleParams("Time per implementation (median, min–max)", subtitle=subtitle), height=alt.Step(30))
 
 
+def _rate_unit(largest_g: float, base: str) -> tuple[float, str]:
+    """(divisor, unit) for values given in G``base``: the largest unit the largest value reaches."""
+    for scale, prefix in ((1.0, "G"), (1e-3, "M"), (1e-6, "k")):
+        if largest_g >= scale:
+            return scale, f"{prefix}{base}"
+    return 1e-9, base
+
+
 def throughput_chart(summary: pd.DataFrame, subtitle: str, metric: str = "gbps", peak: float | None = None) -> alt.Chart:
     """GPU implementations' GB/s (``metric`` "gbps") or GFLOP/s ("gflops") as bars, with % of the
     device's peak as text and the peak as a rule when known."""
-    unit = "GB/s" if metric == "gbps" else "GFLOP/s"
     rows = summary[(summary["kind"] != "cpu") & summary[metric].notna()].copy()
-    rows["value"] = rows[metric].astype(float)
-    rows["text"] = [f"{v:,.4g} {unit}" + (f" · {f:.0%} of peak" if f == f and f is not None else "")
+    # one unit that keeps the largest bar's number short (simulated GPUs move kB/s, not GB/s)
+    largest = max([peak or 0.0, *rows[metric].astype(float)]) if len(rows) else (peak or 1.0)
+    scale, unit = _rate_unit(largest, "B/s" if metric == "gbps" else "FLOP/s")
+    rows["value"] = rows[metric].astype(float) / scale
+    peak = peak / scale if peak else peak
+    rows["text"] = [f"{v:,.3g} {unit}" + (f" · {f:.0%} of peak" if f == f and f is not None else "")
                     for v, f in zip(rows["value"], rows["fraction_of_peak"].astype(float))]
     order = list(rows["label"])
     y = alt.Y("label:N", sort=order, title=None, axis=alt.Axis(labelLimit=320))
@@ -95,7 +106,7 @@ def throughput_chart(summary: pd.DataFrame, subtitle: str, metric: str = "gbps",
     text = alt.Chart(rows).mark_text(align="left", dx=4, fontSize=11).encode(y=y, x="value:Q", text="text:N")
     layers = bars + text
     if peak:
-        rule = alt.Chart(pd.DataFrame({"peak": [peak], "label": [f"peak {peak:,.0f} {unit}"]}))
+        rule = alt.Chart(pd.DataFrame({"peak": [peak], "label": [f"peak {peak:,.4g} {unit}"]}))
         layers = layers + rule.mark_rule(strokeDash=[6, 3], color="#e45756").encode(x="peak:Q", tooltip=["label:N"])
     return layers.properties(title=alt.TitleParams(f"Throughput of the GPU implementations ({unit})", subtitle=subtitle), height=alt.Step(30))
 

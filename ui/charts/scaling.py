@@ -116,7 +116,7 @@ def bandwidth_data(frame: pd.DataFrame) -> pd.DataFrame:
     rows = frame[frame["bandwidth_gbps"].notna() & (frame["bandwidth_gbps"] > 0)].copy()
     rows["kind"] = rows["estimated"].map({True: "estimate (not run)", False: "measured"})
     fits = rows["fits_l2"] if "fits_l2" in rows else pd.Series(False, index=rows.index)
-    rows["l2"] = fits.map({True: "fits in L2 (flushed before each sample)", False: "beyond L2 / not a device series"})
+    rows["l2"] = fits.map({True: "fits in L2", False: "beyond L2"})
     return rows.reset_index(drop=True)
 
 
@@ -140,7 +140,7 @@ def bandwidth_chart(frame: pd.DataFrame, peaks: pd.DataFrame | None, subtitle: s
     lines = alt.Chart(data).mark_line(point=alt.OverlayMarkDef(filled=True, size=36)).encode(
         x=_n_x(data), y=y,
         shape=alt.Shape("l2:N", title="working set", scale=alt.Scale(
-            domain=["fits in L2 (flushed before each sample)", "beyond L2 / not a device series"], range=["diamond", "circle"]),
+            domain=["fits in L2", "beyond L2"], range=["diamond", "circle"]),
             legend=_legend("working set")),
         color=alt.Color("label:N", scale=color_scale(labels), title="series", sort=labels, legend=_legend("series")),
         strokeDash=alt.StrokeDash("kind:N", title="kind", scale=alt.Scale(domain=["measured", "estimate (not run)"], range=[[1, 0], [5, 4]]), legend=None),  # "dashed = estimate" is in the title

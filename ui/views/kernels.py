@@ -11,6 +11,7 @@ from gpu.core.timing import format_factor, format_seconds
 from gpu.experiments.catalog import step_sources
 from gpu.experiments.step_result import KernelRun
 from gpu.experiments.steps import KernelSpec
+from gpu.report.words import format_gbps
 from ui.charts import kernels as charts
 
 RUNS_KEY = "kernels.runs"  # this session's catalog runs, newest last (the Roofline page reads them)
@@ -63,6 +64,13 @@ def show_metrics(run: KernelRun) -> None:
                    help="Best step's kernel time ÷ the fastest library's (CuPy/PyTorch) on the same GPU, same run. 1x = as fast.")
 
 
+def format_flops(gflops: float | None) -> str:
+    """A FLOP rate with a unit that keeps it short: 21,000 GFLOP/s, 3.1 MFLOP/s; "—" when none."""
+    if gflops is None or gflops != gflops:
+        return "—"
+    return format_gbps(gflops).replace("B/s", "FLOP/s")
+
+
 def table(run: KernelRun) -> pd.DataFrame:
     rows = []
     for row in run.summary_rows():
@@ -70,9 +78,9 @@ def table(run: KernelRun) -> pd.DataFrame:
         rows.append({
             "implementation": row["label"], "kind": row["kind_label"], "launch": row["launch"] or "",
             "time (median)": time_text if not (row["skipped"] and not row["estimated"]) else "skipped",
-            "GB/s": row["gbps"], "GFLOP/s": row["gflops"],
-            "% of peak": None if row["fraction_of_peak"] is None else 100 * row["fraction_of_peak"],
-            "× best library": row["vs_best_library"], "samples": row["samples"],
+            "bandwidth": format_gbps(row["gbps"]), "FLOP rate": format_flops(row["gflops"]),
+            "% of peak": "—" if row["fraction_of_peak"] is None else f"{100 * row['fraction_of_peak']:.1f}%",
+            "× best library": "—" if row["vs_best_library"] is None else f"{row['vs_best_library']:.3g}x", "samples": row["samples"],
             "agreement / why skipped": row["agreement"] or row["skipped"] or "",
         })
     return pd.DataFrame(rows)
@@ -98,9 +106,7 @@ def show_run(run: KernelRun) -> None:
     )
     for note in run.notes:
         st.info(note, icon=":material/info:")
-    st.dataframe(table(run), hide_index=True, width="stretch",
-                 column_config={"GB/s": st.column_config.NumberColumn(format="%.4g"), "GFLOP/s": st.column_config.NumberColumn(format="%.4g"),
-                                "% of peak": st.column_config.NumberColumn(format="%.1f"), "× best library": st.column_config.NumberColumn(format="%.3g")})
+    st.dataframe(table(run), hide_index=True, width="stretch")
     left, right = st.columns(2)
     name = f"{run.kernel}_{run.params.get('n')}"
     left.download_button("Download run (JSON)", json.dumps(run.to_dict(), indent=2, default=str), file_name=f"{name}.json",
