@@ -65,13 +65,21 @@ def steps_time_chart(summary: pd.DataFrame, subtitle: str) -> alt.Chart:
     dots = base.mark_point(size=140, strokeWidth=2).encode(
         y=y, x=alt.X("median_ms:Q", scale=x_scale, title="time (ms, log scale): GPU kernel alone, CPU call"),
         color=color, fill=alt.condition("datum.estimated", alt.value("white"), color),
-        shape=alt.Shape("kind_shown:N", scale=alt.Scale(domain=["measured", "estimate (not run)"], range=["circle", "diamond"]), title=None),
+        # hollow diamond = estimate is said in the title: a shape legend here drew without symbols
+        shape=alt.Shape("kind_shown:N", scale=alt.Scale(domain=["measured", "estimate (not run)"], range=["circle", "diamond"]), legend=None),
         tooltip=_tooltip())
     labels = base.mark_text(align="left", dx=10, dy=-10, fontSize=11).encode(
         y=y, x=alt.X("median_ms:Q", scale=x_scale), text="text:N",
-    ).transform_calculate(text="(datum.estimated ? 'estimate ' : '') + format(datum.median_ms, ',.3~g') + ' ms'")
+    ).transform_calculate(text="(datum.estimated ? 'estimate ' : '') + " + _TIME_TEXT)
     return (whiskers + dots + labels).properties(
-        title=alt.TitleParams("Time per implementation (median, min–max)", subtitle=subtitle), height=alt.Step(30))
+        title=alt.TitleParams("Time per implementation (median, min–max; hollow diamond = estimate, not run)", subtitle=subtitle),
+        height=alt.Step(30))
+
+
+# Vega expression: a median in ms as "1.43 s", "166 ms", "80.5 µs" (never "1.43e+3 ms").
+_TIME_TEXT = ("(datum.median_ms >= 1000 ? format(datum.median_ms / 1000, ',.3~g') + ' s' : "
+              "datum.median_ms >= 1 ? format(datum.median_ms, ',.3~g') + ' ms' : "
+              "format(datum.median_ms * 1000, ',.3~g') + ' µs')")
 
 
 def _rate_unit(largest_g: float, base: str) -> tuple[float, str]:

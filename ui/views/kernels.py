@@ -52,12 +52,15 @@ def show_metrics(run: KernelRun) -> None:
     if best is None:
         cols[0].metric("Best GPU step", "none ran")
         return
-    cols[0].metric("Best GPU step", best.label, help="The Numba step with the shortest kernel time (median).")
+    number, _, name = best.label.partition(" · ")
+    cols[0].metric("Best GPU step", f"step {number}" if name else best.label,
+                   help=f"{best.label}: the Numba step with the shortest kernel time (median).")
     cols[1].metric("Its kernel time", format_seconds(best.seconds))
-    throughput = run.gflops(best) if run.flops and run.intensity > 1 else run.gbps(best)
-    unit = "GFLOP/s" if run.flops and run.intensity > 1 else "GB/s"
+    compute_bound = run.flops and run.intensity > 1
+    throughput = format_flops(run.gflops(best)) if compute_bound else format_gbps(run.gbps(best))
     fraction = run.fraction_of_peak(best)
-    cols[2].metric(unit, f"{throughput:,.4g}", delta=None if fraction is None else f"{fraction:.0%} of peak", delta_color="off",
+    cols[2].metric("FLOP rate" if compute_bound else "Bandwidth", throughput,
+                   delta=None if fraction is None else f"{fraction:.0%} of peak", delta_color="off",
                    help="Bytes the algorithm must move (or FLOPs it must do) ÷ kernel time; peak from the device's facts.")
     ratio = run.vs_best_library(best)
     cols[3].metric("× the best library's time", "no library ran" if ratio is None else format_factor(ratio),
