@@ -258,10 +258,6 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
-        if getattr(args, "threads_per_block", None) is not None and args.command != "vector-add":
-            from gpu.core.limits import parse_int
-
-            args.threads_per_block = parse_int(args.threads_per_block, "threads per block")
         return args.func(args)
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
