@@ -108,6 +108,7 @@ def show_runs_table(records: list[RunRecord]) -> pd.DataFrame:
     shown = table.drop(columns=["run_id", "simulated"], errors="ignore")
     if "created_at" in shown:
         shown = shown.assign(created_at=shown["created_at"].map(readable_time)).rename(columns={"created_at": "measured"})
+    shown = shown.astype(object).where(shown.notna(), "—")  # a parameter a run does not have (a sweep's single N)
     st.dataframe(shown, hide_index=True, width="stretch", key="history.table")
     return table
 
