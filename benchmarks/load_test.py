@@ -44,9 +44,9 @@ WORK = Path(tempfile.mkdtemp(prefix="kernel-lab-load-"))
 os.environ["KERNEL_LAB_DB"] = str(WORK / "concurrent.sqlite3")  # before anything opens a store
 sys.path.insert(0, str(ROOT))
 
-import gpu  # noqa: E402  (decides the backend first)
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
+import gpu  # noqa: E402  (decides the backend first)
 from gpu.service.locks import overlaps  # noqa: E402
 from gpu.service.store import open_store  # noqa: E402
 from ui.resources import cpu_lock, device_lock  # noqa: E402

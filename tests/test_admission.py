@@ -4,10 +4,23 @@ from __future__ import annotations
 
 import pytest
 
-from gpu.service.admission import check_work, describe, is_out_of_memory, out_of_memory_message
 from gpu.core import limits
-from gpu.core.limits import check_sweep_points
-from gpu.core.limits import MAX_REPEATS, SIMULATOR_MAX_N, InputError, check_n, check_repeats, load_config, max_vector_n
+from gpu.core.limits import (
+    MAX_REPEATS,
+    SIMULATOR_MAX_N,
+    InputError,
+    check_n,
+    check_repeats,
+    check_sweep_points,
+    load_config,
+    max_vector_n,
+)
+from gpu.service.admission import (
+    check_work,
+    describe,
+    is_out_of_memory,
+    out_of_memory_message,
+)
 
 
 def test_defaults_differ_for_the_simulator_and_hardware():

@@ -3,7 +3,6 @@
 import pytest
 
 import gpu
-
 from tests.conftest import screenshot, wait_for_app
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]

@@ -12,7 +12,7 @@ from gpu.core.backend import cuda
 from gpu.core.limits import InputError, load_config
 from gpu.core.timing import RepeatPolicy
 from gpu.experiments import histogram, matmul, reduction, stencil, transpose
-from gpu.experiments.catalog import KERNELS, FLOPS_PER_ELEMENT_PASS, step_sources
+from gpu.experiments.catalog import FLOPS_PER_ELEMENT_PASS, KERNELS, step_sources
 from gpu.experiments.registry import get
 from gpu.experiments.steps import run_kernel
 from gpu.service.admission import admit

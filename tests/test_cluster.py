@@ -21,7 +21,13 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from gpu.service.cluster import (
-    ClusterUnavailable, GpuWorker, WorkerState, client_from_env, pick_worker, plain, wanted_workers,
+    ClusterUnavailable,
+    GpuWorker,
+    WorkerState,
+    client_from_env,
+    pick_worker,
+    plain,
+    wanted_workers,
 )
 from gpu.service.store import open_store
 

@@ -16,7 +16,7 @@ from gpu.__main__ import main
 from gpu.core import cpu
 from gpu.core.limits import InputError, check_cpu_n, kernel_n, load_config
 from gpu.core.timing import RepeatPolicy
-from gpu.experiments import scaling, scaling_result, vector_add
+from gpu.experiments import scaling, scaling_config, vector_add
 from gpu.experiments.vector_add import EXPERIMENT, run_vector_add
 from gpu.report.cpu_vs_recorded import (
     YOUR_CPU,
@@ -179,7 +179,7 @@ def test_one_size_chart_labels_each_source_and_has_a_log_time_axis(million):
 
 
 def test_scaling_runs_the_cpu_past_the_cap_and_compares_with_the_recorded_sweep(cap):
-    config = scaling_result.make_config(256, 4096, ["gpu", "numpy"], policy=RepeatPolicy.count(1))
+    config = scaling_config.make_config(256, 4096, ["gpu", "numpy"], policy=RepeatPolicy.count(1))
     assert config.kernel_max_n == cap and config.kernel_skipped_sizes == (1024, 2048, 4096)
     assert config.steps == 5 * 1 + 2  # NumPy at 5 sizes, the simulated kernel at 256 and 512
     run = scaling.run_sweep(config)

@@ -3,9 +3,10 @@
 import numpy as np
 import pytest
 
-from gpu.core.timing import RepeatPolicy
 from gpu.core.arrays import vector_inputs
-from gpu.experiments.vector_add import gpu_vector_add, run_vector_add
+from gpu.core.timing import RepeatPolicy
+from gpu.experiments.vector_add import run_vector_add
+from gpu.experiments.vector_add_timing import gpu_vector_add
 
 pytestmark = pytest.mark.gpu
 
@@ -40,7 +41,7 @@ def test_kernel_alone_at_1e7_is_less_than_half_of_launch_plus_kernel():
 
 def test_article_kernel_at_2_28_reaches_half_the_computed_peak():
     from gpu.core.device import device_info
-    from gpu.experiments.vector_add import time_resident_kernel
+    from gpu.experiments.vector_add_timing import time_resident_kernel
     from gpu.kernels.vector_add import blocks_for, vector_add_kernel
 
     n = 2**28
@@ -58,8 +59,8 @@ def test_article_kernel_at_2_28_reaches_half_the_computed_peak():
 
 def test_every_implementation_is_timed_with_a_verified_hold():
     from gpu.core import reference
-    from gpu.experiments.scaling_result import make_config
     from gpu.experiments.scaling import run_sweep
+    from gpu.experiments.scaling_config import make_config
 
     config = make_config(2**20, 2**20, ("gpu", "gpu-ilp", *reference.REFERENCES), policy=RepeatPolicy.count(5))
     run = run_sweep(config)
@@ -70,7 +71,7 @@ def test_every_implementation_is_timed_with_a_verified_hold():
 
 def test_l2_flush_makes_a_cache_sized_kernel_slower_than_warm():
     from gpu.core.l2 import l2_cache_bytes
-    from gpu.experiments.vector_add import time_resident_kernel
+    from gpu.experiments.vector_add_timing import time_resident_kernel
     from gpu.kernels.vector_add import blocks_for, vector_add_kernel
 
     l2 = l2_cache_bytes()

@@ -8,7 +8,13 @@ import json
 import pytest
 
 import gpu
-from gpu.core.inspect import ROLES, find_ptx_highlights, find_sass_highlights, inspect_kernel, inspect_vector_add
+from gpu.core.inspect import (
+    ROLES,
+    find_ptx_highlights,
+    find_sass_highlights,
+    inspect_kernel,
+    inspect_vector_add,
+)
 from gpu.core.limits import InputError
 
 # What numba-cuda 0.30.4 with NVVM 13.5 emitted for the article's kernel at sm_90 (via

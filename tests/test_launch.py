@@ -10,17 +10,23 @@ from contextlib import redirect_stdout
 import numpy as np
 import pytest
 
-from gpu.experiments import indexing, launch
-from gpu.report.launch import explanation
-from gpu.report.render import to_json
 from gpu.core.backend import cuda
 from gpu.core.device import DeviceInfo
-from gpu.kernels.vector_add import PROBE_FIELDS
-from gpu.core.occupancy import Occupancy, SmLimits, calculated_occupancy
-from gpu.experiments.indexing import LaunchSummary, run_indexing
-from gpu.experiments.launch import KIND_GRID_STRIDE, KIND_ONE_PER_ELEMENT, LaunchConfigResult, LaunchSweepRun, run_launch_sweep
 from gpu.core.limits import InputError
+from gpu.core.occupancy import Occupancy, SmLimits, calculated_occupancy
 from gpu.core.timing import RepeatPolicy, Stats
+from gpu.experiments import indexing, launch
+from gpu.experiments.indexing import LaunchSummary, run_indexing
+from gpu.experiments.launch import (
+    KIND_GRID_STRIDE,
+    KIND_ONE_PER_ELEMENT,
+    LaunchConfigResult,
+    LaunchSweepRun,
+    run_launch_sweep,
+)
+from gpu.kernels.vector_add import PROBE_FIELDS
+from gpu.report.launch import explanation
+from gpu.report.render import to_json
 
 AWKWARD_N = (1, 31, 33, 257)
 BLOCK_SIZES = (32, 100, 256)

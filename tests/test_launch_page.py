@@ -144,9 +144,9 @@ def test_inspector_in_the_simulator_says_no_machine_code_exists():
 
 # --- chart builders on to_dict() --------------------------------------------------------
 
+from gpu.core.timing import RepeatPolicy  # noqa: E402
 from gpu.experiments.indexing import run_indexing  # noqa: E402
 from gpu.experiments.launch import run_launch_sweep  # noqa: E402
-from gpu.core.timing import RepeatPolicy  # noqa: E402
 from ui.charts import launch as launch_charts  # noqa: E402
 
 

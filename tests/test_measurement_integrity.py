@@ -25,7 +25,8 @@ from gpu.core.telemetry import (
 )
 from gpu.core.timing import RepeatPolicy, Stats
 from gpu.experiments.scaling import run_sweep
-from gpu.experiments.scaling_result import Crossover, make_config
+from gpu.experiments.scaling_config import make_config
+from gpu.experiments.scaling_result import Crossover
 from gpu.report.scaling import summary as scaling_summary
 
 
@@ -122,7 +123,7 @@ def test_the_warm_cache_option_never_flushes(ops):
 def test_vector_add_phases_add_up_and_allocation_is_outside_every_phase(ops, monkeypatch):
     from gpu.core.arrays import vector_inputs
     from gpu.core.backend import cuda
-    from gpu.experiments.vector_add import time_gpu_phases
+    from gpu.experiments.vector_add_timing import time_gpu_phases
 
     events: list[str] = []
     real_alloc = cuda.device_array

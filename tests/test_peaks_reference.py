@@ -4,14 +4,20 @@ their library and a GPU are present, and skipped with the reason otherwise."""
 import numpy as np
 import pytest
 
-from gpu.core.agreement import identical
-
 import gpu
 from gpu.core import peaks as peaks_mod
 from gpu.core import reference
-from gpu.core.peaks import LIMIT_KEYS, Limit, Peaks, host_copy_bytes, last_level_cache_bytes, measure_peaks
-from gpu.core.timing import RepeatPolicy
+from gpu.core.agreement import identical
 from gpu.core.arrays import vector_inputs
+from gpu.core.peaks import (
+    LIMIT_KEYS,
+    Limit,
+    Peaks,
+    host_copy_bytes,
+    last_level_cache_bytes,
+    measure_peaks,
+)
+from gpu.core.timing import RepeatPolicy
 
 
 def test_quick_peaks_measure_every_copy_and_say_how():

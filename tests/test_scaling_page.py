@@ -11,8 +11,8 @@ import gpu
 from gpu.experiments.scaling import run_sweep
 from tests.test_sweep import crossing_run, fake_peaks, small_config
 from ui.charts import scaling as scaling_charts
-from ui.views import scaling as scaling_view
 from ui.charts.common import COLORS
+from ui.views import scaling as scaling_view
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = str(ROOT / "pages/2_Scaling.py")

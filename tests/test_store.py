@@ -14,7 +14,15 @@ from pathlib import Path
 
 import pytest
 
-from gpu.service.store import COLUMNS, ENV_DB, HistoryStore, StoreError, default_path, open_store, params_of
+from gpu.service.store import (
+    COLUMNS,
+    ENV_DB,
+    HistoryStore,
+    StoreError,
+    default_path,
+    open_store,
+    params_of,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 VERSIONS = {"numba": "0.0-test"}

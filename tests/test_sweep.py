@@ -15,14 +15,13 @@ from gpu.core.peaks import Limit, Peaks
 from gpu.core.timing import RepeatPolicy, Stats
 from gpu.experiments import scaling as sweep_mod
 from gpu.experiments.scaling import run_sweep
-from gpu.experiments.scaling_result import (
+from gpu.experiments.scaling_config import (
     SweepConfig,
-    SweepPoint,
-    SweepRun,
     make_config,
     repeat_policy,
     sweep_sizes,
 )
+from gpu.experiments.scaling_result import SweepPoint, SweepRun
 from gpu.report.scaling import crossover_sentences, summary
 from gpu.report.scaling_check import check_sweep, performance_targets
 

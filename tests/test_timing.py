@@ -4,7 +4,14 @@ import itertools
 
 import pytest
 
-from gpu.core.timing import RepeatPolicy, Stats, collect, format_factor, format_seconds, measure
+from gpu.core.timing import (
+    RepeatPolicy,
+    Stats,
+    collect,
+    format_factor,
+    format_seconds,
+    measure,
+)
 
 
 class FakeClock:

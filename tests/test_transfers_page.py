@@ -103,11 +103,11 @@ def test_bad_strategy_input_shows_an_error_and_runs_nothing(kwargs, message):
 
 # --- chart builders, on to_dict() ------------------------------------------------------------
 
-from gpu.core.timing import RepeatPolicy, Stats  # noqa: E402
+from gpu.core.device import device_info  # noqa: E402
 from gpu.core.timeline import Interval  # noqa: E402
+from gpu.core.timing import RepeatPolicy, Stats  # noqa: E402
 from gpu.experiments.bandwidth import BandwidthCurves, BandwidthPoint  # noqa: E402
 from gpu.experiments.transfers import run_strategies  # noqa: E402
-from gpu.core.device import device_info  # noqa: E402
 from ui.charts import transfers as transfers_charts  # noqa: E402
 
 

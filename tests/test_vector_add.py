@@ -10,7 +10,8 @@ from gpu.core.arrays import vector_inputs
 from gpu.core.limits import InputError, check_n, check_threads_per_block, parse_size
 from gpu.core.timing import RepeatPolicy
 from gpu.experiments.article import run_article_method
-from gpu.experiments.vector_add import GPU_PHASES, gpu_vector_add, run_vector_add
+from gpu.experiments.vector_add import run_vector_add
+from gpu.experiments.vector_add_timing import GPU_PHASES, gpu_vector_add
 from gpu.kernels.vector_add import blocks_for
 
 AWKWARD = [1, 31, 32, 33, 255, 256, 257, 3000]
@@ -134,7 +135,7 @@ def test_run_rejects_unknown_cpu_implementation():
 
 @pytest.mark.parametrize("threads_per_block", [32, 64])
 def test_four_per_thread_kernel_is_bit_identical_and_covers_every_element(threads_per_block):
-    from gpu.experiments.vector_add import time_resident_kernel
+    from gpu.experiments.vector_add_timing import time_resident_kernel
     from gpu.kernels.vector_add import (
         ELEMENTS_PER_THREAD,
         blocks_for,

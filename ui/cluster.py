@@ -18,9 +18,14 @@ import streamlit as st
 from gpu.core.limits import InputError
 from gpu.service.admission import admit, is_out_of_memory, out_of_memory_message
 from gpu.service.cluster import (
-    ClusterClient, ClusterRun, ClusterUnavailable, WorkerInfo, WorkerLost, client_from_env, cluster_address,
+    ClusterClient,
+    ClusterRun,
+    ClusterUnavailable,
+    WorkerInfo,
+    WorkerLost,
+    client_from_env,
+    cluster_address,
 )
-from gpu.service.store import StoreError
 
 if TYPE_CHECKING:
     from gpu.experiments.base import Experiment
@@ -61,7 +66,7 @@ def run_on_cluster(experiment: "Experiment", params: Mapping[str, Any]) -> Any:
         status.info(queue_message(ahead, where(worker)))
 
     def on_start(worker: WorkerInfo | None, message: str | None) -> None:
-        status.info(f"⚙️ Running {experiment.title} on {where(worker)}" + (f": {message}…" if message else "…"))
+        status.info(f"Running {experiment.title} on {where(worker)}" + (f": {message}…" if message else "…"))
 
     try:
         run = client.run(experiment.key, params, prefer=None if pick == AUTO else pick,
@@ -89,7 +94,7 @@ def run_on_cluster(experiment: "Experiment", params: Mapping[str, Any]) -> Any:
         "history_problem": problem,
     }
     if problem:
-        st.warning(problem, icon="⚠️")
+        st.warning(problem, icon=":material/warning:")
     else:
         waited = f" after waiting {run.waited_s:.1f} s in its queue" if run.queued_behind else ""
         saved = f" Saved to History as run {', '.join(r[:8] for r in run_ids)}." if run_ids else ""
@@ -102,21 +107,10 @@ def save_run(experiment: "Experiment", run: ClusterRun, params: Mapping[str, Any
 
     Returns (run id, problem); never raises: a history failure must not lose the run.
     """
-    from ui.resources import current_store
+    from ui.runner import save_result
 
-    try:
-        data = dict(run.result.to_dict())
-        data.setdefault("device", dict(run.worker.device))  # the facts of the machine that ran it
-        data.setdefault("backend", run.worker.device.get("backend"))
-        data["worker"] = {k: v for k, v in run.worker.to_dict().items() if k != "device"}
-        data["experiment"] = experiment.key
-        data["measures"] = experiment.measures(run.result)
-        return current_store().save(data, experiment=experiment.key, params=params, device_index=run.worker.gpu_index), None
-    except StoreError as exc:
-        return None, f"This run is shown below but was not saved to History: {exc}"
-    except Exception as exc:  # never lose a finished run over a history problem
-        log.exception("saving %s to history failed", experiment.key)
-        return None, f"This run is shown below but was not saved to History ({type(exc).__name__}: {exc})."
+    worker = {k: v for k, v in run.worker.to_dict().items() if k != "device"}
+    return save_result(experiment, run.result, run.worker.gpu_index, params, device=run.worker.device, extra={"worker": worker})
 
 
 def cluster_sidebar() -> None:
@@ -128,7 +122,7 @@ def cluster_sidebar() -> None:
         client = cluster_client(address)
         states = client.states(timeout_s=0.5)
     except Exception as exc:  # never break a page over the sidebar
-        st.caption(f"⚠️ Cluster {address}: {exc}")
+        st.caption(f":material/warning: Cluster {address}: {exc}")
         return
     machines = {s.node_id for s in states}
     st.caption(f"Ray cluster ({address}): {len(states)} GPU worker{'s' if len(states) != 1 else ''} "

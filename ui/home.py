@@ -6,8 +6,8 @@ import os
 from pathlib import Path
 
 from gpu.core.timing import format_seconds
-from gpu.service.references import PublishedFigures, ReferenceRun
 from gpu.report.words import times_words
+from gpu.service.references import PublishedFigures, ReferenceRun
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTICLE_ENV = "KERNEL_LAB_ARTICLE"

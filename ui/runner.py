@@ -1,6 +1,6 @@
 """Run an experiment for a page: queue for the device, show progress, report errors, save.
 
-Every page's GPU (and CPU benchmark) work goes through ``run_experiment`` so that runs
+Every page's GPU (and CPU benchmark) work goes through ``run_declared`` so that runs
 never overlap, waiting users see their place in the queue, a failure becomes a message
 instead of a traceback, and every completed run is saved to the history database.
 """
@@ -15,17 +15,15 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, TypeVar
 import streamlit as st
 
 import gpu
-from gpu.core.limits import InputError, load_config, max_vector_n
-from gpu.core.limits import release_device_memory
+from gpu.core.limits import InputError, load_config, max_vector_n, release_device_memory
+from gpu.experiments.base import Progress
 from gpu.service.admission import admit, is_out_of_memory, out_of_memory_message
 from gpu.service.admission import describe as describe_limits
 from gpu.service.cluster import cluster_address
 from gpu.service.locks import FifoLock, least_loaded
 from gpu.service.store import StoreError
-from ui.resources import cpu_lock, current_store, device_facts, device_lock, devices
-
-from gpu.experiments.base import Progress
 from ui.progress import PhaseProgress
+from ui.resources import cpu_lock, current_store, device_facts, device_lock, devices
 
 if TYPE_CHECKING:
     from gpu.experiments.base import Experiment
@@ -75,17 +73,28 @@ def on_device(index: int) -> Iterator[None]:
         yield
 
 
-def save_result(experiment: "Experiment", result: Any, index: int, params: Mapping[str, Any] | None) -> tuple[str | None, str | None]:
+def save_result(
+    experiment: "Experiment",
+    result: Any,
+    index: int,
+    params: Mapping[str, Any] | None,
+    *,
+    device: Mapping[str, Any] | None = None,
+    extra: Mapping[str, Any] | None = None,
+) -> tuple[str | None, str | None]:
     """Save one run to History, told (not guessed) by its declaration: the experiment's
     key, the parameters it ran with and its headline measures.
 
+    ``device`` defaults to this host's facts for device ``index`` (a cluster run passes
+    the facts of the machine that ran it); ``extra`` adds fields (e.g. the worker).
     Returns (run id, problem); never raises: a history failure must not lose the run.
     """
     try:
-        device = device_facts(index).to_dict()
+        device = dict(device) if device is not None else device_facts(index).to_dict()
         data = dict(result.to_dict())
         data.setdefault("device", device)
-        data.setdefault("backend", device["backend"])
+        data.setdefault("backend", device.get("backend"))
+        data.update(extra or {})
         data["experiment"] = experiment.key
         data["measures"] = experiment.measures(result)
         return current_store().save(data, experiment=experiment.key, params=params, device_index=index), None

@@ -11,7 +11,14 @@ from __future__ import annotations
 import numpy as np
 
 from gpu.core.backend import BACKEND, cuda
-from gpu.core.timing import PhaseTimer, RepeatPolicy, Stats, collect, measure, time_kernel
+from gpu.core.timing import (
+    PhaseTimer,
+    RepeatPolicy,
+    Stats,
+    collect,
+    measure,
+    time_kernel,
+)
 
 DIRECTIONS = ("h2d", "d2h", "d2d")
 COPY_THREADS = 256  # threads per block of the copy kernel: any multiple of 32 saturates memory here

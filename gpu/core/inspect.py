@@ -15,11 +15,15 @@ import re
 import time
 from dataclasses import dataclass, field
 
-from gpu.core.timing import utc_timestamp
 from gpu.core.backend import BACKEND
 from gpu.core.device import device_info
-from gpu.kernels.vector_add import VECTOR_ADD_SIGNATURE, vector_add_grid_stride_kernel, vector_add_kernel
 from gpu.core.limits import InputError
+from gpu.core.timing import utc_timestamp
+from gpu.kernels.vector_add import (
+    VECTOR_ADD_SIGNATURE,
+    vector_add_grid_stride_kernel,
+    vector_add_kernel,
+)
 
 # name -> (dispatcher, what it is)
 KERNELS = {

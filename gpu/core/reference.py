@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
+
 import numpy as np
 
 from gpu.core.agreement import identical

@@ -17,7 +17,13 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from gpu.core.backend import BACKEND
-from gpu.core.limits import InputError, check_repeats, max_vector_n, parse_seconds, parse_size
+from gpu.core.limits import (
+    InputError,
+    check_repeats,
+    max_vector_n,
+    parse_seconds,
+    parse_size,
+)
 from gpu.core.timing import RepeatPolicy, format_factor
 from gpu.experiments.base import Experiment, Param, PerBackend, Progress
 from gpu.experiments.registry import register

@@ -34,7 +34,10 @@ from gpu.core.timing import (
 )
 from gpu.experiments.base import Experiment, Param, PerBackend, Progress
 from gpu.experiments.registry import register
-from gpu.experiments.vector_add import BYTES_PER_ELEMENT, effective_bandwidth_gbps
+from gpu.experiments.vector_add_timing import (
+    BYTES_PER_ELEMENT,
+    effective_bandwidth_gbps,
+)
 from gpu.kernels.vector_add import (
     VECTOR_ADD_SIGNATURE,
     blocks_for,

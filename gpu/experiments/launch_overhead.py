@@ -33,7 +33,15 @@ import numpy as np
 from gpu.core.backend import BACKEND, cuda
 from gpu.core.device import DeviceInfo, device_info
 from gpu.core.limits import check_repeats
-from gpu.core.timing import Clock, RepeatPolicy, Stats, collect, format_factor, format_seconds, utc_timestamp
+from gpu.core.timing import (
+    Clock,
+    RepeatPolicy,
+    Stats,
+    collect,
+    format_factor,
+    format_seconds,
+    utc_timestamp,
+)
 from gpu.experiments.base import Experiment, Param
 from gpu.experiments.registry import register
 

@@ -18,8 +18,8 @@ from gpu.core.limits import InputError, parse_int
 from gpu.experiments.base import Param, PerBackend
 from gpu.experiments.catalog import Target, declare, parse_count, ratio
 from gpu.experiments.steps import CpuImpl, KernelSpec, Library, Output, Step
-from gpu.kernels.geometry import blocks_for, resident_blocks
 from gpu.kernels import reduction as k
+from gpu.kernels.geometry import blocks_for, resident_blocks
 
 
 def make_inputs(p, seed: int) -> dict[str, np.ndarray]:

@@ -42,7 +42,7 @@ from gpu.core.telemetry import TelemetryMonitor
 from gpu.core.timing import Clock
 from gpu.experiments.base import Experiment, Param, PerBackend, Progress
 from gpu.experiments.registry import register
-from gpu.experiments.scaling_result import (
+from gpu.experiments.scaling_config import (
     DEFAULT_MIN_N,
     IMPL_LABELS,
     IMPLS,
@@ -50,13 +50,16 @@ from gpu.experiments.scaling_result import (
     PYTHON_BUDGET_PER_POINT_S,
     SPACINGS,
     SweepConfig,
-    SweepPoint,
-    SweepRun,
     make_config,
     repeat_policy,
     sweep_sizes,
 )
-from gpu.experiments.vector_add import time_cpu, time_gpu_phases, time_resident_kernel
+from gpu.experiments.scaling_result import SweepPoint, SweepRun
+from gpu.experiments.vector_add_timing import (
+    time_cpu,
+    time_gpu_phases,
+    time_resident_kernel,
+)
 from gpu.kernels.vector_add import (
     ELEMENTS_PER_THREAD,
     blocks_for,

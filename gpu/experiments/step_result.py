@@ -13,7 +13,13 @@ from typing import Any
 from gpu.core.agreement import Agreement
 from gpu.core.device import DeviceInfo
 from gpu.core.roofline import Roofs
-from gpu.core.timing import RepeatPolicy, Stats, format_factor, format_seconds, utc_timestamp
+from gpu.core.timing import (
+    RepeatPolicy,
+    Stats,
+    format_factor,
+    format_seconds,
+    utc_timestamp,
+)
 
 KINDS = ("step", "library", "cpu")  # a Numba GPU step, a GPU library reference, a CPU implementation
 KIND_LABELS = {"step": "GPU step (Numba)", "library": "GPU library", "cpu": "CPU"}

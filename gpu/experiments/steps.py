@@ -28,13 +28,20 @@ import numpy as np
 from gpu.core.agreement import BoundedReference, ExactReference
 from gpu.core.backend import BACKEND, cuda
 from gpu.core.device import device_info
+from gpu.core.hold import stream_hold_problem
 from gpu.core.limits import InputError
 from gpu.core.reference import unavailable_reason
 from gpu.core.roofline import device_roofs
-from gpu.core.timing import PhaseTimer, RepeatPolicy, Stats, collect, format_seconds, time_kernel
+from gpu.core.timing import (
+    PhaseTimer,
+    RepeatPolicy,
+    Stats,
+    collect,
+    format_seconds,
+    time_kernel,
+)
 from gpu.experiments.base import Params, Progress
 from gpu.experiments.step_result import ImplResult, KernelRun
-from gpu.core.hold import stream_hold_problem
 
 Arrays = Mapping[str, Any]
 GPU_PHASES = ("alloc", "h2d", "launch", "kernel", "d2h")  # add up to at most "total"

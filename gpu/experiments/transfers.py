@@ -18,6 +18,8 @@ from typing import Iterable
 
 import numpy as np
 
+from gpu.core.agreement import BitAgreement, check_bits
+from gpu.core.arrays import vector_inputs
 from gpu.core.backend import BACKEND
 from gpu.core.device import DeviceInfo, device_info
 from gpu.core.limits import (
@@ -30,6 +32,7 @@ from gpu.core.limits import (
     parse_flag,
     parse_int,
 )
+from gpu.core.series import labels
 from gpu.core.timeline import Interval, build_timeline, overlap_fraction
 from gpu.core.timing import (
     RepeatPolicy,
@@ -57,13 +60,7 @@ from gpu.experiments.strategy_timing import (
     time_mapped,
     time_resident,
 )
-from gpu.core.agreement import BitAgreement, check_bits
-from gpu.core.arrays import vector_inputs
-from gpu.core.series import labels
-from gpu.experiments.vector_add import (
-    BYTES_PER_ELEMENT,
-    time_gpu_phases,
-)
+from gpu.experiments.vector_add_timing import BYTES_PER_ELEMENT, time_gpu_phases
 from gpu.kernels.vector_add import compile_vector_add
 
 # --- sizes -------------------------------------------------------------------------

@@ -112,8 +112,9 @@ class CheckReport:
 
 def correctness_section(ctx: CheckContext) -> Section:
     """The kernel against NumPy, bit for bit, at awkward sizes and block sizes."""
+    from gpu.core.agreement import check_bits
     from gpu.core.arrays import vector_inputs
-    from gpu.experiments.vector_add import check_bits, gpu_vector_add
+    from gpu.experiments.vector_add_timing import gpu_vector_add
 
     rows, skipped = [], []
     for n in AWKWARD_SIZES:

@@ -21,8 +21,8 @@ from gpu.core.timing import (
     format_factor,
     format_seconds,
 )
+from gpu.experiments.vector_add_timing import BYTES_PER_ELEMENT
 
-BYTES_PER_ELEMENT = 12  # vector add: a and b read, c written, float32
 SIMULATED_SIZES = (64, 256)  # no L2 in the simulator: two small sizes, to exercise the code
 
 
@@ -55,7 +55,7 @@ def methodology(quick: bool, max_n: int, say, earlier_sections=(), telemetry: di
         PATHS,
         run_launch_overhead,
     )
-    from gpu.experiments.vector_add import time_resident_kernel
+    from gpu.experiments.vector_add_timing import time_resident_kernel
     from gpu.kernels.vector_add import blocks_for, vector_add_kernel
 
     l2 = l2_cache_bytes()

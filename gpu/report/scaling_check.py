@@ -14,13 +14,8 @@ from gpu.core.limits import (
 from gpu.core.telemetry import describe as describe_telemetry
 from gpu.core.timing import RepeatPolicy, format_seconds
 from gpu.experiments.scaling import run_sweep
-from gpu.experiments.scaling_result import (
-    DEFAULT_MIN_N,
-    IMPL_LABELS,
-    SERIES_LABELS,
-    SweepRun,
-    make_config,
-)
+from gpu.experiments.scaling_config import DEFAULT_MIN_N, IMPL_LABELS, make_config
+from gpu.experiments.scaling_result import SERIES_LABELS, SweepRun
 from gpu.report.render import to_json
 from gpu.report.scaling import crossover_sentences
 

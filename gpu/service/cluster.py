@@ -35,7 +35,14 @@ import uuid
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping, Sequence
 
-from gpu.service.cluster_worker import MAX_QUEUE, WATCH_S, ClusterUnavailable, GpuWorker, WorkerInfo, worker_class
+from gpu.service.cluster_worker import (
+    MAX_QUEUE,
+    WATCH_S,
+    ClusterUnavailable,
+    GpuWorker,
+    WorkerInfo,
+    worker_class,
+)
 
 __all__ = [
     "CLUSTER_ENV", "NAMESPACE", "MAX_QUEUE", "ClusterClient", "ClusterRun", "ClusterUnavailable", "GpuWorker",

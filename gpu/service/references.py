@@ -207,7 +207,8 @@ def _agreement(d: Mapping[str, Any]):
 
 def rebuild_vector_add(d: Mapping[str, Any]):
     """A VectorAddRun from its to_dict() (as saved in check.json or History)."""
-    from gpu.experiments.vector_add import CpuTiming, VectorAddRun
+    from gpu.experiments.vector_add import VectorAddRun
+    from gpu.experiments.vector_add_timing import CpuTiming
 
     cpu = {}
     for name, t in d["cpu"].items():
@@ -235,7 +236,8 @@ def rebuild_vector_add(d: Mapping[str, Any]):
 def rebuild_sweep(d: Mapping[str, Any]):
     """A SweepRun from its to_dict()."""
     from gpu.core.peaks import Limit, Peaks
-    from gpu.experiments.scaling_result import SweepConfig, SweepPoint, SweepRun
+    from gpu.experiments.scaling_config import SweepConfig
+    from gpu.experiments.scaling_result import SweepPoint, SweepRun
 
     c = d["config"]
     config = SweepConfig(

@@ -11,7 +11,14 @@ import pandas as pd
 import streamlit as st
 
 from gpu.core.timing import format_seconds
-from gpu.report.cpu_vs_recorded import GPU_MEASURES, YOUR_CPU, SweepVsRecorded, VectorAddVsRecorded, sweep_vs_recorded, vector_add_vs_recorded
+from gpu.report.cpu_vs_recorded import (
+    GPU_MEASURES,
+    YOUR_CPU,
+    SweepVsRecorded,
+    VectorAddVsRecorded,
+    sweep_vs_recorded,
+    vector_add_vs_recorded,
+)
 from ui.charts import cpu_vs_recorded as charts
 from ui.reference import references
 

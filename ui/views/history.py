@@ -14,11 +14,19 @@ import pandas as pd
 import streamlit as st
 
 from gpu.service.store import HistoryStore, RunRecord, StoreError
-from ui.format import readable_time
 from ui.charts.history import (
-    article_entry, compare_chart, compare_subtitle, gpus_bandwidth_chart, gpus_time_chart, has_samples, run_label, runs_frame,
-    samples_frame, vector_add_entry,
+    article_entry,
+    compare_chart,
+    compare_subtitle,
+    gpus_bandwidth_chart,
+    gpus_time_chart,
+    has_samples,
+    run_label,
+    runs_frame,
+    samples_frame,
+    vector_add_entry,
 )
+from ui.format import readable_time
 
 MAX_LISTED = 500  # newest runs loaded per page view: bounded work per rerun
 DEFAULT_COMPARED = 2

@@ -8,9 +8,9 @@ import pandas as pd
 import streamlit as st
 
 from gpu.core.inspect import KERNELS, KernelInspection, inspect_kernel
+from gpu.core.timing import format_seconds
 from gpu.experiments.indexing import DRAW_LIMIT_THREADS, IndexingRun
 from gpu.experiments.launch import LaunchSweepRun
-from gpu.core.timing import format_seconds
 from gpu.report.launch import explanation
 from gpu.report.render import to_json
 from ui.charts import launch as launch_charts

@@ -11,7 +11,8 @@ import streamlit as st
 from gpu.core.limits import kernel_cap, max_cpu_vector_n
 from gpu.core.timing import ALLOCATION_RULE, format_seconds
 from gpu.experiments.scaling import default_max_n
-from gpu.experiments.scaling_result import IMPL_LABELS, SweepRun
+from gpu.experiments.scaling_config import IMPL_LABELS
+from gpu.experiments.scaling_result import SweepRun
 from gpu.report.render import to_json
 from gpu.report.scaling import crossover_sentences
 from ui.charts import scaling as scaling_charts

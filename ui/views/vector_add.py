@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import json
+
 import pandas as pd
 import streamlit as st
 
-from gpu.core.timing import ALLOCATION_RULE
-
 from gpu.core import cpu
 from gpu.core.device import device_info
-from gpu.core.limits import SIMULATOR_MAX_N, kernel_cap, load_config, max_cpu_vector_n, max_vector_n
-from gpu.core.timing import format_seconds
+from gpu.core.limits import (
+    SIMULATOR_MAX_N,
+    kernel_cap,
+    load_config,
+    max_cpu_vector_n,
+    max_vector_n,
+)
+from gpu.core.timing import ALLOCATION_RULE, format_seconds
 from gpu.experiments.vector_add import EXPERIMENT, VectorAddRun
 from gpu.report.vector_add import explain_difference
 from gpu.report.words import format_gbps, times_words
