@@ -27,6 +27,9 @@ BM = THREADS_Y * TM  # 128 rows of C per block
 BN = THREADS_X * TN  # 128 columns of C per block
 BK = 8  # depth of a shared tile: (128 + 128) x 8 floats = 8 KB, loaded 4 elements per thread
 A_PAD = 4  # the A tile is stored transposed; 4 extra words per row put a warp's stores in 32 different banks
+# NVVM needs a literal shared-array shape: `BM + A_PAD` computed inside the kernel is typed
+# int64 and rejected (the simulator accepts it), so the padded width is a module constant.
+BM_PADDED = BM + A_PAD
 
 
 @cuda.jit(cache=not BACKEND.simulated)
@@ -84,7 +87,7 @@ def matmul_register_kernel(a, b, c):
     so the kernel moves from memory-bound towards the FP32 roof. A thread's outputs are
     16 rows and 16 columns apart, so a warp's shared reads and C writes stay contiguous.
     """
-    sa = cuda.shared.array((BK, BM + A_PAD), float32)  # A tile, transposed: sa[k, m]
+    sa = cuda.shared.array((BK, BM_PADDED), float32)  # A tile, transposed: sa[k, m]
     sb = cuda.shared.array((BK, BN), float32)
     acc = cuda.local.array((TM, TN), float32)
     a_reg = cuda.local.array(TM, float32)

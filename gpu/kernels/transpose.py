@@ -12,6 +12,10 @@ from numba import float32
 from gpu.core.backend import BACKEND, cuda
 
 TILE = 32  # one warp spans a tile row: 32 float32 = one 128-byte coalesced transaction
+# NVVM needs a shared-array shape it can read as a literal: `TILE + 1` computed inside the
+# kernel is typed int64 and rejected (the simulator accepts it), so the sum is a module constant.
+PADDED_TILE = TILE + 1
+
 BLOCK_ROWS = 8  # 32 x 8 = 256 threads per block; each thread copies TILE / BLOCK_ROWS = 4 elements of a tile
 
 
@@ -62,7 +66,7 @@ def transpose_padded_kernel(a, out):
     TILE + 1 words, consecutive rows shift by one bank and a column spans all 32 banks:
     one shared-memory access per warp instead of 32. Everything else is step 2.
     """
-    tile = cuda.shared.array((TILE, TILE + 1), float32)  # + 1: a column now spans 32 banks
+    tile = cuda.shared.array((TILE, PADDED_TILE), float32)  # + 1: a column now spans 32 banks
     tx = cuda.threadIdx.x
     ty = cuda.threadIdx.y
     row0 = cuda.blockIdx.y * TILE
@@ -76,4 +80,4 @@ def transpose_padded_kernel(a, out):
             out[col0 + ty + k, row0 + tx] = tile[tx, ty + k]
 
 
-__all__ = ["BLOCK_ROWS", "TILE", "transpose_naive_kernel", "transpose_padded_kernel", "transpose_tiled_kernel"]
+__all__ = ["BLOCK_ROWS", "PADDED_TILE", "TILE", "transpose_naive_kernel", "transpose_padded_kernel", "transpose_tiled_kernel"]
