@@ -202,7 +202,7 @@ def test_step_sources_mark_what_changed_and_keep_the_why_as_prose():
     padded = sources[2]
     assert "bank" in padded.why and '"""' not in padded.source
     changed = [text for tag, text in padded.lines if tag == "+"]
-    assert len(changed) == 1 and "TILE + 1" in changed[0] and padded.changed == 2  # only the padding changed
+    assert len(changed) == 1 and "PADDED_TILE" in changed[0] and padded.changed == 2  # only the padding changed
     assert all(tag == "+" for tag, _ in sources[0].lines[2:])  # the first step is all new (after decorator and def)
 
 
