@@ -98,7 +98,7 @@ SPEC = KernelSpec(
              "16 × 16 tiles of A and B staged in shared memory and reused 16 times", depth=dot_depth),
         Step("register", "3 · register tiling (8 × 8 per thread)", k.matmul_register_kernel,
              lambda p: grid_2d(p["n"], p["n"], k.BM, k.BN), lambda p: (k.THREADS_X, k.THREADS_Y),
-             "each thread accumulates an 8 × 8 tile of C in registers from 128 × 8 tiles", depth=dot_depth),
+             "each thread accumulates an 8 × 8 tile of C in registers; the next 128 × 8 tiles load while it multiplies", depth=dot_depth),
     ),
     libraries=(
         Library("cupy", "cuBLAS FP32 via CuPy (TF32 off)", "cupy", cupy_matmul, depth=dot_depth),

@@ -80,7 +80,10 @@ SPEC = KernelSpec(
         Step("naive", "1 · naive global loads", k.blur_naive_kernel, grid, block,
              "each thread loads its cell and four neighbours from device memory"),
         Step("tiled", "2 · shared tile with a halo", k.blur_tiled_kernel, grid, block,
-             "the block loads its tile plus a one-cell halo once into shared memory, then reuses it"),
+             "the block loads its tile plus a one-cell halo once into shared memory (both loads in flight), then reuses it"),
+        Step("rows", "3 · four cells per thread", k.blur_rows_kernel,
+             lambda p: grid_2d(p["n"], p["n"], k.ROWS_TILE, k.ROWS_TILE), lambda p: (k.ROWS_TILE, k.BLOCK_ROWS),
+             "32 × 8 threads blur a 32 × 32 tile, four cells each, all loads in flight before the first store"),
     ),
     libraries=(
         Library("cupy", "CuPy slicing", "cupy", cupy_blur),
@@ -123,7 +126,7 @@ def check_problems(quick: bool) -> list[dict]:
 
 EXPERIMENT = declare(
     SPEC,
-    "a 5-point blur on an N × N float32 grid: naive global loads, then a shared-memory tile with a halo",
+    "a 5-point blur on an N × N float32 grid: naive global loads, a shared-memory tile with a halo, four cells per thread",
     Param("n", "N (the grid is N × N)", parse_side, PerBackend(8192, 32), "A whole number such as 4096 or 2^12."),
     elements=lambda p: p["n"] ** 2,
 )

@@ -61,7 +61,7 @@ SPEC = KernelSpec(
         Step("naive", "1 · naive", k.transpose_naive_kernel, naive_grid, block,
              "one element per thread: coalesced reads, scattered writes"),
         Step("tiled", "2 · shared-memory tile", k.transpose_tiled_kernel, tiled_grid, block,
-             "a 32 × 32 tile through shared memory: reads and writes both coalesced"),
+             "a 32 × 32 tile through shared memory: reads and writes both coalesced, four loads in flight per thread"),
         Step("padded", "3 · padded tile", k.transpose_padded_kernel, tiled_grid, block,
              "one padding column: the tile's column reads hit 32 banks, not one"),
     ),
