@@ -8,11 +8,15 @@ import pytest
 from gpu.core.agreement import U_FLOAT32, BoundedReference, ExactReference, gamma
 
 
-def test_gamma_is_ku_over_one_minus_ku_and_stays_finite_past_ku_1():
+def test_the_bound_factor_is_one_plus_u_to_the_k_minus_one_and_never_blows_up():
     assert gamma(0) == 0.0
-    assert gamma(10) == pytest.approx(10 * U_FLOAT32 / (1 - 10 * U_FLOAT32))
-    big = 2**25  # k·u = 2: γ_k undefined, (1 + u)^k − 1 = e² − 1 used instead
-    assert gamma(big) == pytest.approx(math.e**2 - 1, rel=1e-6)
+    assert gamma(10) == pytest.approx((1 + U_FLOAT32) ** 10 - 1, rel=1e-9)
+    classic = lambda k: k * U_FLOAT32 / (1 - k * U_FLOAT32)  # noqa: E731  Higham's γ_k, which bounds it
+    for k in (10, 2**10, 2**20, 2**23):
+        assert gamma(k) <= classic(k)
+    near_one = 2**24 - 2**4  # k·u = 0.999999: γ_k ≈ 10^6, (1 + u)^k − 1 ≈ e − 1
+    assert classic(near_one) > 1e5 and gamma(near_one) == pytest.approx(math.e - 1, rel=1e-5)
+    assert gamma(2**25) == pytest.approx(math.e**2 - 1, rel=1e-6)  # k·u = 2: γ_k undefined, this stays finite
 
 
 def test_exact_check_counts_a_one_ulp_difference_and_passes_identical_bits():

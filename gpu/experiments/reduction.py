@@ -1,18 +1,18 @@
 """Reduction: the sum of N float32 values, declared for the catalog.
 
-Agreement is bounded: every implementation adds in its own order, so each result is
-compared with a float64 sum within γ_k · Σ|x|, k being the depth of that order's
-summation tree (see gpu/core/agreement.py and each step's ``depth``).
+Agreement is exact, although every implementation adds in its own order: the inputs are
+whole numbers with a total of at most 2^24 (``ExactSumInputs``, gpu/core/agreement.py),
+so every partial sum of every order is exact in float32 and every correct
+implementation returns the exact total, bit for bit. A rounding bound could not do this:
+for atomics (any order) it grows to about 1.7 × the sum at N = 2^24 and accepts zero.
 """
 
 from __future__ import annotations
 
-import math
-
 import numba
 import numpy as np
 
-from gpu.core.agreement import BoundedReference
+from gpu.core.agreement import ExactReference, ExactSumInputs, exact_sum_reference
 from gpu.core.device import device_info
 from gpu.core.limits import InputError, parse_int
 from gpu.experiments.base import Param, PerBackend
@@ -23,47 +23,21 @@ from gpu.kernels.geometry import blocks_for, resident_blocks
 
 
 def make_inputs(p, seed: int) -> dict[str, np.ndarray]:
-    """N float32 values, uniform in [0, 1), reproducible from ``seed``."""
-    return {"x": np.random.default_rng(seed).random(p["n"], dtype=np.float32)}
+    """N float32 whole numbers whose sum is exact in every order (``ExactSumInputs``), reproducible from ``seed``."""
+    return {"x": ExactSumInputs.for_size(p["n"]).make(seed)}
 
 
-def reference(inputs, p) -> BoundedReference:
-    x = inputs["x"].astype(np.float64)
-    return BoundedReference(np.array([x.sum()]), np.array([np.abs(x).sum()]))
+def reference(inputs, p) -> ExactReference:
+    """The exact total, compared bit for bit: no order of addition can round (see the module docstring)."""
+    return exact_sum_reference(inputs["x"])
 
 
-# --- summation depths (k in γ_k) -----------------------------------------------------
-
-def any_order(p) -> int:
-    """Any order of adding N terms (atomics, a library's own): a chain at worst, N − 1 deep."""
-    return max(p["n"] - 1, 0)
-
-
-def _log2(tpb: int) -> int:
-    return int(math.log2(tpb))
-
-
-def tree_depth(p) -> int:
-    """One element per thread, log2(block) levels in the block, then the blocks' atomics in any order."""
-    return _log2(p["threads_per_block"]) + blocks_for(p["n"], p["threads_per_block"])
-
-
-SHUFFLE_LEVELS = 2 * 5  # two warp sums of 5 shuffles each (lanes past the block's warps add zeros, exactly)
-
-
-def shuffle_depth(p) -> int:
-    """One element per thread, two rounds of 5 shuffles, then the blocks' atomics."""
-    return SHUFFLE_LEVELS + blocks_for(p["n"], p["threads_per_block"])
+EXACT_NOTE = ("The values are whole numbers with a total of at most 2^24 (sparse above N = 2^24), so every partial sum "
+              "of every order is exact in float32: any correct order returns the exact total, checked bit for bit.")
 
 
 def grid_stride_blocks(p) -> int:
     return resident_blocks(p["n"], p["threads_per_block"], device_info().multiprocessors)
-
-
-def grid_stride_depth(p) -> int:
-    """Each thread's running sum, two rounds of 5 shuffles, then the blocks' atomics."""
-    per_thread = blocks_for(p["n"], grid_stride_blocks(p) * p["threads_per_block"])
-    return per_thread + SHUFFLE_LEVELS + grid_stride_blocks(p)
 
 
 # --- CPU implementations -----------------------------------------------------------
@@ -114,25 +88,25 @@ SPEC = KernelSpec(
     output=Output(lambda p: (1,), np.float32, zeroed=True),
     steps=(
         Step("atomic", "1 · global atomics", k.reduce_atomic_kernel, one_per_thread, threads,
-             "every thread adds into one address in device memory", depth=any_order),
+             "every thread adds into one address in device memory"),
         Step("tree", "2 · shared-memory tree", k.reduce_tree_kernel, one_per_thread, threads,
-             "a block sums in shared memory with syncthreads, then one atomic per block", depth=tree_depth),
+             "a block sums in shared memory with syncthreads, then one atomic per block"),
         Step("shuffle", "3 · warp shuffles", k.reduce_shuffle_kernel, one_per_thread, threads,
              "warps sum in registers with shfl_down_sync; shared memory only for the warp sums",
-             depth=shuffle_depth, needs="warp shuffles (cuda.shfl_down_sync)", helpers=(k.block_sum_into, k.warp_sum)),
+             needs="warp shuffles (cuda.shfl_down_sync)", helpers=(k.block_sum_into, k.warp_sum)),
         Step("grid-stride", "4 · grid-stride, one atomic per block", k.reduce_grid_stride_kernel, grid_stride_blocks, threads,
              "one wave of blocks; each thread sums many elements in a register first",
-             depth=grid_stride_depth, needs="warp shuffles (cuda.shfl_down_sync)", helpers=(k.block_sum_into, k.warp_sum)),
+             needs="warp shuffles (cuda.shfl_down_sync)", helpers=(k.block_sum_into, k.warp_sum)),
     ),
     libraries=(
-        Library("cupy", "CuPy sum", "cupy", lambda cp, ins, out: cp.sum(ins[0], out=out.reshape(())), depth=any_order),
-        Library("torch", "PyTorch sum", "torch", lambda torch, ins, out: torch.sum(ins[0], dim=0, keepdim=True, out=out), depth=any_order),
+        Library("cupy", "CuPy sum", "cupy", lambda cp, ins, out: cp.sum(ins[0], out=out.reshape(()))),
+        Library("torch", "PyTorch sum", "torch", lambda torch, ins, out: torch.sum(ins[0], dim=0, keepdim=True, out=out)),
     ),
     cpu=(
-        CpuImpl("python", "Python loop", python_sum, budgeted=True, depth=any_order),
-        CpuImpl("numpy", "NumPy sum", numpy_sum, depth=any_order),
-        CpuImpl("numba", "Numba @njit", numba_sum, jit=True, depth=any_order),
-        CpuImpl("numba-parallel", "Numba parallel", numba_parallel_sum, jit=True, depth=any_order),
+        CpuImpl("python", "Python loop", python_sum, budgeted=True),
+        CpuImpl("numpy", "NumPy sum", numpy_sum),
+        CpuImpl("numba", "Numba @njit", numba_sum, jit=True),
+        CpuImpl("numba-parallel", "Numba parallel", numba_parallel_sum, jit=True),
     ),
     reference=reference,
     bytes_moved=lambda p: 4 * p["n"] + 4,  # read N float32 once, write one
@@ -140,6 +114,7 @@ SPEC = KernelSpec(
     size_label=lambda p: f"N = {p['n']:,} float32",
     cost=lambda p: p["n"],
     probe=lambda p: {**p, "n": min(p["n"], 20_000)},
+    notes=(EXACT_NOTE,),
 )
 
 
