@@ -367,9 +367,12 @@ def _worker_env() -> dict:
     return env
 
 
-def _run_worker(target: Target, requests: list[CompileRequest], tools: Toolkit) -> list[dict]:
-    """Compile ``requests`` for one target in one subprocess; one raw result per request."""
-    payload = {"target": target.name, "cc": list(target.cc), "ptxas": tools.ptxas, "nvdisasm": tools.nvdisasm, "jobs": [r.job() for r in requests]}
+def _run_worker(targets: list[Target], requests: list[CompileRequest], tools: Toolkit) -> list[list[dict]]:
+    """Compile ``requests`` for ``targets`` in one subprocess: per request, one raw result per target."""
+    payload = {
+        "targets": [{"name": t.name, "cc": list(t.cc)} for t in targets],
+        "ptxas": tools.ptxas, "nvdisasm": tools.nvdisasm, "jobs": [r.job() for r in requests],
+    }
     try:
         done = subprocess.run(
             [sys.executable, "-m", "gpu.core.compile_worker"],
@@ -382,7 +385,8 @@ def _run_worker(target: Target, requests: list[CompileRequest], tools: Toolkit) 
         why = f"the compile worker ran past {WORKER_TIMEOUT_S} s"
     except ValueError as exc:
         why = f"the compile worker's output was not JSON ({exc})"
-    return [{"ok": False, "error": why, "ptx": None, "ptxas_log": None, "sass": None, "compile_s": None} for _ in requests]
+    failed = {"ok": False, "error": why, "ptx": None, "ptxas_log": None, "sass": None, "compile_s": None, "worker_failed": True}
+    return [[failed for _ in targets] for _ in requests]
 
 
 def _facts(request: CompileRequest, target: Target, tools: Toolkit, raw: dict, cached: bool) -> CompileFacts:
@@ -399,43 +403,49 @@ def _facts(request: CompileRequest, target: Target, tools: Toolkit, raw: dict, c
 
 
 def compile_many(requests: list[CompileRequest], targets: list[str | Target] | None = None, workers: int | None = None) -> list[CompileFacts]:
-    """Every request for every target (default: ``available_targets()``), in that order
-    (requests within each target). Uncached work runs in one subprocess per target,
-    ``workers`` at a time (default: the CPU count). A kernel that does not compile gives
-    facts with ``ok`` False and the compiler's message; nothing raises for it.
+    """Every request for every target (default: ``available_targets()``), target by
+    target (requests in order within each). Uncached kernels are split over ``workers``
+    subprocesses (default: the CPU count), each compiling its kernels for every target.
+    A kernel that does not compile gives facts with ``ok`` False and the compiler's
+    message; nothing raises for it.
     """
     tools = toolkit()
     chosen = [t if isinstance(t, Target) else target_named(t) for t in (targets or available_targets())]
     results: dict[tuple[int, int], CompileFacts] = {}
-    todo: dict[str, list[tuple[int, CompileRequest, str]]] = {}
+    missing: dict[int, list[int]] = {}  # request index -> target indices to compile
     for ti, target in enumerate(chosen):
         for ri, request in enumerate(requests):
-            if tools.problem:
-                results[ti, ri] = _facts(request, target, tools, {"ok": False, "error": tools.problem}, False)
-                continue
-            if target.min_toolkit > tools.version_tuple:
+            error = tools.problem
+            if error is None and target.min_toolkit > tools.version_tuple:
                 error = f"ptxas {tools.version} does not know {target.name} (CUDA {target.min_toolkit[0]}.{target.min_toolkit[1]}+ does)"
+            if error:
                 results[ti, ri] = _facts(request, target, tools, {"ok": False, "error": error}, False)
                 continue
-            key = _cache_key(request, target, tools)
-            raw = _cache_get(key)
+            raw = _cache_get(_cache_key(request, target, tools))
             if raw is not None:
                 results[ti, ri] = _facts(request, target, tools, raw, True)
             else:
-                todo.setdefault(target.name, []).append((ri, request, key))
+                missing.setdefault(ri, []).append(ti)
 
-    def run(name: str) -> None:
-        ti = next(i for i, t in enumerate(chosen) if t.name == name)
-        batch = todo[name]
-        raws = _run_worker(chosen[ti], [r for _, r, _ in batch], tools)
-        for (ri, request, key), raw in zip(batch, raws):
-            if raw.get("ok") or "NVVM front end" in (raw.get("error") or "") or "ptxas:" in (raw.get("error") or ""):
-                _cache_put(key, raw)  # a compiler's verdict is a fact; a crashed worker is not
-            results[ti, ri] = _facts(request, chosen[ti], tools, raw, False)
+    # one worker call per (set of targets, share of the kernels)
+    groups: dict[tuple[int, ...], list[int]] = {}
+    for ri, tis in missing.items():
+        groups.setdefault(tuple(tis), []).append(ri)
+    count = max(1, workers or os.cpu_count() or 1)
+    calls = [(tis, ris[i::count]) for tis, ris in groups.items() for i in range(min(count, len(ris)))]
 
-    if todo:
-        with ThreadPoolExecutor(max_workers=max(1, min(len(todo), workers or os.cpu_count() or 1))) as pool:
-            list(pool.map(run, list(todo)))
+    def run(call: tuple[tuple[int, ...], list[int]]) -> None:
+        tis, ris = call
+        raws = _run_worker([chosen[ti] for ti in tis], [requests[ri] for ri in ris], tools)
+        for ri, per_target in zip(ris, raws):
+            for ti, raw in zip(tis, per_target):
+                if not raw.get("worker_failed"):  # a compiler's verdict is a fact; a crashed worker is not
+                    _cache_put(_cache_key(requests[ri], chosen[ti], tools), raw)
+                results[ti, ri] = _facts(requests[ri], chosen[ti], tools, raw, False)
+
+    if calls:
+        with ThreadPoolExecutor(max_workers=min(count, len(calls))) as pool:
+            list(pool.map(run, calls))
     return [results[ti, ri] for ti in range(len(chosen)) for ri in range(len(requests))]
 
 
