@@ -116,6 +116,12 @@ class TheoreticalOccupancy:
         """Resident warps / the SM's maximum (0 when the block cannot run)."""
         return self.warps_per_sm / self.max_warps_per_sm
 
+    @property
+    def percent(self) -> str:
+        """"100%", "50%", "12.5%": whole percents unless that would round."""
+        value = 100 * self.fraction
+        return f"{value:.0f}%" if value == round(value) else f"{value:.1f}%"
+
     def to_dict(self) -> dict:
         return {
             "threads_per_block": self.threads_per_block,

@@ -191,7 +191,7 @@ class CompileFacts:
             f"{self.shared_memory_bytes:,} bytes of shared memory",
         ]
         if self.occupancy is not None:
-            parts.append(f"occupancy {self.occupancy.fraction:.0%} at {self.threads_per_block} threads per block")
+            parts.append(f"occupancy {self.occupancy.percent} at {self.threads_per_block} threads per block")
         return f"{where}: {', '.join(parts)} — static facts from the compiler, not measurements"
 
     def to_dict(self, code: bool = True) -> dict:
