@@ -13,6 +13,7 @@ import numpy as np
 from numba import float32
 
 from gpu.core.backend import BACKEND, cuda
+from gpu.core.launch_spec import Launch
 
 FIFTH = np.float32(0.2)  # the mean of five values, as a float32 constant (no float64 promotion)
 BLOCK = 16  # 16 x 16 = 256 threads; a tile plus its halo is 18 x 18 floats = 1.3 KB of shared memory
@@ -170,6 +171,17 @@ def blur_rows_kernel(u, out):
                 s += tile[r, tx]
                 s += tile[r, tx + 2]
                 out[row, col] = s * FIFTH
+
+
+# What the experiments launch each kernel with (gpu/core/launch_spec.py; the compile gate
+# compiles every signature here for every target): square float32 grids, BLOCK x BLOCK threads
+# for steps 1 and 2, ROWS_TILE x BLOCK_ROWS for step 3.
+_GRIDS = ("void(float32[:, ::1], float32[:, ::1])",)
+LAUNCHES = {
+    "blur_naive_kernel": Launch(_GRIDS, threads_per_block=BLOCK * BLOCK),
+    "blur_tiled_kernel": Launch(_GRIDS, threads_per_block=BLOCK * BLOCK),
+    "blur_rows_kernel": Launch(_GRIDS, threads_per_block=ROWS_TILE * BLOCK_ROWS),
+}
 
 
 __all__ = ["BLOCK", "BLOCK_ROWS", "FIFTH", "ROWS_PER_THREAD", "ROWS_TILE", "blur_naive_kernel", "blur_rows_kernel", "blur_tiled_kernel"]

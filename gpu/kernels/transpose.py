@@ -10,6 +10,7 @@ from __future__ import annotations
 from numba import float32
 
 from gpu.core.backend import BACKEND, cuda
+from gpu.core.launch_spec import Launch
 
 TILE = 32  # one warp spans a tile row: 32 float32 = one 128-byte coalesced transaction
 # NVVM needs a shared-array shape it can read as a literal: `TILE + 1` computed inside the
@@ -118,6 +119,14 @@ def transpose_padded_kernel(a, out):
         for j in range(LOADS_PER_THREAD):
             if col0 + ty + j * BLOCK_ROWS < cols and row0 + tx < rows:
                 out[col0 + ty + j * BLOCK_ROWS, row0 + tx] = tile[tx, ty + j * BLOCK_ROWS]
+
+
+# What the experiments launch each kernel with (gpu/core/launch_spec.py; the compile gate
+# compiles every signature here for every target): square float32 matrices, TILE x BLOCK_ROWS threads.
+LAUNCHES = {
+    name: Launch(("void(float32[:, ::1], float32[:, ::1])",), threads_per_block=TILE * BLOCK_ROWS)
+    for name in ("transpose_naive_kernel", "transpose_tiled_kernel", "transpose_padded_kernel")
+}
 
 
 __all__ = ["BLOCK_ROWS", "LOADS_PER_THREAD", "PADDED_TILE", "TILE", "transpose_naive_kernel", "transpose_padded_kernel", "transpose_tiled_kernel"]
