@@ -50,8 +50,8 @@ def transpose_tiled_kernel(a, out):
     over: 32-way bank conflicts, the next thing to fix.
 
     What the compiler says (ptxas, CUDA 12.9, sm_90): 32 registers, no spills, 4,096
-    bytes of shared memory, so 8 blocks of 256 threads fit an SM (the 2,048-thread
-    limit binds): 100% theoretical occupancy; the PTX issues the full tile's four
+    bytes of shared memory: 8 blocks of 256 threads per SM (the 2,048-thread limit
+    binds), 100% theoretical occupancy; the PTX issues the full tile's four
     ``ld.global`` before its first ``st.shared`` (the edge path still alternates). With
     one-at-a-time loads the step used 28 registers and had the same occupancy, so the
     change costs nothing there; it is expected to put four times the bytes in flight per
