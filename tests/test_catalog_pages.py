@@ -33,7 +33,7 @@ def test_kernels_page_runs_every_step_and_shows_agreement_charts_and_sources(ker
     specs = chart_specs(at)
     for label in ("1 · naive", "2 · shared-memory tile", "3 · padded tile", "NumPy a.T copy", "device copy of the same bytes", "Device allocation"):
         assert label in specs
-    assert any("TILE + 1" in c.value and c.language == "diff" for c in at.code)  # the padded step's change, marked
+    assert any("PADDED_TILE" in c.value and c.language == "diff" for c in at.code)  # the padded step's change, marked
     assert any("3 · padded tile" in e.label for e in at.expander)
 
 

@@ -17,6 +17,7 @@ from gpu.core.compiler import CompileFacts, CompileRequest, available_targets, c
 from gpu.core.device import device_info
 from gpu.report.kernel_index import launch_of
 
+LISTING_HEIGHT_PX = 360  # PTX runs to hundreds of lines: a scrolling box keeps the page readable
 SIMULATOR_BLIND_SPOTS = (
     "What the simulator cannot tell: whether a kernel compiles for a GPU (hence the compiler's facts here), "
     "how warp shuffles behave, data races between threads, and timing."
@@ -85,17 +86,17 @@ def code_listings(facts: CompileFacts, in_expanders: bool = True) -> None:
     sass_title = f"SASS for {facts.target} (nvdisasm)"
     if in_expanders:
         with st.expander(ptx_title):
-            st.code(facts.ptx, language=None, line_numbers=True)
+            st.code(facts.ptx, language=None, line_numbers=True, height=LISTING_HEIGHT_PX)
         if facts.sass:
             with st.expander(sass_title):
-                st.code(facts.sass, language=None, line_numbers=True)
+                st.code(facts.sass, language=None, line_numbers=True, height=LISTING_HEIGHT_PX)
     else:
         tabs = st.tabs([ptx_title, sass_title] if facts.sass else [ptx_title])
         with tabs[0]:
-            st.code(facts.ptx, language=None, line_numbers=True)
+            st.code(facts.ptx, language=None, line_numbers=True, height=LISTING_HEIGHT_PX)
         if facts.sass:
             with tabs[1]:
-                st.code(facts.sass, language=None, line_numbers=True)
+                st.code(facts.sass, language=None, line_numbers=True, height=LISTING_HEIGHT_PX)
     if not facts.sass:
         st.caption(facts.sass_note or "SASS: no disassembler in the toolkit wheels.")
 
