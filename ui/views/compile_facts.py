@@ -56,7 +56,7 @@ def target_picker(key: str) -> Target:
 @st.cache_resource(max_entries=512, show_spinner="Compiling with NVVM and ptxas…")
 def cached_facts(requests: tuple[CompileRequest, ...], target: str) -> tuple[CompileFacts, ...]:
     """Facts for requests on one target; the compiler also keeps them on disk."""
-    return tuple(compile_many(list(requests), [target]))
+    return tuple(compile_many(list(requests), [target], sass=True))
 
 
 def request_of(kernel) -> CompileRequest | None:
