@@ -35,7 +35,7 @@ import textwrap
 import threading
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
@@ -483,11 +483,3 @@ def compile_source_facts(
     seconds; callers running untrusted code sandbox the call."""
     request = CompileRequest(function_name, str(signature), function_name, source=source, threads_per_block=threads_per_block)
     return compile_many([request], [target], timeout_s=timeout_s, sass=sass)[0]
-
-
-def with_threads(facts: CompileFacts, threads_per_block: int) -> CompileFacts:
-    """The same facts with the occupancy at another block size (no recompiling)."""
-    if not facts.ok or facts.registers_per_thread is None:
-        return replace(facts, threads_per_block=threads_per_block)
-    occupancy = theoretical_occupancy(TARGETS[facts.target], threads_per_block, facts.registers_per_thread, facts.shared_memory_bytes or 0)
-    return replace(facts, threads_per_block=threads_per_block, occupancy=occupancy)
