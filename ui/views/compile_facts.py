@@ -131,9 +131,29 @@ def show_steps_facts(kernels: list, key: str) -> dict[int, CompileFacts]:
     with cols[1]:
         st.caption(f"Each step below is compiled here for {target.label} by NVVM and ptxas: registers, spills, shared "
                    "memory and theoretical occupancy are static facts from the compiler, not measurements.")
-    simulator_line()
     facts = cached_facts(tuple(requests.values()), target.name)
+    numbers = {c: st.column_config.NumberColumn(format="localized") for c in ("registers per thread", "spilled bytes", "shared memory (bytes)")}
+    st.dataframe(facts_table(facts), hide_index=True, width="stretch", column_config=numbers)
+    simulator_line()
     return dict(zip(requests, facts))
+
+
+def facts_table(facts) -> "pd.DataFrame":
+    """One row per kernel: the compiler's figures, readable headers, "does not compile" where it fails."""
+    import pandas as pd
+
+    rows = []
+    for f in facts:
+        rows.append({
+            "kernel": f.kernel,
+            "registers per thread": f.registers_per_thread if f.ok else None,
+            "spilled bytes": f.spill_stores_bytes if f.ok else None,
+            "shared memory (bytes)": f.shared_memory_bytes if f.ok else None,
+            "occupancy": f"{f.occupancy.percent} at {f.threads_per_block} threads/block" if f.ok and f.occupancy else "",
+            "limited by": f.occupancy.limiter if f.ok and f.occupancy and f.occupancy.fraction < 1 else "",
+            "compiles": "yes" if f.ok else "no: " + (f.error or "").splitlines()[0][:80],
+        })
+    return pd.DataFrame(rows)
 
 
 __all__ = ["SIMULATOR_BLIND_SPOTS", "code_listings", "facts_line", "show_kernel_facts", "show_steps_facts", "simulator_line"]
