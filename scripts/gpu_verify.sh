@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make gpu-verify`: the prepared GPU verification (issue 17, item 7), under 8 minutes on
-# an H200. On a machine with an NVIDIA GPU it runs, in order:
+# an H200 (each step has its own time limit: 150 + 60 + 260 s). On a machine with an NVIDIA GPU it runs, in order:
 #   1. the GPU-only tests            pytest -m gpu            -> pytest-gpu.txt
 #   2. the real compiler on the GPU  python -m gpu compile    -> compile.json
 #   3. the GPU validation run        python -m gpu check      -> check.json, check.md
@@ -48,16 +48,16 @@ mkdir -p "$OUT"
 echo "writing to $OUT"
 
 echo "1/3 GPU-only tests"
-timeout 240 $PY -m pytest -m gpu -q -p no:cacheprovider >"$OUT/pytest-gpu.txt" 2>&1
+timeout 150 $PY -m pytest -m gpu -q -p no:cacheprovider >"$OUT/pytest-gpu.txt" 2>&1
 tests_rc=$?
 tail -n 3 "$OUT/pytest-gpu.txt"
 
 echo "2/3 the real compiler, every kernel x target"
-timeout 120 $PY -m gpu compile --json >"$OUT/compile.json" 2>"$OUT/compile.stderr.txt"
+timeout 60 $PY -m gpu compile --json >"$OUT/compile.json" 2>"$OUT/compile.stderr.txt"
 compile_rc=$?
 
 echo "3/3 python -m gpu check"
-timeout 330 $PY -m gpu check --out "$OUT" 2>"$OUT/check.stderr.txt"
+timeout 260 $PY -m gpu check --out "$OUT" 2>"$OUT/check.stderr.txt"
 check_rc=$?
 
 $PY scripts/gpu_verify_summary.py "$OUT" --tests-rc $tests_rc --compile-rc $compile_rc --check-rc $check_rc --seconds $(( $(date +%s) - started ))

@@ -1,6 +1,6 @@
 """Full-page screenshots of every page in Chromium, for docs/ and for looking at changes.
 
-    .venv/bin/python scripts/screenshots.py OUT_DIR [--run] [--pages vector_add,history]
+    .venv/bin/python scripts/screenshots.py OUT_DIR [--run] [--pages vector_add,history] [--click TEXT ...]
 
 Starts ``streamlit run app.py`` on a free port (simulator unless a GPU is present, a
 throwaway history database), opens each page, optionally presses each page's main
@@ -52,6 +52,8 @@ def main() -> int:
     parser.add_argument("--run", action="store_true", help="press each page's main button first")
     parser.add_argument("--pages", default=",".join(PAGES))
     parser.add_argument("--width", type=int, default=1400)
+    parser.add_argument("--click", action="append", default=[], metavar="TEXT",
+                        help="after the run, click the first element showing TEXT (a tab, an expander); repeat for several")
     args = parser.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -85,6 +87,9 @@ def main() -> int:
                 wait_idle(page)
                 if args.run and button:
                     page.get_by_role("button", name=button, exact=True).first.click()
+                    wait_idle(page)
+                for text in args.click:
+                    page.get_by_text(text, exact=False).filter(visible=True).first.click()
                     wait_idle(page)
                 # Streamlit scrolls inside its main section: grow the viewport to its height first
                 height = page.evaluate("() => { const m = document.querySelector('[data-testid=\"stMain\"]'); return m ? m.scrollHeight : 1000; }")

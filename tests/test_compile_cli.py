@@ -32,3 +32,38 @@ def test_compile_refuses_an_unknown_kernel_or_target_with_what_is_allowed(capsys
     assert "choose one of" in capsys.readouterr().err
     assert main(["compile", "--target", "sm_52"]) == 2
     assert "sm_75, sm_80" in capsys.readouterr().err
+
+
+BAD_MODULE = '''
+from numba import cuda, float32
+from gpu.core.launch_spec import Launch
+
+TILE = 32
+
+@cuda.jit
+def computed_shape_kernel(a):
+    tile = cuda.shared.array((TILE, TILE + 1), float32)
+    tile[0, 0] = a[0]
+    a[0] = tile[0, 0]
+
+LAUNCHES = {"computed_shape_kernel": Launch(("void(float32[::1])",), threads_per_block=128)}
+'''
+
+
+def test_compile_exits_1_and_names_kernel_target_and_message_when_a_kernel_does_not_compile(tmp_path, monkeypatch, capsys):
+    import importlib
+
+    from gpu.report import compile as compile_command
+    from gpu.report.kernel_index import FoundKernel
+
+    (tmp_path / "bad_kernels_for_cli.py").write_text(BAD_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))  # the compile worker imports it by name
+    monkeypatch.setenv("KERNEL_LAB_COMPILE_CACHE", str(tmp_path / "cache"))
+    module = importlib.import_module("bad_kernels_for_cli")
+    found = FoundKernel("bad_kernels_for_cli", "computed_shape_kernel", module.computed_shape_kernel, module.LAUNCHES["computed_shape_kernel"])
+    monkeypatch.setattr(compile_command, "find_kernels", lambda: (found,))
+    assert main(["compile", "--target", "sm_80"]) == 1
+    out = capsys.readouterr().out
+    assert "computed_shape_kernel" in out and "sm_80" in out and "FAILS: Numba front end: TypingError" in out
+    assert "0 of 1 compiled; 1 failed" in out

@@ -50,6 +50,9 @@ def test_kernels_page_shows_each_steps_facts_and_ptx():
     for kernel in ("transpose_naive_kernel", "transpose_tiled_kernel", "transpose_padded_kernel"):
         assert f"**{kernel}** compiled here for NVIDIA H100/H200 (sm_90)" in text, kernel
     assert "4,224 bytes of shared memory" in text  # the padded tile: 32 x 33 float32
+    table = next(d.value for d in at.dataframe if "registers per thread" in d.value.columns)
+    assert list(table["kernel"]) == ["transpose_naive_kernel", "transpose_tiled_kernel", "transpose_padded_kernel"]
+    assert list(table["shared memory (bytes)"]) == [0, 4096, 4224] and set(table["compiles"]) == {"yes"}
     assert any("What the simulator cannot tell" in c.value for c in at.caption)
     at.selectbox(key="kernels.compile_target").set_value("sm_89").run()
     assert "**transpose_padded_kernel** compiled here for NVIDIA L4 / RTX 40 series (sm_89)" in markdown_text(at)

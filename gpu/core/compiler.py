@@ -35,7 +35,7 @@ import textwrap
 import threading
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
@@ -306,8 +306,8 @@ def _code_hash(request: CompileRequest) -> str:
     return hashlib.sha256(origin.read_bytes() if origin else request.module.encode()).hexdigest()
 
 
-def _cache_key(request: CompileRequest, target: Target, tools: Toolkit) -> str:
-    parts = [CACHE_FORMAT, tools.version, bool(tools.nvdisasm), target.name, request.name, request.module, request.signature, _code_hash(request)]
+def _cache_key(request: CompileRequest, target: Target, tools: Toolkit, sass: bool) -> str:
+    parts = [CACHE_FORMAT, tools.version, sass, target.name, request.name, request.module, request.signature, _code_hash(request)]
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:32]
 
 
@@ -367,29 +367,29 @@ def _worker_env() -> dict:
     return env
 
 
-def _run_worker(targets: list[Target], requests: list[CompileRequest], tools: Toolkit) -> list[list[dict]]:
+def _run_worker(targets: list[Target], requests: list[CompileRequest], tools: Toolkit, timeout_s: float, sass: bool) -> list[list[dict]]:
     """Compile ``requests`` for ``targets`` in one subprocess: per request, one raw result per target."""
     payload = {
         "targets": [{"name": t.name, "cc": list(t.cc)} for t in targets],
-        "ptxas": tools.ptxas, "nvdisasm": tools.nvdisasm, "jobs": [r.job() for r in requests],
+        "ptxas": tools.ptxas, "nvdisasm": tools.nvdisasm if sass else None, "jobs": [r.job() for r in requests],
     }
     try:
         done = subprocess.run(
             [sys.executable, "-m", "gpu.core.compile_worker"],
-            input=json.dumps(payload), capture_output=True, text=True, timeout=WORKER_TIMEOUT_S, env=_worker_env(), cwd=str(_REPO_ROOT),
+            input=json.dumps(payload), capture_output=True, text=True, timeout=timeout_s, env=_worker_env(), cwd=str(_REPO_ROOT),
         )
         if done.returncode == 0:
             return json.loads(done.stdout)
         why = f"the compile worker exited with {done.returncode}: {done.stderr.strip()[-2000:]}"
     except subprocess.TimeoutExpired:
-        why = f"the compile worker ran past {WORKER_TIMEOUT_S} s"
+        why = f"the compile worker ran past {timeout_s:g} s"
     except ValueError as exc:
         why = f"the compile worker's output was not JSON ({exc})"
     failed = {"ok": False, "error": why, "ptx": None, "ptxas_log": None, "sass": None, "compile_s": None, "worker_failed": True}
     return [[failed for _ in targets] for _ in requests]
 
 
-def _facts(request: CompileRequest, target: Target, tools: Toolkit, raw: dict, cached: bool) -> CompileFacts:
+def _facts(request: CompileRequest, target: Target, tools: Toolkit, raw: dict, cached: bool, sass: bool = True) -> CompileFacts:
     parsed = parse_ptxas_log(raw["ptxas_log"]) if raw.get("ok") and raw.get("ptxas_log") else {}
     occupancy = None
     if parsed and request.threads_per_block:
@@ -398,16 +398,24 @@ def _facts(request: CompileRequest, target: Target, tools: Toolkit, raw: dict, c
         kernel=request.kernel, signature=request.signature, target=target.name, cc=target.cc, target_label=target.label,
         ok=bool(raw.get("ok")), error=raw.get("error"), toolkit_version=tools.version,
         threads_per_block=request.threads_per_block, occupancy=occupancy, compile_s=raw.get("compile_s"), cached=cached,
-        ptx=raw.get("ptx"), sass=raw.get("sass"), sass_note=tools.sass_note, **parsed,
+        ptx=raw.get("ptx"), sass=raw.get("sass"), sass_note=tools.sass_note if sass else "SASS: not asked for (sass=True lists it)", **parsed,
     )
 
 
-def compile_many(requests: list[CompileRequest], targets: list[str | Target] | None = None, workers: int | None = None) -> list[CompileFacts]:
+def compile_many(
+    requests: list[CompileRequest],
+    targets: list[str | Target] | None = None,
+    workers: int | None = None,
+    timeout_s: float = WORKER_TIMEOUT_S,
+    sass: bool = False,
+) -> list[CompileFacts]:
     """Every request for every target (default: ``available_targets()``), target by
     target (requests in order within each). Uncached kernels are split over ``workers``
-    subprocesses (default: the CPU count), each compiling its kernels for every target.
-    A kernel that does not compile gives facts with ``ok`` False and the compiler's
-    message; nothing raises for it.
+    subprocesses (default: the CPU count), each compiling its kernels for every target
+    and stopped after ``timeout_s`` seconds. ``sass`` adds nvdisasm's listing (about
+    0.5 s of CPU per kernel and target, so only pages and ``--code`` ask for it). A kernel
+    that does not compile gives facts with ``ok`` False and the compiler's message;
+    nothing raises for it.
     """
     tools = toolkit()
     chosen = [t if isinstance(t, Target) else target_named(t) for t in (targets or available_targets())]
@@ -421,9 +429,11 @@ def compile_many(requests: list[CompileRequest], targets: list[str | Target] | N
             if error:
                 results[ti, ri] = _facts(request, target, tools, {"ok": False, "error": error}, False)
                 continue
-            raw = _cache_get(_cache_key(request, target, tools))
+            # a cached result with SASS serves a request without it too
+            keys = [_cache_key(request, target, tools, True)] + ([] if sass else [_cache_key(request, target, tools, False)])
+            raw = next((r for r in map(_cache_get, keys) if r is not None), None)
             if raw is not None:
-                results[ti, ri] = _facts(request, target, tools, raw, True)
+                results[ti, ri] = _facts(request, target, tools, raw, True, sass)
             else:
                 missing.setdefault(ri, []).append(ti)
 
@@ -436,12 +446,12 @@ def compile_many(requests: list[CompileRequest], targets: list[str | Target] | N
 
     def run(call: tuple[tuple[int, ...], list[int]]) -> None:
         tis, ris = call
-        raws = _run_worker([chosen[ti] for ti in tis], [requests[ri] for ri in ris], tools)
+        raws = _run_worker([chosen[ti] for ti in tis], [requests[ri] for ri in ris], tools, timeout_s, sass)
         for ri, per_target in zip(ris, raws):
             for ti, raw in zip(tis, per_target):
                 if not raw.get("worker_failed"):  # a compiler's verdict is a fact; a crashed worker is not
-                    _cache_put(_cache_key(requests[ri], chosen[ti], tools), raw)
-                results[ti, ri] = _facts(requests[ri], chosen[ti], tools, raw, False)
+                    _cache_put(_cache_key(requests[ri], chosen[ti], tools, sass and bool(tools.nvdisasm)), raw)
+                results[ti, ri] = _facts(requests[ri], chosen[ti], tools, raw, False, sass)
 
     if calls:
         with ThreadPoolExecutor(max_workers=min(count, len(calls))) as pool:
@@ -449,26 +459,27 @@ def compile_many(requests: list[CompileRequest], targets: list[str | Target] | N
     return [results[ti, ri] for ti in range(len(chosen)) for ri in range(len(requests))]
 
 
-def compile_facts(pyfunc, signature: str, target: str = DEFAULT_TARGET, threads_per_block: int | None = None) -> CompileFacts:
+def compile_facts(
+    pyfunc, signature: str, target: str = DEFAULT_TARGET, threads_per_block: int | None = None, sass: bool = True
+) -> CompileFacts:
     """Compile one kernel (a ``@cuda.jit`` dispatcher, also a simulator one, or its Python
     function) with ``signature`` (e.g. ``"void(float32[::1], float32[::1])"``) for
     ``target`` ("sm_90"), and return what the compiler says. Cached; see the module docstring."""
-    return compile_many([request_for(pyfunc, signature, threads_per_block)], [target])[0]
+    return compile_many([request_for(pyfunc, signature, threads_per_block)], [target], sass=sass)[0]
 
 
 def compile_source_facts(
-    source: str, function_name: str, signature: str, target: str = DEFAULT_TARGET, threads_per_block: int | None = None
+    source: str,
+    function_name: str,
+    signature: str,
+    target: str = DEFAULT_TARGET,
+    threads_per_block: int | None = None,
+    timeout_s: float = WORKER_TIMEOUT_S,
+    sass: bool = True,
 ) -> CompileFacts:
     """Compile the function ``function_name`` defined by the Python ``source`` (which
     imports what it uses, e.g. ``from numba import cuda``). The source is executed in the
-    compile subprocess, never in this process: callers running untrusted code sandbox the call."""
+    compile subprocess, never in this process, which is stopped after ``timeout_s``
+    seconds; callers running untrusted code sandbox the call."""
     request = CompileRequest(function_name, str(signature), function_name, source=source, threads_per_block=threads_per_block)
-    return compile_many([request], [target])[0]
-
-
-def with_threads(facts: CompileFacts, threads_per_block: int) -> CompileFacts:
-    """The same facts with the occupancy at another block size (no recompiling)."""
-    if not facts.ok or facts.registers_per_thread is None:
-        return replace(facts, threads_per_block=threads_per_block)
-    occupancy = theoretical_occupancy(TARGETS[facts.target], threads_per_block, facts.registers_per_thread, facts.shared_memory_bytes or 0)
-    return replace(facts, threads_per_block=threads_per_block, occupancy=occupancy)
+    return compile_many([request], [target], timeout_s=timeout_s, sass=sass)[0]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gpu.core.arch import REGISTER_ALLOCATION_UNIT  # registers are handed out per warp in chunks of 256
 from gpu.core.backend import BACKEND, cuda
 from gpu.core.limits import (
     WARP_SIZE,
@@ -86,7 +87,6 @@ def sm_limits() -> SmLimits | None:
     )
 
 
-REGISTER_ALLOCATION_UNIT = 256  # registers are handed out per warp in chunks of 256
 
 
 def calculated_occupancy(

@@ -25,11 +25,11 @@ def add_command(sub) -> None:
     p.add_argument("--target", action="append", default=None, metavar="SM",
                    help=f"only this target, e.g. sm_90 or 9.0; repeat for several (default: every target this ptxas knows, of {', '.join(TARGETS)})")
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("--code", action="store_true", help="with --json: include each kernel's PTX and SASS")
+    p.add_argument("--code", action="store_true", help="with --json: include each kernel's PTX and SASS (nvdisasm: slower)")
     p.set_defaults(func=run_command)
 
 
-def facts_for(kernel_names: list[str] | None, target_names: list[str] | None) -> list[CompileFacts]:
+def facts_for(kernel_names: list[str] | None, target_names: list[str] | None, sass: bool = False) -> list[CompileFacts]:
     """Facts for the chosen kernels (default all) and targets (default all available)."""
     try:
         kernels = [kernel_named(n) for n in kernel_names] if kernel_names else list(find_kernels())
@@ -37,7 +37,7 @@ def facts_for(kernel_names: list[str] | None, target_names: list[str] | None) ->
     except ValueError as exc:
         raise InputError(str(exc)) from None
     requests = [r for k in kernels for r in k.requests()]
-    return compile_many(requests, targets)
+    return compile_many(requests, targets, sass=sass)
 
 
 def to_json(facts: list[CompileFacts], code: bool = False) -> dict:
@@ -45,7 +45,7 @@ def to_json(facts: list[CompileFacts], code: bool = False) -> dict:
     return {
         "compiler": f"NVVM/ptxas {tools.version}" if tools.version else None,
         "toolkit_problem": tools.problem,
-        "sass": tools.sass_note or "nvdisasm",
+        "sass": tools.sass_note or "nvdisasm (with --code)",
         "note": STATIC_FACTS,
         "targets": [TARGETS[t].to_dict() for t in dict.fromkeys(f.target for f in facts)],
         "ok": all(f.ok for f in facts),
@@ -58,8 +58,6 @@ def table(facts: list[CompileFacts]) -> str:
     """One line per kernel, signature and target."""
     tools = toolkit()
     lines = [f"Compiled here by NVVM/ptxas {tools.version or '?'} — {STATIC_FACTS}."]
-    if tools.sass_note:
-        lines.append(tools.sass_note)
     header = f"{'kernel':<30} {'target':<7} {'regs':>5} {'spilled B':>9} {'shared B':>9} {'stack B':>7} {'occupancy':>17}"
     for target in dict.fromkeys(f.target for f in facts):
         lines += ["", TARGETS[target].label, header]
@@ -80,7 +78,7 @@ def table(facts: list[CompileFacts]) -> str:
 def run_command(args: argparse.Namespace) -> int:
     from gpu.__main__ import _print_json  # the CLI's one JSON printer
 
-    facts = facts_for(args.kernel, args.target)
+    facts = facts_for(args.kernel, args.target, sass=args.json and args.code)
     if args.json:
         _print_json(to_json(facts, code=args.code))
     else:

@@ -17,6 +17,7 @@ from gpu.core.compiler import CompileFacts, CompileRequest, available_targets, c
 from gpu.core.device import device_info
 from gpu.report.kernel_index import launch_of
 
+LISTING_HEIGHT_PX = 360  # PTX runs to hundreds of lines: a scrolling box keeps the page readable
 SIMULATOR_BLIND_SPOTS = (
     "What the simulator cannot tell: whether a kernel compiles for a GPU (hence the compiler's facts here), "
     "how warp shuffles behave, data races between threads, and timing."
@@ -55,7 +56,7 @@ def target_picker(key: str) -> Target:
 @st.cache_resource(max_entries=512, show_spinner="Compiling with NVVM and ptxas…")
 def cached_facts(requests: tuple[CompileRequest, ...], target: str) -> tuple[CompileFacts, ...]:
     """Facts for requests on one target; the compiler also keeps them on disk."""
-    return tuple(compile_many(list(requests), [target]))
+    return tuple(compile_many(list(requests), [target], sass=True))
 
 
 def request_of(kernel) -> CompileRequest | None:
@@ -85,17 +86,17 @@ def code_listings(facts: CompileFacts, in_expanders: bool = True) -> None:
     sass_title = f"SASS for {facts.target} (nvdisasm)"
     if in_expanders:
         with st.expander(ptx_title):
-            st.code(facts.ptx, language=None, line_numbers=True)
+            st.code(facts.ptx, language=None, line_numbers=True, height=LISTING_HEIGHT_PX)
         if facts.sass:
             with st.expander(sass_title):
-                st.code(facts.sass, language=None, line_numbers=True)
+                st.code(facts.sass, language=None, line_numbers=True, height=LISTING_HEIGHT_PX)
     else:
         tabs = st.tabs([ptx_title, sass_title] if facts.sass else [ptx_title])
         with tabs[0]:
-            st.code(facts.ptx, language=None, line_numbers=True)
+            st.code(facts.ptx, language=None, line_numbers=True, height=LISTING_HEIGHT_PX)
         if facts.sass:
             with tabs[1]:
-                st.code(facts.sass, language=None, line_numbers=True)
+                st.code(facts.sass, language=None, line_numbers=True, height=LISTING_HEIGHT_PX)
     if not facts.sass:
         st.caption(facts.sass_note or "SASS: no disassembler in the toolkit wheels.")
 
@@ -130,9 +131,29 @@ def show_steps_facts(kernels: list, key: str) -> dict[int, CompileFacts]:
     with cols[1]:
         st.caption(f"Each step below is compiled here for {target.label} by NVVM and ptxas: registers, spills, shared "
                    "memory and theoretical occupancy are static facts from the compiler, not measurements.")
-    simulator_line()
     facts = cached_facts(tuple(requests.values()), target.name)
+    numbers = {c: st.column_config.NumberColumn(format="localized") for c in ("registers per thread", "spilled bytes", "shared memory (bytes)")}
+    st.dataframe(facts_table(facts), hide_index=True, width="stretch", column_config=numbers)
+    simulator_line()
     return dict(zip(requests, facts))
+
+
+def facts_table(facts) -> "pd.DataFrame":
+    """One row per kernel: the compiler's figures, readable headers, "does not compile" where it fails."""
+    import pandas as pd
+
+    rows = []
+    for f in facts:
+        rows.append({
+            "kernel": f.kernel,
+            "registers per thread": f.registers_per_thread if f.ok else None,
+            "spilled bytes": f.spill_stores_bytes if f.ok else None,
+            "shared memory (bytes)": f.shared_memory_bytes if f.ok else None,
+            "occupancy": f"{f.occupancy.percent} at {f.threads_per_block} threads/block" if f.ok and f.occupancy else "",
+            "limited by": f.occupancy.limiter if f.ok and f.occupancy and f.occupancy.fraction < 1 else "",
+            "compiles": "yes" if f.ok else "no: " + (f.error or "").splitlines()[0][:80],
+        })
+    return pd.DataFrame(rows)
 
 
 __all__ = ["SIMULATOR_BLIND_SPOTS", "code_listings", "facts_line", "show_kernel_facts", "show_steps_facts", "simulator_line"]
