@@ -17,7 +17,6 @@ from gpu.core.timing import (
     Stats,
     collect,
     measure,
-    time_kernel,
 )
 
 DIRECTIONS = ("h2d", "d2h", "d2d")
@@ -97,7 +96,7 @@ def time_copy(direction: str, nbytes: int, policy: RepeatPolicy, pinned: bool = 
 
 def time_copy_kernel(nbytes: int, policy: RepeatPolicy, ops=None) -> Stats:
     """Time ``copy_kernel`` over ``nbytes`` (rounded down to 4-byte words) alone, as every
-    kernel is timed (``time_kernel``: L2 flushed, verified hold). Seconds per copy.
+    kernel is timed (``time_on_device``: L2 flushed, verified hold). Seconds per copy.
 
     Why a kernel too (issue 10, item 8): the driver's device-to-device memcpy measured
     2.4–2.8 TB/s on an H200, slower than the vector-add kernel, so it is no ceiling; a
@@ -108,8 +107,10 @@ def time_copy_kernel(nbytes: int, policy: RepeatPolicy, ops=None) -> Stats:
     src = cuda.device_array(words, dtype=np.uint32, stream=stream)
     dst = cuda.device_array(words, dtype=np.uint32, stream=stream)
     blocks = (words + COPY_THREADS - 1) // COPY_THREADS
-    launch = copy_kernel[blocks, COPY_THREADS, stream]
-    return time_kernel(lambda: launch(src, dst), stream, policy, ops=ops)
+    from gpu.core.kernel_timing import time_on_device
+
+    return time_on_device(copy_kernel, (src, dst), blocks, COPY_THREADS, policy=policy, stream=stream,
+                          working_set_bytes=2 * 4 * words, telemetry=False, ops=ops).stats
 
 
 def time_host_copy(nbytes: int, policy: RepeatPolicy) -> Stats:
