@@ -218,6 +218,10 @@ class FakeNvml:
     def nvmlDeviceGetHandleByIndex(self, i):
         return i
 
+    def nvmlDeviceGetHandleByPciBusId(self, bus_id):
+        self.opened_bus_id = bus_id
+        return bus_id
+
     def nvmlDeviceGetClockInfo(self, h, kind):
         return self.sm.pop(0) if kind == 1 else 2619
 
@@ -242,10 +246,31 @@ def test_telemetry_flags_a_clock_drop_and_a_power_cap():
 
 
 def test_telemetry_does_not_flag_idle_or_steady_runs():
-    steady = TelemetryMonitor(module=FakeNvml([1980, 1975], [0x1, 0x0]))  # idle before the run: not a slowdown
+    # idle at 210 MHz before the run, then busy at 1,980: counting the idle reading as
+    # busy would read as a drop from 1,980 to 210 and flag the run
+    idle_then_busy = TelemetryMonitor(module=FakeNvml([210, 1980], [0x1, 0x0]))
+    idle_then_busy.start(background=False)
+    assert not idle_then_busy.stop()["flagged"]
+    busy_then_low = TelemetryMonitor(module=FakeNvml([1980, 210], [0x0, 0x0]))  # the same clocks, both busy: flagged
+    busy_then_low.start(background=False)
+    assert busy_then_low.stop()["flagged"]
+    steady = TelemetryMonitor(module=FakeNvml([1980, 1975], [0x0, 0x0]))  # a 5 MHz wobble is no drop
     steady.start(background=False)
     assert not steady.stop()["flagged"]
     assert decode_reasons(0x41) == ("gpu_idle", "hw_thermal_slowdown")
+
+
+def test_telemetry_opens_the_nvml_device_by_the_cuda_devices_pci_bus_id(monkeypatch):
+    from gpu.core import telemetry
+
+    nvml = FakeNvml([1980, 1980], [0x0, 0x0])
+    monitor = TelemetryMonitor(index="00000000:19:00.0", module=nvml)  # NVML index 0 may be another board
+    monitor.start(background=False)
+    assert monitor.stop()["available"] and nvml.opened_bus_id == "00000000:19:00.0"
+    monkeypatch.setattr(telemetry, "pci_bus_id", lambda cuda_index=None: f"00000000:{0x19 + (cuda_index or 0):02X}:00.0")
+    nvml = FakeNvml([1980], [0x0])
+    sample, why = telemetry.read_now(1, module=nvml)  # the Device page passes the CUDA ordinal
+    assert why is None and nvml.opened_bus_id == "00000000:1A:00.0"
 
 
 def test_without_nvml_telemetry_says_it_is_unavailable():
