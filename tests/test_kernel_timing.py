@@ -114,3 +114,34 @@ def test_telemetry_is_recorded_with_the_timing(monkeypatch):
     timing = time_on_device(queue=FakeOps().launch, stream=None, policy=RepeatPolicy.count(3, warmup=0),
                             clock=FakeClock([0.0]), ops=FakeOps(), l2_bytes=1 << 20)
     assert timing.telemetry["flagged"] and any("clocks dropped" in c for c in timing.caveats())
+
+
+def test_a_run_on_a_device_without_an_l2_size_says_the_flush_was_skipped(monkeypatch):
+    from types import SimpleNamespace
+
+    from gpu.core import l2
+
+    monkeypatch.setattr(l2, "BACKEND", SimpleNamespace(simulated=False))
+    monkeypatch.setattr(l2, "l2_cache_bytes", lambda: None)
+    assert "L2 not flushed" in l2.flush_problem()
+    monkeypatch.setattr(l2, "l2_cache_bytes", lambda: 50 << 20)
+    assert l2.flush_problem() is None
+
+
+def test_the_flush_writes_twice_the_l2_with_one_memset_on_the_stream(monkeypatch):
+    from types import SimpleNamespace
+
+    from gpu.core import l2
+
+    calls = []
+    monkeypatch.setattr(l2, "l2_cache_bytes", lambda: 50 << 20)
+    monkeypatch.setattr(l2, "_scratch", lambda device_id, nbytes: ("scratch", nbytes))
+    fake_cuda = SimpleNamespace(
+        get_current_device=lambda: SimpleNamespace(id=0),
+        cudadrv=SimpleNamespace(driver=SimpleNamespace(device_memset=lambda buf, value, nbytes, stream: calls.append((buf, value, nbytes, stream)))),
+    )
+    monkeypatch.setattr(l2, "cuda", fake_cuda)
+    assert l2.flush_l2("stream") is True
+    assert calls == [(("scratch", 100 << 20), 0, 100 << 20, "stream")]  # 2 x L2, on the measured stream
+    monkeypatch.setattr(l2, "l2_cache_bytes", lambda: None)
+    assert l2.flush_l2("stream") is False and len(calls) == 1  # unknown size: nothing queued, and it says so

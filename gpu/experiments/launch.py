@@ -26,7 +26,7 @@ from gpu.core.limits import (
     parse_int,
 )
 from gpu.core.kernel_timing import time_on_device
-from gpu.core.l2 import fits_in_l2, l2_cache_bytes
+from gpu.core.l2 import fits_in_l2, flush_problem, l2_cache_bytes
 from gpu.core.occupancy import Occupancy, SmLimits, kernel_occupancy, sm_limits
 from gpu.core.telemetry import TelemetryMonitor
 from gpu.core.timing import (
@@ -283,6 +283,8 @@ def run_launch_sweep(
     d_c = cuda.to_device(poison, stream=stream)
 
     l2_bytes = l2_cache_bytes()
+    if flush_problem() is not None:
+        warnings.append(flush_problem())
     monitor = TelemetryMonitor().start()  # clocks and throttling over the whole sweep
     plan = [(KIND_ONE_PER_ELEMENT, t, blocks_for(n, t), None) for t in sizes]
     plan += [(KIND_GRID_STRIDE, gs_threads, k * sm_count, k) for k in multiples]

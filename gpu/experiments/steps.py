@@ -37,7 +37,7 @@ from gpu.core.backend import BACKEND, cuda
 from gpu.core.device import device_info
 from gpu.core.hold import default_ops, stream_hold_problem
 from gpu.core.kernel_timing import KernelTiming, flush_and_settle, time_on_device
-from gpu.core.l2 import l2_cache_bytes
+from gpu.core.l2 import flush_problem, l2_cache_bytes
 from gpu.core.launch_path import configured_launch
 from gpu.core.limits import InputError
 from gpu.core.reference import unavailable_reason
@@ -371,6 +371,8 @@ def run_kernel(
     warnings: list[str] = []
     if not BACKEND.simulated and stream_hold_problem() is not None:
         warnings.append(stream_hold_problem())
+    if flush_problem() is not None:
+        warnings.append(flush_problem())
 
     say("preparing the inputs and the reference")
     inputs = spec.make_inputs(params, seed)

@@ -388,6 +388,10 @@ def run_strategies(
     from gpu.core.telemetry import TelemetryMonitor
 
     monitor = TelemetryMonitor().start()  # clocks and throttling over every strategy
+    from gpu.core.l2 import flush_problem
+
+    if flush_problem() is not None:
+        notes.append(flush_problem())
 
     def finish(key: str, stats: dict[str, Stats], memory: str, result: np.ndarray, its: int = 1, extra: tuple[str, ...] = ()) -> None:
         total = stats.pop("total")
