@@ -7,6 +7,7 @@ for CuPy and PyTorch; a fake NVML stands in for the driver.
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -178,6 +179,25 @@ def test_tight_bands_give_a_point_to_two_figures():
     kind, n, low, high = crossover_band(ns, gpu, cpu)
     c = Crossover("gpu-launch-kernel", "numpy", kind, n, ns[0], ns[-1], n_low=low, n_high=high)
     assert not c.is_range and c.text == "the kernel with its launch from Python beats NumPy from N ≈ 5,000 (2^12.3)"
+
+
+def test_a_crossover_beside_single_sample_points_is_no_exact_point():
+    from gpu.core.device import device_info
+    from gpu.experiments.scaling_result import SweepPoint, SweepRun
+    from ui.charts.scaling import crossover_data
+
+    ns = [1000, 2000, 4000, 8000, 16000]
+    # one sample each: zero-width bands that would otherwise read as an exact crossing at 5,000
+    points = [SweepPoint(n, "numpy", Stats((1e-9 * n,))) for n in ns] + [SweepPoint(n, "gpu-kernel", Stats((5e-6,))) for n in ns]
+    config = make_config(1000, 16000, ("gpu", "numpy"), policy=RepeatPolicy.count(1), limit=16000)
+    run = SweepRun(config=config, points=tuple(points), backend="cuda", device=device_info())
+    c = next(c for c in run.crossovers() if c.gpu == "gpu-kernel")
+    assert c.kind == "from" and c.few_samples and c.is_range
+    assert "no exact point" in c.text and "fewer than 3 samples" in c.text
+    marks = crossover_data([c.to_dict()])
+    assert marks["few"].all() and marks["marker"].str.endswith("(n<3)").all()
+    three = [SweepPoint(p.n, p.series, Stats(p.stats.samples_s * 3)) for p in points]
+    assert not next(c for c in replace(run, points=tuple(three)).crossovers() if c.gpu == "gpu-kernel").few_samples
 
 
 # --- sweep overhead ----------------------------------------------------------------------
