@@ -14,7 +14,7 @@ from gpu.experiments.scaling import default_max_n
 from gpu.experiments.scaling_config import IMPL_LABELS
 from gpu.experiments.scaling_result import SweepRun
 from gpu.report.render import to_json
-from gpu.report.scaling import crossover_sentences
+from gpu.report.scaling import crossover_conditions, crossover_sentences
 from ui.charts import scaling as scaling_charts
 
 RESULT_KEY = "scaling.result"
@@ -81,6 +81,8 @@ def show_result(run: SweepRun) -> None:
     st.subheader("Where the GPU starts to win")
     sentences = crossover_sentences(run)
     st.markdown("\n".join(f"- {s}" for s in sentences) if sentences else "- Choose the GPU and at least one CPU implementation to find crossovers.")
+    if sentences:
+        st.caption(crossover_conditions(run))
     if run.backend == "simulator":
         st.caption("Simulated kernels are thousands of times slower than a GPU: these crossovers say nothing about real hardware.")
         from ui.views import cpu_vs_recorded
