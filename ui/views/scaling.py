@@ -131,4 +131,5 @@ def points_csv(run: SweepRun) -> str:
     """Plain CSV for spreadsheets: one header line, integer N; metadata lives in the JSON download."""
     frame = run.to_frame()
     frame["n"] = frame["n"].astype("int64")
+    frame["backend"] = run.backend  # every row says whether it timed a GPU or the simulator
     return frame.to_csv(index=False)
