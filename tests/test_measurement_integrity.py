@@ -315,3 +315,21 @@ def test_launch_overhead_measures_each_path_with_spread_and_names_what_it_skippe
     assert run.to_dict()["paths"]["numba-article"]["label"] == PATHS["numba-article"]
     with pytest.raises(ValueError, match="choose from"):
         run_launch_overhead(paths=("nope",))
+
+
+def test_the_engine_launch_is_compared_with_same_argument_paths_and_can_fail():
+    from dataclasses import replace as _replace
+
+    from gpu.experiments.launch_overhead import LaunchOverheadRun
+
+    fast_empty, like, engine = Stats((1e-6,) * 3), Stats((8e-6,) * 3), Stats((10e-6,) * 3)
+    run = LaunchOverheadRun({"numba-configured": fast_empty, "article-vector-add": like, "engine": engine}, {}, 200,
+                            "cuda", __import__("gpu").core.device.device_info(), RepeatPolicy.count(3))
+    # the zero-argument launch is the fastest overall, but the engine passes three arrays: compared with like
+    assert run.fastest == "numba-configured" and run.engine_baseline == "article-vector-add"
+    assert run.engine_ratio == pytest.approx(10 / 8) and run.passed
+    slow = _replace(run, paths={**run.paths, "engine": Stats((20e-6,) * 3)})
+    assert slow.engine_ratio == pytest.approx(2.5) and not slow.passed and "NOT met" in str(slow)
+    uncompared = _replace(run, paths={"numba-configured": fast_empty, "engine": engine})
+    assert uncompared.engine_ratio is None and not uncompared.passed  # on a GPU, not comparing is a failure
+    assert _replace(uncompared, backend="simulator").passed  # simulated launches are not judged

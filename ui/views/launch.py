@@ -204,7 +204,7 @@ def show_launch_overhead(run) -> None:
     st.altair_chart(launch_charts.launch_overhead_chart(run.to_frame(), subtitle), use_container_width=True)
     if run.engine_ratio is not None:
         verdict = "within" if run.engine_ratio <= ENGINE_TARGET else "NOT within"
-        st.markdown(f"The engine's launch is **{run.engine_ratio:.2g}x** the fastest path ({PATHS[run.fastest]}): "
+        st.markdown(f"The engine's launch is **{run.engine_ratio:.2g}x** the fastest path with the same three array arguments ({PATHS[run.engine_baseline]}): "
                     f"{verdict} the {ENGINE_TARGET:g}x target.")
     if run.breakdown():
         st.markdown("Where the article's launch goes:\n" + "\n".join(f"- {w}: {format_seconds(s)}" for w, s in run.breakdown()))
