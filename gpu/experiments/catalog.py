@@ -94,7 +94,10 @@ def declare(
     cpu_keys = tuple(impl.key for impl in spec.cpu)
     labels = {impl.key: impl.label for impl in spec.cpu}
     count = elements or (lambda p: p["n"])
-    gpu_runs = len(spec.steps) + len(spec.libraries) + 1  # + 1: the CPU implementations together
+    # on a GPU each step runs twice per sample: end to end, then the kernel alone behind the
+    # hold (its own series); the simulator has no hold, so once. + 1: the CPU implementations
+    per_step = 1 if BACKEND.simulated else 2
+    gpu_runs = per_step * len(spec.steps) + len(spec.libraries) + 1
 
     def run(params, progress: Progress) -> KernelRun:
         problem = {k: v for k, v in params.items() if k not in ("repeats", "cpu", "cpu_budget_s")}
