@@ -287,3 +287,23 @@ def test_gpu_check_section_of_a_kernel_passes_in_the_simulator_and_reports_targe
     markdown = (tmp_path / "check.md").read_text()
     assert "## Matrix multiply" in markdown and "register-tiled step's throughput ÷ cuBLAS FP32's" in markdown
     assert "not measurable here" in markdown  # no cuBLAS in the simulator: the target is not claimed
+
+
+def test_catalog_libraries_are_timed_by_the_primitive_and_a_host_waiting_call_without_the_hold(monkeypatch):
+    from gpu.core import hold
+    from gpu.experiments import steps
+    from tests.test_timing import FakeOps
+
+    ops = FakeOps()
+    monkeypatch.setattr(hold, "default_ops", lambda clock=None: ops)
+    spec, params = transpose.SPEC, TINY["transpose"]
+    inputs = spec.make_inputs(params, 0)
+    copy = next(lib for lib in spec.libraries if lib.key == "d2d-copy")
+    timing, _ = steps.time_library(spec, copy, params, inputs, RepeatPolicy.count(3, warmup=0))
+    assert timing.sample_held == (True, True, True) and timing.working_set_bytes == spec.bytes_moved(params)
+    assert ops.log.count("hold") == 3 and ops.log[:3] == ["flush", "sync", "hold"]
+    waiting = replace(copy, hold=False)  # as CuPy's and PyTorch's bincount: no hold can hide their launch
+    ops.log.clear()
+    timing, _ = steps.time_library(spec, waiting, params, inputs, RepeatPolicy.count(3, warmup=0))
+    assert timing.sample_held == (False, False, False) and "hold" not in ops.log and "no hold" in timing.launch
+    assert all(lib.hold is False and "includes the launch" in lib.note for lib in histogram.SPEC.libraries)
