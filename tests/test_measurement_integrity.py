@@ -333,3 +333,49 @@ def test_the_engine_launch_is_compared_with_same_argument_paths_and_can_fail():
     uncompared = _replace(run, paths={"numba-configured": fast_empty, "engine": engine})
     assert uncompared.engine_ratio is None and not uncompared.passed  # on a GPU, not comparing is a failure
     assert _replace(uncompared, backend="simulator").passed  # simulated launches are not judged
+
+
+def test_end_to_end_wall_time_excludes_the_l2_flush():
+    from gpu.core.arrays import vector_inputs
+    from gpu.experiments.vector_add_timing import time_gpu_phases
+
+    now = [0.0]
+
+    def clock():
+        now[0] += 1e-6
+        return now[0]
+
+    pending = [0.0]  # device work queued but not yet run: a flush is asynchronous
+
+    def run_queued():
+        now[0] += pending[0]
+        pending[0] = 0.0
+
+    class QueuedEvent:
+        def __init__(self):
+            self.t = None
+
+        def record(self, stream):
+            run_queued()  # the event runs after whatever was queued before it
+            self.t = clock()
+
+        def synchronize(self):
+            pass
+
+    class SlowFlushOps(SimulatedOps):
+        can_hold = False
+
+        def event(self):
+            return QueuedEvent()
+
+        def flush_l2(self, stream):
+            pending[0] += 1.0  # a 1 s flush, queued: it must be in no sample and in no wall time
+            return True
+
+        def synchronize(self, stream):
+            run_queued()
+
+    a, b = vector_inputs(32)
+    out = np.empty(32, dtype=np.float32)
+    stats = time_gpu_phases(a, b, out, 32, RepeatPolicy.count(3, warmup=0), clock=clock, ops=SlowFlushOps(clock))
+    assert stats["total"].max_s < 0.5 and stats["h2d"].max_s < 0.5
