@@ -78,8 +78,9 @@ def steps_time_chart(summary: pd.DataFrame, subtitle: str) -> alt.Chart:
     few = base.transform_filter("datum.few").mark_square(size=260, filled=False, strokeWidth=1.5, color="#777").encode(
         y=y, x=alt.X("median_ms:Q", scale=x_scale), tooltip=_tooltip())
     return (whiskers + dots + few + labels).properties(
-        title=alt.TitleParams("Time per implementation (median, min–max; hollow diamond = estimate, not run; "
-                              "grey square, * = fewer than 3 samples; ° = fits in the L2)", subtitle=subtitle),
+        title=alt.TitleParams("Time per implementation (median, min–max)",
+                              subtitle=[subtitle, "hollow diamond = estimate, not run · grey square and * = fewer than 3 samples · "
+                                                  "° = the bytes fit in the L2"]),
         height=alt.Step(30))
 
 

@@ -83,12 +83,13 @@ def table(run: KernelRun) -> pd.DataFrame:
         hold = "—" if row["kind"] == "cpu" or row["held"] is None else (
             ("held" if row["held"] else "no hold: includes the launch") + (f", {row['retries']} retried" if row["retries"] else ""))
         rows.append({
-            "implementation": row["label"], "kind": row["kind_label"], "launch": row["launch"] or "",
+            "implementation": row["label"], "kind": row["kind_label"],
             "time (median)": time_text if not (row["skipped"] and not row["estimated"]) else "skipped",
+            "samples": row["samples"], "stream hold": hold,
             "bandwidth": format_gbps(row["gbps"]), "FLOP rate": format_flops(row["gflops"]),
             "% of peak": "—" if row["fraction_of_peak"] is None else f"{100 * row['fraction_of_peak']:.1f}%",
-            "× best library": "—" if row["vs_best_library"] is None else f"{row['vs_best_library']:.3g}x", "samples": row["samples"],
-            "stream hold": hold,
+            "× best library": "—" if row["vs_best_library"] is None else f"{row['vs_best_library']:.3g}x",
+            "launch": row["launch"] or "",
             "agreement / why skipped": " · ".join(x for x in (row["agreement"], row["skipped"], row["note"]) if x),
         })
     return pd.DataFrame(rows)
@@ -117,7 +118,8 @@ def show_run(run: KernelRun) -> None:
     if run.telemetry and run.telemetry.get("flagged"):
         st.warning("GPU clocks dropped during this run: " + "; ".join(run.telemetry["flags"]), icon=":material/speed:")
     st.dataframe(table(run), hide_index=True, width="stretch")
-    st.caption(" · ".join([*run.marks_legend(), describe_telemetry(run.telemetry)]))
+    # "\\*" so that a leading "*" is not read as a markdown bullet
+    st.caption(" · ".join([*(m.replace("*", "\\*", 1) for m in run.marks_legend()), describe_telemetry(run.telemetry)]))
     left, right = st.columns(2)
     name = f"{run.kernel}_{run.params.get('n')}"
     left.download_button("Download run (JSON)", json.dumps(run.to_dict(), indent=2, default=str), file_name=f"{name}.json",
