@@ -249,7 +249,7 @@ def sweep_bandwidth_chart(frame: pd.DataFrame, subtitle: str, peak_gbps: float |
     data = sweep_summary(frame)
     order = list(data["label"])
     base = alt.Chart(data).encode(x=_config_x(order), tooltip=_sweep_tooltip())
-    bars = base.mark_bar(opacity=0.85).encode(y=alt.Y("bandwidth_gbps:Q", title="effective bandwidth (GB/s)", axis=alt.Axis(format=",.3~g")), color=_kind_color())
+    bars = base.mark_bar(opacity=0.85).encode(y=alt.Y("bandwidth_gbps:Q", title="effective bandwidth (GB/s)", axis=alt.Axis(format=",.6~g")), color=_kind_color())
     whiskers = base.mark_rule(color="black").encode(y="bandwidth_low_gbps:Q", y2="bandwidth_high_gbps:Q")
     best = base.transform_filter("datum.best").mark_text(dy=-8, fontWeight="bold").encode(y="bandwidth_high_gbps:Q", text="marker:N")
     layers = [bars, whiskers, best]
