@@ -114,11 +114,11 @@ def strategy_table(result: StrategyComparison) -> pd.DataFrame:
     """Per strategy, fastest first: medians per vector add (ms), memory, agreement, what it does."""
     rows = []
     for s in result.ranking:
-        row = {"strategy": s.label, "end to end (ms)": s.cost_s * 1e3}
+        row = {"strategy": s.label, "end to end (ms)": s.cost_s * 1e3, "samples": s.total.n_samples,
+               "marks": "n<3" if s.few_samples else ""}  # beside the figure: fewer than 3 samples, spread unknown
         for phase, label in (("h2d", "H2D"), ("launch", "launch"), ("kernel", "kernel"), ("d2h", "D2H"), ("span", "copies + kernels, span")):
             row[f"{label} (ms)"] = s.phase_cost_s(phase) * 1e3 if phase in s.phases else None
-        row.update({"samples": s.total.n_samples, "marks": "n<3: spread unknown" if s.few_samples else "",
-                    "host memory": s.host_memory, "bit-identical": s.agreement.passed, "what it does": s.description})
+        row.update({"host memory": s.host_memory, "bit-identical": s.agreement.passed, "what it does": s.description})
         rows.append(row)
     return pd.DataFrame(rows)
 
