@@ -366,3 +366,11 @@ def test_strategies_from_fewer_than_three_samples_are_marked_and_telemetry_is_re
     assert all(v["few_samples"] for v in data["strategies"].values()) and "telemetry" in data
     frame = strategies.to_frame()
     assert frame["few_samples"].all()
+
+
+def test_no_strategy_stacks_the_kernel_twice(comparison):
+    # time_gpu_phases also returns "with_launch" (= launch + kernel): stacked beside its parts it doubled the bar
+    assert all("with_launch" not in s.phases for s in comparison.strategies.values())
+    for s in comparison.strategies.values():
+        parts = sum(s.phases[p].median_s for p in ("h2d", "launch", "kernel", "d2h") if p in s.phases)
+        assert parts <= s.total.median_s * 1.05 or s.key in ("resident", "chunked", "one-chunk"), s.key
