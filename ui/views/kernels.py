@@ -7,13 +7,13 @@ import json
 import pandas as pd
 import streamlit as st
 
-from gpu.core.telemetry import describe as describe_telemetry
 from gpu.core.timing import format_factor, format_seconds
 from gpu.experiments.catalog import step_sources
 from gpu.experiments.step_result import KernelRun
 from gpu.experiments.steps import KernelSpec
 from gpu.report.words import format_gbps
 from ui.charts import kernels as charts
+from ui.telemetry_note import show_telemetry
 
 RUNS_KEY = "kernels.runs"  # this session's catalog runs, newest last (the Roofline page reads them)
 MAX_RUNS = 20  # bounded: a session keeps its last 20 runs
@@ -115,11 +115,10 @@ def show_run(run: KernelRun) -> None:
     )
     for note in run.notes:
         st.info(note, icon=":material/info:")
-    if run.telemetry and run.telemetry.get("flagged"):
-        st.warning("GPU clocks dropped during this run: " + "; ".join(run.telemetry["flags"]), icon=":material/speed:")
     st.dataframe(table(run), hide_index=True, width="stretch")
-    # "\\*" so that a leading "*" is not read as a markdown bullet
-    st.caption(" · ".join([*(m.replace("*", "\\*", 1) for m in run.marks_legend()), describe_telemetry(run.telemetry)]))
+    if run.marks_legend():  # "\\*" so that a leading "*" is not read as a markdown bullet
+        st.caption(" · ".join(m.replace("*", "\\*", 1) for m in run.marks_legend()))
+    show_telemetry(run.telemetry)
     left, right = st.columns(2)
     name = f"{run.kernel}_{run.params.get('n')}"
     left.download_button("Download run (JSON)", json.dumps(run.to_dict(), indent=2, default=str), file_name=f"{name}.json",

@@ -113,12 +113,10 @@ def show_sweep(run: LaunchSweepRun) -> None:
     else:
         st.caption("Occupancy: not available here (the simulator compiles nothing and has no multiprocessors).")
     st.dataframe(sweep_table(run), hide_index=True, width="stretch")
-    from gpu.core.telemetry import describe as describe_telemetry  # marks and clocks beside the table (issue 18)
+    from ui.telemetry_note import show_telemetry  # marks and clocks beside the table (issue 18)
 
-    if run.telemetry and run.telemetry.get("flagged"):
-        st.warning("GPU clocks dropped during this sweep: " + "; ".join(run.telemetry["flags"]), icon=":material/speed:")
-    st.caption("Marks: n<3 = fewer than 3 samples (spread unknown); fits in L2 = a, b and c fit in the L2 (may be served from cache). "
-               + describe_telemetry(run.telemetry))
+    st.caption("Marks: n<3 = fewer than 3 samples (spread unknown); fits in L2 = a, b and c fit in the L2 (may be served from cache).")
+    show_telemetry(run.telemetry, "sweep")
     st.download_button("Download sweep (JSON)", json.dumps(to_json(run), indent=2), file_name=f"launch_sweep_{run.n}.json", mime="application/json", key="sweep_download")
 
 

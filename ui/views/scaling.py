@@ -119,6 +119,9 @@ def show_result(run: SweepRun) -> None:
 
     st.subheader("Every point")
     st.dataframe(table(run), hide_index=True, width="stretch")
+    from ui.telemetry_note import show_telemetry
+
+    show_telemetry(run.telemetry, "sweep")
     left, right = st.columns(2)
     stem = f"scaling_{run.config.min_n}_{run.config.max_n}"
     left.download_button("Download sweep (JSON)", json.dumps(to_json(run), indent=2, default=str), file_name=f"{stem}.json",

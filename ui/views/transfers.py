@@ -13,7 +13,6 @@ import pandas as pd
 import streamlit as st
 
 import gpu
-from gpu.core.telemetry import describe as describe_telemetry
 from gpu.core.timing import ALLOCATION_RULE, format_factor, format_seconds
 from gpu.experiments.bandwidth import (
     SIMULATED_NOTE,
@@ -33,6 +32,7 @@ from gpu.experiments.transfers import (
 from gpu.report.render import to_json
 from gpu.report.transfers import verdict
 from ui.charts import transfers as transfers_charts
+from ui.telemetry_note import show_telemetry
 
 BANDWIDTH_KEY = "transfers.bandwidth"
 STRATEGIES_KEY = "transfers.strategies"
@@ -163,10 +163,7 @@ def show_strategies(result: StrategyComparison) -> None:
     st.caption(f"Medians per vector add; CUDA events for phases{' (wall clock in the simulator)' if result.backend == 'simulator' else ''}, wall clock end to end. {result.policy.describe()}. "
                f"Rule: {ALLOCATION_RULE} — except \"as in the article\", whose cuda.to_device allocates while it copies (its H2D includes allocating a, b and c).")
     st.dataframe(strategy_table(result), hide_index=True, width="stretch")
-    if result.telemetry and result.telemetry.get("flagged"):
-        st.warning("GPU clocks dropped during this run: " + "; ".join(result.telemetry["flags"]), icon=":material/speed:")
-    elif result.telemetry is not None:
-        st.caption(describe_telemetry(result.telemetry))
+    show_telemetry(result.telemetry)
     left, right = st.columns(2)
     left.download_button("Download strategies (JSON)", json.dumps(to_json(result), indent=2), file_name=f"transfers_strategies_{result.n}.json", mime="application/json", key="st_download_json")
     right.download_button("Download strategy samples (CSV)", frame.to_csv(index=False), file_name=f"transfers_strategies_{result.n}.csv", mime="text/csv", key="st_download_csv")
