@@ -33,6 +33,9 @@ class CheckContext:
     say: Callable[[str], None]
     sections: list = field(default_factory=list)  # those finished so far (the methodology section reads them)
     telemetry: object = None  # a gpu.core.telemetry.TelemetryMonitor over the whole check
+    # the vector-add kernel's compile (or load from Numba's disk cache), timed before any
+    # section runs it: the breakdown's own compile_vector_add() finds it already compiled
+    first_compile_s: float | None = None
 
     @property
     def breakdown_n(self) -> int:
@@ -163,7 +166,8 @@ def breakdown_section(ctx: CheckContext) -> Section:
         "| measure | median | min | max | samples |",
         "|---|---|---|---|---|",
         # the simulator compiles nothing: "0 ns" would read as a measured compile
-        f"| kernel compile (once) | {'n/a (simulator)' if BACKEND.simulated else format_seconds(run.compile_s)} | | | "
+        f"| kernel compile (or cache load), first in this check | "
+        f"{'n/a (simulator)' if BACKEND.simulated else format_seconds(ctx.first_compile_s if ctx.first_compile_s is not None else run.compile_s)} | | | "
         f"{'—' if BACKEND.simulated else 1} |",
     ]
     for phase, stats in run.gpu.items():
@@ -344,6 +348,10 @@ def run_check(
     from gpu.core.telemetry import TelemetryMonitor
 
     ctx.telemetry = TelemetryMonitor().start()  # clocks and throttling over the whole check
+    if not BACKEND.simulated:  # before any section launches it (see CheckContext.first_compile_s)
+        from gpu.kernels.vector_add import compile_vector_add
+
+        ctx.first_compile_s = compile_vector_add()
     ctx.sections = report.sections
     out = Path(out_dir) if out_dir is not None else None
     for section_fn in sections or SECTIONS:
