@@ -107,7 +107,9 @@ def test_recorded_runs_before_the_rules_carry_the_caveat_and_their_l2_resident_p
     from gpu.core.provenance import PRE_RULES_CAVEAT
 
     for ref in load_references().runs:
-        assert ref.caveat == PRE_RULES_CAVEAT  # every committed run predates the methodology version
+        assert ref.data["methodology_version"] == 1  # every committed check.json says which rules it followed
+        assert ref.caveat == PRE_RULES_CAVEAT  # all predate the current rules
+        assert all(record["methodology_version"] == 1 for record in ref.history_records())  # History keeps it
     ref = load_references().get("h200-final")
     sweep = ref.sweep()
     assert sweep.l2_bytes == 50 * 2**20 and sweep.config.warm_l2 and "did not record its L2 size" in ref.l2_note
