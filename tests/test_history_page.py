@@ -143,3 +143,21 @@ def test_default_comparison_skips_runs_without_samples(db):
     at = _page()
     assert at.multiselect(key="history.compare").value == [ids[2]]
     assert at.get("vega_lite_chart")
+
+
+def test_compare_gpus_tags_simulated_figures_and_recorded_runs_before_the_rules():
+    import pandas as pd
+
+    from gpu.service.references import load_references
+    from ui.charts.history import gpus_bandwidth_chart, gpus_time_chart, vector_add_entry
+
+    ref = load_references().get("h200-final")
+    recorded = vector_add_entry("H200 recorded", "recorded reference", ref.sections["breakdown"]["run"])
+    simulated_run = {**ref.sections["breakdown"]["run"], "backend": "simulator", "methodology_version": 2}
+    simulated = vector_add_entry("simulator", "your run", simulated_run)
+    assert all("recorded before L2 flushing" in r["caveat"] for r in recorded)
+    assert all(r["caveat"].startswith("simulated: not GPU performance") for r in simulated)
+    frame = pd.DataFrame(recorded + simulated)
+    time_spec = json.dumps(gpus_time_chart(frame).to_dict(), ensure_ascii=False)
+    bandwidth_spec = json.dumps(gpus_bandwidth_chart(frame).to_dict(), ensure_ascii=False)
+    assert "(simulated)" in time_spec and "(simulated)" in bandwidth_spec and "recorded before L2 flushing" in time_spec

@@ -7,6 +7,7 @@ for CuPy and PyTorch; a fake NVML stands in for the driver.
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -180,6 +181,25 @@ def test_tight_bands_give_a_point_to_two_figures():
     assert not c.is_range and c.text == "the kernel with its launch from Python beats NumPy from N ≈ 5,000 (2^12.3)"
 
 
+def test_a_crossover_beside_single_sample_points_is_no_exact_point():
+    from gpu.core.device import device_info
+    from gpu.experiments.scaling_result import SweepPoint, SweepRun
+    from ui.charts.scaling import crossover_data
+
+    ns = [1000, 2000, 4000, 8000, 16000]
+    # one sample each: zero-width bands that would otherwise read as an exact crossing at 5,000
+    points = [SweepPoint(n, "numpy", Stats((1e-9 * n,))) for n in ns] + [SweepPoint(n, "gpu-kernel", Stats((5e-6,))) for n in ns]
+    config = make_config(1000, 16000, ("gpu", "numpy"), policy=RepeatPolicy.count(1), limit=16000)
+    run = SweepRun(config=config, points=tuple(points), backend="cuda", device=device_info())
+    c = next(c for c in run.crossovers() if c.gpu == "gpu-kernel")
+    assert c.kind == "from" and c.few_samples and c.is_range
+    assert "no exact point" in c.text and "fewer than 3 samples" in c.text
+    marks = crossover_data([c.to_dict()])
+    assert marks["few"].all() and marks["marker"].str.endswith("(n<3)").all()
+    three = [SweepPoint(p.n, p.series, Stats(p.stats.samples_s * 3)) for p in points]
+    assert not next(c for c in replace(run, points=tuple(three)).crossovers() if c.gpu == "gpu-kernel").few_samples
+
+
 # --- sweep overhead ----------------------------------------------------------------------
 
 
@@ -218,6 +238,10 @@ class FakeNvml:
     def nvmlDeviceGetHandleByIndex(self, i):
         return i
 
+    def nvmlDeviceGetHandleByPciBusId(self, bus_id):
+        self.opened_bus_id = bus_id
+        return bus_id
+
     def nvmlDeviceGetClockInfo(self, h, kind):
         return self.sm.pop(0) if kind == 1 else 2619
 
@@ -242,10 +266,31 @@ def test_telemetry_flags_a_clock_drop_and_a_power_cap():
 
 
 def test_telemetry_does_not_flag_idle_or_steady_runs():
-    steady = TelemetryMonitor(module=FakeNvml([1980, 1975], [0x1, 0x0]))  # idle before the run: not a slowdown
+    # idle at 210 MHz before the run, then busy at 1,980: counting the idle reading as
+    # busy would read as a drop from 1,980 to 210 and flag the run
+    idle_then_busy = TelemetryMonitor(module=FakeNvml([210, 1980], [0x1, 0x0]))
+    idle_then_busy.start(background=False)
+    assert not idle_then_busy.stop()["flagged"]
+    busy_then_low = TelemetryMonitor(module=FakeNvml([1980, 210], [0x0, 0x0]))  # the same clocks, both busy: flagged
+    busy_then_low.start(background=False)
+    assert busy_then_low.stop()["flagged"]
+    steady = TelemetryMonitor(module=FakeNvml([1980, 1975], [0x0, 0x0]))  # a 5 MHz wobble is no drop
     steady.start(background=False)
     assert not steady.stop()["flagged"]
     assert decode_reasons(0x41) == ("gpu_idle", "hw_thermal_slowdown")
+
+
+def test_telemetry_opens_the_nvml_device_by_the_cuda_devices_pci_bus_id(monkeypatch):
+    from gpu.core import telemetry
+
+    nvml = FakeNvml([1980, 1980], [0x0, 0x0])
+    monitor = TelemetryMonitor(index="00000000:19:00.0", module=nvml)  # NVML index 0 may be another board
+    monitor.start(background=False)
+    assert monitor.stop()["available"] and nvml.opened_bus_id == "00000000:19:00.0"
+    monkeypatch.setattr(telemetry, "pci_bus_id", lambda cuda_index=None: f"00000000:{0x19 + (cuda_index or 0):02X}:00.0")
+    nvml = FakeNvml([1980], [0x0])
+    sample, why = telemetry.read_now(1, module=nvml)  # the Device page passes the CUDA ordinal
+    assert why is None and nvml.opened_bus_id == "00000000:1A:00.0"
 
 
 def test_without_nvml_telemetry_says_it_is_unavailable():
@@ -270,3 +315,67 @@ def test_launch_overhead_measures_each_path_with_spread_and_names_what_it_skippe
     assert run.to_dict()["paths"]["numba-article"]["label"] == PATHS["numba-article"]
     with pytest.raises(ValueError, match="choose from"):
         run_launch_overhead(paths=("nope",))
+
+
+def test_the_engine_launch_is_compared_with_same_argument_paths_and_can_fail():
+    from dataclasses import replace as _replace
+
+    from gpu.experiments.launch_overhead import LaunchOverheadRun
+
+    fast_empty, like, engine = Stats((1e-6,) * 3), Stats((8e-6,) * 3), Stats((10e-6,) * 3)
+    run = LaunchOverheadRun({"numba-configured": fast_empty, "article-vector-add": like, "engine": engine}, {}, 200,
+                            "cuda", __import__("gpu").core.device.device_info(), RepeatPolicy.count(3))
+    # the zero-argument launch is the fastest overall, but the engine passes three arrays: compared with like
+    assert run.fastest == "numba-configured" and run.engine_baseline == "article-vector-add"
+    assert run.engine_ratio == pytest.approx(10 / 8) and run.passed
+    slow = _replace(run, paths={**run.paths, "engine": Stats((20e-6,) * 3)})
+    assert slow.engine_ratio == pytest.approx(2.5) and not slow.passed and "NOT met" in str(slow)
+    uncompared = _replace(run, paths={"numba-configured": fast_empty, "engine": engine})
+    assert uncompared.engine_ratio is None and not uncompared.passed  # on a GPU, not comparing is a failure
+    assert _replace(uncompared, backend="simulator").passed  # simulated launches are not judged
+
+
+def test_end_to_end_wall_time_excludes_the_l2_flush():
+    from gpu.core.arrays import vector_inputs
+    from gpu.experiments.vector_add_timing import time_gpu_phases
+
+    now = [0.0]
+
+    def clock():
+        now[0] += 1e-6
+        return now[0]
+
+    pending = [0.0]  # device work queued but not yet run: a flush is asynchronous
+
+    def run_queued():
+        now[0] += pending[0]
+        pending[0] = 0.0
+
+    class QueuedEvent:
+        def __init__(self):
+            self.t = None
+
+        def record(self, stream):
+            run_queued()  # the event runs after whatever was queued before it
+            self.t = clock()
+
+        def synchronize(self):
+            pass
+
+    class SlowFlushOps(SimulatedOps):
+        can_hold = False
+
+        def event(self):
+            return QueuedEvent()
+
+        def flush_l2(self, stream):
+            pending[0] += 1.0  # a 1 s flush, queued: it must be in no sample and in no wall time
+            return True
+
+        def synchronize(self, stream):
+            run_queued()
+
+    a, b = vector_inputs(32)
+    out = np.empty(32, dtype=np.float32)
+    stats = time_gpu_phases(a, b, out, 32, RepeatPolicy.count(3, warmup=0), clock=clock, ops=SlowFlushOps(clock))
+    assert stats["total"].max_s < 0.5 and stats["h2d"].max_s < 0.5

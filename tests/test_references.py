@@ -88,9 +88,43 @@ def test_the_sentences_state_recorded_numbers_in_words():
     text = vector_add_sentence(ref.vector_add(), ref.strategies().strategies["pinned"].cost_s)
     assert "38.9 µs" in text and "about 320x faster than NumPy" in text and "about 1.5x slower than NumPy" in text and "pinned" in text
     assert "e-0" not in text
-    assert "beats NumPy from N ≈" in scaling_sentence(ref.sweep())
+    assert "beats NumPy from" in scaling_sentence(ref.sweep())
     assert "grid-stride 8×SMs × 256" in launch_sentence(ref.launch_sweep())
     assert "pinned memory" in transfers_sentence(ref.bandwidth(), ref.strategies())
+
+
+def test_the_recorded_panel_marks_single_sample_figures_and_never_states_a_crossover_as_a_point():
+    ref = load_references().get("h200-final")
+    text = scaling_sentence(ref.sweep())
+    # 3,395 GB/s at 2^30 rests on one sample: said beside it
+    assert "3,395 GB/s" in text and "from one sample: spread unknown" in text
+    # the end-to-end crossover rests on single samples: no three-figure point
+    assert "no exact point" in text and "beats NumPy from N ≈ 470,000,000" not in text
+    assert "CPU samples on warm caches" in text and "L2 not flushed" in text
+
+
+def test_recorded_runs_before_the_rules_carry_the_caveat_and_their_l2_resident_points_are_marked():
+    from gpu.core.provenance import PRE_RULES_CAVEAT
+
+    for ref in load_references().runs:
+        assert ref.data["methodology_version"] == 1  # every committed check.json says which rules it followed
+        assert ref.caveat == PRE_RULES_CAVEAT  # all predate the current rules
+        assert all(record["methodology_version"] == 1 for record in ref.history_records())  # History keeps it
+    ref = load_references().get("h200-final")
+    sweep = ref.sweep()
+    assert sweep.l2_bytes == 50 * 2**20 and sweep.config.warm_l2 and "did not record its L2 size" in ref.l2_note
+    frame = sweep.to_frame()
+    kernel = frame[frame["series"] == "gpu-kernel"].set_index("n")
+    assert kernel.loc[2**21, "fits_l2"] and round(kernel.loc[2**21, "bandwidth_gbps"]) == 2902  # 103% of the device copy
+    assert not kernel.loc[2**30, "fits_l2"] and kernel.loc[2**30, "few_samples"]
+    assert ref.launch_sweep().l2_bytes == 50 * 2**20
+
+
+def test_a_check_written_now_carries_the_current_methodology_and_no_caveat():
+    from gpu.core.provenance import METHODOLOGY_VERSION, caveat_for
+
+    assert caveat_for({"methodology_version": METHODOLOGY_VERSION}) is None
+    assert caveat_for({}) is not None and caveat_for({"methodology_version": "junk"}) is not None
 
 
 def test_the_articles_figures_are_labelled_published_not_measured():

@@ -15,6 +15,7 @@ import streamlit as st
 
 import gpu
 from gpu.core.timing import format_seconds
+from gpu.report.scaling import crossover_conditions
 from gpu.service.references import ARTICLE, ReferenceRun, References, load_references
 from ui.format import factor_text, format_gbps, times_words
 
@@ -31,17 +32,25 @@ def references() -> References:
 # --- one sentence per experiment ------------------------------------------------------------
 
 
+def _few(stats) -> str:
+    """" (one sample)" / " (2 samples)" after a figure from fewer than 3 samples, else ""."""
+    if stats is None or not stats.few_samples:
+        return ""
+    return " (one sample)" if stats.n_samples == 1 else f" ({stats.n_samples} samples)"
+
+
 def vector_add_sentence(run, pinned_s: float | None = None) -> str:
     """What the recorded vector add shows: the kernel against NumPy, then end to end with copies."""
     numpy = run.cpu.get("numpy")
     kernel, total = run.gpu["kernel"].median_s, run.gpu["total"].median_s
+    k_few, t_few = _few(run.gpu["kernel"]), _few(run.gpu["total"])
     if numpy is None or numpy.stats is None:
-        return f"On the {run.device.name} at N = {run.n:,} the kernel alone takes {format_seconds(kernel)} and the whole GPU add with copies {format_seconds(total)}."
+        return f"On the {run.device.name} at N = {run.n:,} the kernel alone takes {format_seconds(kernel)}{k_few} and the whole GPU add with copies {format_seconds(total)}{t_few}."
     np_s = numpy.median_s
     text = (
-        f"On the {run.device.name} at N = {run.n:,} the kernel alone takes {format_seconds(kernel)}, "
-        f"{times_words(np_s / kernel, 'NumPy')} ({format_seconds(np_s)}), but with pageable copies the whole GPU add takes "
-        f"{format_seconds(total)}, {times_words(np_s / total, 'NumPy')}"
+        f"On the {run.device.name} at N = {run.n:,} the kernel alone takes {format_seconds(kernel)}{k_few}, "
+        f"{times_words(np_s / kernel, 'NumPy')} ({format_seconds(np_s)}{_few(numpy.stats)}), but with pageable copies the whole GPU add takes "
+        f"{format_seconds(total)}{t_few}, {times_words(np_s / total, 'NumPy')}"
     )
     if pinned_s is not None:
         text += f"; with pinned host memory it takes {format_seconds(pinned_s)} (Transfers page)"
@@ -49,20 +58,13 @@ def vector_add_sentence(run, pinned_s: float | None = None) -> str:
 
 
 def scaling_sentence(run) -> str:
-    """Where the kernel and the whole GPU add overtake NumPy, and the bandwidth reached."""
-    from gpu.core.crossover import format_n
+    """Where the kernel and the whole GPU add overtake NumPy, and the bandwidth reached.
 
-    parts = []
-    for c in run.crossovers():
-        if c.baseline != "numpy":
-            continue
-        who = "the kernel alone" if c.gpu == "gpu-kernel" else "the GPU with its copies"
-        if c.kind == "from" and c.n:
-            parts.append(f"{who} beats NumPy from N ≈ {format_n(c.n)}")
-        elif c.kind == "always":
-            parts.append(f"{who} beats NumPy at every size measured")
-        else:
-            parts.append(f"{who} never beats NumPy up to N = {c.last_n:,}" if c.last_n else f"{who} never beats NumPy")
+    Crossovers are the result's own sentences (ranges where the bands overlap, "no exact
+    point" beside single-sample points), never a bare three-figure point; a bandwidth
+    from fewer than 3 samples, or from a working set that fits in the L2, says so.
+    """
+    parts = [c.text for c in run.crossovers() if c.baseline == "numpy" and c.gpu in ("gpu-kernel", "gpu-total")]
     frame = run.to_frame()
     kernel = frame[(frame["series"] == "gpu-kernel") & frame["bandwidth_gbps"].notna()]
     peak = run.device.peak_bandwidth_gbps
@@ -70,16 +72,23 @@ def scaling_sentence(run) -> str:
     if not kernel.empty:
         last = kernel.loc[kernel["n"].idxmax()]
         share = f", {last['bandwidth_gbps'] / peak:.0%} of the {format_gbps(peak)} theoretical peak" if peak else ""
-        tail = f"; at N = {int(last['n']):,} the kernel moves {format_gbps(last['bandwidth_gbps'])}{share}"
-    lead = " and ".join(parts) if parts else "the sweep found no crossover with NumPy"
-    return f"On the {run.device.name}, {lead}{tail}."
+        samples = int(last["samples"])
+        marks = []
+        if last["few_samples"]:
+            marks.append(f"from {'one sample' if samples == 1 else f'{samples} samples'}: spread unknown")
+        if last["fits_l2"]:
+            marks.append("its working set fits in the L2")
+        mark = f" ({'; '.join(marks)})" if marks else ""
+        tail = f"; at N = {int(last['n']):,} the kernel moves {format_gbps(last['bandwidth_gbps'])}{share}{mark}"
+    lead = "; ".join(parts) if parts else "the sweep found no crossover with NumPy"
+    return f"On the {run.device.name}, {lead}{tail}. {crossover_conditions(run)}"
 
 
 def launch_sentence(run) -> str:
     """How much block size matters at a large N, from the recorded sweep."""
     per_element = sorted((c for c in run.configs if c.kind == "one thread per element"), key=lambda c: c.threads_per_block)
     best = run.best
-    text = f"On the {run.device.name} at N = {run.n:,}, the best launch is {best.label} ({format_seconds(best.kernel.median_s)})"
+    text = f"On the {run.device.name} at N = {run.n:,}, the best launch is {best.label} ({format_seconds(best.kernel.median_s)}{_few(best.kernel).replace(' (', ', ').rstrip(')')})"
     if per_element and per_element[0] is not best:
         small = per_element[0]
         text += f"; {small.label} take {factor_text(small.kernel.median_s / best.kernel.median_s)} as long"
@@ -209,6 +218,8 @@ def reference_panel(experiment: str, *, expanded: bool | None = None) -> Referen
             return None
         st.caption(f":material/verified: Recorded by `python -m gpu check` on real hardware — {ref.provenance.label}.")
         provenance_caption(ref)
+        if ref.caveat:  # recorded before the current rules: said before any figure
+            st.warning(f"This run was {ref.caveat}" + (f"; {ref.l2_note}." if ref.l2_note else "."), icon=":material/history:")
         with st.expander("The recorded result" + ("" if open_ else " (compare with your run above)"), expanded=open_, icon=":material/monitoring:"):
             try:
                 _DRAW[experiment](ref)

@@ -94,7 +94,10 @@ def declare(
     cpu_keys = tuple(impl.key for impl in spec.cpu)
     labels = {impl.key: impl.label for impl in spec.cpu}
     count = elements or (lambda p: p["n"])
-    gpu_runs = len(spec.steps) + len(spec.libraries) + 1  # + 1: the CPU implementations together
+    # on a GPU each step runs twice per sample: end to end, then the kernel alone behind the
+    # hold (its own series); the simulator has no hold, so once. + 1: the CPU implementations
+    per_step = 1 if BACKEND.simulated else 2
+    gpu_runs = per_step * len(spec.steps) + len(spec.libraries) + 1
 
     def run(params, progress: Progress) -> KernelRun:
         problem = {k: v for k, v in params.items() if k not in ("repeats", "cpu", "cpu_budget_s")}
@@ -238,17 +241,27 @@ def run_markdown(run: KernelRun) -> list[str]:
     """A markdown table of one run: one row per implementation."""
     md = [f"{run.title}, {run.size}: {run.bytes_moved:,} bytes, {run.flops:,} FLOPs (intensity {run.intensity:.3g} FLOP/byte); "
           f"{run.policy.describe()}; agreement {run.agreement_mode}.", "",
-          "| implementation | launch | time (median) | GB/s | GFLOP/s | % of peak | × best library's time | agreement |",
-          "|---|---|---|---|---|---|---|---|"]
+          "| implementation | launch | time (median) | n | hold | GB/s | GFLOP/s | % of peak | × best library's time | agreement |",
+          "|---|---|---|---|---|---|---|---|---|---|"]
+    sim = " (simulated)" if run.backend == "simulator" else ""
     for row in run.summary_rows():
         if row["seconds"] is None:
-            md.append(f"| {row['label']} | {row['launch'] or '—'} | skipped: {row['skipped']} | | | | | |")
+            md.append(f"| {row['label']} | {row['launch'] or '—'} | {row['skipped']} | | | | | | | |")
             continue
         cell = lambda v, f: "—" if v is None else format(v, f)  # noqa: E731
-        time_s = ("estimated " if row["estimated"] else "") + f"{row['seconds'] * 1e3:.4g} ms"
-        md.append(f"| {row['label']} | {row['launch'] or '—'} | {time_s} | {cell(row['gbps'], ',.4g')} | {cell(row['gflops'], ',.4g')} | "
-                  f"{cell(row['fraction_of_peak'], '.1%')} | {'—' if row['vs_best_library'] is None else format_factor(row['vs_best_library'])} | {row['agreement'] or '—'} |")
-    return md + [f"- note: {n}" for n in run.notes]
+        gpu_sim = sim if row["kind"] != "cpu" else ""  # the CPU rows are real CPU timings
+        time_s = ("estimated " if row["estimated"] else "") + f"{row['seconds'] * 1e3:.4g} ms{row['marks'].replace('*', chr(92) + '*')}{gpu_sim}"
+        hold = "—" if row["kind"] == "cpu" or row["held"] is None else (
+            ("held" if row["held"] else "none: launch included") + (f", {row['retries']} retried" if row["retries"] else ""))
+        notes = (" · ".join(x for x in (row["agreement"], row["note"]) if x) or "—").replace("|", "\\|")  # |error| in a table cell
+        md.append(f"| {row['label']} | {row['launch'] or '—'} | {time_s} | {row['samples']} | {hold} | {cell(row['gbps'], ',.4g')} | "
+                  f"{cell(row['gflops'], ',.4g')} | {cell(row['fraction_of_peak'], '.1%')} | "
+                  f"{'—' if row['vs_best_library'] is None else format_factor(row['vs_best_library'])} | {notes} |")
+    from gpu.core.telemetry import describe
+
+    legend = [m.replace("*", "\\*", 1) if m.startswith("*") else m for m in run.marks_legend()]
+    return (md + [f"- note: {n}" for n in run.notes] + [f"- warning: {w}" for w in run.warnings]
+            + [f"- {m}" for m in legend] + [f"- {describe(run.telemetry)}"])
 
 
 def check_kernel(key: str, quick: bool, say: Callable[[str], None]) -> tuple[str, bool, dict, str]:

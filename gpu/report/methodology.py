@@ -92,11 +92,12 @@ def methodology(quick: bool, max_n: int, say, earlier_sections=(), telemetry: di
     for k, why in overhead.skipped.items():
         md.append(f"| {PATHS[k]} | skipped: {why} | | | |")
     if overhead.engine_ratio is not None:
-        md.append(f"\nEngine launch ÷ fastest path: {format_factor(overhead.engine_ratio)} (target ≤ {ENGINE_TARGET:g}x).")
+        md.append(f"\nEngine launch ÷ the fastest path with the same three array arguments: {format_factor(overhead.engine_ratio)} "
+                  f"(target ≤ {ENGINE_TARGET:g}x) — {'met' if overhead.passed else 'NOT met'}.")
     md += ["", f"**Telemetry over the check:** {describe_telemetry(telemetry)}", "",
            f"**Sample counts:** {len(figures)} figures in the sections above; {len(few)} rest on fewer than "
            f"{MIN_RELIABLE_SAMPLES} samples" + (": " + ", ".join(f"`{p}` ({n})" for p, n in few[:20]) if few else ".")]
     data = {"l2_bytes": l2, "l2_rows": rows, "hold_retries": total_retries, "launch_overhead": overhead.to_dict(),
             "telemetry": telemetry, "figures": len(figures), "few_sample_figures": [{"path": p, "samples": n} for p, n in few]}
-    passed = held_ok and all(r["agree"] for r in rows) and bool(overhead.paths)
+    passed = held_ok and all(r["agree"] for r in rows) and bool(overhead.paths) and overhead.passed
     return passed, data, "\n".join(md)

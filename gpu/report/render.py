@@ -38,5 +38,7 @@ def summary(result: Any) -> str:
 
 def to_json(result: Any) -> dict:
     """``result.to_dict()`` with the prose fields of its report, JSON-ready."""
+    from gpu.core.provenance import stamp
+
     prose = _PROSE.get(type(result))
-    return result.to_dict() | (prose(result) if prose is not None else {})
+    return stamp(result.to_dict() | (prose(result) if prose is not None else {}))  # downloads and --json say which rules

@@ -107,6 +107,10 @@ def recorded_points(check_json: Path) -> PointSet | None:
     points = PointSet(f"recorded: {check_json.parent.name}", device.get("name", "?"), "cuda", roofs)
     if roofs.fp32_gflops is None:
         points.notes.append("this recorded run did not record the SM clock, so its FP32 roof is unknown")
+    from gpu.core.provenance import caveat_for
+
+    if caveat_for(data):  # every surface showing a run recorded before the rules says so
+        points.notes.insert(0, f"this run was {caveat_for(data)}")
     _vector_add_points(points, sections)
     for run in catalog_runs:
         add_catalog_run(points, run)

@@ -14,6 +14,15 @@ from gpu.experiments.scaling_result import (
 )
 
 
+def crossover_conditions(run: SweepRun) -> str:
+    """How the two sides of every crossover were measured — stated beside the crossovers
+    (issue 18). The CPU is measured warm on purpose: a program calls NumPy on data it
+    just touched; the GPU kernel with its L2 flushed, as nvbench does, unless the run
+    kept it warm."""
+    gpu = "GPU samples with the L2 not flushed (warm)" if getattr(run.config, "warm_l2", False) else "GPU samples with the L2 flushed before each"
+    return f"Measured as compared: CPU samples on warm caches (the same inputs re-used, as a loop would), {gpu}."
+
+
 def crossover_sentences(run: SweepRun) -> list[str]:
     """One sentence per CPU baseline: kernel first, then end to end."""
     by_baseline: dict[str, list[Crossover]] = {}
@@ -57,6 +66,7 @@ def summary(run: SweepRun) -> str:
     for p in run.failures:
         lines.append(f"failed at N = {p.n:,}, {SERIES_LABELS[p.series]}: {p.error}")
     lines += crossover_sentences(run)
+    lines.append(crossover_conditions(run))
     if run.peaks is not None:
         lines.append(str(run.peaks))
         largest = max(run.sizes, default=None)

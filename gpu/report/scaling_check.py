@@ -17,7 +17,7 @@ from gpu.experiments.scaling import run_sweep
 from gpu.experiments.scaling_config import DEFAULT_MIN_N, IMPL_LABELS, make_config
 from gpu.experiments.scaling_result import SERIES_LABELS, SweepRun
 from gpu.report.render import to_json
-from gpu.report.scaling import crossover_sentences
+from gpu.report.scaling import crossover_conditions, crossover_sentences
 
 CHECK_MAX_N = 2**30  # the check's ~90 s budget on an H200 ends here (12.9 GB per vector add)
 CHECK_MIN_LARGEST_N = 2**28  # the floor for the largest size, where memory allows
@@ -121,7 +121,7 @@ def check_sweep(quick: bool, max_n: int, say: Callable[[str], None]) -> tuple[bo
         bw = f"{k.bandwidth_gbps:,.4g}" if k is not None and k.ok else "—"
         pct = f"{100 * k.bandwidth_gbps / d2d:.0f}%" if k is not None and k.ok and d2d else "—"
         md.append(f"| {n:,} | " + " | ".join(cells) + f" | {bw} | {pct} |")
-    md += ["", "**Crossovers.** " + " ".join(crossover_sentences(run)), "", "**Physical limits.**", "",
+    md += ["", "**Crossovers.** " + " ".join(crossover_sentences(run)) + " " + crossover_conditions(run), "", "**Physical limits.**", "",
            "| limit | GB/s | how |", "|---|---:|---|"]
     for lim in peaks.limits:
         md.append(f"| {lim.label} | {f'{lim.gbps:,.4g}' if lim.gbps else '—'} | {lim.how if lim.gbps else lim.skipped} |")

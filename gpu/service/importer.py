@@ -29,7 +29,7 @@ MAX_TEXT = 200_000  # characters in one string (a PTX listing is ~5,000)
 MAX_DEPTH = 12  # nesting of a check file is at most 8
 
 TOP_KEYS = {"started_at", "backend", "quick", "passed", "device", "host", "versions", "sections"}
-OPTIONAL_TOP_KEYS = {"provenance"}
+OPTIONAL_TOP_KEYS = {"provenance", "telemetry", "methodology_version"}  # later checks write these
 SECTION_KEYS = ("correctness", "breakdown", "article", "scaling", "launch", "transfers")
 BACKENDS = ("cuda", "simulator")
 EXPERIMENT_OF_SECTION = {
@@ -436,6 +436,8 @@ def validate_check(data: Any) -> None:
     versions = _obj(top["versions"], "versions")
     for name, version in versions.items():
         _str(version, f"versions.{name}", allow_none=True)
+    if "methodology_version" in top:
+        _int(top["methodology_version"], "methodology_version", minimum=1, maximum=1000)
     if "provenance" in top:
         prov = _obj(top["provenance"], "provenance", set(), {"commit", "command"})
         for key, value in prov.items():
@@ -481,10 +483,13 @@ def history_records(data: Mapping[str, Any], *, source: str, sha256: str) -> lis
     }
     sections = data["sections"]
     records: list[dict] = []
+    from gpu.core.provenance import METHODOLOGY_KEY, methodology_of
+
+    version = methodology_of(data)  # 1 for a check recorded before versions: History shows its caveat
 
     def add(result: Mapping[str, Any] | None) -> None:
         if isinstance(result, Mapping):
-            records.append({**result, "imported": imported})
+            records.append({**result, "imported": imported, METHODOLOGY_KEY: version})
 
     breakdown = sections.get("breakdown", {})
     if "run" in breakdown:

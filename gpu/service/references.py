@@ -179,7 +179,23 @@ ARTICLE = PublishedFigures()
 def _stats(d: Mapping[str, Any]):
     from gpu.core.timing import Stats
 
-    return Stats(tuple(float(s) for s in d["samples_s"]))
+    # retries and held travel with the samples (older files have neither: 0 and None)
+    return Stats(tuple(float(s) for s in d["samples_s"]), int(d.get("retries") or 0), d.get("held"))
+
+
+# The L2 size a device reports (device attribute L2_CACHE_SIZE), for recorded runs made
+# before runs stored it (benchmarks/h200*): without it their cache-warm points — 2^21
+# elements at 2,902 GB/s, 103% of the device copy — were drawn as beyond the L2. An
+# H200 (GH100) reports 52,428,800 bytes (50 MiB), as an H100 does. Used only when a
+# recorded run has no ``l2_bytes`` of its own, and said so where it is used.
+RECORDED_DEVICE_L2_BYTES = {"NVIDIA H200": 50 * 2**20}
+
+
+def recorded_l2_bytes(d: Mapping[str, Any]) -> int | None:
+    """A recorded result's L2 size: its own ``l2_bytes``, else the size its device reports."""
+    if d.get("l2_bytes"):
+        return int(d["l2_bytes"])
+    return RECORDED_DEVICE_L2_BYTES.get(str((d.get("device") or {}).get("name") or ""))
 
 
 def _policy(d: Mapping[str, Any]):
@@ -230,6 +246,7 @@ def rebuild_vector_add(d: Mapping[str, Any]):
         warnings=tuple(d.get("warnings") or ()),
         seed=int(d.get("seed") or 0),
         created_at=str(d.get("created_at") or ""),
+        telemetry=d.get("telemetry"),
     )
 
 
@@ -245,6 +262,8 @@ def rebuild_sweep(d: Mapping[str, Any]):
         threads_per_block=int(c.get("threads_per_block") or 256), policy=_policy(c["policy"]),
         python_budget_s=float(c.get("python_budget_s") or 0.0), max_wall_s=c.get("max_wall_s"), seed=int(c.get("seed") or 0),
         descending=bool(c.get("descending")),
+        # "l2" is absent from runs recorded before the flush existed: their L2 was warm
+        warm_l2=c.get("l2", "warm") == "warm",
     )
     points = tuple(
         SweepPoint(
@@ -265,6 +284,7 @@ def rebuild_sweep(d: Mapping[str, Any]):
         peaks=peaks, skipped=tuple((k, v) for k, v in (d.get("skipped") or {}).items()), stopped=d.get("stopped"),
         steps_done=int(d.get("steps_done") or 0), steps_planned=int(d.get("steps_planned") or 0),
         wall_s=float(d.get("wall_s") or 0.0), measuring_s=float(d.get("measuring_s") or 0.0), created_at=str(d.get("created_at") or ""),
+        l2_bytes=recorded_l2_bytes(d), telemetry=d.get("telemetry"),
     )
 
 
@@ -289,6 +309,7 @@ def rebuild_launch_sweep(d: Mapping[str, Any]):
         compile_s=float(d.get("compile_s") or 0.0), sm_count=int(d.get("sm_count") or 1),
         limits=SmLimits(**{k: limits.get(k) for k in ("max_threads_per_sm", "max_blocks_per_sm", "registers_per_sm", "shared_memory_per_sm")}) if limits else None,
         warnings=tuple(d.get("warnings") or ()), seed=int(d.get("seed") or 0), created_at=str(d.get("created_at") or ""),
+        l2_bytes=recorded_l2_bytes(d), telemetry=d.get("telemetry"),
     )
 
 
@@ -317,7 +338,7 @@ def rebuild_strategies(d: Mapping[str, Any]):
         iterations=int(d["iterations"]), policy=_policy(d["policy"]), backend=d["backend"], device=_device(d["device"]),
         strategies=strategies, skipped=dict(d.get("skipped") or {}), intervals=intervals, capabilities=dict(d.get("capabilities") or {}),
         compile_s=float(d.get("compile_s") or 0.0), seed=int(d.get("seed") or 0), notes=tuple(d.get("notes") or ()),
-        created_at=str(d.get("created_at") or ""),
+        created_at=str(d.get("created_at") or ""), telemetry=d.get("telemetry"),
     )
 
 
@@ -339,6 +360,22 @@ class ReferenceRun:
     @property
     def sections(self) -> Mapping[str, Any]:
         return self.data.get("sections") or {}
+
+    @property
+    def caveat(self) -> str | None:
+        """What every surface showing this run must say beside its figures (None: current rules)."""
+        from gpu.core.provenance import caveat_for
+
+        return caveat_for(self.data)
+
+    @property
+    def l2_note(self) -> str | None:
+        """Where this run's L2 size came from when the run did not record it."""
+        sweep = self._part("scaling", "run") or {}
+        if sweep.get("l2_bytes") or recorded_l2_bytes(sweep) is None:
+            return None
+        return (f"L2-resident points are marked using the {recorded_l2_bytes(sweep) // 2**20} MiB L2 an "
+                f"{self.provenance.device} reports (this run did not record its L2 size)")
 
     @property
     def full(self) -> bool:
@@ -459,6 +496,6 @@ def load_references(folder: str | None = None) -> References:
 
 __all__ = [
     "ARTICLE", "PUBLISHED_LABEL", "RECORDED_LABEL", "Provenance", "PublishedFigures", "ReferenceRun", "References",
-    "load_reference", "load_references", "readable_time", "rebuild_bandwidth", "rebuild_launch_sweep", "rebuild_strategies",
+    "RECORDED_DEVICE_L2_BYTES", "load_reference", "load_references", "readable_time", "recorded_l2_bytes", "rebuild_bandwidth", "rebuild_launch_sweep", "rebuild_strategies",
     "rebuild_sweep", "rebuild_vector_add",
 ]

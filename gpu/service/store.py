@@ -281,7 +281,11 @@ class HistoryStore:
 
     def _row(self, result: Mapping[str, Any], experiment: str | None, params: Mapping[str, Any] | None,
              device_index: int | None, versions: Mapping[str, str | None] | None) -> tuple:
-        data = _json_safe(dict(result))
+        from gpu.core.provenance import stamp
+
+        # a run measured now follows the current rules; an imported one carries its own
+        # version (the importer sets it from the file, 1 when the file predates versions)
+        data = stamp(_json_safe(dict(result)))
         name = data.get("experiment") or experiment
         if not name:
             raise StoreError("a run needs an experiment name to be saved")

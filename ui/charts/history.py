@@ -200,19 +200,34 @@ def vector_add_entry(source: str, kind: str, result: Mapping[str, Any]) -> list[
             continue
         seconds = sorted(float(s) for s in samples)
         median = seconds[len(seconds) // 2] if len(seconds) % 2 else (seconds[len(seconds) // 2 - 1] + seconds[len(seconds) // 2]) / 2
+        backend = result.get("backend") or device.get("backend") or ""
         out.append({
-            "source": source, "kind": kind, "device": device.get("name") or "unknown", "backend": result.get("backend") or device.get("backend") or "",
+            "source": source, "kind": kind, "device": device.get("name") or "unknown", "backend": backend,
             "n": n, "measure": measure, "median_ms": median * 1e3, "samples": len(seconds),
             "bandwidth_gbps": 12 * n / median / 1e9 if n and median > 0 and measure == "Kernel" else None,
             "peak_gbps": device.get("peak_bandwidth_gbps"),
+            "caveat": _caveat(result, backend, len(seconds)),
         })
     return out
+
+
+def _caveat(result: Mapping[str, Any], backend: str, samples: int) -> str:
+    """What a Compare-GPUs figure must say beside it: simulated, recorded before the rules, n<3."""
+    from gpu.core.provenance import caveat_for
+
+    parts = ["simulated: not GPU performance"] if backend == "simulator" else []
+    before = caveat_for(result)
+    if before and backend != "simulator":
+        parts.append(before.split(";")[0])  # "recorded before L2 flushing and verified holds"
+    if samples < 3:
+        parts.append("fewer than 3 samples")
+    return "; ".join(parts)
 
 
 def article_entry(source: str, n: int, cpu_time_s: float, gpu_time_s: float) -> list[dict]:
     """The article's two printed times (mean of 3 runs each) as Compare-GPUs rows."""
     base = {"source": source, "kind": "published in the article", "device": "NVIDIA T4", "backend": "cuda", "n": n, "samples": 3,
-            "bandwidth_gbps": None, "peak_gbps": None}
+            "bandwidth_gbps": None, "peak_gbps": None, "caveat": "published wall-clock means, not measured here"}
     return [
         {**base, "measure": "GPU end to end", "median_ms": gpu_time_s * 1e3},
         {**base, "measure": "Python loop", "median_ms": cpu_time_s * 1e3},
@@ -224,7 +239,10 @@ def gpus_time_chart(frame: pd.DataFrame, subtitle: str = "") -> alt.Chart:
     data = frame[frame["median_ms"] > 0].copy()
     sources = list(dict.fromkeys(data["source"]))
     measures = [m for m in GPU_COMPARE_MEASURES if m in set(data["measure"])]
-    data["time"] = [_ms_text(v) for v in data["median_ms"]]
+    data["time"] = [_ms_text(v) + (" *" if n < 3 else "") + (" (simulated)" if b == "simulator" else "")
+                    for v, n, b in zip(data["median_ms"], data["samples"], data["backend"])]
+    if "caveat" not in data:
+        data["caveat"] = ""
     y = alt.Y("measure:N", sort=measures, title=None, axis=alt.Axis(labelLimit=220))
     color = alt.Color("source:N", title="device and source", sort=sources, scale=alt.Scale(scheme="tableau10"),
                       legend=alt.Legend(orient="bottom", columns=1, labelLimit=600, symbolType="circle"))
@@ -235,6 +253,7 @@ def gpus_time_chart(frame: pd.DataFrame, subtitle: str = "") -> alt.Chart:
         alt.Tooltip("time:N", title="median"),
         alt.Tooltip("samples:Q", title="samples"),
         alt.Tooltip("n:Q", title="N", format=","),
+        alt.Tooltip("caveat:N", title="caveat"),
     ]
     dots = alt.Chart(data).mark_point(filled=True, size=110).encode(
         y=y, yOffset=alt.YOffset("source:N", sort=sources),
@@ -253,11 +272,15 @@ def gpus_bandwidth_chart(frame: pd.DataFrame, subtitle: str = "") -> alt.LayerCh
     """Kernel bandwidth per source (bar) with its device's theoretical peak (tick), GB/s."""
     data = frame[(frame["measure"] == "Kernel") & frame["bandwidth_gbps"].notna()].copy()
     sources = list(dict.fromkeys(data["source"]))
-    data["bw_text"] = [f"{v:,.0f} GB/s" if v >= 10 else f"{v:.3g} GB/s" for v in data["bandwidth_gbps"]]
+    data["bw_text"] = [(f"{v:,.0f} GB/s" if v >= 10 else f"{v:.3g} GB/s") + (" *" if n < 3 else "") + (" (simulated)" if b == "simulator" else "")
+                       for v, n, b in zip(data["bandwidth_gbps"], data["samples"], data["backend"])]
+    if "caveat" not in data:
+        data["caveat"] = ""
     data["peak_text"] = [f"{v:,.0f} GB/s" if v == v and v else "unknown" for v in data["peak_gbps"].astype(float)]
     y = alt.Y("source:N", sort=sources, title=None, axis=alt.Axis(labelLimit=420))
     tooltip = [alt.Tooltip("source:N", title="source"), alt.Tooltip("bw_text:N", title="kernel bandwidth"),
-               alt.Tooltip("peak_text:N", title="device peak (clock × bus)"), alt.Tooltip("n:Q", title="N", format=",")]
+               alt.Tooltip("peak_text:N", title="device peak (clock × bus)"), alt.Tooltip("n:Q", title="N", format=","),
+               alt.Tooltip("caveat:N", title="caveat")]
     bars = alt.Chart(data).mark_bar(height=18, color="#f58518").encode(
         y=y, x=alt.X("bandwidth_gbps:Q", title="kernel bandwidth (GB/s, 12 bytes per element)", axis=alt.Axis(format=",.0f")), tooltip=tooltip
     )

@@ -178,6 +178,9 @@ def sweep_summary(frame: pd.DataFrame) -> pd.DataFrame:
         best=("best", "first"),
         n=("n", "first"),
     ).reset_index()
+    flag = lambda col: frame.groupby("label", sort=False)[col].first().reindex(out["label"]).fillna(False).astype(bool).to_numpy() if col in frame else False  # noqa: E731
+    out["few_samples"] = out["samples"] < 3
+    out["l2_resident"] = flag("l2_resident")
     bytes_moved = BYTES_PER_ELEMENT * out["n"]
     for col in ("median", "min", "max"):
         out[f"{col}_us"] = out[f"{col}_s"] * 1e6
@@ -186,6 +189,9 @@ def sweep_summary(frame: pd.DataFrame) -> pd.DataFrame:
     out["bandwidth_high_gbps"] = bytes_moved / out["min_s"] / 1e9  # fastest sample
     out["occupancy_pct"] = out["occupancy"] * 100
     out["marker"] = out["best"].map({True: "best", False: ""})
+    # n<3 and L2 marks beside "best" (never "*" for best: "*" means fewer than 3 samples)
+    out["marks"] = [", ".join(m for m in (("best" if b else ""), ("n<3" if f else ""), ("fits in L2" if l else "")) if m)
+                    for b, f, l in zip(out["best"], out["few_samples"], out["l2_resident"])]
     return out.sort_values("order").reset_index(drop=True)
 
 
@@ -201,6 +207,7 @@ def _sweep_tooltip() -> list[alt.Tooltip]:
         alt.Tooltip("occupancy_pct:Q", title="occupancy (%)", format=".0f"),
         alt.Tooltip("occupancy_source:N", title="occupancy from"),
         alt.Tooltip("samples:Q", title="samples"),
+        alt.Tooltip("marks:N", title="marks"),
     ]
 
 
@@ -220,14 +227,25 @@ def sweep_time_chart(frame: pd.DataFrame, subtitle: str) -> alt.LayerChart:
     y_scale = alt.Scale(type="log") if spread > 20 else alt.Scale(zero=False)
     y_title = "kernel time (µs" + (", log scale)" if spread > 20 else ")")
     base = alt.Chart(data).encode(x=_config_x(order), tooltip=_sweep_tooltip())
-    whiskers = base.mark_rule(strokeWidth=2).encode(y=alt.Y("min_us:Q", scale=y_scale, title=y_title, axis=alt.Axis(format=",.4~g", labelOverlap="greedy", tickCount=6)), y2="max_us:Q", color=_kind_color())
+    if spread > 20:  # one labelled tick per decade, plain numbers (never "1e+7", no wall of minor grid lines)
+        from ui.charts.common import log_axis
+
+        decades = log_axis(list(data["min_us"]) + list(data["max_us"])).values
+        y_axis = alt.Axis(values=decades, format=",~f", grid=True)
+    else:
+        y_axis = alt.Axis(format=",.4~g", labelOverlap="greedy", tickCount=6)
+    whiskers = base.mark_rule(strokeWidth=2).encode(y=alt.Y("min_us:Q", scale=y_scale, title=y_title, axis=y_axis), y2="max_us:Q", color=_kind_color())
     points = base.mark_point(filled=True, size=70).encode(y=alt.Y("median_us:Q", scale=y_scale), color=_kind_color())
     best = base.transform_filter("datum.best").mark_point(shape="diamond", size=260, filled=False, strokeWidth=2, color="black").encode(
         y=alt.Y("median_us:Q", scale=y_scale)
     )
     label = base.transform_filter("datum.best").mark_text(dy=-16, fontWeight="bold").encode(y=alt.Y("median_us:Q", scale=y_scale), text="marker:N")
-    return (whiskers + points + best + label).properties(
-        title=alt.TitleParams("Kernel time per launch configuration (median; whisker = min–max)", subtitle=subtitle, anchor="start"), height=300,
+    # a figure from fewer than 3 samples cannot show its spread: a grey square says so
+    few = base.transform_filter("datum.few_samples").mark_square(size=200, filled=False, strokeWidth=1.5, color="#777").encode(
+        y=alt.Y("median_us:Q", scale=y_scale))
+    return (whiskers + points + best + few + label).properties(
+        title=alt.TitleParams("Kernel time per launch configuration (median; whisker = min–max; diamond = best; "
+                              "grey square = fewer than 3 samples)", subtitle=subtitle, anchor="start"), height=300,
         autosize=alt.AutoSizeParams(type="fit-x", contains="padding"),
     )
 
@@ -238,7 +256,7 @@ def sweep_bandwidth_chart(frame: pd.DataFrame, subtitle: str, peak_gbps: float |
     data = sweep_summary(frame)
     order = list(data["label"])
     base = alt.Chart(data).encode(x=_config_x(order), tooltip=_sweep_tooltip())
-    bars = base.mark_bar(opacity=0.85).encode(y=alt.Y("bandwidth_gbps:Q", title="effective bandwidth (GB/s)", axis=alt.Axis(format=",.3~g")), color=_kind_color())
+    bars = base.mark_bar(opacity=0.85).encode(y=alt.Y("bandwidth_gbps:Q", title="effective bandwidth (GB/s)", axis=alt.Axis(format=",.6~g")), color=_kind_color())
     whiskers = base.mark_rule(color="black").encode(y="bandwidth_low_gbps:Q", y2="bandwidth_high_gbps:Q")
     best = base.transform_filter("datum.best").mark_text(dy=-8, fontWeight="bold").encode(y="bandwidth_high_gbps:Q", text="marker:N")
     layers = [bars, whiskers, best]

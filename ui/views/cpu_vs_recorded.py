@@ -33,6 +33,15 @@ def _figures_table(rows: list[tuple[str, str]], heading: str) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["measure", heading])
 
 
+def _caveat() -> None:
+    """The recorded GPU column was measured under older rules (when it was): said beside it."""
+    refs = references()
+    caveat = next((r.caveat for r in refs.runs if r.full and r.caveat), None)
+    if caveat:
+        st.caption(f":material/history: The recorded GPU figures were {caveat}; your CPU runs on warm caches, "
+                   "and those GPU samples ran with a warm L2 too.")
+
+
 def show_vector_add(run) -> VectorAddVsRecorded | None:
     """The Vector add run's CPU figures beside the recorded GPU's; returns what was shown (None: nothing recorded)."""
     comparison = vector_add_vs_recorded(run, references())
@@ -55,6 +64,7 @@ def show_vector_add(run) -> VectorAddVsRecorded | None:
             st.warning(f"The GPU column is at N = {rec.n:,}, not yours: no run was recorded at N = {rec.requested_n:,}, and "
                        f"{rec.n:,} is the nearest recorded size ({rec.size_difference}).", icon=":material/straighten:")
         _sentences(comparison.sentences())
+        _caveat()
         subtitle = f"your CPU at N = {comparison.cpu_n:,} · {rec.label} at N = {rec.n:,} ({rec.source})"
         st.altair_chart(charts.one_size_chart(comparison.to_frame(), subtitle), width="stretch", key="cpu_vs_recorded.chart")
     return comparison
@@ -69,6 +79,7 @@ def show_sweep(run) -> SweepVsRecorded | None:
             st.caption("No recorded GPU run holds these sizes, or the sweep measured no CPU implementation.")
             return None
         _sentences(comparison.sentences())
+        _caveat()
         frame = comparison.to_frame()
         subtitle = f"your CPU: {YOUR_CPU} · recorded GPU: {comparison.label} ({comparison.recorded[-1].source})"
         st.altair_chart(charts.sweep_chart(frame, subtitle), width="stretch", key="cpu_vs_recorded.sweep_chart")

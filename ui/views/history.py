@@ -218,7 +218,9 @@ def compare_gpus_ui(records: list[RunRecord]) -> None:
     rows = article_entry(f"NVIDIA T4 — article ({refs.article.provenance.label})", refs.article.n, refs.article.cpu_time_s, refs.article.gpu_time_s)
     for ref in refs.runs:
         if ref.full and ref.has("vector-add"):
-            rows += vector_add_entry(f"{ref.provenance.device} — recorded {ref.provenance.when} ({ref.key})", "recorded reference", ref.sections["breakdown"]["run"])
+            before = " †" if ref.caveat else ""  # † explained beside the charts: recorded before the rules
+            rows += vector_add_entry(f"{ref.provenance.device} — recorded {ref.provenance.when} ({ref.key}){before}", "recorded reference",
+                                     ref.sections["breakdown"]["run"])
     own = [r for r in records if r.experiment == "vector-add" and isinstance(r.result.get("gpu"), dict)]
     for r in own[:MAX_COMPARED_OWN]:
         kind = "imported" if r.result.get("imported") else "your run"
@@ -228,7 +230,9 @@ def compare_gpus_ui(records: list[RunRecord]) -> None:
     st.markdown(
         "The article's experiment on every device this lab knows of: the article's own T4 figures (published, not measured here), "
         "the GPU checks committed with the lab (read-only), imported checks and your newest runs. Sizes differ between "
-        "sources (each row says its N); simulated runs time the simulator, not a GPU."
+        "sources (each row says its N); simulated runs time the simulator, not a GPU (marked “simulated”); "
+        "\\* = fewer than 3 samples. † = recorded before L2 flushing and verified holds; single-sample points marked "
+        "(their small sizes may have been served from the L2)."
     )
     st.altair_chart(gpus_time_chart(frame), width="stretch", key="history.gpus_time")
     if frame["bandwidth_gbps"].notna().any():

@@ -81,8 +81,8 @@ def describe_sweep(run: LaunchSweepRun) -> str:
 
 def sweep_table(run: LaunchSweepRun) -> pd.DataFrame:
     table = launch_charts.sweep_summary(run.to_frame())
-    table = table[["label", "blocks", "median_us", "min_us", "max_us", "bandwidth_gbps", "occupancy_pct", "occupancy_source", "samples", "marker"]]
-    return table.rename(columns={"label": "configuration", "median_us": "median (µs)", "min_us": "min (µs)", "max_us": "max (µs)", "bandwidth_gbps": "GB/s (median)", "occupancy_pct": "occupancy (%)", "occupancy_source": "occupancy from", "marker": ""})
+    table = table[["label", "blocks", "median_us", "min_us", "max_us", "bandwidth_gbps", "occupancy_pct", "occupancy_source", "samples", "marks"]]
+    return table.rename(columns={"label": "configuration", "median_us": "median (µs)", "min_us": "min (µs)", "max_us": "max (µs)", "bandwidth_gbps": "GB/s (median)", "occupancy_pct": "occupancy (%)", "occupancy_source": "occupancy from", "marks": "marks"})
 
 
 def show_sweep(run: LaunchSweepRun) -> None:
@@ -114,6 +114,10 @@ def show_sweep(run: LaunchSweepRun) -> None:
     else:
         st.caption("Occupancy: not available here (the simulator compiles nothing and has no multiprocessors).")
     st.dataframe(sweep_table(run), hide_index=True, width="stretch")
+    from ui.telemetry_note import show_telemetry  # marks and clocks beside the table (issue 18)
+
+    st.caption("Marks: n<3 = fewer than 3 samples (spread unknown); fits in L2 = a, b and c fit in the L2 (may be served from cache).")
+    show_telemetry(run.telemetry, "sweep")
     st.download_button("Download sweep (JSON)", json.dumps(to_json(run), indent=2), file_name=f"launch_sweep_{run.n}.json", mime="application/json", key="sweep_download")
 
 
@@ -206,7 +210,7 @@ def show_launch_overhead(run) -> None:
     st.altair_chart(launch_charts.launch_overhead_chart(run.to_frame(), subtitle), use_container_width=True)
     if run.engine_ratio is not None:
         verdict = "within" if run.engine_ratio <= ENGINE_TARGET else "NOT within"
-        st.markdown(f"The engine's launch is **{run.engine_ratio:.2g}x** the fastest path ({PATHS[run.fastest]}): "
+        st.markdown(f"The engine's launch is **{run.engine_ratio:.2g}x** the fastest path with the same three array arguments ({PATHS[run.engine_baseline]}): "
                     f"{verdict} the {ENGINE_TARGET:g}x target.")
     if run.breakdown():
         st.markdown("Where the article's launch goes:\n" + "\n".join(f"- {w}: {format_seconds(s)}" for w, s in run.breakdown()))

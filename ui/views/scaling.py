@@ -14,7 +14,7 @@ from gpu.experiments.scaling import default_max_n
 from gpu.experiments.scaling_config import IMPL_LABELS
 from gpu.experiments.scaling_result import SweepRun
 from gpu.report.render import to_json
-from gpu.report.scaling import crossover_sentences
+from gpu.report.scaling import crossover_conditions, crossover_sentences
 from ui.charts import scaling as scaling_charts
 
 RESULT_KEY = "scaling.result"
@@ -81,6 +81,8 @@ def show_result(run: SweepRun) -> None:
     st.subheader("Where the GPU starts to win")
     sentences = crossover_sentences(run)
     st.markdown("\n".join(f"- {s}" for s in sentences) if sentences else "- Choose the GPU and at least one CPU implementation to find crossovers.")
+    if sentences:
+        st.caption(crossover_conditions(run))
     if run.backend == "simulator":
         st.caption("Simulated kernels are thousands of times slower than a GPU: these crossovers say nothing about real hardware.")
         from ui.views import cpu_vs_recorded
@@ -90,7 +92,7 @@ def show_result(run: SweepRun) -> None:
     cols = st.columns(4)
     cols[0].metric("Sizes measured", f"{len(run.sizes)}")
     cols[1].metric("Steps", f"{run.steps_done} of {run.steps_planned}")
-    cols[2].metric("Wall time", format_seconds(run.wall_s), help="Kernel compile excluded.")
+    cols[2].metric("Wall time", format_seconds(run.wall_s), help="From the first measured step to the last: kernel compile and input generation excluded.")
     overhead = run.overhead_fraction
     measured = run.sampled_s > 0 and 0 <= overhead < 1
     cols[3].metric("Overhead", f"{overhead:.0%}" if measured else "not measured", help=(
@@ -117,6 +119,9 @@ def show_result(run: SweepRun) -> None:
 
     st.subheader("Every point")
     st.dataframe(table(run), hide_index=True, width="stretch")
+    from ui.telemetry_note import show_telemetry
+
+    show_telemetry(run.telemetry, "sweep")
     left, right = st.columns(2)
     stem = f"scaling_{run.config.min_n}_{run.config.max_n}"
     left.download_button("Download sweep (JSON)", json.dumps(to_json(run), indent=2, default=str), file_name=f"{stem}.json",
@@ -129,4 +134,5 @@ def points_csv(run: SweepRun) -> str:
     """Plain CSV for spreadsheets: one header line, integer N; metadata lives in the JSON download."""
     frame = run.to_frame()
     frame["n"] = frame["n"].astype("int64")
+    frame["backend"] = run.backend  # every row says whether it timed a GPU or the simulator
     return frame.to_csv(index=False)

@@ -32,6 +32,7 @@ from gpu.experiments.transfers import (
 from gpu.report.render import to_json
 from gpu.report.transfers import verdict
 from ui.charts import transfers as transfers_charts
+from ui.telemetry_note import show_telemetry
 
 BANDWIDTH_KEY = "transfers.bandwidth"
 STRATEGIES_KEY = "transfers.strategies"
@@ -113,10 +114,11 @@ def strategy_table(result: StrategyComparison) -> pd.DataFrame:
     """Per strategy, fastest first: medians per vector add (ms), memory, agreement, what it does."""
     rows = []
     for s in result.ranking:
-        row = {"strategy": s.label, "end to end (ms)": s.cost_s * 1e3}
+        row = {"strategy": s.label, "end to end (ms)": s.cost_s * 1e3, "samples": s.total.n_samples,
+               "marks": "n<3" if s.few_samples else ""}  # beside the figure: fewer than 3 samples, spread unknown
         for phase, label in (("h2d", "H2D"), ("launch", "launch"), ("kernel", "kernel"), ("d2h", "D2H"), ("span", "copies + kernels, span")):
             row[f"{label} (ms)"] = s.phase_cost_s(phase) * 1e3 if phase in s.phases else None
-        row.update({"samples": s.total.n_samples, "host memory": s.host_memory, "bit-identical": s.agreement.passed, "what it does": s.description})
+        row.update({"host memory": s.host_memory, "bit-identical": s.agreement.passed, "what it does": s.description})
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -161,6 +163,7 @@ def show_strategies(result: StrategyComparison) -> None:
     st.caption(f"Medians per vector add; CUDA events for phases{' (wall clock in the simulator)' if result.backend == 'simulator' else ''}, wall clock end to end. {result.policy.describe()}. "
                f"Rule: {ALLOCATION_RULE} — except \"as in the article\", whose cuda.to_device allocates while it copies (its H2D includes allocating a, b and c).")
     st.dataframe(strategy_table(result), hide_index=True, width="stretch")
+    show_telemetry(result.telemetry)
     left, right = st.columns(2)
     left.download_button("Download strategies (JSON)", json.dumps(to_json(result), indent=2), file_name=f"transfers_strategies_{result.n}.json", mime="application/json", key="st_download_json")
     right.download_button("Download strategy samples (CSV)", frame.to_csv(index=False), file_name=f"transfers_strategies_{result.n}.csv", mime="text/csv", key="st_download_csv")

@@ -186,6 +186,9 @@ def show_run(run: VectorAddRun) -> None:
                f"Rules: {ALLOCATION_RULE}; the L2 is flushed before every GPU sample; the kernel alone is timed behind a verified stream hold "
                f"({run.gpu['kernel'].retries} samples retried with a longer hold); a figure from fewer than 3 samples is marked \"n<3\".")
     st.dataframe(stats_table(run), hide_index=True, width="stretch")
+    from ui.telemetry_note import show_telemetry
+
+    show_telemetry(run.telemetry, "run")
     left, right = st.columns(2)
     payload = run.to_dict()
     left.download_button("Download run (JSON)", json.dumps(payload, indent=2), file_name=f"vector_add_{run.n}.json", mime="application/json", key="download_json")
