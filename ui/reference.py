@@ -15,17 +15,12 @@ import streamlit as st
 
 import gpu
 from gpu.core.timing import format_seconds
-from gpu.service.references import ARTICLE, ReferenceRun, References, load_references
+from gpu.service.references import ARTICLE, ReferenceRun
 from ui.format import factor_text, format_gbps, times_words
+from ui.resources import references  # noqa: F401  (pages and app.py read it from here too)
 
 PANEL_TITLE = "On a real GPU"
 EXPERIMENTS = ("vector-add", "scaling", "launch", "transfers")
-
-
-@st.cache_resource(max_entries=1, show_spinner=False)
-def references() -> References:
-    """Every committed reference run, loaded and validated once per process."""
-    return load_references()
 
 
 # --- one sentence per experiment ------------------------------------------------------------
