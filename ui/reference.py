@@ -15,12 +15,13 @@ import streamlit as st
 
 import gpu
 from gpu.core.timing import format_seconds
+from gpu.experiments.base import Recorded
+from gpu.experiments.registry import experiments
 from gpu.service.references import ARTICLE, ReferenceRun
 from ui.format import factor_text, format_gbps, times_words
 from ui.resources import references  # noqa: F401  (pages and app.py read it from here too)
 
 PANEL_TITLE = "On a real GPU"
-EXPERIMENTS = ("vector-add", "scaling", "launch", "transfers")
 
 
 # --- one sentence per experiment ------------------------------------------------------------
@@ -183,7 +184,9 @@ def _transfers(ref: ReferenceRun) -> None:
         )
 
 
-_DRAW = {"vector-add": _vector_add, "scaling": _scaling, "launch": _launch, "transfers": _transfers}
+def panels() -> dict[str, Recorded]:
+    """Every recorded-run panel the declarations name (``Experiment.recorded``), by name."""
+    return {e.recorded.name: e.recorded for e in experiments() if e.recorded is not None}
 
 
 def reference_panel(experiment: str, *, expanded: bool | None = None) -> ReferenceRun | None:
@@ -192,8 +195,9 @@ def reference_panel(experiment: str, *, expanded: bool | None = None) -> Referen
     ``expanded`` defaults to open in the simulator (the panel leads) and closed on a GPU.
     Returns the reference shown, or None when no committed run holds the experiment.
     """
-    if experiment not in _DRAW:
-        raise ValueError(f"experiment must be one of {EXPERIMENTS}, got {experiment!r}")
+    declared = panels()
+    if experiment not in declared:
+        raise ValueError(f"experiment must be one of {tuple(declared)} (the declarations' recorded panels), got {experiment!r}")
     refs = references()
     ref = refs.best(experiment)
     open_ = gpu.BACKEND.simulated if expanded is None else expanded
@@ -206,7 +210,7 @@ def reference_panel(experiment: str, *, expanded: bool | None = None) -> Referen
         provenance_caption(ref)
         with st.expander("The recorded result" + ("" if open_ else " (compare with your run above)"), expanded=open_, icon=":material/monitoring:"):
             try:
-                _DRAW[experiment](ref)
+                declared[experiment].draw.resolve()(ref)
             except Exception as exc:  # a reference that no longer rebuilds must not break the page
                 st.warning(f"The recorded run {ref.key} could not be drawn: {exc}", icon=":material/warning:")
     return ref

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any, Mapping
 
+from gpu.experiments.base import checked_measures
 from gpu.service.store import StoreError
 from ui.resources import current_store, device_facts
 
@@ -59,7 +60,7 @@ def save_result(
         data.setdefault("backend", device.get("backend"))
         data.update(extra or {})
         data["experiment"] = experiment.key
-        data["measures"] = experiment.measures(result)
+        data["measures"] = checked_measures(experiment, result)
         return current_store().save(data, experiment=experiment.key, params=params, device_index=index), None
     except StoreError as exc:
         return None, f"This run is shown below but was not saved to History: {exc}"

@@ -107,8 +107,9 @@ def run_declared(experiment: "Experiment", params: Mapping[str, Any], *, device:
             if tracker is not None:
                 tracker(message)
 
-        progress = Progress(say=say_and_track, step=step, should_stop=lambda: bool(state.get(stop_key(experiment))))
-        return experiment.run(params, progress)
+        progress = Progress(say=say_and_track, step=step, should_stop=lambda: bool(state.get(stop_key(experiment))),
+                            started=tracker.started if tracker is not None else (lambda _step_id: None))
+        return experiment.execute(params, progress)
 
     result = run_experiment(experiment.title, work, device=device, uses_cpu=experiment.uses_cpu, experiment=experiment, params=params)
     state[partial_key(experiment)] = None

@@ -28,6 +28,7 @@ from gpu.core.limits import (
 )
 from gpu.core.timing import utc_timestamp
 from gpu.experiments.base import Experiment, Param, Progress
+from gpu.experiments.launch import LAUNCH_PAGE
 from gpu.experiments.registry import register
 from gpu.kernels.vector_add import (
     PROBE_FIELDS,
@@ -220,6 +221,11 @@ class IndexingRun:
     def passed(self) -> bool:
         """False only when the probe ran and disagreed with the arithmetic."""
         return all(v is not False for v in (self.records_match, self.sums_match, self.coverage_ok))
+
+    @property
+    def agree(self) -> bool:
+        """The result protocol's agreement: the probe's records and sums matched the index arithmetic."""
+        return self.passed
 
     def elements_of(self, thread: int) -> list[int]:
         """Elements that global thread ``thread`` added (needs drawn records)."""
@@ -442,7 +448,9 @@ INDEXING = register(Experiment(
     work=_indexing_work,
     measures=lambda run: {"threads_launched": float(run.summary.threads_launched)}
     | ({"probe_s": run.probe_s} if run.probe_s is not None else {}),
-    passed=lambda run: run.passed,
-    page="pages/3_Launch_config.py",
+    result_type=IndexingRun,
+    page=LAUNCH_PAGE,
+    order=30,
+    history_columns=("n", "threads_per_block"),
     uses_cpu=BACKEND.simulated,  # simulated threads are CPU work
 ))

@@ -32,7 +32,7 @@ from gpu.core.timing import (
     time_kernel,
     utc_timestamp,
 )
-from gpu.experiments.base import Experiment, Param, PerBackend, Progress
+from gpu.experiments.base import Experiment, Hook, PageLink, Param, PerBackend, Progress, Recorded
 from gpu.experiments.registry import register
 from gpu.experiments.vector_add_timing import (
     BYTES_PER_ELEMENT,
@@ -326,6 +326,10 @@ def _sweep_work(p) -> int:
     return p["n"] * (p["repeats"] + 1) * configs
 
 
+# The page of the launch experiments (indexing, the sweep, launch overhead): one link for all three.
+LAUNCH_PAGE = PageLink("Launch config", ":material/grid_view:", 30,
+                       "which thread handles which element; block-size sweep; the kernel's PTX", "pages/3_Launch_config.py")
+
 LAUNCH_SWEEP = register(Experiment(
     key="launch-sweep",
     title="Block-size sweep",
@@ -349,7 +353,13 @@ LAUNCH_SWEEP = register(Experiment(
     ),
     work=_sweep_work,
     measures=lambda run: {"best_kernel_s": min(c.kernel.median_s for c in run.configs)} if run.configs else {},
-    page="pages/3_Launch_config.py",
+    result_type=LaunchSweepRun,
+    page=LAUNCH_PAGE,
+    order=40,
+    history_columns=("n", "repeats"),
+    report="gpu.report.launch",
+    check=(Hook("gpu.report.check:launch_section"),),
+    recorded=Recorded("launch", Hook("ui.reference:_launch")),
     uses_cpu=BACKEND.simulated,
 ))
 

@@ -43,6 +43,7 @@ from gpu.core.timing import (
     utc_timestamp,
 )
 from gpu.experiments.base import Experiment, Param
+from gpu.experiments.launch import LAUNCH_PAGE
 from gpu.experiments.registry import register
 
 PATHS = {
@@ -202,6 +203,11 @@ class LaunchOverheadRun:
             "breakdown": [{"what": w, "seconds": s} for w, s in self.breakdown()],
         }
 
+    @property
+    def agree(self) -> bool:
+        """Always True: empty kernels compute nothing, so there is no result to disagree."""
+        return True
+
     def to_frame(self):
         """One row per path × sample: path, label, sample, seconds, us, few_samples, backend."""
         import pandas as pd
@@ -285,8 +291,9 @@ EXPERIMENT = register(Experiment(
     # each sample is a few empty launches of one thread: negligible next to any vector add
     work=lambda p: p["samples"],
     measures=lambda run: {f"{name}_s": stats.median_s for name, stats in run.paths.items()},
-    passed=lambda run: True,
-    page="pages/3_Launch_config.py",
+    result_type=LaunchOverheadRun,
+    page=LAUNCH_PAGE,
+    order=50,
     uses_cpu=True,  # host time is what is measured: other CPU benchmarks would disturb it
 ))
 

@@ -40,7 +40,7 @@ from gpu.core.limits import (
 from gpu.core.peaks import Peaks, measure_peaks
 from gpu.core.telemetry import TelemetryMonitor
 from gpu.core.timing import Clock
-from gpu.experiments.base import Experiment, Param, PerBackend, Progress
+from gpu.experiments.base import Experiment, Hook, PageLink, Param, PerBackend, Progress, Recorded
 from gpu.experiments.registry import register
 from gpu.experiments.scaling_config import (
     DEFAULT_MIN_N,
@@ -377,7 +377,14 @@ EXPERIMENT = register(Experiment(
     run=_run,
     work=_work,
     measures=_measures,
-    page="pages/2_Scaling.py",
+    result_type=SweepRun,
+    page=PageLink("Scaling", ":material/trending_up:", 20,
+                  "every size of a range: where the GPU starts to win, bandwidth against the limits", "pages/2_Scaling.py"),
+    order=20,
+    history_columns=("threads_per_block", "repeats"),
+    report="gpu.report.scaling",
+    check=(Hook("gpu.report.check:scaling_section"),),
+    recorded=Recorded("scaling", Hook("ui.reference:_scaling")),
     csv=True,
     mark_stopped=lambda run, why: replace(run, stopped=why),
 ), aliases=("sweep",))

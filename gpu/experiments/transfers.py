@@ -41,10 +41,11 @@ from gpu.core.timing import (
 )
 from gpu.experiments.bandwidth import (
     SIMULATED_NOTE,
+    TRANSFERS_PAGE,
     BandwidthCurves,
     run_bandwidth_curves,
 )
-from gpu.experiments.base import Experiment, Param, PerBackend, Progress
+from gpu.experiments.base import Experiment, Hook, Param, PerBackend, Progress, Recorded
 from gpu.experiments.registry import register
 from gpu.experiments.strategy_timing import (
     MAX_CHUNKS,
@@ -502,6 +503,10 @@ class TransfersRun:
         return {"experiment": "transfers", "bandwidth": self.bandwidth.to_dict() if self.bandwidth else None,
                 "strategies": self.strategies.to_dict()}
 
+    def to_frame(self):
+        """The strategies' tidy samples (the bandwidth curves, when measured, have their own ``to_frame``)."""
+        return self.strategies.to_frame()
+
 
 def _run_transfers(p, progress) -> TransfersRun:
     strategies = run_strategies(p["n"], p["threads_per_block"], p["chunks"], p["streams"], p["iterations"],
@@ -534,5 +539,11 @@ STRATEGIES_EXPERIMENT = register(Experiment(
     run=_run_transfers,
     work=_strategies_work,
     measures=lambda run: {f"{s.key}_s": s.cost_s for s in run.strategies.ranking},
-    page="pages/4_Transfers.py",
+    result_type=TransfersRun,
+    page=TRANSFERS_PAGE,
+    order=70,
+    history_columns=("n", "threads_per_block", "repeats"),
+    report="gpu.report.transfers",
+    check=(Hook("gpu.report.check:transfers_section"),),
+    recorded=Recorded("transfers", Hook("ui.reference:_transfers")),
 ))

@@ -81,3 +81,8 @@ def summary(run: LaunchSweepRun) -> str:
     lines.append("occupancy: (d) from the driver, (c) calculated from registers and per-SM limits")
     lines.append(explanation(run))
     return "\n".join(lines)
+
+
+# What gpu/report/render.py uses for these results (named by the launch-sweep declaration's ``report``).
+SUMMARIES = {LaunchSweepRun: summary}
+PROSE = {LaunchSweepRun: lambda run: {"explanation": explanation(run)}}
