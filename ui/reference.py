@@ -210,7 +210,11 @@ def reference_panel(experiment: str, *, expanded: bool | None = None) -> Referen
         provenance_caption(ref)
         with st.expander("The recorded result" + ("" if open_ else " (compare with your run above)"), expanded=open_, icon=":material/monitoring:"):
             try:
-                declared[experiment].draw.resolve()(ref)
+                draw = declared[experiment].draw
+                if draw is None:
+                    st.caption("This experiment declares no drawing of a recorded run; its figures are in the check's files.")
+                else:
+                    draw.resolve()(ref)
             except Exception as exc:  # a reference that no longer rebuilds must not break the page
                 st.warning(f"The recorded run {ref.key} could not be drawn: {exc}", icon=":material/warning:")
     return ref

@@ -189,11 +189,12 @@ class Recorded:
     """Where a run recorded on a real GPU shows for an experiment's page ("On a real GPU").
 
     ``name`` is what the committed ``gpu check`` runs hold it under (``References.best``)
-    and what the page asks for; ``draw(reference_run)`` draws it (a Hook into ui/).
+    and what the page asks for; ``draw(reference_run)`` draws it (a Hook into ui/). A new
+    experiment has its slot before any GPU has recorded it: the panel then says so.
     """
 
     name: str
-    draw: Hook
+    draw: Hook | None = None
 
 
 WIDGETS = ("text", "int", "float", "select", "multiselect", "checkbox")
