@@ -53,7 +53,7 @@ from gpu.core.series import Series
 from gpu.core.timing import RepeatPolicy
 from gpu.experiments.base import Experiment, Hook, PageLink, Param, PerBackend, Recorded
 from gpu.experiments.registry import register
-from gpu.kernels.vector_add import blocks_for
+from gpu.kernels.geometry import blocks_for
 from toylab.saxpy_kernels import saxpy_kernel
 
 A = np.float32(2.0)

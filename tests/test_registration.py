@@ -129,7 +129,7 @@ def test_a_page_link_must_be_plain_literals(tmp_path):
     link = declared_link(page, tmp_path)
     assert (link.label, link.order, link.script) == ("X", 55, "pages/9_X.py")
     page.write_text('PAGE = PageLink(TITLE, ":material/edit:", 55)\n')
-    with pytest.raises(ValueError, match="plain literals"):
+    with pytest.raises(ValueError, match="plain strings and numbers"):
         declared_link(page, tmp_path)
 
 
@@ -150,3 +150,22 @@ def test_no_docstring_or_document_names_a_missing_file():
             if "<" not in quoted and "*" not in quoted and not (ROOT / quoted).exists():
                 missing.append(f"{path.relative_to(ROOT)} names {quoted}")
     assert missing == []
+
+
+def test_one_grid_size_helper_uses_real_occupancy_when_it_is_known():
+    from gpu.kernels.geometry import blocks_for, resident_blocks
+
+    assert blocks_for(1000, 256) == 4 and blocks_for(1024, 256) == 4
+    assert resident_blocks(10**8, 256, 132) == 132 * 8  # 2048 threads per SM / 256
+    assert resident_blocks(10**8, 256, 132, blocks_per_sm=3) == 132 * 3  # registers limit it to 3 blocks per SM
+    assert resident_blocks(100, 256, 132) == 1  # never more blocks than the data needs
+
+
+def test_one_float_parser_words_its_purpose():
+    from gpu.core.limits import InputError, parse_positive, parse_seconds
+
+    assert parse_positive("0.05", "the noise target") == 0.05 and parse_seconds("1e-3", "the budget") == 0.001
+    with pytest.raises(InputError, match="the noise target must be more than 0, got '0'"):
+        parse_positive("0", "the noise target")
+    with pytest.raises(InputError, match="the budget must be a number of seconds such as 2 or 0.5"):
+        parse_seconds("soon", "the budget")

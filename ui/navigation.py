@@ -28,12 +28,10 @@ def declared_link(path: Path, app_dir: Path = APP_DIR) -> PageLink | None:
         call = node.value
         if not (isinstance(call, ast.Call) and getattr(call.func, "id", None) == "PageLink"):
             raise ValueError(f"{path.name}: PAGE must be PageLink(...), got {ast.unparse(call)}")
-        try:
-            args = [ast.literal_eval(a) for a in call.args]
-            kwargs = {k.arg: ast.literal_eval(k.value) for k in call.keywords}
-        except ValueError:
-            raise ValueError(f"{path.name}: PageLink(...) must use plain literals (the file is read, not run)") from None
-        link = PageLink(*args, **kwargs)
+        values = [*call.args, *(k.value for k in call.keywords)]
+        if not all(isinstance(v, ast.Constant) and isinstance(v.value, (str, int)) for v in values):
+            raise ValueError(f"{path.name}: PageLink(...) must use plain strings and numbers (the file is read, not run)")
+        link = PageLink(*(a.value for a in call.args), **{k.arg: k.value.value for k in call.keywords})
         return link if link.script else replace(link, script=path.relative_to(app_dir).as_posix())
     return None
 

@@ -19,6 +19,7 @@ from typing import Any, Callable, Sequence
 from gpu.core.backend import BACKEND
 from gpu.core.limits import (
     InputError,
+    check_n,
     check_repeats,
     max_vector_n,
     parse_seconds,
@@ -52,12 +53,8 @@ def policy(repeats: int) -> RepeatPolicy:
 
 
 def parse_count(value: Any, name: str = "N") -> int:
-    """An element count that fits free memory now (and the simulator's cap)."""
-    n = parse_size(value, name)
-    limit = max_vector_n()
-    if n > limit:
-        raise InputError(f"{name} = {n:,} is too large: the limit here is {limit:,} elements (free memory, this server's limit and, in the simulator, its cap).")
-    return n
+    """An element count the device runs at: ``gpu.core.limits.check_n`` (one notion of a device N)."""
+    return check_n(value, name=name)
 
 
 def parse_side(value: Any, name: str = "N") -> int:

@@ -21,9 +21,9 @@ from gpu.core.limits import (
     check_n,
     check_repeats,
     check_threads,
-    check_threads_per_block,
     max_vector_n,
     parse_int,
+    threads_per_block_warnings,
 )
 from gpu.core.kernel_timing import time_on_device
 from gpu.core.l2 import fits_in_l2, l2_cache_bytes
@@ -40,9 +40,9 @@ from gpu.experiments.vector_add_timing import (
     BYTES_PER_ELEMENT,
     effective_bandwidth_gbps,
 )
+from gpu.kernels.geometry import blocks_for
 from gpu.kernels.vector_add import (
     VECTOR_ADD_SIGNATURE,
-    blocks_for,
     compile_grid_stride_vector_add,
     compile_vector_add,
     vector_add_grid_stride_kernel,
@@ -218,8 +218,8 @@ class LaunchSweepRun:
 def _check_block_sizes(sizes: Iterable[int | str], device_max: int) -> tuple[list[int], list[str]]:
     values, warnings = [], []
     for size in sizes:
-        warnings += check_threads_per_block(size, device_max)
-        values.append(parse_int(size, "threads per block"))
+        values.append(check_threads(size, device_max))
+        warnings += threads_per_block_warnings(values[-1])
     return list(dict.fromkeys(values)), warnings
 
 
@@ -254,7 +254,7 @@ def run_launch_sweep(
     gs_threads = parse_int(grid_stride_threads, "grid-stride threads per block")
     multiples = [parse_int(k, "multiple of the SM count") for k in grid_stride_multiples]
     if multiples:
-        check_threads_per_block(gs_threads, device.max_threads_per_block)
+        check_threads(gs_threads, device.max_threads_per_block)
     for k in multiples:
         if not 1 <= k <= 1024:
             raise InputError(f"grid-stride multiples of the SM count must be between 1 and 1024, got {k}")

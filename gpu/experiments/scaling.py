@@ -33,6 +33,7 @@ from gpu.core.limits import (
     load_config,
     max_vector_n,
     parse_flag,
+    parse_positive,
     parse_seconds,
     parse_size,
     release_device_memory,
@@ -60,9 +61,9 @@ from gpu.experiments.vector_add_timing import (
     time_gpu_phases,
     time_resident_kernel,
 )
+from gpu.kernels.geometry import blocks_for
 from gpu.kernels.vector_add import (
     ELEMENTS_PER_THREAD,
-    blocks_for,
     compile_vector_add,
     vector_add_ilp_kernel,
 )
@@ -276,7 +277,7 @@ def _names(value) -> tuple[str, ...]:
 
 
 def _noise(value) -> float:
-    noise = parse_seconds(value, "the noise target")  # a positive number; not seconds, same parsing
+    noise = parse_positive(value, "the noise target", example="0.05")
     if not noise < 1:
         raise InputError(f"the noise target must be between 0 and 1 (e.g. 0.05 for 5%), got {value!r}")
     return noise

@@ -27,10 +27,10 @@ from gpu.core.limits import (
     check_n,
     check_repeats,
     check_threads,
-    check_threads_per_block,
     max_vector_n,
     parse_flag,
     parse_int,
+    threads_per_block_warnings,
 )
 from gpu.core.series import labels
 from gpu.core.timeline import Interval, build_timeline, overlap_fraction
@@ -363,7 +363,8 @@ def run_strategies(
     """
     say = on_progress or (lambda _m: None)
     n = check_n(n, max_transfer_n() if max_n is None else max_n)
-    warnings = check_threads_per_block(threads_per_block, device_info().max_threads_per_block)
+    threads_per_block = check_threads(threads_per_block, device_info().max_threads_per_block)
+    warnings = threads_per_block_warnings(threads_per_block)
     chunks = check_chunks(chunks, n)
     streams = check_streams(streams, chunks)
     iterations = check_iterations(iterations if iterations is not None else (SIMULATOR_ITERATIONS if BACKEND.simulated else DEFAULT_ITERATIONS))

@@ -26,10 +26,10 @@ from gpu.core.limits import (
     check_n,
     check_repeats,
     check_threads,
-    check_threads_per_block,
     kernel_n,
     parse_flag,
     parse_seconds,
+    threads_per_block_warnings,
 )
 from gpu.core.telemetry import TelemetryMonitor
 from gpu.core.telemetry import describe as describe_telemetry
@@ -52,7 +52,8 @@ from gpu.experiments.vector_add_timing import (
     time_cpu,
     time_gpu_phases,
 )
-from gpu.kernels.vector_add import blocks_for, compile_vector_add
+from gpu.kernels.geometry import blocks_for
+from gpu.kernels.vector_add import compile_vector_add
 
 # --- results -----------------------------------------------------------------------
 
@@ -267,7 +268,8 @@ def run_vector_add(
     progress = Progress.of(on_progress)
     n = check_cpu_n(n, max_n)
     gpu_n = kernel_n(n) if gpu_n is None else check_n(gpu_n, n, "the GPU's N")
-    warnings = check_threads_per_block(threads_per_block, device_info().max_threads_per_block)
+    threads_per_block = check_threads(threads_per_block, device_info().max_threads_per_block)
+    warnings = threads_per_block_warnings(threads_per_block)
     if not BACKEND.simulated and stream_hold_problem() is not None:
         warnings.append(stream_hold_problem())
     policy = policy or RepeatPolicy.count(10)
