@@ -3,9 +3,13 @@
 import streamlit as st
 
 import gpu
-from ui.frame import ICONS, frame
+from gpu.experiments.base import PageLink
+from ui.frame import frame
+from ui.navigation import all_links
 from ui.home import article_text, headline_metrics
 from ui.reference import provenance_caption, references
+
+PAGE = PageLink("Home", ":material/home:", 0)  # the sidebar entry of this file (ui/navigation.py reads it)
 
 device = frame("Kernel Lab", ":material/science:")
 
@@ -53,14 +57,9 @@ else:
     st.caption(f"Kernels run on **{device.name}** (compute capability {device.compute_capability}, {device.multiprocessors} multiprocessors).")
 
 st.subheader("Experiments")
-st.page_link("pages/1_Vector_add.py", label="Vector add — the article's experiment, one size, full breakdown", icon=ICONS["Vector add"])
-st.page_link("pages/2_Scaling.py", label="Scaling — every size of a range: where the GPU starts to win, bandwidth against the limits", icon=ICONS["Scaling"])
-st.page_link("pages/3_Launch_config.py", label="Launch config — which thread handles which element; block-size sweep; the kernel's PTX", icon=ICONS["Launch config"])
-st.page_link("pages/4_Transfers.py", label="Transfers — host-link bandwidth, pinned memory, streams: the copies that decide whether the GPU pays off", icon=ICONS["Transfers"])
-st.page_link("pages/7_Kernels.py", label="Kernels — five kernels after vector add, each from naive to near the hardware, checked and timed side by side", icon=ICONS["Kernels"])
-st.page_link("pages/8_Roofline.py", label="Roofline — every measured kernel step against the device's memory and FP32 roofs", icon=ICONS["Roofline"])
-st.page_link("pages/5_History.py", label="History — saved runs, imported checks and recorded GPUs: filter, compare, export", icon=ICONS["History"])
-st.page_link("pages/6_Device.py", label="Device — hardware, driver and library facts", icon=ICONS["Device"])
+for page in all_links():  # every page but Home, from the declarations and the pages' own PAGE
+    if page.script != "app.py":
+        st.page_link(page.script, label=f"{page.label} — {page.blurb}" if page.blurb else page.label, icon=page.icon)
 
 st.subheader("The article", anchor="the-article")
 text, where = article_text()

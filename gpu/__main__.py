@@ -80,13 +80,12 @@ def add_experiment_command(sub, experiment) -> None:
 def cmd_experiment(experiment, args: argparse.Namespace) -> int:
     """Parse, admit, run and print one experiment; exit 1 when its results disagree."""
     from gpu.core.backend import BACKEND
-    from gpu.experiments.base import Progress
     from gpu.service.admission import admit
 
     raw = {p.name: getattr(args, p.name) for p in experiment.params if p.cli and getattr(args, p.name, None) is not None}
     params = experiment.parse(raw, BACKEND.simulated)
     admit(experiment, params)
-    result = experiment.run(params, Progress.of(_progress(args.quiet or args.json)))
+    result = experiment.execute(params, _progress(args.quiet or args.json))
     # without a GPU: the recorded real-GPU figures beside the CPU's, with their source (issue 12)
     from gpu.report.cpu_vs_recorded import companion
 

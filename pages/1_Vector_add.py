@@ -12,8 +12,8 @@ from ui.runner import run_declared
 from ui.views.vector_add import RESULT_KEY, limits_caption, show_run
 
 frame(
-    "Vector add",
-    ":material/add_circle:",
+    EXPERIMENT.page.label,
+    EXPERIMENT.page.icon,
     "c = a + b for N float32 elements: the article's Python loop, NumPy and Numba on the "
     "CPU against the CUDA kernel, checked for agreement and timed phase by phase.",
 )

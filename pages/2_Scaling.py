@@ -13,8 +13,8 @@ from ui.views import scaling as scaling_view
 RESULT = scaling_view.RESULT_KEY
 
 frame(
-    "Scaling",
-    ":material/trending_up:",
+    EXPERIMENT.page.label,
+    EXPERIMENT.page.icon,
     "The article measures one size. Here the vector add runs at every size of a range, on the "
     "GPU (end to end with copies, and the kernel alone), on the CPU and, where installed, through "
     "CuPy and PyTorch: where does the GPU start to win, and how close does each come to the "

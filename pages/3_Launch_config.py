@@ -14,8 +14,8 @@ from ui.runner import run_declared
 from ui.views.launch import INDEXING_KEY, OVERHEAD_KEY, SWEEP_KEY, show_indexing, show_inspector, show_launch_overhead, show_sweep
 
 frame(
-    "Launch config",
-    ":material/grid_view:",
+    LAUNCH_SWEEP.page.label,
+    LAUNCH_SWEEP.page.icon,
     "The article says to *experiment with different values of block and thread sizes, and print the "
     "corresponding values in the GPU kernel*. Here a probe kernel does exactly that for every thread, "
     "a sweep times the kernel for each block size, and the inspector shows the code the GPU runs.",

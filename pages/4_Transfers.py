@@ -11,8 +11,8 @@ from ui.runner import run_declared
 from ui.views import transfers as view
 
 frame(
-    "Transfers",
-    ":material/swap_horiz:",
+    BANDWIDTH.page.label,
+    BANDWIDTH.page.icon,
     "For one vector add the copies over the host link cost far more than the kernel — the "
     "lesson the article's single number hides. Measure the link itself, then do the same "
     "vector add six ways and see which copies you can avoid, hide or make cheaper.",

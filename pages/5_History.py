@@ -3,13 +3,16 @@ the recorded GPUs side by side under Compare GPUs."""
 
 import streamlit as st
 
+from gpu.experiments.base import PageLink
 from ui.frame import frame
 from ui.resources import current_store
 from ui.views.history import compare_gpus_ui, compare_ui, export_ui, filters_ui, load_records, show_comparison, show_runs_table, upload_ui
 
+PAGE = PageLink("History", ":material/history:", 70, "saved runs, imported checks and recorded GPUs: filter, compare, export")
+
 frame(
-    "History",
-    ":material/history:",
+    PAGE.label,
+    PAGE.icon,
     "Every completed run from every page is saved with its parameters, device, library "
     "versions and all samples. Filter, compare runs in one chart, and export. Runs cannot "
     "be deleted or changed from the app. The GPU checks committed with the lab are shown "

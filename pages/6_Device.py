@@ -5,9 +5,12 @@ import streamlit as st
 
 import gpu
 from gpu.core.device import host_info, library_versions
+from gpu.experiments.base import PageLink
 from ui.frame import frame
 
-device = frame("Device", ":material/memory:")
+PAGE = PageLink("Device", ":material/memory:", 80, "hardware, driver and library facts")
+
+device = frame(PAGE.label, PAGE.icon)
 
 st.subheader("Backend")
 st.markdown(f"**{gpu.BACKEND.label}** — {gpu.BACKEND.reason}.")

@@ -4,7 +4,7 @@ import importlib
 
 import streamlit as st
 
-from gpu.experiments.catalog import KERNELS
+from gpu.experiments.catalog import KERNELS, PAGE
 from gpu.experiments.registry import get
 from ui.forms import experiment_form, stale_key
 from ui.frame import frame
@@ -12,8 +12,8 @@ from ui.runner import run_declared
 from ui.views.kernels import latest, remember, show_run, show_sources
 
 frame(
-    "Kernels",
-    ":material/view_timeline:",
+    PAGE.label,
+    PAGE.icon,
     "Five kernels that GPU courses teach after vector add, each as a sequence of Numba "
     "kernels from the obvious version to one near the hardware's limit: measured and "
     "checked like vector add, side by side with NumPy, Numba on the CPU and the GPU "

@@ -9,6 +9,7 @@ import gpu
 from gpu.core.copies import bandwidth_gbps, time_copy
 from gpu.core.roofline import device_roofs
 from gpu.core.timing import RepeatPolicy
+from gpu.experiments.base import PageLink
 from gpu.report.roofline_points import add_vector_add, recorded_runs, session_points
 from ui.charts.roofline import roofline_chart
 from ui.frame import frame
@@ -19,9 +20,11 @@ ROOT = Path(__file__).resolve().parent.parent
 COPY_KEY = "roofline.copy_gbps"
 COPY_BYTES = 256 * 2**20  # well beyond any L2 cache, and a fraction of a second to copy
 
+PAGE = PageLink("Roofline", ":material/show_chart:", 60, "every measured kernel step against the device's memory and FP32 roofs")
+
 device = frame(
-    "Roofline",
-    ":material/show_chart:",
+    PAGE.label,
+    PAGE.icon,
     "Each point is a measured kernel: its arithmetic intensity (FLOPs per byte) against "
     "the GFLOP/s it achieved, under the device's two roofs. **Intensity is computed from "
     "the bytes the algorithm must move at least** (each input read once, each output "

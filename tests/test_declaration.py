@@ -1,115 +1,24 @@
-"""One declaration per experiment: everything else is derived from it.
+"""One declaration per experiment: every real experiment gets its CLI subcommand and fits
+admission at its defaults, and each layer imports only the layers below it.
 
-The toy experiment here is the walkthrough of docs/ARCHITECTURE.md ("How to add an
-experiment"): registered in a test, it appears in the CLI, gets a page form with
-admission, and saves a History row. If this file fails, the walkthrough is wrong.
+The walkthrough of docs/ARCHITECTURE.md ("How to add an experiment") is
+tests/test_add_an_experiment.py.
 """
 
 from __future__ import annotations
 
 import ast
-import json
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from gpu.__main__ import main
-from gpu.core.limits import InputError, load_config, parse_size
+from gpu.core.limits import load_config
 from gpu.experiments import registry
-from gpu.experiments.base import Experiment, Param, PerBackend
 from gpu.service.admission import admit
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-# --- the toy experiment of docs/ARCHITECTURE.md -----------------------------------------
-
-
-@dataclass(frozen=True)
-class SquareRun:
-    n: int
-    total: int
-
-    agree = True
-
-    def to_dict(self) -> dict:
-        return {"experiment": "toy-square", "n": self.n, "total": self.total}
-
-    def __str__(self) -> str:
-        return f"sum of squares below {self.n:,}: {self.total:,}"
-
-
-TOY = Experiment(
-    key="toy-square",
-    title="Toy square",
-    summary="sum the squares below N (the walkthrough's example)",
-    params=(Param("n", "N", lambda v: parse_size(v, "N"), PerBackend(1000, 10), "How many squares."),),
-    run=lambda p, progress: SquareRun(p["n"], sum(i * i for i in range(p["n"]))),
-    work=lambda p: p["n"],
-    measures=lambda run: {"total": float(run.total)},
-)
-
-
-@pytest.fixture
-def toy():
-    registry.register(TOY)
-    yield TOY
-    registry._REGISTRY.pop(TOY.key, None)
-    registry._ALIASES.pop(TOY.key, None)
-
-
-def test_a_registered_experiment_gets_a_cli_subcommand_with_its_flags(toy, capsys):
-    assert main(["toy-square", "--n", "1e2", "--json"]) == 0
-    assert json.loads(capsys.readouterr().out) == {"experiment": "toy-square", "n": 100, "total": 328350}
-    assert main(["toy-square", "--n", "zero"]) == 2
-    assert "N must be a whole number" in capsys.readouterr().err
-
-
-def test_a_registered_experiment_is_admitted_against_the_work_budget(toy, monkeypatch):
-    monkeypatch.setenv("KERNEL_LAB_MAX_WORK", "50")
-    with pytest.raises(InputError, match="Toy square run is too long"):
-        admit(toy, toy.parse({"n": "100"}, simulated=True))
-    assert admit(toy, toy.parse({"n": "50"}, simulated=True)) == 50
-
-
-TOY_PAGE = """
-import streamlit as st
-from tests.test_declaration import TOY
-from gpu.experiments import registry
-from ui.forms import experiment_form
-from ui.runner import run_declared
-
-registry.register(TOY)
-params = experiment_form(TOY)
-if params is not None:
-    st.session_state["toy.result"] = run_declared(TOY, params)
-"""
-
-
-def test_a_registered_experiment_gets_a_page_form_and_saves_a_history_row(toy, tmp_path, monkeypatch):
-    from ui.resources import current_store
-
-    at = AppTest.from_string(TOY_PAGE, default_timeout=60).run()
-    assert not at.exception, at.exception
-    at.text_input(key="toy-square.n").input("12")
-    at.get("form_submit_button")[0].click()
-    at.run()
-    assert not at.exception and not at.error, [e.value for e in at.error]
-    assert at.session_state["toy.result"].total == sum(i * i for i in range(12))
-    row = current_store().runs(experiment="toy-square", limit=1)[0]
-    assert row.params == {"n": 12}  # told by the declaration, not guessed
-    assert row.result["measures"] == {"total": 506.0}
-
-
-def test_a_rejected_form_shows_the_parser_message_and_runs_nothing(toy):
-    at = AppTest.from_string(TOY_PAGE, default_timeout=60).run()
-    at.text_input(key="toy-square.n").input("1e3x")
-    at.get("form_submit_button")[0].click()
-    at.run()
-    assert any("whole number" in e.value for e in at.error)
-    assert "toy.result" not in at.session_state
 
 
 # --- every real experiment ------------------------------------------------------------------

@@ -68,6 +68,29 @@ def test_threads_are_served_in_arrival_order_and_never_overlap(tmp_path):
     assert not lock.busy and lock.waiting == 0
 
 
+def test_the_countdown_reaches_1_even_when_every_run_ends_between_two_polls(tmp_path):
+    # Waiters behind the first look only every 0.5 s and each run takes no time, so a
+    # waiter never sees the run ahead of it in progress: its place must still count
+    # down one run at a time to 1 before it runs (the flaky-test case, made certain).
+    lock = FileFifoLock("gpu0", tmp_path, queue_poll_s=0.5)
+    seen: dict[str, list[int]] = {}
+    threads = []
+
+    def one(label: str) -> None:
+        with lock.hold(label, on_wait=lambda ahead: seen.setdefault(label, []).append(ahead)):
+            pass
+
+    with lock.hold("holder"):
+        for i, label in enumerate("abc"):
+            t = threading.Thread(target=one, args=(label,))
+            t.start()
+            _wait_until(lambda: lock.waiting == i + 1, what=f"{label} queued")
+            threads.append(t)
+    for t in threads:
+        t.join(30)
+    assert seen == {"a": [1], "b": [2, 1], "c": [3, 2, 1]}
+
+
 def test_a_waiter_that_gives_up_leaves_the_queue(tmp_path):
     lock = FileFifoLock("gpu0", tmp_path)
 

@@ -60,6 +60,17 @@ def test_queue_position_counts_the_holder_and_counts_down():
     assert seen["w2"] == sorted(seen["w2"], reverse=True) and seen["w2"][-1] == 1
 
 
+def test_every_place_is_reported_even_when_runs_end_before_a_waiter_looks():
+    # runs that take no time end before a woken waiter gets to look: the places it
+    # missed are still reported in order, ending at 1 before its own run
+    lock, order, seen = FifoLock(poll_s=0.5), [], {}
+    with lock.hold("first"):
+        threads = _queue(lock, 4, order, seen, hold_s=0.0)
+    for t in threads:
+        t.join(5)
+    assert seen == {"w0": [1], "w1": [2, 1], "w2": [3, 2, 1], "w3": [4, 3, 2, 1]}
+
+
 def test_heartbeat_calls_on_wait_while_the_position_is_unchanged():
     lock, calls = FifoLock(poll_s=0.01, heartbeat_s=0.02), []
     with lock.hold("first"):

@@ -7,12 +7,12 @@ import gpu
 from gpu.core import cpu
 from gpu.core.agreement import check_bits as check_agreement
 from gpu.core.arrays import vector_inputs
-from gpu.core.limits import InputError, check_n, check_threads_per_block, parse_size
+from gpu.core.limits import InputError, check_n, check_threads, parse_size, threads_per_block_warnings
 from gpu.core.timing import RepeatPolicy
 from gpu.experiments.article import run_article_method
 from gpu.experiments.vector_add import run_vector_add
 from gpu.experiments.vector_add_timing import GPU_PHASES, gpu_vector_add
-from gpu.kernels.vector_add import blocks_for
+from gpu.kernels.geometry import blocks_for
 
 AWKWARD = [1, 31, 32, 33, 255, 256, 257, 3000]
 
@@ -120,12 +120,13 @@ def test_simulator_caps_n():
 @pytest.mark.parametrize("threads", [0, -1, 1025, "many"])
 def test_bad_block_sizes_are_rejected(threads):
     with pytest.raises(InputError, match="threads per block"):
-        check_threads_per_block(threads)
+        check_threads(threads)
 
 
 def test_block_size_not_a_multiple_of_32_is_allowed_with_a_warning():
-    assert check_threads_per_block(100) and "warp" in check_threads_per_block(100)[0]
-    assert check_threads_per_block(128) == []
+    assert check_threads(100) == 100  # valid: checking never warns, warnings never raise
+    assert threads_per_block_warnings(100) and "warp" in threads_per_block_warnings(100)[0]
+    assert threads_per_block_warnings(128) == []
 
 
 def test_run_rejects_unknown_cpu_implementation():
@@ -138,7 +139,6 @@ def test_four_per_thread_kernel_is_bit_identical_and_covers_every_element(thread
     from gpu.experiments.vector_add_timing import time_resident_kernel
     from gpu.kernels.vector_add import (
         ELEMENTS_PER_THREAD,
-        blocks_for,
         vector_add_ilp_kernel,
     )
 

@@ -51,7 +51,7 @@ def where(worker: WorkerInfo | None) -> str:
 
 def run_on_cluster(experiment: "Experiment", params: Mapping[str, Any]) -> Any:
     """Admit, submit to the chosen (or least busy) worker, follow the queue, save here; the result or None."""
-    from ui.runner import LAST_KEY, _session_tag, queue_message
+    from ui.run_record import LAST_KEY, queue_message, session_tag
 
     status = st.empty()
     try:
@@ -70,7 +70,7 @@ def run_on_cluster(experiment: "Experiment", params: Mapping[str, Any]) -> Any:
 
     try:
         run = client.run(experiment.key, params, prefer=None if pick == AUTO else pick,
-                         label=f"{experiment.title} · session {_session_tag()}", on_wait=on_wait, on_start=on_start)
+                         label=f"{experiment.title} · session {session_tag()}", on_wait=on_wait, on_start=on_start)
     except (InputError, WorkerLost, ClusterUnavailable) as exc:
         status.error(str(exc))
         return None
@@ -107,7 +107,7 @@ def save_run(experiment: "Experiment", run: ClusterRun, params: Mapping[str, Any
 
     Returns (run id, problem); never raises: a history failure must not lose the run.
     """
-    from ui.runner import save_result
+    from ui.run_record import save_result
 
     worker = {k: v for k, v in run.worker.to_dict().items() if k != "device"}
     return save_result(experiment, run.result, run.worker.gpu_index, params, device=run.worker.device, extra={"worker": worker})
@@ -115,7 +115,7 @@ def save_run(experiment: "Experiment", run: ClusterRun, params: Mapping[str, Any
 
 def cluster_sidebar() -> None:
     """Sidebar lines in cluster mode: the worker picker, each GPU's queue, where your last run ran."""
-    from ui.runner import LAST_KEY
+    from ui.run_record import LAST_KEY
 
     address = cluster_address() or ""
     try:

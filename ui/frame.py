@@ -3,7 +3,8 @@
 The sidebar's page list is drawn here (Streamlit's own list is turned off in
 ``.streamlit/config.toml``) so the home page reads "Home", not the script's file name,
 and every entry has a Material icon: emoji render as empty boxes where no emoji font is
-installed (headless Chromium, many lab PCs).
+installed (headless Chromium, many lab PCs). The list comes from the declarations and the
+pages' own ``PAGE = PageLink(...)`` (ui/navigation.py): no list of pages is kept here.
 """
 
 from __future__ import annotations
@@ -13,23 +14,11 @@ import streamlit as st
 import gpu
 from gpu.core.device import DeviceInfo
 from gpu.core.limits import max_vector_n
+from ui.navigation import all_links
 from ui.resources import device_facts
 from ui.runner import sidebar_status
 
 APP_NAME = "Kernel Lab"
-# (script, sidebar label, Material icon): the order of the sidebar.
-PAGES = (
-    ("app.py", "Home", ":material/home:"),
-    ("pages/1_Vector_add.py", "Vector add", ":material/add_circle:"),
-    ("pages/2_Scaling.py", "Scaling", ":material/trending_up:"),
-    ("pages/3_Launch_config.py", "Launch config", ":material/grid_view:"),
-    ("pages/4_Transfers.py", "Transfers", ":material/swap_horiz:"),
-    ("pages/7_Kernels.py", "Kernels", ":material/view_timeline:"),
-    ("pages/8_Roofline.py", "Roofline", ":material/show_chart:"),
-    ("pages/5_History.py", "History", ":material/history:"),
-    ("pages/6_Device.py", "Device", ":material/memory:"),
-)
-ICONS = {label: icon for _script, label, icon in PAGES}
 
 
 def simulator_banner() -> str:
@@ -45,9 +34,9 @@ def simulator_banner() -> str:
 
 def navigation() -> None:
     """The sidebar's page list: Home first, each page with its Material icon."""
-    for script, label, icon in PAGES:
+    for page in all_links():
         try:
-            st.page_link(script, label=label, icon=icon)
+            st.page_link(page.script, label=page.label, icon=page.icon)
         except Exception:  # AppTest runs a page file alone, without the app's page registry
             return
 

@@ -2,7 +2,8 @@
 
 Experiments that declare a ``plan`` (their steps in order with an estimate of each) get
 this bar while they run: a 30-second simulated run shows which phase it is in and about
-how long is left instead of a bare spinner.
+how long is left instead of a bare spinner. Steps are matched by id (the run calls
+``progress.begin(step_id, message)``), never by the wording of the message.
 """
 
 from __future__ import annotations
@@ -19,18 +20,27 @@ def eta_text(seconds: float) -> str:
 
 
 class PhaseProgress:
-    """Moves ``bar`` (an ``st.progress``) to the step whose message starts a progress line."""
+    """Moves ``bar`` (an ``st.progress``) to the step the run says it has begun, by id."""
 
     def __init__(self, bar, steps: Sequence[tuple[str, float]], simulated: bool):
         self.bar, self.steps, self.simulated = bar, list(steps), simulated
         self.total = sum(w for _m, w in self.steps) or 1.0
+        self._index = {step_id: i for i, (step_id, _w) in enumerate(self.steps)}
+        self._current: int | None = None
 
     def start_text(self) -> str:
         where = " in the simulator" if self.simulated else ""
         return f"Waiting for the device… this run should take about {eta_text(self.total)}{where} (estimate)."
 
+    def started(self, step_id: str) -> None:
+        """The run began step ``step_id``; an id the plan does not hold is an error in the declaration."""
+        if step_id not in self._index:
+            raise KeyError(f"the run began step {step_id!r}, which its plan does not list ({', '.join(self._index)})")
+        self._current = self._index[step_id]
+
     def __call__(self, message: str) -> None:
-        index = next((i for i, (m, _w) in enumerate(self.steps) if message.startswith(m)), None)
+        """Show ``message`` as the current step's line (nothing before the first step begins)."""
+        index = self._current
         if index is None:
             return
         done = sum(w for _m, w in self.steps[:index])

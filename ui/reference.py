@@ -15,18 +15,14 @@ import streamlit as st
 
 import gpu
 from gpu.core.timing import format_seconds
+from gpu.experiments.base import Recorded
+from gpu.experiments.registry import experiments
 from gpu.report.scaling import crossover_conditions
-from gpu.service.references import ARTICLE, ReferenceRun, References, load_references
+from gpu.service.references import ARTICLE, ReferenceRun
 from ui.format import factor_text, format_gbps, times_words
+from ui.resources import references  # noqa: F401  (pages and app.py read it from here too)
 
 PANEL_TITLE = "On a real GPU"
-EXPERIMENTS = ("vector-add", "scaling", "launch", "transfers")
-
-
-@st.cache_resource(max_entries=1, show_spinner=False)
-def references() -> References:
-    """Every committed reference run, loaded and validated once per process."""
-    return load_references()
 
 
 # --- one sentence per experiment ------------------------------------------------------------
@@ -197,7 +193,9 @@ def _transfers(ref: ReferenceRun) -> None:
         )
 
 
-_DRAW = {"vector-add": _vector_add, "scaling": _scaling, "launch": _launch, "transfers": _transfers}
+def panels() -> dict[str, Recorded]:
+    """Every recorded-run panel the declarations name (``Experiment.recorded``), by name."""
+    return {e.recorded.name: e.recorded for e in experiments() if e.recorded is not None}
 
 
 def reference_panel(experiment: str, *, expanded: bool | None = None) -> ReferenceRun | None:
@@ -206,8 +204,9 @@ def reference_panel(experiment: str, *, expanded: bool | None = None) -> Referen
     ``expanded`` defaults to open in the simulator (the panel leads) and closed on a GPU.
     Returns the reference shown, or None when no committed run holds the experiment.
     """
-    if experiment not in _DRAW:
-        raise ValueError(f"experiment must be one of {EXPERIMENTS}, got {experiment!r}")
+    declared = panels()
+    if experiment not in declared:
+        raise ValueError(f"experiment must be one of {tuple(declared)} (the declarations' recorded panels), got {experiment!r}")
     refs = references()
     ref = refs.best(experiment)
     open_ = gpu.BACKEND.simulated if expanded is None else expanded
@@ -222,7 +221,11 @@ def reference_panel(experiment: str, *, expanded: bool | None = None) -> Referen
             st.warning(f"This run was {ref.caveat}" + (f"; {ref.l2_note}." if ref.l2_note else "."), icon=":material/history:")
         with st.expander("The recorded result" + ("" if open_ else " (compare with your run above)"), expanded=open_, icon=":material/monitoring:"):
             try:
-                _DRAW[experiment](ref)
+                draw = declared[experiment].draw
+                if draw is None:
+                    st.caption("This experiment declares no drawing of a recorded run; its figures are in the check's files.")
+                else:
+                    draw.resolve()(ref)
             except Exception as exc:  # a reference that no longer rebuilds must not break the page
                 st.warning(f"The recorded run {ref.key} could not be drawn: {exc}", icon=":material/warning:")
     return ref

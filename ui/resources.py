@@ -2,7 +2,7 @@
 
 Bounded by construction: one lock per device, one CPU lock (both shared with the
 other app processes of this host through files: gpu/service/devicelock.py), one set of facts per
-device, and one history store per database path.
+device, one history store per database path, and the committed reference runs.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import streamlit as st
 import gpu  # noqa: F401  (decides the backend before anything imports numba.cuda)
 from gpu.core.device import DeviceInfo, device_count, device_info
 from gpu.service.devicelock import FileFifoLock, default_lock_dir, usable_dir
+from gpu.service.references import References, load_references
 from gpu.service.store import HistoryStore, default_path, open_store
 
 
@@ -47,3 +48,9 @@ def history_store(path: str) -> HistoryStore:
 def current_store() -> HistoryStore:
     """The history database this process uses ($KERNEL_LAB_DB or the user's data directory)."""
     return history_store(str(default_path()))
+
+
+@st.cache_resource(max_entries=1, show_spinner=False)
+def references() -> References:
+    """Every committed reference run (recorded on real GPUs), loaded and validated once per process."""
+    return load_references()

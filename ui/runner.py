@@ -21,9 +21,9 @@ from gpu.service.admission import admit, is_out_of_memory, out_of_memory_message
 from gpu.service.admission import describe as describe_limits
 from gpu.service.cluster import cluster_address
 from gpu.service.locks import FifoLock, least_loaded
-from gpu.service.store import StoreError
 from ui.progress import PhaseProgress
 from ui.resources import cpu_lock, current_store, device_facts, device_lock, devices
+from ui.run_record import LAST_KEY, queue_message, save_result, session_tag
 
 if TYPE_CHECKING:
     from gpu.experiments.base import Experiment
@@ -32,25 +32,8 @@ T = TypeVar("T")
 log = logging.getLogger(__name__)
 
 DEVICE_KEY = "runner.device"  # sidebar choice: "auto" or a device index
-LAST_KEY = "runner.last"  # what the last run of this session waited for and saved
 SLOTS_KEY = "runner.sidebar_slots"  # this session's sidebar device-state lines, by device index
 AUTO = "auto"
-
-
-def queue_message(ahead: int, resource: str) -> str:
-    """The line a waiting user sees; ``ahead`` counts the run in progress too."""
-    runs = f"{ahead} run{'s' if ahead != 1 else ''}"
-    return f"Queued behind {runs} on {resource} — your run starts when it is free. Leaving the page cancels your place; runs already saved stay in History."
-
-
-def _session_tag() -> str:
-    try:
-        from streamlit.runtime.scriptrunner import get_script_run_ctx
-
-        ctx = get_script_run_ctx()
-        return ctx.session_id[:8] if ctx else "-"
-    except Exception:
-        return "-"
 
 
 def choose_device(preferred: int | str | None = None) -> int:
@@ -71,38 +54,6 @@ def on_device(index: int) -> Iterator[None]:
 
     with cuda.gpus[index]:
         yield
-
-
-def save_result(
-    experiment: "Experiment",
-    result: Any,
-    index: int,
-    params: Mapping[str, Any] | None,
-    *,
-    device: Mapping[str, Any] | None = None,
-    extra: Mapping[str, Any] | None = None,
-) -> tuple[str | None, str | None]:
-    """Save one run to History, told (not guessed) by its declaration: the experiment's
-    key, the parameters it ran with and its headline measures.
-
-    ``device`` defaults to this host's facts for device ``index`` (a cluster run passes
-    the facts of the machine that ran it); ``extra`` adds fields (e.g. the worker).
-    Returns (run id, problem); never raises: a history failure must not lose the run.
-    """
-    try:
-        device = dict(device) if device is not None else device_facts(index).to_dict()
-        data = dict(result.to_dict())
-        data.setdefault("device", device)
-        data.setdefault("backend", device.get("backend"))
-        data.update(extra or {})
-        data["experiment"] = experiment.key
-        data["measures"] = experiment.measures(result)
-        return current_store().save(data, experiment=experiment.key, params=params, device_index=index), None
-    except StoreError as exc:
-        return None, f"This run is shown below but was not saved to History: {exc}"
-    except Exception as exc:  # never lose a finished run over a history problem
-        log.exception("saving %s to history failed", experiment.key)
-        return None, f"This run is shown below but was not saved to History ({type(exc).__name__}: {exc})."
 
 
 def partial_key(experiment: "Experiment") -> str:
@@ -156,10 +107,11 @@ def run_declared(experiment: "Experiment", params: Mapping[str, Any], *, device:
             if tracker is not None:
                 tracker(message)
 
-        progress = Progress(say=say_and_track, step=step, should_stop=lambda: bool(state.get(stop_key(experiment))))
-        return experiment.run(params, progress)
+        progress = Progress(say=say_and_track, step=step, should_stop=lambda: bool(state.get(stop_key(experiment))),
+                            started=tracker.started if tracker is not None else (lambda _step_id: None))
+        return experiment.execute(params, progress)
 
-    result = run_experiment(experiment.title, work, device=device, uses_cpu=experiment.uses_cpu, declared=experiment, params=params)
+    result = run_experiment(experiment.title, work, device=device, uses_cpu=experiment.uses_cpu, experiment=experiment, params=params)
     state[partial_key(experiment)] = None
     stop_slot.empty()
     bar.empty()
@@ -185,19 +137,21 @@ def recover_stopped(experiment: "Experiment") -> Any:
 
 
 def run_experiment(
-    experiment: str,
+    title: str,
     work: Callable[[Callable[[str], None]], T],
     *,
     device: int | None = None,
     uses_cpu: bool = True,
-    declared: "Experiment | None" = None,
+    experiment: "Experiment | None" = None,
     params: Mapping[str, Any] | None = None,
 ) -> T | None:
     """Call ``work(progress)`` while holding the device lock (and the CPU lock); return its result.
 
     ``progress(message)`` updates a status line. The device is ``device``, else the one
     picked in the sidebar, else the first free one; the work runs with it current.
-    ``uses_cpu=False`` skips the CPU lock for work that times nothing on the CPU.
+    ``uses_cpu=False`` skips the CPU lock for work that times nothing on the CPU. ``title``
+    names the work in the queue and status lines; ``experiment`` (with ``params``), when
+    the work is a declared experiment, is what History saves it under.
     Returns None (after showing why) when the inputs were rejected or the run failed;
     the app keeps serving. A completed run is saved to History (a failure to save is a
     warning, never an error).
@@ -210,7 +164,7 @@ def run_experiment(
         locks.append((cpu_lock(), "the CPU benchmarks"))
     status = st.empty()
     positions: list[int] = []
-    label = f"{experiment} · session {_session_tag()}"
+    label = f"{title} · session {session_tag()}"
     queued_at = time.perf_counter()
 
     def waiting_for(resource: str) -> Callable[[int], None]:
@@ -227,11 +181,11 @@ def run_experiment(
                 held.enter_context(lock.hold(label, on_wait=waiting_for(resource)))
             waited_s = time.perf_counter() - queued_at
             status.empty()
-            _sidebar_state(index, f":material/hourglass_top: {device_name(index)}: busy — your {experiment} is running")
+            _sidebar_state(index, f":material/hourglass_top: {device_name(index)}: busy — your {title} is running")
             try:
-                with st.status(f"Running {experiment} on {where}…", expanded=False) as box, on_device(index):
-                    result = work(lambda message: box.update(label=f"Running {experiment}: {message}…"))
-                    box.update(label=f"{experiment} finished", state="complete")
+                with st.status(f"Running {title} on {where}…", expanded=False) as box, on_device(index):
+                    result = work(lambda message: box.update(label=f"Running {title}: {message}…"))
+                    box.update(label=f"{title} finished", state="complete")
             finally:
                 _sidebar_state(index, f"{device_name(index)}: free")
     except InputError as exc:
@@ -239,17 +193,17 @@ def run_experiment(
         return None
     except Exception as exc:  # CUDA errors, out of memory: report, keep serving
         if is_out_of_memory(exc):
-            log.warning("%s ran out of memory: %s", experiment, exc)
+            log.warning("%s ran out of memory: %s", title, exc)
             release_device_memory()
             status.error(out_of_memory_message(exc, where))
         else:
-            log.exception("%s failed", experiment)
+            log.exception("%s failed", title)
             status.error(f"The run failed: {exc}. The GPU has been released; try a smaller size or try again.")
         return None
-    run_id, problem = save_result(declared, result, index, params) if declared is not None else (None, None)
+    run_id, problem = save_result(experiment, result, index, params) if experiment is not None else (None, None)
     run_ids = [run_id] if run_id else []
     st.session_state[LAST_KEY] = {
-        "experiment": experiment,
+        "experiment": title,
         "device_index": index,
         "queued_behind": positions,
         "waited_s": waited_s,

@@ -1,8 +1,26 @@
 """Input validation and size limits, shared by the command line and the app.
 
 Every check raises ``InputError`` with a message that says what was wrong, what is
-allowed and what to do. Soft problems (a block size that leaves warps partly idle)
-come back as warning strings instead.
+allowed and what to do; every ``check_*`` returns the checked value. Soft problems (a
+block size that leaves warps partly idle) come from ``threads_per_block_warnings``,
+which never raises.
+
+One size notion per purpose:
+
+==========================  ============================================================
+``parse_size``               any element count as written ("1e6", "2^20"), no limit
+``check_n``                  an N the *device* runs at: fits free host and device memory
+                             and ``KERNEL_LAB_MAX_N`` (the simulator's cap there)
+                             — its ceiling is ``max_vector_n()``
+``check_cpu_n``              an N the *CPU side* runs at (in the simulator larger than
+                             the kernel's): free host memory and ``KERNEL_LAB_MAX_CPU_N``
+                             — its ceiling is ``max_cpu_vector_n()``
+``kernel_n(n)``              the N the kernel part of a run at ``n`` uses: ``n`` on a GPU,
+                             at most ``kernel_cap()`` (the simulator's cap) in the simulator
+==========================  ============================================================
+
+Numbers: ``parse_int`` (whole numbers written as N is), ``parse_positive`` (the one float
+parser: a positive, finite number) and ``parse_seconds`` (it, for durations).
 """
 
 from __future__ import annotations
@@ -278,24 +296,32 @@ def check_cpu_work(work: int, title: str, config: AdmissionConfig | None = None)
 
 
 def check_threads(threads: int | str, device_max: int = MAX_THREADS_PER_BLOCK) -> int:
-    """Validate threads per block (1 to the device's limit); return it. Warnings: ``check_threads_per_block``."""
+    """Validate threads per block (1 to the device's limit); return it. Warnings: ``threads_per_block_warnings``."""
     value = parse_int(threads, "threads per block")
     if not 1 <= value <= device_max:
         raise InputError(f"threads per block must be between 1 and {device_max} (the device limit), got {value}")
     return value
 
 
+def parse_positive(value: float | str, name: str, *, what: str = "a number", example: str = "2 or 0.5", unit: str = "") -> float:
+    """A positive, finite number from a number or its text ("0.5", "1e-3"); InputError naming ``name``.
+
+    The one float parser: ``what`` / ``example`` / ``unit`` only word its messages.
+    """
+    if isinstance(value, bool):
+        raise InputError(f"{name} must be {what}, got {value!r}")
+    try:
+        number = float(str(value).strip()) if isinstance(value, str) else float(value)
+    except (TypeError, ValueError):
+        raise InputError(f"{name} must be {what} such as {example}, got {value!r}") from None
+    if not (number > 0 and number < float("inf")):
+        raise InputError(f"{name} must be more than 0{unit}, got {value!r}")
+    return number
+
+
 def parse_seconds(value: float | str, name: str) -> float:
     """A positive, finite number of seconds from a number or its text; InputError naming ``name``."""
-    if isinstance(value, bool):
-        raise InputError(f"{name} must be a number of seconds, got {value!r}")
-    try:
-        seconds = float(str(value).strip()) if isinstance(value, str) else float(value)
-    except (TypeError, ValueError):
-        raise InputError(f"{name} must be a number of seconds such as 2 or 0.5, got {value!r}") from None
-    if not (seconds > 0 and seconds < float("inf")):
-        raise InputError(f"{name} must be more than 0 seconds, got {value!r}")
-    return seconds
+    return parse_positive(value, name, what="a number of seconds", example="2 or 0.5", unit=" seconds")
 
 
 _TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
@@ -311,9 +337,8 @@ def parse_flag(value: bool | int | str) -> bool:
     raise InputError(f"expected yes or no (true/false, 1/0), got {value!r}")
 
 
-def check_threads_per_block(threads: int | str, device_max: int = MAX_THREADS_PER_BLOCK) -> list[str]:
-    """Validate threads per block; raise InputError or return warnings (may be empty)."""
-    value = check_threads(threads, device_max)
+def threads_per_block_warnings(value: int) -> list[str]:
+    """What a valid block size costs (never raises; ``check_threads`` validates): empty when nothing."""
     if value % WARP_SIZE:
         idle = WARP_SIZE - value % WARP_SIZE
         return [

@@ -3,7 +3,9 @@
 The engine names what it measured by id ("h2d", "kernel", "numpy"...); charts, tables
 and downloads show ``label(id)`` and colour it ``color(id)``, so one series looks the
 same on every page and a label is written once. Colours are plain hex strings (no UI
-import here); ui/charts builds its scales from this table.
+import here); ui/charts builds its scales from this table. The table holds the series
+several experiments share; an experiment's own series come from its declaration
+(``Experiment.series``), added here when it registers.
 """
 
 from __future__ import annotations
@@ -38,6 +40,20 @@ _TABLE = (
     Series("torch", "PyTorch a + b", "#79706e"),
 )
 SERIES: dict[str, Series] = {s.id: s for s in _TABLE}
+
+
+def add(series: Series) -> None:
+    """Make ``series`` known (an experiment's own); ValueError if its id already means something else."""
+    known = SERIES.get(series.id)
+    if known is not None and known != series:
+        raise ValueError(f"series {series.id!r} is already {known.label!r} ({known.color}); choose another id than for {series.label!r}")
+    SERIES[series.id] = series
+
+
+def remove(series_id: str) -> None:
+    """Forget an experiment's own series (never one of the shared table)."""
+    if series_id not in {s.id for s in _TABLE}:
+        SERIES.pop(series_id, None)
 
 
 def label(series_id: str) -> str:

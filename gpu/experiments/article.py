@@ -19,9 +19,10 @@ from gpu.core.backend import BACKEND, cuda
 from gpu.core.device import device_info
 from gpu.core.limits import (
     check_n,
-    check_threads_per_block,
+    check_threads,
 )
-from gpu.kernels.vector_add import blocks_for, vector_add_kernel
+from gpu.kernels.geometry import blocks_for
+from gpu.kernels.vector_add import vector_add_kernel
 
 
 @dataclass(frozen=True)
@@ -77,7 +78,7 @@ def run_article_method(
 ) -> ArticleRun:
     """Reproduce the article's comparison exactly as written (not the careful way)."""
     n = check_n(n, max_n)
-    check_threads_per_block(threads_per_block, device_info().max_threads_per_block)
+    check_threads(threads_per_block, device_info().max_threads_per_block)
     a, b = vector_inputs(n, seed)
     blocks = blocks_for(n, threads_per_block)
 

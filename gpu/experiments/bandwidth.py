@@ -27,7 +27,7 @@ from gpu.core.limits import (
 )
 from gpu.core.series import labels
 from gpu.core.timing import RepeatPolicy, Stats, format_factor, utc_timestamp
-from gpu.experiments.base import Experiment, Param, PerBackend, Progress
+from gpu.experiments.base import Experiment, PageLink, Param, PerBackend, Progress
 from gpu.experiments.registry import register
 from gpu.experiments.vector_add_timing import BYTES_PER_ELEMENT
 
@@ -269,6 +269,11 @@ class BandwidthCurves:
             )
         return " ".join(lines)
 
+    @property
+    def agree(self) -> bool:
+        """Always True: a copy's bytes are not compared here (the vector-add strategies check theirs)."""
+        return True
+
     def to_frame(self):
         """Tidy samples: one row per point x sample (pandas DataFrame).
 
@@ -390,6 +395,11 @@ def _bandwidth_work(p) -> int:
     return sum(sizes) // BYTES_PER_ELEMENT * (p["repeats"] + 1) * len(p["series"])
 
 
+# The page of the transfer experiments (copy bandwidth, the strategies): one link for both.
+TRANSFERS_PAGE = PageLink("Transfers", ":material/swap_horiz:", 40,
+                          "host-link bandwidth, pinned memory, streams: the copies that decide whether the GPU pays off",
+                          "pages/4_Transfers.py")
+
 BANDWIDTH = register(Experiment(
     key="transfers-bandwidth",
     title="Copy bandwidth",
@@ -408,7 +418,9 @@ BANDWIDTH = register(Experiment(
     work=_bandwidth_work,
     measures=lambda curves: {f"{p.direction}_{p.memory}_gbps_at_largest": p.bandwidth_gbps
                              for p in curves.points if p.nbytes == max(curves.sizes)},
-    passed=lambda curves: True,
-    page="pages/4_Transfers.py",
+    result_type=BandwidthCurves,
+    page=TRANSFERS_PAGE,
+    order=60,
+    history_columns=("repeats",),
     uses_cpu=True,
 ))

@@ -5,12 +5,20 @@ run it, how much work a run is (for admission), what History records about it, a
 its ``gpu check`` section. Everything else is derived from that declaration by code
 that knows nothing about any one experiment:
 
-- the CLI subcommand, its flags and ``--help``      (gpu/cli.py)
+- the CLI subcommand, its flags and ``--help``      (gpu/__main__.py)
 - the page's form widgets and their keys           (ui/forms.py)
 - admission before any lock is taken               (gpu/service/admission.py: ``admit``)
-- the History row: parameters and headline measures (ui/runner.py, gpu/service/store.py)
+- the History row: parameters, headline measures   (ui/run_record.py, gpu/service/store.py)
+  and the History table's columns                  (ui/charts/history.py: ``runs_frame``)
+- the sidebar link and the Home entry of its page  (ui/navigation.py)
 - downloads                                         (ui/downloads.py)
-- the ``gpu check`` section                          (gpu/report/check.py)
+- prose for the CLI and the JSON downloads         (gpu/report/render.py, via ``report``)
+- the ``gpu check`` sections                         (gpu/report/check.py, via ``check``)
+- the "On a real GPU" panel                         (ui/reference.py, via ``recorded``)
+- the CLI's and the pages' order                   (gpu/experiments/registry.py, via ``order``)
+
+Code in a layer above the experiments (reports, pages) is named by a ``Hook`` — an import
+path resolved when first used — so a declaration names it without importing it.
 
 A parameter is parsed the same way from a CLI string, a widget value or a saved
 History row, so "1e3" means 1000 everywhere and a bad value gets the same message.
@@ -18,10 +26,12 @@ History row, so "1e3" means 1000 everywhere and a bad value gets the same messag
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
 
 from gpu.core.limits import InputError
+from gpu.core.series import Series
 
 Params = Mapping[str, Any]
 
@@ -39,16 +49,24 @@ class Progress:
     """How a running experiment reports to whoever runs it, and learns it should stop.
 
     ``progress("message")`` says what is being measured now (a status line, a stderr
-    line). ``step(fraction, partial)`` reports the share done and the result so far, so a
-    stopped run keeps what it measured. ``should_stop()`` is asked between steps. The
-    CLI, the pages and the cluster workers each build one; the defaults do nothing.
+    line). ``begin(step_id, message)`` does too, and names the step of the declaration's
+    ``plan`` that starts (``started(step_id)``: the page's progress bar moves by id, so
+    rewording a message cannot break it). ``step(fraction, partial)`` reports the share
+    done and the result so far, so a stopped run keeps what it measured.
+    ``should_stop()`` is asked between steps. The CLI, the pages and the cluster workers
+    each build one; the defaults do nothing.
     """
 
     say: Callable[[str], None] = _ignore
     step: Callable[[float, Any], None] = _ignore
     should_stop: Callable[[], bool] = _never
+    started: Callable[[str], None] = _ignore
 
     def __call__(self, message: str) -> None:
+        self.say(message)
+
+    def begin(self, step_id: str, message: str) -> None:
+        self.started(step_id)
         self.say(message)
 
     @classmethod
@@ -57,6 +75,127 @@ class Progress:
         if isinstance(progress, Progress):
             return progress
         return cls(say=progress) if progress is not None else cls()
+
+
+
+# --- what a run returns ------------------------------------------------------------------
+
+
+@runtime_checkable
+class ExperimentResult(Protocol):
+    """What every experiment's ``run`` returns; the framework calls these and nothing else.
+
+    ``agree``: whether the results were checked and agreed (the CLI exits 1 and History
+    marks the run when not). ``to_dict()``: JSON-ready, samples in seconds (History, the
+    JSON download, ``--json``). ``to_frame()``: a tidy table of what was measured (charts
+    and the CSV download). The headline numbers History keeps come from the declaration's
+    ``measures(result)``, a ``{name: float}``.
+    """
+
+    @property
+    def agree(self) -> bool: ...
+
+    def to_dict(self) -> dict: ...
+
+    def to_frame(self) -> Any: ...
+
+
+RESULT_MEMBERS = ("agree", "to_dict", "to_frame")
+
+
+def result_problem(result_type: type) -> str | None:
+    """What ``result_type`` lacks of ``ExperimentResult``, or None when it has it all."""
+    missing = [name for name in RESULT_MEMBERS if not hasattr(result_type, name)
+               and name not in getattr(result_type, "__dataclass_fields__", {})]
+    return f"{result_type.__name__} lacks {', '.join(missing)} (an experiment's result needs {', '.join(RESULT_MEMBERS)})" if missing else None
+
+
+def checked_result(experiment: "Experiment", result: Any) -> Any:
+    """``result`` if it keeps the result protocol and the declaration's type; TypeError saying what is wrong otherwise."""
+    if experiment.result_type is not None and not isinstance(result, experiment.result_type):
+        raise TypeError(f"experiment {experiment.key!r} returned a {type(result).__name__}; its declaration says {experiment.result_type.__name__}")
+    if not isinstance(result, ExperimentResult):
+        raise TypeError(f"experiment {experiment.key!r}: {result_problem(type(result))}")
+    if not isinstance(result.agree, bool):
+        raise TypeError(f"experiment {experiment.key!r}: {type(result).__name__}.agree is a {type(result.agree).__name__}, not a bool")
+    return result
+
+
+def checked_measures(experiment: "Experiment", result: Any) -> dict[str, float]:
+    """``experiment.measures(result)``, checked: a ``{name: number}`` mapping; TypeError otherwise."""
+    measures = experiment.measures(result)
+    if not isinstance(measures, Mapping) or not all(isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool)
+                                                       for k, v in measures.items()):
+        raise TypeError(f"experiment {experiment.key!r}: measures(result) must be a {{name: number}} mapping, got {measures!r}")
+    return {k: float(v) for k, v in measures.items()}
+
+
+# --- what a declaration names -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Hook:
+    """A function named by its import path, ``"package.module:function"``.
+
+    A declaration (gpu/experiments) names report and page code this way without importing
+    it: the layers above import the experiments, never the reverse. ``resolve()`` imports
+    the module and returns the function; with ``args`` the named function is a factory
+    and ``resolve()`` returns what it makes of them (``catalog_section("matmul")``). It
+    fails loudly, naming the hook, when the module or the function is missing (tests
+    resolve every declared hook).
+    """
+
+    target: str
+    args: tuple = ()
+
+    def __post_init__(self) -> None:
+        module, _, name = self.target.partition(":")
+        if not module or not name.isidentifier():
+            raise ValueError(f"a hook is 'package.module:function', got {self.target!r}")
+
+    def resolve(self) -> Callable[..., Any]:
+        module_name, _, name = self.target.partition(":")
+        try:
+            function = getattr(importlib.import_module(module_name), name)
+        except (ImportError, AttributeError) as exc:
+            raise LookupError(f"hook {self.target!r} does not resolve: {exc}") from exc
+        return function(*self.args) if self.args else function
+
+
+@dataclass(frozen=True)
+class PageLink:
+    """A page's entry in the sidebar and on Home: its label, Material icon and place.
+
+    ``script`` is the page file relative to the app's folder ("pages/1_Vector_add.py").
+    An experiment's declaration gives its page's link; a page that shows no experiment
+    (Home, History, Device...) states ``PAGE = PageLink(...)`` at the top of its own file
+    with plain literals, and ``ui/navigation.py`` finds it there (``script`` then defaults
+    to that file). ``order`` sorts the sidebar; ``blurb`` is its line on the Home page.
+    """
+
+    label: str
+    icon: str
+    order: int
+    blurb: str = ""
+    script: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.icon.startswith(":material/"):
+            raise ValueError(f"page {self.label!r}: icon must be a Material icon such as ':material/science:', got {self.icon!r}")
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """Where a run recorded on a real GPU shows for an experiment's page ("On a real GPU").
+
+    ``name`` is what the committed ``gpu check`` runs hold it under (``References.best``)
+    and what the page asks for; ``draw(reference_run)`` draws it (a Hook into ui/). A new
+    experiment has its slot before any GPU has recorded it: the panel then says so.
+    """
+
+    name: str
+    draw: Hook | None = None
+
 
 WIDGETS = ("text", "int", "float", "select", "multiselect", "checkbox")
 
@@ -117,13 +256,21 @@ class Param:
 class Experiment:
     """Everything the lab needs to know about one experiment.
 
-    ``run(params, progress)`` measures and returns a frozen result with ``to_dict()``
-    (JSON-ready, samples in seconds) and ``to_frame()`` (tidy samples); ``params`` are
-    already parsed. ``work(params)`` is the run's size in element-passes, compared with
-    the admission budget before the run queues; it also refuses (InputError) combinations
-    of parameters that cannot run, so those never take the device lock. ``measures(result)`` gives History the
-    few headline numbers of a run (seconds, GB/s...). ``passed(result)`` says whether the
-    results agreed (the CLI's exit status 1 when not).
+    ``run(params, progress)`` measures and returns a frozen ``ExperimentResult`` of type
+    ``result_type``; ``params`` are already parsed. Callers use ``execute``, which checks
+    what ``run`` returned. ``work(params)`` is the run's size in element-passes, compared
+    with the admission budget before the run queues; it also refuses (InputError)
+    combinations of parameters that cannot run, so those never take the device lock.
+    ``measures(result)`` gives History the few headline numbers of a run (seconds,
+    GB/s...). ``passed(result)`` says whether the run passed (the CLI's exit status 1 when
+    not): by default, whether its results agreed.
+
+    What the rest of the lab derives, each optional: ``page`` (sidebar link and Home
+    entry), ``order`` (the CLI's and lists' order), ``history_columns`` (parameters with
+    a History column of their own), ``series`` (measured series this experiment adds to
+    ``gpu.core.series``), ``report`` (a module of gpu/report with ``SUMMARIES`` and
+    ``PROSE``: ``{result type: function}``, the CLI's text and the JSON's prose), ``check``
+    (its ``gpu check`` sections, in order) and ``recorded`` (its "On a real GPU" panel).
     """
 
     key: str
@@ -133,21 +280,38 @@ class Experiment:
     run: Callable[[Params, Progress], Any]
     work: Callable[[Params], int]
     measures: Callable[[Any], dict[str, float]]
-    passed: Callable[[Any], bool] = lambda result: bool(getattr(result, "agree", True))
-    page: str | None = None  # the page file that shows it, e.g. "pages/1_Vector_add.py"
+    result_type: type | None = None
+    passed: Callable[[Any], bool] = lambda result: result.agree
+    page: PageLink | None = None
+    order: int = 1000
+    history_columns: tuple[str, ...] = ()
+    series: tuple[Series, ...] = ()
+    report: str | None = None  # a module of gpu/report, e.g. "gpu.report.scaling"
+    check: tuple[Hook, ...] = ()
+    recorded: Recorded | None = None
     uses_cpu: bool = True  # also holds the CPU lock (it times CPU baselines)
     legacy_keys: Mapping[str, str] = field(default_factory=dict)  # param name -> widget key kept for bookmarks
     csv: bool = False  # the result has to_csv(): the CLI offers --csv
     # For runs that can be stopped between steps: mark a partial result as stopped (reason).
     mark_stopped: Callable[[Any, str], Any] | None = None
-    # The run's steps in order, each (start of its progress message, estimated seconds),
-    # given the parameters and whether kernels are simulated: a progress bar with time left.
+    # The run's steps in order, each (its step id, estimated seconds), given the parameters
+    # and whether kernels are simulated: a progress bar with time left. The run reports a
+    # step by ``progress.begin(step_id, message)``.
     plan: Callable[[Params, bool], list[tuple[str, float]]] | None = None
 
     def __post_init__(self) -> None:
         names = [p.name for p in self.params]
         if len(set(names)) != len(names):
             raise ValueError(f"experiment {self.key!r} declares a parameter twice: {names}")
+        unknown = [c for c in self.history_columns if c not in names]
+        if unknown:
+            raise ValueError(f"experiment {self.key!r}: history column {unknown[0]!r} is not one of its parameters {names}")
+        if self.result_type is not None and result_problem(self.result_type):
+            raise TypeError(f"experiment {self.key!r}: {result_problem(self.result_type)}")
+
+    def execute(self, params: Params, progress: "Progress | Callable[[str], None] | None" = None) -> Any:
+        """Run with parsed ``params`` and return the result, checked against the result protocol."""
+        return checked_result(self, self.run(params, Progress.of(progress)))
 
     def param(self, name: str) -> Param:
         for p in self.params:

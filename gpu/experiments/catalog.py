@@ -19,20 +19,23 @@ from typing import Any, Callable, Sequence
 from gpu.core.backend import BACKEND
 from gpu.core.limits import (
     InputError,
+    check_n,
     check_repeats,
     max_vector_n,
     parse_seconds,
     parse_size,
 )
 from gpu.core.timing import RepeatPolicy, format_factor
-from gpu.experiments.base import Experiment, Param, PerBackend, Progress
+from gpu.experiments.base import Experiment, Hook, PageLink, Param, PerBackend, Progress
 from gpu.experiments.registry import register
 from gpu.experiments.step_result import KernelRun
 from gpu.experiments.steps import DEFAULT_CPU_BUDGET_S, KernelSpec, run_kernel
 
-# The catalog's kernels, in the order the page and the check list them (module gpu.experiments.<key>).
-KERNELS = ("reduction", "transpose", "histogram", "stencil", "matmul")
-PAGE = "pages/7_Kernels.py"
+# The catalog's page: every kernel declared with ``declare`` links to it, and the catalog's
+# kernels are the experiments on it (``kernel_keys``), in their declared order.
+PAGE = PageLink("Kernels", ":material/view_timeline:", 50,
+                "five kernels after vector add, each from naive to near the hardware, checked and timed side by side",
+                "pages/7_Kernels.py")
 # Admission counts work in element-passes (one thread moving one element once). A
 # multiply-add-heavy kernel is charged 1 element-pass per 64 FLOPs: an H200 does about
 # 67 TFLOP/s of FP32 while moving about 1.2 T float32/s, so ~56 FLOPs cost what moving one
@@ -50,12 +53,8 @@ def policy(repeats: int) -> RepeatPolicy:
 
 
 def parse_count(value: Any, name: str = "N") -> int:
-    """An element count that fits free memory now (and the simulator's cap)."""
-    n = parse_size(value, name)
-    limit = max_vector_n()
-    if n > limit:
-        raise InputError(f"{name} = {n:,} is too large: the limit here is {limit:,} elements (free memory, this server's limit and, in the simulator, its cap).")
-    return n
+    """An element count the device runs at: ``gpu.core.limits.check_n`` (one notion of a device N)."""
+    return check_n(value, name=name)
 
 
 def parse_side(value: Any, name: str = "N") -> int:
@@ -86,10 +85,13 @@ def declare(
     extra: Sequence[Param] = (),
     repeats: PerBackend = PerBackend(10, 2),
     elements: Callable[[dict], int] | None = None,
+    *,
+    order: int,
 ) -> Experiment:
     """Register ``spec`` as an experiment: size, extra parameters, repeats, CPU choices, CPU budget.
 
-    ``elements(params)`` is the problem's element count for admission (threads launched).
+    ``elements(params)`` is the problem's element count for admission (threads launched);
+    ``order`` its place in the catalog (and the CLI).
     """
     cpu_keys = tuple(impl.key for impl in spec.cpu)
     labels = {impl.key: impl.label for impl in spec.cpu}
@@ -120,10 +122,26 @@ def declare(
               "Seconds a slow CPU implementation may take per run before it is only estimated.", widget="float",
               flag="--cpu-budget", page=False),
     )
+    names = {p.name for p in params}
     return register(Experiment(
         key=spec.key, title=spec.title, summary=summary, params=params, run=run, work=work,
-        measures=measures, passed=lambda result: result.agree, page=PAGE,
+        measures=measures, result_type=KernelRun, page=PAGE, order=order,
+        history_columns=tuple(c for c in ("n", "threads_per_block", "repeats") if c in names),
+        check=(Hook("gpu.report.check:catalog_section", (spec.key,)),),
     ))
+
+
+def kernel_keys() -> tuple[str, ...]:
+    """The catalog's kernels, in their declared order: the experiments on the catalog's page."""
+    from gpu.experiments.registry import on_page
+
+    return tuple(e.key for e in on_page(PAGE.script))
+
+
+def __getattr__(name: str):
+    if name == "KERNELS":  # derived from the declarations on each use: no list to keep in step
+        return kernel_keys()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def measures(run: KernelRun) -> dict[str, float]:
@@ -279,7 +297,7 @@ def check_kernel(key: str, quick: bool, say: Callable[[str], None]) -> tuple[str
     for raw in module.check_problems(quick):
         params = experiment.parse(raw, BACKEND.simulated)
         say(f"{experiment.title}: {params}")
-        runs.append(experiment.run(params, say))
+        runs.append(experiment.execute(params, say))
     targets = module.targets(runs)
     md: list[str] = []
     for run in runs:
@@ -293,8 +311,8 @@ def load_kernels() -> list[Experiment]:
     """Every catalog kernel's experiment (importing the modules registers them)."""
     from gpu.experiments.registry import get
 
-    return [get(key) for key in KERNELS]
+    return [get(key) for key in kernel_keys()]
 
 
-__all__ = ["FLOPS_PER_ELEMENT_PASS", "KERNELS", "StepSource", "Target", "check_kernel", "declare", "load_kernels",
+__all__ = ["FLOPS_PER_ELEMENT_PASS", "KERNELS", "PAGE", "StepSource", "Target", "check_kernel", "declare", "kernel_keys", "load_kernels",
            "measures", "parse_count", "parse_side", "ratio", "run_markdown", "step_sources"]

@@ -150,4 +150,5 @@ EXPERIMENT = declare(
               "uniform, skewed or single: how often threads hit the same bin.", widget="select",
               options=tuple(DISTRIBUTIONS), option_label=lambda d: DISTRIBUTIONS[d]),
     ),
+    order=100,
 )

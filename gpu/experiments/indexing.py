@@ -18,20 +18,21 @@ from gpu.core.arrays import vector_inputs
 from gpu.core.backend import BACKEND, cuda
 from gpu.core.device import DeviceInfo, device_info
 from gpu.core.limits import (
+    InputError,
     SIMULATOR_MAX_N,
     WARP_SIZE,
-    InputError,
     check_threads,
-    check_threads_per_block,
     parse_int,
     parse_size,
+    threads_per_block_warnings,
 )
 from gpu.core.timing import utc_timestamp
 from gpu.experiments.base import Experiment, Param, Progress
+from gpu.experiments.launch import LAUNCH_PAGE
 from gpu.experiments.registry import register
+from gpu.kernels.geometry import blocks_for
 from gpu.kernels.vector_add import (
     PROBE_FIELDS,
-    blocks_for,
     grid_stride_probe_kernel,
     indexing_probe_kernel,
 )
@@ -221,6 +222,11 @@ class IndexingRun:
         """False only when the probe ran and disagreed with the arithmetic."""
         return all(v is not False for v in (self.records_match, self.sums_match, self.coverage_ok))
 
+    @property
+    def agree(self) -> bool:
+        """The result protocol's agreement: the probe's records and sums matched the index arithmetic."""
+        return self.passed
+
     def elements_of(self, thread: int) -> list[int]:
         """Elements that global thread ``thread`` added (needs drawn records)."""
         if self.records is None:
@@ -337,8 +343,8 @@ def run_indexing(
     if n > MAX_INDEX:
         raise InputError(f"N = {n:,} is too large for the explorer: at most {MAX_INDEX:,} (int32 positions).")
     device = device_info()
-    warnings = check_threads_per_block(threads_per_block, device.max_threads_per_block)
-    tpb = parse_int(threads_per_block, "threads per block")
+    tpb = check_threads(threads_per_block, device.max_threads_per_block)
+    warnings = threads_per_block_warnings(tpb)
     grid_stride = grid_stride_blocks is not None
     blocks = check_grid_blocks(grid_stride_blocks) if grid_stride else blocks_for(n, tpb)
     summary = LaunchSummary(n, tpb, blocks, grid_stride, device.warp_size)
@@ -442,7 +448,9 @@ INDEXING = register(Experiment(
     work=_indexing_work,
     measures=lambda run: {"threads_launched": float(run.summary.threads_launched)}
     | ({"probe_s": run.probe_s} if run.probe_s is not None else {}),
-    passed=lambda run: run.passed,
-    page="pages/3_Launch_config.py",
+    result_type=IndexingRun,
+    page=LAUNCH_PAGE,
+    order=30,
+    history_columns=("n", "threads_per_block"),
     uses_cpu=BACKEND.simulated,  # simulated threads are CPU work
 ))

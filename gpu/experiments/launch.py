@@ -21,9 +21,9 @@ from gpu.core.limits import (
     check_n,
     check_repeats,
     check_threads,
-    check_threads_per_block,
     max_vector_n,
     parse_int,
+    threads_per_block_warnings,
 )
 from gpu.core.kernel_timing import time_on_device
 from gpu.core.l2 import fits_in_l2, flush_problem, l2_cache_bytes
@@ -34,15 +34,15 @@ from gpu.core.timing import (
     Stats,
     utc_timestamp,
 )
-from gpu.experiments.base import Experiment, Param, PerBackend, Progress
+from gpu.experiments.base import Experiment, Hook, PageLink, Param, PerBackend, Progress, Recorded
 from gpu.experiments.registry import register
 from gpu.experiments.vector_add_timing import (
     BYTES_PER_ELEMENT,
     effective_bandwidth_gbps,
 )
+from gpu.kernels.geometry import blocks_for
 from gpu.kernels.vector_add import (
     VECTOR_ADD_SIGNATURE,
-    blocks_for,
     compile_grid_stride_vector_add,
     compile_vector_add,
     vector_add_grid_stride_kernel,
@@ -218,8 +218,8 @@ class LaunchSweepRun:
 def _check_block_sizes(sizes: Iterable[int | str], device_max: int) -> tuple[list[int], list[str]]:
     values, warnings = [], []
     for size in sizes:
-        warnings += check_threads_per_block(size, device_max)
-        values.append(parse_int(size, "threads per block"))
+        values.append(check_threads(size, device_max))
+        warnings += threads_per_block_warnings(values[-1])
     return list(dict.fromkeys(values)), warnings
 
 
@@ -254,7 +254,7 @@ def run_launch_sweep(
     gs_threads = parse_int(grid_stride_threads, "grid-stride threads per block")
     multiples = [parse_int(k, "multiple of the SM count") for k in grid_stride_multiples]
     if multiples:
-        check_threads_per_block(gs_threads, device.max_threads_per_block)
+        check_threads(gs_threads, device.max_threads_per_block)
     for k in multiples:
         if not 1 <= k <= 1024:
             raise InputError(f"grid-stride multiples of the SM count must be between 1 and 1024, got {k}")
@@ -349,6 +349,10 @@ def _sweep_work(p) -> int:
     return p["n"] * (p["repeats"] + 1) * configs
 
 
+# The page of the launch experiments (indexing, the sweep, launch overhead): one link for all three.
+LAUNCH_PAGE = PageLink("Launch config", ":material/grid_view:", 30,
+                       "which thread handles which element; block-size sweep; the kernel's PTX", "pages/3_Launch_config.py")
+
 LAUNCH_SWEEP = register(Experiment(
     key="launch-sweep",
     title="Block-size sweep",
@@ -372,7 +376,13 @@ LAUNCH_SWEEP = register(Experiment(
     ),
     work=_sweep_work,
     measures=lambda run: {"best_kernel_s": min(c.kernel.median_s for c in run.configs)} if run.configs else {},
-    page="pages/3_Launch_config.py",
+    result_type=LaunchSweepRun,
+    page=LAUNCH_PAGE,
+    order=40,
+    history_columns=("n", "repeats"),
+    report="gpu.report.launch",
+    check=(Hook("gpu.report.check:launch_section"),),
+    recorded=Recorded("launch", Hook("ui.reference:_launch")),
     uses_cpu=BACKEND.simulated,
 ))
 

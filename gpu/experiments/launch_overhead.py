@@ -51,6 +51,7 @@ from gpu.core.timing import (
     utc_timestamp,
 )
 from gpu.experiments.base import Experiment, Param
+from gpu.experiments.launch import LAUNCH_PAGE
 from gpu.experiments.registry import register
 
 PATHS = {
@@ -251,6 +252,11 @@ class LaunchOverheadRun:
             "breakdown": [{"what": w, "seconds": s} for w, s in self.breakdown()],
         }
 
+    @property
+    def agree(self) -> bool:
+        """Always True: empty kernels compute nothing, so there is no result to disagree."""
+        return True
+
     def to_frame(self):
         """One row per path × sample: path, label, sample, seconds, us, few_samples, backend."""
         import pandas as pd
@@ -337,7 +343,9 @@ EXPERIMENT = register(Experiment(
     work=lambda p: p["samples"],
     measures=lambda run: {f"{name}_s": stats.median_s for name, stats in run.paths.items()},
     passed=lambda run: run.passed,
-    page="pages/3_Launch_config.py",
+    result_type=LaunchOverheadRun,
+    page=LAUNCH_PAGE,
+    order=50,
     uses_cpu=True,  # host time is what is measured: other CPU benchmarks would disturb it
 ))
 

@@ -141,4 +141,5 @@ EXPERIMENT = declare(
     Param("n", "N (the matrices are N × N)", parse_side, PerBackend(1536, 24), "A whole number such as 1024 or 2^11."),
     repeats=PerBackend(3, 1),
     elements=lambda p: p["n"] ** 2,
+    order=120,
 )

@@ -141,4 +141,5 @@ EXPERIMENT = declare(
     Param("n", "N (float32 values)", parse_count, PerBackend(2**25, 512), "A whole number such as 1e6 or 2^20."),
     extra=(Param("threads_per_block", "Threads per block", parse_threads, PerBackend(256, 128),
                  "A power of two from 32 to 1024.", widget="int"),),
+    order=80,
 )

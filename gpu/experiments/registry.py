@@ -1,37 +1,59 @@
-"""Every experiment the lab knows, by key.
+"""Every experiment the lab knows, by key: the one place an experiment is registered.
 
 Experiment modules declare themselves with ``register``; ``experiments()`` imports every
-module of ``gpu.experiments`` first, so the CLI, the pages, the cluster workers and
-``gpu check`` all see the same set. The registry is filled at import time and only read
-afterwards (no per-user state lives here).
+module of ``gpu.experiments`` first, and every module of the packages named in
+``$KERNEL_LAB_EXPERIMENTS`` (comma-separated: experiments kept outside this tree), so
+the CLI, the pages, the cluster workers and ``gpu check`` all see the same set, in the
+order the declarations give (``Experiment.order``). The registry is filled at import
+time and only read afterwards (no per-user state lives here).
 """
 
 from __future__ import annotations
 
 import importlib
+import os
 import pkgutil
 
+from gpu.core import series
 from gpu.core.limits import InputError
-from gpu.experiments.base import Experiment
+from gpu.experiments.base import Experiment, PageLink
 
-# The order the CLI and the pages list the experiments in; any other module of this
-# package that declares one is found too (a new experiment needs no edit here).
-ORDER = ("vector-add", "scaling", "indexing", "launch-sweep", "launch-overhead", "transfers-bandwidth", "transfers",
-         "reduction", "transpose", "histogram", "stencil", "matmul")
+PACKAGES_ENV = "KERNEL_LAB_EXPERIMENTS"
 
 _REGISTRY: dict[str, Experiment] = {}
 _ALIASES: dict[str, str] = {}
 
 
 def register(experiment: Experiment, *, aliases: tuple[str, ...] = ()) -> Experiment:
-    """Add ``experiment`` (and other names it answers to, e.g. an older CLI command); return it."""
+    """Add ``experiment`` (and other names it answers to, e.g. an older CLI command); return it.
+
+    Refuses (ValueError) a name another experiment holds, a page link that differs from
+    another declaration's link to the same page, and a measured series whose id another
+    experiment gave another label or colour.
+    """
     for name in (experiment.key, *aliases):
         owner = _ALIASES.get(name)
         if owner is not None and owner != experiment.key:
             raise ValueError(f"experiment name {name!r} is taken by {owner!r}")
+    if experiment.page is not None:
+        for other in _REGISTRY.values():
+            if other.key != experiment.key and other.page is not None and other.page.script == experiment.page.script and other.page != experiment.page:
+                raise ValueError(f"experiments {other.key!r} and {experiment.key!r} link to {experiment.page.script} differently: {other.page} / {experiment.page}")
+    for s in experiment.series:
+        series.add(s)
+    for name in (experiment.key, *aliases):
         _ALIASES[name] = experiment.key
     _REGISTRY[experiment.key] = experiment
     return experiment
+
+
+def unregister(key: str) -> None:
+    """Forget experiment ``key`` and its names (tests that declare a throwaway experiment)."""
+    experiment = _REGISTRY.pop(key, None)
+    for name in [n for n, owner in _ALIASES.items() if owner == key]:
+        del _ALIASES[name]
+    for s in experiment.series if experiment is not None else ():
+        series.remove(s.id)
 
 
 def aliases(key: str) -> tuple[str, ...]:
@@ -39,19 +61,27 @@ def aliases(key: str) -> tuple[str, ...]:
     return tuple(name for name, owner in _ALIASES.items() if owner == key and name != key)
 
 
+def extra_packages() -> list[str]:
+    """Packages of experiments kept outside gpu/experiments: ``$KERNEL_LAB_EXPERIMENTS``."""
+    return [name.strip() for name in os.environ.get(PACKAGES_ENV, "").split(",") if name.strip()]
+
+
 def _load() -> None:
-    """Import every module of this package, so each declaration registers itself."""
+    """Import every module of this package and of the extra packages, so each declaration registers itself."""
     import gpu.experiments as package
 
     for module in pkgutil.iter_modules(package.__path__):
         importlib.import_module(f"{package.__name__}.{module.name}")
+    for name in extra_packages():
+        extra = importlib.import_module(name)
+        for module in pkgutil.iter_modules(getattr(extra, "__path__", [])):
+            importlib.import_module(f"{name}.{module.name}")
 
 
 def experiments() -> list[Experiment]:
-    """Every registered experiment: those in ``ORDER`` first, in that order, then the rest."""
+    """Every registered experiment, by its declared ``order`` (then key)."""
     _load()
-    rank = {key: i for i, key in enumerate(ORDER)}
-    return sorted(_REGISTRY.values(), key=lambda e: rank.get(e.key, len(ORDER)))
+    return sorted(_REGISTRY.values(), key=lambda e: (e.order, e.key))
 
 
 def get(name: str) -> Experiment:
@@ -61,3 +91,23 @@ def get(name: str) -> Experiment:
     if key is None:
         raise InputError(f"unknown experiment {name!r}; known: {', '.join(_REGISTRY)}")
     return _REGISTRY[key]
+
+
+def of_result(result: object) -> Experiment | None:
+    """The experiment whose declared ``result_type`` ``result`` is (None for a part of a result)."""
+    return next((e for e in experiments() if e.result_type is not None and type(result) is e.result_type), None)
+
+
+def on_page(script: str) -> list[Experiment]:
+    """The experiments shown by the page ``script`` (e.g. "pages/7_Kernels.py"), in order."""
+    return [e for e in experiments() if e.page is not None and e.page.script == script]
+
+
+def page_links() -> list[PageLink]:
+    """The page links the declarations give, one per page, in the order of the first experiment of each."""
+    return list({e.page.script: e.page for e in experiments() if e.page is not None}.values())
+
+
+def history_columns() -> tuple[str, ...]:
+    """Parameters with a History column of their own: every declaration's ``history_columns``, first seen first."""
+    return tuple(dict.fromkeys(c for e in experiments() for c in e.history_columns))

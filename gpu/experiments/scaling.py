@@ -33,6 +33,7 @@ from gpu.core.limits import (
     load_config,
     max_vector_n,
     parse_flag,
+    parse_positive,
     parse_seconds,
     parse_size,
     release_device_memory,
@@ -40,7 +41,7 @@ from gpu.core.limits import (
 from gpu.core.peaks import Peaks, measure_peaks
 from gpu.core.telemetry import TelemetryMonitor
 from gpu.core.timing import Clock
-from gpu.experiments.base import Experiment, Param, PerBackend, Progress
+from gpu.experiments.base import Experiment, Hook, PageLink, Param, PerBackend, Progress, Recorded
 from gpu.experiments.registry import register
 from gpu.experiments.scaling_config import (
     DEFAULT_MIN_N,
@@ -60,9 +61,9 @@ from gpu.experiments.vector_add_timing import (
     time_gpu_phases,
     time_resident_kernel,
 )
+from gpu.kernels.geometry import blocks_for
 from gpu.kernels.vector_add import (
     ELEMENTS_PER_THREAD,
-    blocks_for,
     compile_vector_add,
     vector_add_ilp_kernel,
 )
@@ -283,7 +284,7 @@ def _names(value) -> tuple[str, ...]:
 
 
 def _noise(value) -> float:
-    noise = parse_seconds(value, "the noise target")  # a positive number; not seconds, same parsing
+    noise = parse_positive(value, "the noise target", example="0.05")
     if not noise < 1:
         raise InputError(f"the noise target must be between 0 and 1 (e.g. 0.05 for 5%), got {value!r}")
     return noise
@@ -384,7 +385,14 @@ EXPERIMENT = register(Experiment(
     run=_run,
     work=_work,
     measures=_measures,
-    page="pages/2_Scaling.py",
+    result_type=SweepRun,
+    page=PageLink("Scaling", ":material/trending_up:", 20,
+                  "every size of a range: where the GPU starts to win, bandwidth against the limits", "pages/2_Scaling.py"),
+    order=20,
+    history_columns=("threads_per_block", "repeats"),
+    report="gpu.report.scaling",
+    check=(Hook("gpu.report.check:scaling_section"),),
+    recorded=Recorded("scaling", Hook("ui.reference:_scaling")),
     csv=True,
     mark_stopped=lambda run, why: replace(run, stopped=why),
 ), aliases=("sweep",))

@@ -12,7 +12,7 @@ from gpu.core.device import device_info
 from gpu.core.limits import (
     InputError,
     check_cpu_n,
-    check_threads_per_block,
+    check_threads,
     kernel_cap,
     max_cpu_vector_n,
     parse_int,
@@ -200,8 +200,7 @@ def make_config(
     unknown = [name for name in chosen if name not in IMPLS]
     if unknown:
         raise InputError(f"unknown implementation {unknown[0]!r}; choose from {', '.join(IMPLS)}")
-    tpb = parse_int(threads_per_block, "threads per block")
-    check_threads_per_block(tpb, device_info().max_threads_per_block)
+    tpb = check_threads(threads_per_block, device_info().max_threads_per_block)
     if not python_budget_s > 0:
         raise InputError(f"the Python-loop budget must be more than 0 seconds, got {python_budget_s!r}")
     if max_wall_s is not None and not max_wall_s > 0:

@@ -137,4 +137,5 @@ EXPERIMENT = declare(
     "a 5-point blur on an N × N float32 grid: naive global loads, a shared-memory tile with a halo, four cells per thread",
     Param("n", "N (the grid is N × N)", parse_side, PerBackend(8192, 32), "A whole number such as 4096 or 2^12."),
     elements=lambda p: p["n"] ** 2,
+    order=110,
 )

@@ -25,7 +25,8 @@ from gpu.core.limits import (
 from gpu.core.kernel_timing import time_on_device
 from gpu.core.timeline import Interval
 from gpu.core.timing import Clock, PhaseTimer, RepeatPolicy, Stats, collect
-from gpu.kernels.vector_add import blocks_for, vector_add_kernel
+from gpu.kernels.geometry import blocks_for
+from gpu.kernels.vector_add import vector_add_kernel
 
 # --- sizes -------------------------------------------------------------------------
 

@@ -27,10 +27,10 @@ from gpu.core.limits import (
     check_n,
     check_repeats,
     check_threads,
-    check_threads_per_block,
     max_vector_n,
     parse_flag,
     parse_int,
+    threads_per_block_warnings,
 )
 from gpu.core.series import labels
 from gpu.core.timeline import Interval, build_timeline, overlap_fraction
@@ -41,10 +41,11 @@ from gpu.core.timing import (
 )
 from gpu.experiments.bandwidth import (
     SIMULATED_NOTE,
+    TRANSFERS_PAGE,
     BandwidthCurves,
     run_bandwidth_curves,
 )
-from gpu.experiments.base import Experiment, Param, PerBackend, Progress
+from gpu.experiments.base import Experiment, Hook, Param, PerBackend, Progress, Recorded
 from gpu.experiments.registry import register
 from gpu.experiments.strategy_timing import (
     MAX_CHUNKS,
@@ -362,7 +363,8 @@ def run_strategies(
     """
     say = on_progress or (lambda _m: None)
     n = check_n(n, max_transfer_n() if max_n is None else max_n)
-    warnings = check_threads_per_block(threads_per_block, device_info().max_threads_per_block)
+    threads_per_block = check_threads(threads_per_block, device_info().max_threads_per_block)
+    warnings = threads_per_block_warnings(threads_per_block)
     chunks = check_chunks(chunks, n)
     streams = check_streams(streams, chunks)
     iterations = check_iterations(iterations if iterations is not None else (SIMULATOR_ITERATIONS if BACKEND.simulated else DEFAULT_ITERATIONS))
@@ -522,6 +524,10 @@ class TransfersRun:
         return {"experiment": "transfers", "bandwidth": self.bandwidth.to_dict() if self.bandwidth else None,
                 "strategies": self.strategies.to_dict()}
 
+    def to_frame(self):
+        """The strategies' tidy samples (the bandwidth curves, when measured, have their own ``to_frame``)."""
+        return self.strategies.to_frame()
+
 
 def _run_transfers(p, progress) -> TransfersRun:
     strategies = run_strategies(p["n"], p["threads_per_block"], p["chunks"], p["streams"], p["iterations"],
@@ -554,5 +560,11 @@ STRATEGIES_EXPERIMENT = register(Experiment(
     run=_run_transfers,
     work=_strategies_work,
     measures=lambda run: {f"{s.key}_s": s.cost_s for s in run.strategies.ranking},
-    page="pages/4_Transfers.py",
+    result_type=TransfersRun,
+    page=TRANSFERS_PAGE,
+    order=70,
+    history_columns=("n", "threads_per_block", "repeats"),
+    report="gpu.report.transfers",
+    check=(Hook("gpu.report.check:transfers_section"),),
+    recorded=Recorded("transfers", Hook("ui.reference:_transfers")),
 ))

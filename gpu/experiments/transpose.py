@@ -107,4 +107,5 @@ EXPERIMENT = declare(
     Param("n", "N (the matrix is N × N)", parse_side, PerBackend(8192, 32), "A whole number such as 4096 or 2^12."),
     repeats=PerBackend(5, 2),
     elements=lambda p: p["n"] ** 2,
+    order=90,
 )

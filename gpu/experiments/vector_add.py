@@ -26,10 +26,10 @@ from gpu.core.limits import (
     check_n,
     check_repeats,
     check_threads,
-    check_threads_per_block,
     kernel_n,
     parse_flag,
     parse_seconds,
+    threads_per_block_warnings,
 )
 from gpu.core.telemetry import TelemetryMonitor
 from gpu.core.telemetry import describe as describe_telemetry
@@ -42,7 +42,7 @@ from gpu.core.timing import (
     utc_timestamp,
 )
 from gpu.experiments.article import ARTICLE_RUNS, ArticleRun, run_article_method
-from gpu.experiments.base import Experiment, Param, PerBackend, Progress
+from gpu.experiments.base import Experiment, Hook, PageLink, Param, PerBackend, Progress, Recorded
 from gpu.experiments.registry import register
 from gpu.experiments.vector_add_timing import (
     DEFAULT_PYTHON_BUDGET_S,
@@ -52,7 +52,8 @@ from gpu.experiments.vector_add_timing import (
     time_cpu,
     time_gpu_phases,
 )
-from gpu.kernels.vector_add import blocks_for, compile_vector_add
+from gpu.kernels.geometry import blocks_for
+from gpu.kernels.vector_add import compile_vector_add
 
 # --- results -----------------------------------------------------------------------
 
@@ -264,10 +265,11 @@ def run_vector_add(
     the simulator's cap in the simulator) on the first ``gpu_n`` elements of the same
     inputs, and its result is checked against NumPy's at that N.
     """
-    say = on_progress or (lambda _msg: None)
+    progress = Progress.of(on_progress)
     n = check_cpu_n(n, max_n)
     gpu_n = kernel_n(n) if gpu_n is None else check_n(gpu_n, n, "the GPU's N")
-    warnings = check_threads_per_block(threads_per_block, device_info().max_threads_per_block)
+    threads_per_block = check_threads(threads_per_block, device_info().max_threads_per_block)
+    warnings = threads_per_block_warnings(threads_per_block)
     if not BACKEND.simulated and stream_hold_problem() is not None:
         warnings.append(stream_hold_problem())
     from gpu.core.l2 import flush_problem
@@ -285,9 +287,9 @@ def run_vector_add(
     reference = a + b
 
     # GPU: compile once (timed apart), then the phases per the policy, at its own N
-    say("compiling the kernel")
+    progress.begin("compile", "compiling the kernel")
     compile_s = compile_vector_add()
-    say("timing the GPU kernel and copies" + (f" at N = {gpu_n:,} (the simulator's cap)" if gpu_n < n else ""))
+    progress.begin("gpu", "timing the GPU kernel and copies" + (f" at N = {gpu_n:,} (the simulator's cap)" if gpu_n < n else ""))
     gpu_out = np.empty(gpu_n, dtype=np.float32)
     # contiguous prefixes: views, no copy; the reference's prefix is exactly their sum
     gpu_a, gpu_b = a[:gpu_n], b[:gpu_n]
@@ -301,7 +303,7 @@ def run_vector_add(
     cpu_results: dict[str, CpuTiming] = {}
     cpu_out = np.empty(n, dtype=np.float32)
     for name in impls:
-        say(f"timing the CPU: {cpu.LABELS[name]}")
+        progress.begin(f"cpu:{name}", f"timing the CPU: {cpu.LABELS[name]}")
         timing = time_cpu(name, a, b, cpu_out, policy, python_budget_s)
         cpu_results[name] = timing
         if timing.stats is not None:
@@ -353,7 +355,7 @@ def _run(params, progress: Progress) -> VectorAddRun:
     if params["article"]:
         # all of the article's method at one N: in the simulator, the kernel's (its speedup compares the two)
         at = run.kernel_n
-        progress("the article's method" + (f" at N = {at:,} (the simulator's cap)" if at < run.n else ""))
+        progress.begin("article", "the article's method" + (f" at N = {at:,} (the simulator's cap)" if at < run.n else ""))
         run = replace(run, article=run_article_method(at, params["threads_per_block"], python_budget_s=params["python_budget_s"]))
     return run
 
@@ -362,7 +364,7 @@ SIMULATED_S_PER_THREAD = 1.5e-4  # the simulator runs about 0.1-0.2 ms per GPU t
 
 
 def _plan(params, simulated: bool) -> list[tuple[str, float]]:
-    """The run's phases in the order ``run_vector_add`` reports them, with an estimate each (s).
+    """The run's phases (step ids) in the order ``run_vector_add`` begins them, with an estimate each (s).
 
     In the simulator the kernel launches dominate (one simulated thread each); on a GPU
     everything but the Python loop is short.
@@ -371,13 +373,13 @@ def _plan(params, simulated: bool) -> list[tuple[str, float]]:
     n, gpu_n = params["n"], kernel_n(params["n"])
     per_launch = gpu_n * SIMULATED_S_PER_THREAD if simulated else 0.01
     python_s = min(cpu.estimate_python_loop_s(n), params["python_budget_s"]) * launches if "python" in params["cpu"] else 0.0
-    steps = [("compiling the kernel", 0.5), ("timing the GPU kernel and copies", launches * per_launch * (1 if simulated else 2))]
+    steps = [("compile", 0.5), ("gpu", launches * per_launch * (1 if simulated else 2))]
     for name in params["cpu"]:
         compiled_s = (0.05 + n * CPU_S_PER_ELEMENT) * launches + (0.5 if "numba" in name else 0)
-        steps.append((f"timing the CPU: {cpu.LABELS[name]}", python_s if name == "python" else compiled_s))
+        steps.append((f"cpu:{name}", python_s if name == "python" else compiled_s))
     if params["article"]:
         article_python_s = min(cpu.estimate_python_loop_s(gpu_n), params["python_budget_s"]) * 3 if gpu_n < n else python_s / launches * 3
-        steps.append(("the article's method", 4 * per_launch + article_python_s))
+        steps.append(("article", 4 * per_launch + article_python_s))
     return steps
 
 
@@ -436,6 +438,12 @@ EXPERIMENT = register(Experiment(
     work=_work,
     measures=_measures,
     plan=_plan,
-    page="pages/1_Vector_add.py",
+    result_type=VectorAddRun,
+    page=PageLink("Vector add", ":material/add_circle:", 10, "the article's experiment, one size, full breakdown", "pages/1_Vector_add.py"),
+    order=10,
+    history_columns=("n", "threads_per_block", "repeats"),
+    check=(Hook("gpu.report.check:correctness_section"), Hook("gpu.report.check:breakdown_section"),
+           Hook("gpu.report.check:article_section")),
+    recorded=Recorded("vector-add", Hook("ui.reference:_vector_add")),
     legacy_keys={"n": "n", "threads_per_block": "threads_per_block", "repeats": "repeats", "cpu": "cpu_impls", "article": "article"},
 ))

@@ -21,7 +21,8 @@ from gpu.core.timing import (
     collect,
     format_seconds,
 )
-from gpu.kernels.vector_add import blocks_for, vector_add_kernel
+from gpu.kernels.geometry import blocks_for
+from gpu.kernels.vector_add import vector_add_kernel
 
 BYTES_PER_ELEMENT = 12  # float32 vector add reads a and b and writes c: 3 x 4 bytes
 

@@ -1,4 +1,11 @@
-"""Launch geometry shared by the catalog kernels: ceil division and grid-stride grids."""
+"""Grid sizes, in one place: how many blocks a launch needs.
+
+- ``blocks_for(n, threads_per_block)``: one thread per element (ceil division);
+- ``resident_blocks(...)``: a grid-stride launch of one full wave of the device, from the
+  theoretical occupancy of ``gpu.core.arch`` (threads, blocks, registers and shared memory
+  per SM); ``kernel_resident_blocks`` adds the compiled kernel's registers on a GPU;
+- ``grid_2d(...)``: tiles covering a matrix.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +13,11 @@ import sys
 
 from gpu.core.arch import DEFAULT_TARGET, TARGETS, Target, theoretical_occupancy
 from gpu.core.backend import BACKEND
-from gpu.kernels.vector_add import blocks_for
+
+def blocks_for(n: int, threads_per_block: int) -> int:
+    """Blocks needed to give every one of ``n`` elements a thread (ceil division)."""
+    return (n + threads_per_block - 1) // threads_per_block
+
 
 # The simulator has no SMs; pretend to have one so a grid-stride launch still loops.
 SIMULATED_SMS = 1

@@ -26,11 +26,6 @@ def vector_add_kernel(a, b, c):
         c[position] = a[position] + b[position]
 
 
-def blocks_for(n: int, threads_per_block: int) -> int:
-    """Blocks needed to give every one of ``n`` elements a thread (ceil division)."""
-    return (n + threads_per_block - 1) // threads_per_block
-
-
 # Elements each thread of vector_add_ilp_kernel adds. A memory system as fast as HBM3e
 # needs many bytes in flight to reach its bandwidth (Little's law: bytes in flight =
 # bandwidth x latency); four independent loads of a and of b per thread, issued before

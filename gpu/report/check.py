@@ -17,7 +17,7 @@ from gpu.core.device import device_info, host_info, library_versions
 from gpu.core.limits import SIMULATOR_MAX_N, max_vector_n
 from gpu.core.provenance import SIMULATOR_WARNING as SIMULATED_WARNING
 from gpu.core.timing import RepeatPolicy, format_factor, format_seconds, utc_timestamp
-from gpu.experiments.catalog import KERNELS
+from gpu.experiments.registry import experiments
 
 AWKWARD_SIZES = (1, 31, 32, 33, 255, 256, 257, 1_000_003, 10_000_000)
 CHECK_BLOCK_SIZES = (32, 128, 256, 1024)
@@ -325,10 +325,15 @@ def methodology_section(ctx: CheckContext) -> Section:
 
 
 
-SECTIONS: list[Callable[[CheckContext], Section]] = [
-    correctness_section, breakdown_section, article_section, scaling_section, launch_section, transfers_section,
-    *(catalog_section(key) for key in KERNELS), methodology_section,
-]
+def declared_sections() -> list[Callable[[CheckContext], Section]]:
+    """Every declaration's ``check`` sections, in the experiments' order, then the methodology (which reads them)."""
+    return [hook.resolve() for experiment in experiments() for hook in experiment.check] + [methodology_section]
+
+
+def __getattr__(name: str):
+    if name == "SECTIONS":  # derived on each use, so an experiment registered later has its section
+        return declared_sections()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def run_check(
@@ -354,7 +359,7 @@ def run_check(
         ctx.first_compile_s = compile_vector_add()
     ctx.sections = report.sections
     out = Path(out_dir) if out_dir is not None else None
-    for section_fn in sections or SECTIONS:
+    for section_fn in sections or declared_sections():
         start = time.perf_counter()
         try:
             section = section_fn(ctx)
@@ -370,4 +375,4 @@ def run_check(
     return report
 
 
-__all__ = ["CheckContext", "CheckReport", "SECTIONS", "Section", "run_check"]
+__all__ = ["CheckContext", "CheckReport", "SECTIONS", "Section", "declared_sections", "run_check"]

@@ -94,3 +94,8 @@ def summary(run: LaunchSweepRun) -> str:
         lines.append(describe(run.telemetry))
     lines.append(explanation(run))
     return "\n".join(lines)
+
+
+# What gpu/report/render.py uses for these results (named by the launch-sweep declaration's ``report``).
+SUMMARIES = {LaunchSweepRun: summary}
+PROSE = {LaunchSweepRun: lambda run: {"explanation": explanation(run)}}

@@ -56,7 +56,8 @@ def methodology(quick: bool, max_n: int, say, earlier_sections=(), telemetry: di
         run_launch_overhead,
     )
     from gpu.experiments.vector_add_timing import time_resident_kernel
-    from gpu.kernels.vector_add import blocks_for, vector_add_kernel
+    from gpu.kernels.geometry import blocks_for
+    from gpu.kernels.vector_add import vector_add_kernel
 
     l2 = l2_cache_bytes()
     policy = RepeatPolicy.count(3) if quick else RepeatPolicy.until_stable(0.02, 0.5, max_repeat=100)

@@ -3,36 +3,36 @@
 A result (gpu/experiments/*) holds data; the sentences that explain it live in the
 report layer. ``summary(result)`` is what the CLI prints; ``to_json(result)`` is
 ``result.to_dict()`` plus the prose fields a reader of a download or a check file
-expects ("explanation", ...). Types without prose of their own fall back to ``str``
-and ``to_dict``.
+expects ("explanation", ...). Which function words which result is told by the
+declarations: an experiment's ``report`` names a module of gpu/report that holds
+``SUMMARIES`` and ``PROSE``, ``{result type: function}`` (a result and the parts of it
+that are shown on their own, e.g. the transfer strategies). Types without prose of their
+own fall back to ``str`` and ``to_dict``.
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import Any, Callable
 
-from gpu.experiments.launch import LaunchSweepRun
-from gpu.experiments.scaling_result import SweepRun
-from gpu.experiments.transfers import StrategyComparison, TransfersRun
-from gpu.report import launch, scaling, transfers
+from gpu.experiments.registry import experiments
 
-_SUMMARY: dict[type, Callable[[Any], str]] = {
-    LaunchSweepRun: launch.summary,
-    SweepRun: scaling.summary,
-    StrategyComparison: transfers.summary,
-    TransfersRun: transfers.transfers_summary,
-}
-_PROSE: dict[type, Callable[[Any], dict]] = {
-    LaunchSweepRun: lambda run: {"explanation": launch.explanation(run)},
-    SweepRun: lambda run: {"crossover_sentences": scaling.crossover_sentences(run)},
-    StrategyComparison: lambda result: {"verdict": transfers.verdict(result)},
-    TransfersRun: lambda run: {"strategies": to_json(run.strategies)},
-}
+
+def _tables() -> tuple[dict[type, Callable[[Any], str]], dict[type, Callable[[Any], dict]]]:
+    summaries: dict[type, Callable[[Any], str]] = {}
+    prose: dict[type, Callable[[Any], dict]] = {}
+    for module_name in dict.fromkeys(e.report for e in experiments() if e.report):
+        module = importlib.import_module(module_name)
+        if not hasattr(module, "SUMMARIES") and not hasattr(module, "PROSE"):
+            raise LookupError(f"report module {module_name} (named by a declaration) has neither SUMMARIES nor PROSE")
+        summaries.update(getattr(module, "SUMMARIES", {}))
+        prose.update(getattr(module, "PROSE", {}))
+    return summaries, prose
 
 
 def summary(result: Any) -> str:
     """The terminal summary of ``result``."""
-    render = _SUMMARY.get(type(result))
+    render = _tables()[0].get(type(result))
     return render(result) if render is not None else str(result)
 
 
@@ -40,5 +40,5 @@ def to_json(result: Any) -> dict:
     """``result.to_dict()`` with the prose fields of its report, JSON-ready."""
     from gpu.core.provenance import stamp
 
-    prose = _PROSE.get(type(result))
+    prose = _tables()[1].get(type(result))
     return stamp(result.to_dict() | (prose(result) if prose is not None else {}))  # downloads and --json say which rules

@@ -86,3 +86,8 @@ def summary(run: SweepRun) -> str:
     lines.append(f"wall {format_seconds(run.wall_s)}, timed samples {format_seconds(run.sampled_s)}: "
                  f"overhead {run.overhead_fraction:.1%} (1 − samples ÷ wall)")
     return "\n".join(lines)
+
+
+# What gpu/report/render.py uses for these results (named by the scaling declaration's ``report``).
+SUMMARIES = {SweepRun: summary}
+PROSE = {SweepRun: lambda run: {"crossover_sentences": crossover_sentences(run)}}

@@ -83,3 +83,16 @@ def summary(result: StrategyComparison) -> str:
 def transfers_summary(run: TransfersRun) -> str:
     """The CLI's ``transfers``: the bandwidth curves (when measured), then the strategies."""
     return (f"{run.bandwidth}\n\n" if run.bandwidth is not None else "") + summary(run.strategies)
+
+
+def _strategies_prose(result: StrategyComparison) -> dict:
+    return {"verdict": verdict(result)}
+
+
+# What gpu/report/render.py uses for these results (named by the transfers declaration's
+# ``report``); the strategies are also downloaded and checked on their own.
+SUMMARIES = {StrategyComparison: summary, TransfersRun: transfers_summary}
+PROSE = {
+    StrategyComparison: _strategies_prose,
+    TransfersRun: lambda run: {"strategies": run.strategies.to_dict() | _strategies_prose(run.strategies)},
+}

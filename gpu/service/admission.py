@@ -51,13 +51,12 @@ def admit_and_run(name: str, raw_params: Mapping[str, Any], progress: "Progress 
     Only plain parameters cross this boundary, never code. Raises InputError for bad
     parameters or a run over the admission limits, before any work starts.
     """
-    from gpu.experiments.base import Progress
     from gpu.experiments.registry import get
 
     experiment = get(name)
     params = experiment.parse(raw_params, BACKEND.simulated)
     admit(experiment, params)
-    return experiment.run(params, Progress.of(progress))
+    return experiment.execute(params, progress)
 
 
 def check_work(n: int, repeats: int, points: int = 1, warmup: int = 1, config: AdmissionConfig | None = None) -> int:

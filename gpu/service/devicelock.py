@@ -22,7 +22,9 @@ next waiter that sees it, so the queue never stalls on a dead run. flock is take
 open file, so threads of one process queue against each other exactly as processes do.
 Waiters poll: the first in line every ``poll_s`` (a hand-over costs up to that), the
 others every ``queue_poll_s`` (their place changes only when a run ends), so thirty
-waiting sessions do not take the CPU (and the GIL) from the run in progress.
+waiting sessions do not take the CPU (and the GIL) from the run in progress. A poll can
+miss a place (the run ahead may start and end between two looks); ``locks.Countdown``
+reports every place in between, so a waiter's queue always counts down to 1.
 
 The folder is ``$KERNEL_LAB_LOCK_DIR``, else ``locks/`` beside the history database
 (processes that share a History share the GPUs' queues), else a folder in the system
@@ -42,7 +44,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator
 
-from gpu.service.locks import Interval, LockState
+from gpu.service.locks import Countdown, Interval, LockState
 
 LOCK_DIR_ENV = "KERNEL_LAB_LOCK_DIR"
 
@@ -145,6 +147,11 @@ class FileFifoLock:
                 self._unlink(self._queue_dir / entry)
         return sorted(live)
 
+    def _ahead_of(self, ticket: int) -> int:
+        """Runs in front of ``ticket``: live lower tickets, plus the holder."""
+        lower = sum(1 for other, _name in self._tickets() if other < ticket)
+        return lower + (1 if self._holder() is not None else 0)
+
     def _holder(self) -> dict | None:
         """The holder's {pid, label, since}, or None when free (a dead holder's file is removed)."""
         try:
@@ -188,23 +195,26 @@ class FileFifoLock:
         ticket = self._next_ticket()
         mine = f"{ticket:012d}.{os.getpid()}"
         ticket_path = self._queue_dir / mine
-        ticket_path.write_text(label)
+        countdown = Countdown(on_wait, self._heartbeat_s)
         fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o644)
-        last_reported: int | None = None
-        last_call = 0.0
         try:
+            # Our place on arrival is reported before the ticket is visible: once others
+            # can see us the holder may leave, and the first place would be missed.
+            countdown.see(self._ahead_of(ticket))
+            ticket_path.write_text(label)
             while True:
                 order = [name for _, name in self._tickets()]
                 if mine not in order:  # removed by someone who thought we were dead: take a place again
                     ticket_path.write_text(label)
                     continue
-                if order[0] == mine and self._try_flock(fd):
-                    break
-                ahead = order.index(mine) + (1 if self._holder() is not None else 0)
-                now = time.perf_counter()
-                if on_wait is not None and ahead > 0 and (ahead != last_reported or now - last_call >= self._heartbeat_s):
-                    last_reported, last_call = ahead, now
-                    on_wait(ahead)
+                holder = self._holder()
+                ahead = order.index(mine) + (1 if holder is not None else 0)
+                if ahead == 0:
+                    countdown.see(0)  # our turn: the countdown ends at 1 before the run starts
+                    if self._try_flock(fd):
+                        break
+                else:
+                    countdown.see(ahead)
                 time.sleep(self._poll_s if order.index(mine) == 0 else self._queue_poll_s)
         except BaseException:
             self._unlink(ticket_path)  # give up our place without blocking those behind us

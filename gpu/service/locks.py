@@ -46,6 +46,39 @@ def overlaps(intervals: Sequence[Interval]) -> list[tuple[Interval, Interval]]:
     return [(a, b) for a, b in zip(ordered, ordered[1:]) if b.start_s < a.end_s]
 
 
+class Countdown:
+    """Tells a waiter its place so that the queue is seen counting down, whatever the timing.
+
+    A waiter polls (or is woken) and may miss a moment: under load the run ahead of it can
+    start and finish between two looks, and its place would jump from 2 straight to
+    "running". A FIFO place only ever moves one run at a time (a run leaves the queue or
+    the lock, one at a time), so every place between two observations was really held:
+    ``see(ahead)`` reports each of them in order, and ``see(0)`` (our turn has come)
+    reports down to 1 — "behind the run that has just ended" — before the run starts.
+    ``on_wait`` is called on every change and again every ``heartbeat_s`` without one,
+    so a caller that has gone away finds out and can raise to leave the queue.
+    """
+
+    def __init__(self, on_wait: Callable[[int], None] | None, heartbeat_s: float):
+        self._on_wait = on_wait
+        self._heartbeat_s = heartbeat_s
+        self.last: int | None = None
+        self._last_call = 0.0
+
+    def see(self, ahead: int) -> None:
+        if self._on_wait is None:
+            return
+        if self.last is not None and ahead < self.last:
+            for place in range(self.last - 1, max(ahead, 1) - 1, -1):  # every place in between, ending at 1 on our turn
+                self._report(place)
+        elif ahead > 0 and (ahead != self.last or time.perf_counter() - self._last_call >= self._heartbeat_s):
+            self._report(ahead)
+
+    def _report(self, place: int) -> None:
+        self.last, self._last_call = place, time.perf_counter()
+        self._on_wait(place)
+
+
 def least_loaded(locks: Sequence["FifoLock"]) -> int:
     """Index of the first free lock, else of the one with the shortest queue (lowest index on ties)."""
     if not locks:
@@ -104,31 +137,30 @@ class FifoLock:
         holder included) whenever it changes and at least every ``heartbeat_s`` while
         waiting, so a caller that has gone away finds out and can raise to leave.
         """
+        countdown = Countdown(on_wait, self._heartbeat_s)
         with self._cond:
             ticket = self._tickets
             self._tickets += 1
             self._queue.append(ticket)
-        last_reported = None
-        last_call = 0.0
+            first = self._ahead(ticket)
         try:
+            countdown.see(first)  # our place on arrival, reported before anything can move it
             while True:
+                with self._cond:
+                    if self._holder is None and self._queue[0] == ticket:
+                        ahead = 0
+                    else:
+                        self._cond.wait(self._poll_s)  # woken by every release and departure
+                        ahead = self._ahead(ticket)
+                countdown.see(ahead)  # outside the internal lock: the callback may raise to leave
+                if ahead > 0:
+                    continue
                 with self._cond:
                     if self._holder is None and self._queue[0] == ticket:
                         self._queue.popleft()
                         self._holder = label
                         self._held_since = time.perf_counter()
                         break
-                    ahead = self._ahead(ticket)
-                    if ahead == last_reported:
-                        self._cond.wait(self._poll_s)
-                        ahead = self._ahead(ticket)
-                now = time.perf_counter()
-                due = ahead != last_reported or now - last_call >= self._heartbeat_s
-                if on_wait is not None and ahead > 0 and due:
-                    last_reported, last_call = ahead, now
-                    on_wait(ahead)
-                elif on_wait is None:
-                    last_reported = ahead
         except BaseException:
             with self._cond:  # give up our place without blocking those behind us
                 if ticket in self._queue:

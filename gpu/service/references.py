@@ -3,7 +3,7 @@
 Two kinds, both read-only and never written into a user's History:
 
 - **recorded**: every committed ``benchmarks/*/check.json`` (the output of
-  ``python -m gpu check``), validated by the importer's schema and rebuilt into the
+  ``python -m gpu check``), validated by the check-file schema (gpu/service/check_schema.py) and rebuilt into the
   engine's own result objects, so pages draw them with the same chart builders as a
   live run. Provenance — device, driver, library versions, date, commit and command —
   comes from the file (``provenance`` in newer checks) or the ``SUMMARY.md`` beside it.
@@ -439,7 +439,7 @@ class ReferenceRun:
 
     def history_records(self) -> list[dict]:
         """This run's results as History-shaped records (never saved): for the Compare-GPUs view."""
-        from gpu.service.importer import history_records
+        from gpu.service.check_schema import history_records
 
         return history_records(self.data, source=self.provenance.source, sha256="")
 
@@ -464,8 +464,8 @@ class References:
 
 
 def load_reference(path: Path, root: Path = ROOT) -> ReferenceRun:
-    """One check.json (validated by the importer's schema). Raises ImportProblem or OSError."""
-    from gpu.service.importer import parse_check_bytes
+    """One check.json (validated by the check-file schema, then rebuilt). Raises ImportProblem or OSError."""
+    from gpu.service.check_schema import parse_check_bytes
 
     data = parse_check_bytes(path.read_bytes(), max_bytes=64 * 2**20)  # committed files: trusted size, same schema
     summary_path = path.with_name("SUMMARY.md")
@@ -474,7 +474,9 @@ def load_reference(path: Path, root: Path = ROOT) -> ReferenceRun:
         source = str(path.relative_to(root))
     except ValueError:
         source = str(path)
-    return ReferenceRun(path.parent.name, Provenance.of_check(data, source=source, summary=summary), data)
+    run = ReferenceRun(path.parent.name, Provenance.of_check(data, source=source, summary=summary), data)
+    run.rebuild_all()  # a committed run the pages could not draw is refused here, as an upload is
+    return run
 
 
 @lru_cache(maxsize=4)

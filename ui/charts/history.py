@@ -12,13 +12,12 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 import altair as alt
 import pandas as pd
 
+from gpu.experiments.registry import history_columns
 from gpu.service.store import RunRecord
 from ui.charts.common import COLORS, MEASURE_LABELS, log_axis
 
 SIMULATED_NOTE = "simulated runs: CUDA simulator timings are not GPU performance"
 _SKIP_PATH_PARTS = {"phases", "stats", "results", "timings"}
-# Parameters worth a column of their own in the runs table, in this order.
-KEY_PARAMS = ("n", "threads_per_block", "repeats", "points", "sizes", "direction", "pinned")
 
 
 def run_label(record: RunRecord) -> str:
@@ -84,8 +83,13 @@ def _compact(value: Any) -> Any:
     return value
 
 
-def runs_frame(records: Iterable[RunRecord]) -> pd.DataFrame:
-    """One row per run for the table and the CSV export, newest first as given."""
+def runs_frame(records: Iterable[RunRecord], key_params: Sequence[str] | None = None) -> pd.DataFrame:
+    """One row per run for the table and the CSV export, newest first as given.
+
+    ``key_params`` get a column each (default: every declaration's ``history_columns``);
+    a run's other parameters share the "parameters" column.
+    """
+    key_params = tuple(history_columns() if key_params is None else key_params)
     rows = []
     for r in records:
         row = {
@@ -98,13 +102,13 @@ def runs_frame(records: Iterable[RunRecord]) -> pd.DataFrame:
             "simulated": r.simulated,
             "status": ("stopped: " + str(r.result["stopped"])) if r.result.get("stopped") else ("imported" if r.result.get("imported") else "complete"),
         }
-        for key in KEY_PARAMS:
+        for key in key_params:
             if key in r.params:
                 row[key] = _compact(r.params[key])
         row["samples"] = sum(len(s) for _p, s in _stats_leaves(r.result))
-        row["parameters"] = "; ".join(f"{k}={_compact(v)}" for k, v in r.params.items() if k not in KEY_PARAMS)
+        row["parameters"] = "; ".join(f"{k}={_compact(v)}" for k, v in r.params.items() if k not in key_params)
         rows.append(row)
-    columns = ["run", "created_at", "experiment", "device", "backend", "status", *KEY_PARAMS, "samples", "parameters", "simulated", "run_id"]
+    columns = ["run", "created_at", "experiment", "device", "backend", "status", *key_params, "samples", "parameters", "simulated", "run_id"]
     frame = pd.DataFrame(rows)
     return frame.reindex(columns=[c for c in columns if c in frame.columns or c in ("run", "experiment")])
 

@@ -20,7 +20,7 @@ from gpu.report.cpu_vs_recorded import (
     vector_add_vs_recorded,
 )
 from ui.charts import cpu_vs_recorded as charts
-from ui.reference import references
+from ui.resources import references
 
 TITLE = "Your CPU beside a real GPU"
 

@@ -212,7 +212,7 @@ def upload_ui(store: HistoryStore) -> None:
 
 def compare_gpus_ui(records: list[RunRecord]) -> None:
     """Vector add across devices: the article's T4, the recorded GPUs, imported and your own runs."""
-    from ui.reference import references
+    from ui.resources import references
 
     refs = references()
     rows = article_entry(f"NVIDIA T4 — article ({refs.article.provenance.label})", refs.article.n, refs.article.cpu_time_s, refs.article.gpu_time_s)

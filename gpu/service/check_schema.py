@@ -1,0 +1,478 @@
+"""The schema of a ``python -m gpu check`` file (check.json): untrusted input, read as data only.
+
+A check file brought from another machine (a cloud notebook's T4, a laptop GPU) is read
+as data only: ``json.loads`` with NaN/Infinity refused, a size limit before parsing,
+and a strict schema — every key known, every type checked, every timing a finite
+non-negative number. The first problem found is reported with the path of the field
+(``sections.breakdown.run.gpu.phases.h2d.samples_s[3]``) and what is allowed.
+``history_records`` turns a valid file into History records.
+
+Both readers of check files use it: the importer (gpu/service/importer.py, uploads into
+History) and the committed reference runs (gpu/service/references.py); each then
+rebuilds the results into the engine's own objects (``ReferenceRun.rebuild_all``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from datetime import datetime
+from typing import Any, Mapping
+
+MAX_IMPORT_BYTES = 4 * 2**20  # a full H200 check is ~0.6 MB; 4 MiB leaves room, refuses floods
+MAX_SAMPLES = 100_000  # per Stats: far beyond any real run, bounds the work of reading one
+MAX_LIST = 10_000  # points, configs, launches, intervals per list
+MAX_TEXT = 200_000  # characters in one string (a PTX listing is ~5,000)
+MAX_DEPTH = 12  # nesting of a check file is at most 8
+
+TOP_KEYS = {"started_at", "backend", "quick", "passed", "device", "host", "versions", "sections"}
+OPTIONAL_TOP_KEYS = {"provenance", "telemetry", "methodology_version"}  # later checks write these
+SECTION_KEYS = ("correctness", "breakdown", "article", "scaling", "launch", "transfers")
+BACKENDS = ("cuda", "simulator")
+EXPERIMENT_OF_SECTION = {
+    "breakdown": "vector-add",
+    "scaling": "scaling",
+    "launch": "launch-sweep",
+}
+
+
+class ImportProblem(ValueError):
+    """The file is not a check file this version can read; the message names the first problem."""
+
+
+# --- parsing --------------------------------------------------------------------------
+
+
+def _refuse_constant(name: str) -> float:
+    raise ImportProblem(f"the file holds {name}, which is not a number JSON allows; timings must be finite")
+
+
+def parse_check_bytes(raw: bytes, *, max_bytes: int = MAX_IMPORT_BYTES) -> dict:
+    """Bytes of a check.json -> the dict, checked against the schema. Raises ImportProblem naming the first problem."""
+    if len(raw) > max_bytes:
+        raise ImportProblem(f"the file is {len(raw) / 2**20:,.1f} MiB; a check file may be at most {max_bytes / 2**20:,.0f} MiB")
+    if not raw.strip():
+        raise ImportProblem("the file is empty; expected the check.json that `python -m gpu check --out DIR` writes")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ImportProblem(f"the file is not UTF-8 text (byte {exc.start}); expected check.json") from None
+    try:
+        data = json.loads(text, parse_constant=_refuse_constant)
+    except ImportProblem:
+        raise
+    except RecursionError:
+        raise ImportProblem("the JSON is nested too deeply to be a check file") from None
+    except json.JSONDecodeError as exc:
+        what = "ends before the JSON is complete (truncated?)" if exc.pos >= len(text.rstrip()) else f"is not valid JSON: {exc.msg}"
+        raise ImportProblem(f"the file {what} at line {exc.lineno}, column {exc.colno}") from None
+    validate_check(data)
+    return data
+
+
+# --- the schema -----------------------------------------------------------------------
+
+
+def _where(path: str) -> str:
+    return f"`{path}`" if path else "the top level"
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true/false"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "text"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
+def _obj(value: Any, path: str, required: set[str] = frozenset(), optional: set[str] | None = None) -> dict:
+    """An object with these keys (``optional`` None: any others allowed)."""
+    if not isinstance(value, dict):
+        raise ImportProblem(f"{_where(path)} must be an object, got {_kind(value)}")
+    missing = sorted(required - set(value))
+    if missing:
+        raise ImportProblem(f"{_where(path)} lacks {', '.join(repr(m) for m in missing)}")
+    if optional is not None:
+        unknown = sorted(set(value) - required - optional)
+        if unknown:
+            raise ImportProblem(f"{_where(path)} has unknown key{'s' if len(unknown) > 1 else ''} {', '.join(repr(u) for u in unknown)}")
+    return value
+
+
+def _str(value: Any, path: str, *, allow_none: bool = False, choices: tuple[str, ...] | None = None) -> str | None:
+    if value is None and allow_none:
+        return None
+    if not isinstance(value, str):
+        raise ImportProblem(f"{_where(path)} must be text, got {_kind(value)}")
+    if len(value) > MAX_TEXT:
+        raise ImportProblem(f"{_where(path)} is {len(value):,} characters; at most {MAX_TEXT:,} allowed")
+    if choices is not None and value not in choices:
+        raise ImportProblem(f"{_where(path)} is {value[:60]!r}; expected one of {', '.join(repr(c) for c in choices)}")
+    return value
+
+
+def _bool(value: Any, path: str, *, allow_none: bool = False) -> bool | None:
+    if value is None and allow_none:
+        return None
+    if not isinstance(value, bool):
+        raise ImportProblem(f"{_where(path)} must be true or false, got {_kind(value)}")
+    return value
+
+
+def _num(value: Any, path: str, *, allow_none: bool = False, minimum: float | None = 0.0) -> float | None:
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ImportProblem(f"{_where(path)} must be a number, got {_kind(value)}")
+    if not math.isfinite(value):
+        raise ImportProblem(f"{_where(path)} must be finite")
+    if minimum is not None and value < minimum:
+        raise ImportProblem(f"{_where(path)} is {value!r}; it must be at least {minimum:g}")
+    return value
+
+
+def _int(value: Any, path: str, *, allow_none: bool = False, minimum: int = 0, maximum: int = 2**62) -> int | None:
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ImportProblem(f"{_where(path)} must be a whole number, got {_kind(value)}")
+    if not minimum <= value <= maximum:
+        raise ImportProblem(f"{_where(path)} is {value:,}; allowed {minimum:,} to {maximum:,}")
+    return value
+
+
+def _list(value: Any, path: str, *, limit: int = MAX_LIST) -> list:
+    if not isinstance(value, list):
+        raise ImportProblem(f"{_where(path)} must be a list, got {_kind(value)}")
+    if len(value) > limit:
+        raise ImportProblem(f"{_where(path)} has {len(value):,} entries; at most {limit:,} allowed")
+    return value
+
+
+def _depth(value: Any, path: str = "", level: int = 0) -> None:
+    if level > MAX_DEPTH:
+        raise ImportProblem(f"{_where(path)} is nested deeper than a check file ever is ({MAX_DEPTH} levels)")
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _depth(v, f"{path}.{k}" if path else str(k), level + 1)
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            _depth(v, f"{path}[{i}]", level + 1)
+
+
+STATS_KEYS = {"median_s", "min_s", "max_s", "mean_s", "noise", "samples", "samples_s"}
+
+
+def _stats(value: Any, path: str) -> None:
+    """A Stats.to_dict(): samples_s a non-empty list of finite seconds ≥ 0; the rest numbers."""
+    data = _obj(value, path, {"samples_s"}, STATS_KEYS | {"compile_s"})
+    samples = _list(data["samples_s"], f"{path}.samples_s", limit=MAX_SAMPLES)
+    if not samples:
+        raise ImportProblem(f"`{path}.samples_s` is empty; a measurement has at least one sample")
+    for i, s in enumerate(samples):
+        _num(s, f"{path}.samples_s[{i}]")
+    for key in STATS_KEYS - {"samples_s", "samples"}:
+        if key in data:
+            _num(data[key], f"{path}.{key}", allow_none=True)
+    if "samples" in data:
+        _int(data["samples"], f"{path}.samples")
+        if data["samples"] != len(samples):
+            raise ImportProblem(f"`{path}.samples` says {data['samples']} but `samples_s` holds {len(samples)}")
+
+
+def _device(value: Any, path: str) -> None:
+    data = _obj(value, path, {"backend", "name"})
+    _str(data["backend"], f"{path}.backend", choices=BACKENDS)
+    _str(data["name"], f"{path}.name")
+    for key in ("multiprocessors", "total_memory_bytes", "memory_clock_khz", "memory_bus_width_bits", "max_threads_per_block", "warp_size", "index"):
+        if key in data:
+            _int(data[key], f"{path}.{key}", allow_none=True)
+    for key in ("compute_capability", "driver_version", "runtime_version"):
+        if key in data:
+            _str(data[key], f"{path}.{key}", allow_none=True)
+    if "notes" in data:
+        for i, note in enumerate(_list(data["notes"], f"{path}.notes")):
+            _str(note, f"{path}.notes[{i}]")
+    if "peak_bandwidth_gbps" in data:
+        _num(data["peak_bandwidth_gbps"], f"{path}.peak_bandwidth_gbps", allow_none=True)
+
+
+def _policy(value: Any, path: str) -> None:
+    data = _obj(value, path, {"n_repeat", "warmup"}, {"n_repeat", "warmup", "budget_s", "max_noise", "min_samples"})
+    _int(data["n_repeat"], f"{path}.n_repeat", minimum=1, maximum=1000)
+    _int(data["warmup"], f"{path}.warmup")
+    _num(data.get("budget_s"), f"{path}.budget_s", allow_none=True)
+    _num(data.get("max_noise", 0.02), f"{path}.max_noise")
+    _int(data.get("min_samples", 1), f"{path}.min_samples")
+
+
+def _vector_add_run(value: Any, path: str) -> None:
+    data = _obj(value, path, {"experiment", "n", "threads_per_block", "blocks_per_grid", "backend", "device", "policy", "gpu", "cpu", "agreement"})
+    _str(data["experiment"], f"{path}.experiment", choices=("vector-add",))
+    _int(data["n"], f"{path}.n", minimum=1)
+    _int(data["threads_per_block"], f"{path}.threads_per_block", minimum=1, maximum=1024)
+    _int(data["blocks_per_grid"], f"{path}.blocks_per_grid", minimum=1)
+    _str(data["backend"], f"{path}.backend", choices=BACKENDS)
+    _device(data["device"], f"{path}.device")
+    _policy(data["policy"], f"{path}.policy")
+    gpu = _obj(data["gpu"], f"{path}.gpu", {"phases"})
+    _num(gpu.get("compile_s", 0.0), f"{path}.gpu.compile_s")
+    phases = _obj(gpu["phases"], f"{path}.gpu.phases", {"h2d", "kernel", "d2h", "total"}, {"h2d", "launch", "kernel", "d2h", "total"})
+    for phase, stats in phases.items():
+        _stats(stats, f"{path}.gpu.phases.{phase}")
+    cpu = _obj(data["cpu"], f"{path}.cpu", set(), {"python", "numpy", "numba", "numba-parallel"})
+    for name, timing in cpu.items():
+        where = f"{path}.cpu.{name}"
+        if isinstance(timing, dict) and "skipped" in timing:
+            _obj(timing, where, {"skipped"}, {"skipped", "estimate_s"})
+            _str(timing["skipped"], f"{where}.skipped")
+            _num(timing.get("estimate_s"), f"{where}.estimate_s", allow_none=True)
+        else:
+            _stats(timing, where)
+    agreement = _obj(data["agreement"], f"{path}.agreement")
+    for name, row in agreement.items():
+        where = f"{path}.agreement.{name}"
+        _obj(row, where, {"implementation", "n", "identical", "max_abs_diff", "allclose"})
+        _int(row["n"], f"{where}.n")
+        _int(row["identical"], f"{where}.identical")
+        _num(row["max_abs_diff"], f"{where}.max_abs_diff", allow_none=True)
+        _bool(row["allclose"], f"{where}.allclose")
+
+
+def _article(value: Any, path: str) -> None:
+    data = _obj(value, path, {"n", "threads_per_block", "results_match", "cpu_time_s", "gpu_time_s", "speedup"})
+    _int(data["n"], f"{path}.n", minimum=1)
+    _int(data["threads_per_block"], f"{path}.threads_per_block", minimum=1, maximum=1024)
+    _bool(data["results_match"], f"{path}.results_match")
+    for key in ("cpu_time_s", "gpu_time_s", "speedup"):
+        _num(data[key], f"{path}.{key}", allow_none=True)
+    if "lines" in data:
+        for i, line in enumerate(_list(data["lines"], f"{path}.lines", limit=50)):
+            _str(line, f"{path}.lines[{i}]")
+
+
+def _scaling_run(value: Any, path: str) -> None:
+    from gpu.experiments.scaling_result import SERIES_LABELS
+
+    data = _obj(value, path, {"experiment", "backend", "device", "config", "points"})
+    _str(data["experiment"], f"{path}.experiment", choices=("scaling",))
+    _device(data["device"], f"{path}.device")
+    config = _obj(data["config"], f"{path}.config", {"min_n", "max_n", "spacing", "impls", "policy"})
+    _int(config["min_n"], f"{path}.config.min_n", minimum=1)
+    _int(config["max_n"], f"{path}.config.max_n", minimum=1)
+    _str(config["spacing"], f"{path}.config.spacing", choices=("pow2", "decade"))
+    _policy(config["policy"], f"{path}.config.policy")
+    for i, point in enumerate(_list(data["points"], f"{path}.points")):
+        where = f"{path}.points[{i}]"
+        _obj(point, where, {"n", "series"})
+        _int(point["n"], f"{where}.n", minimum=1)
+        _str(point["series"], f"{where}.series", choices=tuple(SERIES_LABELS))
+        if point.get("stats") is not None:
+            _stats(point["stats"], f"{where}.stats")
+        _num(point.get("estimate_s"), f"{where}.estimate_s", allow_none=True)
+        _str(point.get("error"), f"{where}.error", allow_none=True)
+        _bool(point.get("agree"), f"{where}.agree", allow_none=True)
+    if data.get("peaks") is not None:
+        peaks = _obj(data["peaks"], f"{path}.peaks", {"limits"})
+        from gpu.core.peaks import LIMIT_LABELS
+
+        limits = _obj(peaks["limits"], f"{path}.peaks.limits", set(), set(LIMIT_LABELS))
+        for key, limit in limits.items():
+            where = f"{path}.peaks.limits.{key}"
+            _obj(limit, where, {"gbps", "how"})
+            _num(limit["gbps"], f"{where}.gbps", allow_none=True)
+            _str(limit["how"], f"{where}.how")
+    for key in ("wall_s", "measuring_s", "compile_s"):
+        _num(data.get(key, 0.0), f"{path}.{key}")
+
+
+def _launch_sweep(value: Any, path: str) -> None:
+    data = _obj(value, path, {"experiment", "n", "backend", "device", "policy", "configs"})
+    _str(data["experiment"], f"{path}.experiment", choices=("launch-sweep",))
+    _int(data["n"], f"{path}.n", minimum=1)
+    _device(data["device"], f"{path}.device")
+    _policy(data["policy"], f"{path}.policy")
+    configs = _list(data["configs"], f"{path}.configs", limit=100)
+    if not configs:
+        raise ImportProblem(f"`{path}.configs` is empty")
+    for i, config in enumerate(configs):
+        where = f"{path}.configs[{i}]"
+        _obj(config, where, {"kind", "threads_per_block", "blocks", "kernel", "agree"})
+        _str(config["kind"], f"{where}.kind", choices=("one thread per element", "grid-stride"))
+        _int(config["threads_per_block"], f"{where}.threads_per_block", minimum=1, maximum=1024)
+        _int(config["blocks"], f"{where}.blocks", minimum=1)
+        _int(config.get("sm_multiple"), f"{where}.sm_multiple", allow_none=True, minimum=1)
+        _stats(config["kernel"], f"{where}.kernel")
+        _bool(config["agree"], f"{where}.agree")
+        if config.get("occupancy") is not None:
+            occ = _obj(config["occupancy"], f"{where}.occupancy", {"threads_per_block", "blocks_per_sm", "warps_per_sm", "max_warps_per_sm", "source"})
+            for key in ("threads_per_block", "blocks_per_sm", "warps_per_sm", "max_warps_per_sm"):
+                _int(occ[key], f"{where}.occupancy.{key}")
+            _str(occ["source"], f"{where}.occupancy.source")
+
+
+def _bandwidth(value: Any, path: str) -> None:
+    data = _obj(value, path, {"experiment", "backend", "device", "policy", "sizes", "points"})
+    _str(data["experiment"], f"{path}.experiment", choices=("transfers-bandwidth",))
+    _device(data["device"], f"{path}.device")
+    _policy(data["policy"], f"{path}.policy")
+    for i, size in enumerate(_list(data["sizes"], f"{path}.sizes", limit=100)):
+        _int(size, f"{path}.sizes[{i}]", minimum=1)
+    for i, point in enumerate(_list(data["points"], f"{path}.points")):
+        where = f"{path}.points[{i}]"
+        _obj(point, where, {"direction", "memory", "nbytes", "stats", "pinned_ok"})
+        _str(point["direction"], f"{where}.direction", choices=("h2d", "d2h", "d2d"))
+        _str(point["memory"], f"{where}.memory", choices=("pinned", "pageable", "device"))
+        _int(point["nbytes"], f"{where}.nbytes", minimum=1)
+        _stats(point["stats"], f"{where}.stats")
+        _bool(point["pinned_ok"], f"{where}.pinned_ok")
+
+
+def _strategies(value: Any, path: str) -> None:
+    from gpu.experiments.transfers import STRATEGIES
+
+    data = _obj(value, path, {"experiment", "n", "threads_per_block", "chunks", "streams", "iterations", "backend", "device", "policy", "strategies"})
+    _str(data["experiment"], f"{path}.experiment", choices=("transfers-strategies",))
+    for key in ("n", "threads_per_block", "chunks", "streams", "iterations"):
+        _int(data[key], f"{path}.{key}", minimum=1)
+    _device(data["device"], f"{path}.device")
+    _policy(data["policy"], f"{path}.policy")
+    strategies = _obj(data["strategies"], f"{path}.strategies", set(), set(STRATEGIES))
+    for key, run in strategies.items():
+        where = f"{path}.strategies.{key}"
+        _obj(run, where, {"host_memory", "phases", "total", "agreement"})
+        _str(run["host_memory"], f"{where}.host_memory")
+        _int(run.get("iterations", 1), f"{where}.iterations", minimum=1)
+        phases = _obj(run["phases"], f"{where}.phases", set(), {"h2d", "launch", "kernel", "d2h", "span"})
+        for phase, stats in phases.items():
+            _stats(stats, f"{where}.phases.{phase}")
+        _stats(run["total"], f"{where}.total")
+        _obj(run["agreement"], f"{where}.agreement", {"implementation", "n", "identical", "max_abs_diff", "allclose"})
+    for i, iv in enumerate(_list(data.get("timeline", []), f"{path}.timeline")):
+        where = f"{path}.timeline[{i}]"
+        _obj(iv, where, {"run", "chunk", "stream", "phase", "start_s", "end_s"})
+        _str(iv["run"], f"{where}.run")
+        _int(iv["chunk"], f"{where}.chunk")
+        _int(iv["stream"], f"{where}.stream")
+        _str(iv["phase"], f"{where}.phase", choices=("h2d", "kernel", "d2h"))
+        _num(iv["start_s"], f"{where}.start_s")
+        _num(iv["end_s"], f"{where}.end_s")
+
+
+def _section(key: str, value: Any) -> None:
+    path = f"sections.{key}"
+    data = _obj(value, path, {"title", "passed"})
+    _str(data["title"], f"{path}.title")
+    _bool(data["passed"], f"{path}.passed")
+    _num(data.get("duration_s", 0.0), f"{path}.duration_s")
+    if "error" in data:  # a section that raised is kept as failed, with its error
+        _str(data["error"], f"{path}.error")
+        return
+    if key == "breakdown":
+        _vector_add_run(_obj(data, path, {"run"})["run"], f"{path}.run")
+    elif key == "article":
+        _article(_obj(data, path, {"article"})["article"], f"{path}.article")
+    elif key == "scaling" and "run" in data:
+        _scaling_run(data["run"], f"{path}.run")
+    elif key == "launch" and "sweep" in data:
+        _launch_sweep(data["sweep"], f"{path}.sweep")
+    elif key == "transfers":
+        if data.get("bandwidth") is not None:
+            _bandwidth(data["bandwidth"], f"{path}.bandwidth")
+        for size, run in (_obj(data.get("strategies") or {}, f"{path}.strategies", set(), {"small", "large"})).items():
+            if run is not None:
+                _strategies(run, f"{path}.strategies.{size}")
+    elif key == "correctness":
+        for i, row in enumerate(_list(data.get("launches", []), f"{path}.launches")):
+            _obj(row, f"{path}.launches[{i}]", {"n", "threads_per_block", "passed"})
+            _bool(row["passed"], f"{path}.launches[{i}].passed")
+
+
+def validate_check(data: Any) -> None:
+    """Raise ImportProblem naming the first thing that makes ``data`` not a check file (by the schema)."""
+    _depth(data)
+    top = _obj(data, "", TOP_KEYS, OPTIONAL_TOP_KEYS)
+    started = _str(top["started_at"], "started_at")
+    try:
+        datetime.fromisoformat(started)
+    except ValueError:
+        raise ImportProblem(f"`started_at` is {started[:40]!r}; expected an ISO 8601 time such as 2026-11-29T23:47:40+00:00") from None
+    _str(top["backend"], "backend", choices=BACKENDS)
+    _bool(top["quick"], "quick")
+    _bool(top["passed"], "passed")
+    _device(top["device"], "device")
+    _obj(top["host"], "host")
+    versions = _obj(top["versions"], "versions")
+    for name, version in versions.items():
+        _str(version, f"versions.{name}", allow_none=True)
+    if "methodology_version" in top:
+        _int(top["methodology_version"], "methodology_version", minimum=1, maximum=1000)
+    if "provenance" in top:
+        prov = _obj(top["provenance"], "provenance", set(), {"commit", "command"})
+        for key, value in prov.items():
+            _str(value, f"provenance.{key}", allow_none=True)
+    sections = _obj(top["sections"], "sections")
+    unknown = [k for k in sections if k not in SECTION_KEYS]
+    if unknown:
+        raise ImportProblem(
+            f"`sections` holds an unknown experiment {unknown[0]!r}; this version knows {', '.join(SECTION_KEYS)}"
+        )
+    if not sections:
+        raise ImportProblem("`sections` is empty: the check recorded nothing")
+    for key, value in sections.items():
+        _section(key, value)
+
+
+# --- into History ---------------------------------------------------------------------
+
+
+def history_records(data: Mapping[str, Any], *, source: str, sha256: str) -> list[dict]:
+    """The runs of a validated check as History records (result dicts), one per experiment.
+
+    The article's method is kept inside the vector-add run (one row per run), and each
+    record says where it came from under ``imported``.
+    """
+    prov = data.get("provenance") or {}
+    imported = {
+        "source": source,
+        "sha256": sha256,
+        "check_started_at": data["started_at"],
+        "quick": data["quick"],
+        "commit": prov.get("commit"),
+        "command": prov.get("command"),
+    }
+    sections = data["sections"]
+    records: list[dict] = []
+    from gpu.core.provenance import METHODOLOGY_KEY, methodology_of
+
+    version = methodology_of(data)  # 1 for a check recorded before versions: History shows its caveat
+
+    def add(result: Mapping[str, Any] | None) -> None:
+        if isinstance(result, Mapping):
+            records.append({**result, "imported": imported, METHODOLOGY_KEY: version})
+
+    breakdown = sections.get("breakdown", {})
+    if "run" in breakdown:
+        run = dict(breakdown["run"])
+        article = sections.get("article", {}).get("article")
+        if article is not None:
+            run["article"] = article
+        add(run)
+    add(sections.get("scaling", {}).get("run"))
+    add(sections.get("launch", {}).get("sweep"))
+    transfers = sections.get("transfers", {})
+    add(transfers.get("bandwidth"))
+    for size in ("small", "large"):
+        add((transfers.get("strategies") or {}).get(size))
+    return records
+
+
+__all__ = ["ImportProblem", "MAX_IMPORT_BYTES", "SECTION_KEYS", "history_records", "parse_check_bytes", "validate_check"]

@@ -1,0 +1,171 @@
+"""The declaration is the only registration: what it names resolves, what runs keeps the
+result protocol, progress steps go by id, every page has a link, and docstrings name
+files that exist."""
+
+from __future__ import annotations
+
+import importlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from gpu.experiments import registry
+from gpu.experiments.base import Experiment, Hook, Param, Progress, checked_measures
+from ui.navigation import all_links, declared_link
+from ui.progress import PhaseProgress
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class Good:
+    agree: bool = True
+
+    def to_dict(self) -> dict:
+        return {}
+
+    def to_frame(self):
+        return None
+
+
+@dataclass(frozen=True)
+class NoFrame:
+    agree: bool = True
+
+    def to_dict(self) -> dict:
+        return {}
+
+
+def _declare(result_type, run=lambda p, progress: Good(), measures=lambda r: {"x_s": 1.0}) -> Experiment:
+    return Experiment(key="probe", title="Probe", summary="a probe", params=(Param("n", "N", int, 1, "n"),),
+                      run=run, work=lambda p: 1, measures=measures, result_type=result_type)
+
+
+def test_a_result_type_without_the_protocol_is_refused_at_declaration():
+    with pytest.raises(TypeError, match="NoFrame lacks to_frame"):
+        _declare(NoFrame)
+
+
+def test_a_run_returning_another_type_or_a_bad_agreement_fails_loudly():
+    with pytest.raises(TypeError, match="returned a NoFrame; its declaration says Good"):
+        _declare(Good, run=lambda p, progress: NoFrame()).execute({"n": 1})
+    with pytest.raises(TypeError, match="agree is a str"):
+        _declare(Good, run=lambda p, progress: Good(agree="yes")).execute({"n": 1})
+    assert _declare(Good).execute({"n": 1}) == Good()
+
+
+def test_measures_must_be_names_and_numbers():
+    assert checked_measures(_declare(Good), Good()) == {"x_s": 1.0}
+    with pytest.raises(TypeError, match="measures"):
+        checked_measures(_declare(Good, measures=lambda r: {"x_s": "fast"}), Good())
+
+
+def test_a_hook_resolves_or_names_what_is_missing():
+    assert Hook("gpu.report.check:scaling_section").resolve().__name__ == "scaling_section"
+    assert Hook("gpu.report.check:catalog_section", ("matmul",)).resolve().__name__ == "matmul_section"
+    with pytest.raises(LookupError, match="no_such_section"):
+        Hook("gpu.report.check:no_such_section").resolve()
+    with pytest.raises(ValueError, match="package.module:function"):
+        Hook("gpu.report.check")
+
+
+@pytest.mark.parametrize("experiment", registry.experiments(), ids=lambda e: e.key)
+def test_everything_a_declaration_names_resolves(experiment):
+    for hook in experiment.check:
+        assert callable(hook.resolve())
+    if experiment.recorded is not None and experiment.recorded.draw is not None:
+        assert callable(experiment.recorded.draw.resolve())
+    if experiment.report is not None:
+        module = importlib.import_module(experiment.report)
+        assert experiment.result_type in {**module.SUMMARIES, **module.PROSE}
+    assert experiment.result_type is not None, f"{experiment.key} declares no result_type"
+    assert experiment.page is not None and (ROOT / experiment.page.script).exists()
+
+
+def test_the_registry_gives_the_order_the_declarations_give():
+    keys = [e.key for e in registry.experiments()]
+    assert keys[:2] == ["vector-add", "scaling"] and keys.index("launch-sweep") < keys.index("reduction")
+    from gpu.experiments.catalog import KERNELS
+
+    assert KERNELS == ("reduction", "transpose", "histogram", "stencil", "matmul")
+
+
+def test_progress_steps_are_matched_by_id_not_by_message():
+    shown = []
+
+    class Bar:
+        def progress(self, value, text=None):
+            shown.append((round(value, 2), text))
+
+    tracker = PhaseProgress(Bar(), [("compile", 1.0), ("gpu", 3.0)], simulated=True)
+    tracker("a message before any step")  # no step begun: the bar stays
+    progress = Progress(say=tracker, started=tracker.started)
+    progress.begin("gpu", "any wording at all")
+    assert shown == [(0.25, shown[0][1])] and shown[0][1].startswith("Step 2 of 2: any wording at all")
+    with pytest.raises(KeyError, match="'article'"):
+        progress.begin("article", "a step the plan does not list")
+
+
+def test_vector_add_begins_exactly_the_steps_it_plans():
+    experiment = registry.get("vector-add")
+    params = experiment.parse({"n": "64", "repeats": "1", "cpu": "numpy", "article": False}, simulated=True)
+    begun: list[str] = []
+    experiment.execute(params, Progress(started=begun.append))
+    assert begun == [step for step, _estimate in experiment.plan(params, True)]
+
+
+def test_every_page_file_has_a_sidebar_link():
+    scripts = {link.script for link in all_links()}
+    files = {"app.py", *(p.relative_to(ROOT).as_posix() for p in (ROOT / "pages").glob("*.py"))}
+    assert files <= scripts, f"pages without a link (declare PAGE = PageLink(...) in the file): {sorted(files - scripts)}"
+
+
+def test_a_page_link_must_be_plain_literals(tmp_path):
+    page = tmp_path / "pages" / "9_X.py"
+    page.parent.mkdir()
+    page.write_text('from gpu.experiments.base import PageLink\nPAGE = PageLink("X", ":material/edit:", 55)\n')
+    link = declared_link(page, tmp_path)
+    assert (link.label, link.order, link.script) == ("X", 55, "pages/9_X.py")
+    page.write_text('PAGE = PageLink(TITLE, ":material/edit:", 55)\n')
+    with pytest.raises(ValueError, match="plain strings and numbers"):
+        declared_link(page, tmp_path)
+
+
+# A path a docstring or comment gives as a file of this repository: gpu/..., ui/..., pages/...
+QUOTED_PATH = re.compile(r"\b((?:gpu|ui|pages|tests|docs|scripts|benchmarks)/[\w./-]+\.(?:py|md|json|toml))\b")
+
+
+def test_the_path_pattern_finds_quoted_files():
+    assert QUOTED_PATH.findall("derived by code in gpu/cli.py and ui/downloads.py.") == ["gpu/cli.py", "ui/downloads.py"]
+
+
+def test_no_docstring_or_document_names_a_missing_file():
+    missing = []
+    sources = [*ROOT.glob("gpu/**/*.py"), *ROOT.glob("ui/**/*.py"), *ROOT.glob("pages/*.py"), ROOT / "app.py",
+               *ROOT.glob("docs/*.md"), ROOT / "README.md"]
+    for path in sorted(sources):
+        for quoted in QUOTED_PATH.findall(path.read_text()):
+            if "<" not in quoted and "*" not in quoted and not (ROOT / quoted).exists():
+                missing.append(f"{path.relative_to(ROOT)} names {quoted}")
+    assert missing == []
+
+
+def test_one_grid_size_helper_uses_real_occupancy_when_it_is_known():
+    from gpu.kernels.geometry import blocks_for, resident_blocks
+
+    assert blocks_for(1000, 256) == 4 and blocks_for(1024, 256) == 4
+    assert resident_blocks(10**8, 256, 132) == 132 * 8  # 2048 threads per SM / 256
+    assert resident_blocks(10**8, 256, 132, "9.0", registers_per_thread=96) == 132 * 2  # 96 x 256 registers: 2 blocks fit in 64 K
+    assert resident_blocks(100, 256, 132) == 1  # never more blocks than the data needs
+
+
+def test_one_float_parser_words_its_purpose():
+    from gpu.core.limits import InputError, parse_positive, parse_seconds
+
+    assert parse_positive("0.05", "the noise target") == 0.05 and parse_seconds("1e-3", "the budget") == 0.001
+    with pytest.raises(InputError, match="the noise target must be more than 0, got '0'"):
+        parse_positive("0", "the noise target")
+    with pytest.raises(InputError, match="the budget must be a number of seconds such as 2 or 0.5"):
+        parse_seconds("soon", "the budget")

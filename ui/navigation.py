@@ -1,0 +1,54 @@
+"""The sidebar's page list and the Home page's list of pages, from the declarations.
+
+No list of pages is kept anywhere: an experiment's declaration gives its page's link
+(``Experiment.page``), and a page that shows no experiment (Home, History, Device...)
+states ``PAGE = PageLink(...)`` with plain literals in its own file, found here by
+reading the file (it is never run for this). A new page is one new file.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import replace
+from pathlib import Path
+
+from gpu.experiments.base import PageLink
+from gpu.experiments.registry import page_links
+
+APP_DIR = Path(__file__).resolve().parent.parent  # where app.py and pages/ live
+HOME = "app.py"
+
+
+def declared_link(path: Path, app_dir: Path = APP_DIR) -> PageLink | None:
+    """The ``PAGE = PageLink(...)`` a page file states, or None; ValueError when it is not plain literals."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    for node in tree.body:
+        if not (isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["PAGE"]):
+            continue
+        call = node.value
+        if not (isinstance(call, ast.Call) and getattr(call.func, "id", None) == "PageLink"):
+            raise ValueError(f"{path.name}: PAGE must be PageLink(...), got {ast.unparse(call)}")
+        values = [*call.args, *(k.value for k in call.keywords)]
+        if not all(isinstance(v, ast.Constant) and isinstance(v.value, (str, int)) for v in values):
+            raise ValueError(f"{path.name}: PageLink(...) must use plain strings and numbers (the file is read, not run)")
+        link = PageLink(*(a.value for a in call.args), **{k.arg: k.value.value for k in call.keywords})
+        return link if link.script else replace(link, script=path.relative_to(app_dir).as_posix())
+    return None
+
+
+def all_links(app_dir: Path = APP_DIR) -> list[PageLink]:
+    """Every page's link in sidebar order: the declarations' and the page files' own, Home first."""
+    links = {link.script: link for link in page_links()}
+    for path in [app_dir / HOME, *sorted((app_dir / "pages").glob("*.py"))]:
+        link = declared_link(path, app_dir)
+        if link is not None:
+            links.setdefault(link.script, link)
+    return sorted(links.values(), key=lambda link: (link.order, link.label))
+
+
+def link(label: str) -> PageLink:
+    """The link of the page called ``label``; KeyError naming the known ones."""
+    found = {lk.label: lk for lk in all_links()}
+    if label not in found:
+        raise KeyError(f"no page called {label!r}; known: {', '.join(found)}")
+    return found[label]

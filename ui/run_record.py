@@ -1,0 +1,69 @@
+"""What a finished run leaves behind: its History row and this session's note of the run.
+
+Shared by the two ways a page runs an experiment, on this host (ui/runner.py) and on a
+Ray worker (ui/cluster.py), so that neither imports the other for it.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any, Mapping
+
+from gpu.experiments.base import checked_measures
+from gpu.service.store import StoreError
+from ui.resources import current_store, device_facts
+
+if TYPE_CHECKING:
+    from gpu.experiments.base import Experiment
+
+log = logging.getLogger(__name__)
+
+LAST_KEY = "runner.last"  # what the last run of this session waited for and saved
+
+
+def queue_message(ahead: int, resource: str) -> str:
+    """The line a waiting user sees; ``ahead`` counts the run in progress too."""
+    runs = f"{ahead} run{'s' if ahead != 1 else ''}"
+    return f"Queued behind {runs} on {resource} — your run starts when it is free. Leaving the page cancels your place; runs already saved stay in History."
+
+
+def session_tag() -> str:
+    try:
+        from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+        ctx = get_script_run_ctx()
+        return ctx.session_id[:8] if ctx else "-"
+    except Exception:
+        return "-"
+
+
+def save_result(
+    experiment: "Experiment",
+    result: Any,
+    index: int,
+    params: Mapping[str, Any] | None,
+    *,
+    device: Mapping[str, Any] | None = None,
+    extra: Mapping[str, Any] | None = None,
+) -> tuple[str | None, str | None]:
+    """Save one run to History, told (not guessed) by its declaration: the experiment's
+    key, the parameters it ran with and its headline measures.
+
+    ``device`` defaults to this host's facts for device ``index`` (a cluster run passes
+    the facts of the machine that ran it); ``extra`` adds fields (e.g. the worker).
+    Returns (run id, problem); never raises: a history failure must not lose the run.
+    """
+    try:
+        device = dict(device) if device is not None else device_facts(index).to_dict()
+        data = dict(result.to_dict())
+        data.setdefault("device", device)
+        data.setdefault("backend", device.get("backend"))
+        data.update(extra or {})
+        data["experiment"] = experiment.key
+        data["measures"] = checked_measures(experiment, result)
+        return current_store().save(data, experiment=experiment.key, params=params, device_index=index), None
+    except StoreError as exc:
+        return None, f"This run is shown below but was not saved to History: {exc}"
+    except Exception as exc:  # never lose a finished run over a history problem
+        log.exception("saving %s to history failed", experiment.key)
+        return None, f"This run is shown below but was not saved to History ({type(exc).__name__}: {exc})."
