@@ -8,6 +8,7 @@ import json
 import sys
 
 from gpu.core.limits import InputError
+from gpu.report.jsonout import print_json
 
 
 class _Parser(argparse.ArgumentParser):
@@ -18,9 +19,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 
-def _print_json(data: dict) -> None:
-    json.dump(data, sys.stdout, indent=2, default=str)
-    sys.stdout.write("\n")
+_print_json = print_json  # the name the commands below use
 
 
 def _progress(quiet: bool):

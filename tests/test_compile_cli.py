@@ -14,7 +14,7 @@ def test_compile_json_lists_every_kernel_with_registers_spills_shared_memory_and
     assert data["ok"] and data["compiler"].startswith("NVVM/ptxas ")
     assert {k["kernel"] for k in data["kernels"]} == {k.name for k in find_kernels()}
     register = next(k for k in data["kernels"] if k["kernel"] == "matmul_register_kernel")
-    assert register["target"] == "sm_90" and register["registers_per_thread"] > 128
+    assert register["target"] == "sm_90" and register["registers_per_thread"] > 64  # 8 x 8 accumulators per thread
     assert register["spill_stores_bytes"] is not None and register["shared_memory_bytes"] > 8192
     assert register["occupancy"]["threads_per_block"] == 256 and register["occupancy"]["fraction"] <= 0.25
     assert "ptx" not in register  # listings only with --code

@@ -13,6 +13,7 @@ import argparse
 from gpu.core.arch import TARGETS, target_named
 from gpu.core.compiler import CompileFacts, available_targets, compile_many, first_line, toolkit
 from gpu.core.limits import InputError
+from gpu.report.jsonout import print_json
 from gpu.report.kernel_index import find_kernels, kernel_named
 
 STATIC_FACTS = "static facts from the compiler, not measurements"
@@ -76,11 +77,9 @@ def table(facts: list[CompileFacts]) -> str:
 
 
 def run_command(args: argparse.Namespace) -> int:
-    from gpu.__main__ import _print_json  # the CLI's one JSON printer
-
     facts = facts_for(args.kernel, args.target, sass=args.json and args.code)
     if args.json:
-        _print_json(to_json(facts, code=args.code))
+        print_json(to_json(facts, code=args.code))
     else:
         print(table(facts))
     return 0 if facts and all(f.ok for f in facts) else 1
