@@ -37,6 +37,8 @@ def _isolated_data_dir(tmp_path_factory):
     """Keep tests away from the user's real history database."""
     path = tmp_path_factory.mktemp("kernel-lab-data") / "history.sqlite3"
     os.environ.setdefault("KERNEL_LAB_DB", str(path))
+    # compiled-kernel facts (gpu/core/compiler.py): one cache for the session, not the user's
+    os.environ.setdefault("KERNEL_LAB_COMPILE_CACHE", str(tmp_path_factory.mktemp("compile-cache")))
     yield
 
 

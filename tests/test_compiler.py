@@ -51,3 +51,37 @@ def test_without_the_toolkit_wheels_every_request_says_what_to_install(monkeypat
 def test_an_unknown_target_is_refused_with_the_choices():
     with pytest.raises(ValueError, match="choose one of sm_75"):
         compile_facts(reduce_shuffle_kernel, "void(float32[::1], float32[::1])", "sm_61")
+
+
+# --- on a GPU: the offline compiler and the table agree with the driver ------------------------
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_the_offline_facts_match_the_kernel_numba_loads():
+    from gpu.core.arch import target_for_cc
+    from gpu.core.device import device_info
+    from gpu.kernels.reduction import LAUNCHES
+
+    cc = tuple(int(x) for x in device_info().compute_capability.split("."))
+    target = target_for_cc(cc)
+    if target is None:
+        pytest.skip(f"compute capability {cc} is not in gpu/core/arch.py's table")
+    sig = LAUNCHES["reduce_shuffle_kernel"].signatures[0]
+    facts = compile_facts(reduce_shuffle_kernel, sig, target.name, 256, sass=False)
+    loaded = reduce_shuffle_kernel.compile(sig)
+    assert facts.shared_memory_bytes == loaded.shared_mem_per_block
+    # numba builds sm_90a where we build sm_90: allow the register allocator a little room
+    assert abs(facts.registers_per_thread - loaded.regs_per_thread) <= max(2, loaded.regs_per_thread // 10)
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_one_wave_from_the_table_equals_the_drivers_occupancy():
+    from gpu.core.device import device_info
+    from gpu.kernels.geometry import kernel_resident_blocks
+    from gpu.kernels.histogram import LAUNCHES, histogram_shared_kernel
+
+    device = device_info()
+    compiled = histogram_shared_kernel.compile(LAUNCHES["histogram_shared_kernel"].signatures[0])
+    for threads in (64, 256, 1024):
+        driver_wave = int(compiled.max_cooperative_grid_blocks(threads))
+        assert kernel_resident_blocks(histogram_shared_kernel, 2**30, threads, device) == driver_wave, threads
