@@ -145,3 +145,15 @@ def test_the_flush_writes_twice_the_l2_with_one_memset_on_the_stream(monkeypatch
     assert calls == [(("scratch", 100 << 20), 0, 100 << 20, "stream")]  # 2 x L2, on the measured stream
     monkeypatch.setattr(l2, "l2_cache_bytes", lambda: None)
     assert l2.flush_l2("stream") is False and len(calls) == 1  # unknown size: nothing queued, and it says so
+
+
+def test_the_stream_hold_is_queued_and_checked_in_one_place_only():
+    """One timing primitive: no module but gpu/core/kernel_timing.py queues a hold and
+    queries it, so no experiment can time a kernel its own (unverified) way."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent / "gpu"
+    holders = sorted(str(p.relative_to(root)) for p in root.rglob("*.py")
+                     if re.search(r"\bops\.hold\(|\bhold_stream\[", p.read_text()) and p.name != "hold.py")
+    assert holders == ["core/kernel_timing.py"]

@@ -33,7 +33,7 @@ def log_axis(values_ms) -> alt.Axis:
     if not finite:
         return alt.Axis(format="~g")
     lo, hi = math.floor(math.log10(min(finite))), math.ceil(math.log10(max(finite)))
-    return alt.Axis(values=[10.0**k for k in range(lo, hi + 1)], format="~g", grid=True)
+    return alt.Axis(values=[10.0**k for k in range(lo, hi + 1)], format=",~r", grid=True)
 
 
 def color_scale(measures: list[str] | None = None) -> alt.Scale:

@@ -10,7 +10,7 @@ import altair as alt
 import pandas as pd
 
 from gpu.core.series import labels
-from ui.charts.common import COLORS
+from ui.charts.common import COLORS, log_axis
 
 KIND_COLORS = {"GPU step (Numba)": "#f58518", "GPU library": "#4c78a8", "CPU": "#72b7b2"}
 PHASE_LABELS = labels("h2d", "launch", "kernel", "d2h")  # allocation is before any sample: in no phase
@@ -66,7 +66,8 @@ def steps_time_chart(summary: pd.DataFrame, subtitle: str) -> alt.Chart:
     whiskers = base.transform_filter("!datum.estimated").mark_rule(strokeWidth=2).encode(
         y=y, x=alt.X("min_ms:Q", scale=x_scale), x2="max_ms:Q", color=color, tooltip=_tooltip())
     dots = base.mark_point(size=140, strokeWidth=2).encode(
-        y=y, x=alt.X("median_ms:Q", scale=x_scale, title="time (ms, log scale): GPU kernel alone, CPU call"),
+        y=y, x=alt.X("median_ms:Q", scale=x_scale, title="time (ms, log scale): GPU kernel alone, CPU call",
+                     axis=log_axis(list(rows["min_ms"]) + list(rows["max_ms"]) + list(rows["median_ms"]))),
         color=color, fill=alt.condition("datum.estimated", alt.value("white"), color),
         # hollow diamond = estimate is said in the title: a shape legend here drew without symbols
         shape=alt.Shape("kind_shown:N", scale=alt.Scale(domain=["measured", "estimate (not run)"], range=["circle", "diamond"]), legend=None),

@@ -233,7 +233,7 @@ def sweep_time_chart(frame: pd.DataFrame, subtitle: str) -> alt.LayerChart:
         decades = log_axis(list(data["min_us"]) + list(data["max_us"])).values
         y_axis = alt.Axis(values=decades, format=",~f", grid=True)
     else:
-        y_axis = alt.Axis(format=",.4~g", labelOverlap="greedy", tickCount=6)
+        y_axis = alt.Axis(format=",~f", labelOverlap="greedy", tickCount=6)
     whiskers = base.mark_rule(strokeWidth=2).encode(y=alt.Y("min_us:Q", scale=y_scale, title=y_title, axis=y_axis), y2="max_us:Q", color=_kind_color())
     points = base.mark_point(filled=True, size=70).encode(y=alt.Y("median_us:Q", scale=y_scale), color=_kind_color())
     best = base.transform_filter("datum.best").mark_point(shape="diamond", size=260, filled=False, strokeWidth=2, color="black").encode(

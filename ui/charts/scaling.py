@@ -10,7 +10,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from ui.charts.common import color_scale
+from ui.charts.common import color_scale, log_axis
 
 TIME_SERIES = ("gpu-total", "gpu-launch-kernel", "gpu-kernel", "gpu-ilp", "python", "numpy", "numba", "numba-parallel", "cupy", "torch")
 PHASES = ("gpu-h2d", "gpu-kernel", "gpu-d2h")
@@ -20,10 +20,14 @@ N_AXIS = alt.Axis(format="~s", title="N (elements per vector, log scale)")
 def _n_x(data: pd.DataFrame | None = None) -> alt.X:
     """N on a log axis that ends where the data ends (no empty decade past the last size)."""
     if data is not None and not data.empty:
-        scale = alt.Scale(type="log", domain=[int(data["n"].min()), int(data["n"].max())], nice=False)
+        lo, hi = int(data["n"].min()), int(data["n"].max())
+        scale = alt.Scale(type="log", domain=[lo, hi], nice=False)
+        # one tick and grid line per decade inside the range: no wall of minor grid lines
+        decades = [10**k for k in range(len(str(lo)) - 1, len(str(hi))) if lo <= 10**k <= hi]
+        axis = alt.Axis(format="~s", title=N_AXIS.title, values=decades) if decades else N_AXIS
     else:
-        scale = alt.Scale(type="log")
-    return alt.X("n:Q", scale=scale, axis=N_AXIS)
+        scale, axis = alt.Scale(type="log"), N_AXIS
+    return alt.X("n:Q", scale=scale, axis=axis)
 
 
 def _legend(title: str, **extra) -> alt.Legend:
@@ -84,7 +88,8 @@ def time_chart(frame: pd.DataFrame, crossovers: list[dict], subtitle: str) -> al
     y_scale = alt.Scale(type="log")
     base = alt.Chart(data).encode(x=_n_x(data), color=color)
     band = base.transform_filter("!datum.estimated").mark_area(opacity=0.18).encode(
-        y=alt.Y("min_ms:Q", scale=y_scale, title="time (ms, log scale)"), y2="max_ms:Q", tooltip=_time_tooltip()
+        y=alt.Y("min_ms:Q", scale=y_scale, title="time (ms, log scale)",
+                axis=log_axis(list(data["min_ms"]) + list(data["max_ms"]) + list(data["median_ms"]))), y2="max_ms:Q", tooltip=_time_tooltip()
     )
     line = base.mark_line(point=alt.OverlayMarkDef(filled=True, size=40)).encode(
         y=alt.Y("median_ms:Q", scale=y_scale),
@@ -128,7 +133,8 @@ def bandwidth_chart(frame: pd.DataFrame, peaks: pd.DataFrame | None, subtitle: s
     physical limit (``Peaks.to_frame()``: label, gbps, how) and % of the limit in tooltips."""
     data = bandwidth_data(frame)
     labels = list(dict.fromkeys(data["label"]))
-    y = alt.Y("bandwidth_gbps:Q", scale=alt.Scale(type="log"), title="effective bandwidth (GB/s, log scale)")
+    y = alt.Y("bandwidth_gbps:Q", scale=alt.Scale(type="log"), title="effective bandwidth (GB/s, log scale)",
+              axis=log_axis(list(data["bandwidth_gbps"].dropna()) + (list(peaks["gbps"].dropna()) if peaks is not None and "gbps" in peaks else [])))
     tooltip = [
         alt.Tooltip("label:N", title="series"),
         alt.Tooltip("n:Q", title="N", format=","),

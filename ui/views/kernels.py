@@ -82,7 +82,7 @@ def table(run: KernelRun) -> pd.DataFrame:
     for row in run.summary_rows():
         time_text = "—" if row["seconds"] is None else ("estimated " if row["estimated"] else "") + format_seconds(row["seconds"]) + row["marks"]
         hold = "—" if row["kind"] == "cpu" or row["held"] is None else (
-            ("held" if row["held"] else "no hold: includes the launch") + (f", {row['retries']} retried" if row["retries"] else ""))
+            ("held" if row["held"] else "no hold") + (f", {row['retries']} retried" if row["retries"] else ""))
         rows.append({
             "implementation": row["label"], "kind": row["kind_label"],
             "time (median)": time_text if not (row["skipped"] and not row["estimated"]) else "skipped",
@@ -117,8 +117,11 @@ def show_run(run: KernelRun) -> None:
     for note in run.notes:
         st.info(note, icon=":material/info:")
     st.dataframe(table(run), hide_index=True, width="stretch")
-    if run.marks_legend():  # "\\*" so that a leading "*" is not read as a markdown bullet
-        st.caption(" · ".join(m.replace("*", "\\*", 1) for m in run.marks_legend()))
+    legend = [m.replace("*", "\\*", 1) for m in run.marks_legend()]  # "\\*": not a markdown bullet
+    if any(r.on_gpu and r.main is not None and r.main.held is False for r in run.results):
+        legend.append("stream hold: “held” = the kernel alone behind a verified hold; “no hold” = its samples include the launch")
+    if legend:
+        st.caption(" · ".join(legend))
     show_telemetry(run.telemetry)
     left, right = st.columns(2)
     name = f"{run.kernel}_{run.params.get('n')}"
