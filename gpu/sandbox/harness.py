@@ -57,6 +57,13 @@ def writer_of(problem: Problem, index: tuple, block: tuple) -> str | None:
     return None
 
 
+def plain(value) -> float | int | str:
+    """A value as the learner wrote it: float32 in its shortest form (0.9752211, not 0.9752210974693298)."""
+    if isinstance(value, np.floating):
+        return float(str(value)) if np.isfinite(value) else str(value)
+    return value.item() if hasattr(value, "item") else value
+
+
 def first_mismatch(problem: Problem, case: Case, name: str, got: np.ndarray, expected: np.ndarray, block: tuple) -> dict | None:
     ok = problem.tolerance.close(got, expected)
     if got.shape != expected.shape:
@@ -67,7 +74,7 @@ def first_mismatch(problem: Problem, case: Case, name: str, got: np.ndarray, exp
     index = tuple(int(i) for i in np.unravel_index(flat, got.shape))
     value = got[index]
     never = name not in problem.accumulate and (np.isnan(value) if got.dtype.kind == "f" else value == sentinel(got.dtype))
-    return {"test": case.name, "output": name, "index": list(index), "expected": expected[index].item(), "got": value.item(),
+    return {"test": case.name, "output": name, "index": list(index), "expected": plain(expected[index]), "got": plain(value),
             "never_written": bool(never), "wrong_count": int((~ok).sum()), "thread": writer_of(problem, index, block)}
 
 
