@@ -35,7 +35,7 @@ PROBLEM = Problem(
     launch=launch_2d, launch_text="2D: (ceil(cols / 16), ceil(rows / 16)) blocks of 16 × 16 threads (fixed)",
     starter=STARTER, hint="**Kernels** runs the 2D kernels of the lab (transpose, blur): their first lines compute row and column the same way.",
     page="Kernels", tests=EDGES_2D, threads=16,
-    perf={"simulator": Case("performance size (checked, not timed)", {"rows": 64, "cols": 64}),
+    perf={"simulator": Case("performance size (checked, not timed)", {"rows": 32, "cols": 32}),
           "gpu": Case("performance size", {"rows": 8192, "cols": 8192})},
     bytes_moved=lambda s: 8 * s["rows"] * s["cols"], flops=lambda s: s["rows"] * s["cols"],
     solution=Solution(source=SOLUTION, note="one thread per element, guarded in both directions"), writer="2d",

@@ -39,7 +39,7 @@ PROBLEM = Problem(
     launch=lambda s, t: ((GRID,), (BLOCK,)), launch_text=f"1D: {GRID} blocks of {BLOCK} threads, whatever n (fixed)",
     starter=STARTER, hint="**Launch config** has a grid-stride explorer: which thread handles which element when the grid is smaller than n.",
     page="Launch config", tests=EDGES_1D, threads=BLOCK,
-    perf={"simulator": Case("performance size (checked, not timed)", {"n": 4096}), "gpu": Case("performance size", {"n": 1 << 26})},
+    perf={"simulator": Case("performance size (checked, not timed)", {"n": 2048}), "gpu": Case("performance size", {"n": 1 << 26})},
     bytes_moved=lambda s: 8 * s["n"], flops=lambda s: s["n"],
     solution=Solution(source=SOLUTION, note="a grid-stride loop"),
 )

@@ -23,6 +23,11 @@ from dataclasses import dataclass
 
 MAX_SOURCE_BYTES = 20_000  # a kernel file is a few hundred lines at most
 MAX_TOP_LEVEL_POWER = 64  # a constant like 2 ** 10 ** 10 would spin the host before any limit applies
+# A block's shared memory is at most 48 KiB without opting in (and 227 KiB on an H100 with it); a
+# thread's local array this size already spills. Larger shapes are mistakes, and in the simulator
+# (where they are NumPy arrays per block or per thread) a way to exhaust the host's memory.
+MAX_SHARED_ELEMENTS = 48 * 1024 // 4
+MAX_LOCAL_ELEMENTS = 1024
 
 ALLOWED_BUILTINS = ("range", "min", "max", "abs", "len", "float", "int", "bool", "round")
 # Named dtypes a kernel may import from numba (and call: float32(0.5)) for its shared arrays and constants.
@@ -101,6 +106,7 @@ def check_source(source: str, kernel_name: str, n_args: int) -> Checked:
         raise Refusal("syntax", exc.lineno or 0, f"Python cannot parse this: {exc.msg}") from None
     imports: dict[str, str] = {}
     constants: list[str] = []
+    values: dict[str, object] = {}
     functions: dict[str, ast.FunctionDef] = {}
     device: list[str] = []
     for index, node in enumerate(tree.body):
@@ -109,7 +115,10 @@ def check_source(source: str, kernel_name: str, n_args: int) -> Checked:
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             imports.update(_check_import(node))
         elif isinstance(node, ast.Assign):
-            constants.extend(_check_constant(node, imports, constants))
+            names = _check_constant(node, imports, constants)
+            constants.extend(names)
+            for name in names:
+                values[name] = _value(node.value, values)
         elif isinstance(node, ast.FunctionDef):
             if node.name in functions or node.name in imports or node.name in constants:
                 raise Refusal("redefinition", node.lineno, f"{node.name!r} is defined twice")
@@ -130,6 +139,7 @@ def check_source(source: str, kernel_name: str, n_args: int) -> Checked:
     module_names = set(imports) | set(constants) | set(functions)
     for fn in functions.values():
         _check_body(fn, imports, module_names)
+        _check_array_sizes(fn, imports, values)
     return Checked({k: [a.arg for a in f.args.args] for k, f in functions.items() if k not in device},
                    tuple(device), tuple(constants), imports)
 
@@ -237,6 +247,55 @@ def _check_decorator(node: ast.FunctionDef, imports: dict) -> bool:
     return device
 
 
+def _value(expr: ast.AST, values: dict):
+    """The value of a checked constant expression, or None where it is not a plain number or tuple."""
+    try:
+        if isinstance(expr, ast.Constant):
+            return expr.value
+        if isinstance(expr, ast.Name):
+            return values.get(expr.id)
+        if isinstance(expr, ast.UnaryOp):
+            v = _value(expr.operand, values)
+            return None if v is None else (-v if isinstance(expr.op, ast.USub) else v)
+        if isinstance(expr, ast.Tuple):
+            items = [_value(e, values) for e in expr.elts]
+            return None if any(i is None for i in items) else tuple(items)
+        if isinstance(expr, ast.Call):  # a dtype call: float32(0.5)
+            return _value(expr.args[0], values)
+        if isinstance(expr, ast.BinOp):
+            a, b = _value(expr.left, values), _value(expr.right, values)
+            if not isinstance(a, (int, float)) or not isinstance(b, (int, float)):
+                return None
+            ops = {ast.Add: lambda: a + b, ast.Sub: lambda: a - b, ast.Mult: lambda: a * b, ast.FloorDiv: lambda: a // b,
+                   ast.Div: lambda: a / b, ast.Mod: lambda: a % b, ast.Pow: lambda: a ** b, ast.LShift: lambda: a << b,
+                   ast.RShift: lambda: a >> b}
+            return ops[type(expr.op)]() if type(expr.op) in ops else None
+    except (ArithmeticError, ValueError, TypeError, KeyError):
+        return None
+    return None
+
+
+def _check_array_sizes(fn: ast.FunctionDef, imports: dict, values: dict) -> None:
+    """cuda.shared.array / cuda.local.array: a constant shape (NVVM needs one) within the hardware's limits."""
+    for node in ast.walk(fn):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "array"):
+            continue
+        root, path = _attribute_path(node.func)
+        if not (isinstance(root, ast.Name) and imports.get(root.id) == "cuda" and path[0] in ("shared", "local")):
+            continue
+        shape_node = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "shape"), None)
+        shape = _value(shape_node, values) if shape_node is not None else None
+        dims = shape if isinstance(shape, tuple) else (shape,)
+        if not dims or not all(isinstance(d, int) and d > 0 for d in dims):
+            raise Refusal("array-shape", node.lineno, f"cuda.{path[0]}.array needs a shape of positive integer constants "
+                          "(numbers or top-level constants): the compiler must know it")
+        elements = math.prod(dims)
+        most = MAX_SHARED_ELEMENTS if path[0] == "shared" else MAX_LOCAL_ELEMENTS
+        if elements > most:
+            raise Refusal("array-size", node.lineno, f"cuda.{path[0]}.array of {elements:,} elements is over the {most:,} allowed "
+                          f"({'48 KiB of float32 shared memory per block' if path[0] == 'shared' else 'a thread-local array this size lives in slow memory'})")
+
+
 def _attribute_path(node: ast.Attribute) -> tuple[ast.AST, list[str]]:
     parts = []
     while isinstance(node, ast.Attribute):
@@ -245,8 +304,10 @@ def _attribute_path(node: ast.Attribute) -> tuple[ast.AST, list[str]]:
     return node, parts[::-1]
 
 
-def _check_attribute(node: ast.Attribute, imports: dict, local: set) -> None:
+def _check_attribute(node: ast.Attribute, imports: dict, local: set, module_names: set) -> None:
     root, path = _attribute_path(node)
+    if isinstance(root, ast.Name):
+        _check_name_use(root, imports, module_names, local)  # an unknown root (os.getpid) is named as such
     for part in path:
         if part.startswith("_"):
             raise Refusal("dunder", node.lineno, f"attributes starting with '_' ({part!r}) are not allowed: they reach Python's internals")
@@ -272,7 +333,12 @@ def _check_body(fn: ast.FunctionDef, imports: dict, module_names: set) -> None:
     local = {a.arg for a in fn.args.args}
     for node in ast.walk(fn):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            if node.id in module_names:  # a local shadowing `cuda` would turn the API checks off
+                raise Refusal("redefinition", node.lineno, f"{node.id!r} names an import or a top-level definition; choose another name")
             local.add(node.id)
+    for a in fn.args.args:
+        if a.arg in module_names:
+            raise Refusal("redefinition", fn.lineno, f"parameter {a.arg!r} hides an import or a top-level definition; choose another name")
     body = fn.body[1:] if fn.body and isinstance(fn.body[0], ast.Expr) and isinstance(fn.body[0].value, ast.Constant) else fn.body
     for statement in body:
         for node in ast.walk(statement):
@@ -281,10 +347,17 @@ def _check_body(fn: ast.FunctionDef, imports: dict, module_names: set) -> None:
                 raise Refusal("kernel-subset", line, f"{_words(node)} is not part of the Numba CUDA subset allowed in a kernel")
             if isinstance(node, ast.Name):
                 _check_name_use(node, imports, module_names, local)
+            elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store):
+                root = node.value
+                while isinstance(root, ast.Subscript):
+                    root = root.value
+                if isinstance(root, ast.Name) and root.id in module_names and root.id not in local:
+                    raise Refusal("module-state", line, f"{root.id!r} is a top-level constant: a kernel writes only its own "
+                                  "arrays (no state kept between calls)")
             elif isinstance(node, ast.Attribute):
                 if isinstance(node.ctx, ast.Store):
                     raise Refusal("attribute-assignment", line, "assigning to an attribute is not allowed (write to array elements with a[i] = ...)")
-                _check_attribute(node, imports, local)
+                _check_attribute(node, imports, local, module_names)
             elif isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes)) and len(node.value) > 200:
                 raise Refusal("constant", line, "a string constant in a kernel may be at most 200 characters")
 

@@ -273,6 +273,21 @@ def _sandbox_refusal(problem: str, backend: str, message: str, rule: str = "sand
     return verdict
 
 
+def precheck(problem: str, source: str, backend: str) -> Verdict | None:
+    """The checker in this process, before starting a child: a refused verdict, or None to go on."""
+    from gpu.problems import get
+    from gpu.sandbox.checker import Refusal, check_source
+
+    declared = get(problem)
+    try:
+        check_source(source, declared.kernel_name, len(declared.params))
+    except Refusal as refusal:
+        verdict = Verdict.start(problem, backend).refused(refusal)
+        verdict.sandbox = "not started: refused before running"
+        return verdict
+    return None
+
+
 def judge_in_child(problem: str, source: str, *, limits: Limits | None = None, simulated: bool | None = None,
                    sandbox: SandboxStatus | None = None, lock=None) -> Verdict:
     """One submission from start to verdict: a fresh sandboxed process under the device lock. Never raises."""
@@ -285,6 +300,9 @@ def judge_in_child(problem: str, source: str, *, limits: Limits | None = None, s
     backend = "simulator" if simulated else "cuda"
     if not sandbox.accepts:
         return _sandbox_refusal(problem, backend, f"submissions are off because the sandbox does not work here: {sandbox.reason}")
+    refused = precheck(problem, source, backend)
+    if refused is not None:  # no process at all for a source the checker refuses (the child checks again)
+        return refused
     request = json.dumps({"problem": problem, "source": source, "seed": secrets.randbits(62)}).encode()
     argv = [sys.executable, "-m", "gpu.sandbox.child", json.dumps(limits.for_child(simulated))]
     with (lock if lock is not None else nullcontext()):
