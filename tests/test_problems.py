@@ -45,7 +45,7 @@ def test_declaration_is_complete(problem: Problem):
 
 def test_functional_sizes_include_the_edges():
     sizes = {v for c in get("vector-add").tests for v in c.sizes.values()}
-    assert {1, 255} <= sizes and any(n % 256 for n in sizes if n > 256)
+    assert {1, 255, 257} <= sizes and any(n % 256 for n in sizes if n > 512)
     two_d = [c.sizes for c in get("map-2d").tests]
     assert {"rows": 1, "cols": 1} in two_d and any(s["rows"] % 16 and s["cols"] % 16 for s in two_d)
 
@@ -74,7 +74,7 @@ def test_a_kernel_that_skips_elements_is_reported_with_its_thread():
 
     kernel = load_kernel("from numba import cuda\n\n@cuda.jit\ndef vector_add(a, b, out):\n    i = cuda.grid(1)\n"
                          "    if i < a.size and i != 300:\n        out[i] = a[i] + b[i]\n", "vector_add")
-    line, miss, _ = run_case(problem, kernel, problem.tests[2], 2, seed=1, launch=lambda s: problem.launch(s, 256))
+    line, miss, _ = run_case(problem, kernel, problem.tests[3], 3, seed=1, launch=lambda s: problem.launch(s, 256))
     assert not line["passed"] and miss["index"] == [300] and miss["never_written"]
     assert miss["thread"] == "block 1, thread 44"
     assert "never written" in line["message"]

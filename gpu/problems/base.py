@@ -166,7 +166,7 @@ def n_cases(*ns: tuple[str, int]) -> tuple[Case, ...]:
 
 
 # The 1D sizes that catch the usual bugs at 256 threads per block.
-EDGES_1D = n_cases(("one element", 1), ("a block minus one", 255), ("not a multiple of the block", 1000), ("four blocks and one more", 1025))
+EDGES_1D = n_cases(("one element", 1), ("a block minus one", 255), ("a block and one more", 257), ("not a multiple of the block", 700))
 EDGES_2D = (Case("1 × 1", {"rows": 1, "cols": 1}), Case("15 × 17 (less than a tile)", {"rows": 15, "cols": 17}),
             Case("33 × 20 (edges in both directions)", {"rows": 33, "cols": 20}), Case("40 × 48", {"rows": 40, "cols": 48}))
 # Sums of small integers stored as float32 are exact in any order (below 2^24), so

@@ -32,8 +32,10 @@ def apply_limits(limits: dict) -> list[str]:
     missed = []
     for key, which in wanted:
         value = int(limits.get(key, 0) if key != "core_bytes" else 0)
+        # CPU: the hard limit one second later, so SIGXCPU (which says why) arrives before SIGKILL
+        hard = value + 1 if which == resource.RLIMIT_CPU else value
         try:
-            resource.setrlimit(which, (value, value))
+            resource.setrlimit(which, (value, hard))
         except (ValueError, OSError) as exc:
             missed.append(f"{key}: {exc}")
     return missed

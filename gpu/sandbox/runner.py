@@ -319,8 +319,9 @@ def interpret(run: dict, problem: str, backend: str, limits: Limits) -> Verdict:
         return _sandbox_refusal(problem, backend, f"the submission ran past the {limits.wall_s:g} s wall-clock limit and was "
                                 "killed (a loop that never ends, on the host or in a kernel?)", "time-limit")
     rc = run["rc"]
-    if rc is not None and rc < 0:
-        sig = -rc
+    # killed by a signal: Popen reports -SIG; bubblewrap passes its child's as 128 + SIG
+    sig = -rc if rc is not None and rc < 0 else (rc - 128 if rc is not None and 128 < rc < 128 + 65 else None)
+    if sig:
         if sig == signal.SIGXCPU:
             return _sandbox_refusal(problem, backend, f"the submission used more than {limits.cpu_s} s of CPU time", "cpu-limit")
         if sig == signal.SIGXFSZ:
