@@ -20,11 +20,12 @@ def mismatch_text(miss: dict) -> str:
     if miss.get("index") is None:
         return f"{miss['output']} has {miss['got']}, expected {miss['expected']}"
     index = ", ".join(map(str, miss["index"]))
-    got = "never written (still the sentinel)" if miss.get("never_written") else repr(miss["got"])
-    thread = f" (written by {miss['thread']})" if miss.get("thread") and not miss.get("never_written") else (
-        f" (the element of {miss['thread']})" if miss.get("thread") else "")
     more = f"; {miss['wrong_count']:,} wrong in all" if miss.get("wrong_count", 1) > 1 else ""
-    return f"{miss['output']}[{index}]: expected {miss['expected']!r}, got {got}{thread}{more}"
+    if miss.get("never_written"):
+        thread = f"; it is {miss['thread']}'s element" if miss.get("thread") else ""
+        return f"{miss['output']}[{index}]: expected {miss['expected']!r}, but it was never written (still the sentinel){thread}{more}"
+    thread = f" (written by {miss['thread']})" if miss.get("thread") else ""
+    return f"{miss['output']}[{index}]: expected {miss['expected']!r}, got {miss['got']!r}{thread}{more}"
 
 
 @dataclass
