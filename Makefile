@@ -9,7 +9,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip --disable-pip-version-check -q
 CHROMIUM := /usr/bin/chromium
 
-.PHONY: run demo test check info cuda-wheels cluster-deps chromium bubblewrap clean
+.PHONY: run demo test check info cuda-wheels compiler-wheels cluster-deps chromium bubblewrap clean gpu-verify gpu-wheels
 
 run: $(VENV)/.runtime
 	$(PY) -m streamlit run app.py
@@ -33,7 +33,7 @@ demo: $(VENV)/.runtime
 	  --browser.gatherUsageStats false --runner.fastReruns true \
 	  $(foreach host,$(DEMO_HOSTS),--server.allowedHosts $(host))
 
-test: $(VENV)/.dev $(VENV)/.cluster chromium bubblewrap
+test: $(VENV)/.dev $(VENV)/.cluster $(VENV)/.compiler chromium bubblewrap
 	$(PY) -m pytest
 
 info: $(VENV)/.runtime
@@ -78,6 +78,32 @@ cuda-wheels: | $(PY)
 	  echo "No NVIDIA driver: kernels will run in Numba's CUDA simulator (no CUDA wheels downloaded)."; \
 	fi
 
+# The compile gate (tests/test_compile_gate.py) runs the real CUDA compiler on every
+# machine, GPU or not: NVVM and ptxas come with numba-cuda's toolkit extra (cu13 where a
+# 580+ driver is present, else cu12; no driver is needed to compile), nvdisasm (SASS
+# listings) with its own wheel, which is CUDA 13's and reads CUDA 12's cubins too.
+compiler-wheels: $(VENV)/.compiler
+
+$(VENV)/.compiler: $(VENV)/.runtime
+	@extra=cu12; \
+	if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi >/dev/null 2>&1; then \
+	  major=$$(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -n1 | cut -d. -f1); \
+	  if [ "$$major" -ge 580 ]; then extra=cu13; fi; \
+	fi; \
+	echo "installing the CUDA compiler wheels numba-cuda[$$extra] and nvidia-cuda-nvdisasm (the compile gate needs them)"; \
+	$(PIP) install "numba-cuda[$$extra]>=0.30,<0.31" "nvidia-cuda-nvdisasm>=13.2,<14"
+	touch $@
+
+# On a GPU machine: the GPU-only tests, `gpu compile` on the device and `gpu check`,
+# written to benchmarks/<gpu>-<date>/ with a SUMMARY.md (scripts/gpu_verify.sh, README).
+gpu-verify:
+	bash scripts/gpu_verify.sh
+
+# Wheels for a GPU machine that cannot reach a package index: downloaded here into .whl/
+# (gitignored), carried with the tree, installed by scripts/gpu_verify.sh.
+gpu-wheels: | $(PY)
+	$(PIP) download -d .whl -r requirements.txt -r requirements-dev.txt "nvidia-cuda-nvdisasm>=13.2,<14"
+
 # The browser tests drive Debian's chromium (Playwright cannot download browsers here).
 chromium:
 	@if [ ! -x $(CHROMIUM) ]; then \
@@ -96,4 +122,4 @@ bubblewrap:
 	fi
 
 clean:
-	rm -rf $(VENV) .pytest_cache test-artifacts
+	rm -rf $(VENV) .pytest_cache test-artifacts .whl

@@ -249,6 +249,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--yes", action="store_true", help="confirm the deletion")
     p.set_defaults(func=cmd_history_delete)
 
+    from gpu.report import compile as compile_command  # the real compiler's facts (issue 17)
+
+    compile_command.add_command(sub)
+
     from gpu.sandbox.cli import register as register_write_a_kernel  # problems, solve, submissions (issue 20)
 
     register_write_a_kernel(sub)

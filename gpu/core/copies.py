@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpu.core.backend import BACKEND, cuda
+from gpu.core.launch_spec import Launch
 from gpu.core.timing import (
     PhaseTimer,
     RepeatPolicy,
@@ -122,3 +123,7 @@ def time_host_copy(nbytes: int, policy: RepeatPolicy) -> Stats:
 def bandwidth_gbps(direction: str, nbytes: int, seconds: float) -> float:
     """Effective GB/s (1e9 bytes per second) of a copy of ``nbytes`` in ``seconds``."""
     return bytes_counted(direction, nbytes) / seconds / 1e9 if seconds > 0 else float("nan")
+
+
+# What the copy benchmark launches (gpu/core/launch_spec.py; the compile gate compiles it for every target).
+LAUNCHES = {"copy_kernel": Launch(("void(uint32[::1], uint32[::1])",), threads_per_block=COPY_THREADS)}

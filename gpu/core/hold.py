@@ -20,6 +20,7 @@ from functools import lru_cache
 from typing import Callable, Protocol
 
 from gpu.core.backend import BACKEND, cuda
+from gpu.core.launch_spec import Launch
 
 Clock = Callable[[], float]
 
@@ -157,6 +158,10 @@ def _cuda_ops() -> CudaOps:
 def default_ops(clock: Clock = time.perf_counter) -> DeviceOps:
     """The ops for this backend (the simulator's read ``clock``)."""
     return SimulatedOps(clock) if BACKEND.simulated else _cuda_ops()
+
+
+# What the timers launch (gpu/core/launch_spec.py; the compile gate compiles it for every target): one thread.
+LAUNCHES = {"hold_stream": Launch(("void(int64)",), threads_per_block=1)}
 
 
 __all__ = [

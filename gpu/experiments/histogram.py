@@ -15,7 +15,7 @@ from gpu.experiments.catalog import Target, declare, parse_count, ratio
 from gpu.experiments.reduction import parse_threads
 from gpu.experiments.steps import CpuImpl, KernelSpec, Library, Output, Step
 from gpu.kernels import histogram as k
-from gpu.kernels.geometry import blocks_for, resident_blocks
+from gpu.kernels.geometry import blocks_for, kernel_resident_blocks
 
 BINS = k.BINS
 SKEW_SCALE = 4.0  # skewed data: exponential with mean 4, so about 90% of values fall in the first 10 bins
@@ -87,7 +87,7 @@ def torch_histogram(torch, ins, out):
 
 
 one_per_thread = lambda p: blocks_for(p["n"], p["threads_per_block"])  # noqa: E731
-one_wave = lambda p: resident_blocks(p["n"], p["threads_per_block"], device_info().multiprocessors)  # noqa: E731
+one_wave = lambda p: kernel_resident_blocks(k.histogram_shared_kernel, p["n"], p["threads_per_block"], device_info())  # noqa: E731
 threads = lambda p: p["threads_per_block"]  # noqa: E731
 
 SPEC = KernelSpec(

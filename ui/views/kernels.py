@@ -13,6 +13,7 @@ from gpu.experiments.step_result import KernelRun
 from gpu.experiments.steps import KernelSpec
 from gpu.report.words import format_gbps
 from ui.charts import kernels as charts
+from ui.views.compile_facts import code_listings, facts_line, show_steps_facts
 
 RUNS_KEY = "kernels.runs"  # this session's catalog runs, newest last (the Roofline page reads them)
 MAX_RUNS = 20  # bounded: a session keeps its last 20 runs
@@ -123,14 +124,19 @@ def show_sources(spec: KernelSpec) -> None:
     st.subheader("The steps, and what changed")
     st.caption("Lines marked + are new or changed since the previous step; lines marked − were removed. "
                "Each kernel's docstring is the prose above its code.")
-    for source, step in zip(step_sources(spec), spec.steps):
+    compiled = show_steps_facts([step.kernel for step in spec.steps], key="kernels.compile_target")  # issue 17
+    for i, (source, step) in enumerate(zip(step_sources(spec), spec.steps)):
         needs = f" — needs {step.needs}: GPU only" if step.needs else ""
         with st.expander(f"{source.label}: {step.changed} ({source.changed} lines changed){needs}", expanded=False):
+            if i in compiled:
+                facts_line(compiled[i])
             st.markdown(source.why)
             st.code(source.as_diff(), language="diff")
             if source.helpers:
                 st.caption("Device functions it calls:")
                 st.code(source.helpers, language="python")
+            if i in compiled:
+                code_listings(compiled[i], in_expanders=False)
 
 
 __all__ = ["RUNS_KEY", "latest", "remember", "show_run", "show_sources"]
