@@ -28,7 +28,7 @@ def _progress(quiet: bool):
     return (lambda msg: None) if quiet else (lambda msg: print(msg, file=sys.stderr, flush=True))
 
 
-SIMULATOR_LINE = "WARNING: CUDA simulator — timings are not GPU performance (no CUDA GPU found; kernels ran in Numba's simulator)."
+from gpu.core.provenance import SIMULATOR_WARNING as SIMULATOR_LINE  # noqa: E402  (no GPU import: plain text)
 
 
 def _emit(result, as_json: bool) -> None:
@@ -138,6 +138,10 @@ def cmd_info(args: argparse.Namespace) -> int:
 def cmd_check(args: argparse.Namespace) -> int:
     from gpu.report.check import run_check
 
+    from gpu.core.backend import BACKEND
+
+    if BACKEND.simulated:  # first, before any progress or figure (check.md starts with it too)
+        print(SIMULATOR_LINE, flush=True)
     report = run_check(args.out, quick=args.quick, on_progress=_progress(False))
     print(report.markdown())
     return 0 if report.passed else 1

@@ -81,8 +81,8 @@ def describe_sweep(run: LaunchSweepRun) -> str:
 
 def sweep_table(run: LaunchSweepRun) -> pd.DataFrame:
     table = launch_charts.sweep_summary(run.to_frame())
-    table = table[["label", "blocks", "median_us", "min_us", "max_us", "bandwidth_gbps", "occupancy_pct", "occupancy_source", "samples", "marker"]]
-    return table.rename(columns={"label": "configuration", "median_us": "median (µs)", "min_us": "min (µs)", "max_us": "max (µs)", "bandwidth_gbps": "GB/s (median)", "occupancy_pct": "occupancy (%)", "occupancy_source": "occupancy from", "marker": ""})
+    table = table[["label", "blocks", "median_us", "min_us", "max_us", "bandwidth_gbps", "occupancy_pct", "occupancy_source", "samples", "marks"]]
+    return table.rename(columns={"label": "configuration", "median_us": "median (µs)", "min_us": "min (µs)", "max_us": "max (µs)", "bandwidth_gbps": "GB/s (median)", "occupancy_pct": "occupancy (%)", "occupancy_source": "occupancy from", "marks": "marks"})
 
 
 def show_sweep(run: LaunchSweepRun) -> None:
