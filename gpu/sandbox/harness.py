@@ -121,10 +121,12 @@ def run_case(problem: Problem, kernel, case: Case, index: int, seed: int, launch
 
 
 def time_case(problem: Problem, kernel, case: Case, seed: int, launch) -> dict:
-    """Time the performance size on a GPU: fresh sentinel before every sample, result checked after each."""
+    """Time the performance size on a GPU with the lab's one timer (``time_on_device``: L2 flushed,
+    verified hold, events), one sample per call so the outputs get a fresh sentinel before every
+    timed run and are checked after it."""
     from gpu.core.backend import cuda
-    from gpu.core.launch_path import configured_launch
-    from gpu.core.timing import RepeatPolicy, Stats, time_kernel
+    from gpu.core.kernel_timing import time_on_device
+    from gpu.core.timing import RepeatPolicy, Stats
 
     sizes = case.sizes
     inputs = case_inputs(problem, seed, 10_000, sizes)
@@ -134,14 +136,14 @@ def time_case(problem: Problem, kernel, case: Case, seed: int, launch) -> dict:
     d = {p: cuda.to_device(inputs[p] if p in inputs else blank[p], stream=stream) for p in problem.params}
     args = [d[p] for p in problem.params]
     grid, block = launch(sizes)
-    launcher = configured_launch(kernel, grid, block, stream, *args)
+    working_set = sum(a.nbytes for a in inputs.values()) + sum(a.nbytes for a in blank.values())
     samples, retries, held = [], 0, True
     for i in range(GPU_SAMPLES + 1):  # the first is a warm-up, discarded
         for name in blank:
             d[name].copy_to_device(blank[name], stream=stream)  # outside the timed region
-        stats = time_kernel(lambda: launcher(*args), stream, RepeatPolicy.count(1, warmup=0))
-        retries += stats.retries
-        held = held and stats.held
+        stream.synchronize()
+        timed = time_on_device(kernel, args, grid, block, policy=RepeatPolicy.count(1, warmup=0), stream=stream,
+                               working_set_bytes=working_set, telemetry=False)
         for name, want in expected.items():
             got = d[name].copy_to_host(stream=stream)
             stream.synchronize()
@@ -149,11 +151,13 @@ def time_case(problem: Problem, kernel, case: Case, seed: int, launch) -> dict:
             if miss:
                 return {"error": f"timed run {i}: " + mismatch_text(miss)}
         if i:
-            samples.append(stats.median_s)
+            samples.append(timed.median_s)
+            retries += timed.stats.retries
+            held = held and timed.held
     for name, before in inputs.items():
         if not np.array_equal(before, d[name].copy_to_host(), equal_nan=True):
             return {"error": f"the kernel changed its input {name!r} during the timed runs"}
-    return {"stats": Stats(tuple(samples), retries=retries, held=held)}
+    return {"stats": Stats(tuple(samples), retries=retries, held=held), "l2_note": timed.l2_note}
 
 
 def figures(problem: Problem, case: Case, median_s: float, peak_gbps: float | None) -> dict:
@@ -211,7 +215,7 @@ def judge(problem: Problem, source: str, seed: int) -> Verdict:
             verdict.device = info.name
             stats = timed["stats"]
             fig = figures(problem, problem.perf["gpu"], stats.median_s, info.peak_bandwidth_gbps)
-            fig.update(samples=stats.n_samples, noise=stats.noise, held=stats.held, reference_median_s=reference_time,
+            fig.update(samples=stats.n_samples, noise=stats.noise, held=stats.held, l2_note=timed.get("l2_note"), reference_median_s=reference_time,
                        ratio_to_reference=(stats.median_s / reference_time) if reference_time else None,
                        size=problem.perf["gpu"].to_dict())
             verdict.timing = fig
