@@ -50,6 +50,7 @@ def test_solve_passes_with_exit_0_and_one_line_per_test(cli):
     done = cli("solve", "guard", "--name", "ada", source=GOOD)
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.count("  pass  ") == 5 and "PASSED" in done.stdout and "Traceback" not in done.stderr
+    assert "registers" in done.stdout and "static facts from the compiler" in done.stdout  # the real compiler, no GPU
     listed = cli("submissions", "--json")
     entries = json.loads(listed.stdout)["submissions"]
     assert [e["name"] for e in entries] == ["ada"]
@@ -59,12 +60,12 @@ def test_solve_passes_with_exit_0_and_one_line_per_test(cli):
 
 
 def test_solve_wrong_result_exits_1_with_the_first_mismatch(cli):
-    done = cli("solve", "guard", source=NO_GUARD)
+    done = cli("solve", "guard", "--no-facts", source=NO_GUARD)
     assert done.returncode == 1, done.stdout + done.stderr
     last = done.stdout.strip().splitlines()[-1]
     assert last.startswith("first mismatch: test 'one element': out[0]: expected ")
     assert "never written" in last and "block 0, thread 0's element" in last
-    data = json.loads(cli("solve", "guard", "--json", "--no-save", source=NO_GUARD).stdout)
+    data = json.loads(cli("solve", "guard", "--json", "--no-save", "--no-facts", source=NO_GUARD).stdout)
     assert data["status"] == "wrong" and data["exit_code"] == 1 and data["mismatch"]["index"] == [0]
 
 

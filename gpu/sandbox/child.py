@@ -55,6 +55,15 @@ def main(argv: list[str]) -> int:
 
     try:
         problem = get(request["problem"])
+        if request.get("mode") == "facts":  # the compiler's facts, a second step after the verdict
+            from gpu.sandbox.checker import check_source
+            from gpu.sandbox.facts import compile_facts
+
+            check_source(request["source"], problem.kernel_name, len(problem.params))  # exec'd by the compile worker
+            facts, note = compile_facts(problem, request["source"], int(request["threads"]))
+            with os.fdopen(verdict_fd, "wb") as out:
+                out.write(json.dumps({"compile_facts": facts, "note": note}).encode())
+            return 0
         verdict = judge(problem, request["source"], int(request["seed"]))
     except Exception as exc:  # never a traceback: one line
         verdict = Verdict.start(str(request.get("problem")), "unknown").failed(f"the harness could not start: {type(exc).__name__}: {exc}")

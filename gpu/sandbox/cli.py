@@ -64,10 +64,7 @@ def format_verdict(verdict, saved_id: str | None = None, save_problem: str | Non
             lines.append("  flagged: faster than the memory roof allows for the bytes this problem must move — not ranked")
     elif verdict.backend == "simulator" and verdict.status != "error":
         lines.append("  simulator: correctness only, no timing (simulated time is not GPU performance)")
-    if verdict.compile_facts:
-        facts = verdict.compile_facts
-        lines.append("  compiler: " + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in facts.items() if not isinstance(v, (dict, list))))
-    elif verdict.compile_facts_note and verdict.status != "error":
+    if verdict.compile_facts_note and verdict.status != "error":
         lines.append(f"  compiler: {verdict.compile_facts_note}")
     if verdict.mismatch:
         m = verdict.mismatch
@@ -94,7 +91,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
     if len(raw) > MAX_FILE_BYTES:
         raise InputError(f"{args.file} is over {MAX_FILE_BYTES:,} bytes; a kernel file is far smaller")
     try:
-        result = submit(args.problem, source, name=args.name, save=not args.no_save)
+        result = submit(args.problem, source, name=args.name, save=not args.no_save, facts=not args.no_facts)
     except InputError:
         raise
     except Exception as exc:  # the contract: one line, never a harness traceback
@@ -152,6 +149,7 @@ def register(sub) -> None:
     p.add_argument("--json", action="store_true", help="print the verdict as one JSON object")
     p.add_argument("--name", default=None, help="your name on the leaderboard (default: anonymous)")
     p.add_argument("--no-save", action="store_true", help="do not save a passing submission")
+    p.add_argument("--no-facts", action="store_true", help="simulator: skip the real compiler's registers/spills/occupancy (a few seconds)")
     p.set_defaults(func=cmd_solve)
 
     p = sub.add_parser("submissions", help="list saved submissions; admin: `submissions delete ID --yes`")

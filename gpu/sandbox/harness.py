@@ -4,7 +4,7 @@ The harness owns everything a submission could game: it makes the inputs (fresh,
 seed the submission never sees), fills the outputs with a sentinel before every run (so
 an output the kernel never wrote cannot pass by luck or by a value left over from an
 earlier run), checks the inputs came back unchanged, compares with the NumPy reference,
-and times with the lab's own ``time_kernel`` (L2 flush, verified stream hold, events).
+and times with the lab's own ``time_on_device`` (L2 flush, verified stream hold, events).
 The learner's source is only exec'd after the checker passed, in a restricted namespace.
 """
 
@@ -173,7 +173,6 @@ def figures(problem: Problem, case: Case, median_s: float, peak_gbps: float | No
 def judge(problem: Problem, source: str, seed: int) -> Verdict:
     """Everything for one submission in this (fresh, sandboxed) process; never raises."""
     from gpu.core.backend import BACKEND
-    from gpu.sandbox.facts import compile_facts
     from gpu.sandbox.loader import load_module
 
     verdict = Verdict.start(problem.key, BACKEND.kind)
@@ -201,7 +200,6 @@ def judge(problem: Problem, source: str, seed: int) -> Verdict:
             verdict.tests.append(line)
             if miss and verdict.mismatch is None:
                 verdict.mismatch = miss
-        verdict.compile_facts, verdict.compile_facts_note = compile_facts(problem, source, threads)
         if verdict.mismatch is not None:
             return verdict.finish("wrong")
         if not BACKEND.simulated:

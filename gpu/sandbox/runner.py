@@ -313,6 +313,25 @@ def judge_in_child(problem: str, source: str, *, limits: Limits | None = None, s
     return verdict
 
 
+def facts_in_child(verdict: Verdict, source: str, *, limits: Limits | None = None, sandbox: SandboxStatus | None = None) -> Verdict:
+    """Add the real compiler's facts to a simulator verdict, compiled in another sandboxed child. Never raises."""
+    limits = limits or Limits()
+    sandbox = sandbox or sandbox_status(True)
+    if verdict.status not in ("passed", "wrong") or not sandbox.accepts:
+        return verdict
+    request = json.dumps({"mode": "facts", "problem": verdict.problem, "source": source,
+                          "threads": verdict.threads_per_block or 0}).encode()
+    argv = [sys.executable, "-m", "gpu.sandbox.child", json.dumps(limits.for_child(False))]  # NVVM: no address-space cap
+    run = run_argv(argv, request, limits, True, sandbox)
+    try:
+        data = json.loads(run["stdout"].decode())
+        verdict.compile_facts, verdict.compile_facts_note = data["compile_facts"], data["note"]
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+        why = "it ran past the time limit" if run["timed_out"] else (run["stderr"].decode(errors="replace").strip().splitlines() or [f"exit {run['rc']}"])[-1][:200]
+        verdict.compile_facts_note = f"the compiler's facts are unavailable: {why}"
+    return verdict
+
+
 def interpret(run: dict, problem: str, backend: str, limits: Limits) -> Verdict:
     """The child's verdict, or the sandbox's own refusal when the child was stopped or said nothing readable."""
     if run["timed_out"]:
@@ -341,4 +360,5 @@ def interpret(run: dict, problem: str, backend: str, limits: Limits) -> Verdict:
     return verdict
 
 
-__all__ = ["ENV_REQUIRE", "ENV_SANDBOX", "Limits", "SandboxStatus", "interpret", "judge_in_child", "run_argv", "sandbox_status"]
+__all__ = ["ENV_REQUIRE", "ENV_SANDBOX", "Limits", "SandboxStatus", "facts_in_child", "interpret", "judge_in_child", "run_argv",
+           "sandbox_status"]

@@ -159,10 +159,15 @@ def show_timing(timing: dict) -> None:
 
 
 def show_compile_facts(verdict: Verdict) -> None:
-    if verdict.compile_facts:
-        facts = {k.replace("_", " "): v for k, v in verdict.compile_facts.items() if not isinstance(v, (dict, list))}
-        st.markdown("**What the compiler says** (NVVM and ptxas for a real GPU, without running on one)")
-        st.dataframe(pd.DataFrame([{"Fact": k, "Value": str(v)} for k, v in facts.items()]), hide_index=True)
+    facts = verdict.compile_facts
+    if facts:
+        st.markdown(f"**What the compiler says** for {facts['target']} ({facts['compiler']}), without running on a GPU")
+        cols = st.columns(4)
+        cols[0].metric("Registers per thread", facts["registers_per_thread"])
+        cols[1].metric("Spilled to local memory", f"{facts['spilled_bytes']:,} bytes")
+        cols[2].metric("Shared memory per block", f"{facts['shared_memory_bytes']:,} bytes")
+        cols[3].metric("Theoretical occupancy", facts["occupancy"] or "—", help=f"at {facts['threads_per_block']} threads per block")
+        st.caption("Static facts from the compiler, not measurements.")
     elif verdict.compile_facts_note and verdict.status in ("passed", "wrong"):
         st.caption(f"Compiler facts: {verdict.compile_facts_note}.")
 
