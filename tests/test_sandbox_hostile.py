@@ -241,3 +241,11 @@ def test_a_demo_that_requires_the_sandbox_refuses_everything_without_it(monkeypa
     assert not status.accepts
     verdict = judge_in_child("vector-add", GOOD, limits=FAST, simulated=True)
     assert verdict.status == "refused" and verdict.refusal["rule"] == "sandbox" and "to enable it" in verdict.message or "switched off" in verdict.message
+
+
+def test_limits_from_the_environment(monkeypatch):
+    monkeypatch.setenv("KERNEL_LAB_SUBMIT_WALL_S", "12.5")
+    monkeypatch.setenv("KERNEL_LAB_SUBMIT_CPU_S", "nonsense")
+    limits = Limits.from_env()
+    assert limits.wall_s == 12.5 and limits.cpu_s == Limits().cpu_s
+    assert Limits().for_child(simulated=False)["address_space_bytes"] == 0  # never RLIMIT_AS on a GPU

@@ -55,6 +55,21 @@ class Limits:
     output_bytes: int = 256 << 10  # the verdict read from the child; more is cut and the submission refused
     stderr_bytes: int = 16 << 10
 
+    @classmethod
+    def from_env(cls) -> "Limits":
+        """The defaults, with ``KERNEL_LAB_SUBMIT_WALL_S`` / ``KERNEL_LAB_SUBMIT_CPU_S`` / ``KERNEL_LAB_SUBMIT_TASKS``
+        where set to a positive number (a malformed value keeps the default)."""
+        limits = cls()
+        for env, field_name, kind in (("KERNEL_LAB_SUBMIT_WALL_S", "wall_s", float), ("KERNEL_LAB_SUBMIT_CPU_S", "cpu_s", int),
+                                      ("KERNEL_LAB_SUBMIT_TASKS", "tasks", int)):
+            try:
+                value = kind(os.environ[env])
+            except (KeyError, ValueError):
+                continue
+            if value > 0:
+                limits = replace(limits, **{field_name: value})
+        return limits
+
     def for_child(self, simulated: bool) -> dict:
         data = asdict(self)
         if not simulated:
@@ -295,7 +310,7 @@ def judge_in_child(problem: str, source: str, *, limits: Limits | None = None, s
         from gpu.core.backend import BACKEND
 
         simulated = BACKEND.simulated
-    limits = limits or Limits()
+    limits = limits or Limits.from_env()
     sandbox = sandbox or sandbox_status(simulated)
     backend = "simulator" if simulated else "cuda"
     if not sandbox.accepts:
@@ -315,7 +330,7 @@ def judge_in_child(problem: str, source: str, *, limits: Limits | None = None, s
 
 def facts_in_child(verdict: Verdict, source: str, *, limits: Limits | None = None, sandbox: SandboxStatus | None = None) -> Verdict:
     """Add the real compiler's facts to a simulator verdict, compiled in another sandboxed child. Never raises."""
-    limits = limits or Limits()
+    limits = limits or Limits.from_env()
     sandbox = sandbox or sandbox_status(True)
     if verdict.status not in ("passed", "wrong") or not sandbox.accepts:
         return verdict
