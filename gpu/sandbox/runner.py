@@ -169,8 +169,10 @@ class PidsCgroup:
             return None
         return cls(path)
 
-    def join(self) -> None:  # in the forked child, before exec: every descendant stays inside
-        (self.path / "cgroup.procs").write_text(str(os.getpid()))
+    def wrap(self, argv: list[str]) -> list[str]:
+        """``argv`` started by a shell that first moves itself into the cgroup, then execs: every
+        descendant starts inside. (Not ``preexec_fn``: it is unsafe in a threaded app like Streamlit.)"""
+        return ["/bin/sh", "-c", f'echo $$ > "{self.path}/cgroup.procs" && exec "$@"', "sh", *argv]
 
     def kill(self) -> None:
         """SIGKILL whatever is still inside (a child that left our process group, without bubblewrap)."""
@@ -249,8 +251,9 @@ def run_argv(argv: list[str], stdin: bytes, limits: Limits, simulated: bool, san
     started = time.perf_counter()
     out, err, over, err_over = [], [], [], []
     try:
-        proc = subprocess.Popen([*prefix, *argv], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                cwd=workdir, env=env, start_new_session=True, preexec_fn=cgroup.join if cgroup else None)
+        command = [*prefix, *argv]
+        proc = subprocess.Popen(cgroup.wrap(command) if cgroup else command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, cwd=workdir, env=env, start_new_session=True)
         readers = [threading.Thread(target=_drain, args=(proc.stdout, limits.output_bytes, out, over), daemon=True),
                    threading.Thread(target=_drain, args=(proc.stderr, limits.stderr_bytes, err, err_over), daemon=True)]
         for r in readers:
