@@ -263,3 +263,31 @@ def test_limits_from_the_environment(monkeypatch):
     limits = Limits.from_env()
     assert limits.wall_s == 12.5 and limits.cpu_s == Limits().cpu_s
     assert Limits().for_child(simulated=False)["address_space_bytes"] == 0  # never RLIMIT_AS on a GPU
+
+
+def test_a_submission_waits_for_the_device_lock_like_every_run(tmp_path, monkeypatch):
+    import threading
+    import time
+
+    from gpu.service.devicelock import FileFifoLock
+
+    monkeypatch.setenv("KERNEL_LAB_DB", str(tmp_path / "h.sqlite3"))
+    monkeypatch.setenv("KERNEL_LAB_LOCK_DIR", str(tmp_path / "locks"))
+    (tmp_path / "locks").mkdir()
+    held, release = threading.Event(), threading.Event()
+
+    def another_run():
+        with FileFifoLock(name="gpu0", directory=tmp_path / "locks").hold("someone's experiment"):
+            held.set()
+            release.wait(10)
+
+    thread = threading.Thread(target=another_run)
+    thread.start()
+    held.wait(10)
+    threading.Timer(2.0, release.set).start()
+    started = time.perf_counter()
+    result = submit("vector-add", GOOD, save=False, limits=FAST, sandbox=SANDBOX, facts=False)
+    total = time.perf_counter() - started
+    thread.join()
+    assert result.verdict.status == "passed"
+    assert total - result.verdict.wall_s >= 1.5  # queued behind the other run, then ran alone

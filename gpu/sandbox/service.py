@@ -6,6 +6,7 @@ run (the same FIFO device lock as experiments) and bounded like them (admission)
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -41,6 +42,17 @@ def admit_problem(problem: Problem, simulated: bool) -> int:
     return work
 
 
+@contextmanager
+def default_locks(label: str):
+    """The device lock, then the CPU lock, shared with the app's runs on this host (the simulator's
+    kernels, and the harness's inputs and NumPy references, use the CPU that CPU benchmarks time)."""
+    from gpu.service.devicelock import FileFifoLock, default_lock_dir, usable_dir
+
+    directory = usable_dir(default_lock_dir())
+    with FileFifoLock(name="gpu0", directory=directory).hold(label), FileFifoLock(name="cpu", directory=directory).hold(label):
+        yield
+
+
 @dataclass
 class Submission:
     verdict: Verdict
@@ -56,9 +68,7 @@ def submit(problem_key: str, source: str, *, name: str | None = None, save: bool
     problem = get(problem_key)
     admit_problem(problem, BACKEND.simulated)
     if lock is None:
-        from gpu.service.devicelock import FileFifoLock, default_lock_dir, usable_dir
-
-        lock = FileFifoLock(name="gpu0", directory=usable_dir(default_lock_dir())).hold(f"write-a-kernel {problem.key}")
+        lock = default_locks(f"write-a-kernel {problem.key}")
     verdict = judge_in_child(problem.key, source, limits=limits, sandbox=sandbox, lock=lock)
     if facts and BACKEND.simulated:  # on a GPU the timing says more; the facts are a second, unlocked step
         verdict = facts_in_child(verdict, source, limits=limits, sandbox=sandbox)

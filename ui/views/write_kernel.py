@@ -6,6 +6,8 @@ starts a fresh sandboxed process per submission, under the same device lock as e
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import pandas as pd
 import streamlit as st
 
@@ -208,7 +210,7 @@ def run_submission(problem: Problem, source: str, name: str, status: SandboxStat
     """Submit under the shared device lock (queued behind other runs), one at a time per session."""
     from gpu.core.limits import InputError
     from gpu.sandbox.service import submit
-    from ui.resources import device_lock
+    from ui.resources import cpu_lock, device_lock
     from ui.runner import queue_message
 
     if st.session_state.get(BUSY_KEY):
@@ -217,11 +219,17 @@ def run_submission(problem: Problem, source: str, name: str, status: SandboxStat
     st.session_state[BUSY_KEY] = True
     waiting = st.empty()
     where = "the CUDA simulator" if gpu.BACKEND.simulated else "the GPU"
-    lock = device_lock(0).hold(f"write-a-kernel {problem.key}",
-                               on_wait=lambda ahead: waiting.info(queue_message(ahead, where), icon=":material/hourglass_top:"))
+    label = f"write-a-kernel {problem.key}"
+
+    @contextmanager
+    def lock():  # device first, then CPU, as every run takes them (no lock-order cycles)
+        with device_lock(0).hold(label, on_wait=lambda ahead: waiting.info(queue_message(ahead, where), icon=":material/hourglass_top:")), \
+                cpu_lock().hold(label, on_wait=lambda ahead: waiting.info(queue_message(ahead, "the CPU benchmarks"), icon=":material/hourglass_top:")):
+            yield
+
     try:
         with st.status("Checking your kernel, then running it in a fresh sandboxed process…", expanded=False) as box:
-            result = submit(problem.key, source, name=name, lock=lock, sandbox=status)
+            result = submit(problem.key, source, name=name, lock=lock(), sandbox=status)
             box.update(label=f"Verdict: {result.verdict.status}", state="complete" if result.verdict.status == "passed" else "error")
     except InputError as exc:
         st.error(str(exc))
