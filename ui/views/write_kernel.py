@@ -229,7 +229,7 @@ def run_submission(problem: Problem, source: str, name: str, status: SandboxStat
 
     try:
         with st.status("Checking your kernel, then running it in a fresh sandboxed process…", expanded=False) as box:
-            result = submit(problem.key, source, name=name, lock=lock(), sandbox=status)
+            result = submit(problem.key, source, name=name, lock=lock(), relock=lock, sandbox=status)
             box.update(label=f"Verdict: {result.verdict.status}", state="complete" if result.verdict.status == "passed" else "error")
     except InputError as exc:
         st.error(str(exc))
