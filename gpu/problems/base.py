@@ -131,10 +131,12 @@ class Problem:
 
     def summary(self) -> dict:
         return {
-            "key": self.key, "order": self.order, "title": self.title, "signature": self.signature, "arrays": self.arrays,
+            "key": self.key, "order": self.order, "title": self.title, "statement": self.statement, "hint": self.hint,
+            "signature": self.signature, "arrays": self.arrays,
             "launch": self.launch_text, "threads_per_block_choices": list(self.thread_choices), "page": self.page,
             "tolerance": self.tolerance.describe(), "tests": [c.to_dict() for c in self.tests],
             "performance_size": {k: c.to_dict() for k, c in self.perf.items()},
+            "reference_solution": self.solution.note, "starter": self.starter,
         }
 
 
