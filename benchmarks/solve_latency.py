@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
         "",
         f"Measured {datetime.now(timezone.utc).isoformat(timespec='minutes')} on {host.cpu}, {host.logical_cores} logical cores, "
         f"Python {host.python}; load average {load[0]:.1f} when it started (this machine is shared). "
-        f"Sandbox: {sandbox.how} ({sandbox.reason.split(':')[0]}).",
+        f"Sandbox: {sandbox.reason.split(':')[0] if sandbox.works else 'none (' + sandbox.reason + ')'}.",
         "",
         f"Command: `PYTHONPATH=. .venv/bin/python benchmarks/solve_latency.py --runs {args.runs}`",
         "",
