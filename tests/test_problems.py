@@ -55,7 +55,7 @@ def test_reference_solution_passes_every_test(problem: Problem):
     kernel = problem.solution.kernel(problem.kernel_name)
     launch = problem.solution.launch or (lambda s: problem.launch(s, problem.threads))
     for index, case in enumerate((*problem.tests, problem.perf["simulator"])):
-        line, miss, _ = run_case(problem, kernel, case, index, seed=20, launch=launch)
+        line, miss = run_case(problem, kernel, case, index, seed=20, launch=launch)
         assert line["passed"], f"{problem.key} / {case.name}: {line['message']}"
         assert miss is None
 
@@ -74,7 +74,7 @@ def test_a_kernel_that_skips_elements_is_reported_with_its_thread():
 
     kernel = load_kernel("from numba import cuda\n\n@cuda.jit\ndef vector_add(a, b, out):\n    i = cuda.grid(1)\n"
                          "    if i < a.size and i != 300:\n        out[i] = a[i] + b[i]\n", "vector_add")
-    line, miss, _ = run_case(problem, kernel, problem.tests[3], 3, seed=1, launch=lambda s: problem.launch(s, 256))
+    line, miss = run_case(problem, kernel, problem.tests[3], 3, seed=1, launch=lambda s: problem.launch(s, 256))
     assert not line["passed"] and miss["index"] == [300] and miss["never_written"]
     assert miss["thread"] == "block 1, thread 44"
     assert "never written" in line["message"]
@@ -86,7 +86,7 @@ def test_a_kernel_that_writes_its_input_fails():
 
     kernel = load_kernel("from numba import cuda\n\n@cuda.jit\ndef square(a, out):\n    i = cuda.grid(1)\n"
                          "    if i < a.size:\n        out[i] = a[i] * a[i]\n        a[i] = 0\n", "square")
-    line, miss, _ = run_case(problem, kernel, problem.tests[1], 1, seed=1, launch=lambda s: problem.launch(s, 256))
+    line, miss = run_case(problem, kernel, problem.tests[1], 1, seed=1, launch=lambda s: problem.launch(s, 256))
     assert not line["passed"] and "changed its input 'a'" in line["message"]
 
 

@@ -89,8 +89,8 @@ def kernel_error(exc: BaseException) -> str:
     return f"the kernel raised {type(exc).__name__}{where}: {text[:300]}"
 
 
-def run_case(problem: Problem, kernel, case: Case, index: int, seed: int, launch) -> tuple[dict, dict | None, dict]:
-    """Run one test: returns (the test's line, the first mismatch or None, the inputs used)."""
+def run_case(problem: Problem, kernel, case: Case, index: int, seed: int, launch) -> tuple[dict, dict | None]:
+    """Run one test: returns (the test's line, the first mismatch or None)."""
     from gpu.core.backend import cuda
 
     sizes = case.sizes
@@ -104,20 +104,20 @@ def run_case(problem: Problem, kernel, case: Case, index: int, seed: int, launch
         cuda.synchronize()
     except Exception as exc:  # a kernel that raises (simulator: out of bounds) fails this test, never the harness
         message = kernel_error(exc)
-        return {"name": case.name, "sizes": dict(sizes), "passed": False, "message": message}, {"test": case.name, "error": message}, inputs
+        return {"name": case.name, "sizes": dict(sizes), "passed": False, "message": message}, {"test": case.name, "error": message}
     for p, d in zip(problem.params, d_args):
         (inputs if p in inputs else outputs)[p] = d.copy_to_host()
     for name, before in originals.items():
         if not np.array_equal(before, inputs[name], equal_nan=True):
             where = int(np.flatnonzero((before != inputs[name]).reshape(-1))[0])
             message = f"the kernel changed its input {name!r} (first at flat index {where}); inputs must stay unchanged"
-            return {"name": case.name, "sizes": dict(sizes), "passed": False, "message": message}, {"test": case.name, "error": message}, originals
+            return {"name": case.name, "sizes": dict(sizes), "passed": False, "message": message}, {"test": case.name, "error": message}
     expected = problem.reference(originals, sizes)
     for name, want in expected.items():
         miss = first_mismatch(problem, case, name, outputs[name], np.asarray(want, dtype=outputs[name].dtype), block)
         if miss:
-            return {"name": case.name, "sizes": dict(sizes), "passed": False, "message": mismatch_text(miss)}, miss, originals
-    return {"name": case.name, "sizes": dict(sizes), "passed": True, "message": "passed"}, None, originals
+            return {"name": case.name, "sizes": dict(sizes), "passed": False, "message": mismatch_text(miss)}, miss
+    return {"name": case.name, "sizes": dict(sizes), "passed": True, "message": "passed"}, None
 
 
 def time_case(problem: Problem, kernel, case: Case, seed: int, launch) -> dict:
@@ -196,7 +196,7 @@ def judge(problem: Problem, source: str, seed: int) -> Verdict:
 
         cases = list(problem.tests) + [problem.perf["simulator" if BACKEND.simulated else "gpu"]]
         for index, case in enumerate(cases):
-            line, miss, _ = run_case(problem, kernel, case, index, seed, launch)
+            line, miss = run_case(problem, kernel, case, index, seed, launch)
             verdict.tests.append(line)
             if miss and verdict.mismatch is None:
                 verdict.mismatch = miss
