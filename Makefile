@@ -1,6 +1,6 @@
 # Kernel Lab. The two commands a newcomer needs:
 #   make run    set up .venv and start the app (http://localhost:8501)
-#   make test   set up .venv (dev, and Ray for the cluster tests) and Debian's chromium, then run every test
+#   make test   set up .venv (dev, and Ray for the cluster tests) and Debian's chromium and bubblewrap, then run every test
 # Each target creates what it needs; stamps make repeat runs fast.
 
 PYTHON ?= python3
