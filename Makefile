@@ -1,6 +1,6 @@
 # Kernel Lab. The two commands a newcomer needs:
 #   make run    set up .venv and start the app (http://localhost:8501)
-#   make test   set up .venv (dev, and Ray for the cluster tests) and Debian's chromium, then run every test
+#   make test   set up .venv (dev, and Ray for the cluster tests) and Debian's chromium and bubblewrap, then run every test
 # Each target creates what it needs; stamps make repeat runs fast.
 
 PYTHON ?= python3
@@ -9,7 +9,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip --disable-pip-version-check -q
 CHROMIUM := /usr/bin/chromium
 
-.PHONY: run demo test check info cuda-wheels compiler-wheels cluster-deps chromium clean gpu-verify gpu-wheels
+.PHONY: run demo test check info cuda-wheels compiler-wheels cluster-deps chromium bubblewrap clean gpu-verify gpu-wheels
 
 run: $(VENV)/.runtime
 	$(PY) -m streamlit run app.py
@@ -22,9 +22,10 @@ DEMO_PORT  ?= 8501
 DEMO_ADDRESS ?= 0.0.0.0
 DEMO_HOSTS ?=
 # Importing check files from the browser is off on the shared demo; DEMO_UPLOADS=1 allows it.
+# Write a kernel accepts submissions on the demo only when its sandbox works (docs/write-a-kernel.md).
 DEMO_UPLOADS ?= 0
 demo: $(VENV)/.runtime
-	KERNEL_LAB_UPLOADS=$(DEMO_UPLOADS) $(PY) -m streamlit run app.py \
+	KERNEL_LAB_UPLOADS=$(DEMO_UPLOADS) KERNEL_LAB_REQUIRE_SANDBOX=1 $(PY) -m streamlit run app.py \
 	  --server.address $(DEMO_ADDRESS) --server.port $(DEMO_PORT) --server.headless true \
 	  --server.fileWatcherType none --server.runOnSave false \
 	  --server.maxUploadSize $(if $(filter 1,$(DEMO_UPLOADS)),5,1) --server.enableStaticServing false \
@@ -32,7 +33,7 @@ demo: $(VENV)/.runtime
 	  --browser.gatherUsageStats false --runner.fastReruns true \
 	  $(foreach host,$(DEMO_HOSTS),--server.allowedHosts $(host))
 
-test: $(VENV)/.dev $(VENV)/.cluster $(VENV)/.compiler chromium
+test: $(VENV)/.dev $(VENV)/.cluster $(VENV)/.compiler chromium bubblewrap
 	$(PY) -m pytest
 
 info: $(VENV)/.runtime
@@ -109,6 +110,15 @@ chromium:
 	  echo "Installing Debian's chromium for the browser tests"; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; \
+	fi
+
+# Write a kernel runs each submission inside bubblewrap (docs/write-a-kernel.md); the hostile-submission
+# tests need it. The server needs it too: `make demo` refuses submissions without a working sandbox.
+bubblewrap:
+	@if [ ! -x /usr/bin/bwrap ] && ! command -v bwrap >/dev/null 2>&1; then \
+	  echo "Installing Debian's bubblewrap (the Write-a-kernel sandbox)"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq bubblewrap >/dev/null; \
 	fi
 
 clean:

@@ -255,6 +255,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     compile_command.add_command(sub)
 
+    from gpu.sandbox.cli import register as register_write_a_kernel  # problems, solve, submissions (issue 20)
+
+    register_write_a_kernel(sub)
+
 
 
 
