@@ -249,6 +249,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--yes", action="store_true", help="confirm the deletion")
     p.set_defaults(func=cmd_history_delete)
 
+    from gpu.trace.cli import add_trace_command  # the memory trace (issue 21)
+
+    add_trace_command(sub)
+
 
 
 

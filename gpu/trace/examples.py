@@ -10,6 +10,7 @@ from __future__ import annotations
 from gpu.core.backend import BACKEND, cuda
 
 STRIDE = 32  # 32 float32 = 128 bytes apart: every thread of a warp lands in its own sector
+WHOLE_PATTERN = STRIDE * 32  # N a multiple of this: every warp's 32 reads are STRIDE apart (rows >= 32)
 
 
 @cuda.jit(cache=not BACKEND.simulated)

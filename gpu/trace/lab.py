@@ -21,6 +21,9 @@ from gpu.trace.report import TraceReport, analyse
 
 MAX_TRACE_ELEMENTS = 2**16  # inputs above this only cost time: at most DEFAULT_MAX_BLOCKS blocks run anyway
 _CATALOG_RUN_PARAMS = ("repeats", "cpu", "cpu_budget_s")  # a trace runs each step once, with no CPU implementations
+# Trace sizes where the catalog's simulator default launches more than the 4 blocks the
+# picture draws (histogram: 1,024 values in blocks of 128 = 8 blocks; 512 = 4).
+TRACE_N = {"histogram": 512}
 
 
 @dataclass(frozen=True)
@@ -68,7 +71,7 @@ def _catalog() -> list[LabKernel]:
             out.append(LabKernel(
                 name=f"{spec.key}-{step.key}", title=f"{spec.title} · {step.label}",
                 size_help="an N × N matrix" if square else "an N-element input",
-                default_n=defaults["n"], elements=(lambda n: n * n) if square else (lambda n: n),
+                default_n=TRACE_N.get(key, defaults["n"]), elements=(lambda n: n * n) if square else (lambda n: n),
                 prepare=_catalog_launch(spec, step, defaults),
                 skip=f"needs {step.needs}, which Numba's CUDA simulator cannot run" if step.needs else None,
                 changed=step.changed,
@@ -128,8 +131,9 @@ def _vector_kernels() -> list[LabKernel]:
 def _example_kernels() -> list[LabKernel]:
     def prepare(kernel, name):
         def launch(n):
-            if n % examples.STRIDE:
-                raise InputError(f"{name} reads the data {examples.STRIDE} elements apart: N must be a multiple of {examples.STRIDE}, got {n:,}.")
+            if n % examples.WHOLE_PATTERN:
+                raise InputError(f"{name} reads the data {examples.STRIDE} elements apart: N must be a multiple of "
+                                 f"{examples.WHOLE_PATTERN:,} ({examples.STRIDE} × a warp of 32), got {n:,}.")
             a = np.arange(n, dtype=np.float32)
             return Launch(kernel, (n + 255) // 256, 256, (a, np.zeros_like(a)), f"{name}, N = {n:,} float32")
         return launch

@@ -1,0 +1,62 @@
+"""`python -m gpu trace`: exit 0 clean, 1 on a finding, 2 for bad input; and the child-process runner."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from gpu.__main__ import main
+from gpu.trace.child import run_in_child
+from gpu.trace.report import TraceReport
+
+
+def test_a_clean_lab_kernel_exits_0_and_prints_sectors_per_request(capsys):
+    assert main(["trace", "transpose-naive"]) == 0
+    out = capsys.readouterr().out
+    assert "No race, no out-of-bounds access" in out and "32.0 sectors/request" in out and "cannot see timing" in out
+
+
+def test_json_has_the_findings(capsys):
+    assert main(["trace", "transpose-tiled", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["problems"] is False and data["races"] == [] and data["barrier_intervals"] == 2
+    assert max(b["ways"] for b in data["banks"]) == 32
+
+
+def test_a_finding_exits_1_with_thread_and_line(capsys, monkeypatch):
+    # the lab's kernels are clean; a lab entry whose kernel has the off-by-one stands in for a bad one
+    import numpy as np
+
+    from gpu.trace import lab
+    from tests.test_trace import add_off_by_one
+
+    bad = lab.LabKernel("off-by-one", "off by one", "a vector", 100, lambda n: n,
+                        lambda n: lab.Launch(add_off_by_one, 1, 128, (np.ones(n, np.float32), np.ones(n, np.float32), np.zeros(n, np.float32)), "off-by-one"))
+    monkeypatch.setattr(lab, "_KERNELS", (*lab.lab_kernels(), bad))
+    assert main(["trace", "off-by-one"]) == 1
+    out = capsys.readouterr().out
+    assert "out of bounds" in out and "thread (100, 0, 0)" in out and "line " in out
+
+
+@pytest.mark.parametrize("args,fragment", [
+    (["trace", "no-such-kernel"], "unknown kernel"),
+    (["trace"], "needs a kernel name"),
+    (["trace", "reduction-shuffle"], "warp shuffles"),
+    (["trace", "transpose-naive", "--n", "1e6"], "too large"),
+    (["trace", "transpose-naive", "--n", "zero"], "N"),
+    (["trace", "learner.py"], "add --problem"),
+    (["trace", "learner.py", "--problem", "vector-add"], "never run"),
+    (["trace", "transpose-naive", "--problem", "vector-add"], "--problem goes with a .py file"),
+])
+def test_bad_input_exits_2_with_one_line(args, fragment, capsys):
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert fragment in err and err.count("\n") == 1
+
+
+def test_the_child_process_returns_reports_and_reasons():
+    report, reason = run_in_child([("copy-strided", 2048), ("reduction-shuffle", None)])
+    assert isinstance(report, TraceReport) and "N = 2,048" in report.label
+    assert next(s for s in report.sectors if s.kind == "read").sectors_per_request == 32
+    assert "warp shuffles" in reason
