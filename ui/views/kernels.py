@@ -131,6 +131,9 @@ def show_sources(spec: KernelSpec) -> None:
             if source.helpers:
                 st.caption("Device functions it calls:")
                 st.code(source.helpers, language="python")
+    from ui.views.trace import show_kernel_traces  # the memory trace of every step (issue 21)
+
+    show_kernel_traces(spec)
 
 
 __all__ = ["RUNS_KEY", "latest", "remember", "show_run", "show_sources"]
