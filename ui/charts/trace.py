@@ -12,6 +12,8 @@ from typing import Iterable
 import altair as alt
 import pandas as pd
 
+from ui.charts.common import FIT
+
 KIND_COLORS = {"read": "#1f77b4", "write": "#ff7f0e", "atomic": "#9467bd"}
 TOUCHED_FILL = "#e3e3e3"  # cells some other thread touched
 CELL_PX = 12
@@ -41,7 +43,7 @@ def access_map_chart(picture: pd.DataFrame, threads: Iterable[int], title: str, 
         base = alt.Chart(touched).mark_rect(fill=TOUCHED_FILL, stroke="white", strokeWidth=0.5).encode(
             x=x, y=y, tooltip=[alt.Tooltip("index:N", title="element")])
         mine = cells[cells["global_thread"].isin(chosen)]
-        kinds = [k for k in KIND_COLORS if k in set(mine["kind"])] or ["read"]
+        kinds = list(KIND_COLORS)  # one domain for every panel: hconcat panels share the colour scale
         highlight = alt.Chart(mine).mark_rect(stroke="white", strokeWidth=0.5).encode(
             x=x, y=y,
             color=alt.Color("kind:N", title="access", scale=alt.Scale(domain=kinds, range=[KIND_COLORS[k] for k in kinds]),
@@ -57,20 +59,20 @@ def access_map_chart(picture: pd.DataFrame, threads: Iterable[int], title: str, 
         title=alt.TitleParams(title, subtitle=subtitle or alt.Undefined, anchor="start"))
 
 
-def sectors_chart(rows: pd.DataFrame, title: str) -> alt.Chart:
-    """Sectors per request at each global-memory access, against the ideal (the bytes asked for, packed).
+def sectors_chart(rows: pd.DataFrame, title: str) -> alt.LayerChart:
+    """Sectors per request at each global-memory access, step by step: a bar for the sectors
+    touched, a black tick at the ideal (the bytes asked for, packed into 32-byte sectors).
 
-    ``rows``: columns access (a label), sectors_per_request, ideal_sectors_per_request, step.
+    ``rows``: columns step, access (a label), sectors_per_request, ideal_sectors_per_request, in display order.
     """
-    long = rows.melt(id_vars=["step", "access"], value_vars=["sectors_per_request", "ideal_sectors_per_request"],
-                     var_name="measure", value_name="sectors")
-    long["measure"] = long["measure"].map({"sectors_per_request": "touched", "ideal_sectors_per_request": "ideal (bytes asked ÷ 32)"})
-    return alt.Chart(long).mark_bar().encode(
-        y=alt.Y("access:N", title=None, sort=None, axis=alt.Axis(labelLimit=320)),
-        yOffset=alt.YOffset("measure:N"),
-        x=alt.X("sectors:Q", title="32-byte sectors per warp request", axis=alt.Axis(tickMinStep=1, format="d", grid=False)),
-        color=alt.Color("measure:N", title=None, scale=alt.Scale(domain=["touched", "ideal (bytes asked ÷ 32)"], range=["#d62728", "#bdbdbd"]),
-                        legend=alt.Legend(orient="bottom")),
-        row=alt.Row("step:N", title=None, header=alt.Header(labelAngle=0, labelAlign="left", labelFontWeight="bold"), sort=None),
-        tooltip=[alt.Tooltip("step:N"), alt.Tooltip("access:N"), alt.Tooltip("measure:N"), alt.Tooltip("sectors:Q", format=".1f")],
-    ).properties(title=alt.TitleParams(title, anchor="start"), width=360)
+    data = rows.assign(label=rows["step"] + " — " + rows["access"])
+    top = int(max(data["sectors_per_request"].max(), data["ideal_sectors_per_request"].max())) + 4  # a labelled line every 4 sectors
+    y = alt.Y("label:N", title=None, sort=list(data["label"]), axis=alt.Axis(labelLimit=420))
+    tooltip = [alt.Tooltip("step:N"), alt.Tooltip("access:N"),
+               alt.Tooltip("sectors_per_request:Q", title="sectors touched per request", format=".1f"),
+               alt.Tooltip("ideal_sectors_per_request:Q", title="ideal", format=".1f")]
+    bars = alt.Chart(data).mark_bar(color="#d62728", height=14).encode(
+        y=y, x=alt.X("sectors_per_request:Q", title="32-byte sectors per warp request (bar: touched; tick: ideal)",
+                     axis=alt.Axis(values=list(range(0, top + 1, 4)), format="d")), tooltip=tooltip)
+    ticks = alt.Chart(data).mark_tick(color="black", thickness=2, size=20).encode(y=y, x="ideal_sectors_per_request:Q", tooltip=tooltip)
+    return (bars + ticks).properties(title=alt.TitleParams(title, anchor="start"), height=alt.Step(24), autosize=FIT)

@@ -69,17 +69,26 @@ def show_findings(report: TraceReport) -> None:
 
 
 def show_picture(report: TraceReport, key: str) -> None:
-    """The access map with a thread picker; or why there is none."""
+    """The access map for one warp or one thread, picked with a slider; or why there is none."""
     if not report.picture:
         st.caption(f"No picture: it is drawn for launches of up to a few blocks, fully traced ({report.blocks_total:,} blocks here).")
         return
     frame = pd.DataFrame(list(report.picture))
+    left, right = st.columns([1, 3])
+    unit = left.radio("Show", ["one warp", "one thread"], horizontal=True, key=f"{key}.unit",
+                      help="A warp's 32 threads issue each load and store together: that is what sectors per request counts.")
     last = int(frame["global_thread"].max())
-    thread = st.slider("Thread (global id)", 0, last, 0, key=key,
-                       help="Coloured cells: what this thread read and wrote. Grey: cells other threads touched.")
-    row = frame[frame["global_thread"] == thread].head(1)
-    who = f"thread {row['thread'].iloc[0]} of block {row['block'].iloc[0]}" if len(row) else f"thread {thread} (made no access)"
-    st.altair_chart(charts.access_map_chart(frame, [thread], f"What {who} read and wrote", report.label), width="content")
+    if unit == "one warp":
+        warp = right.slider("Warp (global id: block × warps per block + warp)", 0, last // WARP, 0, key=f"{key}.warp")
+        threads = range(warp * WARP, (warp + 1) * WARP)
+        who = f"warp {warp} (threads {threads.start:,}–{threads.stop - 1:,})"
+    else:
+        thread = right.slider("Thread (global id)", 0, last, 0, key=f"{key}.thread")
+        threads = [thread]
+        row = frame[frame["global_thread"] == thread].head(1)
+        who = f"thread {row['thread'].iloc[0]} of block {row['block'].iloc[0]}" if len(row) else f"thread {thread} (made no access)"
+    st.altair_chart(charts.access_map_chart(frame, threads, f"What {who} read and wrote (grey: other threads' cells)", report.label),
+                    width="content")
 
 
 def show_kernel_traces(spec) -> None:
@@ -102,7 +111,7 @@ def show_kernel_traces(spec) -> None:
     sector_rows = [{"step": s.label, "access": f"line {x.line} {x.kind} {x.text}", **{k: getattr(x, k) for k in ("sectors_per_request", "ideal_sectors_per_request")}}
                    for s in traceable if isinstance(reports[s.key], TraceReport) for x in reports[s.key].sectors]
     if sector_rows:
-        st.altair_chart(charts.sectors_chart(pd.DataFrame(sector_rows), "Global memory: sectors per warp request, step by step"), width="content")
+        st.altair_chart(charts.sectors_chart(pd.DataFrame(sector_rows), "Global memory: sectors per warp request, step by step"), width="stretch")
     tabs = st.tabs([s.label for s in spec.steps])
     for tab, step in zip(tabs, spec.steps):
         with tab:
@@ -117,7 +126,7 @@ def show_kernel_traces(spec) -> None:
             st.markdown(lesson(report))
             show_findings(report)
             st.dataframe(sites_table(report), hide_index=True, width="stretch")
-            show_picture(report, key=f"trace.kernels.{spec.key}.{step.key}.thread")
+            show_picture(report, key=f"trace.kernels.{spec.key}.{step.key}")
             st.caption(f"{report.label}: {report.blocks_traced:,} of {report.blocks_total:,} blocks of "
                        f"{report.threads_per_block:,} threads traced, {report.accesses:,} accesses recorded.")
 
