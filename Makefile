@@ -9,7 +9,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip --disable-pip-version-check -q
 CHROMIUM := /usr/bin/chromium
 
-.PHONY: run demo test check info cuda-wheels cluster-deps chromium clean
+.PHONY: run demo test check info cuda-wheels compiler-wheels cluster-deps chromium bubblewrap clean gpu-verify gpu-wheels
 
 run: $(VENV)/.runtime
 	$(PY) -m streamlit run app.py
@@ -22,9 +22,10 @@ DEMO_PORT  ?= 8501
 DEMO_ADDRESS ?= 0.0.0.0
 DEMO_HOSTS ?=
 # Importing check files from the browser is off on the shared demo; DEMO_UPLOADS=1 allows it.
+# Write a kernel accepts submissions on the demo only when its sandbox works (docs/write-a-kernel.md).
 DEMO_UPLOADS ?= 0
 demo: $(VENV)/.runtime
-	KERNEL_LAB_UPLOADS=$(DEMO_UPLOADS) $(PY) -m streamlit run app.py \
+	KERNEL_LAB_UPLOADS=$(DEMO_UPLOADS) KERNEL_LAB_REQUIRE_SANDBOX=1 $(PY) -m streamlit run app.py \
 	  --server.address $(DEMO_ADDRESS) --server.port $(DEMO_PORT) --server.headless true \
 	  --server.fileWatcherType none --server.runOnSave false \
 	  --server.maxUploadSize $(if $(filter 1,$(DEMO_UPLOADS)),5,1) --server.enableStaticServing false \
@@ -32,7 +33,7 @@ demo: $(VENV)/.runtime
 	  --browser.gatherUsageStats false --runner.fastReruns true \
 	  $(foreach host,$(DEMO_HOSTS),--server.allowedHosts $(host))
 
-test: $(VENV)/.dev $(VENV)/.cluster chromium
+test: $(VENV)/.dev $(VENV)/.cluster $(VENV)/.compiler chromium bubblewrap
 	$(PY) -m pytest
 
 info: $(VENV)/.runtime
@@ -77,6 +78,32 @@ cuda-wheels: | $(PY)
 	  echo "No NVIDIA driver: kernels will run in Numba's CUDA simulator (no CUDA wheels downloaded)."; \
 	fi
 
+# The compile gate (tests/test_compile_gate.py) runs the real CUDA compiler on every
+# machine, GPU or not: NVVM and ptxas come with numba-cuda's toolkit extra (cu13 where a
+# 580+ driver is present, else cu12; no driver is needed to compile), nvdisasm (SASS
+# listings) with its own wheel, which is CUDA 13's and reads CUDA 12's cubins too.
+compiler-wheels: $(VENV)/.compiler
+
+$(VENV)/.compiler: $(VENV)/.runtime
+	@extra=cu12; \
+	if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi >/dev/null 2>&1; then \
+	  major=$$(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -n1 | cut -d. -f1); \
+	  if [ "$$major" -ge 580 ]; then extra=cu13; fi; \
+	fi; \
+	echo "installing the CUDA compiler wheels numba-cuda[$$extra] and nvidia-cuda-nvdisasm (the compile gate needs them)"; \
+	$(PIP) install "numba-cuda[$$extra]>=0.30,<0.31" "nvidia-cuda-nvdisasm>=13.2,<14"
+	touch $@
+
+# On a GPU machine: the GPU-only tests, `gpu compile` on the device and `gpu check`,
+# written to benchmarks/<gpu>-<date>/ with a SUMMARY.md (scripts/gpu_verify.sh, README).
+gpu-verify:
+	bash scripts/gpu_verify.sh
+
+# Wheels for a GPU machine that cannot reach a package index: downloaded here into .whl/
+# (gitignored), carried with the tree, installed by scripts/gpu_verify.sh.
+gpu-wheels: | $(PY)
+	$(PIP) download -d .whl -r requirements.txt -r requirements-dev.txt "nvidia-cuda-nvdisasm>=13.2,<14"
+
 # The browser tests drive Debian's chromium (Playwright cannot download browsers here).
 chromium:
 	@if [ ! -x $(CHROMIUM) ]; then \
@@ -85,5 +112,14 @@ chromium:
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; \
 	fi
 
+# Write a kernel runs each submission inside bubblewrap (docs/write-a-kernel.md); the hostile-submission
+# tests need it. The server needs it too: `make demo` refuses submissions without a working sandbox.
+bubblewrap:
+	@if [ ! -x /usr/bin/bwrap ] && ! command -v bwrap >/dev/null 2>&1; then \
+	  echo "Installing Debian's bubblewrap (the Write-a-kernel sandbox)"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq bubblewrap >/dev/null; \
+	fi
+
 clean:
-	rm -rf $(VENV) .pytest_cache test-artifacts
+	rm -rf $(VENV) .pytest_cache test-artifacts .whl

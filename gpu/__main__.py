@@ -28,7 +28,7 @@ def _progress(quiet: bool):
     return (lambda msg: None) if quiet else (lambda msg: print(msg, file=sys.stderr, flush=True))
 
 
-SIMULATOR_LINE = "WARNING: CUDA simulator — timings are not GPU performance (no CUDA GPU found; kernels ran in Numba's simulator)."
+from gpu.core.provenance import SIMULATOR_WARNING as SIMULATOR_LINE  # noqa: E402  (no GPU import: plain text)
 
 
 def _emit(result, as_json: bool) -> None:
@@ -138,6 +138,10 @@ def cmd_info(args: argparse.Namespace) -> int:
 def cmd_check(args: argparse.Namespace) -> int:
     from gpu.report.check import run_check
 
+    from gpu.core.backend import BACKEND
+
+    if BACKEND.simulated:  # first, before any progress or figure (check.md starts with it too)
+        print(SIMULATOR_LINE, flush=True)
     report = run_check(args.out, quick=args.quick, on_progress=_progress(False))
     print(report.markdown())
     return 0 if report.passed else 1
@@ -248,6 +252,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--id", action="append", required=True, help="run id or a unique prefix; repeat for several")
     p.add_argument("--yes", action="store_true", help="confirm the deletion")
     p.set_defaults(func=cmd_history_delete)
+
+    from gpu.report import compile as compile_command  # the real compiler's facts (issue 17)
+
+    compile_command.add_command(sub)
+
+    from gpu.sandbox.cli import register as register_write_a_kernel  # problems, solve, submissions (issue 20)
+
+    register_write_a_kernel(sub)
 
     from gpu.trace.cli import add_trace_command  # the memory trace (issue 21)
 

@@ -60,7 +60,7 @@ from gpu.core.telemetry import read_now  # noqa: E402
 @st.fragment(run_every=2.0)
 def _live_telemetry() -> None:
     """Clocks, temperature, power and clock-event reasons, refreshed every 2 s (NVML)."""
-    sample, why = read_now(device.index or 0)
+    sample, why = read_now(device.index or 0)  # the CUDA ordinal: found in NVML by PCI bus id
     if sample is None:
         st.info(why)
         return

@@ -67,10 +67,77 @@ def test_derived_figures_come_from_the_declared_bytes_and_flops(runs):
     assert runs["transpose"].gflops(runs["transpose"].get("naive")) is None  # no FLOPs: no GFLOP/s
 
 
-def test_gpu_steps_report_allocation_copies_and_kernel_phases(runs):
+def test_gpu_steps_report_copies_and_kernel_phases_and_no_allocation_phase(runs):
     phases = runs["stencil"].get("tiled").phases
-    assert {"alloc", "h2d", "kernel", "d2h", "total"} <= set(phases)
-    assert sum(phases[p].median_s for p in ("alloc", "h2d", "kernel", "d2h")) <= phases["total"].median_s * 1.05
+    assert {"h2d", "kernel", "d2h", "total"} <= set(phases) and "alloc" not in phases
+    assert sum(phases[p].median_s for p in ("h2d", "kernel", "d2h")) <= phases["total"].median_s * 1.05
+    assert phases["kernel"].held is False  # the simulator has no hold: the kernel's samples include the launch
+
+
+def test_device_buffers_are_allocated_and_the_launch_configured_before_any_sample(monkeypatch):
+    from gpu.core import hold
+    from gpu.experiments import steps
+
+    log: list[str] = []
+    real_alloc, real_configure, real_flush = cuda.device_array, steps.configured_launch, hold.SimulatedOps.flush_l2
+    monkeypatch.setattr(cuda, "device_array", lambda *a, **k: log.append("alloc") or real_alloc(*a, **k))
+    monkeypatch.setattr(steps, "configured_launch", lambda *a: log.append("configure") or real_configure(*a))
+    monkeypatch.setattr(hold.SimulatedOps, "flush_l2", lambda self, stream: log.append("sample") or real_flush(self, stream))
+    stats, _, _, _ = steps.time_step(stencil.SPEC, stencil.SPEC.steps[0], TINY["stencil"],
+                                     stencil.SPEC.make_inputs(TINY["stencil"], 0), RepeatPolicy.count(3, warmup=1))
+    first_sample = log.index("sample")
+    assert log.count("sample") == 4 and "alloc" not in log[first_sample:] and "configure" not in log[first_sample:]
+    assert log.count("configure") == 1 and stats["total"].n_samples == 3
+
+
+def test_a_step_that_raises_is_recorded_in_its_own_row_and_the_others_stay(monkeypatch):
+    from gpu.core.kernel_timing import HoldExpired
+    from gpu.experiments import steps
+
+    real = steps.time_step
+
+    def failing(spec, step, *a, **k):
+        if step.key == "tiled":
+            raise HoldExpired("the stream hold finished before the work was queued 6 times in a row")
+        return real(spec, step, *a, **k)
+
+    monkeypatch.setattr(steps, "time_step", failing)
+    run = run_kernel(stencil.SPEC, TINY["stencil"], ONE, ("numpy",))
+    tiled = run.get("tiled")
+    assert not tiled.measured and tiled.error.startswith("HoldExpired") and "failed: HoldExpired" in tiled.why_not
+    assert run.get("naive").measured and run.get("numpy").measured  # the other rows keep their results
+    assert run.to_dict()["implementations"]["tiled"]["error"].startswith("HoldExpired")
+    assert "failed: HoldExpired" in str(run)
+
+
+def test_fewer_than_three_samples_are_marked_in_rows_json_text_and_frame(runs):
+    run = runs["reduction"]  # one sample per figure (ONE)
+    rows = [r for r in run.summary_rows() if r["seconds"] is not None and not r["estimated"]]
+    assert rows and all(r["few_samples"] and r["marks"].startswith("*") for r in rows)
+    assert all(v["phases"] is None or v["phases"][next(iter(v["phases"]))]["few_samples"]
+               for v in run.to_dict()["implementations"].values())
+    assert "* fewer than 3 samples" in str(run)
+    frame = run.to_frame()
+    assert frame.loc[~frame["estimated"], "few_samples"].all()
+
+
+def test_l2_resident_gpu_rows_are_marked_when_the_bytes_fit_the_l2(runs):
+    fits = replace(runs["stencil"], l2_bytes=50 << 20)
+    rows = {r["key"]: r for r in fits.summary_rows()}
+    assert rows["naive"]["l2_resident"] and rows["naive"]["marks"].endswith("°")
+    assert not rows["numpy"]["l2_resident"]  # a CPU row is never marked
+    assert "fit in the" in str(fits) and fits.to_dict()["l2_resident"] is True
+    assert not runs["stencil"].l2_resident  # the simulator reports no L2
+
+
+def test_cpu_implementations_get_a_warm_up_run_even_in_the_simulator(monkeypatch):
+    from gpu.experiments import steps
+
+    calls = []
+    impl = replace(reduction.SPEC.cpu_impl("numpy"), fn=lambda *a: calls.append(1))
+    result, _ = steps.time_cpu(reduction.SPEC, impl, TINY["reduction"], reduction.SPEC.make_inputs(TINY["reduction"], 0),
+                               RepeatPolicy.count(2, warmup=0), 10.0)
+    assert len(calls) == 3 and result.main.n_samples == 2  # one warm-up, two samples
 
 
 def test_to_dict_and_to_frame_carry_every_implementation(runs):

@@ -25,7 +25,9 @@ def test_kernel_json_has_the_documented_fields(key, capsys):
     impls = data["implementations"]
     assert impls["numpy"]["agreement"]["passed"] and impls["numpy"]["seconds"] > 0
     step = next(v for v in impls.values() if v["kind"] == "step" and v["phases"])
-    assert {"alloc", "h2d", "kernel", "d2h", "total"} <= set(step["phases"]) and step["launch"]
+    assert {"h2d", "kernel", "d2h", "total"} <= set(step["phases"]) and "alloc" not in step["phases"] and step["launch"]
+    assert step["phases"]["kernel"]["few_samples"] is True and "held" in step["phases"]["kernel"]  # one repeat: marked
+    assert "telemetry" in data and "l2_resident" in data
     assert {"gbps", "gflops", "fraction_of_peak", "vs_best_library"} <= set(step)
 
 

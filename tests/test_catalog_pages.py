@@ -31,9 +31,12 @@ def test_kernels_page_runs_every_step_and_shows_agreement_charts_and_sources(ker
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert any("bit for bit" in s.value for s in at.success)
     specs = chart_specs(at)
-    for label in ("1 · naive", "2 · shared-memory tile", "3 · padded tile", "NumPy a.T copy", "device copy of the same bytes", "Device allocation"):
+    for label in ("1 · naive", "2 · shared-memory tile", "3 · padded tile", "NumPy a.T copy", "device copy of the same bytes", "H2D copy"):
         assert label in specs
-    assert any("TILE + 1" in c.value and c.language == "diff" for c in at.code)  # the padded step's change, marked
+    assert "Device allocation" not in specs  # allocated before any sample: in no phase
+    assert any("Its kernel time (simulated)" in m.label for m in at.metric)  # never read as GPU performance
+    assert any("fewer than 3 samples" in c.value for c in at.caption)  # the page's default 2 repeats are marked
+    assert any("PADDED_TILE" in c.value and c.language == "diff" for c in at.code)  # the padded step's change, marked
     assert any("3 · padded tile" in e.label for e in at.expander)
 
 

@@ -93,3 +93,30 @@ def test_every_text_output_in_the_simulator_starts_with_the_warning_and_says_na(
     assert all("(simulated GPU: not GPU performance)" in line for line in out.splitlines() if "speedup" in line)
     assert main(["sweep", "--min-n", "32", "--max-n", "32", "--impl", "numpy", "--repeats", "1", "--no-peaks", "--quiet"]) == 0
     assert capsys.readouterr().out.splitlines()[0] == SIMULATOR_LINE
+
+
+@pytest.mark.skipif(not __import__("gpu").BACKEND.simulated, reason="the simulator's wording")
+def test_gpu_check_stdout_and_check_md_start_with_the_simulator_warning(tmp_path, capsys, monkeypatch):
+    from gpu.__main__ import SIMULATOR_LINE
+    from gpu.core.provenance import METHODOLOGY_VERSION
+    from gpu.report import check
+
+    def tiny(ctx):
+        return check.Section("tiny", "Tiny", True, {}, "nothing measured")
+
+    monkeypatch.setattr(check, "SECTIONS", [tiny])
+    main(["check", "--out", str(tmp_path), "--quick"])
+    assert capsys.readouterr().out.splitlines()[0] == SIMULATOR_LINE
+    assert (tmp_path / "check.md").read_text().splitlines()[0] == f"**{SIMULATOR_LINE}**"
+    assert json.loads((tmp_path / "check.json").read_text())["methodology_version"] == METHODOLOGY_VERSION
+
+
+@pytest.mark.skipif(not __import__("gpu").BACKEND.simulated, reason="the simulator's wording")
+def test_check_breakdown_says_compile_is_na_and_tags_simulated_speedups(tmp_path):
+    from gpu.report.check import breakdown_section, run_check
+
+    run_check(tmp_path, quick=True, sections=[breakdown_section])
+    text = (tmp_path / "check.md").read_text()
+    assert "| kernel compile (once) | n/a (simulator) |" in text and "| kernel compile (once) | 0 ns" not in text
+    speedups = [line for line in text.splitlines() if line.startswith("- GPU ") and " vs " in line]
+    assert speedups and all("(simulated: not GPU performance)" in line for line in speedups)

@@ -206,7 +206,8 @@ def sweep_frame():
 
 def test_sweep_time_chart_has_spread_best_and_units(sweep_frame):
     spec = launch_charts.sweep_time_chart(sweep_frame, "what was measured").to_dict()
-    whiskers, points, best, label = spec["layer"]
+    whiskers, points, best, few, label = spec["layer"]
+    assert few["transform"] == [{"filter": "datum.few_samples"}] and few["mark"]["type"] == "square"  # n<3: grey square
     assert whiskers["mark"]["type"] == "rule" and whiskers["encoding"]["y"]["field"] == "min_us" and whiskers["encoding"]["y2"]["field"] == "max_us"
     assert best["transform"] == [{"filter": "datum.best"}]
     assert spec["title"]["subtitle"] == "what was measured"
@@ -216,6 +217,19 @@ def test_sweep_time_chart_has_spread_best_and_units(sweep_frame):
     assert [r["label"] for r in rows] == ["32 threads/block", "64 threads/block", "grid-stride 1×SMs × 256"]
     assert sum(r["best"] for r in rows) == 1 and all(r["samples"] == 3 for r in rows)
     assert all(r["min_us"] <= r["median_us"] <= r["max_us"] for r in rows)
+    assert not any(r["few_samples"] for r in rows) and all("*" not in r["marks"] for r in rows)
+
+
+def test_a_sweep_from_fewer_than_three_samples_is_marked_and_best_is_never_a_star():
+    from gpu.report.launch import summary
+
+    run = run_launch_sweep(64, (32, 64), grid_stride_multiples=(), policy=RepeatPolicy.count(2, warmup=0))
+    rows = launch_charts.sweep_summary(run.to_frame())
+    assert rows["few_samples"].all() and all("n<3" in m for m in rows["marks"])
+    text = summary(run)
+    assert "(best)" in text and "* fewer than 3 samples" in text
+    best_line = next(line for line in text.splitlines() if "(best)" in line)
+    assert best_line.split("(best)")[0].strip().endswith("threads/block")  # "(best)" right after the label, no "*" for it
 
 
 def test_sweep_bandwidth_chart_with_peak_line(sweep_frame):

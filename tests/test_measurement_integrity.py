@@ -7,6 +7,7 @@ for CuPy and PyTorch; a fake NVML stands in for the driver.
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -180,6 +181,25 @@ def test_tight_bands_give_a_point_to_two_figures():
     assert not c.is_range and c.text == "the kernel with its launch from Python beats NumPy from N ≈ 5,000 (2^12.3)"
 
 
+def test_a_crossover_beside_single_sample_points_is_no_exact_point():
+    from gpu.core.device import device_info
+    from gpu.experiments.scaling_result import SweepPoint, SweepRun
+    from ui.charts.scaling import crossover_data
+
+    ns = [1000, 2000, 4000, 8000, 16000]
+    # one sample each: zero-width bands that would otherwise read as an exact crossing at 5,000
+    points = [SweepPoint(n, "numpy", Stats((1e-9 * n,))) for n in ns] + [SweepPoint(n, "gpu-kernel", Stats((5e-6,))) for n in ns]
+    config = make_config(1000, 16000, ("gpu", "numpy"), policy=RepeatPolicy.count(1), limit=16000)
+    run = SweepRun(config=config, points=tuple(points), backend="cuda", device=device_info())
+    c = next(c for c in run.crossovers() if c.gpu == "gpu-kernel")
+    assert c.kind == "from" and c.few_samples and c.is_range
+    assert "no exact point" in c.text and "fewer than 3 samples" in c.text
+    marks = crossover_data([c.to_dict()])
+    assert marks["few"].all() and marks["marker"].str.endswith("(n<3)").all()
+    three = [SweepPoint(p.n, p.series, Stats(p.stats.samples_s * 3)) for p in points]
+    assert not next(c for c in replace(run, points=tuple(three)).crossovers() if c.gpu == "gpu-kernel").few_samples
+
+
 # --- sweep overhead ----------------------------------------------------------------------
 
 
@@ -218,6 +238,10 @@ class FakeNvml:
     def nvmlDeviceGetHandleByIndex(self, i):
         return i
 
+    def nvmlDeviceGetHandleByPciBusId(self, bus_id):
+        self.opened_bus_id = bus_id
+        return bus_id
+
     def nvmlDeviceGetClockInfo(self, h, kind):
         return self.sm.pop(0) if kind == 1 else 2619
 
@@ -242,10 +266,31 @@ def test_telemetry_flags_a_clock_drop_and_a_power_cap():
 
 
 def test_telemetry_does_not_flag_idle_or_steady_runs():
-    steady = TelemetryMonitor(module=FakeNvml([1980, 1975], [0x1, 0x0]))  # idle before the run: not a slowdown
+    # idle at 210 MHz before the run, then busy at 1,980: counting the idle reading as
+    # busy would read as a drop from 1,980 to 210 and flag the run
+    idle_then_busy = TelemetryMonitor(module=FakeNvml([210, 1980], [0x1, 0x0]))
+    idle_then_busy.start(background=False)
+    assert not idle_then_busy.stop()["flagged"]
+    busy_then_low = TelemetryMonitor(module=FakeNvml([1980, 210], [0x0, 0x0]))  # the same clocks, both busy: flagged
+    busy_then_low.start(background=False)
+    assert busy_then_low.stop()["flagged"]
+    steady = TelemetryMonitor(module=FakeNvml([1980, 1975], [0x0, 0x0]))  # a 5 MHz wobble is no drop
     steady.start(background=False)
     assert not steady.stop()["flagged"]
     assert decode_reasons(0x41) == ("gpu_idle", "hw_thermal_slowdown")
+
+
+def test_telemetry_opens_the_nvml_device_by_the_cuda_devices_pci_bus_id(monkeypatch):
+    from gpu.core import telemetry
+
+    nvml = FakeNvml([1980, 1980], [0x0, 0x0])
+    monitor = TelemetryMonitor(index="00000000:19:00.0", module=nvml)  # NVML index 0 may be another board
+    monitor.start(background=False)
+    assert monitor.stop()["available"] and nvml.opened_bus_id == "00000000:19:00.0"
+    monkeypatch.setattr(telemetry, "pci_bus_id", lambda cuda_index=None: f"00000000:{0x19 + (cuda_index or 0):02X}:00.0")
+    nvml = FakeNvml([1980], [0x0])
+    sample, why = telemetry.read_now(1, module=nvml)  # the Device page passes the CUDA ordinal
+    assert why is None and nvml.opened_bus_id == "00000000:1A:00.0"
 
 
 def test_without_nvml_telemetry_says_it_is_unavailable():

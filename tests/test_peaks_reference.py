@@ -95,3 +95,40 @@ def test_reference_where_importable(name):
     timing = reference.time_reference(name, a, b, RepeatPolicy.count(5))
     assert timing.agree and timing.n == 1 << 20
     assert timing.stats.n_samples == 5 and 0 < timing.stats.median_s < 0.1
+
+
+def test_the_copy_kernel_copies_every_word_four_per_thread_with_a_ragged_tail():
+    from gpu.core.backend import cuda
+    from gpu.core.copies import COPY_THREADS, COPY_WORDS_PER_THREAD, copy_blocks, copy_kernel
+
+    words = COPY_THREADS * COPY_WORDS_PER_THREAD + 7  # two blocks, the second mostly past the end
+    src = np.arange(words, dtype=np.uint64) * 3 + 1
+    d_src, d_dst = cuda.to_device(src), cuda.to_device(np.zeros(words, dtype=np.uint64))
+    copy_kernel[copy_blocks(words), COPY_THREADS](d_src, d_dst)
+    np.testing.assert_array_equal(d_dst.copy_to_host(), src)
+    assert copy_blocks(words) == 2
+
+
+def test_the_device_copy_reference_is_the_faster_of_a_held_memcpy_and_the_copy_kernel(monkeypatch):
+    from types import SimpleNamespace
+
+    from gpu.core.timing import Stats
+
+    monkeypatch.setattr(peaks_mod, "BACKEND", SimpleNamespace(simulated=False))
+    monkeypatch.setattr(peaks_mod, "time_device_memcpy", lambda nbytes, policy: Stats((2e-3, 2e-3, 2e-3)))
+    monkeypatch.setattr(peaks_mod, "time_copy_kernel", lambda nbytes, policy: Stats((1e-3, 1e-3, 1e-3)))
+    limit = peaks_mod._device_copy(1 << 20, RepeatPolicy.count(3))
+    assert limit.gbps == pytest.approx(2 * (1 << 20) / 1e-3 / 1e9)  # the kernel's: faster
+    assert "memcpy (held stream)" in limit.how and "copy kernel, 4 × 8-byte words" in limit.how and "kept: copy kernel" in limit.how
+    monkeypatch.setattr(peaks_mod, "time_copy_kernel", lambda nbytes, policy: Stats((5e-3, 5e-3, 5e-3)))
+    assert "kept: device-to-device memcpy" in peaks_mod._device_copy(1 << 20, RepeatPolicy.count(3)).how
+
+
+def test_the_device_memcpy_is_timed_behind_the_verified_hold():
+    from gpu.core.copies import time_device_memcpy
+    from tests.test_timing import FakeOps
+
+    ops = FakeOps()
+    stats = time_device_memcpy(64, RepeatPolicy.count(3, warmup=0), ops=ops)
+    assert stats.held is True and ops.log.count("hold") == 3
+    assert ops.log[:3] == ["flush", "sync", "hold"]

@@ -38,7 +38,7 @@ def test_time_chart_is_log_log_with_band_noise_rings_and_crossover_marker():
     assert line["color"]["scale"]["range"] == [COLORS[m] for m in line["color"]["scale"]["domain"]]
     assert spec["title"]["subtitle"] == "N = 1,024 to 1,048,576"
     marker_rows = next(rows for rows in spec["datasets"].values() if rows and "marker" in rows[0])
-    assert [r["marker"] for r in marker_rows] == ["kernel = NumPy"]
+    assert [r["marker"] for r in marker_rows] == ["kernel ≈ NumPy"]
     assert 2**13 < marker_rows[0]["n"] < 2**14
     point_rows = next(rows for rows in spec["datasets"].values() if rows and "median_ms" in rows[0])
     assert {r["label"] for r in point_rows} == {"GPU end to end", "Kernel", "NumPy"}  # copies live in the share chart

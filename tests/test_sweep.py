@@ -365,3 +365,26 @@ def test_four_per_thread_kernel_is_swept_checked_and_counted_as_device_work():
     frame = run.to_frame()
     rows = frame[frame["series"] == "gpu-ilp"]
     assert set(rows["label"]) == {"Kernel, 4 per thread"} and rows["bandwidth_gbps"].gt(0).all()
+
+
+def test_the_wall_time_excludes_kernel_compile_and_input_generation(monkeypatch):
+    now = [0.0]
+    real_buffers = sweep_mod._host_buffers
+
+    def slow_compile():
+        now[0] += 100.0  # a 100 s compile: must not be in the sweep's wall time
+        return 100.0
+
+    def slow_buffers(n, seed):
+        now[0] += 50.0  # 50 s of input generation: not in it either
+        return real_buffers(n, seed)
+
+    monkeypatch.setattr(sweep_mod, "compile_vector_add", slow_compile)
+    monkeypatch.setattr(sweep_mod, "_host_buffers", slow_buffers)
+
+    def clock():
+        now[0] += 0.001
+        return now[0]
+
+    run = run_sweep(small_config(), clock=clock)
+    assert run.compile_s == 100.0 and run.wall_s < 50.0

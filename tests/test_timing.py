@@ -88,7 +88,13 @@ def test_human_formats():
 # --- the GPU timing logic, against fake events and a fake clock (no GPU needed) -------
 
 from gpu.core.hold import HOLD_STREAM_NS, MAX_HOLD_RETRIES  # noqa: E402
-from gpu.core.timing import MIN_RELIABLE_SAMPLES, HoldExpired, PhaseTimer, time_kernel  # noqa: E402
+from gpu.core.kernel_timing import HoldExpired, time_on_device  # noqa: E402
+from gpu.core.timing import MIN_RELIABLE_SAMPLES, PhaseTimer  # noqa: E402
+
+
+def time_kernel(launch, stream, policy, clock, **kw):
+    """The primitive on a queued callable, as the tests below drive it."""
+    return time_on_device(queue=launch, stream=stream, policy=policy, clock=clock, telemetry=False, **kw).stats
 
 
 class FakeEvent:
@@ -135,6 +141,10 @@ class FakeOps:
 
     def flush_l2(self, stream):
         self.log.append("flush")
+        return True
+
+    def synchronize(self, stream):
+        self.log.append("sync")
 
     def launch(self):
         self.log.append("launch")
@@ -145,7 +155,7 @@ def test_time_kernel_flushes_l2_then_holds_then_brackets_the_kernel_in_every_sam
     ops = FakeOps(kernel_s=2e-3)
     stats = time_kernel(ops.launch, None, RepeatPolicy.count(4, warmup=1), clock=FakeClock([0.0]), ops=ops)
     assert stats.samples_s == (2e-3,) * 4
-    assert ops.log == ["flush", "hold", "event", "launch", "event"] * 5  # warm-up + 4 samples
+    assert ops.log == ["flush", "sync", "hold", "event", "launch", "event"] * 5  # warm-up + 4 samples
     assert stats.held is True and stats.retries == 0
 
 

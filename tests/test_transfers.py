@@ -355,3 +355,14 @@ def test_plateau_skips_unusable_timings():
     plateau = find_plateau([1, 2, 3, 4], [float("nan"), 10.0, 10.2, float("inf")])
     assert plateau.reached and plateau.plateau_gbps == pytest.approx(10.1) and plateau.from_nbytes == 2
     assert not find_plateau([1], [float("nan")]).reached
+
+
+def test_strategies_from_fewer_than_three_samples_are_marked_and_telemetry_is_recorded(comparison):
+    strategies = comparison
+    assert all(s.few_samples for s in strategies.strategies.values())  # one sample each (ONE)
+    text = transfers_report.summary(strategies)
+    assert "* fewer than 3 samples" in text and "telemetry" in text
+    data = to_json(strategies)
+    assert all(v["few_samples"] for v in data["strategies"].values()) and "telemetry" in data
+    frame = strategies.to_frame()
+    assert frame["few_samples"].all()

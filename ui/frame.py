@@ -26,6 +26,7 @@ PAGES = (
     ("pages/4_Transfers.py", "Transfers", ":material/swap_horiz:"),
     ("pages/7_Kernels.py", "Kernels", ":material/view_timeline:"),
     ("pages/8_Roofline.py", "Roofline", ":material/show_chart:"),
+    ("pages/9_Write_a_kernel.py", "Write a kernel", ":material/edit_note:"),
     ("pages/5_History.py", "History", ":material/history:"),
     ("pages/6_Device.py", "Device", ":material/memory:"),
 )

@@ -7,7 +7,7 @@ three run back to back, so the events bracket the kernel alone, without the host
 launch latency.
 
 ``DeviceOps`` is the seam: the timing logic in ``gpu.core.timing`` only calls
-``event()``, ``elapsed_s()``, ``hold()`` and ``flush_l2()``. ``CudaOps`` does them on a
+``event()``, ``elapsed_s()``, ``hold()``, ``flush_l2()`` and ``synchronize()``. ``CudaOps`` does them on a
 real GPU, ``SimulatedOps`` in Numba's simulator (wall clock, no hold, no cache), and
 tests pass fakes with scripted event times and hold outcomes, so the hold check, the
 retry and the flush schedule run in CI without a GPU.
@@ -20,6 +20,7 @@ from functools import lru_cache
 from typing import Callable, Protocol
 
 from gpu.core.backend import BACKEND, cuda
+from gpu.core.launch_spec import Launch
 
 Clock = Callable[[], float]
 
@@ -80,7 +81,11 @@ class DeviceOps(Protocol):
     def hold(self, stream, hold_ns: int) -> HoldHandle | None:
         """Queue a hold of ``hold_ns`` on ``stream``; None when no hold is possible here."""
 
-    def flush_l2(self, stream) -> None: ...
+    def flush_l2(self, stream) -> bool:
+        """Queue an L2 flush on ``stream``; False when there was nothing to flush (size unknown)."""
+
+    def synchronize(self, stream) -> None:
+        """Wait until everything queued on ``stream`` has run."""
 
 
 class _WallEvent:
@@ -116,8 +121,11 @@ class SimulatedOps:
     def hold(self, stream, hold_ns: int) -> None:
         return None  # kernels run synchronously: nothing to hide the launch behind
 
-    def flush_l2(self, stream) -> None:
-        pass  # the simulator has no cache to flush
+    def flush_l2(self, stream) -> bool:
+        return False  # the simulator has no cache to flush
+
+    def synchronize(self, stream) -> None:
+        stream.synchronize()
 
 
 class CudaOps:
@@ -143,10 +151,13 @@ class CudaOps:
         done.record(stream)
         return done
 
-    def flush_l2(self, stream) -> None:
+    def flush_l2(self, stream) -> bool:
         from gpu.core.l2 import flush_l2
 
-        flush_l2(stream)
+        return flush_l2(stream)
+
+    def synchronize(self, stream) -> None:
+        stream.synchronize()
 
 
 @lru_cache(maxsize=1)
@@ -157,6 +168,10 @@ def _cuda_ops() -> CudaOps:
 def default_ops(clock: Clock = time.perf_counter) -> DeviceOps:
     """The ops for this backend (the simulator's read ``clock``)."""
     return SimulatedOps(clock) if BACKEND.simulated else _cuda_ops()
+
+
+# What the timers launch (gpu/core/launch_spec.py; the compile gate compiles it for every target): one thread.
+LAUNCHES = {"hold_stream": Launch(("void(int64)",), threads_per_block=1)}
 
 
 __all__ = [

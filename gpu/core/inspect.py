@@ -32,9 +32,9 @@ KERNELS = {
 }
 
 SIMULATOR_REASON = (
-    "In Numba's CUDA simulator kernels run as Python functions on the CPU: nothing is "
-    "compiled, so no PTX, no SASS and no register counts exist here. Run on a machine "
-    "with a CUDA GPU to inspect the machine code."
+    "In Numba's CUDA simulator kernels run as Python functions on the CPU: this process loads no "
+    "machine code, so no PTX annotated line by line and no driver-reported attributes exist here. "
+    "The facts above come from the real compiler, run here for the chosen GPU."
 )
 
 # Roles, in the order a thread meets them.

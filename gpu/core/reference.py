@@ -7,7 +7,7 @@ and the output is preallocated, so each sample times exactly the work the Numba
 kernel does: read a and b, write c, on device-resident data.
 
 Timed exactly as the Numba kernel is (issue 10, item 3): the library's own stream is
-wrapped with ``cuda.external_stream``, and ``gpu.core.timing.time_kernel`` flushes
+wrapped with ``cuda.external_stream``, and ``gpu.core.kernel_timing.time_on_device`` flushes
 the L2, holds that stream, and records the events around the library's ``add`` on
 it, checking the hold. Timing ``a + b`` with plain events once counted the library's
 launch overhead too, and at small N made the Numba kernel look 3–4x faster than
@@ -23,7 +23,8 @@ import numpy as np
 
 from gpu.core.agreement import identical
 from gpu.core.backend import BACKEND
-from gpu.core.timing import RepeatPolicy, Stats, time_kernel
+from gpu.core.kernel_timing import time_on_device
+from gpu.core.timing import RepeatPolicy, Stats
 
 REFERENCES = ("cupy", "torch")
 LABELS = {"cupy": "CuPy a + b", "torch": "PyTorch a + b"}
@@ -91,7 +92,7 @@ def time_reference(
 def time_on_library_stream(
     name: str, library, a: np.ndarray, b: np.ndarray, policy: RepeatPolicy, expected: np.ndarray, *, flush_l2: bool = True, ops=None
 ) -> ReferenceTiming:
-    """The one timing path of every reference: ``time_kernel`` on the library's stream.
+    """The one timing path of every reference: ``time_on_device`` on the library's stream.
 
     ``library`` is an adapter (``LIBRARIES``): upload, empty_like, add (queued on its
     stream), synchronize, download, free, and ``stream_ptr``, the raw CUDA stream.
@@ -102,7 +103,9 @@ def time_on_library_stream(
         d_c = library.empty_like(d_a)
         library.synchronize()
         stream = external_stream(library.stream_ptr)  # the same stream, seen by Numba
-        stats = time_kernel(lambda: library.add(d_a, d_b, d_c), stream, policy, flush_l2=flush_l2, ops=ops)
+        stats = time_on_device(queue=lambda: library.add(d_a, d_b, d_c), stream=stream, policy=policy,
+                               launch_label=f"{LABELS[name]} on its own stream", working_set_bytes=3 * a.nbytes,
+                               flush_l2=flush_l2, telemetry=False, ops=ops).stats
         agree = identical(library.download(d_c), expected)
         del d_a, d_b, d_c
         return ReferenceTiming(name, a.size, stats, agree)

@@ -74,13 +74,44 @@ def decode_reasons(mask: int) -> tuple[str, ...]:
     return tuple(name for bit, name in REASON_BITS.items() if mask & bit)
 
 
-class Nvml:
-    """A thin, failure-tolerant wrapper over one device's NVML handle."""
+def pci_bus_id(cuda_index: int | None = None) -> str | None:
+    """The PCI bus id ("00000000:19:00.0") of CUDA device ``cuda_index`` (the current one
+    when None); None in the simulator or when the driver does not say.
 
-    def __init__(self, index: int = 0, module=None):
+    Why: NVML numbers devices in PCI order, CUDA (by default) fastest first, so NVML
+    device 0 need not be the GPU a run used; the bus id names the same board in both.
+    """
+    from gpu.core.backend import BACKEND, cuda
+
+    if BACKEND.simulated:
+        return None
+    try:
+        dev = cuda.get_current_device() if cuda_index is None else cuda.list_devices()[cuda_index]
+        return f"{int(dev.PCI_DOMAIN_ID):08X}:{int(dev.PCI_BUS_ID):02X}:{int(dev.PCI_DEVICE_ID):02X}.0"
+    except Exception:  # an attribute this driver or binding lacks
+        return None
+
+
+def nvml_index_of_current_device() -> str | int:
+    """What to open NVML with for the current CUDA device: its bus id, else its CUDA ordinal."""
+    from gpu.core.device import current_device_index
+
+    return pci_bus_id() or current_device_index()
+
+
+class Nvml:
+    """A thin, failure-tolerant wrapper over one device's NVML handle.
+
+    ``device``: a PCI bus id (str, preferred: ``pci_bus_id``) or an NVML index (int).
+    """
+
+    def __init__(self, device: int | str = 0, module=None):
         self.nvml = module if module is not None else _import_nvml()
         self.nvml.nvmlInit()
-        self.handle = self.nvml.nvmlDeviceGetHandleByIndex(index)
+        if isinstance(device, str):
+            self.handle = self.nvml.nvmlDeviceGetHandleByPciBusId(device)
+        else:
+            self.handle = self.nvml.nvmlDeviceGetHandleByIndex(device)
 
     def _try(self, fn: Callable[[], float]) -> float | None:
         try:
@@ -104,8 +135,8 @@ class Nvml:
         )
 
 
-def open_nvml(index: int = 0, module=None) -> tuple[Nvml | None, str | None]:
-    """(an Nvml, None) or (None, why telemetry is unavailable here)."""
+def open_nvml(index: int | str = 0, module=None) -> tuple[Nvml | None, str | None]:
+    """(an Nvml for a PCI bus id or NVML index, None) or (None, why telemetry is unavailable here)."""
     from gpu.core.backend import BACKEND
 
     if module is None and BACKEND.simulated:
@@ -118,9 +149,10 @@ def open_nvml(index: int = 0, module=None) -> tuple[Nvml | None, str | None]:
         return None, f"telemetry unavailable: NVML failed ({type(exc).__name__}: {exc})"
 
 
-def read_now(index: int = 0, module=None) -> tuple[TelemetrySample | None, str | None]:
-    """One reading now (for the Device page): (sample, None) or (None, why not)."""
-    nvml, why = open_nvml(index, module)
+def read_now(cuda_index: int | None = None, module=None) -> tuple[TelemetrySample | None, str | None]:
+    """One reading now of CUDA device ``cuda_index`` (the current one when None), found in
+    NVML by its PCI bus id (for the Device page): (sample, None) or (None, why not)."""
+    nvml, why = open_nvml(pci_bus_id(cuda_index) or (cuda_index or 0), module)
     return (nvml.read(0.0), None) if nvml is not None else (None, why)
 
 
@@ -180,7 +212,10 @@ class TelemetryMonitor:
     Without NVML it records nothing and the summary says why.
     """
 
-    def __init__(self, index: int = 0, interval_s: float = BACKGROUND_INTERVAL_S, module=None, clock=time.perf_counter):
+    def __init__(self, index: int | str | None = None, interval_s: float = BACKGROUND_INTERVAL_S, module=None, clock=time.perf_counter):
+        # None: the current CUDA device, by PCI bus id (NVML's index 0 may be another board)
+        if index is None:
+            index = 0 if module is not None else nvml_index_of_current_device()
         self._nvml, self.unavailable = open_nvml(index, module)
         self._interval_s = interval_s
         self._clock = clock
@@ -226,4 +261,5 @@ class TelemetryMonitor:
         self.stop()
 
 
-__all__ = ["TelemetryMonitor", "TelemetrySample", "decode_reasons", "describe", "open_nvml", "read_now", "summarize"]
+__all__ = ["TelemetryMonitor", "TelemetrySample", "decode_reasons", "describe", "nvml_index_of_current_device", "open_nvml",
+           "pci_bus_id", "read_now", "summarize"]

@@ -7,9 +7,8 @@ than ``min_samples`` before a budget stops it, and every series sampled together
 its own stopping rule (``collect``). A figure from fewer than ``MIN_RELIABLE_SAMPLES``
 samples says so (``Stats.few_samples``) wherever it is shown.
 
-``time_kernel`` times a kernel alone behind a verified stream hold, with the L2 flushed
-before every sample; the device is reached only through ``gpu.core.hold.DeviceOps``,
-so tests drive it with fake events and a fake clock.
+A GPU series (a kernel alone behind a verified stream hold, the L2 flushed before every
+sample) is timed by ``gpu.core.kernel_timing.time_on_device``, built on these pieces.
 """
 
 from __future__ import annotations
@@ -36,7 +35,7 @@ class Stats:
     """Samples of one measured quantity, in seconds (warm-up excluded).
 
     ``retries``: samples discarded and re-taken because the stream hold had expired
-    before the kernel was queued (see ``time_kernel``). ``held``: True when every
+    before the kernel was queued (see ``gpu.core.kernel_timing``). ``held``: True when every
     sample was taken behind a verified stream hold, False when no hold was possible
     here (the samples then include the launch latency), None for timings that need
     no hold (copies, CPU, end to end).
@@ -282,73 +281,6 @@ def format_factor(factor: float) -> str:
     if factor != factor:  # NaN
         return "—"
     return f"{factor:,.0f}x" if factor >= 100 else f"{factor:.3g}x"
-
-
-class HoldExpired(RuntimeError):
-    """The stream hold kept expiring before the kernel was queued, even when lengthened."""
-
-
-def time_kernel(
-    launch: Callable[[], None],
-    stream,
-    policy: RepeatPolicy,
-    clock: Clock = time.perf_counter,
-    *,
-    flush_l2: bool = True,
-    ops=None,
-) -> Stats:
-    """Time ``launch()`` (which queues one kernel on ``stream``) per policy, in seconds.
-
-    Every GPU implementation — Numba kernels, and CuPy / PyTorch through their streams
-    wrapped with ``cuda.external_stream`` — is timed by this one function, so ratios
-    between them compare like with like (issue 10, item 3). Per sample, on ``stream``:
-
-    1. the L2 is flushed (``flush_l2``; False keeps it warm, to show the difference),
-    2. the stream is held (``gpu.core.hold``), then the start event, the kernel and the
-       end event are queued behind the hold,
-    3. the hold is queried: if it had already finished, the start event may have run
-       before the kernel was even launched, so the sample would include the host's
-       launch latency. It is discarded and retried with a hold twice as long (issue 10,
-       item 4); the longer hold is kept for later samples. ``Stats.retries`` counts them.
-
-    Without a possible hold (simulator, or a GPU without ``nanosleep``) the sample is the
-    launch plus the kernel, and ``Stats.held`` is False. Raises HoldExpired when a sample
-    fails ``MAX_HOLD_RETRIES`` times.
-    """
-    from gpu.core.hold import HOLD_STREAM_NS, MAX_HOLD_RETRIES, default_ops
-
-    ops = ops or default_ops(clock)
-    start, end = ops.event(), ops.event()  # created once, reused by every sample
-    hold_ns = HOLD_STREAM_NS
-    retries = 0
-    held = True
-
-    def once() -> dict[str, float]:
-        nonlocal hold_ns, retries, held
-        for _ in range(MAX_HOLD_RETRIES + 1):
-            if flush_l2:
-                ops.flush_l2(stream)
-            hold = ops.hold(stream, hold_ns)
-            start.record(stream)
-            launch()
-            end.record(stream)
-            # asked after the end event is queued: the kernel and both events must all be
-            # behind the hold, or a quick kernel could finish before "end" is recorded
-            expired = hold is not None and hold.query()
-            end.synchronize()
-            if hold is None:
-                held = False
-            if not expired:
-                return {"kernel": ops.elapsed_s(start, end)}
-            retries += 1
-            hold_ns *= 2
-        raise HoldExpired(
-            f"the stream hold finished before the kernel was queued {MAX_HOLD_RETRIES + 1} times in a row "
-            f"(longest hold {hold_ns // 2 / 1e6:g} ms): the host is too busy to time this kernel alone"
-        )
-
-    stats = collect(once, policy, clock=clock)["kernel"]
-    return replace(stats, retries=retries, held=held)
 
 
 def utc_timestamp() -> str:

@@ -25,11 +25,13 @@ from gpu.core.limits import (
     max_vector_n,
     parse_int,
 )
+from gpu.core.kernel_timing import time_on_device
+from gpu.core.l2 import fits_in_l2, flush_problem, l2_cache_bytes
 from gpu.core.occupancy import Occupancy, SmLimits, kernel_occupancy, sm_limits
+from gpu.core.telemetry import TelemetryMonitor
 from gpu.core.timing import (
     RepeatPolicy,
     Stats,
-    time_kernel,
     utc_timestamp,
 )
 from gpu.experiments.base import Experiment, Param, PerBackend, Progress
@@ -113,12 +115,19 @@ class LaunchSweepRun:
     warnings: tuple[str, ...] = ()
     seed: int = 0
     created_at: str = field(default_factory=utc_timestamp)
+    l2_bytes: int | None = None  # the device's L2 (None: unknown or simulated)
+    telemetry: dict | None = None  # GPU clocks, temperature, power, throttling over the sweep
 
     dtype = "float32"
 
     @property
     def agree(self) -> bool:
         return all(c.agree for c in self.configs)
+
+    @property
+    def l2_resident(self) -> bool:
+        """a, b and c together fit in the L2: every figure may be served partly from cache (°)."""
+        return fits_in_l2(self.bytes_moved, self.l2_bytes)
 
     @property
     def bytes_moved(self) -> int:
@@ -163,6 +172,10 @@ class LaunchSweepRun:
                         "occupancy": occ.fraction if occ else float("nan"),
                         "occupancy_source": occ.source if occ else "not available",
                         "best": c.label == best,
+                        "few_samples": c.kernel.few_samples,
+                        "l2_resident": self.l2_resident,
+                        "held": c.kernel.held,
+                        "retries": c.kernel.retries,
                     }
                 )
         frame = pd.DataFrame(rows)
@@ -195,6 +208,9 @@ class LaunchSweepRun:
                 {**c.to_dict(), "bandwidth_gbps": self.bandwidth_gbps(c.kernel.median_s)} for c in self.configs
             ],
             "warnings": list(self.warnings),
+            "l2_bytes": self.l2_bytes,
+            "l2_resident": self.l2_resident,
+            "telemetry": self.telemetry,
         }
 
 
@@ -223,7 +239,7 @@ def run_launch_sweep(
 
     Inputs are copied to the device once; only the kernel is timed (CUDA events on one
     stream behind a stream-holding kernel, so host launch latency is excluded — see
-    ``gpu.core.timing.time_kernel``; wall clock in the simulator). After each configuration the output is copied
+    ``gpu.core.kernel_timing.time_on_device``; wall clock in the simulator). After each configuration the output is copied
     back and checked bit for bit against NumPy, then poisoned with NaN for the next.
     ``policy`` defaults to 10 timed runs after one warm-up.
     """
@@ -266,6 +282,10 @@ def run_launch_sweep(
     d_b = cuda.to_device(b, stream=stream)
     d_c = cuda.to_device(poison, stream=stream)
 
+    l2_bytes = l2_cache_bytes()
+    if flush_problem() is not None:
+        warnings.append(flush_problem())
+    monitor = TelemetryMonitor().start()  # clocks and throttling over the whole sweep
     plan = [(KIND_ONE_PER_ELEMENT, t, blocks_for(n, t), None) for t in sizes]
     plan += [(KIND_GRID_STRIDE, gs_threads, k * sm_count, k) for k in multiples]
     results = []
@@ -274,10 +294,10 @@ def run_launch_sweep(
         label = f"{tpb} threads/block" if k is None else f"grid-stride {k}×SMs × {tpb}"
         say(f"{label} ({index} of {len(plan)})")
 
-        def launch(kernel=kernel, blocks=blocks, tpb=tpb) -> None:
-            kernel[blocks, tpb, stream](d_a, d_b, d_c)
-
-        stats = time_kernel(launch, stream, policy)  # the kernel alone, launch latency excluded
+        # the kernel alone, launch configured once, launch latency excluded (one monitor covers the sweep)
+        timing = time_on_device(kernel, (d_a, d_b, d_c), blocks, tpb, policy=policy, stream=stream,
+                                working_set_bytes=BYTES_PER_ELEMENT * n, l2_bytes=l2_bytes, telemetry=False)
+        stats = timing.stats
         d_c.copy_to_host(out, stream=stream)
         stream.synchronize()
         agree = bool(np.array_equal(out.view(np.uint32), reference_bits))
@@ -287,6 +307,7 @@ def run_launch_sweep(
         results.append(LaunchConfigResult(kind, tpb, blocks, stats, agree, k, occupancy))
     stream.synchronize()
     del d_a, d_b, d_c
+    telemetry = monitor.stop()
 
     return LaunchSweepRun(
         n=n,
@@ -299,6 +320,8 @@ def run_launch_sweep(
         limits=limits,
         warnings=tuple(dict.fromkeys(warnings)),
         seed=seed,
+        l2_bytes=l2_bytes,
+        telemetry=telemetry,
     )
 
 

@@ -31,6 +31,7 @@ from typing import Callable
 import numpy as np
 
 from gpu.core.backend import BACKEND, cuda
+from gpu.core.launch_spec import Launch
 from gpu.core.device import DeviceInfo, device_info
 from gpu.core.limits import check_repeats
 from gpu.core.timing import (
@@ -289,5 +290,9 @@ EXPERIMENT = register(Experiment(
     page="pages/3_Launch_config.py",
     uses_cpu=True,  # host time is what is measured: other CPU benchmarks would disturb it
 ))
+
+# What the launch-overhead experiment launches (gpu/core/launch_spec.py; the compile gate compiles it for every target).
+LAUNCHES = {"empty_kernel": Launch(("void()",), threads_per_block=1)}
+
 
 __all__ = ["ENGINE_TARGET", "EXPERIMENT", "PATHS", "LaunchOverheadRun", "empty_kernel", "run_launch_overhead"]

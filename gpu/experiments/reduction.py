@@ -19,7 +19,7 @@ from gpu.experiments.base import Param, PerBackend
 from gpu.experiments.catalog import Target, declare, parse_count, ratio
 from gpu.experiments.steps import CpuImpl, KernelSpec, Library, Output, Step
 from gpu.kernels import reduction as k
-from gpu.kernels.geometry import blocks_for, resident_blocks
+from gpu.kernels.geometry import blocks_for, kernel_resident_blocks
 
 
 def make_inputs(p, seed: int) -> dict[str, np.ndarray]:
@@ -57,7 +57,7 @@ def shuffle_depth(p) -> int:
 
 
 def grid_stride_blocks(p) -> int:
-    return resident_blocks(p["n"], p["threads_per_block"], device_info().multiprocessors)
+    return kernel_resident_blocks(k.reduce_grid_stride_kernel, p["n"], p["threads_per_block"], device_info())
 
 
 def grid_stride_depth(p) -> int:

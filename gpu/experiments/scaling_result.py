@@ -99,6 +99,13 @@ class SweepPoint:
         return data
 
 
+def _beside(sizes: list[int], n: float) -> list[int]:
+    """The measured sizes on either side of ``n`` (one when ``n`` is outside or on a size)."""
+    below = [k for k in sizes if k <= n]
+    above = [k for k in sizes if k >= n]
+    return sorted({*(below[-1:]), *(above[:1])})
+
+
 @dataclass(frozen=True)
 class Crossover:
     """Where a GPU series overtakes a CPU series for good.
@@ -121,11 +128,15 @@ class Crossover:
     # edge lies outside the sizes measured.
     n_low: float | None = None
     n_high: float | None = None
+    # A point beside the crossing rests on fewer than 3 samples: its band has no width
+    # because its spread is unknown, not because it is exact (issue 18).
+    few_samples: bool = False
 
     @property
     def is_range(self) -> bool:
-        """True when the noise bands make the crossover a range, not a point (>10% wide)."""
-        return self.n_low is None or self.n_high is None or self.n_high > 1.1 * self.n_low
+        """True when the crossover is no exact point: the noise bands make it a range (>10%
+        wide), or a point beside it has fewer than 3 samples (spread unknown)."""
+        return self.few_samples or self.n_low is None or self.n_high is None or self.n_high > 1.1 * self.n_low
 
     @property
     def text(self) -> str:
@@ -134,6 +145,9 @@ class Crossover:
         other = SERIES_LABELS[self.baseline]
         tag = " (against estimates)" if self.estimated else ""
         if self.kind == "from":
+            if self.few_samples:
+                return (f"{who} beats {other} from around N ≈ {format_n(self.n, 2)} — fewer than 3 samples beside "
+                        f"the crossing, so its spread is unknown: no exact point{tag}")
             # Why a range (issue 10, item 9): one run's interpolated median, quoted to three
             # figures (6,380), moved to 5,800 and 8,970 in other runs; the noise bands say how far.
             if not self.is_range:
@@ -162,6 +176,7 @@ class Crossover:
             "ahead_somewhere": self.ahead_somewhere,
             "n_low": self.n_low,
             "n_high": self.n_high,
+            "few_samples": self.few_samples,
             "is_range": self.is_range if self.kind == "from" else None,
             "text": self.text,
         }
@@ -293,9 +308,12 @@ class SweepRun:
                     common, [_band(gpu_points[k]) for k in common], [_band(cpu_points[k]) for k in common])
                 estimated = any(cpu_points[k].estimated for k in common)
                 ahead = any(gpu_points[k].median_s < cpu_points[k].median_s for k in common)
+                few = kind == "from" and n is not None and any(
+                    p.stats is not None and p.stats.few_samples
+                    for k in _beside(common, n) for p in (gpu_points[k], cpu_points[k]))
                 out.append(
                     Crossover(gpu, baseline, kind, n if kind == "from" else None,
-                              common[0] if common else None, common[-1] if common else None, estimated, ahead, n_low, n_high)
+                              common[0] if common else None, common[-1] if common else None, estimated, ahead, n_low, n_high, few)
                 )
         return out
 

@@ -12,6 +12,8 @@ from typing import Any
 
 from gpu.core.agreement import Agreement
 from gpu.core.device import DeviceInfo
+from gpu.core.kernel_timing import KernelTiming
+from gpu.core.l2 import fits_in_l2
 from gpu.core.roofline import Roofs
 from gpu.core.timing import (
     RepeatPolicy,
@@ -39,10 +41,18 @@ class ImplResult:
     agreement: Agreement | None = None
     launch: str | None = None  # steps: "16 blocks of 256 threads"
     same_work: bool = True  # False for a yardstick such as a device copy of the same bytes
+    error: str | None = None  # it raised (an expired hold, a launch failure): this row only
+    timing: KernelTiming | None = None  # the kernel alone: per-sample held/retries, L2 status
+    note: str | None = None  # shown beside its figures (e.g. a reference moving more bytes)
 
     @property
     def measured(self) -> bool:
         return self.phases is not None
+
+    @property
+    def why_not(self) -> str | None:
+        """Why there is no figure: skipped, or failed with its error."""
+        return self.skipped or (f"failed: {self.error}" if self.error else None)
 
     @property
     def main(self) -> Stats | None:
@@ -68,7 +78,10 @@ class ImplResult:
             "skipped": self.skipped,
             "estimate_s": self.estimate_s,
             "compile_s": self.compile_s,
+            "error": self.error,
+            "note": self.note,
             "phases": {k: v.to_dict() for k, v in self.phases.items()} if self.phases else None,
+            "kernel_timing": self.timing.to_dict() if self.timing else None,
             "agreement": self.agreement.to_dict() if self.agreement else None,
         }
 
@@ -93,6 +106,8 @@ class KernelRun:
     warnings: tuple[str, ...] = ()
     seed: int = 0
     created_at: str = field(default_factory=utc_timestamp)
+    l2_bytes: int | None = None  # the device's L2 (None: unknown or simulated)
+    telemetry: dict | None = None  # GPU clocks, temperature, power, throttling over the run
 
     # --- derived ---------------------------------------------------------------------
 
@@ -106,6 +121,17 @@ class KernelRun:
     def agree(self) -> bool:
         """Every implementation that ran agrees with the reference."""
         return all(r.agreement.passed for r in self.results if r.agreement is not None)
+
+    @property
+    def l2_resident(self) -> bool:
+        """The bytes the kernel moves fit in the L2: GPU figures may be served partly from cache (°)."""
+        return fits_in_l2(self.bytes_moved, self.l2_bytes)
+
+    def marks(self, result: ImplResult) -> str:
+        """``*`` fewer than 3 samples, ``°`` working set fits in the L2 (GPU rows)."""
+        main = result.main
+        few = "*" if main is not None and main.few_samples else ""
+        return few + ("°" if result.on_gpu and result.measured and self.l2_resident else "")
 
     @property
     def intensity(self) -> float:
@@ -148,6 +174,16 @@ class KernelRun:
         steps = [r for r in self.results if r.kind == "step" and r.measured]
         return min(steps, key=lambda r: r.seconds) if steps else None
 
+    def marks_legend(self) -> list[str]:
+        """The legend lines for the marks that appear in this run's rows."""
+        rows = self.summary_rows()
+        out = []
+        if any(r["few_samples"] for r in rows):
+            out.append("* fewer than 3 samples: spread unknown")
+        if any(r["l2_resident"] for r in rows):
+            out.append(f"° the {self.bytes_moved:,} bytes fit in the {self.l2_bytes:,}-byte L2: may be served partly from cache")
+        return out
+
     # --- output ----------------------------------------------------------------------
 
     def summary_rows(self) -> list[dict]:
@@ -158,12 +194,18 @@ class KernelRun:
                 "key": r.key, "label": r.label, "kind": r.kind, "kind_label": KIND_LABELS[r.kind],
                 "seconds": r.seconds, "estimated": r.skipped is not None and r.estimate_s is not None,
                 "samples": r.main.n_samples if r.main else 0,
+                "few_samples": bool(r.main and r.main.few_samples),
+                "l2_resident": r.on_gpu and r.measured and self.l2_resident,
+                "marks": self.marks(r),
+                "held": r.main.held if r.main else None,
+                "retries": r.main.retries if r.main else 0,
+                "note": r.note,
                 "min_s": r.main.min_s if r.main else None, "max_s": r.main.max_s if r.main else None,
                 "gbps": self.gbps(r), "gflops": self.gflops(r), "fraction_of_peak": self.fraction_of_peak(r),
                 "vs_best_library": self.vs_best_library(r),
                 "agreement": r.agreement.describe() if r.agreement else None,
                 "agrees": r.agreement.passed if r.agreement else None,
-                "launch": r.launch, "skipped": r.skipped,
+                "launch": r.launch, "skipped": r.why_not, "error": r.error,
             })
         return rows
 
@@ -176,7 +218,9 @@ class KernelRun:
         """Tidy samples: one row per implementation × phase × sample (pandas DataFrame).
 
         Columns: kernel, size, implementation, label, kind, phase, sample, seconds,
-        estimated, backend. A CPU implementation that was only estimated has one row.
+        estimated, few_samples, held, retries, l2_resident, backend (held and retries per
+        sample where the kernel alone was timed behind a hold). A CPU implementation that
+        was only estimated has one row.
         """
         import pandas as pd
 
@@ -184,11 +228,17 @@ class KernelRun:
         for r in self.results:
             if r.phases is None:
                 if r.estimate_s is not None:
-                    rows.append((r.key, r.label, r.kind, "cpu", 0, r.estimate_s, True))
+                    rows.append((r.key, r.label, r.kind, "cpu", 0, r.estimate_s, True, True, None, 0, False))
                 continue
+            l2 = r.on_gpu and self.l2_resident
             for phase, stats in r.phases.items():
-                rows.extend((r.key, r.label, r.kind, phase, i, s, False) for i, s in enumerate(stats.samples_s))
-        frame = pd.DataFrame(rows, columns=["implementation", "label", "kind", "phase", "sample", "seconds", "estimated"])
+                per_sample = r.timing if phase == "kernel" and r.timing is not None else None
+                for i, s in enumerate(stats.samples_s):
+                    held = per_sample.sample_held[i] if per_sample else stats.held
+                    retries = per_sample.sample_retries[i] if per_sample else 0
+                    rows.append((r.key, r.label, r.kind, phase, i, s, False, stats.few_samples, held, retries, l2))
+        frame = pd.DataFrame(rows, columns=["implementation", "label", "kind", "phase", "sample", "seconds", "estimated",
+                                            "few_samples", "held", "retries", "l2_resident"])
         frame.insert(0, "size", self.size)
         frame.insert(0, "kernel", self.kernel)
         frame["backend"] = self.backend
@@ -213,6 +263,9 @@ class KernelRun:
             "flops": self.flops,
             "intensity_flop_per_byte": self.intensity,
             "best_library": best.key if best else None,
+            "l2_bytes": self.l2_bytes,
+            "l2_resident": self.l2_resident,
+            "telemetry": self.telemetry,
             "implementations": {
                 row["key"]: {**self.get(row["key"]).to_dict(), **{k: row[k] for k in ("seconds", "estimated", "gbps", "gflops", "fraction_of_peak", "vs_best_library")}}
                 for row in self.summary_rows()
@@ -229,9 +282,14 @@ class KernelRun:
         ]
         for row in self.summary_rows():
             if row["seconds"] is None or (row["skipped"] and not row["estimated"]):
-                lines.append(f"  {row['label']:<34} skipped: {row['skipped']}")
+                why = row["skipped"] if row["error"] else f"skipped: {row['skipped']}"
+                lines.append(f"  {row['label']:<34} {why}")
                 continue
-            parts = [("estimated " if row["estimated"] else "") + format_seconds(row["seconds"])]
+            parts = [("estimated " if row["estimated"] else "") + format_seconds(row["seconds"]) + row["marks"]]
+            if row["held"] is False and row["kind"] != "cpu":
+                parts.append("includes the launch (no hold)")
+            if row["retries"]:
+                parts.append(f"{row['retries']} retried")
             if row["gbps"]:
                 parts.append(f"{row['gbps']:,.4g} GB/s")
             if row["gflops"]:
@@ -242,8 +300,16 @@ class KernelRun:
                 parts.append(f"{format_factor(row['vs_best_library'])} the best library's time")
             if row["agreement"]:
                 parts.append(row["agreement"])
+            if row["note"]:
+                parts.append(row["note"])
             lines.append(f"  {row['label']:<34} " + " · ".join(parts))
+        marks = self.marks_legend()
         lines += [f"  note: {n}" for n in self.notes] + [f"  warning: {w}" for w in self.warnings]
+        lines += [f"  {m}" for m in marks]
+        if self.telemetry is not None:
+            from gpu.core.telemetry import describe
+
+            lines.append(f"  {describe(self.telemetry)}")
         return "\n".join(lines)
 
 

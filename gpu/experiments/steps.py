@@ -7,20 +7,27 @@ bytes and FLOPs the algorithm must move and do at least. ``run_kernel`` runs all
 the same way for every kernel:
 
 1. inputs made once (seeded), the reference computed once;
-2. each GPU step: per sample, device allocation, H2D copies, the launch, D2H, each
-   timed with events on one stream (``PhaseTimer``), then the kernel alone behind the
-   stream-holding kernel (``time_kernel``); the last sample's output is checked;
-3. each library on device-resident inputs, timed by ``time_kernel`` on the same stream;
-4. each CPU implementation, wall clock; the slow ones only when a probe's estimate
-   fits the budget, else estimated and labelled;
+2. each GPU step: device arrays allocated and the launch configured once, before any
+   sample; per end-to-end sample the L2 is flushed and the stream synchronised, then
+   H2D copies, the launch and D2H are timed with events on one stream (``PhaseTimer``)
+   and the wall clock; then the kernel alone is its own series, timed by
+   ``gpu.core.kernel_timing.time_on_device`` (verified hold, per-sample held flag and
+   retries kept), and launch = with launch − median kernel alone; the last end-to-end
+   sample's output is checked;
+3. each library on device-resident inputs, timed by ``time_on_device`` on the same
+   stream (without the hold, and labelled, for a call that waits on the GPU from the host);
+4. each CPU implementation, wall clock, after a warm-up run; the slow ones only when a
+   probe's estimate fits the budget, else estimated and labelled;
 
-and returns one frozen ``KernelRun`` (gpu/experiments/step_result.py).
+a step or library that raises (an expired hold included) is recorded in its own row with
+its error, and the others keep their results. Telemetry covers the whole run. Returns
+one frozen ``KernelRun`` (gpu/experiments/step_result.py).
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
@@ -28,23 +35,26 @@ import numpy as np
 from gpu.core.agreement import BoundedReference, ExactReference
 from gpu.core.backend import BACKEND, cuda
 from gpu.core.device import device_info
-from gpu.core.hold import stream_hold_problem
+from gpu.core.hold import default_ops, stream_hold_problem
+from gpu.core.kernel_timing import KernelTiming, flush_and_settle, time_on_device
+from gpu.core.l2 import flush_problem, l2_cache_bytes
+from gpu.core.launch_path import configured_launch
 from gpu.core.limits import InputError
 from gpu.core.reference import unavailable_reason
 from gpu.core.roofline import device_roofs
+from gpu.core.telemetry import TelemetryMonitor
 from gpu.core.timing import (
     PhaseTimer,
     RepeatPolicy,
     Stats,
     collect,
     format_seconds,
-    time_kernel,
 )
 from gpu.experiments.base import Params, Progress
 from gpu.experiments.step_result import ImplResult, KernelRun
 
 Arrays = Mapping[str, Any]
-GPU_PHASES = ("alloc", "h2d", "launch", "kernel", "d2h")  # add up to at most "total"
+GPU_PHASES = ("h2d", "launch", "kernel", "d2h")  # add up to at most "total" (allocation is in no phase)
 DEFAULT_CPU_BUDGET_S = 10.0  # a slow CPU implementation runs fully only if its estimate fits this
 
 
@@ -80,15 +90,20 @@ class Step:
         fmt = lambda v: " × ".join(f"{x:,}" for x in v) if isinstance(v, tuple) else f"{v:,}"  # noqa: E731
         return f"{fmt(grid)} blocks of {fmt(block)} threads"
 
-    def launch(self, params: Params, inputs: Sequence[Any], out: Any, stream) -> None:
-        self.kernel[self.grid(params), self.block(params), stream](*inputs, out)
+    def configured(self, params: Params, inputs: Sequence[Any], out: Any, stream) -> Callable[..., None]:
+        """``launch(*inputs, out)``, configured once (``gpu.core.launch_path``) for these device arrays."""
+        return configured_launch(self.kernel, self.grid(params), self.block(params), stream, *inputs, out)
 
 
 @dataclass(frozen=True)
 class Library:
     """A reference on the GPU. ``fn(xp, inputs, out)`` queues the work with library ``module``
     ("cupy", "torch"), or with Numba (``module`` None: ``fn(stream, inputs, out)``).
-    ``same_work`` False: a yardstick (a copy of the same bytes), not the same computation."""
+    ``same_work`` False: a yardstick (a copy of the same bytes), not the same computation.
+    ``hold`` False: the call waits on the GPU from the host (CuPy's and PyTorch's
+    ``bincount`` read the input's maximum), so behind a stream hold every sample would
+    expire; it is timed without one and every sample says it includes the launch.
+    ``note``: shown beside its figures (e.g. it moves more bytes than the GB/s assumes)."""
 
     key: str
     label: str
@@ -96,6 +111,8 @@ class Library:
     fn: Callable[..., None]
     depth: Callable[[Params], int] | None = None
     same_work: bool = True
+    hold: bool = True
+    note: str | None = None
 
 
 @dataclass(frozen=True)
@@ -148,55 +165,67 @@ def _zeros_or_empty(spec: KernelSpec, params: Params) -> np.ndarray:
 
 
 def time_step(spec: KernelSpec, step: Step, params: Params, inputs: Mapping[str, np.ndarray], policy: RepeatPolicy,
-              clock=time.perf_counter) -> tuple[dict[str, Stats], np.ndarray, float]:
-    """Time one GPU step per ``policy``; returns (phase Stats in seconds, last output, first-launch seconds).
+              clock=time.perf_counter, *, l2_bytes: int | None = None,
+              ops=None) -> tuple[dict[str, Stats], np.ndarray, float, KernelTiming | None]:
+    """Time one GPU step per ``policy``.
 
-    Each sample: allocate every device array ("alloc"), copy the inputs in and, when the
-    output accumulates, zeros ("h2d"), launch ("launch" + "kernel"), copy the output out
-    ("d2h"); then, on hardware, the kernel alone behind the stream-holding kernel, which
-    splits the launch from Python off the kernel. "total" is wall clock end to end.
+    Returns (phase Stats in seconds, the last end-to-end output, seconds to configure the
+    launch and run it once — the compile, or the load from Numba's cache — and the kernel
+    alone's ``KernelTiming``, None where no hold is possible).
+
+    Device arrays are allocated and the launch configured once, before any sample. Each
+    end-to-end sample: L2 flushed and the stream synchronised, then the wall clock and
+    the events: inputs (and, when the output accumulates, zeros) copied in ("h2d"), the
+    kernel with its launch ("with_launch"), the output copied out ("d2h"); "total" is the
+    wall clock. With a hold, "kernel" is its own series (``time_on_device``) and
+    "launch" = with_launch − median kernel per sample, floored at 0; without one,
+    "kernel" is with_launch and says so (held False).
     """
+    ops = ops or default_ops(clock)
     stream = cuda.stream()
     host_out = _zeros_or_empty(spec, params)
+    zeros = np.zeros_like(host_out) if spec.output.zeroed else None
     names = list(inputs)
-    timer = PhaseTimer(stream, ("alloc", "h2d", "launch_and_kernel", "d2h"), clock=clock)
-    holds = stream_hold_problem() is None
-    alone_policy = RepeatPolicy.count(1, warmup=0)
+    timer = PhaseTimer(stream, ("h2d", "with_launch", "d2h"), clock=clock, ops=ops)
+    # allocated once, before any start event: allocation is in no figure
+    d_in = [cuda.device_array(inputs[k].shape, inputs[k].dtype, stream=stream) for k in names]
+    d_out = cuda.device_array(host_out.shape, host_out.dtype, stream=stream)
+    stream.synchronize()
 
     def once() -> dict[str, float]:
+        flush_and_settle(ops, stream, True)  # flushed and finished before the clock starts
         started = clock()
         timer.start()
-        d_in = [cuda.device_array(inputs[k].shape, inputs[k].dtype, stream=stream) for k in names]
-        d_out = cuda.device_array(host_out.shape, host_out.dtype, stream=stream)
-        timer.end("alloc")
         for d, k in zip(d_in, names):
             d.copy_to_device(inputs[k], stream=stream)
-        if spec.output.zeroed:
-            d_out.copy_to_device(np.zeros_like(host_out), stream=stream)
+        if zeros is not None:
+            d_out.copy_to_device(zeros, stream=stream)
         timer.end("h2d")
-        step.launch(params, d_in, d_out, stream)
-        timer.end("launch_and_kernel")
+        launch(*d_in, d_out)
+        timer.end("with_launch")
         d_out.copy_to_host(host_out, stream=stream)
         timer.end("d2h")
         phases = timer.durations_s()  # waits for the stream
-        total = clock() - started
-        with_launch = phases.pop("launch_and_kernel")
-        if holds:  # the result is already copied out: re-running into d_out changes nothing we check
-            alone = time_kernel(lambda: step.launch(params, d_in, d_out, stream), stream, alone_policy, clock).median_s
-            phases["kernel"] = min(alone, with_launch)
-            phases["launch"] = with_launch - phases["kernel"]
-        else:
-            phases["kernel"] = with_launch
-        phases["total"] = total
-        return {p: phases[p] for p in (*GPU_PHASES, "total") if p in phases}
+        phases["total"] = clock() - started
+        return phases
 
+    start = clock()
+    launch = step.configured(params, d_in, d_out, stream)  # specialising compiles on a GPU
     first_s = 0.0
-    if not BACKEND.simulated:  # the first launch compiles (or loads from Numba's cache): timed apart
-        start = clock()
+    if not BACKEND.simulated:  # the first run compiles (or loads from Numba's cache): timed apart
         once()
         first_s = clock() - start
-    stats = collect(once, policy, noise_key="total", clock=clock)
-    return stats, host_out, first_s
+    stats = collect(once, policy, clock=clock)
+    timing = None
+    if ops.can_hold:  # the result is already copied out: re-running into d_out changes nothing we check
+        timing = time_on_device(queue=lambda: launch(*d_in, d_out), stream=stream, policy=policy, clock=clock,
+                                launch_label="configured once (specialised dispatcher)", ops=ops,
+                                working_set_bytes=int(spec.bytes_moved(params)), l2_bytes=l2_bytes, telemetry=False)
+        stats["kernel"] = timing.stats
+        stats["launch"] = Stats(tuple(max(0.0, s - timing.median_s) for s in stats["with_launch"].samples_s))
+    else:  # simulator, or no nanosleep: the kernel's samples include the launch
+        stats["kernel"] = replace(stats["with_launch"], held=False)
+    return {p: stats[p] for p in (*GPU_PHASES, "total") if p in stats}, host_out, first_s, timing
 
 
 # --- library references ------------------------------------------------------------
@@ -209,7 +238,7 @@ def _stream_pointer(stream) -> int:
 
 def _library_launcher(lib: Library, d_in: list, d_out, stream) -> Callable[[], None]:
     """A zero-argument launch that queues ``lib``'s work on ``stream`` (Numba's), so that
-    ``time_kernel`` times it exactly as it times the Numba steps."""
+    ``time_on_device`` times it exactly as it times the Numba steps."""
     if lib.module is None:
         return lambda: lib.fn(stream, d_in, d_out)
     if lib.module == "cupy":
@@ -238,17 +267,27 @@ def _library_launcher(lib: Library, d_in: list, d_out, stream) -> Callable[[], N
 
 
 def time_library(spec: KernelSpec, lib: Library, params: Params, inputs: Mapping[str, np.ndarray],
-                 policy: RepeatPolicy) -> tuple[Stats, np.ndarray]:
-    """Time ``lib`` on device-resident inputs (copied in once, outside the timing); returns (Stats, output)."""
+                 policy: RepeatPolicy, *, l2_bytes: int | None = None) -> tuple[KernelTiming, np.ndarray]:
+    """Time ``lib`` on device-resident inputs (copied in once, outside the timing); returns (KernelTiming, output).
+
+    An accumulating output is zeroed on the device before the timing and the result read
+    after the first (warm-up or first) run, so the check sees one run's counts.
+    """
     stream = cuda.stream()
     d_in = [cuda.to_device(a, stream=stream) for a in inputs.values()]
     host_out = _zeros_or_empty(spec, params)
     d_out = cuda.to_device(host_out, stream=stream)
     stream.synchronize()
-    stats = time_kernel(_library_launcher(lib, d_in, d_out, stream), stream, policy)
+    launcher = _library_launcher(lib, d_in, d_out, stream)
+    label = f"{lib.label} on Numba's stream" + ("" if lib.hold else ", no hold: the call waits on the GPU from the host")
+    timing = time_on_device(queue=launcher, stream=stream, policy=policy, hold=lib.hold, launch_label=label,
+                            working_set_bytes=int(spec.bytes_moved(params)), l2_bytes=l2_bytes, telemetry=False)
+    if spec.output.zeroed:  # every run added into it: one clean run for the check
+        d_out.copy_to_device(host_out, stream=stream)
+        launcher()
     d_out.copy_to_host(host_out, stream=stream)
     stream.synchronize()
-    return stats, host_out
+    return timing, host_out
 
 
 def library_problem(lib: Library) -> str | None:
@@ -289,6 +328,10 @@ def time_cpu(spec: KernelSpec, impl: CpuImpl, params: Params, inputs: Mapping[st
                 return ImplResult(impl.key, impl.label, "cpu", skipped=why, estimate_s=estimate, compile_s=compile_s), None
             # As many samples as the budget allows; no warm-up (the probe already ran it once).
             policy = RepeatPolicy(n_repeat=max(1, min(policy.n_repeat, int(budget_s // max(estimate, 1e-9)))), warmup=0)
+    elif policy.warmup < 1:
+        # the simulator's policy skips warm-up (no GPU to warm), but the CPU has caches,
+        # page faults and lazy imports to warm as on any machine: one warm-up run always
+        policy = replace(policy, warmup=1)
     out = _zeros_or_empty(spec, params)
 
     def once() -> dict[str, float]:
@@ -298,7 +341,7 @@ def time_cpu(spec: KernelSpec, impl: CpuImpl, params: Params, inputs: Mapping[st
         impl.fn(*args, out)
         return {"cpu": time.perf_counter() - start}
 
-    stats = collect(once, policy, noise_key="cpu")
+    stats = collect(once, policy)
     return ImplResult(impl.key, impl.label, "cpu", phases=stats, compile_s=compile_s, estimate_s=estimate), out
 
 
@@ -328,6 +371,8 @@ def run_kernel(
     warnings: list[str] = []
     if not BACKEND.simulated and stream_hold_problem() is not None:
         warnings.append(stream_hold_problem())
+    if flush_problem() is not None:
+        warnings.append(flush_problem())
 
     say("preparing the inputs and the reference")
     inputs = spec.make_inputs(params, seed)
@@ -336,34 +381,49 @@ def run_kernel(
     def check(name: str, out: np.ndarray, depth: Callable[[Params], int] | None):
         return reference.check(name, out, depth(params) if depth is not None else None)
 
+    l2_bytes = l2_cache_bytes()
+    monitor = TelemetryMonitor().start()  # clocks and throttling over the whole run
     results: list[ImplResult] = []
-    for step in spec.steps:
-        if step.needs and BACKEND.simulated:
-            results.append(ImplResult(step.key, step.label, "step", skipped=simulator_skip(step.needs), launch=step.geometry(params)))
-            continue
-        say(f"timing step {step.label}")
-        stats, out, first_s = time_step(spec, step, params, inputs, policy)
-        results.append(ImplResult(step.key, step.label, "step", phases=stats, compile_s=first_s,
-                                  agreement=check(step.key, out, step.depth), launch=step.geometry(params)))
-    for lib in spec.libraries:
-        problem = library_problem(lib)
-        if problem is not None:
-            results.append(ImplResult(lib.key, lib.label, "library", skipped=problem, same_work=lib.same_work))
-            continue
-        say(f"timing {lib.label}")
-        try:
-            stats, out = time_library(spec, lib, params, inputs, policy)
-        except Exception as exc:  # a library failing must not lose the run: record why
-            results.append(ImplResult(lib.key, lib.label, "library", skipped=f"failed: {type(exc).__name__}: {exc}", same_work=lib.same_work))
-            continue
-        agreement = check(lib.key, out, lib.depth) if lib.same_work else None  # a yardstick computes something else
-        results.append(ImplResult(lib.key, lib.label, "library", phases={"kernel": stats}, agreement=agreement, same_work=lib.same_work))
-    for impl in impls:
-        say(f"timing the CPU: {impl.label}")
-        result, out = time_cpu(spec, impl, params, inputs, policy, cpu_budget_s)
-        if out is not None:
-            result = ImplResult(**{**result.__dict__, "agreement": check(impl.key, out, impl.depth)})
-        results.append(result)
+    try:
+        for step in spec.steps:
+            if step.needs and BACKEND.simulated:
+                results.append(ImplResult(step.key, step.label, "step", skipped=simulator_skip(step.needs), launch=step.geometry(params)))
+                continue
+            say(f"timing step {step.label}")
+            try:
+                stats, out, first_s, timing = time_step(spec, step, params, inputs, policy, l2_bytes=l2_bytes)
+            except Exception as exc:  # an expired hold, a launch failure: this row only, the others stay
+                results.append(ImplResult(step.key, step.label, "step", error=f"{type(exc).__name__}: {exc}", launch=step.geometry(params)))
+                continue
+            results.append(ImplResult(step.key, step.label, "step", phases=stats, compile_s=first_s, timing=timing,
+                                      agreement=check(step.key, out, step.depth), launch=step.geometry(params)))
+        for lib in spec.libraries:
+            problem = library_problem(lib)
+            if problem is not None:
+                results.append(ImplResult(lib.key, lib.label, "library", skipped=problem, same_work=lib.same_work, note=lib.note))
+                continue
+            say(f"timing {lib.label}")
+            try:
+                timing, out = time_library(spec, lib, params, inputs, policy, l2_bytes=l2_bytes)
+            except Exception as exc:  # a library failing must not lose the run: its row says why
+                results.append(ImplResult(lib.key, lib.label, "library", error=f"{type(exc).__name__}: {exc}",
+                                          same_work=lib.same_work, note=lib.note))
+                continue
+            agreement = check(lib.key, out, lib.depth) if lib.same_work else None  # a yardstick computes something else
+            results.append(ImplResult(lib.key, lib.label, "library", phases={"kernel": timing.stats}, timing=timing,
+                                      agreement=agreement, same_work=lib.same_work, note=lib.note))
+        for impl in impls:
+            say(f"timing the CPU: {impl.label}")
+            try:
+                result, out = time_cpu(spec, impl, params, inputs, policy, cpu_budget_s)
+            except Exception as exc:  # a CPU implementation failing keeps the GPU results
+                results.append(ImplResult(impl.key, impl.label, "cpu", error=f"{type(exc).__name__}: {exc}"))
+                continue
+            if out is not None:
+                result = replace(result, agreement=check(impl.key, out, impl.depth))
+            results.append(result)
+    finally:
+        telemetry = monitor.stop()
 
     device = device_info()
     return KernelRun(
@@ -382,6 +442,8 @@ def run_kernel(
         notes=spec.notes,
         warnings=tuple(warnings),
         seed=seed,
+        l2_bytes=l2_bytes,
+        telemetry=telemetry,
     )
 
 

@@ -11,6 +11,7 @@ simulator copies are NumPy copies and streams run one after another.
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import Callable, Mapping
 
 import numpy as np
@@ -21,8 +22,9 @@ from gpu.core.limits import (
     InputError,
     parse_int,
 )
+from gpu.core.kernel_timing import time_on_device
 from gpu.core.timeline import Interval
-from gpu.core.timing import Clock, PhaseTimer, RepeatPolicy, Stats, collect, time_kernel
+from gpu.core.timing import Clock, PhaseTimer, RepeatPolicy, Stats, collect
 from gpu.kernels.vector_add import blocks_for, vector_add_kernel
 
 # --- sizes -------------------------------------------------------------------------
@@ -85,7 +87,23 @@ def _poison_device(d_array, stream=0) -> None:
         cuda.cudadrv.driver.device_memset(d_array, 0xFF, d_array.alloc_size, stream)
 
 
-def _split_launch(phases: dict[str, float], launch: Callable[[], None], stream, clock: Clock) -> None:
+class _HoldLog:
+    """Each sample's hold outcome from ``_split_launch``, put back on the kernel Stats
+    afterwards (issue 18: the held flag and the retries were thrown away)."""
+
+    def __init__(self) -> None:
+        self.held: list[bool] = []
+        self.retries: list[int] = []
+
+    def apply(self, stats: dict[str, Stats]) -> dict[str, Stats]:
+        kernel = stats.get("kernel")
+        if kernel is not None and self.held:
+            kept = kernel.n_samples  # warm-up samples came first
+            stats["kernel"] = replace(kernel, retries=sum(self.retries[-kept:]), held=all(self.held[-kept:]))
+        return stats
+
+
+def _split_launch(phases: dict[str, float], launch: Callable[[], None], stream, clock: Clock, log: _HoldLog) -> None:
     """On hardware, split the "kernel" interval into launch latency and the kernel alone
     (as gpu.experiments.vector_add.time_gpu_phases does): re-run the kernel behind a
     verified stream hold (L2 flushed). No min(alone, with launch): that hid samples whose
@@ -94,7 +112,10 @@ def _split_launch(phases: dict[str, float], launch: Callable[[], None], stream, 
     if BACKEND.simulated:
         return
     with_launch = phases["kernel"]
-    alone = time_kernel(launch, stream, RepeatPolicy.count(1, warmup=0), clock)
+    alone = time_on_device(queue=launch, stream=stream, policy=RepeatPolicy.count(1, warmup=0), clock=clock,
+                           launch_label="the article's launch", telemetry=False)
+    log.held.append(alone.held)
+    log.retries.append(alone.retries)
     phases["kernel"] = alone.median_s
     phases["launch"] = max(0.0, with_launch - alone.median_s)
 
@@ -115,6 +136,7 @@ def time_article(a: np.ndarray, b: np.ndarray, out: np.ndarray, threads_per_bloc
     blocks = blocks_for(n, threads_per_block)
     stream = cuda.stream()
     timer = PhaseTimer(stream, ("h2d", "kernel", "d2h"), clock=clock)
+    log = _HoldLog()
 
     def once() -> dict[str, float]:
         started = clock()
@@ -130,11 +152,11 @@ def time_article(a: np.ndarray, b: np.ndarray, out: np.ndarray, threads_per_bloc
         timer.end("d2h")
         phases = timer.durations_s()
         total = clock() - started
-        _split_launch(phases, lambda: vector_add_kernel[blocks, threads_per_block, stream](d_a, d_b, d_c), stream, clock)
+        _split_launch(phases, lambda: vector_add_kernel[blocks, threads_per_block, stream](d_a, d_b, d_c), stream, clock, log)
         phases["total"] = total
         return _ordered(phases)
 
-    return collect(once, policy, noise_key="total", clock=clock)
+    return log.apply(collect(once, policy, noise_key="total", clock=clock))
 
 
 def time_resident(a: np.ndarray, b: np.ndarray, out: np.ndarray, threads_per_block: int, iterations: int, policy: RepeatPolicy, clock: Clock = time.perf_counter) -> dict[str, Stats]:

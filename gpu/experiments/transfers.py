@@ -161,6 +161,11 @@ class StrategyRun:
         return STRATEGY_DESCRIPTIONS[self.key]
 
     @property
+    def few_samples(self) -> bool:
+        """Its end to end or a phase rests on fewer than 3 samples: marked * wherever shown."""
+        return self.total.few_samples or any(p.few_samples for p in self.phases.values())
+
+    @property
     def cost_s(self) -> float:
         """Median wall-clock seconds per vector add (per iteration for "resident")."""
         return self.total.median_s / self.iterations
@@ -182,6 +187,7 @@ class StrategyRun:
             "host_memory": self.host_memory,
             "iterations": self.iterations,
             "cost_s": self.cost_s,
+            "few_samples": self.few_samples,
             "phases": {k: v.to_dict() for k, v in self.phases.items()},
             "total": self.total.to_dict(),
             "agreement": self.agreement.to_dict(),
@@ -209,6 +215,7 @@ class StrategyComparison:
     seed: int = 0
     notes: tuple[str, ...] = ()
     created_at: str = field(default_factory=utc_timestamp)
+    telemetry: dict | None = None  # GPU clocks, temperature, power, throttling over the run
 
     experiment = "transfers-strategies"
     dtype = "float32"
@@ -275,8 +282,9 @@ class StrategyComparison:
             for phase, stats in [*s.phases.items(), ("total", s.total)]:
                 factor = s.per_result_factor(phase)
                 for i, seconds in enumerate(stats.samples_s):
-                    rows.append((s.key, s.label, phase, i, seconds, seconds * factor, s.iterations))
-        frame = pd.DataFrame(rows, columns=["strategy", "label", "phase", "sample", "seconds", "per_result_s", "iterations"])
+                    rows.append((s.key, s.label, phase, i, seconds, seconds * factor, s.iterations, stats.few_samples, stats.held))
+        frame = pd.DataFrame(rows, columns=["strategy", "label", "phase", "sample", "seconds", "per_result_s", "iterations",
+                                            "few_samples", "held"])
         frame["n"] = self.n
         frame["backend"] = self.backend
         return frame
@@ -327,6 +335,7 @@ class StrategyComparison:
             "overlap_fraction": self.overlap,
             "timeline": [iv.to_dict() for iv in self.intervals],
             "notes": list(self.notes),
+            "telemetry": self.telemetry,
         }
 
 
@@ -376,6 +385,13 @@ def run_strategies(
     results: dict[str, StrategyRun] = {}
     skipped: dict[str, str] = {}
     intervals: list[Interval] = []
+    from gpu.core.telemetry import TelemetryMonitor
+
+    monitor = TelemetryMonitor().start()  # clocks and throttling over every strategy
+    from gpu.core.l2 import flush_problem
+
+    if flush_problem() is not None:
+        notes.append(flush_problem())
 
     def finish(key: str, stats: dict[str, Stats], memory: str, result: np.ndarray, its: int = 1, extra: tuple[str, ...] = ()) -> None:
         total = stats.pop("total")
@@ -431,6 +447,7 @@ def run_strategies(
                 skipped[key] = f"mapped host memory could not be allocated or used ({exc})"
                 continue
             finish(key, stats, "mapped", out, extra=(why,))
+    telemetry = monitor.stop()
     if BACKEND.simulated:
         notes.append(SIMULATED_NOTE)
     return StrategyComparison(
@@ -449,6 +466,7 @@ def run_strategies(
         compile_s=compile_s,
         seed=seed,
         notes=tuple(notes),
+        telemetry=telemetry,
     )
 
 

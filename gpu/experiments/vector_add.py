@@ -270,6 +270,10 @@ def run_vector_add(
     warnings = check_threads_per_block(threads_per_block, device_info().max_threads_per_block)
     if not BACKEND.simulated and stream_hold_problem() is not None:
         warnings.append(stream_hold_problem())
+    from gpu.core.l2 import flush_problem
+
+    if flush_problem() is not None:
+        warnings.append(flush_problem())
     policy = policy or RepeatPolicy.count(10)
     impls = list(dict.fromkeys(cpu_impls))
     unknown = [name for name in impls if name not in cpu.IMPLEMENTATIONS]

@@ -20,7 +20,6 @@ from gpu.core.timing import (
     Stats,
     collect,
     format_seconds,
-    time_kernel,
 )
 from gpu.kernels.vector_add import blocks_for, vector_add_kernel
 
@@ -105,12 +104,14 @@ def time_gpu_phases(
       so no phase includes allocation (issue 10, item 5: H2D once included allocating
       d_c, while some Transfers strategies allocated outside the timing);
     - end to end: each sample runs the program as a user would (copy a and b in,
-      launch, copy c out) with an event between phases; the L2 is flushed first;
+      launch, copy c out) with an event between phases; the L2 is flushed first and
+      the stream synchronised before the wall clock starts, so no figure includes the
+      flush (issue 18: it inflated small-N end-to-end times);
       "with_launch" is the interval from "inputs copied" to "kernel done", which holds
       the host's launch latency too; "total" is the wall clock of the sample;
     - kernel alone: its own series, with its own stopping rule, on the same device
       arrays behind a verified stream hold with the L2 flushed
-      (``gpu.core.timing.time_kernel``);
+      (``gpu.core.kernel_timing.time_on_device``);
     - launch: per end-to-end sample, with_launch minus the median kernel alone, floored
       at 0 (at large N the kernel's own sample-to-sample noise is larger than the
       launch latency, and a negative share would not draw).
@@ -122,6 +123,7 @@ def time_gpu_phases(
     "d2h", "total" and "with_launch"; h2d + with_launch + d2h <= total per sample.
     """
     from gpu.core.hold import default_ops
+    from gpu.core.kernel_timing import flush_and_settle, time_on_device
     from gpu.core.launch_path import configured_launch
 
     n = a.size
@@ -137,8 +139,7 @@ def time_gpu_phases(
     launch = configured_launch(vector_add_kernel, blocks, threads_per_block, stream, d_a, d_b, d_c)
 
     def once() -> dict[str, float]:
-        if flush_l2:
-            ops.flush_l2(stream)  # queued before the start event: outside every phase
+        flush_and_settle(ops, stream, flush_l2)  # flushed and finished before the clock starts
         started = clock()
         timer.start()
         d_a.copy_to_device(a, stream=stream)
@@ -156,7 +157,9 @@ def time_gpu_phases(
     if not ops.can_hold:  # simulator, or a GPU without nanosleep: the launch cannot be separated
         stats["kernel"] = stats["with_launch"]
         return {p: stats[p] for p in ("h2d", "kernel", "d2h", "total", "with_launch")}
-    kernel = time_kernel(lambda: launch(d_a, d_b, d_c), stream, policy, clock, flush_l2=flush_l2, ops=ops)
+    kernel = time_on_device(queue=lambda: launch(d_a, d_b, d_c), stream=stream, policy=policy, clock=clock,
+                            launch_label="configured once (specialised dispatcher)", flush_l2=flush_l2,
+                            telemetry=False, ops=ops).stats
     stats["kernel"] = kernel
     stats["launch"] = Stats(tuple(max(0.0, s - kernel.median_s) for s in stats["with_launch"].samples_s))
     return {p: stats[p] for p in (*GPU_PHASES, "total", "with_launch")}
@@ -177,18 +180,19 @@ def time_resident_kernel(
     """Time ``kernel[blocks, threads_per_block](a, b, c)`` alone on device-resident data.
 
     Inputs are copied in once and the output allocated once, outside the timing; each
-    sample is the kernel alone (``gpu.core.timing.time_kernel``: verified hold, L2
-    flushed unless ``flush_l2`` is False). The result is copied into ``out`` afterwards
-    so it can be checked. Returns Stats in seconds.
+    sample is the kernel alone (``gpu.core.kernel_timing.time_on_device``: launch
+    configured once, verified hold, L2 flushed unless ``flush_l2`` is False). The
+    result is copied into ``out`` afterwards so it can be checked. Returns Stats in seconds.
     """
-    from gpu.core.launch_path import configured_launch
+    from gpu.core.kernel_timing import time_on_device
 
     stream = cuda.stream()
     d_a = cuda.to_device(a, stream=stream)
     d_b = cuda.to_device(b, stream=stream)
     d_c = cuda.device_array(a.size, dtype=np.float32, stream=stream)
-    launcher = configured_launch(kernel, blocks, threads_per_block, stream, d_a, d_b, d_c)
-    stats = time_kernel(lambda: launcher(d_a, d_b, d_c), stream, policy, flush_l2=flush_l2, ops=ops)
+    stream.synchronize()
+    stats = time_on_device(kernel, (d_a, d_b, d_c), blocks, threads_per_block, policy=policy, stream=stream,
+                           working_set_bytes=BYTES_PER_ELEMENT * a.size, flush_l2=flush_l2, telemetry=False, ops=ops).stats
     d_c.copy_to_host(out, stream=stream)
     stream.synchronize()
     return stats

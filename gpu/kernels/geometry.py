@@ -2,21 +2,68 @@
 
 from __future__ import annotations
 
+import sys
+
+from gpu.core.arch import DEFAULT_TARGET, TARGETS, Target, theoretical_occupancy
+from gpu.core.backend import BACKEND
 from gpu.kernels.vector_add import blocks_for
 
-# Threads one SM keeps resident on compute capability 7.0, 8.0 and 9.0 (fewer on 7.5,
-# 8.6 and 8.9). A grid-stride kernel launches just enough blocks to fill every SM once:
-# more blocks only add per-block work (a final atomic, a shared histogram to merge).
-THREADS_PER_SM = 2048
 # The simulator has no SMs; pretend to have one so a grid-stride launch still loops.
 SIMULATED_SMS = 1
 
 
-def resident_blocks(n: int, threads_per_block: int, multiprocessors: int | None) -> int:
-    """Blocks for a grid-stride launch: one full wave of the device, never more than ``n`` needs."""
-    per_sm = max(1, THREADS_PER_SM // threads_per_block)
-    wave = (multiprocessors or SIMULATED_SMS) * per_sm
+def _target_for(cc: tuple[int, int] | str | None) -> Target:
+    """The per-SM limits for a compute capability: its row of gpu.core.arch's table, else
+    the newest row not newer than it (the oldest row for older GPUs), else the
+    H100/H200 row (unknown device, or the simulator)."""
+    if isinstance(cc, str):
+        try:
+            cc = tuple(int(x) for x in cc.split(".")[:2])
+        except ValueError:
+            cc = None
+    if not cc:
+        return TARGETS[DEFAULT_TARGET]
+    older = [t for t in TARGETS.values() if t.cc <= tuple(cc)]
+    return older[-1] if older else next(iter(TARGETS.values()))
+
+
+def resident_blocks(
+    n: int,
+    threads_per_block: int,
+    multiprocessors: int | None,
+    cc: tuple[int, int] | str | None = None,
+    registers_per_thread: int = 0,
+    shared_bytes_per_block: int = 0,
+) -> int:
+    """Blocks for a grid-stride launch: one full wave of the device, never more than ``n`` needs.
+
+    A wave is what every SM holds at once: the theoretical occupancy of gpu.core.arch
+    (threads, the blocks-per-SM limit, registers and shared memory) for compute
+    capability ``cc``. More blocks than a wave only add per-block work (a final atomic,
+    a shared histogram to merge) and a second, partial wave.
+    """
+    target = _target_for(cc)
+    per_sm = theoretical_occupancy(target, threads_per_block, registers_per_thread, shared_bytes_per_block).blocks_per_sm
+    wave = (multiprocessors or SIMULATED_SMS) * max(1, per_sm)
     return max(1, min(blocks_for(n, threads_per_block), wave))
+
+
+def kernel_resident_blocks(kernel, n: int, threads_per_block: int, device) -> int:
+    """``resident_blocks`` for one kernel on ``device`` (a gpu.core.device.DeviceInfo).
+
+    On a GPU, with the registers and shared memory of the kernel as compiled for this
+    device (numba compiles it once per process, and the launch needs it anyway; the
+    signature is the first of its module's LAUNCHES). In the simulator nothing is
+    compiled, so the table's thread and block limits alone decide.
+    """
+    registers = shared = 0
+    if not BACKEND.simulated:
+        fn = kernel.py_func
+        launches = getattr(sys.modules[fn.__module__], "LAUNCHES", {})
+        if fn.__name__ in launches:
+            compiled = kernel.compile(launches[fn.__name__].signatures[0])
+            registers, shared = int(compiled.regs_per_thread), int(compiled.shared_mem_per_block)
+    return resident_blocks(n, threads_per_block, device.multiprocessors, device.compute_capability, registers, shared)
 
 
 def grid_2d(rows: int, cols: int, tile_rows: int, tile_cols: int) -> tuple[int, int]:
@@ -24,4 +71,4 @@ def grid_2d(rows: int, cols: int, tile_rows: int, tile_cols: int) -> tuple[int, 
     return blocks_for(cols, tile_cols), blocks_for(rows, tile_rows)
 
 
-__all__ = ["THREADS_PER_SM", "blocks_for", "grid_2d", "resident_blocks"]
+__all__ = ["blocks_for", "grid_2d", "kernel_resident_blocks", "resident_blocks"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 from numba import uint32
 
 from gpu.core.backend import BACKEND, cuda
+from gpu.core.launch_spec import Launch
 
 BINS = 256  # one bin per uint8 value
 
@@ -48,6 +49,14 @@ def histogram_shared_kernel(data, hist):
     for b in range(tid, BINS, cuda.blockDim.x):
         if local[b] > 0:
             cuda.atomic.add(hist, b, local[b])
+
+
+# What the experiments launch each kernel with (gpu/core/launch_spec.py; the compile gate
+# compiles every signature here for every target): uint8 data, 256 uint32 bins, 256 threads.
+LAUNCHES = {
+    name: Launch(("void(uint8[::1], uint32[::1])",), threads_per_block=256)
+    for name in ("histogram_global_kernel", "histogram_shared_kernel")
+}
 
 
 __all__ = ["BINS", "histogram_global_kernel", "histogram_shared_kernel"]

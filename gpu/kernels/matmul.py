@@ -12,6 +12,7 @@ from __future__ import annotations
 from numba import float32
 
 from gpu.core.backend import BACKEND, cuda
+from gpu.core.launch_spec import Launch
 
 NAIVE_BLOCK = 16  # 16 x 16 = 256 threads per block for the naive kernel
 TILE = 16  # shared tiles of 16 x 16: 256 threads, 2 KB of shared memory for the two tiles
@@ -127,6 +128,16 @@ def matmul_register_kernel(a, b, c):
             col = col0 + tx + THREADS_X * n
             if row < rows and col < cols:
                 c[row, col] = acc[m, n]
+
+
+# What the experiments launch each kernel with (gpu/core/launch_spec.py; the compile gate
+# compiles every signature here for every target): C = A @ B on square float32 matrices.
+_MATMUL = ("void(float32[:, ::1], float32[:, ::1], float32[:, ::1])",)
+LAUNCHES = {
+    "matmul_naive_kernel": Launch(_MATMUL, threads_per_block=NAIVE_BLOCK * NAIVE_BLOCK),
+    "matmul_shared_kernel": Launch(_MATMUL, threads_per_block=TILE * TILE),
+    "matmul_register_kernel": Launch(_MATMUL, threads_per_block=THREADS_X * THREADS_Y),
+}
 
 
 __all__ = ["BK", "BM", "BN", "NAIVE_BLOCK", "THREADS_X", "THREADS_Y", "TILE", "TM", "TN",

@@ -11,6 +11,7 @@ from __future__ import annotations
 from numba import float32
 
 from gpu.core.backend import BACKEND, cuda
+from gpu.core.launch_spec import Launch
 
 MAX_THREADS_PER_BLOCK = 1024  # shared arrays need a size known at compile time: the most a block can have
 WARP_SIZE = 32
@@ -120,6 +121,14 @@ def reduce_grid_stride_kernel(x, total):
     for i in range(cuda.grid(1), x.size, cuda.gridsize(1)):
         value += x[i]
     block_sum_into(total, value)
+
+
+# What the experiments launch each kernel with (gpu/core/launch_spec.py; the compile gate
+# compiles every signature here for every target): x and a one-element total, 256 threads.
+LAUNCHES = {
+    name: Launch(("void(float32[::1], float32[::1])",), threads_per_block=256)
+    for name in ("reduce_atomic_kernel", "reduce_tree_kernel", "reduce_shuffle_kernel", "reduce_grid_stride_kernel")
+}
 
 
 __all__ = ["reduce_atomic_kernel", "reduce_grid_stride_kernel", "reduce_shuffle_kernel", "reduce_tree_kernel"]

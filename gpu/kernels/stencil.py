@@ -13,6 +13,7 @@ import numpy as np
 from numba import float32
 
 from gpu.core.backend import BACKEND, cuda
+from gpu.core.launch_spec import Launch
 
 FIFTH = np.float32(0.2)  # the mean of five values, as a float32 constant (no float64 promotion)
 BLOCK = 16  # 16 x 16 = 256 threads; a tile plus its halo is 18 x 18 floats = 1.3 KB of shared memory
@@ -72,6 +73,14 @@ def blur_tiled_kernel(u, out):
             s += tile[ty + 1, tx]
             s += tile[ty + 1, tx + 2]
             out[row, col] = s * FIFTH
+
+
+# What the experiments launch each kernel with (gpu/core/launch_spec.py; the compile gate
+# compiles every signature here for every target): square float32 grids, BLOCK x BLOCK threads.
+LAUNCHES = {
+    name: Launch(("void(float32[:, ::1], float32[:, ::1])",), threads_per_block=BLOCK * BLOCK)
+    for name in ("blur_naive_kernel", "blur_tiled_kernel")
+}
 
 
 __all__ = ["BLOCK", "FIFTH", "blur_naive_kernel", "blur_tiled_kernel"]

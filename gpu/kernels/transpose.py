@@ -10,6 +10,7 @@ from __future__ import annotations
 from numba import float32
 
 from gpu.core.backend import BACKEND, cuda
+from gpu.core.launch_spec import Launch
 
 TILE = 32  # one warp spans a tile row: 32 float32 = one 128-byte coalesced transaction
 # NVVM needs a shared-array shape it can read as a literal: `TILE + 1` computed inside the
@@ -78,6 +79,14 @@ def transpose_padded_kernel(a, out):
     for k in range(0, TILE, BLOCK_ROWS):
         if col0 + ty + k < a.shape[1] and row0 + tx < a.shape[0]:
             out[col0 + ty + k, row0 + tx] = tile[tx, ty + k]
+
+
+# What the experiments launch each kernel with (gpu/core/launch_spec.py; the compile gate
+# compiles every signature here for every target): square float32 matrices, TILE x BLOCK_ROWS threads.
+LAUNCHES = {
+    name: Launch(("void(float32[:, ::1], float32[:, ::1])",), threads_per_block=TILE * BLOCK_ROWS)
+    for name in ("transpose_naive_kernel", "transpose_tiled_kernel", "transpose_padded_kernel")
+}
 
 
 __all__ = ["BLOCK_ROWS", "PADDED_TILE", "TILE", "transpose_naive_kernel", "transpose_padded_kernel", "transpose_tiled_kernel"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 
 from gpu.core.backend import BACKEND, cuda
+from gpu.core.launch_spec import Launch
 
 # The one specialisation every experiment uses: three C-contiguous float32 vectors.
 VECTOR_ADD_SIGNATURE = "void(float32[::1], float32[::1], float32[::1])"
@@ -167,3 +168,16 @@ def compile_grid_stride_vector_add() -> float:
     start = time.perf_counter()
     vector_add_grid_stride_kernel.compile(VECTOR_ADD_SIGNATURE)
     return time.perf_counter() - start
+
+
+# What the experiments launch each kernel with (gpu/core/launch_spec.py; the compile gate
+# compiles every signature here for every target). Block size: the pages' default.
+LAUNCHES = {
+    "vector_add_kernel": Launch(("void(float32[::1], float32[::1], float32[::1])",), threads_per_block=256),
+    "vector_add_ilp_kernel": Launch(("void(float32[::1], float32[::1], float32[::1])",), threads_per_block=256),
+    "vector_add_grid_stride_kernel": Launch(("void(float32[::1], float32[::1], float32[::1])",), threads_per_block=256),
+    "indexing_probe_kernel": Launch(("void(float32[::1], float32[::1], float32[::1], int32[:, ::1])",), threads_per_block=256),
+    "grid_stride_probe_kernel": Launch(
+        ("void(float32[::1], float32[::1], float32[::1], int32[:, ::1], int32[::1], int32[::1])",), threads_per_block=256
+    ),
+}

@@ -15,6 +15,7 @@ from typing import Callable
 from gpu.core.backend import BACKEND
 from gpu.core.device import device_info, host_info, library_versions
 from gpu.core.limits import SIMULATOR_MAX_N, max_vector_n
+from gpu.core.provenance import SIMULATOR_WARNING as SIMULATED_WARNING
 from gpu.core.timing import RepeatPolicy, format_factor, format_seconds, utc_timestamp
 from gpu.experiments.catalog import KERNELS
 
@@ -62,7 +63,10 @@ class CheckReport:
         return all(s.passed for s in self.sections)
 
     def to_dict(self) -> dict:
+        from gpu.core.provenance import METHODOLOGY_KEY, METHODOLOGY_VERSION
+
         return {
+            METHODOLOGY_KEY: METHODOLOGY_VERSION,  # which rules of "How it measures" these figures follow
             "started_at": self.started_at,
             "backend": BACKEND.kind,
             "quick": self.quick,
@@ -80,9 +84,13 @@ class CheckReport:
     def markdown(self) -> str:
         dev = device_info()
         versions = ", ".join(f"{k} {v}" for k, v in library_versions().items() if v)
+        from gpu.core.provenance import METHODOLOGY_VERSION
+
         lines = [
+            *([f"**{SIMULATED_WARNING}**", ""] if BACKEND.simulated else []),
             "# Kernel Lab GPU check",
             "",
+            f"- measurement rules: version {METHODOLOGY_VERSION} (README, \"How it measures\")",
             f"- started: {self.started_at} ({'quick' if self.quick else 'full'} run)",
             f"- backend: {BACKEND.label}; device: {dev.name}"
             + (f", compute capability {dev.compute_capability}, {dev.multiprocessors} SMs" if dev.compute_capability else ""),
@@ -154,7 +162,9 @@ def breakdown_section(ctx: CheckContext) -> Section:
         "",
         "| measure | median | min | max | samples |",
         "|---|---|---|---|---|",
-        f"| kernel compile (once) | {format_seconds(run.compile_s)} | | | 1 |",
+        # the simulator compiles nothing: "0 ns" would read as a measured compile
+        f"| kernel compile (once) | {'n/a (simulator)' if BACKEND.simulated else format_seconds(run.compile_s)} | | | "
+        f"{'—' if BACKEND.simulated else 1} |",
     ]
     for phase, stats in run.gpu.items():
         flag = " (fewer than 3: spread unknown)" if stats.few_samples else ""
@@ -164,11 +174,13 @@ def breakdown_section(ctx: CheckContext) -> Section:
         if t.stats is None:
             md.append(f"| CPU {name} | skipped: {t.skipped} | | | 0 |")
         else:
-            md.append(f"| CPU {name} | {format_seconds(t.stats.median_s)} | {format_seconds(t.stats.min_s)} | {format_seconds(t.stats.max_s)} | {t.stats.n_samples} |")
-    md += ["", f"Kernel effective bandwidth: {run.kernel_bandwidth_gbps:,.4g} GB/s (12 bytes per element)."]
+            flag = " (fewer than 3: spread unknown)" if t.stats.few_samples else ""
+            md.append(f"| CPU {name} | {format_seconds(t.stats.median_s)} | {format_seconds(t.stats.min_s)} | {format_seconds(t.stats.max_s)} | {t.stats.n_samples}{flag} |")
+    sim = " (simulated: not GPU performance)" if BACKEND.simulated else ""
+    md += ["", f"Kernel effective bandwidth: {run.kernel_bandwidth_gbps:,.4g} GB/s (12 bytes per element){sim}."]
     for s in run.speedups:
         if s.baseline in ("python", "numpy"):
-            md.append(f"- GPU {s.gpu_measure} vs {s.baseline}: {format_factor(s.factor)}{' (estimated baseline)' if s.estimated else ''}")
+            md.append(f"- GPU {s.gpu_measure} vs {s.baseline}: {format_factor(s.factor)}{' (estimated baseline)' if s.estimated else ''}{sim}")
     md.append(f"- agreement: {'all bit-identical' if run.agree else 'MISMATCH'}")
     return Section("breakdown", f"Vector add breakdown at N = {n:,}", run.agree, {"run": run.to_dict()}, "\n".join(md))
 
@@ -238,16 +250,21 @@ def launch_section(ctx: CheckContext) -> Section:
         f"Block-size sweep at N = {sweep.n:,} float32 ({sweep.bytes_moved / 1e6:,.0f} MB moved per kernel), "
         f"{sweep.policy.describe()}; kernel alone (CUDA events behind a stream-holding kernel).",
         "",
-        "| configuration | blocks | median | min | max | GB/s (median) | occupancy |",
-        "|---|---|---|---|---|---|---|",
+        "| configuration | blocks | median | min | max | n | GB/s (median) | occupancy |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for c in sweep.configs:
         occ = f"{c.occupancy.fraction:.0%} ({c.occupancy.source})" if c.occupancy else "—"
         best = " **best**" if c.label == sweep.best.label else ""
+        marks = ("*" if c.kernel.few_samples else "") + ("°" if sweep.l2_resident else "")
         md.append(
-            f"| {c.label}{best} | {c.blocks:,} | {format_seconds(c.kernel.median_s)} | {format_seconds(c.kernel.min_s)} | "
-            f"{format_seconds(c.kernel.max_s)} | {sweep.bandwidth_gbps(c.kernel.median_s):,.4g} | {occ} |"
+            f"| {c.label}{best} | {c.blocks:,} | {format_seconds(c.kernel.median_s)}{marks} | {format_seconds(c.kernel.min_s)} | "
+            f"{format_seconds(c.kernel.max_s)} | {c.kernel.n_samples} | {sweep.bandwidth_gbps(c.kernel.median_s):,.4g} | {occ} |"
         )
+    if any(c.kernel.few_samples for c in sweep.configs):
+        md += ["", "\\* fewer than 3 samples: spread unknown."]
+    if sweep.l2_resident:
+        md += ["", f"° a, b and c fit in the {sweep.l2_bytes:,}-byte L2: times may be served partly from cache."]
     md += ["", explanation(sweep), "", f"- agreement: {'all bit-identical' if sweep.agree else 'MISMATCH'}"]
     if inspection.available:
         md += [

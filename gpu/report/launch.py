@@ -66,18 +66,31 @@ def explanation(run: LaunchSweepRun) -> str:
 def summary(run: LaunchSweepRun) -> str:
     lines = [
         f"launch sweep, N = {run.n:,} float32, {run.device.name} ({run.backend}), {run.policy.describe()}",
-        f"{'configuration':<30} {'blocks':>10} {'median':>10} {'min':>10} {'max':>10} {'GB/s':>8} {'occupancy':>10}",
+        f"{'configuration':<30} {'blocks':>10} {'median':>11} {'min':>10} {'max':>10} {'n':>4} {'GB/s':>8} {'occupancy':>10}",
     ]
     best = run.best.label
+    l2 = "°" if run.l2_resident else ""
     for c in run.configs:
         occ = f"{c.occupancy.fraction:.0%} ({c.occupancy.source[0]})" if c.occupancy else "—"
-        mark = " *" if c.label == best else ""
+        mark = " (best)" if c.label == best else ""  # not "*": that marks fewer than 3 samples
+        few = "*" if c.kernel.few_samples else ""
         lines.append(
-            f"{c.label + mark:<30} {c.blocks:>10,} {format_seconds(c.kernel.median_s):>10} "
-            f"{format_seconds(c.kernel.min_s):>10} {format_seconds(c.kernel.max_s):>10} "
+            f"{c.label + mark:<30} {c.blocks:>10,} {format_seconds(c.kernel.median_s) + few + l2:>11} "
+            f"{format_seconds(c.kernel.min_s):>10} {format_seconds(c.kernel.max_s):>10} {c.kernel.n_samples:>4} "
             f"{run.bandwidth_gbps(c.kernel.median_s):>8,.4g} {occ:>10}"
         )
     lines.append(f"results agree with NumPy: {'yes, bit for bit' if run.agree else 'NO'}")
     lines.append("occupancy: (d) from the driver, (c) calculated from registers and per-SM limits")
+    if any(c.kernel.few_samples for c in run.configs):
+        lines.append("* fewer than 3 samples: spread unknown")
+    if run.l2_resident:
+        lines.append(f"° a, b and c ({run.bytes_moved:,} bytes) fit in the {run.l2_bytes:,}-byte L2: times may be served partly from cache")
+    retried = sum(c.kernel.retries for c in run.configs)
+    if retried:
+        lines.append(f"{retried} sample{'s' if retried != 1 else ''} retried after an expired stream hold")
+    if run.telemetry is not None:
+        from gpu.core.telemetry import describe
+
+        lines.append(describe(run.telemetry))
     lines.append(explanation(run))
     return "\n".join(lines)

@@ -65,11 +65,18 @@ def summary(result: StrategyComparison) -> str:
     ]
     for s in result.ranking:
         parts = ", ".join(f"{p} {format_seconds(s.phase_cost_s(p))}" for p in BREAKDOWN_PHASES if p in s.phases)
-        lines.append(f"  {s.label:<38} {format_seconds(s.cost_s):>9}  ({parts}; {s.host_memory})")
+        few = "*" if s.few_samples else ""
+        lines.append(f"  {s.label:<38} {format_seconds(s.cost_s) + few:>10}  ({parts}; {s.host_memory}; n={s.total.n_samples})")
     for key, why in result.skipped.items():
         lines.append(f"  {STRATEGIES[key]:<38} skipped: {why}")
+    if any(s.few_samples for s in result.strategies.values()):
+        lines.append("* fewer than 3 samples: spread unknown")
     lines.append(verdict(result))
     lines += list(result.notes)
+    if result.telemetry is not None:
+        from gpu.core.telemetry import describe
+
+        lines.append(describe(result.telemetry))
     return "\n".join(lines)
 
 

@@ -13,7 +13,7 @@ from gpu.core.series import labels
 from ui.charts.common import COLORS
 
 KIND_COLORS = {"GPU step (Numba)": "#f58518", "GPU library": "#4c78a8", "CPU": "#72b7b2"}
-PHASE_LABELS = labels("alloc", "h2d", "launch", "kernel", "d2h")
+PHASE_LABELS = labels("h2d", "launch", "kernel", "d2h")  # allocation is before any sample: in no phase
 PHASE_COLORS = {name: COLORS[name] for name in PHASE_LABELS.values()}
 
 
@@ -30,6 +30,8 @@ def _timed(summary: pd.DataFrame) -> pd.DataFrame:
     rows["max_ms"] = rows["max_s"].astype(float) * 1e3
     rows["measure"] = rows["label"]
     rows["kind_shown"] = rows["estimated"].map({True: "estimate (not run)", False: "measured"})
+    rows["few"] = rows["few_samples"].astype(bool) & ~rows["estimated"].astype(bool) if "few_samples" in rows else False
+    rows["marks"] = rows["marks"].fillna("") if "marks" in rows else ""
     return rows
 
 
@@ -45,6 +47,7 @@ def _tooltip() -> list[alt.Tooltip]:
         alt.Tooltip("gflops:Q", title="GFLOP/s", format=",.4g"),
         alt.Tooltip("launch:N", title="launch"),
         alt.Tooltip("kind_shown:N", title="measured?"),
+        alt.Tooltip("few:N", title="fewer than 3 samples"),
     ]
 
 
@@ -70,9 +73,13 @@ def steps_time_chart(summary: pd.DataFrame, subtitle: str) -> alt.Chart:
         tooltip=_tooltip())
     labels = base.mark_text(align="left", dx=10, dy=-10, fontSize=11).encode(
         y=y, x=alt.X("median_ms:Q", scale=x_scale), text="text:N",
-    ).transform_calculate(text="(datum.estimated ? 'estimate ' : '') + " + _TIME_TEXT)
-    return (whiskers + dots + labels).properties(
-        title=alt.TitleParams("Time per implementation (median, min–max; hollow diamond = estimate, not run)", subtitle=subtitle),
+    ).transform_calculate(text="(datum.estimated ? 'estimate ' : '') + " + _TIME_TEXT + " + datum.marks")
+    # a figure from fewer than 3 samples cannot show its spread: a grey square says so
+    few = base.transform_filter("datum.few").mark_square(size=260, filled=False, strokeWidth=1.5, color="#777").encode(
+        y=y, x=alt.X("median_ms:Q", scale=x_scale), tooltip=_tooltip())
+    return (whiskers + dots + few + labels).properties(
+        title=alt.TitleParams("Time per implementation (median, min–max; hollow diamond = estimate, not run; "
+                              "grey square, * = fewer than 3 samples; ° = fits in the L2)", subtitle=subtitle),
         height=alt.Step(30))
 
 
@@ -99,8 +106,9 @@ def throughput_chart(summary: pd.DataFrame, subtitle: str, metric: str = "gbps",
     scale, unit = _rate_unit(largest, "B/s" if metric == "gbps" else "FLOP/s")
     rows["value"] = rows[metric].astype(float) / scale
     peak = peak / scale if peak else peak
-    rows["text"] = [f"{v:,.3g} {unit}" + (f" · {f:.0%} of peak" if f == f and f is not None else "")
-                    for v, f in zip(rows["value"], rows["fraction_of_peak"].astype(float))]
+    marks = rows["marks"].fillna("") if "marks" in rows else [""] * len(rows)
+    rows["text"] = [f"{v:,.3g} {unit}{m}" + (f" · {f:.0%} of peak" if f == f and f is not None else "")
+                    for v, f, m in zip(rows["value"], rows["fraction_of_peak"].astype(float), marks)]
     order = list(rows["label"])
     y = alt.Y("label:N", sort=order, title=None, axis=alt.Axis(labelLimit=320))
     tooltip = [alt.Tooltip("label:N", title="implementation"), alt.Tooltip("value:Q", title=unit, format=",.4g"),
@@ -120,7 +128,7 @@ def throughput_chart(summary: pd.DataFrame, subtitle: str, metric: str = "gbps",
 
 
 def phases_chart(frame: pd.DataFrame, subtitle: str) -> alt.Chart:
-    """Where each GPU step's end-to-end time goes: allocation, H2D, launch, kernel, D2H (medians, stacked, linear)."""
+    """Where each GPU step's end-to-end time goes: H2D, launch, kernel, D2H (medians, stacked, linear)."""
     steps = frame[(frame["kind"] == "step") & frame["phase"].isin(PHASE_LABELS)]
     medians = steps.groupby(["label", "phase"], sort=False)["seconds"].median().reset_index()
     medians["measure"] = medians["phase"].map(PHASE_LABELS)

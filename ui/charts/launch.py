@@ -178,6 +178,9 @@ def sweep_summary(frame: pd.DataFrame) -> pd.DataFrame:
         best=("best", "first"),
         n=("n", "first"),
     ).reset_index()
+    flag = lambda col: frame.groupby("label", sort=False)[col].first().reindex(out["label"]).fillna(False).astype(bool).to_numpy() if col in frame else False  # noqa: E731
+    out["few_samples"] = out["samples"] < 3
+    out["l2_resident"] = flag("l2_resident")
     bytes_moved = BYTES_PER_ELEMENT * out["n"]
     for col in ("median", "min", "max"):
         out[f"{col}_us"] = out[f"{col}_s"] * 1e6
@@ -186,6 +189,9 @@ def sweep_summary(frame: pd.DataFrame) -> pd.DataFrame:
     out["bandwidth_high_gbps"] = bytes_moved / out["min_s"] / 1e9  # fastest sample
     out["occupancy_pct"] = out["occupancy"] * 100
     out["marker"] = out["best"].map({True: "best", False: ""})
+    # n<3 and L2 marks beside "best" (never "*" for best: "*" means fewer than 3 samples)
+    out["marks"] = [", ".join(m for m in (("best" if b else ""), ("n<3" if f else ""), ("fits in L2" if l else "")) if m)
+                    for b, f, l in zip(out["best"], out["few_samples"], out["l2_resident"])]
     return out.sort_values("order").reset_index(drop=True)
 
 
@@ -201,6 +207,7 @@ def _sweep_tooltip() -> list[alt.Tooltip]:
         alt.Tooltip("occupancy_pct:Q", title="occupancy (%)", format=".0f"),
         alt.Tooltip("occupancy_source:N", title="occupancy from"),
         alt.Tooltip("samples:Q", title="samples"),
+        alt.Tooltip("marks:N", title="marks"),
     ]
 
 
@@ -226,8 +233,12 @@ def sweep_time_chart(frame: pd.DataFrame, subtitle: str) -> alt.LayerChart:
         y=alt.Y("median_us:Q", scale=y_scale)
     )
     label = base.transform_filter("datum.best").mark_text(dy=-16, fontWeight="bold").encode(y=alt.Y("median_us:Q", scale=y_scale), text="marker:N")
-    return (whiskers + points + best + label).properties(
-        title=alt.TitleParams("Kernel time per launch configuration (median; whisker = min–max)", subtitle=subtitle, anchor="start"), height=300,
+    # a figure from fewer than 3 samples cannot show its spread: a grey square says so
+    few = base.transform_filter("datum.few_samples").mark_square(size=200, filled=False, strokeWidth=1.5, color="#777").encode(
+        y=alt.Y("median_us:Q", scale=y_scale))
+    return (whiskers + points + best + few + label).properties(
+        title=alt.TitleParams("Kernel time per launch configuration (median; whisker = min–max; diamond = best; "
+                              "grey square = fewer than 3 samples)", subtitle=subtitle, anchor="start"), height=300,
         autosize=alt.AutoSizeParams(type="fit-x", contains="padding"),
     )
 

@@ -52,8 +52,11 @@ def crossover_data(crossovers: list[dict]) -> pd.DataFrame:
     for c in crossovers:
         if c["kind"] == "from" and c["n"]:
             who = {"gpu-kernel": "kernel", "gpu-launch-kernel": "kernel + launch"}.get(c["gpu"], "end to end")
-            rows.append({"n": c["n"], "marker": f"{who} = {c['baseline_label']}", "text": c["text"]})
-    return pd.DataFrame(rows, columns=["n", "marker", "text"])
+            # from fewer than 3 samples the crossing has no known spread: never drawn as an exact "="
+            few = bool(c.get("few_samples"))
+            rows.append({"n": c["n"], "marker": f"{who} ≈ {c['baseline_label']}" + (" (n<3)" if few else ""),
+                         "text": c["text"], "few": few})
+    return pd.DataFrame(rows, columns=["n", "marker", "text", "few"])
 
 
 def _time_tooltip() -> list[alt.Tooltip]:
@@ -98,8 +101,8 @@ def time_chart(frame: pd.DataFrame, crossovers: list[dict], subtitle: str) -> al
     layers = [band, line, noisy, few]
     marks = crossover_data(crossovers)
     if not marks.empty:
-        rule = alt.Chart(marks).mark_rule(strokeDash=[3, 3], color="#444").encode(
-            x=alt.X("n:Q"),
+        rule = alt.Chart(marks).mark_rule(color="#444").encode(
+            x=alt.X("n:Q"), strokeDash=alt.condition("datum.few", alt.value([1, 4]), alt.value([3, 3])),
             tooltip=[alt.Tooltip("text:N", title="crossover"), alt.Tooltip("n:Q", title="N ≈", format=",.3~s")],
         )
         text = alt.Chart(marks).mark_text(angle=270, align="right", baseline="bottom", dx=-4, dy=-2, fontSize=10, color="#444").encode(

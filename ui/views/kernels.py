@@ -7,12 +7,14 @@ import json
 import pandas as pd
 import streamlit as st
 
+from gpu.core.telemetry import describe as describe_telemetry
 from gpu.core.timing import format_factor, format_seconds
 from gpu.experiments.catalog import step_sources
 from gpu.experiments.step_result import KernelRun
 from gpu.experiments.steps import KernelSpec
 from gpu.report.words import format_gbps
 from ui.charts import kernels as charts
+from ui.views.compile_facts import code_listings, facts_line, show_steps_facts
 
 RUNS_KEY = "kernels.runs"  # this session's catalog runs, newest last (the Roofline page reads them)
 MAX_RUNS = 20  # bounded: a session keeps its last 20 runs
@@ -49,17 +51,18 @@ def show_agreement(run: KernelRun) -> None:
 def show_metrics(run: KernelRun) -> None:
     best = run.best_step
     cols = st.columns(4)
+    sim = " (simulated)" if run.backend == "simulator" else ""  # never read as GPU performance
     if best is None:
         cols[0].metric("Best GPU step", "none ran")
         return
     number, _, name = best.label.partition(" · ")
     cols[0].metric("Best GPU step", f"step {number}" if name else best.label,
                    help=f"{best.label}: the Numba step with the shortest kernel time (median).")
-    cols[1].metric("Its kernel time", format_seconds(best.seconds))
+    cols[1].metric(f"Its kernel time{sim}", format_seconds(best.seconds) + run.marks(best))
     compute_bound = run.flops and run.intensity > 1
     throughput = format_flops(run.gflops(best)) if compute_bound else format_gbps(run.gbps(best))
     fraction = run.fraction_of_peak(best)
-    cols[2].metric("FLOP rate" if compute_bound else "Bandwidth", throughput,
+    cols[2].metric(("FLOP rate" if compute_bound else "Bandwidth") + sim, throughput,
                    delta=None if fraction is None else f"{fraction:.0%} of peak", delta_color="off",
                    help="Bytes the algorithm must move (or FLOPs it must do) ÷ kernel time; peak from the device's facts.")
     ratio = run.vs_best_library(best)
@@ -77,14 +80,17 @@ def format_flops(gflops: float | None) -> str:
 def table(run: KernelRun) -> pd.DataFrame:
     rows = []
     for row in run.summary_rows():
-        time_text = "—" if row["seconds"] is None else ("estimated " if row["estimated"] else "") + format_seconds(row["seconds"])
+        time_text = "—" if row["seconds"] is None else ("estimated " if row["estimated"] else "") + format_seconds(row["seconds"]) + row["marks"]
+        hold = "—" if row["kind"] == "cpu" or row["held"] is None else (
+            ("held" if row["held"] else "no hold: includes the launch") + (f", {row['retries']} retried" if row["retries"] else ""))
         rows.append({
             "implementation": row["label"], "kind": row["kind_label"], "launch": row["launch"] or "",
             "time (median)": time_text if not (row["skipped"] and not row["estimated"]) else "skipped",
             "bandwidth": format_gbps(row["gbps"]), "FLOP rate": format_flops(row["gflops"]),
             "% of peak": "—" if row["fraction_of_peak"] is None else f"{100 * row['fraction_of_peak']:.1f}%",
             "× best library": "—" if row["vs_best_library"] is None else f"{row['vs_best_library']:.3g}x", "samples": row["samples"],
-            "agreement / why skipped": row["agreement"] or row["skipped"] or "",
+            "stream hold": hold,
+            "agreement / why skipped": " · ".join(x for x in (row["agreement"], row["skipped"], row["note"]) if x),
         })
     return pd.DataFrame(rows)
 
@@ -109,7 +115,10 @@ def show_run(run: KernelRun) -> None:
     )
     for note in run.notes:
         st.info(note, icon=":material/info:")
+    if run.telemetry and run.telemetry.get("flagged"):
+        st.warning("GPU clocks dropped during this run: " + "; ".join(run.telemetry["flags"]), icon=":material/speed:")
     st.dataframe(table(run), hide_index=True, width="stretch")
+    st.caption(" · ".join([*run.marks_legend(), describe_telemetry(run.telemetry)]))
     left, right = st.columns(2)
     name = f"{run.kernel}_{run.params.get('n')}"
     left.download_button("Download run (JSON)", json.dumps(run.to_dict(), indent=2, default=str), file_name=f"{name}.json",
@@ -123,14 +132,19 @@ def show_sources(spec: KernelSpec) -> None:
     st.subheader("The steps, and what changed")
     st.caption("Lines marked + are new or changed since the previous step; lines marked − were removed. "
                "Each kernel's docstring is the prose above its code.")
-    for source, step in zip(step_sources(spec), spec.steps):
+    compiled = show_steps_facts([step.kernel for step in spec.steps], key="kernels.compile_target")  # issue 17
+    for i, (source, step) in enumerate(zip(step_sources(spec), spec.steps)):
         needs = f" — needs {step.needs}: GPU only" if step.needs else ""
         with st.expander(f"{source.label}: {step.changed} ({source.changed} lines changed){needs}", expanded=False):
+            if i in compiled:
+                facts_line(compiled[i])
             st.markdown(source.why)
             st.code(source.as_diff(), language="diff")
             if source.helpers:
                 st.caption("Device functions it calls:")
                 st.code(source.helpers, language="python")
+            if i in compiled:
+                code_listings(compiled[i], in_expanders=False)
     from ui.views.trace import show_kernel_traces  # the memory trace of every step (issue 21)
 
     show_kernel_traces(spec)

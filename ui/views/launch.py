@@ -14,6 +14,7 @@ from gpu.experiments.launch import LaunchSweepRun
 from gpu.report.launch import explanation
 from gpu.report.render import to_json
 from ui.charts import launch as launch_charts
+from ui.views.compile_facts import show_kernel_facts
 
 INDEXING_KEY = "launch.indexing"
 SWEEP_KEY = "launch.sweep"
@@ -80,8 +81,8 @@ def describe_sweep(run: LaunchSweepRun) -> str:
 
 def sweep_table(run: LaunchSweepRun) -> pd.DataFrame:
     table = launch_charts.sweep_summary(run.to_frame())
-    table = table[["label", "blocks", "median_us", "min_us", "max_us", "bandwidth_gbps", "occupancy_pct", "occupancy_source", "samples", "marker"]]
-    return table.rename(columns={"label": "configuration", "median_us": "median (µs)", "min_us": "min (µs)", "max_us": "max (µs)", "bandwidth_gbps": "GB/s (median)", "occupancy_pct": "occupancy (%)", "occupancy_source": "occupancy from", "marker": ""})
+    table = table[["label", "blocks", "median_us", "min_us", "max_us", "bandwidth_gbps", "occupancy_pct", "occupancy_source", "samples", "marks"]]
+    return table.rename(columns={"label": "configuration", "median_us": "median (µs)", "min_us": "min (µs)", "max_us": "max (µs)", "bandwidth_gbps": "GB/s (median)", "occupancy_pct": "occupancy (%)", "occupancy_source": "occupancy from", "marks": "marks"})
 
 
 def show_sweep(run: LaunchSweepRun) -> None:
@@ -142,6 +143,7 @@ def article_source(source: str) -> str:
 
 def show_inspector() -> None:
     kernel = st.radio("Kernel", list(KERNELS), format_func=lambda k: KERNELS[k][1], horizontal=True, key="inspect_kernel")
+    show_kernel_facts(KERNELS[kernel][0], key="launch.compile_target")  # the real compiler, here too (issue 17)
     try:
         result = cached_inspection(kernel)
     except Exception as exc:  # a toolkit problem must not break the page

@@ -90,7 +90,7 @@ def show_result(run: SweepRun) -> None:
     cols = st.columns(4)
     cols[0].metric("Sizes measured", f"{len(run.sizes)}")
     cols[1].metric("Steps", f"{run.steps_done} of {run.steps_planned}")
-    cols[2].metric("Wall time", format_seconds(run.wall_s), help="Kernel compile excluded.")
+    cols[2].metric("Wall time", format_seconds(run.wall_s), help="From the first measured step to the last: kernel compile and input generation excluded.")
     overhead = run.overhead_fraction
     measured = run.sampled_s > 0 and 0 <= overhead < 1
     cols[3].metric("Overhead", f"{overhead:.0%}" if measured else "not measured", help=(

@@ -13,6 +13,7 @@ import pandas as pd
 import streamlit as st
 
 import gpu
+from gpu.core.telemetry import describe as describe_telemetry
 from gpu.core.timing import ALLOCATION_RULE, format_factor, format_seconds
 from gpu.experiments.bandwidth import (
     SIMULATED_NOTE,
@@ -116,7 +117,8 @@ def strategy_table(result: StrategyComparison) -> pd.DataFrame:
         row = {"strategy": s.label, "end to end (ms)": s.cost_s * 1e3}
         for phase, label in (("h2d", "H2D"), ("launch", "launch"), ("kernel", "kernel"), ("d2h", "D2H"), ("span", "copies + kernels, span")):
             row[f"{label} (ms)"] = s.phase_cost_s(phase) * 1e3 if phase in s.phases else None
-        row.update({"samples": s.total.n_samples, "host memory": s.host_memory, "bit-identical": s.agreement.passed, "what it does": s.description})
+        row.update({"samples": s.total.n_samples, "marks": "n<3: spread unknown" if s.few_samples else "",
+                    "host memory": s.host_memory, "bit-identical": s.agreement.passed, "what it does": s.description})
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -161,6 +163,10 @@ def show_strategies(result: StrategyComparison) -> None:
     st.caption(f"Medians per vector add; CUDA events for phases{' (wall clock in the simulator)' if result.backend == 'simulator' else ''}, wall clock end to end. {result.policy.describe()}. "
                f"Rule: {ALLOCATION_RULE} — except \"as in the article\", whose cuda.to_device allocates while it copies (its H2D includes allocating a, b and c).")
     st.dataframe(strategy_table(result), hide_index=True, width="stretch")
+    if result.telemetry and result.telemetry.get("flagged"):
+        st.warning("GPU clocks dropped during this run: " + "; ".join(result.telemetry["flags"]), icon=":material/speed:")
+    elif result.telemetry is not None:
+        st.caption(describe_telemetry(result.telemetry))
     left, right = st.columns(2)
     left.download_button("Download strategies (JSON)", json.dumps(to_json(result), indent=2), file_name=f"transfers_strategies_{result.n}.json", mime="application/json", key="st_download_json")
     right.download_button("Download strategy samples (CSV)", frame.to_csv(index=False), file_name=f"transfers_strategies_{result.n}.csv", mime="text/csv", key="st_download_csv")

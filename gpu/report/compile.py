@@ -1,0 +1,91 @@
+"""``python -m gpu compile``: every kernel's facts from the real compiler, per target.
+
+Registers per thread, spill stores and loads, static shared memory, stack frame and the
+theoretical occupancy at the block size the experiment launches with, for each kernel of
+gpu/ (gpu/report/kernel_index.py) and each target (gpu/core/arch.py), compiled by NVVM +
+ptxas (gpu/core/compiler.py). Works without a GPU. Exit 1 when any kernel fails to compile.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from gpu.core.arch import TARGETS, target_named
+from gpu.core.compiler import CompileFacts, available_targets, compile_many, first_line, toolkit
+from gpu.core.limits import InputError
+from gpu.report.kernel_index import find_kernels, kernel_named
+
+STATIC_FACTS = "static facts from the compiler, not measurements"
+
+
+def add_command(sub) -> None:
+    """Register the ``compile`` subcommand on the CLI's subparsers."""
+    p = sub.add_parser("compile", help="every kernel compiled by NVVM + ptxas per target: registers, spills, shared memory, occupancy (no GPU needed)")
+    p.add_argument("--kernel", action="append", default=None, metavar="NAME", help="only this kernel (function name); repeat for several")
+    p.add_argument("--target", action="append", default=None, metavar="SM",
+                   help=f"only this target, e.g. sm_90 or 9.0; repeat for several (default: every target this ptxas knows, of {', '.join(TARGETS)})")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--code", action="store_true", help="with --json: include each kernel's PTX and SASS")
+    p.set_defaults(func=run_command)
+
+
+def facts_for(kernel_names: list[str] | None, target_names: list[str] | None) -> list[CompileFacts]:
+    """Facts for the chosen kernels (default all) and targets (default all available)."""
+    try:
+        kernels = [kernel_named(n) for n in kernel_names] if kernel_names else list(find_kernels())
+        targets = [target_named(t) for t in target_names] if target_names else available_targets()
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+    requests = [r for k in kernels for r in k.requests()]
+    return compile_many(requests, targets)
+
+
+def to_json(facts: list[CompileFacts], code: bool = False) -> dict:
+    tools = toolkit()
+    return {
+        "compiler": f"NVVM/ptxas {tools.version}" if tools.version else None,
+        "toolkit_problem": tools.problem,
+        "sass": tools.sass_note or "nvdisasm",
+        "note": STATIC_FACTS,
+        "targets": [TARGETS[t].to_dict() for t in dict.fromkeys(f.target for f in facts)],
+        "ok": all(f.ok for f in facts),
+        "failed": sum(not f.ok for f in facts),
+        "kernels": [f.to_dict(code=code) for f in facts],
+    }
+
+
+def table(facts: list[CompileFacts]) -> str:
+    """One line per kernel, signature and target."""
+    tools = toolkit()
+    lines = [f"Compiled here by NVVM/ptxas {tools.version or '?'} — {STATIC_FACTS}."]
+    if tools.sass_note:
+        lines.append(tools.sass_note)
+    header = f"{'kernel':<30} {'target':<7} {'regs':>5} {'spilled B':>9} {'shared B':>9} {'stack B':>7} {'occupancy':>17}"
+    for target in dict.fromkeys(f.target for f in facts):
+        lines += ["", TARGETS[target].label, header]
+        for f in (f for f in facts if f.target == target):
+            if not f.ok:
+                lines.append(f"{f.kernel:<30} {f.target:<7} FAILS: {first_line(f.error)[:120]}")
+                continue
+            occ = f"{f.occupancy.percent} at {f.threads_per_block}" if f.occupancy else "—"
+            lines.append(
+                f"{f.kernel:<30} {f.target:<7} {f.registers_per_thread:>5} {f.spill_stores_bytes:>9,} "
+                f"{f.shared_memory_bytes:>9,} {f.stack_frame_bytes:>7,} {occ:>17}"
+            )
+    failed = [f for f in facts if not f.ok]
+    lines += ["", f"{len(facts) - len(failed)} of {len(facts)} compiled" + (f"; {len(failed)} failed" if failed else "")]
+    return "\n".join(lines)
+
+
+def run_command(args: argparse.Namespace) -> int:
+    from gpu.__main__ import _print_json  # the CLI's one JSON printer
+
+    facts = facts_for(args.kernel, args.target)
+    if args.json:
+        _print_json(to_json(facts, code=args.code))
+    else:
+        print(table(facts))
+    return 0 if facts and all(f.ok for f in facts) else 1
+
+
+__all__ = ["STATIC_FACTS", "add_command", "facts_for", "run_command", "table", "to_json"]

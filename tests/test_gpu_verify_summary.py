@@ -1,0 +1,40 @@
+"""scripts/gpu_verify_summary.py: SUMMARY.md of a `make gpu-verify` folder, from its JSON files."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+spec = importlib.util.spec_from_file_location("gpu_verify_summary", ROOT / "scripts" / "gpu_verify_summary.py")
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+
+
+def test_summary_sorts_catalog_targets_into_met_not_met_and_not_measurable(tmp_path):
+    target = lambda name, measured, met: {"name": name, "measured": measured, "threshold": 1.0, "higher_is_better": True, "met": met}  # noqa: E731
+    check = {
+        "started_at": "2026-12-01T00:00:00Z", "passed": False,
+        "device": {"name": "NVIDIA H200", "compute_capability": "9.0", "multiprocessors": 132, "driver_version": "13.0", "runtime_version": "13.0"},
+        "versions": {"numba-cuda": "0.30.4", "streamlit": None},
+        "sections": {
+            "reduction": {"title": "Reduction", "passed": True, "data": {"targets": [target("shuffle GB/s", 2.0, True)]}},
+            "matmul": {"title": "Matmul", "passed": False, "data": {"targets": [target("vs cuBLAS", 0.5, False), target("vs CuPy", None, None)]}},
+        },
+    }
+    (tmp_path / "check.json").write_text(json.dumps(check))
+    (tmp_path / "compile.json").write_text(json.dumps({"compiler": "NVVM/ptxas 12.9", "failed": 1, "kernels": [
+        {"kernel": "k1", "target": "sm_90", "ok": True, "error": None},
+        {"kernel": "k2", "target": "sm_100", "ok": False, "error": "NVVM (sm_100): nvvmError\nmore"}]}))
+    text = module.summary(tmp_path, 0, 1, 0, 412.0)
+    assert "NVIDIA H200 (cc 9.0, 132 SMs)" in text and "numba-cuda 0.30.4" in text and "streamlit" not in text
+    assert "1 met, 1 not met, 1 not measurable" in text
+    assert "- matmul: vs cuBLAS: 0.5 (target ≥ 1)" in text and "- reduction: shuffle GB/s: 2" in text
+    assert "k2 for sm_100: NVVM (sm_100): nvvmError" in text and "1 of 2 kernel x target compiled" in text
+    assert "compile (`python -m gpu compile --json`, compile.json): FAILED (exit 1)" in text and "wall time: 412 s" in text
+
+
+def test_summary_of_a_folder_where_nothing_ran_says_so(tmp_path):
+    text = module.summary(tmp_path, None, None, None, None)
+    assert text.count("not run") == 3

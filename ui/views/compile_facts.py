@@ -1,0 +1,138 @@
+"""What the real CUDA compiler says about a kernel, shown where the visitor is, GPU or not.
+
+The Launch config page's kernel inspector and every step on the Kernels page call
+``show_kernel_facts`` / ``show_steps_facts``: a target picker (the device present on a GPU,
+else the H100/H200), one sentence of static facts from NVVM + ptxas (gpu/core/compiler.py),
+and the PTX and SASS. Compiling happens in a subprocess and is cached on disk, so a page
+pays for it once per kernel, target and toolkit.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from gpu.core.arch import DEFAULT_TARGET, TARGETS, Target, target_for_cc
+from gpu.core.backend import BACKEND
+from gpu.core.compiler import CompileFacts, CompileRequest, available_targets, compile_many, toolkit
+from gpu.core.device import device_info
+from gpu.report.kernel_index import launch_of
+
+SIMULATOR_BLIND_SPOTS = (
+    "What the simulator cannot tell: whether a kernel compiles for a GPU (hence the compiler's facts here), "
+    "how warp shuffles behave, data races between threads, and timing."
+)
+
+
+def simulator_line() -> None:
+    """The one line each page with compiler facts shows about the simulator's blind spots."""
+    st.caption(f":material/visibility_off: {SIMULATOR_BLIND_SPOTS}")
+
+
+def default_target() -> str:
+    """The present GPU's target when it is in the table, else the H100/H200's."""
+    if not BACKEND.simulated:
+        cc = device_info().compute_capability
+        try:
+            target = target_for_cc(tuple(int(x) for x in str(cc).split(".")[:2]))
+        except ValueError:
+            target = None
+        if target is not None:
+            return target.name
+    return DEFAULT_TARGET
+
+
+def target_picker(key: str) -> Target:
+    """A choice of compile target, labelled by GPU ("H100/H200 · sm_90"); returns the Target."""
+    names = [t.name for t in available_targets()] or list(TARGETS)
+    default = default_target()
+    here = " (this GPU)" if not BACKEND.simulated else ""
+    label = lambda n: f"{TARGETS[n].gpus} · {n}" + (here if n == default else "")  # noqa: E731
+    name = st.selectbox("Compile for", names, index=names.index(default) if default in names else 0, format_func=label, key=key,
+                        help="The compiler runs here for any of these GPUs; no GPU is needed to compile.")
+    return TARGETS[name]
+
+
+@st.cache_resource(max_entries=512, show_spinner="Compiling with NVVM and ptxas…")
+def cached_facts(requests: tuple[CompileRequest, ...], target: str) -> tuple[CompileFacts, ...]:
+    """Facts for requests on one target; the compiler also keeps them on disk."""
+    return tuple(compile_many(list(requests), [target]))
+
+
+def request_of(kernel) -> CompileRequest | None:
+    """The compile request of a kernel as its module declares it launched (None if undeclared)."""
+    found = launch_of(kernel)
+    if found is None:
+        return None
+    entry, launch = found
+    return CompileRequest(entry.name, launch.signatures[0], entry.name, module=entry.module, threads_per_block=launch.threads_per_block)
+
+
+def facts_line(facts: CompileFacts) -> None:
+    """The facts as one sentence, red when the kernel does not compile."""
+    if facts.ok:
+        st.markdown(f":material/memory: **{facts.kernel}** {facts.sentence()}.")
+        if facts.spill_stores_bytes:
+            st.caption(f"Spills: {facts.spill_stores_bytes:,} bytes stored to and {facts.spill_loads_bytes:,} read from local memory per thread.")
+    else:
+        st.error(f"**{facts.kernel}** {facts.sentence()}", icon=":material/error:")
+
+
+def code_listings(facts: CompileFacts, in_expanders: bool = True) -> None:
+    """PTX and SASS listings; as expanders, or as tabs where the caller is already in an expander."""
+    if not facts.ok or not facts.ptx:
+        return
+    ptx_title = f"PTX for {facts.target} ({len(facts.ptx.splitlines())} lines)"
+    sass_title = f"SASS for {facts.target} (nvdisasm)"
+    if in_expanders:
+        with st.expander(ptx_title):
+            st.code(facts.ptx, language=None, line_numbers=True)
+        if facts.sass:
+            with st.expander(sass_title):
+                st.code(facts.sass, language=None, line_numbers=True)
+    else:
+        tabs = st.tabs([ptx_title, sass_title] if facts.sass else [ptx_title])
+        with tabs[0]:
+            st.code(facts.ptx, language=None, line_numbers=True)
+        if facts.sass:
+            with tabs[1]:
+                st.code(facts.sass, language=None, line_numbers=True)
+    if not facts.sass:
+        st.caption(facts.sass_note or "SASS: no disassembler in the toolkit wheels.")
+
+
+def show_kernel_facts(kernel, key: str) -> None:
+    """Target picker, facts sentence, PTX and SASS for one kernel (the Launch config inspector)."""
+    st.markdown("**What the compiler says**")
+    if toolkit().problem:
+        st.warning(toolkit().problem)
+        return
+    request = request_of(kernel)
+    if request is None:
+        st.caption("This kernel's module declares no LAUNCHES entry, so there is nothing to compile it with.")
+        return
+    target = target_picker(key)
+    facts = cached_facts((request,), target.name)[0]
+    facts_line(facts)
+    code_listings(facts)
+    simulator_line()
+
+
+def show_steps_facts(kernels: list, key: str) -> dict[int, CompileFacts]:
+    """The target picker for a page's steps, compiled together; returns facts by the
+    kernel's position in ``kernels`` (missing where a kernel declares no launch)."""
+    if toolkit().problem:
+        st.warning(toolkit().problem)
+        return {}
+    requests = {i: r for i, k in enumerate(kernels) if (r := request_of(k)) is not None}
+    cols = st.columns([1, 2])
+    with cols[0]:
+        target = target_picker(key)
+    with cols[1]:
+        st.caption(f"Each step below is compiled here for {target.label} by NVVM and ptxas: registers, spills, shared "
+                   "memory and theoretical occupancy are static facts from the compiler, not measurements.")
+    simulator_line()
+    facts = cached_facts(tuple(requests.values()), target.name)
+    return dict(zip(requests, facts))
+
+
+__all__ = ["SIMULATOR_BLIND_SPOTS", "code_listings", "facts_line", "show_kernel_facts", "show_steps_facts", "simulator_line"]
