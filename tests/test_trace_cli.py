@@ -46,7 +46,8 @@ def test_a_finding_exits_1_with_thread_and_line(capsys, monkeypatch):
     (["trace", "transpose-naive", "--n", "1e6"], "too large"),
     (["trace", "transpose-naive", "--n", "zero"], "N"),
     (["trace", "learner.py"], "add --problem"),
-    (["trace", "learner.py", "--problem", "vector-add"], "never run"),
+    (["trace", "no-such-file.py", "--problem", "vector-add"], "cannot read"),
+    (["trace", "no-such-file.py", "--problem", "vector-add", "--n", "5"], "--n goes with a lab kernel"),
     (["trace", "transpose-naive", "--problem", "vector-add"], "--problem goes with a .py file"),
 ])
 def test_bad_input_exits_2_with_one_line(args, fragment, capsys):
@@ -60,3 +61,21 @@ def test_the_child_process_returns_reports_and_reasons():
     assert isinstance(report, TraceReport) and "N = 2,048" in report.label
     assert next(s for s in report.sectors if s.kind == "read").sectors_per_request == 32
     assert "warp shuffles" in reason
+
+
+def test_a_learners_file_is_checked_then_traced_in_the_sandbox(tmp_path, capsys):
+    from gpu.problems import get
+
+    solution = get("shared").solution.source
+    missing_sync = solution.replace("    cuda.syncthreads()\n    stride", "    stride")
+    assert missing_sync != solution
+    good, bad, hostile = tmp_path / "good.py", tmp_path / "bad.py", tmp_path / "hostile.py"
+    good.write_text(solution)
+    bad.write_text(missing_sync)
+    hostile.write_text("import os\n")
+    assert main(["trace", str(good), "--problem", "shared"]) == 0
+    assert main(["trace", str(bad), "--problem", "shared"]) == 1
+    out = capsys.readouterr().out
+    assert "race on shared `partial" in out and "line 14 (`partial[tid]`)" in out and "line 18" in out
+    assert main(["trace", str(hostile), "--problem", "shared"]) == 2  # refused by the checker: never run
+    assert "not allowed" in capsys.readouterr().err

@@ -1,7 +1,10 @@
 """``python -m gpu trace KERNEL-OR-FILE [--problem P] [--n N] [--json]``: the memory trace from the shell.
 
 Exit 0 when the trace is clean, 1 when it finds a race, an out-of-bounds access or
-barrier divergence (each printed with its thread and line), 2 for bad input.
+barrier divergence (each printed with its thread and line), 2 for bad input. A lab
+kernel is traced in this process when it runs the simulator (else in a child that
+does); a learner's file (with ``--problem``) only after the write-a-kernel checker
+passed it, in that sandbox's child process (``gpu.trace.submission``).
 """
 
 from __future__ import annotations
@@ -12,11 +15,6 @@ import sys
 from pathlib import Path
 
 from gpu.core.limits import InputError
-
-FILE_REFUSED = ("tracing a file needs the write-a-kernel page's checker and sandbox (issue 20), which this build "
-                "does not have; an unchecked file is never run. Trace one of the lab's kernels by name instead "
-                "(python -m gpu trace --list).")
-
 
 def add_trace_command(sub) -> None:
     """Register the ``trace`` subcommand on the CLI's subparsers."""
@@ -46,8 +44,11 @@ def cmd_trace(args: argparse.Namespace) -> int:
     target = args.target
     if target.endswith(".py") or Path(target).is_file():
         if not args.problem:
-            raise InputError(f"{target} looks like a file: a learner's kernel is traced against its problem, add --problem P")
-        raise InputError(FILE_REFUSED)
+            raise InputError(f"{target} looks like a file: a learner's kernel is traced against its problem, add --problem P "
+                             "(python -m gpu problems lists them)")
+        if args.n is not None:
+            raise InputError("--n goes with a lab kernel; a learner's file is traced at one of its problem's test sizes")
+        return _trace_file(target, args.problem, args.json)
     if args.problem:
         raise InputError("--problem goes with a .py file; a lab kernel has its own inputs")
     kernel = find(target)  # InputError naming the choices
@@ -62,9 +63,33 @@ def cmd_trace(args: argparse.Namespace) -> int:
         report = run_in_child([(target, n)])[0]
         if isinstance(report, str):
             raise InputError(report)
-    if args.json:
+    return _emit(report, args.json)
+
+
+def _emit(report, as_json: bool) -> int:
+    if as_json:
         json.dump(report.to_dict(), sys.stdout, indent=2, default=str)
         sys.stdout.write("\n")
     else:
         print(report)
     return 1 if report.problems else 0
+
+
+def _trace_file(path: str, problem: str, as_json: bool) -> int:
+    """A learner's file: read (capped, UTF-8), checked by the sandbox's checker, traced in its sandboxed child."""
+    from gpu.sandbox.cli import MAX_FILE_BYTES
+    from gpu.trace.submission import trace_submission
+
+    try:
+        raw = Path(path).read_bytes()[: MAX_FILE_BYTES + 1]
+        source = raw.decode("utf-8")
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise InputError(f"{path} is not UTF-8 text") from None
+    if len(raw) > MAX_FILE_BYTES:
+        raise InputError(f"{path} is over {MAX_FILE_BYTES:,} bytes; a kernel file is far smaller")
+    report = trace_submission(problem, source)
+    if isinstance(report, str):  # refused by the checker, or stopped by the sandbox's limits
+        raise InputError(f"{path}: {report}")
+    return _emit(report, as_json)

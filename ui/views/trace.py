@@ -17,6 +17,7 @@ from gpu.trace.report import TraceReport
 from ui.charts import trace as charts
 
 MAX_CACHED = 32  # trace sets kept (the lab has fewer than 10 kernels with 2-3 steps each)
+SUBMISSION_KEY = "trace.write_kernel"  # this session's last trace per problem: {problem: (verdict, report or why not)}
 
 
 @st.cache_data(max_entries=MAX_CACHED, show_spinner=False)
@@ -153,3 +154,32 @@ def show_coalescing_demo() -> None:
         if not frame.empty:
             frame = frame[frame["array"].str.startswith("a ")]
             col.altair_chart(charts.access_map_chart(frame, range(WARP), "What warp 0 of block 0 reads", report.label), width="content")
+
+
+def trace_after_verdict(problem: str, source: str, verdict, sandbox) -> None:
+    """Write a kernel: trace a submission the checker passed and the harness ran (passed or wrong), in the sandbox."""
+    from gpu.trace.submission import trace_submission
+
+    if verdict.status not in ("passed", "wrong"):
+        return
+    with st.spinner("Tracing every memory access of your kernel in the sandbox…"):
+        report = trace_submission(problem, source, sandbox=sandbox)
+    st.session_state.setdefault(SUBMISSION_KEY, {})[problem] = (verdict, report)
+
+
+def show_submission_trace(verdict) -> None:
+    """Write a kernel: races, out-of-bounds accesses, divergence and coalescing of the submission, per line."""
+    stored = st.session_state.get(SUBMISSION_KEY, {}).get(verdict.problem)
+    if stored is None or stored[0] is not verdict:  # a trace belongs to the verdict it was made with
+        return
+    report = stored[1]
+    st.markdown("**What the trace shows**: one test run again in the simulator with every memory access recorded.")
+    if isinstance(report, str):
+        st.caption(report)
+        return
+    st.markdown(lesson(report))
+    show_findings(report)
+    st.dataframe(sites_table(report), hide_index=True, width="stretch")
+    show_picture(report, key=f"trace.write_kernel.{verdict.problem}")
+    st.caption(f"{report.label}: {report.blocks_traced:,} of {report.blocks_total:,} blocks traced, "
+               f"{report.accesses:,} accesses recorded. " + CANNOT_SEE)
