@@ -364,6 +364,9 @@ def picture(trace: RawTrace) -> list[dict] | None:
         return None
     rows, seen = [], set()
     per_block = int(trace.block[0] * trace.block[1] * trace.block[2])
+    threads = {t: _xyz(unlinear(t, trace.block)) for t in range(per_block)}
+    blocks = {b: _xyz(unlinear(b, trace.grid)) for b in trace.blocks_traced}
+    labels = [f"{a.name} ({a.space})" for a in trace.arrays]
     for block, thread, _, array, offset, kind, _, _ in trace.records:
         key = (array, offset, block, thread, kind)
         if key in seen:
@@ -371,9 +374,8 @@ def picture(trace: RawTrace) -> list[dict] | None:
         seen.add(key)
         info = trace.arrays[array]
         row, col = cell_of(info, offset)
-        rows.append({"array": f"{info.name} ({info.space})", "row": row, "col": col,
-                     "index": str(list(info.index_of(offset))), "global_thread": block * per_block + thread,
-                     "thread": _xyz(unlinear(thread, trace.block)), "block": _xyz(unlinear(block, trace.grid)),
+        rows.append({"array": labels[array], "row": row, "col": col, "index": str(list(info.index_of(offset))),
+                     "global_thread": block * per_block + thread, "thread": threads[thread], "block": blocks[block],
                      "kind": KIND_NAMES[kind]})
         if len(rows) >= MAX_PICTURE_ROWS:
             return None

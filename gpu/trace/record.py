@@ -88,8 +88,11 @@ class ArrayInfo:
 
     def index_of(self, offset_bytes: int) -> tuple[int, ...]:
         """The element index at ``offset_bytes`` from the allocation (C order)."""
-        flat = offset_bytes // self.itemsize
-        return tuple(int(i) for i in np.unravel_index(flat, self.shape)) if self.shape else ()
+        flat, index = offset_bytes // self.itemsize, []
+        for side in reversed(self.shape):  # np.unravel_index, without its per-call cost (called per record)
+            index.append(flat % side)
+            flat //= side
+        return tuple(reversed(index))
 
     def to_dict(self) -> dict:
         return {"id": self.id, "name": self.name, "space": self.space, "shape": list(self.shape),
