@@ -3,7 +3,9 @@
     .venv/bin/python scripts/trace_screenshots.py OUT_DIR
 
 Starts the app like scripts/screenshots.py, turns the trace on and saves
-``OUT_DIR/kernels_trace.png`` and ``OUT_DIR/launch_trace.png`` (from the section's heading down).
+``OUT_DIR/kernels_trace.png``, ``OUT_DIR/launch_trace.png`` and, after submitting problem 7
+without its first ``syncthreads``, ``OUT_DIR/write_a_kernel_trace.png`` (each from the
+section's heading down).
 """
 
 from __future__ import annotations
@@ -17,16 +19,24 @@ import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from screenshots import ROOT, free_port, wait_idle  # noqa: E402
 
 
-def section(page, heading: str, out: Path, width: int) -> None:
+def missing_sync() -> str:
+    """Problem 7's solution without the syncthreads after the loads: a race the tests may not catch."""
+    from gpu.problems import get
+
+    return get("shared").solution.source.replace("    cuda.syncthreads()\n    stride", "    stride")
+
+
+def section(page, heading: str, out: Path, width: int, above: int = 20) -> None:
     height = page.evaluate("() => document.querySelector('[data-testid=\"stMain\"]').scrollHeight")
     page.set_viewport_size({"width": width, "height": min(int(height) + 40, 16000)})
     page.wait_for_timeout(2500)
-    top = page.get_by_text(heading, exact=True).first.bounding_box()["y"]
+    top = page.get_by_text(heading).first.bounding_box()["y"] - above
     full = page.evaluate("() => document.querySelector('[data-testid=\"stMain\"]').scrollHeight")
-    page.screenshot(path=str(out), clip={"x": 0, "y": max(top - 20, 0), "width": width, "height": max(full - top, 400)})
+    page.screenshot(path=str(out), clip={"x": 0, "y": max(top, 0), "width": width, "height": max(full - top, 400)})
     print(out, flush=True)
 
 
@@ -69,6 +79,20 @@ def main() -> int:
             page.get_by_text("Trace both kernels").click()
             wait_idle(page)
             section(page, "Coalesced and strided: the same data, read two ways", out / "launch_trace.png", width)
+            page.set_viewport_size({"width": width, "height": 1000})
+            page.goto(f"{url}/Write_a_kernel")
+            wait_idle(page)
+            page.locator('[data-testid="stSelectbox"]').first.click()
+            page.get_by_role("option", name="7. Shared memory").click()
+            wait_idle(page)
+            area = page.get_by_label("Your kernel").last  # the previous problem's text area may linger in the DOM
+            area.fill(missing_sync())
+            area.press("Control+Enter")
+            wait_idle(page)
+            page.get_by_role("button", name="Run", exact=True).click()
+            page.get_by_text("What the trace shows").first.wait_for()
+            wait_idle(page)
+            section(page, "What the trace shows", out / "write_a_kernel_trace.png", width, above=120)
             browser.close()
     finally:
         proc.terminate()

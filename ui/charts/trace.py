@@ -16,7 +16,10 @@ from ui.charts.common import FIT
 
 KIND_COLORS = {"read": "#1f77b4", "write": "#ff7f0e", "atomic": "#9467bd"}
 TOUCHED_FILL = "#e3e3e3"  # cells some other thread touched
-CELL_PX = 12
+CELL_PX = 12  # the largest cell; smaller when the panels would not fit side by side
+MIN_CELL_PX = 5
+FIT_WIDTH_PX = 860  # the app's main column, less the axes
+PANEL_AXES_PX = 70  # each panel's row axis and spacing
 MAX_CELLS_PER_ARRAY = 4096  # beyond this the cells are too small to read
 
 
@@ -32,11 +35,13 @@ def access_map_chart(picture: pd.DataFrame, threads: Iterable[int], title: str, 
     Arrays with more than ``MAX_CELLS_PER_ARRAY`` touched cells are left out.
     """
     chosen = set(int(t) for t in threads)
+    groups = [(array, cells, int(cells["row"].max()) + 1, int(cells["col"].max()) + 1)
+              for array, cells in picture.groupby("array", sort=False)]
+    groups = [g for g in groups if g[2] * g[3] <= MAX_CELLS_PER_ARRAY]
+    total_cols = sum(g[3] for g in groups) or 1
+    cell = max(MIN_CELL_PX, min(CELL_PX, (FIT_WIDTH_PX - PANEL_AXES_PX * len(groups)) // total_cols))
     panels = []
-    for array, cells in picture.groupby("array", sort=False):
-        rows, cols = int(cells["row"].max()) + 1, int(cells["col"].max()) + 1
-        if rows * cols > MAX_CELLS_PER_ARRAY:
-            continue
+    for array, cells, rows, cols in groups:
         x = alt.X("col:O", scale=alt.Scale(domain=list(range(cols))), axis=_axis(cols, "column"))
         y = alt.Y("row:O", scale=alt.Scale(domain=list(range(rows))), axis=_axis(rows, "row"))
         touched = cells.drop_duplicates(["row", "col"])[["row", "col", "index"]]
@@ -52,7 +57,7 @@ def access_map_chart(picture: pd.DataFrame, threads: Iterable[int], title: str, 
                      alt.Tooltip("thread:N", title="thread (x, y, z)"), alt.Tooltip("block:N", title="block (x, y, z)"),
                      alt.Tooltip("global_thread:Q", title="global thread id")],
         )
-        panels.append((base + highlight).properties(title=str(array), width=cols * CELL_PX, height=rows * CELL_PX))
+        panels.append((base + highlight).properties(title=str(array), width=cols * cell, height=rows * cell))
     if not panels:
         panels = [alt.Chart(pd.DataFrame({"text": ["no array small enough to draw"]})).mark_text().encode(text="text:N")]
     return alt.hconcat(*panels, spacing=24).properties(
