@@ -77,3 +77,19 @@ def test_the_report_survives_json():
     report = analyse(_trace(records, block=(4, 1, 1)))
     again = TraceReport.from_dict(report.to_dict())
     assert again == report and again.problems
+
+
+def test_the_trace_package_never_imports_streamlit_or_the_layers_above_it():
+    import ast
+    from pathlib import Path
+
+    allowed = {"core", "kernels", "experiments", "trace", "sandbox", "problems"}
+    for path in sorted((Path(__file__).resolve().parent.parent / "gpu" / "trace").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module] if isinstance(node, ast.ImportFrom) and node.module else []
+            for name in names:
+                parts = name.split(".")
+                assert parts[0] != "streamlit", f"{path.name} imports streamlit"
+                assert parts[0] != "ui", f"{path.name} imports the UI"
+                if parts[0] == "gpu" and len(parts) > 1:
+                    assert parts[1] in allowed, f"gpu/trace/{path.name} imports {name}"
