@@ -79,3 +79,19 @@ def test_a_learners_file_is_checked_then_traced_in_the_sandbox(tmp_path, capsys)
     assert "race on shared `partial" in out and "line 14 (`partial[tid]`)" in out and "line 18" in out
     assert main(["trace", str(hostile), "--problem", "shared"]) == 2  # refused by the checker: never run
     assert "not allowed" in capsys.readouterr().err
+
+
+def test_on_a_gpu_the_cli_traces_in_a_simulator_child_and_never_in_its_own_process(monkeypatch, capsys):
+    import numpy as np
+
+    from gpu.core import backend
+    from gpu.trace import record
+    from gpu.trace.examples import read_coalesced_kernel
+
+    on_a_gpu = backend.Backend("cuda", "pretend: this process has a GPU")
+    monkeypatch.setattr(backend, "BACKEND", on_a_gpu)
+    monkeypatch.setattr(record, "BACKEND", on_a_gpu)
+    with pytest.raises(record.TraceUnavailable, match="child process"):
+        record.trace_launch(read_coalesced_kernel, 1, 32, [np.zeros(32, np.float32), np.zeros(32, np.float32)])
+    assert main(["trace", "copy-coalesced", "--json"]) == 0  # through gpu.trace.child, with NUMBA_ENABLE_CUDASIM=1
+    assert json.loads(capsys.readouterr().out)["sectors"][0]["sectors_per_request"] == 4
