@@ -164,6 +164,7 @@ class RawTrace:
     out_of_bounds: list[OutOfBounds]
     out_of_bounds_count: int
     error: str | None
+    source_file: str = ""  # the kernel function's file: where the sites' line numbers count
 
     @property
     def blocks_total(self) -> int:
@@ -502,6 +503,15 @@ def trace_launch(kernel, grid, block, args: Sequence[Any], names: Sequence[str] 
         records=tracer.records,
         barriers={k: tuple(st.barriers) for k, st in tracer.states.items() if st.barriers},
         blocks_traced=blocks, accesses_dropped=tracer.dropped, out_of_bounds=tracer.oob,
-        out_of_bounds_count=tracer.oob_count, error=error,
+        out_of_bounds_count=tracer.oob_count, error=error, source_file=_project_relative(fn.__code__.co_filename),
     )
+
+
+def _project_relative(path: str) -> str:
+    """``gpu/kernels/transpose.py`` for the lab's files; other paths (a learner's ``submission.py``) as they are."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    p = Path(path)
+    return str(p.relative_to(root)) if p.is_absolute() and p.is_relative_to(root) else path
 

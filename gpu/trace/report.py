@@ -34,6 +34,7 @@ class TraceReport:
     picture: tuple[dict, ...] | None
     error: str | None = None
     notes: tuple[str, ...] = field(default=())
+    source: str = ""  # the file whose line numbers the findings give
 
     @property
     def problems(self) -> bool:
@@ -61,7 +62,7 @@ class TraceReport:
 
     def __str__(self) -> str:
         lines = [f"trace of {self.label}: {self.blocks_traced:,} of {self.blocks_total:,} blocks of {self.threads_per_block:,} threads, "
-                 f"{self.accesses:,} accesses recorded", self.headline()]
+                 f"{self.accesses:,} accesses recorded" + (f"; lines of {self.source}" if self.source else ""), self.headline()]
         if self.error:
             lines.append(f"error: {self.error}")
         lines += [f"  {r}" for r in self.races]
@@ -100,7 +101,7 @@ class TraceReport:
             sectors=tuple(an.from_dict(an.SiteSectors, s) for s in data["sectors"]),
             banks=tuple(an.from_dict(an.SiteBanks, b) for b in data["banks"]),
             picture=None if data["picture"] is None else tuple(data["picture"]),
-            error=data.get("error"), notes=tuple(data.get("notes", ())),
+            error=data.get("error"), notes=tuple(data.get("notes", ())), source=data.get("source", ""),
         )
 
 
@@ -134,4 +135,5 @@ def analyse(raw: RawTrace, label: str | None = None, notes: tuple[str, ...] = ()
         out_of_bounds_count=raw.out_of_bounds_count, divergence=tuple(an.barrier_divergence(raw)),
         barrier_intervals=an.barrier_intervals(raw), sectors=tuple(an.coalescing(raw)), banks=tuple(an.bank_conflicts(raw)),
         picture=None if (p := an.picture(raw)) is None else tuple(p), error=raw.error, notes=tuple(said),
+        source=raw.source_file,
     )

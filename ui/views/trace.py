@@ -130,16 +130,7 @@ def show_kernel_traces(spec) -> None:
             show_picture(report, key=f"trace.kernels.{spec.key}.{step.key}")
             st.caption(f"{report.label}: {report.blocks_traced:,} of {report.blocks_total:,} blocks of "
                        f"{report.threads_per_block:,} threads traced, {report.accesses:,} accesses recorded. "
-                       f"Line numbers are those of {_source_file(step.kernel)}.")
-
-
-def _source_file(kernel) -> str:
-    """The kernel's file relative to the project (``gpu/kernels/transpose.py``), where its line numbers count."""
-    from pathlib import Path
-
-    path = Path(getattr(kernel, "py_func", kernel).__code__.co_filename)
-    root = Path(__file__).resolve().parents[2]
-    return str(path.relative_to(root)) if path.is_relative_to(root) else path.name
+                       f"Line numbers are those of {report.source}.")
 
 
 def show_coalescing_demo() -> None:
