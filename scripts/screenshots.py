@@ -28,6 +28,7 @@ PAGES = {
     "transfers": ("Transfers", "Compare strategies"),
     "kernels": ("Kernels", "Run"),
     "roofline": ("Roofline", None),
+    "write_a_kernel": ("Write_a_kernel", "Run"),  # the starter code: a refusal-free run that fails its tests
     "history": ("History", None),
     "device": ("Device", None),
 }

@@ -84,6 +84,8 @@ def kernel_with(line: str, header: str = "from numba import cuda\n") -> str:
     (kernel_with("x = __builtins__"), "dunder", 6),
     (kernel_with("print(i)"), "builtin", 6),
     (kernel_with("cuda = 1"), "redefinition", 6),
+    (kernel_with("x = 'a' * 10 ** 10"), "constant", 6),
+    (kernel_with("f = cuda.jit"), "cuda-api", 6),
     ("from numba import cuda\nCACHE = []\n", "constant", 2),
     ("from numba import cuda\nX = 2 ** 10 ** 10\n", "constant", 2),
     ("from numba import cuda\nX = open('f')\n", "constant", 2),

@@ -52,9 +52,9 @@ def test_a_passing_run_shows_every_test_and_joins_the_leaderboard(isolated):
     at.button(key="write_kernel.run").click().run()
     assert not at.exception, at.exception
     assert any("Passed" in s.value for s in at.success), [e.value for e in at.error]
-    tests = at.dataframe[0].value
+    tests = at.table[0].value
     assert list(tests["Result"]) == ["pass"] * len(tests) and len(tests) == 5
-    board = at.dataframe[-1].value
+    board = at.table[-1].value
     assert list(board["Name"]) == ["ada"]
 
 
@@ -63,7 +63,7 @@ def test_a_refused_source_names_the_rule_and_line(isolated):
     at.text_area(key="write_kernel.draft.vector-add").input("import os\n" + GOOD)
     at.button(key="write_kernel.run").click().run()
     assert not at.exception
-    assert any("Refused" in e.value and "(import): line 1" in e.value for e in at.error)
+    assert any("Refused" in e.value and "(import rule, line 1)" in e.value and "allowed imports" in e.value for e in at.error)
 
 
 def test_a_server_that_requires_a_sandbox_it_lacks_accepts_nothing(isolated, monkeypatch):

@@ -12,7 +12,7 @@ process boundary as JSON.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Mapping
 
 import numpy as np
@@ -114,7 +114,6 @@ class Problem:
     thread_choices: tuple[int, ...] = ()  # empty: the launch is fixed; else THREADS_PER_BLOCK may be one of these
     accumulate: tuple[str, ...] = ()  # outputs the kernel adds into (atomics): zeroed, not sentinel-filled
     writer: str | None = None  # "1d" / "2d": one thread per output element, so a mismatch names its thread
-    tags: tuple[str, ...] = field(default_factory=tuple)
 
     @property
     def signature(self) -> str:
@@ -132,10 +131,12 @@ class Problem:
 
     def summary(self) -> dict:
         return {
-            "key": self.key, "order": self.order, "title": self.title, "signature": self.signature, "arrays": self.arrays,
+            "key": self.key, "order": self.order, "title": self.title, "statement": self.statement, "hint": self.hint,
+            "signature": self.signature, "arrays": self.arrays,
             "launch": self.launch_text, "threads_per_block_choices": list(self.thread_choices), "page": self.page,
             "tolerance": self.tolerance.describe(), "tests": [c.to_dict() for c in self.tests],
             "performance_size": {k: c.to_dict() for k, c in self.perf.items()},
+            "reference_solution": self.solution.note, "starter": self.starter,
         }
 
 

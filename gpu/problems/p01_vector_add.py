@@ -28,7 +28,7 @@ PROBLEM = Problem(
     starter=STARTER,
     hint="The **Vector add** page runs this exact kernel; **Launch config** shows which thread handles which element, and why the last block needs a guard.",
     page="Vector add", tests=EDGES_1D,
-    perf={"simulator": Case("performance size (checked, not timed)", {"n": 1024}), "gpu": Case("performance size", {"n": 1 << 26})},
+    perf={"simulator": Case("performance size (checked, not timed)", {"n": 512}), "gpu": Case("performance size", {"n": 1 << 26})},
     bytes_moved=lambda s: 12 * s["n"], flops=lambda s: s["n"],
     solution=Solution(module="gpu.kernels.vector_add", name="vector_add_kernel", note="the lab's vector_add_kernel"),
     thread_choices=THREAD_CHOICES, writer="1d",

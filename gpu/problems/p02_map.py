@@ -33,7 +33,7 @@ PROBLEM = Problem(
     launch=launch_1d, launch_text="1D: n / 256 blocks of 256 threads (fixed)",
     starter=STARTER, hint="**Launch config**'s thread-indexing explorer shows threadIdx.x + blockIdx.x × blockDim.x for every thread.",
     page="Launch config", tests=n_cases(("one block", 256), ("two blocks", 512), ("eight blocks", 2048)),
-    perf={"simulator": Case("performance size (checked, not timed)", {"n": 1024}), "gpu": Case("performance size", {"n": 1 << 26})},
+    perf={"simulator": Case("performance size (checked, not timed)", {"n": 512}), "gpu": Case("performance size", {"n": 1 << 26})},
     bytes_moved=lambda s: 8 * s["n"], flops=lambda s: s["n"],
     solution=Solution(source=SOLUTION, note="one line per thread"), writer="1d",
 )

@@ -34,7 +34,7 @@ PROBLEM = Problem(
     launch=launch_1d, launch_text="1D: ceil(n / 256) blocks of 256 threads (fixed)",
     starter=STARTER, hint="**Launch config** shows the masked threads of the last block; **Vector add**'s kernel has the same guard.",
     page="Launch config", tests=EDGES_1D,
-    perf={"simulator": Case("performance size (checked, not timed)", {"n": 1023}), "gpu": Case("performance size", {"n": (1 << 26) + 1})},
+    perf={"simulator": Case("performance size (checked, not timed)", {"n": 511}), "gpu": Case("performance size", {"n": (1 << 26) + 1})},
     bytes_moved=lambda s: 8 * s["n"], flops=lambda s: s["n"],
     solution=Solution(source=SOLUTION, note="one thread per element with a bounds guard"), writer="1d",
 )

@@ -62,7 +62,7 @@ PROBLEM = Problem(
     launch=launch_1d, launch_text="1D: ceil(n / 256) blocks of 256 threads (fixed)",
     starter=STARTER, hint="**Kernels** → Reduction, step 2 (shared-memory tree) is this kernel plus one atomic per block.",
     page="Kernels", tests=EDGES_1D,
-    perf={"simulator": Case("performance size (checked, not timed)", {"n": 1024}), "gpu": Case("performance size", {"n": 1 << 26})},
+    perf={"simulator": Case("performance size (checked, not timed)", {"n": 512}), "gpu": Case("performance size", {"n": 1 << 26})},
     bytes_moved=lambda s: 4 * s["n"] + 4 * ceil_div(s["n"], 256), flops=lambda s: s["n"],
     solution=Solution(source=SOLUTION, note="the lab's shared-memory tree (reduction step 2), writing each block's sum"),
     tolerance=INTEGER_SUMS,

@@ -51,7 +51,7 @@ PROBLEM = Problem(
     launch=launch_1d, launch_text="1D: ceil(n / 256) blocks of 256 threads (fixed)",
     starter=STARTER, hint="**Kernels** → Reduction walks from one atomic per element to one per block (steps 1 to 4).",
     page="Kernels", tests=EDGES_1D,
-    perf={"simulator": Case("performance size (checked, not timed)", {"n": 1024}), "gpu": Case("performance size", {"n": 1 << 24})},
+    perf={"simulator": Case("performance size (checked, not timed)", {"n": 512}), "gpu": Case("performance size", {"n": 1 << 24})},
     bytes_moved=lambda s: 8 * s["n"] + 4, flops=lambda s: 2 * s["n"],
     solution=Solution(source=SOLUTION, note="products, a shared-memory tree per block (reduction step 2), one atomic per block"),
     tolerance=Tolerance(why="exact: values are −1, 0 or 1, so every partial sum is an integer below 2^24, exact in float32 in any order"),

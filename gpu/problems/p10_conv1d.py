@@ -66,7 +66,7 @@ PROBLEM = Problem(
     launch=launch_1d, launch_text="1D: ceil(n / 256) blocks of 256 threads (fixed)",
     starter=STARTER, hint="**Kernels** → Stencil: the tiled blur loads each input once per block into shared memory.",
     page="Kernels", tests=EDGES_1D,
-    perf={"simulator": Case("performance size (checked, not timed)", {"n": 1024}), "gpu": Case("performance size", {"n": 1 << 26})},
+    perf={"simulator": Case("performance size (checked, not timed)", {"n": 512}), "gpu": Case("performance size", {"n": 1 << 26})},
     bytes_moved=lambda s: 8 * s["n"] + 4 * K, flops=lambda s: 2 * K * s["n"],
     solution=Solution(source=SOLUTION, note="a shared tile with a K − 1 halo and the weights in shared memory"),
     tolerance=INTEGER_SUMS, writer="1d",

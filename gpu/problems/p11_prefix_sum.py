@@ -65,7 +65,7 @@ PROBLEM = Problem(
     launch=launch_1d, launch_text="1D: ceil(n / 256) blocks of 256 threads (fixed)",
     starter=STARTER, hint="**Kernels** → Reduction, step 2: the same shared array and syncthreads rhythm, keeping every partial sum.",
     page="Kernels", tests=EDGES_1D,
-    perf={"simulator": Case("performance size (checked, not timed)", {"n": 1024}), "gpu": Case("performance size", {"n": 1 << 26})},
+    perf={"simulator": Case("performance size (checked, not timed)", {"n": 512}), "gpu": Case("performance size", {"n": 1 << 26})},
     bytes_moved=lambda s: 8 * s["n"], flops=lambda s: s["n"],
     solution=Solution(source=SOLUTION, note="Hillis-Steele in shared memory"),
     tolerance=Tolerance(why="exact: int32 additions"), writer="1d",

@@ -35,7 +35,7 @@ PROBLEM = Problem(
     launch=launch_1d, launch_text="1D: ceil(n / 256) blocks of 256 threads (fixed)",
     starter=STARTER, hint="**Kernels** → Histogram: global atomics, then per-block shared histograms.",
     page="Kernels", tests=EDGES_1D,
-    perf={"simulator": Case("performance size (checked, not timed)", {"n": 1024}), "gpu": Case("performance size", {"n": 1 << 26})},
+    perf={"simulator": Case("performance size (checked, not timed)", {"n": 512}), "gpu": Case("performance size", {"n": 1 << 26})},
     bytes_moved=lambda s: s["n"] + 4 * 256, flops=lambda s: 0,
     solution=Solution(module="gpu.kernels.histogram", name="histogram_shared_kernel", launch=_solution_launch,
                       note="the lab's per-block shared histograms over one wave of blocks"),

@@ -55,6 +55,21 @@ class Limits:
     output_bytes: int = 256 << 10  # the verdict read from the child; more is cut and the submission refused
     stderr_bytes: int = 16 << 10
 
+    @classmethod
+    def from_env(cls) -> "Limits":
+        """The defaults, with ``KERNEL_LAB_SUBMIT_WALL_S`` / ``KERNEL_LAB_SUBMIT_CPU_S`` / ``KERNEL_LAB_SUBMIT_TASKS``
+        where set to a positive number (a malformed value keeps the default)."""
+        limits = cls()
+        for env, field_name, kind in (("KERNEL_LAB_SUBMIT_WALL_S", "wall_s", float), ("KERNEL_LAB_SUBMIT_CPU_S", "cpu_s", int),
+                                      ("KERNEL_LAB_SUBMIT_TASKS", "tasks", int)):
+            try:
+                value = kind(os.environ[env])
+            except (KeyError, ValueError):
+                continue
+            if value > 0:
+                limits = replace(limits, **{field_name: value})
+        return limits
+
     def for_child(self, simulated: bool) -> dict:
         data = asdict(self)
         if not simulated:
@@ -154,8 +169,10 @@ class PidsCgroup:
             return None
         return cls(path)
 
-    def join(self) -> None:  # in the forked child, before exec: every descendant stays inside
-        (self.path / "cgroup.procs").write_text(str(os.getpid()))
+    def wrap(self, argv: list[str]) -> list[str]:
+        """``argv`` started by a shell that first moves itself into the cgroup, then execs: every
+        descendant starts inside. (Not ``preexec_fn``: it is unsafe in a threaded app like Streamlit.)"""
+        return ["/bin/sh", "-c", f'echo $$ > "{self.path}/cgroup.procs" && exec "$@"', "sh", *argv]
 
     def kill(self) -> None:
         """SIGKILL whatever is still inside (a child that left our process group, without bubblewrap)."""
@@ -234,8 +251,9 @@ def run_argv(argv: list[str], stdin: bytes, limits: Limits, simulated: bool, san
     started = time.perf_counter()
     out, err, over, err_over = [], [], [], []
     try:
-        proc = subprocess.Popen([*prefix, *argv], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                cwd=workdir, env=env, start_new_session=True, preexec_fn=cgroup.join if cgroup else None)
+        command = [*prefix, *argv]
+        proc = subprocess.Popen(cgroup.wrap(command) if cgroup else command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, cwd=workdir, env=env, start_new_session=True)
         readers = [threading.Thread(target=_drain, args=(proc.stdout, limits.output_bytes, out, over), daemon=True),
                    threading.Thread(target=_drain, args=(proc.stderr, limits.stderr_bytes, err, err_over), daemon=True)]
         for r in readers:
@@ -295,7 +313,7 @@ def judge_in_child(problem: str, source: str, *, limits: Limits | None = None, s
         from gpu.core.backend import BACKEND
 
         simulated = BACKEND.simulated
-    limits = limits or Limits()
+    limits = limits or Limits.from_env()
     sandbox = sandbox or sandbox_status(simulated)
     backend = "simulator" if simulated else "cuda"
     if not sandbox.accepts:
@@ -315,7 +333,7 @@ def judge_in_child(problem: str, source: str, *, limits: Limits | None = None, s
 
 def facts_in_child(verdict: Verdict, source: str, *, limits: Limits | None = None, sandbox: SandboxStatus | None = None) -> Verdict:
     """Add the real compiler's facts to a simulator verdict, compiled in another sandboxed child. Never raises."""
-    limits = limits or Limits()
+    limits = limits or Limits.from_env()
     sandbox = sandbox or sandbox_status(True)
     if verdict.status not in ("passed", "wrong") or not sandbox.accepts:
         return verdict

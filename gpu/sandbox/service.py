@@ -6,6 +6,7 @@ run (the same FIFO device lock as experiments) and bounded like them (admission)
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -41,6 +42,17 @@ def admit_problem(problem: Problem, simulated: bool) -> int:
     return work
 
 
+@contextmanager
+def default_locks(label: str):
+    """The device lock, then the CPU lock, shared with the app's runs on this host (the simulator's
+    kernels, and the harness's inputs and NumPy references, use the CPU that CPU benchmarks time)."""
+    from gpu.service.devicelock import FileFifoLock, default_lock_dir, usable_dir
+
+    directory = usable_dir(default_lock_dir())
+    with FileFifoLock(name="gpu0", directory=directory).hold(label), FileFifoLock(name="cpu", directory=directory).hold(label):
+        yield
+
+
 @dataclass
 class Submission:
     verdict: Verdict
@@ -49,19 +61,23 @@ class Submission:
 
 
 def submit(problem_key: str, source: str, *, name: str | None = None, save: bool = True, lock=None,
-           limits: Limits | None = None, sandbox: SandboxStatus | None = None, facts: bool = True) -> Submission:
-    """Judge ``source`` for ``problem_key`` and save it when it passes. InputError for a bad problem name."""
+           limits: Limits | None = None, sandbox: SandboxStatus | None = None, facts: bool = True, relock=None) -> Submission:
+    """Judge ``source`` for ``problem_key`` and save it when it passes. InputError for a bad problem name.
+
+    ``lock`` is the context manager held while the submission runs (default: this host's device
+    then CPU lock); ``relock()`` makes another for the compiler's facts (default: the same locks).
+    """
     from gpu.core.backend import BACKEND
 
     problem = get(problem_key)
     admit_problem(problem, BACKEND.simulated)
     if lock is None:
-        from gpu.service.devicelock import FileFifoLock, default_lock_dir, usable_dir
-
-        lock = FileFifoLock(name="gpu0", directory=usable_dir(default_lock_dir())).hold(f"write-a-kernel {problem.key}")
+        lock = default_locks(f"write-a-kernel {problem.key}")
     verdict = judge_in_child(problem.key, source, limits=limits, sandbox=sandbox, lock=lock)
-    if facts and BACKEND.simulated:  # on a GPU the timing says more; the facts are a second, unlocked step
-        verdict = facts_in_child(verdict, source, limits=limits, sandbox=sandbox)
+    if facts and BACKEND.simulated and verdict.status in ("passed", "wrong"):
+        # in the simulator only (on a GPU the timing says more); NVVM is CPU work, so it queues again
+        with default_locks(f"write-a-kernel {problem.key} compile") if relock is None else relock():
+            verdict = facts_in_child(verdict, source, limits=limits, sandbox=sandbox)
     saved, why = None, None
     if save and verdict.status == "passed":
         from gpu.sandbox.submissions import SubmissionStore

@@ -9,7 +9,6 @@ cannot delete (one learner must not remove another's entry): the admin runs
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import uuid
 from dataclasses import dataclass
@@ -132,10 +131,6 @@ class SubmissionStore:
                     raise StoreError(f"{prefix!r} matches {len(found)} submissions; give more of the id")
                 deleted += conn.execute("DELETE FROM submissions WHERE id = ?", (found[0],)).rowcount
         return deleted
-
-
-def verdict_of(entry_json: str) -> dict:
-    return json.loads(entry_json)
 
 
 __all__ = ["MAX_NAME_CHARS", "Entry", "SubmissionStore", "clean_name"]

@@ -6,6 +6,8 @@ starts a fresh sandboxed process per submission, under the same device lock as e
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import pandas as pd
 import streamlit as st
 
@@ -100,10 +102,11 @@ def editor(problem: Problem) -> str:
     source = st.text_area("Your kernel", key=key, height=380, help="Python with Numba CUDA: imports from numba and math, "
                           "constants, and @cuda.jit functions. Press Ctrl+Enter (or click outside) to keep your edits.")
     drafts[problem.key] = source
-    cols = st.columns([1, 1, 4])
+    cols = st.columns([1, 1, 3])
     cols[0].download_button("Download .py", source, file_name=f"{problem.kernel_name}.py", mime="text/x-python",
                             icon=":material/download:", key=f"{PREFIX}.download")
-    if cols[1].button("Reset to the starter", key=f"{PREFIX}.reset.{problem.key}", icon=":material/restart_alt:"):
+    if cols[1].button("Start over", key=f"{PREFIX}.reset.{problem.key}", icon=":material/restart_alt:",
+                      help="Replace the draft with the problem's starter code"):
         st.session_state.pop(key, None)
         drafts.pop(problem.key, None)
         st.rerun()
@@ -117,16 +120,21 @@ def show_verdict(verdict: Verdict) -> None:
     if verdict.status == "passed":
         st.success(f"**Passed**: {verdict.message}.", icon=":material/check_circle:")
     elif verdict.status == "refused":
-        st.error(f"**Refused**: {verdict.message}", icon=":material/block:")
+        r = verdict.refusal or {}
+        where = f", line {r['line']}" if r.get("line") else ""
+        st.error(f"**Refused** ({r.get('rule', 'sandbox')} rule{where}): {r.get('message', verdict.message)}", icon=":material/block:")
+        st.caption("Nothing ran and nothing was saved. `python -m gpu solve` prints the same line.")
         return
     elif verdict.status == "wrong":
-        st.error(f"**Wrong result**: {verdict.message}", icon=":material/error:")
+        passed = sum(1 for t in verdict.tests if t["passed"])
+        st.error(f"**Wrong result**: {passed} of {len(verdict.tests)} tests passed." if verdict.tests else f"**Wrong result**: {verdict.message}",
+                 icon=":material/error:")
     else:
         st.warning(f"**Could not finish**: {verdict.message}", icon=":material/warning:")
     if verdict.tests:
         rows = [{"Test": t["name"], "Size": ", ".join(f"{k} = {v:,}" for k, v in t["sizes"].items()),
                  "Result": "pass" if t["passed"] else "FAIL", "Details": "" if t["passed"] else t["message"]} for t in verdict.tests]
-        st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+        st.table(pd.DataFrame(rows), hide_index=True)  # a few rows of text: a plain table reads (and searches) best
     if verdict.mismatch and "index" in verdict.mismatch:
         m = verdict.mismatch
         st.markdown(f"**First mismatch** in *{m['test']}*: {mismatch_text(m)}.")
@@ -168,7 +176,9 @@ def show_compile_facts(verdict: Verdict) -> None:
         cols[0].metric("Registers per thread", facts["registers_per_thread"])
         cols[1].metric("Spilled to local memory", f"{facts['spilled_bytes']:,} bytes")
         cols[2].metric("Shared memory per block", f"{facts['shared_memory_bytes']:,} bytes")
-        cols[3].metric("Theoretical occupancy", facts["occupancy"] or "—", help=f"at {facts['threads_per_block']} threads per block")
+        occupancy = (facts["occupancy"] or "—").split(" (")
+        cols[3].metric("Theoretical occupancy", occupancy[0], help=f"at {facts['threads_per_block']} threads per block"
+                       + (f"; {occupancy[1].rstrip(')')}" if len(occupancy) > 1 else ""))
         st.caption("Static facts from the compiler, not measurements.")
     elif verdict.compile_facts_note and verdict.status in ("passed", "wrong"):
         st.caption(f"Compiler facts: {verdict.compile_facts_note}.")
@@ -195,14 +205,14 @@ def show_leaderboard(problem: Problem, device: str) -> None:
              "GB/s": f"{e.gbps:,.1f}" if e.gbps else "—", "Share of peak": f"{e.percent_of_peak:.0f} %" if e.percent_of_peak else "—",
              "vs the lab's kernel": f"{e.ratio_to_reference:.2f}×" if e.ratio_to_reference else "—",
              "Passed at (UTC)": e.created_at.replace("T", " ")[:16]} for i, e in enumerate(entries)]
-    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+    st.table(pd.DataFrame(rows), hide_index=True)
 
 
 def run_submission(problem: Problem, source: str, name: str, status: SandboxStatus) -> None:
     """Submit under the shared device lock (queued behind other runs), one at a time per session."""
     from gpu.core.limits import InputError
     from gpu.sandbox.service import submit
-    from ui.resources import device_lock
+    from ui.resources import cpu_lock, device_lock
     from ui.runner import queue_message
 
     if st.session_state.get(BUSY_KEY):
@@ -211,11 +221,17 @@ def run_submission(problem: Problem, source: str, name: str, status: SandboxStat
     st.session_state[BUSY_KEY] = True
     waiting = st.empty()
     where = "the CUDA simulator" if gpu.BACKEND.simulated else "the GPU"
-    lock = device_lock(0).hold(f"write-a-kernel {problem.key}",
-                               on_wait=lambda ahead: waiting.info(queue_message(ahead, where), icon=":material/hourglass_top:"))
+    label = f"write-a-kernel {problem.key}"
+
+    @contextmanager
+    def lock():  # device first, then CPU, as every run takes them (no lock-order cycles)
+        with device_lock(0).hold(label, on_wait=lambda ahead: waiting.info(queue_message(ahead, where), icon=":material/hourglass_top:")), \
+                cpu_lock().hold(label, on_wait=lambda ahead: waiting.info(queue_message(ahead, "the CPU benchmarks"), icon=":material/hourglass_top:")):
+            yield
+
     try:
         with st.status("Checking your kernel, then running it in a fresh sandboxed process…", expanded=False) as box:
-            result = submit(problem.key, source, name=name, lock=lock, sandbox=status)
+            result = submit(problem.key, source, name=name, lock=lock(), relock=lock, sandbox=status)
             box.update(label=f"Verdict: {result.verdict.status}", state="complete" if result.verdict.status == "passed" else "error")
     except InputError as exc:
         st.error(str(exc))
