@@ -22,8 +22,14 @@ SUBMISSION_KEY = "trace.write_kernel"  # this session's last trace per problem: 
 
 @st.cache_data(max_entries=MAX_CACHED, show_spinner=False)
 def cached_traces(names: tuple[str, ...]) -> list:
-    """Reports (or why not) for lab kernels at their trace sizes, traced together in one child process."""
-    return run_in_child([(name, None) for name in names])
+    """Reports (or why not) for lab kernels at their trace sizes, traced together in one child process.
+
+    The simulator is CPU work: a trace queues for the CPU lock like the CPU benchmarks (only on a cache miss).
+    """
+    from ui.resources import cpu_lock
+
+    with cpu_lock().hold(f"memory trace of {', '.join(names)}"):
+        return run_in_child([(name, None) for name in names])
 
 
 def sites_table(report: TraceReport) -> pd.DataFrame:
@@ -163,8 +169,10 @@ def trace_after_verdict(problem: str, source: str, verdict, sandbox) -> None:
 
     if verdict.status not in ("passed", "wrong"):
         return
-    with st.spinner("Tracing every memory access of your kernel in the sandbox…"):
-        report = trace_submission(problem, source, sandbox=sandbox)
+    from ui.resources import cpu_lock
+
+    with st.spinner("Tracing every memory access of your kernel in the sandbox…"), cpu_lock().hold(f"memory trace of a {problem} submission"):
+        report = trace_submission(problem, source, sandbox=sandbox)  # CPU work (the simulator): the CPU lock, as the compiler's facts
     st.session_state.setdefault(SUBMISSION_KEY, {})[problem] = (verdict, report)
 
 
