@@ -314,13 +314,12 @@ def _fake_array_class():
 class TracedArray(_fake_array_class()):  # type: ignore[misc]
     """A simulator device array whose element accesses are bounds-checked and recorded."""
 
-    def __init__(self, ary: np.ndarray, tracer: _Tracer, info: ArrayInfo, offset: int = 0, root: np.ndarray | None = None):
+    def __init__(self, ary: np.ndarray, tracer: _Tracer, info: ArrayInfo, offset: int = 0):
         self._ary = ary
         self.stream = 0
         self._tracer = tracer
         self._info = info
         self._offset = offset  # bytes from the start of the allocation to this view's first element
-        self._root = ary if root is None else root
 
     def _element(self, idx, kind: int):
         """(byte offset, is an element) for an integer index; None when out of bounds (recorded); or (None, False) for a view."""
@@ -343,7 +342,7 @@ class TracedArray(_fake_array_class()):  # type: ignore[misc]
             self._tracer.record(self._info, offset, READ)
             return value
         if isinstance(value, np.ndarray):  # a view (a row, a slice): keep tracing it
-            return TracedArray(value, self._tracer, self._info, self._offset + _offset_of(value, self._ary), self._root)
+            return TracedArray(value, self._tracer, self._info, self._offset + _offset_of(value, self._ary))
         return value
 
     def __setitem__(self, idx, value):
