@@ -95,6 +95,13 @@ def divergent_barrier(x):
 
 
 @cuda.jit
+def diagonal_through_a_row(a, out):
+    r = cuda.threadIdx.x
+    row = a[r]  # a view: still traced, addressed from the start of a
+    out[r] = row[r]
+
+
+@cuda.jit
 def every_block_writes_zero(out):
     out[0] = cuda.blockIdx.x  # no atomic: the blocks race
 
@@ -155,6 +162,15 @@ def test_a_negative_index_is_out_of_bounds_not_wrapped():
     report = analyse(trace_launch(read_previous, 1, 64, [a, out]))
     assert [(o.who.thread, o.index) for o in report.out_of_bounds] == [((0, 0, 0), (-1,))]
     assert out[0] == 0  # the out-of-bounds read gave 0, not a[-1] = 63
+
+
+def test_a_row_view_keeps_tracing_with_offsets_from_the_allocation():
+    a = np.arange(16 * 16, dtype=np.float32).reshape(16, 16)
+    out = np.zeros(16, np.float32)
+    report = analyse(trace_launch(diagonal_through_a_row, 1, 16, [a, out]))
+    np.testing.assert_array_equal(out, np.diag(a))
+    read = next(s for s in report.sectors if s.kind == "read")
+    assert read.array == "a" and read.sectors_per_request == 16  # the diagonal: 68 bytes apart, one sector each
 
 
 def test_a_strided_load_touches_at_least_8_sectors_per_request_and_a_contiguous_one_4():
