@@ -259,6 +259,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     register_write_a_kernel(sub)
 
+    from gpu.trace.cli import add_trace_command  # the memory trace (issue 21)
+
+    add_trace_command(sub)
+
 
 
 

@@ -144,7 +144,9 @@ def show_verdict(verdict: Verdict) -> None:
         st.info("Simulator: correctness only. Simulated time is not GPU performance, so nothing is timed or ranked by speed here.",
                 icon=":material/info:")
     show_compile_facts(verdict)
-    # Issue 21 adds "what the trace shows" here, below the tests and figures of this verdict.
+    from ui.views.trace import show_submission_trace  # what the trace shows (issue 21)
+
+    show_submission_trace(verdict)
     st.caption(f"Sandbox: {verdict.sandbox or 'none'}" + (f" · {verdict.wall_s:.1f} s from Run to verdict" if verdict.wall_s else "")
                + (f" · {verdict.threads_per_block} threads per block" if verdict.threads_per_block else ""))
 
@@ -238,6 +240,9 @@ def run_submission(problem: Problem, source: str, name: str, status: SandboxStat
         st.session_state[BUSY_KEY] = False
         waiting.empty()
     st.session_state[verdict_key(problem)] = result.verdict
+    from ui.views.trace import trace_after_verdict  # races, out-of-bounds, coalescing per line (issue 21)
+
+    trace_after_verdict(problem.key, source, result.verdict, status)
     if result.saved_id:
         ranked = "" if result.verdict.ranked else " It is kept but not ranked (faster than the memory roof allows)."
         st.toast(f"Saved to the leaderboard as {result.saved_id[:8]}.{ranked}", icon=":material/emoji_events:")
