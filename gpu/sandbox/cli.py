@@ -8,18 +8,16 @@ name, an unreadable file, the checker, or the sandbox's limits). Never a traceba
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 from gpu.core.limits import InputError
+from gpu.report.jsonout import print_json
 
 MAX_FILE_BYTES = 1 << 20
 
 
-def _json(data) -> None:
-    json.dump(data, sys.stdout, indent=2, default=str)
-    sys.stdout.write("\n")
+_json = print_json
 
 
 def cmd_problems(args: argparse.Namespace) -> int:
@@ -102,7 +100,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
         _json({**verdict.to_dict(), "exit_code": verdict.exit_code, "saved_id": result.saved_id})
     else:
         if BACKEND.simulated and verdict.status != "refused":
-            from gpu.__main__ import SIMULATOR_LINE
+            from gpu.core.provenance import SIMULATOR_WARNING as SIMULATOR_LINE
 
             print(SIMULATOR_LINE)
         print("\n".join(format_verdict(verdict, result.saved_id, result.save_problem)))

@@ -10,11 +10,10 @@ passed it, in that sandbox's child process (``gpu.trace.submission``).
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from pathlib import Path
 
 from gpu.core.limits import InputError
+from gpu.report.jsonout import print_json
 
 def add_trace_command(sub) -> None:
     """Register the ``trace`` subcommand on the CLI's subparsers."""
@@ -68,8 +67,7 @@ def cmd_trace(args: argparse.Namespace) -> int:
 
 def _emit(report, as_json: bool) -> int:
     if as_json:
-        json.dump(report.to_dict(), sys.stdout, indent=2, default=str)
-        sys.stdout.write("\n")
+        print_json(report.to_dict())
     else:
         print(report)
     return 1 if report.problems else 0
