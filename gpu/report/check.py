@@ -327,7 +327,7 @@ def methodology_section(ctx: CheckContext) -> Section:
 
 def declared_sections() -> list[Callable[[CheckContext], Section]]:
     """Every declaration's ``check`` sections, in the experiments' order, then the methodology (which reads them)."""
-    return [hook.resolve() for experiment in experiments() for hook in experiment.check] + [methodology_section]
+    return [section.run.resolve() for experiment in experiments() for section in experiment.check_sections()] + [methodology_section]
 
 
 def __getattr__(name: str):

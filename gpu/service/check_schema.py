@@ -27,13 +27,8 @@ MAX_DEPTH = 12  # nesting of a check file is at most 8
 
 TOP_KEYS = {"started_at", "backend", "quick", "passed", "device", "host", "versions", "sections"}
 OPTIONAL_TOP_KEYS = {"provenance", "telemetry", "methodology_version"}  # later checks write these
-SECTION_KEYS = ("correctness", "breakdown", "article", "scaling", "launch", "transfers")
 BACKENDS = ("cuda", "simulator")
-EXPERIMENT_OF_SECTION = {
-    "breakdown": "vector-add",
-    "scaling": "scaling",
-    "launch": "launch-sweep",
-}
+# SECTION_KEYS (module attribute) is derived from the declarations: ``declared_sections()``
 
 
 class ImportProblem(ValueError):
@@ -367,7 +362,140 @@ def _strategies(value: Any, path: str) -> None:
         _num(iv["end_s"], f"{where}.end_s")
 
 
-def _section(key: str, value: Any) -> None:
+# --- sections: each declared by an experiment (gpu/experiments, ``CheckSection``) ------------
+# The validators below are the ``validate`` hooks of the sections whose shape predates the
+# generic reader; each gets the section's dict after its title/passed/duration/error.
+
+
+def correctness_section(data: Mapping[str, Any], path: str) -> None:
+    for i, row in enumerate(_list(data.get("launches", []), f"{path}.launches")):
+        _obj(row, f"{path}.launches[{i}]", {"n", "threads_per_block", "passed"})
+        _bool(row["passed"], f"{path}.launches[{i}].passed")
+
+
+def breakdown_section(data: Mapping[str, Any], path: str) -> None:
+    _vector_add_run(_obj(data, path, {"run"})["run"], f"{path}.run")
+
+
+def article_section(data: Mapping[str, Any], path: str) -> None:
+    _article(_obj(data, path, {"article"})["article"], f"{path}.article")
+
+
+def scaling_section(data: Mapping[str, Any], path: str) -> None:
+    if "run" in data:
+        _scaling_run(data["run"], f"{path}.run")
+
+
+def launch_section(data: Mapping[str, Any], path: str) -> None:
+    if "sweep" in data:
+        _launch_sweep(data["sweep"], f"{path}.sweep")
+
+
+def transfers_section(data: Mapping[str, Any], path: str) -> None:
+    if data.get("bandwidth") is not None:
+        _bandwidth(data["bandwidth"], f"{path}.bandwidth")
+    for size, run in (_obj(data.get("strategies") or {}, f"{path}.strategies", set(), {"small", "large"})).items():
+        if run is not None:
+            _strategies(run, f"{path}.strategies.{size}")
+
+
+# ... and their ``records`` hooks: the History rows each section holds.
+
+
+def breakdown_records(section: Mapping[str, Any], sections: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The vector-add run, with the article's method folded in (one row per run)."""
+    if "run" not in section:
+        return []
+    run = dict(section["run"])
+    article = (sections.get("article") or {}).get("article")
+    if article is not None:
+        run["article"] = article
+    return [run]
+
+
+def no_records(section: Mapping[str, Any], sections: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """A section that holds no run of its own (correctness; the article, kept in the breakdown's row)."""
+    return []
+
+
+def scaling_records(section: Mapping[str, Any], sections: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    return [section["run"]] if isinstance(section.get("run"), Mapping) else []
+
+
+def launch_records(section: Mapping[str, Any], sections: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    return [section["sweep"]] if isinstance(section.get("sweep"), Mapping) else []
+
+
+def transfers_records(section: Mapping[str, Any], sections: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    runs = [section.get("bandwidth"), *((section.get("strategies") or {}).get(size) for size in ("small", "large"))]
+    return [r for r in runs if isinstance(r, Mapping)]
+
+
+def default_records(section: Mapping[str, Any], sections: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """A section read generically: its ``run`` mapping and each mapping of its ``runs`` list."""
+    runs = [section.get("run"), *(section.get("runs") if isinstance(section.get("runs"), list) else ())]
+    return [r for r in runs if isinstance(r, Mapping)]
+
+
+# --- the generic reader: any section that declares no validator --------------------------
+
+
+def _walk(value: Any, path: str) -> None:
+    """Every value bounded: numbers finite (whole ones within ±2^62), ``*_s`` seconds ≥ 0,
+    ``samples_s`` a list of seconds, lists and text within the limits, keys short text."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            where = f"{path}.{key}"
+            if len(key) > 200:
+                raise ImportProblem(f"{_where(path)} has a key of {len(key):,} characters; at most 200 allowed")
+            if key == "samples_s":
+                for i, s in enumerate(_list(item, where, limit=MAX_SAMPLES)):
+                    _num(s, f"{where}[{i}]")
+            elif key.endswith("_s") and (item is None or isinstance(item, (int, float))) and not isinstance(item, bool):
+                _num(item, where, allow_none=True)
+            else:
+                _walk(item, where)
+    elif isinstance(value, list):
+        for i, item in enumerate(_list(value, path, limit=MAX_SAMPLES)):
+            _walk(item, f"{path}[{i}]")
+    elif isinstance(value, bool) or value is None:
+        return
+    elif isinstance(value, int):
+        _int(value, path, minimum=-(2**62))
+    elif isinstance(value, float):
+        _num(value, path, minimum=None)
+    elif isinstance(value, str):
+        _str(value, path)
+    else:
+        raise ImportProblem(f"{_where(path)} is {_kind(value)}, which a check file never holds")
+
+
+def generic_section(data: Mapping[str, Any], path: str) -> None:
+    """A declared section with no validator of its own: every value bounded (``_walk``); its
+    runs are then rebuilt through the result type's ``from_dict`` where it has one
+    (gpu/service/references.py: ``ReferenceRun.rebuild_all``)."""
+    _walk(dict(data), path)
+
+
+# The check's own sections, declared by no experiment: the methodology section reads the
+# others (gpu/report/check.py: ``methodology_section``) and is read back generically.
+CHECK_OWN_SECTIONS = ("methodology",)
+
+
+def declared_sections() -> dict[str, Any]:
+    """Every section key a check file may hold -> its ``CheckSection`` (None: the check's own)."""
+    from gpu.experiments.registry import check_sections
+
+    return {**{key: section for key, (_experiment, section) in check_sections().items()}, **dict.fromkeys(CHECK_OWN_SECTIONS)}
+
+
+def __getattr__(name: str):
+    if name == "SECTION_KEYS":  # derived from the declarations on each use: no list to keep in step
+        return tuple(declared_sections())
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _section(key: str, value: Any, declared: Any) -> None:
     path = f"sections.{key}"
     data = _obj(value, path, {"title", "passed"})
     _str(data["title"], f"{path}.title")
@@ -376,24 +504,8 @@ def _section(key: str, value: Any) -> None:
     if "error" in data:  # a section that raised is kept as failed, with its error
         _str(data["error"], f"{path}.error")
         return
-    if key == "breakdown":
-        _vector_add_run(_obj(data, path, {"run"})["run"], f"{path}.run")
-    elif key == "article":
-        _article(_obj(data, path, {"article"})["article"], f"{path}.article")
-    elif key == "scaling" and "run" in data:
-        _scaling_run(data["run"], f"{path}.run")
-    elif key == "launch" and "sweep" in data:
-        _launch_sweep(data["sweep"], f"{path}.sweep")
-    elif key == "transfers":
-        if data.get("bandwidth") is not None:
-            _bandwidth(data["bandwidth"], f"{path}.bandwidth")
-        for size, run in (_obj(data.get("strategies") or {}, f"{path}.strategies", set(), {"small", "large"})).items():
-            if run is not None:
-                _strategies(run, f"{path}.strategies.{size}")
-    elif key == "correctness":
-        for i, row in enumerate(_list(data.get("launches", []), f"{path}.launches")):
-            _obj(row, f"{path}.launches[{i}]", {"n", "threads_per_block", "passed"})
-            _bool(row["passed"], f"{path}.launches[{i}].passed")
+    validate = declared.validate.resolve() if declared is not None and declared.validate is not None else generic_section
+    validate(data, path)
 
 
 def validate_check(data: Any) -> None:
@@ -420,22 +532,45 @@ def validate_check(data: Any) -> None:
         for key, value in prov.items():
             _str(value, f"provenance.{key}", allow_none=True)
     sections = _obj(top["sections"], "sections")
-    unknown = [k for k in sections if k not in SECTION_KEYS]
-    if unknown:
+    declared = declared_sections()
+    unknown = [k for k in sections if k not in declared]
+    if unknown:  # unknown: no experiment of this version declares it
         raise ImportProblem(
-            f"`sections` holds an unknown experiment {unknown[0]!r}; this version knows {', '.join(SECTION_KEYS)}"
+            f"`sections` holds an unknown experiment {unknown[0]!r}; this version knows {', '.join(declared)}"
         )
     if not sections:
         raise ImportProblem("`sections` is empty: the check recorded nothing")
     for key, value in sections.items():
-        _section(key, value)
+        _section(key, value, declared[key])
 
 
 # --- into History ---------------------------------------------------------------------
 
 
+def section_records(data: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+    """(experiment key, result dict) of every run a validated check holds, by the declarations' order.
+
+    Each declared section gives its rows through its ``records`` hook (the default: its
+    ``run`` and ``runs``); a row that names no experiment is filed under the declaring one.
+    Failed sections (an ``error``) and the check's own sections hold none.
+    """
+    from gpu.experiments.registry import check_sections
+
+    sections = data["sections"]
+    out: list[tuple[str, Mapping[str, Any]]] = []
+    for key, (experiment, declared) in check_sections().items():
+        section = sections.get(key)
+        if not isinstance(section, Mapping) or "error" in section:
+            continue
+        hook = declared.records.resolve() if declared.records is not None else default_records
+        for result in hook(section, sections):
+            if isinstance(result, Mapping):
+                out.append((experiment.key, result))
+    return out
+
+
 def history_records(data: Mapping[str, Any], *, source: str, sha256: str) -> list[dict]:
-    """The runs of a validated check as History records (result dicts), one per experiment.
+    """The runs of a validated check as History records (result dicts), from ``section_records``.
 
     The article's method is kept inside the vector-add run (one row per run), and each
     record says where it came from under ``imported``.
@@ -449,30 +584,11 @@ def history_records(data: Mapping[str, Any], *, source: str, sha256: str) -> lis
         "commit": prov.get("commit"),
         "command": prov.get("command"),
     }
-    sections = data["sections"]
-    records: list[dict] = []
     from gpu.core.provenance import METHODOLOGY_KEY, methodology_of
 
     version = methodology_of(data)  # 1 for a check recorded before versions: History shows its caveat
-
-    def add(result: Mapping[str, Any] | None) -> None:
-        if isinstance(result, Mapping):
-            records.append({**result, "imported": imported, METHODOLOGY_KEY: version})
-
-    breakdown = sections.get("breakdown", {})
-    if "run" in breakdown:
-        run = dict(breakdown["run"])
-        article = sections.get("article", {}).get("article")
-        if article is not None:
-            run["article"] = article
-        add(run)
-    add(sections.get("scaling", {}).get("run"))
-    add(sections.get("launch", {}).get("sweep"))
-    transfers = sections.get("transfers", {})
-    add(transfers.get("bandwidth"))
-    for size in ("small", "large"):
-        add((transfers.get("strategies") or {}).get(size))
-    return records
+    return [{"experiment": key, **result, "imported": imported, METHODOLOGY_KEY: version} for key, result in section_records(data)]
 
 
-__all__ = ["ImportProblem", "MAX_IMPORT_BYTES", "SECTION_KEYS", "history_records", "parse_check_bytes", "validate_check"]
+__all__ = ["CHECK_OWN_SECTIONS", "ImportProblem", "MAX_IMPORT_BYTES", "SECTION_KEYS", "declared_sections", "default_records",
+           "generic_section", "history_records", "parse_check_bytes", "section_records", "validate_check"]
