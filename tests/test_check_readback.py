@@ -1,0 +1,121 @@
+"""A check.json written now reads back: its sections are the declarations' (issue 19).
+
+``python -m gpu check`` writes a section per declared ``CheckSection``; the schema, the
+importer and the recorded-runs loader find each section's key, validator and History
+records from the same declarations, so a file written now — catalog sections included —
+round-trips through ``history import`` and ``load_references``. The file here is written
+by ``run_check`` itself in the simulator at quick sizes, from the real section functions
+of two catalog kernels and the check's own methodology section (about 6 s).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import shutil
+
+import pytest
+
+from gpu.__main__ import main
+from gpu.report.check import catalog_section, methodology_section, run_check
+from gpu.service.check_schema import SECTION_KEYS, history_records
+from gpu.service.importer import ImportProblem, parse_check_bytes
+from gpu.service.references import load_reference, load_references
+from gpu.service.store import open_store
+from ui.charts.history import samples_frame
+
+KERNELS = ("reduction", "transpose")
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory):
+    """(check.json path, its dict): a check run now, in the simulator, quick."""
+    out = tmp_path_factory.mktemp("check")
+    report = run_check(out, quick=True, sections=[*(catalog_section(k) for k in KERNELS), methodology_section])
+    assert [s.key for s in report.sections] == [*KERNELS, "methodology"]
+    path = out / "check.json"
+    return path, json.loads(path.read_text())
+
+
+@pytest.fixture
+def db(tmp_path, monkeypatch):
+    path = tmp_path / "history.sqlite3"
+    monkeypatch.setenv("KERNEL_LAB_DB", str(path))
+    return path
+
+
+def test_every_section_a_check_writes_is_a_declared_key():
+    from gpu.report.check import declared_sections
+
+    written_keys = {fn.__name__.removesuffix("_section") for fn in declared_sections()}
+    assert {"reduction", "transpose", "histogram", "stencil", "matmul", "methodology"} <= set(SECTION_KEYS)
+    assert {"correctness", "breakdown", "article", "scaling", "launch", "transfers"} <= set(SECTION_KEYS)
+    assert written_keys <= set(SECTION_KEYS)
+
+
+def test_history_import_takes_a_check_written_now_catalog_sections_included(written, db, capsys):
+    path, _data = written
+    assert main(["history", "import", str(path)]) == 0
+    assert "Imported 2 runs" in capsys.readouterr().out
+    runs = open_store(db).runs()
+    assert sorted(r.experiment for r in runs) == sorted(KERNELS)
+    assert all(r.simulated and r.result["imported"]["quick"] is True for r in runs)
+    assert set(samples_frame(runs)["experiment"]) == set(KERNELS)  # History's compare finds their samples
+    assert main(["history", "import", str(path)]) == 2 and "already imported" in capsys.readouterr().err
+
+
+def test_the_recorded_runs_loader_reads_it_and_finds_each_kernel(written, tmp_path):
+    path, data = written
+    ref = load_reference(path)
+    assert all(ref.has(k) for k in KERNELS) and not ref.has("matmul") and not ref.has("vector-add")
+    assert [r["experiment"] for r in ref.history_records()] == list(KERNELS)
+    # the same file as a full hardware run in a benchmarks-like folder: best() picks it per kernel
+    full = {**copy.deepcopy(data), "backend": "cuda", "quick": False}
+    (tmp_path / "gpu-a").mkdir()
+    (tmp_path / "gpu-a" / "check.json").write_text(json.dumps(full))
+    shutil.copy(path, tmp_path / "sim.json")  # not */check.json: not a reference
+    refs = load_references(str(tmp_path))
+    assert refs.problems == () and refs.best("reduction").key == "gpu-a" and refs.best("matmul") is None
+
+
+def _first_samples(node):
+    """The first ``samples_s`` list in ``node`` (the list itself, to edit)."""
+    if isinstance(node, dict):
+        if isinstance(node.get("samples_s"), list) and node["samples_s"]:
+            return node["samples_s"]
+        node = list(node.values())
+    for item in node if isinstance(node, list) else ():
+        found = _first_samples(item)
+        if found is not None:
+            return found
+    return None
+
+
+def _refusal(data) -> str:
+    with pytest.raises(ImportProblem) as err:
+        parse_check_bytes(json.dumps(data).encode())
+    return str(err.value)
+
+
+def test_a_generic_section_is_still_checked_value_by_value(written):
+    _path, data = written
+    negative = copy.deepcopy(data)
+    negative["sections"]["reduction"]["runs"][0]["wall_s"] = -1.0
+    assert "`sections.reduction.runs[0].wall_s` is -1.0; it must be at least 0" in _refusal(negative)
+    text_sample = copy.deepcopy(data)
+    _first_samples(text_sample["sections"]["transpose"])[0] = "fast"
+    assert "samples_s[0]` must be a number, got text" in _refusal(text_sample)
+    huge = copy.deepcopy(data)
+    huge["sections"]["methodology"]["l2_rows"] = [0] * 200_000
+    assert "at most 100,000 allowed" in _refusal(huge)
+    untitled = copy.deepcopy(data)
+    del untitled["sections"]["transpose"]["title"]
+    assert "`sections.transpose` lacks 'title'" in _refusal(untitled)
+
+
+def test_a_failed_section_is_kept_but_holds_no_run(written):
+    _path, data = written
+    failed = copy.deepcopy(data)
+    failed["sections"]["transpose"] = {"title": "transpose", "passed": False, "duration_s": 0.1, "error": "RuntimeError('boom')"}
+    records = history_records(parse_check_bytes(json.dumps(failed).encode()), source="s", sha256="")
+    assert [r["experiment"] for r in records] == ["reduction"]
