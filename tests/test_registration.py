@@ -5,6 +5,7 @@ files that exist."""
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -185,3 +186,12 @@ def test_a_check_section_key_is_declared_once_and_each_declared_key_is_readable(
     with pytest.raises(ValueError, match="check section 'matmul' of 'twin-of-matmul' is already declared by 'matmul'"):
         registry.register(twin)
     assert "twin-of-matmul" not in [e.key for e in registry.experiments()]
+
+
+def test_the_screenshot_script_photographs_the_sidebars_pages():
+    spec = importlib.util.spec_from_file_location("screenshots", ROOT / "scripts" / "screenshots.py")
+    screenshots = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(screenshots)
+    pages = screenshots.pages()
+    assert list(pages.values()) == [screenshots.url_path(link.script) for link in all_links()]
+    assert pages["home"] == "" and pages["vector_add"] == "Vector_add" and pages["launch_config"] == "Launch_config"
