@@ -125,9 +125,8 @@ def checked_result(experiment: "Experiment", result: Any) -> Any:
     return result
 
 
-def checked_samples(experiment: "Experiment", saved: Mapping[str, Any]) -> dict[str, list[float]]:
-    """``experiment.samples(saved)``, checked: ``{label: [seconds ≥ 0, finite]}``; TypeError saying what is wrong."""
-    found = experiment.samples(saved) if experiment.samples is not None else None
+def checked_samples(experiment: "Experiment", found: Any) -> dict[str, list[float]]:
+    """What ``experiment.samples(saved)`` returned, checked: ``{label: [finite seconds ≥ 0]}``; TypeError saying what is wrong."""
     if not isinstance(found, Mapping):
         raise TypeError(f"experiment {experiment.key!r}: samples(saved) must be a {{label: [seconds]}} mapping, got {type(found).__name__}")
     out: dict[str, list[float]] = {}
