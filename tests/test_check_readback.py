@@ -119,3 +119,18 @@ def test_a_failed_section_is_kept_but_holds_no_run(written):
     failed["sections"]["transpose"] = {"title": "transpose", "passed": False, "duration_s": 0.1, "error": "RuntimeError('boom')"}
     records = history_records(parse_check_bytes(json.dumps(failed).encode()), source="s", sha256="")
     assert [r["experiment"] for r in records] == ["reduction"]
+
+
+def test_a_declared_section_that_raises_is_written_under_its_declared_key_and_reads_back(tmp_path, monkeypatch):
+    from gpu.experiments import catalog
+    from gpu.report.check import declared_sections
+
+    def broken(key, quick, say):
+        raise RuntimeError("no device")
+
+    monkeypatch.setattr(catalog, "check_kernel", broken)
+    section = next(fn for fn in declared_sections() if getattr(fn, "section_key", None) == "reduction")
+    report = run_check(tmp_path, quick=True, sections=[section])
+    assert [s.key for s in report.sections] == ["reduction"] and not report.passed
+    data = parse_check_bytes((tmp_path / "check.json").read_bytes())
+    assert "no device" in data["sections"]["reduction"]["error"] and history_records(data, source="s", sha256="") == []
