@@ -5,7 +5,13 @@ as data only: ``json.loads`` with NaN/Infinity refused, a size limit before pars
 and a strict schema — every key known, every type checked, every timing a finite
 non-negative number. The first problem found is reported with the path of the field
 (``sections.breakdown.run.gpu.phases.h2d.samples_s[3]``) and what is allowed.
-``history_records`` turns a valid file into History records.
+
+The sections come from the declarations (``Experiment.check``: ``CheckSection`` key,
+``validate`` and ``records`` hooks): a key no experiment declares is refused, a section
+that names no validator is read by the generic one (``generic_section``), and
+``history_records`` turns a valid file into History records through each section's
+``records`` hook. The validators and records of the sections older than that reader
+(vector add, scaling, launch, transfers) are here, named by their declarations.
 
 Both readers of check files use it: the importer (gpu/service/importer.py, uploads into
 History) and the committed reference runs (gpu/service/references.py); each then
