@@ -5,7 +5,8 @@ importer and the recorded-runs loader find each section's key, validator and His
 records from the same declarations, so a file written now — catalog sections included —
 round-trips through ``history import`` and ``load_references``. The file here is written
 by ``run_check`` itself in the simulator at quick sizes, from the real section functions
-of two catalog kernels and the check's own methodology section (about 6 s).
+of the vector-add breakdown (its timings carry today's hold and L2 fields), two catalog
+kernels and the check's own methodology section (about 10 s; a full quick check, 30 s).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import shutil
 import pytest
 
 from gpu.__main__ import main
-from gpu.report.check import catalog_section, methodology_section, run_check
+from gpu.report.check import breakdown_section, catalog_section, methodology_section, run_check
 from gpu.service.check_schema import SECTION_KEYS, history_records
 from gpu.service.importer import ImportProblem, parse_check_bytes
 from gpu.service.references import load_reference, load_references
@@ -31,8 +32,8 @@ KERNELS = ("reduction", "transpose")
 def written(tmp_path_factory):
     """(check.json path, its dict): a check run now, in the simulator, quick."""
     out = tmp_path_factory.mktemp("check")
-    report = run_check(out, quick=True, sections=[*(catalog_section(k) for k in KERNELS), methodology_section])
-    assert [s.key for s in report.sections] == [*KERNELS, "methodology"]
+    report = run_check(out, quick=True, sections=[breakdown_section, *(catalog_section(k) for k in KERNELS), methodology_section])
+    assert [s.key for s in report.sections] == ["breakdown", *KERNELS, "methodology"]
     path = out / "check.json"
     return path, json.loads(path.read_text())
 
@@ -56,19 +57,20 @@ def test_every_section_a_check_writes_is_a_declared_key():
 def test_history_import_takes_a_check_written_now_catalog_sections_included(written, db, capsys):
     path, _data = written
     assert main(["history", "import", str(path)]) == 0
-    assert "Imported 2 runs" in capsys.readouterr().out
+    assert "Imported 3 runs" in capsys.readouterr().out
     runs = open_store(db).runs()
-    assert sorted(r.experiment for r in runs) == sorted(KERNELS)
+    assert sorted(r.experiment for r in runs) == sorted(["vector-add", *KERNELS])
     assert all(r.simulated and r.result["imported"]["quick"] is True for r in runs)
-    assert set(samples_frame(runs)["experiment"]) == set(KERNELS)  # History's compare finds their samples
+    assert set(samples_frame(runs)["experiment"]) == {"vector-add", *KERNELS}  # History's compare finds their samples
     assert main(["history", "import", str(path)]) == 2 and "already imported" in capsys.readouterr().err
 
 
 def test_the_recorded_runs_loader_reads_it_and_finds_each_kernel(written, tmp_path):
     path, data = written
     ref = load_reference(path)
-    assert all(ref.has(k) for k in KERNELS) and not ref.has("matmul") and not ref.has("vector-add")
-    assert [r["experiment"] for r in ref.history_records()] == list(KERNELS)
+    assert all(ref.has(k) for k in ("vector-add", *KERNELS)) and not ref.has("matmul") and not ref.has("scaling")
+    assert ref.vector_add().gpu["kernel"].n_samples == 3  # the breakdown rebuilds into the engine's own result
+    assert [r["experiment"] for r in ref.history_records()] == ["vector-add", *KERNELS]
     # the same file as a full hardware run in a benchmarks-like folder: best() picks it per kernel
     full = {**copy.deepcopy(data), "backend": "cuda", "quick": False}
     (tmp_path / "gpu-a").mkdir()
@@ -118,7 +120,7 @@ def test_a_failed_section_is_kept_but_holds_no_run(written):
     failed = copy.deepcopy(data)
     failed["sections"]["transpose"] = {"title": "transpose", "passed": False, "duration_s": 0.1, "error": "RuntimeError('boom')"}
     records = history_records(parse_check_bytes(json.dumps(failed).encode()), source="s", sha256="")
-    assert [r["experiment"] for r in records] == ["reduction"]
+    assert [r["experiment"] for r in records] == ["vector-add", "reduction"]
 
 
 def test_a_declared_section_that_raises_is_written_under_its_declared_key_and_reads_back(tmp_path, monkeypatch):

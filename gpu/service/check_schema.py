@@ -170,11 +170,20 @@ def _depth(value: Any, path: str = "", level: int = 0) -> None:
 
 
 STATS_KEYS = {"median_s", "min_s", "max_s", "mean_s", "noise", "samples", "samples_s"}
+# What Stats.to_dict() (few_samples, retries, held) and KernelTiming.to_dict() write beside
+# those since the verified hold and the L2 flush (methodology 2): known, and bounded by the
+# generic walk (a check written now is refused without them).
+TIMING_KEYS = {"few_samples", "retries", "held", "sample_held", "sample_retries", "l2_flushed", "l2_note", "l2_bytes",
+               "working_set_bytes", "l2_resident", "launch", "telemetry"}
 
 
 def _stats(value: Any, path: str) -> None:
-    """A Stats.to_dict(): samples_s a non-empty list of finite seconds ≥ 0; the rest numbers."""
-    data = _obj(value, path, {"samples_s"}, STATS_KEYS | {"compile_s"})
+    """A Stats.to_dict() or KernelTiming.to_dict(): samples_s a non-empty list of finite seconds ≥ 0; the rest numbers."""
+    data = _obj(value, path, {"samples_s"}, STATS_KEYS | TIMING_KEYS | {"compile_s"})
+    for key in ("few_samples", "held", "l2_flushed", "l2_resident"):
+        _bool(data.get(key), f"{path}.{key}", allow_none=True)
+    _int(data.get("retries"), f"{path}.retries", allow_none=True)
+    _walk({k: v for k, v in data.items() if k in TIMING_KEYS}, path)
     samples = _list(data["samples_s"], f"{path}.samples_s", limit=MAX_SAMPLES)
     if not samples:
         raise ImportProblem(f"`{path}.samples_s` is empty; a measurement has at least one sample")
