@@ -61,7 +61,12 @@ def test_history_import_takes_a_check_written_now_catalog_sections_included(writ
     runs = open_store(db).runs()
     assert sorted(r.experiment for r in runs) == sorted(["vector-add", *KERNELS])
     assert all(r.simulated and r.result["imported"]["quick"] is True for r in runs)
-    assert set(samples_frame(runs)["experiment"]) == {"vector-add", *KERNELS}  # History's compare finds their samples
+    samples = samples_frame(runs)
+    assert set(samples["experiment"]) == {"vector-add", *KERNELS}  # History's compare finds their samples
+    # where the catalog's declaration says (catalog.samples): readable series, the kernel once
+    reduction = set(samples[samples["experiment"] == "reduction"]["measure"])
+    assert {"1 · global atomics · Kernel", "1 · global atomics · H2D copy", "NumPy sum · CPU"} <= reduction
+    assert not any("implementations" in m or "kernel_timing" in m for m in reduction)
     assert main(["history", "import", str(path)]) == 2 and "already imported" in capsys.readouterr().err
 
 
