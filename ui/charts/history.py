@@ -155,6 +155,7 @@ def compare_chart(samples: pd.DataFrame, subtitle: str | None = None) -> alt.Cha
     order = list(dict.fromkeys(m for m in _measure_order(data["measure"].unique())))
     x = alt.X("measure:N", sort=order, title=None, axis=alt.Axis(labelAngle=-40, labelLimit=260, labelOverlap=False, labelFontSize=10))
     y_title = "time per repeat (ms, log scale)"
+    axis = log_axis(data["ms"])  # one labelled tick and grid line per decade, no minor grid
     color = alt.Color("run:N", title="run", legend=alt.Legend(orient="bottom", columns=2, labelLimit=320))
     dots = (
         alt.Chart(data)
@@ -162,7 +163,7 @@ def compare_chart(samples: pd.DataFrame, subtitle: str | None = None) -> alt.Cha
         .encode(
             x=x,
             xOffset=alt.XOffset("run:N"),
-            y=alt.Y("ms:Q", scale=alt.Scale(type="log"), title=y_title),
+            y=alt.Y("ms:Q", scale=alt.Scale(type="log"), title=y_title, axis=axis),
             color=color,
             tooltip=[
                 alt.Tooltip("run:N"),
@@ -180,7 +181,7 @@ def compare_chart(samples: pd.DataFrame, subtitle: str | None = None) -> alt.Cha
         .encode(
             x=x,
             xOffset=alt.XOffset("run:N"),
-            y=alt.Y("median_ms:Q", scale=alt.Scale(type="log"), title=y_title),
+            y=alt.Y("median_ms:Q", scale=alt.Scale(type="log"), title=y_title, axis=axis),
             color=color,
             tooltip=[
                 alt.Tooltip("run:N"),
