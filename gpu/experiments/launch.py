@@ -381,7 +381,7 @@ LAUNCH_SWEEP = register(Experiment(
     order=40,
     history_columns=("n", "repeats"),
     report="gpu.report.launch",
-    check=(CheckSection("launch", Hook("gpu.report.check:launch_section"), Hook("gpu.service.check_schema:launch_section"), Hook("gpu.service.check_schema:launch_records")),),
+    check=(CheckSection("launch", Hook("gpu.report.check:launch_section"), Hook("gpu.service.check_sections:launch_section"), Hook("gpu.service.check_sections:launch_records")),),
     recorded=Recorded("launch", Hook("ui.reference:_launch")),
     uses_cpu=BACKEND.simulated,
 ))

@@ -391,7 +391,7 @@ EXPERIMENT = register(Experiment(
     order=20,
     history_columns=("threads_per_block", "repeats"),
     report="gpu.report.scaling",
-    check=(CheckSection("scaling", Hook("gpu.report.check:scaling_section"), Hook("gpu.service.check_schema:scaling_section"), Hook("gpu.service.check_schema:scaling_records")),),
+    check=(CheckSection("scaling", Hook("gpu.report.check:scaling_section"), Hook("gpu.service.check_sections:scaling_section"), Hook("gpu.service.check_sections:scaling_records")),),
     recorded=Recorded("scaling", Hook("ui.reference:_scaling")),
     csv=True,
     mark_stopped=lambda run, why: replace(run, stopped=why),

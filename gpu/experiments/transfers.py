@@ -565,6 +565,6 @@ STRATEGIES_EXPERIMENT = register(Experiment(
     order=70,
     history_columns=("n", "threads_per_block", "repeats"),
     report="gpu.report.transfers",
-    check=(CheckSection("transfers", Hook("gpu.report.check:transfers_section"), Hook("gpu.service.check_schema:transfers_section"), Hook("gpu.service.check_schema:transfers_records")),),
+    check=(CheckSection("transfers", Hook("gpu.report.check:transfers_section"), Hook("gpu.service.check_sections:transfers_section"), Hook("gpu.service.check_sections:transfers_records")),),
     recorded=Recorded("transfers", Hook("ui.reference:_transfers")),
 ))

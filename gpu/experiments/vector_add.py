@@ -442,9 +442,9 @@ EXPERIMENT = register(Experiment(
     page=PageLink("Vector add", ":material/add_circle:", 10, "the article's experiment, one size, full breakdown", "pages/1_Vector_add.py"),
     order=10,
     history_columns=("n", "threads_per_block", "repeats"),
-    check=(CheckSection("correctness", Hook("gpu.report.check:correctness_section"), Hook("gpu.service.check_schema:correctness_section"), Hook("gpu.service.check_schema:no_records")),
-           CheckSection("breakdown", Hook("gpu.report.check:breakdown_section"), Hook("gpu.service.check_schema:breakdown_section"), Hook("gpu.service.check_schema:breakdown_records")),
-           CheckSection("article", Hook("gpu.report.check:article_section"), Hook("gpu.service.check_schema:article_section"), Hook("gpu.service.check_schema:no_records"))),
+    check=(CheckSection("correctness", Hook("gpu.report.check:correctness_section"), Hook("gpu.service.check_sections:correctness_section"), Hook("gpu.service.check_sections:no_records")),
+           CheckSection("breakdown", Hook("gpu.report.check:breakdown_section"), Hook("gpu.service.check_sections:breakdown_section"), Hook("gpu.service.check_sections:breakdown_records")),
+           CheckSection("article", Hook("gpu.report.check:article_section"), Hook("gpu.service.check_sections:article_section"), Hook("gpu.service.check_sections:no_records"))),
     recorded=Recorded("vector-add", Hook("ui.reference:_vector_add")),
     legacy_keys={"n": "n", "threads_per_block": "threads_per_block", "repeats": "repeats", "cpu": "cpu_impls", "article": "article"},
 ))
