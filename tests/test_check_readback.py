@@ -141,3 +141,10 @@ def test_a_declared_section_that_raises_is_written_under_its_declared_key_and_re
     assert [s.key for s in report.sections] == ["reduction"] and not report.passed
     data = parse_check_bytes((tmp_path / "check.json").read_bytes())
     assert "no device" in data["sections"]["reduction"]["error"] and history_records(data, source="s", sha256="") == []
+
+
+def test_a_generic_section_holding_another_experiments_run_is_refused(written):
+    _path, data = written
+    forged = copy.deepcopy(data)
+    forged["sections"]["transpose"]["runs"][0]["experiment"] = "vector-add"
+    assert "`sections.transpose.runs[0].experiment` is 'vector-add'; the section 'transpose' holds runs of 'transpose'" in _refusal(forged)

@@ -302,8 +302,19 @@ def _section(key: str, value: Any, declared: Any) -> None:
     if "error" in data:  # a section that raised is kept as failed, with its error
         _str(data["error"], f"{path}.error")
         return
-    validate = declared.validate.resolve() if declared is not None and declared.validate is not None else generic_section
-    validate(data, path)
+    if declared is not None and declared.validate is not None:
+        declared.validate.resolve()(data, path)
+        return
+    generic_section(data, path)
+    if declared is not None:  # its runs are filed under its experiment: one that names another is refused
+        from gpu.experiments.registry import aliases, check_sections
+
+        owner = check_sections()[key][0].key
+        names = (owner, *aliases(owner))
+        listed = data.get("runs") if isinstance(data.get("runs"), list) else []
+        for where, run in [("run", data.get("run")), *((f"runs[{i}]", r) for i, r in enumerate(listed))]:
+            if isinstance(run, Mapping) and run.get("experiment", owner) not in names:
+                raise ImportProblem(f"`{path}.{where}.experiment` is {str(run['experiment'])[:60]!r}; the section {key!r} holds runs of {owner!r}")
 
 
 def validate_check(data: Any) -> None:
