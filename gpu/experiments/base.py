@@ -93,7 +93,9 @@ class ExperimentResult(Protocol):
     marks the run when not). ``to_dict()``: JSON-ready, samples in seconds (History, the
     JSON download, ``--json``). ``to_frame()``: a tidy table of what was measured (charts
     and the CSV download). The headline numbers History keeps come from the declaration's
-    ``measures(result)``, a ``{name: float}``.
+    ``measures(result)``, a ``{name: float}``; where a saved ``to_dict()`` keeps its timing
+    samples, from its ``samples(saved)``, a ``{series label: [seconds]}`` (both checked:
+    ``checked_measures``, ``checked_samples``).
     """
 
     @property
