@@ -1,6 +1,6 @@
 # Kernel Lab. The two commands a newcomer needs:
 #   make run    set up .venv and start the app (http://localhost:8501)
-#   make test   set up .venv (dev, and Ray for the cluster tests) and Debian's chromium, then run every test
+#   make test   set up .venv (dev, and Ray for the cluster tests) and Debian's chromium and bubblewrap, then run every test
 # Each target creates what it needs; stamps make repeat runs fast.
 
 PYTHON ?= python3
@@ -9,7 +9,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip --disable-pip-version-check -q
 CHROMIUM := /usr/bin/chromium
 
-.PHONY: run demo test check info cuda-wheels compiler-wheels cluster-deps chromium clean gpu-verify gpu-wheels
+.PHONY: run demo test check info cuda-wheels compiler-wheels cluster-deps chromium bubblewrap clean gpu-verify gpu-wheels
 
 run: $(VENV)/.runtime
 	$(PY) -m streamlit run app.py
@@ -22,9 +22,10 @@ DEMO_PORT  ?= 8501
 DEMO_ADDRESS ?= 0.0.0.0
 DEMO_HOSTS ?=
 # Importing check files from the browser is off on the shared demo; DEMO_UPLOADS=1 allows it.
+# Write a kernel accepts submissions on the demo only when its sandbox works (docs/write-a-kernel.md).
 DEMO_UPLOADS ?= 0
 demo: $(VENV)/.runtime
-	KERNEL_LAB_UPLOADS=$(DEMO_UPLOADS) $(PY) -m streamlit run app.py \
+	KERNEL_LAB_UPLOADS=$(DEMO_UPLOADS) KERNEL_LAB_REQUIRE_SANDBOX=1 $(PY) -m streamlit run app.py \
 	  --server.address $(DEMO_ADDRESS) --server.port $(DEMO_PORT) --server.headless true \
 	  --server.fileWatcherType none --server.runOnSave false \
 	  --server.maxUploadSize $(if $(filter 1,$(DEMO_UPLOADS)),5,1) --server.enableStaticServing false \
@@ -32,7 +33,7 @@ demo: $(VENV)/.runtime
 	  --browser.gatherUsageStats false --runner.fastReruns true \
 	  $(foreach host,$(DEMO_HOSTS),--server.allowedHosts $(host))
 
-test: $(VENV)/.dev $(VENV)/.cluster $(VENV)/.compiler chromium
+test: $(VENV)/.dev $(VENV)/.cluster $(VENV)/.compiler chromium bubblewrap
 	$(PY) -m pytest
 
 info: $(VENV)/.runtime
@@ -99,9 +100,18 @@ gpu-verify:
 	bash scripts/gpu_verify.sh
 
 # Wheels for a GPU machine that cannot reach a package index: downloaded here into .whl/
-# (gitignored), carried with the tree, installed by scripts/gpu_verify.sh.
+# (gitignored), carried with the tree, installed by scripts/gpu_verify.sh. They are built
+# for that machine (CPython $(GPU_PYTHON), x86-64 Linux), not this one. NumPy, pandas, PyArrow
+# and Pillow are dropped afterwards: a GPU image has them, and carrying them would pass the
+# 64 MiB a tree may carry to a lent GPU machine.
+GPU_PYTHON ?= 3.12
 gpu-wheels: | $(PY)
-	$(PIP) download -d .whl -r requirements.txt -r requirements-dev.txt "nvidia-cuda-nvdisasm>=13.2,<14"
+	rm -rf .whl
+	$(PIP) download -d .whl --only-binary=:all: --python-version $(GPU_PYTHON) --implementation cp \
+	  --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+	  "streamlit>=1.67,<1.68" "altair>=6.3,<7" "platformdirs>=4.0,<5" "pytest>=9.0,<10" "pytest-timeout>=2.4,<3"
+	rm -f .whl/numpy-* .whl/pandas-* .whl/pyarrow-* .whl/pillow-*
+	@du -sh .whl
 
 # The browser tests drive Debian's chromium (Playwright cannot download browsers here).
 chromium:
@@ -109,6 +119,15 @@ chromium:
 	  echo "Installing Debian's chromium for the browser tests"; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; \
+	fi
+
+# Write a kernel runs each submission inside bubblewrap (docs/write-a-kernel.md); the hostile-submission
+# tests need it. The server needs it too: `make demo` refuses submissions without a working sandbox.
+bubblewrap:
+	@if [ ! -x /usr/bin/bwrap ] && ! command -v bwrap >/dev/null 2>&1; then \
+	  echo "Installing Debian's bubblewrap (the Write-a-kernel sandbox)"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq bubblewrap >/dev/null; \
 	fi
 
 clean:

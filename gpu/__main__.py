@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from gpu.core.limits import InputError
@@ -254,6 +253,14 @@ def build_parser() -> argparse.ArgumentParser:
     from gpu.report import compile as compile_command  # the real compiler's facts (issue 17)
 
     compile_command.add_command(sub)
+
+    from gpu.sandbox.cli import register as register_write_a_kernel  # problems, solve, submissions (issue 20)
+
+    register_write_a_kernel(sub)
+
+    from gpu.trace.cli import add_trace_command  # the memory trace (issue 21)
+
+    add_trace_command(sub)
 
 
 

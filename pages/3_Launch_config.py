@@ -11,6 +11,7 @@ from ui.forms import experiment_form
 from ui.frame import frame
 from ui.reference import panel_after_run, panel_before_run
 from ui.runner import run_declared
+from ui.views.trace import show_coalescing_demo
 from ui.views.launch import INDEXING_KEY, OVERHEAD_KEY, SWEEP_KEY, show_indexing, show_inspector, show_launch_overhead, show_sweep
 
 frame(
@@ -34,6 +35,7 @@ with explorer:
         show_indexing(st.session_state[INDEXING_KEY])
     else:
         st.info("Pick N and threads per block, then press **Run probe**. Try N = 1000 with 256 threads: 24 threads of the last block have nothing to do.")
+    show_coalescing_demo()  # the memory trace: coalesced vs strided reads of the same data (issue 21)
 
 with sweep:
     simulated_note = "In the simulator every thread costs about 0.1 ms: keep N to a few thousand." if gpu.BACKEND.simulated else ""

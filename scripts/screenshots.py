@@ -4,7 +4,7 @@
 
 Starts ``streamlit run app.py`` on a free port (simulator unless a GPU is present, a
 throwaway history database), opens each page, optionally presses each page's main
-button (its first form's submit button, or the one labelled ``--button``), waits for
+button (its first primary button — a form's Run — or the one labelled ``--button``), waits for
 every chart to draw and saves ``OUT_DIR/<page>.png``.
 
 The pages are the sidebar's (``ui/navigation.py: all_links``, from the declarations and
@@ -60,7 +60,7 @@ def main() -> int:
     parser.add_argument("--run", action="store_true", help="press each page's main button first")
     parser.add_argument("--pages", default=None, help="comma-separated page names (default: every page of the sidebar)")
     parser.add_argument("--button", default=None, metavar="TEXT",
-                        help="with --run, press the button labelled TEXT instead of the page's first form's submit button")
+                        help="with --run, press the button labelled TEXT instead of the page's first primary button")
     parser.add_argument("--width", type=int, default=1400)
     parser.add_argument("--click", action="append", default=[], metavar="TEXT",
                         help="after the run, click the first element showing TEXT (a tab, an expander); repeat for several")
@@ -102,8 +102,8 @@ def main() -> int:
                 wait_idle(page)
                 if args.run:
                     button = (page.get_by_role("button", name=args.button, exact=True) if args.button
-                              else page.locator('[data-testid="stFormSubmitButton"] button'))
-                    if button.count():  # pages without a form (Home, History...) have nothing to run
+                              else page.locator('button[data-testid^="stBaseButton-primary"]').filter(visible=True))
+                    if button.count():  # pages with nothing to run (Home, History...) have no primary button
                         button.first.click()
                         wait_idle(page)
                 for text in args.click:

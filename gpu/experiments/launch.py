@@ -387,18 +387,11 @@ LAUNCH_SWEEP = register(Experiment(
 ))
 
 __all__ = [
-    "DRAW_LIMIT_THREADS",
     "GRID_STRIDE_SM_MULTIPLES",
-    "IndexingRun",
     "LaunchConfigResult",
-    "LaunchSummary",
     "LaunchSweepRun",
     "Occupancy",
     "SWEEP_BLOCK_SIZES",
     "SmLimits",
-    "calculated_occupancy",
-    "expected_records",
-    "probe_limit",
-    "run_indexing",
     "run_launch_sweep",
 ]

@@ -479,18 +479,12 @@ def run_strategies(
 
 __all__ = [
     "BandwidthCurves",
-    "BandwidthPoint",
     "Interval",
-    "Plateau",
     "STRATEGIES",
     "StrategyComparison",
     "StrategyRun",
-    "TimelineBar",
     "build_timeline",
     "chunk_bounds",
-    "concurrent_s",
-    "find_plateau",
-    "format_bytes",
     "overlap_fraction",
     "run_bandwidth_curves",
     "run_strategies",

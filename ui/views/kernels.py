@@ -149,6 +149,9 @@ def show_sources(spec: KernelSpec) -> None:
                 st.code(source.helpers, language="python")
             if i in compiled:
                 code_listings(compiled[i], in_expanders=False)
+    from ui.views.trace import show_kernel_traces  # the memory trace of every step (issue 21)
+
+    show_kernel_traces(spec)
 
 
 __all__ = ["RUNS_KEY", "latest", "remember", "show_run", "show_sources"]

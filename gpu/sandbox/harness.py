@@ -1,0 +1,227 @@
+"""The judge inside the child process: check, load, run every test, time the performance size.
+
+The harness owns everything a submission could game: it makes the inputs (fresh, from a
+seed the submission never sees), fills the outputs with a sentinel before every run (so
+an output the kernel never wrote cannot pass by luck or by a value left over from an
+earlier run), checks the inputs came back unchanged, compares with the NumPy reference,
+and times with the lab's own ``time_on_device`` (L2 flush, verified stream hold, events).
+The learner's source is only exec'd after the checker passed, in a restricted namespace.
+"""
+
+from __future__ import annotations
+
+import traceback
+from typing import Any
+
+import numpy as np
+
+from gpu.problems.base import Case, Problem
+from gpu.sandbox.checker import Refusal
+from gpu.sandbox.verdict import Verdict, mismatch_text
+
+GPU_SAMPLES = 20  # timed runs of the performance size, each after a fresh sentinel fill
+ROOF_MARGIN = 1.05  # a kernel measured over 105 % of the memory roof moved less than the problem needs: flagged
+SOURCE_NAME = "submission.py"
+
+
+def sentinel(dtype) -> Any:
+    """The value an output holds before the kernel runs: NaN for floats, an unlikely extreme for integers."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "f":
+        return np.nan
+    info = np.iinfo(dtype)
+    return info.max if dtype.kind == "u" else info.min
+
+
+def fresh_outputs(problem: Problem, sizes) -> dict[str, np.ndarray]:
+    out = {}
+    for name, (shape, dtype) in problem.outputs(sizes).items():
+        out[name] = np.zeros(shape, dtype) if name in problem.accumulate else np.full(shape, sentinel(dtype), dtype)
+    return out
+
+
+def case_inputs(problem: Problem, seed: int, index: int, sizes) -> dict[str, np.ndarray]:
+    """Inputs of test ``index``: a generator seeded from the secret seed and the test's position."""
+    return problem.inputs(np.random.default_rng([seed, index]), sizes)
+
+
+def writer_of(problem: Problem, index: tuple, block: tuple) -> str | None:
+    """The thread that should have written output element ``index``, where one thread writes one element."""
+    if problem.writer == "1d" and len(index) == 1:
+        t = block[0]
+        return f"block {index[0] // t}, thread {index[0] % t}"
+    if problem.writer == "2d" and len(index) == 2:
+        side = block[0]
+        r, c = index
+        return f"block (x={c // side}, y={r // side}), thread (x={c % side}, y={r % side})"
+    return None
+
+
+def plain(value) -> float | int | str:
+    """A value as the learner wrote it: float32 in its shortest form (0.9752211, not 0.9752210974693298)."""
+    if isinstance(value, np.floating):
+        return float(str(value)) if np.isfinite(value) else str(value)
+    return value.item() if hasattr(value, "item") else value
+
+
+def first_mismatch(problem: Problem, case: Case, name: str, got: np.ndarray, expected: np.ndarray, block: tuple) -> dict | None:
+    ok = problem.tolerance.close(got, expected)
+    if got.shape != expected.shape:
+        return {"test": case.name, "output": name, "index": None, "expected": f"shape {expected.shape}", "got": f"shape {got.shape}"}
+    if ok.all():
+        return None
+    flat = int(np.flatnonzero(~ok.reshape(-1))[0])
+    index = tuple(int(i) for i in np.unravel_index(flat, got.shape))
+    value = got[index]
+    never = name not in problem.accumulate and (np.isnan(value) if got.dtype.kind == "f" else value == sentinel(got.dtype))
+    return {"test": case.name, "output": name, "index": list(index), "expected": plain(expected[index]), "got": plain(value),
+            "never_written": bool(never), "wrong_count": int((~ok).sum()), "thread": writer_of(problem, index, block)}
+
+
+def kernel_error(exc: BaseException) -> str:
+    """One line for a kernel that raised: the exception and the submission's line where known."""
+    line = None
+    for frame in traceback.extract_tb(exc.__traceback__):
+        if frame.filename == SOURCE_NAME:
+            line = frame.lineno
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    where = f" at line {line}" if line else ""
+    return f"the kernel raised {type(exc).__name__}{where}: {text[:300]}"
+
+
+def run_case(problem: Problem, kernel, case: Case, index: int, seed: int, launch) -> tuple[dict, dict | None]:
+    """Run one test: returns (the test's line, the first mismatch or None)."""
+    from gpu.core.backend import cuda
+
+    sizes = case.sizes
+    inputs = case_inputs(problem, seed, index, sizes)
+    originals = {k: v.copy() for k, v in inputs.items()}
+    outputs = fresh_outputs(problem, sizes)
+    grid, block = launch(sizes)
+    d_args = [cuda.to_device(inputs[p]) if p in inputs else cuda.to_device(outputs[p]) for p in problem.params]
+    try:
+        kernel[grid, block](*d_args)
+        cuda.synchronize()
+    except Exception as exc:  # a kernel that raises (simulator: out of bounds) fails this test, never the harness
+        message = kernel_error(exc)
+        return {"name": case.name, "sizes": dict(sizes), "passed": False, "message": message}, {"test": case.name, "error": message}
+    for p, d in zip(problem.params, d_args):
+        (inputs if p in inputs else outputs)[p] = d.copy_to_host()
+    for name, before in originals.items():
+        if not np.array_equal(before, inputs[name], equal_nan=True):
+            where = int(np.flatnonzero((before != inputs[name]).reshape(-1))[0])
+            message = f"the kernel changed its input {name!r} (first at flat index {where}); inputs must stay unchanged"
+            return {"name": case.name, "sizes": dict(sizes), "passed": False, "message": message}, {"test": case.name, "error": message}
+    expected = problem.reference(originals, sizes)
+    for name, want in expected.items():
+        miss = first_mismatch(problem, case, name, outputs[name], np.asarray(want, dtype=outputs[name].dtype), block)
+        if miss:
+            return {"name": case.name, "sizes": dict(sizes), "passed": False, "message": mismatch_text(miss)}, miss
+    return {"name": case.name, "sizes": dict(sizes), "passed": True, "message": "passed"}, None
+
+
+def time_case(problem: Problem, kernel, case: Case, seed: int, launch) -> dict:
+    """Time the performance size on a GPU with the lab's one timer (``time_on_device``: L2 flushed,
+    verified hold, events), one sample per call so the outputs get a fresh sentinel before every
+    timed run and are checked after it."""
+    from gpu.core.backend import cuda
+    from gpu.core.kernel_timing import time_on_device
+    from gpu.core.timing import RepeatPolicy, Stats
+
+    sizes = case.sizes
+    inputs = case_inputs(problem, seed, 10_000, sizes)
+    expected = problem.reference({k: v.copy() for k, v in inputs.items()}, sizes)
+    blank = fresh_outputs(problem, sizes)
+    stream = cuda.stream()
+    d = {p: cuda.to_device(inputs[p] if p in inputs else blank[p], stream=stream) for p in problem.params}
+    args = [d[p] for p in problem.params]
+    grid, block = launch(sizes)
+    working_set = sum(a.nbytes for a in inputs.values()) + sum(a.nbytes for a in blank.values())
+    samples, retries, held = [], 0, True
+    for i in range(GPU_SAMPLES + 1):  # the first is a warm-up, discarded
+        for name in blank:
+            d[name].copy_to_device(blank[name], stream=stream)  # outside the timed region
+        stream.synchronize()
+        timed = time_on_device(kernel, args, grid, block, policy=RepeatPolicy.count(1, warmup=0), stream=stream,
+                               working_set_bytes=working_set, telemetry=False)
+        for name, want in expected.items():
+            got = d[name].copy_to_host(stream=stream)
+            stream.synchronize()
+            miss = first_mismatch(problem, case, name, got, np.asarray(want, dtype=got.dtype), block)
+            if miss:
+                return {"error": f"timed run {i}: " + mismatch_text(miss)}
+        if i:
+            samples.append(timed.median_s)
+            retries += timed.stats.retries
+            held = held and timed.held
+    for name, before in inputs.items():
+        if not np.array_equal(before, d[name].copy_to_host(), equal_nan=True):
+            return {"error": f"the kernel changed its input {name!r} during the timed runs"}
+    return {"stats": Stats(tuple(samples), retries=retries, held=held), "l2_note": timed.l2_note}
+
+
+def figures(problem: Problem, case: Case, median_s: float, peak_gbps: float | None) -> dict:
+    nbytes, flops = problem.bytes_moved(case.sizes), problem.flops(case.sizes)
+    gbps = nbytes / median_s / 1e9
+    out = {"median_s": median_s, "bytes": nbytes, "flops": flops, "gbps": gbps,
+           "gflops": flops / median_s / 1e9 if flops else None, "peak_gbps": peak_gbps,
+           "percent_of_peak": 100 * gbps / peak_gbps if peak_gbps else None}
+    out["faster_than_roof"] = bool(peak_gbps and gbps > ROOF_MARGIN * peak_gbps)
+    return out
+
+
+def judge(problem: Problem, source: str, seed: int) -> Verdict:
+    """Everything for one submission in this (fresh, sandboxed) process; never raises."""
+    from gpu.core.backend import BACKEND
+    from gpu.sandbox.loader import load_module
+
+    verdict = Verdict.start(problem.key, BACKEND.kind)
+    try:
+        reference_time = None
+        if not BACKEND.simulated:  # the lab's kernel, timed before the learner's code is even loaded
+            ref_launch = problem.solution.launch or (lambda s: problem.launch(s, problem.threads))
+            timed = time_case(problem, problem.solution.kernel(problem.kernel_name), problem.perf["gpu"], seed, ref_launch)
+            reference_time = timed["stats"].median_s if "stats" in timed else None
+        try:
+            scope = load_module(source, problem.kernel_name, len(problem.params))
+            chosen = scope.get("THREADS_PER_BLOCK")
+            threads = problem.threads_for(chosen if isinstance(chosen, int) else None)
+        except Refusal as refusal:
+            return verdict.refused(refusal)
+        verdict.threads_per_block = threads
+        kernel = scope[problem.kernel_name]
+
+        def launch(sizes):
+            return problem.launch(sizes, threads)
+
+        cases = list(problem.tests) + [problem.perf["simulator" if BACKEND.simulated else "gpu"]]
+        for index, case in enumerate(cases):
+            line, miss = run_case(problem, kernel, case, index, seed, launch)
+            verdict.tests.append(line)
+            if miss and verdict.mismatch is None:
+                verdict.mismatch = miss
+        if verdict.mismatch is not None:
+            return verdict.finish("wrong")
+        if not BACKEND.simulated:
+            timed = time_case(problem, kernel, problem.perf["gpu"], seed, launch)
+            if "error" in timed:
+                verdict.mismatch = {"test": problem.perf["gpu"].name, "error": timed["error"]}
+                return verdict.finish("wrong")
+            from gpu.core.device import device_info
+
+            info = device_info(0)
+            verdict.device = info.name
+            stats = timed["stats"]
+            fig = figures(problem, problem.perf["gpu"], stats.median_s, info.peak_bandwidth_gbps)
+            fig.update(samples=stats.n_samples, noise=stats.noise, held=stats.held, l2_note=timed.get("l2_note"), reference_median_s=reference_time,
+                       ratio_to_reference=(stats.median_s / reference_time) if reference_time else None,
+                       size=problem.perf["gpu"].to_dict())
+            verdict.timing = fig
+        return verdict.finish("passed")
+    except Refusal as refusal:
+        return verdict.refused(refusal)
+    except Exception as exc:  # a harness failure is reported as one line, never a traceback to the learner
+        return verdict.failed(f"the harness could not finish: {type(exc).__name__}: {str(exc).strip()[:300]}")
+
+
+__all__ = ["GPU_SAMPLES", "ROOF_MARGIN", "first_mismatch", "judge", "run_case", "sentinel"]

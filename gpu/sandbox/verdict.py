@@ -1,0 +1,94 @@
+"""The verdict of one submission: what crosses from the sandboxed child to the app as JSON.
+
+``status`` is one of: "passed" (every test), "wrong" (a result or a kernel error), "refused"
+(the checker, the problem's launch rules, or the sandbox's limits said no), "error" (the
+harness itself could not finish: not the learner's fault, reported in one line).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+
+EXIT_CODES = {"passed": 0, "wrong": 1, "error": 1, "refused": 2}
+
+
+def mismatch_text(miss: dict) -> str:
+    """One line for the first wrong value: test, index, expected, got, and the thread where known."""
+    if "error" in miss:
+        return miss["error"]
+    if miss.get("index") is None:
+        return f"{miss['output']} has {miss['got']}, expected {miss['expected']}"
+    index = ", ".join(map(str, miss["index"]))
+    more = f"; {miss['wrong_count']:,} wrong in all" if miss.get("wrong_count", 1) > 1 else ""
+    if miss.get("never_written"):
+        thread = f"; it is {miss['thread']}'s element" if miss.get("thread") else ""
+        return f"{miss['output']}[{index}]: expected {miss['expected']!r}, but it was never written (still the sentinel){thread}{more}"
+    thread = f" (written by {miss['thread']})" if miss.get("thread") else ""
+    return f"{miss['output']}[{index}]: expected {miss['expected']!r}, got {miss['got']!r}{thread}{more}"
+
+
+@dataclass
+class Verdict:
+    problem: str
+    backend: str
+    status: str = "running"
+    message: str = ""
+    tests: list = field(default_factory=list)
+    mismatch: dict | None = None
+    refusal: dict | None = None
+    timing: dict | None = None
+    compile_facts: dict | None = None
+    compile_facts_note: str = ""
+    threads_per_block: int | None = None
+    device: str | None = None
+    sandbox: str = ""
+    wall_s: float | None = None
+
+    @classmethod
+    def start(cls, problem: str, backend: str) -> "Verdict":
+        return cls(problem=problem, backend=backend)
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_CODES.get(self.status, 1)
+
+    @property
+    def ranked(self) -> bool:
+        """Saved to the leaderboard: passed, and (on a GPU) not faster than the memory roof allows."""
+        return self.status == "passed" and not (self.timing or {}).get("faster_than_roof", False)
+
+    def refused(self, refusal) -> "Verdict":
+        self.refusal = refusal.to_dict()
+        self.status = "refused"
+        self.message = str(refusal)
+        return self
+
+    def failed(self, message: str) -> "Verdict":
+        self.status, self.message = "error", message
+        return self
+
+    def finish(self, status: str) -> "Verdict":
+        self.status = status
+        passed = sum(1 for t in self.tests if t["passed"])
+        if status == "passed":
+            self.message = f"all {len(self.tests)} tests passed"
+        else:
+            first = next((t for t in self.tests if not t["passed"]), None)
+            self.message = f"{passed} of {len(self.tests)} tests passed; first failure, {first['name']}: {first['message']}" if first else (
+                mismatch_text(self.mismatch) if self.mismatch else status)
+        return self
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), default=str)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Verdict":
+        known = {f for f in cls.__dataclass_fields__}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+
+__all__ = ["EXIT_CODES", "Verdict", "mismatch_text"]

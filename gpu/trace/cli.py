@@ -1,0 +1,93 @@
+"""``python -m gpu trace KERNEL-OR-FILE [--problem P] [--n N] [--json]``: the memory trace from the shell.
+
+Exit 0 when the trace is clean, 1 when it finds a race, an out-of-bounds access or
+barrier divergence (each printed with its thread and line), 2 for bad input. A lab
+kernel is traced in this process when it runs the simulator (else in a child that
+does); a learner's file (with ``--problem``) only after the write-a-kernel checker
+passed it, in that sandbox's child process (``gpu.trace.submission``).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from gpu.core.limits import InputError
+from gpu.report.jsonout import print_json
+
+def add_trace_command(sub) -> None:
+    """Register the ``trace`` subcommand on the CLI's subparsers."""
+    p = sub.add_parser("trace", help="record every memory access of a kernel in the simulator: races, out-of-bounds, "
+                                     "barrier divergence, sectors per request, bank conflicts",
+                       description="Run a kernel at a small size in Numba's CUDA simulator with every global and shared "
+                                   "memory access recorded. Exit 0 when clean, 1 on a race, an out-of-bounds access or "
+                                   "barrier divergence, 2 for bad input.")
+    p.add_argument("target", nargs="?", help="a lab kernel (e.g. transpose-naive; see --list) or a learner's .py file (with --problem)")
+    p.add_argument("--problem", default=None, help="the write-a-kernel problem a .py file solves")
+    p.add_argument("--n", default=None, help="problem size (default: the kernel's small trace size)")
+    p.add_argument("--list", action="store_true", help="list the lab's kernels and exit")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=cmd_trace)
+
+
+def cmd_trace(args: argparse.Namespace) -> int:
+    from gpu.core.backend import BACKEND
+    from gpu.trace.lab import find, lab_kernels, trace_lab_kernel
+
+    if args.list:
+        for k in lab_kernels():
+            print(f"{k.name:<24} {k.title}" + (f"  (cannot be traced: {k.skip})" if k.skip else ""))
+        return 0
+    if not args.target:
+        raise InputError("trace needs a kernel name (python -m gpu trace --list shows them) or a .py file with --problem")
+    target = args.target
+    if target.endswith(".py") or Path(target).is_file():
+        if not args.problem:
+            raise InputError(f"{target} looks like a file: a learner's kernel is traced against its problem, add --problem P "
+                             "(python -m gpu problems lists them)")
+        if args.n is not None:
+            raise InputError("--n goes with a lab kernel; a learner's file is traced at one of its problem's test sizes")
+        return _trace_file(target, args.problem, args.json)
+    if args.problem:
+        raise InputError("--problem goes with a .py file; a lab kernel has its own inputs")
+    kernel = find(target)  # InputError naming the choices
+    if kernel.skip:
+        raise InputError(f"{target} cannot be traced: it {kernel.skip}. Its GPU steps are measured on the Kernels page.")
+    n = None if args.n is None else kernel.check_n(args.n)
+    if BACKEND.simulated:
+        report = trace_lab_kernel(target, n)
+    else:  # this process has the real GPU; the simulator needs a process of its own
+        from gpu.trace.child import run_in_child
+
+        report = run_in_child([(target, n)])[0]
+        if isinstance(report, str):
+            raise InputError(report)
+    return _emit(report, args.json)
+
+
+def _emit(report, as_json: bool) -> int:
+    if as_json:
+        print_json(report.to_dict())
+    else:
+        print(report)
+    return 1 if report.problems else 0
+
+
+def _trace_file(path: str, problem: str, as_json: bool) -> int:
+    """A learner's file: read (capped, UTF-8), checked by the sandbox's checker, traced in its sandboxed child."""
+    from gpu.sandbox.cli import MAX_FILE_BYTES
+    from gpu.trace.submission import trace_submission
+
+    try:
+        raw = Path(path).read_bytes()[: MAX_FILE_BYTES + 1]
+        source = raw.decode("utf-8")
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise InputError(f"{path} is not UTF-8 text") from None
+    if len(raw) > MAX_FILE_BYTES:
+        raise InputError(f"{path} is over {MAX_FILE_BYTES:,} bytes; a kernel file is far smaller")
+    report = trace_submission(problem, source)
+    if isinstance(report, str):  # refused by the checker, or stopped by the sandbox's limits
+        raise InputError(f"{path}: {report}")
+    return _emit(report, as_json)

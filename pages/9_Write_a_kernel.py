@@ -1,0 +1,31 @@
+"""Write a kernel: pick a problem, write the kernel, run it in a sandbox, see the verdict and the leaderboard."""
+
+import streamlit as st
+
+import gpu
+from gpu.experiments.base import PageLink
+from ui.frame import frame
+from ui.views.write_kernel import (NAME_KEY, cached_sandbox_status, editor, pick_problem, run_submission, sandbox_notice,
+                                   show_leaderboard, show_statement, show_verdict, verdict_key)
+
+PAGE = PageLink("Write a kernel", ":material/edit_note:", 65, "fifteen problems: write a kernel, see it checked, timed and ranked")
+
+device = frame(
+    "Write a kernel",
+    ":material/edit_note:",
+    "Fifteen problems from vector add to matrix multiply. Write the kernel, press **Run**: it is checked, run on fresh "
+    "inputs at several sizes against NumPy, and on a GPU timed like every kernel in the lab and compared with the lab's own.",
+)
+status = cached_sandbox_status(gpu.BACKEND.simulated)
+accepting = sandbox_notice(status)
+problem = pick_problem()
+show_statement(problem)
+source = editor(problem)
+name = st.text_input("Your name on the leaderboard", key=NAME_KEY, max_chars=40, placeholder="anonymous",
+                     help="No account: the name you type is shown beside passing submissions.")
+if st.button("Run", type="primary", icon=":material/play_arrow:", disabled=not accepting, key="write_kernel.run"):
+    run_submission(problem, source, name, status)
+verdict = st.session_state.get(verdict_key(problem))
+if verdict is not None:
+    show_verdict(verdict)
+show_leaderboard(problem, "CUDA simulator" if gpu.BACKEND.simulated else device.name)

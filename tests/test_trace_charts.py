@@ -1,0 +1,48 @@
+"""The trace's chart builders and tables, on hand-made reports (no simulator, no Streamlit server)."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ui.charts.trace import access_map_chart, sectors_chart
+
+
+def _picture() -> pd.DataFrame:
+    rows = []
+    for t in range(64):  # thread t reads a[t] and writes out[t // 32, t % 32]
+        rows.append({"array": "a (global)", "row": t // 32, "col": t % 32, "index": f"[{t}]", "global_thread": t,
+                     "thread": f"({t}, 0, 0)", "block": "(0, 0, 0)", "kind": "read"})
+        rows.append({"array": "out (global)", "row": t // 32, "col": t % 32, "index": f"[{t // 32}, {t % 32}]",
+                     "global_thread": t, "thread": f"({t}, 0, 0)", "block": "(0, 0, 0)", "kind": "write"})
+    return pd.DataFrame(rows)
+
+
+def _layers(spec: dict) -> list[dict]:
+    return [layer for panel in spec["hconcat"] for layer in panel["layer"]]
+
+
+def test_the_access_map_colours_only_the_chosen_threads_cells():
+    spec = access_map_chart(_picture(), range(32), "warp 0").to_dict()
+    assert [p["title"] for p in spec["hconcat"]] == ["a (global)", "out (global)"]
+    datasets = spec["datasets"]
+    base, highlight = _layers(spec)[0], _layers(spec)[1]
+    assert len(datasets[base["data"]["name"]]) == 64  # every touched cell, grey
+    chosen = datasets[highlight["data"]["name"]]
+    assert len(chosen) == 32 and {r["global_thread"] for r in chosen} == set(range(32)) and {r["row"] for r in chosen} == {0}
+    colour = highlight["encoding"]["color"]["scale"]
+    assert colour["domain"] == ["read", "write", "atomic"]  # one domain in every panel: hconcat shares the scale
+
+
+def test_the_access_map_shrinks_cells_so_panels_fit_side_by_side():
+    wide = access_map_chart(_picture(), [0], "thread 0").to_dict()
+    assert sum(p["width"] for p in wide["hconcat"]) <= 860
+
+
+def test_the_sectors_chart_draws_touched_bars_and_ideal_ticks_in_step_order():
+    rows = pd.DataFrame([{"step": "1 · naive", "access": "line 33 write out[col, row]", "sectors_per_request": 32.0, "ideal_sectors_per_request": 4.0},
+                         {"step": "2 · tiled", "access": "line 57 write out[...]", "sectors_per_request": 4.0, "ideal_sectors_per_request": 4.0}])
+    spec = sectors_chart(rows, "sectors").to_dict()
+    bars, ticks = spec["layer"]
+    assert bars["mark"]["type"] == "bar" and ticks["mark"]["type"] == "tick"
+    assert bars["encoding"]["y"]["sort"] == ["1 · naive — line 33 write out[col, row]", "2 · tiled — line 57 write out[...]"]
+    assert max(bars["encoding"]["x"]["axis"]["values"]) >= 32

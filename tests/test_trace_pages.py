@@ -1,0 +1,74 @@
+"""What the trace shows, in AppTest: the Kernels page per step, Launch config's coalesced vs
+strided pair, and a Write-a-kernel submission with a missing syncthreads."""
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from gpu.sandbox import runner
+
+ROOT = Path(__file__).resolve().parent.parent
+KERNELS = str(ROOT / "pages/7_Kernels.py")
+LAUNCH = str(ROOT / "pages/3_Launch_config.py")
+WRITE = str(ROOT / "pages/9_Write_a_kernel.py")
+
+
+def _texts(at) -> str:
+    return "\n".join([m.value for m in at.markdown] + [s.value for s in at.success] + [e.value for e in at.error]
+                     + [i.value for i in at.info] + [c.value for c in at.caption])
+
+
+def test_the_kernels_page_traces_every_transpose_step_on_request():
+    at = AppTest.from_file(KERNELS, default_timeout=180).run()
+    at.selectbox(key="kernels.kernel").set_value("transpose").run()
+    assert "Trace every step" in [t.label for t in at.toggle]
+    assert not any("sectors** per warp request" in m.value for m in at.markdown)  # nothing traced until asked
+    at.toggle(key="trace.kernels.on").set_value(True).run()
+    assert not at.exception, at.exception
+    text = _texts(at)
+    assert "`out[col, row]` (line" in text and "**32.0 sectors** per warp request (ideal 4.0)" in text  # naive stores
+    assert "**32-way bank conflict**" in text and "shared memory has no bank conflicts" in text  # tiled vs padded
+    assert sum("No race, no out-of-bounds access" in s.value for s in at.success) == 3
+    assert len(at.get("vega_lite_chart")) >= 4  # the sectors chart and one access map per step
+
+
+def test_the_reduction_shows_its_barrier_intervals_and_says_why_shuffles_are_not_traced():
+    at = AppTest.from_file(KERNELS, default_timeout=180).run()
+    at.toggle(key="trace.kernels.on").set_value(True).run()  # reduction is the first kernel
+    assert not at.exception, at.exception
+    text = _texts(at)
+    assert "**9 barrier intervals** per block (8 syncthreads)" in text
+    assert text.count("Not traced: this step needs warp shuffles") == 2
+
+
+def test_launch_config_compares_coalesced_and_strided_reads():
+    at = AppTest.from_file(LAUNCH, default_timeout=180).run()
+    at.toggle(key="trace.launch.on").set_value(True).run()
+    assert not at.exception, at.exception
+    values = {m.label: m.value for m in at.metric}
+    assert values["Sectors per warp load, coalesced: a[i]"] == "4"
+    assert values["Sectors per warp load, strided: 32 elements apart"] == "32"
+
+
+@pytest.fixture
+def isolated(tmp_path, monkeypatch):
+    monkeypatch.setenv("KERNEL_LAB_DB", str(tmp_path / "h.sqlite3"))
+    monkeypatch.setenv("KERNEL_LAB_LOCK_DIR", str(tmp_path / "locks"))
+    monkeypatch.delenv(runner.ENV_REQUIRE, raising=False)
+    monkeypatch.delenv(runner.ENV_SANDBOX, raising=False)
+
+
+def test_a_submission_missing_its_syncthreads_gets_the_race_with_threads_and_lines(isolated):
+    from gpu.problems import get
+
+    missing_sync = get("shared").solution.source.replace("    cuda.syncthreads()\n    stride", "    stride")
+    at = AppTest.from_file(WRITE, default_timeout=180).run()
+    at.selectbox(key="write_kernel.problem").set_value("shared").run()
+    at.text_area(key="write_kernel.draft.shared").input(missing_sync)
+    at.button(key="write_kernel.run").click().run()
+    assert not at.exception, at.exception
+    race = next(e.value for e in at.error if "race" in e.value.lower())
+    assert race.startswith("Found 1 race")
+    items = [m.value for m in at.markdown if m.value.startswith("- race on shared `partial")]
+    assert items and "line 14 (`partial[tid]`)" in items[0] and "line 18" in items[0] and "thread (" in items[0]

@@ -1,0 +1,90 @@
+"""The Write-a-kernel page in AppTest: statement and starter, drafts kept per problem, a passing run
+with its verdict and leaderboard entry, a refusal, and a server that requires a sandbox it lacks."""
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from gpu.sandbox import runner
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGE = str(ROOT / "pages/9_Write_a_kernel.py")
+GOOD = """from numba import cuda
+
+THREADS_PER_BLOCK = 128
+
+
+@cuda.jit
+def vector_add(a, b, out):
+    i = cuda.grid(1)
+    if i < a.size:
+        out[i] = a[i] + b[i]
+"""
+
+
+@pytest.fixture
+def isolated(tmp_path, monkeypatch):
+    monkeypatch.setenv("KERNEL_LAB_DB", str(tmp_path / "h.sqlite3"))
+    monkeypatch.setenv("KERNEL_LAB_LOCK_DIR", str(tmp_path / "locks"))
+    monkeypatch.delenv(runner.ENV_REQUIRE, raising=False)
+    monkeypatch.delenv(runner.ENV_SANDBOX, raising=False)
+
+
+def test_statement_starter_and_drafts_per_problem(isolated):
+    at = AppTest.from_file(PAGE, default_timeout=60).run()
+    assert not at.exception
+    assert any("vector_add(a, b, out)" in m.value for m in at.markdown)
+    area = at.text_area(key="write_kernel.draft.vector-add")
+    assert "def vector_add(a, b, out)" in area.value
+    area.input(GOOD).run()
+    at.selectbox(key="write_kernel.problem").set_value("matmul").run()
+    assert "def matmul(a, b, c)" in at.text_area(key="write_kernel.draft.matmul").value
+    at.selectbox(key="write_kernel.problem").set_value("vector-add").run()
+    assert at.text_area(key="write_kernel.draft.vector-add").value == GOOD  # the draft survived the switch
+    assert any(c.language == "python" and "THREADS_PER_BLOCK = 128" in c.value for c in at.code)  # highlighted preview
+
+
+def test_a_passing_run_shows_every_test_and_joins_the_leaderboard(isolated):
+    at = AppTest.from_file(PAGE, default_timeout=120).run()
+    at.text_area(key="write_kernel.draft.vector-add").input(GOOD)
+    at.text_input(key="write_kernel.name").input("ada")
+    at.button(key="write_kernel.run").click().run()
+    assert not at.exception, at.exception
+    assert any("Passed" in s.value for s in at.success), [e.value for e in at.error]
+    tests = at.table[0].value
+    assert list(tests["Result"]) == ["pass"] * len(tests) and len(tests) == 5
+    board = at.table[-1].value
+    assert list(board["Name"]) == ["ada"]
+
+
+def test_a_refused_source_names_the_rule_and_line(isolated):
+    at = AppTest.from_file(PAGE, default_timeout=60).run()
+    at.text_area(key="write_kernel.draft.vector-add").input("import os\n" + GOOD)
+    at.button(key="write_kernel.run").click().run()
+    assert not at.exception
+    assert any("Refused" in e.value and "(import rule, line 1)" in e.value and "allowed imports" in e.value for e in at.error)
+
+
+def test_a_server_that_requires_a_sandbox_it_lacks_accepts_nothing(isolated, monkeypatch):
+    monkeypatch.setenv(runner.ENV_SANDBOX, "off")
+    monkeypatch.setenv(runner.ENV_REQUIRE, "1")
+    from ui.views.write_kernel import cached_sandbox_status
+
+    cached_sandbox_status.clear()
+    at = AppTest.from_file(PAGE, default_timeout=60).run()
+    cached_sandbox_status.clear()
+    assert not at.exception
+    assert any("Submissions are off" in e.value and "bubblewrap" in e.value for e in at.error)
+    assert at.button(key="write_kernel.run").disabled
+
+
+def test_without_a_sandbox_the_page_warns_that_code_runs_as_you(isolated, monkeypatch):
+    monkeypatch.setenv(runner.ENV_SANDBOX, "off")
+    from ui.views.write_kernel import cached_sandbox_status
+
+    cached_sandbox_status.clear()
+    at = AppTest.from_file(PAGE, default_timeout=60).run()
+    cached_sandbox_status.clear()
+    assert any("runs as you" in w.value for w in at.warning)
+    assert not at.button(key="write_kernel.run").disabled

@@ -1,0 +1,194 @@
+"""What the memory trace shows: the Kernels page's per-step section and the Launch config
+page's coalesced-vs-strided comparison.
+
+Traces run in a fresh child process (``gpu.trace.child``; the simulator is not
+thread-safe and, on a GPU machine, not the app's backend), and the lab's kernels at
+their fixed small sizes are deterministic, so their reports are cached (bounded).
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from gpu.trace.analysis import CANNOT_SEE, WARP
+from gpu.trace.child import TraceFailed, run_in_child
+from gpu.trace.report import TraceReport
+from ui.charts import trace as charts
+
+MAX_CACHED = 32  # trace sets kept (the lab has fewer than 10 kernels with 2-3 steps each)
+SUBMISSION_KEY = "trace.write_kernel"  # this session's last trace per problem: {problem: (verdict, report or why not)}
+
+
+@st.cache_data(max_entries=MAX_CACHED, show_spinner=False)
+def cached_traces(names: tuple[str, ...]) -> list:
+    """Reports (or why not) for lab kernels at their trace sizes, traced together in one child process.
+
+    The simulator is CPU work: a trace queues for the CPU lock like the CPU benchmarks (only on a cache miss).
+    """
+    from ui.resources import cpu_lock
+
+    with cpu_lock().hold(f"memory trace of {', '.join(names)}"):
+        return run_in_child([(name, None) for name in names])
+
+
+def sites_table(report: TraceReport) -> pd.DataFrame:
+    """One row per access site: line, the expression, memory, what a warp's request costs."""
+    rows = []
+    for s in report.sectors:
+        rows.append({"line": s.line, "access": f"{s.kind} {s.text}", "memory": "global",
+                     "per warp request": f"{s.sectors_per_request:.1f} sectors (ideal {s.ideal_sectors_per_request:.1f})",
+                     "requests": s.requests})
+    for b in report.banks:
+        rows.append({"line": b.line, "access": f"{b.kind} {b.text}", "memory": "shared",
+                     "per warp request": "no bank conflict" if b.max_ways <= 1 else f"{b.ways:.1f}-way bank conflict (max {b.max_ways})",
+                     "requests": b.requests})
+    return pd.DataFrame(rows).sort_values(["line", "memory"], kind="stable").reset_index(drop=True) if rows else pd.DataFrame()
+
+
+def lesson(report: TraceReport) -> str:
+    """The one sentence a step's trace teaches: its worst global access and its worst shared one."""
+    parts = []
+    if report.sectors:
+        worst = max(report.sectors, key=lambda s: (s.excess, s.sectors_per_request))
+        parts.append(f"the {worst.kind} `{worst.text}` (line {worst.line}) touches **{worst.sectors_per_request:.1f} sectors** "
+                     f"per warp request (ideal {worst.ideal_sectors_per_request:.1f})")
+    if report.banks:
+        worst_b = max(report.banks, key=lambda b: b.ways)
+        parts.append("shared memory has no bank conflicts" if worst_b.max_ways <= 1 else
+                     f"the shared {worst_b.kind} `{worst_b.text}` (line {worst_b.line}) is a **{worst_b.ways:.0f}-way bank conflict**")
+    intervals = report.barrier_intervals
+    parts.append("no barrier" if intervals == 1 else f"**{intervals} barrier intervals** per block ({intervals - 1} syncthreads)")
+    text = "; ".join(parts)
+    return text[0].upper() + text[1:] + "."  # not str.capitalize(): it lowercases the code in the sentence
+
+
+def show_findings(report: TraceReport) -> None:
+    """Clean in green, or every race, out-of-bounds access and divergence with thread and line."""
+    if report.problems:
+        st.error(report.headline(), icon=":material/error:")
+        for item in (*report.races, *report.out_of_bounds, *report.divergence):
+            st.markdown(f"- {item}")
+        if report.error:
+            st.markdown(f"- the kernel stopped: {report.error}")
+    else:
+        st.success(report.headline(), icon=":material/check_circle:")
+
+
+def show_picture(report: TraceReport, key: str) -> None:
+    """The access map for one warp or one thread, picked with a slider; or why there is none."""
+    if not report.picture:
+        st.caption(f"No picture: it is drawn for launches of up to a few blocks, fully traced ({report.blocks_total:,} blocks here).")
+        return
+    frame = pd.DataFrame(list(report.picture))
+    left, right = st.columns([1, 3])
+    unit = left.radio("Show", ["one warp", "one thread"], horizontal=True, key=f"{key}.unit",
+                      help="A warp's 32 threads issue each load and store together: that is what sectors per request counts.")
+    last = int(frame["global_thread"].max())
+    if unit == "one warp":
+        warp = right.slider("Warp (global id: block × warps per block + warp)", 0, last // WARP, 0, key=f"{key}.warp")
+        threads = range(warp * WARP, (warp + 1) * WARP)
+        who = f"warp {warp} (threads {threads.start:,}–{threads.stop - 1:,})"
+    else:
+        thread = right.slider("Thread (global id)", 0, last, 0, key=f"{key}.thread")
+        threads = [thread]
+        row = frame[frame["global_thread"] == thread].head(1)
+        who = f"thread {row['thread'].iloc[0]} of block {row['block'].iloc[0]}" if len(row) else f"thread {thread} (made no access)"
+    st.altair_chart(charts.access_map_chart(frame, threads, f"What {who} read and wrote (grey: other threads' cells)", report.label),
+                    width="content")
+
+
+def show_kernel_traces(spec) -> None:
+    """The Kernels page's section: every step traced at a small size, compared, then step by step."""
+    st.subheader("What the trace shows")
+    st.caption("Each step runs once at a small size in Numba's CUDA simulator with every global and shared memory access "
+               "recorded (on a GPU machine too, in a separate process): races, out-of-bounds accesses and barrier "
+               "divergence with the thread and line, 32-byte sectors per warp request (as Nsight Compute counts them) "
+               "and shared-memory bank conflicts. " + CANNOT_SEE)
+    if not st.toggle("Trace every step", key="trace.kernels.on", help="A few seconds per kernel the first time; then cached."):
+        return
+    traceable = [s for s in spec.steps if not s.needs]
+    with st.spinner(f"Tracing {len(traceable)} steps in the simulator…"):
+        try:
+            results = cached_traces(tuple(f"{spec.key}-{s.key}" for s in traceable))
+        except TraceFailed as exc:
+            st.error(f"The trace did not finish: {exc}.", icon=":material/error:")
+            return
+    reports = {s.key: r for s, r in zip(traceable, results)}
+    sector_rows = [{"step": s.label, "access": f"line {x.line} {x.kind} {x.text}", **{k: getattr(x, k) for k in ("sectors_per_request", "ideal_sectors_per_request")}}
+                   for s in traceable if isinstance(reports[s.key], TraceReport) for x in reports[s.key].sectors]
+    if sector_rows:
+        st.altair_chart(charts.sectors_chart(pd.DataFrame(sector_rows), "Global memory: sectors per warp request, step by step"), width="stretch")
+    tabs = st.tabs([s.label for s in spec.steps])
+    for tab, step in zip(tabs, spec.steps):
+        with tab:
+            if step.needs:
+                st.info(f"Not traced: this step needs {step.needs}, which Numba's CUDA simulator cannot run. "
+                        "Its timings come from a GPU.", icon=":material/info:")
+                continue
+            report = reports[step.key]
+            if isinstance(report, str):
+                st.warning(report)
+                continue
+            st.markdown(lesson(report))
+            show_findings(report)
+            st.dataframe(sites_table(report), hide_index=True, width="stretch")
+            show_picture(report, key=f"trace.kernels.{spec.key}.{step.key}")
+            st.caption(f"{report.label}: {report.blocks_traced:,} of {report.blocks_total:,} blocks of "
+                       f"{report.threads_per_block:,} threads traced, {report.accesses:,} accesses recorded. "
+                       f"Line numbers are those of {report.source}.")
+
+
+def show_coalescing_demo() -> None:
+    """Launch config: the same data read by consecutive threads, then by threads 32 elements apart."""
+    st.subheader("Coalesced and strided: the same data, read two ways")
+    st.caption("Both kernels copy every element of a once. In the first, thread i reads a[i]; in the second, neighbouring "
+               "threads read elements 32 apart. The trace counts the 32-byte sectors each warp's load touches.")
+    if not st.toggle("Trace both kernels", key="trace.launch.on", help="A few seconds the first time; then cached."):
+        return
+    with st.spinner("Tracing in the simulator…"):
+        try:
+            coalesced, strided = cached_traces(("copy-coalesced", "copy-strided"))
+        except TraceFailed as exc:
+            st.error(f"The trace did not finish: {exc}.", icon=":material/error:")
+            return
+    cols = st.columns(2)
+    for col, report, name in ((cols[0], coalesced, "coalesced: a[i]"), (cols[1], strided, "strided: 32 elements apart")):
+        load = next(s for s in report.sectors if s.kind == "read")
+        col.metric(f"Sectors per warp load, {name}", f"{load.sectors_per_request:.0f}",
+                   help=f"Ideal: {load.ideal_sectors_per_request:.0f} (32 float32 = 128 bytes). Line {load.line}: {load.text}")
+        frame = pd.DataFrame(list(report.picture or ()))
+        if not frame.empty:
+            frame = frame[frame["array"].str.startswith("a ")]
+            col.altair_chart(charts.access_map_chart(frame, range(WARP), "What warp 0 of block 0 reads", report.label), width="content")
+
+
+def trace_after_verdict(problem: str, source: str, verdict, sandbox) -> None:
+    """Write a kernel: trace a submission the checker passed and the harness ran (passed or wrong), in the sandbox."""
+    from gpu.trace.submission import trace_submission
+
+    if verdict.status not in ("passed", "wrong"):
+        return
+    from ui.resources import cpu_lock
+
+    with st.spinner("Tracing every memory access of your kernel in the sandbox…"), cpu_lock().hold(f"memory trace of a {problem} submission"):
+        report = trace_submission(problem, source, sandbox=sandbox)  # CPU work (the simulator): the CPU lock, as the compiler's facts
+    st.session_state.setdefault(SUBMISSION_KEY, {})[problem] = (verdict, report)
+
+
+def show_submission_trace(verdict) -> None:
+    """Write a kernel: races, out-of-bounds accesses, divergence and coalescing of the submission, per line."""
+    stored = st.session_state.get(SUBMISSION_KEY, {}).get(verdict.problem)
+    if stored is None or stored[0] is not verdict:  # a trace belongs to the verdict it was made with
+        return
+    report = stored[1]
+    st.markdown("**What the trace shows**: one test run again in the simulator with every memory access recorded.")
+    if isinstance(report, str):
+        st.caption(report)
+        return
+    st.markdown(lesson(report))
+    show_findings(report)
+    st.dataframe(sites_table(report), hide_index=True, width="stretch")
+    show_picture(report, key=f"trace.write_kernel.{verdict.problem}")
+    st.caption(f"{report.label}: {report.blocks_traced:,} of {report.blocks_total:,} blocks traced, "
+               f"{report.accesses:,} accesses recorded. " + CANNOT_SEE)

@@ -1,0 +1,254 @@
+"""Widgets of the Write-a-kernel page: problem, editor with drafts, sandbox notice, verdict, leaderboard.
+
+The learner's code never runs in this (Streamlit) process: ``gpu.sandbox.service.submit``
+starts a fresh sandboxed process per submission, under the same device lock as every run.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+import pandas as pd
+import streamlit as st
+
+import gpu
+from gpu.core.timing import format_seconds
+from gpu.problems import problems
+from gpu.problems.base import Problem
+from gpu.sandbox.runner import ENV_REQUIRE, HOW_TO_ENABLE, SandboxStatus, sandbox_status
+from gpu.sandbox.verdict import Verdict, mismatch_text
+
+PREFIX = "write_kernel"
+PROBLEM_KEY = f"{PREFIX}.problem"
+NAME_KEY = f"{PREFIX}.name"
+BUSY_KEY = f"{PREFIX}.busy"
+DRAFTS_KEY = f"{PREFIX}.drafts"  # problem key -> source, for every problem this session edited
+MAX_UPLOAD_BYTES = 64 * 1024
+
+
+def draft_key(problem: Problem) -> str:
+    """The text area's key: one draft per problem, kept across reruns and problem switches."""
+    return f"{PREFIX}.draft.{problem.key}"
+
+
+def verdict_key(problem: Problem) -> str:
+    return f"{PREFIX}.verdict.{problem.key}"
+
+
+@st.cache_resource(max_entries=2, show_spinner="Testing the sandbox…")
+def cached_sandbox_status(simulated: bool) -> SandboxStatus:
+    """Tested once per app process (it starts one sandboxed process)."""
+    return sandbox_status(simulated)
+
+
+def pick_problem() -> Problem:
+    listed = problems()
+    keys = [p.key for p in listed]
+    by_key = {p.key: p for p in listed}
+    key = st.selectbox("Problem", keys, format_func=lambda k: f"{by_key[k].order}. {by_key[k].title}", key=PROBLEM_KEY)
+    return by_key[key]
+
+
+def show_statement(problem: Problem) -> None:
+    st.markdown(problem.statement)
+    cols = st.columns(2)
+    cols[0].markdown(f"**Kernel** `{problem.signature}`  \n**Arrays** {problem.arrays}")
+    choice = f"  \nSet `THREADS_PER_BLOCK` to one of {', '.join(map(str, problem.thread_choices))}." if problem.thread_choices else ""
+    cols[1].markdown(f"**Launch** {problem.launch_text}.{choice}  \n**Equal means** {problem.tolerance.describe()}.")
+    with st.expander("Hint", icon=":material/lightbulb:"):
+        st.markdown(problem.hint)
+        sizes = "; ".join(f"{c.name} ({', '.join(f'{k} = {v:,}' for k, v in c.sizes.items())})" for c in problem.tests)
+        st.caption(f"Tests: {sizes}. Inputs are fresh random values for every run, from a seed your code never sees.")
+
+
+def sandbox_notice(status: SandboxStatus) -> bool:
+    """Say how submissions run here; False when they cannot run at all (a demo without a sandbox)."""
+    if status.works:
+        st.caption(f":material/shield: Submissions run in a fresh sandboxed process: {status.reason}.")
+        return True
+    if not status.accepts:
+        st.error(f"**Submissions are off on this server**: the sandbox does not work here ({status.reason}). "
+                 f"The administrator can {HOW_TO_ENABLE}, then restart the app. "
+                 f"(`{ENV_REQUIRE}=1`, set by `make demo`, keeps untrusted code off a server without one.)",
+                 icon=":material/block:")
+        return False
+    st.warning(f"**No sandbox: your kernel runs as you, on this computer**, in a separate process with time and "
+               f"size limits but with your files and network ({status.reason}). Fine for your own code on your "
+               f"own machine; never serve this to others without it.", icon=":material/warning:")
+    return True
+
+
+def editor(problem: Problem) -> str:
+    """The draft: a text area (kept per problem), upload and download, and a highlighted preview."""
+    key = draft_key(problem)
+    # Streamlit forgets a widget's value on a run where the widget is not drawn (another problem
+    # is shown), so drafts live in a plain session dict and seed the text area when it returns.
+    drafts = st.session_state.setdefault(DRAFTS_KEY, {})
+    if key not in st.session_state:
+        st.session_state[key] = drafts.get(problem.key, problem.starter)
+    uploaded = st.file_uploader("Load a .py file", type=["py"], key=f"{PREFIX}.upload.{problem.key}",
+                                help=f"Replaces the draft below (at most {MAX_UPLOAD_BYTES // 1024} KiB).")
+    seen_key = f"{PREFIX}.uploaded.{problem.key}"
+    if uploaded is not None and st.session_state.get(seen_key) != uploaded.file_id:
+        st.session_state[seen_key] = uploaded.file_id
+        data = uploaded.getvalue()
+        if len(data) > MAX_UPLOAD_BYTES:
+            st.error(f"{uploaded.name} is {len(data):,} bytes; a kernel file may be at most {MAX_UPLOAD_BYTES:,}.")
+        else:
+            try:
+                st.session_state[key] = drafts[problem.key] = data.decode("utf-8")
+            except UnicodeDecodeError:
+                st.error(f"{uploaded.name} is not UTF-8 text.")
+    source = st.text_area("Your kernel", key=key, height=380, help="Python with Numba CUDA: imports from numba and math, "
+                          "constants, and @cuda.jit functions. Press Ctrl+Enter (or click outside) to keep your edits.")
+    drafts[problem.key] = source
+    cols = st.columns([1, 1, 3])
+    cols[0].download_button("Download .py", source, file_name=f"{problem.kernel_name}.py", mime="text/x-python",
+                            icon=":material/download:", key=f"{PREFIX}.download")
+    if cols[1].button("Start over", key=f"{PREFIX}.reset.{problem.key}", icon=":material/restart_alt:",
+                      help="Replace the draft with the problem's starter code"):
+        st.session_state.pop(key, None)
+        drafts.pop(problem.key, None)
+        st.rerun()
+    with st.expander("Highlighted preview", icon=":material/code:"):
+        st.code(source, language="python", line_numbers=True)
+    return source
+
+
+def show_verdict(verdict: Verdict) -> None:
+    """Pass/fail per test; on a GPU the timing against the lab's kernel; in the simulator the compiler's facts."""
+    if verdict.status == "passed":
+        st.success(f"**Passed**: {verdict.message}.", icon=":material/check_circle:")
+    elif verdict.status == "refused":
+        r = verdict.refusal or {}
+        where = f", line {r['line']}" if r.get("line") else ""
+        st.error(f"**Refused** ({r.get('rule', 'sandbox')} rule{where}): {r.get('message', verdict.message)}", icon=":material/block:")
+        st.caption("Nothing ran and nothing was saved. `python -m gpu solve` prints the same line.")
+        return
+    elif verdict.status == "wrong":
+        passed = sum(1 for t in verdict.tests if t["passed"])
+        st.error(f"**Wrong result**: {passed} of {len(verdict.tests)} tests passed." if verdict.tests else f"**Wrong result**: {verdict.message}",
+                 icon=":material/error:")
+    else:
+        st.warning(f"**Could not finish**: {verdict.message}", icon=":material/warning:")
+    if verdict.tests:
+        rows = [{"Test": t["name"], "Size": ", ".join(f"{k} = {v:,}" for k, v in t["sizes"].items()),
+                 "Result": "pass" if t["passed"] else "FAIL", "Details": "" if t["passed"] else t["message"]} for t in verdict.tests]
+        st.table(pd.DataFrame(rows), hide_index=True)  # a few rows of text: a plain table reads (and searches) best
+    if verdict.mismatch and "index" in verdict.mismatch:
+        m = verdict.mismatch
+        st.markdown(f"**First mismatch** in *{m['test']}*: {mismatch_text(m)}.")
+    if verdict.timing:
+        show_timing(verdict.timing)
+    elif verdict.backend == "simulator" and verdict.status == "passed":
+        st.info("Simulator: correctness only. Simulated time is not GPU performance, so nothing is timed or ranked by speed here.",
+                icon=":material/info:")
+    show_compile_facts(verdict)
+    from ui.views.trace import show_submission_trace  # what the trace shows (issue 21)
+
+    show_submission_trace(verdict)
+    st.caption(f"Sandbox: {verdict.sandbox or 'none'}" + (f" · {verdict.wall_s:.1f} s from Run to verdict" if verdict.wall_s else "")
+               + (f" · {verdict.threads_per_block} threads per block" if verdict.threads_per_block else ""))
+
+
+def show_timing(timing: dict) -> None:
+    cols = st.columns(4)
+    cols[0].metric("Kernel time", format_seconds(timing["median_s"]), help=f"median of {timing['samples']} timed runs, "
+                   "each after a fresh sentinel fill, L2 flushed, timed by the lab's events")
+    cols[1].metric("Bandwidth", f"{timing['gbps']:,.1f} GB/s", help=f"{timing['bytes']:,} bytes the problem must move at least, over the time")
+    pct = timing.get("percent_of_peak")
+    cols[2].metric("Share of peak", f"{pct:.0f} %" if pct is not None else "—",
+                   help=f"of the {timing['peak_gbps']:,.0f} GB/s memory peak" if timing.get("peak_gbps") else "peak unknown")
+    ratio = timing.get("ratio_to_reference")
+    cols[3].metric("Time vs the lab's kernel", f"{ratio:.2f}×" if ratio else "—", help="your time / the reference solution's time (lower is faster)")
+    if timing.get("gflops"):
+        st.caption(f"{timing['gflops']:,.1f} GFLOP/s ({timing['flops']:,} floating-point operations at least).")
+    if timing.get("faster_than_roof"):
+        st.warning("Faster than the memory roof allows for the bytes this problem must move: flagged and not ranked.",
+                   icon=":material/flag:")
+
+
+def show_compile_facts(verdict: Verdict) -> None:
+    facts = verdict.compile_facts
+    if facts:
+        st.markdown(f"**What the compiler says** for {facts['target']} ({facts['compiler']}), without running on a GPU")
+        cols = st.columns(4)
+        cols[0].metric("Registers per thread", facts["registers_per_thread"])
+        cols[1].metric("Spilled to local memory", f"{facts['spilled_bytes']:,} bytes")
+        cols[2].metric("Shared memory per block", f"{facts['shared_memory_bytes']:,} bytes")
+        occupancy = (facts["occupancy"] or "—").split(" (")
+        cols[3].metric("Theoretical occupancy", occupancy[0], help=f"at {facts['threads_per_block']} threads per block"
+                       + (f"; {occupancy[1].rstrip(')')}" if len(occupancy) > 1 else ""))
+        st.caption("Static facts from the compiler, not measurements.")
+    elif verdict.compile_facts_note and verdict.status in ("passed", "wrong"):
+        st.caption(f"Compiler facts: {verdict.compile_facts_note}.")
+
+
+def show_leaderboard(problem: Problem, device: str) -> None:
+    from gpu.sandbox.submissions import SubmissionStore
+    from gpu.service.store import StoreError
+
+    st.subheader("Leaderboard")
+    try:
+        entries = SubmissionStore().leaderboard(problem.key, device)
+    except StoreError as exc:
+        st.warning(f"The leaderboard is unavailable: {exc}")
+        return
+    if gpu.BACKEND.simulated:
+        st.caption(f"{device}: passing submissions in the order they passed (the simulator does not time kernels).")
+    else:
+        st.caption(f"{device}: fastest passing submissions (a result faster than the memory roof allows is not ranked).")
+    if not entries:
+        st.info("No passing submission for this problem on this device yet.")
+        return
+    rows = [{"Rank": i + 1, "Name": e.name, "Kernel time": format_seconds(e.median_s) if e.median_s else "not timed",
+             "GB/s": f"{e.gbps:,.1f}" if e.gbps else "—", "Share of peak": f"{e.percent_of_peak:.0f} %" if e.percent_of_peak else "—",
+             "vs the lab's kernel": f"{e.ratio_to_reference:.2f}×" if e.ratio_to_reference else "—",
+             "Passed at (UTC)": e.created_at.replace("T", " ")[:16]} for i, e in enumerate(entries)]
+    st.table(pd.DataFrame(rows), hide_index=True)
+
+
+def run_submission(problem: Problem, source: str, name: str, status: SandboxStatus) -> None:
+    """Submit under the shared device lock (queued behind other runs), one at a time per session."""
+    from gpu.core.limits import InputError
+    from gpu.sandbox.service import submit
+    from ui.resources import cpu_lock, device_lock
+    from ui.runner import queue_message
+
+    if st.session_state.get(BUSY_KEY):
+        st.warning("Your previous submission is still running; its verdict appears when it ends.")
+        return
+    st.session_state[BUSY_KEY] = True
+    waiting = st.empty()
+    where = "the CUDA simulator" if gpu.BACKEND.simulated else "the GPU"
+    label = f"write-a-kernel {problem.key}"
+
+    @contextmanager
+    def lock():  # device first, then CPU, as every run takes them (no lock-order cycles)
+        with device_lock(0).hold(label, on_wait=lambda ahead: waiting.info(queue_message(ahead, where), icon=":material/hourglass_top:")), \
+                cpu_lock().hold(label, on_wait=lambda ahead: waiting.info(queue_message(ahead, "the CPU benchmarks"), icon=":material/hourglass_top:")):
+            yield
+
+    try:
+        with st.status("Checking your kernel, then running it in a fresh sandboxed process…", expanded=False) as box:
+            result = submit(problem.key, source, name=name, lock=lock(), relock=lock, sandbox=status)
+            box.update(label=f"Verdict: {result.verdict.status}", state="complete" if result.verdict.status == "passed" else "error")
+    except InputError as exc:
+        st.error(str(exc))
+        return
+    finally:
+        st.session_state[BUSY_KEY] = False
+        waiting.empty()
+    st.session_state[verdict_key(problem)] = result.verdict
+    from ui.views.trace import trace_after_verdict  # races, out-of-bounds, coalescing per line (issue 21)
+
+    trace_after_verdict(problem.key, source, result.verdict, status)
+    if result.saved_id:
+        ranked = "" if result.verdict.ranked else " It is kept but not ranked (faster than the memory roof allows)."
+        st.toast(f"Saved to the leaderboard as {result.saved_id[:8]}.{ranked}", icon=":material/emoji_events:")
+    elif result.save_problem:
+        st.warning(f"Passed, but not saved: {result.save_problem}")
+
+
+__all__ = ["BUSY_KEY", "NAME_KEY", "cached_sandbox_status", "draft_key", "editor", "pick_problem", "run_submission", "sandbox_notice",
+           "show_leaderboard", "show_statement", "show_verdict", "verdict_key"]
