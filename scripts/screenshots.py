@@ -1,16 +1,22 @@
 """Full-page screenshots of every page in Chromium, for docs/ and for looking at changes.
 
-    .venv/bin/python scripts/screenshots.py OUT_DIR [--run] [--pages vector_add,history] [--click TEXT ...]
+    .venv/bin/python scripts/screenshots.py OUT_DIR [--run [--button TEXT]] [--pages vector_add,history] [--click TEXT ...]
 
 Starts ``streamlit run app.py`` on a free port (simulator unless a GPU is present, a
 throwaway history database), opens each page, optionally presses each page's main
-button, waits for every chart to draw and saves ``OUT_DIR/<page>.png``.
+button (its first primary button — a form's Run — or the one labelled ``--button``), waits for
+every chart to draw and saves ``OUT_DIR/<page>.png``.
+
+The pages are the sidebar's (``ui/navigation.py: all_links``, from the declarations and
+the pages' own ``PAGE``): a new page is photographed with no edit here. A page's name is
+its URL path in lower case ("vector_add" for pages/1_Vector_add.py, "home" for app.py).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -20,18 +26,19 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PAGES = {
-    "home": ("", None),
-    "vector_add": ("Vector_add", "Run"),
-    "scaling": ("Scaling", "Run sweep"),
-    "launch_config": ("Launch_config", "Run probe"),
-    "transfers": ("Transfers", "Compare strategies"),
-    "kernels": ("Kernels", "Run"),
-    "roofline": ("Roofline", None),
-    "write_a_kernel": ("Write_a_kernel", "Run"),  # the starter code: a refusal-free run that fails its tests
-    "history": ("History", None),
-    "device": ("Device", None),
-}
+
+
+def url_path(script: str) -> str:
+    """Streamlit's URL path of a page file: its name less the order prefix ("" for app.py)."""
+    return "" if script == "app.py" else re.sub(r"^\d+_", "", Path(script).stem)
+
+
+def pages() -> dict[str, str]:
+    """Every page of the sidebar, in its order: name ("vector_add") -> URL path ("Vector_add")."""
+    sys.path.insert(0, str(ROOT))
+    from ui.navigation import all_links
+
+    return {(url_path(link.script) or "home").lower(): url_path(link.script) for link in all_links()}
 
 
 def free_port() -> int:
@@ -51,11 +58,18 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("out")
     parser.add_argument("--run", action="store_true", help="press each page's main button first")
-    parser.add_argument("--pages", default=",".join(PAGES))
+    parser.add_argument("--pages", default=None, help="comma-separated page names (default: every page of the sidebar)")
+    parser.add_argument("--button", default=None, metavar="TEXT",
+                        help="with --run, press the button labelled TEXT instead of the page's first primary button")
     parser.add_argument("--width", type=int, default=1400)
     parser.add_argument("--click", action="append", default=[], metavar="TEXT",
                         help="after the run, click the first element showing TEXT (a tab, an expander); repeat for several")
     args = parser.parse_args()
+    known = pages()
+    names = args.pages.split(",") if args.pages else list(known)
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        parser.error(f"no page called {unknown[0]!r}; the sidebar's pages: {', '.join(known)}")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     port = free_port()
@@ -79,16 +93,19 @@ def main() -> int:
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=os.environ.get("KERNEL_LAB_CHROMIUM", "/usr/bin/chromium"), headless=True,
                                          args=["--no-sandbox", "--disable-gpu"])
-            for name in args.pages.split(","):
-                path, button = PAGES[name]
+            for name in names:
+                path = known[name]
                 context = browser.new_context(viewport={"width": args.width, "height": 1000})
                 page = context.new_page()
                 page.set_default_timeout(180_000)
                 page.goto(f"{url}/{path}")
                 wait_idle(page)
-                if args.run and button:
-                    page.get_by_role("button", name=button, exact=True).first.click()
-                    wait_idle(page)
+                if args.run:
+                    button = (page.get_by_role("button", name=args.button, exact=True) if args.button
+                              else page.locator('button[data-testid^="stBaseButton-primary"]').filter(visible=True))
+                    if button.count():  # pages with nothing to run (Home, History...) have no primary button
+                        button.first.click()
+                        wait_idle(page)
                 for text in args.click:
                     page.get_by_text(text, exact=False).filter(visible=True).first.click()
                     wait_idle(page)
