@@ -10,7 +10,7 @@ import streamlit as st
 from gpu.core.inspect import KERNELS, KernelInspection, inspect_kernel
 from gpu.core.timing import format_seconds
 from gpu.experiments.indexing import DRAW_LIMIT_THREADS, IndexingRun
-from gpu.experiments.launch import LaunchSweepRun
+from gpu.experiments.launch import KIND_ONE_PER_ELEMENT, LaunchSweepRun
 from gpu.report.launch import explanation
 from gpu.report.render import to_json
 from ui.charts import launch as launch_charts
@@ -75,14 +75,24 @@ def show_indexing(run: IndexingRun) -> None:
 
 def describe_sweep(run: LaunchSweepRun) -> str:
     samples = run.configs[0].kernel.n_samples if run.configs else 0
-    how = "CUDA events, kernel alone" if run.backend == "cuda" else "wall clock, simulated"
+    how = "CUDA events, kernel alone" if run.backend == "cuda" else "wall clock, SIMULATED: not GPU performance"
     return f"N = {run.n:,} float32 ({run.bytes_moved / 1e6:,.3g} MB moved per kernel) · {samples} samples per configuration after {run.policy.warmup} warm-up ({how}) · {run.device.name} ({run.backend})"
+
+
+def idle_threads(run: LaunchSweepRun, config) -> int:
+    """Threads launched beyond N: the guard masks them off (a fact of the launch, not a measurement)."""
+    return max(0, config.blocks * config.threads_per_block - run.n)
 
 
 def sweep_table(run: LaunchSweepRun) -> pd.DataFrame:
     table = launch_charts.sweep_summary(run.to_frame())
-    table = table[["label", "blocks", "median_us", "min_us", "max_us", "bandwidth_gbps", "occupancy_pct", "occupancy_source", "samples", "marks"]]
-    return table.rename(columns={"label": "configuration", "median_us": "median (µs)", "min_us": "min (µs)", "max_us": "max (µs)", "bandwidth_gbps": "GB/s (median)", "occupancy_pct": "occupancy (%)", "occupancy_source": "occupancy from", "marks": "marks"})
+    idle = {c.label: idle_threads(run, c) for c in run.configs}
+    table["idle_threads"] = table["label"].map(idle)
+    table = table[["label", "blocks", "idle_threads", "median_us", "min_us", "max_us", "bandwidth_gbps", "occupancy_pct", "occupancy_source", "samples", "marks"]]
+    sim = ", simulated" if run.backend == "simulator" else ""  # beside every simulated figure
+    return table.rename(columns={"label": "configuration", "idle_threads": "idle threads", "median_us": f"median (µs{sim})", "min_us": f"min (µs{sim})",
+                                 "max_us": f"max (µs{sim})", "bandwidth_gbps": f"GB/s (median{sim})", "occupancy_pct": "occupancy (%)",
+                                 "occupancy_source": "occupancy from", "marks": "marks"})
 
 
 def show_sweep(run: LaunchSweepRun) -> None:
@@ -93,19 +103,24 @@ def show_sweep(run: LaunchSweepRun) -> None:
     else:
         bad = [c.label for c in run.configs if not c.agree]
         st.error(f"Wrong results for: {', '.join(bad)}.", icon=":material/error:")
-    best = run.best
-    slowest = max(run.configs, key=lambda c: c.kernel.median_s)
+    simulated = run.backend == "simulator"
     peak = run.device.peak_bandwidth_gbps
-    bw = run.bandwidth_gbps(best.kernel.median_s)
-    st.markdown(f"**Best configuration:** {best.label} — {best.blocks:,} blocks × {best.threads_per_block} threads.")
-    cols = st.columns(3)
-    cols[0].metric("Best kernel time (median)", format_seconds(best.kernel.median_s))
-    cols[1].metric("Best bandwidth", f"{bw:,.3g} GB/s", help="12 bytes per element ÷ median kernel time" + (f"; {bw / peak:.0%} of the {peak:,.0f} GB/s theoretical peak" if peak else ""))
-    cols[2].metric("Slowest ÷ best", f"{slowest.kernel.median_s / best.kernel.median_s:.2f}×", help=f"slowest: {slowest.label}")
+    if simulated:
+        show_sweep_facts(run)
+    else:
+        best = run.best
+        slowest = max(run.configs, key=lambda c: c.kernel.median_s)
+        bw = run.bandwidth_gbps(best.kernel.median_s)
+        st.markdown(f"**Best configuration:** {best.label} — {best.blocks:,} blocks × {best.threads_per_block} threads.")
+        cols = st.columns(3)
+        cols[0].metric("Best kernel time (median)", format_seconds(best.kernel.median_s))
+        cols[1].metric("Best bandwidth", f"{bw:,.3g} GB/s", help="12 bytes per element ÷ median kernel time" + (f"; {bw / peak:.0%} of the {peak:,.0f} GB/s theoretical peak" if peak else ""))
+        cols[2].metric("Slowest ÷ best", f"{slowest.kernel.median_s / best.kernel.median_s:.2f}×", help=f"slowest: {slowest.label}")
     subtitle = describe_sweep(run)
     frame = run.to_frame()
     st.altair_chart(launch_charts.sweep_time_chart(frame, subtitle), width="stretch")
-    st.altair_chart(launch_charts.sweep_bandwidth_chart(frame, subtitle, peak), width="stretch")
+    if not simulated:  # a bandwidth from a simulated time is no bandwidth at all
+        st.altair_chart(launch_charts.sweep_bandwidth_chart(frame, subtitle, peak), width="stretch")
     st.info(explanation(run))
     if frame["occupancy"].notna().any():
         sources = sorted(set(frame["occupancy_source"]) - {"not available"})
@@ -119,6 +134,23 @@ def show_sweep(run: LaunchSweepRun) -> None:
     st.caption("Marks: n<3 = fewer than 3 samples (spread unknown); fits in L2 = a, b and c fit in the L2 (may be served from cache).")
     show_telemetry(run.telemetry, "sweep")
     st.download_button("Download sweep (JSON)", json.dumps(to_json(run), indent=2), file_name=f"launch_sweep_{run.n}.json", mime="application/json", key="sweep_download")
+
+
+def show_sweep_facts(run: LaunchSweepRun) -> None:
+    """The simulator's sweep, headed by what is real: agreement and each launch's shape; no time."""
+    per_element = [c for c in run.configs if c.kind == KIND_ONE_PER_ELEMENT]
+    most_idle = max(run.configs, key=lambda c: idle_threads(run, c))
+    cols = st.columns(4)
+    cols[0].metric("Configurations agree", f"{sum(c.agree for c in run.configs)} of {len(run.configs)}",
+                   help="c = a + b checked bit for bit against NumPy after the timed runs.")
+    cols[1].metric("Blocks launched", f"{min(c.blocks for c in run.configs):,} to {max(c.blocks for c in run.configs):,}",
+                   help="One thread per element: ceil(N / threads per block). Grid-stride: a multiple of the multiprocessors.")
+    cols[2].metric("Most idle threads", f"{idle_threads(run, most_idle):,}", help=f"{most_idle.label}: threads launched beyond N, masked off by the guard.")
+    cols[3].metric("Block sizes tried", f"{len({c.threads_per_block for c in per_element or run.configs})}",
+                   help=", ".join(sorted({str(c.threads_per_block) for c in run.configs}, key=int)) + " threads per block.")
+    st.caption("No time is a headline here: the simulator runs every GPU thread in Python, so its times (chart and table below, "
+               "marked simulated) say nothing about a GPU. What is real: the agreement, each launch's shape, and the compiler's "
+               "facts in the Kernel inspector tab.")
 
 
 # --- the inspector --------------------------------------------------------------------
