@@ -67,15 +67,15 @@ def _time_tooltip() -> list[alt.Tooltip]:
     return [
         alt.Tooltip("label:N", title="series"),
         alt.Tooltip("n:Q", title="N", format=","),
-        alt.Tooltip("median_ms:Q", title="median (ms)", format=",.4g"),
-        alt.Tooltip("min_ms:Q", title="min (ms)", format=",.4g"),
-        alt.Tooltip("max_ms:Q", title="max (ms)", format=",.4g"),
+        alt.Tooltip("median_ms:Q", title="median (ms)", format=",.4~r"),
+        alt.Tooltip("min_ms:Q", title="min (ms)", format=",.4~r"),
+        alt.Tooltip("max_ms:Q", title="max (ms)", format=",.4~r"),
         alt.Tooltip("samples:Q", title="samples"),
         alt.Tooltip("few:N", title="fewer than 3 samples"),
         alt.Tooltip("noise_pct:Q", title="noise (% stdev/mean)", format=".1f"),
         alt.Tooltip("noisy:N", title="noisy"),
         alt.Tooltip("kind:N", title="kind"),
-        alt.Tooltip("bandwidth_gbps:Q", title="bandwidth (GB/s)", format=",.4g"),
+        alt.Tooltip("bandwidth_gbps:Q", title="bandwidth (GB/s)", format=",.4~r"),
     ]
 
 
@@ -138,7 +138,7 @@ def bandwidth_chart(frame: pd.DataFrame, peaks: pd.DataFrame | None, subtitle: s
     tooltip = [
         alt.Tooltip("label:N", title="series"),
         alt.Tooltip("n:Q", title="N", format=","),
-        alt.Tooltip("bandwidth_gbps:Q", title="GB/s", format=",.4g"),
+        alt.Tooltip("bandwidth_gbps:Q", title="GB/s", format=",.4~r"),
         alt.Tooltip("ceiling:N", title="limit"),
         alt.Tooltip("pct_of_ceiling:Q", title="% of that limit", format=".1f"),
         alt.Tooltip("pct_of_device_peak:Q", title="% of device peak", format=".1f"),
@@ -162,7 +162,7 @@ def bandwidth_chart(frame: pd.DataFrame, peaks: pd.DataFrame | None, subtitle: s
         limits["text"] = [f"{label}: {gbps:,.4g} GB/s" for label, gbps in zip(limits["label"], limits["gbps"])]
         # neighbouring limits are often close (pinned H2D and D2H): one label above its line, the next below
         limits["above"] = [i % 2 == 0 for i in range(len(limits))]
-        rule_tip = [alt.Tooltip("label:N", title="limit"), alt.Tooltip("gbps:Q", title="GB/s", format=",.4g"), alt.Tooltip("how:N", title="how")]
+        rule_tip = [alt.Tooltip("label:N", title="limit"), alt.Tooltip("gbps:Q", title="GB/s", format=",.4~r"), alt.Tooltip("how:N", title="how")]
         layers.append(alt.Chart(limits).mark_rule(strokeDash=[6, 3], color="#555").encode(y=alt.Y("gbps:Q"), tooltip=rule_tip))
         for above, part in ((True, limits[limits["above"]]), (False, limits[~limits["above"]])):
             layers.append(
@@ -198,7 +198,7 @@ def share_chart(frame: pd.DataFrame, subtitle: str) -> alt.Chart:
             alt.Tooltip("label:N", title="phase"),
             alt.Tooltip("n:Q", title="N", format=","),
             alt.Tooltip("share_pct:Q", title="share (%)", format=".1f"),
-            alt.Tooltip("median_ms:Q", title="median (ms)", format=",.4g"),
+            alt.Tooltip("median_ms:Q", title="median (ms)", format=",.4~r"),
             alt.Tooltip("samples:Q", title="samples"),
         ],
     ).properties(
