@@ -64,7 +64,13 @@ def show_indexing(run: IndexingRun) -> None:
     if run.handled_by is not None and s.n <= DRAW_LIMIT_THREADS:
         st.altair_chart(launch_charts.element_owner_chart(run.handled_by, s.threads_per_block, subtitle), width="content")
     with st.expander("Per-thread records (as the probe wrote them)"):
-        st.dataframe(frame, hide_index=True, width="stretch")
+        st.dataframe(frame.rename(columns=PROBE_HEADERS), hide_index=True, width="stretch")
+
+
+# the probe's fields, as a reader knows them (the formula column spells out tx, bx and bw)
+PROBE_HEADERS = {"tx": "tx (threadIdx.x)", "bx": "bx (blockIdx.x)", "bw": "bw (blockDim.x)", "position": "position",
+                 "warp": "warp", "masked": "idle (masked by the guard)", "elements": "elements added", "lane": "lane in warp",
+                 "handled": "elements it handled", "formula": "how the position is computed"}
 
 
 # --- the sweep ------------------------------------------------------------------------

@@ -40,7 +40,9 @@ def table(run: SweepRun) -> pd.DataFrame:
     out = pd.DataFrame(
         {
             "N": frame["n"],
-            "series": frame["label"],
+            # in the simulator every GPU row says whose time it is
+            "series": [f"{label} (simulated)" if run.backend == "simulator" and series.startswith("gpu") else label
+                       for label, series in zip(frame["label"], frame["series"])],
             "median (ms)": frame["median_s"] * 1e3,
             "min (ms)": frame["min_s"] * 1e3,
             "max (ms)": frame["max_s"] * 1e3,

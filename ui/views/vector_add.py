@@ -78,7 +78,16 @@ def show_agreement(run: VectorAddRun) -> None:
     if skipped:
         st.caption(f"Not checked (not run): {', '.join(cpu.LABELS[s] for s in skipped)}.")
     with st.expander("Agreement details"):
-        st.dataframe(pd.DataFrame(rows), hide_index=True)
+        st.dataframe(agreement_table(rows), hide_index=True)
+
+
+def agreement_table(rows: list[dict]) -> pd.DataFrame:
+    """``BitAgreement.to_dict()`` rows with the names a reader knows, not the code's."""
+    names = {**cpu.LABELS, "gpu": "GPU kernel"}
+    table = pd.DataFrame(rows)
+    table["implementation"] = [names.get(i, i) for i in table["implementation"]]
+    return table.rename(columns={"n": "elements compared", "identical": "bit-identical", "mismatches": "elements that differ",
+                                 "max_abs_diff": "max |difference|", "allclose": "within np.allclose", "passed": "agrees"})
 
 
 def show_metrics(run: VectorAddRun) -> None:
