@@ -115,6 +115,9 @@ def test_page_runs_a_small_simulated_sweep_and_shows_crossovers_charts_and_downl
     assert not at.error, [e.value for e in at.error]
     assert any("bit-identical" in s.value for s in at.success)
     assert any("never beats NumPy" in m.value for m in at.markdown)
+    if gpu.BACKEND.simulated:  # simulated crossovers are labelled as such and follow what is real
+        headings = [h.value for h in at.subheader]
+        assert "Where the GPU starts to win" not in headings and "Crossovers against the simulated kernel" in headings, headings
     beside = [c for c in at.get("vega_lite_chart") if "your CPU, measured now" in c.proto.spec]  # issue 12's panel
     assert len(beside) == (1 if gpu.BACKEND.simulated else 0)
     specs = [json.loads(c.proto.spec) for c in at.get("vega_lite_chart") if "recorded: " not in c.proto.spec and c not in beside]
