@@ -63,7 +63,9 @@ def test_bandwidth_chart_has_a_rule_per_limit_and_percent_in_tooltips():
     assert sorted(row["gbps"] for row in limits) == [20.0, 50.0, 50.0, 1000.0, 2000.0]
     assert any("device copy, best of memcpy and copy kernel (measured reference): 1,000 GB/s" == row["text"] for row in limits)
     # neighbouring limits alternate above and below their lines, so close ones never print on top of each other
-    assert [label["mark"]["baseline"] for label in labels] == ["bottom", "top"]
+    # and step right by pairs: each label layer has its own place (above/below, column), and there are two columns
+    places = [(label["mark"]["baseline"], label["mark"]["x"]) for label in labels]
+    assert len(set(places)) == len(places) == 4 and {b for b, _ in places} == {"bottom", "top"} and len({x for _, x in places}) == 2
     assert spec["title"]["text"].startswith("Effective bandwidth against N, with the physical limits")
 
 

@@ -47,6 +47,20 @@ def log_axis(values, format: str = ",~r", inside: tuple[float, float] | None = N
     return alt.Axis(values=ticks, format=format, grid=True, **axis) if ticks else alt.Axis(format=format, **axis)
 
 
+def n_axis(ns, title: str) -> alt.Axis:
+    """A log N axis whose domain is the sizes measured: one tick and grid line per decade inside it
+    ("1k", "1M") when it spans two or more, else one per size measured ("1,024", "4,096"), never
+    Vega's minor ticks (1.2k, 1.4k, ... each with its grid line)."""
+    sizes = sorted({int(n) for n in ns if n and n > 0})
+    if not sizes:
+        return alt.Axis(format="~s", title=title)
+    inside = decades(sizes, inside=(sizes[0], sizes[-1]))
+    if len(inside) >= 2:
+        return alt.Axis(values=inside, format="~s", grid=True, title=title)
+    step = max(1, -(-len(sizes) // 8))  # at most about 8 labels
+    return alt.Axis(values=sizes[::step], format=",", grid=True, title=title, labelOverlap=True)
+
+
 def color_scale(measures: list[str] | None = None) -> alt.Scale:
     """The shared colour scale, limited to ``measures`` (in COLORS order) if given."""
     domain = [m for m in COLORS if measures is None or m in measures]

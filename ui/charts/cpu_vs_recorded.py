@@ -12,7 +12,7 @@ import altair as alt
 import pandas as pd
 
 from gpu.report.cpu_vs_recorded import GPU_MEASURES, YOUR_CPU
-from ui.charts.common import COLORS, FIT, log_axis
+from ui.charts.common import COLORS, FIT, log_axis, n_axis
 
 # report labels -> the shared palette's names (one colour per measure on every page)
 PALETTE_NAME = {GPU_MEASURES["kernel"]: "Kernel", GPU_MEASURES["total"]: "GPU end to end",
@@ -86,7 +86,7 @@ def sweep_chart(frame: pd.DataFrame, subtitle: str) -> alt.LayerChart:
     dash = alt.StrokeDash("source:N", scale=alt.Scale(domain=sources, range=[[1, 0], [6, 4]][: len(sources)]), legend=None)
     n_range = (int(data["n"].min()), int(data["n"].max()))
     x = alt.X("n:Q", scale=alt.Scale(type="log", domain=list(n_range), nice=False),
-              axis=log_axis(list(data["n"]), format="~s", inside=n_range, title="N (elements per vector, log scale)"))
+              axis=n_axis(data["n"], "N (elements per vector, log scale)"))
     tooltip = [
         alt.Tooltip("source:N", title="source"),
         alt.Tooltip("measure:N", title="measure"),

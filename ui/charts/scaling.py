@@ -10,11 +10,13 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from ui.charts.common import color_scale, log_axis
+from gpu.report.words import format_gbps
+from ui.charts.common import color_scale, log_axis, n_axis
 
 TIME_SERIES = ("gpu-total", "gpu-launch-kernel", "gpu-kernel", "gpu-ilp", "python", "numpy", "numba", "numba-parallel", "cupy", "torch")
 PHASES = ("gpu-h2d", "gpu-kernel", "gpu-d2h")
 N_AXIS = alt.Axis(format="~s", title="N (elements per vector, log scale)")
+LIMIT_LABEL_COLUMNS, LIMIT_LABEL_STEP_PX = 2, 300  # a limit's label is at most ~290 px at font size 10
 
 
 def _n_x(data: pd.DataFrame | None = None) -> alt.X:
@@ -22,9 +24,7 @@ def _n_x(data: pd.DataFrame | None = None) -> alt.X:
     if data is not None and not data.empty:
         lo, hi = int(data["n"].min()), int(data["n"].max())
         scale = alt.Scale(type="log", domain=[lo, hi], nice=False)
-        # one tick and grid line per decade inside the range: no wall of minor grid lines
-        decades = [10**k for k in range(len(str(lo)) - 1, len(str(hi))) if lo <= 10**k <= hi]
-        axis = alt.Axis(format="~s", title=N_AXIS.title, values=decades) if decades else N_AXIS
+        axis = n_axis(data["n"], N_AXIS.title)
     else:
         scale, axis = alt.Scale(type="log"), N_AXIS
     return alt.X("n:Q", scale=scale, axis=axis)
@@ -159,16 +159,17 @@ def bandwidth_chart(frame: pd.DataFrame, peaks: pd.DataFrame | None, subtitle: s
     if peaks is not None and not peaks.empty:
         limits = peaks[peaks["gbps"].notna()].copy()
         limits = limits.sort_values("gbps").reset_index(drop=True)
-        limits["text"] = [f"{label}: {gbps:,.4g} GB/s" for label, gbps in zip(limits["label"], limits["gbps"])]
-        # neighbouring limits are often close (pinned H2D and D2H): one label above its line, the next below
+        limits["text"] = [f"{label}: {format_gbps(gbps)}" for label, gbps in zip(limits["label"], limits["gbps"])]
+        # neighbouring limits are often close (pinned H2D and D2H, host copies): labels take turns
+        # above and below their line, and step right, so no two of them print over each other
         limits["above"] = [i % 2 == 0 for i in range(len(limits))]
+        limits["column"] = [(i // 2) % LIMIT_LABEL_COLUMNS for i in range(len(limits))]
         rule_tip = [alt.Tooltip("label:N", title="limit"), alt.Tooltip("gbps:Q", title="GB/s", format=",.4~r"), alt.Tooltip("how:N", title="how")]
         layers.append(alt.Chart(limits).mark_rule(strokeDash=[6, 3], color="#555").encode(y=alt.Y("gbps:Q"), tooltip=rule_tip))
-        for above, part in ((True, limits[limits["above"]]), (False, limits[~limits["above"]])):
+        for (above, column), part in limits.groupby(["above", "column"]):
             layers.append(
-                alt.Chart(part).mark_text(align="left", baseline="bottom" if above else "top", x=4, dy=-2 if above else 2, fontSize=10, color="#555").encode(
-                    y=alt.Y("gbps:Q"), text="text:N"
-                )
+                alt.Chart(part).mark_text(align="left", baseline="bottom" if above else "top", x=4 + LIMIT_LABEL_STEP_PX * int(column),
+                                          dy=-2 if above else 2, fontSize=10, color="#555").encode(y=alt.Y("gbps:Q"), text="text:N")
             )
     return alt.layer(*layers).properties(
         title=alt.TitleParams("Effective bandwidth against N, with the physical limits (dashed lines)", subtitle=subtitle, anchor="start"),

@@ -167,9 +167,9 @@ def stats_table(run: VectorAddRun) -> pd.DataFrame:
     if run.backend == "simulator":  # each GPU row says whose time it is
         gpu_rows = table["measure"].isin([*charts.GPU_PHASE_ORDER, charts.MEASURE_LABELS[("gpu", "total")]])
         table.loc[gpu_rows, "measure"] = table.loc[gpu_rows, "measure"] + " (simulated)"
-    return table[columns].rename(
-        columns={"median_ms": "median (ms)", "min_ms": "min (ms)", "max_ms": "max (ms)"}
-    )
+    for col in ("median_ms", "min_ms", "max_ms"):  # "1.16 s", "912 ns": a unit that fits, not 1164.6192 or 0.0009 ms
+        table[col] = [format_seconds(ms / 1e3) for ms in table[col]]
+    return table[columns].rename(columns={"median_ms": "median", "min_ms": "min", "max_ms": "max"})
 
 
 def show_run(run: VectorAddRun) -> None:
@@ -212,7 +212,7 @@ def show_run(run: VectorAddRun) -> None:
                           help="One row per sample: implementation, phase, sample, seconds, estimated, n. The run's settings and device are in the JSON download.")
     if article is not None:
         st.subheader("As in the article")
-        gpu_at = " (simulated)" if run.gpu_capped else ""
+        gpu_at = " (simulated)" if run.backend == "simulator" else ""
         if article.n < run.n:
             st.caption(f"The article's method ran at N = {article.n:,}, the simulator's cap, on both sides, so its speedup compares one N; "
                        f"your CPU at N = {run.n:,} is compared with the recorded GPU above.")
