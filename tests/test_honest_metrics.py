@@ -38,4 +38,4 @@ def test_matmul_states_the_rounding_bound_the_checker_uses():
     assert not at.exception
     verdict = at.success[0].value
     assert "((1 + u)^k − 1)" in verdict and "γ_k" not in verdict and "dot product" in verdict, verdict
-    assert {m.label: m.value for m in at.metric}["Arithmetic intensity"] == "1.33 FLOP/byte"  # 2 · 8³ FLOPs ÷ (3 · 8² · 4 bytes)
+    assert {m.label: m.value for m in at.metric}["Arithmetic intensity (FLOP/byte)"] == "1.33"  # 2 · 8³ FLOPs ÷ (3 · 8² · 4 bytes)

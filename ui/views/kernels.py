@@ -9,7 +9,7 @@ import streamlit as st
 
 from gpu.core.timing import format_factor, format_seconds
 from gpu.experiments.catalog import step_sources
-from gpu.experiments.step_result import KernelRun
+from gpu.experiments.step_result import KIND_LABELS, KernelRun
 from gpu.experiments.steps import KernelSpec
 from gpu.report.words import format_gbps
 from ui.charts import kernels as charts
@@ -104,7 +104,7 @@ def show_simulator_facts(run: KernelRun) -> None:
                    help="Steps that need a GPU-only feature are skipped in the simulator; they run on a GPU.")
     cols[2].metric("Minimum traffic", format_bytes(run.bytes_moved),
                    help=f"{run.bytes_moved:,} bytes: each input read once, the output written once. A fact of the algorithm, not a measurement.")
-    cols[3].metric("Arithmetic intensity", f"{run.intensity:.3g} FLOP/byte",
+    cols[3].metric("Arithmetic intensity (FLOP/byte)", plain_number(run.intensity),
                    help=f"{run.flops:,} FLOPs ÷ {run.bytes_moved:,} bytes: a fact of the algorithm, not a measurement.")
     why = "; ".join(f"{label} needs {need}" for label, need in missing)
     st.caption(
@@ -113,6 +113,18 @@ def show_simulator_facts(run: KernelRun) -> None:
         "table below, marked simulated) say nothing about a GPU. What is real here: the agreement above, the compiler's facts "
         "for each step (registers, spills, occupancy) and each step's memory trace, under “The steps, and what changed” below."
     )
+
+
+def plain_number(value: float) -> str:
+    """Three significant digits without e-notation: 0.249, 1.33, 85.3, 2,731."""
+    if value == 0 or value != value:
+        return "0" if value == 0 else "—"
+    if abs(value) >= 100:
+        return f"{value:,.0f}"
+    import math
+
+    decimals = max(0, 2 - math.floor(math.log10(abs(value))))
+    return f"{value:.{decimals}f}".rstrip("0").rstrip(".") if decimals else f"{value:.0f}"
 
 
 def format_flops(gflops: float | None) -> str:
@@ -143,8 +155,10 @@ def table(run: KernelRun) -> pd.DataFrame:
             "agreement / why skipped": " · ".join(x for x in (row["agreement"], row["skipped"], row["note"]) if x),
         })
     frame = pd.DataFrame(rows)
-    if simulated:
-        frame = frame.drop(columns=["% of peak", "× best library"]).rename(columns={"bandwidth": "bandwidth (simulated GPU)", "FLOP rate": "FLOP rate (simulated GPU)"})
+    if simulated:  # the CPU's rates are real; a GPU step's would be the simulator's, so it has none
+        gpu_rows = frame["kind"] != KIND_LABELS["cpu"]
+        frame.loc[gpu_rows, ["bandwidth", "FLOP rate"]] = "—"
+        frame = frame.drop(columns=["% of peak", "× best library"])
     return frame
 
 
@@ -157,7 +171,7 @@ def show_run(run: KernelRun) -> None:
     simulated = run.backend == "simulator"
     summary, frame, subtitle = run.summary_frame(), run.to_frame(), describe(run)
     if simulated:  # said in every chart's subtitle: these GPU times are Python's, not a GPU's
-        subtitle += " · GPU times SIMULATED (Python, one thread at a time): not GPU performance"
+        subtitle = "GPU times SIMULATED (Python, one thread at a time), not GPU performance · " + subtitle  # first: long subtitles are cut at the end
     st.altair_chart(charts.steps_time_chart(summary, subtitle), width="stretch")
     compute_heavy = run.flops and run.intensity > 1
     if not simulated:  # a throughput from a simulated time is no throughput at all

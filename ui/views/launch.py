@@ -81,8 +81,9 @@ PROBE_HEADERS = {"tx": "tx (threadIdx.x)", "bx": "bx (blockIdx.x)", "bw": "bw (b
 
 def describe_sweep(run: LaunchSweepRun) -> str:
     samples = run.configs[0].kernel.n_samples if run.configs else 0
-    how = "CUDA events, kernel alone" if run.backend == "cuda" else "wall clock, SIMULATED: not GPU performance"
-    return f"N = {run.n:,} float32 ({run.bytes_moved / 1e6:,.3g} MB moved per kernel) · {samples} samples per configuration after {run.policy.warmup} warm-up ({how}) · {run.device.name} ({run.backend})"
+    how = "CUDA events, kernel alone" if run.backend == "cuda" else "wall clock"
+    tag = "SIMULATED, not GPU times · " if run.backend != "cuda" else ""  # first: long subtitles are cut at the end
+    return f"{tag}N = {run.n:,} float32 ({run.bytes_moved / 1e6:,.3g} MB moved per kernel) · {samples} samples per configuration after {run.policy.warmup} warm-up ({how}) · {run.device.name} ({run.backend})"
 
 
 def idle_threads(run: LaunchSweepRun, config) -> int:

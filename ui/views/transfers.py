@@ -90,7 +90,7 @@ def show_bandwidth(curves: BandwidthCurves) -> None:
     if not simulated and h2d_pinned and h2d_pageable and h2d_pageable.peak_gbps > 0:  # pinning is not simulated
         st.markdown(f"- Pinned H2D reaches **{format_factor(h2d_pinned.peak_gbps / h2d_pageable.peak_gbps)}** pageable H2D's best bandwidth.")
     frame = curves.to_frame()
-    subtitle = describe_bandwidth(curves) + (" · SIMULATED: NumPy copies, not a PCIe link" if simulated else "")
+    subtitle = ("SIMULATED: NumPy copies, not a PCIe link · " if simulated else "") + describe_bandwidth(curves)
     st.altair_chart(transfers_charts.bandwidth_chart(frame, [p.to_dict() for p in curves.plateaus()], subtitle), width="stretch")
     with st.expander("Bandwidth table" + (" (simulated)" if simulated else "")):
         table = bandwidth_table(curves)
@@ -122,11 +122,13 @@ def describe_strategies(result: StrategyComparison) -> str:
 def strategy_table(result: StrategyComparison) -> pd.DataFrame:
     """Per strategy, fastest first: medians per vector add (ms), memory, agreement, what it does."""
     rows = []
+    tag = " (simulated)" if result.backend == "simulator" else ""  # every time column says whose time it is
     for s in result.ranking:
-        row = {"strategy": s.label, "end to end (ms)": s.cost_s * 1e3, "samples": s.total.n_samples,
+        # times as "436 ms", "22.2 µs": a unit that fits each, not 435.6701 or 0.0222 ms; "—" where a phase does not exist
+        row = {"strategy": s.label, f"end to end{tag}": format_seconds(s.cost_s), "samples": s.total.n_samples,
                "marks": "n<3" if s.few_samples else ""}  # beside the figure: fewer than 3 samples, spread unknown
         for phase, label in (("h2d", "H2D"), ("launch", "launch"), ("kernel", "kernel"), ("d2h", "D2H"), ("span", "copies + kernels, span")):
-            row[f"{label} (ms)"] = s.phase_cost_s(phase) * 1e3 if phase in s.phases else None
+            row[f"{label}{tag}"] = format_seconds(s.phase_cost_s(phase)) if phase in s.phases else "—"
         row.update({"host memory": s.host_memory, "bit-identical": s.agreement.passed, "what it does": s.description})
         rows.append(row)
     return pd.DataFrame(rows)
@@ -184,7 +186,7 @@ def show_strategies(result: StrategyComparison) -> None:
         st.caption(f"Not run: {STRATEGIES[key]} — {why}.")
     if not simulated:
         show_strategy_metrics(result)
-    subtitle = describe_strategies(result) + (" · SIMULATED: copies are NumPy copies, streams run one after another" if simulated else "")
+    subtitle = ("SIMULATED, not GPU times · " if simulated else "") + describe_strategies(result)  # first: a long subtitle is cut at its end
     frame = result.to_frame()
     order = [s.key for s in result.ranking]
     st.altair_chart(transfers_charts.strategy_breakdown_chart(frame, order, subtitle), width="stretch")
@@ -199,10 +201,7 @@ def show_strategies(result: StrategyComparison) -> None:
     st.subheader("Strategies in numbers")
     st.caption(f"Medians per vector add; CUDA events for phases{' (wall clock in the simulator)' if result.backend == 'simulator' else ''}, wall clock end to end. {result.policy.describe()}. "
                f"Rule: {ALLOCATION_RULE} — except \"as in the article\", whose cuda.to_device allocates while it copies (its H2D includes allocating a, b and c).")
-    table = strategy_table(result)
-    if result.backend == "simulator":  # every time column says it is the simulator's
-        table = table.rename(columns={c: c.replace("(ms)", "(ms, simulated)") for c in table.columns})
-    st.dataframe(table, hide_index=True, width="stretch")
+    st.dataframe(strategy_table(result), hide_index=True, width="stretch")
     show_telemetry(result.telemetry)
     left, right = st.columns(2)
     left.download_button("Download strategies (JSON)", json.dumps(to_json(result), indent=2), file_name=f"transfers_strategies_{result.n}.json", mime="application/json", key="st_download_json")

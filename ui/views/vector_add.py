@@ -187,7 +187,7 @@ def show_run(run: VectorAddRun) -> None:
     if run.backend == "simulator":
         cpu_vs_recorded.show_vector_add(run)
     show_metrics(run)
-    subtitle = describe(run) + (" · GPU times SIMULATED: not GPU performance" if run.backend == "simulator" else "")
+    subtitle = ("GPU times SIMULATED, not GPU performance · " if run.backend == "simulator" else "") + describe(run)  # first: long subtitles are cut at the end
     frame = run.to_frame()
     if run.gpu_capped:  # two sizes: never on one axis
         st.altair_chart(charts.time_comparison_chart(frame[frame["implementation"] != "gpu"], f"your CPU, measured now, at N = {run.n:,}"), width="stretch")
