@@ -32,6 +32,20 @@ PAGES = {
     "history": ("History", None),
     "device": ("Device", None),
 }
+# Panels saved on their own, as docs/ shows them: (page path, viewport width, inputs to fill by label,
+# button to press or None, the heading that starts the bordered panel to save)
+PANELS = {
+    "on_a_real_gpu": ("Scaling", 1400, {}, None, "On a real GPU: NVIDIA H200"),
+    "vector_add_cpu_vs_recorded": ("Vector_add", 1400, {"N (elements per vector)": "1e6", "Repeats": "1"}, "Run", "Your CPU beside a real GPU"),
+}
+
+
+def save_panel(page, heading: str, path: Path) -> None:
+    """The bordered container that starts with ``heading``, alone."""
+    title = page.get_by_role("heading", name=heading).first
+    title.wait_for()
+    # the nearest vertical block around the heading is the bordered container it opens
+    title.locator("xpath=ancestor::div[@data-testid='stVerticalBlock'][1]").first.screenshot(path=str(path))
 
 
 def free_port() -> int:
@@ -51,7 +65,7 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("out")
     parser.add_argument("--run", action="store_true", help="press each page's main button first")
-    parser.add_argument("--pages", default=",".join(PAGES))
+    parser.add_argument("--pages", default=",".join([*PAGES, *PANELS]))
     parser.add_argument("--width", type=int, default=1400)
     parser.add_argument("--click", action="append", default=[], metavar="TEXT",
                         help="after the run, click the first element showing TEXT (a tab, an expander); repeat for several")
@@ -80,6 +94,25 @@ def main() -> int:
             browser = pw.chromium.launch(executable_path=os.environ.get("KERNEL_LAB_CHROMIUM", "/usr/bin/chromium"), headless=True,
                                          args=["--no-sandbox", "--disable-gpu"])
             for name in args.pages.split(","):
+                if name in PANELS:
+                    path, width, fills, button, heading = PANELS[name]
+                    context = browser.new_context(viewport={"width": width, "height": 2400})
+                    page = context.new_page()
+                    page.set_default_timeout(180_000)
+                    page.goto(f"{url}/{path}")
+                    wait_idle(page)
+                    for label, value in fills.items():
+                        box = page.get_by_label(label, exact=True)
+                        box.fill(value)
+                        box.press("Tab")
+                        wait_idle(page)
+                    if button:
+                        page.get_by_role("button", name=button, exact=True).first.click()
+                        wait_idle(page)
+                    save_panel(page, heading, out / f"{name}.png")
+                    print(out / f"{name}.png", flush=True)
+                    context.close()
+                    continue
                 path, button = PAGES[name]
                 context = browser.new_context(viewport={"width": args.width, "height": 1000})
                 page = context.new_page()

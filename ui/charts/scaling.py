@@ -160,9 +160,10 @@ def bandwidth_chart(frame: pd.DataFrame, peaks: pd.DataFrame | None, subtitle: s
         limits = peaks[peaks["gbps"].notna()].copy()
         limits = limits.sort_values("gbps").reset_index(drop=True)
         limits["text"] = [f"{label}: {format_gbps(gbps)}" for label, gbps in zip(limits["label"], limits["gbps"])]
-        # neighbouring limits are often close (pinned H2D and D2H, host copies): labels take turns
-        # above and below their line, and step right, so no two of them print over each other
-        limits["above"] = [i % 2 == 0 for i in range(len(limits))]
+        # neighbouring limits are often close (pinned H2D and D2H, host copies): in each pair, from the
+        # bottom, the lower label sits below its line and the upper one above its own (they part), and
+        # each pair steps right of the last, so no two labels print over each other
+        limits["above"] = [i % 2 == 1 for i in range(len(limits))]
         limits["column"] = [(i // 2) % LIMIT_LABEL_COLUMNS for i in range(len(limits))]
         rule_tip = [alt.Tooltip("label:N", title="limit"), alt.Tooltip("gbps:Q", title="GB/s", format=",.4~r"), alt.Tooltip("how:N", title="how")]
         layers.append(alt.Chart(limits).mark_rule(strokeDash=[6, 3], color="#555").encode(y=alt.Y("gbps:Q"), tooltip=rule_tip))
