@@ -116,7 +116,9 @@ def test_sweep_runs_and_charts_time_bandwidth_and_the_explanation():
     shown = {m.label: m.value for m in at.metric}
     assert shown == {"Configurations agree": "4 of 4", "Blocks launched": "1 to 2", "Most idle threads": "192", "Block sizes tried": "3"}, shown
     table = at.dataframe[-1].value
-    assert "median (µs, simulated)" in table.columns and list(table["idle threads"])[:3] == [0, 0, 32]
+    assert "median (simulated)" in table.columns and list(table["idle threads"])[:3] == [0, 0, 32]
+    assert table["median (simulated)"].str.contains(" s| ms| µs").all() and "occupancy" not in table.columns  # the simulator has none
+    assert "best" not in " ".join(table["marks"]) and '"marker": "best"' not in titles  # nothing is best on simulated times
     assert "48 threads/block" in titles and "grid-stride 1\\u00d7SMs \\u00d7 256" in titles  # the x-axis order
     assert any("memory bound" in i.value for i in at.info)
     run = at.session_state["launch.sweep"]

@@ -91,15 +91,22 @@ def idle_threads(run: LaunchSweepRun, config) -> int:
     return max(0, config.blocks * config.threads_per_block - run.n)
 
 
-def sweep_table(run: LaunchSweepRun) -> pd.DataFrame:
-    table = launch_charts.sweep_summary(run.to_frame())
+def sweep_table(run: LaunchSweepRun, frame: pd.DataFrame | None = None) -> pd.DataFrame:
+    """One row per configuration: its shape, then its times ("218 ms", "6.1 µs") and bandwidth in units that fit."""
+    from gpu.report.words import format_gbps
+
+    table = launch_charts.sweep_summary(run.to_frame() if frame is None else frame)
     idle = {c.label: idle_threads(run, c) for c in run.configs}
-    table["idle_threads"] = table["label"].map(idle)
-    table = table[["label", "blocks", "idle_threads", "median_us", "min_us", "max_us", "bandwidth_gbps", "occupancy_pct", "occupancy_source", "samples", "marks"]]
-    sim = ", simulated" if run.backend == "simulator" else ""  # beside every simulated figure
-    return table.rename(columns={"label": "configuration", "idle_threads": "idle threads", "median_us": f"median (µs{sim})", "min_us": f"min (µs{sim})",
-                                 "max_us": f"max (µs{sim})", "bandwidth_gbps": f"GB/s (median{sim})", "occupancy_pct": "occupancy (%)",
-                                 "occupancy_source": "occupancy from", "marks": "marks"})
+    sim = " (simulated)" if run.backend == "simulator" else ""  # beside every simulated figure
+    out = pd.DataFrame({"configuration": table["label"], "blocks": table["blocks"], "idle threads": table["label"].map(idle)})
+    for col, name in (("median_us", "median"), ("min_us", "min"), ("max_us", "max")):
+        out[f"{name}{sim}"] = [format_seconds(us / 1e6) for us in table[col]]
+    out[f"bandwidth (median){sim}"] = [format_gbps(g) for g in table["bandwidth_gbps"]]
+    if table["occupancy_pct"].notna().any():  # the simulator has none: no column of blanks
+        out["occupancy"] = [f"{pct:.0f}%" if pct == pct else "—" for pct in table["occupancy_pct"]]
+        out["occupancy from"] = table["occupancy_source"]
+    out["samples"], out["marks"] = table["samples"], table["marks"]
+    return out
 
 
 def show_sweep(run: LaunchSweepRun) -> None:
@@ -125,6 +132,8 @@ def show_sweep(run: LaunchSweepRun) -> None:
         cols[2].metric("Slowest ÷ best", f"{slowest.kernel.median_s / best.kernel.median_s:.2f}×", help=f"slowest: {slowest.label}")
     subtitle = describe_sweep(run)
     frame = run.to_frame()
+    if simulated:  # no configuration is "best" on simulated times
+        frame["best"] = False
     st.altair_chart(launch_charts.sweep_time_chart(frame, subtitle), width="stretch")
     if not simulated:  # a bandwidth from a simulated time is no bandwidth at all
         st.altair_chart(launch_charts.sweep_bandwidth_chart(frame, subtitle, peak), width="stretch")
@@ -135,7 +144,7 @@ def show_sweep(run: LaunchSweepRun) -> None:
         st.caption("Occupancy “driver” is cuOccupancyMaxActiveBlocksPerMultiprocessor for the compiled kernel; “calculated” is derived from its registers and the device's per-SM limits (approximate).")
     else:
         st.caption("Occupancy: not available here (the simulator compiles nothing and has no multiprocessors).")
-    st.dataframe(sweep_table(run), hide_index=True, width="stretch")
+    st.dataframe(sweep_table(run, frame), hide_index=True, width="stretch")
     from ui.telemetry_note import show_telemetry  # marks and clocks beside the table (issue 18)
 
     st.caption("Marks: n<3 = fewer than 3 samples (spread unknown); fits in L2 = a, b and c fit in the L2 (may be served from cache).")
