@@ -30,7 +30,8 @@ def test_reduction_in_the_simulator_leads_with_agreement_and_the_steps_that_ran(
     assert metrics["GPU steps run here"] == "2 of 4" and metrics["Results agree"] == "3 of 3", metrics
     assert metrics["Minimum traffic"] == "804 B", metrics  # 200 float32 read, one written
     assert not any("time" in label.lower() or "bandwidth" in label.lower() or "best" in label.lower() for label in metrics), metrics
-    assert any("3 · warp shuffles needs warp shuffles" in c.value and "GPU only" in c.value for c in at.caption)
+    assert any("3 · warp shuffles and 4 · grid-stride, one atomic per block — they need warp shuffles" in c.value and "GPU only" in c.value
+               for c in at.caption), [c.value for c in at.caption]
 
 
 def test_matmul_states_the_rounding_bound_the_checker_uses():

@@ -106,9 +106,12 @@ def show_simulator_facts(run: KernelRun) -> None:
                    help=f"{run.bytes_moved:,} bytes: each input read once, the output written once. A fact of the algorithm, not a measurement.")
     cols[3].metric("Arithmetic intensity (FLOP/byte)", plain_number(run.intensity),
                    help=f"{run.flops:,} FLOPs ÷ {run.bytes_moved:,} bytes: a fact of the algorithm, not a measurement.")
-    why = "; ".join(f"{label} needs {need}" for label, need in missing)
+    by_need: dict[str, list[str]] = {}
+    for label, need in missing:
+        by_need.setdefault(need, []).append(label)
+    why = "; ".join(f"{' and '.join(labels)} — {'they need' if len(labels) > 1 else 'it needs'} {need}" for need, labels in by_need.items())
     st.caption(
-        (f"Not run here: {why} — the CUDA simulator has none, so these run on a GPU only. " if missing else "")
+        (f"Not run here: {why}, which the CUDA simulator lacks: a GPU only. " if missing else "")
         + "No GPU time is shown as a figure here: the simulator runs each GPU thread in Python, so its times (in the chart and "
         "table below, marked simulated) say nothing about a GPU. What is real here: the agreement above, the compiler's facts "
         "for each step (registers, spills, occupancy) and each step's memory trace, under “The steps, and what changed” below."
