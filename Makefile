@@ -100,9 +100,18 @@ gpu-verify:
 	bash scripts/gpu_verify.sh
 
 # Wheels for a GPU machine that cannot reach a package index: downloaded here into .whl/
-# (gitignored), carried with the tree, installed by scripts/gpu_verify.sh.
+# (gitignored), carried with the tree, installed by scripts/gpu_verify.sh. They are built
+# for that machine (CPython $(GPU_PYTHON), x86-64 Linux), not this one. NumPy, pandas, PyArrow
+# and Pillow are dropped afterwards: a GPU image has them, and carrying them would pass the
+# 64 MiB a tree may carry to a lent GPU machine.
+GPU_PYTHON ?= 3.12
 gpu-wheels: | $(PY)
-	$(PIP) download -d .whl -r requirements.txt -r requirements-dev.txt "nvidia-cuda-nvdisasm>=13.2,<14"
+	rm -rf .whl
+	$(PIP) download -d .whl --only-binary=:all: --python-version $(GPU_PYTHON) --implementation cp \
+	  --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+	  "streamlit>=1.67,<1.68" "altair>=6.3,<7" "platformdirs>=4.0,<5" "pytest>=9.0,<10" "pytest-timeout>=2.4,<3"
+	rm -f .whl/numpy-* .whl/pandas-* .whl/pyarrow-* .whl/pillow-*
+	@du -sh .whl
 
 # The browser tests drive Debian's chromium (Playwright cannot download browsers here).
 chromium:

@@ -7,7 +7,7 @@ import argparse
 import sys
 
 from gpu.core.limits import InputError
-from gpu.report.jsonout import print_json
+from gpu.core.jsonout import print_json
 
 
 class _Parser(argparse.ArgumentParser):

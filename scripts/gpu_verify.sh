@@ -32,7 +32,14 @@ PY
 if [ -n "$missing" ]; then
   echo "installing missing packages: $missing"
   if [ -d .whl ]; then
-    $PY -m pip install -q --no-index --find-links .whl $missing || { echo "could not install $missing from .whl/" >&2; exit 2; }
+    # into the interpreter's site-packages where it is writable, else beside it on PYTHONPATH
+    # (a GPU image's Python is often read-only)
+    if ! $PY -m pip install -q --no-index --find-links .whl $missing 2>/dev/null; then
+      site=/tmp/kernel-lab-site
+      $PY -m pip install -q --no-index --no-deps --no-compile --upgrade --target "$site" .whl/*.whl \
+        || { echo "could not install $missing from .whl/" >&2; exit 2; }
+      export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}"
+    fi
   else
     $PY -m pip install -q $missing || { echo "could not install $missing (no .whl/ folder; run \`make gpu-wheels\` where an index is reachable)" >&2; exit 2; }
   fi

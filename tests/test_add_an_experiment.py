@@ -274,3 +274,40 @@ def test_its_gpu_check_section_runs_and_is_written(toy, tmp_path):
     data = json.loads((tmp_path / "check.json").read_text())
     assert data["sections"][KEY]["measures"]["kernel_s"] > 0
     assert "Toy SAXPY" in (tmp_path / "check.md").read_text()
+
+
+def test_its_recorded_check_section_is_importable_and_fills_its_recorded_slot(toy, tmp_path, monkeypatch):
+    """A check.json holding its section imports into History, and in a benchmarks folder gives its page a recorded run.
+
+    The file is the toy's own section run by ``run_check`` in the simulator; it is marked a
+    full hardware run only here, in a temporary folder, to stand in for a GPU's check.
+    """
+    from gpu.report.check import declared_sections, run_check
+    from gpu.service import references as refs_module
+    from gpu.service.check_schema import SECTION_KEYS, history_records
+    from gpu.service.importer import parse_check_bytes
+    from ui.resources import references
+
+    _experiment, page = toy
+    assert KEY in SECTION_KEYS  # declared, so readable: no list edited
+    section = next(s for s in declared_sections() if s.__name__ == "toy_saxpy_section")
+    run_check(tmp_path / "out", quick=True, sections=[section])
+    data = {**json.loads((tmp_path / "out" / "check.json").read_text()), "backend": "cuda", "quick": False}
+    records = history_records(parse_check_bytes(json.dumps(data).encode()), source="check.json", sha256="")
+    assert [r["experiment"] for r in records] == [KEY] and len(records[0]["kernel"]["samples_s"]) == 2
+    folder = tmp_path / "benchmarks"
+    (folder / "gpu-a").mkdir(parents=True)
+    (folder / "gpu-a" / "check.json").write_text(json.dumps(data))
+    monkeypatch.setattr(refs_module, "BENCHMARKS_DIR", folder)
+    refs_module.load_references.cache_clear()
+    references.clear()
+    try:
+        assert refs_module.load_references().best(KEY).key == "gpu-a"
+        at = AppTest.from_file(str(page), default_timeout=60).run()
+        assert not at.exception, at.exception
+        device = data["device"]["name"]
+        assert any(s.value == f"On a real GPU: {device}" for s in at.subheader), [s.value for s in at.subheader]
+        assert not any("no recorded run" in s.value for s in at.subheader)
+    finally:
+        refs_module.load_references.cache_clear()
+        references.clear()

@@ -111,6 +111,7 @@ def test_compare_chart_builder_puts_each_sample_and_median_per_run():
     assert {t.get("title") for t in dots["encoding"]["tooltip"]} >= {"time (ms)", "sample #"}
     medians = spec["datasets"][ticks["data"]["name"]]
     assert {round(m["median_ms"], 6) for m in medians if m["measure"] == "Kernel"} == {1.5, 2.0}
+    assert dots["encoding"]["y"]["axis"]["values"] == [1.0, 10.0]  # one tick and grid line per decade, no minor grid
 
 
 def test_exports_csv_and_json_and_offers_no_delete(db):

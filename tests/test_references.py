@@ -193,7 +193,8 @@ def _malformed(check: dict) -> dict[str, tuple[bytes, str]]:
     wrong_types = copy.deepcopy(check)
     wrong_types["sections"]["breakdown"]["run"]["gpu"]["phases"]["kernel"]["samples_s"][3] = "fast"
     unknown = copy.deepcopy(check)
-    unknown["sections"]["matmul"] = {"title": "matmul", "passed": True}
+    # unknown means declared by no experiment (matmul, a catalog kernel, is declared: readable)
+    unknown["sections"]["warp-drive"] = {"title": "warp drive", "passed": True}
     negative = copy.deepcopy(check)
     negative["sections"]["scaling"]["run"]["points"][0]["stats"]["samples_s"][0] = -1.0
     bad_backend = copy.deepcopy(check)
@@ -204,7 +205,7 @@ def _malformed(check: dict) -> dict[str, tuple[bytes, str]]:
         "truncated JSON": (text[: len(text) // 2].encode(), "truncated"),
         "huge file": (b" " * (5 * 2**20) + text.encode(), "at most 4 MiB"),
         "wrong types": (_bytes(wrong_types), "`sections.breakdown.run.gpu.phases.kernel.samples_s[3]` must be a number, got text"),
-        "unknown experiment": (_bytes(unknown), "unknown experiment 'matmul'"),
+        "unknown experiment": (_bytes(unknown), "unknown experiment 'warp-drive'"),
         "negative time": (_bytes(negative), "must be at least 0"),
         "NaN": (text.replace('"noise": 0.0', '"noise": NaN', 1).encode() if '"noise": 0.0' in text else text.replace("0.02", "NaN", 1).encode(), "NaN"),
         "unknown backend": (_bytes(bad_backend), "'quantum'"),

@@ -5,6 +5,7 @@ files that exist."""
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,8 +74,9 @@ def test_a_hook_resolves_or_names_what_is_missing():
 
 @pytest.mark.parametrize("experiment", registry.experiments(), ids=lambda e: e.key)
 def test_everything_a_declaration_names_resolves(experiment):
-    for hook in experiment.check:
-        assert callable(hook.resolve())
+    for section in experiment.check_sections():
+        for hook in (section.run, section.validate, section.records):
+            assert hook is None or callable(hook.resolve())
     if experiment.recorded is not None and experiment.recorded.draw is not None:
         assert callable(experiment.recorded.draw.resolve())
     if experiment.report is not None:
@@ -169,3 +171,27 @@ def test_one_float_parser_words_its_purpose():
         parse_positive("0", "the noise target")
     with pytest.raises(InputError, match="the budget must be a number of seconds such as 2 or 0.5"):
         parse_seconds("soon", "the budget")
+
+
+def test_a_check_section_key_is_declared_once_and_each_declared_key_is_readable():
+    from gpu.experiments.base import CheckSection
+    from gpu.service.check_schema import SECTION_KEYS
+
+    declared = registry.check_sections()
+    assert {"breakdown", "scaling", "launch", "transfers", "reduction", "matmul"} <= set(declared) <= set(SECTION_KEYS)
+    assert declared["breakdown"][0].key == "vector-add" and declared["matmul"][0].key == "matmul"
+    twin = Experiment(key="twin-of-matmul", title="Twin", summary="s", params=(), run=lambda p, progress: None,
+                      work=lambda p: 1, measures=lambda r: {},
+                      check=(CheckSection("matmul", Hook("gpu.report.check:catalog_section", ("matmul",))),))
+    with pytest.raises(ValueError, match="check section 'matmul' of 'twin-of-matmul' is already declared by 'matmul'"):
+        registry.register(twin)
+    assert "twin-of-matmul" not in [e.key for e in registry.experiments()]
+
+
+def test_the_screenshot_script_photographs_the_sidebars_pages():
+    spec = importlib.util.spec_from_file_location("screenshots", ROOT / "scripts" / "screenshots.py")
+    screenshots = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(screenshots)
+    pages = screenshots.pages()
+    assert list(pages.values()) == [screenshots.url_path(link.script) for link in all_links()]
+    assert pages["home"] == "" and pages["vector_add"] == "Vector_add" and pages["launch_config"] == "Launch_config"

@@ -55,3 +55,20 @@ def test_a_result_faster_than_the_memory_roof_is_flagged():
     assert honest["percent_of_peak"] == pytest.approx(100) and not honest["faster_than_roof"]
     assert figures(problem, case, at_peak_s / (ROOF_MARGIN * 1.01), 4800.0)["faster_than_roof"]
     assert figures(problem, case, at_peak_s, None)["percent_of_peak"] is None  # no peak known: no share, no flag
+
+
+def test_history_lists_saved_kernels_with_their_code(tmp_path, monkeypatch):
+    """History's "Kernels you wrote" tab: every saved submission in words, and the chosen one's source."""
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("KERNEL_LAB_DB", str(tmp_path / "history.sqlite3"))
+    store = SubmissionStore()
+    store.save(gpu_verdict(1e-3), "# ada's kernel\n", "ada")
+    store.save(Verdict("vector-add", "simulator", status="passed"), "# grace's kernel\n", "grace")
+    at = AppTest.from_file("../pages/5_History.py", default_timeout=60).run()
+    assert not at.exception, at.exception
+    table = next(df.value for df in at.dataframe if "Problem" in df.value.columns)
+    assert list(table["Name"]) == ["grace", "ada"]  # newest first
+    assert set(table["Problem"]) == {get("vector-add").title} and "threads_per_block" not in table.columns
+    assert list(table["Kernel time"]) == ["not timed (simulator)", "1 ms"]
+    assert any("# grace's kernel" in c.value for c in at.code)

@@ -14,6 +14,9 @@ that knows nothing about any one experiment:
 - downloads                                         (ui/downloads.py)
 - prose for the CLI and the JSON downloads         (gpu/report/render.py, via ``report``)
 - the ``gpu check`` sections                         (gpu/report/check.py, via ``check``)
+  and how a check file is read back: its section     (gpu/service/check_schema.py, references.py)
+  keys, validators and History records
+- where History finds a saved run's samples        (ui/charts/history.py, via ``samples``)
 - the "On a real GPU" panel                         (ui/reference.py, via ``recorded``)
 - the CLI's and the pages' order                   (gpu/experiments/registry.py, via ``order``)
 
@@ -27,6 +30,7 @@ History row, so "1e3" means 1000 everywhere and a bad value gets the same messag
 from __future__ import annotations
 
 import importlib
+import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
 
@@ -89,7 +93,9 @@ class ExperimentResult(Protocol):
     marks the run when not). ``to_dict()``: JSON-ready, samples in seconds (History, the
     JSON download, ``--json``). ``to_frame()``: a tidy table of what was measured (charts
     and the CSV download). The headline numbers History keeps come from the declaration's
-    ``measures(result)``, a ``{name: float}``.
+    ``measures(result)``, a ``{name: float}``; where a saved ``to_dict()`` keeps its timing
+    samples, from its ``samples(saved)``, a ``{series label: [seconds]}`` (both checked:
+    ``checked_measures``, ``checked_samples``).
     """
 
     @property
@@ -119,6 +125,20 @@ def checked_result(experiment: "Experiment", result: Any) -> Any:
     if not isinstance(result.agree, bool):
         raise TypeError(f"experiment {experiment.key!r}: {type(result).__name__}.agree is a {type(result.agree).__name__}, not a bool")
     return result
+
+
+def checked_samples(experiment: "Experiment", found: Any) -> dict[str, list[float]]:
+    """What ``experiment.samples(saved)`` returned, checked: ``{label: [finite seconds ≥ 0]}``; TypeError saying what is wrong."""
+    if not isinstance(found, Mapping):
+        raise TypeError(f"experiment {experiment.key!r}: samples(saved) must be a {{label: [seconds]}} mapping, got {type(found).__name__}")
+    out: dict[str, list[float]] = {}
+    for label, values in found.items():
+        ok = isinstance(label, str) and isinstance(values, (list, tuple)) and all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0 for v in values)
+        if not ok:
+            raise TypeError(f"experiment {experiment.key!r}: samples(saved)[{label!r}] must be a list of finite seconds ≥ 0, got {values!r:.80}")
+        out[label] = [float(v) for v in values]
+    return out
 
 
 def checked_measures(experiment: "Experiment", result: Any) -> dict[str, float]:
@@ -182,6 +202,37 @@ class PageLink:
     def __post_init__(self) -> None:
         if not self.icon.startswith(":material/"):
             raise ValueError(f"page {self.label!r}: icon must be a Material icon such as ':material/science:', got {self.icon!r}")
+
+
+@dataclass(frozen=True)
+class CheckSection:
+    """One ``gpu check`` section of an experiment, and how a recorded check file reads it back.
+
+    ``key`` is the section's key under ``sections`` in check.json (the ``Section.key`` that
+    ``run`` returns). ``run`` names the section function, ``(CheckContext) -> Section``.
+    A check file is untrusted input (gpu/service/check_schema.py), read back through:
+
+    - ``validate``: ``(section: dict, path: str) -> None``, raising ``check_schema.ImportProblem``
+      naming the first bad field; None: the generic validator (title, passed, duration,
+      error, then every number finite, every list and text bounded, every ``*_s`` ≥ 0).
+    - ``records``: ``(section: dict, sections: dict) -> [result dict]``, the History rows
+      the section holds (``sections``: the whole file's, for a section that folds another
+      in); None: the section's ``run`` mapping and each mapping of its ``runs`` list.
+
+    A record without its own ``experiment`` is filed under the declaring experiment; a
+    generic section's records are rebuilt through ``result_type.from_dict`` when the
+    result type offers one. A bare ``Hook`` in ``Experiment.check`` is a section keyed
+    by the experiment's own key, read back generically.
+    """
+
+    key: str
+    run: Hook
+    validate: Hook | None = None
+    records: Hook | None = None
+
+    def __post_init__(self) -> None:
+        if not self.key or not all(c.isalnum() or c in "-_" for c in self.key):
+            raise ValueError(f"a check section's key is letters, digits, '-' and '_', got {self.key!r}")
 
 
 @dataclass(frozen=True)
@@ -270,7 +321,9 @@ class Experiment:
     a History column of their own), ``series`` (measured series this experiment adds to
     ``gpu.core.series``), ``report`` (a module of gpu/report with ``SUMMARIES`` and
     ``PROSE``: ``{result type: function}``, the CLI's text and the JSON's prose), ``check``
-    (its ``gpu check`` sections, in order) and ``recorded`` (its "On a real GPU" panel).
+    (its ``gpu check`` sections, in order: ``CheckSection``s, or bare Hooks keyed by the
+    experiment's key), ``recorded`` (its "On a real GPU" panel) and ``samples`` (where a
+    saved run keeps its timing samples, for History's compare chart).
     """
 
     key: str
@@ -287,7 +340,7 @@ class Experiment:
     history_columns: tuple[str, ...] = ()
     series: tuple[Series, ...] = ()
     report: str | None = None  # a module of gpu/report, e.g. "gpu.report.scaling"
-    check: tuple[Hook, ...] = ()
+    check: tuple[Hook | CheckSection, ...] = ()
     recorded: Recorded | None = None
     uses_cpu: bool = True  # also holds the CPU lock (it times CPU baselines)
     legacy_keys: Mapping[str, str] = field(default_factory=dict)  # param name -> widget key kept for bookmarks
@@ -298,6 +351,10 @@ class Experiment:
     # and whether kernels are simulated: a progress bar with time left. The run reports a
     # step by ``progress.begin(step_id, message)``.
     plan: Callable[[Params, bool], list[tuple[str, float]]] | None = None
+    # Where a saved run (its to_dict(), as History and imported checks keep it) holds its
+    # timing samples: ``samples(saved) -> {series label: [seconds]}``. None: every mapping
+    # with a ``samples_s`` list, named by its path (what rows saved before hooks hold).
+    samples: Callable[[Mapping[str, Any]], Mapping[str, Sequence[float]]] | None = None
 
     def __post_init__(self) -> None:
         names = [p.name for p in self.params]
@@ -308,6 +365,16 @@ class Experiment:
             raise ValueError(f"experiment {self.key!r}: history column {unknown[0]!r} is not one of its parameters {names}")
         if self.result_type is not None and result_problem(self.result_type):
             raise TypeError(f"experiment {self.key!r}: {result_problem(self.result_type)}")
+        wrong = [c for c in self.check if not isinstance(c, (Hook, CheckSection))]
+        if wrong:
+            raise TypeError(f"experiment {self.key!r}: check holds {wrong[0]!r}; each entry is a Hook or a CheckSection")
+        keys = [s.key for s in self.check_sections()]
+        if len(set(keys)) != len(keys):
+            raise ValueError(f"experiment {self.key!r} declares check section keys twice: {keys}")
+
+    def check_sections(self) -> tuple[CheckSection, ...]:
+        """Its ``gpu check`` sections as ``CheckSection``s: a bare Hook is keyed by the experiment's key."""
+        return tuple(c if isinstance(c, CheckSection) else CheckSection(self.key, c) for c in self.check)
 
     def execute(self, params: Params, progress: "Progress | Callable[[str], None] | None" = None) -> Any:
         """Run with parsed ``params`` and return the result, checked against the result protocol."""

@@ -14,7 +14,7 @@ import difflib
 import inspect
 import textwrap
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from gpu.core.backend import BACKEND
 from gpu.core.limits import (
@@ -25,6 +25,7 @@ from gpu.core.limits import (
     parse_seconds,
     parse_size,
 )
+from gpu.core import series
 from gpu.core.timing import RepeatPolicy, format_factor
 from gpu.experiments.base import Experiment, Hook, PageLink, Param, PerBackend, Progress
 from gpu.experiments.registry import register
@@ -128,6 +129,7 @@ def declare(
         measures=measures, result_type=KernelRun, page=PAGE, order=order,
         history_columns=tuple(c for c in ("n", "threads_per_block", "repeats") if c in names),
         check=(Hook("gpu.report.check:catalog_section", (spec.key,)),),
+        samples=samples,
     ))
 
 
@@ -153,6 +155,19 @@ def measures(run: KernelRun) -> dict[str, float]:
         out["best_step_gbps"] = run.gbps(best)
         if run.flops:
             out["best_step_gflops"] = run.gflops(best)
+    return out
+
+
+def samples(saved: Mapping[str, Any]) -> dict[str, list[float]]:
+    """Where a saved catalog run keeps its samples (``Experiment.samples``, for History):
+    "<implementation> · <phase>" -> seconds, e.g. "2 · shared memory · Kernel", "NumPy · CPU".
+    ``kernel_timing`` holds the kernel phase's samples again (with their holds): read once."""
+    out: dict[str, list[float]] = {}
+    for impl in saved["implementations"].values():
+        for phase, stats in (impl.get("phases") or {}).items():
+            if isinstance(stats, Mapping) and stats.get("samples_s"):
+                name = "CPU" if phase == "cpu" else (series.label(phase) if phase in series.SERIES else phase)
+                out[f"{impl['label']} · {name}"] = list(stats["samples_s"])
     return out
 
 
@@ -315,4 +330,4 @@ def load_kernels() -> list[Experiment]:
 
 
 __all__ = ["FLOPS_PER_ELEMENT_PASS", "KERNELS", "PAGE", "StepSource", "Target", "check_kernel", "declare", "kernel_keys", "load_kernels",
-           "measures", "parse_count", "parse_side", "ratio", "run_markdown", "step_sources"]
+           "measures", "parse_count", "parse_side", "ratio", "run_markdown", "samples", "step_sources"]

@@ -34,7 +34,7 @@ from gpu.core.timing import (
     Stats,
     utc_timestamp,
 )
-from gpu.experiments.base import Experiment, Hook, PageLink, Param, PerBackend, Progress, Recorded
+from gpu.experiments.base import CheckSection, Experiment, Hook, PageLink, Param, PerBackend, Progress, Recorded
 from gpu.experiments.registry import register
 from gpu.experiments.vector_add_timing import (
     BYTES_PER_ELEMENT,
@@ -381,7 +381,7 @@ LAUNCH_SWEEP = register(Experiment(
     order=40,
     history_columns=("n", "repeats"),
     report="gpu.report.launch",
-    check=(Hook("gpu.report.check:launch_section"),),
+    check=(CheckSection("launch", Hook("gpu.report.check:launch_section"), Hook("gpu.service.check_sections:launch_section"), Hook("gpu.service.check_sections:launch_records")),),
     recorded=Recorded("launch", Hook("ui.reference:_launch")),
     uses_cpu=BACKEND.simulated,
 ))

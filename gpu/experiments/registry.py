@@ -16,7 +16,7 @@ import pkgutil
 
 from gpu.core import series
 from gpu.core.limits import InputError
-from gpu.experiments.base import Experiment, PageLink
+from gpu.experiments.base import CheckSection, Experiment, PageLink
 
 PACKAGES_ENV = "KERNEL_LAB_EXPERIMENTS"
 
@@ -28,8 +28,9 @@ def register(experiment: Experiment, *, aliases: tuple[str, ...] = ()) -> Experi
     """Add ``experiment`` (and other names it answers to, e.g. an older CLI command); return it.
 
     Refuses (ValueError) a name another experiment holds, a page link that differs from
-    another declaration's link to the same page, and a measured series whose id another
-    experiment gave another label or colour.
+    another declaration's link to the same page, a measured series whose id another
+    experiment gave another label or colour, and a ``gpu check`` section key another
+    experiment declares.
     """
     for name in (experiment.key, *aliases):
         owner = _ALIASES.get(name)
@@ -39,6 +40,10 @@ def register(experiment: Experiment, *, aliases: tuple[str, ...] = ()) -> Experi
         for other in _REGISTRY.values():
             if other.key != experiment.key and other.page is not None and other.page.script == experiment.page.script and other.page != experiment.page:
                 raise ValueError(f"experiments {other.key!r} and {experiment.key!r} link to {experiment.page.script} differently: {other.page} / {experiment.page}")
+    for section in experiment.check_sections():
+        for other in _REGISTRY.values():
+            if other.key != experiment.key and section.key in {c.key for c in other.check_sections()}:
+                raise ValueError(f"check section {section.key!r} of {experiment.key!r} is already declared by {other.key!r}")
     for s in experiment.series:
         series.add(s)
     for name in (experiment.key, *aliases):
@@ -111,3 +116,8 @@ def page_links() -> list[PageLink]:
 def history_columns() -> tuple[str, ...]:
     """Parameters with a History column of their own: every declaration's ``history_columns``, first seen first."""
     return tuple(dict.fromkeys(c for e in experiments() for c in e.history_columns))
+
+
+def check_sections() -> dict[str, tuple[Experiment, CheckSection]]:
+    """Every declared ``gpu check`` section by its key, with the experiment declaring it, in order."""
+    return {section.key: (e, section) for e in experiments() for section in e.check_sections()}

@@ -41,7 +41,7 @@ from gpu.core.limits import (
 from gpu.core.peaks import Peaks, measure_peaks
 from gpu.core.telemetry import TelemetryMonitor
 from gpu.core.timing import Clock
-from gpu.experiments.base import Experiment, Hook, PageLink, Param, PerBackend, Progress, Recorded
+from gpu.experiments.base import CheckSection, Experiment, Hook, PageLink, Param, PerBackend, Progress, Recorded
 from gpu.experiments.registry import register
 from gpu.experiments.scaling_config import (
     DEFAULT_MIN_N,
@@ -391,7 +391,7 @@ EXPERIMENT = register(Experiment(
     order=20,
     history_columns=("threads_per_block", "repeats"),
     report="gpu.report.scaling",
-    check=(Hook("gpu.report.check:scaling_section"),),
+    check=(CheckSection("scaling", Hook("gpu.report.check:scaling_section"), Hook("gpu.service.check_sections:scaling_section"), Hook("gpu.service.check_sections:scaling_records")),),
     recorded=Recorded("scaling", Hook("ui.reference:_scaling")),
     csv=True,
     mark_stopped=lambda run, why: replace(run, stopped=why),

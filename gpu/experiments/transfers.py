@@ -45,7 +45,7 @@ from gpu.experiments.bandwidth import (
     BandwidthCurves,
     run_bandwidth_curves,
 )
-from gpu.experiments.base import Experiment, Hook, Param, PerBackend, Progress, Recorded
+from gpu.experiments.base import CheckSection, Experiment, Hook, Param, PerBackend, Progress, Recorded
 from gpu.experiments.registry import register
 from gpu.experiments.strategy_timing import (
     MAX_CHUNKS,
@@ -559,6 +559,6 @@ STRATEGIES_EXPERIMENT = register(Experiment(
     order=70,
     history_columns=("n", "threads_per_block", "repeats"),
     report="gpu.report.transfers",
-    check=(Hook("gpu.report.check:transfers_section"),),
+    check=(CheckSection("transfers", Hook("gpu.report.check:transfers_section"), Hook("gpu.service.check_sections:transfers_section"), Hook("gpu.service.check_sections:transfers_records")),),
     recorded=Recorded("transfers", Hook("ui.reference:_transfers")),
 ))

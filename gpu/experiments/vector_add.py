@@ -42,7 +42,7 @@ from gpu.core.timing import (
     utc_timestamp,
 )
 from gpu.experiments.article import ARTICLE_RUNS, ArticleRun, run_article_method
-from gpu.experiments.base import Experiment, Hook, PageLink, Param, PerBackend, Progress, Recorded
+from gpu.experiments.base import CheckSection, Experiment, Hook, PageLink, Param, PerBackend, Progress, Recorded
 from gpu.experiments.registry import register
 from gpu.experiments.vector_add_timing import (
     DEFAULT_PYTHON_BUDGET_S,
@@ -442,8 +442,9 @@ EXPERIMENT = register(Experiment(
     page=PageLink("Vector add", ":material/add_circle:", 10, "the article's experiment, one size, full breakdown", "pages/1_Vector_add.py"),
     order=10,
     history_columns=("n", "threads_per_block", "repeats"),
-    check=(Hook("gpu.report.check:correctness_section"), Hook("gpu.report.check:breakdown_section"),
-           Hook("gpu.report.check:article_section")),
+    check=(CheckSection("correctness", Hook("gpu.report.check:correctness_section"), Hook("gpu.service.check_sections:correctness_section"), Hook("gpu.service.check_sections:no_records")),
+           CheckSection("breakdown", Hook("gpu.report.check:breakdown_section"), Hook("gpu.service.check_sections:breakdown_section"), Hook("gpu.service.check_sections:breakdown_records")),
+           CheckSection("article", Hook("gpu.report.check:article_section"), Hook("gpu.service.check_sections:article_section"), Hook("gpu.service.check_sections:no_records"))),
     recorded=Recorded("vector-add", Hook("ui.reference:_vector_add")),
     legacy_keys={"n": "n", "threads_per_block": "threads_per_block", "repeats": "repeats", "cpu": "cpu_impls", "article": "article"},
 ))

@@ -327,7 +327,13 @@ def methodology_section(ctx: CheckContext) -> Section:
 
 def declared_sections() -> list[Callable[[CheckContext], Section]]:
     """Every declaration's ``check`` sections, in the experiments' order, then the methodology (which reads them)."""
-    return [hook.resolve() for experiment in experiments() for hook in experiment.check] + [methodology_section]
+    return [_keyed(section.run.resolve(), section.key) for experiment in experiments() for section in experiment.check_sections()] + [methodology_section]
+
+
+def _keyed(section_fn: Callable[[CheckContext], Section], key: str) -> Callable[[CheckContext], Section]:
+    """``section_fn`` marked with its declared key: a section that raises is written under it (and reads back)."""
+    section_fn.section_key = key
+    return section_fn
 
 
 def __getattr__(name: str):
@@ -364,7 +370,7 @@ def run_check(
         try:
             section = section_fn(ctx)
         except Exception as exc:  # record and go on: one broken section must not hide the rest
-            name = section_fn.__name__.removesuffix("_section")
+            name = getattr(section_fn, "section_key", None) or section_fn.__name__.removesuffix("_section")
             section = Section(name, name, False, {"error": repr(exc)}, f"error: `{exc!r}`\n\n```\n{traceback.format_exc()}```")
         report.sections.append(Section(**{**section.__dict__, "duration_s": time.perf_counter() - start}))
         if out is not None:

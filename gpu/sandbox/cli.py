@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from gpu.core.limits import InputError
-from gpu.report.jsonout import print_json
+from gpu.core.jsonout import print_json
 
 MAX_FILE_BYTES = 1 << 20
 

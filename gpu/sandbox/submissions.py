@@ -112,7 +112,7 @@ class SubmissionStore:
             return [r[0] for r in conn.execute("SELECT DISTINCT device FROM submissions WHERE problem = ? ORDER BY device", (problem,))]
 
     def all(self, limit: int = 1000) -> list[Entry]:
-        return self._entries("SELECT * FROM submissions ORDER BY created_at DESC LIMIT ?", (limit,))
+        return self._entries("SELECT * FROM submissions ORDER BY created_at DESC, rowid DESC LIMIT ?", (limit,))  # rowid: saved in the same second
 
     def count(self) -> int:
         with self._connect() as conn:

@@ -5,7 +5,13 @@ as data only: ``json.loads`` with NaN/Infinity refused, a size limit before pars
 and a strict schema — every key known, every type checked, every timing a finite
 non-negative number. The first problem found is reported with the path of the field
 (``sections.breakdown.run.gpu.phases.h2d.samples_s[3]``) and what is allowed.
-``history_records`` turns a valid file into History records.
+
+The sections come from the declarations (``Experiment.check``: ``CheckSection`` key,
+``validate`` and ``records`` hooks): a key no experiment declares is refused, a section
+that names no validator is read by the generic one (``generic_section``), and
+``history_records`` turns a valid file into History records through each section's
+``records`` hook. The validators and records of the sections older than that reader
+(vector add, scaling, launch, transfers) are in gpu/service/check_sections.py.
 
 Both readers of check files use it: the importer (gpu/service/importer.py, uploads into
 History) and the committed reference runs (gpu/service/references.py); each then
@@ -27,13 +33,8 @@ MAX_DEPTH = 12  # nesting of a check file is at most 8
 
 TOP_KEYS = {"started_at", "backend", "quick", "passed", "device", "host", "versions", "sections"}
 OPTIONAL_TOP_KEYS = {"provenance", "telemetry", "methodology_version"}  # later checks write these
-SECTION_KEYS = ("correctness", "breakdown", "article", "scaling", "launch", "transfers")
 BACKENDS = ("cuda", "simulator")
-EXPERIMENT_OF_SECTION = {
-    "breakdown": "vector-add",
-    "scaling": "scaling",
-    "launch": "launch-sweep",
-}
+# SECTION_KEYS (module attribute) is derived from the declarations: ``declared_sections()``
 
 
 class ImportProblem(ValueError):
@@ -169,11 +170,20 @@ def _depth(value: Any, path: str = "", level: int = 0) -> None:
 
 
 STATS_KEYS = {"median_s", "min_s", "max_s", "mean_s", "noise", "samples", "samples_s"}
+# What Stats.to_dict() (few_samples, retries, held) and KernelTiming.to_dict() write beside
+# those since the verified hold and the L2 flush (methodology 2): known, and bounded by the
+# generic walk (a check written now is refused without them).
+TIMING_KEYS = {"few_samples", "retries", "held", "sample_held", "sample_retries", "l2_flushed", "l2_note", "l2_bytes",
+               "working_set_bytes", "l2_resident", "launch", "telemetry"}
 
 
 def _stats(value: Any, path: str) -> None:
-    """A Stats.to_dict(): samples_s a non-empty list of finite seconds ≥ 0; the rest numbers."""
-    data = _obj(value, path, {"samples_s"}, STATS_KEYS | {"compile_s"})
+    """A Stats.to_dict() or KernelTiming.to_dict(): samples_s a non-empty list of finite seconds ≥ 0; the rest numbers."""
+    data = _obj(value, path, {"samples_s"}, STATS_KEYS | TIMING_KEYS | {"compile_s"})
+    for key in ("few_samples", "held", "l2_flushed", "l2_resident"):
+        _bool(data.get(key), f"{path}.{key}", allow_none=True)
+    _int(data.get("retries"), f"{path}.retries", allow_none=True)
+    _walk({k: v for k, v in data.items() if k in TIMING_KEYS}, path)
     samples = _list(data["samples_s"], f"{path}.samples_s", limit=MAX_SAMPLES)
     if not samples:
         raise ImportProblem(f"`{path}.samples_s` is empty; a measurement has at least one sample")
@@ -214,160 +224,76 @@ def _policy(value: Any, path: str) -> None:
     _int(data.get("min_samples", 1), f"{path}.min_samples")
 
 
-def _vector_add_run(value: Any, path: str) -> None:
-    data = _obj(value, path, {"experiment", "n", "threads_per_block", "blocks_per_grid", "backend", "device", "policy", "gpu", "cpu", "agreement"})
-    _str(data["experiment"], f"{path}.experiment", choices=("vector-add",))
-    _int(data["n"], f"{path}.n", minimum=1)
-    _int(data["threads_per_block"], f"{path}.threads_per_block", minimum=1, maximum=1024)
-    _int(data["blocks_per_grid"], f"{path}.blocks_per_grid", minimum=1)
-    _str(data["backend"], f"{path}.backend", choices=BACKENDS)
-    _device(data["device"], f"{path}.device")
-    _policy(data["policy"], f"{path}.policy")
-    gpu = _obj(data["gpu"], f"{path}.gpu", {"phases"})
-    _num(gpu.get("compile_s", 0.0), f"{path}.gpu.compile_s")
-    phases = _obj(gpu["phases"], f"{path}.gpu.phases", {"h2d", "kernel", "d2h", "total"}, {"h2d", "launch", "kernel", "d2h", "total"})
-    for phase, stats in phases.items():
-        _stats(stats, f"{path}.gpu.phases.{phase}")
-    cpu = _obj(data["cpu"], f"{path}.cpu", set(), {"python", "numpy", "numba", "numba-parallel"})
-    for name, timing in cpu.items():
-        where = f"{path}.cpu.{name}"
-        if isinstance(timing, dict) and "skipped" in timing:
-            _obj(timing, where, {"skipped"}, {"skipped", "estimate_s"})
-            _str(timing["skipped"], f"{where}.skipped")
-            _num(timing.get("estimate_s"), f"{where}.estimate_s", allow_none=True)
-        else:
-            _stats(timing, where)
-    agreement = _obj(data["agreement"], f"{path}.agreement")
-    for name, row in agreement.items():
-        where = f"{path}.agreement.{name}"
-        _obj(row, where, {"implementation", "n", "identical", "max_abs_diff", "allclose"})
-        _int(row["n"], f"{where}.n")
-        _int(row["identical"], f"{where}.identical")
-        _num(row["max_abs_diff"], f"{where}.max_abs_diff", allow_none=True)
-        _bool(row["allclose"], f"{where}.allclose")
+# The sections older than the generic reader (vector add, scaling, launch, transfers) have
+# validators and records hooks of their own, in gpu/service/check_sections.py, named by
+# their declarations.
 
 
-def _article(value: Any, path: str) -> None:
-    data = _obj(value, path, {"n", "threads_per_block", "results_match", "cpu_time_s", "gpu_time_s", "speedup"})
-    _int(data["n"], f"{path}.n", minimum=1)
-    _int(data["threads_per_block"], f"{path}.threads_per_block", minimum=1, maximum=1024)
-    _bool(data["results_match"], f"{path}.results_match")
-    for key in ("cpu_time_s", "gpu_time_s", "speedup"):
-        _num(data[key], f"{path}.{key}", allow_none=True)
-    if "lines" in data:
-        for i, line in enumerate(_list(data["lines"], f"{path}.lines", limit=50)):
-            _str(line, f"{path}.lines[{i}]")
+def default_records(section: Mapping[str, Any], sections: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """A section read generically: its ``run`` mapping and each mapping of its ``runs`` list."""
+    runs = [section.get("run"), *(section.get("runs") if isinstance(section.get("runs"), list) else ())]
+    return [r for r in runs if isinstance(r, Mapping)]
 
 
-def _scaling_run(value: Any, path: str) -> None:
-    from gpu.experiments.scaling_result import SERIES_LABELS
-
-    data = _obj(value, path, {"experiment", "backend", "device", "config", "points"})
-    _str(data["experiment"], f"{path}.experiment", choices=("scaling",))
-    _device(data["device"], f"{path}.device")
-    config = _obj(data["config"], f"{path}.config", {"min_n", "max_n", "spacing", "impls", "policy"})
-    _int(config["min_n"], f"{path}.config.min_n", minimum=1)
-    _int(config["max_n"], f"{path}.config.max_n", minimum=1)
-    _str(config["spacing"], f"{path}.config.spacing", choices=("pow2", "decade"))
-    _policy(config["policy"], f"{path}.config.policy")
-    for i, point in enumerate(_list(data["points"], f"{path}.points")):
-        where = f"{path}.points[{i}]"
-        _obj(point, where, {"n", "series"})
-        _int(point["n"], f"{where}.n", minimum=1)
-        _str(point["series"], f"{where}.series", choices=tuple(SERIES_LABELS))
-        if point.get("stats") is not None:
-            _stats(point["stats"], f"{where}.stats")
-        _num(point.get("estimate_s"), f"{where}.estimate_s", allow_none=True)
-        _str(point.get("error"), f"{where}.error", allow_none=True)
-        _bool(point.get("agree"), f"{where}.agree", allow_none=True)
-    if data.get("peaks") is not None:
-        peaks = _obj(data["peaks"], f"{path}.peaks", {"limits"})
-        from gpu.core.peaks import LIMIT_LABELS
-
-        limits = _obj(peaks["limits"], f"{path}.peaks.limits", set(), set(LIMIT_LABELS))
-        for key, limit in limits.items():
-            where = f"{path}.peaks.limits.{key}"
-            _obj(limit, where, {"gbps", "how"})
-            _num(limit["gbps"], f"{where}.gbps", allow_none=True)
-            _str(limit["how"], f"{where}.how")
-    for key in ("wall_s", "measuring_s", "compile_s"):
-        _num(data.get(key, 0.0), f"{path}.{key}")
+# --- the generic reader: any section that declares no validator --------------------------
 
 
-def _launch_sweep(value: Any, path: str) -> None:
-    data = _obj(value, path, {"experiment", "n", "backend", "device", "policy", "configs"})
-    _str(data["experiment"], f"{path}.experiment", choices=("launch-sweep",))
-    _int(data["n"], f"{path}.n", minimum=1)
-    _device(data["device"], f"{path}.device")
-    _policy(data["policy"], f"{path}.policy")
-    configs = _list(data["configs"], f"{path}.configs", limit=100)
-    if not configs:
-        raise ImportProblem(f"`{path}.configs` is empty")
-    for i, config in enumerate(configs):
-        where = f"{path}.configs[{i}]"
-        _obj(config, where, {"kind", "threads_per_block", "blocks", "kernel", "agree"})
-        _str(config["kind"], f"{where}.kind", choices=("one thread per element", "grid-stride"))
-        _int(config["threads_per_block"], f"{where}.threads_per_block", minimum=1, maximum=1024)
-        _int(config["blocks"], f"{where}.blocks", minimum=1)
-        _int(config.get("sm_multiple"), f"{where}.sm_multiple", allow_none=True, minimum=1)
-        _stats(config["kernel"], f"{where}.kernel")
-        _bool(config["agree"], f"{where}.agree")
-        if config.get("occupancy") is not None:
-            occ = _obj(config["occupancy"], f"{where}.occupancy", {"threads_per_block", "blocks_per_sm", "warps_per_sm", "max_warps_per_sm", "source"})
-            for key in ("threads_per_block", "blocks_per_sm", "warps_per_sm", "max_warps_per_sm"):
-                _int(occ[key], f"{where}.occupancy.{key}")
-            _str(occ["source"], f"{where}.occupancy.source")
+def _walk(value: Any, path: str) -> None:
+    """Every value bounded: numbers finite (whole ones within ±2^62), ``*_s`` seconds ≥ 0,
+    ``samples_s`` a list of seconds, lists and text within the limits, keys short text."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            where = f"{path}.{key}"
+            if len(key) > 200:
+                raise ImportProblem(f"{_where(path)} has a key of {len(key):,} characters; at most 200 allowed")
+            if key == "samples_s":
+                for i, s in enumerate(_list(item, where, limit=MAX_SAMPLES)):
+                    _num(s, f"{where}[{i}]")
+            elif key.endswith("_s") and (item is None or isinstance(item, (int, float))) and not isinstance(item, bool):
+                _num(item, where, allow_none=True)
+            else:
+                _walk(item, where)
+    elif isinstance(value, list):
+        for i, item in enumerate(_list(value, path, limit=MAX_SAMPLES)):
+            _walk(item, f"{path}[{i}]")
+    elif isinstance(value, bool) or value is None:
+        return
+    elif isinstance(value, int):
+        _int(value, path, minimum=-(2**62))
+    elif isinstance(value, float):
+        _num(value, path, minimum=None)
+    elif isinstance(value, str):
+        _str(value, path)
+    else:
+        raise ImportProblem(f"{_where(path)} is {_kind(value)}, which a check file never holds")
 
 
-def _bandwidth(value: Any, path: str) -> None:
-    data = _obj(value, path, {"experiment", "backend", "device", "policy", "sizes", "points"})
-    _str(data["experiment"], f"{path}.experiment", choices=("transfers-bandwidth",))
-    _device(data["device"], f"{path}.device")
-    _policy(data["policy"], f"{path}.policy")
-    for i, size in enumerate(_list(data["sizes"], f"{path}.sizes", limit=100)):
-        _int(size, f"{path}.sizes[{i}]", minimum=1)
-    for i, point in enumerate(_list(data["points"], f"{path}.points")):
-        where = f"{path}.points[{i}]"
-        _obj(point, where, {"direction", "memory", "nbytes", "stats", "pinned_ok"})
-        _str(point["direction"], f"{where}.direction", choices=("h2d", "d2h", "d2d"))
-        _str(point["memory"], f"{where}.memory", choices=("pinned", "pageable", "device"))
-        _int(point["nbytes"], f"{where}.nbytes", minimum=1)
-        _stats(point["stats"], f"{where}.stats")
-        _bool(point["pinned_ok"], f"{where}.pinned_ok")
+def generic_section(data: Mapping[str, Any], path: str) -> None:
+    """A declared section with no validator of its own: every value bounded (``_walk``); its
+    runs are then rebuilt through the result type's ``from_dict`` where it has one
+    (gpu/service/references.py: ``ReferenceRun.rebuild_all``)."""
+    _walk(dict(data), path)
 
 
-def _strategies(value: Any, path: str) -> None:
-    from gpu.experiments.transfers import STRATEGIES
-
-    data = _obj(value, path, {"experiment", "n", "threads_per_block", "chunks", "streams", "iterations", "backend", "device", "policy", "strategies"})
-    _str(data["experiment"], f"{path}.experiment", choices=("transfers-strategies",))
-    for key in ("n", "threads_per_block", "chunks", "streams", "iterations"):
-        _int(data[key], f"{path}.{key}", minimum=1)
-    _device(data["device"], f"{path}.device")
-    _policy(data["policy"], f"{path}.policy")
-    strategies = _obj(data["strategies"], f"{path}.strategies", set(), set(STRATEGIES))
-    for key, run in strategies.items():
-        where = f"{path}.strategies.{key}"
-        _obj(run, where, {"host_memory", "phases", "total", "agreement"})
-        _str(run["host_memory"], f"{where}.host_memory")
-        _int(run.get("iterations", 1), f"{where}.iterations", minimum=1)
-        phases = _obj(run["phases"], f"{where}.phases", set(), {"h2d", "launch", "kernel", "d2h", "span"})
-        for phase, stats in phases.items():
-            _stats(stats, f"{where}.phases.{phase}")
-        _stats(run["total"], f"{where}.total")
-        _obj(run["agreement"], f"{where}.agreement", {"implementation", "n", "identical", "max_abs_diff", "allclose"})
-    for i, iv in enumerate(_list(data.get("timeline", []), f"{path}.timeline")):
-        where = f"{path}.timeline[{i}]"
-        _obj(iv, where, {"run", "chunk", "stream", "phase", "start_s", "end_s"})
-        _str(iv["run"], f"{where}.run")
-        _int(iv["chunk"], f"{where}.chunk")
-        _int(iv["stream"], f"{where}.stream")
-        _str(iv["phase"], f"{where}.phase", choices=("h2d", "kernel", "d2h"))
-        _num(iv["start_s"], f"{where}.start_s")
-        _num(iv["end_s"], f"{where}.end_s")
+# The check's own sections, declared by no experiment: the methodology section reads the
+# others (gpu/report/check.py: ``methodology_section``) and is read back generically.
+CHECK_OWN_SECTIONS = ("methodology",)
 
 
-def _section(key: str, value: Any) -> None:
+def declared_sections() -> dict[str, Any]:
+    """Every section key a check file may hold -> its ``CheckSection`` (None: the check's own)."""
+    from gpu.experiments.registry import check_sections
+
+    return {**{key: section for key, (_experiment, section) in check_sections().items()}, **dict.fromkeys(CHECK_OWN_SECTIONS)}
+
+
+def __getattr__(name: str):
+    if name == "SECTION_KEYS":  # derived from the declarations on each use: no list to keep in step
+        return tuple(declared_sections())
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _section(key: str, value: Any, declared: Any) -> None:
     path = f"sections.{key}"
     data = _obj(value, path, {"title", "passed"})
     _str(data["title"], f"{path}.title")
@@ -376,24 +302,19 @@ def _section(key: str, value: Any) -> None:
     if "error" in data:  # a section that raised is kept as failed, with its error
         _str(data["error"], f"{path}.error")
         return
-    if key == "breakdown":
-        _vector_add_run(_obj(data, path, {"run"})["run"], f"{path}.run")
-    elif key == "article":
-        _article(_obj(data, path, {"article"})["article"], f"{path}.article")
-    elif key == "scaling" and "run" in data:
-        _scaling_run(data["run"], f"{path}.run")
-    elif key == "launch" and "sweep" in data:
-        _launch_sweep(data["sweep"], f"{path}.sweep")
-    elif key == "transfers":
-        if data.get("bandwidth") is not None:
-            _bandwidth(data["bandwidth"], f"{path}.bandwidth")
-        for size, run in (_obj(data.get("strategies") or {}, f"{path}.strategies", set(), {"small", "large"})).items():
-            if run is not None:
-                _strategies(run, f"{path}.strategies.{size}")
-    elif key == "correctness":
-        for i, row in enumerate(_list(data.get("launches", []), f"{path}.launches")):
-            _obj(row, f"{path}.launches[{i}]", {"n", "threads_per_block", "passed"})
-            _bool(row["passed"], f"{path}.launches[{i}].passed")
+    if declared is not None and declared.validate is not None:
+        declared.validate.resolve()(data, path)
+        return
+    generic_section(data, path)
+    if declared is not None:  # its runs are filed under its experiment: one that names another is refused
+        from gpu.experiments.registry import aliases, check_sections
+
+        owner = check_sections()[key][0].key
+        names = (owner, *aliases(owner))
+        listed = data.get("runs") if isinstance(data.get("runs"), list) else []
+        for where, run in [("run", data.get("run")), *((f"runs[{i}]", r) for i, r in enumerate(listed))]:
+            if isinstance(run, Mapping) and run.get("experiment", owner) not in names:
+                raise ImportProblem(f"`{path}.{where}.experiment` is {str(run['experiment'])[:60]!r}; the section {key!r} holds runs of {owner!r}")
 
 
 def validate_check(data: Any) -> None:
@@ -420,22 +341,45 @@ def validate_check(data: Any) -> None:
         for key, value in prov.items():
             _str(value, f"provenance.{key}", allow_none=True)
     sections = _obj(top["sections"], "sections")
-    unknown = [k for k in sections if k not in SECTION_KEYS]
-    if unknown:
+    declared = declared_sections()
+    unknown = [k for k in sections if k not in declared]
+    if unknown:  # unknown: no experiment of this version declares it
         raise ImportProblem(
-            f"`sections` holds an unknown experiment {unknown[0]!r}; this version knows {', '.join(SECTION_KEYS)}"
+            f"`sections` holds an unknown experiment {unknown[0]!r}; this version knows {', '.join(declared)}"
         )
     if not sections:
         raise ImportProblem("`sections` is empty: the check recorded nothing")
     for key, value in sections.items():
-        _section(key, value)
+        _section(key, value, declared[key])
 
 
 # --- into History ---------------------------------------------------------------------
 
 
+def section_records(data: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+    """(experiment key, result dict) of every run a validated check holds, by the declarations' order.
+
+    Each declared section gives its rows through its ``records`` hook (the default: its
+    ``run`` and ``runs``); a row that names no experiment is filed under the declaring one.
+    Failed sections (an ``error``) and the check's own sections hold none.
+    """
+    from gpu.experiments.registry import check_sections
+
+    sections = data["sections"]
+    out: list[tuple[str, Mapping[str, Any]]] = []
+    for key, (experiment, declared) in check_sections().items():
+        section = sections.get(key)
+        if not isinstance(section, Mapping) or "error" in section:
+            continue
+        hook = declared.records.resolve() if declared.records is not None else default_records
+        for result in hook(section, sections):
+            if isinstance(result, Mapping):
+                out.append((experiment.key, result))
+    return out
+
+
 def history_records(data: Mapping[str, Any], *, source: str, sha256: str) -> list[dict]:
-    """The runs of a validated check as History records (result dicts), one per experiment.
+    """The runs of a validated check as History records (result dicts), from ``section_records``.
 
     The article's method is kept inside the vector-add run (one row per run), and each
     record says where it came from under ``imported``.
@@ -449,30 +393,11 @@ def history_records(data: Mapping[str, Any], *, source: str, sha256: str) -> lis
         "commit": prov.get("commit"),
         "command": prov.get("command"),
     }
-    sections = data["sections"]
-    records: list[dict] = []
     from gpu.core.provenance import METHODOLOGY_KEY, methodology_of
 
     version = methodology_of(data)  # 1 for a check recorded before versions: History shows its caveat
-
-    def add(result: Mapping[str, Any] | None) -> None:
-        if isinstance(result, Mapping):
-            records.append({**result, "imported": imported, METHODOLOGY_KEY: version})
-
-    breakdown = sections.get("breakdown", {})
-    if "run" in breakdown:
-        run = dict(breakdown["run"])
-        article = sections.get("article", {}).get("article")
-        if article is not None:
-            run["article"] = article
-        add(run)
-    add(sections.get("scaling", {}).get("run"))
-    add(sections.get("launch", {}).get("sweep"))
-    transfers = sections.get("transfers", {})
-    add(transfers.get("bandwidth"))
-    for size in ("small", "large"):
-        add((transfers.get("strategies") or {}).get(size))
-    return records
+    return [{"experiment": key, **result, "imported": imported, METHODOLOGY_KEY: version} for key, result in section_records(data)]
 
 
-__all__ = ["ImportProblem", "MAX_IMPORT_BYTES", "SECTION_KEYS", "history_records", "parse_check_bytes", "validate_check"]
+__all__ = ["CHECK_OWN_SECTIONS", "ImportProblem", "MAX_IMPORT_BYTES", "SECTION_KEYS", "declared_sections", "default_records",
+           "generic_section", "history_records", "parse_check_bytes", "section_records", "validate_check"]

@@ -22,6 +22,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping
 
+from gpu.experiments.registry import experiments
+
 ROOT = Path(__file__).resolve().parents[2]
 BENCHMARKS_DIR = ROOT / "benchmarks"
 ARTICLE_TEXT = "reference/first-gpu-kernel-article.txt"  # in the shared folder beside the repository
@@ -425,17 +427,30 @@ class ReferenceRun:
         return rebuild_strategies(d) if d else None
 
     def has(self, experiment: str) -> bool:
-        """Whether this run holds ``experiment`` ("vector-add", "scaling", "launch", "transfers")."""
-        return {
-            "vector-add": self._part("breakdown", "run"),
-            "scaling": self._part("scaling", "run"),
-            "launch": self._part("launch", "sweep"),
-            "transfers": self._part("transfers", "bandwidth") or self._part("transfers", "strategies", "small"),
-        }.get(experiment) is not None
+        """Whether this run holds a run of ``experiment``: its key or its ``Recorded`` name
+        ("vector-add", "launch"...), i.e. whether a section it declares holds a record."""
+        from gpu.service.check_schema import section_records
+
+        keys = {e.key for e in experiments() if experiment in (e.key, e.recorded.name if e.recorded else None)}
+        return any(key in keys for key, _record in section_records(self.data))
 
     def rebuild_all(self) -> None:
-        """Rebuild every section present (raises if one cannot be)."""
+        """Rebuild every section present (raises if one cannot be): the sections read by the
+        methods above, and each run of a generically read section through its experiment's
+        ``result_type.from_dict`` where the result type offers one."""
         self.vector_add(), self.sweep(), self.launch_sweep(), self.bandwidth(), self.strategies("small"), self.strategies("large")
+        from gpu.service.check_schema import declared_sections, section_records
+
+        generic = {s.key for s in declared_sections().values() if s is not None and s.validate is None}
+        declared = {e.key: e for e in experiments()}
+        for section_key in generic & set(self.sections):
+            section = self.sections[section_key]
+            if not isinstance(section, Mapping) or "error" in section:
+                continue
+            for key, record in section_records({"sections": {section_key: section}}):
+                from_dict = getattr(declared[key].result_type, "from_dict", None)
+                if from_dict is not None:
+                    from_dict(record)
 
     def history_records(self) -> list[dict]:
         """This run's results as History-shaped records (never saved): for the Compare-GPUs view."""

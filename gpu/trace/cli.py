@@ -13,7 +13,7 @@ import argparse
 from pathlib import Path
 
 from gpu.core.limits import InputError
-from gpu.report.jsonout import print_json
+from gpu.core.jsonout import print_json
 
 def add_trace_command(sub) -> None:
     """Register the ``trace`` subcommand on the CLI's subparsers."""

@@ -8,6 +8,7 @@ warp's threads visit ``a`` differs. Thread i of ``read_strided_kernel`` reads el
 from __future__ import annotations
 
 from gpu.core.backend import BACKEND, cuda
+from gpu.core.launch_spec import Launch
 
 STRIDE = 32  # 32 float32 = 128 bytes apart: every thread of a warp lands in its own sector
 WHOLE_PATTERN = STRIDE * 32  # N a multiple of this: every warp's 32 reads are STRIDE apart (rows >= 32)
@@ -30,4 +31,12 @@ def read_strided_kernel(a, out):
         out[i] = a[(i % rows) * STRIDE + i // rows]
 
 
-__all__ = ["STRIDE", "read_coalesced_kernel", "read_strided_kernel"]
+# How the Launch config page's trace launches them (gpu/core/launch_spec.py): the compile
+# gate compiles every kernel in gpu/, these two included, for every GPU target.
+LAUNCHES = {
+    "read_coalesced_kernel": Launch(("void(float32[::1], float32[::1])",), threads_per_block=256),
+    "read_strided_kernel": Launch(("void(float32[::1], float32[::1])",), threads_per_block=256),
+}
+
+
+__all__ = ["LAUNCHES", "STRIDE", "read_coalesced_kernel", "read_strided_kernel"]

@@ -96,19 +96,20 @@ def _vectors(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]
 
 def _vector_kernels() -> list[LabKernel]:
     from gpu.kernels import vector_add as k
+    from gpu.kernels.geometry import blocks_for
 
     tpb = 256  # the lab's default block
 
     def plain(kernel, name, per_thread=1):
         def prepare(n):
-            return Launch(kernel, k.blocks_for(n, tpb * per_thread), tpb, _vectors(n), f"{name}, N = {n:,} float32")
+            return Launch(kernel, blocks_for(n, tpb * per_thread), tpb, _vectors(n), f"{name}, N = {n:,} float32")
         return prepare
 
     def grid_stride(n):
         return Launch(k.vector_add_grid_stride_kernel, 2, 128, _vectors(n), f"vector-add-grid-stride, N = {n:,} float32, 2 blocks of 128")
 
     def indexing(n):
-        blocks = k.blocks_for(n, tpb)
+        blocks = blocks_for(n, tpb)
         record = np.zeros((blocks * tpb, len(k.PROBE_FIELDS)), np.int32)
         return Launch(k.indexing_probe_kernel, blocks, tpb, (*_vectors(n), record), f"indexing-probe, N = {n:,} float32")
 

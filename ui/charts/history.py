@@ -1,8 +1,12 @@
 """Pure builders for the History page: saved runs in, tidy DataFrames and ``alt.Chart`` out.
 
-Any experiment's samples are found the same way: every mapping in a run's saved result
-that holds ``samples_s`` (a ``Stats.to_dict()``) is one measure, named by its path, with
-the shared labels from ``ui.charts.common`` where the path is a known phase or CPU baseline.
+A run's samples are where its experiment's declaration says (``Experiment.samples``:
+``saved dict -> {series label: [seconds]}``, checked). A run whose experiment declares
+none — or is no longer declared, or whose row predates the hook's shape (the hook raises
+a KeyError, IndexError, TypeError or AttributeError on it) — is read as every run was
+before: every mapping in its saved result that holds ``samples_s`` (a ``Stats.to_dict()``)
+is one measure, named by its path, with the shared labels from ``ui.charts.common`` where
+the path is a known phase or CPU baseline.
 """
 
 from __future__ import annotations
@@ -12,7 +16,8 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 import altair as alt
 import pandas as pd
 
-from gpu.experiments.registry import history_columns
+from gpu.experiments.base import Experiment, checked_samples
+from gpu.experiments.registry import aliases, experiments, history_columns
 from gpu.service.store import RunRecord
 from ui.charts.common import COLORS, MEASURE_LABELS, log_axis
 
@@ -40,9 +45,27 @@ def _stats_leaves(node: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple
             yield from _stats_leaves(value, (*path, str(label if label is not None else i)))
 
 
-def has_samples(record: RunRecord) -> bool:
+def declared_by_name() -> dict[str, Experiment]:
+    """Every declared experiment under each name History may hold it by (its key and aliases)."""
+    return {name: e for e in experiments() for name in (e.key, *aliases(e.key))}
+
+
+def run_samples(record: RunRecord, declared: Mapping[str, Experiment] | None = None) -> list[tuple[str, Sequence[float]]]:
+    """(measure name, seconds) of every series a saved run holds (see the module's docstring)."""
+    experiment = (declared_by_name() if declared is None else declared).get(record.experiment)
+    if experiment is not None and experiment.samples is not None:
+        try:
+            found = experiment.samples(record.result)
+        except (LookupError, TypeError, AttributeError):  # a row saved before the hook's shape: read it as before
+            found = None
+        if found is not None:
+            return [(label, values) for label, values in checked_samples(experiment, found).items() if values]
+    return [(measure_name(path), samples) for path, samples in _stats_leaves(record.result)]
+
+
+def has_samples(record: RunRecord, declared: Mapping[str, Experiment] | None = None) -> bool:
     """True when the run saved at least one list of timing samples (something to chart)."""
-    return next(_stats_leaves(record.result), None) is not None
+    return bool(run_samples(record, declared))
 
 
 def measure_name(path: tuple[str, ...]) -> str:
@@ -67,9 +90,9 @@ def samples_frame(records: Iterable[RunRecord]) -> pd.DataFrame:
     if len(set(labels)) < len(labels):  # 8-character ids collided: show whole ids
         labels = [f"{r.run_id} {r.experiment}{' (sim)' if r.simulated else ''}" for r in records]
     rows = []
+    declared = declared_by_name()
     for r, label in zip(records, labels):
-        for path, samples in _stats_leaves(r.result):
-            name = measure_name(path)
+        for name, samples in run_samples(r, declared):
             for i, s in enumerate(samples):
                 rows.append((r.run_id, label, r.experiment, r.device_name, r.backend, r.simulated, r.created_at, name, i, float(s)))
     return pd.DataFrame(rows, columns=["run_id", "run", "experiment", "device", "backend", "simulated", "created_at", "measure", "sample", "seconds"])
@@ -91,6 +114,7 @@ def runs_frame(records: Iterable[RunRecord], key_params: Sequence[str] | None = 
     """
     key_params = tuple(history_columns() if key_params is None else key_params)
     rows = []
+    declared = declared_by_name()
     for r in records:
         row = {
             "run": r.short_id,
@@ -105,7 +129,7 @@ def runs_frame(records: Iterable[RunRecord], key_params: Sequence[str] | None = 
         for key in key_params:
             if key in r.params:
                 row[key] = _compact(r.params[key])
-        row["samples"] = sum(len(s) for _p, s in _stats_leaves(r.result))
+        row["samples"] = sum(len(s) for _name, s in run_samples(r, declared))
         row["parameters"] = "; ".join(f"{k}={_compact(v)}" for k, v in r.params.items() if k not in key_params)
         rows.append(row)
     columns = ["run", "created_at", "experiment", "device", "backend", "status", *key_params, "samples", "parameters", "simulated", "run_id"]
@@ -131,6 +155,7 @@ def compare_chart(samples: pd.DataFrame, subtitle: str | None = None) -> alt.Cha
     order = list(dict.fromkeys(m for m in _measure_order(data["measure"].unique())))
     x = alt.X("measure:N", sort=order, title=None, axis=alt.Axis(labelAngle=-40, labelLimit=260, labelOverlap=False, labelFontSize=10))
     y_title = "time per repeat (ms, log scale)"
+    axis = log_axis(data["ms"])  # one labelled tick and grid line per decade, no minor grid
     color = alt.Color("run:N", title="run", legend=alt.Legend(orient="bottom", columns=2, labelLimit=320))
     dots = (
         alt.Chart(data)
@@ -138,7 +163,7 @@ def compare_chart(samples: pd.DataFrame, subtitle: str | None = None) -> alt.Cha
         .encode(
             x=x,
             xOffset=alt.XOffset("run:N"),
-            y=alt.Y("ms:Q", scale=alt.Scale(type="log"), title=y_title),
+            y=alt.Y("ms:Q", scale=alt.Scale(type="log"), title=y_title, axis=axis),
             color=color,
             tooltip=[
                 alt.Tooltip("run:N"),
@@ -156,7 +181,7 @@ def compare_chart(samples: pd.DataFrame, subtitle: str | None = None) -> alt.Cha
         .encode(
             x=x,
             xOffset=alt.XOffset("run:N"),
-            y=alt.Y("median_ms:Q", scale=alt.Scale(type="log"), title=y_title),
+            y=alt.Y("median_ms:Q", scale=alt.Scale(type="log"), title=y_title, axis=axis),
             color=color,
             tooltip=[
                 alt.Tooltip("run:N"),

@@ -18,6 +18,7 @@ from ui.charts.history import (
     article_entry,
     compare_chart,
     compare_subtitle,
+    declared_by_name,
     gpus_bandwidth_chart,
     gpus_time_chart,
     has_samples,
@@ -85,7 +86,8 @@ def compare_ui(shown: list[RunRecord], every: list[RunRecord] | None = None) -> 
     every = every if every is not None else shown
     by_id = {r.run_id: r for r in every}
     shown_ids = [r.run_id for r in shown]
-    with_samples = [r for r in shown if has_samples(r)] or shown
+    declared = declared_by_name()  # once, not per run
+    with_samples = [r for r in shown if has_samples(r, declared)] or shown
     newest = with_samples[0].experiment
     default = [r.run_id for r in with_samples if r.experiment == newest][:DEFAULT_COMPARED]
     current = st.session_state.get("history.compare")
