@@ -71,3 +71,5 @@ def test_roofline_page_shows_recorded_runs_and_this_sessions_points(kernels_run)
     assert not at.exception
     assert "this session" in at.selectbox(key="roofline.set").format_func(at.selectbox(key="roofline.set").value)
     assert any("Not on a FLOP/s roofline" in m.value for m in at.markdown)  # the transpose has no FLOPs
+    off = at.dataframe[-1].value  # the simulator's rates say so; no column of blanks (no roofs in the simulator)
+    assert "fraction" not in off.columns and any("(simulated)" in str(c.proto) for c in at.dataframe), off.columns
