@@ -82,7 +82,7 @@ def bandwidth_chart(frame: pd.DataFrame, plateaus: list[dict], subtitle: str) ->
         "memory:N",
         title="host memory",
         scale=alt.Scale(domain=list(MEMORY_DASH), range=list(MEMORY_DASH.values())),
-        legend=alt.Legend(symbolType="stroke", symbolStrokeWidth=2, symbolStrokeColor="gray"),
+        legend=None,  # said in the title: a legend of dashes drew its labels without their symbols
     )
     sizes = sorted({int(b) for b in points["nbytes"]})  # one tick and grid line per size measured (every 4x)
     x = alt.X("nbytes:Q", scale=alt.Scale(type="log", base=2), axis=alt.Axis(labelExpr=SIZE_LABEL, title="copy size (log scale)", values=sizes, grid=True))
@@ -115,7 +115,7 @@ def bandwidth_chart(frame: pd.DataFrame, plateaus: list[dict], subtitle: str) ->
         )
         layers.append(rules)
     return alt.layer(*layers).properties(
-        title=alt.TitleParams("Copy bandwidth against size (median; whiskers: fastest–slowest sample; dotted: plateaus)", subtitle=subtitle),
+        title=alt.TitleParams("Copy bandwidth against size (median; dashed = pageable memory; whiskers = sample range; dotted = plateaus)", subtitle=subtitle),
         height=360,
     )
 
