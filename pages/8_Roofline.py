@@ -52,7 +52,8 @@ if chosen.backend == "simulator":
                "The simulator has no memory clock or FP32 units, so it has no roofs.", icon=":material/warning:")
 points = pd.DataFrame(chosen.points)
 if not points.empty:
-    subtitle = f"{chosen.device} · {chosen.source} · roofs: {chosen.roofs.how or 'unknown'}"
+    simulated_tag = "SIMULATED rates, not GPU performance · " if chosen.backend == "simulator" else ""  # first: long subtitles are cut at the end
+    subtitle = f"{simulated_tag}{chosen.device} · {chosen.source} · roofs: {chosen.roofs.how or 'unknown'}"
     st.altair_chart(roofline_chart(points, chosen.roofs, subtitle), width="stretch")
 facts = []
 if chosen.roofs.memory_gbps:
@@ -69,18 +70,20 @@ for note in chosen.notes:
 st.caption("Vector add sits at 1/12 FLOP/byte (one add per 12 bytes); reduction near 1/4, the stencil near 5/8; "
            "matrix multiply at N/6, climbing toward the ridge as N grows.")
 
+sim = " (simulated)" if chosen.backend == "simulator" else ""  # the intensity is the algorithm's; the rates are the simulator's
 if not points.empty:
-    st.dataframe(points[["kernel", "step", "size", "intensity", "gflops", "gbps", "fraction", "bound"]], hide_index=True, width="stretch",
+    shown = [c for c in ("kernel", "step", "size", "intensity", "gflops", "gbps", "fraction", "bound") if points[c].notna().any()]  # no column of blanks
+    st.dataframe(points[shown], hide_index=True, width="stretch",
                  column_config={"intensity": st.column_config.NumberColumn("FLOP/byte", format="%.3g"),
-                                "gflops": st.column_config.NumberColumn("GFLOP/s", format="%.4g"),
-                                "gbps": st.column_config.NumberColumn("GB/s", format="%.4g"),
+                                "gflops": st.column_config.NumberColumn(f"GFLOP/s{sim}", format="%.4g"),
+                                "gbps": st.column_config.NumberColumn(f"GB/s{sim}", format="%.4g"),
                                 "fraction": st.column_config.NumberColumn("share of roof", format="percent")})
 if chosen.off_roofline:
     st.markdown("**Not on a FLOP/s roofline**: transpose and histogram do no floating-point arithmetic (0 FLOPs), "
                 "so only their bandwidth against the memory roof says how close they are.")
     off = pd.DataFrame(chosen.off_roofline)
-    st.dataframe(off[["kernel", "step", "size", "gbps", "fraction"]], hide_index=True, width="stretch",
-                 column_config={"gbps": st.column_config.NumberColumn("GB/s", format="%.4g"),
+    st.dataframe(off[[c for c in ("kernel", "step", "size", "gbps", "fraction") if off[c].notna().any()]], hide_index=True, width="stretch",
+                 column_config={"gbps": st.column_config.NumberColumn(f"GB/s{sim}", format="%.4g"),
                                 "fraction": st.column_config.NumberColumn("share of memory roof", format="percent")})
 
 if chosen is session and not gpu.BACKEND.simulated and st.button("Measure the device-to-device copy", icon=":material/speed:", key="roofline.measure_copy",

@@ -10,6 +10,7 @@ every chart to draw and saves ``OUT_DIR/<page>.png``.
 The pages are the sidebar's (``ui/navigation.py: all_links``, from the declarations and
 the pages' own ``PAGE``): a new page is photographed with no edit here. A page's name is
 its URL path in lower case ("vector_add" for pages/1_Vector_add.py, "home" for app.py).
+After the pages come the panels docs/ shows alone (``PANELS``: on_a_real_gpu, vector_add_cpu_vs_recorded).
 """
 
 from __future__ import annotations
@@ -41,6 +42,39 @@ def pages() -> dict[str, str]:
     return {(url_path(link.script) or "home").lower(): url_path(link.script) for link in all_links()}
 
 
+# Panels saved on their own, as docs/ shows them: (page path, viewport width, inputs to fill by label,
+# button to press or None, the heading that opens the bordered panel to save). Asked for by name
+# (--pages on_a_real_gpu) and made by default after the pages.
+PANELS = {
+    "on_a_real_gpu": ("Scaling", 1400, {}, None, "On a real GPU: NVIDIA H200"),
+    "vector_add_cpu_vs_recorded": ("Vector_add", 1400, {"N (elements per vector)": "1e6", "Repeats": "1"}, "Run", "Your CPU beside a real GPU"),
+}
+
+
+def save_panel(browser, url: str, name: str, out: Path) -> None:
+    """The bordered container a panel's heading opens, alone, after filling its inputs and pressing its button."""
+    path, width, fills, button, heading = PANELS[name]
+    context = browser.new_context(viewport={"width": width, "height": 2400})
+    page = context.new_page()
+    page.set_default_timeout(180_000)
+    page.goto(f"{url}/{path}")
+    wait_idle(page)
+    for label, value in fills.items():
+        box = page.get_by_label(label, exact=True)
+        box.fill(value)
+        box.press("Tab")
+        wait_idle(page)
+    if button:
+        page.get_by_role("button", name=button, exact=True).first.click()
+        wait_idle(page)
+    title = page.get_by_role("heading", name=heading).first
+    title.wait_for()
+    # the nearest vertical block around the heading is the bordered container it opens
+    title.locator("xpath=ancestor::div[@data-testid='stVerticalBlock'][1]").first.screenshot(path=str(out / f"{name}.png"))
+    print(out / f"{name}.png", flush=True)
+    context.close()
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -66,10 +100,10 @@ def main() -> int:
                         help="after the run, click the first element showing TEXT (a tab, an expander); repeat for several")
     args = parser.parse_args()
     known = pages()
-    names = args.pages.split(",") if args.pages else list(known)
-    unknown = [n for n in names if n not in known]
+    names = args.pages.split(",") if args.pages else [*known, *PANELS]
+    unknown = [n for n in names if n not in known and n not in PANELS]
     if unknown:
-        parser.error(f"no page called {unknown[0]!r}; the sidebar's pages: {', '.join(known)}")
+        parser.error(f"no page called {unknown[0]!r}; the sidebar's pages: {', '.join(known)}; panels: {', '.join(PANELS)}")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     port = free_port()
@@ -94,6 +128,9 @@ def main() -> int:
             browser = pw.chromium.launch(executable_path=os.environ.get("KERNEL_LAB_CHROMIUM", "/usr/bin/chromium"), headless=True,
                                          args=["--no-sandbox", "--disable-gpu"])
             for name in names:
+                if name in PANELS:
+                    save_panel(browser, url, name, out)
+                    continue
                 path = known[name]
                 context = browser.new_context(viewport={"width": args.width, "height": 1000})
                 page = context.new_page()

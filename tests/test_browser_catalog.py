@@ -25,8 +25,9 @@ def test_kernels_then_roofline_in_one_session(page, app_url):
     page.get_by_role("button", name="Run", exact=True).click()
     page.get_by_text("implementations that ran agree").wait_for(timeout=180_000)
     charts = page.locator('[data-testid="stVegaLiteChart"] canvas, [data-testid="stVegaLiteChart"] svg')
-    charts.nth(2).wait_for()  # time, throughput and phases charts all drawn
-    assert charts.count() >= 3
+    charts.nth(1).wait_for()  # time and phases charts drawn (throughput only on a GPU: none from simulated times)
+    assert charts.count() >= 2
+    page.get_by_text("Results agree").first.wait_for()  # the simulator's headline: what is real there
     page.get_by_text("3 · register tiling (8 × 8 per thread)").first.wait_for()
     page.wait_for_timeout(1500)  # let the charts finish their layout before the picture
     page.screenshot(path=str(DOCS / "kernels.png"), full_page=True)

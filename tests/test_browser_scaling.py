@@ -16,7 +16,7 @@ def test_scaling_sweep_runs_and_draws_charts_in_the_browser(page, app_url):
         box.fill(value)
         box.press("Tab")
     page.get_by_role("button", name="Run sweep").click()
-    page.get_by_text("Where the GPU starts to win").wait_for(timeout=120_000)
+    page.get_by_text("bit-identical to NumPy's at every size").wait_for(timeout=120_000)
     wait_for_app(page)
     charts = page.locator('[data-testid="stVegaLiteChart"] canvas, [data-testid="stVegaLiteChart"] svg')
     charts.nth(2).wait_for()  # every chart drawn before counting

@@ -110,7 +110,15 @@ def test_sweep_runs_and_charts_time_bandwidth_and_the_explanation():
     assert any("bit for bit" in s.value for s in at.success)
     assert any("not a multiple of the warp size" in w.value for w in at.warning)
     titles = json.dumps(specs(at))
-    assert "Kernel time per launch configuration" in titles and "Effective bandwidth per configuration" in titles
+    assert "Kernel time per launch configuration" in titles and "SIMULATED" in titles
+    assert "Effective bandwidth per configuration" not in titles  # a bandwidth from a simulated time is none
+    # the simulator's headline is what is real: agreement and the launches' shapes, never a time (honest pages)
+    shown = {m.label: m.value for m in at.metric}
+    assert shown == {"Configurations agree": "4 of 4", "Blocks launched": "1 to 2", "Most idle threads": "192", "Block sizes tried": "3"}, shown
+    table = at.dataframe[-1].value
+    assert "median (simulated)" in table.columns and list(table["idle threads"])[:3] == [0, 0, 32]
+    assert table["median (simulated)"].str.contains(" s| ms| µs").all() and "occupancy" not in table.columns  # the simulator has none
+    assert "best" not in " ".join(table["marks"]) and '"marker": "best"' not in titles  # nothing is best on simulated times
     assert "48 threads/block" in titles and "grid-stride 1\\u00d7SMs \\u00d7 256" in titles  # the x-axis order
     assert any("memory bound" in i.value for i in at.info)
     run = at.session_state["launch.sweep"]

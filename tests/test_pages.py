@@ -55,6 +55,13 @@ def test_vector_add_run_shows_agreement_and_a_chart_of_the_phases():
     for measure in ("H2D copy", "Kernel", "D2H copy", "GPU end to end", "NumPy", "Python loop"):
         assert measure in specs
     assert any("Results match: True" in c.value for c in at.code)  # the article's lines
+    # in the simulator no simulated time or ratio is a headline: your CPU's times and the launch (honest pages)
+    metrics = {m.label: m.value for m in at.metric}
+    assert set(metrics) == {"Your Python loop", "Your NumPy", "Your Numba parallel", "GPU launch"}, metrics
+    assert metrics["GPU launch"] == "4 × 256" and metrics["Your Numba parallel"] == "not run"
+    assert "Kernel (simulated)" in set(at.dataframe[-1].value["measure"]) and "SIMULATED" in specs
+    details = next(d.value for d in at.dataframe if "max |difference|" in d.value.columns)  # headers a reader knows
+    assert "GPU kernel" in set(details["implementation"]) and "max_abs_diff" not in details.columns
 
 
 @pytest.mark.parametrize("bad,message", [("0", "at least 1"), ("ten", "whole number"), ("1e12", "too large")])

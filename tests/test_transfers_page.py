@@ -59,6 +59,7 @@ def test_bandwidth_run_states_plateaus_and_draws_the_curves():
     assert not at.exception and not at.error, [e.value for e in at.error]
     text = " ".join(m.value for m in at.markdown)
     assert "H2D pinned" in text and "D2D" in text and "GB/s" in text
+    assert "SIMULATED" in text and "pageable H2D's best bandwidth" not in text  # pinning is not simulated: no ratio headline
     specs = json.dumps(chart_specs(at))
     for measure in ("H2D copy", "D2H copy", "D2D copy", "pageable", "pinned"):
         assert measure in specs
@@ -69,7 +70,13 @@ def test_strategies_run_agrees_names_a_winner_and_draws_breakdown_and_timeline()
     at = strategies(page())
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert any("bit-identical to NumPy" in s.value for s in at.success)
-    assert any("wins" in i.value and "N = 300" in i.value for i in at.info)
+    # the simulator names no winner and shows no speedup or overlap: it leads with what is real (honest pages)
+    assert not any("wins" in i.value for i in at.info)
+    shown = {m.label: m.value for m in at.metric}
+    assert shown == {"Strategies agree": "7 of 7", "Strategies run here": "7 of 7", "Copied per vector add": "3.52 KiB", "Chunks on streams": "3 on 2"}, shown
+    assert any("cannot be known here" in c.value for c in at.caption)
+    table = at.dataframe[-1].value
+    assert "end to end (simulated)" in table.columns and table["end to end (simulated)"].str.contains(" ms| s| µs").all()
     specs = chart_specs(at)
     assert len(specs) == 2
     breakdown, timeline = (json.dumps(s, ensure_ascii=False) for s in specs)

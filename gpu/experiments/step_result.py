@@ -103,6 +103,7 @@ class KernelRun:
     results: tuple[ImplResult, ...]
     agreement_mode: str  # "exact" or "bounded"
     notes: tuple[str, ...] = ()
+    agreement_why: str = ""  # why the check is exact (or bounded) for this kernel: the spec's words
     warnings: tuple[str, ...] = ()
     seed: int = 0
     created_at: str = field(default_factory=utc_timestamp)
@@ -259,6 +260,7 @@ class KernelRun:
             "seed": self.seed,
             "agree": self.agree,
             "agreement_mode": self.agreement_mode,
+            "agreement_why": self.agreement_why,
             "bytes_moved": self.bytes_moved,
             "flops": self.flops,
             "intensity_flop_per_byte": self.intensity,

@@ -149,6 +149,7 @@ class KernelSpec:
     cost: Callable[[Params], float]  # CPU work units (elements, or multiply-adds) for estimates
     probe: Callable[[Params], Params]  # a small problem of the same kind, for estimates
     notes: tuple[str, ...] = ()  # shown with the results (e.g. "TF32 disabled")
+    agreement_why: str = ""  # one clause: why this kernel's check is exact (or bounded), shown beside the verdict
 
     def cpu_impl(self, key: str) -> CpuImpl:
         for impl in self.cpu:
@@ -440,6 +441,7 @@ def run_kernel(
         results=tuple(results),
         agreement_mode=reference.mode,
         notes=spec.notes,
+        agreement_why=spec.agreement_why,
         warnings=tuple(warnings),
         seed=seed,
         l2_bytes=l2_bytes,

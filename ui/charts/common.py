@@ -25,15 +25,40 @@ FIT = alt.AutoSizeParams(type="fit-x", contains="padding")  # titles and legends
 KIND_DOMAIN = ["measured", "estimate (not run)", "measured, fewer than 3 samples"]
 
 
-def log_axis(values_ms) -> alt.Axis:
-    """A log time axis with one labelled tick per decade (no wall of minor grid lines)."""
+def decades(values, inside: tuple[float, float] | None = None) -> list[float]:
+    """10^k for every decade the finite positive ``values`` touch, limited to ``inside`` (lo, hi) if given."""
     import math
 
-    finite = [v for v in values_ms if v and v > 0 and v == v]
+    finite = [v for v in values if v and v > 0 and v == v and math.isfinite(v)]
     if not finite:
-        return alt.Axis(format="~g")
+        return []
     lo, hi = math.floor(math.log10(min(finite))), math.ceil(math.log10(max(finite)))
-    return alt.Axis(values=[10.0**k for k in range(lo, hi + 1)], format=",~r", grid=True)
+    ticks = [10.0**k for k in range(lo, hi + 1)]
+    return [t for t in ticks if inside is None or inside[0] <= t <= inside[1]]
+
+
+def log_axis(values, format: str = ",~r", inside: tuple[float, float] | None = None, **axis) -> alt.Axis:
+    """A log axis with one labelled tick and one grid line per decade (no wall of minor grid lines),
+    labels in plain numbers (``format``: ",~r" gives 0.001 and 10,000, never 1e-3 or 1e+4).
+
+    ``inside``: the scale's domain when it is set and not "nice" (ticks outside it would be drawn off the axis).
+    """
+    ticks = decades(values, inside)
+    return alt.Axis(values=ticks, format=format, grid=True, **axis) if ticks else alt.Axis(format=format, **axis)
+
+
+def n_axis(ns, title: str) -> alt.Axis:
+    """A log N axis whose domain is the sizes measured: one tick and grid line per decade inside it
+    ("1k", "1M") when it spans two or more, else one per size measured ("1,024", "4,096"), never
+    Vega's minor ticks (1.2k, 1.4k, ... each with its grid line)."""
+    sizes = sorted({int(n) for n in ns if n and n > 0})
+    if not sizes:
+        return alt.Axis(format="~s", title=title)
+    inside = decades(sizes, inside=(sizes[0], sizes[-1]))
+    if len(inside) >= 2:
+        return alt.Axis(values=inside, format="~s", grid=True, title=title)
+    step = max(1, -(-len(sizes) // 8))  # at most about 8 labels
+    return alt.Axis(values=sizes[::step], format=",", grid=True, title=title, labelOverlap=True)
 
 
 def color_scale(measures: list[str] | None = None) -> alt.Scale:
@@ -71,9 +96,9 @@ def summarise(frame: pd.DataFrame) -> pd.DataFrame:
 def _tooltip() -> list[alt.Tooltip]:
     return [
         alt.Tooltip("measure:N", title="measure"),
-        alt.Tooltip("median_ms:Q", title="median (ms)", format=",.4g"),
-        alt.Tooltip("min_ms:Q", title="min (ms)", format=",.4g"),
-        alt.Tooltip("max_ms:Q", title="max (ms)", format=",.4g"),
+        alt.Tooltip("median_ms:Q", title="median (ms)", format=",.4~r"),
+        alt.Tooltip("min_ms:Q", title="min (ms)", format=",.4~r"),
+        alt.Tooltip("max_ms:Q", title="max (ms)", format=",.4~r"),
         alt.Tooltip("samples:Q", title="samples"),
         alt.Tooltip("kind:N", title="kind"),
     ]
@@ -109,8 +134,8 @@ def time_comparison_chart(frame: pd.DataFrame, subtitle: str) -> alt.Chart:
         x=alt.X("median_ms:Q", scale=x_scale),
         text=alt.Text("label:N"),
     ).transform_calculate(
-        label="(datum.estimated ? 'estimate ' : '') + (datum.median_ms >= 1000 ? format(datum.median_ms / 1000, ',.3~g') + ' s'"
-        " : datum.median_ms >= 1 ? format(datum.median_ms, ',.3~g') + ' ms' : format(datum.median_ms * 1000, ',.3~g') + ' µs')"
+        label="(datum.estimated ? 'estimate ' : '') + (datum.median_ms >= 1000 ? format(datum.median_ms / 1000, ',.3~r') + ' s'"
+        " : datum.median_ms >= 1 ? format(datum.median_ms, ',.3~r') + ' ms' : format(datum.median_ms * 1000, ',.3~r') + ' µs')"
     )
     return (whiskers + dots + labels).properties(
         title=alt.TitleParams("Time per implementation and GPU phase (dot = median, line = min–max; hollow diamond = estimate, not run)", subtitle=subtitle, anchor="start"),
@@ -129,7 +154,7 @@ def gpu_breakdown_chart(frame: pd.DataFrame, subtitle: str) -> alt.Chart:
     total = summary[summary["measure"] == "GPU end to end"].copy()
     total["row"] = "GPU"
     measures = [m for m in GPU_PHASE_ORDER if m in set(phases["measure"])] + ["GPU end to end"]
-    x = alt.X("median_ms:Q", title="time (ms, linear)", stack="zero", axis=alt.Axis(format=",.4~g", tickCount=6))
+    x = alt.X("median_ms:Q", title="time (ms, linear)", stack="zero", axis=alt.Axis(format=",.4~r", tickCount=6))
     bars = alt.Chart(phases).mark_bar(height=30).encode(
         y=alt.Y("row:N", title=None),
         x=x,

@@ -12,7 +12,7 @@ import altair as alt
 import pandas as pd
 
 from gpu.report.cpu_vs_recorded import GPU_MEASURES, YOUR_CPU
-from ui.charts.common import COLORS, FIT, log_axis
+from ui.charts.common import COLORS, FIT, log_axis, n_axis
 
 # report labels -> the shared palette's names (one colour per measure on every page)
 PALETTE_NAME = {GPU_MEASURES["kernel"]: "Kernel", GPU_MEASURES["total"]: "GPU end to end",
@@ -45,7 +45,7 @@ def one_size_chart(frame: pd.DataFrame, subtitle: str) -> alt.LayerChart:
         alt.Tooltip("source:N", title="source"),
         alt.Tooltip("measure:N", title="measure"),
         alt.Tooltip("n:Q", title="N", format=","),
-        alt.Tooltip("median_ms:Q", title="median (ms)", format=",.4g"),
+        alt.Tooltip("median_ms:Q", title="median (ms)", format=",.4~r"),
         alt.Tooltip("kind:N", title="kind"),
     ]
     base = alt.Chart(data)
@@ -62,8 +62,8 @@ def one_size_chart(frame: pd.DataFrame, subtitle: str) -> alt.LayerChart:
     labels = base.mark_text(align="left", dx=11, dy=-9, fontSize=11).encode(
         y=y, x=alt.X("median_ms:Q", scale=x_scale), text="text:N"
     ).transform_calculate(
-        text="(datum.estimated ? 'estimate ' : '') + (datum.median_ms >= 1000 ? format(datum.median_ms / 1000, ',.3~g') + ' s'"
-        " : datum.median_ms >= 1 ? format(datum.median_ms, ',.3~g') + ' ms' : format(datum.median_ms * 1000, ',.3~g') + ' µs')"
+        text="(datum.estimated ? 'estimate ' : '') + (datum.median_ms >= 1000 ? format(datum.median_ms / 1000, ',.3~r') + ' s'"
+        " : datum.median_ms >= 1 ? format(datum.median_ms, ',.3~r') + ' ms' : format(datum.median_ms * 1000, ',.3~r') + ' µs')"
     )
     return (dots + labels).properties(
         title=alt.TitleParams("Your CPU, measured now, beside the recorded GPU (median; circle = your CPU, square = recorded GPU; hollow = estimate)",
@@ -84,18 +84,19 @@ def sweep_chart(frame: pd.DataFrame, subtitle: str) -> alt.LayerChart:
                       legend=alt.Legend(orient="bottom", columns=3, labelLimit=320, symbolOpacity=1))
     sources = list(dict.fromkeys(data["source"]))
     dash = alt.StrokeDash("source:N", scale=alt.Scale(domain=sources, range=[[1, 0], [6, 4]][: len(sources)]), legend=None)
-    x = alt.X("n:Q", scale=alt.Scale(type="log", domain=[int(data["n"].min()), int(data["n"].max())], nice=False),
-              axis=alt.Axis(format="~s", title="N (elements per vector, log scale)"))
+    n_range = (int(data["n"].min()), int(data["n"].max()))
+    x = alt.X("n:Q", scale=alt.Scale(type="log", domain=list(n_range), nice=False),
+              axis=n_axis(data["n"], "N (elements per vector, log scale)"))
     tooltip = [
         alt.Tooltip("source:N", title="source"),
         alt.Tooltip("measure:N", title="measure"),
         alt.Tooltip("n:Q", title="your N", format=","),
         alt.Tooltip("recorded_n:Q", title="N of this figure", format=","),
-        alt.Tooltip("median_ms:Q", title="median (ms)", format=",.4g"),
+        alt.Tooltip("median_ms:Q", title="median (ms)", format=",.4~r"),
         alt.Tooltip("kind:N", title="kind"),
     ]
     lines = alt.Chart(data).mark_line(point=alt.OverlayMarkDef(filled=True, size=40)).encode(
-        x=x, y=alt.Y("median_ms:Q", scale=alt.Scale(type="log"), title="time (ms, log scale)"),
+        x=x, y=alt.Y("median_ms:Q", scale=alt.Scale(type="log"), title="time (ms, log scale)", axis=log_axis(list(data["median_ms"]))),
         color=color, strokeDash=dash, detail="series:N", tooltip=tooltip,
     )
     return lines.properties(

@@ -39,12 +39,12 @@ def _tooltip() -> list[alt.Tooltip]:
     return [
         alt.Tooltip("label:N", title="implementation"),
         alt.Tooltip("kind_label:N", title="kind"),
-        alt.Tooltip("median_ms:Q", title="median (ms)", format=",.4g"),
-        alt.Tooltip("min_ms:Q", title="min (ms)", format=",.4g"),
-        alt.Tooltip("max_ms:Q", title="max (ms)", format=",.4g"),
+        alt.Tooltip("median_ms:Q", title="median (ms)", format=",.4~r"),
+        alt.Tooltip("min_ms:Q", title="min (ms)", format=",.4~r"),
+        alt.Tooltip("max_ms:Q", title="max (ms)", format=",.4~r"),
         alt.Tooltip("samples:Q", title="samples"),
-        alt.Tooltip("gbps:Q", title="GB/s", format=",.4g"),
-        alt.Tooltip("gflops:Q", title="GFLOP/s", format=",.4g"),
+        alt.Tooltip("gbps:Q", title="GB/s", format=",.4~r"),
+        alt.Tooltip("gflops:Q", title="GFLOP/s", format=",.4~r"),
         alt.Tooltip("launch:N", title="launch"),
         alt.Tooltip("kind_shown:N", title="measured?"),
         alt.Tooltip("few:N", title="fewer than 3 samples"),
@@ -86,9 +86,9 @@ def steps_time_chart(summary: pd.DataFrame, subtitle: str) -> alt.Chart:
 
 
 # Vega expression: a median in ms as "1.43 s", "166 ms", "80.5 µs" (never "1.43e+3 ms").
-_TIME_TEXT = ("(datum.median_ms >= 1000 ? format(datum.median_ms / 1000, ',.3~g') + ' s' : "
-              "datum.median_ms >= 1 ? format(datum.median_ms, ',.3~g') + ' ms' : "
-              "format(datum.median_ms * 1000, ',.3~g') + ' µs')")
+_TIME_TEXT = ("(datum.median_ms >= 1000 ? format(datum.median_ms / 1000, ',.3~r') + ' s' : "
+              "datum.median_ms >= 1 ? format(datum.median_ms, ',.3~r') + ' ms' : "
+              "format(datum.median_ms * 1000, ',.3~r') + ' µs')")
 
 
 def _rate_unit(largest_g: float, base: str) -> tuple[float, str]:
@@ -113,9 +113,9 @@ def throughput_chart(summary: pd.DataFrame, subtitle: str, metric: str = "gbps",
                     for v, f, m in zip(rows["value"], rows["fraction_of_peak"].astype(float), marks)]
     order = list(rows["label"])
     y = alt.Y("label:N", sort=order, title=None, axis=alt.Axis(labelLimit=320))
-    tooltip = [alt.Tooltip("label:N", title="implementation"), alt.Tooltip("value:Q", title=unit, format=",.4g"),
+    tooltip = [alt.Tooltip("label:N", title="implementation"), alt.Tooltip("value:Q", title=unit, format=",.4~r"),
                alt.Tooltip("fraction_of_peak:Q", title="share of peak", format=".1%"),
-               alt.Tooltip("vs_best_library:Q", title="× best library's time", format=".3g")]
+               alt.Tooltip("vs_best_library:Q", title="× best library's time", format=".3~r")]
     # room to the right of the longest bar (or the peak) for its label
     right = max([peak or 0.0, *rows["value"]]) * 1.45 if len(rows) else 1.0
     bars = alt.Chart(rows).mark_bar(height=20).encode(
@@ -142,7 +142,7 @@ def phases_chart(frame: pd.DataFrame, subtitle: str) -> alt.Chart:
         x=alt.X("ms:Q", title="time (ms, linear)", stack="zero"),
         color=alt.Color("measure:N", scale=alt.Scale(domain=domain, range=[PHASE_COLORS[m] for m in domain]), title="phase", sort=domain),
         order=alt.Order("stack:Q"),
-        tooltip=[alt.Tooltip("label:N", title="step"), alt.Tooltip("measure:N", title="phase"), alt.Tooltip("ms:Q", title="median (ms)", format=",.4g")],
+        tooltip=[alt.Tooltip("label:N", title="step"), alt.Tooltip("measure:N", title="phase"), alt.Tooltip("ms:Q", title="median (ms)", format=",.4~r")],
     ).properties(title=alt.TitleParams("Where each GPU step's time goes (medians)", subtitle=subtitle), height=alt.Step(30))
 
 

@@ -200,10 +200,10 @@ def _sweep_tooltip() -> list[alt.Tooltip]:
         alt.Tooltip("label:N", title="configuration"),
         alt.Tooltip("blocks:Q", title="blocks", format=","),
         alt.Tooltip("threads_per_block:Q", title="threads per block"),
-        alt.Tooltip("median_us:Q", title="median kernel time (µs)", format=",.4g"),
-        alt.Tooltip("min_us:Q", title="min (µs)", format=",.4g"),
-        alt.Tooltip("max_us:Q", title="max (µs)", format=",.4g"),
-        alt.Tooltip("bandwidth_gbps:Q", title="bandwidth at median (GB/s)", format=",.4g"),
+        alt.Tooltip("median_us:Q", title="median kernel time (µs)", format=",.4~r"),
+        alt.Tooltip("min_us:Q", title="min (µs)", format=",.4~r"),
+        alt.Tooltip("max_us:Q", title="max (µs)", format=",.4~r"),
+        alt.Tooltip("bandwidth_gbps:Q", title="bandwidth at median (GB/s)", format=",.4~r"),
         alt.Tooltip("occupancy_pct:Q", title="occupancy (%)", format=".0f"),
         alt.Tooltip("occupancy_source:N", title="occupancy from"),
         alt.Tooltip("samples:Q", title="samples"),
@@ -256,7 +256,7 @@ def sweep_bandwidth_chart(frame: pd.DataFrame, subtitle: str, peak_gbps: float |
     data = sweep_summary(frame)
     order = list(data["label"])
     base = alt.Chart(data).encode(x=_config_x(order), tooltip=_sweep_tooltip())
-    bars = base.mark_bar(opacity=0.85).encode(y=alt.Y("bandwidth_gbps:Q", title="effective bandwidth (GB/s)", axis=alt.Axis(format=",.6~g")), color=_kind_color())
+    bars = base.mark_bar(opacity=0.85).encode(y=alt.Y("bandwidth_gbps:Q", title="effective bandwidth (GB/s)", axis=alt.Axis(format=",.6~r")), color=_kind_color())
     whiskers = base.mark_rule(color="black").encode(y="bandwidth_low_gbps:Q", y2="bandwidth_high_gbps:Q")
     best = base.transform_filter("datum.best").mark_text(dy=-8, fontWeight="bold").encode(y="bandwidth_high_gbps:Q", text="marker:N")
     layers = [bars, whiskers, best]
@@ -298,16 +298,20 @@ def launch_overhead_chart(frame: pd.DataFrame, subtitle: str) -> alt.LayerChart:
     y = alt.Y("label:N", sort=order, title=None)
     tooltip = [
         alt.Tooltip("label:N", title="path"),
-        alt.Tooltip("median_us:Q", title="median (µs per launch)", format=",.3g"),
-        alt.Tooltip("min_us:Q", title="min (µs)", format=",.3g"),
-        alt.Tooltip("max_us:Q", title="max (µs)", format=",.3g"),
+        alt.Tooltip("median_us:Q", title="median (µs per launch)", format=",.3~r"),
+        alt.Tooltip("min_us:Q", title="min (µs)", format=",.3~r"),
+        alt.Tooltip("max_us:Q", title="max (µs)", format=",.3~r"),
         alt.Tooltip("samples:Q", title="samples"),
     ]
-    x = alt.X("median_us:Q", scale=alt.Scale(type="log"), title="µs per launch (host time, log scale)")
-    bars = alt.Chart(summary).mark_bar(color="#eeca3b").encode(x=x, y=y, tooltip=tooltip)
-    spread = alt.Chart(summary).mark_rule(color="#444").encode(x="min_us:Q", x2="max_us:Q", y=y, tooltip=tooltip)
+    from ui.charts.common import log_axis
+
+    axis = log_axis(list(data["us"]))
+    x = alt.X("median_us:Q", scale=alt.Scale(type="log"), title="µs per launch (host time, log scale)", axis=axis)
+    # a dot, not a bar: a bar needs a zero baseline, which a log axis does not have
+    bars = alt.Chart(summary).mark_point(color="#b8860b", filled=True, size=140, opacity=1).encode(x=x, y=y, tooltip=tooltip)
+    spread = alt.Chart(summary).mark_rule(color="#444").encode(x=alt.X("min_us:Q", axis=axis), x2="max_us:Q", y=y, tooltip=tooltip)
     ticks = alt.Chart(data).mark_tick(color="#444", opacity=0.5).encode(
-        x=alt.X("us:Q", scale=alt.Scale(type="log")), y=y, tooltip=[alt.Tooltip("us:Q", title="sample (µs)", format=",.3g")]
+        x=alt.X("us:Q", scale=alt.Scale(type="log"), axis=axis), y=y, tooltip=[alt.Tooltip("us:Q", title="sample (µs)", format=",.3~r")]
     )
     return alt.layer(bars, spread, ticks).properties(
         title=alt.TitleParams("Host time to launch one kernel, by path (median; line = min–max; ticks = samples)", subtitle=subtitle),

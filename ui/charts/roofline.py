@@ -13,6 +13,7 @@ import altair as alt
 import pandas as pd
 
 from gpu.core.roofline import Roofs
+from ui.charts.common import log_axis
 
 ROOF_COLORS = {"memory roof (clock × bus width)": "#e45756", "measured device copy": "#17becf", "FP32 roof": "#54a24b"}
 
@@ -39,29 +40,31 @@ def roofline_chart(points: pd.DataFrame, roofs: Roofs, subtitle: str) -> alt.Cha
     lo = min([*pts["intensity"], 1 / 16]) / 2
     hi = max([*pts["intensity"], (roofs.ridge or 1) * 4, 16]) * 2
     lines = roof_lines(roofs, lo, hi)
-    x = alt.X("intensity:Q", scale=alt.Scale(type="log", domain=[lo, hi]), title="arithmetic intensity (FLOPs per byte the algorithm must move, log)")
+    x = alt.X("intensity:Q", scale=alt.Scale(type="log", domain=[lo, hi]), title="arithmetic intensity (FLOPs per byte the algorithm must move, log)",
+              axis=log_axis([lo, hi], inside=(lo, hi)))
     y_title = "achieved GFLOP/s (log)"
+    y_axis = log_axis([*pts["gflops"], *lines["gflops"]])  # one tick and grid line per decade
     layers = []
     if not lines.empty:
         domain = [r for r in ROOF_COLORS if r in set(lines["roof"])]
         layers.append(alt.Chart(lines).mark_line(strokeWidth=2).encode(
-            x=x, y=alt.Y("gflops:Q", scale=alt.Scale(type="log"), title=y_title),
+            x=x, y=alt.Y("gflops:Q", scale=alt.Scale(type="log"), title=y_title, axis=y_axis),
             color=alt.Color("roof:N", scale=alt.Scale(domain=domain, range=[ROOF_COLORS[r] for r in domain]), title="roof", legend=alt.Legend(labelLimit=280)),
             strokeDash=alt.condition("datum.roof == 'measured device copy'", alt.value([6, 3]), alt.value([1, 0])),
             detail="roof:N",
-            tooltip=[alt.Tooltip("roof:N"), alt.Tooltip("intensity:Q", format=".3g", title="FLOP/byte"), alt.Tooltip("gflops:Q", format=",.4g", title="GFLOP/s")]))
+            tooltip=[alt.Tooltip("roof:N"), alt.Tooltip("intensity:Q", format=".3~r", title="FLOP/byte"), alt.Tooltip("gflops:Q", format=",.4~r", title="GFLOP/s")]))
     tooltip = [alt.Tooltip("kernel:N"), alt.Tooltip("step:N"), alt.Tooltip("size:N"),
-               alt.Tooltip("intensity:Q", title="FLOP/byte", format=".3g"), alt.Tooltip("gflops:Q", title="GFLOP/s", format=",.4g"),
-               alt.Tooltip("gbps:Q", title="GB/s", format=",.4g"), alt.Tooltip("percent:N", title="share of the bounding roof"),
+               alt.Tooltip("intensity:Q", title="FLOP/byte", format=".3~r"), alt.Tooltip("gflops:Q", title="GFLOP/s", format=",.4~r"),
+               alt.Tooltip("gbps:Q", title="GB/s", format=",.4~r"), alt.Tooltip("percent:N", title="share of the bounding roof"),
                alt.Tooltip("source:N")]
     layers.append(alt.Chart(pts).mark_point(size=120, filled=True, opacity=0.85).encode(
-        x=x, y=alt.Y("gflops:Q", scale=alt.Scale(type="log"), title=y_title),
+        x=x, y=alt.Y("gflops:Q", scale=alt.Scale(type="log"), title=y_title, axis=y_axis),
         color=alt.Color("kernel:N", title="kernel", scale=alt.Scale(scheme="tableau10")),
         shape=alt.Shape("source:N", title="measured in"),
         tooltip=tooltip))
     pts["tag"] = [step.split(" · ")[0] if " · " in step else "" for step in pts["step"]]  # "1", "2"...: the step number
     layers.append(alt.Chart(pts).mark_text(align="left", dx=8, dy=-6, fontSize=11, color="#333").encode(
-        x=x, y=alt.Y("gflops:Q", scale=alt.Scale(type="log")), text="tag:N"))
+        x=x, y=alt.Y("gflops:Q", scale=alt.Scale(type="log"), axis=y_axis), text="tag:N"))
     return alt.layer(*layers).resolve_scale(color="independent").properties(
         title=alt.TitleParams("Roofline: every measured kernel step under the device's roofs", subtitle=subtitle), height=460)
 

@@ -10,11 +10,13 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from ui.charts.common import color_scale, log_axis
+from gpu.report.words import format_gbps
+from ui.charts.common import color_scale, log_axis, n_axis
 
 TIME_SERIES = ("gpu-total", "gpu-launch-kernel", "gpu-kernel", "gpu-ilp", "python", "numpy", "numba", "numba-parallel", "cupy", "torch")
 PHASES = ("gpu-h2d", "gpu-kernel", "gpu-d2h")
 N_AXIS = alt.Axis(format="~s", title="N (elements per vector, log scale)")
+LIMIT_LABEL_COLUMNS, LIMIT_LABEL_STEP_PX = 2, 300  # a limit's label is at most ~290 px at font size 10
 
 
 def _n_x(data: pd.DataFrame | None = None) -> alt.X:
@@ -22,9 +24,7 @@ def _n_x(data: pd.DataFrame | None = None) -> alt.X:
     if data is not None and not data.empty:
         lo, hi = int(data["n"].min()), int(data["n"].max())
         scale = alt.Scale(type="log", domain=[lo, hi], nice=False)
-        # one tick and grid line per decade inside the range: no wall of minor grid lines
-        decades = [10**k for k in range(len(str(lo)) - 1, len(str(hi))) if lo <= 10**k <= hi]
-        axis = alt.Axis(format="~s", title=N_AXIS.title, values=decades) if decades else N_AXIS
+        axis = n_axis(data["n"], N_AXIS.title)
     else:
         scale, axis = alt.Scale(type="log"), N_AXIS
     return alt.X("n:Q", scale=scale, axis=axis)
@@ -67,15 +67,15 @@ def _time_tooltip() -> list[alt.Tooltip]:
     return [
         alt.Tooltip("label:N", title="series"),
         alt.Tooltip("n:Q", title="N", format=","),
-        alt.Tooltip("median_ms:Q", title="median (ms)", format=",.4g"),
-        alt.Tooltip("min_ms:Q", title="min (ms)", format=",.4g"),
-        alt.Tooltip("max_ms:Q", title="max (ms)", format=",.4g"),
+        alt.Tooltip("median_ms:Q", title="median (ms)", format=",.4~r"),
+        alt.Tooltip("min_ms:Q", title="min (ms)", format=",.4~r"),
+        alt.Tooltip("max_ms:Q", title="max (ms)", format=",.4~r"),
         alt.Tooltip("samples:Q", title="samples"),
         alt.Tooltip("few:N", title="fewer than 3 samples"),
         alt.Tooltip("noise_pct:Q", title="noise (% stdev/mean)", format=".1f"),
         alt.Tooltip("noisy:N", title="noisy"),
         alt.Tooltip("kind:N", title="kind"),
-        alt.Tooltip("bandwidth_gbps:Q", title="bandwidth (GB/s)", format=",.4g"),
+        alt.Tooltip("bandwidth_gbps:Q", title="bandwidth (GB/s)", format=",.4~r"),
     ]
 
 
@@ -138,7 +138,7 @@ def bandwidth_chart(frame: pd.DataFrame, peaks: pd.DataFrame | None, subtitle: s
     tooltip = [
         alt.Tooltip("label:N", title="series"),
         alt.Tooltip("n:Q", title="N", format=","),
-        alt.Tooltip("bandwidth_gbps:Q", title="GB/s", format=",.4g"),
+        alt.Tooltip("bandwidth_gbps:Q", title="GB/s", format=",.4~r"),
         alt.Tooltip("ceiling:N", title="limit"),
         alt.Tooltip("pct_of_ceiling:Q", title="% of that limit", format=".1f"),
         alt.Tooltip("pct_of_device_peak:Q", title="% of device peak", format=".1f"),
@@ -159,16 +159,18 @@ def bandwidth_chart(frame: pd.DataFrame, peaks: pd.DataFrame | None, subtitle: s
     if peaks is not None and not peaks.empty:
         limits = peaks[peaks["gbps"].notna()].copy()
         limits = limits.sort_values("gbps").reset_index(drop=True)
-        limits["text"] = [f"{label}: {gbps:,.4g} GB/s" for label, gbps in zip(limits["label"], limits["gbps"])]
-        # neighbouring limits are often close (pinned H2D and D2H): one label above its line, the next below
-        limits["above"] = [i % 2 == 0 for i in range(len(limits))]
-        rule_tip = [alt.Tooltip("label:N", title="limit"), alt.Tooltip("gbps:Q", title="GB/s", format=",.4g"), alt.Tooltip("how:N", title="how")]
+        limits["text"] = [f"{label}: {format_gbps(gbps)}" for label, gbps in zip(limits["label"], limits["gbps"])]
+        # neighbouring limits are often close (pinned H2D and D2H, host copies): in each pair, from the
+        # bottom, the lower label sits below its line and the upper one above its own (they part), and
+        # each pair steps right of the last, so no two labels print over each other
+        limits["above"] = [i % 2 == 1 for i in range(len(limits))]
+        limits["column"] = [(i // 2) % LIMIT_LABEL_COLUMNS for i in range(len(limits))]
+        rule_tip = [alt.Tooltip("label:N", title="limit"), alt.Tooltip("gbps:Q", title="GB/s", format=",.4~r"), alt.Tooltip("how:N", title="how")]
         layers.append(alt.Chart(limits).mark_rule(strokeDash=[6, 3], color="#555").encode(y=alt.Y("gbps:Q"), tooltip=rule_tip))
-        for above, part in ((True, limits[limits["above"]]), (False, limits[~limits["above"]])):
+        for (above, column), part in limits.groupby(["above", "column"]):
             layers.append(
-                alt.Chart(part).mark_text(align="left", baseline="bottom" if above else "top", x=4, dy=-2 if above else 2, fontSize=10, color="#555").encode(
-                    y=alt.Y("gbps:Q"), text="text:N"
-                )
+                alt.Chart(part).mark_text(align="left", baseline="bottom" if above else "top", x=4 + LIMIT_LABEL_STEP_PX * int(column),
+                                          dy=-2 if above else 2, fontSize=10, color="#555").encode(y=alt.Y("gbps:Q"), text="text:N")
             )
     return alt.layer(*layers).properties(
         title=alt.TitleParams("Effective bandwidth against N, with the physical limits (dashed lines)", subtitle=subtitle, anchor="start"),
@@ -198,7 +200,7 @@ def share_chart(frame: pd.DataFrame, subtitle: str) -> alt.Chart:
             alt.Tooltip("label:N", title="phase"),
             alt.Tooltip("n:Q", title="N", format=","),
             alt.Tooltip("share_pct:Q", title="share (%)", format=".1f"),
-            alt.Tooltip("median_ms:Q", title="median (ms)", format=",.4g"),
+            alt.Tooltip("median_ms:Q", title="median (ms)", format=",.4~r"),
             alt.Tooltip("samples:Q", title="samples"),
         ],
     ).properties(

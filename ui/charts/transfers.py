@@ -15,16 +15,16 @@ import altair as alt
 import pandas as pd
 
 from gpu.core.series import labels
-from ui.charts.common import color_scale
+from ui.charts.common import color_scale, log_axis
 
 DIRECTION_MEASURES = labels("h2d", "d2h", "d2d")
 PHASE_MEASURES = labels("h2d", "launch", "kernel", "d2h", "span")
 MEMORY_DASH = {"pinned": [1, 0], "device": [1, 0], "pageable": [6, 4]}
 # Vega expression: bytes as binary units on the size axis.
 SIZE_LABEL = (
-    "datum.value >= 1073741824 ? format(datum.value / 1073741824, '~g') + ' GiB' : "
-    "datum.value >= 1048576 ? format(datum.value / 1048576, '~g') + ' MiB' : "
-    "datum.value >= 1024 ? format(datum.value / 1024, '~g') + ' KiB' : format(datum.value, '~g') + ' B'"
+    "datum.value >= 1073741824 ? format(datum.value / 1073741824, ',~r') + ' GiB' : "
+    "datum.value >= 1048576 ? format(datum.value / 1048576, ',~r') + ' MiB' : "
+    "datum.value >= 1024 ? format(datum.value / 1024, ',~r') + ' KiB' : format(datum.value, ',~r') + ' B'"
 )
 
 
@@ -64,10 +64,10 @@ def _bandwidth_tooltip() -> list[alt.Tooltip]:
         alt.Tooltip("series:N", title="copy"),
         alt.Tooltip("memory_shown:N", title="host memory"),
         alt.Tooltip("size:N", title="size"),
-        alt.Tooltip("gbps:Q", title="GB/s (median)", format=",.4g"),
-        alt.Tooltip("gbps_low:Q", title="GB/s (slowest sample)", format=",.4g"),
-        alt.Tooltip("gbps_high:Q", title="GB/s (fastest sample)", format=",.4g"),
-        alt.Tooltip("median_us:Q", title="median time (µs)", format=",.4g"),
+        alt.Tooltip("gbps:Q", title="GB/s (median)", format=",.4~r"),
+        alt.Tooltip("gbps_low:Q", title="GB/s (slowest sample)", format=",.4~r"),
+        alt.Tooltip("gbps_high:Q", title="GB/s (fastest sample)", format=",.4~r"),
+        alt.Tooltip("median_us:Q", title="median time (µs)", format=",.4~r"),
         alt.Tooltip("samples:Q", title="samples"),
     ]
 
@@ -82,13 +82,15 @@ def bandwidth_chart(frame: pd.DataFrame, plateaus: list[dict], subtitle: str) ->
         "memory:N",
         title="host memory",
         scale=alt.Scale(domain=list(MEMORY_DASH), range=list(MEMORY_DASH.values())),
-        legend=alt.Legend(symbolType="stroke", symbolStrokeWidth=2, symbolStrokeColor="gray"),
+        legend=None,  # said in the title: a legend of dashes drew its labels without their symbols
     )
-    x = alt.X("nbytes:Q", scale=alt.Scale(type="log", base=2), axis=alt.Axis(labelExpr=SIZE_LABEL, title="copy size (log scale)", tickCount=10))
+    sizes = sorted({int(b) for b in points["nbytes"]})  # one tick and grid line per size measured (every 4x)
+    x = alt.X("nbytes:Q", scale=alt.Scale(type="log", base=2), axis=alt.Axis(labelExpr=SIZE_LABEL, title="copy size (log scale)", values=sizes, grid=True))
     y_scale = alt.Scale(type="log")
+    gbps = [*points["gbps"], *points["gbps_low"], *points["gbps_high"], *(p["plateau_gbps"] for p in plateaus if p.get("plateau_gbps"))]
     base = alt.Chart(points).encode(x=x, color=color, detail="series:N")
     lines = base.mark_line(point=alt.OverlayMarkDef(filled=True, size=45)).encode(
-        y=alt.Y("gbps:Q", scale=y_scale, title="bandwidth (GB/s, log scale)"), strokeDash=dash, tooltip=_bandwidth_tooltip()
+        y=alt.Y("gbps:Q", scale=y_scale, title="bandwidth (GB/s, log scale)", axis=log_axis(gbps)), strokeDash=dash, tooltip=_bandwidth_tooltip()
     )
     whiskers = base.mark_rule(opacity=0.5).encode(y=alt.Y("gbps_low:Q", scale=y_scale), y2="gbps_high:Q", tooltip=_bandwidth_tooltip())
     layers = [whiskers, lines]
@@ -109,11 +111,11 @@ def bandwidth_chart(frame: pd.DataFrame, plateaus: list[dict], subtitle: str) ->
         rules = alt.Chart(reached).mark_rule(strokeDash=[2, 3], opacity=0.7).encode(
             y=alt.Y("plateau_gbps:Q", scale=y_scale),
             color=alt.Color("measure:N", scale=color_scale(measures)),
-            tooltip=[alt.Tooltip("series:N", title="plateau of"), alt.Tooltip("plateau_gbps:Q", title="GB/s", format=",.4g"), alt.Tooltip("sentence:N", title="in words")],
+            tooltip=[alt.Tooltip("series:N", title="plateau of"), alt.Tooltip("plateau_gbps:Q", title="GB/s", format=",.4~r"), alt.Tooltip("sentence:N", title="in words")],
         )
         layers.append(rules)
     return alt.layer(*layers).properties(
-        title=alt.TitleParams("Copy bandwidth against size (median; whiskers: fastest–slowest sample; dotted: plateaus)", subtitle=subtitle),
+        title=alt.TitleParams("Copy bandwidth against size (median; dashed = pageable memory; whiskers = sample range; dotted = plateaus)", subtitle=subtitle),
         height=360,
     )
 
@@ -139,9 +141,9 @@ def _breakdown_tooltip() -> list[alt.Tooltip]:
     return [
         alt.Tooltip("label:N", title="strategy"),
         alt.Tooltip("measure:N", title="measure"),
-        alt.Tooltip("median_ms:Q", title="median per vector add (ms)", format=",.4g"),
-        alt.Tooltip("min_ms:Q", title="min (ms)", format=",.4g"),
-        alt.Tooltip("max_ms:Q", title="max (ms)", format=",.4g"),
+        alt.Tooltip("median_ms:Q", title="median per vector add (ms)", format=",.4~r"),
+        alt.Tooltip("min_ms:Q", title="min (ms)", format=",.4~r"),
+        alt.Tooltip("max_ms:Q", title="max (ms)", format=",.4~r"),
         alt.Tooltip("samples:Q", title="samples"),
     ]
 
@@ -163,7 +165,7 @@ def strategy_breakdown_chart(frame: pd.DataFrame, order: list[str], subtitle: st
     )
     ticks = alt.Chart(totals).mark_tick(thickness=3, size=28).encode(y=y, x=alt.X("median_ms:Q"), color=color, tooltip=_breakdown_tooltip())
     labels_text = alt.Chart(totals).mark_text(align="left", dx=6, fontSize=11).encode(
-        y=y, x=alt.X("median_ms:Q"), text=alt.Text("median_ms:Q", format=",.3~g")
+        y=y, x=alt.X("median_ms:Q"), text=alt.Text("median_ms:Q", format=",.3~r")
     )
     return alt.layer(bars, ticks, labels_text).properties(
         title=alt.TitleParams("Where each strategy's time goes, per vector add (medians; tick = wall-clock end to end, ms)", subtitle=subtitle),
@@ -194,9 +196,9 @@ def timeline_chart(timeline: pd.DataFrame, subtitle: str, lanes: str = "stream")
                 alt.Tooltip("chunk:Q", title="chunk"),
                 alt.Tooltip("stream:Q", title="stream"),
                 alt.Tooltip("measure:N", title="phase"),
-                alt.Tooltip("start_ms:Q", title="start (ms)", format=",.4g"),
-                alt.Tooltip("end_ms:Q", title="end (ms)", format=",.4g"),
-                alt.Tooltip("duration_ms:Q", title="duration (ms)", format=",.4g"),
+                alt.Tooltip("start_ms:Q", title="start (ms)", format=",.4~r"),
+                alt.Tooltip("end_ms:Q", title="end (ms)", format=",.4~r"),
+                alt.Tooltip("duration_ms:Q", title="duration (ms)", format=",.4~r"),
             ],
         )
         .properties(title=alt.TitleParams(f"Timeline of the chunked run and the one-chunk baseline, {how}", subtitle=subtitle), height=alt.Step(24))

@@ -9,7 +9,7 @@ import streamlit as st
 
 from gpu.core.timing import format_factor, format_seconds
 from gpu.experiments.catalog import step_sources
-from gpu.experiments.step_result import KernelRun
+from gpu.experiments.step_result import KIND_LABELS, KernelRun
 from gpu.experiments.steps import KernelSpec
 from gpu.report.words import format_gbps
 from ui.charts import kernels as charts
@@ -34,13 +34,17 @@ def describe(run: KernelRun) -> str:
     return f"{run.size} · {run.policy.describe()} · {run.device.name} ({run.backend})"
 
 
+SIM_TAG = "simulated"  # beside every GPU time from Numba's CUDA simulator: never read as GPU performance
+
+
 def show_agreement(run: KernelRun) -> None:
     checked = [r for r in run.results if r.agreement is not None]
+    why = f" ({run.agreement_why})" if run.agreement_why else ""
     if run.agreement_mode == "exact":
-        rule = "bit for bit with NumPy (the arithmetic allows it: same values, same order)"
+        rule = f"bit for bit with the reference{why}"
     else:
-        rule = ("within the bound float32 rounding allows for each summation order: |error| ≤ γ_k · Σ|terms|, "
-                "γ_k = k·u / (1 − k·u), u = 2⁻²⁴, k = the depth of that order's summation tree, against a float64 reference")
+        rule = (f"within the bound float32 rounding allows for each summation order{why}: |error| ≤ ((1 + u)^k − 1) · Σ|terms|, "
+                "u = 2⁻²⁴, k = the depth of that order's summation tree, against a float64 reference")
     if run.agree:
         st.success(f"All {len(checked)} implementations that ran agree, {rule}.", icon=":material/check_circle:")
     else:
@@ -49,25 +53,83 @@ def show_agreement(run: KernelRun) -> None:
 
 
 def show_metrics(run: KernelRun) -> None:
+    """On a GPU: the best step's time and throughput. In the simulator: only what is real there."""
+    if run.backend == "simulator":
+        show_simulator_facts(run)
+        return
     best = run.best_step
     cols = st.columns(4)
-    sim = " (simulated)" if run.backend == "simulator" else ""  # never read as GPU performance
     if best is None:
         cols[0].metric("Best GPU step", "none ran")
         return
     number, _, name = best.label.partition(" · ")
     cols[0].metric("Best GPU step", f"step {number}" if name else best.label,
                    help=f"{best.label}: the Numba step with the shortest kernel time (median).")
-    cols[1].metric(f"Its kernel time{sim}", format_seconds(best.seconds) + run.marks(best))
+    cols[1].metric("Its kernel time", format_seconds(best.seconds) + run.marks(best))
     compute_bound = run.flops and run.intensity > 1
     throughput = format_flops(run.gflops(best)) if compute_bound else format_gbps(run.gbps(best))
     fraction = run.fraction_of_peak(best)
-    cols[2].metric(("FLOP rate" if compute_bound else "Bandwidth") + sim, throughput,
+    cols[2].metric("FLOP rate" if compute_bound else "Bandwidth", throughput,
                    delta=None if fraction is None else f"{fraction:.0%} of peak", delta_color="off",
                    help="Bytes the algorithm must move (or FLOPs it must do) ÷ kernel time; peak from the device's facts.")
     ratio = run.vs_best_library(best)
     cols[3].metric("× the best library's time", "no library ran" if ratio is None else format_factor(ratio),
                    help="Best step's kernel time ÷ the fastest library's (CuPy/PyTorch) on the same GPU, same run. 1x = as fast.")
+
+
+def steps_not_run(run: KernelRun) -> list[tuple[str, str]]:
+    """(step label, the feature it needs) for each GPU step the simulator could not run."""
+    import importlib
+
+    try:  # the catalog's kernels live in gpu/experiments/<key>.py; another's skip reason says the same in longer words
+        needs = {step.key: step.needs for step in importlib.import_module(f"gpu.experiments.{run.kernel}").SPEC.steps if step.needs}
+    except (ImportError, AttributeError):
+        needs = {}
+    return [(r.label, needs.get(r.key, r.skipped or "")) for r in run.results if r.kind == "step" and not r.measured]
+
+
+def show_simulator_facts(run: KernelRun) -> None:
+    """What a simulator run really establishes: agreement, which steps ran, and the algorithm's own figures.
+
+    Times from the simulator are Python running one thread at a time: they stay in the
+    chart and table below, tagged, and are never a headline.
+    """
+    from gpu.experiments.bandwidth import format_bytes
+
+    checked = [r for r in run.results if r.agreement is not None]
+    steps = [r for r in run.results if r.kind == "step"]
+    missing = steps_not_run(run)
+    cols = st.columns(4)
+    cols[0].metric("Results agree", f"{sum(r.agreement.passed for r in checked)} of {len(checked)}",
+                   help="Implementations whose result matched the reference (the line above says how it is checked).")
+    cols[1].metric("GPU steps run here", f"{len(steps) - len(missing)} of {len(steps)}",
+                   help="Steps that need a GPU-only feature are skipped in the simulator; they run on a GPU.")
+    cols[2].metric("Minimum traffic", format_bytes(run.bytes_moved),
+                   help=f"{run.bytes_moved:,} bytes: each input read once, the output written once. A fact of the algorithm, not a measurement.")
+    cols[3].metric("Arithmetic intensity (FLOP/byte)", plain_number(run.intensity),
+                   help=f"{run.flops:,} FLOPs ÷ {run.bytes_moved:,} bytes: a fact of the algorithm, not a measurement.")
+    by_need: dict[str, list[str]] = {}
+    for label, need in missing:
+        by_need.setdefault(need, []).append(label)
+    why = "; ".join(f"{' and '.join(labels)} — {'they need' if len(labels) > 1 else 'it needs'} {need}" for need, labels in by_need.items())
+    st.caption(
+        (f"Not run here: {why}, which the CUDA simulator lacks: a GPU only. " if missing else "")
+        + "No GPU time is shown as a figure here: the simulator runs each GPU thread in Python, so its times (in the chart and "
+        "table below, marked simulated) say nothing about a GPU. What is real here: the agreement above, the compiler's facts "
+        "for each step (registers, spills, occupancy) and each step's memory trace, under “The steps, and what changed” below."
+    )
+
+
+def plain_number(value: float) -> str:
+    """Three significant digits without e-notation: 0.249, 1.33, 85.3, 2,731."""
+    if value == 0 or value != value:
+        return "0" if value == 0 else "—"
+    if abs(value) >= 100:
+        return f"{value:,.0f}"
+    import math
+
+    decimals = max(0, 2 - math.floor(math.log10(abs(value))))
+    return f"{value:.{decimals}f}".rstrip("0").rstrip(".") if decimals else f"{value:.0f}"
 
 
 def format_flops(gflops: float | None) -> str:
@@ -78,9 +140,13 @@ def format_flops(gflops: float | None) -> str:
 
 
 def table(run: KernelRun) -> pd.DataFrame:
+    """One row per implementation. In the simulator every GPU time says "simulated" and the
+    figures derived from it (% of peak, × best library) are left out: they would mean nothing."""
+    simulated = run.backend == "simulator"
     rows = []
     for row in run.summary_rows():
-        time_text = "—" if row["seconds"] is None else ("estimated " if row["estimated"] else "") + format_seconds(row["seconds"]) + row["marks"]
+        tag = f" ({SIM_TAG})" if simulated and row["kind"] != "cpu" and row["seconds"] is not None and not row["estimated"] else ""
+        time_text = "—" if row["seconds"] is None else ("estimated " if row["estimated"] else "") + format_seconds(row["seconds"]) + row["marks"] + tag
         hold = "—" if row["kind"] == "cpu" or row["held"] is None else (
             ("held" if row["held"] else "no hold") + (f", {row['retries']} retried" if row["retries"] else ""))
         rows.append({
@@ -93,7 +159,12 @@ def table(run: KernelRun) -> pd.DataFrame:
             "launch": row["launch"] or "",
             "agreement / why skipped": " · ".join(x for x in (row["agreement"], row["skipped"], row["note"]) if x),
         })
-    return pd.DataFrame(rows)
+    frame = pd.DataFrame(rows)
+    if simulated:  # the CPU's rates are real; a GPU step's would be the simulator's, so it has none
+        gpu_rows = frame["kind"] != KIND_LABELS["cpu"]
+        frame.loc[gpu_rows, ["bandwidth", "FLOP rate"]] = "—"
+        frame = frame.drop(columns=["% of peak", "× best library"])
+    return frame
 
 
 def show_run(run: KernelRun) -> None:
@@ -102,11 +173,15 @@ def show_run(run: KernelRun) -> None:
         st.warning(warning)
     show_agreement(run)
     show_metrics(run)
+    simulated = run.backend == "simulator"
     summary, frame, subtitle = run.summary_frame(), run.to_frame(), describe(run)
+    if simulated:  # said in every chart's subtitle: these GPU times are Python's, not a GPU's
+        subtitle = "GPU times SIMULATED (Python, one thread at a time), not GPU performance · " + subtitle  # first: long subtitles are cut at the end
     st.altair_chart(charts.steps_time_chart(summary, subtitle), width="stretch")
     compute_heavy = run.flops and run.intensity > 1
-    peak = (run.roofs.fp32_gflops if compute_heavy else run.roofs.memory_gbps)
-    st.altair_chart(charts.throughput_chart(summary, subtitle, "gflops" if compute_heavy else "gbps", peak), width="stretch")
+    if not simulated:  # a throughput from a simulated time is no throughput at all
+        peak = (run.roofs.fp32_gflops if compute_heavy else run.roofs.memory_gbps)
+        st.altair_chart(charts.throughput_chart(summary, subtitle, "gflops" if compute_heavy else "gbps", peak), width="stretch")
     st.altair_chart(charts.phases_chart(frame, subtitle), width="stretch")
     st.caption(
         f"GB/s = {run.bytes_moved:,} bytes the algorithm must move ÷ time; GFLOP/s = {run.flops:,} FLOPs ÷ time; "

@@ -10,7 +10,7 @@ import streamlit as st
 from gpu.core.inspect import KERNELS, KernelInspection, inspect_kernel
 from gpu.core.timing import format_seconds
 from gpu.experiments.indexing import DRAW_LIMIT_THREADS, IndexingRun
-from gpu.experiments.launch import LaunchSweepRun
+from gpu.experiments.launch import KIND_ONE_PER_ELEMENT, LaunchSweepRun
 from gpu.report.launch import explanation
 from gpu.report.render import to_json
 from ui.charts import launch as launch_charts
@@ -64,7 +64,13 @@ def show_indexing(run: IndexingRun) -> None:
     if run.handled_by is not None and s.n <= DRAW_LIMIT_THREADS:
         st.altair_chart(launch_charts.element_owner_chart(run.handled_by, s.threads_per_block, subtitle), width="content")
     with st.expander("Per-thread records (as the probe wrote them)"):
-        st.dataframe(frame, hide_index=True, width="stretch")
+        st.dataframe(frame.rename(columns=PROBE_HEADERS), hide_index=True, width="stretch")
+
+
+# the probe's fields, as a reader knows them (the formula column spells out tx, bx and bw)
+PROBE_HEADERS = {"tx": "tx (threadIdx.x)", "bx": "bx (blockIdx.x)", "bw": "bw (blockDim.x)", "position": "position",
+                 "warp": "warp", "masked": "idle (masked by the guard)", "elements": "elements added", "lane": "lane in warp",
+                 "handled": "elements it handled", "formula": "how the position is computed"}
 
 
 # --- the sweep ------------------------------------------------------------------------
@@ -75,14 +81,32 @@ def show_indexing(run: IndexingRun) -> None:
 
 def describe_sweep(run: LaunchSweepRun) -> str:
     samples = run.configs[0].kernel.n_samples if run.configs else 0
-    how = "CUDA events, kernel alone" if run.backend == "cuda" else "wall clock, simulated"
-    return f"N = {run.n:,} float32 ({run.bytes_moved / 1e6:,.3g} MB moved per kernel) · {samples} samples per configuration after {run.policy.warmup} warm-up ({how}) · {run.device.name} ({run.backend})"
+    how = "CUDA events, kernel alone" if run.backend == "cuda" else "wall clock"
+    tag = "SIMULATED, not GPU times · " if run.backend != "cuda" else ""  # first: long subtitles are cut at the end
+    return f"{tag}N = {run.n:,} float32 ({run.bytes_moved / 1e6:,.3g} MB moved per kernel) · {samples} samples per configuration after {run.policy.warmup} warm-up ({how}) · {run.device.name} ({run.backend})"
 
 
-def sweep_table(run: LaunchSweepRun) -> pd.DataFrame:
-    table = launch_charts.sweep_summary(run.to_frame())
-    table = table[["label", "blocks", "median_us", "min_us", "max_us", "bandwidth_gbps", "occupancy_pct", "occupancy_source", "samples", "marks"]]
-    return table.rename(columns={"label": "configuration", "median_us": "median (µs)", "min_us": "min (µs)", "max_us": "max (µs)", "bandwidth_gbps": "GB/s (median)", "occupancy_pct": "occupancy (%)", "occupancy_source": "occupancy from", "marks": "marks"})
+def idle_threads(run: LaunchSweepRun, config) -> int:
+    """Threads launched beyond N: the guard masks them off (a fact of the launch, not a measurement)."""
+    return max(0, config.blocks * config.threads_per_block - run.n)
+
+
+def sweep_table(run: LaunchSweepRun, frame: pd.DataFrame | None = None) -> pd.DataFrame:
+    """One row per configuration: its shape, then its times ("218 ms", "6.1 µs") and bandwidth in units that fit."""
+    from gpu.report.words import format_gbps
+
+    table = launch_charts.sweep_summary(run.to_frame() if frame is None else frame)
+    idle = {c.label: idle_threads(run, c) for c in run.configs}
+    sim = " (simulated)" if run.backend == "simulator" else ""  # beside every simulated figure
+    out = pd.DataFrame({"configuration": table["label"], "blocks": table["blocks"], "idle threads": table["label"].map(idle)})
+    for col, name in (("median_us", "median"), ("min_us", "min"), ("max_us", "max")):
+        out[f"{name}{sim}"] = [format_seconds(us / 1e6) for us in table[col]]
+    out[f"bandwidth (median){sim}"] = [format_gbps(g) for g in table["bandwidth_gbps"]]
+    if table["occupancy_pct"].notna().any():  # the simulator has none: no column of blanks
+        out["occupancy"] = [f"{pct:.0f}%" if pct == pct else "—" for pct in table["occupancy_pct"]]
+        out["occupancy from"] = table["occupancy_source"]
+    out["samples"], out["marks"] = table["samples"], table["marks"]
+    return out
 
 
 def show_sweep(run: LaunchSweepRun) -> None:
@@ -93,19 +117,26 @@ def show_sweep(run: LaunchSweepRun) -> None:
     else:
         bad = [c.label for c in run.configs if not c.agree]
         st.error(f"Wrong results for: {', '.join(bad)}.", icon=":material/error:")
-    best = run.best
-    slowest = max(run.configs, key=lambda c: c.kernel.median_s)
+    simulated = run.backend == "simulator"
     peak = run.device.peak_bandwidth_gbps
-    bw = run.bandwidth_gbps(best.kernel.median_s)
-    st.markdown(f"**Best configuration:** {best.label} — {best.blocks:,} blocks × {best.threads_per_block} threads.")
-    cols = st.columns(3)
-    cols[0].metric("Best kernel time (median)", format_seconds(best.kernel.median_s))
-    cols[1].metric("Best bandwidth", f"{bw:,.3g} GB/s", help="12 bytes per element ÷ median kernel time" + (f"; {bw / peak:.0%} of the {peak:,.0f} GB/s theoretical peak" if peak else ""))
-    cols[2].metric("Slowest ÷ best", f"{slowest.kernel.median_s / best.kernel.median_s:.2f}×", help=f"slowest: {slowest.label}")
+    if simulated:
+        show_sweep_facts(run)
+    else:
+        best = run.best
+        slowest = max(run.configs, key=lambda c: c.kernel.median_s)
+        bw = run.bandwidth_gbps(best.kernel.median_s)
+        st.markdown(f"**Best configuration:** {best.label} — {best.blocks:,} blocks × {best.threads_per_block} threads.")
+        cols = st.columns(3)
+        cols[0].metric("Best kernel time (median)", format_seconds(best.kernel.median_s))
+        cols[1].metric("Best bandwidth", f"{bw:,.3g} GB/s", help="12 bytes per element ÷ median kernel time" + (f"; {bw / peak:.0%} of the {peak:,.0f} GB/s theoretical peak" if peak else ""))
+        cols[2].metric("Slowest ÷ best", f"{slowest.kernel.median_s / best.kernel.median_s:.2f}×", help=f"slowest: {slowest.label}")
     subtitle = describe_sweep(run)
     frame = run.to_frame()
+    if simulated:  # no configuration is "best" on simulated times
+        frame["best"] = False
     st.altair_chart(launch_charts.sweep_time_chart(frame, subtitle), width="stretch")
-    st.altair_chart(launch_charts.sweep_bandwidth_chart(frame, subtitle, peak), width="stretch")
+    if not simulated:  # a bandwidth from a simulated time is no bandwidth at all
+        st.altair_chart(launch_charts.sweep_bandwidth_chart(frame, subtitle, peak), width="stretch")
     st.info(explanation(run))
     if frame["occupancy"].notna().any():
         sources = sorted(set(frame["occupancy_source"]) - {"not available"})
@@ -113,12 +144,29 @@ def show_sweep(run: LaunchSweepRun) -> None:
         st.caption("Occupancy “driver” is cuOccupancyMaxActiveBlocksPerMultiprocessor for the compiled kernel; “calculated” is derived from its registers and the device's per-SM limits (approximate).")
     else:
         st.caption("Occupancy: not available here (the simulator compiles nothing and has no multiprocessors).")
-    st.dataframe(sweep_table(run), hide_index=True, width="stretch")
+    st.dataframe(sweep_table(run, frame), hide_index=True, width="stretch")
     from ui.telemetry_note import show_telemetry  # marks and clocks beside the table (issue 18)
 
     st.caption("Marks: n<3 = fewer than 3 samples (spread unknown); fits in L2 = a, b and c fit in the L2 (may be served from cache).")
     show_telemetry(run.telemetry, "sweep")
     st.download_button("Download sweep (JSON)", json.dumps(to_json(run), indent=2), file_name=f"launch_sweep_{run.n}.json", mime="application/json", key="sweep_download")
+
+
+def show_sweep_facts(run: LaunchSweepRun) -> None:
+    """The simulator's sweep, headed by what is real: agreement and each launch's shape; no time."""
+    per_element = [c for c in run.configs if c.kind == KIND_ONE_PER_ELEMENT]
+    most_idle = max(run.configs, key=lambda c: idle_threads(run, c))
+    cols = st.columns(4)
+    cols[0].metric("Configurations agree", f"{sum(c.agree for c in run.configs)} of {len(run.configs)}",
+                   help="c = a + b checked bit for bit against NumPy after the timed runs.")
+    cols[1].metric("Blocks launched", f"{min(c.blocks for c in run.configs):,} to {max(c.blocks for c in run.configs):,}",
+                   help="One thread per element: ceil(N / threads per block). Grid-stride: a multiple of the multiprocessors.")
+    cols[2].metric("Most idle threads", f"{idle_threads(run, most_idle):,}", help=f"{most_idle.label}: threads launched beyond N, masked off by the guard.")
+    cols[3].metric("Block sizes tried", f"{len({c.threads_per_block for c in per_element or run.configs})}",
+                   help=", ".join(sorted({str(c.threads_per_block) for c in run.configs}, key=int)) + " threads per block.")
+    st.caption("No time is a headline here: the simulator runs every GPU thread in Python, so its times (chart and table below, "
+               "marked simulated) say nothing about a GPU. What is real: the agreement, each launch's shape, and the compiler's "
+               "facts in the Kernel inspector tab.")
 
 
 # --- the inspector --------------------------------------------------------------------

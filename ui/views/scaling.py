@@ -40,7 +40,9 @@ def table(run: SweepRun) -> pd.DataFrame:
     out = pd.DataFrame(
         {
             "N": frame["n"],
-            "series": frame["label"],
+            # in the simulator every GPU row says whose time it is
+            "series": [f"{label} (simulated)" if run.backend == "simulator" and series.startswith("gpu") else label
+                       for label, series in zip(frame["label"], frame["series"])],
             "median (ms)": frame["median_s"] * 1e3,
             "min (ms)": frame["min_s"] * 1e3,
             "max (ms)": frame["max_s"] * 1e3,
@@ -78,16 +80,19 @@ def show_result(run: SweepRun) -> None:
         bad = sorted({(p.n, p.series) for p in run.points if p.agree is False})
         st.error("Results differ from NumPy at: " + ", ".join(f"N = {n:,} ({s})" for n, s in bad[:10]), icon=":material/error:")
 
-    st.subheader("Where the GPU starts to win")
+    simulated = run.backend == "simulator"
+    if simulated:  # what is real leads: your CPU beside a recorded real GPU; the simulated crossovers follow, labelled
+        from ui.views import cpu_vs_recorded
+
+        cpu_vs_recorded.show_sweep(run)
+        st.subheader("Crossovers against the simulated kernel")
+        st.caption("Simulated kernels are thousands of times slower than a GPU: these crossovers say nothing about real hardware.")
+    else:
+        st.subheader("Where the GPU starts to win")
     sentences = crossover_sentences(run)
     st.markdown("\n".join(f"- {s}" for s in sentences) if sentences else "- Choose the GPU and at least one CPU implementation to find crossovers.")
     if sentences:
         st.caption(crossover_conditions(run))
-    if run.backend == "simulator":
-        st.caption("Simulated kernels are thousands of times slower than a GPU: these crossovers say nothing about real hardware.")
-        from ui.views import cpu_vs_recorded
-
-        cpu_vs_recorded.show_sweep(run)
 
     cols = st.columns(4)
     cols[0].metric("Sizes measured", f"{len(run.sizes)}")

@@ -188,7 +188,9 @@ def show_submission_trace(verdict) -> None:
         return
     st.markdown(lesson(report))
     show_findings(report)
-    st.dataframe(sites_table(report), hide_index=True, width="stretch")
+    sites = sites_table(report)
+    if not sites.empty:  # a kernel that touched no memory has no sites: no empty table
+        st.dataframe(sites, hide_index=True, width="stretch")
     show_picture(report, key=f"trace.write_kernel.{verdict.problem}")
     st.caption(f"{report.label}: {report.blocks_traced:,} of {report.blocks_total:,} blocks traced, "
                f"{report.accesses:,} accesses recorded. " + CANNOT_SEE)

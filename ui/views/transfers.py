@@ -79,15 +79,24 @@ def show_bandwidth(curves: BandwidthCurves) -> None:
     for note in curves.notes:
         if note != SIMULATED_NOTE:
             st.warning(note, icon=":material/warning:")
-    st.markdown("**Plateaus, in words**")
+    simulated = curves.backend == "simulator"
+    if simulated:  # every copy is a NumPy copy: its "bandwidth" is this CPU's memcpy, not a link's
+        st.markdown("**Plateaus, in words — SIMULATED:** each copy here is a NumPy copy in this machine's memory, "
+                    "so these figures describe no PCIe link and no GPU.")
+    else:
+        st.markdown("**Plateaus, in words**")
     st.markdown("\n".join(f"- {p.sentence}" for p in curves.plateaus()))
     h2d_pinned, h2d_pageable = curves.plateau("h2d", "pinned"), curves.plateau("h2d", "pageable")
-    if h2d_pinned and h2d_pageable and h2d_pageable.peak_gbps > 0:
+    if not simulated and h2d_pinned and h2d_pageable and h2d_pageable.peak_gbps > 0:  # pinning is not simulated
         st.markdown(f"- Pinned H2D reaches **{format_factor(h2d_pinned.peak_gbps / h2d_pageable.peak_gbps)}** pageable H2D's best bandwidth.")
     frame = curves.to_frame()
-    st.altair_chart(transfers_charts.bandwidth_chart(frame, [p.to_dict() for p in curves.plateaus()], describe_bandwidth(curves)), width="stretch")
-    with st.expander("Bandwidth table"):
-        st.dataframe(bandwidth_table(curves), hide_index=True, width="stretch")
+    subtitle = ("SIMULATED: NumPy copies, not a PCIe link · " if simulated else "") + describe_bandwidth(curves)
+    st.altair_chart(transfers_charts.bandwidth_chart(frame, [p.to_dict() for p in curves.plateaus()], subtitle), width="stretch")
+    with st.expander("Bandwidth table" + (" (simulated)" if simulated else "")):
+        table = bandwidth_table(curves)
+        if simulated:
+            table = table.rename(columns={c: c.replace("(GB/s)", "(GB/s, simulated)") for c in table.columns})
+        st.dataframe(table, hide_index=True, width="stretch")
     left, right = st.columns(2)
     left.download_button("Download bandwidth (JSON)", json.dumps(curves.to_dict(), indent=2), file_name="transfers_bandwidth.json", mime="application/json", key="bw_download_json")
     right.download_button("Download bandwidth samples (CSV)", frame.to_csv(index=False), file_name="transfers_bandwidth.csv", mime="text/csv", key="bw_download_csv")
@@ -113,11 +122,13 @@ def describe_strategies(result: StrategyComparison) -> str:
 def strategy_table(result: StrategyComparison) -> pd.DataFrame:
     """Per strategy, fastest first: medians per vector add (ms), memory, agreement, what it does."""
     rows = []
+    tag = " (simulated)" if result.backend == "simulator" else ""  # every time column says whose time it is
     for s in result.ranking:
-        row = {"strategy": s.label, "end to end (ms)": s.cost_s * 1e3, "samples": s.total.n_samples,
+        # times as "436 ms", "22.2 µs": a unit that fits each, not 435.6701 or 0.0222 ms; "—" where a phase does not exist
+        row = {"strategy": s.label, f"end to end{tag}": format_seconds(s.cost_s), "samples": s.total.n_samples,
                "marks": "n<3" if s.few_samples else ""}  # beside the figure: fewer than 3 samples, spread unknown
         for phase, label in (("h2d", "H2D"), ("launch", "launch"), ("kernel", "kernel"), ("d2h", "D2H"), ("span", "copies + kernels, span")):
-            row[f"{label} (ms)"] = s.phase_cost_s(phase) * 1e3 if phase in s.phases else None
+            row[f"{label}{tag}"] = format_seconds(s.phase_cost_s(phase)) if phase in s.phases else "—"
         row.update({"host memory": s.host_memory, "bit-identical": s.agreement.passed, "what it does": s.description})
         rows.append(row)
     return pd.DataFrame(rows)
@@ -131,15 +142,8 @@ def show_agreement(result: StrategyComparison) -> None:
         st.error(f"Results differ from NumPy for: {', '.join(bad)}. See the table below.", icon=":material/error:")
 
 
-def show_strategies(result: StrategyComparison) -> None:
-    """Agreement, the verdict, metrics, the breakdown, the timeline, table and downloads."""
-    for note in result.notes:
-        if note != SIMULATED_NOTE:
-            st.warning(note, icon=":material/warning:")
-    show_agreement(result)
-    st.info(verdict(result))
-    for key, why in result.skipped.items():
-        st.caption(f"Not run: {STRATEGIES[key]} — {why}.")
+def show_strategy_metrics(result: StrategyComparison) -> None:
+    """On a GPU: the winner, what chunking bought, and how much the two engines overlapped."""
     cols = st.columns(3)
     if result.winner is not None:
         cols[0].metric(f"Fastest: {result.winner.label}", format_seconds(result.winner.cost_s), help="Median wall-clock time per vector add (for data kept on the device: per kernel run, copies amortised).")
@@ -147,7 +151,42 @@ def show_strategies(result: StrategyComparison) -> None:
         cols[1].metric("Chunked streams vs one chunk", format_factor(result.chunked_speedup), help="Median end to end of the one-chunk pinned run ÷ the chunked run's (same buffers, same code).")
     if result.overlap is not None:
         cols[2].metric("Chunked timeline with two engines busy", f"{result.overlap:.0%}", help="Share of the chunked run's span during which copies and kernels (or both copy directions) ran at once, from the engine lanes.")
-    subtitle = describe_strategies(result)
+
+
+def show_strategy_facts(result: StrategyComparison) -> None:
+    """The simulator's comparison, headed by what is real there: agreement and what each strategy moves.
+
+    No strategy wins in the simulator (pinning, streams and overlap are not simulated), so no
+    winner, speedup or overlap is a headline; the simulated times stay in the chart and table, tagged.
+    """
+    cols = st.columns(4)
+    agreeing = sum(s.agreement.passed for s in result.strategies.values())
+    cols[0].metric("Strategies agree", f"{agreeing} of {len(result.strategies)}", help="Each strategy's c checked bit for bit against NumPy.")
+    cols[1].metric("Strategies run here", f"{len(result.strategies)} of {len(result.strategies) + len(result.skipped)}",
+                   help="The ones not run are named below, with why.")
+    cols[2].metric("Copied per vector add", format_bytes(result.bytes_moved),
+                   help=f"a and b to the device, c back: {result.bytes_moved:,} bytes (unless the data stays on the device).")
+    cols[3].metric("Chunks on streams", f"{result.chunks} on {result.streams}", help="The chunked strategy's split; one-chunk runs the same code on one stream.")
+    st.caption("Which strategy wins cannot be known here: copies are NumPy copies, pinned memory is ordinary memory and streams run "
+               "one after another. The times below are the simulator's, marked simulated; the page's verdict needs a GPU.")
+
+
+def show_strategies(result: StrategyComparison) -> None:
+    """Agreement, the verdict, metrics, the breakdown, the timeline, table and downloads."""
+    for note in result.notes:
+        if note != SIMULATED_NOTE:
+            st.warning(note, icon=":material/warning:")
+    show_agreement(result)
+    simulated = result.backend == "simulator"
+    if simulated:  # no winner can be named here: lead with what is real
+        show_strategy_facts(result)
+    else:
+        st.info(verdict(result))
+    for key, why in result.skipped.items():
+        st.caption(f"Not run: {STRATEGIES[key]} — {why}.")
+    if not simulated:
+        show_strategy_metrics(result)
+    subtitle = ("SIMULATED, not GPU times · " if simulated else "") + describe_strategies(result)  # first: a long subtitle is cut at its end
     frame = result.to_frame()
     order = [s.key for s in result.ranking]
     st.altair_chart(transfers_charts.strategy_breakdown_chart(frame, order, subtitle), width="stretch")

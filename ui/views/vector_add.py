@@ -78,13 +78,22 @@ def show_agreement(run: VectorAddRun) -> None:
     if skipped:
         st.caption(f"Not checked (not run): {', '.join(cpu.LABELS[s] for s in skipped)}.")
     with st.expander("Agreement details"):
-        st.dataframe(pd.DataFrame(rows), hide_index=True)
+        st.dataframe(agreement_table(rows), hide_index=True)
+
+
+def agreement_table(rows: list[dict]) -> pd.DataFrame:
+    """``BitAgreement.to_dict()`` rows with the names a reader knows, not the code's."""
+    names = {**cpu.LABELS, "gpu": "GPU kernel"}
+    table = pd.DataFrame(rows)
+    table["implementation"] = [names.get(i, i) for i in table["implementation"]]
+    return table.rename(columns={"n": "elements compared", "identical": "bit-identical", "mismatches": "elements that differ",
+                                 "max_abs_diff": "max |difference|", "allclose": "within np.allclose", "passed": "agrees"})
 
 
 def show_metrics(run: VectorAddRun) -> None:
     """Speedups in words ("about 320x faster than NumPy"), times and bandwidth with units."""
     simulated = run.backend == "simulator"
-    if run.gpu_capped:
+    if run.gpu_capped or simulated:  # a simulated time is never a headline, nor a ratio against one
         show_capped_metrics(run)
         return
     cols = st.columns(4)
@@ -109,8 +118,11 @@ def show_metrics(run: VectorAddRun) -> None:
 
 
 def show_capped_metrics(run: VectorAddRun) -> None:
-    """The CPU at the user's N and the simulated kernel at its cap: times only, no ratio between two sizes."""
-    st.caption(f"Your CPU at N = {run.n:,}, measured now; the simulated kernel at N = {run.kernel_n:,}, the simulator's cap.")
+    """In the simulator: your CPU's times at your N (real, measured now) and the launch's shape; no GPU time."""
+    where = (f"the simulated kernel ran at N = {run.kernel_n:,}, the simulator's cap" if run.gpu_capped
+             else f"the simulated kernel ran at the same N")
+    st.caption(f"Your CPU at N = {run.n:,}, measured now; {where}. Simulated kernel times are in the chart and table below, "
+               "marked simulated: the simulator runs each GPU thread in Python, so they say nothing about a GPU.")
     cols = st.columns(4)
     for col, name in zip(cols, ("python", "numpy", "numba-parallel")):
         timing = run.cpu.get(name)
@@ -120,9 +132,10 @@ def show_capped_metrics(run: VectorAddRun) -> None:
         else:
             col.metric(label, ("estimate " if timing.estimated else "") + format_seconds(timing.median_s),
                        help=timing.skipped or f"Median of {timing.stats.n_samples} samples at N = {run.n:,} on this machine's CPU, measured now.")
-    cols[3].metric(f"Simulated kernel (N = {run.kernel_n:,})", format_seconds(run.gpu["kernel"].median_s),
-                   help="Wall clock of Numba's CUDA simulator at its cap: not GPU performance, and not at your N. "
-                        "The recorded real GPU's figures are beside your CPU's above.")
+    idle = run.blocks_per_grid * run.threads_per_block - run.kernel_n
+    cols[3].metric("GPU launch", f"{run.blocks_per_grid:,} × {run.threads_per_block}",
+                   help=f"Blocks × threads per block at N = {run.kernel_n:,}: {idle:,} idle threads, masked off by the guard. "
+                        "The recorded real GPU's times are beside your CPU's above.")
 
 
 def _ratio(factor: float) -> str:
@@ -151,9 +164,12 @@ def stats_table(run: VectorAddRun) -> pd.DataFrame:
         n_of = charts.label_measures(frame).groupby("measure")["n"].first()
         table["N"] = table["measure"].map(n_of)
         columns.insert(1, "N")
-    return table[columns].rename(
-        columns={"median_ms": "median (ms)", "min_ms": "min (ms)", "max_ms": "max (ms)"}
-    )
+    if run.backend == "simulator":  # each GPU row says whose time it is
+        gpu_rows = table["measure"].isin([*charts.GPU_PHASE_ORDER, charts.MEASURE_LABELS[("gpu", "total")]])
+        table.loc[gpu_rows, "measure"] = table.loc[gpu_rows, "measure"] + " (simulated)"
+    for col in ("median_ms", "min_ms", "max_ms"):  # "1.16 s", "912 ns": a unit that fits, not 1164.6192 or 0.0009 ms
+        table[col] = [format_seconds(ms / 1e3) for ms in table[col]]
+    return table[columns].rename(columns={"median_ms": "median", "min_ms": "min", "max_ms": "max"})
 
 
 def show_run(run: VectorAddRun) -> None:
@@ -171,7 +187,7 @@ def show_run(run: VectorAddRun) -> None:
     if run.backend == "simulator":
         cpu_vs_recorded.show_vector_add(run)
     show_metrics(run)
-    subtitle = describe(run)
+    subtitle = ("GPU times SIMULATED, not GPU performance · " if run.backend == "simulator" else "") + describe(run)  # first: long subtitles are cut at the end
     frame = run.to_frame()
     if run.gpu_capped:  # two sizes: never on one axis
         st.altair_chart(charts.time_comparison_chart(frame[frame["implementation"] != "gpu"], f"your CPU, measured now, at N = {run.n:,}"), width="stretch")
@@ -196,7 +212,7 @@ def show_run(run: VectorAddRun) -> None:
                           help="One row per sample: implementation, phase, sample, seconds, estimated, n. The run's settings and device are in the JSON download.")
     if article is not None:
         st.subheader("As in the article")
-        gpu_at = " (simulated)" if run.gpu_capped else ""
+        gpu_at = " (simulated)" if run.backend == "simulator" else ""
         if article.n < run.n:
             st.caption(f"The article's method ran at N = {article.n:,}, the simulator's cap, on both sides, so its speedup compares one N; "
                        f"your CPU at N = {run.n:,} is compared with the recorded GPU above.")
