@@ -56,3 +56,14 @@ def test_kernels_page_shows_each_steps_facts_and_ptx():
     assert any("What the simulator cannot tell" in c.value for c in at.caption)
     at.selectbox(key="kernels.compile_target").set_value("sm_89").run()
     assert "**transpose_padded_kernel** compiled here for NVIDIA L4 / RTX 40 series (sm_89)" in markdown_text(at)
+
+
+def test_kernels_page_occupancy_uses_the_block_size_of_the_form_not_the_launches_default():
+    """Reduction runs 128 threads per block in the simulator: the facts table says so, not 256."""
+    at = AppTest.from_file(str(ROOT / "pages/7_Kernels.py"), default_timeout=180).run()
+    at.selectbox(key="kernels.kernel").set_value("reduction").run()
+    assert not at.exception
+    table = next(d.value for d in at.dataframe if "registers per thread" in d.value.columns)
+    assert set(table["threads per block"]) == {128}
+    assert all("at 128 threads/block" in o for o in table["occupancy"] if o)
+    assert "at 256 threads" not in markdown_text(at)

@@ -63,6 +63,20 @@ def test_lists_runs_newest_first_with_simulated_runs_labelled(db):
     assert any("2 ran in the CUDA simulator" in c.value for c in at.caption)
 
 
+def test_runs_table_headers_are_declared_labels_and_whole_numbers_read_as_integers(db):
+    ids = _seed(db)
+    imported = {**_result("vector-add", 512, "cuda", "Tesla T4", [1e-3]), "n": 512.0, "imported": True}
+    open_store(db).save(imported, versions={})
+    at = _page()
+    table = at.dataframe[0].value
+    raw = {"threads_per_block", "n", "repeats", "created_at"}
+    assert not raw & set(table.columns), list(table.columns)
+    assert {"N", "Threads per block"} <= set(table.columns)
+    cells = table.astype(str).to_numpy().ravel()
+    assert "512" in set(cells) and not any(c.endswith(".0") for c in cells)
+    assert "1,000,000" in set(table["N"])
+
+
 def test_filters_by_experiment_device_and_backend(db):
     _seed(db)
     at = _page()
@@ -86,12 +100,14 @@ def test_compares_selected_runs_in_one_chart(db):
     spec = json.loads(at.get("vega_lite_chart")[0].proto.spec)
     assert "simulator timings are not GPU performance" in json.dumps(spec["title"])
     assert "2 saved runs" in json.dumps(spec["title"])
-    assert spec["layer"][0]["encoding"]["y"]["scale"]["type"] == "log"
+    assert spec["layer"][0]["encoding"]["x"]["scale"]["type"] == "log"
+    assert spec["layer"][0]["encoding"]["y"]["field"] == "measure"  # measure names read horizontally, not rotated
     summary = at.dataframe[1].value  # medians per run and measure, under the chart
     assert set(summary["run"]) == {f"{ids[0][:8]} vector-add (sim)", f"{ids[1][:8]} vector-add (sim)"}
     assert set(summary["measure"]) == {"Kernel", "H2D copy", "NumPy"}
     kernel = summary[(summary["measure"] == "Kernel") & summary["run"].str.startswith(ids[0][:8])]
-    assert kernel["median (ms)"].iloc[0] == pytest.approx(1.5)
+    assert kernel["median"].iloc[0] == "1.5 ms"  # in units, not a bare 1.5000
+    assert summary["max"].str.match(r"^[0-9.]+ (s|ms|µs|ns)$").all()
 
 
 def test_compare_chart_builder_puts_each_sample_and_median_per_run():
@@ -107,11 +123,11 @@ def test_compare_chart_builder_puts_each_sample_and_median_per_run():
     spec = compare_chart(samples).to_dict()
     dots, ticks = spec["layer"]
     assert dots["mark"]["type"] == "circle" and ticks["mark"]["type"] == "tick"
-    assert dots["encoding"]["color"]["field"] == "run" and dots["encoding"]["xOffset"]["field"] == "run"
+    assert dots["encoding"]["color"]["field"] == "run" and dots["encoding"]["yOffset"]["field"] == "run"
     assert {t.get("title") for t in dots["encoding"]["tooltip"]} >= {"time (ms)", "sample #"}
     medians = spec["datasets"][ticks["data"]["name"]]
     assert {round(m["median_ms"], 6) for m in medians if m["measure"] == "Kernel"} == {1.5, 2.0}
-    assert dots["encoding"]["y"]["axis"]["values"] == [1.0, 10.0]  # one tick and grid line per decade, no minor grid
+    assert dots["encoding"]["x"]["axis"]["values"] == [1.0, 10.0]  # one tick and grid line per decade, no minor grid
 
 
 def test_exports_csv_and_json_and_offers_no_delete(db):

@@ -55,6 +55,10 @@ def test_vector_add_run_shows_agreement_and_a_chart_of_the_phases():
     for measure in ("H2D copy", "Kernel", "D2H copy", "GPU end to end", "NumPy", "Python loop"):
         assert measure in specs
     assert any("Results match: True" in c.value for c in at.code)  # the article's lines
+    # in words: the method ran and matched, the CPU time; no simulated GPU-vs-CPU ratio
+    words = " ".join(c.value for c in at.caption) + " ".join(i.value for i in at.info)
+    assert "the article's method ran (in the CUDA simulator) and the results matched" in words
+    assert "slower than" not in words and "faster than" not in words
     # in the simulator no simulated time or ratio is a headline: your CPU's times and the launch (honest pages)
     metrics = {m.label: m.value for m in at.metric}
     assert set(metrics) == {"Your Python loop", "Your NumPy", "Your Numba parallel", "GPU launch"}, metrics

@@ -72,3 +72,16 @@ def test_history_lists_saved_kernels_with_their_code(tmp_path, monkeypatch):
     assert set(table["Problem"]) == {get("vector-add").title} and "threads_per_block" not in table.columns
     assert list(table["Kernel time"]) == ["not timed (simulator)", "1 ms"]
     assert any("# grace's kernel" in c.value for c in at.code)
+
+
+def test_history_drops_timing_columns_when_every_shown_kernel_is_simulated(tmp_path, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("KERNEL_LAB_DB", str(tmp_path / "history.sqlite3"))
+    SubmissionStore().save(Verdict("vector-add", "simulator", status="passed"), "# grace's kernel\n", "grace")
+    at = AppTest.from_file("../pages/5_History.py", default_timeout=60).run()
+    assert not at.exception, at.exception
+    table = next(df.value for df in at.dataframe if "Problem" in df.value.columns)
+    assert list(table["Name"]) == ["grace"]
+    assert not {"Kernel time", "GB/s", "Share of peak", "vs the lab's kernel"} & set(table.columns)
+    assert any("does not time them" in c.value for c in at.caption)

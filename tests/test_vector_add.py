@@ -149,3 +149,16 @@ def test_four_per_thread_kernel_is_bit_identical_and_covers_every_element(thread
         stats = time_resident_kernel(vector_add_ilp_kernel, blocks, threads_per_block, a, b, out, RepeatPolicy.count(1, warmup=0))
         assert stats.n_samples == 1
         np.testing.assert_array_equal(out, a + b, err_msg=f"N={n}")
+
+
+def test_article_in_words_states_a_ratio_on_a_gpu_only():
+    from dataclasses import replace
+
+    from gpu.report.vector_add import article_in_words
+
+    article = run_article_method(300, 256)
+    simulated = article_in_words(replace(article, backend="simulator"))
+    assert "the results matched" in simulated and "the Python loop took" in simulated
+    assert "slower" not in simulated and "faster" not in simulated
+    on_gpu = article_in_words(replace(article, backend="cuda", cpu_time_s=1.0, gpu_time_s=0.01))
+    assert "about 100x faster than the Python loop" in on_gpu

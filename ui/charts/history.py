@@ -98,6 +98,33 @@ def samples_frame(records: Iterable[RunRecord]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["run_id", "run", "experiment", "device", "backend", "simulated", "created_at", "measure", "sample", "seconds"])
 
 
+def param_labels() -> dict[str, str]:
+    """Column header per parameter name, from the declared ``Param.label``.
+
+    One column holds a parameter across experiments, so where declarations word it
+    differently ("N (elements per vector)", "N (float32 values)") the shortest wording
+    without its parenthesis stands for all ("N").
+    """
+    found: dict[str, list[str]] = {}
+    for e in experiments():
+        for p in e.params:
+            found.setdefault(p.name, [])
+            if p.label not in found[p.name]:
+                found[p.name].append(p.label)
+    return {name: labels[0] if len(labels) == 1 else min((lab.split(" (")[0] for lab in labels), key=len) for name, labels in found.items()}
+
+
+def readable_cell(value: Any) -> Any:
+    """Whole numbers as integers with thousands separators (an imported 512.0 reads 512)."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float) and value.is_integer():
+        return f"{int(value):,}"
+    return value
+
+
 def _compact(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return f"{len(value)} values" if len(value) > 4 else ", ".join(str(v) for v in value)
@@ -147,23 +174,25 @@ def compare_subtitle(samples: pd.DataFrame) -> str:
 def compare_chart(samples: pd.DataFrame, subtitle: str | None = None) -> alt.Chart:
     """Selected runs side by side: every sample as a dot, the median as a tick, per measure.
 
-    Log y axis (measures span microseconds to seconds); one colour per run; tooltips in ms.
+    Measures as rows, log x axis (measures span microseconds to seconds); one colour per
+    run; tooltips in ms.
     """
     data = samples.assign(ms=samples["seconds"] * 1e3)
     data = data[data["seconds"] > 0]
     medians = data.groupby(["run", "measure"], as_index=False).agg(median_ms=("ms", "median"), samples=("ms", "size"), device=("device", "first"), backend=("backend", "first"))
     order = list(dict.fromkeys(m for m in _measure_order(data["measure"].unique())))
-    x = alt.X("measure:N", sort=order, title=None, axis=alt.Axis(labelAngle=-40, labelLimit=260, labelOverlap=False, labelFontSize=10))
-    y_title = "time per repeat (ms, log scale)"
+    # Measures down the side, time across: long measure names stay horizontal and whole.
+    y = alt.Y("measure:N", sort=order, title=None, axis=alt.Axis(labelLimit=320, labelFontSize=11))
+    x_title = "time per repeat (ms, log scale)"
     axis = log_axis(data["ms"])  # one labelled tick and grid line per decade, no minor grid
     color = alt.Color("run:N", title="run", legend=alt.Legend(orient="bottom", columns=2, labelLimit=320))
     dots = (
         alt.Chart(data)
         .mark_circle(size=28, opacity=0.45)
         .encode(
-            x=x,
-            xOffset=alt.XOffset("run:N"),
-            y=alt.Y("ms:Q", scale=alt.Scale(type="log"), title=y_title, axis=axis),
+            y=y,
+            yOffset=alt.YOffset("run:N"),
+            x=alt.X("ms:Q", scale=alt.Scale(type="log"), title=x_title, axis=axis),
             color=color,
             tooltip=[
                 alt.Tooltip("run:N"),
@@ -179,9 +208,9 @@ def compare_chart(samples: pd.DataFrame, subtitle: str | None = None) -> alt.Cha
         alt.Chart(medians)
         .mark_tick(thickness=2.5, size=14)
         .encode(
-            x=x,
-            xOffset=alt.XOffset("run:N"),
-            y=alt.Y("median_ms:Q", scale=alt.Scale(type="log"), title=y_title, axis=axis),
+            y=y,
+            yOffset=alt.YOffset("run:N"),
+            x=alt.X("median_ms:Q", scale=alt.Scale(type="log"), title=x_title, axis=axis),
             color=color,
             tooltip=[
                 alt.Tooltip("run:N"),
@@ -194,7 +223,7 @@ def compare_chart(samples: pd.DataFrame, subtitle: str | None = None) -> alt.Cha
         )
     )
     title = alt.TitleParams("Saved runs compared: time per measure", subtitle=subtitle or compare_subtitle(samples), anchor="start")
-    return alt.layer(dots, ticks).properties(title=title, height=380, autosize=alt.AutoSizeParams(type="fit-x", contains="padding"))
+    return alt.layer(dots, ticks).properties(title=title, height=alt.Step(16), autosize=alt.AutoSizeParams(type="fit-x", contains="padding"))
 
 
 def _measure_order(measures: Iterable[str]) -> list[str]:

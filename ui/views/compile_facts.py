@@ -9,6 +9,8 @@ pays for it once per kernel, target and toolkit.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import streamlit as st
 
 from gpu.core.arch import DEFAULT_TARGET, TARGETS, Target, target_for_cc
@@ -118,13 +120,20 @@ def show_kernel_facts(kernel, key: str) -> None:
     simulator_line()
 
 
-def show_steps_facts(kernels: list, key: str) -> dict[int, CompileFacts]:
+def show_steps_facts(kernels: list, key: str, threads_per_block: list[int | None] | None = None) -> dict[int, CompileFacts]:
     """The target picker for a page's steps, compiled together; returns facts by the
-    kernel's position in ``kernels`` (missing where a kernel declares no launch)."""
+    kernel's position in ``kernels`` (missing where a kernel declares no launch).
+
+    ``threads_per_block[i]``, where given, is kernel i's block size in the run or form shown:
+    occupancy depends on it, and the LAUNCHES default (256) is not what a 128-thread run used.
+    """
     if toolkit().problem:
         st.warning(toolkit().problem)
         return {}
     requests = {i: r for i, k in enumerate(kernels) if (r := request_of(k)) is not None}
+    for i, tpb in enumerate(threads_per_block or ()):
+        if tpb and i in requests:
+            requests[i] = replace(requests[i], threads_per_block=int(tpb))
     cols = st.columns([1, 2])
     with cols[0]:
         target = target_picker(key)
@@ -132,7 +141,7 @@ def show_steps_facts(kernels: list, key: str) -> dict[int, CompileFacts]:
         st.caption(f"Each step below is compiled here for {target.label} by NVVM and ptxas: registers, spills, shared "
                    "memory and theoretical occupancy are static facts from the compiler, not measurements.")
     facts = cached_facts(tuple(requests.values()), target.name)
-    numbers = {c: st.column_config.NumberColumn(format="localized") for c in ("registers per thread", "spilled bytes", "shared memory (bytes)")}
+    numbers = {c: st.column_config.NumberColumn(format="localized") for c in ("threads per block", "registers per thread", "spilled bytes", "shared memory (bytes)")}
     st.dataframe(facts_table(facts), hide_index=True, width="stretch", column_config=numbers)
     simulator_line()
     return dict(zip(requests, facts))
@@ -146,6 +155,7 @@ def facts_table(facts) -> "pd.DataFrame":
     for f in facts:
         rows.append({
             "kernel": f.kernel,
+            "threads per block": f.threads_per_block,
             "registers per thread": f.registers_per_thread if f.ok else None,
             "spilled bytes": f.spill_stores_bytes if f.ok else None,
             "shared memory (bytes)": f.shared_memory_bytes if f.ok else None,

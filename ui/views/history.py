@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import pandas as pd
 import streamlit as st
 
+from gpu.core.timing import format_seconds
 from gpu.service.store import HistoryStore, RunRecord, StoreError
 from ui.charts.history import (
     article_entry,
@@ -22,6 +23,8 @@ from ui.charts.history import (
     gpus_bandwidth_chart,
     gpus_time_chart,
     has_samples,
+    param_labels,
+    readable_cell,
     run_label,
     runs_frame,
     samples_frame,
@@ -119,6 +122,7 @@ def show_runs_table(records: list[RunRecord]) -> pd.DataFrame:
     if "created_at" in shown:
         shown = shown.assign(created_at=shown["created_at"].map(readable_time)).rename(columns={"created_at": "measured"})
     shown = shown.astype(object).where(shown.notna(), "—")  # a parameter a run does not have (a sweep's single N)
+    shown = shown.map(readable_cell).rename(columns=param_labels())
     st.dataframe(shown, hide_index=True, width="stretch", key="history.table")
     return table
 
@@ -134,10 +138,10 @@ def show_comparison(chosen: list[RunRecord]) -> None:
     if len({r.experiment for r in chosen}) > 1:
         st.caption("These runs come from different experiments: only measures with the same name are comparable.")
     st.altair_chart(compare_chart(samples, compare_subtitle(samples)), width="stretch")
-    summary = samples.groupby(["run", "measure"], as_index=False).agg(median_ms=("seconds", "median"), min_ms=("seconds", "min"), max_ms=("seconds", "max"), samples=("seconds", "size"))
-    for col in ("median_ms", "min_ms", "max_ms"):
-        summary[col] = summary[col] * 1e3
-    st.dataframe(summary.rename(columns={"median_ms": "median (ms)", "min_ms": "min (ms)", "max_ms": "max (ms)"}), hide_index=True, width="stretch")
+    summary = samples.groupby(["run", "measure"], as_index=False).agg(median=("seconds", "median"), min=("seconds", "min"), max=("seconds", "max"), samples=("seconds", "size"))
+    for col in ("median", "min", "max"):  # each in its own unit (µs to s), not a bare 135.2716
+        summary[col] = summary[col].map(format_seconds)
+    st.dataframe(summary, hide_index=True, width="stretch")
 
 
 def export_ui(records: list[RunRecord], table: pd.DataFrame) -> None:

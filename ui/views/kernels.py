@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import pandas as pd
 import streamlit as st
@@ -206,12 +207,34 @@ def show_run(run: KernelRun) -> None:
                           key="kernels.download_csv", icon=":material/download:")
 
 
+def step_threads(spec: KernelSpec, params: dict | None) -> list[int | None]:
+    """Each step's threads per block with ``params`` (a 2-D block counts x × y); None where unknown."""
+    found: list[int | None] = []
+    for step in spec.steps:
+        try:
+            block = step.block(params or {})
+        except (KeyError, TypeError, ValueError):  # no parameters to size it from
+            found.append(None)
+            continue
+        found.append(math.prod(int(b) for b in block) if isinstance(block, tuple) else int(block))
+    return found
+
+
 def show_sources(spec: KernelSpec) -> None:
-    """Each step's source: what changed and why, then the code with changed lines marked + (and removed ones −)."""
+    """Each step's source: what changed and why, then the code with changed lines marked + (and removed ones −).
+
+    Each step's block is sized by the run shown (else the form's defaults here), so the
+    compiler's occupancy is the one that run used, not the LAUNCHES default."""
+    from gpu.core.backend import BACKEND
+    from gpu.experiments.registry import get
+
+    shown = latest(spec.key)
+    params = shown.params if shown is not None else get(spec.key).defaults(BACKEND.simulated)
     st.subheader("The steps, and what changed")
     st.caption("Lines marked + are new or changed since the previous step; lines marked − were removed. "
                "Each kernel's docstring is the prose above its code.")
-    compiled = show_steps_facts([step.kernel for step in spec.steps], key="kernels.compile_target")  # issue 17
+    compiled = show_steps_facts([step.kernel for step in spec.steps], key="kernels.compile_target",  # issue 17
+                                threads_per_block=step_threads(spec, params))
     for i, (source, step) in enumerate(zip(step_sources(spec), spec.steps)):
         needs = f" — needs {step.needs}: GPU only" if step.needs else ""
         with st.expander(f"{source.label}: {step.changed} ({source.changed} lines changed){needs}", expanded=False):

@@ -16,10 +16,18 @@ from gpu.problems import problems
 MAX_SHOWN = 500  # newest first; a class of 30 writing 15 problems fits
 
 
+TIMING_COLUMNS = ("Kernel time", "GB/s", "Share of peak", "vs the lab's kernel", "Ranked")
+
+
 def submissions_frame(entries) -> pd.DataFrame:
-    """One row per saved submission, in words (no raw identifiers, no None)."""
+    """One row per saved submission, in words (no raw identifiers, no None).
+
+    When every entry comes from the simulator (which checks kernels but does not time
+    them) the timing columns would be all blanks, so they are left out.
+    """
+    entries = list(entries)
     titles = {p.key: p.title for p in problems()}
-    return pd.DataFrame([{
+    frame = pd.DataFrame([{
         "Passed at (UTC)": e.created_at.replace("T", " ")[:16],
         "Problem": titles.get(e.problem, e.problem),
         "Name": e.name,
@@ -31,6 +39,9 @@ def submissions_frame(entries) -> pd.DataFrame:
         "Ranked": "yes" if e.ranked else "no (faster than the memory roof allows)",
         "Id": e.id[:8],
     } for e in entries])
+    if entries and all(e.backend == "simulator" for e in entries):
+        frame = frame.drop(columns=list(TIMING_COLUMNS))
+    return frame
 
 
 def show_submissions() -> None:
@@ -52,7 +63,7 @@ def show_submissions() -> None:
                             placeholder="every problem")
     shown = [e for e in entries if not chosen or e.problem in chosen]
     st.caption(f"{len(shown):,} passing submissions, newest first" + (f" (the newest {MAX_SHOWN:,})" if len(entries) == MAX_SHOWN else "")
-               + ". In the simulator kernels are checked, not timed.")
+               + ". The simulator checks kernels but does not time them.")
     st.dataframe(submissions_frame(shown), hide_index=True, width="stretch")
     pick = st.selectbox("Show the code of", range(len(shown)), key="history.submission_code",
                         format_func=lambda i: f"{shown[i].name} · {titles.get(shown[i].problem, shown[i].problem)} · {shown[i].created_at[:16].replace('T', ' ')}")

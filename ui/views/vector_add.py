@@ -18,7 +18,7 @@ from gpu.core.limits import (
 )
 from gpu.core.timing import ALLOCATION_RULE, format_seconds
 from gpu.experiments.vector_add import EXPERIMENT, VectorAddRun
-from gpu.report.vector_add import explain_difference
+from gpu.report.vector_add import article_in_words, explain_difference
 from gpu.report.words import format_gbps, times_words
 from ui.charts import common as charts
 from ui.forms import stale_key
@@ -232,6 +232,5 @@ def show_run(run: VectorAddRun) -> None:
             ),
             language=None,
         )
-        if article.backend == "simulator":
-            st.caption(f"In words: the article's “GPU speedup” here means the simulated GPU was {times_words(article.speedup, 'the Python loop', simulated=True)}.")
+        st.caption(article_in_words(article))
         st.info(explain_difference(article, run), icon=":material/lightbulb:")
