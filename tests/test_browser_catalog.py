@@ -16,7 +16,9 @@ def test_kernels_then_roofline_in_one_session(page, app_url):
     page.goto(f"{app_url}/Kernels")
     wait_for_app(page)
     page.get_by_text("CUDA simulator — timings are not GPU performance").first.wait_for()
-    page.get_by_test_id("stSelectbox").first.click()
+    box = page.get_by_role("combobox", name="Kernel")  # typed, not only clicked: see test_browser_compile.py
+    box.click()
+    box.press_sequentially("Matrix")
     page.get_by_role("option", name="Matrix multiply").click()
     wait_for_app(page)
     n_box = page.get_by_label("N (the matrices are N × N)", exact=True)

@@ -17,10 +17,12 @@ def test_inspector_shows_the_compilers_facts_and_switches_target(page, app_url):
     page.get_by_text("static facts from the compiler, not measurements", exact=False).first.wait_for()
     page.get_by_text("What the simulator cannot tell", exact=False).first.wait_for()
 
-    # pick the T4: the sentence follows. Wait for the script to finish first: a rerun still
-    # drawing the page (the trace section below) closes a dropdown opened meanwhile.
-    wait_for_app(page)
-    page.get_by_test_id("stSelectbox").filter(has_text="Compile for").first.click()
+    # pick the T4: the sentence follows. Type into the picker rather than only clicking it: a
+    # click can land while the page's script is still drawing (the trace below) and leave
+    # the box focused but closed; typing opens the filtered list whatever the timing.
+    box = page.get_by_role("combobox", name="Compile for")
+    box.click()
+    box.press_sequentially("sm_75")
     page.get_by_role("option", name="T4 · sm_75").click()
     page.get_by_text("compiled here for NVIDIA T4 (sm_75)", exact=False).first.wait_for(timeout=120_000)
     page.get_by_text("PTX for sm_75", exact=False).first.click()
