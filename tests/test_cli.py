@@ -104,7 +104,7 @@ def test_gpu_check_stdout_and_check_md_start_with_the_simulator_warning(tmp_path
     def tiny(ctx):
         return check.Section("tiny", "Tiny", True, {}, "nothing measured")
 
-    monkeypatch.setattr(check, "SECTIONS", [tiny])
+    monkeypatch.setattr(check, "declared_sections", lambda: [tiny])  # the CLI runs every declared section
     main(["check", "--out", str(tmp_path), "--quick"])
     assert capsys.readouterr().out.splitlines()[0] == SIMULATOR_LINE
     assert (tmp_path / "check.md").read_text().splitlines()[0] == f"**{SIMULATOR_LINE}**"
