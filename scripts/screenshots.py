@@ -16,6 +16,7 @@ After the pages come the panels docs/ shows alone (``PANELS``: on_a_real_gpu, ve
 from __future__ import annotations
 
 import argparse
+from contextlib import contextmanager
 import os
 import re
 import socket
@@ -88,6 +89,40 @@ def wait_idle(page, timeout_ms: int = 180_000) -> None:
     page.wait_for_timeout(1500)  # vega draws after the script finishes
 
 
+
+@contextmanager
+def serving_app(db: str | None = None):
+    """``streamlit run app.py`` on a free port (a throwaway history database unless ``db`` or
+    $KERNEL_LAB_DB names one) and Debian's chromium: yields (url, browser); stops both after."""
+    port = free_port()
+    db = db or os.environ.get("KERNEL_LAB_DB") or str(Path(tempfile.mkdtemp()) / "history.sqlite3")
+    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port), "--server.headless", "true"],
+                            cwd=ROOT, env={**os.environ, "KERNEL_LAB_DB": db}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://localhost:{port}"
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                urllib.request.urlopen(f"{url}/_stcore/health", timeout=2)
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.3)
+        from playwright.sync_api import sync_playwright
+
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=os.environ.get("KERNEL_LAB_CHROMIUM", "/usr/bin/chromium"), headless=True,
+                                         args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+            try:
+                yield url, browser
+            finally:
+                browser.close()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("out")
@@ -106,57 +141,33 @@ def main() -> int:
         parser.error(f"no page called {unknown[0]!r}; the sidebar's pages: {', '.join(known)}; panels: {', '.join(PANELS)}")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    port = free_port()
-    db = Path(tempfile.mkdtemp()) / "history.sqlite3"
-    env = {**os.environ, "KERNEL_LAB_DB": os.environ.get("KERNEL_LAB_DB", str(db))}
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port), "--server.headless", "true"],
-                            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://localhost:{port}"
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                urllib.request.urlopen(f"{url}/_stcore/health", timeout=2)
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.3)
-        from playwright.sync_api import sync_playwright
-
-        with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=os.environ.get("KERNEL_LAB_CHROMIUM", "/usr/bin/chromium"), headless=True,
-                                         args=["--no-sandbox", "--disable-gpu"])
-            for name in names:
-                if name in PANELS:
-                    save_panel(browser, url, name, out)
-                    continue
-                path = known[name]
-                context = browser.new_context(viewport={"width": args.width, "height": 1000})
-                page = context.new_page()
-                page.set_default_timeout(180_000)
-                page.goto(f"{url}/{path}")
-                wait_idle(page)
-                if args.run:
-                    button = (page.get_by_role("button", name=args.button, exact=True) if args.button
-                              else page.locator('button[data-testid^="stBaseButton-primary"]').filter(visible=True))
-                    if button.count():  # pages with nothing to run (Home, History...) have no primary button
-                        button.first.click()
-                        wait_idle(page)
-                for text in args.click:
-                    page.get_by_text(text, exact=False).filter(visible=True).first.click()
+    with serving_app() as (url, browser):
+        for name in names:
+            if name in PANELS:
+                save_panel(browser, url, name, out)
+                continue
+            path = known[name]
+            context = browser.new_context(viewport={"width": args.width, "height": 1000})
+            page = context.new_page()
+            page.set_default_timeout(180_000)
+            page.goto(f"{url}/{path}")
+            wait_idle(page)
+            if args.run:
+                button = (page.get_by_role("button", name=args.button, exact=True) if args.button
+                          else page.locator('button[data-testid^="stBaseButton-primary"]').filter(visible=True))
+                if button.count():  # pages with nothing to run (Home, History...) have no primary button
+                    button.first.click()
                     wait_idle(page)
-                # Streamlit scrolls inside its main section: grow the viewport to its height first
-                height = page.evaluate("() => { const m = document.querySelector('[data-testid=\"stMain\"]'); return m ? m.scrollHeight : 1000; }")
-                page.set_viewport_size({"width": args.width, "height": min(max(int(height) + 40, 1000), 16000)})
-                page.wait_for_timeout(1500)
-                page.screenshot(path=str(out / f"{name}.png"), full_page=True)
-                print(out / f"{name}.png", flush=True)
-                context.close()
-            browser.close()
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+            for text in args.click:
+                page.get_by_text(text, exact=False).filter(visible=True).first.click()
+                wait_idle(page)
+            # Streamlit scrolls inside its main section: grow the viewport to its height first
+            height = page.evaluate("() => { const m = document.querySelector('[data-testid=\"stMain\"]'); return m ? m.scrollHeight : 1000; }")
+            page.set_viewport_size({"width": args.width, "height": min(max(int(height) + 40, 1000), 16000)})
+            page.wait_for_timeout(1500)
+            page.screenshot(path=str(out / f"{name}.png"), full_page=True)
+            print(out / f"{name}.png", flush=True)
+            context.close()
     return 0
 
 

@@ -10,17 +10,13 @@ section's heading down).
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 import tempfile
-import time
-import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from screenshots import ROOT, free_port, wait_idle  # noqa: E402
+from screenshots import serving_app, wait_idle  # noqa: E402
 
 
 def missing_sync() -> str:
@@ -43,60 +39,38 @@ def section(page, heading: str, out: Path, width: int, above: int = 20) -> None:
 def main() -> int:
     out = Path(sys.argv[1])
     out.mkdir(parents=True, exist_ok=True)
-    width, port = 1400, free_port()
-    env = {**os.environ, "KERNEL_LAB_DB": str(Path(tempfile.mkdtemp()) / "history.sqlite3")}
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port), "--server.headless", "true"],
-                            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://localhost:{port}"
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                urllib.request.urlopen(f"{url}/_stcore/health", timeout=2)
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.3)
-        from playwright.sync_api import sync_playwright
-
-        with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=os.environ.get("KERNEL_LAB_CHROMIUM", "/usr/bin/chromium"), headless=True,
-                                         args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
-            page = browser.new_page(viewport={"width": width, "height": 1000})
-            page.set_default_timeout(180_000)
-            page.goto(f"{url}/Kernels")
-            wait_idle(page)
-            page.locator('[data-testid="stSelectbox"]').first.click()
-            page.get_by_role("option", name="Matrix transpose").click()
-            wait_idle(page)
-            page.get_by_text("Trace every step").click()
-            wait_idle(page)
-            section(page, "What the trace shows", out / "kernels_trace.png", width)
-            page.set_viewport_size({"width": width, "height": 1000})
-            page.goto(f"{url}/Launch_config")
-            wait_idle(page)
-            page.get_by_text("Trace both kernels").click()
-            wait_idle(page)
-            section(page, "Coalesced and strided: the same data, read two ways", out / "launch_trace.png", width)
-            page.set_viewport_size({"width": width, "height": 1000})
-            page.goto(f"{url}/Write_a_kernel")
-            wait_idle(page)
-            page.locator('[data-testid="stSelectbox"]').first.click()
-            page.get_by_role("option", name="7. Shared memory").click()
-            wait_idle(page)
-            area = page.get_by_label("Your kernel").last  # the previous problem's text area may linger in the DOM
-            area.fill(missing_sync())
-            area.press("Control+Enter")
-            wait_idle(page)
-            page.get_by_role("button", name="Run", exact=True).click()
-            page.get_by_text("What the trace shows").first.wait_for()
-            wait_idle(page)
-            section(page, "What the trace shows", out / "write_a_kernel_trace.png", width, above=120)
-            browser.close()
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+    width = 1400
+    with serving_app(str(Path(tempfile.mkdtemp()) / "history.sqlite3")) as (url, browser):
+        page = browser.new_page(viewport={"width": width, "height": 1000})
+        page.set_default_timeout(180_000)
+        page.goto(f"{url}/Kernels")
+        wait_idle(page)
+        page.locator('[data-testid="stSelectbox"]').first.click()
+        page.get_by_role("option", name="Matrix transpose").click()
+        wait_idle(page)
+        page.get_by_text("Trace every step").click()
+        wait_idle(page)
+        section(page, "What the trace shows", out / "kernels_trace.png", width)
+        page.set_viewport_size({"width": width, "height": 1000})
+        page.goto(f"{url}/Launch_config")
+        wait_idle(page)
+        page.get_by_text("Trace both kernels").click()
+        wait_idle(page)
+        section(page, "Coalesced and strided: the same data, read two ways", out / "launch_trace.png", width)
+        page.set_viewport_size({"width": width, "height": 1000})
+        page.goto(f"{url}/Write_a_kernel")
+        wait_idle(page)
+        page.locator('[data-testid="stSelectbox"]').first.click()
+        page.get_by_role("option", name="7. Shared memory").click()
+        wait_idle(page)
+        area = page.get_by_label("Your kernel").last  # the previous problem's text area may linger in the DOM
+        area.fill(missing_sync())
+        area.press("Control+Enter")
+        wait_idle(page)
+        page.get_by_role("button", name="Run", exact=True).click()
+        page.get_by_text("What the trace shows").first.wait_for()
+        wait_idle(page)
+        section(page, "What the trace shows", out / "write_a_kernel_trace.png", width, above=120)
     return 0
 
 
