@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import replace
+from functools import lru_cache
 from pathlib import Path
 
 from gpu.experiments.base import PageLink
@@ -21,6 +22,11 @@ HOME = "app.py"
 
 def declared_link(path: Path, app_dir: Path = APP_DIR) -> PageLink | None:
     """The ``PAGE = PageLink(...)`` a page file states, or None; ValueError when it is not plain literals."""
+    return _declared_link(path, app_dir, path.stat().st_mtime_ns)
+
+
+@lru_cache(maxsize=256)  # every page draws the sidebar on every rerun: parse a file again only when it changed
+def _declared_link(path: Path, app_dir: Path, _mtime_ns: int) -> PageLink | None:
     tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
     for node in tree.body:
         if not (isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["PAGE"]):
