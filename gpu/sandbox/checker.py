@@ -22,7 +22,6 @@ import math
 from dataclasses import dataclass
 
 MAX_SOURCE_BYTES = 20_000  # a kernel file is a few hundred lines at most
-MAX_TOP_LEVEL_POWER = 64  # a constant like 2 ** 10 ** 10 would spin the host before any limit applies
 # A block's shared memory is at most 48 KiB without opting in (and 227 KiB on an H100 with it); a
 # thread's local array this size already spills. Larger shapes are mistakes, and in the simulator
 # (where they are NumPy arrays per block or per thread) a way to exhaust the host's memory.
@@ -47,6 +46,12 @@ CUDA_API = {
     "shared": ("array",), "local": ("array",), "const": ("array_like",),
     "atomic": ("add", "sub", "max", "min", "inc", "dec", "exch", "cas", "and_", "or_", "xor"),
 }
+# cuda.* names that are values (read, or stored in a name); every other cuda.* name is a function, only called.
+CUDA_VALUES = ("threadIdx", "blockIdx", "blockDim", "gridDim", "laneid", "warpsize")
+JIT_OPTIONS = ("device", "fastmath", "inline")
+# Constants are folded here, in the app's process, so each step is bounded before it is computed.
+MAX_CONSTANT = 2 ** 64
+MAX_FLOAT32 = 3.4028234663852886e38
 ARRAY_ATTRIBUTES = ("size", "shape", "ndim", "x", "y", "z")
 MATH_NAMES = tuple(name for name in dir(math) if not name.startswith("_"))
 
@@ -101,9 +106,23 @@ def check_source(source: str, kernel_name: str, n_args: int) -> Checked:
     if len(source.encode("utf-8", "replace")) > MAX_SOURCE_BYTES:
         raise Refusal("size", 0, f"the source is over {MAX_SOURCE_BYTES:,} bytes; a kernel file needs far less")
     try:
-        tree = ast.parse(source, filename="submission.py")
+        return _check_tree(_parse(source), kernel_name, n_args)
+    except (RecursionError, MemoryError):
+        # Only the nesting can cause these at this size: say so instead of "the harness failed".
+        raise Refusal("complexity", 0, "the source nests too deeply to check (thousands of brackets or operators "
+                      "in one expression); split it into simpler statements") from None
+
+
+def _parse(source: str) -> ast.Module:
+    try:
+        return ast.parse(source, filename="submission.py")
     except SyntaxError as exc:
         raise Refusal("syntax", exc.lineno or 0, f"Python cannot parse this: {exc.msg}") from None
+    except ValueError as exc:  # a NUL byte, or text that is not valid Unicode
+        raise Refusal("syntax", 0, f"Python cannot parse this: {exc}") from None
+
+
+def _check_tree(tree: ast.Module, kernel_name: str, n_args: int) -> Checked:
     imports: dict[str, str] = {}
     constants: list[str] = []
     values: dict[str, object] = {}
@@ -117,8 +136,9 @@ def check_source(source: str, kernel_name: str, n_args: int) -> Checked:
         elif isinstance(node, ast.Assign):
             names = _check_constant(node, imports, constants)
             constants.extend(names)
+            value = _fold(node.value, values, imports, node.lineno, strict=True)
             for name in names:
-                values[name] = _value(node.value, values)
+                values[name] = value
         elif isinstance(node, ast.FunctionDef):
             if node.name in functions or node.name in imports or node.name in constants:
                 raise Refusal("redefinition", node.lineno, f"{node.name!r} is defined twice")
@@ -190,30 +210,6 @@ def _check_constant(node: ast.Assign, imports: dict, constants: list[str]) -> li
             raise Refusal("redefinition", node.lineno, f"{target.id!r} is an import; it cannot be reassigned")
         names.append(target.id)
 
-    def constant(expr: ast.AST) -> None:
-        if isinstance(expr, ast.Constant) and isinstance(expr.value, (int, float, bool)):
-            return
-        if isinstance(expr, ast.Name) and expr.id in constants:
-            return
-        if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, (ast.USub, ast.UAdd)):
-            return constant(expr.operand)
-        if isinstance(expr, ast.BinOp) and not isinstance(expr.op, ast.MatMult):
-            if isinstance(expr.op, ast.Pow) and not (isinstance(expr.right, ast.Constant) and isinstance(expr.right.value, int)
-                                                     and 0 <= expr.right.value <= MAX_TOP_LEVEL_POWER):
-                raise Refusal("constant", node.lineno, f"a power at the top level needs a literal exponent of at most {MAX_TOP_LEVEL_POWER}")
-            constant(expr.left)
-            return constant(expr.right)
-        if isinstance(expr, ast.Tuple):
-            for element in expr.elts:
-                constant(element)
-            return
-        if (isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and imports.get(expr.func.id) == "dtype"
-                and len(expr.args) == 1 and not expr.keywords):
-            return constant(expr.args[0])
-        raise Refusal("constant", node.lineno, "a top-level assignment must be a constant: numbers, earlier constants, "
-                      "arithmetic on them, tuples of them, or a dtype call such as float32(0.2)")
-
-    constant(node.value)
     return names
 
 
@@ -230,12 +226,14 @@ def _check_decorator(node: ast.FunctionDef, imports: dict) -> bool:
         raise Refusal("decorator", deco.lineno, message)
     device = False
     if call:
-        for arg in call.args:
-            if not (isinstance(arg, ast.Constant) and isinstance(arg.value, str)):
-                raise Refusal("decorator", deco.lineno, "@cuda.jit's positional argument may only be a signature string")
+        if call.args:
+            # numba-cuda eval()s a signature string as Python: no learner-written string is ever evaluated.
+            raise Refusal("decorator", deco.lineno, "@cuda.jit takes no positional argument here: the problem fixes the "
+                          "signature, so write @cuda.jit without a signature string")
         for kw in call.keywords:
-            if kw.arg not in ("device", "fastmath", "inline", "lineinfo", "max_registers") or not isinstance(kw.value, ast.Constant):
-                raise Refusal("decorator", deco.lineno, "@cuda.jit accepts only device=, fastmath=, inline=, lineinfo= or max_registers= with constant values")
+            if kw.arg not in JIT_OPTIONS or not (isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, bool)):
+                raise Refusal("decorator", deco.lineno, f"@cuda.jit accepts only {', '.join(o + '=True/False' for o in JIT_OPTIONS)} "
+                              f"here{'' if kw.arg in JIT_OPTIONS else f'; {kw.arg}= is not available in the lab'}")
             device = device or (kw.arg == "device" and kw.value.value is True)
     args = node.args
     if args.vararg or args.kwarg or args.kwonlyargs or args.defaults or args.kw_defaults or args.posonlyargs:
@@ -247,32 +245,100 @@ def _check_decorator(node: ast.FunctionDef, imports: dict) -> bool:
     return device
 
 
-def _value(expr: ast.AST, values: dict):
-    """The value of a checked constant expression, or None where it is not a plain number or tuple."""
-    try:
-        if isinstance(expr, ast.Constant):
-            return expr.value
-        if isinstance(expr, ast.Name):
-            return values.get(expr.id)
-        if isinstance(expr, ast.UnaryOp):
-            v = _value(expr.operand, values)
-            return None if v is None else (-v if isinstance(expr.op, ast.USub) else v)
-        if isinstance(expr, ast.Tuple):
-            items = [_value(e, values) for e in expr.elts]
-            return None if any(i is None for i in items) else tuple(items)
-        if isinstance(expr, ast.Call):  # a dtype call: float32(0.5)
-            return _value(expr.args[0], values)
-        if isinstance(expr, ast.BinOp):
-            a, b = _value(expr.left, values), _value(expr.right, values)
-            if not isinstance(a, (int, float)) or not isinstance(b, (int, float)):
-                return None
-            ops = {ast.Add: lambda: a + b, ast.Sub: lambda: a - b, ast.Mult: lambda: a * b, ast.FloorDiv: lambda: a // b,
-                   ast.Div: lambda: a / b, ast.Mod: lambda: a % b, ast.Pow: lambda: a ** b, ast.LShift: lambda: a << b,
-                   ast.RShift: lambda: a >> b}
-            return ops[type(expr.op)]() if type(expr.op) in ops else None
-    except (ArithmeticError, ValueError, TypeError, KeyError):
-        return None
-    return None
+class _NotConstant(Exception):
+    """An expression that is not a compile-time constant (a shape read from a parameter, say)."""
+
+
+_INT_RANGES = {"int8": 8, "int16": 16, "int32": 32, "int64": 64}
+_UINT_RANGES = {"uint8": 8, "uint16": 16, "uint32": 32, "uint64": 64}
+
+
+def _fold(expr: ast.AST, values: dict, imports: dict, line: int, strict: bool):
+    """The value of a constant expression, every step bounded before it is computed.
+
+    Numbers only (ints below 2**64 in size, finite floats), tuples of them as literals, earlier
+    constants, dtype calls in their type's range. ``strict`` (a top-level assignment) refuses
+    anything else; otherwise a non-constant raises ``_NotConstant`` and the caller decides.
+    A value out of bounds is refused either way: it would be computed before any limit applies.
+    """
+    def too_big(what: str) -> Refusal:
+        return Refusal("constant", line, f"{what}: constants here stay below 2**64 (and floats finite), "
+                       "so they are checked instantly; a kernel never needs more")
+
+    def fold(e: ast.AST):
+        if isinstance(e, ast.Constant) and isinstance(e.value, (bool, int, float)):
+            return bounded(e.value)
+        if isinstance(e, ast.Name) and e.id in values:
+            return values[e.id]
+        if isinstance(e, ast.UnaryOp) and isinstance(e.op, (ast.USub, ast.UAdd)):
+            v = fold(e.operand)
+            if isinstance(v, tuple):
+                raise not_constant()
+            return -v if isinstance(e.op, ast.USub) else v
+        if isinstance(e, ast.Tuple) and len(e.elts) <= 8:
+            items = tuple(fold(x) for x in e.elts)
+            if any(isinstance(x, tuple) for x in items):
+                raise not_constant()
+            return items
+        if (isinstance(e, ast.Call) and isinstance(e.func, ast.Name) and imports.get(e.func.id) == "dtype"
+                and len(e.args) == 1 and not e.keywords):
+            return dtype(e.func.id, fold(e.args[0]))
+        if isinstance(e, ast.BinOp):
+            a, b = fold(e.left), fold(e.right)
+            if isinstance(a, tuple) or isinstance(b, tuple):
+                raise Refusal("constant", line, "arithmetic on tuples ((0,) * n) is not allowed in a constant; write the tuple out")
+            return bounded(binop(e.op, a, b))
+        raise not_constant()
+
+    def not_constant() -> Exception:
+        if strict:
+            return Refusal("constant", line, "a top-level assignment must be a constant: numbers, earlier constants, "
+                           "arithmetic on them, tuples of them, or a dtype call such as float32(0.2)")
+        return _NotConstant()
+
+    def bounded(v):
+        if isinstance(v, float) and not math.isfinite(v):
+            raise too_big("this constant is not a finite number")
+        if isinstance(v, int) and abs(v) >= MAX_CONSTANT:
+            raise too_big("this constant is too large")
+        return v
+
+    def binop(op: ast.operator, a, b):
+        both_int = isinstance(a, int) and isinstance(b, int)
+        try:
+            if isinstance(op, ast.Pow):
+                if both_int and b >= 0 and abs(a) > 1 and b >= 64:
+                    raise too_big(f"{a} ** {b} is too large")
+                return a ** b if both_int else math.pow(a, b)
+            if isinstance(op, (ast.LShift, ast.RShift, ast.BitAnd, ast.BitOr, ast.BitXor)):
+                if not both_int:
+                    raise Refusal("constant", line, "bit operations need integers")
+                if isinstance(op, ast.LShift) and b >= 64:
+                    raise too_big(f"{a} << {b} is too large")
+            operations = {ast.Add: lambda: a + b, ast.Sub: lambda: a - b, ast.Mult: lambda: a * b,
+                          ast.FloorDiv: lambda: a // b, ast.Div: lambda: a / b, ast.Mod: lambda: a % b,
+                          ast.LShift: lambda: a << b, ast.RShift: lambda: a >> b, ast.BitAnd: lambda: a & b,
+                          ast.BitOr: lambda: a | b, ast.BitXor: lambda: a ^ b}
+            if type(op) not in operations:
+                raise not_constant()
+            return operations[type(op)]()  # operands are below 2**64, so every result is small
+        except (ZeroDivisionError, OverflowError, ValueError, TypeError) as exc:
+            raise Refusal("constant", line, f"this constant cannot be computed: {exc}") from None
+
+    def dtype(name: str, v):
+        if isinstance(v, tuple):
+            raise not_constant()
+        if name.startswith("float") and abs(v) > (MAX_FLOAT32 if name == "float32" else 1.7976931348623157e308):
+            raise too_big(f"{v!r} does not fit in {name}")
+        bits = _INT_RANGES.get(name)
+        if bits and not -(2 ** (bits - 1)) <= v < 2 ** (bits - 1):
+            raise Refusal("constant", line, f"{name}({v!r}) overflows: {name} holds {-(2 ** (bits - 1))} to {2 ** (bits - 1) - 1}")
+        bits = _UINT_RANGES.get(name)
+        if bits and not 0 <= v < 2 ** bits:
+            raise Refusal("constant", line, f"{name}({v!r}) overflows: {name} holds 0 to {2 ** bits - 1}")
+        return v
+
+    return fold(expr)
 
 
 def _check_array_sizes(fn: ast.FunctionDef, imports: dict, values: dict) -> None:
@@ -284,7 +350,10 @@ def _check_array_sizes(fn: ast.FunctionDef, imports: dict, values: dict) -> None
         if not (isinstance(root, ast.Name) and imports.get(root.id) == "cuda" and path[0] in ("shared", "local")):
             continue
         shape_node = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "shape"), None)
-        shape = _value(shape_node, values) if shape_node is not None else None
+        try:
+            shape = _fold(shape_node, values, imports, node.lineno, strict=False) if shape_node is not None else None
+        except _NotConstant:
+            shape = None
         dims = shape if isinstance(shape, tuple) else (shape,)
         if not dims or not all(isinstance(d, int) and d > 0 for d in dims):
             raise Refusal("array-shape", node.lineno, f"cuda.{path[0]}.array needs a shape of positive integer constants "
@@ -304,7 +373,8 @@ def _attribute_path(node: ast.Attribute) -> tuple[ast.AST, list[str]]:
     return node, parts[::-1]
 
 
-def _check_attribute(node: ast.Attribute, imports: dict, local: set, module_names: set) -> None:
+def _check_attribute(node: ast.Attribute, imports: dict, local: set, module_names: set,
+                     called: set = frozenset(), inner: set = frozenset()) -> None:
     root, path = _attribute_path(node)
     if isinstance(root, ast.Name):
         _check_name_use(root, imports, module_names, local)  # an unknown root (os.getpid) is named as such
@@ -318,6 +388,10 @@ def _check_attribute(node: ast.Attribute, imports: dict, local: set, module_name
             if first not in CUDA_API or len(path) > 2 or (len(path) == 2 and path[1] not in CUDA_API[first]):
                 raise Refusal("cuda-api", node.lineno, f"cuda.{'.'.join(path)} is not part of the kernel API allowed here "
                               "(threadIdx/blockIdx/blockDim/gridDim, grid, gridsize, syncthreads, shared.array, local.array, atomic.*, shfl_*_sync, ...)")
+            if id(node) not in inner and id(node) not in called and first not in CUDA_VALUES:
+                # `make = cuda.local.array; make(1 << 28, float32)` would pass every size rule: allow by what is called
+                raise Refusal("cuda-api", node.lineno, f"cuda.{'.'.join(path)} may only be called here (write cuda.{'.'.join(path)}(...)), "
+                              "not stored in a name or passed along")
             return
         if kind == "math":
             if len(path) != 1 or path[0] not in MATH_NAMES:
@@ -341,7 +415,10 @@ def _check_body(fn: ast.FunctionDef, imports: dict, module_names: set) -> None:
             raise Refusal("redefinition", fn.lineno, f"parameter {a.arg!r} hides an import or a top-level definition; choose another name")
     body = fn.body[1:] if fn.body and isinstance(fn.body[0], ast.Expr) and isinstance(fn.body[0].value, ast.Constant) else fn.body
     for statement in body:
-        for node in ast.walk(statement):
+        nodes = list(ast.walk(statement))
+        called = {id(n.func) for n in nodes if isinstance(n, ast.Call)}
+        inner = {id(n.value) for n in nodes if isinstance(n, ast.Attribute)}
+        for node in nodes:
             line = getattr(node, "lineno", fn.lineno)
             if not isinstance(node, BODY_NODES):
                 raise Refusal("kernel-subset", line, f"{_words(node)} is not part of the Numba CUDA subset allowed in a kernel")
@@ -357,7 +434,7 @@ def _check_body(fn: ast.FunctionDef, imports: dict, module_names: set) -> None:
             elif isinstance(node, ast.Attribute):
                 if isinstance(node.ctx, ast.Store):
                     raise Refusal("attribute-assignment", line, "assigning to an attribute is not allowed (write to array elements with a[i] = ...)")
-                _check_attribute(node, imports, local, module_names)
+                _check_attribute(node, imports, local, module_names, called, inner)
             elif isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes)):
                 # a kernel has no use for text, and "x" * 10 ** 10 would fill the host's memory in the simulator
                 raise Refusal("constant", line, "strings are not allowed in a kernel (only its docstring)")
