@@ -71,7 +71,7 @@ cuda-wheels: | $(PY)
 	  major=$$(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -n1 | cut -d. -f1); \
 	  if [ "$$major" -ge 580 ]; then extra=cu13; else extra=cu12; fi; \
 	  echo "NVIDIA driver $$major found: installing numba-cuda[$$extra]"; \
-	  $(PIP) install "numba-cuda[$$extra]>=0.30,<0.31"; \
+	  $(PIP) install "numba-cuda[$$extra]==0.30.4"; \
 	  echo "installing nvidia-ml-py for GPU telemetry (clocks, temperature, power, throttling)"; \
 	  $(PIP) install "nvidia-ml-py>=13,<14"; \
 	else \
@@ -91,7 +91,7 @@ $(VENV)/.compiler: $(VENV)/.runtime
 	  if [ "$$major" -ge 580 ]; then extra=cu13; fi; \
 	fi; \
 	echo "installing the CUDA compiler wheels numba-cuda[$$extra] and nvidia-cuda-nvdisasm (the compile gate needs them)"; \
-	$(PIP) install "numba-cuda[$$extra]>=0.30,<0.31" "nvidia-cuda-nvdisasm>=13.2,<14"
+	$(PIP) install "numba-cuda[$$extra]==0.30.4" "nvidia-cuda-nvdisasm>=13.2,<14"
 	touch $@
 
 # On a GPU machine: the GPU-only tests, `gpu compile` on the device and `gpu check`,

@@ -1,13 +1,17 @@
 """Write SUMMARY.md for a `make gpu-verify` folder: device, versions, what passed, and the
 catalog targets met / not met / not measurable, read from check.json and compile.json.
 
-Usage: python scripts/gpu_verify_summary.py DIR [--tests-rc N] [--compile-rc N] [--check-rc N] [--seconds S]
+Usage: python scripts/gpu_verify_summary.py DIR [--tests-rc N] [--compile-rc N] [--check-rc N] [--pages-rc N] [--seconds S]
+
+Exit status: 0 only when every step passed, at least one GPU-only test ran and none was skipped
+(a skip on a GPU means the real backend was not used for that test).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 
@@ -31,7 +35,31 @@ def _load(path: Path):
         return None
 
 
-def summary(folder: Path, tests_rc: int | None, compile_rc: int | None, check_rc: int | None, seconds: float | None) -> str:
+def gpu_test_counts(folder: Path) -> tuple[int, int] | None:
+    """(tests run, tests skipped) from pytest-gpu.xml, or None without a readable report."""
+    try:
+        root = ET.parse(folder / "pytest-gpu.xml").getroot()
+    except (OSError, ET.ParseError):
+        return None
+    suites = [root] if root.tag == "testsuite" else list(root.iter("testsuite"))
+    return (sum(int(s.get("tests", 0)) for s in suites), sum(int(s.get("skipped", 0)) for s in suites))
+
+
+def failures(folder: Path, rcs: dict) -> list[str]:
+    """Every reason this verification did not pass (empty when it passed)."""
+    reasons = [f"{name} exited {rc}" for name, rc in rcs.items() if rc not in (None, 0)]
+    counts = gpu_test_counts(folder)
+    if counts is None:
+        reasons.append("no GPU-only test report (pytest-gpu.xml)")
+    elif counts[0] == 0:
+        reasons.append("no GPU-only test ran")
+    elif counts[1]:
+        reasons.append(f"{counts[1]} of {counts[0]} GPU-only tests were skipped on a GPU")
+    return reasons
+
+
+def summary(folder: Path, tests_rc: int | None, compile_rc: int | None, check_rc: int | None, seconds: float | None,
+            pages_rc: int | None = None) -> str:
     check = _load(folder / "check.json")
     compiled = _load(folder / "compile.json")
     verdict = lambda rc: "not run" if rc is None else ("passed" if rc == 0 else f"FAILED (exit {rc})")  # noqa: E731
@@ -51,8 +79,14 @@ def summary(folder: Path, tests_rc: int | None, compile_rc: int | None, check_rc
         f"- check (`python -m gpu check`, check.json/check.md): {verdict(check_rc)}"
         + (f", overall {'PASS' if check.get('passed') else 'FAIL'}" if check else ""),
     ]
+    counts = gpu_test_counts(folder)
+    if counts:
+        lines.append(f"- GPU-only tests run: {counts[0]}, skipped: {counts[1]} (a skip on a GPU fails the run)")
+    lines.append(f"- pages (`scripts/gpu_pages.py`, pages.json): {verdict(pages_rc)}")
     if seconds is not None:
         lines.append(f"- wall time: {seconds:.0f} s")
+    reasons = failures(folder, {"tests": tests_rc, "compile": compile_rc, "check": check_rc, "pages": pages_rc})
+    lines.append(f"- **verification: {'PASSED' if not reasons else 'FAILED: ' + '; '.join(reasons)}**")
     if compiled and compiled["failed"]:
         lines += ["", "## Kernels that did not compile", ""]
         lines += [f"- {k['kernel']} for {k['target']}: {(k['error'] or '').splitlines()[0][:200]}" for k in compiled["kernels"] if not k["ok"]]
@@ -76,14 +110,15 @@ def summary(folder: Path, tests_rc: int | None, compile_rc: int | None, check_rc
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("folder", type=Path)
-    for name in ("tests", "compile", "check"):
+    for name in ("tests", "compile", "check", "pages"):
         parser.add_argument(f"--{name}-rc", type=int, default=None)
     parser.add_argument("--seconds", type=float, default=None)
     args = parser.parse_args()
-    text = summary(args.folder, args.tests_rc, args.compile_rc, args.check_rc, args.seconds)
+    text = summary(args.folder, args.tests_rc, args.compile_rc, args.check_rc, args.seconds, args.pages_rc)
     (args.folder / "SUMMARY.md").write_text(text)
     print(text)
-    return 0
+    rcs = {"tests": args.tests_rc, "compile": args.compile_rc, "check": args.check_rc, "pages": args.pages_rc}
+    return 1 if failures(args.folder, rcs) else 0
 
 
 if __name__ == "__main__":

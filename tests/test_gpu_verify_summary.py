@@ -37,4 +37,5 @@ def test_summary_sorts_catalog_targets_into_met_not_met_and_not_measurable(tmp_p
 
 def test_summary_of_a_folder_where_nothing_ran_says_so(tmp_path):
     text = module.summary(tmp_path, None, None, None, None)
-    assert text.count("not run") == 3
+    assert text.count("not run") == 4  # tests, compile, check, pages
+    assert "verification: FAILED" in text

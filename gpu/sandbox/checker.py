@@ -4,6 +4,8 @@ In the simulator a kernel is plain Python running on the host, so this check is 
 keeps a submission off the machine there; on a GPU it keeps the module's top level (which
 runs on the host) down to constants. Everything is allow-listed, nothing is deny-listed:
 
+- decorators: `@cuda.jit` with at most device=, fastmath=, inline= as True/False (a signature string is
+  eval()ed by numba-cuda, so none is accepted: the problem fixes the signature);
 - top level: a docstring, ``from numba import cuda`` and named dtypes, ``import math`` /
   ``from math import NAME``, constant assignments, and ``@cuda.jit`` function definitions;
 - bodies: assignments, ``for``/``while``/``if``, arithmetic, comparisons, subscripts, and
@@ -241,7 +243,7 @@ def _check_decorator(node: ast.FunctionDef, imports: dict) -> bool:
     for a in args.args:
         _check_name(a.arg, node.lineno)
     if node.returns is not None or any(a.annotation is not None for a in args.args):
-        raise Refusal("signature", node.lineno, "annotations are not allowed; put a signature string in @cuda.jit(...) if you need one")
+        raise Refusal("signature", node.lineno, "annotations are not allowed: the problem fixes the signature")
     return device
 
 
