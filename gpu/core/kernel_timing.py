@@ -174,6 +174,7 @@ def time_on_device(
     telemetry: bool = True,
     ops=None,
     clock: Clock = time.perf_counter,
+    reset: Callable[[], None] | None = None,
 ) -> KernelTiming:
     """Time ``kernel[grid, block, stream](*args)`` alone on device arrays ``args``, per ``policy``.
 
@@ -189,6 +190,9 @@ def time_on_device(
     - ``l2_bytes``: the L2 size; read from the device when None.
     - ``telemetry``: read NVML before and after (False when the caller monitors a longer run).
     - ``ops`` / ``clock``: the device seam and the clock (tests pass fakes).
+    - ``reset``: queues the outputs' reset on ``stream`` before every attempt, outside the
+      events. A retried attempt has already run the kernel once: a kernel that adds into its
+      output (a histogram, a dot product) would otherwise be checked on a doubled result.
 
     Raises HoldExpired when a sample's hold expires ``MAX_HOLD_RETRIES + 1`` times in a row,
     TypeError when an argument is a host array, ValueError for a kernel and ``queue`` together.
@@ -222,6 +226,8 @@ def time_on_device(
     def once() -> dict[str, float]:
         nonlocal hold_ns
         for attempt in range(MAX_HOLD_RETRIES + 1):
+            if reset is not None:
+                reset()  # before the flush and the synchronise: never inside the timed events
             flush_and_settle(ops, stream, flush_l2)  # a no-op where there is no L2 to flush
             handle = ops.hold(stream, hold_ns) if hold else None
             start.record(stream)
