@@ -245,7 +245,11 @@ def test_eight_sessions_spread_over_both_gpus_one_run_at_a_time_all_saved(cluste
 def test_a_worker_killed_mid_run_fails_only_that_run_and_the_queue_goes_on(cluster):
     import ray
 
-    victim, others = _session(n=4096, repeats=4), [_session() for _ in range(3)]
+    from gpu.core.backend import BACKEND
+
+    # A run that lasts seconds in the simulator at hand (the lab's runs 4,096 elements in milliseconds).
+    victim = _session(n=(1 << 20) if BACKEND.lab_simulator else 4096, repeats=4)
+    others = [_session() for _ in range(3)]
     before = open_store().count()
     t_victim = threading.Thread(target=_submit, args=(victim,))
     t_victim.start()

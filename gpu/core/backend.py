@@ -6,6 +6,11 @@ so this module must run first: every module in ``gpu`` imports ``cuda`` from her
 Rule: if ``NUMBA_ENABLE_CUDASIM`` is already set, respect it. Otherwise probe the CUDA
 driver library directly (``cuInit`` and a device count, through ctypes, without
 importing numba.cuda) and fall back to the simulator when there is no usable GPU.
+
+Which simulator: the lab's own (``gpu/sim``, docs/simulator.md) unless
+``KERNEL_LAB_SIMULATOR=numba`` asks for numba-cuda's. Either way ``cuda`` here is what
+kernels are written against: ``numba.cuda`` on a GPU and under numba-cuda's simulator,
+``gpu.sim.cuda`` (the lab's ``jit``, numba-cuda's simulated memory) under the lab's.
 """
 
 from __future__ import annotations
@@ -17,22 +22,35 @@ import sys
 from dataclasses import dataclass
 
 _ENV = "NUMBA_ENABLE_CUDASIM"
+SIMULATOR_ENV = "KERNEL_LAB_SIMULATOR"  # "lab" (the default) or "numba"
+SIMULATORS = ("lab", "numba")
 
 
 @dataclass(frozen=True)
 class Backend:
-    """Where kernels run: ``kind`` is "cuda" or "simulator"; ``reason`` says why."""
+    """Where kernels run: ``kind`` is "cuda" or "simulator"; ``reason`` says why.
+
+    ``engine`` is "cuda" on a GPU, else which simulator runs kernels: "lab" (gpu/sim) or
+    "numba" (numba-cuda's).
+    """
 
     kind: str
     reason: str
+    engine: str = "cuda"
 
     @property
     def simulated(self) -> bool:
         return self.kind == "simulator"
 
     @property
+    def lab_simulator(self) -> bool:
+        return self.simulated and self.engine == "lab"
+
+    @property
     def label(self) -> str:
-        return "CUDA simulator" if self.simulated else "CUDA"
+        if not self.simulated:
+            return "CUDA"
+        return "Kernel Lab's CUDA simulator" if self.engine == "lab" else "Numba's CUDA simulator"
 
 
 def probe_driver() -> str | None:
@@ -71,7 +89,15 @@ def _decide() -> str:
     if why_not is None:
         return "a CUDA driver and device were found"
     os.environ[_ENV] = "1"
-    return f"{why_not}; using Numba's CUDA simulator"
+    return f"{why_not}; using a CUDA simulator"
+
+
+def simulator_choice() -> str:
+    """The simulator ``KERNEL_LAB_SIMULATOR`` names ("lab" when unset); a bad value is an error that says so."""
+    raw = os.environ.get(SIMULATOR_ENV, "lab").strip().lower() or "lab"
+    if raw not in SIMULATORS:
+        raise ValueError(f"{SIMULATOR_ENV} must be one of {', '.join(SIMULATORS)}, not {raw!r}")
+    return raw
 
 
 _reason = _decide()
@@ -88,9 +114,14 @@ from numba.cuda import config as _cuda_config  # noqa: E402
 
 # Report what numba actually chose: if numba.cuda was imported before this module,
 # its choice stands whatever the environment says now.
+_simulated = bool(_cuda_config.ENABLE_CUDASIM)
+_engine = simulator_choice() if _simulated else "cuda"
 BACKEND = Backend(
-    kind="simulator" if _cuda_config.ENABLE_CUDASIM else "cuda",
-    reason=_reason,
+    kind="simulator" if _simulated else "cuda",
+    reason=_reason + (f"; {'Kernel Lab' if _engine == 'lab' else 'Numba'}'s simulator runs the kernels" if _simulated else ""),
+    engine=_engine,
 )
+if BACKEND.lab_simulator:
+    from gpu.sim import cuda  # noqa: E402, F811  (kernels are written against this `cuda`)
 
-__all__ = ["BACKEND", "Backend", "cuda", "probe_driver"]
+__all__ = ["BACKEND", "SIMULATORS", "SIMULATOR_ENV", "Backend", "cuda", "probe_driver", "simulator_choice"]

@@ -35,7 +35,13 @@ from gpu.core.backend import BACKEND
 BYTES_PER_FLOAT32 = 4
 MAX_THREADS_PER_BLOCK = 1024  # CUDA's limit on every current GPU
 WARP_SIZE = 32
-SIMULATOR_MAX_N = 16_384  # ~0.1 ms per simulated thread: one launch stays near 2 s
+# The most elements a simulated kernel takes. numba-cuda's simulator runs about 4,000
+# threads/s (one OS thread per CUDA thread): 16,384 keeps a launch near 4 s. The lab's runs
+# a barrier-free kernel at about 3 million threads/s and a barrier-heavy one at about
+# 400,000 (benchmarks/simulator_speed.md): 2^20 keeps a launch near 1 s to 3 s.
+NUMBA_SIMULATOR_MAX_N = 16_384
+LAB_SIMULATOR_MAX_N = 1 << 20
+SIMULATOR_MAX_N = LAB_SIMULATOR_MAX_N if BACKEND.lab_simulator else NUMBA_SIMULATOR_MAX_N
 MAX_REPEATS = 1000  # more samples than this add nothing but waiting; configuration may lower it, never raise it
 # Host arrays a vector-add run holds at once: a, b, the reference, the GPU result and
 # one CPU output buffer, plus headroom for NumPy temporaries.
@@ -65,7 +71,9 @@ ENV_MAX_CPU_WORK = "KERNEL_LAB_MAX_CPU_WORK"
 DEFAULT_MAX_N = (2**30, SIMULATOR_MAX_N)
 DEFAULT_MAX_REPEATS = (100, 100)
 DEFAULT_MAX_SWEEP_POINTS = (24, 24)
-DEFAULT_MAX_WORK = (2**32, 2**19)
+# Simulated: about 5 s of the lab's simulator on a barrier-free kernel (2^24), or of
+# numba-cuda's at 16,384 elements (2^19).
+DEFAULT_MAX_WORK = (2**32, 2**24 if BACKEND.lab_simulator else 2**19)
 # CPU N: the hardware default N on both (4 GiB per float32 vector; host memory bounds it too).
 DEFAULT_MAX_CPU_N = (2**30, 2**30)
 # CPU element-passes of the compiled baselines (NumPy, Numba; the Python loop has its own

@@ -350,7 +350,7 @@ def time_cpu(spec: KernelSpec, impl: CpuImpl, params: Params, inputs: Mapping[st
 
 
 def simulator_skip(needs: str) -> str:
-    return f"not run: the CUDA simulator has no {needs}; this step runs on a GPU only"
+    return f"not run: Numba's CUDA simulator has no {needs}; this step runs on a GPU or in Kernel Lab's simulator"
 
 
 def run_kernel(
@@ -387,7 +387,7 @@ def run_kernel(
     results: list[ImplResult] = []
     try:
         for step in spec.steps:
-            if step.needs and BACKEND.simulated:
+            if step.needs and BACKEND.simulated and not BACKEND.lab_simulator:
                 results.append(ImplResult(step.key, step.label, "step", skipped=simulator_skip(step.needs), launch=step.geometry(params)))
                 continue
             say(f"timing step {step.label}")

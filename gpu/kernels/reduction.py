@@ -97,8 +97,8 @@ def reduce_shuffle_kernel(x, total):
     ``shfl_down_sync`` reads a register of the lane ``offset`` further on, so a warp sums
     32 values in 5 steps with no shared memory and no ``syncthreads``. Shared memory and
     one barrier remain only to combine the block's warp sums. Still one atomic per block.
-    Threads per block must be a multiple of 32. (Not in the CUDA simulator: it has no
-    warp shuffles.)
+    Threads per block must be a multiple of 32. (Not in Numba's CUDA simulator, which has
+    no warp shuffles; Kernel Lab's simulator runs it.)
     """
     i = cuda.grid(1)
     value = float32(0.0)
@@ -115,7 +115,7 @@ def reduce_grid_stride_kernel(x, total):
     one grid width at a time, so reads stay coalesced and most additions happen in
     registers; the block's warps then combine with shuffles and one atomic. A handful of
     atomics in total instead of one per element or per small block: the kernel is now
-    limited by memory bandwidth. (Not in the CUDA simulator: it uses warp shuffles.)
+    limited by memory bandwidth. (Not in Numba's CUDA simulator: it uses warp shuffles.)
     """
     value = float32(0.0)
     for i in range(cuda.grid(1), x.size, cuda.gridsize(1)):

@@ -84,6 +84,9 @@ def kernel_error(exc: BaseException) -> str:
     for frame in traceback.extract_tb(exc.__traceback__):
         if frame.filename == SOURCE_NAME:
             line = frame.lineno
+    describe = getattr(exc, "describe", None)
+    if callable(describe) and getattr(exc, "kind", None):  # the lab simulator's KernelFault: kind, thread, line, sentence
+        return f"the kernel failed: {describe()[:400]}"
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     where = f" at line {line}" if line else ""
     return f"the kernel raised {type(exc).__name__}{where}: {text[:300]}"

@@ -9,14 +9,34 @@ put in ``sys.modules`` and nothing in it outlives the child process.
 from __future__ import annotations
 
 import builtins
+import linecache
+import types
 
 from gpu.sandbox.checker import ALLOWED_BUILTINS, Refusal, check_source
+
+
+class _NumbaForSubmissions(types.ModuleType):
+    """``numba`` as a submission sees it under the lab's simulator: its ``cuda`` is the lab's."""
+
+    def __getattr__(self, name):
+        import numba
+
+        from gpu.core.backend import cuda
+
+        return cuda if name == "cuda" else getattr(numba, name)
+
+
+_NUMBA = _NumbaForSubmissions("numba")
 
 
 def _restricted_import(name, globals=None, locals=None, fromlist=(), level=0):
     if level == 0 and name in ("numba", "math"):
         import numba  # noqa: F401  (already imported by gpu.core.backend's decision)
 
+        from gpu.core.backend import BACKEND
+
+        if name == "numba" and BACKEND.lab_simulator:
+            return _NUMBA
         return builtins.__import__(name, globals, locals, fromlist, level)
     raise ImportError(f"import of {name!r} is not allowed in a submission")
 
@@ -34,6 +54,8 @@ def load_module(source: str, kernel_name: str, n_args: int) -> dict:
 
     check_source(source, kernel_name, n_args)
     scope = namespace()
+    # The lab's simulator reads a kernel's source to run it (and tracebacks show its lines).
+    linecache.cache["submission.py"] = (len(source), None, source.splitlines(True), "submission.py")
     try:
         exec(compile(source, "submission.py", "exec"), scope)  # noqa: S102  (checked above; restricted builtins)
     except ImportError as exc:

@@ -145,7 +145,7 @@ def child_env(simulated: bool, workdir: str) -> dict:
     env = {"PATH": "/usr/bin:/bin", "HOME": workdir, "TMPDIR": workdir, "LANG": "C.UTF-8", "PYTHONPATH": str(ROOT),
            "PYTHONDONTWRITEBYTECODE": "1", "NUMBA_CACHE_DIR": f"{workdir}/numba-cache",
            "NUMBA_ENABLE_CUDASIM": "1" if simulated else "0"}
-    for key in ("CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH", "CUDA_HOME", "NUMBA_CUDA_DRIVER"):
+    for key in ("CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH", "CUDA_HOME", "NUMBA_CUDA_DRIVER", "KERNEL_LAB_SIMULATOR"):
         if key in os.environ:
             env[key] = os.environ[key]
     return env

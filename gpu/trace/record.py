@@ -483,6 +483,12 @@ def trace_launch(kernel, grid, block, args: Sequence[Any], names: Sequence[str] 
     reported in ``error`` with what was recorded until then.
     """
     grid3, block3 = _dim3(grid), _dim3(block)
+    from gpu.sim import SimKernel
+
+    if isinstance(kernel, SimKernel):  # a kernel of the lab's simulator: the same source, traced in numba-cuda's
+        from gpu.sim.reference import as_numba
+
+        kernel = as_numba(kernel)
     fn = getattr(kernel, "py_func", kernel)
     if names is None:
         code = fn.__code__

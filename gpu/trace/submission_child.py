@@ -15,6 +15,9 @@ import os
 import sys
 
 MAX_REQUEST_BYTES = 1 << 20
+# The trace records accesses through numba-cuda's simulator (gpu/trace/record.py): this
+# process runs kernels there whichever simulator the app uses (set before gpu is imported).
+os.environ["KERNEL_LAB_SIMULATOR"] = "numba"
 
 
 def pick_case(problem, threads: int, max_blocks: int):

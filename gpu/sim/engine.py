@@ -1,0 +1,667 @@
+"""Run a launch: blocks one after another, a block's threads in order, switching only at sync points.
+
+A kernel without barriers or warp collectives runs as a plain loop: one Python call per
+thread. A kernel with them is a generator (gpu/sim/rewrite.py): each thread runs until it
+yields a request at a sync point; when every live thread of the block waits, the engine
+resolves what can be resolved — warp collectives among the lanes their masks name, then
+the block barrier — and sends each thread its result. Anything a GPU leaves undefined
+(a barrier some threads never reach, a mask naming a lane that is elsewhere) is a
+KernelFault naming the thread and the line, never a hang.
+
+Memory semantics: one thread runs at a time, so every store is visible to the next
+thread that runs; that is *more* ordered than a GPU, which is why shared and local arrays
+start poisoned (NaN, or 0xEF bytes for integers): a read before a missing barrier or
+write shows in the result. Order is deterministic (thread 0 first) unless a seed shuffles
+it.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any
+
+import numpy as np
+
+from gpu.sim.errors import KernelFault, _OutOfBounds
+from gpu.sim.rewrite import BLOCK_SYNC
+
+WARP = 32
+FULL_MASK = 0xFFFFFFFF
+MAX_THREADS_PER_BLOCK = 1024
+MAX_BLOCK = (1024, 1024, 64)
+MAX_GRID = (2**31 - 1, 65535, 65535)
+SHARED_BYTES_PER_BLOCK = 48 * 1024  # static shared memory a block may declare (sm_70 and newer)
+LOCAL_BYTES_PER_THREAD = 512 * 1024  # the most local memory a thread may have
+
+_LAUNCH_LOCK = threading.RLock()  # one launch at a time in a process: the state below is shared
+
+
+class Dim3:
+    __slots__ = ("x", "y", "z")
+
+    def __init__(self, x: int = 1, y: int = 1, z: int = 1):
+        self.x, self.y, self.z = x, y, z
+
+    def tuple(self) -> tuple[int, int, int]:
+        return (self.x, self.y, self.z)
+
+
+def as_dtype(dtype) -> np.dtype:
+    try:
+        return np.dtype(dtype)
+    except TypeError:
+        from numba.np.numpy_support import as_dtype as numba_as_dtype
+
+        return numba_as_dtype(dtype)
+
+
+def poisoned(shape, dtype) -> np.ndarray:
+    """A fresh array that says "never written": NaN for floats, 0xEF bytes for integers."""
+    array = np.empty(shape, dtype=as_dtype(dtype))
+    if array.dtype.kind in "fc":
+        array.fill(np.nan)
+    else:
+        array.view(np.uint8).fill(0xEF)
+    return array
+
+
+def _shape(shape) -> tuple[int, ...]:
+    dims = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
+    return tuple(int(d) for d in dims)
+
+
+class _Atomics:
+    """``cuda.atomic.*``: each returns the old value; one thread runs at a time, so each is atomic."""
+
+    def __init__(self, state: State):
+        self._state = state
+
+    def _index(self, array: np.ndarray, index, name: str):
+        idx = index if isinstance(index, tuple) else (index,)
+        if len(idx) != array.ndim:
+            self._state.fault("out of bounds", f"cuda.atomic.{name} indexes a {array.ndim}-D array with {len(idx)} indices")
+        for axis, (i, n) in enumerate(zip(idx, array.shape)):
+            if not 0 <= i < n:
+                self._state.fault("out of bounds", f"cuda.atomic.{name} at index {i} of axis {axis}, whose valid indices are "
+                                                   f"0 to {n - 1}; a GPU would update memory outside the array")
+        return idx
+
+    def _update(self, name, array, index, value, op):
+        idx = self._index(array, index, name)
+        old = array[idx]
+        array[idx] = op(old, array.dtype.type(value))
+        return old
+
+    def add(self, array, index, value):
+        return self._update("add", array, index, value, lambda old, v: old + v)
+
+    def sub(self, array, index, value):
+        return self._update("sub", array, index, value, lambda old, v: old - v)
+
+    def max(self, array, index, value):
+        return self._update("max", array, index, value, lambda old, v: v if v > old or old != old else old)
+
+    def min(self, array, index, value):
+        return self._update("min", array, index, value, lambda old, v: v if v < old or old != old else old)
+
+    def nanmax(self, array, index, value):
+        return self._update("nanmax", array, index, value, lambda old, v: np.fmax(old, v))
+
+    def nanmin(self, array, index, value):
+        return self._update("nanmin", array, index, value, lambda old, v: np.fmin(old, v))
+
+    def inc(self, array, index, value):
+        return self._update("inc", array, index, value, lambda old, v: old.dtype.type(0) if old >= v else old + 1)
+
+    def dec(self, array, index, value):
+        return self._update("dec", array, index, value, lambda old, v: v if (old == 0 or old > v) else old - 1)
+
+    def exch(self, array, index, value):
+        return self._update("exch", array, index, value, lambda old, v: v)
+
+    def and_(self, array, index, value):
+        return self._update("and_", array, index, value, lambda old, v: old & v)
+
+    def or_(self, array, index, value):
+        return self._update("or_", array, index, value, lambda old, v: old | v)
+
+    def xor(self, array, index, value):
+        return self._update("xor", array, index, value, lambda old, v: old ^ v)
+
+    def cas(self, array, index, old, value):
+        idx = self._index(array, index, "cas")
+        current = array[idx]
+        if current == array.dtype.type(old):
+            array[idx] = array.dtype.type(value)
+        return current
+
+    def compare_and_swap(self, array, old, value):
+        return self.cas(array, 0, old, value)
+
+
+class _Local:
+    def __init__(self, state: State):
+        self._state = state
+
+    def array(self, shape, dtype):
+        array = poisoned(_shape(shape), dtype)
+        if array.nbytes > LOCAL_BYTES_PER_THREAD:
+            self._state.fault("local memory", f"cuda.local.array of {array.nbytes:,} bytes is more than the "
+                                              f"{LOCAL_BYTES_PER_THREAD // 1024} KiB a thread can have")
+        return array
+
+
+class _Const:
+    def array_like(self, array):
+        copy = np.array(array, copy=True)
+        copy.setflags(write=False)  # constant memory: a store is an error
+        return copy
+
+
+class _SharedAccess:
+    def __init__(self, state: State):
+        self._state = state
+
+    def array(self, *args, **kwargs):
+        self._state.fault("unsupported", "cuda.shared.array must be called directly as cuda.shared.array(shape, dtype) "
+                                         "inside the kernel (the simulator gives each call site one array per block)")
+
+
+class State:
+    """What a running thread sees: the device API in a kernel's globals is this object."""
+
+    def __init__(self):
+        self.threadIdx = Dim3(0, 0, 0)
+        self.blockIdx = Dim3(0, 0, 0)
+        self.blockDim = Dim3()
+        self.gridDim = Dim3()
+        self.warpsize = WARP
+        self.atomic = _Atomics(self)
+        self.local = _Local(self)
+        self.const = _Const()
+        self.shared = _SharedAccess(self)
+        self.block_shared: dict[int, np.ndarray] = {}
+        self.line = 0
+        self.exited: set[int] = set()  # linear ids of threads of this block that returned
+
+    # --- where the thread is
+    @property
+    def linear(self) -> int:
+        t, d = self.threadIdx, self.blockDim
+        return t.x + d.x * (t.y + d.y * t.z)
+
+    @property
+    def laneid(self) -> int:
+        return self.linear % WARP
+
+    def grid(self, ndim: int):
+        t, b, d = self.threadIdx, self.blockIdx, self.blockDim
+        if ndim == 1:
+            return b.x * d.x + t.x
+        if ndim == 2:
+            return (b.x * d.x + t.x, b.y * d.y + t.y)
+        if ndim == 3:
+            return (b.x * d.x + t.x, b.y * d.y + t.y, b.z * d.z + t.z)
+        self.fault("unsupported", f"cuda.grid takes 1, 2 or 3, not {ndim!r}")
+
+    def gridsize(self, ndim: int):
+        g, d = self.gridDim, self.blockDim
+        if ndim == 1:
+            return g.x * d.x
+        if ndim == 2:
+            return (g.x * d.x, g.y * d.y)
+        if ndim == 3:
+            return (g.x * d.x, g.y * d.y, g.z * d.z)
+        self.fault("unsupported", f"cuda.gridsize takes 1, 2 or 3, not {ndim!r}")
+
+    def fault(self, kind: str, sentence: str, line: int | None = None):
+        raise KernelFault(kind, sentence, block=self.blockIdx.tuple(), thread=self.threadIdx.tuple(), line=line)
+
+    # --- no-ops on a machine where one thread runs at a time
+    def threadfence(self):
+        pass
+
+    threadfence_block = threadfence_system = threadfence
+
+    def nanosleep(self, ns):
+        pass
+
+    def activemask(self) -> int:
+        """The lanes of this warp that have not returned (the simulator runs no lane ahead of a branch)."""
+        warp = self.linear // WARP
+        size = self.blockDim.x * self.blockDim.y * self.blockDim.z
+        mask = 0
+        for lane in range(WARP):
+            tid = warp * WARP + lane
+            if tid < size and tid not in self.exited:
+                mask |= 1 << lane
+        return mask
+
+    def lanemask_lt(self) -> int:
+        return (1 << self.laneid) - 1
+
+    # --- integer and float intrinsics Numba offers
+    @staticmethod
+    def popc(x):
+        return bin(int(x) & 0xFFFFFFFFFFFFFFFF).count("1")
+
+    @staticmethod
+    def brev(x):
+        return int(f"{int(x) & 0xFFFFFFFF:032b}"[::-1], 2)
+
+    @staticmethod
+    def clz(x):
+        return 32 - (int(x) & 0xFFFFFFFF).bit_length()
+
+    @staticmethod
+    def ffs(x):
+        x = int(x) & 0xFFFFFFFF
+        return (x & -x).bit_length()
+
+    @staticmethod
+    def fma(a, b, c):
+        return a * b + c
+
+    @staticmethod
+    def selp(cond, a, b):
+        return a if cond else b
+
+    @staticmethod
+    def cbrt(x):
+        return np.cbrt(x)
+
+    def __getattr__(self, name):
+        if name in BLOCK_SYNC or name.endswith("_sync") or name == "syncwarp":
+            raise KernelFault("unsupported", f"cuda.{name} must be called directly as cuda.{name}(...) in the kernel or a "
+                                             "device function (the simulator switches threads there)")
+        raise AttributeError(f"the simulator has no cuda.{name}")
+
+
+STATE = State()
+
+
+# --- the helpers the rewritten source calls
+
+def negative_index(array, index, axis: int, line: int):
+    raise _OutOfBounds(f"index {index} on axis {axis} is negative; a GPU does not wrap it to the end as NumPy would, "
+                       f"it reads or writes memory before the array (shape {tuple(np.shape(array))})", line)
+
+
+def shared_array(site: int, line: int, shape, dtype):
+    array = STATE.block_shared.get(site)
+    if array is None:
+        array = poisoned(_shape(shape), dtype)
+        used = sum(a.nbytes for a in STATE.block_shared.values()) + array.nbytes
+        if used > SHARED_BYTES_PER_BLOCK:
+            STATE.fault("shared memory", f"the block's shared arrays need {used:,} bytes, more than the "
+                                         f"{SHARED_BYTES_PER_BLOCK // 1024} KiB a block can declare", line)
+        STATE.block_shared[site] = array
+    return array
+
+
+# --- launch geometry
+
+def dims(value, what: str) -> tuple[int, int, int]:
+    parts = tuple(value) if isinstance(value, (tuple, list)) else (value,)
+    if not 1 <= len(parts) <= 3:
+        raise KernelFault("launch", f"the {what} has {len(parts)} dimensions; it has 1 to 3")
+    out = []
+    for p in parts:
+        if isinstance(p, bool) or not isinstance(p, (int, np.integer)):
+            raise KernelFault("launch", f"the {what} must be whole numbers, not {p!r}")
+        out.append(int(p))
+    while len(out) < 3:
+        out.append(1)
+    limits = MAX_GRID if what == "grid" else MAX_BLOCK
+    for axis, (v, most) in enumerate(zip(out, limits)):
+        if v < 1:
+            raise KernelFault("launch", f"the {what}'s {'xyz'[axis]} dimension is {v}; a launch needs at least 1")
+        if v > most:
+            raise KernelFault("launch", f"the {what}'s {'xyz'[axis]} dimension is {v:,}; a GPU allows at most {most:,}")
+    if what == "block" and out[0] * out[1] * out[2] > MAX_THREADS_PER_BLOCK:
+        raise KernelFault("launch", f"a block of {out[0] * out[1] * out[2]:,} threads; a GPU allows at most "
+                                    f"{MAX_THREADS_PER_BLOCK} threads per block")
+    return out[0], out[1], out[2]
+
+
+# --- errors raised inside a thread, with the thread and the line
+
+def _kernel_line(exc: BaseException, codes: frozenset) -> int | None:
+    line = None
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code in codes:
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    return line
+
+
+def _fault_from(exc: Exception, codes: frozenset) -> KernelFault:
+    block, thread = STATE.blockIdx.tuple(), STATE.threadIdx.tuple()
+    if isinstance(exc, KernelFault):
+        if exc.thread is None:
+            exc.block, exc.thread = block, thread
+        if exc.line is None:
+            exc.line = _kernel_line(exc, codes)
+        exc.args = (exc.describe(),)
+        return exc
+    if isinstance(exc, _OutOfBounds):
+        return KernelFault("out of bounds", exc.sentence, block=block, thread=thread, line=exc.line)
+    line = _kernel_line(exc, codes)
+    if isinstance(exc, IndexError):
+        text = str(exc)
+        sentence = (f"{text}; a GPU would read or write memory outside the array" if "out of bounds" in text
+                    else f"{text} (a GPU array takes whole-number indices)")
+        return KernelFault("out of bounds", sentence, block=block, thread=thread, line=line)
+    if isinstance(exc, ValueError) and "read-only" in str(exc):
+        return KernelFault("constant memory", "a store into a cuda.const array; constant memory is read-only in a kernel",
+                           block=block, thread=thread, line=line)
+    fault = KernelFault(type(exc).__name__, str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__,
+                        block=block, thread=thread, line=line)
+    return fault
+
+
+def _set_thread(linear: int, bx: int, by: int) -> None:
+    t = STATE.threadIdx
+    t.x = linear % bx
+    rest = linear // bx
+    t.y = rest % by
+    t.z = rest // by
+
+
+def launch(function, is_generator: bool, codes: frozenset, grid, block, args: tuple, seed: int | None = None) -> None:
+    """Run ``function`` (the rewritten kernel) over the grid; raise KernelFault on a GPU-defined error."""
+    gx, gy, gz = dims(grid, "grid")
+    bx, by, bz = dims(block, "block")
+    rng = np.random.default_rng(seed) if seed is not None else None
+    with _LAUNCH_LOCK, np.errstate(all="ignore"):
+        STATE.gridDim.x, STATE.gridDim.y, STATE.gridDim.z = gx, gy, gz
+        STATE.blockDim.x, STATE.blockDim.y, STATE.blockDim.z = bx, by, bz
+        blocks = [(x, y, z) for z in range(gz) for y in range(gy) for x in range(gx)]
+        if rng is not None:
+            blocks = [blocks[i] for i in rng.permutation(len(blocks))]
+        nthreads = bx * by * bz
+        for b in blocks:
+            STATE.blockIdx.x, STATE.blockIdx.y, STATE.blockIdx.z = b
+            STATE.block_shared = {}
+            STATE.exited = set()
+            if is_generator:
+                _run_block_sync(function, codes, args, nthreads, bx, by, rng)
+            else:
+                _run_block_plain(function, codes, args, nthreads, bx, by, bz, rng)
+
+
+def _run_block_plain(function, codes, args, nthreads, bx, by, bz, rng) -> None:
+    t = STATE.threadIdx
+    try:
+        if rng is None and by == 1 and bz == 1:
+            t.y = t.z = 0
+            for x in range(bx):
+                t.x = x
+                function(*args)
+        else:
+            order = range(nthreads) if rng is None else rng.permutation(nthreads)
+            for linear in order:
+                _set_thread(int(linear), bx, by)
+                function(*args)
+    except Exception as exc:  # noqa: BLE001  (every error a thread raises is reported as that thread's)
+        raise _fault_from(exc, codes) from None
+
+
+def _run_block_sync(function, codes, args, nthreads, bx, by, rng) -> None:
+    t = STATE.threadIdx
+    flat = by == 1 and nthreads == bx  # a 1-D block: the linear id is threadIdx.x
+    threads = []
+    for linear in range(nthreads):
+        _set_thread(linear, bx, by)
+        threads.append(function(*args))
+    replies: list[Any] = [None] * nthreads
+    waiting: dict[int, tuple] = {}
+    everyone = list(range(nthreads))
+    runnable = everyone
+    exited = STATE.exited
+    while True:
+        if rng is not None:
+            runnable = [runnable[i] for i in rng.permutation(len(runnable))]
+        try:
+            if flat:
+                t.y = t.z = 0
+                for linear in runnable:
+                    t.x = linear
+                    try:
+                        waiting[linear] = threads[linear].send(replies[linear])
+                    except StopIteration:
+                        exited.add(linear)
+            else:
+                for linear in runnable:
+                    _set_thread(linear, bx, by)
+                    try:
+                        waiting[linear] = threads[linear].send(replies[linear])
+                    except StopIteration:
+                        exited.add(linear)
+        except Exception as exc:  # noqa: BLE001  (the running thread raised: its error, with its thread)
+            raise _fault_from(exc, codes) from None
+        if not waiting:
+            return
+        first = waiting[next(iter(waiting))]
+        if first[0] == "bar" and len(waiting) == nthreads and all(r is first for r in waiting.values()):
+            # The common case: every thread at the same plain syncthreads (one constant request).
+            waiting.clear()
+            for linear in everyone:
+                replies[linear] = None
+            runnable = everyone
+            continue
+        for linear in runnable:
+            if linear not in waiting:
+                replies[linear] = None
+        runnable = _resolve(waiting, replies, exited, nthreads, bx, by)
+
+
+def _fault_at(linear: int, bx: int, by: int, kind: str, sentence: str, line: int | None):
+    _set_thread(linear, bx, by)
+    STATE.fault(kind, sentence, line)
+
+
+def _lanes(mask: int) -> list[int]:
+    return [lane for lane in range(WARP) if mask >> lane & 1]
+
+
+def _mask(request) -> int:
+    args, kwargs = request[2], request[3]
+    value = args[0] if args else (kwargs or {}).get("mask", FULL_MASK)
+    return int(value) & FULL_MASK
+
+
+def _resolve(waiting: dict, replies: list, exited: set, nthreads: int, bx: int, by: int) -> list[int]:
+    """Release what can be released; return the threads that run next. Raise when nothing can."""
+    released: list[int] = []
+    problem = None
+    collective = {t: r for t, r in waiting.items() if r[0] not in _BARRIERS}
+    by_warp: dict[int, list[int]] = {}
+    for linear in sorted(collective):
+        by_warp.setdefault(linear // WARP, []).append(linear)
+    for warp, lanes_waiting in by_warp.items():
+        done: set[int] = set()
+        for linear in lanes_waiting:
+            if linear in done:
+                continue
+            request = collective[linear]
+            kind, line = request[0], request[1]
+            lane = linear % WARP
+            mask = _mask(request)
+            if not mask >> lane & 1:
+                _fault_at(linear, bx, by, "warp collective", f"lane {lane} calls {_name(kind)} with mask {mask:#010x}, "
+                                                             "which leaves out the lane itself; a GPU leaves that undefined",
+                          line)
+            members = [warp * WARP + m for m in _lanes(mask)]
+            why = _absent(members, collective, waiting, exited, nthreads, kind, mask, lane)
+            if why:
+                problem = problem or (linear, why, line, kind)
+                continue
+            results = _collective(kind, [collective[m] for m in members], [m % WARP for m in members], linear, bx, by)
+            for m, value in zip(members, results):
+                replies[m] = value
+                del waiting[m]
+                done.add(m)
+                released.append(m)
+    if released:
+        return sorted(released)
+    barrier = {t: r for t, r in waiting.items() if r[0] in _BARRIERS}
+    if problem is not None:
+        linear, why, line, kind = problem
+        _fault_at(linear, bx, by, "warp collective", f"{_name(kind)} cannot complete: {why}; on a GPU the result is "
+                                                     "undefined or the warp hangs", line)
+    first = min(barrier)
+    kind, line = barrier[first][0], barrier[first][1]
+    if exited:
+        gone = min(exited)
+        _fault_at(gone, bx, by, "barrier", f"this thread returned while other threads of its block wait at "
+                                           f"{_name(kind)} on line {line}; every thread of a block must reach the same "
+                                           "barrier (a GPU may hang or give wrong results)", None)
+    other = next((t for t, r in sorted(barrier.items()) if r[1] != line or r[0] != kind), None)
+    if other is not None:
+        _fault_at(other, bx, by, "barrier", f"this thread waits at {_name(barrier[other][0])} on line {barrier[other][1]} "
+                                            f"while thread {first} waits at {_name(kind)} on line {line}: divergent "
+                                            "barriers (every thread of a block must reach the same one)", barrier[other][1])
+    if kind != "bar":
+        predicates = [bool(r[2][0] if r[2] else (r[3] or {}).get("predicate", 0)) for r in barrier.values()]
+        value = {"bar_count": sum(predicates), "bar_and": int(all(predicates)), "bar_or": int(any(predicates))}[kind]
+        for t in barrier:
+            replies[t] = value
+    waiting.clear()
+    return sorted(barrier)
+
+
+_BARRIERS = frozenset(BLOCK_SYNC.values())
+
+
+def _absent(members, collective, waiting, exited, nthreads, kind, mask, lane) -> str | None:
+    """Why the lanes a mask names cannot all take part now (None: they can)."""
+    for m in members:
+        if m >= nthreads:
+            return (f"the mask {mask:#010x} names lane {m % WARP}, but the block has {nthreads} threads, so that lane "
+                    "does not exist")
+        if m in exited:
+            return f"the mask {mask:#010x} names lane {m % WARP}, which has already returned"
+        if m not in collective:
+            return (f"the mask {mask:#010x} names lane {m % WARP}, which is waiting at a {_name(waiting[m][0])} "
+                    f"(line {waiting[m][1]}) instead")
+        if collective[m][0] != kind:
+            return (f"the mask {mask:#010x} names lane {m % WARP}, which is at {_name(collective[m][0])} "
+                    f"(line {collective[m][1]}) instead")
+        if _mask(collective[m]) != mask:
+            return f"lanes {lane} and {m % WARP} pass different masks to {_name(kind)}"
+    return None
+
+
+_NAMES = {"bar": "syncthreads", "bar_count": "syncthreads_count", "bar_and": "syncthreads_and",
+          "bar_or": "syncthreads_or", "syncwarp": "syncwarp", "shfl": "shfl_sync", "shfl_up": "shfl_up_sync",
+          "shfl_down": "shfl_down_sync", "shfl_xor": "shfl_xor_sync", "all": "all_sync", "any": "any_sync",
+          "eq": "eq_sync", "ballot": "ballot_sync", "match_any": "match_any_sync"}
+
+
+def _name(kind: str) -> str:
+    return f"cuda.{_NAMES.get(kind, kind)}"
+
+
+def _arg(request, position: int, name: str, default=None):
+    args, kwargs = request[2], request[3] or {}
+    if len(args) > position:
+        return args[position]
+    if name in kwargs:
+        return kwargs[name]
+    if default is None:
+        raise KernelFault("warp collective", f"{_name(request[0])} is missing its {name!r} argument", line=request[1])
+    return default
+
+
+def _collective(kind: str, requests: list, lanes: list[int], first: int, bx: int, by: int) -> list:
+    """The value each member lane gets back (members in lane order)."""
+    if kind == "syncwarp":
+        return [None] * len(lanes)
+    if kind in ("all", "any", "eq", "ballot"):
+        predicates = [_arg(r, 1, "predicate") for r in requests]
+        if kind == "ballot":
+            bits = sum(1 << lane for lane, p in zip(lanes, predicates) if p)
+            return [np.uint32(bits)] * len(lanes)
+        if kind == "eq":
+            truth = [bool(p) for p in predicates]
+            value = int(all(truth) or not any(truth))
+        else:
+            value = int(all(predicates)) if kind == "all" else int(any(bool(p) for p in predicates))
+        return [value] * len(lanes)
+    if kind == "match_any":
+        values = [_arg(r, 1, "value") for r in requests]
+        return [np.uint32(sum(1 << lane for lane, v in zip(lanes, values) if v == mine)) for mine in values]
+    if any(r[3] or len(r[2]) < 3 for r in requests):  # keywords or a missing argument: the careful way
+        requests = [(r[0], r[1], (_arg(r, 0, "mask"), _arg(r, 1, "value"),
+                                  _arg(r, 2, {"shfl": "src_lane", "shfl_xor": "lane_mask"}.get(kind, "delta")),
+                                  _arg(r, 3, "width", WARP)), None) for r in requests]
+    values = {lane: r[2][1] for lane, r in zip(lanes, requests)}
+    out = []
+    for lane, r in zip(lanes, requests):
+        args = r[2]
+        operand = int(args[2])
+        width = int(args[3]) if len(args) > 3 else WARP
+        if kind == "shfl_down":
+            source = lane + operand if lane % width + operand < width else lane
+        elif kind == "shfl_up":
+            source = lane - operand if lane % width >= operand else lane
+        elif kind == "shfl":
+            source = lane - lane % width + operand % width
+        else:
+            source = lane ^ operand
+            if source // width != lane // width:
+                source = lane
+        value = values.get(source, _MISSING)
+        if value is _MISSING:
+            warp = first // WARP
+            _fault_at(warp * WARP + lane, bx, by, "warp collective",
+                      f"{_name(kind)} reads lane {source}, which is not in the mask (its value is undefined on a GPU)", r[1])
+        out.append(value)
+    return out
+
+
+_MISSING = object()
+
+
+SHUFFLE_ENV = "KERNEL_LAB_SIM_SHUFFLE"  # an integer seed: run blocks and threads in a seeded random order
+_seed: list[int | None] = [None]
+
+
+def _read_seed() -> int | None:
+    raw = os.environ.get(SHUFFLE_ENV, "").strip()
+    if not raw:
+        return None
+    try:
+        return int(raw)
+    except ValueError:
+        raise ValueError(f"{SHUFFLE_ENV} must be an integer seed, not {raw!r}") from None
+
+
+_seed[0] = _read_seed()
+
+
+def launch_seed() -> int | None:
+    return _seed[0]
+
+
+def set_shuffle(seed: int | None) -> None:
+    """Shuffle thread and block order from now on with ``seed`` (None: thread 0 first, deterministic)."""
+    _seed[0] = seed
+
+
+def kernel_argument(value):
+    """What a kernel sees for one argument: the NumPy array behind a simulated device array."""
+    inner = getattr(value, "_ary", None)
+    if isinstance(inner, np.ndarray):
+        return inner
+    if isinstance(value, np.ndarray) or np.isscalar(value):
+        return value
+    if type(value).__name__ == "FakeWithinKernelCUDAArray":
+        return value._item._ary  # pragma: no cover
+    return value
+
+
+__all__ = ["SHUFFLE_ENV", "kernel_argument", "launch_seed", "set_shuffle", "STATE", "KernelFault", "launch", "negative_index", "poisoned", "shared_array"]

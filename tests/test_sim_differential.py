@@ -1,0 +1,93 @@
+"""Differential: every catalog kernel step and every problem's reference solution, in the lab's simulator,
+in numba-cuda's simulator (where it can run them: it has no warp shuffles) and against NumPy.
+
+Outputs are bit-identical between the simulators wherever the result does not depend on
+the order of atomics (every case here but float sums through atomics, which are checked
+against the kernel's own float32 bound instead, as the Kernels page checks them).
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import numpy as np
+import pytest
+
+from gpu.core.agreement import ExactReference
+from gpu.core.backend import BACKEND
+from gpu.experiments.catalog import kernel_keys
+from gpu.experiments.registry import get
+
+pytestmark = pytest.mark.skipif(not BACKEND.lab_simulator, reason="compares the lab's simulator with numba-cuda's")
+
+SMALL = {"reduction": {"n": 700}, "histogram": {"n": 600}, "transpose": {"n": 40}, "stencil": {"n": 20}, "matmul": {"n": 20}}
+
+
+def _cases():
+    for key in kernel_keys():
+        spec = importlib.import_module(f"gpu.experiments.{key}").SPEC
+        for step in spec.steps:
+            yield pytest.param(key, step.key, id=f"{key}-{step.key}")
+
+
+def _run(spec, step, params, kernel, inputs):
+    from gpu.core.backend import cuda
+
+    out = np.zeros(spec.output.shape(params), spec.output.dtype)
+    if not spec.output.zeroed and out.dtype.kind == "f":
+        out.fill(np.nan)  # a cell nobody writes shows
+    d_out = cuda.to_device(out)
+    kernel[step.grid(params), step.block(params)](*(cuda.to_device(v) for v in inputs.values()), d_out)
+    return d_out.copy_to_host()
+
+
+@pytest.mark.parametrize("key, step_key", list(_cases()))
+def test_catalog_step_in_both_simulators(key, step_key):
+    from gpu.sim.reference import as_numba
+
+    spec = importlib.import_module(f"gpu.experiments.{key}").SPEC
+    step = next(s for s in spec.steps if s.key == step_key)
+    params = {**get(key).defaults(True), **SMALL.get(key, {})}
+    inputs = spec.make_inputs(params, 3)
+    reference = spec.reference(inputs, params)
+    depth = step.depth(params) if step.depth else None
+    lab = _run(spec, step, params, step.kernel, inputs)
+    assert reference.check("lab", lab, depth).passed
+    if step.needs:  # numba-cuda's simulator cannot run it; the lab's result stands alone against NumPy
+        return
+    numba = _run(spec, step, params, as_numba(step.kernel), inputs)
+    assert reference.check("numba", numba, depth).passed
+    if isinstance(reference, ExactReference):
+        assert np.array_equal(lab, numba, equal_nan=True)
+
+
+def _problems():
+    from gpu.problems import problems
+
+    return [pytest.param(p.key, id=p.key) for p in problems()]
+
+
+@pytest.mark.parametrize("key", _problems())
+def test_problem_reference_in_both_simulators(key):
+    from gpu.core.backend import cuda
+    from gpu.problems import get as get_problem
+    from gpu.sandbox.harness import case_inputs, fresh_outputs
+    from gpu.sim.reference import as_numba
+
+    problem = get_problem(key)
+    kernel = problem.solution.kernel(problem.kernel_name)
+    case = min(problem.tests, key=lambda c: sum(c.sizes.values()) if sum(c.sizes.values()) >= 30 else 10**9)
+    results = []
+    for k in (kernel, as_numba(kernel)):
+        inputs = case_inputs(problem, 11, 0, case.sizes)
+        outputs = fresh_outputs(problem, case.sizes)
+        launch = problem.solution.launch or (lambda s: problem.launch(s, problem.threads))
+        grid, block = launch(case.sizes)
+        args = [cuda.to_device(inputs[p] if p in inputs else outputs[p]) for p in problem.params]
+        k[grid, block](*args)
+        results.append({p: a.copy_to_host() for p, a in zip(problem.params, args) if p in outputs})
+    expected = problem.reference(case_inputs(problem, 11, 0, case.sizes), case.sizes)
+    for name, want in expected.items():
+        lab, numba = results[0][name], results[1][name]
+        assert problem.tolerance.close(lab, np.asarray(want, lab.dtype)).all(), name
+        assert np.array_equal(lab, numba, equal_nan=True), name
