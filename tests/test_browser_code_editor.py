@@ -1,7 +1,10 @@
 """Write a kernel's code editor (CodeMirror 6) in a real browser: line numbers, Tab indents and keeps
 the focus, Ctrl+Enter runs, and a refused line is marked. Needs the bundle (`make test` builds it)."""
 
+from pathlib import Path
+
 import pytest
+from playwright.sync_api import expect
 
 from tests.conftest import screenshot, wait_for_app, wait_for_backend_badge
 from ui.components.code_editor import BUNDLE
@@ -9,6 +12,7 @@ from ui.components.code_editor import BUNDLE
 pytestmark = [pytest.mark.browser, pytest.mark.slow,
               pytest.mark.skipif(not BUNDLE.is_file(), reason="the code editor's bundle is not built (`make editor`)")]
 
+SHOTS = Path(__file__).resolve().parent.parent / "docs" / "screenshots"
 REFUSED = """import os
 from numba import cuda
 
@@ -71,4 +75,29 @@ def test_ctrl_enter_runs_and_a_refused_line_is_marked(page, app_url):
     marked.first.wait_for()
     assert marked.count() == 1 and marked.first.inner_text() == "import os"
     assert page.locator(".cm-marker-dot-refusal").count() == 1
-    screenshot(page, "code_editor_refusal")
+    page.wait_for_timeout(500)
+    page.screenshot(path=str(SHOTS / "write_a_kernel_editor.png"), full_page=True)
+
+
+def test_a_race_marks_both_lines(page, app_url):
+    from gpu.problems import get
+
+    missing_sync = get("shared").solution.source.replace("    cuda.syncthreads()\n    stride", "    stride")
+    open_editor(page, app_url)
+    page.locator('[data-testid="stSelectbox"]').first.click()
+    page.get_by_role("option", name="7. Shared memory").click()
+    wait_for_app(page)
+    expect(page.locator(".cm-content")).to_have_count(1)  # the previous problem's editor has gone
+    expect(page.locator(".cm-line").first).to_contain_text("float32")  # problem 7's starter
+    replace_text(page, missing_sync)
+    page.keyboard.press("Control+Enter")
+    try:
+        page.get_by_text("Found 1 race").first.wait_for(timeout=180_000)
+    finally:
+        screenshot(page, "code_editor_race")
+    marked = page.locator(".cm-line.cm-marker-race")
+    marked.first.wait_for()
+    lines = page.locator(".cm-line")
+    texts = [lines.nth(i).inner_text() for i in range(lines.count())]
+    marked_texts = [marked.nth(i).inner_text() for i in range(marked.count())]
+    assert texts[13] in marked_texts and texts[17] in marked_texts, (marked_texts, texts)  # lines 14 and 18, as the trace says
