@@ -1,5 +1,5 @@
 # Kernel Lab. The two commands a newcomer needs:
-#   make run    set up .venv and start the app (http://localhost:8501)
+#   make run    set up .venv, build the code editor's bundle (npm) and start the app (http://localhost:8501)
 #   make test   set up .venv (dev, and Ray for the cluster tests) and Debian's chromium and bubblewrap, then run every test
 # Each target creates what it needs; stamps make repeat runs fast.
 
