@@ -1,5 +1,5 @@
 # Kernel Lab. The two commands a newcomer needs:
-#   make run    set up .venv and start the app (http://localhost:8501)
+#   make run    set up .venv, build the code editor's bundle (npm) and start the app (http://localhost:8501)
 #   make test   set up .venv (dev, and Ray for the cluster tests) and Debian's chromium and bubblewrap, then run every test
 # Each target creates what it needs; stamps make repeat runs fast.
 
@@ -9,9 +9,9 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip --disable-pip-version-check -q
 CHROMIUM := /usr/bin/chromium
 
-.PHONY: run demo test check info cuda-wheels compiler-wheels cluster-deps chromium bubblewrap clean gpu-verify gpu-wheels
+.PHONY: run demo test check info cuda-wheels compiler-wheels cluster-deps chromium bubblewrap clean gpu-verify gpu-wheels editor
 
-run: $(VENV)/.runtime
+run: $(VENV)/.runtime editor
 	$(PY) -m streamlit run app.py
 
 # The shared demo: one server on all interfaces for many browsers (docs/shared-demo.md).
@@ -24,7 +24,7 @@ DEMO_HOSTS ?=
 # Importing check files from the browser is off on the shared demo; DEMO_UPLOADS=1 allows it.
 # Write a kernel accepts submissions on the demo only when its sandbox works (docs/write-a-kernel.md).
 DEMO_UPLOADS ?= 0
-demo: $(VENV)/.runtime
+demo: $(VENV)/.runtime editor
 	KERNEL_LAB_UPLOADS=$(DEMO_UPLOADS) KERNEL_LAB_REQUIRE_SANDBOX=1 $(PY) -m streamlit run app.py \
 	  --server.address $(DEMO_ADDRESS) --server.port $(DEMO_PORT) --server.headless true \
 	  --server.fileWatcherType none --server.runOnSave false \
@@ -33,7 +33,7 @@ demo: $(VENV)/.runtime
 	  --browser.gatherUsageStats false --runner.fastReruns true \
 	  $(foreach host,$(DEMO_HOSTS),--server.allowedHosts $(host))
 
-test: $(VENV)/.dev $(VENV)/.cluster $(VENV)/.compiler chromium bubblewrap
+test: $(VENV)/.dev $(VENV)/.cluster $(VENV)/.compiler chromium bubblewrap editor
 	$(PY) -m pytest
 
 info: $(VENV)/.runtime
@@ -113,6 +113,26 @@ gpu-wheels: | $(PY)
 	rm -f .whl/numpy-* .whl/pandas-* .whl/pyarrow-* .whl/pillow-*
 	@du -sh .whl
 
+# Write a kernel's code editor (CodeMirror 6, ui/components/code_editor): its JavaScript bundle is
+# built here (npm ci + esbuild, exact versions from package-lock.json), not committed (dist/ is
+# git-ignored). Without npm the page falls back to a plain text box.
+EDITOR_DIR    := ui/components/code_editor
+EDITOR_BUNDLE := $(EDITOR_DIR)/dist/code_editor.js
+editor: $(EDITOR_BUNDLE)
+
+$(EDITOR_DIR)/frontend/node_modules/.stamp: $(EDITOR_DIR)/frontend/package.json $(EDITOR_DIR)/frontend/package-lock.json
+	@if command -v npm >/dev/null 2>&1; then \
+	  echo "npm ci: the code editor's packages"; \
+	  cd $(EDITOR_DIR)/frontend && npm ci --no-audit --no-fund --loglevel=error && touch node_modules/.stamp; \
+	else \
+	  echo "npm not found: Write a kernel shows a plain text box (install Node.js 20 and npm for the code editor)"; \
+	fi
+
+$(EDITOR_BUNDLE): $(EDITOR_DIR)/frontend/node_modules/.stamp $(wildcard $(EDITOR_DIR)/frontend/src/*.js)
+	@if [ -f $(EDITOR_DIR)/frontend/node_modules/.stamp ]; then \
+	  cd $(EDITOR_DIR)/frontend && npm run --silent build -- --log-level=warning; \
+	fi
+
 # The browser tests drive Debian's chromium (Playwright cannot download browsers here).
 chromium:
 	@if [ ! -x $(CHROMIUM) ]; then \
@@ -131,4 +151,4 @@ bubblewrap:
 	fi
 
 clean:
-	rm -rf $(VENV) .pytest_cache test-artifacts .whl
+	rm -rf $(VENV) .pytest_cache test-artifacts .whl $(EDITOR_DIR)/dist $(EDITOR_DIR)/frontend/node_modules

@@ -63,11 +63,11 @@ def main() -> int:
         page.locator('[data-testid="stSelectbox"]').first.click()
         page.get_by_role("option", name="7. Shared memory").click()
         wait_idle(page)
-        area = page.get_by_label("Your kernel").last  # the previous problem's text area may linger in the DOM
-        area.fill(missing_sync())
-        area.press("Control+Enter")
-        wait_idle(page)
-        page.get_by_role("button", name="Run", exact=True).click()
+        editor = page.locator(".cm-content").last  # the code editor; the previous problem's may linger in the DOM
+        editor.click()
+        page.keyboard.press("Control+a")
+        page.keyboard.insert_text(missing_sync())
+        page.keyboard.press("Control+Enter")  # runs
         page.get_by_text("What the trace shows").first.wait_for()
         wait_idle(page)
         section(page, "What the trace shows", out / "write_a_kernel_trace.png", width, above=120)

@@ -55,6 +55,7 @@ def test_launch_config_compares_coalesced_and_strided_reads():
 def isolated(tmp_path, monkeypatch):
     monkeypatch.setenv("KERNEL_LAB_DB", str(tmp_path / "h.sqlite3"))
     monkeypatch.setenv("KERNEL_LAB_LOCK_DIR", str(tmp_path / "locks"))
+    monkeypatch.setenv("KERNEL_LAB_PLAIN_EDITOR", "1")  # AppTest cannot drive the code editor (a custom component)
     monkeypatch.delenv(runner.ENV_REQUIRE, raising=False)
     monkeypatch.delenv(runner.ENV_SANDBOX, raising=False)
 

@@ -27,6 +27,7 @@ def vector_add(a, b, out):
 def isolated(tmp_path, monkeypatch):
     monkeypatch.setenv("KERNEL_LAB_DB", str(tmp_path / "h.sqlite3"))
     monkeypatch.setenv("KERNEL_LAB_LOCK_DIR", str(tmp_path / "locks"))
+    monkeypatch.setenv("KERNEL_LAB_PLAIN_EDITOR", "1")  # AppTest cannot drive the code editor (a custom component)
     monkeypatch.delenv(runner.ENV_REQUIRE, raising=False)
     monkeypatch.delenv(runner.ENV_SANDBOX, raising=False)
 
@@ -91,3 +92,46 @@ def test_without_a_sandbox_the_page_warns_that_code_runs_as_you(isolated, monkey
     cached_sandbox_status.clear()
     assert any("runs as you" in w.value for w in at.warning)
     assert not at.button(key="write_kernel.run").disabled
+
+
+def test_the_code_editor_is_drawn_when_its_bundle_is_built(isolated, monkeypatch):
+    from ui.components import code_editor
+
+    monkeypatch.delenv(code_editor.ENV_PLAIN)
+    if not code_editor.BUNDLE.is_file():
+        pytest.skip("the code editor's bundle is not built (`make editor`)")
+    at = AppTest.from_file(PAGE, default_timeout=60).run()
+    assert not at.exception, at.exception
+    assert not at.text_area  # no plain text box: the component is there instead (AppTest cannot render it)
+    protos = [e.proto for e in at.main if getattr(e, "type", "") == "bidi_component" or "bidi" in type(e.proto).__name__.lower()]
+    assert protos and protos[0].component_name == "kernel_lab.code_editor"
+    assert not any(code_editor.FALLBACK_NOTE in c.value for c in at.caption)
+
+
+def test_without_the_bundle_the_page_falls_back_to_a_text_box_and_says_so(isolated, monkeypatch):
+    from ui.components import code_editor
+
+    monkeypatch.delenv(code_editor.ENV_PLAIN)
+    monkeypatch.setattr(code_editor, "BUNDLE", code_editor.BUNDLE.with_name("missing.js"))
+    at = AppTest.from_file(PAGE, default_timeout=60).run()
+    assert not at.exception
+    assert "def vector_add(a, b, out)" in at.text_area(key="write_kernel.draft.vector-add").value
+    assert any("make run" in c.value for c in at.caption)
+
+
+def test_markers_for_a_refusal_a_race_and_a_mismatch():
+    from types import SimpleNamespace as NS
+
+    from gpu.sandbox.verdict import Verdict
+    from ui.components.code_editor import Marker
+    from ui.views.write_kernel import markers_for
+
+    assert markers_for(None) == []
+    refused = Verdict("vector-add", "simulator", status="refused", refusal={"rule": "import", "line": 1, "message": "no os"})
+    assert markers_for(refused) == [Marker(1, "refusal", "import rule: no os")]
+    who = lambda line: NS(line=line)  # noqa: E731
+    report = NS(races=[NS(first=who(14), second=who(18))],
+                sectors=[NS(kind="read", array="a", line=13), NS(kind="write", array="out", line=22)])
+    wrong = Verdict("shared", "simulator", status="wrong", mismatch={"test": "t", "output": "out", "index": [0], "expected": 1.0, "got": 2.0})
+    marks = markers_for(wrong, report)
+    assert [(m.line, m.kind) for m in marks] == [(14, "race"), (18, "race"), (22, "mismatch")]

@@ -176,12 +176,25 @@ def trace_after_verdict(problem: str, source: str, verdict, sandbox) -> None:
     st.session_state.setdefault(SUBMISSION_KEY, {})[problem] = (verdict, report)
 
 
+def submission_trace(verdict):
+    """This session's trace of ``verdict`` (a TraceReport, or why there is none), or None when it was not traced."""
+    stored = st.session_state.get(SUBMISSION_KEY, {}).get(verdict.problem) if verdict is not None else None
+    if stored is None or stored[0] is not verdict:  # a trace belongs to the verdict it was made with
+        return None
+    return stored[1]
+
+
+def submission_report(verdict) -> TraceReport | None:
+    """The TraceReport of ``verdict``, if it was traced and the trace finished (the editor's line markers)."""
+    report = submission_trace(verdict)
+    return report if isinstance(report, TraceReport) else None
+
+
 def show_submission_trace(verdict) -> None:
     """Write a kernel: races, out-of-bounds accesses, divergence and coalescing of the submission, per line."""
-    stored = st.session_state.get(SUBMISSION_KEY, {}).get(verdict.problem)
-    if stored is None or stored[0] is not verdict:  # a trace belongs to the verdict it was made with
+    report = submission_trace(verdict)
+    if report is None:
         return
-    report = stored[1]
     st.markdown("**What the trace shows**: one test run again in the simulator with every memory access recorded.")
     if isinstance(report, str):
         st.caption(report)

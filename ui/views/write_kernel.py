@@ -17,6 +17,7 @@ from gpu.problems import problems
 from gpu.problems.base import Problem
 from gpu.sandbox.runner import ENV_REQUIRE, HOW_TO_ENABLE, SandboxStatus, sandbox_status
 from gpu.sandbox.verdict import Verdict, mismatch_text
+from ui.components.code_editor import FALLBACK_NOTE, EditorResult, Marker, available, code_editor
 
 PREFIX = "write_kernel"
 PROBLEM_KEY = f"{PREFIX}.problem"
@@ -24,10 +25,11 @@ NAME_KEY = f"{PREFIX}.name"
 BUSY_KEY = f"{PREFIX}.busy"
 DRAFTS_KEY = f"{PREFIX}.drafts"  # problem key -> source, for every problem this session edited
 MAX_UPLOAD_BYTES = 64 * 1024
+EDITOR_HELP = "Python with Numba CUDA: imports from numba and math, constants, and @cuda.jit functions."
 
 
 def draft_key(problem: Problem) -> str:
-    """The text area's key: one draft per problem, kept across reruns and problem switches."""
+    """The editor's (or text area's) key: one draft per problem, kept across reruns and problem switches."""
     return f"{PREFIX}.draft.{problem.key}"
 
 
@@ -78,13 +80,14 @@ def sandbox_notice(status: SandboxStatus) -> bool:
     return True
 
 
-def editor(problem: Problem) -> str:
-    """The draft: a text area (kept per problem), upload and download, and a highlighted preview."""
+def editor(problem: Problem, markers: list[Marker] = ()) -> EditorResult:
+    """The draft: a code editor (kept per problem; the text area without the bundle), upload and download, a highlighted preview."""
     key = draft_key(problem)
     # Streamlit forgets a widget's value on a run where the widget is not drawn (another problem
-    # is shown), so drafts live in a plain session dict and seed the text area when it returns.
+    # is shown), so drafts live in a plain session dict and seed the editor when it returns.
     drafts = st.session_state.setdefault(DRAFTS_KEY, {})
-    if key not in st.session_state:
+    code = available()  # the bundle is built by the Makefile (`make run`), not committed
+    if not code and key not in st.session_state:
         st.session_state[key] = drafts.get(problem.key, problem.starter)
     uploaded = st.file_uploader("Load a .py file", type=["py"], key=f"{PREFIX}.upload.{problem.key}",
                                 help=f"Replaces the draft below (at most {MAX_UPLOAD_BYTES // 1024} KiB).")
@@ -99,8 +102,14 @@ def editor(problem: Problem) -> str:
                 st.session_state[key] = drafts[problem.key] = data.decode("utf-8")
             except UnicodeDecodeError:
                 st.error(f"{uploaded.name} is not UTF-8 text.")
-    source = st.text_area("Your kernel", key=key, height=380, help="Python with Numba CUDA: imports from numba and math, "
-                          "constants, and @cuda.jit functions. Press Ctrl+Enter (or click outside) to keep your edits.")
+    if code:
+        st.markdown("**Your kernel**", help=EDITOR_HELP + " Ctrl+Enter (Cmd+Enter) runs it; Tab and Shift+Tab indent and dedent.")
+        edited = code_editor(drafts.get(problem.key, problem.starter), key=key, height=380, markers=markers, label="Your kernel")
+    else:
+        edited = EditorResult(st.text_area("Your kernel", key=key, height=380, help=EDITOR_HELP + " Press Ctrl+Enter (or click "
+                                           "outside) to keep your edits."), run_requested=False)
+        st.caption(FALLBACK_NOTE)
+    source = edited.source
     drafts[problem.key] = source
     cols = st.columns([1, 1, 3])
     cols[0].download_button("Download .py", source, file_name=f"{problem.kernel_name}.py", mime="text/x-python",
@@ -110,9 +119,40 @@ def editor(problem: Problem) -> str:
         st.session_state.pop(key, None)
         drafts.pop(problem.key, None)
         st.rerun()
-    with st.expander("Highlighted preview", icon=":material/code:"):
-        st.code(source, language="python", line_numbers=True)
-    return source
+    if not code:  # the editor highlights; the text area does not
+        with st.expander("Highlighted preview", icon=":material/code:"):
+            st.code(source, language="python", line_numbers=True)
+    return edited
+
+
+def markers_for(verdict: Verdict | None, report=None) -> list[Marker]:
+    """The lines to mark in the editor: a refusal's line, the races' two lines, the store sites of a mismatched output.
+
+    ``report`` is the submission's TraceReport (races and store sites come from the trace), or None.
+    """
+    if verdict is None:
+        return []
+    marks = []
+    r = verdict.refusal or {}
+    if verdict.status == "refused" and r.get("line"):
+        marks.append(Marker(int(r["line"]), "refusal", f"{r.get('rule', 'sandbox')} rule: {r.get('message', '')}"))
+    if report is None:
+        return marks
+    for race in report.races:
+        marks += [Marker(race.first.line, "race", str(race)), Marker(race.second.line, "race", str(race))]
+    miss = verdict.mismatch or {}
+    if miss.get("output"):
+        marks += [Marker(s.line, "mismatch", f"writes {miss['output']}; first mismatch: {mismatch_text(miss)}")
+                  for s in report.sectors if s.kind == "write" and s.array == miss["output"]]
+    return marks
+
+
+def line_markers(problem: Problem) -> list[Marker]:
+    """This session's markers for the problem's last verdict."""
+    from ui.views.trace import submission_report
+
+    verdict = st.session_state.get(verdict_key(problem))
+    return markers_for(verdict, submission_report(verdict))
 
 
 def show_verdict(verdict: Verdict) -> None:
@@ -253,5 +293,5 @@ def run_submission(problem: Problem, source: str, name: str, status: SandboxStat
         st.warning(f"Passed, but not saved: {result.save_problem}")
 
 
-__all__ = ["BUSY_KEY", "NAME_KEY", "cached_sandbox_status", "draft_key", "editor", "pick_problem", "run_submission", "sandbox_notice",
+__all__ = ["BUSY_KEY", "NAME_KEY", "cached_sandbox_status", "draft_key", "editor", "line_markers", "markers_for", "pick_problem", "run_submission", "sandbox_notice",
            "show_leaderboard", "show_statement", "show_verdict", "verdict_key"]

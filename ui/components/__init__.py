@@ -1,0 +1,1 @@
+"""Custom Streamlit components (each builds its frontend with the Makefile)."""

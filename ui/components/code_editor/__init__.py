@@ -1,0 +1,86 @@
+"""A code editor for Python: CodeMirror 6 as a Streamlit Components v2 component.
+
+Line numbers, Python highlighting, Tab/Shift-Tab indent and dedent (focus stays in the editor),
+Ctrl+Enter (Cmd+Enter) asks for a run, and line markers for a refusal, a mismatch or a race.
+
+The JavaScript bundle (dist/code_editor.js) is built by the Makefile (`make run`, `make demo`,
+`make test`: npm ci + esbuild from frontend/), not committed. Without it ``available()`` is
+False and a page falls back to ``st.text_area`` (``FALLBACK_NOTE`` says how to get the editor).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import streamlit as st
+
+BUNDLE = Path(__file__).resolve().parent / "dist" / "code_editor.js"
+KINDS = ("refusal", "mismatch", "race")
+ENV_PLAIN = "KERNEL_LAB_PLAIN_EDITOR"  # "1": always the plain text area (AppTest cannot drive custom components)
+FALLBACK_NOTE = "Plain text box: the code editor's bundle is not built. `make run` builds it (npm ci + esbuild) and starts the app."
+_STATE = "code_editor.seeds"  # session dict: key -> (seed, the source last returned)
+_registered: dict[str, object] = {}  # bundle mtime -> the component's mount function
+
+
+@dataclass(frozen=True)
+class Marker:
+    line: int  # 1-based, in the editor's text
+    kind: str  # one of KINDS
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class EditorResult:
+    source: str
+    run_requested: bool  # Ctrl+Enter (Cmd+Enter) was pressed in the editor on this run
+
+
+def available() -> bool:
+    """True when the bundle is built and the plain text area is not asked for."""
+    return os.environ.get(ENV_PLAIN, "") != "1" and BUNDLE.is_file()
+
+
+def _mount():
+    """Register the component once per bundle build (a rebuilt bundle is picked up without a restart)."""
+    stamp = str(BUNDLE.stat().st_mtime_ns)
+    if stamp not in _registered:
+        _registered.clear()
+        _registered[stamp] = st.components.v2.component("kernel_lab.code_editor", js=BUNDLE.read_text(encoding="utf-8"))
+    return _registered[stamp]
+
+
+def _noop() -> None:
+    pass
+
+
+def code_editor(value: str, *, key: str, height: int = 380, markers: list[Marker] | tuple[Marker, ...] = (),
+                label: str = "Code editor") -> EditorResult:
+    """Show ``value`` in the editor; return what it holds now and whether a run was asked for.
+
+    The editor keeps its own text across reruns. Passing a ``value`` other than the source this
+    function last returned (an upload, a reset) replaces the editor's text.
+    """
+    seeds = st.session_state.setdefault(_STATE, {})
+    seed, returned = seeds.get(key, (0, None))
+    if returned is not None and value != returned:
+        seed += 1  # a fresh component state, and the browser loads the new text
+    marks = [{"line": int(m.line), "kind": m.kind, "message": m.message} for m in markers if m.kind in KINDS and m.line >= 1]
+    dark = getattr(getattr(st.context, "theme", None), "type", None) == "dark"
+    result = _mount()(key=f"{key}.{seed}", data={"id": f"{key}.{seed}", "value": value, "markers": marks, "height": int(height),
+                                                 "dark": dark, "label": label},
+                      height=int(height) + 2, on_value_change=_noop, on_run_change=_noop)
+    run = result.get("run")
+    source = run if isinstance(run, str) else result.get("value") if isinstance(result.get("value"), str) else value
+    seeds[key] = (seed, source)
+    return EditorResult(source=source, run_requested=isinstance(run, str))
+
+
+def markers_json(markers) -> str:
+    """The markers as the browser gets them (for tests and debugging)."""
+    return json.dumps([{"line": m.line, "kind": m.kind, "message": m.message} for m in markers])
+
+
+__all__ = ["BUNDLE", "ENV_PLAIN", "EditorResult", "FALLBACK_NOTE", "KINDS", "Marker", "available", "code_editor"]
