@@ -8,6 +8,7 @@ import math
 import pandas as pd
 import streamlit as st
 
+from gpu.core.backend import BACKEND
 from gpu.core.timing import format_factor, format_seconds
 from gpu.experiments.catalog import step_sources
 from gpu.experiments.step_result import KIND_LABELS, KernelRun
@@ -114,7 +115,7 @@ def show_simulator_facts(run: KernelRun) -> None:
         by_need.setdefault(need, []).append(label)
     why = "; ".join(f"{' and '.join(labels)} — {'they need' if len(labels) > 1 else 'it needs'} {need}" for need, labels in by_need.items())
     st.caption(
-        (f"Not run here: {why}, which the CUDA simulator lacks: a GPU only. " if missing else "")
+        (f"Not run here: {why}, which Numba's CUDA simulator lacks (Kernel Lab's simulator, the default, runs them). " if missing else "")
         + "No GPU time is shown as a figure here: the simulator runs each GPU thread in Python, so its times (in the chart and "
         "table below, marked simulated) say nothing about a GPU. What is real here: the agreement above, the compiler's facts "
         "for each step (registers, spills, occupancy) and each step's memory trace, under “The steps, and what changed” below."
@@ -236,7 +237,7 @@ def show_sources(spec: KernelSpec) -> None:
     compiled = show_steps_facts([step.kernel for step in spec.steps], key="kernels.compile_target",  # issue 17
                                 threads_per_block=step_threads(spec, params))
     for i, (source, step) in enumerate(zip(step_sources(spec), spec.steps)):
-        needs = f" — needs {step.needs}: GPU only" if step.needs else ""
+        needs = f" — needs {step.needs}: not in Numba's simulator" if step.needs and BACKEND.simulated and not BACKEND.lab_simulator else ""
         with st.expander(f"{source.label}: {step.changed} ({source.changed} lines changed){needs}", expanded=False):
             if i in compiled:
                 facts_line(compiled[i])
