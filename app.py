@@ -5,8 +5,8 @@ import streamlit as st
 import gpu
 from gpu.experiments.base import PageLink
 from ui.frame import frame
-from ui.navigation import all_links
 from ui.home import article_text, headline_metrics
+from ui.navigation import all_links
 from ui.reference import provenance_caption, references
 
 PAGE = PageLink("Home", ":material/home:", 0)  # the sidebar entry of this file (ui/navigation.py reads it)

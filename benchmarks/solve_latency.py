@@ -18,14 +18,14 @@ import resource
 import statistics
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
 
-from gpu.core.device import host_info  # noqa: E402
-from gpu.problems import get  # noqa: E402
-from gpu.sandbox.runner import Limits, SandboxStatus, facts_in_child, judge_in_child, run_argv, sandbox_status  # noqa: E402
+from gpu.core.device import host_info
+from gpu.problems import get
+from gpu.sandbox.runner import Limits, SandboxStatus, facts_in_child, judge_in_child, run_argv, sandbox_status
 
 TARGET_S = 3.0
 SOURCE = """from numba import cuda
@@ -88,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     lines = [
         "# Write a kernel: Submit to verdict (simulator)",
         "",
-        f"Measured {datetime.now(timezone.utc).isoformat(timespec='minutes')} on {host.cpu}, {host.logical_cores} logical cores, "
+        f"Measured {datetime.now(UTC).isoformat(timespec='minutes')} on {host.cpu}, {host.logical_cores} logical cores, "
         f"Python {host.python}; load average {load[0]:.1f} when it started (this machine is shared). "
         f"Sandbox: {sandbox.reason.split(':')[0] if sandbox.works else 'none (' + sandbox.reason + ')'}.",
         "",

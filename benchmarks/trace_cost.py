@@ -17,12 +17,12 @@ import os
 import platform
 import statistics
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")  # the trace is a simulator tool
 
-from gpu.trace.child import run_in_child  # noqa: E402
-from gpu.trace.lab import find, trace_lab_kernel  # noqa: E402
+from gpu.trace.child import run_in_child
+from gpu.trace.lab import find, trace_lab_kernel
 
 # (lab kernel, N): each launches 1,024 threads (4 blocks of 256)
 CASES = (("vector-add", 1024), ("transpose-tiled", 64), ("reduction-tree", 1024))
@@ -42,7 +42,7 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
-    print(f"- measured: {datetime.now(timezone.utc).isoformat(timespec='seconds')} with "
+    print(f"- measured: {datetime.now(UTC).isoformat(timespec='seconds')} with "
           f"`PYTHONPATH=. .venv/bin/python benchmarks/trace_cost.py --runs {args.runs}`")
     print(f"- host: {platform.processor() or platform.machine()}, {os.cpu_count()} logical cores; "
           f"load average at start: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
@@ -55,13 +55,13 @@ def main() -> int:
         threads = report.blocks_total * report.threads_per_block
         assert threads == 1024, f"{name} at N = {n} launches {threads} threads"
 
-        def untraced():
+        def untraced(kernel=kernel, n=n):
             launch = kernel.prepare(n)
             launch.kernel[launch.grid, launch.block](*launch.args)
 
         plain = statistics.median(timed(untraced, args.runs))
-        traced = timed(lambda: trace_lab_kernel(name, n), args.runs)
-        child = timed(lambda: run_in_child([(name, n)]), 1)[0]
+        traced = timed(lambda name=name, n=n: trace_lab_kernel(name, n), args.runs)
+        child = timed(lambda name=name, n=n: run_in_child([(name, n)]), 1)[0]
         med = statistics.median(traced)
         print(f"| {name} | {report.blocks_total} × {report.threads_per_block} threads | {report.accesses:,} | {plain:.2f} s | "
               f"{med:.2f} s | {min(traced):.2f} s | {max(traced):.2f} s | {child:.2f} s | {'yes' if med < TARGET_S else 'NO'} |")

@@ -6,8 +6,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from gpu.core.limits import InputError
 from gpu.core.jsonout import print_json
+from gpu.core.limits import InputError
 
 
 class _Parser(argparse.ArgumentParser):
@@ -133,9 +133,8 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from gpu.report.check import run_check
-
     from gpu.core.backend import BACKEND
+    from gpu.report.check import run_check
 
     if BACKEND.simulated:  # first, before any progress or figure (check.md starts with it too)
         print(SIMULATOR_LINE, flush=True)

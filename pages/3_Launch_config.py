@@ -11,8 +11,16 @@ from ui.forms import experiment_form
 from ui.frame import frame
 from ui.reference import panel_after_run, panel_before_run
 from ui.runner import run_declared
+from ui.views.launch import (
+    INDEXING_KEY,
+    OVERHEAD_KEY,
+    SWEEP_KEY,
+    show_indexing,
+    show_inspector,
+    show_launch_overhead,
+    show_sweep,
+)
 from ui.views.trace import show_coalescing_demo
-from ui.views.launch import INDEXING_KEY, OVERHEAD_KEY, SWEEP_KEY, show_indexing, show_inspector, show_launch_overhead, show_sweep
 
 frame(
     LAUNCH_SWEEP.page.label,

@@ -6,7 +6,16 @@ import streamlit as st
 from gpu.experiments.base import PageLink
 from ui.frame import frame
 from ui.resources import current_store
-from ui.views.history import compare_gpus_ui, compare_ui, export_ui, filters_ui, load_records, show_comparison, show_runs_table, upload_ui
+from ui.views.history import (
+    compare_gpus_ui,
+    compare_ui,
+    export_ui,
+    filters_ui,
+    load_records,
+    show_comparison,
+    show_runs_table,
+    upload_ui,
+)
 from ui.views.submissions import show_submissions
 
 PAGE = PageLink("History", ":material/history:", 70, "saved runs, imported checks and recorded GPUs: filter, compare, export")

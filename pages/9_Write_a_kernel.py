@@ -5,8 +5,18 @@ import streamlit as st
 import gpu
 from gpu.experiments.base import PageLink
 from ui.frame import frame
-from ui.views.write_kernel import (NAME_KEY, cached_sandbox_status, editor, pick_problem, run_submission, sandbox_notice,
-                                   show_leaderboard, show_statement, show_verdict, verdict_key)
+from ui.views.write_kernel import (
+    NAME_KEY,
+    cached_sandbox_status,
+    editor,
+    pick_problem,
+    run_submission,
+    sandbox_notice,
+    show_leaderboard,
+    show_statement,
+    show_verdict,
+    verdict_key,
+)
 
 PAGE = PageLink("Write a kernel", ":material/edit_note:", 65, "fifteen problems: write a kernel, see it checked, timed and ranked")
 

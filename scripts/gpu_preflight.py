@@ -79,7 +79,7 @@ def numba_chose_the_gpu() -> str | None:
         return "numba.cuda.is_available() is False: numba found no usable GPU (driver or toolkit)"
     try:
         cuda.get_current_device()
-    except Exception as exc:  # noqa: BLE001 - any failure here is the one reason to report
+    except Exception as exc:  # any failure here is the one reason to report
         return f"numba could not open the GPU: {exc}"
     return None
 
@@ -101,7 +101,7 @@ def a_kernel_runs_and_agrees() -> str | None:
         out = cuda.device_array_like(a)
         add[16, 256](cuda.to_device(a), cuda.to_device(b), out)
         got = out.copy_to_host()
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         return f"a tiny kernel did not compile or run on the GPU: {str(exc).splitlines()[0][:300]}"
     if not np.array_equal(got, a + b):
         return f"a tiny vector add on the GPU disagreed with NumPy at {int(np.sum(got != a + b))} of 4096 elements"

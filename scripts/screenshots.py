@@ -16,7 +16,6 @@ After the pages come the panels docs/ shows alone (``PANELS``: on_a_real_gpu, ve
 from __future__ import annotations
 
 import argparse
-from contextlib import contextmanager
 import os
 import re
 import socket
@@ -25,6 +24,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -55,7 +55,7 @@ def test_threads_are_served_in_arrival_order_and_never_overlap(tmp_path):
         for i, label in enumerate("abc"):
             t = threading.Thread(target=one, args=(label,))
             t.start()
-            _wait_until(lambda: lock.waiting == i + 1, what=f"{label} queued")
+            _wait_until(lambda i=i: lock.waiting == i + 1, what=f"{label} queued")
             threads.append(t)
         state = lock.snapshot()
         assert (state.holder, state.waiting, state.load) == ("holder", 3, 4)
@@ -84,7 +84,7 @@ def test_the_countdown_reaches_1_even_when_every_run_ends_between_two_polls(tmp_
         for i, label in enumerate("abc"):
             t = threading.Thread(target=one, args=(label,))
             t.start()
-            _wait_until(lambda: lock.waiting == i + 1, what=f"{label} queued")
+            _wait_until(lambda i=i: lock.waiting == i + 1, what=f"{label} queued")
             threads.append(t)
     for t in threads:
         t.join(30)
@@ -179,7 +179,7 @@ def test_two_app_processes_share_the_gpu_queue(tmp_path):
             for queued in (1, 2):  # one at a time, so arrival order is known
                 procs.append(subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, env=env,
                                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
-                _wait_until(lambda: lock.waiting == queued, timeout_s=180, what=f"app process {queued} queued")
+                _wait_until(lambda queued=queued: lock.waiting == queued, timeout_s=180, what=f"app process {queued} queued")
         outputs = []
         for proc in procs:
             out, err = proc.communicate(timeout=300)

@@ -64,7 +64,7 @@ def test_lists_runs_newest_first_with_simulated_runs_labelled(db):
 
 
 def test_runs_table_headers_are_declared_labels_and_whole_numbers_read_as_integers(db):
-    ids = _seed(db)
+    _seed(db)
     imported = {**_result("vector-add", 512, "cuda", "Tesla T4", [1e-3]), "n": 512.0, "imported": True}
     open_store(db).save(imported, versions={})
     at = _page()

@@ -33,7 +33,7 @@ def _queue(lock: FifoLock, n: int, order: list[str], seen: dict[str, list[int]],
         t = threading.Thread(target=body)
         before = lock.waiting
         t.start()
-        _wait_until(lambda: lock.waiting == before + 1)
+        _wait_until(lambda before=before: lock.waiting == before + 1)
         threads.append(t)
     return threads
 

@@ -11,7 +11,8 @@ Experiments that pages still run as closures (``run_experiment``) stay on this h
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 import streamlit as st
 
@@ -49,7 +50,7 @@ def where(worker: WorkerInfo | None) -> str:
     return worker.label if worker is not None else "a GPU worker"
 
 
-def run_on_cluster(experiment: "Experiment", params: Mapping[str, Any]) -> Any:
+def run_on_cluster(experiment: Experiment, params: Mapping[str, Any]) -> Any:
     """Admit, submit to the chosen (or least busy) worker, follow the queue, save here; the result or None."""
     from ui.run_record import LAST_KEY, queue_message, session_tag
 
@@ -102,7 +103,7 @@ def run_on_cluster(experiment: "Experiment", params: Mapping[str, Any]) -> Any:
     return run.result
 
 
-def save_run(experiment: "Experiment", run: ClusterRun, params: Mapping[str, Any]) -> tuple[str | None, str | None]:
+def save_run(experiment: Experiment, run: ClusterRun, params: Mapping[str, Any]) -> tuple[str | None, str | None]:
     """Save a cluster run to this host's History, with the worker and its machine's device facts.
 
     Returns (run id, problem); never raises: a history failure must not lose the run.

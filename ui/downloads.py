@@ -28,7 +28,7 @@ class Download:
     key: str
 
 
-def downloads(experiment: "Experiment", result: Any, stem: str | None = None) -> tuple[Download, Download]:
+def downloads(experiment: Experiment, result: Any, stem: str | None = None) -> tuple[Download, Download]:
     """The JSON and CSV downloads of ``result`` (pure: tested without a page)."""
     stem = stem or experiment.key.replace("-", "_")
     return (
@@ -39,7 +39,7 @@ def downloads(experiment: "Experiment", result: Any, stem: str | None = None) ->
     )
 
 
-def download_buttons(experiment: "Experiment", result: Any, stem: str | None = None) -> None:
+def download_buttons(experiment: Experiment, result: Any, stem: str | None = None) -> None:
     """Two buttons side by side: the run as JSON, its samples as CSV."""
     for column, item in zip(st.columns(2), downloads(experiment, result, stem)):
         column.download_button(item.label, item.data, file_name=item.file_name, mime=item.mime, key=item.key)

@@ -8,7 +8,7 @@ how long is left instead of a bare spinner. Steps are matched by id (the run cal
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 
 def eta_text(seconds: float) -> str:

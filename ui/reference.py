@@ -20,7 +20,7 @@ from gpu.experiments.registry import experiments
 from gpu.report.scaling import crossover_conditions
 from gpu.service.references import ARTICLE, ReferenceRun
 from ui.format import factor_text, format_gbps, times_words
-from ui.resources import references  # noqa: F401  (pages and app.py read it from here too)
+from ui.resources import references  # pages and app.py read it from here too
 
 PANEL_TITLE = "On a real GPU"
 

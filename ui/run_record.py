@@ -7,7 +7,8 @@ Ray worker (ui/cluster.py), so that neither imports the other for it.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from gpu.experiments.base import checked_measures
 from gpu.service.store import StoreError
@@ -38,7 +39,7 @@ def session_tag() -> str:
 
 
 def save_result(
-    experiment: "Experiment",
+    experiment: Experiment,
     result: Any,
     index: int,
     params: Mapping[str, Any] | None,

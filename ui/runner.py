@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import streamlit as st
 
@@ -56,15 +57,15 @@ def on_device(index: int) -> Iterator[None]:
         yield
 
 
-def partial_key(experiment: "Experiment") -> str:
+def partial_key(experiment: Experiment) -> str:
     return f"{experiment.key}.partial"  # the last snapshot of a running, stoppable experiment
 
 
-def stop_key(experiment: "Experiment") -> str:
+def stop_key(experiment: Experiment) -> str:
     return f"{experiment.key}.stop_requested"
 
 
-def run_declared(experiment: "Experiment", params: Mapping[str, Any], *, device: int | None = None) -> Any:
+def run_declared(experiment: Experiment, params: Mapping[str, Any], *, device: int | None = None) -> Any:
     """Run a declared experiment with parsed ``params``: admission, queue, progress, History.
 
     Admission runs again here (the form already ran it) so that no caller can queue a
@@ -118,7 +119,7 @@ def run_declared(experiment: "Experiment", params: Mapping[str, Any], *, device:
     return result
 
 
-def recover_stopped(experiment: "Experiment") -> Any:
+def recover_stopped(experiment: Experiment) -> Any:
     """A run interrupted by its Stop button left a partial result: save it to History, marked, and return it."""
     state = st.session_state
     partial = state.get(partial_key(experiment))
@@ -142,7 +143,7 @@ def run_experiment(
     *,
     device: int | None = None,
     uses_cpu: bool = True,
-    experiment: "Experiment | None" = None,
+    experiment: Experiment | None = None,
     params: Mapping[str, Any] | None = None,
 ) -> T | None:
     """Call ``work(progress)`` while holding the device lock (and the CPU lock); return its result.

@@ -287,7 +287,7 @@ class ExactSumInputs:
     max_value: int  # nonzero values are whole numbers from 1 to this
 
     @classmethod
-    def for_size(cls, n: int) -> "ExactSumInputs":
+    def for_size(cls, n: int) -> ExactSumInputs:
         if n < 1:
             raise ValueError(f"a sum needs at least 1 element, got {n}")
         if n <= FLOAT32_EXACT_INTEGERS:

@@ -77,7 +77,7 @@ _ROWS = (
     Target("sm_100", (10, 0), "NVIDIA B200 (sm_100)", "B200", 2048, 32, 65536, 228 * KB, 227 * KB, 1 * KB, (12, 8)),
     Target("sm_120", (12, 0), "NVIDIA RTX 50 series (sm_120)", "RTX 50", 1536, 32, 65536, 100 * KB, 99 * KB, 1 * KB, (12, 8)),
 )
-TARGETS: "OrderedDict[str, Target]" = OrderedDict((t.name, t) for t in _ROWS)
+TARGETS: OrderedDict[str, Target] = OrderedDict((t.name, t) for t in _ROWS)
 DEFAULT_TARGET = "sm_90"  # the GPU the catalog's targets were set on (H200)
 
 

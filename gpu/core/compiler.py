@@ -319,7 +319,7 @@ def cache_dir() -> Path:
     return Path(base) / "kernel-lab" / "compile"
 
 
-_memory: "OrderedDict[str, dict]" = OrderedDict()
+_memory: OrderedDict[str, dict] = OrderedDict()
 _memory_lock = threading.Lock()
 
 

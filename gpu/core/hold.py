@@ -16,8 +16,9 @@ retry and the flush schedule run in CI without a GPU.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from functools import lru_cache
-from typing import Callable, Protocol
+from typing import Protocol
 
 from gpu.core.backend import BACKEND, cuda
 from gpu.core.launch_spec import Launch

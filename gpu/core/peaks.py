@@ -13,9 +13,9 @@ size (counts twice); a copy over the link counts once. GB/s are 1e9 bytes per se
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from gpu.core.backend import BACKEND
 from gpu.core.copies import bandwidth_gbps, time_copy, time_copy_kernel, time_device_memcpy, time_host_copy

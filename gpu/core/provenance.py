@@ -11,7 +11,7 @@ on every surface, and its single-sample and L2-resident points are marked.
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 METHODOLOGY_VERSION = 2
 METHODOLOGY_KEY = "methodology_version"

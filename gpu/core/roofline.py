@@ -13,7 +13,7 @@ hardware counters: a kernel that re-reads memory sits lower than its point sugge
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 
 from gpu.core.backend import BACKEND
 from gpu.core.device import DeviceInfo
@@ -45,7 +45,7 @@ def fp32_lanes_per_sm(compute_capability: str | None) -> int | None:
     return same_major[-1] if same_major else None
 
 
-@lru_cache(maxsize=None)
+@cache
 def sm_clock_khz(index: int = 0) -> int | None:
     """The SM's maximum (boost) clock in kHz from the driver; None in the simulator or when unknown."""
     if BACKEND.simulated:

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Callable
 
 # NVML's clock-event reason bits (nvml.h, nvmlClocksEventReason*; stable since the
 # "throttle reasons" of older drivers). Idle and application/display clock settings are
@@ -232,7 +232,7 @@ class TelemetryMonitor:
         with self._lock:
             self._samples.append(sample)
 
-    def start(self, background: bool = True) -> "TelemetryMonitor":
+    def start(self, background: bool = True) -> TelemetryMonitor:
         self._read()
         if background and self._nvml is not None:
             self._thread = threading.Thread(target=self._loop, name="kernel-lab-telemetry", daemon=True)
@@ -254,7 +254,7 @@ class TelemetryMonitor:
         with self._lock:
             return summarize(list(self._samples), self.unavailable)
 
-    def __enter__(self) -> "TelemetryMonitor":
+    def __enter__(self) -> TelemetryMonitor:
         return self.start()
 
     def __exit__(self, *exc) -> None:

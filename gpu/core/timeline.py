@@ -6,8 +6,8 @@ page's Gantt chart and its "copies and kernels overlapped for X% of the span" fi
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 # --- sizes -------------------------------------------------------------------------
 

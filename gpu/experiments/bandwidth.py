@@ -9,8 +9,8 @@ NumPy copies: the curves run, their timings mean nothing.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
 
 import numpy as np
 

@@ -31,8 +31,9 @@ from __future__ import annotations
 
 import importlib
 import math
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from gpu.core.limits import InputError
 from gpu.core.series import Series
@@ -74,7 +75,7 @@ class Progress:
         self.say(message)
 
     @classmethod
-    def of(cls, progress: "Progress | Callable[[str], None] | None") -> "Progress":
+    def of(cls, progress: Progress | Callable[[str], None] | None) -> Progress:
         """A Progress from a Progress, a plain ``say(message)`` callable, or None."""
         if isinstance(progress, Progress):
             return progress
@@ -116,7 +117,7 @@ def result_problem(result_type: type) -> str | None:
     return f"{result_type.__name__} lacks {', '.join(missing)} (an experiment's result needs {', '.join(RESULT_MEMBERS)})" if missing else None
 
 
-def checked_result(experiment: "Experiment", result: Any) -> Any:
+def checked_result(experiment: Experiment, result: Any) -> Any:
     """``result`` if it keeps the result protocol and the declaration's type; TypeError saying what is wrong otherwise."""
     if experiment.result_type is not None and not isinstance(result, experiment.result_type):
         raise TypeError(f"experiment {experiment.key!r} returned a {type(result).__name__}; its declaration says {experiment.result_type.__name__}")
@@ -127,7 +128,7 @@ def checked_result(experiment: "Experiment", result: Any) -> Any:
     return result
 
 
-def checked_samples(experiment: "Experiment", found: Any) -> dict[str, list[float]]:
+def checked_samples(experiment: Experiment, found: Any) -> dict[str, list[float]]:
     """What ``experiment.samples(saved)`` returned, checked: ``{label: [finite seconds ≥ 0]}``; TypeError saying what is wrong."""
     if not isinstance(found, Mapping):
         raise TypeError(f"experiment {experiment.key!r}: samples(saved) must be a {{label: [seconds]}} mapping, got {type(found).__name__}")
@@ -141,7 +142,7 @@ def checked_samples(experiment: "Experiment", found: Any) -> dict[str, list[floa
     return out
 
 
-def checked_measures(experiment: "Experiment", result: Any) -> dict[str, float]:
+def checked_measures(experiment: Experiment, result: Any) -> dict[str, float]:
     """``experiment.measures(result)``, checked: a ``{name: number}`` mapping; TypeError otherwise."""
     measures = experiment.measures(result)
     if not isinstance(measures, Mapping) or not all(isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool)
@@ -376,7 +377,7 @@ class Experiment:
         """Its ``gpu check`` sections as ``CheckSection``s: a bare Hook is keyed by the experiment's key."""
         return tuple(c if isinstance(c, CheckSection) else CheckSection(self.key, c) for c in self.check)
 
-    def execute(self, params: Params, progress: "Progress | Callable[[str], None] | None" = None) -> Any:
+    def execute(self, params: Params, progress: Progress | Callable[[str], None] | None = None) -> Any:
         """Run with parsed ``params`` and return the result, checked against the result protocol."""
         return checked_result(self, self.run(params, Progress.of(progress)))
 

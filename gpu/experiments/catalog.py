@@ -13,9 +13,11 @@ import ast
 import difflib
 import inspect
 import textwrap
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
+from gpu.core import series
 from gpu.core.backend import BACKEND
 from gpu.core.limits import (
     InputError,
@@ -25,7 +27,6 @@ from gpu.core.limits import (
     parse_seconds,
     parse_size,
 )
-from gpu.core import series
 from gpu.core.timing import RepeatPolicy, format_factor
 from gpu.experiments.base import Experiment, Hook, PageLink, Param, PerBackend, Progress
 from gpu.experiments.registry import register
@@ -329,5 +330,5 @@ def load_kernels() -> list[Experiment]:
     return [get(key) for key in kernel_keys()]
 
 
-__all__ = ["FLOPS_PER_ELEMENT_PASS", "KERNELS", "PAGE", "StepSource", "Target", "check_kernel", "declare", "kernel_keys", "load_kernels",
-           "measures", "parse_count", "parse_side", "ratio", "run_markdown", "samples", "step_sources"]
+__all__ = ["FLOPS_PER_ELEMENT_PASS", "KERNELS", "PAGE", "StepSource", "Target",  # noqa: F822  (KERNELS: __getattr__)
+           "check_kernel", "declare", "kernel_keys", "load_kernels", "measures", "parse_count", "parse_side", "ratio", "run_markdown", "samples", "step_sources"]

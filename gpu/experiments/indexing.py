@@ -18,9 +18,9 @@ from gpu.core.arrays import vector_inputs
 from gpu.core.backend import BACKEND, cuda
 from gpu.core.device import DeviceInfo, device_info
 from gpu.core.limits import (
-    InputError,
     SIMULATOR_MAX_N,
     WARP_SIZE,
+    InputError,
     check_threads,
     parse_int,
     parse_size,

@@ -8,14 +8,16 @@ effective bandwidth and the occupancy the device allows.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 import numpy as np
 
 from gpu.core.arrays import vector_inputs
 from gpu.core.backend import BACKEND, cuda
 from gpu.core.device import DeviceInfo, device_info
+from gpu.core.kernel_timing import time_on_device
+from gpu.core.l2 import fits_in_l2, flush_problem, l2_cache_bytes
 from gpu.core.limits import (
     InputError,
     check_n,
@@ -25,8 +27,6 @@ from gpu.core.limits import (
     parse_int,
     threads_per_block_warnings,
 )
-from gpu.core.kernel_timing import time_on_device
-from gpu.core.l2 import fits_in_l2, flush_problem, l2_cache_bytes
 from gpu.core.occupancy import Occupancy, SmLimits, kernel_occupancy, sm_limits
 from gpu.core.telemetry import TelemetryMonitor
 from gpu.core.timing import (

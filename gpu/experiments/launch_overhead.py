@@ -32,14 +32,14 @@ that count (the stream is synchronised before, outside the timing), in seconds.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 
 from gpu.core.backend import BACKEND, cuda
-from gpu.core.launch_spec import Launch
 from gpu.core.device import DeviceInfo, device_info
+from gpu.core.launch_spec import Launch
 from gpu.core.limits import check_repeats
 from gpu.core.timing import (
     Clock,

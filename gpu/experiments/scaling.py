@@ -11,8 +11,8 @@ the bottom gives the CLI (``scaling``, alias ``sweep``), the page form and admis
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Callable
 
 import numpy as np
 

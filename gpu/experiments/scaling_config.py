@@ -4,8 +4,8 @@ a range, the repeat policy, and ``make_config``, which validates all of it befor
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 from gpu.core import cpu, reference
 from gpu.core.device import device_info

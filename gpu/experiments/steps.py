@@ -27,8 +27,9 @@ one frozen ``KernelRun`` (gpu/experiments/step_result.py).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 

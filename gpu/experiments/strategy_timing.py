@@ -11,18 +11,18 @@ simulator copies are NumPy copies and streams run one after another.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import replace
-from typing import Callable, Mapping
 
 import numpy as np
 
 from gpu.core.backend import BACKEND, cuda
 from gpu.core.copies import host_buffer
+from gpu.core.kernel_timing import time_on_device
 from gpu.core.limits import (
     InputError,
     parse_int,
 )
-from gpu.core.kernel_timing import time_on_device
 from gpu.core.timeline import Interval
 from gpu.core.timing import Clock, PhaseTimer, RepeatPolicy, Stats, collect
 from gpu.kernels.geometry import blocks_for

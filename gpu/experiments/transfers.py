@@ -13,8 +13,8 @@ timings mean nothing there. Results are still checked exactly.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 import numpy as np
 

@@ -8,8 +8,8 @@ average of three wall-clock runs) so the two can be compared side by side.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from typing import Iterable
 
 import numpy as np
 
@@ -86,7 +86,7 @@ class VectorAddRun:
     cpu: dict[str, CpuTiming]
     agreement: dict[str, BitAgreement]
     warnings: tuple[str, ...] = ()
-    article: "ArticleRun | None" = None  # the article's own method, when it was run too
+    article: ArticleRun | None = None  # the article's own method, when it was run too
     seed: int = 0
     created_at: str = field(default_factory=utc_timestamp)
     telemetry: dict | None = None  # GPU clocks, temperature, power, throttling (gpu.core.telemetry)

@@ -14,6 +14,7 @@ import sys
 from gpu.core.arch import DEFAULT_TARGET, TARGETS, Target, theoretical_occupancy
 from gpu.core.backend import BACKEND
 
+
 def blocks_for(n: int, threads_per_block: int) -> int:
     """Blocks needed to give every one of ``n`` elements a thread (ceil division)."""
     return (n + threads_per_block - 1) // threads_per_block

@@ -8,9 +8,9 @@ from __future__ import annotations
 import json
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from gpu.core.backend import BACKEND
 from gpu.core.device import device_info, host_info, library_versions
@@ -381,4 +381,4 @@ def run_check(
     return report
 
 
-__all__ = ["CheckContext", "CheckReport", "SECTIONS", "Section", "declared_sections", "run_check"]
+__all__ = ["CheckContext", "CheckReport", "SECTIONS", "Section", "declared_sections", "run_check"]  # noqa: F822  (SECTIONS: __getattr__)

@@ -12,8 +12,8 @@ import argparse
 
 from gpu.core.arch import TARGETS, target_named
 from gpu.core.compiler import CompileFacts, available_targets, compile_many, first_line, toolkit
-from gpu.core.limits import InputError
 from gpu.core.jsonout import print_json
+from gpu.core.limits import InputError
 from gpu.report.kernel_index import find_kernels, kernel_named
 
 STATIC_FACTS = "static facts from the compiler, not measurements"

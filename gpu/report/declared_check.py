@@ -8,7 +8,7 @@ passed, its headline measures, its JSON (with its report's prose) and its summar
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from gpu.core.backend import BACKEND
 from gpu.experiments.base import checked_measures

@@ -8,7 +8,7 @@ telemetry over the whole check; and the sample count behind every figure in the 
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 import numpy as np
 

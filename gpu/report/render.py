@@ -13,7 +13,8 @@ own fall back to ``str`` and ``to_dict``.
 from __future__ import annotations
 
 import importlib
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from gpu.experiments.registry import experiments
 

@@ -9,9 +9,9 @@ histogram) have no place on a FLOP/s roofline and are returned apart, with their
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Mapping
 
 from gpu.core.roofline import VECTOR_ADD_INTENSITY, Roofs
 
@@ -53,7 +53,7 @@ def _point(kernel: str, step: str, kind: str, size: str, flops: float, nbytes: f
 
 def add_catalog_run(points: PointSet, run: Mapping) -> None:
     """Add every measured GPU implementation of one ``KernelRun.to_dict()`` to ``points``."""
-    for key, impl in run["implementations"].items():
+    for impl in run["implementations"].values():
         if impl["kind"] == "cpu" or impl.get("phases") is None or not impl.get("seconds"):
             continue
         point = _point(run["title"], impl["label"], impl["kind"], run["size"], run["flops"], run["bytes_moved"],

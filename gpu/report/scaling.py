@@ -29,7 +29,7 @@ def crossover_sentences(run: SweepRun) -> list[str]:
     for c in run.crossovers():
         by_baseline.setdefault(c.baseline, []).append(c)
     sentences = []
-    for baseline, items in by_baseline.items():
+    for items in by_baseline.values():
         items.sort(key=lambda c: GPU_SERIES.index(c.gpu), reverse=True)  # kernel, with launch, then total
         text = "; ".join(c.text for c in items)
         sentences.append(text[0].upper() + text[1:] + ".")

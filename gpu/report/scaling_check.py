@@ -4,7 +4,7 @@ its report."""
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from gpu.core import reference
 from gpu.core.backend import BACKEND
@@ -98,7 +98,7 @@ def check_sweep(quick: bool, max_n: int, say: Callable[[str], None]) -> tuple[bo
 
     md = [
         f"N = {lo:,} to {hi:,} in powers of two ({len(config.sizes)} sizes; the largest that fits here is {fits:,}"
-        + (f", capped at 2^30 to keep the check near 90 s" if fits > hi and not quick else "") + "), "
+        + (", capped at 2^30 to keep the check near 90 s" if fits > hi and not quick else "") + "), "
         f"{config.threads_per_block} threads per block, {policy.describe()}. Medians; `!` noisy, `~` estimated, "
         "`*` fewer than 3 samples, `°` working set fits in the L2 (flushed before every GPU sample).",
     ]

@@ -45,7 +45,7 @@ def main(argv: list[str]) -> int:
     verdict_fd = os.dup(1)
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
-    sys.stdout = open(os.devnull, "w")  # noqa: SIM115  (Python-level prints go nowhere too)
+    sys.stdout = open(os.devnull, "w")  # (Python-level prints go nowhere too)
     limits = json.loads(argv[1]) if len(argv) > 1 else {}
     missed = apply_limits(limits)
     request = json.loads(sys.stdin.buffer.read(MAX_REQUEST_BYTES) or b"{}")

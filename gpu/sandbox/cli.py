@@ -11,8 +11,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from gpu.core.limits import InputError
 from gpu.core.jsonout import print_json
+from gpu.core.limits import InputError
 
 MAX_FILE_BYTES = 1 << 20
 

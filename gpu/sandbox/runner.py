@@ -56,7 +56,7 @@ class Limits:
     stderr_bytes: int = 16 << 10
 
     @classmethod
-    def from_env(cls) -> "Limits":
+    def from_env(cls) -> Limits:
         """The defaults, with ``KERNEL_LAB_SUBMIT_WALL_S`` / ``KERNEL_LAB_SUBMIT_CPU_S`` / ``KERNEL_LAB_SUBMIT_TASKS``
         where set to a positive number (a malformed value keeps the default)."""
         limits = cls()
@@ -158,7 +158,7 @@ class PidsCgroup:
         self.path = path
 
     @classmethod
-    def create(cls, tasks: int) -> "PidsCgroup | None":
+    def create(cls, tasks: int) -> PidsCgroup | None:
         if not (PIDS_CGROUP / "cgroup.procs").exists() or not os.access(PIDS_CGROUP, os.W_OK):
             return None
         path = PIDS_CGROUP / f"kernel-lab-{os.getpid()}-{secrets.token_hex(4)}"

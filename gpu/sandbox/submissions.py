@@ -12,7 +12,7 @@ from __future__ import annotations
 import sqlite3
 import uuid
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from gpu.service.store import BUSY_TIMEOUT_S, StoreError, default_path
@@ -86,7 +86,7 @@ class SubmissionStore:
         with self._connect() as conn:
             conn.execute(
                 "INSERT INTO submissions VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (entry_id, datetime.now(timezone.utc).isoformat(timespec="seconds"), verdict.problem, verdict.backend,
+                (entry_id, datetime.now(UTC).isoformat(timespec="seconds"), verdict.problem, verdict.backend,
                  verdict.device or ("CUDA simulator" if verdict.backend == "simulator" else "unknown GPU"), clean_name(name),
                  source, timing.get("median_s"), timing.get("gbps"), timing.get("percent_of_peak"),
                  timing.get("ratio_to_reference"), int(verdict.ranked), verdict.to_json()))

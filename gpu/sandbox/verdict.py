@@ -46,7 +46,7 @@ class Verdict:
     wall_s: float | None = None
 
     @classmethod
-    def start(cls, problem: str, backend: str) -> "Verdict":
+    def start(cls, problem: str, backend: str) -> Verdict:
         return cls(problem=problem, backend=backend)
 
     @property
@@ -58,17 +58,17 @@ class Verdict:
         """Saved to the leaderboard: passed, and (on a GPU) not faster than the memory roof allows."""
         return self.status == "passed" and not (self.timing or {}).get("faster_than_roof", False)
 
-    def refused(self, refusal) -> "Verdict":
+    def refused(self, refusal) -> Verdict:
         self.refusal = refusal.to_dict()
         self.status = "refused"
         self.message = str(refusal)
         return self
 
-    def failed(self, message: str) -> "Verdict":
+    def failed(self, message: str) -> Verdict:
         self.status, self.message = "error", message
         return self
 
-    def finish(self, status: str) -> "Verdict":
+    def finish(self, status: str) -> Verdict:
         self.status = status
         passed = sum(1 for t in self.tests if t["passed"])
         if status == "passed":
@@ -86,7 +86,7 @@ class Verdict:
         return json.dumps(self.to_dict(), default=str)
 
     @classmethod
-    def from_dict(cls, data: dict) -> "Verdict":
+    def from_dict(cls, data: dict) -> Verdict:
         known = {f for f in cls.__dataclass_fields__}
         return cls(**{k: v for k, v in data.items() if k in known})
 

@@ -9,7 +9,8 @@ they use the schema's field checkers (``_obj``, ``_num``...), so every message r
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from gpu.service.check_schema import (
     BACKENDS,

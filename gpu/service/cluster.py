@@ -32,8 +32,9 @@ import os
 import threading
 import time
 import uuid
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from gpu.service.cluster_worker import (
     MAX_QUEUE,

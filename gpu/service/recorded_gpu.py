@@ -13,8 +13,8 @@ check file, with its provenance.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
 
 from gpu.service.references import Provenance, References, load_references
 

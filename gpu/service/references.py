@@ -16,11 +16,12 @@ Nothing here invents a figure: every number shown comes from one of those files.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from gpu.experiments.registry import experiments
 
@@ -102,7 +103,7 @@ class Provenance:
         }
 
     @classmethod
-    def of_check(cls, data: Mapping[str, Any], *, source: str, summary: str = "") -> "Provenance":
+    def of_check(cls, data: Mapping[str, Any], *, source: str, summary: str = "") -> Provenance:
         """From a check.json's own fields, with commit and command from ``provenance`` or SUMMARY.md text."""
         device = data.get("device") or {}
         host = data.get("host") or {}
@@ -356,7 +357,7 @@ class ReferenceRun:
     data: Mapping[str, Any]
 
     @classmethod
-    def from_check(cls, key: str, data: Mapping[str, Any], provenance: Provenance) -> "ReferenceRun":
+    def from_check(cls, key: str, data: Mapping[str, Any], provenance: Provenance) -> ReferenceRun:
         return cls(key, provenance, data)
 
     @property

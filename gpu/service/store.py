@@ -20,10 +20,11 @@ import math
 import os
 import sqlite3
 import uuid
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 ENV_DB = "KERNEL_LAB_DB"
 SCHEMA_VERSION = 1
@@ -77,7 +78,7 @@ def default_path() -> Path:
 
 
 def _utc_now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def _json_safe(value: Any) -> Any:
@@ -147,7 +148,7 @@ class RunRecord:
         }
 
     @classmethod
-    def from_row(cls, row: sqlite3.Row) -> "RunRecord":
+    def from_row(cls, row: sqlite3.Row) -> RunRecord:
         return cls(
             run_id=row["run_id"],
             experiment=row["experiment"],
@@ -257,7 +258,7 @@ class HistoryStore:
         self.available, self.writable, self.problem = True, False, why
 
     def _move_aside(self, exc: Exception) -> None:
-        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
         target = self.path.with_name(f"{self.path.name}.corrupt-{stamp}")
         try:
             os.replace(self.path, target)

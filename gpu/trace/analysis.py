@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, fields
-from typing import Iterable, Sequence
 
 from gpu.trace.record import ATOMIC, KIND_NAMES, WRITE, ArrayInfo, RawTrace, Site, unlinear
 

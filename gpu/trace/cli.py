@@ -12,8 +12,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from gpu.core.limits import InputError
 from gpu.core.jsonout import print_json
+from gpu.core.limits import InputError
+
 
 def add_trace_command(sub) -> None:
     """Register the ``trace`` subcommand on the CLI's subparsers."""

@@ -9,8 +9,9 @@ the simulator lacks (warp shuffles) are listed with the reason and cannot be tra
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 

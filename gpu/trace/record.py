@@ -54,8 +54,9 @@ import contextlib
 import linecache
 import sys
 import threading
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -213,7 +214,7 @@ class _Tracer:
         self.states: dict[tuple[int, int], _ThreadState] = {}
         self.oob: list[OutOfBounds] = []
         self.oob_count = 0
-        self._shared: dict[tuple[str, int], "TracedArray"] = {}  # one per allocation line, as in the simulator
+        self._shared: dict[tuple[str, int], TracedArray] = {}  # one per allocation line, as in the simulator
         self._lock = threading.RLock()  # sites and arrays are added from many simulator threads
 
     # -- who and where ------------------------------------------------------------

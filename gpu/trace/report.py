@@ -88,7 +88,7 @@ class TraceReport:
         return data
 
     @classmethod
-    def from_dict(cls, data: dict) -> "TraceReport":
+    def from_dict(cls, data: dict) -> TraceReport:
         return cls(
             kernel=data["kernel"], label=data["label"], grid=tuple(data["grid"]), block=tuple(data["block"]),
             blocks_traced=data["blocks_traced"], blocks_total=data["blocks_total"], accesses=data["accesses"],

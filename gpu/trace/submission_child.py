@@ -68,7 +68,7 @@ def main(argv: list[str]) -> int:
     report_fd = os.dup(1)
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
-    sys.stdout = open(os.devnull, "w")  # noqa: SIM115  (the kernel's prints go nowhere)
+    sys.stdout = open(os.devnull, "w")  # (the kernel's prints go nowhere)
     from gpu.sandbox.child import apply_limits
 
     apply_limits(json.loads(argv[1]) if len(argv) > 1 else {})

@@ -11,7 +11,8 @@ the path is a known phase or CPU baseline.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
 import altair as alt
 import pandas as pd

@@ -190,8 +190,8 @@ def sweep_summary(frame: pd.DataFrame) -> pd.DataFrame:
     out["occupancy_pct"] = out["occupancy"] * 100
     out["marker"] = out["best"].map({True: "best", False: ""})
     # n<3 and L2 marks beside "best" (never "*" for best: "*" means fewer than 3 samples)
-    out["marks"] = [", ".join(m for m in (("best" if b else ""), ("n<3" if f else ""), ("fits in L2" if l else "")) if m)
-                    for b, f, l in zip(out["best"], out["few_samples"], out["l2_resident"])]
+    out["marks"] = [", ".join(m for m in (("best" if b else ""), ("n<3" if f else ""), ("fits in L2" if l2 else "")) if m)
+                    for b, f, l2 in zip(out["best"], out["few_samples"], out["l2_resident"])]
     return out.sort_values("order").reset_index(drop=True)
 
 

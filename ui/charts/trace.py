@@ -7,7 +7,7 @@ drawn as it is; a 1-D array in rows of 32 elements (one warp's worth).
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 import altair as alt
 import pandas as pd

@@ -10,6 +10,7 @@ pays for it once per kernel, target and toolkit.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import streamlit as st
 
@@ -18,6 +19,9 @@ from gpu.core.backend import BACKEND
 from gpu.core.compiler import CompileFacts, CompileRequest, available_targets, compile_many, toolkit
 from gpu.core.device import device_info
 from gpu.report.kernel_index import launch_of
+
+if TYPE_CHECKING:
+    import pandas as pd  # imported where a table is built: the annotation only names it
 
 LISTING_HEIGHT_PX = 360  # PTX runs to hundreds of lines: a scrolling box keeps the page readable
 SIMULATOR_BLIND_SPOTS = (
@@ -147,7 +151,7 @@ def show_steps_facts(kernels: list, key: str, threads_per_block: list[int | None
     return dict(zip(requests, facts))
 
 
-def facts_table(facts) -> "pd.DataFrame":
+def facts_table(facts) -> pd.DataFrame:
     """One row per kernel: the compiler's figures, readable headers, "does not compile" where it fails."""
     import pandas as pd
 

@@ -14,8 +14,8 @@ from gpu.experiments.step_result import KIND_LABELS, KernelRun
 from gpu.experiments.steps import KernelSpec
 from gpu.report.words import format_gbps
 from ui.charts import kernels as charts
-from ui.views.compile_facts import code_listings, facts_line, show_steps_facts
 from ui.telemetry_note import show_telemetry
+from ui.views.compile_facts import code_listings, facts_line, show_steps_facts
 
 RUNS_KEY = "kernels.runs"  # this session's catalog runs, newest last (the Roofline page reads them)
 MAX_RUNS = 20  # bounded: a session keeps its last 20 runs

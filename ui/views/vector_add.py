@@ -120,7 +120,7 @@ def show_metrics(run: VectorAddRun) -> None:
 def show_capped_metrics(run: VectorAddRun) -> None:
     """In the simulator: your CPU's times at your N (real, measured now) and the launch's shape; no GPU time."""
     where = (f"the simulated kernel ran at N = {run.kernel_n:,}, the simulator's cap" if run.gpu_capped
-             else f"the simulated kernel ran at the same N")
+             else "the simulated kernel ran at the same N")
     st.caption(f"Your CPU at N = {run.n:,}, measured now; {where}. Simulated kernel times are in the chart and table below, "
                "marked simulated: the simulator runs each GPU thread in Python, so they say nothing about a GPU.")
     cols = st.columns(4)
