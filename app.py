@@ -52,9 +52,13 @@ st.markdown(
     "6. **History** — your saved runs beside the recorded GPUs and the article's T4 (*Compare GPUs*)."
 )
 if gpu.BACKEND.simulated:
-    st.caption(f"Here kernels run in Numba's CUDA simulator ({gpu.BACKEND.reason}): every experiment works at small sizes, and every page also shows a run recorded on a real GPU.")
+    st.caption(
+        f"Here kernels run in Numba's CUDA simulator ({gpu.BACKEND.reason}): every experiment works at small sizes, and every page also shows a run recorded on a real GPU."
+    )
 else:
-    st.caption(f"Kernels run on **{device.name}** (compute capability {device.compute_capability}, {device.multiprocessors} multiprocessors).")
+    st.caption(
+        f"Kernels run on **{device.name}** (compute capability {device.compute_capability}, {device.multiprocessors} multiprocessors)."
+    )
 
 st.subheader("Experiments")
 for page in all_links():  # every page but Home, from the declarations and the pages' own PAGE
@@ -71,4 +75,6 @@ if text:
     with st.expander("Read the article's text", icon=":material/article:"):
         st.text(text)
 else:
-    st.caption("The reference text is not on this machine: set KERNEL_LAB_ARTICLE to the path of first-gpu-kernel-article.txt.")
+    st.caption(
+        "The reference text is not on this machine: set KERNEL_LAB_ARTICLE to the path of first-gpu-kernel-article.txt."
+    )

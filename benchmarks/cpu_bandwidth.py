@@ -41,12 +41,28 @@ def bandwidth_rows(n: int, policy: RepeatPolicy) -> list[dict]:
         cpu.compile_cpu(name)
         fn = cpu.IMPLEMENTATIONS[name]
         stats = measure(lambda fn=fn: fn(a, b, c), policy)
-        rows.append({"measure": cpu.LABELS[name], "n": n, "bytes": 12 * n, "stats": stats, "gbps": 12 * n / stats.median_s / 1e9})
+        rows.append(
+            {
+                "measure": cpu.LABELS[name],
+                "n": n,
+                "bytes": 12 * n,
+                "stats": stats,
+                "gbps": 12 * n / stats.median_s / 1e9,
+            }
+        )
     # the ceiling: copy 8n bytes (a and b's footprint) within host memory: reads + writes counted
     src = np.concatenate([a, b])
     dst = np.empty_like(src)
     stats = measure(lambda: np.copyto(dst, src), policy)
-    rows.append({"measure": "NumPy copy (host memory ceiling)", "n": n, "bytes": 2 * src.nbytes, "stats": stats, "gbps": 2 * src.nbytes / stats.median_s / 1e9})
+    rows.append(
+        {
+            "measure": "NumPy copy (host memory ceiling)",
+            "n": n,
+            "bytes": 2 * src.nbytes,
+            "stats": stats,
+            "gbps": 2 * src.nbytes / stats.median_s / 1e9,
+        }
+    )
     return rows
 
 

@@ -76,7 +76,9 @@ def main(argv: list[str] | None = None) -> int:
     cpu: list[float] = []
     median_of(3, lambda: judge_in_child("vector-add", SOURCE, limits=limits, simulated=True, sandbox=unsandboxed), cpu)
     bare_s, _ = median_of(3, lambda: run_argv([sys.executable, "-c", "pass"], b"", limits, True, sandbox))
-    import_s, _ = median_of(3, lambda: run_argv([sys.executable, "-c", "import gpu.sandbox.harness"], b"", limits, True, sandbox))
+    import_s, _ = median_of(
+        3, lambda: run_argv([sys.executable, "-c", "import gpu.sandbox.harness"], b"", limits, True, sandbox)
+    )
     verdict = judge_in_child("vector-add", SOURCE, limits=limits, simulated=True, sandbox=sandbox)
     started = time.perf_counter()
     facts_in_child(verdict, SOURCE, limits=limits, sandbox=sandbox)

@@ -18,7 +18,9 @@ from ui.views.history import (
 )
 from ui.views.submissions import show_submissions
 
-PAGE = PageLink("History", ":material/history:", 70, "saved runs, imported checks and recorded GPUs: filter, compare, export")
+PAGE = PageLink(
+    "History", ":material/history:", 70, "saved runs, imported checks and recorded GPUs: filter, compare, export"
+)
 
 frame(
     PAGE.label,
@@ -32,7 +34,9 @@ frame(
 store = current_store()
 upload_ui(store)
 records = load_records(store)
-yours, kernels, gpus = st.tabs([":material/list: Your runs", ":material/edit_note: Kernels you wrote", ":material/compare: Compare GPUs"])
+yours, kernels, gpus = st.tabs(
+    [":material/list: Your runs", ":material/edit_note: Kernels you wrote", ":material/compare: Compare GPUs"]
+)
 
 with gpus:
     compare_gpus_ui(records or [])

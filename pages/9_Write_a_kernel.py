@@ -18,7 +18,9 @@ from ui.views.write_kernel import (
     verdict_key,
 )
 
-PAGE = PageLink("Write a kernel", ":material/edit_note:", 65, "fifteen problems: write a kernel, see it checked, timed and ranked")
+PAGE = PageLink(
+    "Write a kernel", ":material/edit_note:", 65, "fifteen problems: write a kernel, see it checked, timed and ranked"
+)
 
 device = frame(
     "Write a kernel",

@@ -55,7 +55,9 @@ def libcuda_loads() -> str | None:
     try:
         ctypes.CDLL("libcuda.so.1")
     except OSError as exc:
-        return f"libcuda.so.1 does not load ({exc}): the driver's CUDA library is missing, so numba cannot reach the GPU"
+        return (
+            f"libcuda.so.1 does not load ({exc}): the driver's CUDA library is missing, so numba cannot reach the GPU"
+        )
     return None
 
 
@@ -123,8 +125,10 @@ def main() -> int:
 
     device = cuda.get_current_device()
     name = device.name.decode() if isinstance(device.name, bytes) else device.name
-    print(f"preflight ok in {time.perf_counter() - start:.1f} s: {name} (sm_{device.compute_capability[0]}"
-          f"{device.compute_capability[1]}), numba {metadata.version('numba')}, numba-cuda {metadata.version('numba-cuda')}")
+    print(
+        f"preflight ok in {time.perf_counter() - start:.1f} s: {name} (sm_{device.compute_capability[0]}"
+        f"{device.compute_capability[1]}), numba {metadata.version('numba')}, numba-cuda {metadata.version('numba-cuda')}"
+    )
     return 0
 
 

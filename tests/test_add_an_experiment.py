@@ -230,7 +230,10 @@ def test_its_page_shows_the_recorded_slot_runs_the_form_saves_history_and_offers
     assert row.result["measures"] == {"kernel_s": result.kernel.median_s}
     table = runs_frame([row])
     assert (table.loc[0, "n"], table.loc[0, "repeats"]) == (64, 2)  # its History columns
-    assert sorted(runs_frame([row], key_params=("n",)).loc[0, "parameters"].split("; ")) == ["repeats=2", "threads_per_block=256"]
+    assert sorted(runs_frame([row], key_params=("n",)).loc[0, "parameters"].split("; ")) == [
+        "repeats=2",
+        "threads_per_block=256",
+    ]
     assert label("saxpy-kernel") == "SAXPY kernel"  # its series, from the declaration
     buttons = at.get("download_button")
     assert len(buttons) == 2, "the JSON and CSV downloads"

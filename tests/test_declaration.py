@@ -95,4 +95,6 @@ def test_each_layer_imports_only_the_layers_below_it(layer):
             assert not name.startswith("streamlit"), f"{path.name} imports streamlit: gpu/ never does"
             parts = name.split(".")
             if parts[0] == "gpu" and len(parts) > 1 and parts[1] in ALLOWED:
-                assert parts[1] in ALLOWED[layer], f"gpu/{layer}/{path.name} imports {name}: {layer} may use {sorted(ALLOWED[layer])}"
+                assert parts[1] in ALLOWED[layer], (
+                    f"gpu/{layer}/{path.name} imports {name}: {layer} may use {sorted(ALLOWED[layer])}"
+                )

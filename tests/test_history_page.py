@@ -115,7 +115,19 @@ def test_compare_chart_builder_puts_each_sample_and_median_per_run():
     from ui.charts.history import compare_chart, samples_frame
 
     records = [
-        RunRecord(f"{i:032x}", "vector-add", "t", "t", "cuda", False, "GPU", 0, {}, {}, _result("vector-add", 64, "cuda", "GPU", [1e-3 * (i + 1), 2e-3]))
+        RunRecord(
+            f"{i:032x}",
+            "vector-add",
+            "t",
+            "t",
+            "cuda",
+            False,
+            "GPU",
+            0,
+            {},
+            {},
+            _result("vector-add", 64, "cuda", "GPU", [1e-3 * (i + 1), 2e-3]),
+        )
         for i in range(2)
     ]
     samples = samples_frame(records)
@@ -156,7 +168,9 @@ def test_unavailable_history_is_a_warning_not_a_crash(tmp_path, monkeypatch):
 
 def test_default_comparison_skips_runs_without_samples(db):
     ids = _seed(db)
-    open_store(db).save({"experiment": "vector-add/article-run", "backend": "simulator", "cpu_time_s": 1.0}, versions={})
+    open_store(db).save(
+        {"experiment": "vector-add/article-run", "backend": "simulator", "cpu_time_s": 1.0}, versions={}
+    )
     at = _page()
     assert at.multiselect(key="history.compare").value == [ids[2]]
     assert at.get("vega_lite_chart")

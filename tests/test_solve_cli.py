@@ -20,7 +20,9 @@ def square(a, out):
     if i < a.size:
         out[i] = a[i] * a[i]
 """
-NO_GUARD = GOOD.replace("    if i < a.size:\n        out[i] = a[i] * a[i]", "    if i < a.size - 1:\n        out[i] = a[i] * a[i]")
+NO_GUARD = GOOD.replace(
+    "    if i < a.size:\n        out[i] = a[i] * a[i]", "    if i < a.size - 1:\n        out[i] = a[i] * a[i]"
+)
 
 
 @pytest.fixture
@@ -33,7 +35,9 @@ def cli(tmp_path):
             path = tmp_path / "kernel.py"
             path.write_text(source)
             argv.append(str(path))
-        return subprocess.run([sys.executable, "-m", "gpu", *argv], capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
+        return subprocess.run(
+            [sys.executable, "-m", "gpu", *argv], capture_output=True, text=True, env=env, cwd=ROOT, timeout=120
+        )
 
     return run
 

@@ -66,7 +66,9 @@ def test_a_refused_source_names_the_rule_and_line(isolated):
     at.text_area(key="write_kernel.draft.vector-add").input("import os\n" + GOOD)
     at.button(key="write_kernel.run").click().run()
     assert not at.exception
-    assert any("Refused" in e.value and "(import rule, line 1)" in e.value and "allowed imports" in e.value for e in at.error)
+    assert any(
+        "Refused" in e.value and "(import rule, line 1)" in e.value and "allowed imports" in e.value for e in at.error
+    )
 
 
 def test_a_server_that_requires_a_sandbox_it_lacks_accepts_nothing(isolated, monkeypatch):

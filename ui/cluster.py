@@ -42,7 +42,9 @@ def cluster_client(address: str) -> ClusterClient:
     """This process's one connection to the cluster at ``address`` (a failure is not cached: retried next run)."""
     client = client_from_env()
     if client is None or client.address != address:
-        raise ClusterUnavailable(f"KERNEL_LAB_CLUSTER changed while the app ran (now {cluster_address()!r}); restart the app")
+        raise ClusterUnavailable(
+            f"KERNEL_LAB_CLUSTER changed while the app ran (now {cluster_address()!r}); restart the app"
+        )
     return client
 
 
@@ -111,7 +113,9 @@ def save_run(experiment: Experiment, run: ClusterRun, params: Mapping[str, Any])
     from ui.run_record import save_result
 
     worker = {k: v for k, v in run.worker.to_dict().items() if k != "device"}
-    return save_result(experiment, run.result, run.worker.gpu_index, params, device=run.worker.device, extra={"worker": worker})
+    return save_result(
+        experiment, run.result, run.worker.gpu_index, params, device=run.worker.device, extra={"worker": worker}
+    )
 
 
 def cluster_sidebar() -> None:

@@ -32,10 +32,20 @@ def downloads(experiment: Experiment, result: Any, stem: str | None = None) -> t
     """The JSON and CSV downloads of ``result`` (pure: tested without a page)."""
     stem = stem or experiment.key.replace("-", "_")
     return (
-        Download("Download run (JSON)", json.dumps(to_json(result), indent=2, default=str), f"{stem}.json", "application/json",
-                 f"{experiment.key}.download_json"),
-        Download("Download samples (CSV)", result.to_frame().to_csv(index=False), f"{stem}.csv", "text/csv",
-                 f"{experiment.key}.download_csv"),
+        Download(
+            "Download run (JSON)",
+            json.dumps(to_json(result), indent=2, default=str),
+            f"{stem}.json",
+            "application/json",
+            f"{experiment.key}.download_json",
+        ),
+        Download(
+            "Download samples (CSV)",
+            result.to_frame().to_csv(index=False),
+            f"{stem}.csv",
+            "text/csv",
+            f"{experiment.key}.download_csv",
+        ),
     )
 
 

@@ -45,5 +45,7 @@ class PhaseProgress:
             return
         done = sum(w for _m, w in self.steps[:index])
         where = " in the simulator" if self.simulated else ""
-        self.bar.progress(min(done / self.total, 0.99),
-                          text=f"Step {index + 1} of {len(self.steps)}: {message} — about {eta_text(self.total - done)} left{where} (estimate)")
+        self.bar.progress(
+            min(done / self.total, 0.99),
+            text=f"Step {index + 1} of {len(self.steps)}: {message} — about {eta_text(self.total - done)} left{where} (estimate)",
+        )

@@ -82,7 +82,9 @@ def scaling_sentence(run) -> str:
 
 def launch_sentence(run) -> str:
     """How much block size matters at a large N, from the recorded sweep."""
-    per_element = sorted((c for c in run.configs if c.kind == "one thread per element"), key=lambda c: c.threads_per_block)
+    per_element = sorted(
+        (c for c in run.configs if c.kind == "one thread per element"), key=lambda c: c.threads_per_block
+    )
     best = run.best
     text = f"On the {run.device.name} at N = {run.n:,}, the best launch is {best.label} ({format_seconds(best.kernel.median_s)}{_few(best.kernel).replace(' (', ', ').rstrip(')')})"
     if per_element and per_element[0] is not best:
@@ -105,11 +107,27 @@ def transfers_sentence(curves, strategies) -> str:
             )
     if strategies is not None:
         s = strategies.strategies
-        costs = [f"{format_seconds(s[k].cost_s)} {label}" for k, label in (("article", "as in the article"), ("pinned", "with pinned memory"), ("resident", "with the data kept on the device")) if k in s]
+        costs = [
+            f"{format_seconds(s[k].cost_s)} {label}"
+            for k, label in (
+                ("article", "as in the article"),
+                ("pinned", "with pinned memory"),
+                ("resident", "with the data kept on the device"),
+            )
+            if k in s
+        ]
         if costs:
-            parts.append(f"one vector add at N = {strategies.n:,} takes " + ", ".join(costs[:-1]) + (f" and {costs[-1]}" if len(costs) > 1 else costs[0]))
+            parts.append(
+                f"one vector add at N = {strategies.n:,} takes "
+                + ", ".join(costs[:-1])
+                + (f" and {costs[-1]}" if len(costs) > 1 else costs[0])
+            )
     device = (curves or strategies).device.name if (curves or strategies) is not None else "GPU"
-    return f"On the {device}, " + "; ".join(parts) + "." if parts else f"No transfer figures were recorded on the {device}."
+    return (
+        f"On the {device}, " + "; ".join(parts) + "."
+        if parts
+        else f"No transfer figures were recorded on the {device}."
+    )
 
 
 # --- drawing ----------------------------------------------------------------------------------
@@ -135,7 +153,11 @@ def _vector_add(ref: ReferenceRun) -> None:
 
     run = ref.vector_add()
     pinned = ref.strategies("small")
-    pinned_s = pinned.strategies["pinned"].cost_s if pinned is not None and pinned.n == run.n and "pinned" in pinned.strategies else None
+    pinned_s = (
+        pinned.strategies["pinned"].cost_s
+        if pinned is not None and pinned.n == run.n and "pinned" in pinned.strategies
+        else None
+    )
     st.markdown(vector_add_sentence(run, pinned_s))
     article = ref.article()
     if article is not None:
@@ -158,8 +180,16 @@ def _scaling(ref: ReferenceRun) -> None:
     st.markdown(scaling_sentence(run))
     frame = run.to_frame()
     subtitle = f"recorded: {describe(run)}"
-    st.altair_chart(charts.time_chart(frame, [c.to_dict() for c in run.crossovers()], subtitle), width="stretch", key="reference.scaling.time")
-    st.altair_chart(charts.bandwidth_chart(frame, run.peaks.to_frame() if run.peaks else None, subtitle), width="stretch", key="reference.scaling.bandwidth")
+    st.altair_chart(
+        charts.time_chart(frame, [c.to_dict() for c in run.crossovers()], subtitle),
+        width="stretch",
+        key="reference.scaling.time",
+    )
+    st.altair_chart(
+        charts.bandwidth_chart(frame, run.peaks.to_frame() if run.peaks else None, subtitle),
+        width="stretch",
+        key="reference.scaling.bandwidth",
+    )
 
 
 def _launch(ref: ReferenceRun) -> None:
@@ -171,7 +201,11 @@ def _launch(ref: ReferenceRun) -> None:
     frame = run.to_frame()
     subtitle = f"recorded: {describe_sweep(run)}"
     st.altair_chart(charts.sweep_time_chart(frame, subtitle), width="stretch", key="reference.launch.time")
-    st.altair_chart(charts.sweep_bandwidth_chart(frame, subtitle, run.device.peak_bandwidth_gbps), width="stretch", key="reference.launch.bandwidth")
+    st.altair_chart(
+        charts.sweep_bandwidth_chart(frame, subtitle, run.device.peak_bandwidth_gbps),
+        width="stretch",
+        key="reference.launch.bandwidth",
+    )
 
 
 def _transfers(ref: ReferenceRun) -> None:
@@ -182,14 +216,20 @@ def _transfers(ref: ReferenceRun) -> None:
     st.markdown(transfers_sentence(curves, strategies))
     if curves is not None:
         st.altair_chart(
-            charts.bandwidth_chart(curves.to_frame(), [p.to_dict() for p in curves.plateaus()], f"recorded: {describe_bandwidth(curves)}"),
-            width="stretch", key="reference.transfers.bandwidth",
+            charts.bandwidth_chart(
+                curves.to_frame(), [p.to_dict() for p in curves.plateaus()], f"recorded: {describe_bandwidth(curves)}"
+            ),
+            width="stretch",
+            key="reference.transfers.bandwidth",
         )
     if strategies is not None:
         order = [s.key for s in strategies.ranking]
         st.altair_chart(
-            charts.strategy_breakdown_chart(strategies.to_frame(), order, f"recorded: {describe_strategies(strategies)}"),
-            width="stretch", key="reference.transfers.strategies",
+            charts.strategy_breakdown_chart(
+                strategies.to_frame(), order, f"recorded: {describe_strategies(strategies)}"
+            ),
+            width="stretch",
+            key="reference.transfers.strategies",
         )
 
 
@@ -206,7 +246,9 @@ def reference_panel(experiment: str, *, expanded: bool | None = None) -> Referen
     """
     declared = panels()
     if experiment not in declared:
-        raise ValueError(f"experiment must be one of {tuple(declared)} (the declarations' recorded panels), got {experiment!r}")
+        raise ValueError(
+            f"experiment must be one of {tuple(declared)} (the declarations' recorded panels), got {experiment!r}"
+        )
     refs = references()
     ref = refs.best(experiment)
     open_ = gpu.BACKEND.simulated if expanded is None else expanded
@@ -218,12 +260,20 @@ def reference_panel(experiment: str, *, expanded: bool | None = None) -> Referen
         st.caption(f":material/verified: Recorded by `python -m gpu check` on real hardware — {ref.provenance.label}.")
         provenance_caption(ref)
         if ref.caveat:  # recorded before the current rules: said before any figure
-            st.warning(f"This run was {ref.caveat}" + (f"; {ref.l2_note}." if ref.l2_note else "."), icon=":material/history:")
-        with st.expander("The recorded result" + ("" if open_ else " (compare with your run above)"), expanded=open_, icon=":material/monitoring:"):
+            st.warning(
+                f"This run was {ref.caveat}" + (f"; {ref.l2_note}." if ref.l2_note else "."), icon=":material/history:"
+            )
+        with st.expander(
+            "The recorded result" + ("" if open_ else " (compare with your run above)"),
+            expanded=open_,
+            icon=":material/monitoring:",
+        ):
             try:
                 draw = declared[experiment].draw
                 if draw is None:
-                    st.caption("This experiment declares no drawing of a recorded run; its figures are in the check's files.")
+                    st.caption(
+                        "This experiment declares no drawing of a recorded run; its figures are in the check's files."
+                    )
                 else:
                     draw.resolve()(ref)
             except Exception as exc:  # a reference that no longer rebuilds must not break the page

@@ -90,8 +90,12 @@ def run_declared(experiment: Experiment, params: Mapping[str, Any], *, device: i
     bar = left.empty()
     stop_slot = right.empty()
     if experiment.mark_stopped is not None:
-        stop_slot.button("Stop", key=f"{experiment.key}.stop", on_click=lambda: state.__setitem__(stop_key(experiment), True),
-                         help="Stops between two steps; what was measured stays and is saved.")
+        stop_slot.button(
+            "Stop",
+            key=f"{experiment.key}.stop",
+            on_click=lambda: state.__setitem__(stop_key(experiment), True),
+            help="Stops between two steps; what was measured stays and is saved.",
+        )
 
     def step(fraction: float, partial: Any) -> None:
         state[partial_key(experiment)] = partial  # kept if a Stop press interrupts the next call
@@ -112,7 +116,9 @@ def run_declared(experiment: Experiment, params: Mapping[str, Any], *, device: i
                             started=tracker.started if tracker is not None else (lambda _step_id: None))
         return experiment.execute(params, progress)
 
-    result = run_experiment(experiment.title, work, device=device, uses_cpu=experiment.uses_cpu, experiment=experiment, params=params)
+    result = run_experiment(
+        experiment.title, work, device=device, uses_cpu=experiment.uses_cpu, experiment=experiment, params=params
+    )
     state[partial_key(experiment)] = None
     stop_slot.empty()
     bar.empty()

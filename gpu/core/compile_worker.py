@@ -100,7 +100,10 @@ def compile_job(job: dict, targets: list[dict], ptxas: str, nvdisasm: str | None
     except Exception as exc:  # the compiler's own message is the point of the gate
         error = f"Numba front end: {type(exc).__name__}: {exc}"
         spent = time.perf_counter() - started
-        return [{"ok": False, "error": error, "ptx": None, "ptxas_log": None, "sass": None, "compile_s": spent} for _ in targets]
+        return [
+            {"ok": False, "error": error, "ptx": None, "ptxas_log": None, "sass": None, "compile_s": spent}
+            for _ in targets
+        ]
     lowered_s = time.perf_counter() - started
     return [_assemble(lib, t["name"], tuple(t["cc"]), ptxas, nvdisasm, lowered_s) for t in targets]
 

@@ -48,7 +48,12 @@ ROLE_MEANING = {
     "add": "the addition a + b (float32)",
     "store": "writes c[position] to device memory",
 }
-_SPECIAL_REGISTERS = {"%tid.x": "threadIdx.x (tx)", "%ctaid.x": "blockIdx.x (bx)", "%ntid.x": "blockDim.x (bw)", "%nctaid.x": "gridDim.x"}
+_SPECIAL_REGISTERS = {
+    "%tid.x": "threadIdx.x (tx)",
+    "%ctaid.x": "blockIdx.x (bx)",
+    "%ntid.x": "blockDim.x (bw)",
+    "%nctaid.x": "gridDim.x",
+}
 
 _PTX_RULES = [
     ("load", re.compile(r"^ld\.global(\.\w+)*\.(f32|b32)\b")),
@@ -129,7 +134,11 @@ def find_ptx_highlights(ptx: str) -> tuple[CodeLine, ...]:
                 out.append(CodeLine("PTX", "index arithmetic", number, stmt, note))
             elif {"ntid", "nctaid"} <= sources:
                 origin[ops[0]] = "stride"
-                out.append(CodeLine("PTX", "index arithmetic", number, stmt, "stride = blockDim.x * gridDim.x (threads in the grid)"))
+                out.append(
+                    CodeLine(
+                        "PTX", "index arithmetic", number, stmt, "stride = blockDim.x * gridDim.x (threads in the grid)"
+                    )
+                )
             continue
         if _INT_ADD.match(stmt) and len(ops) == 3 and {"bx*bw", "tid"} <= sources:
             origin[ops[0]] = "position"
@@ -332,4 +341,13 @@ def inspect_vector_add() -> KernelInspection:
     return inspect_kernel("vector_add")
 
 
-__all__ = ["CodeLine", "KERNELS", "KernelInspection", "ROLES", "find_ptx_highlights", "find_sass_highlights", "inspect_kernel", "inspect_vector_add"]
+__all__ = [
+    "CodeLine",
+    "KERNELS",
+    "KernelInspection",
+    "ROLES",
+    "find_ptx_highlights",
+    "find_sass_highlights",
+    "inspect_kernel",
+    "inspect_vector_add",
+]

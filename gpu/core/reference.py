@@ -90,7 +90,15 @@ def time_reference(
 
 
 def time_on_library_stream(
-    name: str, library, a: np.ndarray, b: np.ndarray, policy: RepeatPolicy, expected: np.ndarray, *, flush_l2: bool = True, ops=None
+    name: str,
+    library,
+    a: np.ndarray,
+    b: np.ndarray,
+    policy: RepeatPolicy,
+    expected: np.ndarray,
+    *,
+    flush_l2: bool = True,
+    ops=None,
 ) -> ReferenceTiming:
     """The one timing path of every reference: ``time_on_device`` on the library's stream.
 
@@ -200,4 +208,13 @@ def available_references() -> dict[str, str | None]:
     return {name: unavailable_reason(name) for name in REFERENCES}
 
 
-__all__ = ["LABELS", "REFERENCES", "ReferenceTiming", "ReferenceUnavailable", "available_references", "time_on_library_stream", "time_reference", "unavailable_reason"]
+__all__ = [
+    "LABELS",
+    "REFERENCES",
+    "ReferenceTiming",
+    "ReferenceUnavailable",
+    "available_references",
+    "time_on_library_stream",
+    "time_reference",
+    "unavailable_reason",
+]

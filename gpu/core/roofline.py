@@ -62,7 +62,10 @@ def sm_clock_khz(index: int = 0) -> int | None:
 
         pynvml.nvmlInit()
         try:
-            return int(pynvml.nvmlDeviceGetMaxClockInfo(pynvml.nvmlDeviceGetHandleByIndex(index), pynvml.NVML_CLOCK_SM)) * 1000
+            return (
+                int(pynvml.nvmlDeviceGetMaxClockInfo(pynvml.nvmlDeviceGetHandleByIndex(index), pynvml.NVML_CLOCK_SM))
+                * 1000
+            )
         finally:
             pynvml.nvmlShutdown()
     except Exception:
@@ -129,4 +132,12 @@ def device_roofs(device: DeviceInfo, clock_khz: int | None = None, copy_gbps: fl
     return Roofs(device.peak_bandwidth_gbps, fp32, copy_gbps, "; ".join(parts) or "no device facts (simulator)")
 
 
-__all__ = ["FP32_LANES_PER_SM", "Roofs", "VECTOR_ADD_INTENSITY", "device_roofs", "fp32_lanes_per_sm", "fp32_peak_gflops", "sm_clock_khz"]
+__all__ = [
+    "FP32_LANES_PER_SM",
+    "Roofs",
+    "VECTOR_ADD_INTENSITY",
+    "device_roofs",
+    "fp32_lanes_per_sm",
+    "fp32_peak_gflops",
+    "sm_clock_khz",
+]

@@ -144,7 +144,10 @@ def open_nvml(index: int | str = 0, module=None) -> tuple[Nvml | None, str | Non
     try:
         return Nvml(index, module), None
     except ImportError:
-        return None, "telemetry unavailable: nvidia-ml-py (pynvml) is not installed — `make` installs it where an NVIDIA driver exists"
+        return (
+            None,
+            "telemetry unavailable: nvidia-ml-py (pynvml) is not installed — `make` installs it where an NVIDIA driver exists",
+        )
     except Exception as exc:  # no driver, no permission, an NVML error
         return None, f"telemetry unavailable: NVML failed ({type(exc).__name__}: {exc})"
 
@@ -199,9 +202,11 @@ def describe(summary: dict | None) -> str:
     if not summary.get("available"):
         return summary.get("reason", "telemetry unavailable")
     b, a = summary["before"], summary["after"]
-    text = (f"GPU clocks SM {b['sm_clock_mhz'] or '?'}→{a['sm_clock_mhz'] or '?'} MHz (min {summary['sm_clock_mhz_min'] or '?'}), "
-            f"memory {b['mem_clock_mhz'] or '?'}→{a['mem_clock_mhz'] or '?'} MHz, max {summary['temperature_c_max'] or '?'} °C, "
-            f"max {summary['power_w_max'] or 0:,.0f} W")
+    text = (
+        f"GPU clocks SM {b['sm_clock_mhz'] or '?'}→{a['sm_clock_mhz'] or '?'} MHz (min {summary['sm_clock_mhz_min'] or '?'}), "
+        f"memory {b['mem_clock_mhz'] or '?'}→{a['mem_clock_mhz'] or '?'} MHz, max {summary['temperature_c_max'] or '?'} °C, "
+        f"max {summary['power_w_max'] or 0:,.0f} W"
+    )
     return text + ("; FLAGGED: " + "; ".join(summary["flags"]) if summary["flagged"] else "; no throttling")
 
 
@@ -212,7 +217,13 @@ class TelemetryMonitor:
     Without NVML it records nothing and the summary says why.
     """
 
-    def __init__(self, index: int | str | None = None, interval_s: float = BACKGROUND_INTERVAL_S, module=None, clock=time.perf_counter):
+    def __init__(
+        self,
+        index: int | str | None = None,
+        interval_s: float = BACKGROUND_INTERVAL_S,
+        module=None,
+        clock=time.perf_counter,
+    ):
         # None: the current CUDA device, by PCI bus id (NVML's index 0 may be another board)
         if index is None:
             index = 0 if module is not None else nvml_index_of_current_device()
@@ -261,5 +272,14 @@ class TelemetryMonitor:
         self.stop()
 
 
-__all__ = ["TelemetryMonitor", "TelemetrySample", "decode_reasons", "describe", "nvml_index_of_current_device", "open_nvml",
-           "pci_bus_id", "read_now", "summarize"]
+__all__ = [
+    "TelemetryMonitor",
+    "TelemetrySample",
+    "decode_reasons",
+    "describe",
+    "nvml_index_of_current_device",
+    "open_nvml",
+    "pci_bus_id",
+    "read_now",
+    "summarize",
+]

@@ -101,7 +101,11 @@ class Stats:
         return cls(tuple(float(x) for x in data["samples_s"]), int(data.get("retries", 0) or 0), data.get("held"))
 
     def __str__(self) -> str:
-        flags = f"; only {self.n_samples} sample{'s' if self.n_samples != 1 else ''}, spread unknown" if self.few_samples else ""
+        flags = (
+            f"; only {self.n_samples} sample{'s' if self.n_samples != 1 else ''}, spread unknown"
+            if self.few_samples
+            else ""
+        )
         if self.retries:
             flags += f"; {self.retries} sample{'s' if self.retries != 1 else ''} retried (hold expired)"
         return (

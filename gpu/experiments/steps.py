@@ -156,7 +156,9 @@ class KernelSpec:
         for impl in self.cpu:
             if impl.key == key:
                 return impl
-        raise InputError(f"{self.title}: unknown CPU implementation {key!r}; choose from {', '.join(i.key for i in self.cpu)}")
+        raise InputError(
+            f"{self.title}: unknown CPU implementation {key!r}; choose from {', '.join(i.key for i in self.cpu)}"
+        )
 
 
 # --- GPU steps ---------------------------------------------------------------------
@@ -281,7 +283,9 @@ def time_library(spec: KernelSpec, lib: Library, params: Params, inputs: Mapping
     d_out = cuda.to_device(host_out, stream=stream)
     stream.synchronize()
     launcher = _library_launcher(lib, d_in, d_out, stream)
-    label = f"{lib.label} on Numba's stream" + ("" if lib.hold else ", no hold: the call waits on the GPU from the host")
+    label = f"{lib.label} on Numba's stream" + (
+        "" if lib.hold else ", no hold: the call waits on the GPU from the host"
+    )
     timing = time_on_device(queue=launcher, stream=stream, policy=policy, hold=lib.hold, launch_label=label,
                             working_set_bytes=int(spec.bytes_moved(params)), l2_bytes=l2_bytes, telemetry=False)
     if spec.output.zeroed:  # every run added into it: one clean run for the check
@@ -327,7 +331,9 @@ def time_cpu(spec: KernelSpec, impl: CpuImpl, params: Params, inputs: Mapping[st
             estimate = (time.perf_counter() - start) * spec.cost(params) / max(spec.cost(probe), 1)
             if estimate > budget_s:
                 why = f"estimated {format_seconds(estimate)} per run, over the {budget_s:g} s budget"
-                return ImplResult(impl.key, impl.label, "cpu", skipped=why, estimate_s=estimate, compile_s=compile_s), None
+                return ImplResult(
+                    impl.key, impl.label, "cpu", skipped=why, estimate_s=estimate, compile_s=compile_s
+                ), None
             # As many samples as the budget allows; no warm-up (the probe already ran it once).
             policy = RepeatPolicy(n_repeat=max(1, min(policy.n_repeat, int(budget_s // max(estimate, 1e-9)))), warmup=0)
     elif policy.warmup < 1:
@@ -389,20 +395,30 @@ def run_kernel(
     try:
         for step in spec.steps:
             if step.needs and BACKEND.simulated:
-                results.append(ImplResult(step.key, step.label, "step", skipped=simulator_skip(step.needs), launch=step.geometry(params)))
+                results.append(
+                    ImplResult(
+                        step.key, step.label, "step", skipped=simulator_skip(step.needs), launch=step.geometry(params)
+                    )
+                )
                 continue
             say(f"timing step {step.label}")
             try:
                 stats, out, first_s, timing = time_step(spec, step, params, inputs, policy, l2_bytes=l2_bytes)
             except Exception as exc:  # an expired hold, a launch failure: this row only, the others stay
-                results.append(ImplResult(step.key, step.label, "step", error=f"{type(exc).__name__}: {exc}", launch=step.geometry(params)))
+                results.append(
+                    ImplResult(
+                        step.key, step.label, "step", error=f"{type(exc).__name__}: {exc}", launch=step.geometry(params)
+                    )
+                )
                 continue
             results.append(ImplResult(step.key, step.label, "step", phases=stats, compile_s=first_s, timing=timing,
                                       agreement=check(step.key, out, step.depth), launch=step.geometry(params)))
         for lib in spec.libraries:
             problem = library_problem(lib)
             if problem is not None:
-                results.append(ImplResult(lib.key, lib.label, "library", skipped=problem, same_work=lib.same_work, note=lib.note))
+                results.append(
+                    ImplResult(lib.key, lib.label, "library", skipped=problem, same_work=lib.same_work, note=lib.note)
+                )
                 continue
             say(f"timing {lib.label}")
             try:
@@ -450,4 +466,14 @@ def run_kernel(
     )
 
 
-__all__ = ["CpuImpl", "DEFAULT_CPU_BUDGET_S", "GPU_PHASES", "KernelSpec", "Library", "Output", "Step", "run_kernel", "time_step"]
+__all__ = [
+    "CpuImpl",
+    "DEFAULT_CPU_BUDGET_S",
+    "GPU_PHASES",
+    "KernelSpec",
+    "Library",
+    "Output",
+    "Step",
+    "run_kernel",
+    "time_step",
+]

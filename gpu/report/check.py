@@ -93,11 +93,17 @@ class CheckReport:
             *([f"**{SIMULATED_WARNING}**", ""] if BACKEND.simulated else []),
             "# Kernel Lab GPU check",
             "",
-            f"- measurement rules: version {METHODOLOGY_VERSION} (README, \"How it measures\")",
+            f'- measurement rules: version {METHODOLOGY_VERSION} (README, "How it measures")',
             f"- started: {self.started_at} ({'quick' if self.quick else 'full'} run)",
             f"- backend: {BACKEND.label}; device: {dev.name}"
-            + (f", compute capability {dev.compute_capability}, {dev.multiprocessors} SMs" if dev.compute_capability else ""),
-            f"- driver: {dev.driver_version}, runtime: {dev.runtime_version}" if dev.driver_version else "- driver: none (simulator)",
+            + (
+                f", compute capability {dev.compute_capability}, {dev.multiprocessors} SMs"
+                if dev.compute_capability
+                else ""
+            ),
+            f"- driver: {dev.driver_version}, runtime: {dev.runtime_version}"
+            if dev.driver_version
+            else "- driver: none (simulator)",
             f"- host: {host_info().cpu}, {host_info().logical_cores} logical cores",
             f"- versions: {versions}",
             f"- result: **{'PASS' if self.passed else 'FAIL'}**",
@@ -146,10 +152,16 @@ def correctness_section(ctx: CheckContext) -> Section:
         f"× block sizes {', '.join(map(str, CHECK_BLOCK_SIZES))}."
     ]
     if skipped:
-        md.append(f"Skipped sizes (over this backend's limit of {ctx.max_n:,}): {', '.join(f'{n:,}' for n in skipped)}.")
+        md.append(
+            f"Skipped sizes (over this backend's limit of {ctx.max_n:,}): {', '.join(f'{n:,}' for n in skipped)}."
+        )
     for r in failures:
-        md.append(f"- FAIL N={r['n']}, {r['threads_per_block']} threads: {r['mismatches']} mismatches, max |diff| {r['max_abs_diff']:g}")
-    return Section("correctness", "Correctness against NumPy", passed, {"launches": rows, "skipped_sizes": skipped}, "\n".join(md))
+        md.append(
+            f"- FAIL N={r['n']}, {r['threads_per_block']} threads: {r['mismatches']} mismatches, max |diff| {r['max_abs_diff']:g}"
+        )
+    return Section(
+        "correctness", "Correctness against NumPy", passed, {"launches": rows, "skipped_sizes": skipped}, "\n".join(md)
+    )
 
 
 def breakdown_section(ctx: CheckContext) -> Section:
@@ -173,18 +185,24 @@ def breakdown_section(ctx: CheckContext) -> Section:
     for phase, stats in run.gpu.items():
         flag = " (fewer than 3: spread unknown)" if stats.few_samples else ""
         retried = f", {stats.retries} retried" if stats.retries else ""
-        md.append(f"| GPU {phase} | {format_seconds(stats.median_s)} | {format_seconds(stats.min_s)} | {format_seconds(stats.max_s)} | {stats.n_samples}{flag}{retried} |")
+        md.append(
+            f"| GPU {phase} | {format_seconds(stats.median_s)} | {format_seconds(stats.min_s)} | {format_seconds(stats.max_s)} | {stats.n_samples}{flag}{retried} |"
+        )
     for name, t in run.cpu.items():
         if t.stats is None:
             md.append(f"| CPU {name} | skipped: {t.skipped} | | | 0 |")
         else:
             flag = " (fewer than 3: spread unknown)" if t.stats.few_samples else ""
-            md.append(f"| CPU {name} | {format_seconds(t.stats.median_s)} | {format_seconds(t.stats.min_s)} | {format_seconds(t.stats.max_s)} | {t.stats.n_samples}{flag} |")
+            md.append(
+                f"| CPU {name} | {format_seconds(t.stats.median_s)} | {format_seconds(t.stats.min_s)} | {format_seconds(t.stats.max_s)} | {t.stats.n_samples}{flag} |"
+            )
     sim = " (simulated: not GPU performance)" if BACKEND.simulated else ""
     md += ["", f"Kernel effective bandwidth: {run.kernel_bandwidth_gbps:,.4g} GB/s (12 bytes per element){sim}."]
     for s in run.speedups:
         if s.baseline in ("python", "numpy"):
-            md.append(f"- GPU {s.gpu_measure} vs {s.baseline}: {format_factor(s.factor)}{' (estimated baseline)' if s.estimated else ''}{sim}")
+            md.append(
+                f"- GPU {s.gpu_measure} vs {s.baseline}: {format_factor(s.factor)}{' (estimated baseline)' if s.estimated else ''}{sim}"
+            )
     md.append(f"- agreement: {'all bit-identical' if run.agree else 'MISMATCH'}")
     return Section("breakdown", f"Vector add breakdown at N = {n:,}", run.agree, {"run": run.to_dict()}, "\n".join(md))
 
@@ -234,9 +252,13 @@ def launch_section(ctx: CheckContext) -> Section:
     # the sweep
     n = min(LAUNCH_SWEEP_N, ctx.max_n) if not ctx.quick else min(512, ctx.max_n)
     if ctx.quick:
-        sweep = run_launch_sweep(n, (32, 256), grid_stride_multiples=(1,), policy=RepeatPolicy.count(2), max_n=ctx.max_n, on_progress=ctx.say)
+        sweep = run_launch_sweep(
+            n, (32, 256), grid_stride_multiples=(1,), policy=RepeatPolicy.count(2), max_n=ctx.max_n, on_progress=ctx.say
+        )
     else:
-        sweep = run_launch_sweep(n, extra_block_size=100, policy=RepeatPolicy.count(30), max_n=ctx.max_n, on_progress=ctx.say)
+        sweep = run_launch_sweep(
+            n, extra_block_size=100, policy=RepeatPolicy.count(30), max_n=ctx.max_n, on_progress=ctx.say
+        )
 
     # the inspector
     ctx.say("inspecting the compiled kernel")
@@ -286,7 +308,9 @@ def launch_section(ctx: CheckContext) -> Section:
     else:
         md.append(f"- inspector: {inspection.reason}")
     data = {
-        "probes": [{k: v for k, v in p.to_dict().items() if k not in ("records", "handled_by", "device")} for p in probes],
+        "probes": [
+            {k: v for k, v in p.to_dict().items() if k not in ("records", "handled_by", "device")} for p in probes
+        ],
         "sweep": to_json(sweep),
         "inspector": {k: v for k, v in inspection.to_dict().items() if k not in ("sass", "device")},
     }
@@ -321,13 +345,18 @@ def methodology_section(ctx: CheckContext) -> Section:
 
     telemetry = ctx.telemetry.summary() if ctx.telemetry is not None else None
     passed, data, markdown = methodology(ctx.quick, ctx.max_n, ctx.say, ctx.sections, telemetry)
-    return Section("methodology", "Methodology: L2, stream hold, launch overhead, telemetry, samples", passed, data, markdown)
-
+    return Section(
+        "methodology", "Methodology: L2, stream hold, launch overhead, telemetry, samples", passed, data, markdown
+    )
 
 
 def declared_sections() -> list[Callable[[CheckContext], Section]]:
     """Every declaration's ``check`` sections, in the experiments' order, then the methodology (which reads them)."""
-    return [_keyed(section.run.resolve(), section.key) for experiment in experiments() for section in experiment.check_sections()] + [methodology_section]
+    return [
+        _keyed(section.run.resolve(), section.key)
+        for experiment in experiments()
+        for section in experiment.check_sections()
+    ] + [methodology_section]
 
 
 def _keyed(section_fn: Callable[[CheckContext], Section], key: str) -> Callable[[CheckContext], Section]:
@@ -354,7 +383,11 @@ def run_check(
     ``quick`` (default: True in the simulator) keeps sizes small.
     """
     quick = BACKEND.simulated if quick is None else quick
-    ctx = CheckContext(quick=quick, max_n=min(max_vector_n(), SIMULATOR_MAX_N) if quick else max_vector_n(), say=on_progress or (lambda _m: None))
+    ctx = CheckContext(
+        quick=quick,
+        max_n=min(max_vector_n(), SIMULATOR_MAX_N) if quick else max_vector_n(),
+        say=on_progress or (lambda _m: None),
+    )
     report = CheckReport(started_at=utc_timestamp(), quick=quick)
     from gpu.core.telemetry import TelemetryMonitor
 
@@ -371,7 +404,9 @@ def run_check(
             section = section_fn(ctx)
         except Exception as exc:  # record and go on: one broken section must not hide the rest
             name = getattr(section_fn, "section_key", None) or section_fn.__name__.removesuffix("_section")
-            section = Section(name, name, False, {"error": repr(exc)}, f"error: `{exc!r}`\n\n```\n{traceback.format_exc()}```")
+            section = Section(
+                name, name, False, {"error": repr(exc)}, f"error: `{exc!r}`\n\n```\n{traceback.format_exc()}```"
+            )
         report.sections.append(Section(**{**section.__dict__, "duration_s": time.perf_counter() - start}))
         if out is not None:
             report.write(out)

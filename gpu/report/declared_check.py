@@ -28,7 +28,12 @@ def section(key: str) -> Callable[[CheckContext], Section]:
         ctx.say(f"{experiment.title}: {params}")
         result = experiment.execute(params, ctx.say)
         passed = experiment.passed(result)
-        data = {"params": params, "passed": passed, "measures": checked_measures(experiment, result), "run": to_json(result)}
+        data = {
+            "params": params,
+            "passed": passed,
+            "measures": checked_measures(experiment, result),
+            "run": to_json(result),
+        }
         markdown = f"{'PASS' if passed else 'FAIL'}: {experiment.summary}\n\n```\n{summary(result)}\n```"
         return Section(key, f"{experiment.title}: {experiment.summary}", passed, data, markdown)
 

@@ -84,7 +84,9 @@ def summary(run: LaunchSweepRun) -> str:
     if any(c.kernel.few_samples for c in run.configs):
         lines.append("* fewer than 3 samples: spread unknown")
     if run.l2_resident:
-        lines.append(f"° a, b and c ({run.bytes_moved:,} bytes) fit in the {run.l2_bytes:,}-byte L2: times may be served partly from cache")
+        lines.append(
+            f"° a, b and c ({run.bytes_moved:,} bytes) fit in the {run.l2_bytes:,}-byte L2: times may be served partly from cache"
+        )
     retried = sum(c.kernel.retries for c in run.configs)
     if retried:
         lines.append(f"{retried} sample{'s' if retried != 1 else ''} retried after an expired stream hold")

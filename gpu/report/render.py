@@ -42,4 +42,6 @@ def to_json(result: Any) -> dict:
     from gpu.core.provenance import stamp
 
     prose = _tables()[1].get(type(result))
-    return stamp(result.to_dict() | (prose(result) if prose is not None else {}))  # downloads and --json say which rules
+    return stamp(
+        result.to_dict() | (prose(result) if prose is not None else {})
+    )  # downloads and --json say which rules

@@ -47,7 +47,9 @@ def load_kernel(source: str, kernel_name: str, n_args: int | None = None):
         import ast
 
         tree = ast.parse(source)
-        n_args = next((len(f.args.args) for f in tree.body if isinstance(f, ast.FunctionDef) and f.name == kernel_name), 0)
+        n_args = next(
+            (len(f.args.args) for f in tree.body if isinstance(f, ast.FunctionDef) and f.name == kernel_name), 0
+        )
     return load_module(source, kernel_name, n_args)[kernel_name]
 
 

@@ -75,8 +75,11 @@ class Verdict:
             self.message = f"all {len(self.tests)} tests passed"
         else:
             first = next((t for t in self.tests if not t["passed"]), None)
-            self.message = f"{passed} of {len(self.tests)} tests passed; first failure, {first['name']}: {first['message']}" if first else (
-                mismatch_text(self.mismatch) if self.mismatch else status)
+            self.message = (
+                f"{passed} of {len(self.tests)} tests passed; first failure, {first['name']}: {first['message']}"
+                if first
+                else (mismatch_text(self.mismatch) if self.mismatch else status)
+            )
         return self
 
     def to_dict(self) -> dict:

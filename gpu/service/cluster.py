@@ -399,7 +399,9 @@ class ClusterClient:
             finally:
                 self._done_with(chosen.name)
             if out.get("cancelled"):
-                raise ClusterUnavailable("The run lost its place in the worker's queue (held too long); press Run again.")
+                raise ClusterUnavailable(
+                    "The run lost its place in the worker's queue (held too long); press Run again."
+                )
             info = worker or WorkerInfo.from_dict(ray.get(handle.info.remote(), timeout=CALL_TIMEOUT_S))
             return ClusterRun(out["result"], info, positions, submitted, out["arrived"], out["started"],
                               out["ended"], time.time(), requeued)

@@ -138,7 +138,9 @@ class GpuWorker:
         with self._cond:
             return self._position(run_id)
 
-    def watch(self, run_id: str, known: tuple | list | None = None, timeout_s: float = WATCH_S) -> tuple[int | None, bool, str | None]:
+    def watch(
+        self, run_id: str, known: tuple | list | None = None, timeout_s: float = WATCH_S
+    ) -> tuple[int | None, bool, str | None]:
         """``position(run_id)`` as soon as it differs from ``known``, or after ``timeout_s`` (a long poll)."""
         known = tuple(known) if known is not None else None
         deadline = time.monotonic() + timeout_s

@@ -91,4 +91,12 @@ def import_check(store, raw: bytes, *, source: str = "check.json", max_bytes: in
     )
 
 
-__all__ = ["ImportProblem", "ImportResult", "MAX_IMPORT_BYTES", "history_records", "import_check", "parse_check_bytes", "validate_check"]
+__all__ = [
+    "ImportProblem",
+    "ImportResult",
+    "MAX_IMPORT_BYTES",
+    "history_records",
+    "import_check",
+    "parse_check_bytes",
+    "validate_check",
+]

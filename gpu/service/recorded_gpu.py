@@ -117,7 +117,11 @@ def _candidates(refs: References) -> dict[int, RecordedGpu]:
         phases = {p: run.gpu[p].median_s for p in PHASES if p in run.gpu}
         samples = {p: run.gpu[p].n_samples for p in PHASES if p in run.gpu}
         strategies = ref.strategies("small")
-        pinned = strategies.strategies["pinned"].cost_s if strategies is not None and strategies.n == run.n and "pinned" in strategies.strategies else None
+        pinned = (
+            strategies.strategies["pinned"].cost_s
+            if strategies is not None and strategies.n == run.n and "pinned" in strategies.strategies
+            else None
+        )
         out[run.n] = RecordedGpu(run.n, run.n, phases, samples, BREAKDOWN, ref.key, ref.provenance, pinned)
     return out
 

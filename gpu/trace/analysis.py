@@ -97,9 +97,11 @@ class Divergence:
     missed_did: str  # "exited" or "waited at line L"
 
     def __str__(self) -> str:
-        return (f"barrier divergence in block {_xyz(self.block)}: syncthreads #{self.barrier} at line {self.line} was reached by "
-                f"{self.reached:,} threads (e.g. {_xyz(self.reached_example)}) but not by {self.missed:,} "
-                f"(e.g. thread {_xyz(self.missed_example)}, which {self.missed_did})")
+        return (
+            f"barrier divergence in block {_xyz(self.block)}: syncthreads #{self.barrier} at line {self.line} was reached by "
+            f"{self.reached:,} threads (e.g. {_xyz(self.reached_example)}) but not by {self.missed:,} "
+            f"(e.g. thread {_xyz(self.missed_example)}, which {self.missed_did})"
+        )
 
 
 @dataclass(frozen=True)
@@ -219,7 +221,12 @@ def find_races(trace: RawTrace, max_reported: int = MAX_REPORTED) -> list[Race]:
             counts[sig] += 1
             if sig not in found:
                 info = trace.arrays[array_of(key)]
-                found[sig] = (info, offset_of(key), names.who(a[1], a[2], a[3], a[4]), names.who(b[1], b[2], b[3], b[4]))
+                found[sig] = (
+                    info,
+                    offset_of(key),
+                    names.who(a[1], a[2], a[3], a[4]),
+                    names.who(b[1], b[2], b[3], b[4]),
+                )
 
     collect(in_block, "in a block", lambda k: k[1], lambda k: k[2])
     # between blocks the agents are blocks: two threads of one block never count here
@@ -342,7 +349,11 @@ def bank_conflicts(trace: RawTrace) -> list[SiteBanks]:
     out = []
     for (site, array, kind), ways in per_site.items():
         s = names.site(site)
-        out.append(SiteBanks(trace.arrays[array].name, KIND_NAMES[kind], s.line, s.text, len(ways), sum(ways) / len(ways), max(ways)))
+        out.append(
+            SiteBanks(
+                trace.arrays[array].name, KIND_NAMES[kind], s.line, s.text, len(ways), sum(ways) / len(ways), max(ways)
+            )
+        )
     return sorted(out, key=lambda r: (r.line, r.text, r.kind))
 
 

@@ -36,7 +36,11 @@ def run_in_child(requests: Sequence[tuple[str, int | None]], timeout_s: float = 
     from gpu.trace.report import TraceReport
 
     args = [name if n is None else f"{name}={int(n)}" for name, n in requests]
-    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1", "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    env = {
+        **os.environ,
+        "NUMBA_ENABLE_CUDASIM": "1",
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+    }
     try:
         proc = subprocess.run([sys.executable, "-m", "gpu.trace.child", *args], capture_output=True, text=True,
                               timeout=timeout_s, env=env, cwd=ROOT)

@@ -44,8 +44,10 @@ def show_agreement(run: KernelRun) -> None:
     if run.agreement_mode == "exact":
         rule = f"bit for bit with the reference{why}"
     else:
-        rule = (f"within the bound float32 rounding allows for each summation order{why}: |error| ≤ ((1 + u)^k − 1) · Σ|terms|, "
-                "u = 2⁻²⁴, k = the depth of that order's summation tree, against a float64 reference")
+        rule = (
+            f"within the bound float32 rounding allows for each summation order{why}: |error| ≤ ((1 + u)^k − 1) · Σ|terms|, "
+            "u = 2⁻²⁴, k = the depth of that order's summation tree, against a float64 reference"
+        )
     if run.agree:
         st.success(f"All {len(checked)} implementations that ran agree, {rule}.", icon=":material/check_circle:")
     else:
@@ -70,12 +72,19 @@ def show_metrics(run: KernelRun) -> None:
     compute_bound = run.flops and run.intensity > 1
     throughput = format_flops(run.gflops(best)) if compute_bound else format_gbps(run.gbps(best))
     fraction = run.fraction_of_peak(best)
-    cols[2].metric("FLOP rate" if compute_bound else "Bandwidth", throughput,
-                   delta=None if fraction is None else f"{fraction:.0%} of peak", delta_color="off",
-                   help="Bytes the algorithm must move (or FLOPs it must do) ÷ kernel time; peak from the device's facts.")
+    cols[2].metric(
+        "FLOP rate" if compute_bound else "Bandwidth",
+        throughput,
+        delta=None if fraction is None else f"{fraction:.0%} of peak",
+        delta_color="off",
+        help="Bytes the algorithm must move (or FLOPs it must do) ÷ kernel time; peak from the device's facts.",
+    )
     ratio = run.vs_best_library(best)
-    cols[3].metric("× the best library's time", "no library ran" if ratio is None else format_factor(ratio),
-                   help="Best step's kernel time ÷ the fastest library's (CuPy/PyTorch) on the same GPU, same run. 1x = as fast.")
+    cols[3].metric(
+        "× the best library's time",
+        "no library ran" if ratio is None else format_factor(ratio),
+        help="Best step's kernel time ÷ the fastest library's (CuPy/PyTorch) on the same GPU, same run. 1x = as fast.",
+    )
 
 
 def steps_not_run(run: KernelRun) -> list[tuple[str, str]]:
@@ -83,7 +92,11 @@ def steps_not_run(run: KernelRun) -> list[tuple[str, str]]:
     import importlib
 
     try:  # the catalog's kernels live in gpu/experiments/<key>.py; another's skip reason says the same in longer words
-        needs = {step.key: step.needs for step in importlib.import_module(f"gpu.experiments.{run.kernel}").SPEC.steps if step.needs}
+        needs = {
+            step.key: step.needs
+            for step in importlib.import_module(f"gpu.experiments.{run.kernel}").SPEC.steps
+            if step.needs
+        }
     except (ImportError, AttributeError):
         needs = {}
     return [(r.label, needs.get(r.key, r.skipped or "")) for r in run.results if r.kind == "step" and not r.measured]
@@ -105,14 +118,20 @@ def show_simulator_facts(run: KernelRun) -> None:
                    help="Implementations whose result matched the reference (the line above says how it is checked).")
     cols[1].metric("GPU steps run here", f"{len(steps) - len(missing)} of {len(steps)}",
                    help="Steps that need a GPU-only feature are skipped in the simulator; they run on a GPU.")
-    cols[2].metric("Minimum traffic", format_bytes(run.bytes_moved),
-                   help=f"{run.bytes_moved:,} bytes: each input read once, the output written once. A fact of the algorithm, not a measurement.")
+    cols[2].metric(
+        "Minimum traffic",
+        format_bytes(run.bytes_moved),
+        help=f"{run.bytes_moved:,} bytes: each input read once, the output written once. A fact of the algorithm, not a measurement.",
+    )
     cols[3].metric("Arithmetic intensity (FLOP/byte)", plain_number(run.intensity),
                    help=f"{run.flops:,} FLOPs ÷ {run.bytes_moved:,} bytes: a fact of the algorithm, not a measurement.")
     by_need: dict[str, list[str]] = {}
     for label, need in missing:
         by_need.setdefault(need, []).append(label)
-    why = "; ".join(f"{' and '.join(labels)} — {'they need' if len(labels) > 1 else 'it needs'} {need}" for need, labels in by_need.items())
+    why = "; ".join(
+        f"{' and '.join(labels)} — {'they need' if len(labels) > 1 else 'it needs'} {need}"
+        for need, labels in by_need.items()
+    )
     st.caption(
         (f"Not run here: {why}, which the CUDA simulator lacks: a GPU only. " if missing else "")
         + "No GPU time is shown as a figure here: the simulator runs each GPU thread in Python, so its times (in the chart and "
@@ -146,8 +165,16 @@ def table(run: KernelRun) -> pd.DataFrame:
     simulated = run.backend == "simulator"
     rows = []
     for row in run.summary_rows():
-        tag = f" ({SIM_TAG})" if simulated and row["kind"] != "cpu" and row["seconds"] is not None and not row["estimated"] else ""
-        time_text = "—" if row["seconds"] is None else ("estimated " if row["estimated"] else "") + format_seconds(row["seconds"]) + row["marks"] + tag
+        tag = (
+            f" ({SIM_TAG})"
+            if simulated and row["kind"] != "cpu" and row["seconds"] is not None and not row["estimated"]
+            else ""
+        )
+        time_text = (
+            "—"
+            if row["seconds"] is None
+            else ("estimated " if row["estimated"] else "") + format_seconds(row["seconds"]) + row["marks"] + tag
+        )
         hold = "—" if row["kind"] == "cpu" or row["held"] is None else (
             ("held" if row["held"] else "no hold") + (f", {row['retries']} retried" if row["retries"] else ""))
         rows.append({
@@ -177,12 +204,16 @@ def show_run(run: KernelRun) -> None:
     simulated = run.backend == "simulator"
     summary, frame, subtitle = run.summary_frame(), run.to_frame(), describe(run)
     if simulated:  # said in every chart's subtitle: these GPU times are Python's, not a GPU's
-        subtitle = "GPU times SIMULATED (Python, one thread at a time), not GPU performance · " + subtitle  # first: long subtitles are cut at the end
+        subtitle = (
+            "GPU times SIMULATED (Python, one thread at a time), not GPU performance · " + subtitle
+        )  # first: long subtitles are cut at the end
     st.altair_chart(charts.steps_time_chart(summary, subtitle), width="stretch")
     compute_heavy = run.flops and run.intensity > 1
     if not simulated:  # a throughput from a simulated time is no throughput at all
         peak = (run.roofs.fp32_gflops if compute_heavy else run.roofs.memory_gbps)
-        st.altair_chart(charts.throughput_chart(summary, subtitle, "gflops" if compute_heavy else "gbps", peak), width="stretch")
+        st.altair_chart(
+            charts.throughput_chart(summary, subtitle, "gflops" if compute_heavy else "gbps", peak), width="stretch"
+        )
     st.altair_chart(charts.phases_chart(frame, subtitle), width="stretch")
     st.caption(
         f"GB/s = {run.bytes_moved:,} bytes the algorithm must move ÷ time; GFLOP/s = {run.flops:,} FLOPs ÷ time; "
@@ -195,14 +226,22 @@ def show_run(run: KernelRun) -> None:
     st.dataframe(table(run), hide_index=True, width="stretch")
     legend = [m.replace("*", "\\*", 1) for m in run.marks_legend()]  # "\\*": not a markdown bullet
     if any(r.on_gpu and r.main is not None and r.main.held is False for r in run.results):
-        legend.append("stream hold: “held” = the kernel alone behind a verified hold; “no hold” = its samples include the launch")
+        legend.append(
+            "stream hold: “held” = the kernel alone behind a verified hold; “no hold” = its samples include the launch"
+        )
     if legend:
         st.caption(" · ".join(legend))
     show_telemetry(run.telemetry)
     left, right = st.columns(2)
     name = f"{run.kernel}_{run.params.get('n')}"
-    left.download_button("Download run (JSON)", json.dumps(run.to_dict(), indent=2, default=str), file_name=f"{name}.json",
-                         mime="application/json", key="kernels.download_json", icon=":material/download:")
+    left.download_button(
+        "Download run (JSON)",
+        json.dumps(run.to_dict(), indent=2, default=str),
+        file_name=f"{name}.json",
+        mime="application/json",
+        key="kernels.download_json",
+        icon=":material/download:",
+    )
     right.download_button("Download samples (CSV)", frame.to_csv(index=False), file_name=f"{name}.csv", mime="text/csv",
                           key="kernels.download_csv", icon=":material/download:")
 

@@ -62,11 +62,20 @@ def show_submissions() -> None:
     chosen = st.multiselect("Problems", keys, format_func=lambda k: titles.get(k, k), key="history.submission_problems",
                             placeholder="every problem")
     shown = [e for e in entries if not chosen or e.problem in chosen]
-    st.caption(f"{len(shown):,} passing submissions, newest first" + (f" (the newest {MAX_SHOWN:,})" if len(entries) == MAX_SHOWN else "")
-               + ". The simulator checks kernels but does not time them.")
+    st.caption(
+        f"{len(shown):,} passing submissions, newest first"
+        + (f" (the newest {MAX_SHOWN:,})" if len(entries) == MAX_SHOWN else "")
+        + ". The simulator checks kernels but does not time them."
+    )
     st.dataframe(submissions_frame(shown), hide_index=True, width="stretch")
-    pick = st.selectbox("Show the code of", range(len(shown)), key="history.submission_code",
-                        format_func=lambda i: f"{shown[i].name} · {titles.get(shown[i].problem, shown[i].problem)} · {shown[i].created_at[:16].replace('T', ' ')}")
+    pick = st.selectbox(
+        "Show the code of",
+        range(len(shown)),
+        key="history.submission_code",
+        format_func=lambda i: (
+            f"{shown[i].name} · {titles.get(shown[i].problem, shown[i].problem)} · {shown[i].created_at[:16].replace('T', ' ')}"
+        ),
+    )
     if pick is not None:
         st.code(shown[pick].source, language="python")
 

@@ -53,7 +53,11 @@ def show_statement(problem: Problem) -> None:
     st.markdown(problem.statement)
     cols = st.columns(2)
     cols[0].markdown(f"**Kernel** `{problem.signature}`  \n**Arrays** {problem.arrays}")
-    choice = f"  \nSet `THREADS_PER_BLOCK` to one of {', '.join(map(str, problem.thread_choices))}." if problem.thread_choices else ""
+    choice = (
+        f"  \nSet `THREADS_PER_BLOCK` to one of {', '.join(map(str, problem.thread_choices))}."
+        if problem.thread_choices
+        else ""
+    )
     cols[1].markdown(f"**Launch** {problem.launch_text}.{choice}  \n**Equal means** {problem.tolerance.describe()}.")
     with st.expander("Hint", icon=":material/lightbulb:"):
         st.markdown(problem.hint)
@@ -99,8 +103,13 @@ def editor(problem: Problem) -> str:
                 st.session_state[key] = drafts[problem.key] = data.decode("utf-8")
             except UnicodeDecodeError:
                 st.error(f"{uploaded.name} is not UTF-8 text.")
-    source = st.text_area("Your kernel", key=key, height=380, help="Python with Numba CUDA: imports from numba and math, "
-                          "constants, and @cuda.jit functions. Press Ctrl+Enter (or click outside) to keep your edits.")
+    source = st.text_area(
+        "Your kernel",
+        key=key,
+        height=380,
+        help="Python with Numba CUDA: imports from numba and math, "
+        "constants, and @cuda.jit functions. Press Ctrl+Enter (or click outside) to keep your edits.",
+    )
     drafts[problem.key] = source
     cols = st.columns([1, 1, 3])
     cols[0].download_button("Download .py", source, file_name=f"{problem.kernel_name}.py", mime="text/x-python",
@@ -122,18 +131,32 @@ def show_verdict(verdict: Verdict) -> None:
     elif verdict.status == "refused":
         r = verdict.refusal or {}
         where = f", line {r['line']}" if r.get("line") else ""
-        st.error(f"**Refused** ({r.get('rule', 'sandbox')} rule{where}): {r.get('message', verdict.message)}", icon=":material/block:")
+        st.error(
+            f"**Refused** ({r.get('rule', 'sandbox')} rule{where}): {r.get('message', verdict.message)}",
+            icon=":material/block:",
+        )
         st.caption("Nothing ran and nothing was saved. `python -m gpu solve` prints the same line.")
         return
     elif verdict.status == "wrong":
         passed = sum(1 for t in verdict.tests if t["passed"])
-        st.error(f"**Wrong result**: {passed} of {len(verdict.tests)} tests passed." if verdict.tests else f"**Wrong result**: {verdict.message}",
-                 icon=":material/error:")
+        st.error(
+            f"**Wrong result**: {passed} of {len(verdict.tests)} tests passed."
+            if verdict.tests
+            else f"**Wrong result**: {verdict.message}",
+            icon=":material/error:",
+        )
     else:
         st.warning(f"**Could not finish**: {verdict.message}", icon=":material/warning:")
     if verdict.tests:
-        rows = [{"Test": t["name"], "Size": ", ".join(f"{k} = {v:,}" for k, v in t["sizes"].items()),
-                 "Result": "pass" if t["passed"] else "FAIL", "Details": "" if t["passed"] else t["message"]} for t in verdict.tests]
+        rows = [
+            {
+                "Test": t["name"],
+                "Size": ", ".join(f"{k} = {v:,}" for k, v in t["sizes"].items()),
+                "Result": "pass" if t["passed"] else "FAIL",
+                "Details": "" if t["passed"] else t["message"],
+            }
+            for t in verdict.tests
+        ]
         st.table(pd.DataFrame(rows), hide_index=True)  # a few rows of text: a plain table reads (and searches) best
     if verdict.mismatch and "index" in verdict.mismatch:
         m = verdict.mismatch
@@ -141,26 +164,42 @@ def show_verdict(verdict: Verdict) -> None:
     if verdict.timing:
         show_timing(verdict.timing)
     elif verdict.backend == "simulator" and verdict.status == "passed":
-        st.info("Simulator: correctness only. Simulated time is not GPU performance, so nothing is timed or ranked by speed here.",
-                icon=":material/info:")
+        st.info(
+            "Simulator: correctness only. Simulated time is not GPU performance, so nothing is timed or ranked by speed here.",
+            icon=":material/info:",
+        )
     show_compile_facts(verdict)
     from ui.views.trace import show_submission_trace  # what the trace shows (issue 21)
 
     show_submission_trace(verdict)
-    st.caption(f"Sandbox: {verdict.sandbox or 'none'}" + (f" · {verdict.wall_s:.1f} s from Run to verdict" if verdict.wall_s else "")
-               + (f" · {verdict.threads_per_block} threads per block" if verdict.threads_per_block else ""))
+    st.caption(
+        f"Sandbox: {verdict.sandbox or 'none'}"
+        + (f" · {verdict.wall_s:.1f} s from Run to verdict" if verdict.wall_s else "")
+        + (f" · {verdict.threads_per_block} threads per block" if verdict.threads_per_block else "")
+    )
 
 
 def show_timing(timing: dict) -> None:
     cols = st.columns(4)
     cols[0].metric("Kernel time", format_seconds(timing["median_s"]), help=f"median of {timing['samples']} timed runs, "
                    "each after a fresh sentinel fill, L2 flushed, timed by the lab's events")
-    cols[1].metric("Bandwidth", f"{timing['gbps']:,.1f} GB/s", help=f"{timing['bytes']:,} bytes the problem must move at least, over the time")
+    cols[1].metric(
+        "Bandwidth",
+        f"{timing['gbps']:,.1f} GB/s",
+        help=f"{timing['bytes']:,} bytes the problem must move at least, over the time",
+    )
     pct = timing.get("percent_of_peak")
-    cols[2].metric("Share of peak", f"{pct:.0f} %" if pct is not None else "—",
-                   help=f"of the {timing['peak_gbps']:,.0f} GB/s memory peak" if timing.get("peak_gbps") else "peak unknown")
+    cols[2].metric(
+        "Share of peak",
+        f"{pct:.0f} %" if pct is not None else "—",
+        help=f"of the {timing['peak_gbps']:,.0f} GB/s memory peak" if timing.get("peak_gbps") else "peak unknown",
+    )
     ratio = timing.get("ratio_to_reference")
-    cols[3].metric("Time vs the lab's kernel", f"{ratio:.2f}×" if ratio else "—", help="your time / the reference solution's time (lower is faster)")
+    cols[3].metric(
+        "Time vs the lab's kernel",
+        f"{ratio:.2f}×" if ratio else "—",
+        help="your time / the reference solution's time (lower is faster)",
+    )
     if timing.get("gflops"):
         st.caption(f"{timing['gflops']:,.1f} GFLOP/s ({timing['flops']:,} floating-point operations at least).")
     if timing.get("faster_than_roof"):
@@ -197,17 +236,30 @@ def show_leaderboard(problem: Problem, device: str) -> None:
     if gpu.BACKEND.simulated:
         st.caption(f"{device}: passing submissions in the order they passed (the simulator does not time kernels).")
     else:
-        st.caption(f"{device}: fastest passing submissions (a result faster than the memory roof allows is not ranked).")
+        st.caption(
+            f"{device}: fastest passing submissions (a result faster than the memory roof allows is not ranked)."
+        )
     if not entries:
         st.info("No passing submission for this problem on this device yet.")
         return
     if gpu.BACKEND.simulated:  # no timing to show: rank, name and when (the caption says why)
-        rows = [{"Rank": i + 1, "Name": e.name, "Passed at (UTC)": e.created_at.replace("T", " ")[:16]} for i, e in enumerate(entries)]
+        rows = [
+            {"Rank": i + 1, "Name": e.name, "Passed at (UTC)": e.created_at.replace("T", " ")[:16]}
+            for i, e in enumerate(entries)
+        ]
     else:
-        rows = [{"Rank": i + 1, "Name": e.name, "Kernel time": format_seconds(e.median_s) if e.median_s else "not timed",
-                 "GB/s": f"{e.gbps:,.1f}" if e.gbps else "—", "Share of peak": f"{e.percent_of_peak:.0f} %" if e.percent_of_peak else "—",
-                 "vs the lab's kernel": f"{e.ratio_to_reference:.2f}×" if e.ratio_to_reference else "—",
-                 "Passed at (UTC)": e.created_at.replace("T", " ")[:16]} for i, e in enumerate(entries)]
+        rows = [
+            {
+                "Rank": i + 1,
+                "Name": e.name,
+                "Kernel time": format_seconds(e.median_s) if e.median_s else "not timed",
+                "GB/s": f"{e.gbps:,.1f}" if e.gbps else "—",
+                "Share of peak": f"{e.percent_of_peak:.0f} %" if e.percent_of_peak else "—",
+                "vs the lab's kernel": f"{e.ratio_to_reference:.2f}×" if e.ratio_to_reference else "—",
+                "Passed at (UTC)": e.created_at.replace("T", " ")[:16],
+            }
+            for i, e in enumerate(entries)
+        ]
     st.table(pd.DataFrame(rows), hide_index=True)
 
 
@@ -228,14 +280,26 @@ def run_submission(problem: Problem, source: str, name: str, status: SandboxStat
 
     @contextmanager
     def lock():  # device first, then CPU, as every run takes them (no lock-order cycles)
-        with device_lock(0).hold(label, on_wait=lambda ahead: waiting.info(queue_message(ahead, where), icon=":material/hourglass_top:")), \
-                cpu_lock().hold(label, on_wait=lambda ahead: waiting.info(queue_message(ahead, "the CPU benchmarks"), icon=":material/hourglass_top:")):
+        with (
+            device_lock(0).hold(
+                label, on_wait=lambda ahead: waiting.info(queue_message(ahead, where), icon=":material/hourglass_top:")
+            ),
+            cpu_lock().hold(
+                label,
+                on_wait=lambda ahead: waiting.info(
+                    queue_message(ahead, "the CPU benchmarks"), icon=":material/hourglass_top:"
+                ),
+            ),
+        ):
             yield
 
     try:
         with st.status("Checking your kernel, then running it in a fresh sandboxed process…", expanded=False) as box:
             result = submit(problem.key, source, name=name, lock=lock(), relock=lock, sandbox=status)
-            box.update(label=f"Verdict: {result.verdict.status}", state="complete" if result.verdict.status == "passed" else "error")
+            box.update(
+                label=f"Verdict: {result.verdict.status}",
+                state="complete" if result.verdict.status == "passed" else "error",
+            )
     except InputError as exc:
         st.error(str(exc))
         return
@@ -253,5 +317,17 @@ def run_submission(problem: Problem, source: str, name: str, status: SandboxStat
         st.warning(f"Passed, but not saved: {result.save_problem}")
 
 
-__all__ = ["BUSY_KEY", "NAME_KEY", "cached_sandbox_status", "draft_key", "editor", "pick_problem", "run_submission", "sandbox_notice",
-           "show_leaderboard", "show_statement", "show_verdict", "verdict_key"]
+__all__ = [
+    "BUSY_KEY",
+    "NAME_KEY",
+    "cached_sandbox_status",
+    "draft_key",
+    "editor",
+    "pick_problem",
+    "run_submission",
+    "sandbox_notice",
+    "show_leaderboard",
+    "show_statement",
+    "show_verdict",
+    "verdict_key",
+]
