@@ -198,7 +198,8 @@ def overlapping(runs: list) -> int:
 def row(mode: str, users: int, result: dict) -> str:
     return (
         f"| {mode} | {users} | {result['completed']} | {result['wall_s']:.1f} s | {result['per_min']:.1f} | "
-        f"{ms(result['median_wait'])} | {ms(result['worst_wait'])} | {ms(result['median_run'])} | {ms(result['median_gap'])} | "
+        f"{ms(result['median_wait'])} | {ms(result['worst_wait'])} | {ms(result['median_run'])} | "
+        f"{ms(result['median_gap'])} | "
         f"{ms(result['median_overhead'])} ({ms(result['median_to_worker'])} + {ms(result['median_back'])}) | "
         f"{' / '.join(map(str, result['per_worker']))} | {os.getloadavg()[0]:.1f} |"
     )
@@ -234,7 +235,8 @@ def main() -> int:
     for name, start, extra in (("embedded", e_start, e_extra), ("Ray, 1 worker", r_start, r_extra)):
         q = lambda xs: statistics.quantiles(xs, n=10)[-1]  # noqa: E731
         print(
-            f"| {name} | {ms(statistics.median(start))} | {ms(q(start))} | {ms(statistics.median(extra))} | {ms(q(extra))} |"
+            f"| {name} | {ms(statistics.median(start))} | {ms(q(start))} | {ms(statistics.median(extra))} | "
+            f"{ms(q(extra))} |"
         )
     print(
         f"\nRay adds {ms(statistics.median(r_start) - statistics.median(e_start))} (median) from submission to start.",
@@ -243,7 +245,8 @@ def main() -> int:
 
     print("\n## Load\n")
     print(
-        "| mode | users | runs | wall | runs/min | median wait | worst wait | median run | median hand-over | median Ray overhead (to the worker + back) | runs per worker | load avg |"
+        "| mode | users | runs | wall | runs/min | median wait | worst wait | median run | median hand-over | median "
+        "Ray overhead (to the worker + back) | runs per worker | load avg |"
     )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|", flush=True)
     per_min: dict[tuple[str, int], float] = {}

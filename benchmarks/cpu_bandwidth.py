@@ -89,7 +89,8 @@ def main(argv: list[str] | None = None) -> int:
     lines = [
         "# Host bandwidth: parallel CPU vector add against the NumPy copy",
         "",
-        f"- measured: {datetime.now(UTC).isoformat(timespec='seconds')} with `PYTHONPATH=. .venv/bin/python benchmarks/cpu_bandwidth.py`",
+        f"- measured: {datetime.now(UTC).isoformat(timespec='seconds')} with `PYTHONPATH=. .venv/bin/python "
+        "benchmarks/cpu_bandwidth.py`",
         f"- host: {host.cpu}, {host.logical_cores} logical cores, last-level cache {llc / 2**20:,.0f} MiB",
         f"- policy: {policy.describe()}; wall clock. Vector add counts 12 bytes per element "
         "(read a, b; write c); the copy counts its read and its write. GB/s from the median and, "
@@ -107,7 +108,8 @@ def main(argv: list[str] | None = None) -> int:
             s = r["stats"]
             lines.append(
                 f"| {n:,} | {r['bytes'] / 2**30:.2f} GiB | {r['measure']} | {format_seconds(s.median_s)} | "
-                f"{format_seconds(s.min_s)} | {format_seconds(s.max_s)} | {s.n_samples} | {r['gbps']:,.2f} | {r['bytes'] / s.min_s / 1e9:,.2f} |"
+                f"{format_seconds(s.min_s)} | {format_seconds(s.max_s)} | {s.n_samples} | {r['gbps']:,.2f} | "
+                f"{r['bytes'] / s.min_s / 1e9:,.2f} |"
             )
         par = next(r for r in rows if r["measure"] == cpu.LABELS["numba-parallel"])
         copy = rows[-1]

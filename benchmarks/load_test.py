@@ -127,15 +127,18 @@ def scenario_concurrent(sessions: int, n: int, repeats: int) -> None:
     rows = open_store(path).count()
     busy = sum(held) / wall_s if wall_s else 0
     print(
-        f"  wall time for all {sessions} runs: {wall_s:.2f} s; GPU lock held {sum(held):.2f} s ({busy:.0%} of the wall time)"
+        f"  wall time for all {sessions} runs: {wall_s:.2f} s; GPU lock held {sum(held):.2f} s ({busy:.0%} of the wall "
+        "time)"
     )
     if held:
         print(
-            f"  per run, GPU lock held: median {statistics.median(held):.3f} s, min {min(held):.3f} s, max {max(held):.3f} s"
+            f"  per run, GPU lock held: median {statistics.median(held):.3f} s, min {min(held):.3f} s, max "
+            f"{max(held):.3f} s"
         )
     if waits:
         print(
-            f"  per run, time queued: median {statistics.median(waits):.2f} s, max {max(waits):.2f} s; deepest queue position shown: {deepest}"
+            f"  per run, time queued: median {statistics.median(waits):.2f} s, max {max(waits):.2f} s; deepest queue "
+            f"position shown: {deepest}"
         )
     check("all sessions completed", len(completed) == sessions, f"{len(completed)}/{sessions}")
     check(
@@ -350,7 +353,8 @@ def main() -> int:
     parser.add_argument("--skip-server", action="store_true", help="leave out the real-server kill scenario")
     args = parser.parse_args()
     print(
-        f"# Kernel Lab load test — backend: {gpu.BACKEND.label} ({gpu.BACKEND.reason}); {os.cpu_count()} CPUs; work folder {WORK}"
+        f"# Kernel Lab load test — backend: {gpu.BACKEND.label} ({gpu.BACKEND.reason}); {os.cpu_count()} CPUs; work "
+        f"folder {WORK}"
     )
     started = time.perf_counter()
     scenario_concurrent(args.sessions, args.n, args.repeats)

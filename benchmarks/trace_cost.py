@@ -48,7 +48,8 @@ def main() -> int:
           f"load average at start: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print(f"- target: a trace of a 1,024-thread kernel under {TARGET_S:g} s\n")
     print(
-        "| kernel | launch | accesses recorded | untraced run (median) | trace in process (median) | min | max | trace in a child process (incl. start and imports) | trace under 5 s |"
+        "| kernel | launch | accesses recorded | untraced run (median) | trace in process (median) | min | max | trace "
+        "in a child process (incl. start and imports) | trace under 5 s |"
     )
     print("|---|---|---:|---:|---:|---:|---:|---:|---|")
     for name, n in CASES:
@@ -66,8 +67,10 @@ def main() -> int:
         child = timed(lambda name=name, n=n: run_in_child([(name, n)]), 1)[0]
         med = statistics.median(traced)
         print(
-            f"| {name} | {report.blocks_total} × {report.threads_per_block} threads | {report.accesses:,} | {plain:.2f} s | "
-            f"{med:.2f} s | {min(traced):.2f} s | {max(traced):.2f} s | {child:.2f} s | {'yes' if med < TARGET_S else 'NO'} |"
+            f"| {name} | {report.blocks_total} × {report.threads_per_block} threads | {report.accesses:,} | "
+            f"{plain:.2f} s | "
+            f"{med:.2f} s | {min(traced):.2f} s | {max(traced):.2f} s | {child:.2f} s | "
+            f"{'yes' if med < TARGET_S else 'NO'} |"
         )
     return 0
 

@@ -257,7 +257,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "file",
         nargs="?",
-        help="import: the check.json that `python -m gpu check --out DIR` wrote (validated; a rejected file changes nothing)",
+        help="import: the check.json that `python -m gpu check --out DIR` wrote (validated; a rejected file changes "
+             "nothing)",
     )
     p.add_argument("--json", action="store_true", help="print one JSON object with every run and all its samples")
     p.add_argument("--experiment", default=None, help="only this experiment, e.g. vector-add")

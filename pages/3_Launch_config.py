@@ -48,7 +48,8 @@ with explorer:
         show_indexing(st.session_state[INDEXING_KEY])
     else:
         st.info(
-            "Pick N and threads per block, then press **Run probe**. Try N = 1000 with 256 threads: 24 threads of the last block have nothing to do."
+            "Pick N and threads per block, then press **Run probe**. Try N = 1000 with 256 threads: 24 threads of the "
+            "last block have nothing to do."
         )
     show_coalescing_demo()  # the memory trace: coalesced vs strided reads of the same data (issue 21)
 

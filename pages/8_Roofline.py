@@ -53,7 +53,8 @@ choice = st.selectbox("Measurements", range(len(sets)), format_func=lambda i: la
 chosen = sets[choice]
 if chosen.backend == "simulator":
     st.warning(
-        "These points come from the CUDA simulator: they show where each kernel's intensity puts it, not GPU performance. "
+        "These points come from the CUDA simulator: they show where each kernel's intensity puts it, not GPU "
+        "performance. "
         "The simulator has no memory clock or FP32 units, so it has no roofs.",
         icon=":material/warning:",
     )
@@ -71,7 +72,8 @@ if chosen.roofs.copy_gbps:
     facts.append(f"measured device copy {chosen.roofs.copy_gbps:,.0f} GB/s")
 if chosen.roofs.fp32_gflops:
     facts.append(
-        f"FP32 roof {chosen.roofs.fp32_gflops:,.0f} GFLOP/s (SMs × FP32 lanes per SM × 2 × clock; lanes from the CUDA C++ Programming Guide's arithmetic-instruction throughput table)"
+        f"FP32 roof {chosen.roofs.fp32_gflops:,.0f} GFLOP/s (SMs × FP32 lanes per SM × 2 × clock; lanes from the CUDA "
+        "C++ Programming Guide's arithmetic-instruction throughput table)"
     )
 if chosen.roofs.ridge:
     facts.append(f"ridge at {chosen.roofs.ridge:.3g} FLOP/byte")

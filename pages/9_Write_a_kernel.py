@@ -26,7 +26,8 @@ device = frame(
     "Write a kernel",
     ":material/edit_note:",
     "Fifteen problems from vector add to matrix multiply. Write the kernel, press **Run**: it is checked, run on fresh "
-    "inputs at several sizes against NumPy, and on a GPU timed like every kernel in the lab and compared with the lab's own.",
+    "inputs at several sizes against NumPy, and on a GPU timed like every kernel in the lab and compared with the "
+    "lab's own.",
 )
 status = cached_sandbox_status(gpu.BACKEND.simulated)
 accepting = sandbox_notice(status)

@@ -68,7 +68,8 @@ def versions_match_the_pins() -> str | None:
         except metadata.PackageNotFoundError:
             return f"{name} is not installed (the project pins {name}=={pinned})"
         if installed != pinned:
-            return f"{name} {installed} is installed but the project pins {name}=={pinned} (its cache key and behaviour differ)"
+            return (f"{name} {installed} is installed but the project pins {name}=={pinned} (its cache key and "
+                    "behaviour differ)")
     return None
 
 
@@ -127,7 +128,8 @@ def main() -> int:
     name = device.name.decode() if isinstance(device.name, bytes) else device.name
     print(
         f"preflight ok in {time.perf_counter() - start:.1f} s: {name} (sm_{device.compute_capability[0]}"
-        f"{device.compute_capability[1]}), numba {metadata.version('numba')}, numba-cuda {metadata.version('numba-cuda')}"
+        f"{device.compute_capability[1]}), numba {metadata.version('numba')}, numba-cuda "
+        f"{metadata.version('numba-cuda')}"
     )
     return 0
 

@@ -76,7 +76,8 @@ def summary(folder: Path, tests_rc: int | None, compile_rc: int | None, check_rc
         f"- GPU-only tests (`pytest -m gpu`, pytest-gpu.txt): {verdict(tests_rc)}",
         f"- compile (`python -m gpu compile --json`, compile.json): {verdict(compile_rc)}"
         + (
-            f", {compiled['compiler']}, {len(compiled['kernels']) - compiled['failed']} of {len(compiled['kernels'])} kernel x target compiled"
+            f", {compiled['compiler']}, {len(compiled['kernels']) - compiled['failed']} of {len(compiled['kernels'])} "
+            "kernel x target compiled"
             if compiled
             else ""
         ),
@@ -113,7 +114,8 @@ def summary(folder: Path, tests_rc: int | None, compile_rc: int | None, check_rc
             groups[label].append(f"- {section}: {t['name']}: {value} (target {sign} {t['threshold']:g})")
         lines += [
             "",
-            f"## Catalog targets: {len(groups['met'])} met, {len(groups['NOT met'])} not met, {len(groups['not measurable'])} not measurable",
+            f"## Catalog targets: {len(groups['met'])} met, {len(groups['NOT met'])} not met, "
+            f"{len(groups['not measurable'])} not measurable",
         ]
         for label, items in groups.items():
             if items:

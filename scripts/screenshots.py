@@ -186,7 +186,8 @@ def main() -> int:
                 wait_idle(page)
             # Streamlit scrolls inside its main section: grow the viewport to its height first
             height = page.evaluate(
-                "() => { const m = document.querySelector('[data-testid=\"stMain\"]'); return m ? m.scrollHeight : 1000; }"
+                "() => { const m = document.querySelector('[data-testid=\"stMain\"]'); return m ? m.scrollHeight : "
+                "1000; }"
             )
             page.set_viewport_size({"width": args.width, "height": min(max(int(height) + 40, 1000), 16000)})
             page.wait_for_timeout(1500)

@@ -117,7 +117,8 @@ def test_nothing_hostile_is_saved_and_the_next_submission_runs(tmp_path, monkeyp
 
 def raw(code: str, limits: Limits = FAST, sandbox=SANDBOX) -> dict:
     """Run ``code`` in a child with the submission's limits applied (the child's own apply_limits)."""
-    prelude = f"import json, os, sys\nfrom gpu.sandbox.child import apply_limits\napply_limits({json.dumps(limits.for_child(True))})\n"
+    prelude = ("import json, os, sys\nfrom gpu.sandbox.child import "
+               f"apply_limits\napply_limits({json.dumps(limits.for_child(True))})\n")
     run = run_argv([sys.executable, "-c", prelude + textwrap.dedent(code)], b"", limits, True, sandbox)
     run["text"] = run["stdout"].decode(errors="replace").strip()
     return run
@@ -221,7 +222,8 @@ def survivors(marker: str) -> list[int]:
 def test_forks_are_capped_and_die_with_the_submission():
     if not SANDBOX.pids_cgroup and os.geteuid() == 0:
         pytest.skip(
-            "no pids cgroup here and root ignores RLIMIT_NPROC: only the checker stops a fork bomb (docs/write-a-kernel.md)"
+            "no pids cgroup here and root ignores RLIMIT_NPROC: only the checker stops a fork bomb "
+            "(docs/write-a-kernel.md)"
         )
     marker = "fork-bomb-marker-7f3a"
     run = raw(f"""

@@ -60,7 +60,8 @@ def headline_metrics(ref: ReferenceRun, article: PublishedFigures) -> list[tuple
             (
                 "With copies vs NumPy",
                 times_words(numpy.median_s / total_s, "NumPy").removeprefix("about ").replace(" than NumPy", ""),
-                f"NumPy median {format_seconds(numpy.median_s)} ÷ GPU end to end {format_seconds(total_s)} (copies in and out included).",
+                f"NumPy median {format_seconds(numpy.median_s)} ÷ GPU end to end {format_seconds(total_s)} (copies in "
+                "and out included).",
             )
         )
     printed = ref.article()
@@ -76,7 +77,8 @@ def headline_metrics(ref: ReferenceRun, article: PublishedFigures) -> list[tuple
         (
             "Article's T4 (published)",
             f"{article.speedup:.2f}x",
-            f"As printed in the article: Python loop {format_seconds(article.cpu_time_s)}, GPU {format_seconds(article.gpu_time_s)} including copies.",
+            f"As printed in the article: Python loop {format_seconds(article.cpu_time_s)}, GPU "
+            f"{format_seconds(article.gpu_time_s)} including copies.",
         )
     )
     return out

@@ -47,5 +47,6 @@ class PhaseProgress:
         where = " in the simulator" if self.simulated else ""
         self.bar.progress(
             min(done / self.total, 0.99),
-            text=f"Step {index + 1} of {len(self.steps)}: {message} — about {eta_text(self.total - done)} left{where} (estimate)",
+            text=f"Step {index + 1} of {len(self.steps)}: {message} — about {eta_text(self.total - done)} left{where} "
+                 "(estimate)",
         )

@@ -41,11 +41,13 @@ def vector_add_sentence(run, pinned_s: float | None = None) -> str:
     kernel, total = run.gpu["kernel"].median_s, run.gpu["total"].median_s
     k_few, t_few = _few(run.gpu["kernel"]), _few(run.gpu["total"])
     if numpy is None or numpy.stats is None:
-        return f"On the {run.device.name} at N = {run.n:,} the kernel alone takes {format_seconds(kernel)}{k_few} and the whole GPU add with copies {format_seconds(total)}{t_few}."
+        return (f"On the {run.device.name} at N = {run.n:,} the kernel alone takes {format_seconds(kernel)}{k_few} and "
+                f"the whole GPU add with copies {format_seconds(total)}{t_few}.")
     np_s = numpy.median_s
     text = (
         f"On the {run.device.name} at N = {run.n:,} the kernel alone takes {format_seconds(kernel)}{k_few}, "
-        f"{times_words(np_s / kernel, 'NumPy')} ({format_seconds(np_s)}{_few(numpy.stats)}), but with pageable copies the whole GPU add takes "
+        f"{times_words(np_s / kernel, 'NumPy')} ({format_seconds(np_s)}{_few(numpy.stats)}), but with pageable copies "
+        "the whole GPU add takes "
         f"{format_seconds(total)}{t_few}, {times_words(np_s / total, 'NumPy')}"
     )
     if pinned_s is not None:
@@ -86,13 +88,15 @@ def launch_sentence(run) -> str:
         (c for c in run.configs if c.kind == "one thread per element"), key=lambda c: c.threads_per_block
     )
     best = run.best
-    text = f"On the {run.device.name} at N = {run.n:,}, the best launch is {best.label} ({format_seconds(best.kernel.median_s)}{_few(best.kernel).replace(' (', ', ').rstrip(')')})"
+    text = (f"On the {run.device.name} at N = {run.n:,}, the best launch is {best.label} "
+            f"({format_seconds(best.kernel.median_s)}{_few(best.kernel).replace(' (', ', ').rstrip(')')})")
     if per_element and per_element[0] is not best:
         small = per_element[0]
         text += f"; {small.label} take {factor_text(small.kernel.median_s / best.kernel.median_s)} as long"
     big = [c.kernel.median_s for c in per_element if c.threads_per_block >= 128]
     if len(big) >= 2:
-        text += f", while from 128 threads per block up the times differ by at most {max(big) / min(big) - 1:.0%}: memory bandwidth, not the launch shape, sets the time"
+        text += (f", while from 128 threads per block up the times differ by at most {max(big) / min(big) - 1:.0%}: "
+                 "memory bandwidth, not the launch shape, sets the time")
     return text + "."
 
 
@@ -103,7 +107,8 @@ def transfers_sentence(curves, strategies) -> str:
         pinned, pageable = curves.plateau("h2d", "pinned"), curves.plateau("h2d", "pageable")
         if pinned and pageable:
             parts.append(
-                f"host→device copies from pinned memory reach {format_gbps(pinned.peak_gbps)} against {format_gbps(pageable.peak_gbps)} from pageable memory"
+                f"host→device copies from pinned memory reach {format_gbps(pinned.peak_gbps)} against "
+                f"{format_gbps(pageable.peak_gbps)} from pageable memory"
             )
     if strategies is not None:
         s = strategies.strategies
@@ -143,7 +148,8 @@ def show_article_figures() -> None:
     a = ARTICLE
     st.markdown(
         f"**NVIDIA T4 (Colab), {a.provenance.label}:** Python loop {format_seconds(a.cpu_time_s)}, GPU "
-        f"{format_seconds(a.gpu_time_s)} including the copies — the article's “GPU speedup: {a.speedup:.2f}x” at N = {a.n:,}."
+        f"{format_seconds(a.gpu_time_s)} including the copies — the article's “GPU speedup: {a.speedup:.2f}x” at N = "
+        f"{a.n:,}."
     )
 
 
@@ -162,8 +168,10 @@ def _vector_add(ref: ReferenceRun) -> None:
     article = ref.article()
     if article is not None:
         st.markdown(
-            f"**{run.device.name}, the article's own method** (mean of 3 wall-clock runs, c copied in too): Python loop "
-            f"{format_seconds(article['cpu_time_s'])}, GPU {format_seconds(article['gpu_time_s'])}, printed “GPU speedup: {article['speedup']:.2f}x”."
+            f"**{run.device.name}, the article's own method** (mean of 3 wall-clock runs, c copied in too): Python "
+            "loop "
+            f"{format_seconds(article['cpu_time_s'])}, GPU {format_seconds(article['gpu_time_s'])}, printed “GPU "
+            f"speedup: {article['speedup']:.2f}x”."
         )
     show_article_figures()
     frame = run.to_frame()

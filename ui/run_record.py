@@ -25,7 +25,8 @@ LAST_KEY = "runner.last"  # what the last run of this session waited for and sav
 def queue_message(ahead: int, resource: str) -> str:
     """The line a waiting user sees; ``ahead`` counts the run in progress too."""
     runs = f"{ahead} run{'s' if ahead != 1 else ''}"
-    return f"Queued behind {runs} on {resource} — your run starts when it is free. Leaving the page cancels your place; runs already saved stay in History."
+    return (f"Queued behind {runs} on {resource} — your run starts when it is free. Leaving the page cancels your "
+            "place; runs already saved stay in History.")
 
 
 def session_tag() -> str:

@@ -84,7 +84,8 @@ class Toolkit:
     def problem(self) -> str | None:
         """None when kernels can be compiled here, else what is missing and how to get it."""
         if self.ptxas is None:
-            return "no CUDA toolkit wheels here (ptxas not found): install numba-cuda[cu12] (or [cu13]), e.g. `make test` does"
+            return ("no CUDA toolkit wheels here (ptxas not found): install numba-cuda[cu12] (or [cu13]), e.g. `make "
+                    "test` does")
         return None
 
     @property
@@ -467,7 +468,8 @@ def compile_many(
         for ri, request in enumerate(requests):
             error = tools.problem
             if error is None and target.min_toolkit > tools.version_tuple:
-                error = f"ptxas {tools.version} does not know {target.name} (CUDA {target.min_toolkit[0]}.{target.min_toolkit[1]}+ does)"
+                error = (f"ptxas {tools.version} does not know {target.name} (CUDA "
+                         f"{target.min_toolkit[0]}.{target.min_toolkit[1]}+ does)")
             if error:
                 results[ti, ri] = _facts(request, target, tools, {"ok": False, "error": error}, False)
                 continue

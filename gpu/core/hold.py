@@ -55,7 +55,8 @@ def stream_hold_problem() -> str | None:
         hold_stream[1, 1](0)
         cuda.synchronize()
     except Exception as exc:  # compile or launch failure: fall back, never break a run
-        return f"the stream-holding kernel is unavailable on this GPU ({type(exc).__name__}); kernel times include the host's launch latency"
+        return (f"the stream-holding kernel is unavailable on this GPU ({type(exc).__name__}); kernel times include "
+                "the host's launch latency")
     return None
 
 

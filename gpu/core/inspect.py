@@ -268,7 +268,8 @@ class KernelInspection:
             f"  registers per thread {self.regs_per_thread}, local memory {self.local_mem_per_thread_bytes} B/thread, "
             f"shared memory {self.shared_mem_per_block_bytes} B/block, constant {self.const_mem_bytes} B, "
             f"max threads per block {self.max_threads_per_block}",
-            f"  PTX: {len(self.ptx.splitlines()) if self.ptx else 0} lines; SASS: {'yes' if self.sass else self.sass_note}",
+            f"  PTX: {len(self.ptx.splitlines()) if self.ptx else 0} lines; SASS: "
+            f"{'yes' if self.sass else self.sass_note}",
         ]
         for h in self.highlights:
             if h.code == "PTX":

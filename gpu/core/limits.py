@@ -294,7 +294,8 @@ def check_cpu_work(work: int, title: str, config: AdmissionConfig | None = None)
     config = config or load_config()
     if work > config.max_cpu_work:
         raise InputError(
-            f"This {title} run is too long for the shared machine's CPU: {work:,} CPU element-passes (N x passes for each "
+            f"This {title} run is too long for the shared machine's CPU: {work:,} CPU element-passes (N x passes for "
+            "each "
             f"of NumPy and Numba), over the budget of {config.max_cpu_work:,} ({ENV_MAX_CPU_WORK}). "
             "Use a smaller N, fewer repeats or fewer CPU implementations."
         )

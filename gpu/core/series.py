@@ -47,7 +47,8 @@ def add(series: Series) -> None:
     known = SERIES.get(series.id)
     if known is not None and known != series:
         raise ValueError(
-            f"series {series.id!r} is already {known.label!r} ({known.color}); choose another id than for {series.label!r}"
+            f"series {series.id!r} is already {known.label!r} ({known.color}); choose another id than for "
+            f"{series.label!r}"
         )
     SERIES[series.id] = series
 

@@ -146,7 +146,8 @@ def open_nvml(index: int | str = 0, module=None) -> tuple[Nvml | None, str | Non
     except ImportError:
         return (
             None,
-            "telemetry unavailable: nvidia-ml-py (pynvml) is not installed — `make` installs it where an NVIDIA driver exists",
+            "telemetry unavailable: nvidia-ml-py (pynvml) is not installed — `make` installs it where an NVIDIA driver "
+            "exists",
         )
     except Exception as exc:  # no driver, no permission, an NVML error
         return None, f"telemetry unavailable: NVML failed ({type(exc).__name__}: {exc})"
@@ -203,8 +204,10 @@ def describe(summary: dict | None) -> str:
         return summary.get("reason", "telemetry unavailable")
     b, a = summary["before"], summary["after"]
     text = (
-        f"GPU clocks SM {b['sm_clock_mhz'] or '?'}→{a['sm_clock_mhz'] or '?'} MHz (min {summary['sm_clock_mhz_min'] or '?'}), "
-        f"memory {b['mem_clock_mhz'] or '?'}→{a['mem_clock_mhz'] or '?'} MHz, max {summary['temperature_c_max'] or '?'} °C, "
+        f"GPU clocks SM {b['sm_clock_mhz'] or '?'}→{a['sm_clock_mhz'] or '?'} MHz (min "
+        f"{summary['sm_clock_mhz_min'] or '?'}), "
+        f"memory {b['mem_clock_mhz'] or '?'}→{a['mem_clock_mhz'] or '?'} MHz, max "
+        f"{summary['temperature_c_max'] or '?'} °C, "
         f"max {summary['power_w_max'] or 0:,.0f} W"
     )
     return text + ("; FLAGGED: " + "; ".join(summary["flags"]) if summary["flagged"] else "; no throttling")

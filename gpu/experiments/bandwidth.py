@@ -426,7 +426,8 @@ def _series(value) -> tuple[tuple[str, str], ...]:
 def _copy_sizes(p) -> tuple[int, ...]:
     if p["smallest"] > p["largest"]:
         raise InputError(
-            f"the smallest copy ({format_bytes(p['smallest'])}) is larger than the largest ({format_bytes(p['largest'])})"
+            f"the smallest copy ({format_bytes(p['smallest'])}) is larger than the largest "
+            f"({format_bytes(p['largest'])})"
         )
     return check_copy_sizes([s for s in COPY_SIZE_CHOICES if p["smallest"] <= s <= p["largest"]])
 

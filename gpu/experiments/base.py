@@ -125,13 +125,15 @@ def checked_result(experiment: Experiment, result: Any) -> Any:
     """``result`` if it keeps the result protocol and the declaration's type; TypeError saying what is wrong otherwise."""
     if experiment.result_type is not None and not isinstance(result, experiment.result_type):
         raise TypeError(
-            f"experiment {experiment.key!r} returned a {type(result).__name__}; its declaration says {experiment.result_type.__name__}"
+            f"experiment {experiment.key!r} returned a {type(result).__name__}; its declaration says "
+            f"{experiment.result_type.__name__}"
         )
     if not isinstance(result, ExperimentResult):
         raise TypeError(f"experiment {experiment.key!r}: {result_problem(type(result))}")
     if not isinstance(result.agree, bool):
         raise TypeError(
-            f"experiment {experiment.key!r}: {type(result).__name__}.agree is a {type(result.agree).__name__}, not a bool"
+            f"experiment {experiment.key!r}: {type(result).__name__}.agree is a {type(result.agree).__name__}, not a "
+            "bool"
         )
     return result
 
@@ -140,7 +142,8 @@ def checked_samples(experiment: Experiment, found: Any) -> dict[str, list[float]
     """What ``experiment.samples(saved)`` returned, checked: ``{label: [finite seconds ≥ 0]}``; TypeError saying what is wrong."""
     if not isinstance(found, Mapping):
         raise TypeError(
-            f"experiment {experiment.key!r}: samples(saved) must be a {{label: [seconds]}} mapping, got {type(found).__name__}"
+            f"experiment {experiment.key!r}: samples(saved) must be a {{label: [seconds]}} mapping, got "
+            f"{type(found).__name__}"
         )
     out: dict[str, list[float]] = {}
     for label, values in found.items():
@@ -148,7 +151,8 @@ def checked_samples(experiment: Experiment, found: Any) -> dict[str, list[float]
             isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0 for v in values)
         if not ok:
             raise TypeError(
-                f"experiment {experiment.key!r}: samples(saved)[{label!r}] must be a list of finite seconds ≥ 0, got {values!r:.80}"
+                f"experiment {experiment.key!r}: samples(saved)[{label!r}] must be a list of finite seconds ≥ 0, got "
+                f"{values!r:.80}"
             )
         out[label] = [float(v) for v in values]
     return out

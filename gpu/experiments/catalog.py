@@ -278,10 +278,12 @@ def ratio(run: KernelRun, slower: str, faster: str) -> float | None:
 def run_markdown(run: KernelRun) -> list[str]:
     """A markdown table of one run: one row per implementation."""
     md = [
-        f"{run.title}, {run.size}: {run.bytes_moved:,} bytes, {run.flops:,} FLOPs (intensity {run.intensity:.3g} FLOP/byte); "
+        f"{run.title}, {run.size}: {run.bytes_moved:,} bytes, {run.flops:,} FLOPs (intensity {run.intensity:.3g} "
+        "FLOP/byte); "
         f"{run.policy.describe()}; agreement {run.agreement_mode}.",
         "",
-        "| implementation | launch | time (median) | n | hold | GB/s | GFLOP/s | % of peak | × best library's time | agreement |",
+        "| implementation | launch | time (median) | n | hold | GB/s | GFLOP/s | % of peak | × best library's time | "
+        "agreement |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     sim = " (simulated)" if run.backend == "simulator" else ""
@@ -306,7 +308,8 @@ def run_markdown(run: KernelRun) -> list[str]:
             "|", "\\|"
         )  # |error| in a table cell
         md.append(
-            f"| {row['label']} | {row['launch'] or '—'} | {time_s} | {row['samples']} | {hold} | {cell(row['gbps'], ',.4g')} | "
+            f"| {row['label']} | {row['launch'] or '—'} | {time_s} | {row['samples']} | {hold} | "
+            f"{cell(row['gbps'], ',.4g')} | "
             f"{cell(row['gflops'], ',.4g')} | {cell(row['fraction_of_peak'], '.1%')} | "
             f"{'—' if row['vs_best_library'] is None else format_factor(row['vs_best_library'])} | {notes} |"
         )

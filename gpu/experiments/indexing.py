@@ -167,12 +167,15 @@ class LaunchSummary:
         lines = [
             f"N = {self.n:,}, {self.threads_per_block} threads per block, {kind}",
             f"  threads launched {self.threads_launched:,}, idle {self.idle_threads:,}",
-            f"  warps launched {self.warps_launched:,}, fully idle {self.idle_warps:,}, partly idle {self.partial_warps:,}",
-            f"  last block: {self.last_block_idle_threads} of {self.threads_per_block} threads idle ({self.last_block_wasted_fraction:.1%} wasted)",
+            f"  warps launched {self.warps_launched:,}, fully idle {self.idle_warps:,}, partly idle "
+            f"{self.partial_warps:,}",
+            f"  last block: {self.last_block_idle_threads} of {self.threads_per_block} threads idle "
+            f"({self.last_block_wasted_fraction:.1%} wasted)",
         ]
         if self.grid_stride:
             lines.append(
-                f"  stride {self.stride:,}; elements per thread {self.min_elements_per_thread}–{self.max_elements_per_thread}"
+                f"  stride {self.stride:,}; elements per thread "
+                f"{self.min_elements_per_thread}–{self.max_elements_per_thread}"
             )
         return "\n".join(lines)
 
@@ -307,7 +310,8 @@ class IndexingRun:
         if self.probed:
             verdict = "match" if self.records_match else "DO NOT match"
             lines.append(
-                f"  probe records {verdict} the index arithmetic; sums {'bit-identical' if self.sums_match else 'WRONG'}"
+                f"  probe records {verdict} the index arithmetic; sums "
+                f"{'bit-identical' if self.sums_match else 'WRONG'}"
             )
             if self.coverage_ok is not None:
                 lines.append(f"  every element handled exactly once: {'yes' if self.coverage_ok else 'NO'}")
@@ -453,7 +457,8 @@ INDEXING = register(
                 "N (elements to cover)",
                 lambda v: parse_size(v, "N"),
                 1000,
-                "Any whole number ≥ 1, e.g. 1000, 33 or 2^10. Sizes that are not a multiple of the block size show the guard at work.",
+                "Any whole number ≥ 1, e.g. 1000, 33 or 2^10. Sizes that are not a multiple of the block size show the "
+                "guard at work.",
             ),
             Param(
                 "threads_per_block",

@@ -282,7 +282,8 @@ class LaunchOverheadRun:
         if self.engine_ratio is not None:
             lines.append(
                 f"engine launch / fastest with the same 3 array arguments ({PATHS[self.engine_baseline]}): "
-                f"{format_factor(self.engine_ratio)} (target ≤ {ENGINE_TARGET:g}x) — {'met' if self.passed else 'NOT met'}"
+                f"{format_factor(self.engine_ratio)} (target ≤ {ENGINE_TARGET:g}x) — "
+                f"{'met' if self.passed else 'NOT met'}"
             )
         elif self.backend != "simulator":
             lines.append(

@@ -130,7 +130,8 @@ SPEC = KernelSpec(
         CpuImpl("numba", "Numba @njit", numba_matmul, jit=True, budgeted=True, depth=dot_depth),
         CpuImpl("numba-parallel", "Numba parallel", numba_parallel_matmul, jit=True, budgeted=True, depth=dot_depth),
     ),
-    agreement_why="each element is a dot product of length N summed in its own order, so it is compared with a float64 product within the rounding bound",
+    agreement_why="each element is a dot product of length N summed in its own order, so it is compared with a float64 "
+                  "product within the rounding bound",
     reference=reference,
     bytes_moved=lambda p: 12 * p["n"] ** 2,  # read A and B once, write C once
     flops=lambda p: 2 * p["n"] ** 3,  # N³ multiply-adds

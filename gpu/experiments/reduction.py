@@ -75,7 +75,8 @@ def parse_threads(value) -> int:
     t = parse_int(value, "threads per block")
     if t < 32 or t > 1024 or t & (t - 1):
         raise InputError(
-            f"threads per block must be a power of two from 32 to 1024 (the tree halves it, shuffles need whole warps), got {t}"
+            "threads per block must be a power of two from 32 to 1024 (the tree halves it, shuffles need whole "
+            f"warps), got {t}"
         )
     return t
 
@@ -138,7 +139,8 @@ SPEC = KernelSpec(
         CpuImpl("numba", "Numba @njit", numba_sum, jit=True),
         CpuImpl("numba-parallel", "Numba parallel", numba_parallel_sum, jit=True),
     ),
-    agreement_why="the inputs are whole numbers whose partial sums are exact in float32, so every order of addition gives the same total",
+    agreement_why="the inputs are whole numbers whose partial sums are exact in float32, so every order of addition "
+                  "gives the same total",
     reference=reference,
     bytes_moved=lambda p: 4 * p["n"] + 4,  # read N float32 once, write one
     flops=lambda p: max(p["n"] - 1, 0),  # N − 1 additions

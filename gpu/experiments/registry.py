@@ -45,7 +45,8 @@ def register(experiment: Experiment, *, aliases: tuple[str, ...] = ()) -> Experi
                 and other.page != experiment.page
             ):
                 raise ValueError(
-                    f"experiments {other.key!r} and {experiment.key!r} link to {experiment.page.script} differently: {other.page} / {experiment.page}"
+                    f"experiments {other.key!r} and {experiment.key!r} link to {experiment.page.script} differently: "
+                    f"{other.page} / {experiment.page}"
                 )
     for section in experiment.check_sections():
         for other in _REGISTRY.values():

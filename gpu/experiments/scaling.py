@@ -430,7 +430,8 @@ EXPERIMENT = register(
                 "Implementations",
                 _names,
                 default_impls,
-                f"Comma-separated, from {','.join(IMPLS)}; CuPy and PyTorch run only where installed and a GPU is present.",
+                f"Comma-separated, from {','.join(IMPLS)}; CuPy and PyTorch run only where installed and a GPU is "
+                "present.",
                 widget="multiselect",
                 options=IMPLS,
                 option_label=lambda impl: IMPL_LABELS[impl],
@@ -449,7 +450,8 @@ EXPERIMENT = register(
                 "Warm L2 cache (do not flush before each GPU sample)",
                 parse_flag,
                 False,
-                "By default the L2 cache is flushed before every timed GPU sample, as nvbench does; warm shows how much "
+                "By default the L2 cache is flushed before every timed GPU sample, as nvbench does; warm shows how "
+                "much "
                 "a cache-resident working set flatters small sizes.",
                 widget="checkbox",
             ),

@@ -154,7 +154,8 @@ class Crossover:
                 return f"{who} beats {other} from N ≈ {format_n(self.n, 2)}{tag}"
             low = format_n(self.n_low, 2) if self.n_low is not None else f"below {self.first_n:,}"
             high = format_n(self.n_high, 2) if self.n_high is not None else f"beyond {self.last_n:,}"
-            return f"{who} beats {other} from somewhere between N ≈ {low} and {high} (medians cross at {format_n(self.n, 2)}){tag}"
+            return (f"{who} beats {other} from somewhere between N ≈ {low} and {high} (medians cross at "
+                    f"{format_n(self.n, 2)}){tag}")
         if self.kind == "always":
             return f"{who} beats {other} at every size measured (from N = {self.first_n:,}){tag}"
         if self.kind == "never" and self.ahead_somewhere:
@@ -213,7 +214,8 @@ class SweepRun:
         if not skipped:
             return None
         return (
-            f"simulated kernels ran up to N = {self.config.kernel_max_n:,}, the simulator's cap (KERNEL_LAB_MAX_N; about 0.1 ms "
+            f"simulated kernels ran up to N = {self.config.kernel_max_n:,}, the simulator's cap (KERNEL_LAB_MAX_N; "
+            "about 0.1 ms "
             f"per simulated thread); at N = {skipped[0]:,} to {skipped[-1]:,} only the CPU implementations ran"
         )
 

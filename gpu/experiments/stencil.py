@@ -101,7 +101,8 @@ SPEC = KernelSpec(
             k.blur_tiled_kernel,
             grid,
             block,
-            "the block loads its tile plus a one-cell halo once into shared memory (both loads in flight), then reuses it",
+            "the block loads its tile plus a one-cell halo once into shared memory (both loads in flight), then reuses "
+            "it",
         ),
         Step(
             "rows",
@@ -122,7 +123,8 @@ SPEC = KernelSpec(
         CpuImpl("numba", "Numba @njit", numba_blur, jit=True),
         CpuImpl("numba-parallel", "Numba parallel", numba_parallel_blur, jit=True),
     ),
-    agreement_why="every implementation adds centre, up, down, left, right in that order and multiplies by 0.2 last, as NumPy does",
+    agreement_why="every implementation adds centre, up, down, left, right in that order and multiplies by 0.2 last, "
+                  "as NumPy does",
     reference=lambda inputs, p: ExactReference(_numpy_result(inputs["u"])),
     bytes_moved=lambda p: 8 * p["n"] ** 2,  # read the grid once, write it once
     flops=lambda p: 5 * max(p["n"] - 2, 0) ** 2,  # 4 additions and 1 multiply per interior cell
@@ -154,7 +156,8 @@ def check_problems(quick: bool) -> list[dict]:
 
 EXPERIMENT = declare(
     SPEC,
-    "a 5-point blur on an N × N float32 grid: naive global loads, a shared-memory tile with a halo, four cells per thread",
+    "a 5-point blur on an N × N float32 grid: naive global loads, a shared-memory tile with a halo, four cells per "
+    "thread",
     Param("n", "N (the grid is N × N)", parse_side, PerBackend(8192, 32), "A whole number such as 4096 or 2^12."),
     elements=lambda p: p["n"] ** 2,
     order=110,

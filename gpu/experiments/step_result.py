@@ -183,7 +183,8 @@ class KernelRun:
             out.append("* fewer than 3 samples: spread unknown")
         if any(r["l2_resident"] for r in rows):
             out.append(
-                f"° the {self.bytes_moved:,} bytes fit in the {self.l2_bytes:,}-byte L2: may be served partly from cache"
+                f"° the {self.bytes_moved:,} bytes fit in the {self.l2_bytes:,}-byte L2: may be served partly from "
+                "cache"
             )
         return out
 

@@ -113,13 +113,16 @@ STRATEGIES: dict[str, str] = {
     "mapped": "Mapped zero-copy host memory",
 }
 STRATEGY_DESCRIPTIONS: dict[str, str] = {
-    "article": "pageable host memory; a, b and c copied in (c as zeros), the kernel, c copied out — the article's gpu_add",
+    "article": "pageable host memory; a, b and c copied in (c as zeros), the kernel, c copied out — the article's "
+               "gpu_add",
     "careful": "pageable host memory; a and b copied in, c allocated on the device, the kernel, c copied out",
     "pinned": "as careful, with a, b and c in page-locked (pinned) host memory: copies go by DMA without a staging copy",
     "resident": "a and b copied in once, the kernel run K times on the device, c copied out once: cost per iteration",
-    "chunked": "pinned host memory; the arrays split into chunks over several streams so one chunk's copies overlap other chunks' kernels and copies; device buffers allocated once",
+    "chunked": "pinned host memory; the arrays split into chunks over several streams so one chunk's copies overlap "
+               "other chunks' kernels and copies; device buffers allocated once",
     "one-chunk": "the chunked code with one chunk on one stream: the same pinned copies and buffers, without overlap",
-    "mapped": "a, b and c in mapped (zero-copy) pinned host memory: the kernel reads and writes host memory over the link, no copies",
+    "mapped": "a, b and c in mapped (zero-copy) pinned host memory: the kernel reads and writes host memory over the "
+              "link, no copies",
 }
 PHASE_LABELS: dict[str, str] = labels("h2d", "launch", "kernel", "d2h", "span")
 # Host arrays a comparison holds at once: a, b, the reference, one output, pinned a, b,

@@ -112,8 +112,10 @@ class VectorAddRun:
         if not self.gpu_capped:
             return None
         return (
-            f"the simulated kernel ran at N = {self.kernel_n:,}, the simulator's cap (KERNEL_LAB_MAX_N; about 0.1 ms per "
-            f"simulated thread), checked against NumPy at that N; the CPU ran at N = {self.n:,}, so no GPU-vs-CPU ratio is made"
+            f"the simulated kernel ran at N = {self.kernel_n:,}, the simulator's cap (KERNEL_LAB_MAX_N; about 0.1 ms "
+            "per "
+            f"simulated thread), checked against NumPy at that N; the CPU ran at N = {self.n:,}, so no GPU-vs-CPU "
+            "ratio is made"
         )
 
     @property

@@ -131,7 +131,8 @@ class Problem:
             raise Refusal(
                 "launch",
                 0,
-                f"THREADS_PER_BLOCK = {chosen} is not allowed here; choose one of {', '.join(map(str, self.thread_choices))}",
+                f"THREADS_PER_BLOCK = {chosen} is not allowed here; choose one of "
+                f"{', '.join(map(str, self.thread_choices))}",
             )
         return chosen
 

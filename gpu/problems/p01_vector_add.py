@@ -31,7 +31,8 @@ PROBLEM = Problem(
     launch=launch_1d,
     launch_text="1D: ceil(n / THREADS_PER_BLOCK) blocks of THREADS_PER_BLOCK threads (your choice, default 256)",
     starter=STARTER,
-    hint="The **Vector add** page runs this exact kernel; **Launch config** shows which thread handles which element, and why the last block needs a guard.",
+    hint="The **Vector add** page runs this exact kernel; **Launch config** shows which thread handles which element, "
+         "and why the last block needs a guard.",
     page="Vector add",
     tests=EDGES_1D,
     perf={

@@ -39,7 +39,8 @@ PROBLEM = Problem(
     launch=launch_2d,
     launch_text="2D: (ceil(cols / 16), ceil(rows / 16)) blocks of 16 × 16 threads (fixed)",
     starter=STARTER,
-    hint="**Kernels** runs the 2D kernels of the lab (transpose, blur): their first lines compute row and column the same way.",
+    hint="**Kernels** runs the 2D kernels of the lab (transpose, blur): their first lines compute row and column the "
+         "same way.",
     page="Kernels",
     tests=EDGES_2D,
     threads=16,

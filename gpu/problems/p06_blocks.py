@@ -33,7 +33,8 @@ PROBLEM = Problem(
     order=6,
     title="Blocks (grid-stride loop)",
     statement=f"Write `out[i] = a[i] * 0.5` for every `i < n`. The grid is fixed at {GRID} blocks of {BLOCK} threads "
-    f"whatever n is, so each thread must handle several elements: start at `cuda.grid(1)` and step by `cuda.gridsize(1)`.",
+    "whatever n is, so each thread must handle several elements: start at `cuda.grid(1)` and step by "
+    "`cuda.gridsize(1)`.",
     kernel_name="halve",
     params=("a", "out"),
     arrays="a, out: float32[n]",
@@ -43,7 +44,8 @@ PROBLEM = Problem(
     launch=lambda s, t: ((GRID,), (BLOCK,)),
     launch_text=f"1D: {GRID} blocks of {BLOCK} threads, whatever n (fixed)",
     starter=STARTER,
-    hint="**Launch config** has a grid-stride explorer: which thread handles which element when the grid is smaller than n.",
+    hint="**Launch config** has a grid-stride explorer: which thread handles which element when the grid is smaller "
+         "than n.",
     page="Launch config",
     tests=EDGES_1D,
     threads=BLOCK,

@@ -56,7 +56,8 @@ PROBLEM = Problem(
     order=8,
     title="Pooling",
     statement="Write `out[i] = a[i-2] + a[i-1] + a[i]`, leaving out terms before the start (so `out[0] = a[0]`). "
-    "Neighbouring threads read the same inputs: a block can load its window (its 256 values plus the 2 before) into shared memory once.",
+    "Neighbouring threads read the same inputs: a block can load its window (its 256 values plus the 2 before) into "
+    "shared memory once.",
     kernel_name="pool3",
     params=("a", "out"),
     arrays="a, out: float32[n] (small integers)",

@@ -60,7 +60,8 @@ PROBLEM = Problem(
     order=10,
     title="1D convolution",
     statement=f"Write `out[i] = Σ a[i + k] · w[k]` for k < {K}, where values past the end of `a` count as zero. "
-    f"Each input is read by {K} threads: load a block's span (256 + {K - 1} values) and the weights into shared memory once.",
+    f"Each input is read by {K} threads: load a block's span (256 + {K - 1} values) and the weights into shared memory "
+    "once.",
     kernel_name="conv1d",
     params=("a", "w", "out"),
     arrays=f"a, out: float32[n]; w: float32[{K}] (small integers)",

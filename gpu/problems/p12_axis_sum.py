@@ -48,7 +48,8 @@ PROBLEM = Problem(
     key="axis-sum",
     order=12,
     title="Axis sum",
-    statement="Write `out[r]` = the sum of row r of `a` (NumPy's `a.sum(axis=1)`). Block r handles row r; its 256 threads "
+    statement="Write `out[r]` = the sum of row r of `a` (NumPy's `a.sum(axis=1)`). Block r handles row r; its 256 "
+              "threads "
     "stride along the row (a row can be longer or shorter than the block), then reduce in shared memory.",
     kernel_name="row_sums",
     params=("a", "out"),

@@ -43,7 +43,8 @@ PROBLEM = Problem(
     launch=lambda s, t: ((ceil_div(s["n"], SIDE), ceil_div(s["n"], SIDE)), (SIDE, SIDE)),
     launch_text=f"2D: (ceil(n / {SIDE}), ceil(n / {SIDE})) blocks of {SIDE} × {SIDE} threads (fixed)",
     starter=STARTER,
-    hint="**Kernels** → Matrix multiply: naive, shared-memory tiles, register tiling; **Roofline** shows why tiling pays.",
+    hint="**Kernels** → Matrix multiply: naive, shared-memory tiles, register tiling; **Roofline** shows why tiling "
+         "pays.",
     page="Kernels",
     tests=(Case("1 × 1", {"n": 1}), Case("15 × 15 (less than a block)", {"n": 15}), Case("33 × 33 (edges)", {"n": 33})),
     perf={

@@ -157,7 +157,8 @@ def correctness_section(ctx: CheckContext) -> Section:
         )
     for r in failures:
         md.append(
-            f"- FAIL N={r['n']}, {r['threads_per_block']} threads: {r['mismatches']} mismatches, max |diff| {r['max_abs_diff']:g}"
+            f"- FAIL N={r['n']}, {r['threads_per_block']} threads: {r['mismatches']} mismatches, max |diff| "
+            f"{r['max_abs_diff']:g}"
         )
     return Section(
         "correctness", "Correctness against NumPy", passed, {"launches": rows, "skipped_sizes": skipped}, "\n".join(md)
@@ -186,7 +187,8 @@ def breakdown_section(ctx: CheckContext) -> Section:
         flag = " (fewer than 3: spread unknown)" if stats.few_samples else ""
         retried = f", {stats.retries} retried" if stats.retries else ""
         md.append(
-            f"| GPU {phase} | {format_seconds(stats.median_s)} | {format_seconds(stats.min_s)} | {format_seconds(stats.max_s)} | {stats.n_samples}{flag}{retried} |"
+            f"| GPU {phase} | {format_seconds(stats.median_s)} | {format_seconds(stats.min_s)} | "
+            f"{format_seconds(stats.max_s)} | {stats.n_samples}{flag}{retried} |"
         )
     for name, t in run.cpu.items():
         if t.stats is None:
@@ -194,14 +196,16 @@ def breakdown_section(ctx: CheckContext) -> Section:
         else:
             flag = " (fewer than 3: spread unknown)" if t.stats.few_samples else ""
             md.append(
-                f"| CPU {name} | {format_seconds(t.stats.median_s)} | {format_seconds(t.stats.min_s)} | {format_seconds(t.stats.max_s)} | {t.stats.n_samples}{flag} |"
+                f"| CPU {name} | {format_seconds(t.stats.median_s)} | {format_seconds(t.stats.min_s)} | "
+                f"{format_seconds(t.stats.max_s)} | {t.stats.n_samples}{flag} |"
             )
     sim = " (simulated: not GPU performance)" if BACKEND.simulated else ""
     md += ["", f"Kernel effective bandwidth: {run.kernel_bandwidth_gbps:,.4g} GB/s (12 bytes per element){sim}."]
     for s in run.speedups:
         if s.baseline in ("python", "numpy"):
             md.append(
-                f"- GPU {s.gpu_measure} vs {s.baseline}: {format_factor(s.factor)}{' (estimated baseline)' if s.estimated else ''}{sim}"
+                f"- GPU {s.gpu_measure} vs {s.baseline}: "
+                f"{format_factor(s.factor)}{' (estimated baseline)' if s.estimated else ''}{sim}"
             )
     md.append(f"- agreement: {'all bit-identical' if run.agree else 'MISMATCH'}")
     return Section("breakdown", f"Vector add breakdown at N = {n:,}", run.agree, {"run": run.to_dict()}, "\n".join(md))
@@ -270,7 +274,8 @@ def launch_section(ctx: CheckContext) -> Section:
 
     md = [
         f"Indexing probe: {sum(p.passed for p in probes)} of {len(probes)} launches recorded exactly the NumPy index "
-        f"arithmetic (sizes {', '.join(f'N={p.summary.n}/{p.summary.threads_per_block}' + ('gs' if p.summary.grid_stride else '') for p in probes)}); "
+        "arithmetic (sizes "
+        f"{', '.join(f'N={p.summary.n}/{p.summary.threads_per_block}' + ('gs' if p.summary.grid_stride else '') for p in probes)}); "
         f"grid-stride coverage exactly once: {all(p.coverage_ok is not False for p in probes)}.",
         "",
         f"Block-size sweep at N = {sweep.n:,} float32 ({sweep.bytes_moved / 1e6:,.0f} MB moved per kernel), "
@@ -284,8 +289,10 @@ def launch_section(ctx: CheckContext) -> Section:
         best = " **best**" if c.label == sweep.best.label else ""
         marks = ("*" if c.kernel.few_samples else "") + ("°" if sweep.l2_resident else "")
         md.append(
-            f"| {c.label}{best} | {c.blocks:,} | {format_seconds(c.kernel.median_s)}{marks} | {format_seconds(c.kernel.min_s)} | "
-            f"{format_seconds(c.kernel.max_s)} | {c.kernel.n_samples} | {sweep.bandwidth_gbps(c.kernel.median_s):,.4g} | {occ} |"
+            f"| {c.label}{best} | {c.blocks:,} | {format_seconds(c.kernel.median_s)}{marks} | "
+            f"{format_seconds(c.kernel.min_s)} | "
+            f"{format_seconds(c.kernel.max_s)} | {c.kernel.n_samples} | {sweep.bandwidth_gbps(c.kernel.median_s):,.4g} "
+            f"| {occ} |"
         )
     if any(c.kernel.few_samples for c in sweep.configs):
         md += ["", "\\* fewer than 3 samples: spread unknown."]
@@ -294,9 +301,12 @@ def launch_section(ctx: CheckContext) -> Section:
     md += ["", explanation(sweep), "", f"- agreement: {'all bit-identical' if sweep.agree else 'MISMATCH'}"]
     if inspection.available:
         md += [
-            f"- inspector: {inspection.regs_per_thread} registers per thread, {inspection.local_mem_per_thread_bytes} B local "
-            f"memory per thread, {inspection.shared_mem_per_block_bytes} B shared per block, max {inspection.max_threads_per_block} "
-            f"threads per block; PTX {'found' if inspection.ptx_found else 'MISSING'} ({len(inspection.ptx.splitlines()) if inspection.ptx else 0} lines), "
+            f"- inspector: {inspection.regs_per_thread} registers per thread, {inspection.local_mem_per_thread_bytes} "
+            "B local "
+            f"memory per thread, {inspection.shared_mem_per_block_bytes} B shared per block, max "
+            f"{inspection.max_threads_per_block} "
+            f"threads per block; PTX {'found' if inspection.ptx_found else 'MISSING'} "
+            f"({len(inspection.ptx.splitlines()) if inspection.ptx else 0} lines), "
             f"roles pointed out: {', '.join(inspection.roles_found) or 'none'}"
             + (f"; not found: {', '.join(inspection.roles_missing)}" if inspection.roles_missing else "")
             + f"; SASS: {'yes' if inspection.sass else inspection.sass_note}",

@@ -23,7 +23,8 @@ def add_command(sub) -> None:
     """Register the ``compile`` subcommand on the CLI's subparsers."""
     p = sub.add_parser(
         "compile",
-        help="every kernel compiled by NVVM + ptxas per target: registers, spills, shared memory, occupancy (no GPU needed)",
+        help="every kernel compiled by NVVM + ptxas per target: registers, spills, shared memory, occupancy (no GPU "
+             "needed)",
     )
     p.add_argument(
         "--kernel",
@@ -37,7 +38,8 @@ def add_command(sub) -> None:
         action="append",
         default=None,
         metavar="SM",
-        help=f"only this target, e.g. sm_90 or 9.0; repeat for several (default: every target this ptxas knows, of {', '.join(TARGETS)})",
+        help="only this target, e.g. sm_90 or 9.0; repeat for several (default: every target this ptxas knows, of "
+             f"{', '.join(TARGETS)})",
     )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument(

@@ -100,7 +100,8 @@ class VectorAddVsRecorded:
         if numpy is not None:
             out.append(
                 f"On the recorded {dev} the kernel alone takes {format_seconds(kernel_s)}: "
-                f"{times_words(numpy.median_s / kernel_s, _your(numpy))} ({format_seconds(numpy.median_s)} at N = {self.cpu_n:,})."
+                f"{times_words(numpy.median_s / kernel_s, _your(numpy))} ({format_seconds(numpy.median_s)} at N = "
+                f"{self.cpu_n:,})."
             )
             copies = (
                 f" (H2D {format_seconds(rec.phases['h2d'])}, D2H {format_seconds(rec.phases['d2h'])})"
@@ -109,26 +110,31 @@ class VectorAddVsRecorded:
             )
             out.append(
                 f"With pageable copies the GPU takes {format_seconds(total_s)} end to end{copies}, your NumPy "
-                f"{format_seconds(numpy.median_s)}: the recorded GPU is {times_words(numpy.median_s / total_s, _your(numpy))}."
+                f"{format_seconds(numpy.median_s)}: the recorded GPU is "
+                f"{times_words(numpy.median_s / total_s, _your(numpy))}."
             )
         else:
             out.append(
-                f"On the recorded {dev} the kernel alone takes {format_seconds(kernel_s)}, and with pageable copies {format_seconds(total_s)}."
+                f"On the recorded {dev} the kernel alone takes {format_seconds(kernel_s)}, and with pageable copies "
+                f"{format_seconds(total_s)}."
             )
         if rec.pinned_total_s is not None:
             out.append(
-                f"With pinned host memory the recorded GPU takes {format_seconds(rec.pinned_total_s)} for the same add (Transfers page)."
+                f"With pinned host memory the recorded GPU takes {format_seconds(rec.pinned_total_s)} for the same add "
+                "(Transfers page)."
             )
         python = self.figure("python")
         if python is not None:
             if python.estimated:
                 lead = f"Your Python loop was not run ({python.skipped}); against its estimate"
             else:
-                lead = f"Your Python loop, the article's CPU code, took {format_seconds(python.median_s)} ({python.samples} sample{'s' if python.samples != 1 else ''})"
+                lead = (f"Your Python loop, the article's CPU code, took {format_seconds(python.median_s)} "
+                        f"({python.samples} sample{'s' if python.samples != 1 else ''})")
                 if self.cpu_n == ARTICLE.n:
                     lead += f", where the article printed {ARTICLE.cpu_time_s:.2f} s on Colab's CPU"
             out.append(
-                f"{lead}: the recorded GPU, copies included, is {times_words(python.median_s / total_s, _your(python))}."
+                f"{lead}: the recorded GPU, copies included, is "
+                f"{times_words(python.median_s / total_s, _your(python))}."
             )
         parallel = self.figure("numba-parallel")
         if parallel is not None:
@@ -243,7 +249,8 @@ class SweepVsRecorded:
                 other = f"your {SHORT[name]}"
                 if kind == "from":
                     out.append(
-                        f"On the recorded {dev}, {who} beats {other} from N ≈ {format_n(where, 2)}, where the medians cross."
+                        f"On the recorded {dev}, {who} beats {other} from N ≈ {format_n(where, 2)}, where the medians "
+                        "cross."
                     )
                 elif kind == "always":
                     out.append(
@@ -251,15 +258,18 @@ class SweepVsRecorded:
                     )
                 elif kind == "never":
                     out.append(
-                        f"On the recorded {dev}, {who} does not beat {other} at the largest size compared (N = {pairs[-1][0]:,})."
+                        f"On the recorded {dev}, {who} does not beat {other} at the largest size compared (N = "
+                        f"{pairs[-1][0]:,})."
                     )
         top = self.sizes[-1] if self.sizes else None
         rec = self.at(top) if top else None
         numpy = self.cpu_at(top, "numpy") if top else None
         if rec is not None and numpy is not None:
             out.append(
-                f"At N = {top:,}: your NumPy {format_seconds(numpy.median_s)}; the recorded kernel alone {format_seconds(rec.phases['kernel'])} "
-                f"({times_words(numpy.median_s / rec.phases['kernel'], 'your NumPy')}), end to end {format_seconds(rec.phases['total'])} "
+                f"At N = {top:,}: your NumPy {format_seconds(numpy.median_s)}; the recorded kernel alone "
+                f"{format_seconds(rec.phases['kernel'])} "
+                f"({times_words(numpy.median_s / rec.phases['kernel'], 'your NumPy')}), end to end "
+                f"{format_seconds(rec.phases['total'])} "
                 f"({times_words(numpy.median_s / rec.phases['total'], 'your NumPy')})"
                 + ("" if rec.exact else f" — at the nearest recorded N, {rec.n:,}")
                 + "."

@@ -88,7 +88,8 @@ def methodology(
     few = [(path, s["samples"]) for path, s in figures if s["samples"] < MIN_RELIABLE_SAMPLES]
 
     md = [
-        f"L2: {f'{l2 / 2**20:,.0f} MiB' if l2 else 'unknown (simulator)'}; kernel alone (held stream), {policy.describe()}.",
+        f"L2: {f'{l2 / 2**20:,.0f} MiB' if l2 else 'unknown (simulator)'}; kernel alone (held stream), "
+        f"{policy.describe()}.",
         "",
         "| N | working set | fits in L2 | L2 | median | GB/s | samples | hold retries | verified hold |",
         "|---:|---:|---|---|---:|---:|---:|---:|---|",
@@ -96,7 +97,8 @@ def methodology(
     for r in rows:
         s = r["stats"]
         md.append(
-            f"| {r['n']:,} | {r['working_set_bytes'] / 2**20:,.2f} MiB | {'yes' if r['fits_l2'] else 'no'} | {r['l2']} | "
+            f"| {r['n']:,} | {r['working_set_bytes'] / 2**20:,.2f} MiB | {'yes' if r['fits_l2'] else 'no'} | {r['l2']} "
+            "| "
             f"{format_seconds(s['median_s'])} | {r['gbps']:,.4g} | {s['samples']} | {s['retries']} | "
             f"{'yes' if s['held'] else 'no (launch included)' if s['held'] is False else '—'} |"
         )
@@ -113,13 +115,15 @@ def methodology(
     ]
     for k, v in overhead.paths.items():
         md.append(
-            f"| {PATHS[k]} | {format_seconds(v.median_s)} | {format_seconds(v.min_s)} | {format_seconds(v.max_s)} | {v.n_samples} |"
+            f"| {PATHS[k]} | {format_seconds(v.median_s)} | {format_seconds(v.min_s)} | {format_seconds(v.max_s)} | "
+            f"{v.n_samples} |"
         )
     for k, why in overhead.skipped.items():
         md.append(f"| {PATHS[k]} | skipped: {why} | | | |")
     if overhead.engine_ratio is not None:
         md.append(
-            f"\nEngine launch ÷ the fastest path with the same three array arguments: {format_factor(overhead.engine_ratio)} "
+            "\nEngine launch ÷ the fastest path with the same three array arguments: "
+            f"{format_factor(overhead.engine_ratio)} "
             f"(target ≤ {ENGINE_TARGET:g}x) — {'met' if overhead.passed else 'NOT met'}."
         )
     md += ["", f"**Telemetry over the check:** {describe_telemetry(telemetry)}", "",

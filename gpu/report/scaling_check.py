@@ -158,7 +158,8 @@ def check_sweep(quick: bool, max_n: int, say: Callable[[str], None]) -> tuple[bo
             else ("met" if t["met"] else "NOT met")
         )
         md.append(
-            f"- kernel bandwidth {targets['kernel_gbps']:,.4g} GB/s ({targets['kernel_samples']} samples) = {t['ratio']:.1%} of the measured device copy (target ≥ 90%): {verdict}"
+            f"- kernel bandwidth {targets['kernel_gbps']:,.4g} GB/s ({targets['kernel_samples']} samples) = "
+            f"{t['ratio']:.1%} of the measured device copy (target ≥ 90%): {verdict}"
         )
     if "kernel_vs_device_peak" in targets:
         md.append(f"- … and {targets['kernel_vs_device_peak']['ratio']:.1%} of the theoretical device peak")
@@ -166,22 +167,26 @@ def check_sweep(quick: bool, max_n: int, say: Callable[[str], None]) -> tuple[bo
         t = targets.get(f"kernel_vs_{ref}")
         if t:
             md.append(
-                f"- kernel time / {SERIES_LABELS[ref]}: {t['time_ratio']:.3f} (target within ±5%): {'met' if t['met'] else 'NOT met'}"
+                f"- kernel time / {SERIES_LABELS[ref]}: {t['time_ratio']:.3f} (target within ±5%): "
+                f"{'met' if t['met'] else 'NOT met'}"
             )
     if "ilp_vs_device_peak" in targets:
         t = targets["ilp_vs_device_peak"]
         md.append(
-            f"- with 4 elements per thread (not the article's kernel): {t['gbps']:,.4g} GB/s = {t['ratio']:.1%} of the theoretical device peak"
+            f"- with 4 elements per thread (not the article's kernel): {t['gbps']:,.4g} GB/s = {t['ratio']:.1%} of the "
+            "theoretical device peak"
         )
     for ref in reference.REFERENCES:
         t = targets.get(f"ilp_vs_{ref}")
         if t:
             md.append(
-                f"- 4-per-thread kernel time / {SERIES_LABELS[ref]}: {t['time_ratio']:.3f} (within ±5%: {'yes' if t['met'] else 'no'})"
+                f"- 4-per-thread kernel time / {SERIES_LABELS[ref]}: {t['time_ratio']:.3f} (within ±5%: "
+                f"{'yes' if t['met'] else 'no'})"
             )
     t = targets["overhead"]
     md.append(
-        f"- sweep overhead, 1 − (timed samples {format_seconds(run.sampled_s)} ÷ wall {format_seconds(run.wall_s)}): {t['fraction']:.1%} (target < 10%): {'met' if t['met'] else 'NOT met'}"
+        f"- sweep overhead, 1 − (timed samples {format_seconds(run.sampled_s)} ÷ wall {format_seconds(run.wall_s)}): "
+        f"{t['fraction']:.1%} (target < 10%): {'met' if t['met'] else 'NOT met'}"
     )
     md.append(f"- {describe_telemetry(run.telemetry)}")
     for p in run.failures:

@@ -122,17 +122,21 @@ LIBRARY_COPY_BYTES = 256 * MIB  # on every plateau measured so far, and 5 ms a c
 
 def _strategy_table(result: StrategyComparison) -> list[str]:
     md = [
-        f"N = {result.n:,} float32 ({format_bytes(result.bytes_moved)} moved per vector add), {result.threads_per_block} threads per block, "
-        f"{result.chunks} chunks on {result.streams} streams, K = {result.iterations} kernel runs for the data kept on the device; "
+        f"N = {result.n:,} float32 ({format_bytes(result.bytes_moved)} moved per vector add), "
+        f"{result.threads_per_block} threads per block, "
+        f"{result.chunks} chunks on {result.streams} streams, K = {result.iterations} kernel runs for the data kept on "
+        "the device; "
         f"{result.policy.describe()}; medians per vector add (CUDA events for phases, wall clock end to end).",
         "",
-        "| strategy | end to end | H2D | launch | kernel | D2H | copies + kernels (span) | host memory | bit-identical |",
+        "| strategy | end to end | H2D | launch | kernel | D2H | copies + kernels (span) | host memory | bit-identical "
+        "|",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for s in result.ranking:
         cells = [format_seconds(s.phase_cost_s(p)) if p in s.phases else "" for p in BREAKDOWN_PHASES]
         md.append(
-            f"| {s.label} | {format_seconds(s.cost_s)} | {' | '.join(cells)} | {s.host_memory} | {'yes' if s.agreement.passed else 'NO'} |"
+            f"| {s.label} | {format_seconds(s.cost_s)} | {' | '.join(cells)} | {s.host_memory} | "
+            f"{'yes' if s.agreement.passed else 'NO'} |"
         )
     for key, why in result.skipped.items():
         md.append(f"| {STRATEGIES[key]} | skipped: {why} | | | | | | | |")
@@ -167,7 +171,8 @@ def check_transfers(quick: bool, max_n: int, say: Progress) -> tuple[bool, dict,
     data["bandwidth"] = curves.to_dict()
     series = curves.series()
     md += [
-        f"Copy bandwidth (GB/s at the median; D2D counts read + write), {curves_policy.describe()} per point, CUDA events:",
+        f"Copy bandwidth (GB/s at the median; D2D counts read + write), {curves_policy.describe()} per point, CUDA "
+        "events:",
         "",
         "| size | " + " | ".join(series_label(*k) for k in series) + " |",
         "|---" * (len(series) + 1) + "|",
@@ -213,7 +218,8 @@ def check_transfers(quick: bool, max_n: int, say: Progress) -> tuple[bool, dict,
         md += ["| direction | Kernel Lab (numba-cuda) | library | ratio | within ±5% |", "|---|---|---|---|---|"]
         for r in library_rows:
             md.append(
-                f"| {r['direction'].upper()} | {r['ours_gbps']:,.4g} GB/s | {r['library_gbps']:,.4g} GB/s ({r['library']}) | {r['ratio']:.3f} | {'yes' if r['within_5pct'] else 'NO'} |"
+                f"| {r['direction'].upper()} | {r['ours_gbps']:,.4g} GB/s | {r['library_gbps']:,.4g} GB/s "
+                f"({r['library']}) | {r['ratio']:.3f} | {'yes' if r['within_5pct'] else 'NO'} |"
             )
     for library, why in library_skipped.items():
         md.append(f"- {library}: skipped — {why}")

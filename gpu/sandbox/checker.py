@@ -194,7 +194,8 @@ def _check_name(name: str, line: int) -> None:
 
 
 def _check_import(node: ast.Import | ast.ImportFrom) -> dict[str, str]:
-    allowed = "allowed imports: `from numba import cuda`, `from numba import float32` (and other dtypes), `import math`, `from math import sqrt`"
+    allowed = ("allowed imports: `from numba import cuda`, `from numba import float32` (and other dtypes), `import "
+               "math`, `from math import sqrt`")
     out = {}
     if isinstance(node, ast.Import):
         for alias in node.names:
@@ -239,7 +240,8 @@ def _check_constant(node: ast.Assign, imports: dict, constants: list[str]) -> li
 
 def _check_decorator(node: ast.FunctionDef, imports: dict) -> bool:
     """Require exactly one ``@cuda.jit`` (or ``@cuda.jit(...)`` with constant arguments); True for device=True."""
-    message = f"{node.name} must be decorated with @cuda.jit (a kernel) or @cuda.jit(device=True) (a device function), and nothing else"
+    message = (f"{node.name} must be decorated with @cuda.jit (a kernel) or @cuda.jit(device=True) (a device "
+               "function), and nothing else")
     if len(node.decorator_list) != 1:
         raise Refusal("decorator", node.lineno, message)
     deco = node.decorator_list[0]
@@ -446,7 +448,8 @@ def _check_attribute(node: ast.Attribute, imports: dict, local: set, module_name
                     "cuda-api",
                     node.lineno,
                     f"cuda.{'.'.join(path)} is not part of the kernel API allowed here "
-                    "(threadIdx/blockIdx/blockDim/gridDim, grid, gridsize, syncthreads, shared.array, local.array, atomic.*, shfl_*_sync, ...)",
+                    "(threadIdx/blockIdx/blockDim/gridDim, grid, gridsize, syncthreads, shared.array, local.array, "
+                    "atomic.*, shfl_*_sync, ...)",
                 )
             if id(node) not in inner and id(node) not in called and first not in CUDA_VALUES:
                 # `make = cuda.local.array; make(1 << 28, float32)` would pass every size rule: allow by what is called

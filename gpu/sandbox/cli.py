@@ -143,7 +143,8 @@ def cmd_submissions(args: argparse.Namespace) -> int:
     for e in entries:
         time = f"{e.median_s * 1e6:,.1f} µs" if e.median_s else "not timed"
         print(
-            f"{e.id[:8]}  {e.created_at}  {e.problem:<12} {e.device:<28} {e.name:<20} {time}{'' if e.ranked else '  (not ranked)'}"
+            f"{e.id[:8]}  {e.created_at}  {e.problem:<12} {e.device:<28} {e.name:<20} "
+            f"{time}{'' if e.ranked else '  (not ranked)'}"
         )
     return 0
 

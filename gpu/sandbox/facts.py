@@ -45,12 +45,14 @@ def compile_facts(problem: Problem, source: str, threads_per_block: int) -> tupl
         text = str(exc).strip()
         return (
             None,
-            f"the real compiler could not compile this kernel: {text.splitlines()[0][:300] if text else type(exc).__name__}",
+            "the real compiler could not compile this kernel: "
+            f"{text.splitlines()[0][:300] if text else type(exc).__name__}",
         )
     if not facts.ok:
         return (
             None,
-            f"the real compiler rejects this kernel for {facts.target_label}: {(facts.error or '').strip().splitlines()[-1][:300] if facts.error else 'no reason given'}",
+            f"the real compiler rejects this kernel for {facts.target_label}: "
+            f"{(facts.error or '').strip().splitlines()[-1][:300] if facts.error else 'no reason given'}",
         )
     occupancy = facts.occupancy
     data = {

@@ -23,7 +23,8 @@ def mismatch_text(miss: dict) -> str:
     more = f"; {miss['wrong_count']:,} wrong in all" if miss.get("wrong_count", 1) > 1 else ""
     if miss.get("never_written"):
         thread = f"; it is {miss['thread']}'s element" if miss.get("thread") else ""
-        return f"{miss['output']}[{index}]: expected {miss['expected']!r}, but it was never written (still the sentinel){thread}{more}"
+        return (f"{miss['output']}[{index}]: expected {miss['expected']!r}, but it was never written (still the "
+                f"sentinel){thread}{more}")
     thread = f" (written by {miss['thread']})" if miss.get("thread") else ""
     return f"{miss['output']}[{index}]: expected {miss['expected']!r}, got {miss['got']!r}{thread}{more}"
 

@@ -335,7 +335,8 @@ def _section(key: str, value: Any, declared: Any) -> None:
         for where, run in [("run", data.get("run")), *((f"runs[{i}]", r) for i, r in enumerate(listed))]:
             if isinstance(run, Mapping) and run.get("experiment", owner) not in names:
                 raise ImportProblem(
-                    f"`{path}.{where}.experiment` is {str(run['experiment'])[:60]!r}; the section {key!r} holds runs of {owner!r}"
+                    f"`{path}.{where}.experiment` is {str(run['experiment'])[:60]!r}; the section {key!r} holds runs "
+                    f"of {owner!r}"
                 )
 
 

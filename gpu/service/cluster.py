@@ -327,7 +327,8 @@ class ClusterClient:
             states = self._recent_states()
             if not states:
                 raise ClusterUnavailable(
-                    f"The Ray cluster at {self.address} offers no GPUs: start its nodes with `ray start ... --num-gpus N`."
+                    f"The Ray cluster at {self.address} offers no GPUs: start its nodes with `ray start ... --num-gpus "
+                    "N`."
                 )
             try:
                 with self._choose_lock:

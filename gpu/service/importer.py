@@ -34,7 +34,8 @@ class ImportResult:
         runs = len(self.run_ids)
         sim = " (simulated timings)" if self.backend == "simulator" else ""
         return (
-            f"Imported {runs} run{'s' if runs != 1 else ''} from a check of {self.device}{sim} started {self.started_at}: "
+            f"Imported {runs} run{'s' if runs != 1 else ''} from a check of {self.device}{sim} started "
+            f"{self.started_at}: "
             f"{', '.join(self.experiments)}."
         )
 

@@ -77,7 +77,8 @@ class RecordedGpu:
         """Same N, or which recorded N is nearest and how far."""
         if self.exact:
             return f"recorded at the same N, {self.n:,}"
-        return f"no recorded run at N = {self.requested_n:,}: the nearest recorded N is {self.n:,} ({self.size_difference})"
+        return (f"no recorded run at N = {self.requested_n:,}: the nearest recorded N is {self.n:,} "
+                f"({self.size_difference})")
 
     def to_dict(self) -> dict:
         return {

@@ -160,7 +160,8 @@ class PublishedFigures:
             source=ARTICLE_TEXT,
             device="NVIDIA T4 (Google Colab)",
             date=None,
-            note="Printed as the article's expected output: the mean of three wall-clock runs of the Python loop and of "
+            note="Printed as the article's expected output: the mean of three wall-clock runs of the Python loop and "
+                 "of "
             "gpu_add (copies of a, b and c in, the kernel, c out), N = 10,000,000 float32, 256 threads per block.",
         )
     )

@@ -437,7 +437,8 @@ class HistoryStore:
             if value is not None:
                 where.append(f"{column} = ?")
                 args.append(value)
-        sql = f"SELECT {', '.join(COLUMNS)} FROM runs {'WHERE ' + ' AND '.join(where) if where else ''} ORDER BY id DESC LIMIT ?"
+        sql = (f"SELECT {', '.join(COLUMNS)} FROM runs {'WHERE ' + ' AND '.join(where) if where else ''} ORDER BY id "
+               "DESC LIMIT ?")
         return [RunRecord.from_row(r) for r in self._query(sql, (*args, int(limit)))]
 
     def get(self, run_id: str) -> RunRecord:

@@ -54,7 +54,8 @@ class Who:
     kind: str
 
     def __str__(self) -> str:
-        return f"thread {_xyz(self.thread)} of block {_xyz(self.block)} {_verb(self.kind)} at line {self.line} (`{self.text}`)"
+        return (f"thread {_xyz(self.thread)} of block {_xyz(self.block)} {_verb(self.kind)} at line {self.line} "
+                f"(`{self.text}`)")
 
 
 @dataclass(frozen=True)
@@ -98,7 +99,8 @@ class Divergence:
 
     def __str__(self) -> str:
         return (
-            f"barrier divergence in block {_xyz(self.block)}: syncthreads #{self.barrier} at line {self.line} was reached by "
+            f"barrier divergence in block {_xyz(self.block)}: syncthreads #{self.barrier} at line {self.line} was "
+            "reached by "
             f"{self.reached:,} threads (e.g. {_xyz(self.reached_example)}) but not by {self.missed:,} "
             f"(e.g. thread {_xyz(self.missed_example)}, which {self.missed_did})"
         )

@@ -56,7 +56,8 @@ class LabKernel:
         if self.elements(n) > MAX_TRACE_ELEMENTS:
             raise InputError(
                 f"N = {n:,} is too large for a trace of {self.name}: {self.size_help} may have at most "
-                f"{MAX_TRACE_ELEMENTS:,} elements (a trace is for small sizes; at most {DEFAULT_MAX_BLOCKS} blocks run)."
+                f"{MAX_TRACE_ELEMENTS:,} elements (a trace is for small sizes; at most {DEFAULT_MAX_BLOCKS} blocks "
+                "run)."
             )
         return n
 

@@ -64,7 +64,8 @@ class TraceReport:
 
     def __str__(self) -> str:
         lines = [
-            f"trace of {self.label}: {self.blocks_traced:,} of {self.blocks_total:,} blocks of {self.threads_per_block:,} threads, "
+            f"trace of {self.label}: {self.blocks_traced:,} of {self.blocks_total:,} blocks of "
+            f"{self.threads_per_block:,} threads, "
             f"{self.accesses:,} accesses recorded" + (f"; lines of {self.source}" if self.source else ""),
             self.headline(),
         ]
@@ -85,7 +86,8 @@ class TraceReport:
             lines.append("shared memory, bank-conflict ways per warp request (1 = none):")
             for b in self.banks:
                 lines.append(
-                    f"  line {b.line:>4} {b.kind:<6} `{b.text}`: {b.ways:.1f}-way (max {b.max_ways}) over {b.requests:,} requests"
+                    f"  line {b.line:>4} {b.kind:<6} `{b.text}`: {b.ways:.1f}-way (max {b.max_ways}) over "
+                    f"{b.requests:,} requests"
                 )
         lines += [f"note: {n}" for n in self.notes]
         return "\n".join(lines)

@@ -139,8 +139,10 @@ def time_comparison_chart(frame: pd.DataFrame, subtitle: str) -> alt.Chart:
             text=alt.Text("label:N"),
         )
         .transform_calculate(
-            label="(datum.estimated ? 'estimate ' : '') + (datum.median_ms >= 1000 ? format(datum.median_ms / 1000, ',.3~r') + ' s'"
-            " : datum.median_ms >= 1 ? format(datum.median_ms, ',.3~r') + ' ms' : format(datum.median_ms * 1000, ',.3~r') + ' µs')"
+            label="(datum.estimated ? 'estimate ' : '') + (datum.median_ms >= 1000 ? format(datum.median_ms / 1000, "
+                  "',.3~r') + ' s'"
+            " : datum.median_ms >= 1 ? format(datum.median_ms, ',.3~r') + ' ms' : format(datum.median_ms * 1000, "
+            "',.3~r') + ' µs')"
         )
     )
     return (whiskers + dots + labels).properties(

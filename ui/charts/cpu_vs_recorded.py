@@ -67,13 +67,16 @@ def one_size_chart(frame: pd.DataFrame, subtitle: str) -> alt.LayerChart:
         base.mark_text(align="left", dx=11, dy=-9, fontSize=11)
         .encode(y=y, x=alt.X("median_ms:Q", scale=x_scale), text="text:N")
         .transform_calculate(
-            text="(datum.estimated ? 'estimate ' : '') + (datum.median_ms >= 1000 ? format(datum.median_ms / 1000, ',.3~r') + ' s'"
-            " : datum.median_ms >= 1 ? format(datum.median_ms, ',.3~r') + ' ms' : format(datum.median_ms * 1000, ',.3~r') + ' µs')"
+            text="(datum.estimated ? 'estimate ' : '') + (datum.median_ms >= 1000 ? format(datum.median_ms / 1000, "
+                 "',.3~r') + ' s'"
+            " : datum.median_ms >= 1 ? format(datum.median_ms, ',.3~r') + ' ms' : format(datum.median_ms * 1000, "
+            "',.3~r') + ' µs')"
         )
     )
     return (dots + labels).properties(
         title=alt.TitleParams(
-            "Your CPU, measured now, beside the recorded GPU (median; circle = your CPU, square = recorded GPU; hollow = estimate)",
+            "Your CPU, measured now, beside the recorded GPU (median; circle = your CPU, square = recorded GPU; hollow "
+            "= estimate)",
             subtitle=subtitle,
             anchor="start",
         ),

@@ -215,7 +215,8 @@ def compare_subtitle(samples: pd.DataFrame) -> str:
     runs = samples["run"].nunique()
     devices = ", ".join(sorted(samples["device"].dropna().unique()))
     note = f" · {SIMULATED_NOTE}" if samples["simulated"].any() else ""
-    return f"{runs} saved run{'s' if runs != 1 else ''} · {len(samples):,} samples (each dot one timed repeat, tick the median) · on {devices}{note}"
+    return (f"{runs} saved run{'s' if runs != 1 else ''} · {len(samples):,} samples (each dot one timed repeat, tick "
+            f"the median) · on {devices}{note}")
 
 
 def compare_chart(samples: pd.DataFrame, subtitle: str | None = None) -> alt.Chart:

@@ -146,7 +146,8 @@ def time_chart(frame: pd.DataFrame, crossovers: list[dict], subtitle: str) -> al
         layers += [rule, text]
     return alt.layer(*layers).properties(
         title=alt.TitleParams(
-            "Time against N (median; band = min–max; red ring = noisy; grey square = fewer than 3 samples; dashed = estimate)",
+            "Time against N (median; band = min–max; red ring = noisy; grey square = fewer than 3 samples; dashed = "
+            "estimate)",
             subtitle=subtitle,
             anchor="start",
         ),

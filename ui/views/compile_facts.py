@@ -88,7 +88,8 @@ def facts_line(facts: CompileFacts) -> None:
         st.markdown(f":material/memory: **{facts.kernel}** {facts.sentence()}.")
         if facts.spill_stores_bytes:
             st.caption(
-                f"Spills: {facts.spill_stores_bytes:,} bytes stored to and {facts.spill_loads_bytes:,} read from local memory per thread."
+                f"Spills: {facts.spill_stores_bytes:,} bytes stored to and {facts.spill_loads_bytes:,} read from local "
+                "memory per thread."
             )
     else:
         st.error(f"**{facts.kernel}** {facts.sentence()}", icon=":material/error:")

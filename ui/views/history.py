@@ -111,11 +111,13 @@ def compare_ui(shown: list[RunRecord], every: list[RunRecord] | None = None) -> 
         shown_ids + kept,
         default=default if "history.compare" not in st.session_state else None,
         format_func=lambda run_id: (
-            f"{run_label(by_id[run_id])} · {readable_time(by_id[run_id].created_at)} · {by_id[run_id].device_name or 'unknown'}"
+            f"{run_label(by_id[run_id])} · {readable_time(by_id[run_id].created_at)} · "
+            f"{by_id[run_id].device_name or 'unknown'}"
             + (" · hidden by the filters" if run_id in hidden else "")
         ),
         key="history.compare",
-        help="Runs of the same experiment compare measure by measure; any runs can be shown together. Changing the filters keeps your choice.",
+        help="Runs of the same experiment compare measure by measure; any runs can be shown together. Changing the "
+             "filters keeps your choice.",
     )
     return [by_id[run_id] for run_id in chosen]
 
@@ -216,7 +218,8 @@ def upload_ui(store: HistoryStore) -> None:
     with st.expander("Import a GPU check from another machine", icon=":material/upload_file:"):
         st.markdown(
             "Run `python -m gpu check --out DIR` where there is a GPU (a cloud notebook with a T4, a laptop), then add "
-            "`DIR/check.json` here or with `python -m gpu history import DIR/check.json`. The file is checked field by field "
+            "`DIR/check.json` here or with `python -m gpu history import DIR/check.json`. The file is checked field by "
+            "field "
             f"(at most {MAX_IMPORT_BYTES // 2**20} MiB); a rejected file changes nothing."
         )
         if not uploads_enabled():
@@ -285,7 +288,8 @@ def compare_gpus_ui(records: list[RunRecord]) -> None:
         )
     frame = pd.DataFrame(rows)
     st.markdown(
-        "The article's experiment on every device this lab knows of: the article's own T4 figures (published, not measured here), "
+        "The article's experiment on every device this lab knows of: the article's own T4 figures (published, not "
+        "measured here), "
         "the GPU checks committed with the lab (read-only), imported checks and your newest runs. Sizes differ between "
         "sources (each row says its N); simulated runs time the simulator, not a GPU (marked “simulated”); "
         "\\* = fewer than 3 samples. † = recorded before L2 flushing and verified holds; single-sample points marked "

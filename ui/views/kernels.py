@@ -45,7 +45,8 @@ def show_agreement(run: KernelRun) -> None:
         rule = f"bit for bit with the reference{why}"
     else:
         rule = (
-            f"within the bound float32 rounding allows for each summation order{why}: |error| ≤ ((1 + u)^k − 1) · Σ|terms|, "
+            f"within the bound float32 rounding allows for each summation order{why}: |error| ≤ ((1 + u)^k − 1) · "
+            "Σ|terms|, "
             "u = 2⁻²⁴, k = the depth of that order's summation tree, against a float64 reference"
         )
     if run.agree:
@@ -121,7 +122,8 @@ def show_simulator_facts(run: KernelRun) -> None:
     cols[2].metric(
         "Minimum traffic",
         format_bytes(run.bytes_moved),
-        help=f"{run.bytes_moved:,} bytes: each input read once, the output written once. A fact of the algorithm, not a measurement.",
+        help=f"{run.bytes_moved:,} bytes: each input read once, the output written once. A fact of the algorithm, not "
+             "a measurement.",
     )
     cols[3].metric("Arithmetic intensity (FLOP/byte)", plain_number(run.intensity),
                    help=f"{run.flops:,} FLOPs ÷ {run.bytes_moved:,} bytes: a fact of the algorithm, not a measurement.")
@@ -134,9 +136,12 @@ def show_simulator_facts(run: KernelRun) -> None:
     )
     st.caption(
         (f"Not run here: {why}, which the CUDA simulator lacks: a GPU only. " if missing else "")
-        + "No GPU time is shown as a figure here: the simulator runs each GPU thread in Python, so its times (in the chart and "
-        "table below, marked simulated) say nothing about a GPU. What is real here: the agreement above, the compiler's facts "
-        "for each step (registers, spills, occupancy) and each step's memory trace, under “The steps, and what changed” below."
+        + "No GPU time is shown as a figure here: the simulator runs each GPU thread in Python, so its times (in the "
+          "chart and "
+        "table below, marked simulated) say nothing about a GPU. What is real here: the agreement above, the "
+        "compiler's facts "
+        "for each step (registers, spills, occupancy) and each step's memory trace, under “The steps, and what "
+        "changed” below."
     )
 
 
@@ -217,7 +222,8 @@ def show_run(run: KernelRun) -> None:
     st.altair_chart(charts.phases_chart(frame, subtitle), width="stretch")
     st.caption(
         f"GB/s = {run.bytes_moved:,} bytes the algorithm must move ÷ time; GFLOP/s = {run.flops:,} FLOPs ÷ time; "
-        "% of peak = share of the roof that bounds this kernel (memory: 2 × clock × bus width; FP32: SMs × lanes × 2 × clock). "
+        "% of peak = share of the roof that bounds this kernel (memory: 2 × clock × bus width; FP32: SMs × lanes × 2 × "
+        "clock). "
         "GPU times are the kernel alone (behind a stream-holding kernel on a GPU); phases are CUDA events on one stream"
         + (" (wall clock in the simulator)." if run.backend == "simulator" else ".")
     )

@@ -47,7 +47,8 @@ def show_indexing(run: IndexingRun) -> None:
     cols[3].metric(
         "Idle warps",
         f"{s.idle_warps:,} of {s.warps_launched:,}",
-        help=f"Warps with no working lane. Another {s.partial_warps:,} warps are partly idle (some lanes masked, or missing because the block size is not a multiple of 32).",
+        help=f"Warps with no working lane. Another {s.partial_warps:,} warps are partly idle (some lanes masked, or "
+             "missing because the block size is not a multiple of 32).",
     )
     cols[4].metric(
         "Last block wasted",
@@ -56,19 +57,22 @@ def show_indexing(run: IndexingRun) -> None:
     )
     if s.grid_stride:
         st.caption(
-            f"Grid-stride: stride = blockDim.x × gridDim.x = {s.threads_per_block} × {s.blocks} = {s.stride:,}; each thread adds {s.min_elements_per_thread}–{s.max_elements_per_thread} elements."
+            f"Grid-stride: stride = blockDim.x × gridDim.x = {s.threads_per_block} × {s.blocks} = {s.stride:,}; each "
+            f"thread adds {s.min_elements_per_thread}–{s.max_elements_per_thread} elements."
         )
     if run.probed:
         if run.passed:
             coverage = " Every element was added exactly once." if run.coverage_ok else ""
             st.success(
-                f"The probe kernel's records for all {s.threads_launched:,} threads match `position = tx + bx * bw` computed in NumPy, "
+                f"The probe kernel's records for all {s.threads_launched:,} threads match `position = tx + bx * bw` "
+                "computed in NumPy, "
                 f"and c = a + b bit for bit.{coverage}",
                 icon=":material/check_circle:",
             )
         else:
             st.error(
-                f"The probe disagrees with the arithmetic: records match {run.records_match}, sums match {run.sums_match}, coverage {run.coverage_ok}.",
+                f"The probe disagrees with the arithmetic: records match {run.records_match}, sums match "
+                f"{run.sums_match}, coverage {run.coverage_ok}.",
                 icon=":material/error:",
             )
     if run.note:
@@ -84,7 +88,8 @@ def show_indexing(run: IndexingRun) -> None:
     )
     frame = run.to_frame()
     subtitle = (
-        f"N = {s.n:,} · {s.blocks:,} blocks × {s.threads_per_block} threads{' (grid-stride)' if s.grid_stride else ''} · "
+        f"N = {s.n:,} · {s.blocks:,} blocks × {s.threads_per_block} threads{' (grid-stride)' if s.grid_stride else ''} "
+        "· "
         f"records from one probe launch on {run.device.name} ({run.backend})"
     )
     st.altair_chart(
@@ -124,7 +129,8 @@ def describe_sweep(run: LaunchSweepRun) -> str:
     samples = run.configs[0].kernel.n_samples if run.configs else 0
     how = "CUDA events, kernel alone" if run.backend == "cuda" else "wall clock"
     tag = "SIMULATED, not GPU times · " if run.backend != "cuda" else ""  # first: long subtitles are cut at the end
-    return f"{tag}N = {run.n:,} float32 ({run.bytes_moved / 1e6:,.3g} MB moved per kernel) · {samples} samples per configuration after {run.policy.warmup} warm-up ({how}) · {run.device.name} ({run.backend})"
+    return (f"{tag}N = {run.n:,} float32 ({run.bytes_moved / 1e6:,.3g} MB moved per kernel) · {samples} samples per "
+            f"configuration after {run.policy.warmup} warm-up ({how}) · {run.device.name} ({run.backend})")
 
 
 def idle_threads(run: LaunchSweepRun, config) -> int:
@@ -199,7 +205,8 @@ def show_sweep(run: LaunchSweepRun) -> None:
             launch_charts.occupancy_chart(frame, f"{subtitle} · occupancy from: {', '.join(sources)}"), width="stretch"
         )
         st.caption(
-            "Occupancy “driver” is cuOccupancyMaxActiveBlocksPerMultiprocessor for the compiled kernel; “calculated” is derived from its registers and the device's per-SM limits (approximate)."
+            "Occupancy “driver” is cuOccupancyMaxActiveBlocksPerMultiprocessor for the compiled kernel; “calculated” "
+            "is derived from its registers and the device's per-SM limits (approximate)."
         )
     else:
         st.caption("Occupancy: not available here (the simulator compiles nothing and has no multiprocessors).")
@@ -207,7 +214,8 @@ def show_sweep(run: LaunchSweepRun) -> None:
     from ui.telemetry_note import show_telemetry  # marks and clocks beside the table (issue 18)
 
     st.caption(
-        "Marks: n<3 = fewer than 3 samples (spread unknown); fits in L2 = a, b and c fit in the L2 (may be served from cache)."
+        "Marks: n<3 = fewer than 3 samples (spread unknown); fits in L2 = a, b and c fit in the L2 (may be served from "
+        "cache)."
     )
     show_telemetry(run.telemetry, "sweep")
     st.download_button(
@@ -242,8 +250,10 @@ def show_sweep_facts(run: LaunchSweepRun) -> None:
         help=", ".join(sorted({str(c.threads_per_block) for c in run.configs}, key=int)) + " threads per block.",
     )
     st.caption(
-        "No time is a headline here: the simulator runs every GPU thread in Python, so its times (chart and table below, "
-        "marked simulated) say nothing about a GPU. What is real: the agreement, each launch's shape, and the compiler's "
+        "No time is a headline here: the simulator runs every GPU thread in Python, so its times (chart and table "
+        "below, "
+        "marked simulated) say nothing about a GPU. What is real: the agreement, each launch's shape, and the "
+        "compiler's "
         "facts in the Kernel inspector tab."
     )
 
@@ -309,7 +319,8 @@ def show_inspector() -> None:
     )
     cols[4].metric("Constant memory", f"{result.const_mem_bytes} B")
     st.caption(
-        f"{result.description} · {result.signature} · compute capability {result.compute_capability} · {result.device_name}"
+        f"{result.description} · {result.signature} · compute capability {result.compute_capability} · "
+        f"{result.device_name}"
     )
     left, right = st.columns(2)
     left.markdown("**Python source**")
@@ -357,7 +368,8 @@ def show_launch_overhead(run) -> None:
     if run.engine_ratio is not None:
         verdict = "within" if run.engine_ratio <= ENGINE_TARGET else "NOT within"
         st.markdown(
-            f"The engine's launch is **{run.engine_ratio:.2g}x** the fastest path with the same three array arguments ({PATHS[run.engine_baseline]}): "
+            f"The engine's launch is **{run.engine_ratio:.2g}x** the fastest path with the same three array arguments "
+            f"({PATHS[run.engine_baseline]}): "
             f"{verdict} the {ENGINE_TARGET:g}x target."
         )
     if run.breakdown():

@@ -28,7 +28,8 @@ def limits_caption() -> str:
         else ""
     )
     return (
-        f"Limits here: N ≤ {max_cpu_vector_n():,}; the default largest N {default_max_n():,} fits memory and this server's work budget."
+        f"Limits here: N ≤ {max_cpu_vector_n():,}; the default largest N {default_max_n():,} fits memory and this "
+        "server's work budget."
         + kernels
     )
 
@@ -38,7 +39,8 @@ def describe(run: SweepRun) -> str:
     cfg = run.config
     sizes = run.sizes
     span = f"N = {sizes[0]:,} to {sizes[-1]:,} ({len(sizes)} sizes)" if sizes else "no sizes measured"
-    return f"{span} · float32 · {cfg.threads_per_block} threads per block · {cfg.policy.describe()} · {run.device.name} ({run.backend})"
+    return (f"{span} · float32 · {cfg.threads_per_block} threads per block · {cfg.policy.describe()} · "
+            f"{run.device.name} ({run.backend})")
 
 
 def table(run: SweepRun) -> pd.DataFrame:
@@ -69,14 +71,16 @@ def show_result(run: SweepRun) -> None:
     """Everything about one sweep: status, crossovers, charts, table, downloads."""
     if run.stopped:
         st.warning(
-            f"Sweep stopped ({run.stopped}) after {run.steps_done} of {run.steps_planned} steps; the points measured so far are shown."
+            f"Sweep stopped ({run.stopped}) after {run.steps_done} of {run.steps_planned} steps; the points measured "
+            "so far are shown."
         )
     for impl, why in run.skipped:
         st.info(f"{IMPL_LABELS[impl]} skipped: {why}.")
     if run.kernel_note:
         note = run.kernel_note
         st.info(
-            f"{note[0].upper()}{note[1:]}. Your CPU's figures at those sizes are set beside a recorded real GPU's below.",
+            f"{note[0].upper()}{note[1:]}. Your CPU's figures at those sizes are set beside a recorded real GPU's "
+            "below.",
             icon=":material/memory:",
         )
     for p in run.failures:
@@ -100,7 +104,8 @@ def show_result(run: SweepRun) -> None:
         cpu_vs_recorded.show_sweep(run)
         st.subheader("Crossovers against the simulated kernel")
         st.caption(
-            "Simulated kernels are thousands of times slower than a GPU: these crossovers say nothing about real hardware."
+            "Simulated kernels are thousands of times slower than a GPU: these crossovers say nothing about real "
+            "hardware."
         )
     else:
         st.subheader("Where the GPU starts to win")
@@ -128,7 +133,8 @@ def show_result(run: SweepRun) -> None:
         f"{overhead:.0%}" if measured else "not measured",
         help=(
             "1 − (sum of the timed samples ÷ wall time). Inside: only the recorded samples (each series' timed runs). "
-            "Outside: warm-up runs, input uploads, stream holds, L2 flushes, agreement checks, freeing memory and bookkeeping."
+            "Outside: warm-up runs, input uploads, stream holds, L2 flushes, agreement checks, freeing memory and "
+            "bookkeeping."
             if measured
             else "The sweep recorded no timed sample to compare with its wall time."
         ),
@@ -140,13 +146,16 @@ def show_result(run: SweepRun) -> None:
     noisy = int(frame["noisy"].sum())
     st.altair_chart(scaling_charts.time_chart(frame, crossovers, subtitle), width="stretch")
     st.caption(
-        f"Rules: {ALLOCATION_RULE}; the L2 is {'NOT flushed (warm-cache option)' if run.config.warm_l2 else 'flushed before every GPU sample'}; "
-        "kernels alone (and CuPy / PyTorch) are timed behind a verified stream hold; a grey square marks a point from fewer than 3 samples; "
+        f"Rules: {ALLOCATION_RULE}; the L2 is "
+        f"{'NOT flushed (warm-cache option)' if run.config.warm_l2 else 'flushed before every GPU sample'}; "
+        "kernels alone (and CuPy / PyTorch) are timed behind a verified stream hold; a grey square marks a point from "
+        "fewer than 3 samples; "
         "crossovers are ranges where the min–max bands overlap."
     )
     if noisy:
         st.caption(
-            f"{noisy} point{'s' if noisy != 1 else ''} (ringed red) are noisier than {run.config.policy.max_noise:.0%}: treat them with care."
+            f"{noisy} point{'s' if noisy != 1 else ''} (ringed red) are noisier than "
+            f"{run.config.policy.max_noise:.0%}: treat them with care."
         )
     peaks = run.peaks.to_frame() if run.peaks else None
     st.altair_chart(scaling_charts.bandwidth_chart(frame, peaks, subtitle), width="stretch")
@@ -154,7 +163,8 @@ def show_result(run: SweepRun) -> None:
         st.caption(
             "Limits: "
             + "; ".join(
-                f"{lim.label} — {f'{lim.gbps:,.4g} GB/s' if lim.gbps else 'unknown'} ({lim.how if lim.gbps else lim.skipped})"
+                f"{lim.label} — {f'{lim.gbps:,.4g} GB/s' if lim.gbps else 'unknown'} "
+                f"({lim.how if lim.gbps else lim.skipped})"
                 for lim in run.peaks.limits
             )
             + ". Vector add moves 12 bytes per element; copies within one memory count read and write."
@@ -182,7 +192,8 @@ def show_result(run: SweepRun) -> None:
         file_name=f"{stem}.csv",
         mime="text/csv",
         key="scaling.download_csv",
-        help="One row per size and series with a plain header; the sweep's settings and device are in the JSON download.",
+        help="One row per size and series with a plain header; the sweep's settings and device are in the JSON "
+             "download.",
     )
 
 

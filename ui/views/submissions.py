@@ -73,7 +73,8 @@ def show_submissions() -> None:
         range(len(shown)),
         key="history.submission_code",
         format_func=lambda i: (
-            f"{shown[i].name} · {titles.get(shown[i].problem, shown[i].problem)} · {shown[i].created_at[:16].replace('T', ' ')}"
+            f"{shown[i].name} · {titles.get(shown[i].problem, shown[i].problem)} · "
+            f"{shown[i].created_at[:16].replace('T', ' ')}"
         ),
     )
     if pick is not None:

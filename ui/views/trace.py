@@ -78,7 +78,8 @@ def lesson(report: TraceReport) -> str:
         parts.append(
             "shared memory has no bank conflicts"
             if worst_b.max_ways <= 1
-            else f"the shared {worst_b.kind} `{worst_b.text}` (line {worst_b.line}) is a **{worst_b.ways:.0f}-way bank conflict**"
+            else f"the shared {worst_b.kind} `{worst_b.text}` (line {worst_b.line}) is a **{worst_b.ways:.0f}-way bank "
+                 "conflict**"
         )
     intervals = report.barrier_intervals
     parts.append(
@@ -104,7 +105,8 @@ def show_picture(report: TraceReport, key: str) -> None:
     """The access map for one warp or one thread, picked with a slider; or why there is none."""
     if not report.picture:
         st.caption(
-            f"No picture: it is drawn for launches of up to a few blocks, fully traced ({report.blocks_total:,} blocks here)."
+            f"No picture: it is drawn for launches of up to a few blocks, fully traced ({report.blocks_total:,} blocks "
+            "here)."
         )
         return
     frame = pd.DataFrame(list(report.picture))

@@ -51,14 +51,18 @@ SIMULATOR_WARNING = (
 
 def bandwidth_caption() -> str:
     limit = max_copy_bytes()
-    return f"Sizes up to {format_bytes(limit)} here ({'the simulator cap' if gpu.BACKEND.simulated else 'free host and device memory'}); every 4× between the ends."
+    return (f"Sizes up to {format_bytes(limit)} here "
+            f"({'the simulator cap' if gpu.BACKEND.simulated else 'free host and device memory'}); every 4× between "
+            "the ends.")
 
 
 def describe_bandwidth(curves: BandwidthCurves) -> str:
     samples = curves.points[0].stats.n_samples if curves.points else 0
     return (
-        f"copies of {format_bytes(curves.sizes[0])} to {format_bytes(curves.sizes[-1])} · CUDA events, median of {samples} "
-        f"samples per point after {curves.policy.warmup} warm-up · D2D counts read + write · {curves.device.name} ({curves.backend})"
+        f"copies of {format_bytes(curves.sizes[0])} to {format_bytes(curves.sizes[-1])} · CUDA events, median of "
+        f"{samples} "
+        f"samples per point after {curves.policy.warmup} warm-up · D2D counts read + write · {curves.device.name} "
+        f"({curves.backend})"
     )
 
 
@@ -88,7 +92,8 @@ def show_bandwidth(curves: BandwidthCurves) -> None:
     h2d_pinned, h2d_pageable = curves.plateau("h2d", "pinned"), curves.plateau("h2d", "pageable")
     if not simulated and h2d_pinned and h2d_pageable and h2d_pageable.peak_gbps > 0:  # pinning is not simulated
         st.markdown(
-            f"- Pinned H2D reaches **{format_factor(h2d_pinned.peak_gbps / h2d_pageable.peak_gbps)}** pageable H2D's best bandwidth."
+            f"- Pinned H2D reaches **{format_factor(h2d_pinned.peak_gbps / h2d_pageable.peak_gbps)}** pageable H2D's "
+            "best bandwidth."
         )
     frame = curves.to_frame()
     subtitle = ("SIMULATED: NumPy copies, not a PCIe link · " if simulated else "") + describe_bandwidth(curves)
@@ -122,7 +127,8 @@ def show_bandwidth(curves: BandwidthCurves) -> None:
 
 def strategies_caption() -> str:
     return (
-        f"Limits here: N ≤ {max_transfer_n():,}; chunks 1 to min(N, {MAX_CHUNKS}); streams 1 to min(chunks, {MAX_STREAMS}); "
+        f"Limits here: N ≤ {max_transfer_n():,}; chunks 1 to min(N, {MAX_CHUNKS}); streams 1 to min(chunks, "
+        f"{MAX_STREAMS}); "
         f"K 1 to {MAX_ITERATIONS:,}."
     )
 
@@ -130,8 +136,10 @@ def strategies_caption() -> str:
 
 def describe_strategies(result: StrategyComparison) -> str:
     return (
-        f"N = {result.n:,} float32 · {result.threads_per_block} threads per block · {result.policy.n_repeat} samples per strategy after "
-        f"{result.policy.warmup} warm-up · {result.chunks} chunks on {result.streams} streams · K = {result.iterations} · "
+        f"N = {result.n:,} float32 · {result.threads_per_block} threads per block · {result.policy.n_repeat} samples "
+        "per strategy after "
+        f"{result.policy.warmup} warm-up · {result.chunks} chunks on {result.streams} streams · K = "
+        f"{result.iterations} · "
         f"{result.device.name} ({result.backend})"
     )
 
@@ -175,7 +183,8 @@ def show_strategy_metrics(result: StrategyComparison) -> None:
         cols[0].metric(
             f"Fastest: {result.winner.label}",
             format_seconds(result.winner.cost_s),
-            help="Median wall-clock time per vector add (for data kept on the device: per kernel run, copies amortised).",
+            help="Median wall-clock time per vector add (for data kept on the device: per kernel run, copies "
+                 "amortised).",
         )
     if result.chunked_speedup is not None:
         cols[1].metric(
@@ -187,7 +196,8 @@ def show_strategy_metrics(result: StrategyComparison) -> None:
         cols[2].metric(
             "Chunked timeline with two engines busy",
             f"{result.overlap:.0%}",
-            help="Share of the chunked run's span during which copies and kernels (or both copy directions) ran at once, from the engine lanes.",
+            help="Share of the chunked run's span during which copies and kernels (or both copy directions) ran at "
+                 "once, from the engine lanes.",
         )
 
 
@@ -217,7 +227,8 @@ def show_strategy_facts(result: StrategyComparison) -> None:
         help="The chunked strategy's split; one-chunk runs the same code on one stream.",
     )
     st.caption(
-        "Which strategy wins cannot be known here: copies are NumPy copies, pinned memory is ordinary memory and streams run "
+        "Which strategy wins cannot be known here: copies are NumPy copies, pinned memory is ordinary memory and "
+        "streams run "
         "one after another. The times below are the simulator's, marked simulated; the page's verdict needs a GPU."
     )
 
@@ -254,13 +265,17 @@ def show_strategies(result: StrategyComparison) -> None:
         st.altair_chart(transfers_charts.timeline_chart(result.timeline_frame(lanes), subtitle, lanes), width="stretch")
         st.caption(
             "Each bar is one chunk's phase between two CUDA events on its stream, timed from one start event. "
-            "On stream lanes a copy's bar includes any wait for a busy copy engine; engine lanes infer when each copy really started."
+            "On stream lanes a copy's bar includes any wait for a busy copy engine; engine lanes infer when each copy "
+            "really started."
             + (" Simulated: the streams ran one after another." if result.backend == "simulator" else "")
         )
     st.subheader("Strategies in numbers")
     st.caption(
-        f"Medians per vector add; CUDA events for phases{' (wall clock in the simulator)' if result.backend == 'simulator' else ''}, wall clock end to end. {result.policy.describe()}. "
-        f'Rule: {ALLOCATION_RULE} — except "as in the article", whose cuda.to_device allocates while it copies (its H2D includes allocating a, b and c).'
+        "Medians per vector add; CUDA events for "
+        f"phases{' (wall clock in the simulator)' if result.backend == 'simulator' else ''}, wall clock end to end. "
+        f"{result.policy.describe()}. "
+        f'Rule: {ALLOCATION_RULE} — except "as in the article", whose cuda.to_device allocates while it copies (its '
+        'H2D includes allocating a, b and c).'
     )
     st.dataframe(strategy_table(result), hide_index=True, width="stretch")
     show_telemetry(result.telemetry)

@@ -31,9 +31,11 @@ def limits_caption() -> str:
     admission, cap = load_config(), kernel_cap()
     if cap is not None:  # the simulator: the CPU runs at N, the simulated kernel at most at its cap (issue 12)
         return (
-            f"Limits here: N ≤ {max_cpu_vector_n():,} (free host memory and this server's limit); the CPU runs at N, the "
+            f"Limits here: N ≤ {max_cpu_vector_n():,} (free host memory and this server's limit); the CPU runs at N, "
+            "the "
             f"simulated kernel at most at N = {cap:,} (about 0.1 ms per simulated thread); threads per block "
-            f"1–{device_info().max_threads_per_block}; repeats 1–{admission.max_repeats}; simulated N × passes ≤ {admission.max_work:,}; "
+            f"1–{device_info().max_threads_per_block}; repeats 1–{admission.max_repeats}; simulated N × passes ≤ "
+            f"{admission.max_work:,}; "
             f"CPU N × passes ≤ {admission.max_cpu_work:,} per NumPy/Numba implementation, together."
         )
     limit = max_vector_n()
@@ -74,7 +76,8 @@ def show_agreement(run: VectorAddRun) -> None:
         )
     elif run.agree:
         st.success(
-            f"Results agree: every implementation is bit-identical to NumPy ({run.n:,} of {run.n:,} elements, max |difference| 0).",
+            f"Results agree: every implementation is bit-identical to NumPy ({run.n:,} of {run.n:,} elements, max "
+            "|difference| 0).",
             icon=":material/check_circle:",
         )
     else:
@@ -121,12 +124,14 @@ def show_metrics(run: VectorAddRun) -> None:
         col.metric(
             f"GPU end to end vs {name}{tag}",
             _ratio(end_to_end.factor),
-            help=f"{cpu.LABELS[baseline]} median ÷ GPU wall-clock end-to-end median (copies included): the GPU is {times_words(end_to_end.factor, name, simulated=simulated)}.",
+            help=f"{cpu.LABELS[baseline]} median ÷ GPU wall-clock end-to-end median (copies included): the GPU is "
+                 f"{times_words(end_to_end.factor, name, simulated=simulated)}.",
         )
         col.metric(
             f"Kernel only vs {name}{tag}",
             _ratio(kernel.factor),
-            help=f"{cpu.LABELS[baseline]} median ÷ kernel median: the kernel is {times_words(kernel.factor, name, simulated=simulated)}.",
+            help=f"{cpu.LABELS[baseline]} median ÷ kernel median: the kernel is "
+                 f"{times_words(kernel.factor, name, simulated=simulated)}.",
         )
     cols[2].metric(
         "Kernel time (median)",
@@ -143,7 +148,8 @@ def show_metrics(run: VectorAddRun) -> None:
         cols[2].metric(
             "Kernel compile (once)",
             "cached",
-            help="Already compiled by this process earlier (nothing to measure); compiling is excluded from every timing.",
+            help="Already compiled by this process earlier (nothing to measure); compiling is excluded from every "
+                 "timing.",
         )
     cols[3].metric(
         "Kernel bandwidth",
@@ -228,7 +234,8 @@ def show_run(run: VectorAddRun) -> None:
         st.warning(warning, icon=":material/warning:")
     if run.gpu_capped:
         st.info(
-            f"{run.gpu_note[0].upper()}{run.gpu_note[1:]}. The GPU figures to compare with are the recorded real GPU's, "
+            f"{run.gpu_note[0].upper()}{run.gpu_note[1:]}. The GPU figures to compare with are the recorded real "
+            "GPU's, "
             "below; the simulated kernel's own are further down, labelled with their N.",
             icon=":material/memory:",
         )
@@ -259,9 +266,12 @@ def show_run(run: VectorAddRun) -> None:
     st.altair_chart(charts.gpu_breakdown_chart(frame, subtitle), width="stretch")
     st.subheader("Statistics")
     st.caption(
-        f"Wall clock for CPU and GPU end to end; CUDA events for GPU phases{' (wall clock in the simulator)' if run.backend == 'simulator' else ''}. {run.policy.describe()}. "
-        f"Rules: {ALLOCATION_RULE}; the L2 is flushed before every GPU sample; the kernel alone is timed behind a verified stream hold "
-        f'({run.gpu["kernel"].retries} samples retried with a longer hold); a figure from fewer than 3 samples is marked "n<3".'
+        "Wall clock for CPU and GPU end to end; CUDA events for GPU "
+        f"phases{' (wall clock in the simulator)' if run.backend == 'simulator' else ''}. {run.policy.describe()}. "
+        f"Rules: {ALLOCATION_RULE}; the L2 is flushed before every GPU sample; the kernel alone is timed behind a "
+        "verified stream hold "
+        f'({run.gpu["kernel"].retries} samples retried with a longer hold); a figure from fewer than 3 samples is '
+        'marked "n<3".'
     )
     st.dataframe(stats_table(run), hide_index=True, width="stretch")
     from ui.telemetry_note import show_telemetry
@@ -282,14 +292,16 @@ def show_run(run: VectorAddRun) -> None:
         file_name=f"vector_add_{run.n}.csv",
         mime="text/csv",
         key="download_csv",
-        help="One row per sample: implementation, phase, sample, seconds, estimated, n. The run's settings and device are in the JSON download.",
+        help="One row per sample: implementation, phase, sample, seconds, estimated, n. The run's settings and device "
+             "are in the JSON download.",
     )
     if article is not None:
         st.subheader("As in the article")
         gpu_at = " (simulated)" if run.backend == "simulator" else ""
         if article.n < run.n:
             st.caption(
-                f"The article's method ran at N = {article.n:,}, the simulator's cap, on both sides, so its speedup compares one N; "
+                f"The article's method ran at N = {article.n:,}, the simulator's cap, on both sides, so its speedup "
+                "compares one N; "
                 f"your CPU at N = {run.n:,} is compared with the recorded GPU above."
             )
         left, right = st.columns(2)
@@ -303,7 +315,8 @@ def show_run(run: VectorAddRun) -> None:
             "\n".join(
                 [
                     f"Results bit-identical: {run.agree}",
-                    f"CPU (Python loop): {run.cpu['python'].median_s:.6f} seconds{' (estimated)' if run.cpu['python'].estimated else ''}"
+                    f"CPU (Python loop): {run.cpu['python'].median_s:.6f} "
+                    f"seconds{' (estimated)' if run.cpu['python'].estimated else ''}"
                     if "python" in run.cpu
                     else "CPU (Python loop): not run",
                     f"GPU end to end: {run.gpu['total'].median_s:.6f} seconds{gpu_at}",

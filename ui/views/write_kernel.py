@@ -165,7 +165,8 @@ def show_verdict(verdict: Verdict) -> None:
         show_timing(verdict.timing)
     elif verdict.backend == "simulator" and verdict.status == "passed":
         st.info(
-            "Simulator: correctness only. Simulated time is not GPU performance, so nothing is timed or ranked by speed here.",
+            "Simulator: correctness only. Simulated time is not GPU performance, so nothing is timed or ranked by "
+            "speed here.",
             icon=":material/info:",
         )
     show_compile_facts(verdict)
