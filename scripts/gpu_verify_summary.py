@@ -1,7 +1,8 @@
 """Write SUMMARY.md for a `make gpu-verify` folder: device, versions, what passed, and the
 catalog targets met / not met / not measurable, read from check.json and compile.json.
 
-Usage: python scripts/gpu_verify_summary.py DIR [--tests-rc N] [--compile-rc N] [--check-rc N] [--pages-rc N] [--seconds S]
+Usage: python scripts/gpu_verify_summary.py DIR [--tests-rc N] [--compile-rc N] [--check-rc N] [--pages-rc N]
+    [--seconds S]
 
 Exit status: 0 only when every step passed, at least one GPU-only test ran and none was skipped
 (a skip on a GPU means the real backend was not used for that test).

@@ -1,6 +1,7 @@
 """Full-page screenshots of every page in Chromium, for docs/ and for looking at changes.
 
-    .venv/bin/python scripts/screenshots.py OUT_DIR [--run [--button TEXT]] [--pages vector_add,history] [--click TEXT ...]
+    .venv/bin/python scripts/screenshots.py OUT_DIR [--run [--button TEXT]] [--pages vector_add,history] [--click
+    TEXT ...]
 
 Starts ``streamlit run app.py`` on a free port (simulator unless a GPU is present, a
 throwaway history database), opens each page, optionally presses each page's main

@@ -126,7 +126,9 @@ def samples_chart(frame: pd.DataFrame) -> alt.Chart:
     return alt.Chart(data, title="SAXPY kernel samples").mark_tick().encode(
         x=alt.X("us:Q", title="Kernel time (µs)", axis=alt.Axis(format=",.1f", grid=False)),
         y=alt.Y("label:N", title=None),
-        color=alt.Color("label:N", scale=alt.Scale(domain=[label(i) for i in ids], range=[color(i) for i in ids]), legend=None),
+        color=alt.Color(
+            "label:N", scale=alt.Scale(domain=[label(i) for i in ids], range=[color(i) for i in ids]), legend=None
+        ),
     )
 '''
 

@@ -228,7 +228,9 @@ def test_a_process_killed_mid_write_loses_nothing_saved_before(tmp_path):
         conn = sqlite3.connect({str(path)!r}, isolation_level=None)
         conn.execute("BEGIN IMMEDIATE")
         for i in range(200):
-            conn.execute("INSERT INTO runs (run_id, experiment, created_at, saved_at, backend, simulated, versions, params, result) VALUES (?, 'half', '', '', 'cuda', 0, '{{}}', '{{}}', '{{}}')", (f"{{i:032x}}",))
+            conn.execute("INSERT INTO runs (run_id, experiment, created_at, saved_at, backend, simulated, versions, "
+                         "params, result) VALUES (?, 'half', '', '', 'cuda', 0, '{{}}', '{{}}', '{{}}')",
+                         (f"{{i:032x}}",))
         os.kill(os.getpid(), signal.SIGKILL)  # die inside the open transaction
         """
     )

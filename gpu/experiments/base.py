@@ -122,7 +122,8 @@ def result_problem(result_type: type) -> str | None:
 
 
 def checked_result(experiment: Experiment, result: Any) -> Any:
-    """``result`` if it keeps the result protocol and the declaration's type; TypeError saying what is wrong otherwise."""
+    """``result`` if it keeps the result protocol and the declaration's type; TypeError saying what is wrong
+    otherwise."""
     if experiment.result_type is not None and not isinstance(result, experiment.result_type):
         raise TypeError(
             f"experiment {experiment.key!r} returned a {type(result).__name__}; its declaration says "
@@ -139,7 +140,8 @@ def checked_result(experiment: Experiment, result: Any) -> Any:
 
 
 def checked_samples(experiment: Experiment, found: Any) -> dict[str, list[float]]:
-    """What ``experiment.samples(saved)`` returned, checked: ``{label: [finite seconds ≥ 0]}``; TypeError saying what is wrong."""
+    """What ``experiment.samples(saved)`` returned, checked: ``{label: [finite seconds ≥ 0]}``; TypeError saying what
+    is wrong."""
     if not isinstance(found, Mapping):
         raise TypeError(
             f"experiment {experiment.key!r}: samples(saved) must be a {{label: [seconds]}} mapping, got "

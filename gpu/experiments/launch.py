@@ -239,7 +239,8 @@ def run_launch_sweep(
 
     Inputs are copied to the device once; only the kernel is timed (CUDA events on one
     stream behind a stream-holding kernel, so host launch latency is excluded — see
-    ``gpu.core.kernel_timing.time_on_device``; wall clock in the simulator). After each configuration the output is copied
+    ``gpu.core.kernel_timing.time_on_device``; wall clock in the simulator). After each configuration the output is
+    copied
     back and checked bit for bit against NumPy, then poisoned with NaN for the next.
     ``policy`` defaults to 10 timed runs after one warm-up.
     """

@@ -116,7 +116,8 @@ STRATEGY_DESCRIPTIONS: dict[str, str] = {
     "article": "pageable host memory; a, b and c copied in (c as zeros), the kernel, c copied out — the article's "
                "gpu_add",
     "careful": "pageable host memory; a and b copied in, c allocated on the device, the kernel, c copied out",
-    "pinned": "as careful, with a, b and c in page-locked (pinned) host memory: copies go by DMA without a staging copy",
+    "pinned": "as careful, with a, b and c in page-locked (pinned) host memory: "
+    "copies go by DMA without a staging copy",
     "resident": "a and b copied in once, the kernel run K times on the device, c copied out once: cost per iteration",
     "chunked": "pinned host memory; the arrays split into chunks over several streams so one chunk's copies overlap "
                "other chunks' kernels and copies; device buffers allocated once",
@@ -144,7 +145,8 @@ class StrategyRun:
     """One strategy's timings and agreement. Times in seconds.
 
     ``phases`` holds raw samples: "h2d", "launch" (hardware only), "kernel", "d2h" or,
-    for chunked runs, "span" (start event to the last chunk's last event: copies and kernels, overlapped where they could be). ``total`` is the
+    for chunked runs, "span" (start event to the last chunk's last event: copies and kernels, overlapped where they
+    could be). ``total`` is the
     wall-clock time of one sample. For "resident" a sample is the whole sequence: its
     copies and ``total`` cover ``iterations`` kernel runs and "kernel" is already per
     iteration; ``cost_s`` and ``phase_cost_s`` divide by ``iterations`` where needed.

@@ -173,6 +173,7 @@ def breakdown_section(ctx: CheckContext) -> Section:
     ctx.say(f"breakdown at N={n:,}")
     policy = RepeatPolicy.count(3 if ctx.quick else 20)
     run = run_vector_add(n, 256, policy, python_budget_s=2.0 if ctx.quick else 15.0, max_n=ctx.max_n)
+    first_compile_s = ctx.first_compile_s if ctx.first_compile_s is not None else run.compile_s
     md = [
         f"N = {n:,} float32, 256 threads per block, {policy.describe()}; medians.",
         "",
@@ -180,7 +181,7 @@ def breakdown_section(ctx: CheckContext) -> Section:
         "|---|---|---|---|---|",
         # the simulator compiles nothing: "0 ns" would read as a measured compile
         f"| kernel compile (or cache load), first in this check | "
-        f"{'n/a (simulator)' if BACKEND.simulated else format_seconds(ctx.first_compile_s if ctx.first_compile_s is not None else run.compile_s)} | | | "
+        f"{'n/a (simulator)' if BACKEND.simulated else format_seconds(first_compile_s)} | | | "
         f"{'—' if BACKEND.simulated else 1} |",
     ]
     for phase, stats in run.gpu.items():
@@ -271,11 +272,14 @@ def launch_section(ctx: CheckContext) -> Section:
     inspector_ok = not inspection.available or (
         inspection.ptx_found and (inspection.regs_per_thread or 0) > 0 and needed <= set(inspection.roles_found)
     )
+    sizes = ", ".join(
+        f"N={p.summary.n}/{p.summary.threads_per_block}" + ("gs" if p.summary.grid_stride else "") for p in probes
+    )
 
     md = [
         f"Indexing probe: {sum(p.passed for p in probes)} of {len(probes)} launches recorded exactly the NumPy index "
         "arithmetic (sizes "
-        f"{', '.join(f'N={p.summary.n}/{p.summary.threads_per_block}' + ('gs' if p.summary.grid_stride else '') for p in probes)}); "
+        f"{sizes}); "
         f"grid-stride coverage exactly once: {all(p.coverage_ok is not False for p in probes)}.",
         "",
         f"Block-size sweep at N = {sweep.n:,} float32 ({sweep.bytes_moved / 1e6:,.0f} MB moved per kernel), "

@@ -92,7 +92,8 @@ class VectorAddVsRecorded:
         return figure.median_s / gpu_s
 
     def sentences(self) -> list[str]:
-        """Where the GPU figures come from, then kernel and end to end against your NumPy, the Python loop, Numba parallel."""
+        """Where the GPU figures come from, then kernel and end to end against your NumPy, the Python loop, Numba
+        parallel."""
         rec, dev = self.recorded, self.recorded.device
         kernel_s, total_s = rec.phases["kernel"], rec.phases["total"]
         out = [_source_sentence(rec)]
@@ -145,7 +146,8 @@ class VectorAddVsRecorded:
         return out
 
     def to_frame(self):
-        """One row per figure: source ("your CPU, measured now" or the recorded label), measure, n, median_s, estimated."""
+        """One row per figure: source ("your CPU, measured now" or the recorded label), measure, n, median_s,
+        estimated."""
         import pandas as pd
 
         rows = [(YOUR_CPU, f.label, f.n, f.median_s, f.estimated) for f in self.cpu]
@@ -209,7 +211,8 @@ class SweepVsRecorded:
         return next((f for f in self.cpu if f.n == n and f.name == name), None)
 
     def crossover(self, name: str, measure: str):
-        """Where the recorded GPU ``measure`` overtakes your ``name`` (``find_crossover`` on the exactly matched sizes)."""
+        """Where the recorded GPU ``measure`` overtakes your ``name`` (``find_crossover`` on the exactly matched
+        sizes)."""
         from gpu.core.crossover import find_crossover
 
         pairs = [

@@ -415,7 +415,10 @@ def _check_array_sizes(fn: ast.FunctionDef, imports: dict, values: dict) -> None
                 "array-size",
                 node.lineno,
                 f"cuda.{path[0]}.array of {elements:,} elements is over the {most:,} allowed "
-                f"({'48 KiB of float32 shared memory per block' if path[0] == 'shared' else 'a thread-local array this size lives in slow memory'})",
+                "("
+                + ("48 KiB of float32 shared memory per block" if path[0] == "shared"
+                   else "a thread-local array this size lives in slow memory")
+                + ")",
             )
 
 

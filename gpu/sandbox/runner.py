@@ -235,7 +235,8 @@ def sandbox_status(simulated: bool | None = None) -> SandboxStatus:
 
 
 def _drain(stream, cap: int, sink: list, over: list) -> None:
-    """Read a pipe to its end, keeping the first ``cap`` bytes (the rest is read and dropped so the child never blocks)."""
+    """Read a pipe to its end, keeping the first ``cap`` bytes (the rest is read and dropped so the child never
+    blocks)."""
     kept = 0
     while True:
         chunk = stream.read(65536)

@@ -187,7 +187,8 @@ TIMING_KEYS = {"few_samples", "retries", "held", "sample_held", "sample_retries"
 
 
 def _stats(value: Any, path: str) -> None:
-    """A Stats.to_dict() or KernelTiming.to_dict(): samples_s a non-empty list of finite seconds ≥ 0; the rest numbers."""
+    """A Stats.to_dict() or KernelTiming.to_dict(): samples_s a non-empty list of finite seconds ≥ 0; the rest
+    numbers."""
     data = _obj(value, path, {"samples_s"}, STATS_KEYS | TIMING_KEYS | {"compile_s"})
     for key in ("few_samples", "held", "l2_flushed", "l2_resident"):
         _bool(data.get(key), f"{path}.{key}", allow_none=True)

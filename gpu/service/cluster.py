@@ -316,7 +316,8 @@ class ClusterClient:
             return states
 
     def _choose(self, prefer: str | None) -> WorkerState:
-        """Pick a worker for one run and count it as this process's; waits (up to ``start_timeout_s``) for starting workers.
+        """Pick a worker for one run and count it as this process's; waits (up to ``start_timeout_s``) for starting
+        workers.
 
         A worker's load is what it reported (every app process's runs, up to a second ago)
         or the runs this process has on it now, whichever is larger; picking and counting

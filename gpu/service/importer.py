@@ -57,7 +57,8 @@ def validate_check(data: Any) -> None:
 
 
 def parse_check_bytes(raw: bytes, *, max_bytes: int = MAX_IMPORT_BYTES) -> dict:
-    """Bytes of a check.json -> the validated dict (schema and rebuild). Raises ImportProblem naming the first problem."""
+    """Bytes of a check.json -> the validated dict (schema and rebuild). Raises ImportProblem naming the first
+    problem."""
     data = parse_schema(raw, max_bytes=max_bytes)
     rebuild(data)
     return data

@@ -38,7 +38,8 @@ class Launch:
 
 @dataclass(frozen=True)
 class LabKernel:
-    """One traceable kernel of the lab. ``prepare(n)`` makes its launch; ``skip`` says why it cannot run in the simulator."""
+    """One traceable kernel of the lab. ``prepare(n)`` makes its launch; ``skip`` says why it cannot run in the
+    simulator."""
 
     name: str
     title: str

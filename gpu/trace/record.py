@@ -332,7 +332,8 @@ class TracedArray(_fake_array_class()):  # type: ignore[misc]
         self._offset = offset  # bytes from the start of the allocation to this view's first element
 
     def _element(self, idx, kind: int):
-        """(byte offset, is an element) for an integer index; None when out of bounds (recorded); or (None, False) for a view."""
+        """(byte offset, is an element) for an integer index; None when out of bounds (recorded); or (None, False)
+        for a view."""
         index = idx if isinstance(idx, tuple) else (idx,)
         if not all(_is_int(i) for i in index):
             return None, False

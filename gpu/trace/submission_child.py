@@ -1,4 +1,5 @@
-"""One learner's kernel traced in its own process: ``python -m gpu.trace.submission_child LIMITS_JSON``, request on stdin.
+"""One learner's kernel traced in its own process: ``python -m gpu.trace.submission_child LIMITS_JSON``, request on
+stdin.
 
 Started by ``gpu.trace.submission.trace_submission`` through the write-a-kernel sandbox's
 ``run_argv`` (bubblewrap where it works, resource limits, wall clock, capped output) and

@@ -138,7 +138,8 @@ def bandwidth_chart(frame: pd.DataFrame, plateaus: list[dict], subtitle: str) ->
         layers.append(rules)
     return alt.layer(*layers).properties(
         title=alt.TitleParams(
-            "Copy bandwidth against size (median; dashed = pageable memory; whiskers = sample range; dotted = plateaus)",
+            "Copy bandwidth against size "
+            "(median; dashed = pageable memory; whiskers = sample range; dotted = plateaus)",
             subtitle=subtitle,
         ),
         height=360,

@@ -149,7 +149,8 @@ def strategy_table(result: StrategyComparison) -> pd.DataFrame:
     rows = []
     tag = " (simulated)" if result.backend == "simulator" else ""  # every time column says whose time it is
     for s in result.ranking:
-        # times as "436 ms", "22.2 µs": a unit that fits each, not 435.6701 or 0.0222 ms; "—" where a phase does not exist
+        # times as "436 ms", "22.2 µs": a unit that fits each, not 435.6701 or 0.0222 ms; "—" where a phase does not
+        # exist
         row = {"strategy": s.label, f"end to end{tag}": format_seconds(s.cost_s), "samples": s.total.n_samples,
                "marks": "n<3" if s.few_samples else ""}  # beside the figure: fewer than 3 samples, spread unknown
         for phase, label in (
@@ -168,7 +169,8 @@ def strategy_table(result: StrategyComparison) -> pd.DataFrame:
 def show_agreement(result: StrategyComparison) -> None:
     if result.agree:
         st.success(
-            f"Results agree: every strategy's c is bit-identical to NumPy ({result.n:,} of {result.n:,} elements each).",
+            f"Results agree: every strategy's c is bit-identical to NumPy "
+            f"({result.n:,} of {result.n:,} elements each).",
             icon=":material/check_circle:",
         )
     else:
