@@ -19,13 +19,13 @@ from ui.views.write_kernel import (
 )
 
 PAGE = PageLink(
-    "Write a kernel", ":material/edit_note:", 65, "fifteen problems: write a kernel, see it checked, timed and ranked"
+    "Write a kernel", ":material/edit_note:", 65, "problems: write a kernel, see it checked, timed and ranked"
 )
 
 device = frame(
     "Write a kernel",
     ":material/edit_note:",
-    "Fifteen problems from vector add to matrix multiply. Write the kernel, press **Run**: it is checked, run on fresh "
+    "Problems from vector add to matrix multiply. Write the kernel, press **Run**: it is checked, run on fresh "
     "inputs at several sizes against NumPy, and on a GPU timed like every kernel in the lab and compared with the "
     "lab's own.",
 )

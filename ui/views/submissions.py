@@ -13,7 +13,7 @@ import streamlit as st
 from gpu.core.timing import format_seconds
 from gpu.problems import problems
 
-MAX_SHOWN = 500  # newest first; a class of 30 writing 15 problems fits
+MAX_SHOWN = 500  # newest first; a class of 30 writing every problem fits
 
 
 TIMING_COLUMNS = ("Kernel time", "GB/s", "Share of peak", "vs the lab's kernel", "Ranked")
