@@ -13,7 +13,7 @@ from gpu.core.limits import InputError
 class _Parser(argparse.ArgumentParser):
     """argparse that reports a bad argument in one line and exits 2 (no usage dump)."""
 
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str):
         raise InputError(f"{self.prog}: {message}")
 
 

@@ -22,6 +22,7 @@ from ui.views.launch import (
 )
 from ui.views.trace import show_coalescing_demo
 
+assert LAUNCH_SWEEP.page is not None  # a page's experiment declares its sidebar entry
 frame(
     LAUNCH_SWEEP.page.label,
     LAUNCH_SWEEP.page.icon,

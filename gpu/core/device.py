@@ -71,7 +71,7 @@ def _attribute(device, name: str) -> int | None:
 def _nvml_memory_facts(index: int) -> tuple[int | None, int | None]:
     """(max memory clock kHz, bus width bits) from NVML, when nvidia-ml-py is installed."""
     try:
-        import pynvml  # type: ignore[import-not-found]
+        import pynvml
 
         pynvml.nvmlInit()
         try:

