@@ -1,6 +1,7 @@
 # Kernel Lab. The two commands a newcomer needs:
 #   make run    set up .venv, build the code editor's bundle (npm) and start the app (http://localhost:8501)
-#   make test   set up .venv (dev, and Ray for the cluster tests) and Debian's chromium and bubblewrap, then run every test
+#   make test   set up .venv (dev, and Ray for the cluster tests), the editor's bundle, Debian's chromium and
+#               bubblewrap, then run `make lint` (ruff and mypy) and every test
 # Each target creates what it needs; stamps make repeat runs fast.
 
 PYTHON ?= python3
@@ -9,7 +10,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip --disable-pip-version-check -q
 CHROMIUM := /usr/bin/chromium
 
-.PHONY: run demo test check info cuda-wheels compiler-wheels cluster-deps chromium bubblewrap clean gpu-verify gpu-wheels editor
+.PHONY: run demo lint test check info cuda-wheels compiler-wheels cluster-deps chromium bubblewrap clean gpu-verify gpu-wheels editor
 
 run: $(VENV)/.runtime editor
 	$(PY) -m streamlit run app.py
@@ -33,7 +34,12 @@ demo: $(VENV)/.runtime editor
 	  --browser.gatherUsageStats false --runner.fastReruns true \
 	  $(foreach host,$(DEMO_HOSTS),--server.allowedHosts $(host))
 
-test: $(VENV)/.dev $(VENV)/.cluster $(VENV)/.compiler chromium bubblewrap editor
+# Ruff (style, imports, likely bugs) and mypy (gpu, ui, pages) read their settings from pyproject.toml.
+lint: $(VENV)/.dev
+	$(PY) -m ruff check .
+	$(PY) -m mypy
+
+test: lint $(VENV)/.dev $(VENV)/.cluster $(VENV)/.compiler chromium bubblewrap editor
 	$(PY) -m pytest
 
 info: $(VENV)/.runtime

@@ -5,8 +5,8 @@ import streamlit as st
 import gpu
 from gpu.experiments.base import PageLink
 from ui.frame import frame
-from ui.navigation import all_links
 from ui.home import article_text, headline_metrics
+from ui.navigation import all_links
 from ui.reference import provenance_caption, references
 
 PAGE = PageLink("Home", ":material/home:", 0)  # the sidebar entry of this file (ui/navigation.py reads it)
@@ -29,7 +29,8 @@ ref = refs.best("vector-add")
 if ref is not None:
     run = ref.vector_add()
     st.markdown(
-        f"The article's experiment (N = {run.n:,} float32) recorded on an **{ref.provenance.device}** by `python -m gpu check`, "
+        f"The article's experiment (N = {run.n:,} float32) recorded on an **{ref.provenance.device}** by `python -m "
+        "gpu check`, "
         "beside the article's own T4 figure (published in the article, not measured here):"
     )
     metrics = headline_metrics(ref, refs.article)
@@ -46,15 +47,22 @@ st.markdown(
     "against a CUDA kernel at N = 10,000,000 and prints one number: “GPU speedup: 84.50x” on a T4.\n"
     "2. **Vector add** — run the article's experiment yourself, then open *On a real GPU* to see the same "
     "experiment recorded on an H200: the kernel alone is far ahead of NumPy, the copies are not.\n"
-    "3. **Transfers** — why the copies cost so much, and how pinned memory and keeping data on the device change that.\n"
+    "3. **Transfers** — why the copies cost so much, and how pinned memory and keeping data on the device change "
+    "that.\n"
     "4. **Scaling** — every size of a range: from which N the GPU starts to win.\n"
     "5. **Launch config** — which thread handles which element, and what block size costs.\n"
     "6. **History** — your saved runs beside the recorded GPUs and the article's T4 (*Compare GPUs*)."
 )
 if gpu.BACKEND.simulated:
-    st.caption(f"Here kernels run in Numba's CUDA simulator ({gpu.BACKEND.reason}): every experiment works at small sizes, and every page also shows a run recorded on a real GPU.")
+    st.caption(
+        f"Here kernels run in Numba's CUDA simulator ({gpu.BACKEND.reason}): every experiment works at small sizes, "
+        "and every page also shows a run recorded on a real GPU."
+    )
 else:
-    st.caption(f"Kernels run on **{device.name}** (compute capability {device.compute_capability}, {device.multiprocessors} multiprocessors).")
+    st.caption(
+        f"Kernels run on **{device.name}** (compute capability {device.compute_capability}, {device.multiprocessors} "
+        "multiprocessors)."
+    )
 
 st.subheader("Experiments")
 for page in all_links():  # every page but Home, from the declarations and the pages' own PAGE
@@ -71,4 +79,6 @@ if text:
     with st.expander("Read the article's text", icon=":material/article:"):
         st.text(text)
 else:
-    st.caption("The reference text is not on this machine: set KERNEL_LAB_ARTICLE to the path of first-gpu-kernel-article.txt.")
+    st.caption(
+        "The reference text is not on this machine: set KERNEL_LAB_ARTICLE to the path of first-gpu-kernel-article.txt."
+    )

@@ -53,7 +53,14 @@ WORKER_ENV = {"NUMBA_ENABLE_CUDASIM": "1"}
 
 
 def params(n: int, repeats: int) -> dict:
-    return {"n": n, "threads_per_block": 128, "repeats": repeats, "cpu": ["numpy"], "python_budget_s": 10.0, "article": False}
+    return {
+        "n": n,
+        "threads_per_block": 128,
+        "repeats": repeats,
+        "cpu": ["numpy"],
+        "python_budget_s": 10.0,
+        "article": False,
+    }
 
 
 def ms(seconds: float) -> str:
@@ -166,12 +173,16 @@ def load(runner, users: int, runs: int, p: dict) -> dict:
     for r in records:
         per_worker[r["worker"]] = per_worker.get(r["worker"], 0) + 1
     return {
-        "completed": len(records), "failures": failures, "wall_s": wall_s,
+        "completed": len(records),
+        "failures": failures,
+        "wall_s": wall_s,
         "per_min": 60 * len(records) / wall_s if wall_s else 0.0,
         "median_wait": statistics.median(waits) if waits else float("nan"),
         "worst_wait": max(waits, default=float("nan")),
         "median_overhead": statistics.median(r["overhead"] for r in records) if records else float("nan"),
-        "median_to_worker": statistics.median(r["arrived"] - r["submitted"] for r in records) if records else float("nan"),
+        "median_to_worker": statistics.median(r["arrived"] - r["submitted"] for r in records)
+        if records
+        else float("nan"),
         "median_back": statistics.median(r["received"] - r["ended"] for r in records) if records else float("nan"),
         "median_gap": statistics.median(gaps) if gaps else float("nan"),
         "median_run": statistics.median(r["ended"] - r["started"] for r in records) if records else float("nan"),
@@ -185,10 +196,13 @@ def overlapping(runs: list) -> int:
 
 
 def row(mode: str, users: int, result: dict) -> str:
-    return (f"| {mode} | {users} | {result['completed']} | {result['wall_s']:.1f} s | {result['per_min']:.1f} | "
-            f"{ms(result['median_wait'])} | {ms(result['worst_wait'])} | {ms(result['median_run'])} | {ms(result['median_gap'])} | "
-            f"{ms(result['median_overhead'])} ({ms(result['median_to_worker'])} + {ms(result['median_back'])}) | "
-            f"{' / '.join(map(str, result['per_worker']))} | {os.getloadavg()[0]:.1f} |")
+    return (
+        f"| {mode} | {users} | {result['completed']} | {result['wall_s']:.1f} s | {result['per_min']:.1f} | "
+        f"{ms(result['median_wait'])} | {ms(result['worst_wait'])} | {ms(result['median_run'])} | "
+        f"{ms(result['median_gap'])} | "
+        f"{ms(result['median_overhead'])} ({ms(result['median_to_worker'])} + {ms(result['median_back'])}) | "
+        f"{' / '.join(map(str, result['per_worker']))} | {os.getloadavg()[0]:.1f} |"
+    )
 
 
 def main() -> int:
@@ -220,11 +234,20 @@ def main() -> int:
     print("|---|---|---|---|---|")
     for name, start, extra in (("embedded", e_start, e_extra), ("Ray, 1 worker", r_start, r_extra)):
         q = lambda xs: statistics.quantiles(xs, n=10)[-1]  # noqa: E731
-        print(f"| {name} | {ms(statistics.median(start))} | {ms(q(start))} | {ms(statistics.median(extra))} | {ms(q(extra))} |")
-    print(f"\nRay adds {ms(statistics.median(r_start) - statistics.median(e_start))} (median) from submission to start.", flush=True)
+        print(
+            f"| {name} | {ms(statistics.median(start))} | {ms(q(start))} | {ms(statistics.median(extra))} | "
+            f"{ms(q(extra))} |"
+        )
+    print(
+        f"\nRay adds {ms(statistics.median(r_start) - statistics.median(e_start))} (median) from submission to start.",
+        flush=True,
+    )
 
     print("\n## Load\n")
-    print("| mode | users | runs | wall | runs/min | median wait | worst wait | median run | median hand-over | median Ray overhead (to the worker + back) | runs per worker | load avg |")
+    print(
+        "| mode | users | runs | wall | runs/min | median wait | worst wait | median run | median hand-over | median "
+        "Ray overhead (to the worker + back) | runs per worker | load avg |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|", flush=True)
     per_min: dict[tuple[str, int], float] = {}
     for u in users:
@@ -252,7 +275,9 @@ def main() -> int:
     for u in users:
         base = per_min.get(("ray1", u))
         if base:
-            ratios = ", ".join(f"{g} GPUs {per_min[(f'ray{g}', u)] / base:.2f}x" for g in gpu_counts if (f"ray{g}", u) in per_min)
+            ratios = ", ".join(
+                f"{g} GPUs {per_min[(f'ray{g}', u)] / base:.2f}x" for g in gpu_counts if (f"ray{g}", u) in per_min
+            )
             print(f"- {u} users: {ratios}")
     print(f"\nload average at the end: {os.getloadavg()[0]:.1f}; failures or overlaps: {problems}")
     return 0 if problems == 0 else 1

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -40,13 +40,29 @@ def bandwidth_rows(n: int, policy: RepeatPolicy) -> list[dict]:
     for name in IMPLS:
         cpu.compile_cpu(name)
         fn = cpu.IMPLEMENTATIONS[name]
-        stats = measure(lambda: fn(a, b, c), policy)
-        rows.append({"measure": cpu.LABELS[name], "n": n, "bytes": 12 * n, "stats": stats, "gbps": 12 * n / stats.median_s / 1e9})
+        stats = measure(lambda fn=fn: fn(a, b, c), policy)
+        rows.append(
+            {
+                "measure": cpu.LABELS[name],
+                "n": n,
+                "bytes": 12 * n,
+                "stats": stats,
+                "gbps": 12 * n / stats.median_s / 1e9,
+            }
+        )
     # the ceiling: copy 8n bytes (a and b's footprint) within host memory: reads + writes counted
     src = np.concatenate([a, b])
     dst = np.empty_like(src)
     stats = measure(lambda: np.copyto(dst, src), policy)
-    rows.append({"measure": "NumPy copy (host memory ceiling)", "n": n, "bytes": 2 * src.nbytes, "stats": stats, "gbps": 2 * src.nbytes / stats.median_s / 1e9})
+    rows.append(
+        {
+            "measure": "NumPy copy (host memory ceiling)",
+            "n": n,
+            "bytes": 2 * src.nbytes,
+            "stats": stats,
+            "gbps": 2 * src.nbytes / stats.median_s / 1e9,
+        }
+    )
     return rows
 
 
@@ -73,7 +89,8 @@ def main(argv: list[str] | None = None) -> int:
     lines = [
         "# Host bandwidth: parallel CPU vector add against the NumPy copy",
         "",
-        f"- measured: {datetime.now(timezone.utc).isoformat(timespec='seconds')} with `PYTHONPATH=. .venv/bin/python benchmarks/cpu_bandwidth.py`",
+        f"- measured: {datetime.now(UTC).isoformat(timespec='seconds')} with `PYTHONPATH=. .venv/bin/python "
+        "benchmarks/cpu_bandwidth.py`",
         f"- host: {host.cpu}, {host.logical_cores} logical cores, last-level cache {llc / 2**20:,.0f} MiB",
         f"- policy: {policy.describe()}; wall clock. Vector add counts 12 bytes per element "
         "(read a, b; write c); the copy counts its read and its write. GB/s from the median and, "
@@ -91,7 +108,8 @@ def main(argv: list[str] | None = None) -> int:
             s = r["stats"]
             lines.append(
                 f"| {n:,} | {r['bytes'] / 2**30:.2f} GiB | {r['measure']} | {format_seconds(s.median_s)} | "
-                f"{format_seconds(s.min_s)} | {format_seconds(s.max_s)} | {s.n_samples} | {r['gbps']:,.2f} | {r['bytes'] / s.min_s / 1e9:,.2f} |"
+                f"{format_seconds(s.min_s)} | {format_seconds(s.max_s)} | {s.n_samples} | {r['gbps']:,.2f} | "
+                f"{r['bytes'] / s.min_s / 1e9:,.2f} |"
             )
         par = next(r for r in rows if r["measure"] == cpu.LABELS["numba-parallel"])
         copy = rows[-1]

@@ -126,13 +126,26 @@ def scenario_concurrent(sessions: int, n: int, repeats: int) -> None:
     held = [iv.end_s - iv.start_s for iv in intervals]
     rows = open_store(path).count()
     busy = sum(held) / wall_s if wall_s else 0
-    print(f"  wall time for all {sessions} runs: {wall_s:.2f} s; GPU lock held {sum(held):.2f} s ({busy:.0%} of the wall time)")
+    print(
+        f"  wall time for all {sessions} runs: {wall_s:.2f} s; GPU lock held {sum(held):.2f} s ({busy:.0%} of the wall "
+        "time)"
+    )
     if held:
-        print(f"  per run, GPU lock held: median {statistics.median(held):.3f} s, min {min(held):.3f} s, max {max(held):.3f} s")
+        print(
+            f"  per run, GPU lock held: median {statistics.median(held):.3f} s, min {min(held):.3f} s, max "
+            f"{max(held):.3f} s"
+        )
     if waits:
-        print(f"  per run, time queued: median {statistics.median(waits):.2f} s, max {max(waits):.2f} s; deepest queue position shown: {deepest}")
+        print(
+            f"  per run, time queued: median {statistics.median(waits):.2f} s, max {max(waits):.2f} s; deepest queue "
+            f"position shown: {deepest}"
+        )
     check("all sessions completed", len(completed) == sessions, f"{len(completed)}/{sessions}")
-    check("zero exceptions or error messages", not problems, f"{len(problems)}" + (f": {problems[0][:300]}" if problems else ""))
+    check(
+        "zero exceptions or error messages",
+        not problems,
+        f"{len(problems)}" + (f": {problems[0][:300]}" if problems else ""),
+    )
     check("one history row per run", rows == sessions, f"{rows} rows")
     check("GPU intervals recorded, one per run", len(intervals) == sessions, f"{len(intervals)}")
     check("GPU intervals never overlap", not overlaps(intervals), f"{len(overlaps(intervals))} overlapping pairs")
@@ -163,12 +176,28 @@ def scenario_oom(n: int) -> None:
     at = AppTest.from_string(OOM_SCRIPT, default_timeout=120).run()
     errors = [e.value for e in at.error]
     check("no exception reaches the page", not at.exception, str(at.exception)[:200])
-    check("device out-of-memory gives a clear message", any(e.startswith("Out of memory on ") for e in errors), errors[0][:120] if errors else "no message")
-    check("host out-of-memory gives a clear message", any("Out of host (CPU) memory" in e for e in errors), errors[-1][:120] if errors else "no message")
+    check(
+        "device out-of-memory gives a clear message",
+        any(e.startswith("Out of memory on ") for e in errors),
+        errors[0][:120] if errors else "no message",
+    )
+    check(
+        "host out-of-memory gives a clear message",
+        any("Out of host (CPU) memory" in e for e in errors),
+        errors[-1][:120] if errors else "no message",
+    )
     check("both locks released", not device_lock(0).busy and not cpu_lock().busy)
     follower = submit(vector_add_session(n, 1))
-    check("the next user's run succeeds", "vector_add.result" in follower.session_state and not problems_of(follower), "; ".join(problems_of(follower))[:200])
-    check("nothing saved for the failed runs, the next run saved", open_store(path).count() == 1, f"{open_store(path).count()} rows")
+    check(
+        "the next user's run succeeds",
+        "vector_add.result" in follower.session_state and not problems_of(follower),
+        "; ".join(problems_of(follower))[:200],
+    )
+    check(
+        "nothing saved for the failed runs, the next run saved",
+        open_store(path).count() == 1,
+        f"{open_store(path).count()} rows",
+    )
 
 
 # --- 3. damaged or unwritable database -------------------------------------------------
@@ -194,7 +223,11 @@ def scenario_bad_database(n: int) -> None:
             at = submit(vector_add_session(n, 1))
             warnings = [w.value for w in at.warning if "not saved to History" in w.value]
             check("unwritable: the run completes", "vector_add.result" in at.session_state and not problems_of(at))
-            check("unwritable: the page says the run was not saved", bool(warnings), warnings[0][:140] if warnings else "no warning")
+            check(
+                "unwritable: the page says the run was not saved",
+                bool(warnings),
+                warnings[0][:140] if warnings else "no warning",
+            )
             sidebar = [c.value for c in at.sidebar.caption if "read-only" in c.value]
             check("unwritable: history is marked read-only", bool(sidebar), sidebar[0][:140] if sidebar else "")
         finally:
@@ -220,7 +253,11 @@ def _free_port() -> int:
 
 
 def _start_server(db: Path, port: int, log: Path) -> subprocess.Popen:
-    env = {**os.environ, "KERNEL_LAB_DB": str(db), "NUMBA_ENABLE_CUDASIM": os.environ.get("NUMBA_ENABLE_CUDASIM", "1" if gpu.BACKEND.simulated else "0")}
+    env = {
+        **os.environ,
+        "KERNEL_LAB_DB": str(db),
+        "NUMBA_ENABLE_CUDASIM": os.environ.get("NUMBA_ENABLE_CUDASIM", "1" if gpu.BACKEND.simulated else "0"),
+    }
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port), "--server.headless", "true"],
         cwd=ROOT, env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT,
@@ -284,8 +321,15 @@ def scenario_killed_server() -> None:
                 server.kill()
         after = open_store(db)
         check("server killed mid-run", killed_mid_run, f"exit status {server.returncode}")
-        check("earlier runs all kept", [r.run_id for r in after.runs()] == [r.run_id for r in saved], f"{len(saved)} rows before, {after.count()} after")
-        check("database stays readable (quick_check ok, nothing moved aside)", after.integrity() == "ok" and after.moved_aside is None and after.problem is None)
+        check(
+            "earlier runs all kept",
+            [r.run_id for r in after.runs()] == [r.run_id for r in saved],
+            f"{len(saved)} rows before, {after.count()} after",
+        )
+        check(
+            "database stays readable (quick_check ok, nothing moved aside)",
+            after.integrity() == "ok" and after.moved_aside is None and after.problem is None,
+        )
         server = _start_server(db, port, WORK / "server2.log")
         try:
             page.goto(f"{url}/History")
@@ -308,7 +352,10 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--skip-server", action="store_true", help="leave out the real-server kill scenario")
     args = parser.parse_args()
-    print(f"# Kernel Lab load test — backend: {gpu.BACKEND.label} ({gpu.BACKEND.reason}); {os.cpu_count()} CPUs; work folder {WORK}")
+    print(
+        f"# Kernel Lab load test — backend: {gpu.BACKEND.label} ({gpu.BACKEND.reason}); {os.cpu_count()} CPUs; work "
+        f"folder {WORK}"
+    )
     started = time.perf_counter()
     scenario_concurrent(args.sessions, args.n, args.repeats)
     scenario_oom(args.n)
@@ -316,7 +363,10 @@ def main() -> int:
     if not args.skip_server:
         scenario_killed_server()
     failed = [name for name, ok, _ in RESULTS if not ok]
-    print(f"\n{len(RESULTS) - len(failed)}/{len(RESULTS)} checks passed in {time.perf_counter() - started:.1f} s" + (f"; FAILED: {', '.join(failed)}" if failed else ""))
+    print(
+        f"\n{len(RESULTS) - len(failed)}/{len(RESULTS)} checks passed in {time.perf_counter() - started:.1f} s"
+        + (f"; FAILED: {', '.join(failed)}" if failed else "")
+    )
     return 1 if failed else 0
 
 

@@ -27,11 +27,11 @@ from pathlib import Path
 os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-from gpu.core.backend import BACKEND, cuda  # noqa: E402
-from gpu.kernels import reduction, vector_add  # noqa: E402
-from gpu.sim.reference import as_numba  # noqa: E402
+from gpu.core.backend import BACKEND, cuda
+from gpu.kernels import reduction, vector_add
+from gpu.sim.reference import as_numba
 
 THREADS = 256
 
@@ -87,18 +87,29 @@ def main(argv=None) -> int:
     parser.add_argument("--out", type=Path, default=Path(__file__).with_name("simulator_speed.md"))
     args = parser.parse_args(argv)
     if not BACKEND.lab_simulator:
-        print(f"needs the lab's simulator (here: {BACKEND.label}); run without a GPU and without KERNEL_LAB_SIMULATOR=numba")
+        print(
+            f"needs the lab's simulator (here: {BACKEND.label}); run without a GPU and without "
+            "KERNEL_LAB_SIMULATOR=numba"
+        )
         return 2
-    lines = [f"# Simulator speed: Kernel Lab's against numba-cuda's ({time.strftime('%Y-%m-%d')})", "",
-             f"Command: `PYTHONPATH=. .venv/bin/python benchmarks/simulator_speed.py --n {args.n} --runs {args.runs} "
-             f"--big {args.big}`", "",
-             f"Machine: {os.cpu_count()} cores, {platform.processor() or platform.machine()}, Python "
-             f"{platform.python_version()}, load average {os.getloadavg()[0]:.2f} at start. "
-             f"N = {args.n:,}, {THREADS} threads per block, median of {args.runs} launches after a warm-up; "
-             "outputs checked against NumPy every launch.", "",
-             "| kernel | numba-cuda's simulator (threads/s) | Kernel Lab's (threads/s) | ratio |", "|---|---:|---:|---:|"]
-    cases = [("vector add (no barrier)", _vector_add, vector_add.vector_add_kernel),
-             ("tree reduction (8 syncthreads/thread)", _reduction, reduction.reduce_tree_kernel)]
+    lines = [
+        f"# Simulator speed: Kernel Lab's against numba-cuda's ({time.strftime('%Y-%m-%d')})",
+        "",
+        f"Command: `PYTHONPATH=. .venv/bin/python benchmarks/simulator_speed.py --n {args.n} --runs {args.runs} "
+        f"--big {args.big}`",
+        "",
+        f"Machine: {os.cpu_count()} cores, {platform.processor() or platform.machine()}, Python "
+        f"{platform.python_version()}, load average {os.getloadavg()[0]:.2f} at start. "
+        f"N = {args.n:,}, {THREADS} threads per block, median of {args.runs} launches after a warm-up; "
+        "outputs checked against NumPy every launch.",
+        "",
+        "| kernel | numba-cuda's simulator (threads/s) | Kernel Lab's (threads/s) | ratio |",
+        "|---|---:|---:|---:|",
+    ]
+    cases = [
+        ("vector add (no barrier)", _vector_add, vector_add.vector_add_kernel),
+        ("tree reduction (8 syncthreads/thread)", _reduction, reduction.reduce_tree_kernel),
+    ]
     for label, make, kernel in cases:
         numba_rate = _rate(make, as_numba(kernel), args.n, args.runs)
         lab_rate = _rate(make, kernel, args.n, args.runs)

@@ -18,14 +18,14 @@ import resource
 import statistics
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
 
-from gpu.core.device import host_info  # noqa: E402
-from gpu.problems import get  # noqa: E402
-from gpu.sandbox.runner import Limits, SandboxStatus, facts_in_child, judge_in_child, run_argv, sandbox_status  # noqa: E402
+from gpu.core.device import host_info
+from gpu.problems import get
+from gpu.sandbox.runner import Limits, SandboxStatus, facts_in_child, judge_in_child, run_argv, sandbox_status
 
 TARGET_S = 3.0
 SOURCE = """from numba import cuda
@@ -76,7 +76,9 @@ def main(argv: list[str] | None = None) -> int:
     cpu: list[float] = []
     median_of(3, lambda: judge_in_child("vector-add", SOURCE, limits=limits, simulated=True, sandbox=unsandboxed), cpu)
     bare_s, _ = median_of(3, lambda: run_argv([sys.executable, "-c", "pass"], b"", limits, True, sandbox))
-    import_s, _ = median_of(3, lambda: run_argv([sys.executable, "-c", "import gpu.sandbox.harness"], b"", limits, True, sandbox))
+    import_s, _ = median_of(
+        3, lambda: run_argv([sys.executable, "-c", "import gpu.sandbox.harness"], b"", limits, True, sandbox)
+    )
     verdict = judge_in_child("vector-add", SOURCE, limits=limits, simulated=True, sandbox=sandbox)
     started = time.perf_counter()
     facts_in_child(verdict, SOURCE, limits=limits, sandbox=sandbox)
@@ -88,22 +90,27 @@ def main(argv: list[str] | None = None) -> int:
     lines = [
         "# Write a kernel: Submit to verdict (simulator)",
         "",
-        f"Measured {datetime.now(timezone.utc).isoformat(timespec='minutes')} on {host.cpu}, {host.logical_cores} logical cores, "
+        f"Measured {datetime.now(UTC).isoformat(timespec='minutes')} on {host.cpu}, {host.logical_cores} logical "
+        "cores, "
         f"Python {host.python}; load average {load[0]:.1f} when it started (this machine is shared). "
         f"Sandbox: {sandbox.reason.split(':')[0] if sandbox.works else 'none (' + sandbox.reason + ')'}.",
         "",
         f"Command: `PYTHONPATH=. .venv/bin/python benchmarks/solve_latency.py --runs {args.runs}`",
         "",
-        f"Problem 1, vector add, a correct kernel: the checker, a fresh sandboxed process, Numba's simulator, the tests "
+        "Problem 1, vector add, a correct kernel: the checker, a fresh sandboxed process, Numba's simulator, the "
+        "tests "
         f"at n = {sizes} (each checked against NumPy), and the verdict read back.",
         "",
         "| what | median | target |",
         "|---|---:|---:|",
-        f"| **Submit to verdict** ({args.runs} runs) | **{median_s:.2f} s** | < {TARGET_S:g} s: {'met' if median_s < TARGET_S else 'NOT met'} |",
-        f"| CPU time of the submission's process (measured without the sandbox; what a quiet machine's wall time approaches) | {statistics.median(cpu):.2f} s | |",
+        f"| **Submit to verdict** ({args.runs} runs) | **{median_s:.2f} s** | < {TARGET_S:g} s: "
+        f"{'met' if median_s < TARGET_S else 'NOT met'} |",
+        "| CPU time of the submission's process (measured without the sandbox; what a quiet machine's wall time "
+        f"approaches) | {statistics.median(cpu):.2f} s | |",
         f"| for comparison, a bare Python start in the sandbox | {bare_s:.2f} s | |",
         f"| for comparison, Python importing Numba and the harness in the sandbox | {import_s:.2f} s | |",
-        f"| the compiler's facts afterwards (NVVM + ptxas in a second sandboxed process; not in the target) | {facts_s:.2f} s | |",
+        "| the compiler's facts afterwards (NVVM + ptxas in a second sandboxed process; not in the target) | "
+        f"{facts_s:.2f} s | |",
         "",
         "Every run: " + ", ".join(f"{t:.2f} s" for t in times) + ".",
         "",

@@ -17,12 +17,12 @@ import os
 import platform
 import statistics
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")  # the trace is a simulator tool
 
-from gpu.trace.child import run_in_child  # noqa: E402
-from gpu.trace.lab import find, trace_lab_kernel  # noqa: E402
+from gpu.trace.child import run_in_child
+from gpu.trace.lab import find, trace_lab_kernel
 
 # (lab kernel, N): each launches 1,024 threads (4 blocks of 256)
 CASES = (("vector-add", 1024), ("transpose-tiled", 64), ("reduction-tree", 1024))
@@ -42,12 +42,15 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
-    print(f"- measured: {datetime.now(timezone.utc).isoformat(timespec='seconds')} with "
+    print(f"- measured: {datetime.now(UTC).isoformat(timespec='seconds')} with "
           f"`PYTHONPATH=. .venv/bin/python benchmarks/trace_cost.py --runs {args.runs}`")
     print(f"- host: {platform.processor() or platform.machine()}, {os.cpu_count()} logical cores; "
           f"load average at start: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print(f"- target: a trace of a 1,024-thread kernel under {TARGET_S:g} s\n")
-    print("| kernel | launch | accesses recorded | untraced run (median) | trace in process (median) | min | max | trace in a child process (incl. start and imports) | trace under 5 s |")
+    print(
+        "| kernel | launch | accesses recorded | untraced run (median) | trace in process (median) | min | max | trace "
+        "in a child process (incl. start and imports) | trace under 5 s |"
+    )
     print("|---|---|---:|---:|---:|---:|---:|---:|---|")
     for name, n in CASES:
         kernel = find(name)
@@ -55,16 +58,20 @@ def main() -> int:
         threads = report.blocks_total * report.threads_per_block
         assert threads == 1024, f"{name} at N = {n} launches {threads} threads"
 
-        def untraced():
+        def untraced(kernel=kernel, n=n):
             launch = kernel.prepare(n)
             launch.kernel[launch.grid, launch.block](*launch.args)
 
         plain = statistics.median(timed(untraced, args.runs))
-        traced = timed(lambda: trace_lab_kernel(name, n), args.runs)
-        child = timed(lambda: run_in_child([(name, n)]), 1)[0]
+        traced = timed(lambda name=name, n=n: trace_lab_kernel(name, n), args.runs)
+        child = timed(lambda name=name, n=n: run_in_child([(name, n)]), 1)[0]
         med = statistics.median(traced)
-        print(f"| {name} | {report.blocks_total} × {report.threads_per_block} threads | {report.accesses:,} | {plain:.2f} s | "
-              f"{med:.2f} s | {min(traced):.2f} s | {max(traced):.2f} s | {child:.2f} s | {'yes' if med < TARGET_S else 'NO'} |")
+        print(
+            f"| {name} | {report.blocks_total} × {report.threads_per_block} threads | {report.accesses:,} | "
+            f"{plain:.2f} s | "
+            f"{med:.2f} s | {min(traced):.2f} s | {max(traced):.2f} s | {child:.2f} s | "
+            f"{'yes' if med < TARGET_S else 'NO'} |"
+        )
     return 0
 
 

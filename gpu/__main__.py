@@ -6,14 +6,14 @@ from __future__ import annotations
 import argparse
 import sys
 
-from gpu.core.limits import InputError
 from gpu.core.jsonout import print_json
+from gpu.core.limits import InputError
 
 
 class _Parser(argparse.ArgumentParser):
     """argparse that reports a bad argument in one line and exits 2 (no usage dump)."""
 
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str):
         raise InputError(f"{self.prog}: {message}")
 
 
@@ -64,7 +64,9 @@ def add_experiment_command(sub, experiment) -> None:
         shown = ",".join(map(str, default)) if isinstance(default, (tuple, list)) else default
         text = f"{param.help} (default {shown}{' here' if hasattr(param.default, 'pick') else ''})".replace("%", "%%")
         if param.widget == "checkbox":
-            p.add_argument(param.cli_flag, dest=param.name, action=argparse.BooleanOptionalAction, default=None, help=text)
+            p.add_argument(
+                param.cli_flag, dest=param.name, action=argparse.BooleanOptionalAction, default=None, help=text
+            )
         else:
             p.add_argument(param.cli_flag, dest=param.name, default=None, metavar=param.name.upper(), help=text)
     out = p.add_mutually_exclusive_group()
@@ -80,7 +82,9 @@ def cmd_experiment(experiment, args: argparse.Namespace) -> int:
     from gpu.core.backend import BACKEND
     from gpu.service.admission import admit
 
-    raw = {p.name: getattr(args, p.name) for p in experiment.params if p.cli and getattr(args, p.name, None) is not None}
+    raw = {
+        p.name: getattr(args, p.name) for p in experiment.params if p.cli and getattr(args, p.name, None) is not None
+    }
     params = experiment.parse(raw, BACKEND.simulated)
     admit(experiment, params)
     result = experiment.execute(params, _progress(args.quiet or args.json))
@@ -122,7 +126,14 @@ def cmd_info(args: argparse.Namespace) -> int:
     print(f"backend: {BACKEND.label} ({BACKEND.reason})")
     for dev in data["devices"]:
         print(f"device {dev['index']}: {dev['name']}")
-        for key in ("compute_capability", "multiprocessors", "total_memory_bytes", "peak_bandwidth_gbps", "driver_version", "runtime_version"):
+        for key in (
+            "compute_capability",
+            "multiprocessors",
+            "total_memory_bytes",
+            "peak_bandwidth_gbps",
+            "driver_version",
+            "runtime_version",
+        ):
             if dev.get(key) is not None:
                 print(f"  {key}: {dev[key]}")
     host = data["host"]
@@ -133,9 +144,8 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from gpu.report.check import run_check
-
     from gpu.core.backend import BACKEND
+    from gpu.report.check import run_check
 
     if BACKEND.simulated:  # first, before any progress or figure (check.md starts with it too)
         print(SIMULATOR_LINE, flush=True)
@@ -184,7 +194,9 @@ def cmd_history_import(args: argparse.Namespace) -> int:
     try:
         size = path.stat().st_size
         if size > MAX_IMPORT_BYTES:
-            raise ImportProblem(f"the file is {size / 2**20:,.1f} MiB; a check file may be at most {MAX_IMPORT_BYTES / 2**20:,.0f} MiB")
+            raise ImportProblem(
+                f"the file is {size / 2**20:,.1f} MiB; a check file may be at most {MAX_IMPORT_BYTES / 2**20:,.0f} MiB"
+            )
         raw = path.read_bytes()
     except OSError as exc:
         raise InputError(f"cannot read {args.file}: {exc.strerror or exc}") from None
@@ -231,15 +243,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=cmd_info)
 
-
-    p = sub.add_parser("check", help="the GPU validation run: correctness and timings, written as check.json and check.md")
+    p = sub.add_parser(
+        "check", help="the GPU validation run: correctness and timings, written as check.json and check.md"
+    )
     p.add_argument("--out", default=".", help="folder for check.json and check.md (default: current folder)")
     p.add_argument("--quick", action="store_true", default=None, help="small sizes only (the default in the simulator)")
     p.set_defaults(func=cmd_check)
 
-    p = sub.add_parser("history", help="list saved runs (newest first); `history import FILE` adds a check.json from another machine")
+    p = sub.add_parser(
+        "history", help="list saved runs (newest first); `history import FILE` adds a check.json from another machine"
+    )
     p.add_argument("action", nargs="?", choices=("list", "import"), default="list", help="list (default) or import")
-    p.add_argument("file", nargs="?", help="import: the check.json that `python -m gpu check --out DIR` wrote (validated; a rejected file changes nothing)")
+    p.add_argument(
+        "file",
+        nargs="?",
+        help="import: the check.json that `python -m gpu check --out DIR` wrote (validated; a rejected file changes "
+             "nothing)",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object with every run and all its samples")
     p.add_argument("--experiment", default=None, help="only this experiment, e.g. vector-add")
     p.add_argument("--limit", type=int, default=1000, help="at most this many runs (default 1000)")

@@ -11,6 +11,7 @@ from ui.reference import panel_after_run, panel_before_run
 from ui.runner import run_declared
 from ui.views.vector_add import RESULT_KEY, limits_caption, show_run
 
+assert EXPERIMENT.page is not None  # a page's experiment declares its sidebar entry
 frame(
     EXPERIMENT.page.label,
     EXPERIMENT.page.icon,

@@ -12,6 +12,7 @@ from ui.views import scaling as scaling_view
 
 RESULT = scaling_view.RESULT_KEY
 
+assert EXPERIMENT.page is not None  # a page's experiment declares its sidebar entry
 frame(
     EXPERIMENT.page.label,
     EXPERIMENT.page.icon,

@@ -11,9 +11,18 @@ from ui.forms import experiment_form
 from ui.frame import frame
 from ui.reference import panel_after_run, panel_before_run
 from ui.runner import run_declared
+from ui.views.launch import (
+    INDEXING_KEY,
+    OVERHEAD_KEY,
+    SWEEP_KEY,
+    show_indexing,
+    show_inspector,
+    show_launch_overhead,
+    show_sweep,
+)
 from ui.views.trace import show_coalescing_demo
-from ui.views.launch import INDEXING_KEY, OVERHEAD_KEY, SWEEP_KEY, show_indexing, show_inspector, show_launch_overhead, show_sweep
 
+assert LAUNCH_SWEEP.page is not None  # a page's experiment declares its sidebar entry
 frame(
     LAUNCH_SWEEP.page.label,
     LAUNCH_SWEEP.page.icon,
@@ -22,23 +31,33 @@ frame(
     "a sweep times the kernel for each block size, and the inspector shows the code the GPU runs.",
 )
 panel_before_run("launch")
-explorer, sweep, overhead, inspector = st.tabs(["Thread-indexing explorer", "Block-size sweep", "Launch overhead", "Kernel inspector"])
+explorer, sweep, overhead, inspector = st.tabs(
+    ["Thread-indexing explorer", "Block-size sweep", "Launch overhead", "Kernel inspector"]
+)
 
 with explorer:
     params = experiment_form(
-        INDEXING, submit_label="Run probe",
-        limits_caption=lambda: f"The chart draws up to {DRAW_LIMIT_THREADS:,} threads; larger launches get the summary only.",
+        INDEXING,
+        submit_label="Run probe",
+        limits_caption=lambda: (
+            f"The chart draws up to {DRAW_LIMIT_THREADS:,} threads; larger launches get the summary only."
+        ),
     )
     if params is not None and (run := run_declared(INDEXING, params)) is not None:
         st.session_state[INDEXING_KEY] = run
     if INDEXING_KEY in st.session_state:
         show_indexing(st.session_state[INDEXING_KEY])
     else:
-        st.info("Pick N and threads per block, then press **Run probe**. Try N = 1000 with 256 threads: 24 threads of the last block have nothing to do.")
+        st.info(
+            "Pick N and threads per block, then press **Run probe**. Try N = 1000 with 256 threads: 24 threads of the "
+            "last block have nothing to do."
+        )
     show_coalescing_demo()  # the memory trace: coalesced vs strided reads of the same data (issue 21)
 
 with sweep:
-    simulated_note = "In the simulator every thread costs about 0.1 ms: keep N to a few thousand." if gpu.BACKEND.simulated else ""
+    simulated_note = (
+        "In the simulator every thread costs about 0.1 ms: keep N to a few thousand." if gpu.BACKEND.simulated else ""
+    )
     sweep_params = experiment_form(LAUNCH_SWEEP, submit_label="Run sweep", limits_caption=lambda: simulated_note)
     if sweep_params is not None and (result := run_declared(LAUNCH_SWEEP, sweep_params)) is not None:
         st.session_state[SWEEP_KEY] = result

@@ -10,6 +10,7 @@ from ui.reference import panel_after_run, panel_before_run
 from ui.runner import run_declared
 from ui.views import transfers as view
 
+assert BANDWIDTH.page is not None  # a page's experiment declares its sidebar entry
 frame(
     BANDWIDTH.page.label,
     BANDWIDTH.page.icon,

@@ -6,10 +6,21 @@ import streamlit as st
 from gpu.experiments.base import PageLink
 from ui.frame import frame
 from ui.resources import current_store
-from ui.views.history import compare_gpus_ui, compare_ui, export_ui, filters_ui, load_records, show_comparison, show_runs_table, upload_ui
+from ui.views.history import (
+    compare_gpus_ui,
+    compare_ui,
+    export_ui,
+    filters_ui,
+    load_records,
+    show_comparison,
+    show_runs_table,
+    upload_ui,
+)
 from ui.views.submissions import show_submissions
 
-PAGE = PageLink("History", ":material/history:", 70, "saved runs, imported checks and recorded GPUs: filter, compare, export")
+PAGE = PageLink(
+    "History", ":material/history:", 70, "saved runs, imported checks and recorded GPUs: filter, compare, export"
+)
 
 frame(
     PAGE.label,
@@ -23,7 +34,9 @@ frame(
 store = current_store()
 upload_ui(store)
 records = load_records(store)
-yours, kernels, gpus = st.tabs([":material/list: Your runs", ":material/edit_note: Kernels you wrote", ":material/compare: Compare GPUs"])
+yours, kernels, gpus = st.tabs(
+    [":material/list: Your runs", ":material/edit_note: Kernels you wrote", ":material/compare: Compare GPUs"]
+)
 
 with gpus:
     compare_gpus_ui(records or [])

@@ -21,7 +21,9 @@ facts = {
     "name": device.name,
     "compute capability": device.compute_capability or "— (simulated)",
     "multiprocessors (SMs)": device.multiprocessors or "—",
-    "memory": f"{device.total_memory_bytes / 2**30:,.1f} GiB" if device.total_memory_bytes else "— (shares host memory)",
+    "memory": f"{device.total_memory_bytes / 2**30:,.1f} GiB"
+    if device.total_memory_bytes
+    else "— (shares host memory)",
     "memory clock": f"{device.memory_clock_khz / 1e3:,.0f} MHz" if device.memory_clock_khz else "—",
     "memory bus width": f"{device.memory_bus_width_bits} bits" if device.memory_bus_width_bits else "—",
     "peak memory bandwidth": f"{peak:,.0f} GB/s (2 × clock × bus width)" if peak else "— (not available)",
@@ -74,8 +76,13 @@ def _live_telemetry() -> None:
     cols[3].metric("Power", f"{sample.power_w:,.0f} W" if sample.power_w is not None else "—")
     slow = sample.slowdowns
     (st.warning if slow else st.caption)(
-        ("Clocks slowed now: " + ", ".join(slow)) if slow else
-        ("Clock-event reasons: " + (", ".join(sample.reasons) or "none") + ". Every GPU run records these before, during and after, and is flagged if clocks dropped.")
+        ("Clocks slowed now: " + ", ".join(slow))
+        if slow
+        else (
+            "Clock-event reasons: "
+            + (", ".join(sample.reasons) or "none")
+            + ". Every GPU run records these before, during and after, and is flagged if clocks dropped."
+        )
     )
 
 

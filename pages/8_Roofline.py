@@ -20,7 +20,9 @@ ROOT = Path(__file__).resolve().parent.parent
 COPY_KEY = "roofline.copy_gbps"
 COPY_BYTES = 256 * 2**20  # well beyond any L2 cache, and a fraction of a second to copy
 
-PAGE = PageLink("Roofline", ":material/show_chart:", 60, "every measured kernel step against the device's memory and FP32 roofs")
+PAGE = PageLink(
+    "Roofline", ":material/show_chart:", 60, "every measured kernel step against the device's memory and FP32 roofs"
+)
 
 device = frame(
     PAGE.label,
@@ -33,7 +35,9 @@ device = frame(
 )
 
 roofs = device_roofs(device, copy_gbps=st.session_state.get(COPY_KEY))
-session = session_points([run.to_dict() for run in st.session_state.get(RUNS_KEY, [])], roofs, device.name, gpu.BACKEND.kind)
+session = session_points(
+    [run.to_dict() for run in st.session_state.get(RUNS_KEY, [])], roofs, device.name, gpu.BACKEND.kind
+)
 vector_add = st.session_state.get("vector_add.result")
 if vector_add is not None:
     add_vector_add(session, vector_add.n, vector_add.gpu["kernel"].median_s)
@@ -48,11 +52,17 @@ choice = st.selectbox("Measurements", range(len(sets)), format_func=lambda i: la
                       help="This session's runs, or a recorded `python -m gpu check` run on a real GPU (read-only).")
 chosen = sets[choice]
 if chosen.backend == "simulator":
-    st.warning("These points come from the CUDA simulator: they show where each kernel's intensity puts it, not GPU performance. "
-               "The simulator has no memory clock or FP32 units, so it has no roofs.", icon=":material/warning:")
+    st.warning(
+        "These points come from the CUDA simulator: they show where each kernel's intensity puts it, not GPU "
+        "performance. "
+        "The simulator has no memory clock or FP32 units, so it has no roofs.",
+        icon=":material/warning:",
+    )
 points = pd.DataFrame(chosen.points)
 if not points.empty:
-    simulated_tag = "SIMULATED rates, not GPU performance · " if chosen.backend == "simulator" else ""  # first: long subtitles are cut at the end
+    simulated_tag = (
+        "SIMULATED rates, not GPU performance · " if chosen.backend == "simulator" else ""
+    )  # first: long subtitles are cut at the end
     subtitle = f"{simulated_tag}{chosen.device} · {chosen.source} · roofs: {chosen.roofs.how or 'unknown'}"
     st.altair_chart(roofline_chart(points, chosen.roofs, subtitle), width="stretch")
 facts = []
@@ -61,7 +71,10 @@ if chosen.roofs.memory_gbps:
 if chosen.roofs.copy_gbps:
     facts.append(f"measured device copy {chosen.roofs.copy_gbps:,.0f} GB/s")
 if chosen.roofs.fp32_gflops:
-    facts.append(f"FP32 roof {chosen.roofs.fp32_gflops:,.0f} GFLOP/s (SMs × FP32 lanes per SM × 2 × clock; lanes from the CUDA C++ Programming Guide's arithmetic-instruction throughput table)")
+    facts.append(
+        f"FP32 roof {chosen.roofs.fp32_gflops:,.0f} GFLOP/s (SMs × FP32 lanes per SM × 2 × clock; lanes from the CUDA "
+        "C++ Programming Guide's arithmetic-instruction throughput table)"
+    )
 if chosen.roofs.ridge:
     facts.append(f"ridge at {chosen.roofs.ridge:.3g} FLOP/byte")
 st.caption("; ".join(facts) + "." if facts else "No roofs are known for these measurements.")
@@ -70,9 +83,15 @@ for note in chosen.notes:
 st.caption("Vector add sits at 1/12 FLOP/byte (one add per 12 bytes); reduction near 1/4, the stencil near 5/8; "
            "matrix multiply at N/6, climbing toward the ridge as N grows.")
 
-sim = " (simulated)" if chosen.backend == "simulator" else ""  # the intensity is the algorithm's; the rates are the simulator's
+sim = (
+    " (simulated)" if chosen.backend == "simulator" else ""
+)  # the intensity is the algorithm's; the rates are the simulator's
 if not points.empty:
-    shown = [c for c in ("kernel", "step", "size", "intensity", "gflops", "gbps", "fraction", "bound") if points[c].notna().any()]  # no column of blanks
+    shown = [
+        c
+        for c in ("kernel", "step", "size", "intensity", "gflops", "gbps", "fraction", "bound")
+        if points[c].notna().any()
+    ]  # no column of blanks
     st.dataframe(points[shown], hide_index=True, width="stretch",
                  column_config={"intensity": st.column_config.NumberColumn("FLOP/byte", format="%.3g"),
                                 "gflops": st.column_config.NumberColumn(f"GFLOP/s{sim}", format="%.4g"),
@@ -82,14 +101,30 @@ if chosen.off_roofline:
     st.markdown("**Not on a FLOP/s roofline**: transpose and histogram do no floating-point arithmetic (0 FLOPs), "
                 "so only their bandwidth against the memory roof says how close they are.")
     off = pd.DataFrame(chosen.off_roofline)
-    st.dataframe(off[[c for c in ("kernel", "step", "size", "gbps", "fraction") if off[c].notna().any()]], hide_index=True, width="stretch",
-                 column_config={"gbps": st.column_config.NumberColumn(f"GB/s{sim}", format="%.4g"),
-                                "fraction": st.column_config.NumberColumn("share of memory roof", format="percent")})
+    st.dataframe(
+        off[[c for c in ("kernel", "step", "size", "gbps", "fraction") if off[c].notna().any()]],
+        hide_index=True,
+        width="stretch",
+        column_config={
+            "gbps": st.column_config.NumberColumn(f"GB/s{sim}", format="%.4g"),
+            "fraction": st.column_config.NumberColumn("share of memory roof", format="percent"),
+        },
+    )
 
-if chosen is session and not gpu.BACKEND.simulated and st.button("Measure the device-to-device copy", icon=":material/speed:", key="roofline.measure_copy",
-                                   help="Adds the measured copy as a dashed memory roof: what the memory really delivers."):
+if (
+    chosen is session
+    and not gpu.BACKEND.simulated
+    and st.button(
+        "Measure the device-to-device copy",
+        icon=":material/speed:",
+        key="roofline.measure_copy",
+        help="Adds the measured copy as a dashed memory roof: what the memory really delivers.",
+    )
+):
     nbytes = COPY_BYTES
-    result = run_experiment("Device copy", lambda _progress: time_copy("d2d", nbytes, RepeatPolicy.count(5))[0].median_s, uses_cpu=False)
+    result = run_experiment(
+        "Device copy", lambda _progress: time_copy("d2d", nbytes, RepeatPolicy.count(5))[0].median_s, uses_cpu=False
+    )
     if result is not None:  # seconds (a plain number: nothing is saved to History)
         st.session_state[COPY_KEY] = bandwidth_gbps("d2d", nbytes, result)
         st.rerun()

@@ -6,16 +6,30 @@ import gpu
 from gpu.experiments.base import PageLink
 from ui.components.code_editor import available as code_editor_available
 from ui.frame import frame
-from ui.views.write_kernel import (NAME_KEY, cached_sandbox_status, editor, line_markers, pick_problem, run_submission,
-                                   sandbox_notice, show_leaderboard, show_statement, show_verdict, verdict_key)
+from ui.views.write_kernel import (
+    NAME_KEY,
+    cached_sandbox_status,
+    editor,
+    line_markers,
+    pick_problem,
+    run_submission,
+    sandbox_notice,
+    show_leaderboard,
+    show_statement,
+    show_verdict,
+    verdict_key,
+)
 
-PAGE = PageLink("Write a kernel", ":material/edit_note:", 65, "fifteen problems: write a kernel, see it checked, timed and ranked")
+PAGE = PageLink(
+    "Write a kernel", ":material/edit_note:", 65, "fifteen problems: write a kernel, see it checked, timed and ranked"
+)
 
 device = frame(
     "Write a kernel",
     ":material/edit_note:",
     "Fifteen problems from vector add to matrix multiply. Write the kernel, press **Run**: it is checked, run on fresh "
-    "inputs at several sizes against NumPy, and on a GPU timed like every kernel in the lab and compared with the lab's own.",
+    "inputs at several sizes against NumPy, and on a GPU timed like every kernel in the lab and "
+    "compared with the lab's own.",
 )
 status = cached_sandbox_status(gpu.BACKEND.simulated)
 accepting = sandbox_notice(status)
@@ -23,12 +37,19 @@ problem = pick_problem()
 show_statement(problem)
 markers = line_markers(problem)  # a refusal's, a mismatch's or a race's lines, from the last verdict
 edited = editor(problem, markers)
-name = st.text_input("Your name on the leaderboard", key=NAME_KEY, max_chars=40, placeholder="anonymous",
-                     help="No account: the name you type is shown beside passing submissions.")
+name = st.text_input(
+    "Your name on the leaderboard",
+    key=NAME_KEY,
+    max_chars=40,
+    placeholder="anonymous",
+    help="No account: the name you type is shown beside passing submissions.",
+)
 clicked = st.button("Run", type="primary", icon=":material/play_arrow:", disabled=not accepting, key="write_kernel.run")
 if clicked or (edited.run_requested and accepting):  # the button, or Ctrl+Enter in the editor
     run_submission(problem, edited.source, name, status)
-    if code_editor_available() and line_markers(problem) != markers:  # the editor above was drawn before this verdict: draw it again with its lines marked
+    if (
+        code_editor_available() and line_markers(problem) != markers
+    ):  # the editor above was drawn before this verdict: draw it again with its lines marked
         st.rerun()
 verdict = st.session_state.get(verdict_key(problem))
 if verdict is not None:

@@ -30,7 +30,7 @@ def main(out: Path) -> int:
     for path in files:
         try:
             results.append(render(path))
-        except Exception as exc:  # noqa: BLE001 - a page that cannot even load is recorded, not fatal
+        except Exception as exc:  # a page that cannot even load is recorded, not fatal
             results.append({"page": path.name, "ok": False, "exceptions": [repr(exc)]})
         print(f"  {path.name}: {'ok' if results[-1]['ok'] else 'RAISED'}")
     (out / "pages.json").write_text(json.dumps(results, indent=2, default=str))

@@ -55,7 +55,9 @@ def libcuda_loads() -> str | None:
     try:
         ctypes.CDLL("libcuda.so.1")
     except OSError as exc:
-        return f"libcuda.so.1 does not load ({exc}): the driver's CUDA library is missing, so numba cannot reach the GPU"
+        return (
+            f"libcuda.so.1 does not load ({exc}): the driver's CUDA library is missing, so numba cannot reach the GPU"
+        )
     return None
 
 
@@ -66,7 +68,8 @@ def versions_match_the_pins() -> str | None:
         except metadata.PackageNotFoundError:
             return f"{name} is not installed (the project pins {name}=={pinned})"
         if installed != pinned:
-            return f"{name} {installed} is installed but the project pins {name}=={pinned} (its cache key and behaviour differ)"
+            return (f"{name} {installed} is installed but the project pins {name}=={pinned} (its cache key and "
+                    "behaviour differ)")
     return None
 
 
@@ -79,7 +82,7 @@ def numba_chose_the_gpu() -> str | None:
         return "numba.cuda.is_available() is False: numba found no usable GPU (driver or toolkit)"
     try:
         cuda.get_current_device()
-    except Exception as exc:  # noqa: BLE001 - any failure here is the one reason to report
+    except Exception as exc:  # any failure here is the one reason to report
         return f"numba could not open the GPU: {exc}"
     return None
 
@@ -101,7 +104,7 @@ def a_kernel_runs_and_agrees() -> str | None:
         out = cuda.device_array_like(a)
         add[16, 256](cuda.to_device(a), cuda.to_device(b), out)
         got = out.copy_to_host()
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         return f"a tiny kernel did not compile or run on the GPU: {str(exc).splitlines()[0][:300]}"
     if not np.array_equal(got, a + b):
         return f"a tiny vector add on the GPU disagreed with NumPy at {int(np.sum(got != a + b))} of 4096 elements"
@@ -123,8 +126,11 @@ def main() -> int:
 
     device = cuda.get_current_device()
     name = device.name.decode() if isinstance(device.name, bytes) else device.name
-    print(f"preflight ok in {time.perf_counter() - start:.1f} s: {name} (sm_{device.compute_capability[0]}"
-          f"{device.compute_capability[1]}), numba {metadata.version('numba')}, numba-cuda {metadata.version('numba-cuda')}")
+    print(
+        f"preflight ok in {time.perf_counter() - start:.1f} s: {name} (sm_{device.compute_capability[0]}"
+        f"{device.compute_capability[1]}), numba {metadata.version('numba')}, numba-cuda "
+        f"{metadata.version('numba-cuda')}"
+    )
     return 0
 
 

@@ -1,7 +1,8 @@
 """Write SUMMARY.md for a `make gpu-verify` folder: device, versions, what passed, and the
 catalog targets met / not met / not measurable, read from check.json and compile.json.
 
-Usage: python scripts/gpu_verify_summary.py DIR [--tests-rc N] [--compile-rc N] [--check-rc N] [--pages-rc N] [--seconds S]
+Usage: python scripts/gpu_verify_summary.py DIR [--tests-rc N] [--compile-rc N] [--check-rc N] [--pages-rc N]
+    [--seconds S]
 
 Exit status: 0 only when every step passed, at least one GPU-only test ran and none was skipped
 (a skip on a GPU means the real backend was not used for that test).
@@ -75,7 +76,12 @@ def summary(folder: Path, tests_rc: int | None, compile_rc: int | None, check_rc
     lines += [
         f"- GPU-only tests (`pytest -m gpu`, pytest-gpu.txt): {verdict(tests_rc)}",
         f"- compile (`python -m gpu compile --json`, compile.json): {verdict(compile_rc)}"
-        + (f", {compiled['compiler']}, {len(compiled['kernels']) - compiled['failed']} of {len(compiled['kernels'])} kernel x target compiled" if compiled else ""),
+        + (
+            f", {compiled['compiler']}, {len(compiled['kernels']) - compiled['failed']} of {len(compiled['kernels'])} "
+            "kernel x target compiled"
+            if compiled
+            else ""
+        ),
         f"- check (`python -m gpu check`, check.json/check.md): {verdict(check_rc)}"
         + (f", overall {'PASS' if check.get('passed') else 'FAIL'}" if check else ""),
     ]
@@ -89,10 +95,17 @@ def summary(folder: Path, tests_rc: int | None, compile_rc: int | None, check_rc
     lines.append(f"- **verification: {'PASSED' if not reasons else 'FAILED: ' + '; '.join(reasons)}**")
     if compiled and compiled["failed"]:
         lines += ["", "## Kernels that did not compile", ""]
-        lines += [f"- {k['kernel']} for {k['target']}: {(k['error'] or '').splitlines()[0][:200]}" for k in compiled["kernels"] if not k["ok"]]
+        lines += [
+            f"- {k['kernel']} for {k['target']}: {(k['error'] or '').splitlines()[0][:200]}"
+            for k in compiled["kernels"]
+            if not k["ok"]
+        ]
     if check:
         lines += ["", "## Sections", ""]
-        lines += [f"- {s.get('title', key)}: {'pass' if s.get('passed') else 'FAIL'}" for key, s in check.get("sections", {}).items()]
+        lines += [
+            f"- {s.get('title', key)}: {'pass' if s.get('passed') else 'FAIL'}"
+            for key, s in check.get("sections", {}).items()
+        ]
         found = list(_targets(check.get("sections", {})))
         groups = {"met": [], "NOT met": [], "not measurable": []}
         for section, t in found:
@@ -100,7 +113,11 @@ def summary(folder: Path, tests_rc: int | None, compile_rc: int | None, check_rc
             sign = "≥" if t.get("higher_is_better", True) else "≤"
             value = "—" if t.get("measured") is None else f"{t['measured']:.3g}"
             groups[label].append(f"- {section}: {t['name']}: {value} (target {sign} {t['threshold']:g})")
-        lines += ["", f"## Catalog targets: {len(groups['met'])} met, {len(groups['NOT met'])} not met, {len(groups['not measurable'])} not measurable"]
+        lines += [
+            "",
+            f"## Catalog targets: {len(groups['met'])} met, {len(groups['NOT met'])} not met, "
+            f"{len(groups['not measurable'])} not measurable",
+        ]
         for label, items in groups.items():
             if items:
                 lines += ["", f"### {label}", "", *items]

@@ -1,6 +1,7 @@
 """Full-page screenshots of every page in Chromium, for docs/ and for looking at changes.
 
-    .venv/bin/python scripts/screenshots.py OUT_DIR [--run [--button TEXT]] [--pages vector_add,history] [--click TEXT ...]
+    .venv/bin/python scripts/screenshots.py OUT_DIR [--run [--button TEXT]] [--pages vector_add,history] [--click
+    TEXT ...]
 
 Starts ``streamlit run app.py`` on a free port (simulator unless a GPU is present, a
 throwaway history database), opens each page, optionally presses each page's main
@@ -16,7 +17,6 @@ After the pages come the panels docs/ shows alone (``PANELS``: on_a_real_gpu, ve
 from __future__ import annotations
 
 import argparse
-from contextlib import contextmanager
 import os
 import re
 import socket
@@ -25,6 +25,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -48,7 +49,13 @@ def pages() -> dict[str, str]:
 # (--pages on_a_real_gpu) and made by default after the pages.
 PANELS = {
     "on_a_real_gpu": ("Scaling", 1400, {}, None, "On a real GPU: NVIDIA H200"),
-    "vector_add_cpu_vs_recorded": ("Vector_add", 1400, {"N (elements per vector)": "1e6", "Repeats": "1"}, "Run", "Your CPU beside a real GPU"),
+    "vector_add_cpu_vs_recorded": (
+        "Vector_add",
+        1400,
+        {"N (elements per vector)": "1e6", "Repeats": "1"},
+        "Run",
+        "Your CPU beside a real GPU",
+    ),
 }
 
 
@@ -71,7 +78,9 @@ def save_panel(browser, url: str, name: str, out: Path) -> None:
     title = page.get_by_role("heading", name=heading).first
     title.wait_for()
     # the nearest vertical block around the heading is the bordered container it opens
-    title.locator("xpath=ancestor::div[@data-testid='stVerticalBlock'][1]").first.screenshot(path=str(out / f"{name}.png"))
+    title.locator("xpath=ancestor::div[@data-testid='stVerticalBlock'][1]").first.screenshot(
+        path=str(out / f"{name}.png")
+    )
     print(out / f"{name}.png", flush=True)
     context.close()
 
@@ -96,8 +105,13 @@ def serving_app(db: str | None = None):
     $KERNEL_LAB_DB names one) and Debian's chromium: yields (url, browser); stops both after."""
     port = free_port()
     db = db or os.environ.get("KERNEL_LAB_DB") or str(Path(tempfile.mkdtemp()) / "history.sqlite3")
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port), "--server.headless", "true"],
-                            cwd=ROOT, env={**os.environ, "KERNEL_LAB_DB": db}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port), "--server.headless", "true"],
+        cwd=ROOT,
+        env={**os.environ, "KERNEL_LAB_DB": db},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     url = f"http://localhost:{port}"
     try:
         deadline = time.monotonic() + 90
@@ -112,8 +126,11 @@ def serving_app(db: str | None = None):
         from playwright.sync_api import sync_playwright
 
         with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=os.environ.get("KERNEL_LAB_CHROMIUM", "/usr/bin/chromium"), headless=True,
-                                         args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+            browser = pw.chromium.launch(
+                executable_path=os.environ.get("KERNEL_LAB_CHROMIUM", "/usr/bin/chromium"),
+                headless=True,
+                args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+            )
             try:
                 yield url, browser
             finally:
@@ -131,14 +148,21 @@ def main() -> int:
     parser.add_argument("--button", default=None, metavar="TEXT",
                         help="with --run, press the button labelled TEXT instead of the page's first primary button")
     parser.add_argument("--width", type=int, default=1400)
-    parser.add_argument("--click", action="append", default=[], metavar="TEXT",
-                        help="after the run, click the first element showing TEXT (a tab, an expander); repeat for several")
+    parser.add_argument(
+        "--click",
+        action="append",
+        default=[],
+        metavar="TEXT",
+        help="after the run, click the first element showing TEXT (a tab, an expander); repeat for several",
+    )
     args = parser.parse_args()
     known = pages()
     names = args.pages.split(",") if args.pages else [*known, *PANELS]
     unknown = [n for n in names if n not in known and n not in PANELS]
     if unknown:
-        parser.error(f"no page called {unknown[0]!r}; the sidebar's pages: {', '.join(known)}; panels: {', '.join(PANELS)}")
+        parser.error(
+            f"no page called {unknown[0]!r}; the sidebar's pages: {', '.join(known)}; panels: {', '.join(PANELS)}"
+        )
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     with serving_app() as (url, browser):
@@ -162,7 +186,10 @@ def main() -> int:
                 page.get_by_text(text, exact=False).filter(visible=True).first.click()
                 wait_idle(page)
             # Streamlit scrolls inside its main section: grow the viewport to its height first
-            height = page.evaluate("() => { const m = document.querySelector('[data-testid=\"stMain\"]'); return m ? m.scrollHeight : 1000; }")
+            height = page.evaluate(
+                "() => { const m = document.querySelector('[data-testid=\"stMain\"]'); return m ? m.scrollHeight : "
+                "1000; }"
+            )
             page.set_viewport_size({"width": args.width, "height": min(max(int(height) + 40, 1000), 16000)})
             page.wait_for_timeout(1500)
             page.screenshot(path=str(out / f"{name}.png"), full_page=True)

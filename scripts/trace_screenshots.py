@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from screenshots import serving_app, wait_idle  # noqa: E402
+from screenshots import serving_app, wait_idle
 
 
 def missing_sync() -> str:

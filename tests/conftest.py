@@ -52,7 +52,10 @@ def _free_port() -> int:
 def app_url():
     """A real `streamlit run app.py` server for the browser tests; yields its URL."""
     port = _free_port()
-    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": os.environ.get("NUMBA_ENABLE_CUDASIM", "1" if gpu.BACKEND.simulated else "0")}
+    env = {
+        **os.environ,
+        "NUMBA_ENABLE_CUDASIM": os.environ.get("NUMBA_ENABLE_CUDASIM", "1" if gpu.BACKEND.simulated else "0"),
+    }
     log = tempfile.NamedTemporaryFile(prefix="streamlit-", suffix=".log", delete=False)
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port), "--server.headless", "true"],
@@ -92,7 +95,15 @@ def browser():
         browser = pw.chromium.launch(
             executable_path=CHROMIUM,
             headless=True,
-            args=["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+            ],
         )
         yield browser
         browser.close()

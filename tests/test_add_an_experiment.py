@@ -126,7 +126,9 @@ def samples_chart(frame: pd.DataFrame) -> alt.Chart:
     return alt.Chart(data, title="SAXPY kernel samples").mark_tick().encode(
         x=alt.X("us:Q", title="Kernel time (µs)", axis=alt.Axis(format=",.1f", grid=False)),
         y=alt.Y("label:N", title=None),
-        color=alt.Color("label:N", scale=alt.Scale(domain=[label(i) for i in ids], range=[color(i) for i in ids]), legend=None),
+        color=alt.Color(
+            "label:N", scale=alt.Scale(domain=[label(i) for i in ids], range=[color(i) for i in ids]), legend=None
+        ),
     )
 '''
 
@@ -230,7 +232,10 @@ def test_its_page_shows_the_recorded_slot_runs_the_form_saves_history_and_offers
     assert row.result["measures"] == {"kernel_s": result.kernel.median_s}
     table = runs_frame([row])
     assert (table.loc[0, "n"], table.loc[0, "repeats"]) == (64, 2)  # its History columns
-    assert sorted(runs_frame([row], key_params=("n",)).loc[0, "parameters"].split("; ")) == ["repeats=2", "threads_per_block=256"]
+    assert sorted(runs_frame([row], key_params=("n",)).loc[0, "parameters"].split("; ")) == [
+        "repeats=2",
+        "threads_per_block=256",
+    ]
     assert label("saxpy-kernel") == "SAXPY kernel"  # its series, from the declaration
     buttons = at.get("download_button")
     assert len(buttons) == 2, "the JSON and CSV downloads"

@@ -36,7 +36,12 @@ def test_defaults_differ_for_the_simulator_and_hardware():
 
 
 def test_environment_overrides_and_bad_values_are_reported_not_fatal():
-    env = {"KERNEL_LAB_MAX_N": "2^12", "KERNEL_LAB_MAX_REPEATS": "lots", "KERNEL_LAB_MAX_SWEEP_POINTS": "0", "KERNEL_LAB_MAX_WORK": "1e6"}
+    env = {
+        "KERNEL_LAB_MAX_N": "2^12",
+        "KERNEL_LAB_MAX_REPEATS": "lots",
+        "KERNEL_LAB_MAX_SWEEP_POINTS": "0",
+        "KERNEL_LAB_MAX_WORK": "1e6",
+    }
     config = load_config(env, simulated=True)
     assert config.max_n == 4096 and config.max_work == 1_000_000
     assert config.max_repeats == limits.DEFAULT_MAX_REPEATS[1] and config.max_sweep_points == 24
@@ -58,7 +63,9 @@ def test_max_n_and_check_n_follow_the_configured_limit(monkeypatch):
 
 def test_max_n_is_bounded_by_free_host_memory(monkeypatch):
     monkeypatch.setenv("KERNEL_LAB_MAX_N", "1e12")
-    monkeypatch.setattr("gpu.core.limits.host_available_bytes", lambda: 6 * 4 * 1000 * 10 // 8)  # room for 1000 after the safety share
+    monkeypatch.setattr(
+        "gpu.core.limits.host_available_bytes", lambda: 6 * 4 * 1000 * 10 // 8
+    )  # room for 1000 after the safety share
     assert max_vector_n() == 1000
     with pytest.raises(InputError, match="free host and device memory"):
         check_n(5000)
@@ -92,7 +99,8 @@ def test_sweep_points_are_bounded():
 
 def test_describe_names_every_limit():
     text = describe(load_config({}, simulated=True), max_n_now=1234)
-    assert "N ≤ 1,234 now" in text and "repeats ≤ 100" in text and "24 points" in text and f"{DEFAULT_MAX_WORK[1]:,}" in text
+    assert "N ≤ 1,234 now" in text and "repeats ≤ 100" in text and "24 points" in text
+    assert f"{DEFAULT_MAX_WORK[1]:,}" in text
 
 
 class CudaAPIError(Exception):
@@ -128,7 +136,9 @@ def test_out_of_memory_message_says_where_and_what_to_do():
 # --- safety: no input runs code, nothing is uploaded ----------------------------------
 
 
-@pytest.mark.parametrize("text", ["__import__('os').system('true')", "1e3; import os", "2**10 if 1 else 0", "len('abc')", "1_000 + 1"])
+@pytest.mark.parametrize(
+    "text", ["__import__('os').system('true')", "1e3; import os", "2**10 if 1 else 0", "len('abc')", "1_000 + 1"]
+)
 def test_size_inputs_that_look_like_code_are_rejected_not_run(text):
     with pytest.raises(InputError, match="whole number"):
         check_n(text)

@@ -9,8 +9,11 @@ from playwright.sync_api import expect
 from tests.conftest import screenshot, wait_for_app, wait_for_backend_badge
 from ui.components.code_editor import BUNDLE
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow,
-              pytest.mark.skipif(not BUNDLE.is_file(), reason="the code editor's bundle is not built (`make editor`)")]
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.slow,
+    pytest.mark.skipif(not BUNDLE.is_file(), reason="the code editor's bundle is not built (`make editor`)"),
+]
 
 SHOTS = Path(__file__).resolve().parent.parent / "docs" / "screenshots"
 REFUSED = """import os
@@ -51,8 +54,10 @@ def test_line_numbers_tab_indents_and_keeps_focus(page, app_url):
     content = open_editor(page, app_url)
     numbers = page.locator(".cm-lineNumbers .cm-gutterElement")
     assert numbers.filter(has_text="1").count() >= 1 and numbers.filter(has_text="5").count() >= 1
-    assert "monospace" in content.evaluate("el => getComputedStyle(el).fontFamily").lower() or \
-        "mono" in content.evaluate("el => getComputedStyle(el).fontFamily").lower()
+    assert (
+        "monospace" in content.evaluate("el => getComputedStyle(el).fontFamily").lower()
+        or "mono" in content.evaluate("el => getComputedStyle(el).fontFamily").lower()
+    )
     first = page.locator(".cm-line").first
     first.click()
     page.keyboard.press("Home")
@@ -100,4 +105,7 @@ def test_a_race_marks_both_lines(page, app_url):
     lines = page.locator(".cm-line")
     texts = [lines.nth(i).inner_text() for i in range(lines.count())]
     marked_texts = [marked.nth(i).inner_text() for i in range(marked.count())]
-    assert texts[13] in marked_texts and texts[17] in marked_texts, (marked_texts, texts)  # lines 14 and 18, as the trace says
+    assert texts[13] in marked_texts and texts[17] in marked_texts, (
+        marked_texts,
+        texts,
+    )  # lines 14 and 18, as the trace says

@@ -13,7 +13,9 @@ def test_inspector_shows_the_compilers_facts_and_switches_target(page, app_url):
     wait_for_app(page)
     wait_for_backend_badge(page)
     page.get_by_role("tab", name="Kernel inspector").click()
-    page.get_by_text("compiled here for NVIDIA H100/H200 (sm_90) by NVVM/ptxas", exact=False).first.wait_for(timeout=120_000)
+    page.get_by_text("compiled here for NVIDIA H100/H200 (sm_90) by NVVM/ptxas", exact=False).first.wait_for(
+        timeout=120_000
+    )
     page.get_by_text("static facts from the compiler, not measurements", exact=False).first.wait_for()
     page.get_by_text("What the simulator cannot tell", exact=False).first.wait_for()
 

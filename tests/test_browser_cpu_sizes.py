@@ -8,8 +8,11 @@ import pytest
 import gpu
 from tests.conftest import screenshot, wait_for_app, wait_for_backend_badge
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow,
-              pytest.mark.skipif(not gpu.BACKEND.simulated, reason="the simulator's kernel cap only exists without a GPU")]
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.slow,
+    pytest.mark.skipif(not gpu.BACKEND.simulated, reason="the simulator's kernel cap only exists without a GPU"),
+]
 
 
 def test_vector_add_at_a_million_shows_your_cpu_beside_the_recorded_gpu(page, app_url):

@@ -28,7 +28,9 @@ def test_launch_config_explorer_and_sweep_in_the_browser(page, app_url):
     page.get_by_role("button", name="Run probe").click()
     page.get_by_text("match position = tx + bx * bw").wait_for(timeout=120_000)
     _charts(page).first.wait_for()
-    page.get_by_text("28", exact=True).first.wait_for(timeout=60_000)  # the idle-threads metric (drawn after the verdict)
+    page.get_by_text("28", exact=True).first.wait_for(
+        timeout=60_000
+    )  # the idle-threads metric (drawn after the verdict)
     screenshot(page, "launch_explorer")
 
     # the sweep, tiny: two block sizes, one grid-stride launch
@@ -43,7 +45,9 @@ def test_launch_config_explorer_and_sweep_in_the_browser(page, app_url):
     page.get_by_text("Every configuration produced c = a + b bit for bit").wait_for(timeout=180_000)
     # the sweep's two charts draw after the verdict text (charts in other tabs and in the
     # recorded-GPU panel are hidden): wait for the visible ones, then count
-    visible = page.locator('[data-testid="stVegaLiteChart"] svg:visible, [data-testid="stVegaLiteChart"] canvas:visible')
+    visible = page.locator(
+        '[data-testid="stVegaLiteChart"] svg:visible, [data-testid="stVegaLiteChart"] canvas:visible'
+    )
     visible.nth(1).wait_for()
     assert visible.count() >= 2
     screenshot(page, "launch_sweep")

@@ -46,8 +46,12 @@ def test_write_a_kernel_pass_mismatch_and_refusal(page, app_url):
     wait_for_app(page)
     wait_for_backend_badge(page)
     page.get_by_text("vector_add(a, b, out)").first.wait_for()
-    page.get_by_label("Your name on the leaderboard", exact=True).and_(page.get_by_test_id("stTextInputField")).fill("ada")
-    page.get_by_label("Your name on the leaderboard", exact=True).and_(page.get_by_test_id("stTextInputField")).press("Enter")
+    page.get_by_label("Your name on the leaderboard", exact=True).and_(page.get_by_test_id("stTextInputField")).fill(
+        "ada"
+    )
+    page.get_by_label("Your name on the leaderboard", exact=True).and_(page.get_by_test_id("stTextInputField")).press(
+        "Enter"
+    )
     wait_for_app(page)
 
     submit(page, CORRECT)

@@ -52,7 +52,13 @@ def test_every_step_that_runs_here_agrees_with_the_reference(runs, key):
 def test_agreement_mode_is_exact_where_the_arithmetic_allows_and_bounded_for_dot_products(runs):
     modes = {key: run.agreement_mode for key, run in runs.items()}
     # The reduction's inputs make every order of addition exact (ExactSumInputs): bit for bit.
-    assert modes == {"reduction": "exact", "transpose": "exact", "histogram": "exact", "stencil": "exact", "matmul": "bounded"}
+    assert modes == {
+        "reduction": "exact",
+        "transpose": "exact",
+        "histogram": "exact",
+        "stencil": "exact",
+        "matmul": "bounded",
+    }
     tree = runs["reduction"].get("tree").agreement
     assert tree.passed and tree.max_abs_error == 0 and tree.describe() == "bit-identical (1 element)"
     assert runs["matmul"].get("register").agreement.depth == 12  # a dot product of length N: k = N
@@ -83,7 +89,9 @@ def test_device_buffers_are_allocated_and_the_launch_configured_before_any_sampl
     real_alloc, real_configure, real_flush = cuda.device_array, steps.configured_launch, hold.SimulatedOps.flush_l2
     monkeypatch.setattr(cuda, "device_array", lambda *a, **k: log.append("alloc") or real_alloc(*a, **k))
     monkeypatch.setattr(steps, "configured_launch", lambda *a: log.append("configure") or real_configure(*a))
-    monkeypatch.setattr(hold.SimulatedOps, "flush_l2", lambda self, stream: log.append("sample") or real_flush(self, stream))
+    monkeypatch.setattr(
+        hold.SimulatedOps, "flush_l2", lambda self, stream: log.append("sample") or real_flush(self, stream)
+    )
     stats, _, _, _ = steps.time_step(stencil.SPEC, stencil.SPEC.steps[0], TINY["stencil"],
                                      stencil.SPEC.make_inputs(TINY["stencil"], 0), RepeatPolicy.count(3, warmup=1))
     first_sample = log.index("sample")
@@ -136,8 +144,14 @@ def test_cpu_implementations_get_a_warm_up_run_even_in_the_simulator(monkeypatch
 
     calls = []
     impl = replace(reduction.SPEC.cpu_impl("numpy"), fn=lambda *a: calls.append(1))
-    result, _ = steps.time_cpu(reduction.SPEC, impl, TINY["reduction"], reduction.SPEC.make_inputs(TINY["reduction"], 0),
-                               RepeatPolicy.count(2, warmup=0), 10.0)
+    result, _ = steps.time_cpu(
+        reduction.SPEC,
+        impl,
+        TINY["reduction"],
+        reduction.SPEC.make_inputs(TINY["reduction"], 0),
+        RepeatPolicy.count(2, warmup=0),
+        10.0,
+    )
     assert len(calls) == 3 and result.main.n_samples == 2  # one warm-up, two samples
 
 
@@ -188,7 +202,9 @@ def blur_missing_neighbour_kernel(u, out):
     col, row = cuda.grid(2)
     rows, cols = u.shape
     if 0 < row < rows - 1 and 0 < col < cols - 1:
-        out[row, col] = (u[row, col] + u[row - 1, col] + u[row + 1, col] + u[row, col - 1] + u[row, col - 1]) * stencil.FIFTH
+        out[row, col] = (
+            u[row, col] + u[row - 1, col] + u[row + 1, col] + u[row, col - 1] + u[row, col - 1]
+        ) * stencil.FIFTH
     elif row < rows and col < cols:
         out[row, col] = u[row, col]
 

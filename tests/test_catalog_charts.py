@@ -18,14 +18,23 @@ from ui.charts.kernels import phases_chart, steps_time_chart, throughput_chart
 from ui.charts.roofline import roof_lines, roofline_chart
 
 ROOT = Path(__file__).resolve().parent.parent
-H200 = DeviceInfo("cuda", "NVIDIA H200", compute_capability="9.0", multiprocessors=132, memory_clock_khz=3_201_000, memory_bus_width_bits=6016)
+H200 = DeviceInfo(
+    "cuda",
+    "NVIDIA H200",
+    compute_capability="9.0",
+    multiprocessors=132,
+    memory_clock_khz=3_201_000,
+    memory_bus_width_bits=6016,
+)
 H200_ROOFS = device_roofs(H200, clock_khz=1_980_000)
 
 
 @pytest.fixture(scope="module")
 def run():
     """A tiny matmul run, given an H200's roofs so % of peak has something to divide by."""
-    return replace(run_kernel(matmul.SPEC, {"n": 8}, RepeatPolicy.count(1, warmup=0), ("numpy", "python")), roofs=H200_ROOFS)
+    return replace(
+        run_kernel(matmul.SPEC, {"n": 8}, RepeatPolicy.count(1, warmup=0), ("numpy", "python")), roofs=H200_ROOFS
+    )
 
 
 def test_fp32_roof_is_sms_times_lanes_times_two_times_clock():
@@ -46,7 +55,13 @@ def test_fraction_of_peak_uses_the_roof_that_bounds_the_kernel(run):
 
 def test_steps_time_chart_shows_every_timed_implementation_and_marks_estimates(run):
     spec = json.dumps(steps_time_chart(run.summary_frame(), "subtitle").to_dict(), ensure_ascii=False)
-    for label in ("1 · naive", "2 · shared-memory tiles", "3 · register tiling (8 × 8 per thread)", "NumPy @ (BLAS)", "Python loop"):
+    for label in (
+        "1 · naive",
+        "2 · shared-memory tiles",
+        "3 · register tiling (8 × 8 per thread)",
+        "NumPy @ (BLAS)",
+        "Python loop",
+    ):
         assert label in spec
     assert "estimate (not run)" in spec and '"type": "log"' in spec
     assert "cuBLAS" not in spec  # skipped libraries are not drawn
@@ -80,14 +95,29 @@ def test_roofline_chart_places_session_points_with_hover_details(run):
     vector_add = frame[frame["kernel"] == "Vector add"].iloc[0]
     assert vector_add["intensity"] == pytest.approx(1 / 12) and vector_add["bound"] == "memory"
     spec = json.dumps(roofline_chart(frame, H200_ROOFS, "sub").to_dict(), ensure_ascii=False)
-    for text in ("Matrix multiply", "Vector add", "share of the bounding roof", "FP32 roof", "memory roof", "kernel", "step", "size"):
+    for text in (
+        "Matrix multiply",
+        "Vector add",
+        "share of the bounding roof",
+        "FP32 roof",
+        "memory roof",
+        "kernel",
+        "step",
+        "size",
+    ):
         assert text in spec
     assert "of the memory roof" in spec  # % of the bounding roof, in the hover data
 
 
 def test_zero_flop_kernels_are_kept_off_the_flop_roofline():
-    run_dict = {"title": "Matrix transpose", "size": "4 × 4", "flops": 0, "bytes_moved": 128, "backend": "cuda",
-                "implementations": {"naive": {"kind": "step", "label": "1 · naive", "phases": {"kernel": {}}, "seconds": 1e-6}}}
+    run_dict = {
+        "title": "Matrix transpose",
+        "size": "4 × 4",
+        "flops": 0,
+        "bytes_moved": 128,
+        "backend": "cuda",
+        "implementations": {"naive": {"kind": "step", "label": "1 · naive", "phases": {"kernel": {}}, "seconds": 1e-6}},
+    }
     points = session_points([run_dict], H200_ROOFS, "H200", "cuda")
     assert not points.points and points.off_roofline[0]["gbps"] == pytest.approx(0.128)
 

@@ -31,18 +31,31 @@ def test_kernels_page_runs_every_step_and_shows_agreement_charts_and_sources(ker
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert any("bit for bit" in s.value for s in at.success)
     specs = chart_specs(at)
-    for label in ("1 · naive", "2 · shared-memory tile", "3 · padded tile", "NumPy a.T copy", "device copy of the same bytes", "H2D copy"):
+    for label in (
+        "1 · naive",
+        "2 · shared-memory tile",
+        "3 · padded tile",
+        "NumPy a.T copy",
+        "device copy of the same bytes",
+        "H2D copy",
+    ):
         assert label in specs
     assert "Device allocation" not in specs  # allocated before any sample: in no phase
     # in the simulator the headline is what is real there; a simulated time is never a metric (issue: honest pages)
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Results agree"] == "5 of 5" and metrics["GPU steps run here"] == "3 of 3", metrics
     assert metrics["Minimum traffic"] == "2 KiB" and metrics["Arithmetic intensity (FLOP/byte)"] == "0", metrics
-    assert not any(word in label for label in metrics for word in ("Best GPU step", "kernel time", "Bandwidth", "library's time")), metrics
+    assert not any(
+        word in label for label in metrics for word in ("Best GPU step", "kernel time", "Bandwidth", "library's time")
+    ), metrics
     assert "SIMULATED" in specs and "Throughput of the GPU implementations" not in specs
     shown = at.dataframe[0].value
-    assert (shown[shown["kind"] == "GPU step (Numba)"]["bandwidth"] == "—").all() and (shown[shown["kind"] == "CPU"]["bandwidth"] != "—").all()
-    assert "% of peak" not in shown.columns and all(t.endswith("(simulated)") for t in shown[shown["kind"] == "GPU step (Numba)"]["time (median)"])
+    assert (shown[shown["kind"] == "GPU step (Numba)"]["bandwidth"] == "—").all() and (
+        shown[shown["kind"] == "CPU"]["bandwidth"] != "—"
+    ).all()
+    assert "% of peak" not in shown.columns and all(
+        t.endswith("(simulated)") for t in shown[shown["kind"] == "GPU step (Numba)"]["time (median)"]
+    )
     assert any("fewer than 3 samples" in c.value for c in at.caption)  # the page's default 2 repeats are marked
     assert any("PADDED_TILE" in c.value and c.language == "diff" for c in at.code)  # the padded step's change, marked
     assert any("3 · padded tile" in e.label for e in at.expander)

@@ -69,11 +69,19 @@ def format_problems(spec, where: str) -> list[str]:
     problems = []
     if isinstance(spec, dict):
         fmt = spec.get("format")
-        if isinstance(fmt, str) and spec.get("formatType") != "time" and fmt not in ("", "%") and E_NOTATION.search(fmt):
+        if (
+            isinstance(fmt, str)
+            and spec.get("formatType") != "time"
+            and fmt not in ("", "%")
+            and E_NOTATION.search(fmt)
+        ):
             problems.append(f"{where}: format {fmt!r} on {spec.get('field')!r} can print e-notation")
         for text in (v for k, v in spec.items() if k in ("calculate", "labelExpr", "expr") and isinstance(v, str)):
-            problems += [f"{where}: {f!r} in an expression can print e-notation" for f in re.findall(r"format\([^,]+,\s*'([^']*)'\)", text)
-                         if E_NOTATION.search(f) ]
+            problems += [
+                f"{where}: {f!r} in an expression can print e-notation"
+                for f in re.findall(r"format\([^,]+,\s*'([^']*)'\)", text)
+                if E_NOTATION.search(f)
+            ]
         for key, value in spec.items():
             if key not in ("data", "datasets"):
                 problems += format_problems(value, f"{where}.{key}")
@@ -93,8 +101,21 @@ def test_the_checker_catches_a_bare_log_axis_and_e_notation():
     frame = pd.DataFrame({"x": [1e-3, 1e4], "y": ["a", "b"]})
     bare = alt.Chart(frame).mark_point().encode(x=alt.X("x:Q", scale=alt.Scale(type="log")), y="y:N")
     assert axis_problems(bare.to_dict()) and axis_problems({"format": ",.2~g"}) and axis_problems({"format": ".3e"})
-    good = alt.Chart(frame).mark_point().encode(x=alt.X("x:Q", scale=alt.Scale(type="log"), axis=common.log_axis(frame["x"])), y="y:N")
-    assert axis_problems(good.to_dict()) == [] and common.decades(frame["x"]) == [1e-3, 1e-2, 1e-1, 1, 10, 100, 1e3, 1e4]
+    good = (
+        alt.Chart(frame)
+        .mark_point()
+        .encode(x=alt.X("x:Q", scale=alt.Scale(type="log"), axis=common.log_axis(frame["x"])), y="y:N")
+    )
+    assert axis_problems(good.to_dict()) == [] and common.decades(frame["x"]) == [
+        1e-3,
+        1e-2,
+        1e-1,
+        1,
+        10,
+        100,
+        1e3,
+        1e4,
+    ]
     assert axis_problems({"format": ",.4~r"}) == [] and axis_problems({"format": "~s"}) == []
 
 
@@ -116,16 +137,22 @@ def charts() -> dict:
     sweep = run_launch_sweep(64, (32, 64), grid_stride_multiples=(1,), policy=RepeatPolicy.count(3)).to_frame()
     out["launch sweep times"] = launch.sweep_time_chart(sweep, "s")
     out["launch sweep bandwidth"] = launch.sweep_bandwidth_chart(sweep, "s", 4800.0)
-    overhead = run_launch_overhead(RepeatPolicy.count(3, warmup=0), paths=("numba-article", "numba-configured"), launches_per_sample=2)
+    overhead = run_launch_overhead(
+        RepeatPolicy.count(3, warmup=0), paths=("numba-article", "numba-configured"), launches_per_sample=2
+    )
     out["launch overhead"] = launch.launch_overhead_chart(overhead.to_frame(), "s")
     sweep_run = crossing_run(peaks=fake_peaks())
     out["scaling times"] = scaling.time_chart(sweep_run.to_frame(), [c.to_dict() for c in sweep_run.crossovers()], "s")
     out["scaling bandwidth"] = scaling.bandwidth_chart(sweep_run.to_frame(), None, "s")
     out["scaling shares"] = scaling.share_chart(sweep_run.to_frame(), "s")
     curves = synthetic_curves()
-    out["transfers bandwidth"] = transfers.bandwidth_chart(curves.to_frame(), [p.to_dict() for p in curves.plateaus()], "s")
+    out["transfers bandwidth"] = transfers.bandwidth_chart(
+        curves.to_frame(), [p.to_dict() for p in curves.plateaus()], "s"
+    )
     strategies = run_strategies(300, chunks=3, streams=2, iterations=2, policy=ONE)
-    out["transfers breakdown"] = transfers.strategy_breakdown_chart(strategies.to_frame(), [s.key for s in strategies.ranking], "s")
+    out["transfers breakdown"] = transfers.strategy_breakdown_chart(
+        strategies.to_frame(), [s.key for s in strategies.ranking], "s"
+    )
     out["transfers timeline"] = transfers.timeline_chart(strategies.timeline_frame("stream"), "s")
     out.update(cpu_vs_recorded_charts())
     return out
@@ -142,7 +169,9 @@ def cpu_vs_recorded_charts() -> dict:
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("KERNEL_LAB_MAX_N", "256")
         one = vector_add_vs_recorded(run_vector_add(4096, 256, ONE, ("numpy",)))
-        sweep = sweep_vs_recorded(scaling_run.run_sweep(scaling_config.make_config(256, 2048, ["gpu", "numpy"], policy=ONE)))
+        sweep = sweep_vs_recorded(
+            scaling_run.run_sweep(scaling_config.make_config(256, 2048, ["gpu", "numpy"], policy=ONE))
+        )
     return {"CPU vs recorded, one N": cpu_vs_recorded.one_size_chart(one.to_frame(), "s"),
             "CPU vs recorded, sweep": cpu_vs_recorded.sweep_chart(sweep.to_frame(), "s")}
 

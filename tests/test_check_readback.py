@@ -32,7 +32,9 @@ KERNELS = ("reduction", "transpose")
 def written(tmp_path_factory):
     """(check.json path, its dict): a check run now, in the simulator, quick."""
     out = tmp_path_factory.mktemp("check")
-    report = run_check(out, quick=True, sections=[breakdown_section, *(catalog_section(k) for k in KERNELS), methodology_section])
+    report = run_check(
+        out, quick=True, sections=[breakdown_section, *(catalog_section(k) for k in KERNELS), methodology_section]
+    )
     assert [s.key for s in report.sections] == ["breakdown", *KERNELS, "methodology"]
     path = out / "check.json"
     return path, json.loads(path.read_text())
@@ -123,7 +125,12 @@ def test_a_generic_section_is_still_checked_value_by_value(written):
 def test_a_failed_section_is_kept_but_holds_no_run(written):
     _path, data = written
     failed = copy.deepcopy(data)
-    failed["sections"]["transpose"] = {"title": "transpose", "passed": False, "duration_s": 0.1, "error": "RuntimeError('boom')"}
+    failed["sections"]["transpose"] = {
+        "title": "transpose",
+        "passed": False,
+        "duration_s": 0.1,
+        "error": "RuntimeError('boom')",
+    }
     records = history_records(parse_check_bytes(json.dumps(failed).encode()), source="s", sha256="")
     assert [r["experiment"] for r in records] == ["vector-add", "reduction"]
 
@@ -147,4 +154,7 @@ def test_a_generic_section_holding_another_experiments_run_is_refused(written):
     _path, data = written
     forged = copy.deepcopy(data)
     forged["sections"]["transpose"]["runs"][0]["experiment"] = "vector-add"
-    assert "`sections.transpose.runs[0].experiment` is 'vector-add'; the section 'transpose' holds runs of 'transpose'" in _refusal(forged)
+    assert (
+        "`sections.transpose.runs[0].experiment` is 'vector-add'; the section 'transpose' holds runs of 'transpose'"
+        in _refusal(forged)
+    )

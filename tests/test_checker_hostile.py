@@ -67,7 +67,14 @@ def test_huge_or_overflowing_constants_are_refused_fast(top):
 
 def test_ordinary_constants_pass():
     top = "BLOCK = 256\nHALF = BLOCK // 2\nBIG = 1 << 20\nSHAPE = (16, 17)\nSCALE = float32(0.5)\nSMALL = int8(-128)\n"
-    assert set(check_source(kernel_file(top=top), "kernel", 2).constants) == {"BLOCK", "HALF", "BIG", "SHAPE", "SCALE", "SMALL"}
+    assert set(check_source(kernel_file(top=top), "kernel", 2).constants) == {
+        "BLOCK",
+        "HALF",
+        "BIG",
+        "SHAPE",
+        "SCALE",
+        "SMALL",
+    }
 
 
 # 3. The parser's and the checker's own failures are refusals.
@@ -109,7 +116,9 @@ def test_array_sizes_apply_however_the_shape_is_written(body):
 
 
 def test_thread_indices_and_warpsize_are_read_not_called():
-    body = "    i = cuda.threadIdx.x + cuda.blockIdx.x * cuda.blockDim.x\n    w = cuda.warpsize\n    out[i] = a[i] + w\n"
+    body = (
+        "    i = cuda.threadIdx.x + cuda.blockIdx.x * cuda.blockDim.x\n    w = cuda.warpsize\n    out[i] = a[i] + w\n"
+    )
     check_source(kernel_file(body=body), "kernel", 2)
 
 
@@ -132,7 +141,9 @@ def sources(draw):
     lines = ["from numba import cuda, float32, int8", "BLOCK = 256"]
     for index in range(draw(st.integers(0, 3))):
         lines.append(f"C{index} = {draw(expressions())}")
-    decorator = draw(st.sampled_from(["@cuda.jit", "@cuda.jit(device=True)", "@cuda.jit('void()')", "@cuda.jit(fastmath=True)"]))
+    decorator = draw(
+        st.sampled_from(["@cuda.jit", "@cuda.jit(device=True)", "@cuda.jit('void()')", "@cuda.jit(fastmath=True)"])
+    )
     lines += [decorator, "def kernel(a, out):", f"    x = {draw(expressions())}",
               f"    out[0] = {draw(expressions())}"]
     source = "\n".join(lines) + "\n"

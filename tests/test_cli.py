@@ -21,7 +21,23 @@ def test_info_json_names_backend_and_device(capsys):
 
 
 def test_vector_add_json_has_the_documented_shape(capsys):
-    assert main(["vector-add", "--n", "300", "--threads-per-block", "64", "--repeats", "2", "--cpu", "numpy,python", "--json"]) == 0
+    assert (
+        main(
+            [
+                "vector-add",
+                "--n",
+                "300",
+                "--threads-per-block",
+                "64",
+                "--repeats",
+                "2",
+                "--cpu",
+                "numpy,python",
+                "--json",
+            ]
+        )
+        == 0
+    )
     data = json.loads(capsys.readouterr().out)
     assert data["n"] == 300 and data["dtype"] == "float32"
     assert data["threads_per_block"] == 64 and data["blocks_per_grid"] == 5
@@ -55,7 +71,9 @@ def test_bad_arguments_exit_2_with_one_line(args, fragment, capsys):
 
 
 def test_module_entry_point_exit_code_in_a_real_process():
-    proc = subprocess.run([sys.executable, "-m", "gpu", "vector-add", "--n", "-3"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "gpu", "vector-add", "--n", "-3"], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 2
     assert proc.stderr.strip().startswith("error:") and "Traceback" not in proc.stderr
 
@@ -91,7 +109,10 @@ def test_every_text_output_in_the_simulator_starts_with_the_warning_and_says_na(
     assert out.splitlines()[0] == SIMULATOR_LINE and "timings are not GPU performance" in SIMULATOR_LINE
     assert "kernel compile: n/a (simulator)" in out and "0 ns" not in out
     assert all("(simulated GPU: not GPU performance)" in line for line in out.splitlines() if "speedup" in line)
-    assert main(["sweep", "--min-n", "32", "--max-n", "32", "--impl", "numpy", "--repeats", "1", "--no-peaks", "--quiet"]) == 0
+    assert (
+        main(["sweep", "--min-n", "32", "--max-n", "32", "--impl", "numpy", "--repeats", "1", "--no-peaks", "--quiet"])
+        == 0
+    )
     assert capsys.readouterr().out.splitlines()[0] == SIMULATOR_LINE
 
 
@@ -117,6 +138,8 @@ def test_check_breakdown_says_compile_is_na_and_tags_simulated_speedups(tmp_path
 
     run_check(tmp_path, quick=True, sections=[breakdown_section])
     text = (tmp_path / "check.md").read_text()
-    assert "| kernel compile (or cache load), first in this check | n/a (simulator) |" in text and "| 0 ns |" not in text
+    assert (
+        "| kernel compile (or cache load), first in this check | n/a (simulator) |" in text and "| 0 ns |" not in text
+    )
     speedups = [line for line in text.splitlines() if line.startswith("- GPU ") and " vs " in line]
     assert speedups and all("(simulated: not GPU performance)" in line for line in speedups)

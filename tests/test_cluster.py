@@ -75,7 +75,9 @@ def test_worker_queue_is_fifo_and_a_cancelled_place_is_given_up(monkeypatch, tmp
     outs: dict[str, dict] = {}
 
     def submit(run_id: str) -> threading.Thread:
-        t = threading.Thread(target=lambda: outs.__setitem__(run_id, worker.run(run_id, "vector-add", SMALL, label=run_id)))
+        t = threading.Thread(
+            target=lambda: outs.__setitem__(run_id, worker.run(run_id, "vector-add", SMALL, label=run_id))
+        )
         t.start()
         deadline = time.monotonic() + 10
         while worker.position(run_id)[0] is None:  # arrived and placed: arrival order is known

@@ -50,7 +50,9 @@ LAUNCHES = {"computed_shape_kernel": Launch(("void(float32[::1])",), threads_per
 '''
 
 
-def test_compile_exits_1_and_names_kernel_target_and_message_when_a_kernel_does_not_compile(tmp_path, monkeypatch, capsys):
+def test_compile_exits_1_and_names_kernel_target_and_message_when_a_kernel_does_not_compile(
+    tmp_path, monkeypatch, capsys
+):
     import importlib
 
     from gpu.report import compile as compile_command
@@ -61,7 +63,12 @@ def test_compile_exits_1_and_names_kernel_target_and_message_when_a_kernel_does_
     monkeypatch.setenv("PYTHONPATH", str(tmp_path))  # the compile worker imports it by name
     monkeypatch.setenv("KERNEL_LAB_COMPILE_CACHE", str(tmp_path / "cache"))
     module = importlib.import_module("bad_kernels_for_cli")
-    found = FoundKernel("bad_kernels_for_cli", "computed_shape_kernel", module.computed_shape_kernel, module.LAUNCHES["computed_shape_kernel"])
+    found = FoundKernel(
+        "bad_kernels_for_cli",
+        "computed_shape_kernel",
+        module.computed_shape_kernel,
+        module.LAUNCHES["computed_shape_kernel"],
+    )
     monkeypatch.setattr(compile_command, "find_kernels", lambda: (found,))
     assert main(["compile", "--target", "sm_80"]) == 1
     out = capsys.readouterr().out

@@ -61,8 +61,18 @@ def test_every_kernel_found_declares_how_it_is_launched():
 def test_the_search_finds_kernels_the_simulator_never_launches():
     names = {k.name for k in find_kernels()}
     # the five the issue found uncompiled, and one per kernel module
-    for name in ("reduce_shuffle_kernel", "reduce_grid_stride_kernel", "vector_add_ilp_kernel", "copy_kernel", "hold_stream",
-                 "transpose_padded_kernel", "matmul_register_kernel", "histogram_shared_kernel", "blur_tiled_kernel", "empty_kernel"):
+    for name in (
+        "reduce_shuffle_kernel",
+        "reduce_grid_stride_kernel",
+        "vector_add_ilp_kernel",
+        "copy_kernel",
+        "hold_stream",
+        "transpose_padded_kernel",
+        "matmul_register_kernel",
+        "histogram_shared_kernel",
+        "blur_tiled_kernel",
+        "empty_kernel",
+    ):
         assert name in names, f"{name} not found by gpu/report/kernel_index.py"
 
 
@@ -83,7 +93,9 @@ def test_every_kernel_compiles_for(target, gate):
         elif not f.ok and not known:
             failures.append(f"{f.kernel} {f.signature} for {target}:\n    {f.error}")
         elif f.ok:
-            assert f.registers_per_thread and f.ptx and f".target {target}" in f.ptx, f"{f.kernel}: no facts from ptxas for {target}"
+            assert f.registers_per_thread and f.ptx and f".target {target}" in f.ptx, (
+                f"{f.kernel}: no facts from ptxas for {target}"
+            )
     assert not failures, f"{len(failures)} kernel(s) do not compile for {target}:\n" + "\n".join(failures)
     assert not unexpected_passes, "\n".join(unexpected_passes)
 

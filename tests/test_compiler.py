@@ -29,7 +29,9 @@ def test_a_simulator_dispatcher_compiles_for_a_named_target_with_a_device_functi
     monkeypatch.setenv("KERNEL_LAB_COMPILE_CACHE", str(tmp_path))
     facts = compile_facts(reduce_shuffle_kernel, "void(float32[::1], float32[::1])", "sm_80", 256, sass=False)
     assert facts.ok, facts.error
-    assert facts.target_label == "NVIDIA A100 (sm_80)" and ".target sm_80" in facts.ptx and "shfl.sync.down" in facts.ptx
+    assert (
+        facts.target_label == "NVIDIA A100 (sm_80)" and ".target sm_80" in facts.ptx and "shfl.sync.down" in facts.ptx
+    )
     assert 0 < facts.registers_per_thread < 64 and facts.spill_stores_bytes == 0 and facts.shared_memory_bytes == 128
     assert facts.occupancy.fraction == 1.0 and "occupancy 100% at 256 threads per block" in facts.sentence()
     again = compile_facts(reduce_shuffle_kernel, "void(float32[::1], float32[::1])", "sm_80", 256, sass=False)

@@ -72,7 +72,9 @@ def test_admission_counts_cpu_and_simulated_work_apart(monkeypatch):
     only_python = EXPERIMENT.parse({"n": "1e7", "repeats": "5", "cpu": "python"}, simulated=True)
     assert admit(EXPERIMENT, only_python)  # the Python loop has its own time budget
     monkeypatch.setenv("KERNEL_LAB_MAX_WORK", "1000")
-    with pytest.raises(InputError, match=r"simulated-kernel element-passes, over the budget of 1,000 \(KERNEL_LAB_MAX_WORK\)"):
+    with pytest.raises(
+        InputError, match=r"simulated-kernel element-passes, over the budget of 1,000 \(KERNEL_LAB_MAX_WORK\)"
+    ):
         admit(EXPERIMENT, only_python)  # the simulated kernel's budget still applies
 
 
@@ -111,7 +113,9 @@ def test_the_capped_kernels_check_can_fail(cap, monkeypatch):
 
 def test_json_keeps_every_documented_field_and_adds_the_sizes(million):
     data = million.to_dict()
-    assert data["n"] == 10**6 and data["gpu_n"] == CAP and data["cpu_n"] == 10**6 and "simulator's cap" in data["gpu_note"]
+    assert (
+        data["n"] == 10**6 and data["gpu_n"] == CAP and data["cpu_n"] == 10**6 and "simulator's cap" in data["gpu_note"]
+    )
     for key in ("dtype", "threads_per_block", "blocks_per_grid", "backend", "agree", "max_abs_diff", "speedup"):
         assert key in data
     assert data["device"]["name"] and data["gpu"]["compile_s"] is not None
@@ -196,7 +200,9 @@ def test_scaling_runs_the_cpu_past_the_cap_and_compares_with_the_recorded_sweep(
 
 
 def test_scaling_admission_counts_cpu_work_apart(monkeypatch):
-    params = scaling.EXPERIMENT.parse({"min_n": "2^20", "max_n": "2^26", "impls": "gpu,numpy", "repeats": "2"}, simulated=True)
+    params = scaling.EXPERIMENT.parse(
+        {"min_n": "2^20", "max_n": "2^26", "impls": "gpu,numpy", "repeats": "2"}, simulated=True
+    )
     assert admit(scaling.EXPERIMENT, params) == 0  # no simulated kernel past the cap: the CPU's work is counted apart
     monkeypatch.setenv("KERNEL_LAB_MAX_CPU_WORK", "1e6")
     with pytest.raises(InputError, match="KERNEL_LAB_MAX_CPU_WORK"):
@@ -239,7 +245,9 @@ def test_vector_add_page_at_a_million_shows_your_cpu_beside_the_recorded_gpu(cap
     assert "**NVIDIA H200, recorded 29 Nov 2026, 23:47 UTC** · N = 1,048,576 (nearest recorded)" in markdown
     assert "the kernel alone takes 6.11 µs: about" in markdown and "faster than your NumPy" in markdown
     metrics = {m.label: m.value for m in at.metric}
-    assert "Your NumPy" in metrics and metrics["GPU launch"] == f"{-(-cap // 256)} × 256"  # no simulated time as a headline
+    assert (
+        "Your NumPy" in metrics and metrics["GPU launch"] == f"{-(-cap // 256)} × 256"
+    )  # no simulated time as a headline
     assert not any("imulated" in label or "GPU vs" in label for label in metrics), metrics
     assert any(c.value.startswith("Your CPU at N = 1,000,000, measured now") for c in at.caption)
     assert not any("e-0" in v for v in [*metrics.values(), markdown])
@@ -259,7 +267,10 @@ def test_scaling_page_past_the_cap_shows_the_cpu_beside_the_recorded_sweep(monke
     next(b for b in at.button if b.label == "Run sweep").click().run()
     assert not at.exception, at.exception
     assert not at.error, [e.value for e in at.error]
-    assert any(i.value.startswith("Simulated kernels ran up to N = 128") and "N = 256 to 1,048,576 only the CPU" in i.value for i in at.info)
+    assert any(
+        i.value.startswith("Simulated kernels ran up to N = 128") and "N = 256 to 1,048,576 only the CPU" in i.value
+        for i in at.info
+    )
     markdown = "\n".join(m.value for m in at.markdown)
     assert "benchmarks/h200-final/check.json, scaling sweep" in markdown and "beats your NumPy" in markdown
     assert "At N = 1,048,576: your NumPy" in markdown and "e-0" not in markdown

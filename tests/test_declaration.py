@@ -14,7 +14,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from gpu.__main__ import main
-from gpu.core.limits import load_config
+from gpu.core.limits import SIMULATOR_MAX_N, load_config
 from gpu.experiments import registry
 from gpu.service.admission import admit
 
@@ -47,9 +47,9 @@ TRANSFERS_PAGE = str(ROOT / "pages/4_Transfers.py")
 
 
 def test_the_launch_sweep_form_refuses_a_run_over_the_simulators_budget():
-    # N = 16,384 x 101 passes x 8 configurations: about 25x the simulator's budget
+    # N at the simulator's cap x 101 passes x 8 configurations: about 25x (numba-cuda's) or 50x (the lab's) its budget
     at = AppTest.from_file(LAUNCH_PAGE, default_timeout=60).run()
-    at.text_input(key="launch-sweep.n").input("16384")
+    at.text_input(key="launch-sweep.n").input(str(SIMULATOR_MAX_N))
     at.text_input(key="launch-sweep.repeats").input("100")
     next(b for b in at.button if b.label == "Run sweep").click().run()
     assert any("too long for the shared machine" in e.value for e in at.error), [e.value for e in at.error]
@@ -58,7 +58,7 @@ def test_the_launch_sweep_form_refuses_a_run_over_the_simulators_budget():
 
 def test_the_transfer_strategies_form_refuses_a_run_over_the_simulators_budget():
     at = AppTest.from_file(TRANSFERS_PAGE, default_timeout=60).run()
-    at.text_input(key="transfers.n").input("16384")
+    at.text_input(key="transfers.n").input(str(SIMULATOR_MAX_N))
     at.text_input(key="transfers.repeats").input("50")
     next(b for b in at.button if b.label == "Compare strategies").click().run()
     assert any("too long for the shared machine" in e.value for e in at.error), [e.value for e in at.error]
@@ -95,4 +95,6 @@ def test_each_layer_imports_only_the_layers_below_it(layer):
             assert not name.startswith("streamlit"), f"{path.name} imports streamlit: gpu/ never does"
             parts = name.split(".")
             if parts[0] == "gpu" and len(parts) > 1 and parts[1] in ALLOWED:
-                assert parts[1] in ALLOWED[layer], f"gpu/{layer}/{path.name} imports {name}: {layer} may use {sorted(ALLOWED[layer])}"
+                assert parts[1] in ALLOWED[layer], (
+                    f"gpu/{layer}/{path.name} imports {name}: {layer} may use {sorted(ALLOWED[layer])}"
+                )

@@ -41,7 +41,9 @@ def _dead_pid() -> int:
 
 
 def test_threads_are_served_in_arrival_order_and_never_overlap(tmp_path):
-    lock = FileFifoLock("gpu0", tmp_path, queue_poll_s=0.02)  # every waiter looks often: no step of the countdown missed
+    lock = FileFifoLock(
+        "gpu0", tmp_path, queue_poll_s=0.02
+    )  # every waiter looks often: no step of the countdown missed
     order: list[str] = []
     seen: dict[str, list[int]] = {}
     threads = []
@@ -55,7 +57,7 @@ def test_threads_are_served_in_arrival_order_and_never_overlap(tmp_path):
         for i, label in enumerate("abc"):
             t = threading.Thread(target=one, args=(label,))
             t.start()
-            _wait_until(lambda: lock.waiting == i + 1, what=f"{label} queued")
+            _wait_until(lambda i=i: lock.waiting == i + 1, what=f"{label} queued")
             threads.append(t)
         state = lock.snapshot()
         assert (state.holder, state.waiting, state.load) == ("holder", 3, 4)
@@ -84,7 +86,7 @@ def test_the_countdown_reaches_1_even_when_every_run_ends_between_two_polls(tmp_
         for i, label in enumerate("abc"):
             t = threading.Thread(target=one, args=(label,))
             t.start()
-            _wait_until(lambda: lock.waiting == i + 1, what=f"{label} queued")
+            _wait_until(lambda i=i: lock.waiting == i + 1, what=f"{label} queued")
             threads.append(t)
     for t in threads:
         t.join(30)
@@ -169,8 +171,12 @@ print(json.dumps({{
 
 @pytest.mark.slow
 def test_two_app_processes_share_the_gpu_queue(tmp_path):
-    env = {**os.environ, "KERNEL_LAB_LOCK_DIR": str(tmp_path / "locks"), "KERNEL_LAB_DB": str(tmp_path / "history.sqlite3"),
-           "NUMBA_ENABLE_CUDASIM": "1"}
+    env = {
+        **os.environ,
+        "KERNEL_LAB_LOCK_DIR": str(tmp_path / "locks"),
+        "KERNEL_LAB_DB": str(tmp_path / "history.sqlite3"),
+        "NUMBA_ENABLE_CUDASIM": "1",
+    }
     script = APP_PROCESS.format(root=str(ROOT), page=str(ROOT / "pages" / "1_Vector_add.py"))
     lock = FileFifoLock("gpu0", tmp_path / "locks")  # the same files the app processes use for device 0
     procs = []
@@ -179,7 +185,9 @@ def test_two_app_processes_share_the_gpu_queue(tmp_path):
             for queued in (1, 2):  # one at a time, so arrival order is known
                 procs.append(subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, env=env,
                                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
-                _wait_until(lambda: lock.waiting == queued, timeout_s=180, what=f"app process {queued} queued")
+                _wait_until(
+                    lambda queued=queued: lock.waiting == queued, timeout_s=180, what=f"app process {queued} queued"
+                )
         outputs = []
         for proc in procs:
             out, err = proc.communicate(timeout=300)
@@ -197,5 +205,7 @@ def test_two_app_processes_share_the_gpu_queue(tmp_path):
     assert second["queued_behind"] in ([2, 1], [2]), second
     intervals = [Interval(*iv) for out in outputs for iv in out["intervals"]] + lock.intervals()
     assert len(intervals) == 3 and overlaps(intervals) == []  # perf_counter is one clock for the host
-    assert max(iv.start_s for iv in lock.intervals()) < min(Interval(*iv).start_s for out in outputs for iv in out["intervals"])
+    assert max(iv.start_s for iv in lock.intervals()) < min(
+        Interval(*iv).start_s for out in outputs for iv in out["intervals"]
+    )
     assert open_store(tmp_path / "history.sqlite3").count() == 2

@@ -90,8 +90,12 @@ def test_the_summary_fails_on_skipped_or_absent_gpu_tests(tmp_path):
     import gpu_verify_summary as summary
 
     assert "no GPU-only test report (pytest-gpu.xml)" in summary.failures(tmp_path, {"tests": 0})
-    (tmp_path / "pytest-gpu.xml").write_text('<testsuites><testsuite tests="24" skipped="24" failures="0"/></testsuites>')
+    (tmp_path / "pytest-gpu.xml").write_text(
+        '<testsuites><testsuite tests="24" skipped="24" failures="0"/></testsuites>'
+    )
     assert summary.failures(tmp_path, {"tests": 0}) == ["24 of 24 GPU-only tests were skipped on a GPU"]
-    (tmp_path / "pytest-gpu.xml").write_text('<testsuites><testsuite tests="24" skipped="0" failures="0"/></testsuites>')
+    (tmp_path / "pytest-gpu.xml").write_text(
+        '<testsuites><testsuite tests="24" skipped="0" failures="0"/></testsuites>'
+    )
     assert summary.failures(tmp_path, {"tests": 0, "compile": 1}) == ["compile exited 1"]
     assert summary.failures(tmp_path, {"tests": 0, "compile": 0}) == []

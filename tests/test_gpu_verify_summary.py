@@ -13,14 +13,35 @@ spec.loader.exec_module(module)
 
 
 def test_summary_sorts_catalog_targets_into_met_not_met_and_not_measurable(tmp_path):
-    target = lambda name, measured, met: {"name": name, "measured": measured, "threshold": 1.0, "higher_is_better": True, "met": met}  # noqa: E731
+    target = lambda name, measured, met: {  # noqa: E731
+        "name": name,
+        "measured": measured,
+        "threshold": 1.0,
+        "higher_is_better": True,
+        "met": met,
+    }
     check = {
-        "started_at": "2026-12-01T00:00:00Z", "passed": False,
-        "device": {"name": "NVIDIA H200", "compute_capability": "9.0", "multiprocessors": 132, "driver_version": "13.0", "runtime_version": "13.0"},
+        "started_at": "2026-12-01T00:00:00Z",
+        "passed": False,
+        "device": {
+            "name": "NVIDIA H200",
+            "compute_capability": "9.0",
+            "multiprocessors": 132,
+            "driver_version": "13.0",
+            "runtime_version": "13.0",
+        },
         "versions": {"numba-cuda": "0.30.4", "streamlit": None},
         "sections": {
-            "reduction": {"title": "Reduction", "passed": True, "data": {"targets": [target("shuffle GB/s", 2.0, True)]}},
-            "matmul": {"title": "Matmul", "passed": False, "data": {"targets": [target("vs cuBLAS", 0.5, False), target("vs CuPy", None, None)]}},
+            "reduction": {
+                "title": "Reduction",
+                "passed": True,
+                "data": {"targets": [target("shuffle GB/s", 2.0, True)]},
+            },
+            "matmul": {
+                "title": "Matmul",
+                "passed": False,
+                "data": {"targets": [target("vs cuBLAS", 0.5, False), target("vs CuPy", None, None)]},
+            },
         },
     }
     (tmp_path / "check.json").write_text(json.dumps(check))
@@ -32,7 +53,9 @@ def test_summary_sorts_catalog_targets_into_met_not_met_and_not_measurable(tmp_p
     assert "1 met, 1 not met, 1 not measurable" in text
     assert "- matmul: vs cuBLAS: 0.5 (target ≥ 1)" in text and "- reduction: shuffle GB/s: 2" in text
     assert "k2 for sm_100: NVVM (sm_100): nvvmError" in text and "1 of 2 kernel x target compiled" in text
-    assert "compile (`python -m gpu compile --json`, compile.json): FAILED (exit 1)" in text and "wall time: 412 s" in text
+    assert (
+        "compile (`python -m gpu compile --json`, compile.json): FAILED (exit 1)" in text and "wall time: 412 s" in text
+    )
 
 
 def test_summary_of_a_folder_where_nothing_ran_says_so(tmp_path):

@@ -64,7 +64,7 @@ def test_lists_runs_newest_first_with_simulated_runs_labelled(db):
 
 
 def test_runs_table_headers_are_declared_labels_and_whole_numbers_read_as_integers(db):
-    ids = _seed(db)
+    _seed(db)
     imported = {**_result("vector-add", 512, "cuda", "Tesla T4", [1e-3]), "n": 512.0, "imported": True}
     open_store(db).save(imported, versions={})
     at = _page()
@@ -115,7 +115,19 @@ def test_compare_chart_builder_puts_each_sample_and_median_per_run():
     from ui.charts.history import compare_chart, samples_frame
 
     records = [
-        RunRecord(f"{i:032x}", "vector-add", "t", "t", "cuda", False, "GPU", 0, {}, {}, _result("vector-add", 64, "cuda", "GPU", [1e-3 * (i + 1), 2e-3]))
+        RunRecord(
+            f"{i:032x}",
+            "vector-add",
+            "t",
+            "t",
+            "cuda",
+            False,
+            "GPU",
+            0,
+            {},
+            {},
+            _result("vector-add", 64, "cuda", "GPU", [1e-3 * (i + 1), 2e-3]),
+        )
         for i in range(2)
     ]
     samples = samples_frame(records)
@@ -156,7 +168,9 @@ def test_unavailable_history_is_a_warning_not_a_crash(tmp_path, monkeypatch):
 
 def test_default_comparison_skips_runs_without_samples(db):
     ids = _seed(db)
-    open_store(db).save({"experiment": "vector-add/article-run", "backend": "simulator", "cpu_time_s": 1.0}, versions={})
+    open_store(db).save(
+        {"experiment": "vector-add/article-run", "backend": "simulator", "cpu_time_s": 1.0}, versions={}
+    )
     at = _page()
     assert at.multiselect(key="history.compare").value == [ids[2]]
     assert at.get("vega_lite_chart")

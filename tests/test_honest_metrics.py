@@ -30,14 +30,18 @@ def test_reduction_in_the_simulator_leads_with_agreement_and_the_steps_that_ran(
     assert "bit for bit" in verdict and "whole numbers" in verdict and "same order" not in verdict, verdict
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Minimum traffic"] == "804 B", metrics  # 200 float32 read, one written
-    assert not any("time" in label.lower() or "bandwidth" in label.lower() or "best" in label.lower() for label in metrics), metrics
+    assert not any(
+        "time" in label.lower() or "bandwidth" in label.lower() or "best" in label.lower() for label in metrics
+    ), metrics
     if BACKEND.lab_simulator:  # the lab's simulator runs the shuffle steps too
         assert metrics["GPU steps run here"] == "4 of 4" and metrics["Results agree"] == "5 of 5", metrics
         assert not any("Not run here" in c.value for c in at.caption), [c.value for c in at.caption]
     else:
         assert metrics["GPU steps run here"] == "2 of 4" and metrics["Results agree"] == "3 of 3", metrics
-        assert any("3 · warp shuffles and 4 · grid-stride, one atomic per block — they need warp shuffles" in c.value
-                   for c in at.caption), [c.value for c in at.caption]
+        assert any(
+            "3 · warp shuffles and 4 · grid-stride, one atomic per block — they need warp shuffles" in c.value
+            for c in at.caption
+        ), [c.value for c in at.caption]
 
 
 def test_matmul_states_the_rounding_bound_the_checker_uses():
@@ -45,4 +49,6 @@ def test_matmul_states_the_rounding_bound_the_checker_uses():
     assert not at.exception
     verdict = at.success[0].value
     assert "((1 + u)^k − 1)" in verdict and "γ_k" not in verdict and "dot product" in verdict, verdict
-    assert {m.label: m.value for m in at.metric}["Arithmetic intensity (FLOP/byte)"] == "1.33"  # 2 · 8³ FLOPs ÷ (3 · 8² · 4 bytes)
+    assert {m.label: m.value for m in at.metric}[
+        "Arithmetic intensity (FLOP/byte)"
+    ] == "1.33"  # 2 · 8³ FLOPs ÷ (3 · 8² · 4 bytes)

@@ -33,7 +33,8 @@ def _resolve(name: str, known: dict[str, Path]) -> str | None:
 
 
 def import_graph() -> dict[str, set[str]]:
-    """module -> our modules it imports (anywhere in the file, packages' __init__ excluded as targets of ``from pkg import mod``)."""
+    """module -> our modules it imports (anywhere in the file, packages' __init__ excluded as targets of ``from pkg
+    import mod``)."""
     known = _modules()
     graph: dict[str, set[str]] = {}
     for module, path in known.items():

@@ -126,17 +126,29 @@ SAMPLE_SASS = """\
 def test_ptx_highlights_point_at_index_guard_loads_add_and_store():
     found = find_ptx_highlights(SAMPLE_PTX)
     roles = [h.role for h in found]
-    assert roles == ["thread index"] * 3 + ["index arithmetic"] * 2 + ["bounds check", "guard branch", "load", "load", "add", "store"]
+    assert roles == ["thread index"] * 3 + ["index arithmetic"] * 2 + [
+        "bounds check",
+        "guard branch",
+        "load",
+        "load",
+        "add",
+        "store",
+    ]
     lines = SAMPLE_PTX.splitlines()
     for h in found:
         assert lines[h.line_no - 1].strip() == h.text, "line numbers point into the listing"
     assert "threadIdx.x" in found[0].note and "blockIdx.x" in found[1].note and "blockDim.x" in found[2].note
-    assert [h.note for h in found if h.role == "index arithmetic"] == ["bx * bw, the first thread of this block", "position = tx + bx * bw"]
+    assert [h.note for h in found if h.role == "index arithmetic"] == [
+        "bx * bw, the first thread of this block",
+        "position = tx + bx * bw",
+    ]
     assert next(h for h in found if h.role == "bounds check").text == "setp.ge.s64 \t%p1, %rd1, %rd8;"
     assert next(h for h in found if h.role == "add").text == "add.f32 \t%f3, %f2, %f1;"
     assert all("from device memory" in h.note for h in found if h.role == "load")
     assert all(h.note for h in found), "every highlight says what the line does"
-    assert not any(h.text.startswith(("shr.", "and.", "add.s64 \t%rd14")) for h in found), "the wraparound and address arithmetic are not pointed at"
+    assert not any(h.text.startswith(("shr.", "and.", "add.s64 \t%rd14")) for h in found), (
+        "the wraparound and address arithmetic are not pointed at"
+    )
 
 
 # The start of the grid-stride kernel's PTX (same compiler): the stride, the position and
@@ -166,13 +178,21 @@ GRID_STRIDE_PTX = """\
 def test_grid_stride_highlights_find_the_stride_and_skip_loop_bookkeeping():
     found = find_ptx_highlights(GRID_STRIDE_PTX)
     notes = [(h.line_no, h.note) for h in found if h.role == "index arithmetic"]
-    assert notes == [(3, "stride = blockDim.x * gridDim.x (threads in the grid)"), (5, "bx * bw, the first thread of this block"), (8, "position = tx + bx * bw")]
-    assert not any(h.role in ("bounds check", "guard branch") for h in found), "trip-count compares against literals are not the guard"
+    assert notes == [
+        (3, "stride = blockDim.x * gridDim.x (threads in the grid)"),
+        (5, "bx * bw, the first thread of this block"),
+        (8, "position = tx + bx * bw"),
+    ]
+    assert not any(h.role in ("bounds check", "guard branch") for h in found), (
+        "trip-count compares against literals are not the guard"
+    )
     assert [h.role for h in found[-4:]] == ["load", "load", "add", "store"]
 
 
 def test_a_single_mad_is_the_whole_position():
-    found = find_ptx_highlights("mov.u32 %r1, %tid.x;\nmov.u32 %r2, %ctaid.x;\nmov.u32 %r3, %ntid.x;\nmad.lo.s32 %r4, %r3, %r2, %r1;\n")
+    found = find_ptx_highlights(
+        "mov.u32 %r1, %tid.x;\nmov.u32 %r2, %ctaid.x;\nmov.u32 %r3, %ntid.x;\nmad.lo.s32 %r4, %r3, %r2, %r1;\n"
+    )
     assert found[-1].role == "index arithmetic" and found[-1].note == "position = tx + bx * bw"
 
 
@@ -182,7 +202,17 @@ def test_ptx_highlights_of_unrelated_code_find_nothing_to_point_at():
 
 def test_sass_highlights():
     roles = [h.role for h in find_sass_highlights(SAMPLE_SASS)]
-    assert roles == ["thread index", "thread index", "index arithmetic", "bounds check", "guard branch", "load", "load", "add", "store"]
+    assert roles == [
+        "thread index",
+        "thread index",
+        "index arithmetic",
+        "bounds check",
+        "guard branch",
+        "load",
+        "load",
+        "add",
+        "store",
+    ]
     assert all(h.code == "SASS" and "/*" not in h.text for h in find_sass_highlights(SAMPLE_SASS))
 
 

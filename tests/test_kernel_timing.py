@@ -108,7 +108,11 @@ def test_host_arrays_are_refused_because_they_would_be_copied_in_every_sample():
 def test_telemetry_is_recorded_with_the_timing(monkeypatch):
     class Monitor:
         def stop(self):
-            return {"available": True, "flagged": True, "flags": ["SM clock dropped from 1,980 to 1,600 MHz while busy"]}
+            return {
+                "available": True,
+                "flagged": True,
+                "flags": ["SM clock dropped from 1,980 to 1,600 MHz while busy"],
+            }
 
     monkeypatch.setattr(kernel_timing, "_monitor", Monitor)
     timing = time_on_device(queue=FakeOps().launch, stream=None, policy=RepeatPolicy.count(3, warmup=0),
@@ -138,7 +142,11 @@ def test_the_flush_writes_twice_the_l2_with_one_memset_on_the_stream(monkeypatch
     monkeypatch.setattr(l2, "_scratch", lambda device_id, nbytes: ("scratch", nbytes))
     fake_cuda = SimpleNamespace(
         get_current_device=lambda: SimpleNamespace(id=0),
-        cudadrv=SimpleNamespace(driver=SimpleNamespace(device_memset=lambda buf, value, nbytes, stream: calls.append((buf, value, nbytes, stream)))),
+        cudadrv=SimpleNamespace(
+            driver=SimpleNamespace(
+                device_memset=lambda buf, value, nbytes, stream: calls.append((buf, value, nbytes, stream))
+            )
+        ),
     )
     monkeypatch.setattr(l2, "cuda", fake_cuda)
     assert l2.flush_l2("stream") is True

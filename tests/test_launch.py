@@ -37,7 +37,14 @@ def numpy_index_table(n: int, tpb: int, blocks: int) -> dict[str, np.ndarray]:
     bx = np.repeat(np.arange(blocks), tpb)
     tx = np.tile(np.arange(tpb), blocks)
     position = tx + bx * tpb
-    return {"tx": tx, "bx": bx, "bw": np.full(blocks * tpb, tpb), "position": position, "warp": tx // 32, "masked": position >= n}
+    return {
+        "tx": tx,
+        "bx": bx,
+        "bw": np.full(blocks * tpb, tpb),
+        "position": position,
+        "warp": tx // 32,
+        "masked": position >= n,
+    }
 
 
 @pytest.mark.parametrize("tpb", BLOCK_SIZES)
@@ -96,7 +103,11 @@ def _brute_force_warps(summary: LaunchSummary) -> tuple[int, int]:
     idle = partial = 0
     for block in range(summary.blocks):
         for warp in range(summary.warps_per_block):
-            lanes = [block * summary.threads_per_block + warp * 32 + lane for lane in range(32) if warp * 32 + lane < summary.threads_per_block]
+            lanes = [
+                block * summary.threads_per_block + warp * 32 + lane
+                for lane in range(32)
+                if warp * 32 + lane < summary.threads_per_block
+            ]
             working = sum(1 for t in lanes if t < summary.n)
             if working == 0:
                 idle += 1
@@ -179,9 +190,17 @@ def test_indexing_to_dict_is_json_and_has_the_history_keys():
 
 
 def test_sweep_times_every_configuration_and_agrees():
-    run = run_launch_sweep(64, (32, 64), extra_block_size=48, grid_stride_multiples=(1, 2), policy=RepeatPolicy.count(2))
+    run = run_launch_sweep(
+        64, (32, 64), extra_block_size=48, grid_stride_multiples=(1, 2), policy=RepeatPolicy.count(2)
+    )
     labels = [c.label for c in run.configs]
-    assert labels == ["32 threads/block", "64 threads/block", "48 threads/block", "grid-stride 1×SMs × 256", "grid-stride 2×SMs × 256"]
+    assert labels == [
+        "32 threads/block",
+        "64 threads/block",
+        "48 threads/block",
+        "grid-stride 1×SMs × 256",
+        "grid-stride 2×SMs × 256",
+    ]
     assert [c.blocks for c in run.configs] == [2, 1, 2, 1, 2]
     assert run.agree and all(c.kernel.n_samples == 2 for c in run.configs)
     assert any("48 threads per block is not a multiple" in w for w in run.warnings)
@@ -208,18 +227,37 @@ def test_sweep_agreement_can_fail(monkeypatch):
     assert not run.agree and not run.configs[0].agree
 
 
-@pytest.mark.parametrize("kwargs", [dict(n=0), dict(n=64, block_sizes=(0,)), dict(n=64, block_sizes=(), grid_stride_multiples=()), dict(n=64, extra_block_size=4096), dict(n=64, grid_stride_multiples=(0,)), dict(n=10**7)])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        dict(n=0),
+        dict(n=64, block_sizes=(0,)),
+        dict(n=64, block_sizes=(), grid_stride_multiples=()),
+        dict(n=64, extra_block_size=4096),
+        dict(n=64, grid_stride_multiples=(0,)),
+        dict(n=10**7),
+    ],
+)
 def test_bad_sweep_input_is_rejected_before_any_work(kwargs):
     with pytest.raises(InputError):
         run_launch_sweep(**kwargs)
 
 
-H200_LIMITS = SmLimits(max_threads_per_sm=2048, max_blocks_per_sm=32, registers_per_sm=65536, shared_memory_per_sm=233472)
+H200_LIMITS = SmLimits(
+    max_threads_per_sm=2048, max_blocks_per_sm=32, registers_per_sm=65536, shared_memory_per_sm=233472
+)
 
 
 @pytest.mark.parametrize(
     "tpb,regs,blocks,fraction,limiter",
-    [(32, 16, 32, 0.5, "blocks per SM"), (64, 16, 32, 1.0, "threads per SM"), (256, 16, 8, 1.0, "threads per SM"), (1024, 16, 2, 1.0, "threads per SM"), (256, 128, 2, 0.25, "registers"), (96, 16, 21, 63 / 64, "threads per SM")],
+    [
+        (32, 16, 32, 0.5, "blocks per SM"),
+        (64, 16, 32, 1.0, "threads per SM"),
+        (256, 16, 8, 1.0, "threads per SM"),
+        (1024, 16, 2, 1.0, "threads per SM"),
+        (256, 128, 2, 0.25, "registers"),
+        (96, 16, 21, 63 / 64, "threads per SM"),
+    ],
 )
 def test_calculated_occupancy_follows_the_per_sm_limits(tpb, regs, blocks, fraction, limiter):
     occ = calculated_occupancy(tpb, regs, 0, H200_LIMITS)
@@ -246,24 +284,43 @@ def test_kernel_occupancy_prefers_the_driver_and_falls_back_to_the_calculation()
     from gpu.core.occupancy import kernel_occupancy
 
     driver = kernel_occupancy(_FakeCompiled(32), 32, H200_LIMITS, 132)
-    assert (driver.source, driver.blocks_per_sm, driver.fraction, driver.limiter) == ("driver", 32, 0.5, "blocks per SM")
+    assert (driver.source, driver.blocks_per_sm, driver.fraction, driver.limiter) == (
+        "driver",
+        32,
+        0.5,
+        "blocks per SM",
+    )
     calc = kernel_occupancy(_FakeCompiled(None), 32, H200_LIMITS, 132)
     assert (calc.source, calc.blocks_per_sm, calc.fraction) == ("calculated", 32, 0.5)
-    assert kernel_occupancy(None, 32, H200_LIMITS, 132) is None and kernel_occupancy(_FakeCompiled(8), 256, None, 132) is None
+    assert (
+        kernel_occupancy(None, 32, H200_LIMITS, 132) is None
+        and kernel_occupancy(_FakeCompiled(8), 256, None, 132) is None
+    )
 
 
 def _fake_run(times_ms: dict[int, float], occupancy: dict[int, float]) -> LaunchSweepRun:
     configs = []
     for tpb, ms in times_ms.items():
         blocks_per_sm = int(occupancy[tpb] * 64 * 32 / tpb)
-        occ = Occupancy(tpb, blocks_per_sm, blocks_per_sm * tpb // 32, 64, "driver", "blocks per SM" if occupancy[tpb] < 1 else None)
-        configs.append(LaunchConfigResult(KIND_ONE_PER_ELEMENT, tpb, -(-2**26 // tpb), Stats((ms / 1e3, ms * 1.02 / 1e3)), True, None, occ))
-    device = DeviceInfo(backend="cuda", name="NVIDIA H200", multiprocessors=132, memory_clock_khz=2_619_000, memory_bus_width_bits=6144)
+        occ = Occupancy(
+            tpb, blocks_per_sm, blocks_per_sm * tpb // 32, 64, "driver", "blocks per SM" if occupancy[tpb] < 1 else None
+        )
+        configs.append(
+            LaunchConfigResult(
+                KIND_ONE_PER_ELEMENT, tpb, -(-(2**26) // tpb), Stats((ms / 1e3, ms * 1.02 / 1e3)), True, None, occ
+            )
+        )
+    device = DeviceInfo(
+        backend="cuda", name="NVIDIA H200", multiprocessors=132, memory_clock_khz=2_619_000, memory_bus_width_bits=6144
+    )
     return LaunchSweepRun(2**26, "cuda", device, RepeatPolicy.count(2), tuple(configs), 0.1, 132, H200_LIMITS)
 
 
 def test_explanation_says_why_small_blocks_lose_and_why_the_curve_is_flat():
-    run = _fake_run({32: 0.40, 64: 0.21, 128: 0.200, 256: 0.198, 512: 0.199, 1024: 0.205}, {32: 0.5, 64: 1, 128: 1, 256: 1, 512: 1, 1024: 1})
+    run = _fake_run(
+        {32: 0.40, 64: 0.21, 128: 0.200, 256: 0.198, 512: 0.199, 1024: 0.205},
+        {32: 0.5, 64: 1, 128: 1, 256: 1, 512: 1, 1024: 1},
+    )
     text = explanation(run)
     assert "Small blocks lose" in text and "50% occupancy" in text and "32 blocks" in text
     assert "memory bound" in text and "within 4%" in text
@@ -319,9 +376,24 @@ def test_cli_bad_input_exits_2_with_one_line(argv, capsys):
 
 
 def test_cli_launch_sweep_json():
-    code, out = _cli("launch-sweep", "--n", "64", "--repeats", "1", "--block-sizes", "32,64", "--grid-stride-multiples", "1", "--json")
+    code, out = _cli(
+        "launch-sweep",
+        "--n",
+        "64",
+        "--repeats",
+        "1",
+        "--block-sizes",
+        "32,64",
+        "--grid-stride-multiples",
+        "1",
+        "--json",
+    )
     data = json.loads(out)
-    assert code == 0 and data["agree"] and [c["label"] for c in data["configs"]] == ["32 threads/block", "64 threads/block", "grid-stride 1×SMs × 256"]
+    assert (
+        code == 0
+        and data["agree"]
+        and [c["label"] for c in data["configs"]] == ["32 threads/block", "64 threads/block", "grid-stride 1×SMs × 256"]
+    )
 
 
 # --- on a real GPU --------------------------------------------------------------------
@@ -329,7 +401,9 @@ def test_cli_launch_sweep_json():
 
 @pytest.mark.gpu
 def test_hardware_sweep_reports_occupancy_and_agrees():
-    run = run_launch_sweep(2**22, (32, 256, 1024), extra_block_size=100, grid_stride_multiples=(1, 8), policy=RepeatPolicy.count(5))
+    run = run_launch_sweep(
+        2**22, (32, 256, 1024), extra_block_size=100, grid_stride_multiples=(1, 8), policy=RepeatPolicy.count(5)
+    )
     assert run.agree
     assert all(c.occupancy is not None and 0 < c.occupancy.fraction <= 1 for c in run.configs)
     assert run.config("256 threads/block").occupancy.fraction == pytest.approx(1.0)

@@ -41,7 +41,12 @@ def metric(at: AppTest, label: str) -> str:
 
 def test_page_opens_with_four_tabs_and_prompts():
     at = page()
-    assert [t.label for t in at.tabs] == ["Thread-indexing explorer", "Block-size sweep", "Launch overhead", "Kernel inspector"]
+    assert [t.label for t in at.tabs] == [
+        "Thread-indexing explorer",
+        "Block-size sweep",
+        "Launch overhead",
+        "Kernel inspector",
+    ]
     assert any("Run probe" in i.value for i in at.info)
     assert not at.error and not live_charts(at)
 
@@ -87,8 +92,13 @@ def test_explorer_large_n_gives_the_summary_with_a_message():
 
 @pytest.mark.parametrize(
     "key,value,message",
-    [("indexing.threads_per_block", "0", "between 1 and 1024"), ("indexing.threads_per_block", "2048", "between 1 and 1024"),
-     ("indexing.threads_per_block", "1e3x", "whole number"), ("indexing.n", "0", "at least 1"), ("indexing.n", "many", "whole number")],
+    [
+        ("indexing.threads_per_block", "0", "between 1 and 1024"),
+        ("indexing.threads_per_block", "2048", "between 1 and 1024"),
+        ("indexing.threads_per_block", "1e3x", "whole number"),
+        ("indexing.n", "0", "at least 1"),
+        ("indexing.n", "many", "whole number"),
+    ],
 )
 def test_explorer_bad_input_shows_what_is_allowed(key, value, message):
     at = page()
@@ -114,11 +124,20 @@ def test_sweep_runs_and_charts_time_bandwidth_and_the_explanation():
     assert "Effective bandwidth per configuration" not in titles  # a bandwidth from a simulated time is none
     # the simulator's headline is what is real: agreement and the launches' shapes, never a time (honest pages)
     shown = {m.label: m.value for m in at.metric}
-    assert shown == {"Configurations agree": "4 of 4", "Blocks launched": "1 to 2", "Most idle threads": "192", "Block sizes tried": "3"}, shown
+    assert shown == {
+        "Configurations agree": "4 of 4",
+        "Blocks launched": "1 to 2",
+        "Most idle threads": "192",
+        "Block sizes tried": "3",
+    }, shown
     table = at.dataframe[-1].value
     assert "median (simulated)" in table.columns and list(table["idle threads"])[:3] == [0, 0, 32]
-    assert table["median (simulated)"].str.contains(" s| ms| µs").all() and "occupancy" not in table.columns  # the simulator has none
-    assert "best" not in " ".join(table["marks"]) and '"marker": "best"' not in titles  # nothing is best on simulated times
+    assert (
+        table["median (simulated)"].str.contains(" s| ms| µs").all() and "occupancy" not in table.columns
+    )  # the simulator has none
+    assert (
+        "best" not in " ".join(table["marks"]) and '"marker": "best"' not in titles
+    )  # nothing is best on simulated times
     assert "48 threads/block" in titles and "grid-stride 1\\u00d7SMs \\u00d7 256" in titles  # the x-axis order
     assert any("memory bound" in i.value for i in at.info)
     run = at.session_state["launch.sweep"]
@@ -176,7 +195,10 @@ def test_thread_grid_has_one_cell_per_thread_grouped_by_block_with_idle_ones_gre
     cells = rows_with(spec, "formula")
     assert len(cells) == 96 and sum(r["masked"] for r in cells) == 26
     last = max(cells, key=lambda r: r["thread"])
-    assert last["formula"] == "position = tx + bx * bw = 31 + 2 * 32 = 95" and last["guard"] == "95 ≥ N = 70: masked off, idle"
+    assert (
+        last["formula"] == "position = tx + bx * bw = 31 + 2 * 32 = 95"
+        and last["guard"] == "95 ≥ N = 70: masked off, idle"
+    )
     assert len({(r["x"], r["y"]) for r in cells}) == 96, "no two threads share a cell"
     occupied = {(r["x"], r["y"]): r["bx"] for r in cells}
     for (x, y), block in occupied.items():  # a neighbouring cell is always the same block: tiles have gaps
@@ -216,7 +238,11 @@ def test_sweep_time_chart_has_spread_best_and_units(sweep_frame):
     spec = launch_charts.sweep_time_chart(sweep_frame, "what was measured").to_dict()
     whiskers, points, best, few, label = spec["layer"]
     assert few["transform"] == [{"filter": "datum.few_samples"}] and few["mark"]["type"] == "square"  # n<3: grey square
-    assert whiskers["mark"]["type"] == "rule" and whiskers["encoding"]["y"]["field"] == "min_us" and whiskers["encoding"]["y2"]["field"] == "max_us"
+    assert (
+        whiskers["mark"]["type"] == "rule"
+        and whiskers["encoding"]["y"]["field"] == "min_us"
+        and whiskers["encoding"]["y2"]["field"] == "max_us"
+    )
     assert best["transform"] == [{"filter": "datum.best"}]
     assert spec["title"]["subtitle"] == "what was measured"
     tooltip = {t["title"] for t in points["encoding"]["tooltip"]}
@@ -237,7 +263,9 @@ def test_a_sweep_from_fewer_than_three_samples_is_marked_and_best_is_never_a_sta
     text = summary(run)
     assert "(best)" in text and "* fewer than 3 samples" in text
     best_line = next(line for line in text.splitlines() if "(best)" in line)
-    assert best_line.split("(best)")[0].strip().endswith("threads/block")  # "(best)" right after the label, no "*" for it
+    assert (
+        best_line.split("(best)")[0].strip().endswith("threads/block")
+    )  # "(best)" right after the label, no "*" for it
 
 
 def test_sweep_bandwidth_chart_with_peak_line(sweep_frame):

@@ -109,7 +109,9 @@ def test_every_gpu_implementation_is_timed_behind_a_verified_hold_with_l2_flushe
         assert point.agree, series
     # the references were held on their own library's stream, wrapped for Numba
     held_streams = [s for what, s in ops.log if what == "hold"]
-    assert sum(isinstance(s, FakeStream) and s.ptr == FakeLibrary.stream_ptr for s in held_streams) == 2 * 3  # 2 refs x (warm-up + 2)
+    assert (
+        sum(isinstance(s, FakeStream) and s.ptr == FakeLibrary.stream_ptr for s in held_streams) == 2 * 3
+    )  # 2 refs x (warm-up + 2)
     # the L2 flush precedes every hold
     kinds = [what for what, _ in ops.log]
     assert all(kinds[i - 1] == "flush" for i, k in enumerate(kinds) if k == "hold")
@@ -140,7 +142,9 @@ def test_vector_add_phases_add_up_and_allocation_is_outside_every_phase(ops, mon
     for i in range(3):
         parts = stats["h2d"].samples_s[i] + stats["with_launch"].samples_s[i] + stats["d2h"].samples_s[i]
         assert parts <= stats["total"].samples_s[i]
-        assert stats["launch"].samples_s[i] == pytest.approx(max(0.0, stats["with_launch"].samples_s[i] - stats["kernel"].median_s))
+        assert stats["launch"].samples_s[i] == pytest.approx(
+            max(0.0, stats["with_launch"].samples_s[i] - stats["kernel"].median_s)
+        )
     assert stats["kernel"].held is True
 
 
@@ -167,7 +171,11 @@ def test_overlapping_noise_bands_make_a_crossover_a_range():
     gpu = [(5e-6 * 0.8, 5e-6, 5e-6 * 1.2)] * len(ns)  # flat, ±20%: medians cross at N = 5,000
     kind, n, low, high = crossover_band(ns, gpu, cpu)
     assert kind == "from" and n == pytest.approx(5000, rel=0.01)
-    assert low < n < high and low == pytest.approx(5000 * 0.8 / 1.2, rel=0.05) and high == pytest.approx(5000 * 1.2 / 0.8, rel=0.05)
+    assert (
+        low < n < high
+        and low == pytest.approx(5000 * 0.8 / 1.2, rel=0.05)
+        and high == pytest.approx(5000 * 1.2 / 0.8, rel=0.05)
+    )
     c = Crossover("gpu-kernel", "numpy", kind, n, ns[0], ns[-1], n_low=low, n_high=high)
     assert c.is_range and "between N ≈ 3,300" in c.text and "and 7,500" in c.text and "5,000" in c.text
 
@@ -188,7 +196,9 @@ def test_a_crossover_beside_single_sample_points_is_no_exact_point():
 
     ns = [1000, 2000, 4000, 8000, 16000]
     # one sample each: zero-width bands that would otherwise read as an exact crossing at 5,000
-    points = [SweepPoint(n, "numpy", Stats((1e-9 * n,))) for n in ns] + [SweepPoint(n, "gpu-kernel", Stats((5e-6,))) for n in ns]
+    points = [SweepPoint(n, "numpy", Stats((1e-9 * n,))) for n in ns] + [
+        SweepPoint(n, "gpu-kernel", Stats((5e-6,))) for n in ns
+    ]
     config = make_config(1000, 16000, ("gpu", "numpy"), policy=RepeatPolicy.count(1), limit=16000)
     run = SweepRun(config=config, points=tuple(points), backend="cuda", device=device_info())
     c = next(c for c in run.crossovers() if c.gpu == "gpu-kernel")
@@ -287,7 +297,9 @@ def test_telemetry_opens_the_nvml_device_by_the_cuda_devices_pci_bus_id(monkeypa
     monitor = TelemetryMonitor(index="00000000:19:00.0", module=nvml)  # NVML index 0 may be another board
     monitor.start(background=False)
     assert monitor.stop()["available"] and nvml.opened_bus_id == "00000000:19:00.0"
-    monkeypatch.setattr(telemetry, "pci_bus_id", lambda cuda_index=None: f"00000000:{0x19 + (cuda_index or 0):02X}:00.0")
+    monkeypatch.setattr(
+        telemetry, "pci_bus_id", lambda cuda_index=None: f"00000000:{0x19 + (cuda_index or 0):02X}:00.0"
+    )
     nvml = FakeNvml([1980], [0x0])
     sample, why = telemetry.read_now(1, module=nvml)  # the Device page passes the CUDA ordinal
     assert why is None and nvml.opened_bus_id == "00000000:1A:00.0"
@@ -306,8 +318,11 @@ def test_without_nvml_telemetry_says_it_is_unavailable():
 def test_launch_overhead_measures_each_path_with_spread_and_names_what_it_skipped():
     from gpu.experiments.launch_overhead import PATHS, run_launch_overhead
 
-    run = run_launch_overhead(RepeatPolicy.count(3, warmup=0), paths=("numba-article", "numba-configured", "cupy-rawkernel"),
-                              launches_per_sample=2)
+    run = run_launch_overhead(
+        RepeatPolicy.count(3, warmup=0),
+        paths=("numba-article", "numba-configured", "cupy-rawkernel"),
+        launches_per_sample=2,
+    )
     assert set(run.paths) == {"numba-article", "numba-configured"} and set(run.skipped) == {"cupy-rawkernel"}
     assert all(isinstance(s, Stats) and s.n_samples == 3 for s in run.paths.values())
     frame = run.to_frame()

@@ -32,7 +32,9 @@ def test_every_page_renders_without_exception_and_shows_the_backend(page):
         # the full warning, not just "CUDA" somewhere on the page (which any page text matches)
         assert any(w.startswith(simulator_banner()) for w in warnings), warnings  # a page may append its own note
         assert "**CUDA simulator — timings are not GPU performance.**" in simulator_banner()
-        assert any(":orange-badge[CUDA simulator] timings are not GPU performance" == m.value for m in at.sidebar.markdown)
+        assert any(
+            ":orange-badge[CUDA simulator] timings are not GPU performance" == m.value for m in at.sidebar.markdown
+        )
     else:
         assert not any("not GPU performance" in w for w in warnings)  # on a GPU there is no simulator banner
         assert any(m.value.startswith(":green-badge[CUDA]") for m in at.sidebar.markdown)
@@ -89,11 +91,20 @@ def test_a_bad_input_keeps_the_previous_result_on_screen():
     at.text_input(key="n").input("-1")
     at.button[0].click().run()
     assert at.error and live_charts(at), "the earlier run must stay visible"
-    assert any("results below are from the previous run (N = 300" in w.value for w in at.warning), "and be marked as such"
+    assert any("results below are from the previous run (N = 300" in w.value for w in at.warning), (
+        "and be marked as such"
+    )
 
 
-@pytest.mark.parametrize("field,bad,message", [("threads_per_block", "2048", "between 1 and"), ("threads_per_block", "0", "between 1 and"),
-                                               ("threads_per_block", "many", "whole number"), ("repeats", "1e9", "repeats must be between")])
+@pytest.mark.parametrize(
+    "field,bad,message",
+    [
+        ("threads_per_block", "2048", "between 1 and"),
+        ("threads_per_block", "0", "between 1 and"),
+        ("threads_per_block", "many", "whole number"),
+        ("repeats", "1e9", "repeats must be between"),
+    ],
+)
 def test_vector_add_rejects_bad_threads_and_repeats_with_a_visible_message(field, bad, message):
     at = vector_add_page()
     at.text_input(key=field).input(bad)

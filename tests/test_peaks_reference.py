@@ -119,7 +119,11 @@ def test_the_device_copy_reference_is_the_faster_of_a_held_memcpy_and_the_copy_k
     monkeypatch.setattr(peaks_mod, "time_copy_kernel", lambda nbytes, policy: Stats((1e-3, 1e-3, 1e-3)))
     limit = peaks_mod._device_copy(1 << 20, RepeatPolicy.count(3))
     assert limit.gbps == pytest.approx(2 * (1 << 20) / 1e-3 / 1e9)  # the kernel's: faster
-    assert "memcpy (held stream)" in limit.how and "copy kernel, 4 × 8-byte words" in limit.how and "kept: copy kernel" in limit.how
+    assert (
+        "memcpy (held stream)" in limit.how
+        and "copy kernel, 4 × 8-byte words" in limit.how
+        and "kept: copy kernel" in limit.how
+    )
     monkeypatch.setattr(peaks_mod, "time_copy_kernel", lambda nbytes, policy: Stats((5e-3, 5e-3, 5e-3)))
     assert "kept: device-to-device memcpy" in peaks_mod._device_copy(1 << 20, RepeatPolicy.count(3)).how
 

@@ -19,8 +19,11 @@ TOPICS = ("vector-add", "map", "guard", "map-2d", "broadcast", "blocks", "shared
 PAGES = {"Vector add", "Scaling", "Launch config", "Transfers", "Kernels", "Roofline"}
 
 
-def test_the_issue_s_fifteen_topics_in_teaching_order():
-    assert [p.key for p in problems()] == list(TOPICS)
+def test_the_issue_s_topics_in_teaching_order():
+    keys = [p.key for p in problems()]
+    assert len(set(keys)) == len(keys)
+    # the issue's topics are all there, in this order; problems added later may sit anywhere in the order
+    assert [k for k in keys if k in TOPICS] == list(TOPICS)
     assert [p.order for p in problems()] == sorted(p.order for p in problems())
 
 

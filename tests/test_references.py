@@ -63,7 +63,9 @@ def test_every_committed_check_loads_with_its_provenance():
     assert (prov.device, prov.driver, prov.commit) == ("NVIDIA H200", "13.0", "16ddd36")
     assert prov.command == "python3 -m gpu check --out $OUT/check"
     assert prov.versions["numba-cuda"] == "0.30.4" and prov.date.startswith("2026-11-29T23:47")
-    assert refs.get("h200").provenance.command == "python3 -m gpu check --out $OUT/check"  # the comment after it is dropped
+    assert (
+        refs.get("h200").provenance.command == "python3 -m gpu check --out $OUT/check"
+    )  # the comment after it is dropped
     assert refs.best("scaling").key == "h200-final"  # newest full run holding the experiment
 
 
@@ -86,7 +88,12 @@ def test_references_rebuild_into_the_engines_results_with_the_recorded_figures(c
 def test_the_sentences_state_recorded_numbers_in_words():
     ref = load_references().get("h200-final")
     text = vector_add_sentence(ref.vector_add(), ref.strategies().strategies["pinned"].cost_s)
-    assert "38.9 µs" in text and "about 320x faster than NumPy" in text and "about 1.5x slower than NumPy" in text and "pinned" in text
+    assert (
+        "38.9 µs" in text
+        and "about 320x faster than NumPy" in text
+        and "about 1.5x slower than NumPy" in text
+        and "pinned" in text
+    )
     assert "e-0" not in text
     assert "beats NumPy from" in scaling_sentence(ref.sweep())
     assert "grid-stride 8×SMs × 256" in launch_sentence(ref.launch_sweep())
@@ -115,7 +122,9 @@ def test_recorded_runs_before_the_rules_carry_the_caveat_and_their_l2_resident_p
     assert sweep.l2_bytes == 50 * 2**20 and sweep.config.warm_l2 and "did not record its L2 size" in ref.l2_note
     frame = sweep.to_frame()
     kernel = frame[frame["series"] == "gpu-kernel"].set_index("n")
-    assert kernel.loc[2**21, "fits_l2"] and round(kernel.loc[2**21, "bandwidth_gbps"]) == 2902  # 103% of the device copy
+    assert (
+        kernel.loc[2**21, "fits_l2"] and round(kernel.loc[2**21, "bandwidth_gbps"]) == 2902
+    )  # 103% of the device copy
     assert not kernel.loc[2**30, "fits_l2"] and kernel.loc[2**30, "few_samples"]
     assert ref.launch_sweep().l2_bytes == 50 * 2**20
 
@@ -155,9 +164,17 @@ def test_cli_imports_a_check_file_once(db, capsys):
     assert "Imported 6 runs" in out and "NVIDIA H200" in out
     store = open_store(db)
     runs = store.runs()
-    assert {r.experiment for r in runs} == {"vector-add", "scaling", "launch-sweep", "transfers-bandwidth", "transfers-strategies"}
+    assert {r.experiment for r in runs} == {
+        "vector-add",
+        "scaling",
+        "launch-sweep",
+        "transfers-bandwidth",
+        "transfers-strategies",
+    }
     vector_add = next(r for r in runs if r.experiment == "vector-add")
-    assert vector_add.result["article"]["speedup"] == pytest.approx(66.1146, rel=1e-4)  # one row: the article's method inside
+    assert vector_add.result["article"]["speedup"] == pytest.approx(
+        66.1146, rel=1e-4
+    )  # one row: the article's method inside
     assert vector_add.result["imported"]["source"] == "check.json" and not vector_add.simulated
     assert vector_add.versions["numba-cuda"] == "0.30.4"
     assert main(["history", "import", str(CHECK)]) == 2  # the same file again
@@ -204,17 +221,40 @@ def _malformed(check: dict) -> dict[str, tuple[bytes, str]]:
         "wrong schema": (_bytes(wrong_schema), "lacks"),
         "truncated JSON": (text[: len(text) // 2].encode(), "truncated"),
         "huge file": (b" " * (5 * 2**20) + text.encode(), "at most 4 MiB"),
-        "wrong types": (_bytes(wrong_types), "`sections.breakdown.run.gpu.phases.kernel.samples_s[3]` must be a number, got text"),
+        "wrong types": (
+            _bytes(wrong_types),
+            "`sections.breakdown.run.gpu.phases.kernel.samples_s[3]` must be a number, got text",
+        ),
         "unknown experiment": (_bytes(unknown), "unknown experiment 'warp-drive'"),
         "negative time": (_bytes(negative), "must be at least 0"),
-        "NaN": (text.replace('"noise": 0.0', '"noise": NaN', 1).encode() if '"noise": 0.0' in text else text.replace("0.02", "NaN", 1).encode(), "NaN"),
+        "NaN": (
+            text.replace('"noise": 0.0', '"noise": NaN', 1).encode()
+            if '"noise": 0.0' in text
+            else text.replace("0.02", "NaN", 1).encode(),
+            "NaN",
+        ),
         "unknown backend": (_bytes(bad_backend), "'quantum'"),
         "not JSON": (b"<html>hello</html>", "not valid JSON"),
     }
 
 
-@pytest.mark.parametrize("case", ["wrong schema", "truncated JSON", "huge file", "wrong types", "unknown experiment", "negative time", "NaN", "unknown backend", "not JSON"])
-def test_a_malformed_file_is_rejected_with_the_first_problem_and_changes_nothing(case, check_data, db, tmp_path, capsys):
+@pytest.mark.parametrize(
+    "case",
+    [
+        "wrong schema",
+        "truncated JSON",
+        "huge file",
+        "wrong types",
+        "unknown experiment",
+        "negative time",
+        "NaN",
+        "unknown backend",
+        "not JSON",
+    ],
+)
+def test_a_malformed_file_is_rejected_with_the_first_problem_and_changes_nothing(
+    case, check_data, db, tmp_path, capsys
+):
     raw, message = _malformed(check_data)[case]
     store = open_store(db)
     store.save({"experiment": "vector-add", "n": 1, "backend": "simulator"}, versions={})
@@ -236,7 +276,9 @@ def test_the_uploader_rejects_a_malformed_file_with_a_clear_message(case, check_
     at = AppTest.from_file("../pages/5_History.py", default_timeout=90).run()
     at.file_uploader(key="history.upload").set_value(("bad.json", raw, "application/json")).run()
     assert not at.exception, at.exception
-    assert any("bad.json was not imported" in e.value and message in e.value for e in at.error), [e.value for e in at.error]
+    assert any("bad.json was not imported" in e.value and message in e.value for e in at.error), [
+        e.value for e in at.error
+    ]
     assert open_store(db).count() == 0
 
 

@@ -121,7 +121,9 @@ def test_vector_add_begins_exactly_the_steps_it_plans():
 def test_every_page_file_has_a_sidebar_link():
     scripts = {link.script for link in all_links()}
     files = {"app.py", *(p.relative_to(ROOT).as_posix() for p in (ROOT / "pages").glob("*.py"))}
-    assert files <= scripts, f"pages without a link (declare PAGE = PageLink(...) in the file): {sorted(files - scripts)}"
+    assert files <= scripts, (
+        f"pages without a link (declare PAGE = PageLink(...) in the file): {sorted(files - scripts)}"
+    )
 
 
 def test_a_page_link_must_be_plain_literals(tmp_path):
@@ -140,7 +142,10 @@ QUOTED_PATH = re.compile(r"\b((?:gpu|ui|pages|tests|docs|scripts|benchmarks)/[\w
 
 
 def test_the_path_pattern_finds_quoted_files():
-    assert QUOTED_PATH.findall("derived by code in gpu/cli.py and ui/downloads.py.") == ["gpu/cli.py", "ui/downloads.py"]
+    assert QUOTED_PATH.findall("derived by code in gpu/cli.py and ui/downloads.py.") == [
+        "gpu/cli.py",
+        "ui/downloads.py",
+    ]
 
 
 def test_no_docstring_or_document_names_a_missing_file():
@@ -159,7 +164,9 @@ def test_one_grid_size_helper_uses_real_occupancy_when_it_is_known():
 
     assert blocks_for(1000, 256) == 4 and blocks_for(1024, 256) == 4
     assert resident_blocks(10**8, 256, 132) == 132 * 8  # 2048 threads per SM / 256
-    assert resident_blocks(10**8, 256, 132, "9.0", registers_per_thread=96) == 132 * 2  # 96 x 256 registers: 2 blocks fit in 64 K
+    assert (
+        resident_blocks(10**8, 256, 132, "9.0", registers_per_thread=96) == 132 * 2
+    )  # 96 x 256 registers: 2 blocks fit in 64 K
     assert resident_blocks(100, 256, 132) == 1  # never more blocks than the data needs
 
 

@@ -18,8 +18,16 @@ KEY = "toy-microseconds"
 
 
 def _experiment(samples) -> Experiment:
-    return Experiment(key=KEY, title="Toy µs", summary="keeps its samples in microseconds", params=(),
-                      run=lambda params, progress: None, work=lambda params: 1, measures=lambda result: {}, samples=samples)
+    return Experiment(
+        key=KEY,
+        title="Toy µs",
+        summary="keeps its samples in microseconds",
+        params=(),
+        run=lambda params, progress: None,
+        work=lambda params: 1,
+        measures=lambda result: {},
+        samples=samples,
+    )
 
 
 @pytest.fixture
@@ -43,7 +51,9 @@ def test_history_compare_reads_samples_where_the_declaration_says(declared, stor
     record = _saved(store, {"kernel_us": [12.0, 10.0, 11.0]})
     assert run_samples(record) == [("Kernel", [12e-6, 10e-6, 11e-6])] and has_samples(record)
     frame = samples_frame([record])
-    assert list(frame["measure"]) == ["Kernel"] * 3 and frame["seconds"].tolist() == pytest.approx([12e-6, 10e-6, 11e-6])
+    assert list(frame["measure"]) == ["Kernel"] * 3 and frame["seconds"].tolist() == pytest.approx(
+        [12e-6, 10e-6, 11e-6]
+    )
     assert runs_frame([record]).loc[0, "samples"] == 3
     assert compare_chart(frame).to_dict()  # the chart builds from them
 
@@ -62,7 +72,10 @@ def test_a_hook_that_returns_no_seconds_is_refused_naming_the_experiment(store):
     registry.register(_experiment(lambda saved: {"Kernel": ["fast"]}))
     try:
         record = _saved(store, {"kernel_us": [1.0]})
-        with pytest.raises(TypeError, match=r"experiment 'toy-microseconds': samples\(saved\)\['Kernel'\] must be a list of finite seconds"):
+        with pytest.raises(
+            TypeError,
+            match=r"experiment 'toy-microseconds': samples\(saved\)\['Kernel'\] must be a list of finite seconds",
+        ):
             run_samples(record)
     finally:
         registry.unregister(KEY)

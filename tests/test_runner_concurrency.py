@@ -71,7 +71,7 @@ def test_queued_sessions_see_their_position_count_down():
             waiting = lock.waiting
             t = threading.Thread(target=_submit, args=(at,))
             t.start()
-            _wait_until(lambda: lock.waiting == waiting + 1)
+            _wait_until(lambda waiting=waiting: lock.waiting == waiting + 1)
             threads.append(t)
         assert lock.snapshot().waiting == 3
     for t in threads:

@@ -54,7 +54,10 @@ REFUSED = {
     "write a file": (kernel("a.tofile('/tmp/stolen')"), "attribute"),
     "read the expected output": (kernel("x = cuda.sys.modules"), "cuda-api"),
     "host loop at the top level": ("from numba import cuda\nwhile True:\n    pass\n" + kernel("pass"), "top-level"),
-    "huge allocation": (kernel("big = cuda.local.array(1 << 30, float32)", "from numba import cuda, float32\n"), "array-size"),
+    "huge allocation": (
+        kernel("big = cuda.local.array(1 << 30, float32)", "from numba import cuda, float32\n"),
+        "array-size",
+    ),
     "fork": (kernel("x = os.fork()"), "name"),
     "network": ("import urllib.request\n" + kernel("pass"), "import"),
     "patch the timer": ("import time\n" + kernel("pass"), "import"),
@@ -114,7 +117,8 @@ def test_nothing_hostile_is_saved_and_the_next_submission_runs(tmp_path, monkeyp
 
 def raw(code: str, limits: Limits = FAST, sandbox=SANDBOX) -> dict:
     """Run ``code`` in a child with the submission's limits applied (the child's own apply_limits)."""
-    prelude = f"import json, os, sys\nfrom gpu.sandbox.child import apply_limits\napply_limits({json.dumps(limits.for_child(True))})\n"
+    prelude = ("import json, os, sys\nfrom gpu.sandbox.child import "
+               f"apply_limits\napply_limits({json.dumps(limits.for_child(True))})\n")
     run = run_argv([sys.executable, "-c", prelude + textwrap.dedent(code)], b"", limits, True, sandbox)
     run["text"] = run["stdout"].decode(errors="replace").strip()
     return run
@@ -171,7 +175,9 @@ def test_the_seed_is_in_no_environment_variable_or_file():
 @pytest.mark.parametrize("sandbox", [pytest.param(SANDBOX, marks=needs_sandbox), OFF], ids=["sandbox", "no-sandbox"])
 def test_a_host_loop_is_killed_by_cpu_or_wall_clock(sandbox):
     run = raw("while True:\n    pass\n", replace(FAST, wall_s=3.0, cpu_s=1), sandbox)
-    assert run["rc"] in (-24, 128 + 24) or run["timed_out"]  # SIGXCPU after 1 s of CPU, or the wall clock on a crowded machine
+    assert (
+        run["rc"] in (-24, 128 + 24) or run["timed_out"]
+    )  # SIGXCPU after 1 s of CPU, or the wall clock on a crowded machine
     verdict = runner.interpret(run, "vector-add", "simulator", replace(FAST, wall_s=3.0, cpu_s=1))
     assert verdict.status == "refused" and verdict.refusal["rule"] in ("cpu-limit", "time-limit")
 
@@ -215,7 +221,10 @@ def survivors(marker: str) -> list[int]:
 @needs_sandbox
 def test_forks_are_capped_and_die_with_the_submission():
     if not SANDBOX.pids_cgroup and os.geteuid() == 0:
-        pytest.skip("no pids cgroup here and root ignores RLIMIT_NPROC: only the checker stops a fork bomb (docs/write-a-kernel.md)")
+        pytest.skip(
+            "no pids cgroup here and root ignores RLIMIT_NPROC: only the checker stops a fork bomb "
+            "(docs/write-a-kernel.md)"
+        )
     marker = "fork-bomb-marker-7f3a"
     run = raw(f"""
         import time
@@ -236,7 +245,10 @@ def test_forks_are_capped_and_die_with_the_submission():
 def test_the_verdict_is_read_up_to_a_cap():
     run = raw("sys.stdout.write('x' * (1 << 20))", replace(FAST, output_bytes=1024), OFF)
     assert run["output_over"] and len(run["stdout"]) == 1024
-    assert runner.interpret(run, "vector-add", "simulator", replace(FAST, output_bytes=1024)).refusal["rule"] == "output-limit"
+    assert (
+        runner.interpret(run, "vector-add", "simulator", replace(FAST, output_bytes=1024)).refusal["rule"]
+        == "output-limit"
+    )
 
 
 # --- without a sandbox -------------------------------------------------------------------------------
@@ -257,7 +269,12 @@ def test_a_demo_that_requires_the_sandbox_refuses_everything_without_it(monkeypa
     status = sandbox_status(True)
     assert not status.accepts
     verdict = judge_in_child("vector-add", GOOD, limits=FAST, simulated=True)
-    assert verdict.status == "refused" and verdict.refusal["rule"] == "sandbox" and "to enable it" in verdict.message or "switched off" in verdict.message
+    assert (
+        verdict.status == "refused"
+        and verdict.refusal["rule"] == "sandbox"
+        and "to enable it" in verdict.message
+        or "switched off" in verdict.message
+    )
 
 
 def test_limits_from_the_environment(monkeypatch):

@@ -49,7 +49,12 @@ def test_time_chart_without_a_crossover_has_no_marker():
     frame = run.to_frame()
     frame = frame[frame["series"] != "gpu-kernel"]  # only end to end, which never wins
     spec = scaling_charts.time_chart(frame, [], "s").to_dict()
-    assert [layer["mark"]["type"] if isinstance(layer["mark"], dict) else layer["mark"] for layer in layers(spec)] == ["area", "line", "point", "square"]
+    assert [layer["mark"]["type"] if isinstance(layer["mark"], dict) else layer["mark"] for layer in layers(spec)] == [
+        "area",
+        "line",
+        "point",
+        "square",
+    ]
 
 
 def test_bandwidth_chart_has_a_rule_per_limit_and_percent_in_tooltips():
@@ -61,11 +66,17 @@ def test_bandwidth_chart_has_a_rule_per_limit_and_percent_in_tooltips():
     assert rules["mark"]["type"] == "rule"
     limits = spec["datasets"][rules["data"]["name"]]
     assert sorted(row["gbps"] for row in limits) == [20.0, 50.0, 50.0, 1000.0, 2000.0]
-    assert any("device copy, best of memcpy and copy kernel (measured reference): 1,000 GB/s" == row["text"] for row in limits)
+    assert any(
+        "device copy, best of memcpy and copy kernel (measured reference): 1,000 GB/s" == row["text"] for row in limits
+    )
     # neighbouring limits alternate above and below their lines, so close ones never print on top of each other
     # and step right by pairs: each label layer has its own place (above/below, column), and there are two columns
     places = [(label["mark"]["baseline"], label["mark"]["x"]) for label in labels]
-    assert len(set(places)) == len(places) == 4 and {b for b, _ in places} == {"bottom", "top"} and len({x for _, x in places}) == 2
+    assert (
+        len(set(places)) == len(places) == 4
+        and {b for b, _ in places} == {"bottom", "top"}
+        and len({x for _, x in places}) == 2
+    )
     assert spec["title"]["text"].startswith("Effective bandwidth against N, with the physical limits")
 
 
@@ -119,10 +130,16 @@ def test_page_runs_a_small_simulated_sweep_and_shows_crossovers_charts_and_downl
     assert any("never beats NumPy" in m.value for m in at.markdown)
     if gpu.BACKEND.simulated:  # simulated crossovers are labelled as such and follow what is real
         headings = [h.value for h in at.subheader]
-        assert "Where the GPU starts to win" not in headings and "Crossovers against the simulated kernel" in headings, headings
+        assert (
+            "Where the GPU starts to win" not in headings and "Crossovers against the simulated kernel" in headings
+        ), headings
     beside = [c for c in at.get("vega_lite_chart") if "your CPU, measured now" in c.proto.spec]  # issue 12's panel
     assert len(beside) == (1 if gpu.BACKEND.simulated else 0)
-    specs = [json.loads(c.proto.spec) for c in at.get("vega_lite_chart") if "recorded: " not in c.proto.spec and c not in beside]
+    specs = [
+        json.loads(c.proto.spec)
+        for c in at.get("vega_lite_chart")
+        if "recorded: " not in c.proto.spec and c not in beside
+    ]
     assert len(specs) == 3
     assert "Time against N" in json.dumps(specs[0]) and "Effective bandwidth" in json.dumps(specs[1])
     result = at.session_state[scaling_view.RESULT_KEY]

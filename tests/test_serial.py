@@ -18,7 +18,9 @@ def _wait_until(predicate, timeout_s: float = 5.0) -> None:
         time.sleep(0.005)
 
 
-def _queue(lock: FifoLock, n: int, order: list[str], seen: dict[str, list[int]], hold_s: float = 0.01) -> list[threading.Thread]:
+def _queue(
+    lock: FifoLock, n: int, order: list[str], seen: dict[str, list[int]], hold_s: float = 0.01
+) -> list[threading.Thread]:
     """Start n waiters one after another (each enqueued before the next starts)."""
     threads = []
     for i in range(n):
@@ -33,7 +35,7 @@ def _queue(lock: FifoLock, n: int, order: list[str], seen: dict[str, list[int]],
         t = threading.Thread(target=body)
         before = lock.waiting
         t.start()
-        _wait_until(lambda: lock.waiting == before + 1)
+        _wait_until(lambda before=before: lock.waiting == before + 1)
         threads.append(t)
     return threads
 

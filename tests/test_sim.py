@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from numba import float32, int32, uint32
+from numba import float32, int32
 
 from gpu.core.backend import BACKEND
-from gpu.sim import KernelFault, set_shuffle
-from gpu.sim import cuda
+from gpu.sim import KernelFault, cuda, set_shuffle
 
-pytestmark = pytest.mark.skipif(not BACKEND.simulated, reason="the lab's simulator runs only where kernels are simulated")
+pytestmark = pytest.mark.skipif(
+    not BACKEND.simulated, reason="the lab's simulator runs only where kernels are simulated"
+)
 
 FULL = 0xFFFFFFFF
 
@@ -323,9 +324,15 @@ def test_int32_wraps_and_float32_stays_float32():
     assert c[0] == np.float32(1 / 3) + np.float32(1 / 3)
 
 
-@pytest.mark.parametrize("grid, block, words", [
-    (1, 2048, "at most 1,024"), (0, 32, "at least 1"), (1, (32, 32, 2), "1024 threads per block"), (1, 2.5, "whole numbers"),
-])
+@pytest.mark.parametrize(
+    "grid, block, words",
+    [
+        (1, 2048, "at most 1,024"),
+        (0, 32, "at least 1"),
+        (1, (32, 32, 2), "1024 threads per block"),
+        (1, 2.5, "whole numbers"),
+    ],
+)
 def test_launch_geometry_is_checked(grid, block, words):
     with pytest.raises(KernelFault, match=words):
         vector_add[grid, block](np.zeros(1, np.float32), np.zeros(1, np.float32), np.zeros(1, np.float32))
@@ -355,7 +362,7 @@ def test_the_lab_is_the_default_simulator():
     assert BACKEND.engine == "lab" and type(vector_add).__name__ == "SimKernel"
 
 
-NEGATIVE_STORE = '''from numba import cuda
+NEGATIVE_STORE = """from numba import cuda
 
 
 @cuda.jit
@@ -363,9 +370,9 @@ def vector_add(a, b, out):
     i = cuda.grid(1)
     if i < out.size:
         out[i - 1] = a[i] + b[i]
-'''
+"""
 
-NEGATIVE_ATOMIC = '''from numba import cuda
+NEGATIVE_ATOMIC = """from numba import cuda
 
 
 @cuda.jit
@@ -375,7 +382,7 @@ def vector_add(a, b, out):
         out[i] = a[i] + b[i]
     if i == 0:
         cuda.atomic.add(out, -1, 0.0)
-'''
+"""
 
 
 @pytest.mark.parametrize("source, line", [(NEGATIVE_STORE, 8), (NEGATIVE_ATOMIC, 10)])

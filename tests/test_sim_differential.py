@@ -20,7 +20,13 @@ from gpu.experiments.registry import get
 
 pytestmark = pytest.mark.skipif(not BACKEND.lab_simulator, reason="compares the lab's simulator with numba-cuda's")
 
-SMALL = {"reduction": {"n": 700}, "histogram": {"n": 600}, "transpose": {"n": 40}, "stencil": {"n": 20}, "matmul": {"n": 20}}
+SMALL = {
+    "reduction": {"n": 700},
+    "histogram": {"n": 600},
+    "transpose": {"n": 40},
+    "stencil": {"n": 20},
+    "matmul": {"n": 20},
+}
 
 
 def _cases():

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from gpu.problems import problems
+
 ROOT = Path(__file__).resolve().parent.parent
 GOOD = """from numba import cuda
 
@@ -20,7 +22,9 @@ def square(a, out):
     if i < a.size:
         out[i] = a[i] * a[i]
 """
-NO_GUARD = GOOD.replace("    if i < a.size:\n        out[i] = a[i] * a[i]", "    if i < a.size - 1:\n        out[i] = a[i] * a[i]")
+NO_GUARD = GOOD.replace(
+    "    if i < a.size:\n        out[i] = a[i] * a[i]", "    if i < a.size - 1:\n        out[i] = a[i] * a[i]"
+)
 
 
 @pytest.fixture
@@ -33,16 +37,19 @@ def cli(tmp_path):
             path = tmp_path / "kernel.py"
             path.write_text(source)
             argv.append(str(path))
-        return subprocess.run([sys.executable, "-m", "gpu", *argv], capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
+        return subprocess.run(
+            [sys.executable, "-m", "gpu", *argv], capture_output=True, text=True, env=env, cwd=ROOT, timeout=120
+        )
 
     return run
 
 
-def test_problems_lists_all_fifteen(cli):
+def test_problems_lists_every_registered_problem(cli):
     text = cli("problems")
     assert text.returncode == 0 and "vector-add" in text.stdout and "matmul" in text.stdout
     data = json.loads(cli("problems", "--json").stdout)
-    assert len(data["problems"]) == 15 and data["problems"][0]["signature"] == "vector_add(a, b, out)"
+    assert [p["key"] for p in data["problems"]] == [p.key for p in problems()]
+    assert data["problems"][0]["signature"] == "vector_add(a, b, out)"
     assert "def square(a, out)" in cli("problems", "--starter", "guard").stdout
 
 

@@ -187,12 +187,27 @@ def test_a_file_the_server_may_not_write_keeps_history_readable(tmp_path):
         if os.geteuid() == 0:
             if not shutil.which("runuser") or not Path("/usr/bin/python3").exists():
                 pytest.skip("running as root without runuser: file permissions do not bind root")
-            cmd = ["runuser", "-u", "nobody", "--", "/usr/bin/python3", "-c", READONLY_PROBE, str(ROOT / "gpu" / "service" / "store.py"), str(path)]
+            cmd = [
+                "runuser",
+                "-u",
+                "nobody",
+                "--",
+                "/usr/bin/python3",
+                "-c",
+                READONLY_PROBE,
+                str(ROOT / "gpu" / "service" / "store.py"),
+                str(path),
+            ]
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
             if proc.returncode != 0 and "Permission denied" in proc.stderr:
                 pytest.skip(f"the unprivileged user cannot reach the files: {proc.stderr[-200:]}")
         else:
-            proc = subprocess.run([sys.executable, "-c", READONLY_PROBE, str(ROOT / "gpu" / "service" / "store.py"), str(path)], capture_output=True, text=True, timeout=60)
+            proc = subprocess.run(
+                [sys.executable, "-c", READONLY_PROBE, str(ROOT / "gpu" / "service" / "store.py"), str(path)],
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
         assert proc.returncode == 0, proc.stderr
         out = json.loads(proc.stdout)
         assert out["available"] and not out["writable"] and not out["saved"], out
@@ -213,7 +228,9 @@ def test_a_process_killed_mid_write_loses_nothing_saved_before(tmp_path):
         conn = sqlite3.connect({str(path)!r}, isolation_level=None)
         conn.execute("BEGIN IMMEDIATE")
         for i in range(200):
-            conn.execute("INSERT INTO runs (run_id, experiment, created_at, saved_at, backend, simulated, versions, params, result) VALUES (?, 'half', '', '', 'cuda', 0, '{{}}', '{{}}', '{{}}')", (f"{{i:032x}}",))
+            conn.execute("INSERT INTO runs (run_id, experiment, created_at, saved_at, backend, simulated, versions, "
+                         "params, result) VALUES (?, 'half', '', '', 'cuda', 0, '{{}}', '{{}}', '{{}}')",
+                         (f"{{i:032x}}",))
         os.kill(os.getpid(), signal.SIGKILL)  # die inside the open transaction
         """
     )

@@ -29,7 +29,9 @@ def test_leaderboard_is_fastest_first_per_device_and_skips_flagged(tmp_path):
     assert [e.name for e in board] == ["fast", "slow"]
     assert [e.name for e in store.leaderboard("vector-add", "CUDA simulator")] == ["sim"]
     assert store.count() == 4 and set(store.devices("vector-add")) == {"NVIDIA H200", "CUDA simulator"}
-    assert store.delete([slow[:8]]) == 1 and [e.name for e in store.leaderboard("vector-add", "NVIDIA H200")] == ["fast"]
+    assert store.delete([slow[:8]]) == 1 and [e.name for e in store.leaderboard("vector-add", "NVIDIA H200")] == [
+        "fast"
+    ]
 
 
 def test_only_passing_submissions_are_saved_and_ids_must_be_exact_enough(tmp_path):

@@ -90,12 +90,16 @@ def synthetic_run(medians: dict[str, dict[int, float]], peaks: Peaks | None = No
                   policy: RepeatPolicy | None = None) -> SweepRun:
     ns = sorted({n for series in medians.values() for n in series})
     points = tuple(
-        SweepPoint(n, s, Stats((m * (1 - noise), m, m * (1 + noise))), agree=True if s in ("gpu-total", "numpy") else None)
+        SweepPoint(
+            n, s, Stats((m * (1 - noise), m, m * (1 + noise))), agree=True if s in ("gpu-total", "numpy") else None
+        )
         for s, series in medians.items()
         for n, m in series.items()
     )
     config = SweepConfig(ns[0], ns[-1], "pow2", ("gpu", "numpy"), policy=policy or RepeatPolicy.count(3))
-    return SweepRun(config, points, "simulator", device_info(), peaks=peaks, steps_done=2 * len(ns), steps_planned=2 * len(ns))
+    return SweepRun(
+        config, points, "simulator", device_info(), peaks=peaks, steps_done=2 * len(ns), steps_planned=2 * len(ns)
+    )
 
 
 def fake_peaks(d2d=1000.0, device_peak=2000.0, link=50.0, host=20.0) -> Peaks:
@@ -147,7 +151,9 @@ def test_frame_has_bandwidth_percent_of_limits_and_phase_shares():
     assert row["bandwidth_gbps"] == pytest.approx(12 * n / (1e-5 + 1e-11 * n) / 1e9)
     assert row["pct_of_ceiling"] == pytest.approx(100 * row["bandwidth_gbps"] / 1000.0)
     assert row["pct_of_device_peak"] == pytest.approx(100 * row["bandwidth_gbps"] / 2000.0)
-    assert row["ceiling"] == "device copy, best of memcpy and copy kernel (measured reference)" and row["ceiling_is_limit"]
+    assert (
+        row["ceiling"] == "device copy, best of memcpy and copy kernel (measured reference)" and row["ceiling_is_limit"]
+    )
     h2d = frame[(frame["n"] == n) & (frame["series"] == "gpu-h2d")].iloc[0]
     assert h2d["bandwidth_gbps"] == pytest.approx(8 * n / (8e-4 + 1e-9 * n) / 1e9)  # a and b in: 8 bytes per element
     assert frame[frame["series"] == "numpy"]["ceiling"].unique().tolist() == ["host memory, NumPy copy (measured)"]
@@ -176,7 +182,19 @@ def test_noisy_points_are_flagged_against_the_policy_target():
 def test_to_dict_and_csv_carry_the_configuration():
     run = crossing_run(peaks=fake_peaks())
     data = json.loads(json.dumps(run.to_dict(), default=str))
-    for key in ("experiment", "created_at", "backend", "device", "config", "points", "crossovers", "peaks", "min_n", "max_n", "impls"):
+    for key in (
+        "experiment",
+        "created_at",
+        "backend",
+        "device",
+        "config",
+        "points",
+        "crossovers",
+        "peaks",
+        "min_n",
+        "max_n",
+        "impls",
+    ):
         assert key in data, key
     assert data["experiment"] == "scaling"
     assert data["config"]["sizes"] == NS and data["config"]["policy"]["n_repeat"] == 3
@@ -185,7 +203,9 @@ def test_to_dict_and_csv_carry_the_configuration():
     header = json.loads(text.splitlines()[1][2:])
     assert header["config"]["min_n"] == NS[0] and header["config"]["max_n"] == NS[-1]
     frame = pd.read_csv(io.StringIO(text), comment="#")
-    assert len(frame) == len(run.points) and {"n", "series", "median_s", "bandwidth_gbps", "noisy"} <= set(frame.columns)
+    assert len(frame) == len(run.points) and {"n", "series", "median_s", "bandwidth_gbps", "noisy"} <= set(
+        frame.columns
+    )
 
 
 # --- validation -----------------------------------------------------------------------
@@ -236,12 +256,16 @@ def test_until_stable_policy_keeps_its_target_and_budget():
 
 def small_config(**kw) -> SweepConfig:
     base = {"policy": RepeatPolicy.count(1), "python_budget_s": 1.0}
-    return make_config(kw.pop("min_n", 32), kw.pop("max_n", 128), kw.pop("impls", ["gpu", "numpy", "python"]), **{**base, **kw})
+    return make_config(
+        kw.pop("min_n", 32), kw.pop("max_n", 128), kw.pop("impls", ["gpu", "numpy", "python"]), **{**base, **kw}
+    )
 
 
 def test_sweep_measures_every_point_and_reports_progress():
     seen = []
-    run = run_sweep(small_config(), on_progress=lambda p: seen.append((p.step, p.steps, p.n, p.impl, len(p.partial.points))))
+    run = run_sweep(
+        small_config(), on_progress=lambda p: seen.append((p.step, p.steps, p.n, p.impl, len(p.partial.points)))
+    )
     assert run.complete and run.stopped is None and run.agree
     assert run.sizes == [32, 64, 128]
     assert [s[0] for s in seen] == list(range(1, 10)) and all(s[1] == 9 for s in seen)
@@ -264,7 +288,13 @@ def test_a_stop_between_steps_keeps_the_partial_result():
     assert run.stopped == "cancelled" and not run.complete
     assert run.steps_done == 4 and run.steps_planned == 9
     assert run.sizes == [32, 64]  # steps: 32 x3, then 64 gpu
-    assert {p.series for p in run.points if p.n == 64} == {"gpu-total", "gpu-kernel", "gpu-launch-kernel", "gpu-h2d", "gpu-d2h"}
+    assert {p.series for p in run.points if p.n == 64} == {
+        "gpu-total",
+        "gpu-kernel",
+        "gpu-launch-kernel",
+        "gpu-h2d",
+        "gpu-d2h",
+    }
 
 
 def test_a_time_limit_stops_the_sweep_with_what_it_has():
@@ -316,17 +346,54 @@ def test_check_section_passes_quickly_in_the_simulator():
 
 
 def test_cli_json_has_config_points_and_crossovers(capsys):
-    code = main(["sweep", "--min-n", "32", "--max-n", "64", "--impl", "gpu,numpy", "--repeats", "1", "--no-peaks", "--quiet", "--json"])
+    code = main(
+        [
+            "sweep",
+            "--min-n",
+            "32",
+            "--max-n",
+            "64",
+            "--impl",
+            "gpu,numpy",
+            "--repeats",
+            "1",
+            "--no-peaks",
+            "--quiet",
+            "--json",
+        ]
+    )
     assert code == 0
     data = json.loads(capsys.readouterr().out)
     assert data["experiment"] == "scaling" and data["config"]["sizes"] == [32, 64]
-    assert {p["series"] for p in data["points"]} == {"gpu-total", "gpu-kernel", "gpu-launch-kernel", "gpu-h2d", "gpu-d2h", "numpy"}
+    assert {p["series"] for p in data["points"]} == {
+        "gpu-total",
+        "gpu-kernel",
+        "gpu-launch-kernel",
+        "gpu-h2d",
+        "gpu-d2h",
+        "numpy",
+    }
     assert all("median_s" in p["stats"] and "samples" in p["stats"] for p in data["points"])
     assert len(data["crossovers"]) == 3 and all("text" in c for c in data["crossovers"])
 
 
 def test_cli_csv_is_a_table_headed_by_the_configuration(capsys):
-    code = main(["sweep", "--min-n", "32", "--max-n", "32", "--impl", "numpy", "--repeats", "2", "--no-peaks", "--quiet", "--csv"])
+    code = main(
+        [
+            "sweep",
+            "--min-n",
+            "32",
+            "--max-n",
+            "32",
+            "--impl",
+            "numpy",
+            "--repeats",
+            "2",
+            "--no-peaks",
+            "--quiet",
+            "--csv",
+        ]
+    )
     assert code == 0
     text = capsys.readouterr().out
     frame = pd.read_csv(io.StringIO(text), comment="#")

@@ -70,7 +70,8 @@ def test_measure_times_the_callable_with_the_given_clock():
 
 
 @pytest.mark.parametrize(
-    "kwargs", [{"n_repeat": 0}, {"n_repeat": 1001}, {"warmup": -1}, {"budget_s": 0}, {"budget_s": -1.0}, {"max_noise": 0}]
+    "kwargs",
+    [{"n_repeat": 0}, {"n_repeat": 1001}, {"warmup": -1}, {"budget_s": 0}, {"budget_s": -1.0}, {"max_noise": 0}],
 )
 def test_bad_policies_are_rejected_with_a_reason(kwargs):
     with pytest.raises(ValueError, match="must"):
@@ -198,7 +199,9 @@ def test_minimum_samples_are_taken_before_the_budget_can_stop_sampling():
 def test_every_series_has_its_own_stopping_rule():
     quiet, noisy = itertools.repeat(1.0), itertools.chain([1.0, 2.0], itertools.repeat(1.0))
     policy = RepeatPolicy.until_stable(max_noise=0.2, budget_s=1e9, max_repeat=200, warmup=0)
-    result = collect(lambda: {"total": next(quiet), "kernel": next(noisy)}, policy, noise_key="total", clock=FakeClock([0.0]))
+    result = collect(
+        lambda: {"total": next(quiet), "kernel": next(noisy)}, policy, noise_key="total", clock=FakeClock([0.0])
+    )
     # "total" alone would have stopped at 3 samples; "kernel" keeps sampling until it is quiet too
     assert result["kernel"].n_samples > MIN_RELIABLE_SAMPLES
     assert result["kernel"].noise <= 0.2 and result["total"].n_samples == result["kernel"].n_samples

@@ -207,7 +207,9 @@ def test_a_syncthreads_reached_by_half_the_block_is_barrier_divergence():
 
 def test_two_blocks_writing_one_address_race_and_atomics_do_not():
     racy = analyse(trace_launch(every_block_writes_zero, 3, 1, [np.zeros(1, np.int64)]))
-    assert [r.scope for r in racy.races] == ["between blocks"] and racy.races[0].first.block != racy.races[0].second.block
+    assert [r.scope for r in racy.races] == ["between blocks"] and racy.races[0].first.block != racy.races[
+        0
+    ].second.block
     counted = np.zeros(1, np.int64)
     atomic = analyse(trace_launch(atomic_count, 3, 32, [counted]))
     assert not atomic.problems and counted[0] == 96

@@ -10,7 +10,10 @@ SITES = [Site("k.py", "k", 10, None, None), Site("k.py", "k", 11, None, None), S
 
 
 def _trace(records, arrays=None, block=(64, 1, 1), grid=(1, 1, 1), barriers=None, blocks=(0,)) -> RawTrace:
-    arrays = arrays or [ArrayInfo(0, "g", "global", (4096,), "float32", 4), ArrayInfo(1, "s", "shared", (4096,), "float32", 4)]
+    arrays = arrays or [
+        ArrayInfo(0, "g", "global", (4096,), "float32", 4),
+        ArrayInfo(1, "s", "shared", (4096,), "float32", 4),
+    ]
     return RawTrace("k", grid, block, arrays, SITES, records, barriers or {}, blocks, 0, [], 0, None)
 
 
@@ -47,14 +50,21 @@ def test_a_write_and_a_read_of_another_thread_in_one_interval_race_but_not_acros
 
 
 def test_a_race_repeated_over_many_addresses_is_one_finding_with_its_count():
-    records = [rec(0, t, 0, 1, 4 * t, WRITE, 0) for t in range(32)] + [rec(0, t, 0, 1, 4 * ((t + 1) % 32), READ, 1) for t in range(32)]
+    records = [rec(0, t, 0, 1, 4 * t, WRITE, 0) for t in range(32)] + [
+        rec(0, t, 0, 1, 4 * ((t + 1) % 32), READ, 1) for t in range(32)
+    ]
     races = an.find_races(_trace(records))
     assert len(races) == 1 and races[0].addresses == 32
     assert {races[0].first.line, races[0].second.line} == {10, 11}
 
 
 def test_global_writes_from_two_blocks_race_but_shared_memory_is_per_block():
-    records = [rec(0, 0, 0, 0, 0, WRITE, 0), rec(1, 0, 0, 0, 0, WRITE, 0), rec(0, 0, 0, 1, 0, WRITE, 0), rec(1, 0, 0, 1, 0, WRITE, 0)]
+    records = [
+        rec(0, 0, 0, 0, 0, WRITE, 0),
+        rec(1, 0, 0, 0, 0, WRITE, 0),
+        rec(0, 0, 0, 1, 0, WRITE, 0),
+        rec(1, 0, 0, 1, 0, WRITE, 0),
+    ]
     races = an.find_races(_trace(records, grid=(2, 1, 1), blocks=(0, 1)))
     assert [(r.array, r.scope) for r in races] == [("g", "between blocks")]
 
@@ -73,7 +83,9 @@ def test_requests_group_one_warp_one_site_one_occurrence():
 
 
 def test_the_report_survives_json():
-    records = [rec(0, t, 0, 1, 4 * t, WRITE, 0) for t in range(4)] + [rec(0, t, 0, 1, 4 * ((t + 1) % 4), READ, 1) for t in range(4)]
+    records = [rec(0, t, 0, 1, 4 * t, WRITE, 0) for t in range(4)] + [
+        rec(0, t, 0, 1, 4 * ((t + 1) % 4), READ, 1) for t in range(4)
+    ]
     report = analyse(_trace(records, block=(4, 1, 1)))
     again = TraceReport.from_dict(report.to_dict())
     assert again == report and again.problems
@@ -86,7 +98,13 @@ def test_the_trace_package_never_imports_streamlit_or_the_layers_above_it():
     allowed = {"core", "kernels", "experiments", "trace", "sandbox", "problems", "sim"}
     for path in sorted((Path(__file__).resolve().parent.parent / "gpu" / "trace").glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module] if isinstance(node, ast.ImportFrom) and node.module else []
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module]
+                if isinstance(node, ast.ImportFrom) and node.module
+                else []
+            )
             for name in names:
                 parts = name.split(".")
                 assert parts[0] != "streamlit", f"{path.name} imports streamlit"

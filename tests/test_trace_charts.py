@@ -28,7 +28,11 @@ def test_the_access_map_colours_only_the_chosen_threads_cells():
     base, highlight = _layers(spec)[0], _layers(spec)[1]
     assert len(datasets[base["data"]["name"]]) == 64  # every touched cell, grey
     chosen = datasets[highlight["data"]["name"]]
-    assert len(chosen) == 32 and {r["global_thread"] for r in chosen} == set(range(32)) and {r["row"] for r in chosen} == {0}
+    assert (
+        len(chosen) == 32
+        and {r["global_thread"] for r in chosen} == set(range(32))
+        and {r["row"] for r in chosen} == {0}
+    )
     colour = highlight["encoding"]["color"]["scale"]
     assert colour["domain"] == ["read", "write", "atomic"]  # one domain in every panel: hconcat shares the scale
 
@@ -39,10 +43,27 @@ def test_the_access_map_shrinks_cells_so_panels_fit_side_by_side():
 
 
 def test_the_sectors_chart_draws_touched_bars_and_ideal_ticks_in_step_order():
-    rows = pd.DataFrame([{"step": "1 · naive", "access": "line 33 write out[col, row]", "sectors_per_request": 32.0, "ideal_sectors_per_request": 4.0},
-                         {"step": "2 · tiled", "access": "line 57 write out[...]", "sectors_per_request": 4.0, "ideal_sectors_per_request": 4.0}])
+    rows = pd.DataFrame(
+        [
+            {
+                "step": "1 · naive",
+                "access": "line 33 write out[col, row]",
+                "sectors_per_request": 32.0,
+                "ideal_sectors_per_request": 4.0,
+            },
+            {
+                "step": "2 · tiled",
+                "access": "line 57 write out[...]",
+                "sectors_per_request": 4.0,
+                "ideal_sectors_per_request": 4.0,
+            },
+        ]
+    )
     spec = sectors_chart(rows, "sectors").to_dict()
     bars, ticks = spec["layer"]
     assert bars["mark"]["type"] == "bar" and ticks["mark"]["type"] == "tick"
-    assert bars["encoding"]["y"]["sort"] == ["1 · naive — line 33 write out[col, row]", "2 · tiled — line 57 write out[...]"]
+    assert bars["encoding"]["y"]["sort"] == [
+        "1 · naive — line 33 write out[col, row]",
+        "2 · tiled — line 57 write out[...]",
+    ]
     assert max(bars["encoding"]["x"]["axis"]["values"]) >= 32

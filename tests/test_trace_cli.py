@@ -25,7 +25,10 @@ def test_json_has_the_findings(capsys):
     assert max(b["ways"] for b in data["banks"]) == 32
 
 
-@pytest.mark.skipif(not gpu.BACKEND.simulated, reason="the stand-in kernel is registered in this process; on a GPU the CLI traces in a child")
+@pytest.mark.skipif(
+    not gpu.BACKEND.simulated,
+    reason="the stand-in kernel is registered in this process; on a GPU the CLI traces in a child",
+)
 def test_a_finding_exits_1_with_thread_and_line(capsys, monkeypatch):
     # the lab's kernels are clean; a lab entry whose kernel has the off-by-one stands in for a bad one
     import numpy as np
@@ -33,8 +36,20 @@ def test_a_finding_exits_1_with_thread_and_line(capsys, monkeypatch):
     from gpu.trace import lab
     from tests.test_trace import add_off_by_one
 
-    bad = lab.LabKernel("off-by-one", "off by one", "a vector", 100, lambda n: n,
-                        lambda n: lab.Launch(add_off_by_one, 1, 128, (np.ones(n, np.float32), np.ones(n, np.float32), np.zeros(n, np.float32)), "off-by-one"))
+    bad = lab.LabKernel(
+        "off-by-one",
+        "off by one",
+        "a vector",
+        100,
+        lambda n: n,
+        lambda n: lab.Launch(
+            add_off_by_one,
+            1,
+            128,
+            (np.ones(n, np.float32), np.ones(n, np.float32), np.zeros(n, np.float32)),
+            "off-by-one",
+        ),
+    )
     monkeypatch.setattr(lab, "_KERNELS", (*lab.lab_kernels(), bad))
     assert main(["trace", "off-by-one"]) == 1
     out = capsys.readouterr().out

@@ -56,7 +56,15 @@ def test_chunk_count_equal_to_n_gives_one_element_each():
     assert chunk_bounds(5, 5) == ((0, 1), (1, 2), (2, 3), (3, 4), (4, 5))
 
 
-@pytest.mark.parametrize("n,chunks,message", [(10, 0, "between 1 and N"), (10, -3, "between 1 and N"), (10, 11, "between 1 and N (10)"), (10, "x", "whole number")])
+@pytest.mark.parametrize(
+    "n,chunks,message",
+    [
+        (10, 0, "between 1 and N"),
+        (10, -3, "between 1 and N"),
+        (10, 11, "between 1 and N (10)"),
+        (10, "x", "whole number"),
+    ],
+)
 def test_bad_chunk_counts_are_rejected_with_what_is_allowed(n, chunks, message):
     with pytest.raises(InputError, match=message.replace("(", r"\(").replace(")", r"\)")):
         chunk_bounds(n, chunks)
@@ -234,7 +242,9 @@ def test_a_missed_chunk_fails_the_check(monkeypatch):
 
 
 def test_pinned_failure_falls_back_to_pageable_with_a_note(monkeypatch):
-    monkeypatch.setattr(strategy_timing, "host_buffer", lambda nbytes, pinned: (np.empty(nbytes, dtype=np.uint8), False))
+    monkeypatch.setattr(
+        strategy_timing, "host_buffer", lambda nbytes, pinned: (np.empty(nbytes, dtype=np.uint8), False)
+    )
     result = run_strategies(200, 128, chunks=2, streams=2, policy=ONE, strategies=["pinned", "chunked"])
     assert result.agree
     assert result.strategies["pinned"].host_memory == "pageable (pinning failed)"
@@ -304,7 +314,9 @@ def test_bandwidth_rejects_unknown_series_and_oversized_copies():
 
 @pytest.mark.gpu
 def test_pinned_copies_beat_pageable_and_plateau_on_the_gpu():
-    curves = run_bandwidth_curves([2**20, 2**24, 2**26, 2**28], series=[("h2d", "pinned"), ("h2d", "pageable")], policy=RepeatPolicy.count(5))
+    curves = run_bandwidth_curves(
+        [2**20, 2**24, 2**26, 2**28], series=[("h2d", "pinned"), ("h2d", "pageable")], policy=RepeatPolicy.count(5)
+    )
     pinned, pageable = curves.plateau("h2d", "pinned"), curves.plateau("h2d", "pageable")
     assert pinned.peak_gbps > 10, curves.summary()  # any PCIe 3 x16 link or better
     assert pinned.peak_gbps > pageable.peak_gbps, curves.summary()
@@ -312,7 +324,9 @@ def test_pinned_copies_beat_pageable_and_plateau_on_the_gpu():
 
 @pytest.mark.gpu
 def test_chunked_streams_beat_one_chunk_and_overlap_on_the_gpu():
-    result = run_strategies(1 << 26, 256, chunks=8, streams=4, policy=RepeatPolicy.count(5), strategies=["chunked", "mapped"])
+    result = run_strategies(
+        1 << 26, 256, chunks=8, streams=4, policy=RepeatPolicy.count(5), strategies=["chunked", "mapped"]
+    )
     assert result.agree
     assert result.chunked_speedup > 1.05, transfers_report.verdict(result)
     assert result.overlap > 0.2, transfers_report.verdict(result)
@@ -324,7 +338,23 @@ def test_chunked_streams_beat_one_chunk_and_overlap_on_the_gpu():
 def test_cli_transfers_prints_one_json_object(capsys):
     from gpu.__main__ import main
 
-    rc = main(["transfers", "--n", "200", "--chunks", "3", "--streams", "2", "--iterations", "2", "--repeats", "1", "--no-bandwidth", "--json"])
+    rc = main(
+        [
+            "transfers",
+            "--n",
+            "200",
+            "--chunks",
+            "3",
+            "--streams",
+            "2",
+            "--iterations",
+            "2",
+            "--repeats",
+            "1",
+            "--no-bandwidth",
+            "--json",
+        ]
+    )
     assert rc == 0
     data = json.loads(capsys.readouterr().out)
     assert data["experiment"] == "transfers" and data["bandwidth"] is None
@@ -332,7 +362,14 @@ def test_cli_transfers_prints_one_json_object(capsys):
     assert "wins" in data["strategies"]["verdict"]
 
 
-@pytest.mark.parametrize("args,message", [(["--chunks", "0"], "chunks must be between 1 and N"), (["--streams", "9"], "streams must be between 1 and 8"), (["--n=-5"], "at least 1")])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--chunks", "0"], "chunks must be between 1 and N"),
+        (["--streams", "9"], "streams must be between 1 and 8"),
+        (["--n=-5"], "at least 1"),
+    ],
+)
 def test_cli_transfers_rejects_bad_input_in_one_line(args, message, capsys):
     from gpu.__main__ import main
 

@@ -59,7 +59,9 @@ def test_bandwidth_run_states_plateaus_and_draws_the_curves():
     assert not at.exception and not at.error, [e.value for e in at.error]
     text = " ".join(m.value for m in at.markdown)
     assert "H2D pinned" in text and "D2D" in text and "GB/s" in text
-    assert "SIMULATED" in text and "pageable H2D's best bandwidth" not in text  # pinning is not simulated: no ratio headline
+    assert (
+        "SIMULATED" in text and "pageable H2D's best bandwidth" not in text
+    )  # pinning is not simulated: no ratio headline
     specs = json.dumps(chart_specs(at))
     for measure in ("H2D copy", "D2H copy", "D2D copy", "pageable", "pinned"):
         assert measure in specs
@@ -73,14 +75,28 @@ def test_strategies_run_agrees_names_a_winner_and_draws_breakdown_and_timeline()
     # the simulator names no winner and shows no speedup or overlap: it leads with what is real (honest pages)
     assert not any("wins" in i.value for i in at.info)
     shown = {m.label: m.value for m in at.metric}
-    assert shown == {"Strategies agree": "7 of 7", "Strategies run here": "7 of 7", "Copied per vector add": "3.52 KiB", "Chunks on streams": "3 on 2"}, shown
+    assert shown == {
+        "Strategies agree": "7 of 7",
+        "Strategies run here": "7 of 7",
+        "Copied per vector add": "3.52 KiB",
+        "Chunks on streams": "3 on 2",
+    }, shown
     assert any("cannot be known here" in c.value for c in at.caption)
     table = at.dataframe[-1].value
-    assert "end to end (simulated)" in table.columns and table["end to end (simulated)"].str.contains(" ms| s| µs").all()
+    assert (
+        "end to end (simulated)" in table.columns and table["end to end (simulated)"].str.contains(" ms| s| µs").all()
+    )
     specs = chart_specs(at)
     assert len(specs) == 2
     breakdown, timeline = (json.dumps(s, ensure_ascii=False) for s in specs)
-    for label in ("As in the article", "Careful", "Pinned host memory", "Data kept on the device", "Chunked streams", "Mapped zero-copy"):
+    for label in (
+        "As in the article",
+        "Careful",
+        "Pinned host memory",
+        "Data kept on the device",
+        "Chunked streams",
+        "Mapped zero-copy",
+    ):
         assert label in breakdown
     assert "3 chunks on 2 streams · stream 1" in timeline and "1 chunk on 1 stream · stream 0" in timeline
     at.radio(key="timeline_lanes").set_value("engine").run()
@@ -134,7 +150,9 @@ def layers(spec: dict) -> list[dict]:
 
 def test_bandwidth_chart_is_log_log_dashes_pageable_and_draws_plateaus():
     curves = synthetic_curves()
-    spec = transfers_charts.bandwidth_chart(curves.to_frame(), [p.to_dict() for p in curves.plateaus()], "subtitle").to_dict()
+    spec = transfers_charts.bandwidth_chart(
+        curves.to_frame(), [p.to_dict() for p in curves.plateaus()], "subtitle"
+    ).to_dict()
     line = next(layer for layer in layers(spec) if layer["mark"]["type"] == "line")
     assert line["encoding"]["x"]["scale"]["type"] == "log" and line["encoding"]["y"]["scale"]["type"] == "log"
     assert line["encoding"]["strokeDash"]["field"] == "memory"
@@ -161,13 +179,20 @@ def test_breakdown_chart_stacks_phases_on_a_linear_axis_fastest_first():
 
 
 def test_timeline_chart_draws_one_bar_per_interval_in_its_lane():
-    intervals = [Interval("2 chunks on 2 streams", c, c, p, t0, t0 + 1.0) for c in range(2) for p, t0 in (("h2d", c), ("kernel", c + 1), ("d2h", c + 2))]
+    intervals = [
+        Interval("2 chunks on 2 streams", c, c, p, t0, t0 + 1.0)
+        for c in range(2)
+        for p, t0 in (("h2d", c), ("kernel", c + 1), ("d2h", c + 2))
+    ]
     import pandas as pd
 
     from gpu.core.timeline import build_timeline
 
     frame = pd.DataFrame(
-        [(b.run, b.lane, b.chunk, b.stream, b.phase, b.start_s * 1e3, b.end_s * 1e3, (b.end_s - b.start_s) * 1e3) for b in build_timeline(intervals)],
+        [
+            (b.run, b.lane, b.chunk, b.stream, b.phase, b.start_s * 1e3, b.end_s * 1e3, (b.end_s - b.start_s) * 1e3)
+            for b in build_timeline(intervals)
+        ],
         columns=["run", "lane", "chunk", "stream", "phase", "start_ms", "end_ms", "duration_ms"],
     )
     spec = transfers_charts.timeline_chart(frame, "sub").to_dict()

@@ -80,7 +80,19 @@ def test_python_loop_over_budget_is_skipped_with_an_estimate():
 
 def test_to_dict_has_the_documented_shape():
     data = run_vector_add(64, 32, RepeatPolicy.count(2), ["numpy"]).to_dict()
-    assert {"n", "dtype", "threads_per_block", "blocks_per_grid", "backend", "device", "agree", "max_abs_diff", "gpu", "cpu", "speedup"} <= set(data)
+    assert {
+        "n",
+        "dtype",
+        "threads_per_block",
+        "blocks_per_grid",
+        "backend",
+        "device",
+        "agree",
+        "max_abs_diff",
+        "gpu",
+        "cpu",
+        "speedup",
+    } <= set(data)
     assert set(data["gpu"]["phases"]) == {"h2d", "kernel", "d2h", "total"}
     assert {"median_s", "min_s", "max_s", "samples"} <= set(data["gpu"]["phases"]["kernel"])
     assert data["blocks_per_grid"] == 2 and data["dtype"] == "float32"
@@ -101,7 +113,9 @@ def test_bad_sizes_are_rejected_with_a_clear_message(text):
         parse_size(text)
 
 
-@pytest.mark.parametrize("text,value", [("1e7", 10_000_000), ("10_000_000", 10_000_000), ("2^20", 1 << 20), ("1,000", 1000)])
+@pytest.mark.parametrize(
+    "text,value", [("1e7", 10_000_000), ("10_000_000", 10_000_000), ("2^20", 1 << 20), ("1,000", 1000)]
+)
 def test_sizes_accept_the_usual_spellings(text, value):
     assert parse_size(text) == value
 
@@ -146,7 +160,9 @@ def test_four_per_thread_kernel_is_bit_identical_and_covers_every_element(thread
         a, b = vector_inputs(n, seed=n)
         out = np.full(n, np.nan, dtype=np.float32)  # an element never written stays NaN and fails
         blocks = blocks_for(n, threads_per_block * ELEMENTS_PER_THREAD)
-        stats = time_resident_kernel(vector_add_ilp_kernel, blocks, threads_per_block, a, b, out, RepeatPolicy.count(1, warmup=0))
+        stats = time_resident_kernel(
+            vector_add_ilp_kernel, blocks, threads_per_block, a, b, out, RepeatPolicy.count(1, warmup=0)
+        )
         assert stats.n_samples == 1
         np.testing.assert_array_equal(out, a + b, err_msg=f"N={n}")
 

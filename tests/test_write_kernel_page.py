@@ -67,7 +67,9 @@ def test_a_refused_source_names_the_rule_and_line(isolated):
     at.text_area(key="write_kernel.draft.vector-add").input("import os\n" + GOOD)
     at.button(key="write_kernel.run").click().run()
     assert not at.exception
-    assert any("Refused" in e.value and "(import rule, line 1)" in e.value and "allowed imports" in e.value for e in at.error)
+    assert any(
+        "Refused" in e.value and "(import rule, line 1)" in e.value and "allowed imports" in e.value for e in at.error
+    )
 
 
 def test_a_server_that_requires_a_sandbox_it_lacks_accepts_nothing(isolated, monkeypatch):
@@ -103,7 +105,11 @@ def test_the_code_editor_is_drawn_when_its_bundle_is_built(isolated, monkeypatch
     at = AppTest.from_file(PAGE, default_timeout=60).run()
     assert not at.exception, at.exception
     assert not at.text_area  # no plain text box: the component is there instead (AppTest cannot render it)
-    protos = [e.proto for e in at.main if getattr(e, "type", "") == "bidi_component" or "bidi" in type(e.proto).__name__.lower()]
+    protos = [
+        e.proto
+        for e in at.main
+        if getattr(e, "type", "") == "bidi_component" or "bidi" in type(e.proto).__name__.lower()
+    ]
     assert protos and protos[0].component_name == "kernel_lab.code_editor"
     assert not any(code_editor.FALLBACK_NOTE in c.value for c in at.caption)
 
@@ -127,11 +133,20 @@ def test_markers_for_a_refusal_a_race_and_a_mismatch():
     from ui.views.write_kernel import markers_for
 
     assert markers_for(None) == []
-    refused = Verdict("vector-add", "simulator", status="refused", refusal={"rule": "import", "line": 1, "message": "no os"})
+    refused = Verdict(
+        "vector-add", "simulator", status="refused", refusal={"rule": "import", "line": 1, "message": "no os"}
+    )
     assert markers_for(refused) == [Marker(1, "refusal", "import rule: no os")]
     who = lambda line: NS(line=line)  # noqa: E731
-    report = NS(races=[NS(first=who(14), second=who(18))],
-                sectors=[NS(kind="read", array="a", line=13), NS(kind="write", array="out", line=22)])
-    wrong = Verdict("shared", "simulator", status="wrong", mismatch={"test": "t", "output": "out", "index": [0], "expected": 1.0, "got": 2.0})
+    report = NS(
+        races=[NS(first=who(14), second=who(18))],
+        sectors=[NS(kind="read", array="a", line=13), NS(kind="write", array="out", line=22)],
+    )
+    wrong = Verdict(
+        "shared",
+        "simulator",
+        status="wrong",
+        mismatch={"test": "t", "output": "out", "index": [0], "expected": 1.0, "got": 2.0},
+    )
     marks = markers_for(wrong, report)
     assert [(m.line, m.kind) for m in marks] == [(14, "race"), (18, "race"), (22, "mismatch")]

@@ -11,7 +11,8 @@ Experiments that pages still run as closures (``run_experiment``) stay on this h
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 import streamlit as st
 
@@ -41,7 +42,9 @@ def cluster_client(address: str) -> ClusterClient:
     """This process's one connection to the cluster at ``address`` (a failure is not cached: retried next run)."""
     client = client_from_env()
     if client is None or client.address != address:
-        raise ClusterUnavailable(f"KERNEL_LAB_CLUSTER changed while the app ran (now {cluster_address()!r}); restart the app")
+        raise ClusterUnavailable(
+            f"KERNEL_LAB_CLUSTER changed while the app ran (now {cluster_address()!r}); restart the app"
+        )
     return client
 
 
@@ -49,7 +52,7 @@ def where(worker: WorkerInfo | None) -> str:
     return worker.label if worker is not None else "a GPU worker"
 
 
-def run_on_cluster(experiment: "Experiment", params: Mapping[str, Any]) -> Any:
+def run_on_cluster(experiment: Experiment, params: Mapping[str, Any]) -> Any:
     """Admit, submit to the chosen (or least busy) worker, follow the queue, save here; the result or None."""
     from ui.run_record import LAST_KEY, queue_message, session_tag
 
@@ -102,7 +105,7 @@ def run_on_cluster(experiment: "Experiment", params: Mapping[str, Any]) -> Any:
     return run.result
 
 
-def save_run(experiment: "Experiment", run: ClusterRun, params: Mapping[str, Any]) -> tuple[str | None, str | None]:
+def save_run(experiment: Experiment, run: ClusterRun, params: Mapping[str, Any]) -> tuple[str | None, str | None]:
     """Save a cluster run to this host's History, with the worker and its machine's device facts.
 
     Returns (run id, problem); never raises: a history failure must not lose the run.
@@ -110,7 +113,9 @@ def save_run(experiment: "Experiment", run: ClusterRun, params: Mapping[str, Any
     from ui.run_record import save_result
 
     worker = {k: v for k, v in run.worker.to_dict().items() if k != "device"}
-    return save_result(experiment, run.result, run.worker.gpu_index, params, device=run.worker.device, extra={"worker": worker})
+    return save_result(
+        experiment, run.result, run.worker.gpu_index, params, device=run.worker.device, extra={"worker": worker}
+    )
 
 
 def cluster_sidebar() -> None:

@@ -10,7 +10,8 @@ as belonging to earlier inputs (``stale_key``).
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import streamlit as st
 

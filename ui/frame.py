@@ -41,14 +41,18 @@ def navigation() -> None:
             return
 
 
-def frame(title: str, icon: str = ":material/science:", intro: str | None = None, simulator_note: str | None = None) -> DeviceInfo:
+def frame(
+    title: str, icon: str = ":material/science:", intro: str | None = None, simulator_note: str | None = None
+) -> DeviceInfo:
     """Set up a page: config, title, backend badge and sidebar facts. Returns the device.
 
     ``icon`` is a Material icon (":material/name:"). The browser tab reads
     "<title> · Kernel Lab", or "Kernel Lab" alone on the home page. ``simulator_note`` is
     appended to the simulator banner (one banner, not two stacked).
     """
-    st.set_page_config(page_title=title if title == APP_NAME else f"{title} · {APP_NAME}", page_icon=icon, layout="wide")
+    st.set_page_config(
+        page_title=title if title == APP_NAME else f"{title} · {APP_NAME}", page_icon=icon, layout="wide"
+    )
     device = device_facts()
     st.title(f"{icon} {title}")
     if gpu.BACKEND.simulated:

@@ -18,7 +18,10 @@ def article_path() -> Path | None:
     """The article's reference text: $KERNEL_LAB_ARTICLE, else reference/ in or beside the checkout."""
     env = os.environ.get(ARTICLE_ENV, "").strip()
     candidates = [Path(env).expanduser()] if env else []
-    candidates += [ROOT / "reference" / ARTICLE_NAME, *(parent / "shared" / "reference" / ARTICLE_NAME for parent in ROOT.parents)]
+    candidates += [
+        ROOT / "reference" / ARTICLE_NAME,
+        *(parent / "shared" / "reference" / ARTICLE_NAME for parent in ROOT.parents),
+    ]
     return next((p for p in candidates if p.is_file()), None)
 
 
@@ -38,15 +41,44 @@ def headline_metrics(ref: ReferenceRun, article: PublishedFigures) -> list[tuple
     run = ref.vector_add()
     numpy = run.cpu.get("numpy")
     kernel_s, total_s = run.gpu["kernel"].median_s, run.gpu["total"].median_s
-    out = [("Kernel alone", format_seconds(kernel_s), f"Median of {run.gpu['kernel'].n_samples} samples at N = {run.n:,} (CUDA events, kernel alone).")]
+    out = [
+        (
+            "Kernel alone",
+            format_seconds(kernel_s),
+            f"Median of {run.gpu['kernel'].n_samples} samples at N = {run.n:,} (CUDA events, kernel alone).",
+        )
+    ]
     if numpy is not None and numpy.stats is not None:
-        out.append(("Kernel alone vs NumPy", times_words(numpy.median_s / kernel_s, "NumPy").removeprefix("about ").replace(" than NumPy", ""),
-                    f"NumPy median {format_seconds(numpy.median_s)} ÷ kernel median {format_seconds(kernel_s)}."))
-        out.append(("With copies vs NumPy", times_words(numpy.median_s / total_s, "NumPy").removeprefix("about ").replace(" than NumPy", ""),
-                    f"NumPy median {format_seconds(numpy.median_s)} ÷ GPU end to end {format_seconds(total_s)} (copies in and out included)."))
+        out.append(
+            (
+                "Kernel alone vs NumPy",
+                times_words(numpy.median_s / kernel_s, "NumPy").removeprefix("about ").replace(" than NumPy", ""),
+                f"NumPy median {format_seconds(numpy.median_s)} ÷ kernel median {format_seconds(kernel_s)}.",
+            )
+        )
+        out.append(
+            (
+                "With copies vs NumPy",
+                times_words(numpy.median_s / total_s, "NumPy").removeprefix("about ").replace(" than NumPy", ""),
+                f"NumPy median {format_seconds(numpy.median_s)} ÷ GPU end to end {format_seconds(total_s)} (copies in "
+                "and out included).",
+            )
+        )
     printed = ref.article()
     if printed is not None:
-        out.append(("Article's method", f"{printed['speedup']:.2f}x", "The article's own printout on this GPU: Python loop ÷ gpu_add, mean of 3 wall-clock runs."))
-    out.append(("Article's T4 (published)", f"{article.speedup:.2f}x",
-                f"As printed in the article: Python loop {format_seconds(article.cpu_time_s)}, GPU {format_seconds(article.gpu_time_s)} including copies."))
+        out.append(
+            (
+                "Article's method",
+                f"{printed['speedup']:.2f}x",
+                "The article's own printout on this GPU: Python loop ÷ gpu_add, mean of 3 wall-clock runs.",
+            )
+        )
+    out.append(
+        (
+            "Article's T4 (published)",
+            f"{article.speedup:.2f}x",
+            f"As printed in the article: Python loop {format_seconds(article.cpu_time_s)}, GPU "
+            f"{format_seconds(article.gpu_time_s)} including copies.",
+        )
+    )
     return out

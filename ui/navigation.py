@@ -36,7 +36,9 @@ def _declared_link(path: Path, app_dir: Path, _mtime_ns: int) -> PageLink | None
             raise ValueError(f"{path.name}: PAGE must be PageLink(...), got {ast.unparse(call)}")
         values = [*call.args, *(k.value for k in call.keywords)]
         if not all(isinstance(v, ast.Constant) and isinstance(v.value, (str, int)) for v in values):
-            raise ValueError(f"{path.name}: PageLink(...) must use plain strings and numbers (the file is read, not run)")
+            raise ValueError(
+                f"{path.name}: PageLink(...) must use plain strings and numbers (the file is read, not run)"
+            )
         link = PageLink(*(a.value for a in call.args), **{k.arg: k.value.value for k in call.keywords})
         return link if link.script else replace(link, script=path.relative_to(app_dir).as_posix())
     return None

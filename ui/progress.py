@@ -8,7 +8,7 @@ how long is left instead of a bare spinner. Steps are matched by id (the run cal
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 
 def eta_text(seconds: float) -> str:
@@ -45,5 +45,8 @@ class PhaseProgress:
             return
         done = sum(w for _m, w in self.steps[:index])
         where = " in the simulator" if self.simulated else ""
-        self.bar.progress(min(done / self.total, 0.99),
-                          text=f"Step {index + 1} of {len(self.steps)}: {message} — about {eta_text(self.total - done)} left{where} (estimate)")
+        self.bar.progress(
+            min(done / self.total, 0.99),
+            text=f"Step {index + 1} of {len(self.steps)}: {message} — about {eta_text(self.total - done)} left{where} "
+                 "(estimate)",
+        )

@@ -20,7 +20,7 @@ from gpu.experiments.registry import experiments
 from gpu.report.scaling import crossover_conditions
 from gpu.service.references import ARTICLE, ReferenceRun
 from ui.format import factor_text, format_gbps, times_words
-from ui.resources import references  # noqa: F401  (pages and app.py read it from here too)
+from ui.resources import references  # pages and app.py read it from here too
 
 PANEL_TITLE = "On a real GPU"
 
@@ -41,11 +41,13 @@ def vector_add_sentence(run, pinned_s: float | None = None) -> str:
     kernel, total = run.gpu["kernel"].median_s, run.gpu["total"].median_s
     k_few, t_few = _few(run.gpu["kernel"]), _few(run.gpu["total"])
     if numpy is None or numpy.stats is None:
-        return f"On the {run.device.name} at N = {run.n:,} the kernel alone takes {format_seconds(kernel)}{k_few} and the whole GPU add with copies {format_seconds(total)}{t_few}."
+        return (f"On the {run.device.name} at N = {run.n:,} the kernel alone takes {format_seconds(kernel)}{k_few} and "
+                f"the whole GPU add with copies {format_seconds(total)}{t_few}.")
     np_s = numpy.median_s
     text = (
         f"On the {run.device.name} at N = {run.n:,} the kernel alone takes {format_seconds(kernel)}{k_few}, "
-        f"{times_words(np_s / kernel, 'NumPy')} ({format_seconds(np_s)}{_few(numpy.stats)}), but with pageable copies the whole GPU add takes "
+        f"{times_words(np_s / kernel, 'NumPy')} ({format_seconds(np_s)}{_few(numpy.stats)}), but with pageable copies "
+        "the whole GPU add takes "
         f"{format_seconds(total)}{t_few}, {times_words(np_s / total, 'NumPy')}"
     )
     if pinned_s is not None:
@@ -82,15 +84,19 @@ def scaling_sentence(run) -> str:
 
 def launch_sentence(run) -> str:
     """How much block size matters at a large N, from the recorded sweep."""
-    per_element = sorted((c for c in run.configs if c.kind == "one thread per element"), key=lambda c: c.threads_per_block)
+    per_element = sorted(
+        (c for c in run.configs if c.kind == "one thread per element"), key=lambda c: c.threads_per_block
+    )
     best = run.best
-    text = f"On the {run.device.name} at N = {run.n:,}, the best launch is {best.label} ({format_seconds(best.kernel.median_s)}{_few(best.kernel).replace(' (', ', ').rstrip(')')})"
+    text = (f"On the {run.device.name} at N = {run.n:,}, the best launch is {best.label} "
+            f"({format_seconds(best.kernel.median_s)}{_few(best.kernel).replace(' (', ', ').rstrip(')')})")
     if per_element and per_element[0] is not best:
         small = per_element[0]
         text += f"; {small.label} take {factor_text(small.kernel.median_s / best.kernel.median_s)} as long"
     big = [c.kernel.median_s for c in per_element if c.threads_per_block >= 128]
     if len(big) >= 2:
-        text += f", while from 128 threads per block up the times differ by at most {max(big) / min(big) - 1:.0%}: memory bandwidth, not the launch shape, sets the time"
+        text += (f", while from 128 threads per block up the times differ by at most {max(big) / min(big) - 1:.0%}: "
+                 "memory bandwidth, not the launch shape, sets the time")
     return text + "."
 
 
@@ -101,15 +107,32 @@ def transfers_sentence(curves, strategies) -> str:
         pinned, pageable = curves.plateau("h2d", "pinned"), curves.plateau("h2d", "pageable")
         if pinned and pageable:
             parts.append(
-                f"host→device copies from pinned memory reach {format_gbps(pinned.peak_gbps)} against {format_gbps(pageable.peak_gbps)} from pageable memory"
+                f"host→device copies from pinned memory reach {format_gbps(pinned.peak_gbps)} against "
+                f"{format_gbps(pageable.peak_gbps)} from pageable memory"
             )
     if strategies is not None:
         s = strategies.strategies
-        costs = [f"{format_seconds(s[k].cost_s)} {label}" for k, label in (("article", "as in the article"), ("pinned", "with pinned memory"), ("resident", "with the data kept on the device")) if k in s]
+        costs = [
+            f"{format_seconds(s[k].cost_s)} {label}"
+            for k, label in (
+                ("article", "as in the article"),
+                ("pinned", "with pinned memory"),
+                ("resident", "with the data kept on the device"),
+            )
+            if k in s
+        ]
         if costs:
-            parts.append(f"one vector add at N = {strategies.n:,} takes " + ", ".join(costs[:-1]) + (f" and {costs[-1]}" if len(costs) > 1 else costs[0]))
+            parts.append(
+                f"one vector add at N = {strategies.n:,} takes "
+                + ", ".join(costs[:-1])
+                + (f" and {costs[-1]}" if len(costs) > 1 else costs[0])
+            )
     device = (curves or strategies).device.name if (curves or strategies) is not None else "GPU"
-    return f"On the {device}, " + "; ".join(parts) + "." if parts else f"No transfer figures were recorded on the {device}."
+    return (
+        f"On the {device}, " + "; ".join(parts) + "."
+        if parts
+        else f"No transfer figures were recorded on the {device}."
+    )
 
 
 # --- drawing ----------------------------------------------------------------------------------
@@ -125,7 +148,8 @@ def show_article_figures() -> None:
     a = ARTICLE
     st.markdown(
         f"**NVIDIA T4 (Colab), {a.provenance.label}:** Python loop {format_seconds(a.cpu_time_s)}, GPU "
-        f"{format_seconds(a.gpu_time_s)} including the copies — the article's “GPU speedup: {a.speedup:.2f}x” at N = {a.n:,}."
+        f"{format_seconds(a.gpu_time_s)} including the copies — the article's “GPU speedup: {a.speedup:.2f}x” at N = "
+        f"{a.n:,}."
     )
 
 
@@ -135,13 +159,19 @@ def _vector_add(ref: ReferenceRun) -> None:
 
     run = ref.vector_add()
     pinned = ref.strategies("small")
-    pinned_s = pinned.strategies["pinned"].cost_s if pinned is not None and pinned.n == run.n and "pinned" in pinned.strategies else None
+    pinned_s = (
+        pinned.strategies["pinned"].cost_s
+        if pinned is not None and pinned.n == run.n and "pinned" in pinned.strategies
+        else None
+    )
     st.markdown(vector_add_sentence(run, pinned_s))
     article = ref.article()
     if article is not None:
         st.markdown(
-            f"**{run.device.name}, the article's own method** (mean of 3 wall-clock runs, c copied in too): Python loop "
-            f"{format_seconds(article['cpu_time_s'])}, GPU {format_seconds(article['gpu_time_s'])}, printed “GPU speedup: {article['speedup']:.2f}x”."
+            f"**{run.device.name}, the article's own method** (mean of 3 wall-clock runs, c copied in too): Python "
+            "loop "
+            f"{format_seconds(article['cpu_time_s'])}, GPU {format_seconds(article['gpu_time_s'])}, printed “GPU "
+            f"speedup: {article['speedup']:.2f}x”."
         )
     show_article_figures()
     frame = run.to_frame()
@@ -158,8 +188,16 @@ def _scaling(ref: ReferenceRun) -> None:
     st.markdown(scaling_sentence(run))
     frame = run.to_frame()
     subtitle = f"recorded: {describe(run)}"
-    st.altair_chart(charts.time_chart(frame, [c.to_dict() for c in run.crossovers()], subtitle), width="stretch", key="reference.scaling.time")
-    st.altair_chart(charts.bandwidth_chart(frame, run.peaks.to_frame() if run.peaks else None, subtitle), width="stretch", key="reference.scaling.bandwidth")
+    st.altair_chart(
+        charts.time_chart(frame, [c.to_dict() for c in run.crossovers()], subtitle),
+        width="stretch",
+        key="reference.scaling.time",
+    )
+    st.altair_chart(
+        charts.bandwidth_chart(frame, run.peaks.to_frame() if run.peaks else None, subtitle),
+        width="stretch",
+        key="reference.scaling.bandwidth",
+    )
 
 
 def _launch(ref: ReferenceRun) -> None:
@@ -171,7 +209,11 @@ def _launch(ref: ReferenceRun) -> None:
     frame = run.to_frame()
     subtitle = f"recorded: {describe_sweep(run)}"
     st.altair_chart(charts.sweep_time_chart(frame, subtitle), width="stretch", key="reference.launch.time")
-    st.altair_chart(charts.sweep_bandwidth_chart(frame, subtitle, run.device.peak_bandwidth_gbps), width="stretch", key="reference.launch.bandwidth")
+    st.altair_chart(
+        charts.sweep_bandwidth_chart(frame, subtitle, run.device.peak_bandwidth_gbps),
+        width="stretch",
+        key="reference.launch.bandwidth",
+    )
 
 
 def _transfers(ref: ReferenceRun) -> None:
@@ -182,14 +224,20 @@ def _transfers(ref: ReferenceRun) -> None:
     st.markdown(transfers_sentence(curves, strategies))
     if curves is not None:
         st.altair_chart(
-            charts.bandwidth_chart(curves.to_frame(), [p.to_dict() for p in curves.plateaus()], f"recorded: {describe_bandwidth(curves)}"),
-            width="stretch", key="reference.transfers.bandwidth",
+            charts.bandwidth_chart(
+                curves.to_frame(), [p.to_dict() for p in curves.plateaus()], f"recorded: {describe_bandwidth(curves)}"
+            ),
+            width="stretch",
+            key="reference.transfers.bandwidth",
         )
     if strategies is not None:
         order = [s.key for s in strategies.ranking]
         st.altair_chart(
-            charts.strategy_breakdown_chart(strategies.to_frame(), order, f"recorded: {describe_strategies(strategies)}"),
-            width="stretch", key="reference.transfers.strategies",
+            charts.strategy_breakdown_chart(
+                strategies.to_frame(), order, f"recorded: {describe_strategies(strategies)}"
+            ),
+            width="stretch",
+            key="reference.transfers.strategies",
         )
 
 
@@ -206,7 +254,9 @@ def reference_panel(experiment: str, *, expanded: bool | None = None) -> Referen
     """
     declared = panels()
     if experiment not in declared:
-        raise ValueError(f"experiment must be one of {tuple(declared)} (the declarations' recorded panels), got {experiment!r}")
+        raise ValueError(
+            f"experiment must be one of {tuple(declared)} (the declarations' recorded panels), got {experiment!r}"
+        )
     refs = references()
     ref = refs.best(experiment)
     open_ = gpu.BACKEND.simulated if expanded is None else expanded
@@ -218,12 +268,20 @@ def reference_panel(experiment: str, *, expanded: bool | None = None) -> Referen
         st.caption(f":material/verified: Recorded by `python -m gpu check` on real hardware — {ref.provenance.label}.")
         provenance_caption(ref)
         if ref.caveat:  # recorded before the current rules: said before any figure
-            st.warning(f"This run was {ref.caveat}" + (f"; {ref.l2_note}." if ref.l2_note else "."), icon=":material/history:")
-        with st.expander("The recorded result" + ("" if open_ else " (compare with your run above)"), expanded=open_, icon=":material/monitoring:"):
+            st.warning(
+                f"This run was {ref.caveat}" + (f"; {ref.l2_note}." if ref.l2_note else "."), icon=":material/history:"
+            )
+        with st.expander(
+            "The recorded result" + ("" if open_ else " (compare with your run above)"),
+            expanded=open_,
+            icon=":material/monitoring:",
+        ):
             try:
                 draw = declared[experiment].draw
                 if draw is None:
-                    st.caption("This experiment declares no drawing of a recorded run; its figures are in the check's files.")
+                    st.caption(
+                        "This experiment declares no drawing of a recorded run; its figures are in the check's files."
+                    )
                 else:
                     draw.resolve()(ref)
             except Exception as exc:  # a reference that no longer rebuilds must not break the page

@@ -7,7 +7,8 @@ Ray worker (ui/cluster.py), so that neither imports the other for it.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from gpu.experiments.base import checked_measures
 from gpu.service.store import StoreError
@@ -24,7 +25,8 @@ LAST_KEY = "runner.last"  # what the last run of this session waited for and sav
 def queue_message(ahead: int, resource: str) -> str:
     """The line a waiting user sees; ``ahead`` counts the run in progress too."""
     runs = f"{ahead} run{'s' if ahead != 1 else ''}"
-    return f"Queued behind {runs} on {resource} — your run starts when it is free. Leaving the page cancels your place; runs already saved stay in History."
+    return (f"Queued behind {runs} on {resource} — your run starts when it is free. Leaving the page cancels your "
+            "place; runs already saved stay in History.")
 
 
 def session_tag() -> str:
@@ -38,7 +40,7 @@ def session_tag() -> str:
 
 
 def save_result(
-    experiment: "Experiment",
+    experiment: Experiment,
     result: Any,
     index: int,
     params: Mapping[str, Any] | None,

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import streamlit as st
 
@@ -56,15 +57,15 @@ def on_device(index: int) -> Iterator[None]:
         yield
 
 
-def partial_key(experiment: "Experiment") -> str:
+def partial_key(experiment: Experiment) -> str:
     return f"{experiment.key}.partial"  # the last snapshot of a running, stoppable experiment
 
 
-def stop_key(experiment: "Experiment") -> str:
+def stop_key(experiment: Experiment) -> str:
     return f"{experiment.key}.stop_requested"
 
 
-def run_declared(experiment: "Experiment", params: Mapping[str, Any], *, device: int | None = None) -> Any:
+def run_declared(experiment: Experiment, params: Mapping[str, Any], *, device: int | None = None) -> Any:
     """Run a declared experiment with parsed ``params``: admission, queue, progress, History.
 
     Admission runs again here (the form already ran it) so that no caller can queue a
@@ -89,8 +90,12 @@ def run_declared(experiment: "Experiment", params: Mapping[str, Any], *, device:
     bar = left.empty()
     stop_slot = right.empty()
     if experiment.mark_stopped is not None:
-        stop_slot.button("Stop", key=f"{experiment.key}.stop", on_click=lambda: state.__setitem__(stop_key(experiment), True),
-                         help="Stops between two steps; what was measured stays and is saved.")
+        stop_slot.button(
+            "Stop",
+            key=f"{experiment.key}.stop",
+            on_click=lambda: state.__setitem__(stop_key(experiment), True),
+            help="Stops between two steps; what was measured stays and is saved.",
+        )
 
     def step(fraction: float, partial: Any) -> None:
         state[partial_key(experiment)] = partial  # kept if a Stop press interrupts the next call
@@ -111,14 +116,16 @@ def run_declared(experiment: "Experiment", params: Mapping[str, Any], *, device:
                             started=tracker.started if tracker is not None else (lambda _step_id: None))
         return experiment.execute(params, progress)
 
-    result = run_experiment(experiment.title, work, device=device, uses_cpu=experiment.uses_cpu, experiment=experiment, params=params)
+    result = run_experiment(
+        experiment.title, work, device=device, uses_cpu=experiment.uses_cpu, experiment=experiment, params=params
+    )
     state[partial_key(experiment)] = None
     stop_slot.empty()
     bar.empty()
     return result
 
 
-def recover_stopped(experiment: "Experiment") -> Any:
+def recover_stopped(experiment: Experiment) -> Any:
     """A run interrupted by its Stop button left a partial result: save it to History, marked, and return it."""
     state = st.session_state
     partial = state.get(partial_key(experiment))
@@ -142,7 +149,7 @@ def run_experiment(
     *,
     device: int | None = None,
     uses_cpu: bool = True,
-    experiment: "Experiment | None" = None,
+    experiment: Experiment | None = None,
     params: Mapping[str, Any] | None = None,
 ) -> T | None:
     """Call ``work(progress)`` while holding the device lock (and the CPU lock); return its result.

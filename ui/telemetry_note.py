@@ -13,8 +13,10 @@ def show_telemetry(summary: dict | None, what: str = "run") -> None:
     if summary is None:
         return
     if summary.get("flagged"):
-        st.warning(f"GPU clocks dropped during this {what}, so its figures may be low: " + "; ".join(summary.get("flags", [])),
-                   icon=":material/speed:")
+        st.warning(
+            f"GPU clocks dropped during this {what}, so its figures may be low: " + "; ".join(summary.get("flags", [])),
+            icon=":material/speed:",
+        )
     else:
         st.caption(describe(summary))
 

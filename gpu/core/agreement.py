@@ -110,7 +110,9 @@ def same_bits(result: np.ndarray, expected: np.ndarray) -> np.ndarray:
     if expected.dtype.kind != "f":
         return result == expected
     bits = np.dtype(f"u{expected.dtype.itemsize}")
-    return np.ascontiguousarray(result).astype(expected.dtype, copy=False).view(bits) == np.ascontiguousarray(expected).view(bits)
+    return np.ascontiguousarray(result).astype(expected.dtype, copy=False).view(bits) == np.ascontiguousarray(
+        expected
+    ).view(bits)
 
 
 def identical(result: np.ndarray, expected: np.ndarray) -> bool:
@@ -159,7 +161,9 @@ def check_bits(name: str, result: np.ndarray, reference: np.ndarray) -> BitAgree
         raise ValueError(f"{name}: shape {result.shape} differs from the reference {reference.shape}")
     identical = int(np.count_nonzero(same_bits(result, reference)))
     if identical == result.size:  # equal bits: no difference to measure, and no float64 temporaries
-        return BitAgreement(implementation=name, n=int(result.size), identical=identical, max_abs_diff=0.0, allclose=True)
+        return BitAgreement(
+            implementation=name, n=int(result.size), identical=identical, max_abs_diff=0.0, allclose=True
+        )
     with np.errstate(invalid="ignore", over="ignore"):
         diff = np.abs(result.astype(np.float64) - reference.astype(np.float64))
     max_diff = float(np.nanmax(diff)) if diff.size else 0.0
@@ -195,7 +199,9 @@ class ExactReference:
             with np.errstate(invalid="ignore", over="ignore"):
                 diff = np.abs(result.astype(np.float64) - self.expected.astype(np.float64))
             max_diff = float(np.nanmax(diff)) if not np.all(np.isnan(diff)) else float("nan")
-        return Agreement(name, "exact", int(same.size), mismatches, max_diff, worst_ratio=math.inf if mismatches else 0.0)
+        return Agreement(
+            name, "exact", int(same.size), mismatches, max_diff, worst_ratio=math.inf if mismatches else 0.0
+        )
 
 
 class BoundedReference:
@@ -287,7 +293,7 @@ class ExactSumInputs:
     max_value: int  # nonzero values are whole numbers from 1 to this
 
     @classmethod
-    def for_size(cls, n: int) -> "ExactSumInputs":
+    def for_size(cls, n: int) -> ExactSumInputs:
         if n < 1:
             raise ValueError(f"a sum needs at least 1 element, got {n}")
         if n <= FLOAT32_EXACT_INTEGERS:

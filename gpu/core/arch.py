@@ -71,13 +71,29 @@ KB = 1024
 _ROWS = (
     Target("sm_75", (7, 5), "NVIDIA T4 (sm_75)", "T4", 1024, 16, 65536, 64 * KB, 64 * KB, 0),
     Target("sm_80", (8, 0), "NVIDIA A100 (sm_80)", "A100", 2048, 32, 65536, 164 * KB, 163 * KB, 1 * KB),
-    Target("sm_86", (8, 6), "NVIDIA A10 / RTX 30 series (sm_86)", "A10, RTX 30", 1536, 16, 65536, 100 * KB, 99 * KB, 1 * KB),
-    Target("sm_89", (8, 9), "NVIDIA L4 / RTX 40 series (sm_89)", "L4, RTX 40", 1536, 24, 65536, 100 * KB, 99 * KB, 1 * KB),
+    Target(
+        "sm_86", (8, 6), "NVIDIA A10 / RTX 30 series (sm_86)", "A10, RTX 30", 1536, 16, 65536, 100 * KB, 99 * KB, 1 * KB
+    ),
+    Target(
+        "sm_89", (8, 9), "NVIDIA L4 / RTX 40 series (sm_89)", "L4, RTX 40", 1536, 24, 65536, 100 * KB, 99 * KB, 1 * KB
+    ),
     Target("sm_90", (9, 0), "NVIDIA H100/H200 (sm_90)", "H100/H200", 2048, 32, 65536, 228 * KB, 227 * KB, 1 * KB),
     Target("sm_100", (10, 0), "NVIDIA B200 (sm_100)", "B200", 2048, 32, 65536, 228 * KB, 227 * KB, 1 * KB, (12, 8)),
-    Target("sm_120", (12, 0), "NVIDIA RTX 50 series (sm_120)", "RTX 50", 1536, 32, 65536, 100 * KB, 99 * KB, 1 * KB, (12, 8)),
+    Target(
+        "sm_120",
+        (12, 0),
+        "NVIDIA RTX 50 series (sm_120)",
+        "RTX 50",
+        1536,
+        32,
+        65536,
+        100 * KB,
+        99 * KB,
+        1 * KB,
+        (12, 8),
+    ),
 )
-TARGETS: "OrderedDict[str, Target]" = OrderedDict((t.name, t) for t in _ROWS)
+TARGETS: OrderedDict[str, Target] = OrderedDict((t.name, t) for t in _ROWS)
 DEFAULT_TARGET = "sm_90"  # the GPU the catalog's targets were set on (H200)
 
 

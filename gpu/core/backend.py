@@ -118,10 +118,10 @@ _simulated = bool(_cuda_config.ENABLE_CUDASIM)
 _engine = simulator_choice() if _simulated else "cuda"
 BACKEND = Backend(
     kind="simulator" if _simulated else "cuda",
-    reason=_reason + (f"; {'Kernel Lab' if _engine == 'lab' else 'Numba'}'s simulator runs the kernels" if _simulated else ""),
+    reason=_reason + (f"; {'Kernel Lab' if _engine == 'lab' else 'Numba'}'s simulator runs the kernels" * _simulated),
     engine=_engine,
 )
 if BACKEND.lab_simulator:
-    from gpu.sim import cuda  # noqa: E402, F811  (kernels are written against this `cuda`)
+    from gpu.sim import cuda
 
 __all__ = ["BACKEND", "SIMULATORS", "SIMULATOR_ENV", "Backend", "cuda", "probe_driver", "simulator_choice"]

@@ -62,7 +62,7 @@ def _python_function(job: dict):
     function defined by executing the job's source in a fresh namespace."""
     if "source" in job:
         namespace: dict = {"__name__": "kernel_lab_source"}
-        exec(compile(job["source"], "<kernel source>", "exec"), namespace)  # noqa: S102 (the caller sandboxes user code)
+        exec(compile(job["source"], "<kernel source>", "exec"), namespace)  # the caller sandboxes user code
         if job["name"] not in namespace:
             raise NameError(f"the source defines no function named {job['name']!r}")
         obj = namespace[job["name"]]
@@ -100,7 +100,10 @@ def compile_job(job: dict, targets: list[dict], ptxas: str, nvdisasm: str | None
     except Exception as exc:  # the compiler's own message is the point of the gate
         error = f"Numba front end: {type(exc).__name__}: {exc}"
         spent = time.perf_counter() - started
-        return [{"ok": False, "error": error, "ptx": None, "ptxas_log": None, "sass": None, "compile_s": spent} for _ in targets]
+        return [
+            {"ok": False, "error": error, "ptx": None, "ptxas_log": None, "sass": None, "compile_s": spent}
+            for _ in targets
+        ]
     lowered_s = time.perf_counter() - started
     return [_assemble(lib, t["name"], tuple(t["cc"]), ptxas, nvdisasm, lowered_s) for t in targets]
 

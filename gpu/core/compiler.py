@@ -84,7 +84,8 @@ class Toolkit:
     def problem(self) -> str | None:
         """None when kernels can be compiled here, else what is missing and how to get it."""
         if self.ptxas is None:
-            return "no CUDA toolkit wheels here (ptxas not found): install numba-cuda[cu12] (or [cu13]), e.g. `make test` does"
+            return ("no CUDA toolkit wheels here (ptxas not found): install numba-cuda[cu12] (or [cu13]), e.g. `make "
+                    "test` does")
         return None
 
     @property
@@ -283,7 +284,9 @@ def request_for(pyfunc, signature: str, threads_per_block: int | None = None) ->
         return CompileRequest(qualname, str(signature), qualname, module=module, threads_per_block=threads_per_block)
     source = textwrap.dedent(inspect.getsource(fn))
     header = "from numba import cuda, float32, float64, int32, int64, uint32, uint8\n"
-    return CompileRequest(fn.__name__, str(signature), fn.__name__, source=header + source, threads_per_block=threads_per_block)
+    return CompileRequest(
+        fn.__name__, str(signature), fn.__name__, source=header + source, threads_per_block=threads_per_block
+    )
 
 
 @lru_cache(maxsize=1)
@@ -307,7 +310,16 @@ def _code_hash(request: CompileRequest) -> str:
 
 
 def _cache_key(request: CompileRequest, target: Target, tools: Toolkit, sass: bool) -> str:
-    parts = [CACHE_FORMAT, tools.version, sass, target.name, request.name, request.module, request.signature, _code_hash(request)]
+    parts = [
+        CACHE_FORMAT,
+        tools.version,
+        sass,
+        target.name,
+        request.name,
+        request.module,
+        request.signature,
+        _code_hash(request),
+    ]
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:32]
 
 
@@ -319,7 +331,7 @@ def cache_dir() -> Path:
     return Path(base) / "kernel-lab" / "compile"
 
 
-_memory: "OrderedDict[str, dict]" = OrderedDict()
+_memory: OrderedDict[str, dict] = OrderedDict()
 _memory_lock = threading.Lock()
 
 
@@ -367,7 +379,9 @@ def _worker_env() -> dict:
     return env
 
 
-def _run_worker(targets: list[Target], requests: list[CompileRequest], tools: Toolkit, timeout_s: float, sass: bool) -> list[list[dict]]:
+def _run_worker(
+    targets: list[Target], requests: list[CompileRequest], tools: Toolkit, timeout_s: float, sass: bool
+) -> list[list[dict]]:
     """Compile ``requests`` for ``targets`` in one subprocess: per request, one raw result per target."""
     payload = {
         "targets": [{"name": t.name, "cc": list(t.cc)} for t in targets],
@@ -376,7 +390,12 @@ def _run_worker(targets: list[Target], requests: list[CompileRequest], tools: To
     try:
         done = subprocess.run(
             [sys.executable, "-m", "gpu.core.compile_worker"],
-            input=json.dumps(payload), capture_output=True, text=True, timeout=timeout_s, env=_worker_env(), cwd=str(_REPO_ROOT),
+            input=json.dumps(payload),
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            env=_worker_env(),
+            cwd=str(_REPO_ROOT),
         )
         if done.returncode == 0:
             return json.loads(done.stdout)
@@ -385,20 +404,44 @@ def _run_worker(targets: list[Target], requests: list[CompileRequest], tools: To
         why = f"the compile worker ran past {timeout_s:g} s"
     except ValueError as exc:
         why = f"the compile worker's output was not JSON ({exc})"
-    failed = {"ok": False, "error": why, "ptx": None, "ptxas_log": None, "sass": None, "compile_s": None, "worker_failed": True}
+    failed = {
+        "ok": False,
+        "error": why,
+        "ptx": None,
+        "ptxas_log": None,
+        "sass": None,
+        "compile_s": None,
+        "worker_failed": True,
+    }
     return [[failed for _ in targets] for _ in requests]
 
 
-def _facts(request: CompileRequest, target: Target, tools: Toolkit, raw: dict, cached: bool, sass: bool = True) -> CompileFacts:
+def _facts(
+    request: CompileRequest, target: Target, tools: Toolkit, raw: dict, cached: bool, sass: bool = True
+) -> CompileFacts:
     parsed = parse_ptxas_log(raw["ptxas_log"]) if raw.get("ok") and raw.get("ptxas_log") else {}
     occupancy = None
     if parsed and request.threads_per_block:
-        occupancy = theoretical_occupancy(target, request.threads_per_block, parsed["registers_per_thread"] or 0, parsed["shared_memory_bytes"])
+        occupancy = theoretical_occupancy(
+            target, request.threads_per_block, parsed["registers_per_thread"] or 0, parsed["shared_memory_bytes"]
+        )
     return CompileFacts(
-        kernel=request.kernel, signature=request.signature, target=target.name, cc=target.cc, target_label=target.label,
-        ok=bool(raw.get("ok")), error=raw.get("error"), toolkit_version=tools.version,
-        threads_per_block=request.threads_per_block, occupancy=occupancy, compile_s=raw.get("compile_s"), cached=cached,
-        ptx=raw.get("ptx"), sass=raw.get("sass"), sass_note=tools.sass_note if sass else "SASS: not asked for (sass=True lists it)", **parsed,
+        kernel=request.kernel,
+        signature=request.signature,
+        target=target.name,
+        cc=target.cc,
+        target_label=target.label,
+        ok=bool(raw.get("ok")),
+        error=raw.get("error"),
+        toolkit_version=tools.version,
+        threads_per_block=request.threads_per_block,
+        occupancy=occupancy,
+        compile_s=raw.get("compile_s"),
+        cached=cached,
+        ptx=raw.get("ptx"),
+        sass=raw.get("sass"),
+        sass_note=tools.sass_note if sass else "SASS: not asked for (sass=True lists it)",
+        **parsed,
     )
 
 
@@ -425,12 +468,15 @@ def compile_many(
         for ri, request in enumerate(requests):
             error = tools.problem
             if error is None and target.min_toolkit > tools.version_tuple:
-                error = f"ptxas {tools.version} does not know {target.name} (CUDA {target.min_toolkit[0]}.{target.min_toolkit[1]}+ does)"
+                error = (f"ptxas {tools.version} does not know {target.name} (CUDA "
+                         f"{target.min_toolkit[0]}.{target.min_toolkit[1]}+ does)")
             if error:
                 results[ti, ri] = _facts(request, target, tools, {"ok": False, "error": error}, False)
                 continue
             # a cached result with SASS serves a request without it too
-            keys = [_cache_key(request, target, tools, True)] + ([] if sass else [_cache_key(request, target, tools, False)])
+            keys = [_cache_key(request, target, tools, True)] + (
+                [] if sass else [_cache_key(request, target, tools, False)]
+            )
             raw = next((r for r in map(_cache_get, keys) if r is not None), None)
             if raw is not None:
                 results[ti, ri] = _facts(request, target, tools, raw, True, sass)
@@ -481,5 +527,7 @@ def compile_source_facts(
     imports what it uses, e.g. ``from numba import cuda``). The source is executed in the
     compile subprocess, never in this process, which is stopped after ``timeout_s``
     seconds; callers running untrusted code sandbox the call."""
-    request = CompileRequest(function_name, str(signature), function_name, source=source, threads_per_block=threads_per_block)
+    request = CompileRequest(
+        function_name, str(signature), function_name, source=source, threads_per_block=threads_per_block
+    )
     return compile_many([request], [target], timeout_s=timeout_s, sass=sass)[0]

@@ -6,7 +6,7 @@ Each takes (a, b, c) and writes c in place, so all are timed the same way.
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import numba
 import numpy as np

@@ -4,7 +4,7 @@ noise bands (pure functions of sizes and seconds, used by Scaling and its check)
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 # What a user can choose: the GPU kernel (end to end and kernel only come together),
 # the CPU implementations, and the reference libraries.

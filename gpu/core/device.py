@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import platform
 from dataclasses import asdict, dataclass, field
-from functools import lru_cache
+from functools import cache
 from importlib import metadata
 
 from gpu.core.backend import BACKEND, cuda
@@ -71,7 +71,7 @@ def _attribute(device, name: str) -> int | None:
 def _nvml_memory_facts(index: int) -> tuple[int | None, int | None]:
     """(max memory clock kHz, bus width bits) from NVML, when nvidia-ml-py is installed."""
     try:
-        import pynvml  # type: ignore[import-not-found]
+        import pynvml
 
         pynvml.nvmlInit()
         try:
@@ -103,7 +103,7 @@ def device_info(index: int | None = None) -> DeviceInfo:
     return _device_info(current_device_index() if index is None else index)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _device_info(index: int) -> DeviceInfo:
     if BACKEND.simulated:
         return DeviceInfo(

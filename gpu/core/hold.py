@@ -16,8 +16,9 @@ retry and the flush schedule run in CI without a GPU.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from functools import lru_cache
-from typing import Callable, Protocol
+from typing import Protocol
 
 from gpu.core.backend import BACKEND, cuda
 from gpu.core.launch_spec import Launch
@@ -54,7 +55,8 @@ def stream_hold_problem() -> str | None:
         hold_stream[1, 1](0)
         cuda.synchronize()
     except Exception as exc:  # compile or launch failure: fall back, never break a run
-        return f"the stream-holding kernel is unavailable on this GPU ({type(exc).__name__}); kernel times include the host's launch latency"
+        return (f"the stream-holding kernel is unavailable on this GPU ({type(exc).__name__}); kernel times include "
+                "the host's launch latency")
     return None
 
 

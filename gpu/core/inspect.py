@@ -48,7 +48,12 @@ ROLE_MEANING = {
     "add": "the addition a + b (float32)",
     "store": "writes c[position] to device memory",
 }
-_SPECIAL_REGISTERS = {"%tid.x": "threadIdx.x (tx)", "%ctaid.x": "blockIdx.x (bx)", "%ntid.x": "blockDim.x (bw)", "%nctaid.x": "gridDim.x"}
+_SPECIAL_REGISTERS = {
+    "%tid.x": "threadIdx.x (tx)",
+    "%ctaid.x": "blockIdx.x (bx)",
+    "%ntid.x": "blockDim.x (bw)",
+    "%nctaid.x": "gridDim.x",
+}
 
 _PTX_RULES = [
     ("load", re.compile(r"^ld\.global(\.\w+)*\.(f32|b32)\b")),
@@ -129,7 +134,11 @@ def find_ptx_highlights(ptx: str) -> tuple[CodeLine, ...]:
                 out.append(CodeLine("PTX", "index arithmetic", number, stmt, note))
             elif {"ntid", "nctaid"} <= sources:
                 origin[ops[0]] = "stride"
-                out.append(CodeLine("PTX", "index arithmetic", number, stmt, "stride = blockDim.x * gridDim.x (threads in the grid)"))
+                out.append(
+                    CodeLine(
+                        "PTX", "index arithmetic", number, stmt, "stride = blockDim.x * gridDim.x (threads in the grid)"
+                    )
+                )
             continue
         if _INT_ADD.match(stmt) and len(ops) == 3 and {"bx*bw", "tid"} <= sources:
             origin[ops[0]] = "position"
@@ -259,7 +268,8 @@ class KernelInspection:
             f"  registers per thread {self.regs_per_thread}, local memory {self.local_mem_per_thread_bytes} B/thread, "
             f"shared memory {self.shared_mem_per_block_bytes} B/block, constant {self.const_mem_bytes} B, "
             f"max threads per block {self.max_threads_per_block}",
-            f"  PTX: {len(self.ptx.splitlines()) if self.ptx else 0} lines; SASS: {'yes' if self.sass else self.sass_note}",
+            f"  PTX: {len(self.ptx.splitlines()) if self.ptx else 0} lines; SASS: "
+            f"{'yes' if self.sass else self.sass_note}",
         ]
         for h in self.highlights:
             if h.code == "PTX":
@@ -332,4 +342,13 @@ def inspect_vector_add() -> KernelInspection:
     return inspect_kernel("vector_add")
 
 
-__all__ = ["CodeLine", "KERNELS", "KernelInspection", "ROLES", "find_ptx_highlights", "find_sass_highlights", "inspect_kernel", "inspect_vector_add"]
+__all__ = [
+    "CodeLine",
+    "KERNELS",
+    "KernelInspection",
+    "ROLES",
+    "find_ptx_highlights",
+    "find_sass_highlights",
+    "inspect_kernel",
+    "inspect_vector_add",
+]

@@ -3,7 +3,8 @@
 Why: a kernel re-run on the same buffers finds them in L2 when they fit (50 MB on an
 H200), and then reads at cache speed, not memory speed — in the H200 runs recorded
 before this flush (benchmarks/h200*), a 25 MB vector add (2^21 elements) "reached"
-2,902 GB/s, 103% of the measured device copy (below the 4,814 GB/s theoretical peak). nvbench writes a scratch buffer as large as
+2,902 GB/s, 103% of the measured device copy (below the 4,814 GB/s theoretical peak). nvbench writes a scratch buffer
+as large as
 the L2 before every sample; here it is twice the L2 (``FLUSH_FACTOR``), so nothing of
 the previous sample survives whatever the replacement policy. The flush is queued on
 the measured stream before the stream hold, so it is never inside the timed interval.

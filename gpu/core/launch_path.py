@@ -12,7 +12,7 @@ path side by side, so this choice stays checked against the fastest one.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from gpu.core.backend import BACKEND
 

@@ -27,8 +27,8 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Mapping
 
 from gpu.core.backend import BACKEND
 
@@ -108,7 +108,9 @@ class AdmissionConfig:
         }
 
 
-def _read(env: Mapping[str, str], name: str, default: int, parse, problems: list[str], ceiling: int | None = None) -> int:
+def _read(
+    env: Mapping[str, str], name: str, default: int, parse, problems: list[str], ceiling: int | None = None
+) -> int:
     raw = env.get(name)
     if raw is None or not str(raw).strip():
         return default
@@ -282,7 +284,11 @@ def check_cpu_n(n: int | str, max_n: int | None = None, name: str = "N") -> int:
         elif not BACKEND.simulated and limit == config.max_n:
             why = f"this server's admission limit ({ENV_MAX_N})"
         else:
-            why = "what fits in free host memory now" if BACKEND.simulated else "what fits in free host and device memory now"
+            why = (
+                "what fits in free host memory now"
+                if BACKEND.simulated
+                else "what fits in free host and device memory now"
+            )
         raise InputError(f"{name} = {value:,} is too large: the limit is {limit:,}, {why}.")
     return value
 
@@ -296,7 +302,8 @@ def check_cpu_work(work: int, title: str, config: AdmissionConfig | None = None)
     config = config or load_config()
     if work > config.max_cpu_work:
         raise InputError(
-            f"This {title} run is too long for the shared machine's CPU: {work:,} CPU element-passes (N x passes for each "
+            f"This {title} run is too long for the shared machine's CPU: {work:,} CPU element-passes (N x passes for "
+            "each "
             f"of NumPy and Numba), over the budget of {config.max_cpu_work:,} ({ENV_MAX_CPU_WORK}). "
             "Use a smaller N, fewer repeats or fewer CPU implementations."
         )
@@ -311,7 +318,9 @@ def check_threads(threads: int | str, device_max: int = MAX_THREADS_PER_BLOCK) -
     return value
 
 
-def parse_positive(value: float | str, name: str, *, what: str = "a number", example: str = "2 or 0.5", unit: str = "") -> float:
+def parse_positive(
+    value: float | str, name: str, *, what: str = "a number", example: str = "2 or 0.5", unit: str = ""
+) -> float:
     """A positive, finite number from a number or its text ("0.5", "1e-3"); InputError naming ``name``.
 
     The one float parser: ``what`` / ``example`` / ``unit`` only word its messages.
@@ -389,7 +398,9 @@ def check_sweep_points(points: int | str, config: AdmissionConfig | None = None)
     config = config or load_config()
     value = parse_int(points, "sweep points")
     if not 1 <= value <= config.max_sweep_points:
-        raise InputError(f"a sweep may have 1 to {config.max_sweep_points} points ({ENV_MAX_SWEEP_POINTS}), got {value}")
+        raise InputError(
+            f"a sweep may have 1 to {config.max_sweep_points} points ({ENV_MAX_SWEEP_POINTS}), got {value}"
+        )
     return value
 
 

@@ -110,7 +110,9 @@ def calculated_occupancy(
     return Occupancy(threads_per_block, blocks, blocks * warps_per_block, max_warps, "calculated", limiter)
 
 
-def kernel_occupancy(compiled, threads_per_block: int, limits: SmLimits | None, sm_count: int | None) -> Occupancy | None:
+def kernel_occupancy(
+    compiled, threads_per_block: int, limits: SmLimits | None, sm_count: int | None
+) -> Occupancy | None:
     """Occupancy of a compiled kernel (numba-cuda ``_Kernel``) at one block size.
 
     Asks the driver (through the kernel's max_cooperative_grid_blocks, which is
@@ -129,7 +131,14 @@ def kernel_occupancy(compiled, threads_per_block: int, limits: SmLimits | None, 
     try:
         if sm_count and max_warps:
             per_sm = int(compiled.max_cooperative_grid_blocks(threads_per_block)) // sm_count
-            return Occupancy(threads_per_block, per_sm, per_sm * warps_per_block, max_warps, "driver", calc.limiter if calc and calc.blocks_per_sm == per_sm else None)
+            return Occupancy(
+                threads_per_block,
+                per_sm,
+                per_sm * warps_per_block,
+                max_warps,
+                "driver",
+                calc.limiter if calc and calc.blocks_per_sm == per_sm else None,
+            )
     except Exception:
         pass
     return calc

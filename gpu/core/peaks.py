@@ -13,9 +13,9 @@ size (counts twice); a copy over the link counts once. GB/s are 1e9 bytes per se
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from gpu.core.backend import BACKEND
 from gpu.core.copies import bandwidth_gbps, time_copy, time_copy_kernel, time_device_memcpy, time_host_copy
@@ -161,7 +161,8 @@ def _device_copy(nbytes: int, policy: RepeatPolicy) -> Limit:
         return Limit("d2d", None, "failed", nbytes, skipped="; ".join(f"{w}: {e}" for w, _, e in tried))
     what, stats = min(measured, key=lambda item: item[1].median_s)
     others = "; ".join(
-        f"{w}: {bandwidth_gbps('d2d', nbytes, st.median_s):,.4g} GB/s" if st is not None else f"{w}: failed" for w, st, _ in tried
+        f"{w}: {bandwidth_gbps('d2d', nbytes, st.median_s):,.4g} GB/s" if st is not None else f"{w}: failed"
+        for w, st, _ in tried
     )
     if BACKEND.simulated:
         what = "simulated: " + what
@@ -190,8 +191,14 @@ def measure_peaks(
     limits = []
     peak = dev.peak_bandwidth_gbps
     limits.append(
-        Limit("device_peak", peak, "2 × memory clock × bus width" if peak else "not reported by this device",
-              skipped=None if peak else ("no device memory in the simulator" if BACKEND.simulated else "memory clock or bus width unknown"))
+        Limit(
+            "device_peak",
+            peak,
+            "2 × memory clock × bus width" if peak else "not reported by this device",
+            skipped=None
+            if peak
+            else ("no device memory in the simulator" if BACKEND.simulated else "memory clock or bus width unknown"),
+        )
     )
     say(f"measuring the {LIMIT_LABELS['d2d']}")
     limits.append(_device_copy(device_nbytes, policy))

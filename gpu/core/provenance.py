@@ -11,13 +11,15 @@ on every surface, and its single-sample and L2-resident points are marked.
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 METHODOLOGY_VERSION = 2
 METHODOLOGY_KEY = "methodology_version"
 PRE_RULES_CAVEAT = "recorded before L2 flushing and verified holds; single-sample points marked"
 # The first line of every text output in the simulator (CLI, `gpu check`, check.md).
-SIMULATOR_WARNING = "WARNING: CUDA simulator — timings are not GPU performance (no CUDA GPU found; kernels ran in Numba's simulator)."
+SIMULATOR_WARNING = (
+    "WARNING: CUDA simulator — timings are not GPU performance (no CUDA GPU found; kernels ran in Numba's simulator)."
+)
 
 
 def methodology_of(data: Mapping | None) -> int:
@@ -40,4 +42,12 @@ def stamp(data: dict) -> dict:
     return {METHODOLOGY_KEY: METHODOLOGY_VERSION, **data}
 
 
-__all__ = ["METHODOLOGY_KEY", "METHODOLOGY_VERSION", "PRE_RULES_CAVEAT", "SIMULATOR_WARNING", "caveat_for", "methodology_of", "stamp"]
+__all__ = [
+    "METHODOLOGY_KEY",
+    "METHODOLOGY_VERSION",
+    "PRE_RULES_CAVEAT",
+    "SIMULATOR_WARNING",
+    "caveat_for",
+    "methodology_of",
+    "stamp",
+]

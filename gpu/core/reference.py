@@ -90,7 +90,15 @@ def time_reference(
 
 
 def time_on_library_stream(
-    name: str, library, a: np.ndarray, b: np.ndarray, policy: RepeatPolicy, expected: np.ndarray, *, flush_l2: bool = True, ops=None
+    name: str,
+    library,
+    a: np.ndarray,
+    b: np.ndarray,
+    policy: RepeatPolicy,
+    expected: np.ndarray,
+    *,
+    flush_l2: bool = True,
+    ops=None,
 ) -> ReferenceTiming:
     """The one timing path of every reference: ``time_on_device`` on the library's stream.
 
@@ -103,7 +111,8 @@ def time_on_library_stream(
         d_c = library.empty_like(d_a)
         library.synchronize()
         stream = external_stream(library.stream_ptr)  # the same stream, seen by Numba
-        stats = time_on_device(queue=lambda: library.add(d_a, d_b, d_c), stream=stream, policy=policy,
+        # the closure reads d_a, d_b and d_c while time_on_device runs, before the del below
+        stats = time_on_device(queue=lambda: library.add(d_a, d_b, d_c), stream=stream, policy=policy,  # noqa: F821
                                launch_label=f"{LABELS[name]} on its own stream", working_set_bytes=3 * a.nbytes,
                                flush_l2=flush_l2, telemetry=False, ops=ops).stats
         agree = identical(library.download(d_c), expected)
@@ -199,4 +208,13 @@ def available_references() -> dict[str, str | None]:
     return {name: unavailable_reason(name) for name in REFERENCES}
 
 
-__all__ = ["LABELS", "REFERENCES", "ReferenceTiming", "ReferenceUnavailable", "available_references", "time_on_library_stream", "time_reference", "unavailable_reason"]
+__all__ = [
+    "LABELS",
+    "REFERENCES",
+    "ReferenceTiming",
+    "ReferenceUnavailable",
+    "available_references",
+    "time_on_library_stream",
+    "time_reference",
+    "unavailable_reason",
+]

@@ -13,7 +13,7 @@ hardware counters: a kernel that re-reads memory sits lower than its point sugge
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 
 from gpu.core.backend import BACKEND
 from gpu.core.device import DeviceInfo
@@ -45,7 +45,7 @@ def fp32_lanes_per_sm(compute_capability: str | None) -> int | None:
     return same_major[-1] if same_major else None
 
 
-@lru_cache(maxsize=None)
+@cache
 def sm_clock_khz(index: int = 0) -> int | None:
     """The SM's maximum (boost) clock in kHz from the driver; None in the simulator or when unknown."""
     if BACKEND.simulated:
@@ -58,11 +58,14 @@ def sm_clock_khz(index: int = 0) -> int | None:
     except Exception:  # attribute missing on this driver: ask NVML, else the FP32 roof is unknown
         pass
     try:
-        import pynvml  # type: ignore[import-not-found]
+        import pynvml
 
         pynvml.nvmlInit()
         try:
-            return int(pynvml.nvmlDeviceGetMaxClockInfo(pynvml.nvmlDeviceGetHandleByIndex(index), pynvml.NVML_CLOCK_SM)) * 1000
+            return (
+                int(pynvml.nvmlDeviceGetMaxClockInfo(pynvml.nvmlDeviceGetHandleByIndex(index), pynvml.NVML_CLOCK_SM))
+                * 1000
+            )
         finally:
             pynvml.nvmlShutdown()
     except Exception:
@@ -129,4 +132,12 @@ def device_roofs(device: DeviceInfo, clock_khz: int | None = None, copy_gbps: fl
     return Roofs(device.peak_bandwidth_gbps, fp32, copy_gbps, "; ".join(parts) or "no device facts (simulator)")
 
 
-__all__ = ["FP32_LANES_PER_SM", "Roofs", "VECTOR_ADD_INTENSITY", "device_roofs", "fp32_lanes_per_sm", "fp32_peak_gflops", "sm_clock_khz"]
+__all__ = [
+    "FP32_LANES_PER_SM",
+    "Roofs",
+    "VECTOR_ADD_INTENSITY",
+    "device_roofs",
+    "fp32_lanes_per_sm",
+    "fp32_peak_gflops",
+    "sm_clock_khz",
+]

@@ -46,7 +46,10 @@ def add(series: Series) -> None:
     """Make ``series`` known (an experiment's own); ValueError if its id already means something else."""
     known = SERIES.get(series.id)
     if known is not None and known != series:
-        raise ValueError(f"series {series.id!r} is already {known.label!r} ({known.color}); choose another id than for {series.label!r}")
+        raise ValueError(
+            f"series {series.id!r} is already {known.label!r} ({known.color}); choose another id than for "
+            f"{series.label!r}"
+        )
     SERIES[series.id] = series
 
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Callable
 
 # NVML's clock-event reason bits (nvml.h, nvmlClocksEventReason*; stable since the
 # "throttle reasons" of older drivers). Idle and application/display clock settings are
@@ -144,7 +144,11 @@ def open_nvml(index: int | str = 0, module=None) -> tuple[Nvml | None, str | Non
     try:
         return Nvml(index, module), None
     except ImportError:
-        return None, "telemetry unavailable: nvidia-ml-py (pynvml) is not installed — `make` installs it where an NVIDIA driver exists"
+        return (
+            None,
+            "telemetry unavailable: nvidia-ml-py (pynvml) is not installed — `make` installs it where an NVIDIA driver "
+            "exists",
+        )
     except Exception as exc:  # no driver, no permission, an NVML error
         return None, f"telemetry unavailable: NVML failed ({type(exc).__name__}: {exc})"
 
@@ -199,9 +203,13 @@ def describe(summary: dict | None) -> str:
     if not summary.get("available"):
         return summary.get("reason", "telemetry unavailable")
     b, a = summary["before"], summary["after"]
-    text = (f"GPU clocks SM {b['sm_clock_mhz'] or '?'}→{a['sm_clock_mhz'] or '?'} MHz (min {summary['sm_clock_mhz_min'] or '?'}), "
-            f"memory {b['mem_clock_mhz'] or '?'}→{a['mem_clock_mhz'] or '?'} MHz, max {summary['temperature_c_max'] or '?'} °C, "
-            f"max {summary['power_w_max'] or 0:,.0f} W")
+    text = (
+        f"GPU clocks SM {b['sm_clock_mhz'] or '?'}→{a['sm_clock_mhz'] or '?'} MHz (min "
+        f"{summary['sm_clock_mhz_min'] or '?'}), "
+        f"memory {b['mem_clock_mhz'] or '?'}→{a['mem_clock_mhz'] or '?'} MHz, max "
+        f"{summary['temperature_c_max'] or '?'} °C, "
+        f"max {summary['power_w_max'] or 0:,.0f} W"
+    )
     return text + ("; FLAGGED: " + "; ".join(summary["flags"]) if summary["flagged"] else "; no throttling")
 
 
@@ -212,7 +220,13 @@ class TelemetryMonitor:
     Without NVML it records nothing and the summary says why.
     """
 
-    def __init__(self, index: int | str | None = None, interval_s: float = BACKGROUND_INTERVAL_S, module=None, clock=time.perf_counter):
+    def __init__(
+        self,
+        index: int | str | None = None,
+        interval_s: float = BACKGROUND_INTERVAL_S,
+        module=None,
+        clock=time.perf_counter,
+    ):
         # None: the current CUDA device, by PCI bus id (NVML's index 0 may be another board)
         if index is None:
             index = 0 if module is not None else nvml_index_of_current_device()
@@ -232,7 +246,7 @@ class TelemetryMonitor:
         with self._lock:
             self._samples.append(sample)
 
-    def start(self, background: bool = True) -> "TelemetryMonitor":
+    def start(self, background: bool = True) -> TelemetryMonitor:
         self._read()
         if background and self._nvml is not None:
             self._thread = threading.Thread(target=self._loop, name="kernel-lab-telemetry", daemon=True)
@@ -254,12 +268,21 @@ class TelemetryMonitor:
         with self._lock:
             return summarize(list(self._samples), self.unavailable)
 
-    def __enter__(self) -> "TelemetryMonitor":
+    def __enter__(self) -> TelemetryMonitor:
         return self.start()
 
     def __exit__(self, *exc) -> None:
         self.stop()
 
 
-__all__ = ["TelemetryMonitor", "TelemetrySample", "decode_reasons", "describe", "nvml_index_of_current_device", "open_nvml",
-           "pci_bus_id", "read_now", "summarize"]
+__all__ = [
+    "TelemetryMonitor",
+    "TelemetrySample",
+    "decode_reasons",
+    "describe",
+    "nvml_index_of_current_device",
+    "open_nvml",
+    "pci_bus_id",
+    "read_now",
+    "summarize",
+]

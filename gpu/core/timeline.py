@@ -6,8 +6,8 @@ page's Gantt chart and its "copies and kernels overlapped for X% of the span" fi
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 # --- sizes -------------------------------------------------------------------------
 
@@ -38,7 +38,14 @@ class Interval:
         return self.end_s - self.start_s
 
     def to_dict(self) -> dict:
-        return {"run": self.run, "chunk": self.chunk, "stream": self.stream, "phase": self.phase, "start_s": self.start_s, "end_s": self.end_s}
+        return {
+            "run": self.run,
+            "chunk": self.chunk,
+            "stream": self.stream,
+            "phase": self.phase,
+            "start_s": self.start_s,
+            "end_s": self.end_s,
+        }
 
 
 @dataclass(frozen=True)
@@ -68,7 +75,9 @@ def build_timeline(intervals: Iterable[Interval], by: str = "stream") -> tuple[T
     items = list(intervals)
     for iv in items:
         if iv.end_s < iv.start_s:
-            raise ValueError(f"interval of chunk {iv.chunk} {iv.phase} ends before it starts ({iv.start_s} > {iv.end_s})")
+            raise ValueError(
+                f"interval of chunk {iv.chunk} {iv.phase} ends before it starts ({iv.start_s} > {iv.end_s})"
+            )
         if iv.phase not in TIMELINE_PHASES:
             raise ValueError(f"unknown phase {iv.phase!r}; expected one of {TIMELINE_PHASES}")
     bars: list[TimelineBar] = []
@@ -77,13 +86,25 @@ def build_timeline(intervals: Iterable[Interval], by: str = "stream") -> tuple[T
         origin = min(iv.start_s for iv in mine)
         if by == "stream":
             for iv in mine:
-                bars.append(TimelineBar(run, f"stream {iv.stream}", iv.chunk, iv.stream, iv.phase, iv.start_s - origin, iv.end_s - origin))
+                bars.append(
+                    TimelineBar(
+                        run,
+                        f"stream {iv.stream}",
+                        iv.chunk,
+                        iv.stream,
+                        iv.phase,
+                        iv.start_s - origin,
+                        iv.end_s - origin,
+                    )
+                )
             continue
         for phase in TIMELINE_PHASES:
             engine_free = origin
             for iv in sorted((iv for iv in mine if iv.phase == phase), key=lambda iv: (iv.end_s, iv.start_s)):
                 start = max(iv.start_s, engine_free) if phase != "kernel" else iv.start_s
-                bars.append(TimelineBar(run, ENGINE_LANES[phase], iv.chunk, iv.stream, phase, start - origin, iv.end_s - origin))
+                bars.append(
+                    TimelineBar(run, ENGINE_LANES[phase], iv.chunk, iv.stream, phase, start - origin, iv.end_s - origin)
+                )
                 engine_free = iv.end_s
     return tuple(sorted(bars, key=lambda b: (b.run, b.lane, b.start_s, b.chunk)))
 

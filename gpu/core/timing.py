@@ -16,8 +16,9 @@ from __future__ import annotations
 import math
 import statistics
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Callable, Mapping, Sequence
+from datetime import UTC
 
 from gpu.core.limits import MAX_REPEATS
 
@@ -96,11 +97,15 @@ class Stats:
         }
 
     @classmethod
-    def from_dict(cls, data: Mapping) -> "Stats":
+    def from_dict(cls, data: Mapping) -> Stats:
         return cls(tuple(float(x) for x in data["samples_s"]), int(data.get("retries", 0) or 0), data.get("held"))
 
     def __str__(self) -> str:
-        flags = f"; only {self.n_samples} sample{'s' if self.n_samples != 1 else ''}, spread unknown" if self.few_samples else ""
+        flags = (
+            f"; only {self.n_samples} sample{'s' if self.n_samples != 1 else ''}, spread unknown"
+            if self.few_samples
+            else ""
+        )
         if self.retries:
             flags += f"; {self.retries} sample{'s' if self.retries != 1 else ''} retried (hold expired)"
         return (
@@ -140,13 +145,13 @@ class RepeatPolicy:
             raise ValueError(f"the noise target must be positive, got {self.max_noise!r}")
 
     @classmethod
-    def count(cls, n_repeat: int, warmup: int = 1) -> "RepeatPolicy":
+    def count(cls, n_repeat: int, warmup: int = 1) -> RepeatPolicy:
         return cls(n_repeat=n_repeat, warmup=warmup)
 
     @classmethod
     def until_stable(
         cls, max_noise: float, budget_s: float, max_repeat: int = 100, warmup: int = 1
-    ) -> "RepeatPolicy":
+    ) -> RepeatPolicy:
         return cls(n_repeat=max_repeat, warmup=warmup, budget_s=budget_s, max_noise=max_noise)
 
     def describe(self) -> str:
@@ -285,6 +290,6 @@ def format_factor(factor: float) -> str:
 
 def utc_timestamp() -> str:
     """Now, in UTC, to the second (ISO 8601): when a result was measured."""
-    from datetime import datetime, timezone
+    from datetime import datetime
 
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")

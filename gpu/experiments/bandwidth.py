@@ -9,8 +9,8 @@ NumPy copies: the curves run, their timings mean nothing.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
 
 import numpy as np
 
@@ -83,8 +83,14 @@ def check_copy_sizes(sizes: Iterable[int | str], limit: int | None = None) -> tu
         if value < 1:
             raise InputError(f"copy sizes must be at least 1 byte, got {value}")
         if value > limit:
-            why = "the simulator's cap" if BACKEND.simulated and limit == SIMULATOR_MAX_COPY_BYTES else "what fits in free host and device memory now"
-            raise InputError(f"a copy of {format_bytes(value)} is too large: the limit is {format_bytes(limit)}, {why}.")
+            why = (
+                "the simulator's cap"
+                if BACKEND.simulated and limit == SIMULATOR_MAX_COPY_BYTES
+                else "what fits in free host and device memory now"
+            )
+            raise InputError(
+                f"a copy of {format_bytes(value)} is too large: the limit is {format_bytes(limit)}, {why}."
+            )
     return tuple(values)
 
 
@@ -165,7 +171,9 @@ class Plateau:
                 f"{self.label} is still rising at the largest size measured (best {self.peak_gbps:,.3g} GB/s): "
                 f"no plateau within these sizes{half}."
             )
-        return f"{self.label} levels off at {self.plateau_gbps:,.3g} GB/s from {format_bytes(self.from_nbytes)} up{half}."
+        return (
+            f"{self.label} levels off at {self.plateau_gbps:,.3g} GB/s from {format_bytes(self.from_nbytes)} up{half}."
+        )
 
     def to_dict(self) -> dict:
         return {
@@ -200,7 +208,9 @@ def find_plateau(
     """
     if len(nbytes) != len(gbps) or not nbytes:
         raise ValueError("find_plateau needs as many bandwidths as sizes, and at least one")
-    points = sorted((size, g) for size, g in zip(nbytes, gbps) if g == g and 0 < g < float("inf"))  # drop unusable timings
+    points = sorted(
+        (size, g) for size, g in zip(nbytes, gbps) if g == g and 0 < g < float("inf")
+    )  # drop unusable timings
     if not points:
         return Plateau(direction, memory, 0.0, None, None, None)
     values = [g for _, g in points]
@@ -286,8 +296,33 @@ class BandwidthCurves:
         for p in self.points:
             counted = bytes_counted(p.direction, p.nbytes)
             for i, s in enumerate(p.stats.samples_s):
-                rows.append((series_label(p.direction, p.memory), p.direction, p.memory, p.nbytes, counted, i, s, counted / s / 1e9 if s > 0 else float("nan"), p.pinned_ok))
-        frame = pd.DataFrame(rows, columns=["series", "direction", "memory", "nbytes", "bytes_counted", "sample", "seconds", "gbps", "pinned_ok"])
+                rows.append(
+                    (
+                        series_label(p.direction, p.memory),
+                        p.direction,
+                        p.memory,
+                        p.nbytes,
+                        counted,
+                        i,
+                        s,
+                        counted / s / 1e9 if s > 0 else float("nan"),
+                        p.pinned_ok,
+                    )
+                )
+        frame = pd.DataFrame(
+            rows,
+            columns=[
+                "series",
+                "direction",
+                "memory",
+                "nbytes",
+                "bytes_counted",
+                "sample",
+                "seconds",
+                "gbps",
+                "pinned_ok",
+            ],
+        )
         frame["backend"] = self.backend
         return frame
 
@@ -297,7 +332,11 @@ class BandwidthCurves:
             "created_at": self.created_at,
             "backend": self.backend,
             "device": self.device.to_dict(),
-            "params": {"sizes": list(self.sizes), "series": [series_label(*key) for key in self.series()], "repeats": self.policy.n_repeat},
+            "params": {
+                "sizes": list(self.sizes),
+                "series": [series_label(*key) for key in self.series()],
+                "repeats": self.policy.n_repeat,
+            },
             "sizes": list(self.sizes),
             "series": [series_label(*key) for key in self.series()],
             "policy": self.policy.to_dict(),
@@ -339,7 +378,9 @@ def run_bandwidth_curves(
     wanted = list(dict.fromkeys(series))
     unknown = [s for s in wanted if s not in SERIES]
     if unknown:
-        raise InputError(f"unknown copy series {unknown[0]!r}; choose from {', '.join(series_label(*s) for s in SERIES)}")
+        raise InputError(
+            f"unknown copy series {unknown[0]!r}; choose from {', '.join(series_label(*s) for s in SERIES)}"
+        )
     policy = policy or RepeatPolicy.count(10)
     points: list[BandwidthPoint] = []
     for direction, memory in wanted:
@@ -362,8 +403,10 @@ def run_bandwidth_curves(
 def _size_choice(value) -> int:
     size = parse_int(value, "copy size")
     if size not in COPY_SIZE_CHOICES:
-        raise InputError(f"copy sizes are {format_bytes(COPY_SIZE_CHOICES[0])} to {format_bytes(COPY_SIZE_CHOICES[-1])} "
-                         f"in steps of 4x; got {size:,} bytes")
+        raise InputError(
+            f"copy sizes are {format_bytes(COPY_SIZE_CHOICES[0])} to {format_bytes(COPY_SIZE_CHOICES[-1])} "
+            f"in steps of 4x; got {size:,} bytes"
+        )
     return size
 
 
@@ -382,7 +425,10 @@ def _series(value) -> tuple[tuple[str, str], ...]:
 
 def _copy_sizes(p) -> tuple[int, ...]:
     if p["smallest"] > p["largest"]:
-        raise InputError(f"the smallest copy ({format_bytes(p['smallest'])}) is larger than the largest ({format_bytes(p['largest'])})")
+        raise InputError(
+            f"the smallest copy ({format_bytes(p['smallest'])}) is larger than the largest "
+            f"({format_bytes(p['largest'])})"
+        )
     return check_copy_sizes([s for s in COPY_SIZE_CHOICES if p["smallest"] <= s <= p["largest"]])
 
 
@@ -396,31 +442,71 @@ def _bandwidth_work(p) -> int:
 
 
 # The page of the transfer experiments (copy bandwidth, the strategies): one link for both.
-TRANSFERS_PAGE = PageLink("Transfers", ":material/swap_horiz:", 40,
-                          "host-link bandwidth, pinned memory, streams: the copies that decide whether the GPU pays off",
-                          "pages/4_Transfers.py")
+TRANSFERS_PAGE = PageLink(
+    "Transfers",
+    ":material/swap_horiz:",
+    40,
+    "host-link bandwidth, pinned memory, streams: the copies that decide whether the GPU pays off",
+    "pages/4_Transfers.py",
+)
 
-BANDWIDTH = register(Experiment(
-    key="transfers-bandwidth",
-    title="Copy bandwidth",
-    summary="host-link and device copy bandwidth against size, pageable and pinned",
-    params=(
-        Param("smallest", "Smallest copy", _size_choice, COPY_SIZE_CHOICES[0], "The smallest copy size, in bytes.",
-              widget="select", options=COPY_SIZE_CHOICES, option_label=format_bytes),
-        Param("largest", "Largest copy", _size_choice, PerBackend(max(DEFAULT_COPY_SIZES), max(SIMULATOR_COPY_SIZES)),
-              "The largest copy size, in bytes; every 4x between the ends is measured.",
-              widget="select", options=COPY_SIZE_CHOICES, option_label=format_bytes),
-        Param("repeats", "Repeats per size", check_repeats, 10, "Timed copies per size after one warm-up; the median is plotted."),
-        Param("series", "Copies", _series, SERIES, "Comma-separated, from " + ", ".join("-".join(s) for s in SERIES) + ".",
-              widget="multiselect", options=SERIES, option_label=lambda key: series_label(*key)),
-    ),
-    run=lambda p, progress: run_bandwidth_curves(_copy_sizes(p), p["series"], RepeatPolicy.count(p["repeats"]), on_progress=progress),
-    work=_bandwidth_work,
-    measures=lambda curves: {f"{p.direction}_{p.memory}_gbps_at_largest": p.bandwidth_gbps
-                             for p in curves.points if p.nbytes == max(curves.sizes)},
-    result_type=BandwidthCurves,
-    page=TRANSFERS_PAGE,
-    order=60,
-    history_columns=("repeats",),
-    uses_cpu=True,
-))
+BANDWIDTH = register(
+    Experiment(
+        key="transfers-bandwidth",
+        title="Copy bandwidth",
+        summary="host-link and device copy bandwidth against size, pageable and pinned",
+        params=(
+            Param(
+                "smallest",
+                "Smallest copy",
+                _size_choice,
+                COPY_SIZE_CHOICES[0],
+                "The smallest copy size, in bytes.",
+                widget="select",
+                options=COPY_SIZE_CHOICES,
+                option_label=format_bytes,
+            ),
+            Param(
+                "largest",
+                "Largest copy",
+                _size_choice,
+                PerBackend(max(DEFAULT_COPY_SIZES), max(SIMULATOR_COPY_SIZES)),
+                "The largest copy size, in bytes; every 4x between the ends is measured.",
+                widget="select",
+                options=COPY_SIZE_CHOICES,
+                option_label=format_bytes,
+            ),
+            Param(
+                "repeats",
+                "Repeats per size",
+                check_repeats,
+                10,
+                "Timed copies per size after one warm-up; the median is plotted.",
+            ),
+            Param(
+                "series",
+                "Copies",
+                _series,
+                SERIES,
+                "Comma-separated, from " + ", ".join("-".join(s) for s in SERIES) + ".",
+                widget="multiselect",
+                options=SERIES,
+                option_label=lambda key: series_label(*key),
+            ),
+        ),
+        run=lambda p, progress: run_bandwidth_curves(
+            _copy_sizes(p), p["series"], RepeatPolicy.count(p["repeats"]), on_progress=progress
+        ),
+        work=_bandwidth_work,
+        measures=lambda curves: {
+            f"{p.direction}_{p.memory}_gbps_at_largest": p.bandwidth_gbps
+            for p in curves.points
+            if p.nbytes == max(curves.sizes)
+        },
+        result_type=BandwidthCurves,
+        page=TRANSFERS_PAGE,
+        order=60,
+        history_columns=("repeats",),
+        uses_cpu=True,
+    )
+)

@@ -31,8 +31,9 @@ from __future__ import annotations
 
 import importlib
 import math
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from gpu.core.limits import InputError
 from gpu.core.series import Series
@@ -74,7 +75,7 @@ class Progress:
         self.say(message)
 
     @classmethod
-    def of(cls, progress: "Progress | Callable[[str], None] | None") -> "Progress":
+    def of(cls, progress: Progress | Callable[[str], None] | None) -> Progress:
         """A Progress from a Progress, a plain ``say(message)`` callable, or None."""
         if isinstance(progress, Progress):
             return progress
@@ -113,40 +114,61 @@ def result_problem(result_type: type) -> str | None:
     """What ``result_type`` lacks of ``ExperimentResult``, or None when it has it all."""
     missing = [name for name in RESULT_MEMBERS if not hasattr(result_type, name)
                and name not in getattr(result_type, "__dataclass_fields__", {})]
-    return f"{result_type.__name__} lacks {', '.join(missing)} (an experiment's result needs {', '.join(RESULT_MEMBERS)})" if missing else None
+    return (
+        f"{result_type.__name__} lacks {', '.join(missing)} (an experiment's result needs {', '.join(RESULT_MEMBERS)})"
+        if missing
+        else None
+    )
 
 
-def checked_result(experiment: "Experiment", result: Any) -> Any:
-    """``result`` if it keeps the result protocol and the declaration's type; TypeError saying what is wrong otherwise."""
+def checked_result(experiment: Experiment, result: Any) -> Any:
+    """``result`` if it keeps the result protocol and the declaration's type; TypeError saying what is wrong
+    otherwise."""
     if experiment.result_type is not None and not isinstance(result, experiment.result_type):
-        raise TypeError(f"experiment {experiment.key!r} returned a {type(result).__name__}; its declaration says {experiment.result_type.__name__}")
+        raise TypeError(
+            f"experiment {experiment.key!r} returned a {type(result).__name__}; its declaration says "
+            f"{experiment.result_type.__name__}"
+        )
     if not isinstance(result, ExperimentResult):
         raise TypeError(f"experiment {experiment.key!r}: {result_problem(type(result))}")
     if not isinstance(result.agree, bool):
-        raise TypeError(f"experiment {experiment.key!r}: {type(result).__name__}.agree is a {type(result.agree).__name__}, not a bool")
+        raise TypeError(
+            f"experiment {experiment.key!r}: {type(result).__name__}.agree is a {type(result.agree).__name__}, not a "
+            "bool"
+        )
     return result
 
 
-def checked_samples(experiment: "Experiment", found: Any) -> dict[str, list[float]]:
-    """What ``experiment.samples(saved)`` returned, checked: ``{label: [finite seconds ≥ 0]}``; TypeError saying what is wrong."""
+def checked_samples(experiment: Experiment, found: Any) -> dict[str, list[float]]:
+    """What ``experiment.samples(saved)`` returned, checked: ``{label: [finite seconds ≥ 0]}``; TypeError saying what
+    is wrong."""
     if not isinstance(found, Mapping):
-        raise TypeError(f"experiment {experiment.key!r}: samples(saved) must be a {{label: [seconds]}} mapping, got {type(found).__name__}")
+        raise TypeError(
+            f"experiment {experiment.key!r}: samples(saved) must be a {{label: [seconds]}} mapping, got "
+            f"{type(found).__name__}"
+        )
     out: dict[str, list[float]] = {}
     for label, values in found.items():
         ok = isinstance(label, str) and isinstance(values, (list, tuple)) and all(
             isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0 for v in values)
         if not ok:
-            raise TypeError(f"experiment {experiment.key!r}: samples(saved)[{label!r}] must be a list of finite seconds ≥ 0, got {values!r:.80}")
+            raise TypeError(
+                f"experiment {experiment.key!r}: samples(saved)[{label!r}] must be a list of finite seconds ≥ 0, got "
+                f"{values!r:.80}"
+            )
         out[label] = [float(v) for v in values]
     return out
 
 
-def checked_measures(experiment: "Experiment", result: Any) -> dict[str, float]:
+def checked_measures(experiment: Experiment, result: Any) -> dict[str, float]:
     """``experiment.measures(result)``, checked: a ``{name: number}`` mapping; TypeError otherwise."""
     measures = experiment.measures(result)
-    if not isinstance(measures, Mapping) or not all(isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool)
-                                                       for k, v in measures.items()):
-        raise TypeError(f"experiment {experiment.key!r}: measures(result) must be a {{name: number}} mapping, got {measures!r}")
+    if not isinstance(measures, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool) for k, v in measures.items()
+    ):
+        raise TypeError(
+            f"experiment {experiment.key!r}: measures(result) must be a {{name: number}} mapping, got {measures!r}"
+        )
     return {k: float(v) for k, v in measures.items()}
 
 
@@ -201,7 +223,9 @@ class PageLink:
 
     def __post_init__(self) -> None:
         if not self.icon.startswith(":material/"):
-            raise ValueError(f"page {self.label!r}: icon must be a Material icon such as ':material/science:', got {self.icon!r}")
+            raise ValueError(
+                f"page {self.label!r}: icon must be a Material icon such as ':material/science:', got {self.icon!r}"
+            )
 
 
 @dataclass(frozen=True)
@@ -362,12 +386,16 @@ class Experiment:
             raise ValueError(f"experiment {self.key!r} declares a parameter twice: {names}")
         unknown = [c for c in self.history_columns if c not in names]
         if unknown:
-            raise ValueError(f"experiment {self.key!r}: history column {unknown[0]!r} is not one of its parameters {names}")
+            raise ValueError(
+                f"experiment {self.key!r}: history column {unknown[0]!r} is not one of its parameters {names}"
+            )
         if self.result_type is not None and result_problem(self.result_type):
             raise TypeError(f"experiment {self.key!r}: {result_problem(self.result_type)}")
         wrong = [c for c in self.check if not isinstance(c, (Hook, CheckSection))]
         if wrong:
-            raise TypeError(f"experiment {self.key!r}: check holds {wrong[0]!r}; each entry is a Hook or a CheckSection")
+            raise TypeError(
+                f"experiment {self.key!r}: check holds {wrong[0]!r}; each entry is a Hook or a CheckSection"
+            )
         keys = [s.key for s in self.check_sections()]
         if len(set(keys)) != len(keys):
             raise ValueError(f"experiment {self.key!r} declares check section keys twice: {keys}")
@@ -376,7 +404,7 @@ class Experiment:
         """Its ``gpu check`` sections as ``CheckSection``s: a bare Hook is keyed by the experiment's key."""
         return tuple(c if isinstance(c, CheckSection) else CheckSection(self.key, c) for c in self.check)
 
-    def execute(self, params: Params, progress: "Progress | Callable[[str], None] | None" = None) -> Any:
+    def execute(self, params: Params, progress: Progress | Callable[[str], None] | None = None) -> Any:
         """Run with parsed ``params`` and return the result, checked against the result protocol."""
         return checked_result(self, self.run(params, Progress.of(progress)))
 
@@ -393,7 +421,9 @@ class Experiment:
         """Typed parameters from raw values (missing ones take their default). Raises InputError."""
         unknown = sorted(set(raw) - {p.name for p in self.params})
         if unknown:
-            raise InputError(f"{self.title}: unknown parameter {unknown[0]!r}; known: {', '.join(p.name for p in self.params)}")
+            raise InputError(
+                f"{self.title}: unknown parameter {unknown[0]!r}; known: {', '.join(p.name for p in self.params)}"
+            )
         parsed: dict[str, Any] = {}
         for p in self.params:
             value = raw.get(p.name)

@@ -13,9 +13,11 @@ import ast
 import difflib
 import inspect
 import textwrap
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
+from gpu.core import series
 from gpu.core.backend import BACKEND
 from gpu.core.limits import (
     InputError,
@@ -25,7 +27,6 @@ from gpu.core.limits import (
     parse_seconds,
     parse_size,
 )
-from gpu.core import series
 from gpu.core.timing import RepeatPolicy, format_factor
 from gpu.experiments.base import Experiment, Hook, PageLink, Param, PerBackend, Progress
 from gpu.experiments.registry import register
@@ -64,7 +65,9 @@ def parse_side(value: Any, name: str = "N") -> int:
     limit = max_vector_n()
     if n * n > limit:
         side = int(limit**0.5)
-        raise InputError(f"{name} = {n:,} is too large: an N × N matrix may have at most {limit:,} elements here, so N ≤ {side:,}.")
+        raise InputError(
+            f"{name} = {n:,} is too large: an N × N matrix may have at most {limit:,} elements here, so N ≤ {side:,}."
+        )
     return n
 
 
@@ -229,7 +232,9 @@ def step_sources(spec: KernelSpec) -> list[StepSource]:
         else:
             tagged = [(line[0], line[2:]) for line in difflib.ndiff(previous, body) if not line.startswith("? ")]
         helpers = "\n".join(split_source(h)[1] for h in step.helpers)
-        out.append(StepSource(step.key, step.label, why, source, (*((" ", line) for line in lines[:head]), *tagged), helpers))
+        out.append(
+            StepSource(step.key, step.label, why, source, (*((" ", line) for line in lines[:head]), *tagged), helpers)
+        )
         previous = body
     return out
 
@@ -272,10 +277,15 @@ def ratio(run: KernelRun, slower: str, faster: str) -> float | None:
 
 def run_markdown(run: KernelRun) -> list[str]:
     """A markdown table of one run: one row per implementation."""
-    md = [f"{run.title}, {run.size}: {run.bytes_moved:,} bytes, {run.flops:,} FLOPs (intensity {run.intensity:.3g} FLOP/byte); "
-          f"{run.policy.describe()}; agreement {run.agreement_mode}.", "",
-          "| implementation | launch | time (median) | n | hold | GB/s | GFLOP/s | % of peak | × best library's time | agreement |",
-          "|---|---|---|---|---|---|---|---|---|---|"]
+    md = [
+        f"{run.title}, {run.size}: {run.bytes_moved:,} bytes, {run.flops:,} FLOPs (intensity {run.intensity:.3g} "
+        "FLOP/byte); "
+        f"{run.policy.describe()}; agreement {run.agreement_mode}.",
+        "",
+        "| implementation | launch | time (median) | n | hold | GB/s | GFLOP/s | % of peak | × best library's time | "
+        "agreement |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
     sim = " (simulated)" if run.backend == "simulator" else ""
     for row in run.summary_rows():
         if row["seconds"] is None:
@@ -283,13 +293,26 @@ def run_markdown(run: KernelRun) -> list[str]:
             continue
         cell = lambda v, f: "—" if v is None else format(v, f)  # noqa: E731
         gpu_sim = sim if row["kind"] != "cpu" else ""  # the CPU rows are real CPU timings
-        time_s = ("estimated " if row["estimated"] else "") + f"{row['seconds'] * 1e3:.4g} ms{row['marks'].replace('*', chr(92) + '*')}{gpu_sim}"
-        hold = "—" if row["kind"] == "cpu" or row["held"] is None else (
-            ("held" if row["held"] else "none: launch included") + (f", {row['retries']} retried" if row["retries"] else ""))
-        notes = (" · ".join(x for x in (row["agreement"], row["note"]) if x) or "—").replace("|", "\\|")  # |error| in a table cell
-        md.append(f"| {row['label']} | {row['launch'] or '—'} | {time_s} | {row['samples']} | {hold} | {cell(row['gbps'], ',.4g')} | "
-                  f"{cell(row['gflops'], ',.4g')} | {cell(row['fraction_of_peak'], '.1%')} | "
-                  f"{'—' if row['vs_best_library'] is None else format_factor(row['vs_best_library'])} | {notes} |")
+        time_s = (
+            "estimated " if row["estimated"] else ""
+        ) + f"{row['seconds'] * 1e3:.4g} ms{row['marks'].replace('*', chr(92) + '*')}{gpu_sim}"
+        hold = (
+            "—"
+            if row["kind"] == "cpu" or row["held"] is None
+            else (
+                ("held" if row["held"] else "none: launch included")
+                + (f", {row['retries']} retried" if row["retries"] else "")
+            )
+        )
+        notes = (" · ".join(x for x in (row["agreement"], row["note"]) if x) or "—").replace(
+            "|", "\\|"
+        )  # |error| in a table cell
+        md.append(
+            f"| {row['label']} | {row['launch'] or '—'} | {time_s} | {row['samples']} | {hold} | "
+            f"{cell(row['gbps'], ',.4g')} | "
+            f"{cell(row['gflops'], ',.4g')} | {cell(row['fraction_of_peak'], '.1%')} | "
+            f"{'—' if row['vs_best_library'] is None else format_factor(row['vs_best_library'])} | {notes} |"
+        )
     from gpu.core.telemetry import describe
 
     legend = [m.replace("*", "\\*", 1) if m.startswith("*") else m for m in run.marks_legend()]
@@ -329,5 +352,21 @@ def load_kernels() -> list[Experiment]:
     return [get(key) for key in kernel_keys()]
 
 
-__all__ = ["FLOPS_PER_ELEMENT_PASS", "KERNELS", "PAGE", "StepSource", "Target", "check_kernel", "declare", "kernel_keys", "load_kernels",
-           "measures", "parse_count", "parse_side", "ratio", "run_markdown", "samples", "step_sources"]
+__all__ = [
+    "FLOPS_PER_ELEMENT_PASS",
+    "KERNELS",  # noqa: F822  (served by the module's __getattr__)
+    "PAGE",
+    "StepSource",
+    "Target",
+    "check_kernel",
+    "declare",
+    "kernel_keys",
+    "load_kernels",
+    "measures",
+    "parse_count",
+    "parse_side",
+    "ratio",
+    "run_markdown",
+    "samples",
+    "step_sources",
+]

@@ -138,7 +138,10 @@ def targets(runs) -> list[Target]:
 def check_problems(quick: bool) -> list[dict]:
     if quick:
         return [{"n": 1024, "threads_per_block": 128, "distribution": "skewed", "repeats": 1, "cpu": ("numpy",)}]
-    return [{"n": 2**28, "threads_per_block": 256, "distribution": d, "repeats": 10, "cpu": ("numpy",)} for d in DISTRIBUTIONS]
+    return [
+        {"n": 2**28, "threads_per_block": 256, "distribution": d, "repeats": 10, "cpu": ("numpy",)}
+        for d in DISTRIBUTIONS
+    ]
 
 
 EXPERIMENT = declare(
@@ -146,10 +149,24 @@ EXPERIMENT = declare(
     "count N uint8 values into 256 bins: global atomics, then per-block shared-memory histograms",
     Param("n", "N (uint8 values)", parse_count, PerBackend(2**26, 1024), "A whole number such as 1e6 or 2^20."),
     extra=(
-        Param("threads_per_block", "Threads per block", parse_threads, PerBackend(256, 128), "A power of two from 32 to 1024.", widget="int"),
-        Param("distribution", "Data distribution", parse_distribution, "skewed",
-              "uniform, skewed or single: how often threads hit the same bin.", widget="select",
-              options=tuple(DISTRIBUTIONS), option_label=lambda d: DISTRIBUTIONS[d]),
+        Param(
+            "threads_per_block",
+            "Threads per block",
+            parse_threads,
+            PerBackend(256, 128),
+            "A power of two from 32 to 1024.",
+            widget="int",
+        ),
+        Param(
+            "distribution",
+            "Data distribution",
+            parse_distribution,
+            "skewed",
+            "uniform, skewed or single: how often threads hit the same bin.",
+            widget="select",
+            options=tuple(DISTRIBUTIONS),
+            option_label=lambda d: DISTRIBUTIONS[d],
+        ),
     ),
     order=100,
 )

@@ -18,9 +18,9 @@ from gpu.core.arrays import vector_inputs
 from gpu.core.backend import BACKEND, cuda
 from gpu.core.device import DeviceInfo, device_info
 from gpu.core.limits import (
-    InputError,
     SIMULATOR_MAX_N,
     WARP_SIZE,
+    InputError,
     check_threads,
     parse_int,
     parse_size,
@@ -159,15 +159,24 @@ class LaunchSummary:
         }
 
     def __str__(self) -> str:
-        kind = f"grid-stride over {self.blocks:,} blocks" if self.grid_stride else f"{self.blocks:,} blocks (ceil(N / {self.threads_per_block}))"
+        kind = (
+            f"grid-stride over {self.blocks:,} blocks"
+            if self.grid_stride
+            else f"{self.blocks:,} blocks (ceil(N / {self.threads_per_block}))"
+        )
         lines = [
             f"N = {self.n:,}, {self.threads_per_block} threads per block, {kind}",
             f"  threads launched {self.threads_launched:,}, idle {self.idle_threads:,}",
-            f"  warps launched {self.warps_launched:,}, fully idle {self.idle_warps:,}, partly idle {self.partial_warps:,}",
-            f"  last block: {self.last_block_idle_threads} of {self.threads_per_block} threads idle ({self.last_block_wasted_fraction:.1%} wasted)",
+            f"  warps launched {self.warps_launched:,}, fully idle {self.idle_warps:,}, partly idle "
+            f"{self.partial_warps:,}",
+            f"  last block: {self.last_block_idle_threads} of {self.threads_per_block} threads idle "
+            f"({self.last_block_wasted_fraction:.1%} wasted)",
         ]
         if self.grid_stride:
-            lines.append(f"  stride {self.stride:,}; elements per thread {self.min_elements_per_thread}–{self.max_elements_per_thread}")
+            lines.append(
+                f"  stride {self.stride:,}; elements per thread "
+                f"{self.min_elements_per_thread}–{self.max_elements_per_thread}"
+            )
         return "\n".join(lines)
 
 
@@ -259,7 +268,8 @@ class IndexingRun:
         else:
             frame["handled"] = [str(p) if p < n else "none" for p in frame["position"]]
         frame["formula"] = [
-            f"position = tx + bx * bw = {tx} + {bx} * {bw} = {p}" for tx, bx, bw, p in zip(frame["tx"], frame["bx"], frame["bw"], frame["position"])
+            f"position = tx + bx * bw = {tx} + {bx} * {bw} = {p}"
+            for tx, bx, bw, p in zip(frame["tx"], frame["bx"], frame["bw"], frame["position"])
         ]
         return frame[columns]
 
@@ -299,7 +309,10 @@ class IndexingRun:
         lines = [str(self.summary), f"  on {self.device.name} ({self.backend})"]
         if self.probed:
             verdict = "match" if self.records_match else "DO NOT match"
-            lines.append(f"  probe records {verdict} the index arithmetic; sums {'bit-identical' if self.sums_match else 'WRONG'}")
+            lines.append(
+                f"  probe records {verdict} the index arithmetic; sums "
+                f"{'bit-identical' if self.sums_match else 'WRONG'}"
+            )
             if self.coverage_ok is not None:
                 lines.append(f"  every element handled exactly once: {'yes' if self.coverage_ok else 'NO'}")
         if self.note:
@@ -363,7 +376,9 @@ def run_indexing(
             f"{limit:,} of each in {where}, and the chart draws at most {draw_limit:,} threads — "
             "so here is the summary, computed from the launch arithmetic."
         )
-        return IndexingRun(summary, BACKEND.kind, device, False, None, None, None, None, draw_limit, note, tuple(warnings))
+        return IndexingRun(
+            summary, BACKEND.kind, device, False, None, None, None, None, draw_limit, note, tuple(warnings)
+        )
 
     # prepare inputs and the record buffers
     a, b = vector_inputs(n, seed)
@@ -431,26 +446,48 @@ def _indexing_work(p) -> int:
     return work if work <= probe_limit() else 0
 
 
-INDEXING = register(Experiment(
-    key="indexing",
-    title="Thread-indexing probe",
-    summary="run the thread-indexing probe: which thread handles which element",
-    params=(
-        Param("n", "N (elements to cover)", lambda v: parse_size(v, "N"), 1000,
-              "Any whole number ≥ 1, e.g. 1000, 33 or 2^10. Sizes that are not a multiple of the block size show the guard at work."),
-        Param("threads_per_block", "Threads per block", lambda v: check_threads(v, device_info().max_threads_per_block), 256,
-              "1 to the device's limit (1024). Try 32, 33, 100, 256."),
-        Param("grid_stride_blocks", "Grid-stride blocks", _optional_blocks, None,
-              "Empty: one thread per element, ceil(N / threads) blocks. A number: a grid-stride launch of exactly "
-              "that many blocks, each thread looping with stride = blocks × threads."),
-    ),
-    run=lambda p, progress: run_indexing(p["n"], p["threads_per_block"], p["grid_stride_blocks"], on_progress=progress),
-    work=_indexing_work,
-    measures=lambda run: {"threads_launched": float(run.summary.threads_launched)}
-    | ({"probe_s": run.probe_s} if run.probe_s is not None else {}),
-    result_type=IndexingRun,
-    page=LAUNCH_PAGE,
-    order=30,
-    history_columns=("n", "threads_per_block"),
-    uses_cpu=BACKEND.simulated,  # simulated threads are CPU work
-))
+INDEXING = register(
+    Experiment(
+        key="indexing",
+        title="Thread-indexing probe",
+        summary="run the thread-indexing probe: which thread handles which element",
+        params=(
+            Param(
+                "n",
+                "N (elements to cover)",
+                lambda v: parse_size(v, "N"),
+                1000,
+                "Any whole number ≥ 1, e.g. 1000, 33 or 2^10. Sizes that are not a multiple of the block size show the "
+                "guard at work.",
+            ),
+            Param(
+                "threads_per_block",
+                "Threads per block",
+                lambda v: check_threads(v, device_info().max_threads_per_block),
+                256,
+                "1 to the device's limit (1024). Try 32, 33, 100, 256.",
+            ),
+            Param(
+                "grid_stride_blocks",
+                "Grid-stride blocks",
+                _optional_blocks,
+                None,
+                "Empty: one thread per element, ceil(N / threads) blocks. A number: a grid-stride launch of exactly "
+                "that many blocks, each thread looping with stride = blocks × threads.",
+            ),
+        ),
+        run=lambda p, progress: run_indexing(
+            p["n"], p["threads_per_block"], p["grid_stride_blocks"], on_progress=progress
+        ),
+        work=_indexing_work,
+        measures=lambda run: (
+            {"threads_launched": float(run.summary.threads_launched)}
+            | ({"probe_s": run.probe_s} if run.probe_s is not None else {})
+        ),
+        result_type=IndexingRun,
+        page=LAUNCH_PAGE,
+        order=30,
+        history_columns=("n", "threads_per_block"),
+        uses_cpu=BACKEND.simulated,  # simulated threads are CPU work
+    )
+)

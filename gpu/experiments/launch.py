@@ -8,14 +8,16 @@ effective bandwidth and the occupancy the device allows.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 import numpy as np
 
 from gpu.core.arrays import vector_inputs
 from gpu.core.backend import BACKEND, cuda
 from gpu.core.device import DeviceInfo, device_info
+from gpu.core.kernel_timing import time_on_device
+from gpu.core.l2 import fits_in_l2, flush_problem, l2_cache_bytes
 from gpu.core.limits import (
     InputError,
     check_n,
@@ -25,8 +27,6 @@ from gpu.core.limits import (
     parse_int,
     threads_per_block_warnings,
 )
-from gpu.core.kernel_timing import time_on_device
-from gpu.core.l2 import fits_in_l2, flush_problem, l2_cache_bytes
 from gpu.core.occupancy import Occupancy, SmLimits, kernel_occupancy, sm_limits
 from gpu.core.telemetry import TelemetryMonitor
 from gpu.core.timing import (
@@ -239,7 +239,8 @@ def run_launch_sweep(
 
     Inputs are copied to the device once; only the kernel is timed (CUDA events on one
     stream behind a stream-holding kernel, so host launch latency is excluded — see
-    ``gpu.core.kernel_timing.time_on_device``; wall clock in the simulator). After each configuration the output is copied
+    ``gpu.core.kernel_timing.time_on_device``; wall clock in the simulator). After each configuration the output is
+    copied
     back and checked bit for bit against NumPy, then poisoned with NaN for the next.
     ``policy`` defaults to 10 timed runs after one warm-up.
     """
@@ -270,7 +271,9 @@ def run_launch_sweep(
     compile_s = compile_vector_add() + (compile_grid_stride_vector_add() if multiples else 0.0)
     limits = sm_limits()
     compiled_article = None if BACKEND.simulated else vector_add_kernel.compile(VECTOR_ADD_SIGNATURE)
-    compiled_gs = None if BACKEND.simulated or not multiples else vector_add_grid_stride_kernel.compile(VECTOR_ADD_SIGNATURE)
+    compiled_gs = (
+        None if BACKEND.simulated or not multiples else vector_add_grid_stride_kernel.compile(VECTOR_ADD_SIGNATURE)
+    )
 
     # prepare inputs on the device once
     a, b = vector_inputs(n, seed)
@@ -350,41 +353,88 @@ def _sweep_work(p) -> int:
 
 
 # The page of the launch experiments (indexing, the sweep, launch overhead): one link for all three.
-LAUNCH_PAGE = PageLink("Launch config", ":material/grid_view:", 30,
-                       "which thread handles which element; block-size sweep; the kernel's PTX", "pages/3_Launch_config.py")
+LAUNCH_PAGE = PageLink(
+    "Launch config",
+    ":material/grid_view:",
+    30,
+    "which thread handles which element; block-size sweep; the kernel's PTX",
+    "pages/3_Launch_config.py",
+)
 
-LAUNCH_SWEEP = register(Experiment(
-    key="launch-sweep",
-    title="Block-size sweep",
-    summary="time the vector-add kernel for threads per block 32..1024 and grid-stride launches",
-    params=(
-        Param("n", "N (elements per vector)", check_n, lambda: min(1024 if BACKEND.simulated else 2**26, max_vector_n()),
-              "A whole number such as 67108864, 1e8 or 2^26. Large N shows the memory-bound plateau."),
-        Param("repeats", "Repeats", check_repeats, PerBackend(20, 3), "Timed runs per configuration after one warm-up."),
-        Param("extra_block_size", "Extra block size", _optional_block_size, None,
-              "Also time this block size, e.g. 100 (not a multiple of 32). Empty: none."),
-        Param("block_sizes", "Threads per block", lambda v: _ints(v, "threads per block"), SWEEP_BLOCK_SIZES,
-              "Block sizes to time, comma-separated.", widget="multiselect", options=SWEEP_BLOCK_SIZES),
-        Param("grid_stride_multiples", "Grid-stride launches (blocks = k × multiprocessors, 256 threads each)",
-              lambda v: _ints(v, "multiple of the SM count"), PerBackend(GRID_STRIDE_SM_MULTIPLES, (1, 4)),
-              "Grid-stride launches of k × SM-count blocks of 256 threads, comma-separated k ('' for none).",
-              widget="multiselect", options=SM_MULTIPLE_CHOICES, option_label=lambda k: f"{k}× SMs"),
-    ),
-    run=lambda p, progress: run_launch_sweep(
-        p["n"], p["block_sizes"], extra_block_size=p["extra_block_size"], grid_stride_multiples=p["grid_stride_multiples"],
-        policy=RepeatPolicy.count(p["repeats"]), on_progress=progress,
-    ),
-    work=_sweep_work,
-    measures=lambda run: {"best_kernel_s": min(c.kernel.median_s for c in run.configs)} if run.configs else {},
-    result_type=LaunchSweepRun,
-    page=LAUNCH_PAGE,
-    order=40,
-    history_columns=("n", "repeats"),
-    report="gpu.report.launch",
-    check=(CheckSection("launch", Hook("gpu.report.check:launch_section"), Hook("gpu.service.check_sections:launch_section"), Hook("gpu.service.check_sections:launch_records")),),
-    recorded=Recorded("launch", Hook("ui.reference:_launch")),
-    uses_cpu=BACKEND.simulated,
-))
+LAUNCH_SWEEP = register(
+    Experiment(
+        key="launch-sweep",
+        title="Block-size sweep",
+        summary="time the vector-add kernel for threads per block 32..1024 and grid-stride launches",
+        params=(
+            Param(
+                "n",
+                "N (elements per vector)",
+                check_n,
+                lambda: min(1024 if BACKEND.simulated else 2**26, max_vector_n()),
+                "A whole number such as 67108864, 1e8 or 2^26. Large N shows the memory-bound plateau.",
+            ),
+            Param(
+                "repeats",
+                "Repeats",
+                check_repeats,
+                PerBackend(20, 3),
+                "Timed runs per configuration after one warm-up.",
+            ),
+            Param(
+                "extra_block_size",
+                "Extra block size",
+                _optional_block_size,
+                None,
+                "Also time this block size, e.g. 100 (not a multiple of 32). Empty: none.",
+            ),
+            Param(
+                "block_sizes",
+                "Threads per block",
+                lambda v: _ints(v, "threads per block"),
+                SWEEP_BLOCK_SIZES,
+                "Block sizes to time, comma-separated.",
+                widget="multiselect",
+                options=SWEEP_BLOCK_SIZES,
+            ),
+            Param(
+                "grid_stride_multiples",
+                "Grid-stride launches (blocks = k × multiprocessors, 256 threads each)",
+                lambda v: _ints(v, "multiple of the SM count"),
+                PerBackend(GRID_STRIDE_SM_MULTIPLES, (1, 4)),
+                "Grid-stride launches of k × SM-count blocks of 256 threads, comma-separated k ('' for none).",
+                widget="multiselect",
+                options=SM_MULTIPLE_CHOICES,
+                option_label=lambda k: f"{k}× SMs",
+            ),
+        ),
+        run=lambda p, progress: run_launch_sweep(
+            p["n"],
+            p["block_sizes"],
+            extra_block_size=p["extra_block_size"],
+            grid_stride_multiples=p["grid_stride_multiples"],
+            policy=RepeatPolicy.count(p["repeats"]),
+            on_progress=progress,
+        ),
+        work=_sweep_work,
+        measures=lambda run: {"best_kernel_s": min(c.kernel.median_s for c in run.configs)} if run.configs else {},
+        result_type=LaunchSweepRun,
+        page=LAUNCH_PAGE,
+        order=40,
+        history_columns=("n", "repeats"),
+        report="gpu.report.launch",
+        check=(
+            CheckSection(
+                "launch",
+                Hook("gpu.report.check:launch_section"),
+                Hook("gpu.service.check_sections:launch_section"),
+                Hook("gpu.service.check_sections:launch_records"),
+            ),
+        ),
+        recorded=Recorded("launch", Hook("ui.reference:_launch")),
+        uses_cpu=BACKEND.simulated,
+    )
+)
 
 __all__ = [
     "GRID_STRIDE_SM_MULTIPLES",

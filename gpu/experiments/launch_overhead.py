@@ -32,14 +32,14 @@ that count (the stream is synchronised before, outside the timing), in seconds.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 
 from gpu.core.backend import BACKEND, cuda
-from gpu.core.launch_spec import Launch
 from gpu.core.device import DeviceInfo, device_info
+from gpu.core.launch_spec import Launch
 from gpu.core.limits import check_repeats
 from gpu.core.timing import (
     Clock,
@@ -151,7 +151,9 @@ def _library_path(name: str) -> tuple[Callable[[], None], Callable[[], None]]:
         dev = Device()
         dev.set_current()
         arch = "".join(str(x) for x in dev.compute_capability)
-        program = Program(r'extern "C" __global__ void empty() {}', code_type="c++", options=ProgramOptions(arch=f"sm_{arch}"))
+        program = Program(
+            r'extern "C" __global__ void empty() {}', code_type="c++", options=ProgramOptions(arch=f"sm_{arch}")
+        )
         kernel = program.compile("cubin").get_kernel("empty")
         stream = dev.create_stream()
         config = LaunchConfig(grid=1, block=1)
@@ -261,7 +263,11 @@ class LaunchOverheadRun:
         """One row per path × sample: path, label, sample, seconds, us, few_samples, backend."""
         import pandas as pd
 
-        rows = [(k, PATHS[k], i, s, s * 1e6, v.few_samples) for k, v in self.paths.items() for i, s in enumerate(v.samples_s)]
+        rows = [
+            (k, PATHS[k], i, s, s * 1e6, v.few_samples)
+            for k, v in self.paths.items()
+            for i, s in enumerate(v.samples_s)
+        ]
         frame = pd.DataFrame(rows, columns=["path", "label", "sample", "seconds", "us", "few_samples"])
         frame["backend"] = self.backend
         return frame
@@ -274,10 +280,15 @@ class LaunchOverheadRun:
         for k, why in self.skipped.items():
             lines.append(f"  {PATHS[k]:<58} skipped: {why}")
         if self.engine_ratio is not None:
-            lines.append(f"engine launch / fastest with the same 3 array arguments ({PATHS[self.engine_baseline]}): "
-                         f"{format_factor(self.engine_ratio)} (target ≤ {ENGINE_TARGET:g}x) — {'met' if self.passed else 'NOT met'}")
+            lines.append(
+                f"engine launch / fastest with the same 3 array arguments ({PATHS[self.engine_baseline]}): "
+                f"{format_factor(self.engine_ratio)} (target ≤ {ENGINE_TARGET:g}x) — "
+                f"{'met' if self.passed else 'NOT met'}"
+            )
         elif self.backend != "simulator":
-            lines.append("engine launch: NOT compared (the engine or every same-argument path failed) — the check fails")
+            lines.append(
+                "engine launch: NOT compared (the engine or every same-argument path failed) — the check fails"
+            )
         for what, seconds in self.breakdown():
             lines.append(f"  {what}: {format_seconds(seconds)}")
         return "\n".join(lines)
@@ -353,4 +364,12 @@ EXPERIMENT = register(Experiment(
 LAUNCHES = {"empty_kernel": Launch(("void()",), threads_per_block=1)}
 
 
-__all__ = ["ENGINE_TARGET", "EXPERIMENT", "PATHS", "SAME_ARGUMENTS", "LaunchOverheadRun", "empty_kernel", "run_launch_overhead"]
+__all__ = [
+    "ENGINE_TARGET",
+    "EXPERIMENT",
+    "PATHS",
+    "SAME_ARGUMENTS",
+    "LaunchOverheadRun",
+    "empty_kernel",
+    "run_launch_overhead",
+]

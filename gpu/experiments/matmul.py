@@ -20,7 +20,9 @@ from gpu.experiments.steps import CpuImpl, KernelSpec, Library, Output, Step
 from gpu.kernels import matmul as k
 from gpu.kernels.geometry import grid_2d
 
-TF32_NOTE = "cuBLAS references (CuPy, PyTorch) run in FP32 with TF32 disabled: full float32 inputs, as the Numba kernels use."
+TF32_NOTE = (
+    "cuBLAS references (CuPy, PyTorch) run in FP32 with TF32 disabled: full float32 inputs, as the Numba kernels use."
+)
 
 
 def make_inputs(p, seed: int) -> dict[str, np.ndarray]:
@@ -90,15 +92,33 @@ SPEC = KernelSpec(
     make_inputs=make_inputs,
     output=Output(lambda p: (p["n"], p["n"]), np.float32),
     steps=(
-        Step("naive", "1 · naive", k.matmul_naive_kernel,
-             lambda p: grid_2d(p["n"], p["n"], k.NAIVE_BLOCK, k.NAIVE_BLOCK), lambda p: (k.NAIVE_BLOCK, k.NAIVE_BLOCK),
-             "one thread per element of C, reading A and B from device memory", depth=dot_depth),
-        Step("shared", "2 · shared-memory tiles", k.matmul_shared_kernel,
-             lambda p: grid_2d(p["n"], p["n"], k.TILE, k.TILE), lambda p: (k.TILE, k.TILE),
-             "16 × 16 tiles of A and B staged in shared memory and reused 16 times", depth=dot_depth),
-        Step("register", "3 · register tiling (8 × 8 per thread)", k.matmul_register_kernel,
-             lambda p: grid_2d(p["n"], p["n"], k.BM, k.BN), lambda p: (k.THREADS_X, k.THREADS_Y),
-             "each thread accumulates an 8 × 8 tile of C in registers; the next 128 × 8 tiles load while it multiplies", depth=dot_depth),
+        Step(
+            "naive",
+            "1 · naive",
+            k.matmul_naive_kernel,
+            lambda p: grid_2d(p["n"], p["n"], k.NAIVE_BLOCK, k.NAIVE_BLOCK),
+            lambda p: (k.NAIVE_BLOCK, k.NAIVE_BLOCK),
+            "one thread per element of C, reading A and B from device memory",
+            depth=dot_depth,
+        ),
+        Step(
+            "shared",
+            "2 · shared-memory tiles",
+            k.matmul_shared_kernel,
+            lambda p: grid_2d(p["n"], p["n"], k.TILE, k.TILE),
+            lambda p: (k.TILE, k.TILE),
+            "16 × 16 tiles of A and B staged in shared memory and reused 16 times",
+            depth=dot_depth,
+        ),
+        Step(
+            "register",
+            "3 · register tiling (8 × 8 per thread)",
+            k.matmul_register_kernel,
+            lambda p: grid_2d(p["n"], p["n"], k.BM, k.BN),
+            lambda p: (k.THREADS_X, k.THREADS_Y),
+            "each thread accumulates an 8 × 8 tile of C in registers; the next 128 × 8 tiles load while it multiplies",
+            depth=dot_depth,
+        ),
     ),
     libraries=(
         Library("cupy", "cuBLAS FP32 via CuPy (TF32 off)", "cupy", cupy_matmul, depth=dot_depth),
@@ -110,7 +130,8 @@ SPEC = KernelSpec(
         CpuImpl("numba", "Numba @njit", numba_matmul, jit=True, budgeted=True, depth=dot_depth),
         CpuImpl("numba-parallel", "Numba parallel", numba_parallel_matmul, jit=True, budgeted=True, depth=dot_depth),
     ),
-    agreement_why="each element is a dot product of length N summed in its own order, so it is compared with a float64 product within the rounding bound",
+    agreement_why="each element is a dot product of length N summed in its own order, so it is compared with a float64 "
+                  "product within the rounding bound",
     reference=reference,
     bytes_moved=lambda p: 12 * p["n"] ** 2,  # read A and B once, write C once
     flops=lambda p: 2 * p["n"] ** 3,  # N³ multiply-adds

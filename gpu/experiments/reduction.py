@@ -74,7 +74,10 @@ def parse_threads(value) -> int:
     """Threads per block: a power of two from 32 to 1024 (the tree halves it; shuffles need whole warps)."""
     t = parse_int(value, "threads per block")
     if t < 32 or t > 1024 or t & (t - 1):
-        raise InputError(f"threads per block must be a power of two from 32 to 1024 (the tree halves it, shuffles need whole warps), got {t}")
+        raise InputError(
+            "threads per block must be a power of two from 32 to 1024 (the tree halves it, shuffles need whole "
+            f"warps), got {t}"
+        )
     return t
 
 
@@ -87,20 +90,48 @@ SPEC = KernelSpec(
     make_inputs=make_inputs,
     output=Output(lambda p: (1,), np.float32, zeroed=True),
     steps=(
-        Step("atomic", "1 · global atomics", k.reduce_atomic_kernel, one_per_thread, threads,
-             "every thread adds into one address in device memory"),
-        Step("tree", "2 · shared-memory tree", k.reduce_tree_kernel, one_per_thread, threads,
-             "a block sums in shared memory with syncthreads, then one atomic per block"),
-        Step("shuffle", "3 · warp shuffles", k.reduce_shuffle_kernel, one_per_thread, threads,
-             "warps sum in registers with shfl_down_sync; shared memory only for the warp sums",
-             needs="warp shuffles (cuda.shfl_down_sync)", helpers=(k.block_sum_into, k.warp_sum)),
-        Step("grid-stride", "4 · grid-stride, one atomic per block", k.reduce_grid_stride_kernel, grid_stride_blocks, threads,
-             "one wave of blocks; each thread sums many elements in a register first",
-             needs="warp shuffles (cuda.shfl_down_sync)", helpers=(k.block_sum_into, k.warp_sum)),
+        Step(
+            "atomic",
+            "1 · global atomics",
+            k.reduce_atomic_kernel,
+            one_per_thread,
+            threads,
+            "every thread adds into one address in device memory",
+        ),
+        Step(
+            "tree",
+            "2 · shared-memory tree",
+            k.reduce_tree_kernel,
+            one_per_thread,
+            threads,
+            "a block sums in shared memory with syncthreads, then one atomic per block",
+        ),
+        Step(
+            "shuffle",
+            "3 · warp shuffles",
+            k.reduce_shuffle_kernel,
+            one_per_thread,
+            threads,
+            "warps sum in registers with shfl_down_sync; shared memory only for the warp sums",
+            needs="warp shuffles (cuda.shfl_down_sync)",
+            helpers=(k.block_sum_into, k.warp_sum),
+        ),
+        Step(
+            "grid-stride",
+            "4 · grid-stride, one atomic per block",
+            k.reduce_grid_stride_kernel,
+            grid_stride_blocks,
+            threads,
+            "one wave of blocks; each thread sums many elements in a register first",
+            needs="warp shuffles (cuda.shfl_down_sync)",
+            helpers=(k.block_sum_into, k.warp_sum),
+        ),
     ),
     libraries=(
         Library("cupy", "CuPy sum", "cupy", lambda cp, ins, out: cp.sum(ins[0], out=out.reshape(()))),
-        Library("torch", "PyTorch sum", "torch", lambda torch, ins, out: torch.sum(ins[0], dim=0, keepdim=True, out=out)),
+        Library(
+            "torch", "PyTorch sum", "torch", lambda torch, ins, out: torch.sum(ins[0], dim=0, keepdim=True, out=out)
+        ),
     ),
     cpu=(
         CpuImpl("python", "Python loop", python_sum, budgeted=True),
@@ -108,7 +139,8 @@ SPEC = KernelSpec(
         CpuImpl("numba", "Numba @njit", numba_sum, jit=True),
         CpuImpl("numba-parallel", "Numba parallel", numba_parallel_sum, jit=True),
     ),
-    agreement_why="the inputs are whole numbers whose partial sums are exact in float32, so every order of addition gives the same total",
+    agreement_why="the inputs are whole numbers whose partial sums are exact in float32, so every order of addition "
+                  "gives the same total",
     reference=reference,
     bytes_moved=lambda p: 4 * p["n"] + 4,  # read N float32 once, write one
     flops=lambda p: max(p["n"] - 1, 0),  # N − 1 additions
@@ -126,7 +158,12 @@ def targets(runs) -> list[Target]:
     cupy = run.get("cupy")
     return [
         Target("reduction: best step, share of the memory peak", run.fraction_of_peak(best) if best else None, 0.85),
-        Target("reduction: best step's time ÷ CuPy sum's", ratio(run, best.key, "cupy") if best and cupy.measured else None, 1.1, higher_is_better=False),
+        Target(
+            "reduction: best step's time ÷ CuPy sum's",
+            ratio(run, best.key, "cupy") if best and cupy.measured else None,
+            1.1,
+            higher_is_better=False,
+        ),
     ]
 
 

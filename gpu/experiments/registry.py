@@ -38,12 +38,22 @@ def register(experiment: Experiment, *, aliases: tuple[str, ...] = ()) -> Experi
             raise ValueError(f"experiment name {name!r} is taken by {owner!r}")
     if experiment.page is not None:
         for other in _REGISTRY.values():
-            if other.key != experiment.key and other.page is not None and other.page.script == experiment.page.script and other.page != experiment.page:
-                raise ValueError(f"experiments {other.key!r} and {experiment.key!r} link to {experiment.page.script} differently: {other.page} / {experiment.page}")
+            if (
+                other.key != experiment.key
+                and other.page is not None
+                and other.page.script == experiment.page.script
+                and other.page != experiment.page
+            ):
+                raise ValueError(
+                    f"experiments {other.key!r} and {experiment.key!r} link to {experiment.page.script} differently: "
+                    f"{other.page} / {experiment.page}"
+                )
     for section in experiment.check_sections():
         for other in _REGISTRY.values():
             if other.key != experiment.key and section.key in {c.key for c in other.check_sections()}:
-                raise ValueError(f"check section {section.key!r} of {experiment.key!r} is already declared by {other.key!r}")
+                raise ValueError(
+                    f"check section {section.key!r} of {experiment.key!r} is already declared by {other.key!r}"
+                )
     for s in experiment.series:
         series.add(s)
     for name in (experiment.key, *aliases):

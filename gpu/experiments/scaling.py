@@ -11,8 +11,8 @@ the bottom gives the CLI (``scaling``, alias ``sweep``), the page form and admis
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Callable
 
 import numpy as np
 
@@ -208,7 +208,9 @@ def run_sweep(
             try:
                 points.extend(_measure(impl, a, b, expected, out, config))
             except Exception as exc:  # out of memory or a driver error: record, go on
-                series = ("gpu-total", "gpu-kernel", "gpu-launch-kernel", "gpu-h2d", "gpu-d2h") if impl == "gpu" else (impl,)
+                series = (
+                    ("gpu-total", "gpu-kernel", "gpu-launch-kernel", "gpu-h2d", "gpu-d2h") if impl == "gpu" else (impl,)
+                )
                 points.extend(SweepPoint(n, s, error=_describe_error(exc)) for s in series)
             finally:
                 measuring += clock() - t0
@@ -275,7 +277,9 @@ def default_max_n(repeats: int = 3) -> int:
 
 def default_impls() -> tuple[str, ...]:
     """Every implementation; references only where their library can run."""
-    return tuple(impl for impl in IMPLS if impl not in reference.REFERENCES or reference.unavailable_reason(impl) is None)
+    return tuple(
+        impl for impl in IMPLS if impl not in reference.REFERENCES or reference.unavailable_reason(impl) is None
+    )
 
 
 def _names(value) -> tuple[str, ...]:
@@ -343,59 +347,152 @@ def _measures(run: SweepRun) -> dict[str, float]:
     return out
 
 
-EXPERIMENT = register(Experiment(
-    key="scaling",
-    title="Scaling",
-    summary="time the vector add over a range of sizes; crossovers and bandwidth",
-    params=(
-        Param("min_n", "Smallest N", lambda v: parse_size(v, "min N"), DEFAULT_MIN_N,
-              "A whole number such as 1024, 1e3 or 2^10."),
-        Param("max_n", "Largest N", lambda v: check_cpu_n(v, name="max N"), default_max_n,
-              "The largest size that fits memory and this server's work budget by default. Without a GPU the CPU "
-              "runs at every size and simulated kernels only up to the simulator's cap."),
-        Param("spacing", "Sizes", lambda v: v if v in SPACINGS else _bad_spacing(v), "pow2",
-              "Every power of two (or of ten) between the ends, plus both ends.", widget="select",
-              options=SPACINGS, option_label={"pow2": "powers of two", "decade": "decades"}.get),
-        Param("threads_per_block", "Threads per block", lambda v: check_threads(v, device_info().max_threads_per_block), 256,
-              "1 to the device's limit (1024); multiples of 32 keep every warp full."),
-        Param("repeats", "Repeats per point", check_repeats, PerBackend(5, 3),
-              "Timed runs per point after one warm-up (with a budget: at most this many)."),
-        Param("noise", "Noise target (stdev/mean)", _noise, 0.05,
-              "Points noisier than this are flagged; with a budget, sampling stops once it is reached (0.05 = 5%)."),
-        Param("budget_s", "Budget per point (s)", lambda v: parse_seconds(v, "the budget per point"), None,
-              "Empty: a fixed number of repeats. A number: sample each point until its noise is below the target "
-              "or this many seconds are spent (the nvbench way).", flag="--budget"),
-        Param("python_budget_s", "Python-loop budget per point (s)", lambda v: parse_seconds(v, "the Python-loop budget"),
-              PYTHON_BUDGET_PER_POINT_S, "The Python loop runs only while its estimate fits; above, its estimate is shown, dashed.",
-              flag="--python-budget"),
-        Param("time_limit_s", "Time limit (s)", lambda v: parse_seconds(v, "the time limit"), None,
-              "Stop after this many seconds, keeping the points measured.", flag="--time-limit", page=False),
-        Param("impls", "Implementations", _names, default_impls,
-              f"Comma-separated, from {','.join(IMPLS)}; CuPy and PyTorch run only where installed and a GPU is present.",
-              widget="multiselect", options=IMPLS, option_label=lambda impl: IMPL_LABELS[impl], flag="--impl"),
-        Param("peaks", "Measure the physical limits", parse_flag, True,
-              "Device-to-device, pinned host↔device and NumPy host copies: the ceilings on the bandwidth chart.",
-              widget="checkbox"),
-        Param("warm_l2", "Warm L2 cache (do not flush before each GPU sample)", parse_flag, False,
-              "By default the L2 cache is flushed before every timed GPU sample, as nvbench does; warm shows how much "
-              "a cache-resident working set flatters small sizes.", widget="checkbox"),
-        Param("quick_peaks", "Quick limits", parse_flag, PerBackend(False, True),
-              "Measure the limits with 16 MiB buffers (fast, less exact).", widget="checkbox", page=False),
+EXPERIMENT = register(
+    Experiment(
+        key="scaling",
+        title="Scaling",
+        summary="time the vector add over a range of sizes; crossovers and bandwidth",
+        params=(
+            Param(
+                "min_n",
+                "Smallest N",
+                lambda v: parse_size(v, "min N"),
+                DEFAULT_MIN_N,
+                "A whole number such as 1024, 1e3 or 2^10.",
+            ),
+            Param(
+                "max_n",
+                "Largest N",
+                lambda v: check_cpu_n(v, name="max N"),
+                default_max_n,
+                "The largest size that fits memory and this server's work budget by default. Without a GPU the CPU "
+                "runs at every size and simulated kernels only up to the simulator's cap.",
+            ),
+            Param(
+                "spacing",
+                "Sizes",
+                lambda v: v if v in SPACINGS else _bad_spacing(v),
+                "pow2",
+                "Every power of two (or of ten) between the ends, plus both ends.",
+                widget="select",
+                options=SPACINGS,
+                option_label={"pow2": "powers of two", "decade": "decades"}.get,
+            ),
+            Param(
+                "threads_per_block",
+                "Threads per block",
+                lambda v: check_threads(v, device_info().max_threads_per_block),
+                256,
+                "1 to the device's limit (1024); multiples of 32 keep every warp full.",
+            ),
+            Param(
+                "repeats",
+                "Repeats per point",
+                check_repeats,
+                PerBackend(5, 3),
+                "Timed runs per point after one warm-up (with a budget: at most this many).",
+            ),
+            Param(
+                "noise",
+                "Noise target (stdev/mean)",
+                _noise,
+                0.05,
+                "Points noisier than this are flagged; with a budget, sampling stops once it is reached (0.05 = 5%).",
+            ),
+            Param(
+                "budget_s",
+                "Budget per point (s)",
+                lambda v: parse_seconds(v, "the budget per point"),
+                None,
+                "Empty: a fixed number of repeats. A number: sample each point until its noise is below the target "
+                "or this many seconds are spent (the nvbench way).",
+                flag="--budget",
+            ),
+            Param(
+                "python_budget_s",
+                "Python-loop budget per point (s)",
+                lambda v: parse_seconds(v, "the Python-loop budget"),
+                PYTHON_BUDGET_PER_POINT_S,
+                "The Python loop runs only while its estimate fits; above, its estimate is shown, dashed.",
+                flag="--python-budget",
+            ),
+            Param(
+                "time_limit_s",
+                "Time limit (s)",
+                lambda v: parse_seconds(v, "the time limit"),
+                None,
+                "Stop after this many seconds, keeping the points measured.",
+                flag="--time-limit",
+                page=False,
+            ),
+            Param(
+                "impls",
+                "Implementations",
+                _names,
+                default_impls,
+                f"Comma-separated, from {','.join(IMPLS)}; CuPy and PyTorch run only where installed and a GPU is "
+                "present.",
+                widget="multiselect",
+                options=IMPLS,
+                option_label=lambda impl: IMPL_LABELS[impl],
+                flag="--impl",
+            ),
+            Param(
+                "peaks",
+                "Measure the physical limits",
+                parse_flag,
+                True,
+                "Device-to-device, pinned host↔device and NumPy host copies: the ceilings on the bandwidth chart.",
+                widget="checkbox",
+            ),
+            Param(
+                "warm_l2",
+                "Warm L2 cache (do not flush before each GPU sample)",
+                parse_flag,
+                False,
+                "By default the L2 cache is flushed before every timed GPU sample, as nvbench does; warm shows how "
+                "much "
+                "a cache-resident working set flatters small sizes.",
+                widget="checkbox",
+            ),
+            Param(
+                "quick_peaks",
+                "Quick limits",
+                parse_flag,
+                PerBackend(False, True),
+                "Measure the limits with 16 MiB buffers (fast, less exact).",
+                widget="checkbox",
+                page=False,
+            ),
+        ),
+        run=_run,
+        work=_work,
+        measures=_measures,
+        result_type=SweepRun,
+        page=PageLink(
+            "Scaling",
+            ":material/trending_up:",
+            20,
+            "every size of a range: where the GPU starts to win, bandwidth against the limits",
+            "pages/2_Scaling.py",
+        ),
+        order=20,
+        history_columns=("threads_per_block", "repeats"),
+        report="gpu.report.scaling",
+        check=(
+            CheckSection(
+                "scaling",
+                Hook("gpu.report.check:scaling_section"),
+                Hook("gpu.service.check_sections:scaling_section"),
+                Hook("gpu.service.check_sections:scaling_records"),
+            ),
+        ),
+        recorded=Recorded("scaling", Hook("ui.reference:_scaling")),
+        csv=True,
+        mark_stopped=lambda run, why: replace(run, stopped=why),
     ),
-    run=_run,
-    work=_work,
-    measures=_measures,
-    result_type=SweepRun,
-    page=PageLink("Scaling", ":material/trending_up:", 20,
-                  "every size of a range: where the GPU starts to win, bandwidth against the limits", "pages/2_Scaling.py"),
-    order=20,
-    history_columns=("threads_per_block", "repeats"),
-    report="gpu.report.scaling",
-    check=(CheckSection("scaling", Hook("gpu.report.check:scaling_section"), Hook("gpu.service.check_sections:scaling_section"), Hook("gpu.service.check_sections:scaling_records")),),
-    recorded=Recorded("scaling", Hook("ui.reference:_scaling")),
-    csv=True,
-    mark_stopped=lambda run, why: replace(run, stopped=why),
-), aliases=("sweep",))
+    aliases=("sweep",),
+)
 
 
 def _bad_spacing(value) -> str:

@@ -4,8 +4,8 @@ a range, the repeat policy, and ``make_config``, which validates all of it befor
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 from gpu.core import cpu, reference
 from gpu.core.device import device_info
@@ -208,5 +208,17 @@ def make_config(
     policy = policy or RepeatPolicy.count(5)
     if policy.budget_s is not None and not policy.budget_s > 0:
         raise InputError(f"the time budget per point must be more than 0 seconds, got {policy.budget_s!r}")
-    return SweepConfig(lo, hi, spacing, chosen, tpb, policy, float(python_budget_s), max_wall_s, seed, descending, bool(warm_l2),
-                       kernel_max_n)
+    return SweepConfig(
+        lo,
+        hi,
+        spacing,
+        chosen,
+        tpb,
+        policy,
+        float(python_budget_s),
+        max_wall_s,
+        seed,
+        descending,
+        bool(warm_l2),
+        kernel_max_n,
+    )

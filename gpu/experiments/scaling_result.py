@@ -154,7 +154,8 @@ class Crossover:
                 return f"{who} beats {other} from N ≈ {format_n(self.n, 2)}{tag}"
             low = format_n(self.n_low, 2) if self.n_low is not None else f"below {self.first_n:,}"
             high = format_n(self.n_high, 2) if self.n_high is not None else f"beyond {self.last_n:,}"
-            return f"{who} beats {other} from somewhere between N ≈ {low} and {high} (medians cross at {format_n(self.n, 2)}){tag}"
+            return (f"{who} beats {other} from somewhere between N ≈ {low} and {high} (medians cross at "
+                    f"{format_n(self.n, 2)}){tag}")
         if self.kind == "always":
             return f"{who} beats {other} at every size measured (from N = {self.first_n:,}){tag}"
         if self.kind == "never" and self.ahead_somewhere:
@@ -213,7 +214,8 @@ class SweepRun:
         if not skipped:
             return None
         return (
-            f"simulated kernels ran up to N = {self.config.kernel_max_n:,}, the simulator's cap (KERNEL_LAB_MAX_N; about 0.1 ms "
+            f"simulated kernels ran up to N = {self.config.kernel_max_n:,}, the simulator's cap (KERNEL_LAB_MAX_N; "
+            "about 0.1 ms "
             f"per simulated thread); at N = {skipped[0]:,} to {skipped[-1]:,} only the CPU implementations ran"
         )
 
@@ -281,7 +283,9 @@ class SweepRun:
 
     def noisy(self, point: SweepPoint) -> bool:
         """Relative spread above the policy's noise target (estimates are never noisy)."""
-        return point.stats is not None and point.stats.n_samples > 1 and point.stats.noise > self.config.policy.max_noise
+        return (
+            point.stats is not None and point.stats.n_samples > 1 and point.stats.noise > self.config.policy.max_noise
+        )
 
     def mark(self, point: SweepPoint) -> str:
         """The marks after a figure in tables: ~ estimate, * fewer than 3 samples, ! noisy, ° fits in L2."""
@@ -312,8 +316,19 @@ class SweepRun:
                     p.stats is not None and p.stats.few_samples
                     for k in _beside(common, n) for p in (gpu_points[k], cpu_points[k]))
                 out.append(
-                    Crossover(gpu, baseline, kind, n if kind == "from" else None,
-                              common[0] if common else None, common[-1] if common else None, estimated, ahead, n_low, n_high, few)
+                    Crossover(
+                        gpu,
+                        baseline,
+                        kind,
+                        n if kind == "from" else None,
+                        common[0] if common else None,
+                        common[-1] if common else None,
+                        estimated,
+                        ahead,
+                        n_low,
+                        n_high,
+                        few,
+                    )
                 )
         return out
 
@@ -374,13 +389,38 @@ class SweepRun:
                     "ceiling_gbps": ceiling_gbps if ceiling_gbps else float("nan"),
                     "ceiling_is_limit": bool(ceiling_gbps) and not beaten,
                     "pct_of_ceiling": 100 * bw / ceiling_gbps if ceiling_gbps else float("nan"),
-                    "pct_of_device_peak": 100 * bw / device_peak if device_peak and p.series in DEVICE_SERIES else float("nan"),
-                    "share": p.median_s / phase_sum[p.n] if p.series in PHASE_SERIES and phase_sum.get(p.n) else float("nan"),
+                    "pct_of_device_peak": 100 * bw / device_peak
+                    if device_peak and p.series in DEVICE_SERIES
+                    else float("nan"),
+                    "share": p.median_s / phase_sum[p.n]
+                    if p.series in PHASE_SERIES and phase_sum.get(p.n)
+                    else float("nan"),
                 }
             )
-        columns = ["n", "series", "label", "median_s", "min_s", "max_s", "samples", "few_samples", "retries", "noise", "noisy",
-                   "fits_l2", "estimated", "error", "agree", "bandwidth_gbps", "ceiling", "ceiling_gbps", "ceiling_is_limit",
-                   "pct_of_ceiling", "pct_of_device_peak", "share"]
+        columns = [
+            "n",
+            "series",
+            "label",
+            "median_s",
+            "min_s",
+            "max_s",
+            "samples",
+            "few_samples",
+            "retries",
+            "noise",
+            "noisy",
+            "fits_l2",
+            "estimated",
+            "error",
+            "agree",
+            "bandwidth_gbps",
+            "ceiling",
+            "ceiling_gbps",
+            "ceiling_is_limit",
+            "pct_of_ceiling",
+            "pct_of_device_peak",
+            "share",
+        ]
         frame = pd.DataFrame(rows, columns=columns)
         frame["backend"] = self.backend
         return frame
@@ -404,7 +444,11 @@ class SweepRun:
             "backend": self.backend,
             "device": self.device.to_dict(),
             "config": self.config.to_dict(),
-            **{k: v for k, v in self.config.to_dict().items() if k in ("min_n", "max_n", "spacing", "impls", "threads_per_block")},
+            **{
+                k: v
+                for k, v in self.config.to_dict().items()
+                if k in ("min_n", "max_n", "spacing", "impls", "threads_per_block")
+            },
             "complete": self.complete,
             "kernel_note": self.kernel_note,
             "stopped": self.stopped,

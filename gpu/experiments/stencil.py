@@ -25,7 +25,9 @@ def make_inputs(p, seed: int) -> dict[str, np.ndarray]:
 def blur_slices(xp_u, out):
     """The blur with array slicing; works for NumPy, CuPy and PyTorch arrays alike."""
     out[...] = xp_u
-    out[1:-1, 1:-1] = ((((xp_u[1:-1, 1:-1] + xp_u[:-2, 1:-1]) + xp_u[2:, 1:-1]) + xp_u[1:-1, :-2]) + xp_u[1:-1, 2:]) * FIFTH
+    out[1:-1, 1:-1] = (
+        (((xp_u[1:-1, 1:-1] + xp_u[:-2, 1:-1]) + xp_u[2:, 1:-1]) + xp_u[1:-1, :-2]) + xp_u[1:-1, 2:]
+    ) * FIFTH
 
 
 def python_blur(u, out):
@@ -85,13 +87,31 @@ SPEC = KernelSpec(
     make_inputs=make_inputs,
     output=Output(lambda p: (p["n"], p["n"]), np.float32),
     steps=(
-        Step("naive", "1 · naive global loads", k.blur_naive_kernel, grid, block,
-             "each thread loads its cell and four neighbours from device memory"),
-        Step("tiled", "2 · shared tile with a halo", k.blur_tiled_kernel, grid, block,
-             "the block loads its tile plus a one-cell halo once into shared memory (both loads in flight), then reuses it"),
-        Step("rows", "3 · four cells per thread", k.blur_rows_kernel,
-             lambda p: grid_2d(p["n"], p["n"], k.ROWS_TILE, k.ROWS_TILE), lambda p: (k.ROWS_TILE, k.BLOCK_ROWS),
-             "32 × 8 threads blur a 32 × 32 tile, four cells each, all loads in flight before the first store"),
+        Step(
+            "naive",
+            "1 · naive global loads",
+            k.blur_naive_kernel,
+            grid,
+            block,
+            "each thread loads its cell and four neighbours from device memory",
+        ),
+        Step(
+            "tiled",
+            "2 · shared tile with a halo",
+            k.blur_tiled_kernel,
+            grid,
+            block,
+            "the block loads its tile plus a one-cell halo once into shared memory (both loads in flight), then reuses "
+            "it",
+        ),
+        Step(
+            "rows",
+            "3 · four cells per thread",
+            k.blur_rows_kernel,
+            lambda p: grid_2d(p["n"], p["n"], k.ROWS_TILE, k.ROWS_TILE),
+            lambda p: (k.ROWS_TILE, k.BLOCK_ROWS),
+            "32 × 8 threads blur a 32 × 32 tile, four cells each, all loads in flight before the first store",
+        ),
     ),
     libraries=(
         Library("cupy", "CuPy slicing", "cupy", cupy_blur, note=SLICING_TRAFFIC_NOTE),
@@ -103,7 +123,8 @@ SPEC = KernelSpec(
         CpuImpl("numba", "Numba @njit", numba_blur, jit=True),
         CpuImpl("numba-parallel", "Numba parallel", numba_parallel_blur, jit=True),
     ),
-    agreement_why="every implementation adds centre, up, down, left, right in that order and multiplies by 0.2 last, as NumPy does",
+    agreement_why="every implementation adds centre, up, down, left, right in that order and multiplies by 0.2 last, "
+                  "as NumPy does",
     reference=lambda inputs, p: ExactReference(_numpy_result(inputs["u"])),
     bytes_moved=lambda p: 8 * p["n"] ** 2,  # read the grid once, write it once
     flops=lambda p: 5 * max(p["n"] - 2, 0) ** 2,  # 4 additions and 1 multiply per interior cell
@@ -135,7 +156,8 @@ def check_problems(quick: bool) -> list[dict]:
 
 EXPERIMENT = declare(
     SPEC,
-    "a 5-point blur on an N × N float32 grid: naive global loads, a shared-memory tile with a halo, four cells per thread",
+    "a 5-point blur on an N × N float32 grid: naive global loads, a shared-memory tile with a halo, four cells per "
+    "thread",
     Param("n", "N (the grid is N × N)", parse_side, PerBackend(8192, 32), "A whole number such as 4096 or 2^12."),
     elements=lambda p: p["n"] ** 2,
     order=110,

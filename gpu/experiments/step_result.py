@@ -182,7 +182,10 @@ class KernelRun:
         if any(r["few_samples"] for r in rows):
             out.append("* fewer than 3 samples: spread unknown")
         if any(r["l2_resident"] for r in rows):
-            out.append(f"° the {self.bytes_moved:,} bytes fit in the {self.l2_bytes:,}-byte L2: may be served partly from cache")
+            out.append(
+                f"° the {self.bytes_moved:,} bytes fit in the {self.l2_bytes:,}-byte L2: may be served partly from "
+                "cache"
+            )
         return out
 
     # --- output ----------------------------------------------------------------------
@@ -238,8 +241,22 @@ class KernelRun:
                     held = per_sample.sample_held[i] if per_sample else stats.held
                     retries = per_sample.sample_retries[i] if per_sample else 0
                     rows.append((r.key, r.label, r.kind, phase, i, s, False, stats.few_samples, held, retries, l2))
-        frame = pd.DataFrame(rows, columns=["implementation", "label", "kind", "phase", "sample", "seconds", "estimated",
-                                            "few_samples", "held", "retries", "l2_resident"])
+        frame = pd.DataFrame(
+            rows,
+            columns=[
+                "implementation",
+                "label",
+                "kind",
+                "phase",
+                "sample",
+                "seconds",
+                "estimated",
+                "few_samples",
+                "held",
+                "retries",
+                "l2_resident",
+            ],
+        )
         frame.insert(0, "size", self.size)
         frame.insert(0, "kernel", self.kernel)
         frame["backend"] = self.backend
@@ -269,7 +286,13 @@ class KernelRun:
             "l2_resident": self.l2_resident,
             "telemetry": self.telemetry,
             "implementations": {
-                row["key"]: {**self.get(row["key"]).to_dict(), **{k: row[k] for k in ("seconds", "estimated", "gbps", "gflops", "fraction_of_peak", "vs_best_library")}}
+                row["key"]: {
+                    **self.get(row["key"]).to_dict(),
+                    **{
+                        k: row[k]
+                        for k in ("seconds", "estimated", "gbps", "gflops", "fraction_of_peak", "vs_best_library")
+                    },
+                }
                 for row in self.summary_rows()
             },
             "notes": list(self.notes),

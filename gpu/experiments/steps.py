@@ -27,8 +27,9 @@ one frozen ``KernelRun`` (gpu/experiments/step_result.py).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -155,7 +156,9 @@ class KernelSpec:
         for impl in self.cpu:
             if impl.key == key:
                 return impl
-        raise InputError(f"{self.title}: unknown CPU implementation {key!r}; choose from {', '.join(i.key for i in self.cpu)}")
+        raise InputError(
+            f"{self.title}: unknown CPU implementation {key!r}; choose from {', '.join(i.key for i in self.cpu)}"
+        )
 
 
 # --- GPU steps ---------------------------------------------------------------------
@@ -165,9 +168,17 @@ def _zeros_or_empty(spec: KernelSpec, params: Params) -> np.ndarray:
     return np.zeros(spec.output.shape(params), dtype=spec.output.dtype)
 
 
-def time_step(spec: KernelSpec, step: Step, params: Params, inputs: Mapping[str, np.ndarray], policy: RepeatPolicy,
-              clock=time.perf_counter, *, l2_bytes: int | None = None,
-              ops=None) -> tuple[dict[str, Stats], np.ndarray, float, KernelTiming | None]:
+def time_step(
+    spec: KernelSpec,
+    step: Step,
+    params: Params,
+    inputs: Mapping[str, np.ndarray],
+    policy: RepeatPolicy,
+    clock=time.perf_counter,
+    *,
+    l2_bytes: int | None = None,
+    ops=None,
+) -> tuple[dict[str, Stats], np.ndarray, float, KernelTiming | None]:
     """Time one GPU step per ``policy``.
 
     Returns (phase Stats in seconds, the last end-to-end output, seconds to configure the
@@ -219,9 +230,17 @@ def time_step(spec: KernelSpec, step: Step, params: Params, inputs: Mapping[str,
     stats = collect(once, policy, clock=clock)
     timing = None
     if ops.can_hold:  # the result is already copied out: re-running into d_out changes nothing we check
-        timing = time_on_device(queue=lambda: launch(*d_in, d_out), stream=stream, policy=policy, clock=clock,
-                                launch_label="configured once (specialised dispatcher)", ops=ops,
-                                working_set_bytes=int(spec.bytes_moved(params)), l2_bytes=l2_bytes, telemetry=False)
+        timing = time_on_device(
+            queue=lambda: launch(*d_in, d_out),
+            stream=stream,
+            policy=policy,
+            clock=clock,
+            launch_label="configured once (specialised dispatcher)",
+            ops=ops,
+            working_set_bytes=int(spec.bytes_moved(params)),
+            l2_bytes=l2_bytes,
+            telemetry=False,
+        )
         stats["kernel"] = timing.stats
         stats["launch"] = Stats(tuple(max(0.0, s - timing.median_s) for s in stats["with_launch"].samples_s))
     else:  # simulator, or no nanosleep: the kernel's samples include the launch
@@ -267,8 +286,15 @@ def _library_launcher(lib: Library, d_in: list, d_out, stream) -> Callable[[], N
     return launch
 
 
-def time_library(spec: KernelSpec, lib: Library, params: Params, inputs: Mapping[str, np.ndarray],
-                 policy: RepeatPolicy, *, l2_bytes: int | None = None) -> tuple[KernelTiming, np.ndarray]:
+def time_library(
+    spec: KernelSpec,
+    lib: Library,
+    params: Params,
+    inputs: Mapping[str, np.ndarray],
+    policy: RepeatPolicy,
+    *,
+    l2_bytes: int | None = None,
+) -> tuple[KernelTiming, np.ndarray]:
     """Time ``lib`` on device-resident inputs (copied in once, outside the timing); returns (KernelTiming, output).
 
     An accumulating output is zeroed on the device before the timing and the result read
@@ -280,9 +306,19 @@ def time_library(spec: KernelSpec, lib: Library, params: Params, inputs: Mapping
     d_out = cuda.to_device(host_out, stream=stream)
     stream.synchronize()
     launcher = _library_launcher(lib, d_in, d_out, stream)
-    label = f"{lib.label} on Numba's stream" + ("" if lib.hold else ", no hold: the call waits on the GPU from the host")
-    timing = time_on_device(queue=launcher, stream=stream, policy=policy, hold=lib.hold, launch_label=label,
-                            working_set_bytes=int(spec.bytes_moved(params)), l2_bytes=l2_bytes, telemetry=False)
+    label = f"{lib.label} on Numba's stream" + (
+        "" if lib.hold else ", no hold: the call waits on the GPU from the host"
+    )
+    timing = time_on_device(
+        queue=launcher,
+        stream=stream,
+        policy=policy,
+        hold=lib.hold,
+        launch_label=label,
+        working_set_bytes=int(spec.bytes_moved(params)),
+        l2_bytes=l2_bytes,
+        telemetry=False,
+    )
     if spec.output.zeroed:  # every run added into it: one clean run for the check
         d_out.copy_to_device(host_out, stream=stream)
         launcher()
@@ -303,8 +339,14 @@ def library_problem(lib: Library) -> str | None:
 # --- CPU implementations -----------------------------------------------------------
 
 
-def time_cpu(spec: KernelSpec, impl: CpuImpl, params: Params, inputs: Mapping[str, np.ndarray], policy: RepeatPolicy,
-             budget_s: float) -> tuple[ImplResult, np.ndarray | None]:
+def time_cpu(
+    spec: KernelSpec,
+    impl: CpuImpl,
+    params: Params,
+    inputs: Mapping[str, np.ndarray],
+    policy: RepeatPolicy,
+    budget_s: float,
+) -> tuple[ImplResult, np.ndarray | None]:
     """Time one CPU implementation. Returns (its result, its output or None when it was only estimated).
 
     A budgeted implementation first runs once on the probe problem; the estimate is that
@@ -326,7 +368,9 @@ def time_cpu(spec: KernelSpec, impl: CpuImpl, params: Params, inputs: Mapping[st
             estimate = (time.perf_counter() - start) * spec.cost(params) / max(spec.cost(probe), 1)
             if estimate > budget_s:
                 why = f"estimated {format_seconds(estimate)} per run, over the {budget_s:g} s budget"
-                return ImplResult(impl.key, impl.label, "cpu", skipped=why, estimate_s=estimate, compile_s=compile_s), None
+                return ImplResult(
+                    impl.key, impl.label, "cpu", skipped=why, estimate_s=estimate, compile_s=compile_s
+                ), None
             # As many samples as the budget allows; no warm-up (the probe already ran it once).
             policy = RepeatPolicy(n_repeat=max(1, min(policy.n_repeat, int(budget_s // max(estimate, 1e-9)))), warmup=0)
     elif policy.warmup < 1:
@@ -388,31 +432,69 @@ def run_kernel(
     try:
         for step in spec.steps:
             if step.needs and BACKEND.simulated and not BACKEND.lab_simulator:
-                results.append(ImplResult(step.key, step.label, "step", skipped=simulator_skip(step.needs), launch=step.geometry(params)))
+                results.append(
+                    ImplResult(
+                        step.key, step.label, "step", skipped=simulator_skip(step.needs), launch=step.geometry(params)
+                    )
+                )
                 continue
             say(f"timing step {step.label}")
             try:
                 stats, out, first_s, timing = time_step(spec, step, params, inputs, policy, l2_bytes=l2_bytes)
             except Exception as exc:  # an expired hold, a launch failure: this row only, the others stay
-                results.append(ImplResult(step.key, step.label, "step", error=f"{type(exc).__name__}: {exc}", launch=step.geometry(params)))
+                results.append(
+                    ImplResult(
+                        step.key, step.label, "step", error=f"{type(exc).__name__}: {exc}", launch=step.geometry(params)
+                    )
+                )
                 continue
-            results.append(ImplResult(step.key, step.label, "step", phases=stats, compile_s=first_s, timing=timing,
-                                      agreement=check(step.key, out, step.depth), launch=step.geometry(params)))
+            results.append(
+                ImplResult(
+                    step.key,
+                    step.label,
+                    "step",
+                    phases=stats,
+                    compile_s=first_s,
+                    timing=timing,
+                    agreement=check(step.key, out, step.depth),
+                    launch=step.geometry(params),
+                )
+            )
         for lib in spec.libraries:
             problem = library_problem(lib)
             if problem is not None:
-                results.append(ImplResult(lib.key, lib.label, "library", skipped=problem, same_work=lib.same_work, note=lib.note))
+                results.append(
+                    ImplResult(lib.key, lib.label, "library", skipped=problem, same_work=lib.same_work, note=lib.note)
+                )
                 continue
             say(f"timing {lib.label}")
             try:
                 timing, out = time_library(spec, lib, params, inputs, policy, l2_bytes=l2_bytes)
             except Exception as exc:  # a library failing must not lose the run: its row says why
-                results.append(ImplResult(lib.key, lib.label, "library", error=f"{type(exc).__name__}: {exc}",
-                                          same_work=lib.same_work, note=lib.note))
+                results.append(
+                    ImplResult(
+                        lib.key,
+                        lib.label,
+                        "library",
+                        error=f"{type(exc).__name__}: {exc}",
+                        same_work=lib.same_work,
+                        note=lib.note,
+                    )
+                )
                 continue
             agreement = check(lib.key, out, lib.depth) if lib.same_work else None  # a yardstick computes something else
-            results.append(ImplResult(lib.key, lib.label, "library", phases={"kernel": timing.stats}, timing=timing,
-                                      agreement=agreement, same_work=lib.same_work, note=lib.note))
+            results.append(
+                ImplResult(
+                    lib.key,
+                    lib.label,
+                    "library",
+                    phases={"kernel": timing.stats},
+                    timing=timing,
+                    agreement=agreement,
+                    same_work=lib.same_work,
+                    note=lib.note,
+                )
+            )
         for impl in impls:
             say(f"timing the CPU: {impl.label}")
             try:
@@ -449,4 +531,14 @@ def run_kernel(
     )
 
 
-__all__ = ["CpuImpl", "DEFAULT_CPU_BUDGET_S", "GPU_PHASES", "KernelSpec", "Library", "Output", "Step", "run_kernel", "time_step"]
+__all__ = [
+    "CpuImpl",
+    "DEFAULT_CPU_BUDGET_S",
+    "GPU_PHASES",
+    "KernelSpec",
+    "Library",
+    "Output",
+    "Step",
+    "run_kernel",
+    "time_step",
+]

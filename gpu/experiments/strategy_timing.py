@@ -11,18 +11,18 @@ simulator copies are NumPy copies and streams run one after another.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import replace
-from typing import Callable, Mapping
 
 import numpy as np
 
 from gpu.core.backend import BACKEND, cuda
 from gpu.core.copies import host_buffer
+from gpu.core.kernel_timing import time_on_device
 from gpu.core.limits import (
     InputError,
     parse_int,
 )
-from gpu.core.kernel_timing import time_on_device
 from gpu.core.timeline import Interval
 from gpu.core.timing import Clock, PhaseTimer, RepeatPolicy, Stats, collect
 from gpu.kernels.geometry import blocks_for
@@ -56,7 +56,9 @@ def chunk_bounds(n: int, chunks: int) -> tuple[tuple[int, int], ...]:
     if n < 1:
         raise InputError(f"N must be at least 1, got {n}")
     if not 1 <= chunks <= n:
-        raise InputError(f"chunks must be between 1 and N ({n:,}), got {chunks}: every chunk needs at least one element")
+        raise InputError(
+            f"chunks must be between 1 and N ({n:,}), got {chunks}: every chunk needs at least one element"
+        )
     base, extra = divmod(n, chunks)
     bounds, start = [], 0
     for i in range(chunks):
@@ -77,7 +79,10 @@ def _device_attribute(name: str) -> int | None:
 
 def device_capabilities() -> dict[str, int | None]:
     """Device attributes that decide mapping and overlap (None in the simulator)."""
-    return {name.lower(): _device_attribute(name) for name in ("CAN_MAP_HOST_MEMORY", "UNIFIED_ADDRESSING", "ASYNC_ENGINE_COUNT", "CONCURRENT_KERNELS")}
+    return {
+        name.lower(): _device_attribute(name)
+        for name in ("CAN_MAP_HOST_MEMORY", "UNIFIED_ADDRESSING", "ASYNC_ENGINE_COUNT", "CONCURRENT_KERNELS")
+    }
 
 
 def _poison_device(d_array, stream=0) -> None:
@@ -125,7 +130,14 @@ def _ordered(phases: Mapping[str, float]) -> dict[str, float]:
     return {p: phases[p] for p in (*BREAKDOWN_PHASES, "total") if p in phases}
 
 
-def time_article(a: np.ndarray, b: np.ndarray, out: np.ndarray, threads_per_block: int, policy: RepeatPolicy, clock: Clock = time.perf_counter) -> dict[str, Stats]:
+def time_article(
+    a: np.ndarray,
+    b: np.ndarray,
+    out: np.ndarray,
+    threads_per_block: int,
+    policy: RepeatPolicy,
+    clock: Clock = time.perf_counter,
+) -> dict[str, Stats]:
     """The article's gpu_add: c = zeros on the host, a, b AND c copied in, kernel, c out.
 
     Phases with events on one stream; "total" is wall clock including the zeros. The
@@ -153,14 +165,24 @@ def time_article(a: np.ndarray, b: np.ndarray, out: np.ndarray, threads_per_bloc
         timer.end("d2h")
         phases = timer.durations_s()
         total = clock() - started
-        _split_launch(phases, lambda: vector_add_kernel[blocks, threads_per_block, stream](d_a, d_b, d_c), stream, clock, log)
+        _split_launch(
+            phases, lambda: vector_add_kernel[blocks, threads_per_block, stream](d_a, d_b, d_c), stream, clock, log
+        )
         phases["total"] = total
         return _ordered(phases)
 
     return log.apply(collect(once, policy, noise_key="total", clock=clock))
 
 
-def time_resident(a: np.ndarray, b: np.ndarray, out: np.ndarray, threads_per_block: int, iterations: int, policy: RepeatPolicy, clock: Clock = time.perf_counter) -> dict[str, Stats]:
+def time_resident(
+    a: np.ndarray,
+    b: np.ndarray,
+    out: np.ndarray,
+    threads_per_block: int,
+    iterations: int,
+    policy: RepeatPolicy,
+    clock: Clock = time.perf_counter,
+) -> dict[str, Stats]:
     """Copy a and b in once, run the kernel ``iterations`` times, copy c out once.
 
     "h2d" and "d2h" are per sequence, "kernel" is per iteration (K back-to-back
@@ -303,10 +325,19 @@ def mapped_supported() -> tuple[bool, str]:
     can_map = _device_attribute("CAN_MAP_HOST_MEMORY")
     if not can_map:
         return False, "this device cannot map host memory (CAN_MAP_HOST_MEMORY is 0)"
-    return True, "the device maps host memory" + (" with unified addressing" if _device_attribute("UNIFIED_ADDRESSING") else "")
+    return True, "the device maps host memory" + (
+        " with unified addressing" if _device_attribute("UNIFIED_ADDRESSING") else ""
+    )
 
 
-def time_mapped(a: np.ndarray, b: np.ndarray, out: np.ndarray, threads_per_block: int, policy: RepeatPolicy, clock: Clock = time.perf_counter) -> dict[str, Stats]:
+def time_mapped(
+    a: np.ndarray,
+    b: np.ndarray,
+    out: np.ndarray,
+    threads_per_block: int,
+    policy: RepeatPolicy,
+    clock: Clock = time.perf_counter,
+) -> dict[str, Stats]:
     """The kernel on mapped (zero-copy) host arrays: it reads a and b and writes c
     across the link itself; no copies. Raises when mapped memory cannot be allocated."""
     n = a.size

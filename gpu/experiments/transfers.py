@@ -13,8 +13,8 @@ timings mean nothing there. Results are still checked exactly.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 import numpy as np
 
@@ -87,7 +87,9 @@ def check_streams(streams: int | str, chunks: int) -> int:
     value = parse_int(streams, "streams")
     limit = min(chunks, MAX_STREAMS)
     if not 1 <= value <= limit:
-        raise InputError(f"streams must be between 1 and {limit} (at most one per chunk, at most {MAX_STREAMS}), got {value}")
+        raise InputError(
+            f"streams must be between 1 and {limit} (at most one per chunk, at most {MAX_STREAMS}), got {value}"
+        )
     return value
 
 
@@ -111,13 +113,17 @@ STRATEGIES: dict[str, str] = {
     "mapped": "Mapped zero-copy host memory",
 }
 STRATEGY_DESCRIPTIONS: dict[str, str] = {
-    "article": "pageable host memory; a, b and c copied in (c as zeros), the kernel, c copied out — the article's gpu_add",
+    "article": "pageable host memory; a, b and c copied in (c as zeros), the kernel, c copied out — the article's "
+               "gpu_add",
     "careful": "pageable host memory; a and b copied in, c allocated on the device, the kernel, c copied out",
-    "pinned": "as careful, with a, b and c in page-locked (pinned) host memory: copies go by DMA without a staging copy",
+    "pinned": "as careful, with a, b and c in page-locked (pinned) host memory: "
+    "copies go by DMA without a staging copy",
     "resident": "a and b copied in once, the kernel run K times on the device, c copied out once: cost per iteration",
-    "chunked": "pinned host memory; the arrays split into chunks over several streams so one chunk's copies overlap other chunks' kernels and copies; device buffers allocated once",
+    "chunked": "pinned host memory; the arrays split into chunks over several streams so one chunk's copies overlap "
+               "other chunks' kernels and copies; device buffers allocated once",
     "one-chunk": "the chunked code with one chunk on one stream: the same pinned copies and buffers, without overlap",
-    "mapped": "a, b and c in mapped (zero-copy) pinned host memory: the kernel reads and writes host memory over the link, no copies",
+    "mapped": "a, b and c in mapped (zero-copy) pinned host memory: the kernel reads and writes host memory over the "
+              "link, no copies",
 }
 PHASE_LABELS: dict[str, str] = labels("h2d", "launch", "kernel", "d2h", "span")
 # Host arrays a comparison holds at once: a, b, the reference, one output, pinned a, b,
@@ -139,7 +145,8 @@ class StrategyRun:
     """One strategy's timings and agreement. Times in seconds.
 
     ``phases`` holds raw samples: "h2d", "launch" (hardware only), "kernel", "d2h" or,
-    for chunked runs, "span" (start event to the last chunk's last event: copies and kernels, overlapped where they could be). ``total`` is the
+    for chunked runs, "span" (start event to the last chunk's last event: copies and kernels, overlapped where they
+    could be). ``total`` is the
     wall-clock time of one sample. For "resident" a sample is the whole sequence: its
     copies and ``total`` cover ``iterations`` kernel runs and "kernel" is already per
     iteration; ``cost_s`` and ``phase_cost_s`` divide by ``iterations`` where needed.
@@ -283,9 +290,33 @@ class StrategyComparison:
             for phase, stats in [*s.phases.items(), ("total", s.total)]:
                 factor = s.per_result_factor(phase)
                 for i, seconds in enumerate(stats.samples_s):
-                    rows.append((s.key, s.label, phase, i, seconds, seconds * factor, s.iterations, stats.few_samples, stats.held))
-        frame = pd.DataFrame(rows, columns=["strategy", "label", "phase", "sample", "seconds", "per_result_s", "iterations",
-                                            "few_samples", "held"])
+                    rows.append(
+                        (
+                            s.key,
+                            s.label,
+                            phase,
+                            i,
+                            seconds,
+                            seconds * factor,
+                            s.iterations,
+                            stats.few_samples,
+                            stats.held,
+                        )
+                    )
+        frame = pd.DataFrame(
+            rows,
+            columns=[
+                "strategy",
+                "label",
+                "phase",
+                "sample",
+                "seconds",
+                "per_result_s",
+                "iterations",
+                "few_samples",
+                "held",
+            ],
+        )
         frame["n"] = self.n
         frame["backend"] = self.backend
         return frame
@@ -299,7 +330,10 @@ class StrategyComparison:
 
         bars = build_timeline(self.intervals, by=by)
         return pd.DataFrame(
-            [(b.run, b.lane, b.chunk, b.stream, b.phase, b.start_s * 1e3, b.end_s * 1e3, (b.end_s - b.start_s) * 1e3) for b in bars],
+            [
+                (b.run, b.lane, b.chunk, b.stream, b.phase, b.start_s * 1e3, b.end_s * 1e3, (b.end_s - b.start_s) * 1e3)
+                for b in bars
+            ],
             columns=["run", "lane", "chunk", "stream", "phase", "start_ms", "end_ms", "duration_ms"],
         )
 
@@ -367,7 +401,9 @@ def run_strategies(
     warnings = threads_per_block_warnings(threads_per_block)
     chunks = check_chunks(chunks, n)
     streams = check_streams(streams, chunks)
-    iterations = check_iterations(iterations if iterations is not None else (SIMULATOR_ITERATIONS if BACKEND.simulated else DEFAULT_ITERATIONS))
+    iterations = check_iterations(
+        iterations if iterations is not None else (SIMULATOR_ITERATIONS if BACKEND.simulated else DEFAULT_ITERATIONS)
+    )
     wanted = list(dict.fromkeys(strategies))
     unknown = [k for k in wanted if k not in STRATEGIES]
     if unknown:
@@ -395,7 +431,9 @@ def run_strategies(
     if flush_problem() is not None:
         notes.append(flush_problem())
 
-    def finish(key: str, stats: dict[str, Stats], memory: str, result: np.ndarray, its: int = 1, extra: tuple[str, ...] = ()) -> None:
+    def finish(
+        key: str, stats: dict[str, Stats], memory: str, result: np.ndarray, its: int = 1, extra: tuple[str, ...] = ()
+    ) -> None:
         total = stats.pop("total")
         # launch + kernel are shown as their two parts; the sum stacked beside them counted the kernel twice
         stats.pop("with_launch", None)
@@ -430,7 +468,9 @@ def run_strategies(
             p_c.fill(np.nan)
             finish(key, time_gpu_phases(p_a, p_b, p_c, threads_per_block, policy), memory, p_c)
         elif key == "resident":
-            finish(key, time_resident(a, b, out, threads_per_block, iterations, policy), "pageable", out, its=iterations)
+            finish(
+                key, time_resident(a, b, out, threads_per_block, iterations, policy), "pageable", out, its=iterations
+            )
         elif key in ("chunked", "one-chunk"):
             p_a, p_b, p_c, memory = pinned
             p_c.fill(np.nan)
@@ -530,35 +570,75 @@ def _run_transfers(p, progress) -> TransfersRun:
     return TransfersRun(strategies, curves)
 
 
-STRATEGIES_EXPERIMENT = register(Experiment(
-    key="transfers",
-    title="Transfer strategies",
-    summary="the vector add six ways (article, careful, pinned, resident, chunked streams, mapped), "
-            "and the copy bandwidth curves",
-    params=(
-        Param("n", "N (elements per vector)", lambda v: check_n(v, max_transfer_n()),
-              lambda: min(SIMULATOR_STRATEGY_N if BACKEND.simulated else 10_000_000, max_transfer_n()),
-              "A whole number such as 1000000, 1e6 or 2^20."),
-        Param("threads_per_block", "Threads per block", lambda v: check_threads(v, device_info().max_threads_per_block), 256,
-              "1 to the device's limit (1024); multiples of 32 keep every warp full."),
-        Param("repeats", "Repeats", check_repeats, PerBackend(5, 2), "Timed runs per strategy after one warm-up."),
-        Param("chunks", "Chunks", lambda v: parse_int(v, "chunks"), 8, f"For the chunked-streams strategy: 1 to N, at most {MAX_CHUNKS}."),
-        Param("streams", "Streams", lambda v: parse_int(v, "streams"), 4,
-              f"For the chunked-streams strategy: 1 to the chunk count, at most {MAX_STREAMS}."),
-        Param("iterations", "Kernel runs with data kept on the device (K)", check_iterations,
-              PerBackend(DEFAULT_ITERATIONS, SIMULATOR_ITERATIONS),
-              f"Copy in once, run the kernel K times, copy out once (1 to {MAX_ITERATIONS:,})."),
-        Param("bandwidth", "Also measure the copy bandwidth curves", parse_flag, True,
-              "Measure host-link and device copy bandwidth too (10 copies per size).", widget="checkbox", page=False),
-    ),
-    run=_run_transfers,
-    work=_strategies_work,
-    measures=lambda run: {f"{s.key}_s": s.cost_s for s in run.strategies.ranking},
-    result_type=TransfersRun,
-    page=TRANSFERS_PAGE,
-    order=70,
-    history_columns=("n", "threads_per_block", "repeats"),
-    report="gpu.report.transfers",
-    check=(CheckSection("transfers", Hook("gpu.report.check:transfers_section"), Hook("gpu.service.check_sections:transfers_section"), Hook("gpu.service.check_sections:transfers_records")),),
-    recorded=Recorded("transfers", Hook("ui.reference:_transfers")),
-))
+STRATEGIES_EXPERIMENT = register(
+    Experiment(
+        key="transfers",
+        title="Transfer strategies",
+        summary="the vector add six ways (article, careful, pinned, resident, chunked streams, mapped), "
+        "and the copy bandwidth curves",
+        params=(
+            Param(
+                "n",
+                "N (elements per vector)",
+                lambda v: check_n(v, max_transfer_n()),
+                lambda: min(SIMULATOR_STRATEGY_N if BACKEND.simulated else 10_000_000, max_transfer_n()),
+                "A whole number such as 1000000, 1e6 or 2^20.",
+            ),
+            Param(
+                "threads_per_block",
+                "Threads per block",
+                lambda v: check_threads(v, device_info().max_threads_per_block),
+                256,
+                "1 to the device's limit (1024); multiples of 32 keep every warp full.",
+            ),
+            Param("repeats", "Repeats", check_repeats, PerBackend(5, 2), "Timed runs per strategy after one warm-up."),
+            Param(
+                "chunks",
+                "Chunks",
+                lambda v: parse_int(v, "chunks"),
+                8,
+                f"For the chunked-streams strategy: 1 to N, at most {MAX_CHUNKS}.",
+            ),
+            Param(
+                "streams",
+                "Streams",
+                lambda v: parse_int(v, "streams"),
+                4,
+                f"For the chunked-streams strategy: 1 to the chunk count, at most {MAX_STREAMS}.",
+            ),
+            Param(
+                "iterations",
+                "Kernel runs with data kept on the device (K)",
+                check_iterations,
+                PerBackend(DEFAULT_ITERATIONS, SIMULATOR_ITERATIONS),
+                f"Copy in once, run the kernel K times, copy out once (1 to {MAX_ITERATIONS:,}).",
+            ),
+            Param(
+                "bandwidth",
+                "Also measure the copy bandwidth curves",
+                parse_flag,
+                True,
+                "Measure host-link and device copy bandwidth too (10 copies per size).",
+                widget="checkbox",
+                page=False,
+            ),
+        ),
+        run=_run_transfers,
+        work=_strategies_work,
+        measures=lambda run: {f"{s.key}_s": s.cost_s for s in run.strategies.ranking},
+        result_type=TransfersRun,
+        page=TRANSFERS_PAGE,
+        order=70,
+        history_columns=("n", "threads_per_block", "repeats"),
+        report="gpu.report.transfers",
+        check=(
+            CheckSection(
+                "transfers",
+                Hook("gpu.report.check:transfers_section"),
+                Hook("gpu.service.check_sections:transfers_section"),
+                Hook("gpu.service.check_sections:transfers_records"),
+            ),
+        ),
+        recorded=Recorded("transfers", Hook("ui.reference:_transfers")),
+    )
+)

@@ -92,7 +92,9 @@ def targets(runs) -> list[Target]:
     best = run.best_step
     return [
         Target("transpose: best step, share of the memory peak", run.fraction_of_peak(best) if best else None, 0.75),
-        Target("transpose: naive step's time ÷ best step's", ratio(run, "naive", best.key) if best else None, 3.0, unit="x"),
+        Target(
+            "transpose: naive step's time ÷ best step's", ratio(run, "naive", best.key) if best else None, 3.0, unit="x"
+        ),
     ]
 
 

@@ -8,8 +8,8 @@ average of three wall-clock runs) so the two can be compared side by side.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from typing import Iterable
 
 import numpy as np
 
@@ -86,7 +86,7 @@ class VectorAddRun:
     cpu: dict[str, CpuTiming]
     agreement: dict[str, BitAgreement]
     warnings: tuple[str, ...] = ()
-    article: "ArticleRun | None" = None  # the article's own method, when it was run too
+    article: ArticleRun | None = None  # the article's own method, when it was run too
     seed: int = 0
     created_at: str = field(default_factory=utc_timestamp)
     telemetry: dict | None = None  # GPU clocks, temperature, power, throttling (gpu.core.telemetry)
@@ -112,8 +112,10 @@ class VectorAddRun:
         if not self.gpu_capped:
             return None
         return (
-            f"the simulated kernel ran at N = {self.kernel_n:,}, the simulator's cap (KERNEL_LAB_MAX_N; about 0.1 ms per "
-            f"simulated thread), checked against NumPy at that N; the CPU ran at N = {self.n:,}, so no GPU-vs-CPU ratio is made"
+            f"the simulated kernel ran at N = {self.kernel_n:,}, the simulator's cap (KERNEL_LAB_MAX_N; about 0.1 ms "
+            "per "
+            f"simulated thread), checked against NumPy at that N; the CPU ran at N = {self.n:,}, so no GPU-vs-CPU "
+            "ratio is made"
         )
 
     @property
@@ -289,7 +291,9 @@ def run_vector_add(
     # GPU: compile once (timed apart), then the phases per the policy, at its own N
     progress.begin("compile", "compiling the kernel")
     compile_s = compile_vector_add()
-    progress.begin("gpu", "timing the GPU kernel and copies" + (f" at N = {gpu_n:,} (the simulator's cap)" if gpu_n < n else ""))
+    progress.begin(
+        "gpu", "timing the GPU kernel and copies" + (f" at N = {gpu_n:,} (the simulator's cap)" if gpu_n < n else "")
+    )
     gpu_out = np.empty(gpu_n, dtype=np.float32)
     # contiguous prefixes: views, no copy; the reference's prefix is exactly their sum
     gpu_a, gpu_b = a[:gpu_n], b[:gpu_n]
@@ -355,8 +359,12 @@ def _run(params, progress: Progress) -> VectorAddRun:
     if params["article"]:
         # all of the article's method at one N: in the simulator, the kernel's (its speedup compares the two)
         at = run.kernel_n
-        progress.begin("article", "the article's method" + (f" at N = {at:,} (the simulator's cap)" if at < run.n else ""))
-        run = replace(run, article=run_article_method(at, params["threads_per_block"], python_budget_s=params["python_budget_s"]))
+        progress.begin(
+            "article", "the article's method" + (f" at N = {at:,} (the simulator's cap)" if at < run.n else "")
+        )
+        run = replace(
+            run, article=run_article_method(at, params["threads_per_block"], python_budget_s=params["python_budget_s"])
+        )
     return run
 
 
@@ -372,13 +380,19 @@ def _plan(params, simulated: bool) -> list[tuple[str, float]]:
     launches = params["repeats"] + 1
     n, gpu_n = params["n"], kernel_n(params["n"])
     per_launch = gpu_n * SIMULATED_S_PER_THREAD if simulated else 0.01
-    python_s = min(cpu.estimate_python_loop_s(n), params["python_budget_s"]) * launches if "python" in params["cpu"] else 0.0
+    python_s = (
+        min(cpu.estimate_python_loop_s(n), params["python_budget_s"]) * launches if "python" in params["cpu"] else 0.0
+    )
     steps = [("compile", 0.5), ("gpu", launches * per_launch * (1 if simulated else 2))]
     for name in params["cpu"]:
         compiled_s = (0.05 + n * CPU_S_PER_ELEMENT) * launches + (0.5 if "numba" in name else 0)
         steps.append((f"cpu:{name}", python_s if name == "python" else compiled_s))
     if params["article"]:
-        article_python_s = min(cpu.estimate_python_loop_s(gpu_n), params["python_budget_s"]) * 3 if gpu_n < n else python_s / launches * 3
+        article_python_s = (
+            min(cpu.estimate_python_loop_s(gpu_n), params["python_budget_s"]) * 3
+            if gpu_n < n
+            else python_s / launches * 3
+        )
         steps.append(("article", 4 * per_launch + article_python_s))
     return steps
 
@@ -412,39 +426,106 @@ def _measures(run: VectorAddRun) -> dict[str, float]:
     return out
 
 
-EXPERIMENT = register(Experiment(
-    key="vector-add",
-    title="Vector add",
-    summary="time c = a + b on the GPU and the CPU, phase by phase, and check the results agree",
-    params=(
-        Param("n", "N (elements per vector)", check_cpu_n, PerBackend(10_000_000, 4096),
-              "A whole number such as 1000000, 1e6 or 2^20. Without a GPU the CPU runs at this N and the "
-              "simulated kernel at most at the simulator's cap."),
-        Param("threads_per_block", "Threads per block", _threads, 256,
-              "1 to the device's limit (1024); multiples of 32 keep every warp full.", widget="int"),
-        Param("repeats", "Repeats", check_repeats, PerBackend(10, 5),
-              "Timed runs after one warm-up run.", widget="int"),
-        Param("cpu", "CPU implementations", _cpu_names, tuple(cpu.IMPLEMENTATIONS),
-              f"Comma-separated, from {','.join(cpu.IMPLEMENTATIONS)}.", widget="multiselect",
-              options=tuple(cpu.IMPLEMENTATIONS), option_label=lambda name: cpu.LABELS[name]),
-        Param("python_budget_s", "Python-loop budget (s)", _python_budget, DEFAULT_PYTHON_BUDGET_S,
-              "Seconds the Python loop may take before it is only estimated.", widget="float",
-              flag="--python-budget", page=False),
-        Param("article", "Also run it as in the article (copy c in too, mean of three wall-clock runs)",
-              parse_flag, PerBackend(False, True),
-              "Reproduce the article's own measurement beside the careful one.", widget="checkbox"),
-    ),
-    run=_run,
-    work=_work,
-    measures=_measures,
-    plan=_plan,
-    result_type=VectorAddRun,
-    page=PageLink("Vector add", ":material/add_circle:", 10, "the article's experiment, one size, full breakdown", "pages/1_Vector_add.py"),
-    order=10,
-    history_columns=("n", "threads_per_block", "repeats"),
-    check=(CheckSection("correctness", Hook("gpu.report.check:correctness_section"), Hook("gpu.service.check_sections:correctness_section"), Hook("gpu.service.check_sections:no_records")),
-           CheckSection("breakdown", Hook("gpu.report.check:breakdown_section"), Hook("gpu.service.check_sections:breakdown_section"), Hook("gpu.service.check_sections:breakdown_records")),
-           CheckSection("article", Hook("gpu.report.check:article_section"), Hook("gpu.service.check_sections:article_section"), Hook("gpu.service.check_sections:no_records"))),
-    recorded=Recorded("vector-add", Hook("ui.reference:_vector_add")),
-    legacy_keys={"n": "n", "threads_per_block": "threads_per_block", "repeats": "repeats", "cpu": "cpu_impls", "article": "article"},
-))
+EXPERIMENT = register(
+    Experiment(
+        key="vector-add",
+        title="Vector add",
+        summary="time c = a + b on the GPU and the CPU, phase by phase, and check the results agree",
+        params=(
+            Param(
+                "n",
+                "N (elements per vector)",
+                check_cpu_n,
+                PerBackend(10_000_000, 4096),
+                "A whole number such as 1000000, 1e6 or 2^20. Without a GPU the CPU runs at this N and the "
+                "simulated kernel at most at the simulator's cap.",
+            ),
+            Param(
+                "threads_per_block",
+                "Threads per block",
+                _threads,
+                256,
+                "1 to the device's limit (1024); multiples of 32 keep every warp full.",
+                widget="int",
+            ),
+            Param(
+                "repeats",
+                "Repeats",
+                check_repeats,
+                PerBackend(10, 5),
+                "Timed runs after one warm-up run.",
+                widget="int",
+            ),
+            Param(
+                "cpu",
+                "CPU implementations",
+                _cpu_names,
+                tuple(cpu.IMPLEMENTATIONS),
+                f"Comma-separated, from {','.join(cpu.IMPLEMENTATIONS)}.",
+                widget="multiselect",
+                options=tuple(cpu.IMPLEMENTATIONS),
+                option_label=lambda name: cpu.LABELS[name],
+            ),
+            Param(
+                "python_budget_s",
+                "Python-loop budget (s)",
+                _python_budget,
+                DEFAULT_PYTHON_BUDGET_S,
+                "Seconds the Python loop may take before it is only estimated.",
+                widget="float",
+                flag="--python-budget",
+                page=False,
+            ),
+            Param(
+                "article",
+                "Also run it as in the article (copy c in too, mean of three wall-clock runs)",
+                parse_flag,
+                PerBackend(False, True),
+                "Reproduce the article's own measurement beside the careful one.",
+                widget="checkbox",
+            ),
+        ),
+        run=_run,
+        work=_work,
+        measures=_measures,
+        plan=_plan,
+        result_type=VectorAddRun,
+        page=PageLink(
+            "Vector add",
+            ":material/add_circle:",
+            10,
+            "the article's experiment, one size, full breakdown",
+            "pages/1_Vector_add.py",
+        ),
+        order=10,
+        history_columns=("n", "threads_per_block", "repeats"),
+        check=(
+            CheckSection(
+                "correctness",
+                Hook("gpu.report.check:correctness_section"),
+                Hook("gpu.service.check_sections:correctness_section"),
+                Hook("gpu.service.check_sections:no_records"),
+            ),
+            CheckSection(
+                "breakdown",
+                Hook("gpu.report.check:breakdown_section"),
+                Hook("gpu.service.check_sections:breakdown_section"),
+                Hook("gpu.service.check_sections:breakdown_records"),
+            ),
+            CheckSection(
+                "article",
+                Hook("gpu.report.check:article_section"),
+                Hook("gpu.service.check_sections:article_section"),
+                Hook("gpu.service.check_sections:no_records"),
+            ),
+        ),
+        recorded=Recorded("vector-add", Hook("ui.reference:_vector_add")),
+        legacy_keys={
+            "n": "n",
+            "threads_per_block": "threads_per_block",
+            "repeats": "repeats",
+            "cpu": "cpu_impls",
+            "article": "article",
+        },
+    )
+)

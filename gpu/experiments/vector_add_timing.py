@@ -192,8 +192,18 @@ def time_resident_kernel(
     d_b = cuda.to_device(b, stream=stream)
     d_c = cuda.device_array(a.size, dtype=np.float32, stream=stream)
     stream.synchronize()
-    stats = time_on_device(kernel, (d_a, d_b, d_c), blocks, threads_per_block, policy=policy, stream=stream,
-                           working_set_bytes=BYTES_PER_ELEMENT * a.size, flush_l2=flush_l2, telemetry=False, ops=ops).stats
+    stats = time_on_device(
+        kernel,
+        (d_a, d_b, d_c),
+        blocks,
+        threads_per_block,
+        policy=policy,
+        stream=stream,
+        working_set_bytes=BYTES_PER_ELEMENT * a.size,
+        flush_l2=flush_l2,
+        telemetry=False,
+        ops=ops,
+    ).stats
     d_c.copy_to_host(out, stream=stream)
     stream.synchronize()
     return stats

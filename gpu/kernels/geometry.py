@@ -14,6 +14,7 @@ import sys
 from gpu.core.arch import DEFAULT_TARGET, TARGETS, Target, theoretical_occupancy
 from gpu.core.backend import BACKEND
 
+
 def blocks_for(n: int, threads_per_block: int) -> int:
     """Blocks needed to give every one of ``n`` elements a thread (ceil division)."""
     return (n + threads_per_block - 1) // threads_per_block
@@ -54,7 +55,9 @@ def resident_blocks(
     a shared histogram to merge) and a second, partial wave.
     """
     target = _target_for(cc)
-    per_sm = theoretical_occupancy(target, threads_per_block, registers_per_thread, shared_bytes_per_block).blocks_per_sm
+    per_sm = theoretical_occupancy(
+        target, threads_per_block, registers_per_thread, shared_bytes_per_block
+    ).blocks_per_sm
     wave = (multiprocessors or SIMULATED_SMS) * max(1, per_sm)
     return max(1, min(blocks_for(n, threads_per_block), wave))
 

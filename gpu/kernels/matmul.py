@@ -80,7 +80,8 @@ def matmul_shared_kernel(a, b, c):
 
 @cuda.jit(cache=not BACKEND.simulated)
 def matmul_register_kernel(a, b, c):
-    """Step 3, register tiling: each thread computes an 8 × 8 tile of C from registers, and the next tiles load while it does.
+    """Step 3, register tiling: each thread computes an 8 × 8 tile of C from registers, and the next tiles load while
+    it does.
 
     The block works on a BM × BN = 128 × 128 block of C, BK = 8 columns of A and rows of
     B at a time. For each k every thread copies 8 values of A and 8 of B from shared
@@ -94,7 +95,8 @@ def matmul_register_kernel(a, b, c):
     and ``k`` vary and ``m`` and ``n`` are constants: the PTX reads all 16 values
     through two base addresses plus constant offsets (``[%rd405+64]``, ...). The first
     version indexed ``sa[k, ty + 16 m]`` and its PTX kept 16 separate 64-bit addresses
-    live across the loop: 196 registers per thread, one 256-thread block per SM on sm_90. And the loads are prefetched: while the block multiplies one pair of tiles
+    live across the loop: 196 registers per thread, one 256-thread block per SM on sm_90. And the loads are
+    prefetched: while the block multiplies one pair of tiles
     from shared memory, each thread's 4 + 4 loads of the next pair are already in flight
     into registers, stored into the other half of double-buffered shared tiles after the
     multiply-adds; one ``syncthreads`` per tile instead of two. Every element is still

@@ -81,7 +81,9 @@ def blur_tiled_kernel(u, out):
     second = first + BLOCK * BLOCK
     row = row0 + 1 + ty
     col = col0 + 1 + tx
-    if row0 >= 0 and col0 >= 0 and row0 + HALO_TILE <= rows and col0 + HALO_TILE <= cols:  # the same for the whole block
+    if (
+        row0 >= 0 and col0 >= 0 and row0 + HALO_TILE <= rows and col0 + HALO_TILE <= cols
+    ):  # the same for the whole block
         v0 = u[row0 + first // HALO_TILE, col0 + first % HALO_TILE]  # both loads in flight before any store
         v1 = float32(0.0)
         if second < HALO_TILE * HALO_TILE:
@@ -184,4 +186,13 @@ LAUNCHES = {
 }
 
 
-__all__ = ["BLOCK", "BLOCK_ROWS", "FIFTH", "ROWS_PER_THREAD", "ROWS_TILE", "blur_naive_kernel", "blur_rows_kernel", "blur_tiled_kernel"]
+__all__ = [
+    "BLOCK",
+    "BLOCK_ROWS",
+    "FIFTH",
+    "ROWS_PER_THREAD",
+    "ROWS_TILE",
+    "blur_naive_kernel",
+    "blur_rows_kernel",
+    "blur_tiled_kernel",
+]

@@ -129,4 +129,12 @@ LAUNCHES = {
 }
 
 
-__all__ = ["BLOCK_ROWS", "LOADS_PER_THREAD", "PADDED_TILE", "TILE", "transpose_naive_kernel", "transpose_padded_kernel", "transpose_tiled_kernel"]
+__all__ = [
+    "BLOCK_ROWS",
+    "LOADS_PER_THREAD",
+    "PADDED_TILE",
+    "TILE",
+    "transpose_naive_kernel",
+    "transpose_padded_kernel",
+    "transpose_tiled_kernel",
+]

@@ -171,8 +171,11 @@ LAUNCHES = {
     "vector_add_kernel": Launch(("void(float32[::1], float32[::1], float32[::1])",), threads_per_block=256),
     "vector_add_ilp_kernel": Launch(("void(float32[::1], float32[::1], float32[::1])",), threads_per_block=256),
     "vector_add_grid_stride_kernel": Launch(("void(float32[::1], float32[::1], float32[::1])",), threads_per_block=256),
-    "indexing_probe_kernel": Launch(("void(float32[::1], float32[::1], float32[::1], int32[:, ::1])",), threads_per_block=256),
+    "indexing_probe_kernel": Launch(
+        ("void(float32[::1], float32[::1], float32[::1], int32[:, ::1])",), threads_per_block=256
+    ),
     "grid_stride_probe_kernel": Launch(
-        ("void(float32[::1], float32[::1], float32[::1], int32[:, ::1], int32[::1], int32[::1])",), threads_per_block=256
+        ("void(float32[::1], float32[::1], float32[::1], int32[:, ::1], int32[::1], int32[::1])",),
+        threads_per_block=256,
     ),
 }

@@ -12,8 +12,8 @@ process boundary as JSON.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Callable, Mapping
 
 import numpy as np
 
@@ -47,7 +47,9 @@ class Tolerance:
         """A boolean array: True where ``got`` is acceptable (NaN, the float sentinel, is never)."""
         if self.exact:
             return got == expected
-        return np.abs(got.astype(np.float64) - expected.astype(np.float64)) <= self.atol + self.rtol * np.abs(expected.astype(np.float64))
+        return np.abs(got.astype(np.float64) - expected.astype(np.float64)) <= self.atol + self.rtol * np.abs(
+            expected.astype(np.float64)
+        )
 
 
 @dataclass(frozen=True)
@@ -126,7 +128,12 @@ class Problem:
         if chosen not in self.thread_choices:
             from gpu.sandbox.checker import Refusal
 
-            raise Refusal("launch", 0, f"THREADS_PER_BLOCK = {chosen} is not allowed here; choose one of {', '.join(map(str, self.thread_choices))}")
+            raise Refusal(
+                "launch",
+                0,
+                f"THREADS_PER_BLOCK = {chosen} is not allowed here; choose one of "
+                f"{', '.join(map(str, self.thread_choices))}",
+            )
         return chosen
 
     def summary(self) -> dict:
@@ -167,9 +174,17 @@ def n_cases(*ns: tuple[str, int]) -> tuple[Case, ...]:
 
 
 # The 1D sizes that catch the usual bugs at 256 threads per block.
-EDGES_1D = n_cases(("one element", 1), ("a block minus one", 255), ("a block and one more", 257), ("not a multiple of the block", 700))
-EDGES_2D = (Case("1 × 1", {"rows": 1, "cols": 1}), Case("15 × 17 (less than a tile)", {"rows": 15, "cols": 17}),
-            Case("33 × 20 (edges in both directions)", {"rows": 33, "cols": 20}), Case("40 × 48", {"rows": 40, "cols": 48}))
+EDGES_1D = n_cases(
+    ("one element", 1), ("a block minus one", 255), ("a block and one more", 257), ("not a multiple of the block", 700)
+)
+EDGES_2D = (
+    Case("1 × 1", {"rows": 1, "cols": 1}),
+    Case("15 × 17 (less than a tile)", {"rows": 15, "cols": 17}),
+    Case("33 × 20 (edges in both directions)", {"rows": 33, "cols": 20}),
+    Case("40 × 48", {"rows": 40, "cols": 48}),
+)
 # Sums of small integers stored as float32 are exact in any order (below 2^24), so
 # reductions can be checked bit for bit although threads add in a different order than NumPy.
-INTEGER_SUMS = Tolerance(why="exact: the values are small integers, so every sum is exact in float32 whatever the order")
+INTEGER_SUMS = Tolerance(
+    why="exact: the values are small integers, so every sum is exact in float32 whatever the order"
+)

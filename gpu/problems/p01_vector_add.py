@@ -17,19 +17,31 @@ def vector_add(a, b, out):
 '''
 
 PROBLEM = Problem(
-    key="vector-add", order=1, title="Vector add",
+    key="vector-add",
+    order=1,
+    title="Vector add",
     statement="Write `out[i] = a[i] + b[i]` for every `i < n`, one thread per element. The grid has "
-              "ceil(n / THREADS_PER_BLOCK) blocks, so the last block may have threads past the end: they must write nothing.",
-    kernel_name="vector_add", params=("a", "b", "out"), arrays="a, b, out: float32[n]",
+    "ceil(n / THREADS_PER_BLOCK) blocks, so the last block may have threads past the end: they must write nothing.",
+    kernel_name="vector_add",
+    params=("a", "b", "out"),
+    arrays="a, b, out: float32[n]",
     inputs=lambda rng, s: {"a": uniform(rng, s["n"]), "b": uniform(rng, s["n"])},
     outputs=lambda s: {"out": ((s["n"],), np.float32)},
     reference=lambda x, s: {"out": x["a"] + x["b"]},
-    launch=launch_1d, launch_text="1D: ceil(n / THREADS_PER_BLOCK) blocks of THREADS_PER_BLOCK threads (your choice, default 256)",
+    launch=launch_1d,
+    launch_text="1D: ceil(n / THREADS_PER_BLOCK) blocks of THREADS_PER_BLOCK threads (your choice, default 256)",
     starter=STARTER,
-    hint="The **Vector add** page runs this exact kernel; **Launch config** shows which thread handles which element, and why the last block needs a guard.",
-    page="Vector add", tests=EDGES_1D,
-    perf={"simulator": Case("performance size (checked, not timed)", {"n": 512}), "gpu": Case("performance size", {"n": 1 << 26})},
-    bytes_moved=lambda s: 12 * s["n"], flops=lambda s: s["n"],
+    hint="The **Vector add** page runs this exact kernel; **Launch config** shows which thread handles which element, "
+         "and why the last block needs a guard.",
+    page="Vector add",
+    tests=EDGES_1D,
+    perf={
+        "simulator": Case("performance size (checked, not timed)", {"n": 512}),
+        "gpu": Case("performance size", {"n": 1 << 26}),
+    },
+    bytes_moved=lambda s: 12 * s["n"],
+    flops=lambda s: s["n"],
     solution=Solution(module="gpu.kernels.vector_add", name="vector_add_kernel", note="the lab's vector_add_kernel"),
-    thread_choices=THREAD_CHOICES, writer="1d",
+    thread_choices=THREAD_CHOICES,
+    writer="1d",
 )

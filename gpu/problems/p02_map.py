@@ -23,17 +23,29 @@ def add_ten(a, out):
 '''
 
 PROBLEM = Problem(
-    key="map", order=2, title="Map",
+    key="map",
+    order=2,
+    title="Map",
     statement="Write `out[i] = a[i] + 10`. Here n is always a multiple of 256 and the grid has exactly n threads, "
-              "so every thread has an element: find yours with `cuda.grid(1)` (or threadIdx, blockIdx and blockDim).",
-    kernel_name="add_ten", params=("a", "out"), arrays="a, out: float32[n], n a multiple of 256",
+    "so every thread has an element: find yours with `cuda.grid(1)` (or threadIdx, blockIdx and blockDim).",
+    kernel_name="add_ten",
+    params=("a", "out"),
+    arrays="a, out: float32[n], n a multiple of 256",
     inputs=lambda rng, s: {"a": small_ints(rng, s["n"], -1000, 1000)},
     outputs=lambda s: {"out": ((s["n"],), np.float32)},
     reference=lambda x, s: {"out": x["a"] + np.float32(10)},
-    launch=launch_1d, launch_text="1D: n / 256 blocks of 256 threads (fixed)",
-    starter=STARTER, hint="**Launch config**'s thread-indexing explorer shows threadIdx.x + blockIdx.x × blockDim.x for every thread.",
-    page="Launch config", tests=n_cases(("one block", 256), ("two blocks", 512), ("eight blocks", 2048)),
-    perf={"simulator": Case("performance size (checked, not timed)", {"n": 512}), "gpu": Case("performance size", {"n": 1 << 26})},
-    bytes_moved=lambda s: 8 * s["n"], flops=lambda s: s["n"],
-    solution=Solution(source=SOLUTION, note="one line per thread"), writer="1d",
+    launch=launch_1d,
+    launch_text="1D: n / 256 blocks of 256 threads (fixed)",
+    starter=STARTER,
+    hint="**Launch config**'s thread-indexing explorer shows threadIdx.x + blockIdx.x × blockDim.x for every thread.",
+    page="Launch config",
+    tests=n_cases(("one block", 256), ("two blocks", 512), ("eight blocks", 2048)),
+    perf={
+        "simulator": Case("performance size (checked, not timed)", {"n": 512}),
+        "gpu": Case("performance size", {"n": 1 << 26}),
+    },
+    bytes_moved=lambda s: 8 * s["n"],
+    flops=lambda s: s["n"],
+    solution=Solution(source=SOLUTION, note="one line per thread"),
+    writer="1d",
 )

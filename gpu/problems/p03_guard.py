@@ -24,17 +24,29 @@ def square(a, out):
 '''
 
 PROBLEM = Problem(
-    key="guard", order=3, title="Guard",
+    key="guard",
+    order=3,
+    title="Guard",
     statement="Write `out[i] = a[i] * a[i]`. n is any size; the grid is rounded up to whole blocks of 256, "
-              "so the threads past `a.size` must neither read nor write.",
-    kernel_name="square", params=("a", "out"), arrays="a, out: float32[n]",
+    "so the threads past `a.size` must neither read nor write.",
+    kernel_name="square",
+    params=("a", "out"),
+    arrays="a, out: float32[n]",
     inputs=lambda rng, s: {"a": uniform(rng, s["n"])},
     outputs=lambda s: {"out": ((s["n"],), np.float32)},
     reference=lambda x, s: {"out": x["a"] * x["a"]},
-    launch=launch_1d, launch_text="1D: ceil(n / 256) blocks of 256 threads (fixed)",
-    starter=STARTER, hint="**Launch config** shows the masked threads of the last block; **Vector add**'s kernel has the same guard.",
-    page="Launch config", tests=EDGES_1D,
-    perf={"simulator": Case("performance size (checked, not timed)", {"n": 511}), "gpu": Case("performance size", {"n": (1 << 26) + 1})},
-    bytes_moved=lambda s: 8 * s["n"], flops=lambda s: s["n"],
-    solution=Solution(source=SOLUTION, note="one thread per element with a bounds guard"), writer="1d",
+    launch=launch_1d,
+    launch_text="1D: ceil(n / 256) blocks of 256 threads (fixed)",
+    starter=STARTER,
+    hint="**Launch config** shows the masked threads of the last block; **Vector add**'s kernel has the same guard.",
+    page="Launch config",
+    tests=EDGES_1D,
+    perf={
+        "simulator": Case("performance size (checked, not timed)", {"n": 511}),
+        "gpu": Case("performance size", {"n": (1 << 26) + 1}),
+    },
+    bytes_moved=lambda s: 8 * s["n"],
+    flops=lambda s: s["n"],
+    solution=Solution(source=SOLUTION, note="one thread per element with a bounds guard"),
+    writer="1d",
 )

@@ -25,18 +25,31 @@ def add_one_2d(a, out):
 '''
 
 PROBLEM = Problem(
-    key="map-2d", order=4, title="2D map",
+    key="map-2d",
+    order=4,
+    title="2D map",
     statement="Write `out[r, c] = a[r, c] + 1` for a rows × cols matrix. Blocks are 16 × 16 threads; x spans columns "
-              "and y rows; the grid is rounded up in both directions, so guard rows and columns separately.",
-    kernel_name="add_one_2d", params=("a", "out"), arrays="a, out: float32[rows, cols] (C order)",
+    "and y rows; the grid is rounded up in both directions, so guard rows and columns separately.",
+    kernel_name="add_one_2d",
+    params=("a", "out"),
+    arrays="a, out: float32[rows, cols] (C order)",
     inputs=lambda rng, s: {"a": small_ints(rng, (s["rows"], s["cols"]), -1000, 1000)},
     outputs=lambda s: {"out": ((s["rows"], s["cols"]), np.float32)},
     reference=lambda x, s: {"out": x["a"] + np.float32(1)},
-    launch=launch_2d, launch_text="2D: (ceil(cols / 16), ceil(rows / 16)) blocks of 16 × 16 threads (fixed)",
-    starter=STARTER, hint="**Kernels** runs the 2D kernels of the lab (transpose, blur): their first lines compute row and column the same way.",
-    page="Kernels", tests=EDGES_2D, threads=16,
-    perf={"simulator": Case("performance size (checked, not timed)", {"rows": 32, "cols": 32}),
-          "gpu": Case("performance size", {"rows": 8192, "cols": 8192})},
-    bytes_moved=lambda s: 8 * s["rows"] * s["cols"], flops=lambda s: s["rows"] * s["cols"],
-    solution=Solution(source=SOLUTION, note="one thread per element, guarded in both directions"), writer="2d",
+    launch=launch_2d,
+    launch_text="2D: (ceil(cols / 16), ceil(rows / 16)) blocks of 16 × 16 threads (fixed)",
+    starter=STARTER,
+    hint="**Kernels** runs the 2D kernels of the lab (transpose, blur): their first lines compute row and column the "
+         "same way.",
+    page="Kernels",
+    tests=EDGES_2D,
+    threads=16,
+    perf={
+        "simulator": Case("performance size (checked, not timed)", {"rows": 32, "cols": 32}),
+        "gpu": Case("performance size", {"rows": 8192, "cols": 8192}),
+    },
+    bytes_moved=lambda s: 8 * s["rows"] * s["cols"],
+    flops=lambda s: s["rows"] * s["cols"],
+    solution=Solution(source=SOLUTION, note="one thread per element, guarded in both directions"),
+    writer="2d",
 )

@@ -29,17 +29,31 @@ def halve(a, out):
 '''
 
 PROBLEM = Problem(
-    key="blocks", order=6, title="Blocks (grid-stride loop)",
+    key="blocks",
+    order=6,
+    title="Blocks (grid-stride loop)",
     statement=f"Write `out[i] = a[i] * 0.5` for every `i < n`. The grid is fixed at {GRID} blocks of {BLOCK} threads "
-              f"whatever n is, so each thread must handle several elements: start at `cuda.grid(1)` and step by `cuda.gridsize(1)`.",
-    kernel_name="halve", params=("a", "out"), arrays="a, out: float32[n]",
+    "whatever n is, so each thread must handle several elements: start at `cuda.grid(1)` and step by "
+    "`cuda.gridsize(1)`.",
+    kernel_name="halve",
+    params=("a", "out"),
+    arrays="a, out: float32[n]",
     inputs=lambda rng, s: {"a": uniform(rng, s["n"])},
     outputs=lambda s: {"out": ((s["n"],), np.float32)},
     reference=lambda x, s: {"out": x["a"] * np.float32(0.5)},
-    launch=lambda s, t: ((GRID,), (BLOCK,)), launch_text=f"1D: {GRID} blocks of {BLOCK} threads, whatever n (fixed)",
-    starter=STARTER, hint="**Launch config** has a grid-stride explorer: which thread handles which element when the grid is smaller than n.",
-    page="Launch config", tests=EDGES_1D, threads=BLOCK,
-    perf={"simulator": Case("performance size (checked, not timed)", {"n": 2048}), "gpu": Case("performance size", {"n": 1 << 26})},
-    bytes_moved=lambda s: 8 * s["n"], flops=lambda s: s["n"],
+    launch=lambda s, t: ((GRID,), (BLOCK,)),
+    launch_text=f"1D: {GRID} blocks of {BLOCK} threads, whatever n (fixed)",
+    starter=STARTER,
+    hint="**Launch config** has a grid-stride explorer: which thread handles which element when the grid is smaller "
+         "than n.",
+    page="Launch config",
+    tests=EDGES_1D,
+    threads=BLOCK,
+    perf={
+        "simulator": Case("performance size (checked, not timed)", {"n": 2048}),
+        "gpu": Case("performance size", {"n": 1 << 26}),
+    },
+    bytes_moved=lambda s: 8 * s["n"],
+    flops=lambda s: s["n"],
     solution=Solution(source=SOLUTION, note="a grid-stride loop"),
 )

@@ -52,18 +52,31 @@ def _reference(x, s):
 
 
 PROBLEM = Problem(
-    key="shared", order=7, title="Shared memory",
+    key="shared",
+    order=7,
+    title="Shared memory",
     statement="Block b must write `out[b]` = the sum of `a[256·b : 256·(b+1)]` (the last block sums what is left). "
-              "Gather the block's values in a `cuda.shared.array`, synchronise with `cuda.syncthreads()`, then reduce them.",
-    kernel_name="block_sums", params=("a", "out"), arrays="a: float32[n] (small integers); out: float32[ceil(n / 256)]",
+    "Gather the block's values in a `cuda.shared.array`, synchronise with `cuda.syncthreads()`, then reduce them.",
+    kernel_name="block_sums",
+    params=("a", "out"),
+    arrays="a: float32[n] (small integers); out: float32[ceil(n / 256)]",
     inputs=lambda rng, s: {"a": small_ints(rng, s["n"])},
     outputs=lambda s: {"out": ((ceil_div(s["n"], 256),), np.float32)},
     reference=_reference,
-    launch=launch_1d, launch_text="1D: ceil(n / 256) blocks of 256 threads (fixed)",
-    starter=STARTER, hint="**Kernels** → Reduction, step 2 (shared-memory tree) is this kernel plus one atomic per block.",
-    page="Kernels", tests=EDGES_1D,
-    perf={"simulator": Case("performance size (checked, not timed)", {"n": 512}), "gpu": Case("performance size", {"n": 1 << 26})},
-    bytes_moved=lambda s: 4 * s["n"] + 4 * ceil_div(s["n"], 256), flops=lambda s: s["n"],
-    solution=Solution(source=SOLUTION, note="the lab's shared-memory tree (reduction step 2), writing each block's sum"),
+    launch=launch_1d,
+    launch_text="1D: ceil(n / 256) blocks of 256 threads (fixed)",
+    starter=STARTER,
+    hint="**Kernels** → Reduction, step 2 (shared-memory tree) is this kernel plus one atomic per block.",
+    page="Kernels",
+    tests=EDGES_1D,
+    perf={
+        "simulator": Case("performance size (checked, not timed)", {"n": 512}),
+        "gpu": Case("performance size", {"n": 1 << 26}),
+    },
+    bytes_moved=lambda s: 4 * s["n"] + 4 * ceil_div(s["n"], 256),
+    flops=lambda s: s["n"],
+    solution=Solution(
+        source=SOLUTION, note="the lab's shared-memory tree (reduction step 2), writing each block's sum"
+    ),
     tolerance=INTEGER_SUMS,
 )

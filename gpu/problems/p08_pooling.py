@@ -52,18 +52,31 @@ def _reference(x, s):
 
 
 PROBLEM = Problem(
-    key="pooling", order=8, title="Pooling",
+    key="pooling",
+    order=8,
+    title="Pooling",
     statement="Write `out[i] = a[i-2] + a[i-1] + a[i]`, leaving out terms before the start (so `out[0] = a[0]`). "
-              "Neighbouring threads read the same inputs: a block can load its window (its 256 values plus the 2 before) into shared memory once.",
-    kernel_name="pool3", params=("a", "out"), arrays="a, out: float32[n] (small integers)",
+    "Neighbouring threads read the same inputs: a block can load its window (its 256 values plus the 2 before) into "
+    "shared memory once.",
+    kernel_name="pool3",
+    params=("a", "out"),
+    arrays="a, out: float32[n] (small integers)",
     inputs=lambda rng, s: {"a": small_ints(rng, s["n"])},
     outputs=lambda s: {"out": ((s["n"],), np.float32)},
     reference=_reference,
-    launch=launch_1d, launch_text="1D: ceil(n / 256) blocks of 256 threads (fixed)",
-    starter=STARTER, hint="**Kernels** → Stencil: the tiled blur loads a tile plus its halo into shared memory, the 2D version of this.",
-    page="Kernels", tests=EDGES_1D,
-    perf={"simulator": Case("performance size (checked, not timed)", {"n": 512}), "gpu": Case("performance size", {"n": 1 << 26})},
-    bytes_moved=lambda s: 8 * s["n"], flops=lambda s: 2 * s["n"],
+    launch=launch_1d,
+    launch_text="1D: ceil(n / 256) blocks of 256 threads (fixed)",
+    starter=STARTER,
+    hint="**Kernels** → Stencil: the tiled blur loads a tile plus its halo into shared memory, the 2D version of this.",
+    page="Kernels",
+    tests=EDGES_1D,
+    perf={
+        "simulator": Case("performance size (checked, not timed)", {"n": 512}),
+        "gpu": Case("performance size", {"n": 1 << 26}),
+    },
+    bytes_moved=lambda s: 8 * s["n"],
+    flops=lambda s: 2 * s["n"],
     solution=Solution(source=SOLUTION, note="a shared tile with a two-element halo"),
-    tolerance=INTEGER_SUMS, writer="1d",
+    tolerance=INTEGER_SUMS,
+    writer="1d",
 )

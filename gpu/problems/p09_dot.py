@@ -41,19 +41,36 @@ def dot(a, b, out):
 '''
 
 PROBLEM = Problem(
-    key="dot", order=9, title="Dot product",
+    key="dot",
+    order=9,
+    title="Dot product",
     statement="Add `a[i] * b[i]` over all i into `out[0]`, which starts at zero. Many blocks take part, so each block "
-              "reduces its products in shared memory and adds its sum with `cuda.atomic.add(out, 0, value)`.",
-    kernel_name="dot", params=("a", "b", "out"), arrays="a, b: float32[n] (values −1, 0, 1); out: float32[1], zeroed",
+    "reduces its products in shared memory and adds its sum with `cuda.atomic.add(out, 0, value)`.",
+    kernel_name="dot",
+    params=("a", "b", "out"),
+    arrays="a, b: float32[n] (values −1, 0, 1); out: float32[1], zeroed",
     inputs=lambda rng, s: {"a": small_ints(rng, s["n"], -1, 1), "b": small_ints(rng, s["n"], -1, 1)},
     outputs=lambda s: {"out": ((1,), np.float32)},
-    reference=lambda x, s: {"out": np.array([np.dot(x["a"].astype(np.float64), x["b"].astype(np.float64))], np.float32)},
-    launch=launch_1d, launch_text="1D: ceil(n / 256) blocks of 256 threads (fixed)",
-    starter=STARTER, hint="**Kernels** → Reduction walks from one atomic per element to one per block (steps 1 to 4).",
-    page="Kernels", tests=EDGES_1D,
-    perf={"simulator": Case("performance size (checked, not timed)", {"n": 512}), "gpu": Case("performance size", {"n": 1 << 24})},
-    bytes_moved=lambda s: 8 * s["n"] + 4, flops=lambda s: 2 * s["n"],
-    solution=Solution(source=SOLUTION, note="products, a shared-memory tree per block (reduction step 2), one atomic per block"),
-    tolerance=Tolerance(why="exact: values are −1, 0 or 1, so every partial sum is an integer below 2^24, exact in float32 in any order"),
+    reference=lambda x, s: {
+        "out": np.array([np.dot(x["a"].astype(np.float64), x["b"].astype(np.float64))], np.float32)
+    },
+    launch=launch_1d,
+    launch_text="1D: ceil(n / 256) blocks of 256 threads (fixed)",
+    starter=STARTER,
+    hint="**Kernels** → Reduction walks from one atomic per element to one per block (steps 1 to 4).",
+    page="Kernels",
+    tests=EDGES_1D,
+    perf={
+        "simulator": Case("performance size (checked, not timed)", {"n": 512}),
+        "gpu": Case("performance size", {"n": 1 << 24}),
+    },
+    bytes_moved=lambda s: 8 * s["n"] + 4,
+    flops=lambda s: 2 * s["n"],
+    solution=Solution(
+        source=SOLUTION, note="products, a shared-memory tree per block (reduction step 2), one atomic per block"
+    ),
+    tolerance=Tolerance(
+        why="exact: values are −1, 0 or 1, so every partial sum is an integer below 2^24, exact in float32 in any order"
+    ),
     accumulate=("out",),
 )

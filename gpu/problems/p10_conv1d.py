@@ -56,18 +56,31 @@ def _reference(x, s):
 
 
 PROBLEM = Problem(
-    key="conv1d", order=10, title="1D convolution",
+    key="conv1d",
+    order=10,
+    title="1D convolution",
     statement=f"Write `out[i] = Σ a[i + k] · w[k]` for k < {K}, where values past the end of `a` count as zero. "
-              f"Each input is read by {K} threads: load a block's span (256 + {K - 1} values) and the weights into shared memory once.",
-    kernel_name="conv1d", params=("a", "w", "out"), arrays=f"a, out: float32[n]; w: float32[{K}] (small integers)",
+    f"Each input is read by {K} threads: load a block's span (256 + {K - 1} values) and the weights into shared memory "
+    "once.",
+    kernel_name="conv1d",
+    params=("a", "w", "out"),
+    arrays=f"a, out: float32[n]; w: float32[{K}] (small integers)",
     inputs=lambda rng, s: {"a": small_ints(rng, s["n"]), "w": small_ints(rng, K, -4, 4)},
     outputs=lambda s: {"out": ((s["n"],), np.float32)},
     reference=_reference,
-    launch=launch_1d, launch_text="1D: ceil(n / 256) blocks of 256 threads (fixed)",
-    starter=STARTER, hint="**Kernels** → Stencil: the tiled blur loads each input once per block into shared memory.",
-    page="Kernels", tests=EDGES_1D,
-    perf={"simulator": Case("performance size (checked, not timed)", {"n": 512}), "gpu": Case("performance size", {"n": 1 << 26})},
-    bytes_moved=lambda s: 8 * s["n"] + 4 * K, flops=lambda s: 2 * K * s["n"],
+    launch=launch_1d,
+    launch_text="1D: ceil(n / 256) blocks of 256 threads (fixed)",
+    starter=STARTER,
+    hint="**Kernels** → Stencil: the tiled blur loads each input once per block into shared memory.",
+    page="Kernels",
+    tests=EDGES_1D,
+    perf={
+        "simulator": Case("performance size (checked, not timed)", {"n": 512}),
+        "gpu": Case("performance size", {"n": 1 << 26}),
+    },
+    bytes_moved=lambda s: 8 * s["n"] + 4 * K,
+    flops=lambda s: 2 * K * s["n"],
     solution=Solution(source=SOLUTION, note="a shared tile with a K − 1 halo and the weights in shared memory"),
-    tolerance=INTEGER_SUMS, writer="1d",
+    tolerance=INTEGER_SUMS,
+    writer="1d",
 )

@@ -54,19 +54,31 @@ def _reference(x, s):
 
 
 PROBLEM = Problem(
-    key="prefix-sum", order=11, title="Prefix sum",
+    key="prefix-sum",
+    order=11,
+    title="Prefix sum",
     statement="Scan each block's 256 elements: `out[i] = a[s] + a[s+1] + … + a[i]` where `s = 256 · (i // 256)` "
-              "(every block restarts at its first element). Threads need each other's partial sums: use shared memory "
-              "and `cuda.syncthreads()` between reading and writing.",
-    kernel_name="block_scan", params=("a", "out"), arrays="a, out: int32[n]",
+    "(every block restarts at its first element). Threads need each other's partial sums: use shared memory "
+    "and `cuda.syncthreads()` between reading and writing.",
+    kernel_name="block_scan",
+    params=("a", "out"),
+    arrays="a, out: int32[n]",
     inputs=lambda rng, s: {"a": rng.integers(-100, 101, size=s["n"]).astype(np.int32)},
     outputs=lambda s: {"out": ((s["n"],), np.int32)},
     reference=_reference,
-    launch=launch_1d, launch_text="1D: ceil(n / 256) blocks of 256 threads (fixed)",
-    starter=STARTER, hint="**Kernels** → Reduction, step 2: the same shared array and syncthreads rhythm, keeping every partial sum.",
-    page="Kernels", tests=EDGES_1D,
-    perf={"simulator": Case("performance size (checked, not timed)", {"n": 512}), "gpu": Case("performance size", {"n": 1 << 26})},
-    bytes_moved=lambda s: 8 * s["n"], flops=lambda s: s["n"],
+    launch=launch_1d,
+    launch_text="1D: ceil(n / 256) blocks of 256 threads (fixed)",
+    starter=STARTER,
+    hint="**Kernels** → Reduction, step 2: the same shared array and syncthreads rhythm, keeping every partial sum.",
+    page="Kernels",
+    tests=EDGES_1D,
+    perf={
+        "simulator": Case("performance size (checked, not timed)", {"n": 512}),
+        "gpu": Case("performance size", {"n": 1 << 26}),
+    },
+    bytes_moved=lambda s: 8 * s["n"],
+    flops=lambda s: s["n"],
     solution=Solution(source=SOLUTION, note="Hillis-Steele in shared memory"),
-    tolerance=Tolerance(why="exact: int32 additions"), writer="1d",
+    tolerance=Tolerance(why="exact: int32 additions"),
+    writer="1d",
 )

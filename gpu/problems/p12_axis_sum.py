@@ -45,21 +45,36 @@ def row_sums(a, out):
 '''
 
 PROBLEM = Problem(
-    key="axis-sum", order=12, title="Axis sum",
-    statement="Write `out[r]` = the sum of row r of `a` (NumPy's `a.sum(axis=1)`). Block r handles row r; its 256 threads "
-              "stride along the row (a row can be longer or shorter than the block), then reduce in shared memory.",
-    kernel_name="row_sums", params=("a", "out"), arrays="a: float32[rows, cols] (small integers); out: float32[rows]",
+    key="axis-sum",
+    order=12,
+    title="Axis sum",
+    statement="Write `out[r]` = the sum of row r of `a` (NumPy's `a.sum(axis=1)`). Block r handles row r; its 256 "
+              "threads "
+    "stride along the row (a row can be longer or shorter than the block), then reduce in shared memory.",
+    kernel_name="row_sums",
+    params=("a", "out"),
+    arrays="a: float32[rows, cols] (small integers); out: float32[rows]",
     inputs=lambda rng, s: {"a": small_ints(rng, (s["rows"], s["cols"]))},
     outputs=lambda s: {"out": ((s["rows"],), np.float32)},
     reference=lambda x, s: {"out": x["a"].sum(axis=1, dtype=np.float32)},
-    launch=lambda s, t: ((s["rows"],), (BLOCK,)), launch_text=f"1D: one block per row, {BLOCK} threads each (fixed)",
-    starter=STARTER, hint="**Kernels** → Reduction: a block's shared-memory tree; here each block owns one row.",
+    launch=lambda s, t: ((s["rows"],), (BLOCK,)),
+    launch_text=f"1D: one block per row, {BLOCK} threads each (fixed)",
+    starter=STARTER,
+    hint="**Kernels** → Reduction: a block's shared-memory tree; here each block owns one row.",
     page="Kernels",
-    tests=(Case("1 × 1", {"rows": 1, "cols": 1}), Case("3 × 255", {"rows": 3, "cols": 255}),
-           Case("2 × 1000 (rows longer than the block)", {"rows": 2, "cols": 1000}), Case("5 × 20", {"rows": 5, "cols": 20})),
-    perf={"simulator": Case("performance size (checked, not timed)", {"rows": 2, "cols": 512}),
-          "gpu": Case("performance size", {"rows": 8192, "cols": 8192})},
-    bytes_moved=lambda s: 4 * s["rows"] * s["cols"] + 4 * s["rows"], flops=lambda s: s["rows"] * s["cols"],
+    tests=(
+        Case("1 × 1", {"rows": 1, "cols": 1}),
+        Case("3 × 255", {"rows": 3, "cols": 255}),
+        Case("2 × 1000 (rows longer than the block)", {"rows": 2, "cols": 1000}),
+        Case("5 × 20", {"rows": 5, "cols": 20}),
+    ),
+    perf={
+        "simulator": Case("performance size (checked, not timed)", {"rows": 2, "cols": 512}),
+        "gpu": Case("performance size", {"rows": 8192, "cols": 8192}),
+    },
+    bytes_moved=lambda s: 4 * s["rows"] * s["cols"] + 4 * s["rows"],
+    flops=lambda s: s["rows"] * s["cols"],
     solution=Solution(source=SOLUTION, note="a strided loop per thread, then a shared-memory tree per row"),
-    tolerance=INTEGER_SUMS, threads=BLOCK,
+    tolerance=INTEGER_SUMS,
+    threads=BLOCK,
 )

@@ -26,23 +26,43 @@ def _solution_launch(s):
 
 
 PROBLEM = Problem(
-    key="matmul", order=15, title="Matrix multiply",
+    key="matmul",
+    order=15,
+    title="Matrix multiply",
     statement="Write `c = a @ b` for n × n matrices: `c[r, j] = Σ_k a[r, k] · b[k, j]`. One thread per element of c in "
-              "16 × 16 blocks; the fast kernels stage tiles of a and b in shared memory (and registers) and reuse them.",
-    kernel_name="matmul", params=("a", "b", "c"), arrays="a, b, c: float32[n, n] (a and b small integers)",
-    inputs=lambda rng, s: {"a": small_ints(rng, (s["n"], s["n"]), -4, 4), "b": small_ints(rng, (s["n"], s["n"]), -4, 4)},
+    "16 × 16 blocks; the fast kernels stage tiles of a and b in shared memory (and registers) and reuse them.",
+    kernel_name="matmul",
+    params=("a", "b", "c"),
+    arrays="a, b, c: float32[n, n] (a and b small integers)",
+    inputs=lambda rng, s: {
+        "a": small_ints(rng, (s["n"], s["n"]), -4, 4),
+        "b": small_ints(rng, (s["n"], s["n"]), -4, 4),
+    },
     outputs=lambda s: {"c": ((s["n"], s["n"]), np.float32)},
     reference=lambda x, s: {"c": (x["a"].astype(np.float64) @ x["b"].astype(np.float64)).astype(np.float32)},
     launch=lambda s, t: ((ceil_div(s["n"], SIDE), ceil_div(s["n"], SIDE)), (SIDE, SIDE)),
     launch_text=f"2D: (ceil(n / {SIDE}), ceil(n / {SIDE})) blocks of {SIDE} × {SIDE} threads (fixed)",
-    starter=STARTER, hint="**Kernels** → Matrix multiply: naive, shared-memory tiles, register tiling; **Roofline** shows why tiling pays.",
+    starter=STARTER,
+    hint="**Kernels** → Matrix multiply: naive, shared-memory tiles, register tiling; **Roofline** shows why tiling "
+         "pays.",
     page="Kernels",
     tests=(Case("1 × 1", {"n": 1}), Case("15 × 15 (less than a block)", {"n": 15}), Case("33 × 33 (edges)", {"n": 33})),
-    perf={"simulator": Case("performance size (checked, not timed)", {"n": 48}), "gpu": Case("performance size", {"n": 4096})},
-    bytes_moved=lambda s: 12 * s["n"] ** 2, flops=lambda s: 2 * s["n"] ** 3,
-    solution=Solution(module="gpu.kernels.matmul", name="matmul_register_kernel", launch=_solution_launch,
-                      note="the lab's register-tiled kernel (8 × 8 outputs per thread, 128 × 128 per block)"),
-    tolerance=Tolerance(why="exact: entries are integers from −4 to 4, so every partial sum is an integer below 2^24, "
-                            "exact in float32 in any order and with or without fused multiply-adds"),
-    threads=SIDE, writer="2d",
+    perf={
+        "simulator": Case("performance size (checked, not timed)", {"n": 48}),
+        "gpu": Case("performance size", {"n": 4096}),
+    },
+    bytes_moved=lambda s: 12 * s["n"] ** 2,
+    flops=lambda s: 2 * s["n"] ** 3,
+    solution=Solution(
+        module="gpu.kernels.matmul",
+        name="matmul_register_kernel",
+        launch=_solution_launch,
+        note="the lab's register-tiled kernel (8 × 8 outputs per thread, 128 × 128 per block)",
+    ),
+    tolerance=Tolerance(
+        why="exact: entries are integers from −4 to 4, so every partial sum is an integer below 2^24, "
+        "exact in float32 in any order and with or without fused multiply-adds"
+    ),
+    threads=SIDE,
+    writer="2d",
 )

@@ -8,9 +8,9 @@ from __future__ import annotations
 import json
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from gpu.core.backend import BACKEND
 from gpu.core.device import device_info, host_info, library_versions
@@ -93,11 +93,17 @@ class CheckReport:
             *([f"**{SIMULATED_WARNING}**", ""] if BACKEND.simulated else []),
             "# Kernel Lab GPU check",
             "",
-            f"- measurement rules: version {METHODOLOGY_VERSION} (README, \"How it measures\")",
+            f'- measurement rules: version {METHODOLOGY_VERSION} (README, "How it measures")',
             f"- started: {self.started_at} ({'quick' if self.quick else 'full'} run)",
             f"- backend: {BACKEND.label}; device: {dev.name}"
-            + (f", compute capability {dev.compute_capability}, {dev.multiprocessors} SMs" if dev.compute_capability else ""),
-            f"- driver: {dev.driver_version}, runtime: {dev.runtime_version}" if dev.driver_version else "- driver: none (simulator)",
+            + (
+                f", compute capability {dev.compute_capability}, {dev.multiprocessors} SMs"
+                if dev.compute_capability
+                else ""
+            ),
+            f"- driver: {dev.driver_version}, runtime: {dev.runtime_version}"
+            if dev.driver_version
+            else "- driver: none (simulator)",
             f"- host: {host_info().cpu}, {host_info().logical_cores} logical cores",
             f"- versions: {versions}",
             f"- result: **{'PASS' if self.passed else 'FAIL'}**",
@@ -146,10 +152,17 @@ def correctness_section(ctx: CheckContext) -> Section:
         f"× block sizes {', '.join(map(str, CHECK_BLOCK_SIZES))}."
     ]
     if skipped:
-        md.append(f"Skipped sizes (over this backend's limit of {ctx.max_n:,}): {', '.join(f'{n:,}' for n in skipped)}.")
+        md.append(
+            f"Skipped sizes (over this backend's limit of {ctx.max_n:,}): {', '.join(f'{n:,}' for n in skipped)}."
+        )
     for r in failures:
-        md.append(f"- FAIL N={r['n']}, {r['threads_per_block']} threads: {r['mismatches']} mismatches, max |diff| {r['max_abs_diff']:g}")
-    return Section("correctness", "Correctness against NumPy", passed, {"launches": rows, "skipped_sizes": skipped}, "\n".join(md))
+        md.append(
+            f"- FAIL N={r['n']}, {r['threads_per_block']} threads: {r['mismatches']} mismatches, max |diff| "
+            f"{r['max_abs_diff']:g}"
+        )
+    return Section(
+        "correctness", "Correctness against NumPy", passed, {"launches": rows, "skipped_sizes": skipped}, "\n".join(md)
+    )
 
 
 def breakdown_section(ctx: CheckContext) -> Section:
@@ -160,6 +173,7 @@ def breakdown_section(ctx: CheckContext) -> Section:
     ctx.say(f"breakdown at N={n:,}")
     policy = RepeatPolicy.count(3 if ctx.quick else 20)
     run = run_vector_add(n, 256, policy, python_budget_s=2.0 if ctx.quick else 15.0, max_n=ctx.max_n)
+    first_compile_s = ctx.first_compile_s if ctx.first_compile_s is not None else run.compile_s
     md = [
         f"N = {n:,} float32, 256 threads per block, {policy.describe()}; medians.",
         "",
@@ -167,24 +181,33 @@ def breakdown_section(ctx: CheckContext) -> Section:
         "|---|---|---|---|---|",
         # the simulator compiles nothing: "0 ns" would read as a measured compile
         f"| kernel compile (or cache load), first in this check | "
-        f"{'n/a (simulator)' if BACKEND.simulated else format_seconds(ctx.first_compile_s if ctx.first_compile_s is not None else run.compile_s)} | | | "
+        f"{'n/a (simulator)' if BACKEND.simulated else format_seconds(first_compile_s)} | | | "
         f"{'—' if BACKEND.simulated else 1} |",
     ]
     for phase, stats in run.gpu.items():
         flag = " (fewer than 3: spread unknown)" if stats.few_samples else ""
         retried = f", {stats.retries} retried" if stats.retries else ""
-        md.append(f"| GPU {phase} | {format_seconds(stats.median_s)} | {format_seconds(stats.min_s)} | {format_seconds(stats.max_s)} | {stats.n_samples}{flag}{retried} |")
+        md.append(
+            f"| GPU {phase} | {format_seconds(stats.median_s)} | {format_seconds(stats.min_s)} | "
+            f"{format_seconds(stats.max_s)} | {stats.n_samples}{flag}{retried} |"
+        )
     for name, t in run.cpu.items():
         if t.stats is None:
             md.append(f"| CPU {name} | skipped: {t.skipped} | | | 0 |")
         else:
             flag = " (fewer than 3: spread unknown)" if t.stats.few_samples else ""
-            md.append(f"| CPU {name} | {format_seconds(t.stats.median_s)} | {format_seconds(t.stats.min_s)} | {format_seconds(t.stats.max_s)} | {t.stats.n_samples}{flag} |")
+            md.append(
+                f"| CPU {name} | {format_seconds(t.stats.median_s)} | {format_seconds(t.stats.min_s)} | "
+                f"{format_seconds(t.stats.max_s)} | {t.stats.n_samples}{flag} |"
+            )
     sim = " (simulated: not GPU performance)" if BACKEND.simulated else ""
     md += ["", f"Kernel effective bandwidth: {run.kernel_bandwidth_gbps:,.4g} GB/s (12 bytes per element){sim}."]
     for s in run.speedups:
         if s.baseline in ("python", "numpy"):
-            md.append(f"- GPU {s.gpu_measure} vs {s.baseline}: {format_factor(s.factor)}{' (estimated baseline)' if s.estimated else ''}{sim}")
+            md.append(
+                f"- GPU {s.gpu_measure} vs {s.baseline}: "
+                f"{format_factor(s.factor)}{' (estimated baseline)' if s.estimated else ''}{sim}"
+            )
     md.append(f"- agreement: {'all bit-identical' if run.agree else 'MISMATCH'}")
     return Section("breakdown", f"Vector add breakdown at N = {n:,}", run.agree, {"run": run.to_dict()}, "\n".join(md))
 
@@ -234,9 +257,13 @@ def launch_section(ctx: CheckContext) -> Section:
     # the sweep
     n = min(LAUNCH_SWEEP_N, ctx.max_n) if not ctx.quick else min(512, ctx.max_n)
     if ctx.quick:
-        sweep = run_launch_sweep(n, (32, 256), grid_stride_multiples=(1,), policy=RepeatPolicy.count(2), max_n=ctx.max_n, on_progress=ctx.say)
+        sweep = run_launch_sweep(
+            n, (32, 256), grid_stride_multiples=(1,), policy=RepeatPolicy.count(2), max_n=ctx.max_n, on_progress=ctx.say
+        )
     else:
-        sweep = run_launch_sweep(n, extra_block_size=100, policy=RepeatPolicy.count(30), max_n=ctx.max_n, on_progress=ctx.say)
+        sweep = run_launch_sweep(
+            n, extra_block_size=100, policy=RepeatPolicy.count(30), max_n=ctx.max_n, on_progress=ctx.say
+        )
 
     # the inspector
     ctx.say("inspecting the compiled kernel")
@@ -245,10 +272,14 @@ def launch_section(ctx: CheckContext) -> Section:
     inspector_ok = not inspection.available or (
         inspection.ptx_found and (inspection.regs_per_thread or 0) > 0 and needed <= set(inspection.roles_found)
     )
+    sizes = ", ".join(
+        f"N={p.summary.n}/{p.summary.threads_per_block}" + ("gs" if p.summary.grid_stride else "") for p in probes
+    )
 
     md = [
         f"Indexing probe: {sum(p.passed for p in probes)} of {len(probes)} launches recorded exactly the NumPy index "
-        f"arithmetic (sizes {', '.join(f'N={p.summary.n}/{p.summary.threads_per_block}' + ('gs' if p.summary.grid_stride else '') for p in probes)}); "
+        "arithmetic (sizes "
+        f"{sizes}); "
         f"grid-stride coverage exactly once: {all(p.coverage_ok is not False for p in probes)}.",
         "",
         f"Block-size sweep at N = {sweep.n:,} float32 ({sweep.bytes_moved / 1e6:,.0f} MB moved per kernel), "
@@ -262,8 +293,10 @@ def launch_section(ctx: CheckContext) -> Section:
         best = " **best**" if c.label == sweep.best.label else ""
         marks = ("*" if c.kernel.few_samples else "") + ("°" if sweep.l2_resident else "")
         md.append(
-            f"| {c.label}{best} | {c.blocks:,} | {format_seconds(c.kernel.median_s)}{marks} | {format_seconds(c.kernel.min_s)} | "
-            f"{format_seconds(c.kernel.max_s)} | {c.kernel.n_samples} | {sweep.bandwidth_gbps(c.kernel.median_s):,.4g} | {occ} |"
+            f"| {c.label}{best} | {c.blocks:,} | {format_seconds(c.kernel.median_s)}{marks} | "
+            f"{format_seconds(c.kernel.min_s)} | "
+            f"{format_seconds(c.kernel.max_s)} | {c.kernel.n_samples} | {sweep.bandwidth_gbps(c.kernel.median_s):,.4g} "
+            f"| {occ} |"
         )
     if any(c.kernel.few_samples for c in sweep.configs):
         md += ["", "\\* fewer than 3 samples: spread unknown."]
@@ -272,9 +305,12 @@ def launch_section(ctx: CheckContext) -> Section:
     md += ["", explanation(sweep), "", f"- agreement: {'all bit-identical' if sweep.agree else 'MISMATCH'}"]
     if inspection.available:
         md += [
-            f"- inspector: {inspection.regs_per_thread} registers per thread, {inspection.local_mem_per_thread_bytes} B local "
-            f"memory per thread, {inspection.shared_mem_per_block_bytes} B shared per block, max {inspection.max_threads_per_block} "
-            f"threads per block; PTX {'found' if inspection.ptx_found else 'MISSING'} ({len(inspection.ptx.splitlines()) if inspection.ptx else 0} lines), "
+            f"- inspector: {inspection.regs_per_thread} registers per thread, {inspection.local_mem_per_thread_bytes} "
+            "B local "
+            f"memory per thread, {inspection.shared_mem_per_block_bytes} B shared per block, max "
+            f"{inspection.max_threads_per_block} "
+            f"threads per block; PTX {'found' if inspection.ptx_found else 'MISSING'} "
+            f"({len(inspection.ptx.splitlines()) if inspection.ptx else 0} lines), "
             f"roles pointed out: {', '.join(inspection.roles_found) or 'none'}"
             + (f"; not found: {', '.join(inspection.roles_missing)}" if inspection.roles_missing else "")
             + f"; SASS: {'yes' if inspection.sass else inspection.sass_note}",
@@ -286,7 +322,9 @@ def launch_section(ctx: CheckContext) -> Section:
     else:
         md.append(f"- inspector: {inspection.reason}")
     data = {
-        "probes": [{k: v for k, v in p.to_dict().items() if k not in ("records", "handled_by", "device")} for p in probes],
+        "probes": [
+            {k: v for k, v in p.to_dict().items() if k not in ("records", "handled_by", "device")} for p in probes
+        ],
         "sweep": to_json(sweep),
         "inspector": {k: v for k, v in inspection.to_dict().items() if k not in ("sass", "device")},
     }
@@ -321,13 +359,18 @@ def methodology_section(ctx: CheckContext) -> Section:
 
     telemetry = ctx.telemetry.summary() if ctx.telemetry is not None else None
     passed, data, markdown = methodology(ctx.quick, ctx.max_n, ctx.say, ctx.sections, telemetry)
-    return Section("methodology", "Methodology: L2, stream hold, launch overhead, telemetry, samples", passed, data, markdown)
-
+    return Section(
+        "methodology", "Methodology: L2, stream hold, launch overhead, telemetry, samples", passed, data, markdown
+    )
 
 
 def declared_sections() -> list[Callable[[CheckContext], Section]]:
     """Every declaration's ``check`` sections, in the experiments' order, then the methodology (which reads them)."""
-    return [_keyed(section.run.resolve(), section.key) for experiment in experiments() for section in experiment.check_sections()] + [methodology_section]
+    return [
+        _keyed(section.run.resolve(), section.key)
+        for experiment in experiments()
+        for section in experiment.check_sections()
+    ] + [methodology_section]
 
 
 def _keyed(section_fn: Callable[[CheckContext], Section], key: str) -> Callable[[CheckContext], Section]:
@@ -354,7 +397,11 @@ def run_check(
     ``quick`` (default: True in the simulator) keeps sizes small.
     """
     quick = BACKEND.simulated if quick is None else quick
-    ctx = CheckContext(quick=quick, max_n=min(max_vector_n(), SIMULATOR_MAX_N) if quick else max_vector_n(), say=on_progress or (lambda _m: None))
+    ctx = CheckContext(
+        quick=quick,
+        max_n=min(max_vector_n(), SIMULATOR_MAX_N) if quick else max_vector_n(),
+        say=on_progress or (lambda _m: None),
+    )
     report = CheckReport(started_at=utc_timestamp(), quick=quick)
     from gpu.core.telemetry import TelemetryMonitor
 
@@ -371,7 +418,9 @@ def run_check(
             section = section_fn(ctx)
         except Exception as exc:  # record and go on: one broken section must not hide the rest
             name = getattr(section_fn, "section_key", None) or section_fn.__name__.removesuffix("_section")
-            section = Section(name, name, False, {"error": repr(exc)}, f"error: `{exc!r}`\n\n```\n{traceback.format_exc()}```")
+            section = Section(
+                name, name, False, {"error": repr(exc)}, f"error: `{exc!r}`\n\n```\n{traceback.format_exc()}```"
+            )
         report.sections.append(Section(**{**section.__dict__, "duration_s": time.perf_counter() - start}))
         if out is not None:
             report.write(out)
@@ -381,4 +430,4 @@ def run_check(
     return report
 
 
-__all__ = ["CheckContext", "CheckReport", "SECTIONS", "Section", "declared_sections", "run_check"]
+__all__ = ["CheckContext", "CheckReport", "SECTIONS", "Section", "declared_sections", "run_check"]  # noqa: F822  (SECTIONS: __getattr__)

@@ -12,8 +12,8 @@ import argparse
 
 from gpu.core.arch import TARGETS, target_named
 from gpu.core.compiler import CompileFacts, available_targets, compile_many, first_line, toolkit
-from gpu.core.limits import InputError
 from gpu.core.jsonout import print_json
+from gpu.core.limits import InputError
 from gpu.report.kernel_index import find_kernels, kernel_named
 
 STATIC_FACTS = "static facts from the compiler, not measurements"
@@ -21,12 +21,30 @@ STATIC_FACTS = "static facts from the compiler, not measurements"
 
 def add_command(sub) -> None:
     """Register the ``compile`` subcommand on the CLI's subparsers."""
-    p = sub.add_parser("compile", help="every kernel compiled by NVVM + ptxas per target: registers, spills, shared memory, occupancy (no GPU needed)")
-    p.add_argument("--kernel", action="append", default=None, metavar="NAME", help="only this kernel (function name); repeat for several")
-    p.add_argument("--target", action="append", default=None, metavar="SM",
-                   help=f"only this target, e.g. sm_90 or 9.0; repeat for several (default: every target this ptxas knows, of {', '.join(TARGETS)})")
+    p = sub.add_parser(
+        "compile",
+        help="every kernel compiled by NVVM + ptxas per target: registers, spills, shared memory, occupancy (no GPU "
+             "needed)",
+    )
+    p.add_argument(
+        "--kernel",
+        action="append",
+        default=None,
+        metavar="NAME",
+        help="only this kernel (function name); repeat for several",
+    )
+    p.add_argument(
+        "--target",
+        action="append",
+        default=None,
+        metavar="SM",
+        help="only this target, e.g. sm_90 or 9.0; repeat for several (default: every target this ptxas knows, of "
+             f"{', '.join(TARGETS)})",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("--code", action="store_true", help="with --json: include each kernel's PTX and SASS (nvdisasm: slower)")
+    p.add_argument(
+        "--code", action="store_true", help="with --json: include each kernel's PTX and SASS (nvdisasm: slower)"
+    )
     p.set_defaults(func=run_command)
 
 
@@ -59,7 +77,9 @@ def table(facts: list[CompileFacts]) -> str:
     """One line per kernel, signature and target."""
     tools = toolkit()
     lines = [f"Compiled here by NVVM/ptxas {tools.version or '?'} — {STATIC_FACTS}."]
-    header = f"{'kernel':<30} {'target':<7} {'regs':>5} {'spilled B':>9} {'shared B':>9} {'stack B':>7} {'occupancy':>17}"
+    header = (
+        f"{'kernel':<30} {'target':<7} {'regs':>5} {'spilled B':>9} {'shared B':>9} {'stack B':>7} {'occupancy':>17}"
+    )
     for target in dict.fromkeys(f.target for f in facts):
         lines += ["", TARGETS[target].label, header]
         for f in (f for f in facts if f.target == target):
@@ -72,7 +92,10 @@ def table(facts: list[CompileFacts]) -> str:
                 f"{f.shared_memory_bytes:>9,} {f.stack_frame_bytes:>7,} {occ:>17}"
             )
     failed = [f for f in facts if not f.ok]
-    lines += ["", f"{len(facts) - len(failed)} of {len(facts)} compiled" + (f"; {len(failed)} failed" if failed else "")]
+    lines += [
+        "",
+        f"{len(facts) - len(failed)} of {len(facts)} compiled" + (f"; {len(failed)} failed" if failed else ""),
+    ]
     return "\n".join(lines)
 
 

@@ -24,7 +24,12 @@ from gpu.service.references import ARTICLE, References
 
 YOUR_CPU = "your CPU, measured now"
 SHORT = {"python": "Python loop", "numpy": "NumPy", "numba": "Numba @njit", "numba-parallel": "Numba parallel"}
-GPU_MEASURES = {"kernel": "Kernel alone", "total": "GPU end to end (pageable copies)", "h2d": "H2D copy", "d2h": "D2H copy"}
+GPU_MEASURES = {
+    "kernel": "Kernel alone",
+    "total": "GPU end to end (pageable copies)",
+    "h2d": "H2D copy",
+    "d2h": "D2H copy",
+}
 
 
 @dataclass(frozen=True)
@@ -43,8 +48,15 @@ class CpuFigure:
         return SHORT[self.name]
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "label": self.label, "n": self.n, "median_s": self.median_s, "estimated": self.estimated,
-                "samples": self.samples, "skipped": self.skipped}
+        return {
+            "name": self.name,
+            "label": self.label,
+            "n": self.n,
+            "median_s": self.median_s,
+            "estimated": self.estimated,
+            "samples": self.samples,
+            "skipped": self.skipped,
+        }
 
 
 def _your(figure: CpuFigure) -> str:
@@ -80,7 +92,8 @@ class VectorAddVsRecorded:
         return figure.median_s / gpu_s
 
     def sentences(self) -> list[str]:
-        """Where the GPU figures come from, then kernel and end to end against your NumPy, the Python loop, Numba parallel."""
+        """Where the GPU figures come from, then kernel and end to end against your NumPy, the Python loop, Numba
+        parallel."""
         rec, dev = self.recorded, self.recorded.device
         kernel_s, total_s = rec.phases["kernel"], rec.phases["total"]
         out = [_source_sentence(rec)]
@@ -88,26 +101,42 @@ class VectorAddVsRecorded:
         if numpy is not None:
             out.append(
                 f"On the recorded {dev} the kernel alone takes {format_seconds(kernel_s)}: "
-                f"{times_words(numpy.median_s / kernel_s, _your(numpy))} ({format_seconds(numpy.median_s)} at N = {self.cpu_n:,})."
+                f"{times_words(numpy.median_s / kernel_s, _your(numpy))} ({format_seconds(numpy.median_s)} at N = "
+                f"{self.cpu_n:,})."
             )
-            copies = f" (H2D {format_seconds(rec.phases['h2d'])}, D2H {format_seconds(rec.phases['d2h'])})" if "h2d" in rec.phases and "d2h" in rec.phases else ""
+            copies = (
+                f" (H2D {format_seconds(rec.phases['h2d'])}, D2H {format_seconds(rec.phases['d2h'])})"
+                if "h2d" in rec.phases and "d2h" in rec.phases
+                else ""
+            )
             out.append(
                 f"With pageable copies the GPU takes {format_seconds(total_s)} end to end{copies}, your NumPy "
-                f"{format_seconds(numpy.median_s)}: the recorded GPU is {times_words(numpy.median_s / total_s, _your(numpy))}."
+                f"{format_seconds(numpy.median_s)}: the recorded GPU is "
+                f"{times_words(numpy.median_s / total_s, _your(numpy))}."
             )
         else:
-            out.append(f"On the recorded {dev} the kernel alone takes {format_seconds(kernel_s)}, and with pageable copies {format_seconds(total_s)}.")
+            out.append(
+                f"On the recorded {dev} the kernel alone takes {format_seconds(kernel_s)}, and with pageable copies "
+                f"{format_seconds(total_s)}."
+            )
         if rec.pinned_total_s is not None:
-            out.append(f"With pinned host memory the recorded GPU takes {format_seconds(rec.pinned_total_s)} for the same add (Transfers page).")
+            out.append(
+                f"With pinned host memory the recorded GPU takes {format_seconds(rec.pinned_total_s)} for the same add "
+                "(Transfers page)."
+            )
         python = self.figure("python")
         if python is not None:
             if python.estimated:
                 lead = f"Your Python loop was not run ({python.skipped}); against its estimate"
             else:
-                lead = f"Your Python loop, the article's CPU code, took {format_seconds(python.median_s)} ({python.samples} sample{'s' if python.samples != 1 else ''})"
+                lead = (f"Your Python loop, the article's CPU code, took {format_seconds(python.median_s)} "
+                        f"({python.samples} sample{'s' if python.samples != 1 else ''})")
                 if self.cpu_n == ARTICLE.n:
                     lead += f", where the article printed {ARTICLE.cpu_time_s:.2f} s on Colab's CPU"
-            out.append(f"{lead}: the recorded GPU, copies included, is {times_words(python.median_s / total_s, _your(python))}.")
+            out.append(
+                f"{lead}: the recorded GPU, copies included, is "
+                f"{times_words(python.median_s / total_s, _your(python))}."
+            )
         parallel = self.figure("numba-parallel")
         if parallel is not None:
             out.append(
@@ -117,7 +146,8 @@ class VectorAddVsRecorded:
         return out
 
     def to_frame(self):
-        """One row per figure: source ("your CPU, measured now" or the recorded label), measure, n, median_s, estimated."""
+        """One row per figure: source ("your CPU, measured now" or the recorded label), measure, n, median_s,
+        estimated."""
         import pandas as pd
 
         rows = [(YOUR_CPU, f.label, f.n, f.median_s, f.estimated) for f in self.cpu]
@@ -132,7 +162,11 @@ class VectorAddVsRecorded:
             "cpu": {f.name: f.to_dict() for f in self.cpu},
             "gpu_label": self.recorded.label,
             "recorded": self.recorded.to_dict(),
-            "ratios": {f"{name}_over_recorded_{m}": self.ratio(name, m) for name in (f.name for f in self.cpu) for m in ("kernel", "total")},
+            "ratios": {
+                f"{name}_over_recorded_{m}": self.ratio(name, m)
+                for name in (f.name for f in self.cpu)
+                for m in ("kernel", "total")
+            },
             "sentences": self.sentences(),
         }
 
@@ -177,10 +211,15 @@ class SweepVsRecorded:
         return next((f for f in self.cpu if f.n == n and f.name == name), None)
 
     def crossover(self, name: str, measure: str):
-        """Where the recorded GPU ``measure`` overtakes your ``name`` (``find_crossover`` on the exactly matched sizes)."""
+        """Where the recorded GPU ``measure`` overtakes your ``name`` (``find_crossover`` on the exactly matched
+        sizes)."""
         from gpu.core.crossover import find_crossover
 
-        pairs = [(n, self.at(n).phases.get(measure), self.cpu_at(n, name)) for n in self.sizes if self.at(n) is not None and self.at(n).exact]
+        pairs = [
+            (n, self.at(n).phases.get(measure), self.cpu_at(n, name))
+            for n in self.sizes
+            if self.at(n) is not None and self.at(n).exact
+        ]
         pairs = [(n, g, c.median_s) for n, g, c in pairs if g and c is not None]
         if not pairs:
             return "unknown", None, pairs
@@ -197,8 +236,12 @@ class SweepVsRecorded:
         inexact = [r for r in self.recorded if not r.exact]
         if inexact:
             out.append(
-                "Recorded at the same N for " + f"{len(self.recorded) - len(inexact)} of {len(self.recorded)} sizes; for the others the nearest "
-                "recorded N is used: " + "; ".join(f"{r.requested_n:,} → {r.n:,}" for r in inexact[:6]) + ("; …" if len(inexact) > 6 else "") + "."
+                "Recorded at the same N for "
+                + f"{len(self.recorded) - len(inexact)} of {len(self.recorded)} sizes; for the others the nearest "
+                "recorded N is used: "
+                + "; ".join(f"{r.requested_n:,} → {r.n:,}" for r in inexact[:6])
+                + ("; …" if len(inexact) > 6 else "")
+                + "."
             )
         dev = first.device
         for name in ("numpy", "numba-parallel"):
@@ -208,20 +251,31 @@ class SweepVsRecorded:
                 kind, where, pairs = self.crossover(name, measure)
                 other = f"your {SHORT[name]}"
                 if kind == "from":
-                    out.append(f"On the recorded {dev}, {who} beats {other} from N ≈ {format_n(where, 2)}, where the medians cross.")
+                    out.append(
+                        f"On the recorded {dev}, {who} beats {other} from N ≈ {format_n(where, 2)}, where the medians "
+                        "cross."
+                    )
                 elif kind == "always":
-                    out.append(f"On the recorded {dev}, {who} beats {other} at every size compared (from N = {pairs[0][0]:,}).")
+                    out.append(
+                        f"On the recorded {dev}, {who} beats {other} at every size compared (from N = {pairs[0][0]:,})."
+                    )
                 elif kind == "never":
-                    out.append(f"On the recorded {dev}, {who} does not beat {other} at the largest size compared (N = {pairs[-1][0]:,}).")
+                    out.append(
+                        f"On the recorded {dev}, {who} does not beat {other} at the largest size compared (N = "
+                        f"{pairs[-1][0]:,})."
+                    )
         top = self.sizes[-1] if self.sizes else None
         rec = self.at(top) if top else None
         numpy = self.cpu_at(top, "numpy") if top else None
         if rec is not None and numpy is not None:
             out.append(
-                f"At N = {top:,}: your NumPy {format_seconds(numpy.median_s)}; the recorded kernel alone {format_seconds(rec.phases['kernel'])} "
-                f"({times_words(numpy.median_s / rec.phases['kernel'], 'your NumPy')}), end to end {format_seconds(rec.phases['total'])} "
+                f"At N = {top:,}: your NumPy {format_seconds(numpy.median_s)}; the recorded kernel alone "
+                f"{format_seconds(rec.phases['kernel'])} "
+                f"({times_words(numpy.median_s / rec.phases['kernel'], 'your NumPy')}), end to end "
+                f"{format_seconds(rec.phases['total'])} "
                 f"({times_words(numpy.median_s / rec.phases['total'], 'your NumPy')})"
-                + ("" if rec.exact else f" — at the nearest recorded N, {rec.n:,}") + "."
+                + ("" if rec.exact else f" — at the nearest recorded N, {rec.n:,}")
+                + "."
             )
         return out
 
@@ -231,7 +285,11 @@ class SweepVsRecorded:
 
         rows = [(f.n, f.n, YOUR_CPU, f.label, f.median_s, f.estimated) for f in self.cpu]
         for r in self.recorded:
-            rows += [(r.requested_n, r.n, r.label, GPU_MEASURES[m], r.phases[m], False) for m in ("kernel", "total") if m in r.phases]
+            rows += [
+                (r.requested_n, r.n, r.label, GPU_MEASURES[m], r.phases[m], False)
+                for m in ("kernel", "total")
+                if m in r.phases
+            ]
         return pd.DataFrame(rows, columns=["n", "recorded_n", "source", "measure", "median_s", "estimated"])
 
     def to_dict(self) -> dict:
@@ -276,4 +334,12 @@ def companion(result: Any, refs: References | None = None):
     return None
 
 
-__all__ = ["YOUR_CPU", "CpuFigure", "SweepVsRecorded", "VectorAddVsRecorded", "companion", "sweep_vs_recorded", "vector_add_vs_recorded"]
+__all__ = [
+    "YOUR_CPU",
+    "CpuFigure",
+    "SweepVsRecorded",
+    "VectorAddVsRecorded",
+    "companion",
+    "sweep_vs_recorded",
+    "vector_add_vs_recorded",
+]

@@ -8,7 +8,7 @@ passed, its headline measures, its JSON (with its report's prose) and its summar
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from gpu.core.backend import BACKEND
 from gpu.experiments.base import checked_measures
@@ -28,7 +28,12 @@ def section(key: str) -> Callable[[CheckContext], Section]:
         ctx.say(f"{experiment.title}: {params}")
         result = experiment.execute(params, ctx.say)
         passed = experiment.passed(result)
-        data = {"params": params, "passed": passed, "measures": checked_measures(experiment, result), "run": to_json(result)}
+        data = {
+            "params": params,
+            "passed": passed,
+            "measures": checked_measures(experiment, result),
+            "run": to_json(result),
+        }
         markdown = f"{'PASS' if passed else 'FAIL'}: {experiment.summary}\n\n```\n{summary(result)}\n```"
         return Section(key, f"{experiment.title}: {experiment.summary}", passed, data, markdown)
 

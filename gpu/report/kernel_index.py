@@ -43,7 +43,9 @@ class FoundKernel:
         if self.launch is None:
             return []
         return [
-            CompileRequest(self.name, sig, self.name, module=self.module, threads_per_block=self.launch.threads_per_block)
+            CompileRequest(
+                self.name, sig, self.name, module=self.module, threads_per_block=self.launch.threads_per_block
+            )
             for sig in self.launch.signatures
         ]
 

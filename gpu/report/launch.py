@@ -66,7 +66,8 @@ def explanation(run: LaunchSweepRun) -> str:
 def summary(run: LaunchSweepRun) -> str:
     lines = [
         f"launch sweep, N = {run.n:,} float32, {run.device.name} ({run.backend}), {run.policy.describe()}",
-        f"{'configuration':<30} {'blocks':>10} {'median':>11} {'min':>10} {'max':>10} {'n':>4} {'GB/s':>8} {'occupancy':>10}",
+        f"{'configuration':<30} {'blocks':>10} {'median':>11} {'min':>10} {'max':>10} {'n':>4} {'GB/s':>8} "
+        f"{'occupancy':>10}",
     ]
     best = run.best.label
     l2 = "°" if run.l2_resident else ""
@@ -84,7 +85,10 @@ def summary(run: LaunchSweepRun) -> str:
     if any(c.kernel.few_samples for c in run.configs):
         lines.append("* fewer than 3 samples: spread unknown")
     if run.l2_resident:
-        lines.append(f"° a, b and c ({run.bytes_moved:,} bytes) fit in the {run.l2_bytes:,}-byte L2: times may be served partly from cache")
+        lines.append(
+            f"° a, b and c ({run.bytes_moved:,} bytes) fit in the {run.l2_bytes:,}-byte L2: times may be served partly "
+            "from cache"
+        )
     retried = sum(c.kernel.retries for c in run.configs)
     if retried:
         lines.append(f"{retried} sample{'s' if retried != 1 else ''} retried after an expired stream hold")

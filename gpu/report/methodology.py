@@ -8,7 +8,7 @@ telemetry over the whole check; and the sample count behind every figure in the 
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -46,7 +46,9 @@ def stats_in(data, path: str = "") -> Iterable[tuple[str, dict]]:
             yield from stats_in(value, f"{path}[{i}]")
 
 
-def methodology(quick: bool, max_n: int, say, earlier_sections=(), telemetry: dict | None = None) -> tuple[bool, dict, str]:
+def methodology(
+    quick: bool, max_n: int, say, earlier_sections=(), telemetry: dict | None = None
+) -> tuple[bool, dict, str]:
     """(passed, data, markdown). Passes when every kernel sample was behind a verified
     hold (on a GPU that can hold) and the launch-overhead benchmark ran."""
     from gpu.core.arrays import vector_inputs
@@ -68,37 +70,73 @@ def methodology(quick: bool, max_n: int, say, earlier_sections=(), telemetry: di
         for flush in (True, False):
             say(f"methodology: N = {n:,}, L2 {'flushed' if flush else 'warm'}")
             stats = time_resident_kernel(vector_add_kernel, blocks_for(n, 256), 256, a, b, out, policy, flush_l2=flush)
-            rows.append({"n": n, "working_set_bytes": BYTES_PER_ELEMENT * n, "fits_l2": bool(l2) and BYTES_PER_ELEMENT * n <= l2,
-                         "l2": "flushed" if flush else "warm", "gbps": BYTES_PER_ELEMENT * n / stats.median_s / 1e9,
-                         "stats": stats.to_dict(), "agree": bool(np.array_equal(out, a + b))})
+            rows.append(
+                {
+                    "n": n,
+                    "working_set_bytes": BYTES_PER_ELEMENT * n,
+                    "fits_l2": bool(l2) and BYTES_PER_ELEMENT * n <= l2,
+                    "l2": "flushed" if flush else "warm",
+                    "gbps": BYTES_PER_ELEMENT * n / stats.median_s / 1e9,
+                    "stats": stats.to_dict(),
+                    "agree": bool(np.array_equal(out, a + b)),
+                }
+            )
     say("methodology: launch overhead")
     overhead = run_launch_overhead(RepeatPolicy.count(5 if quick else 30, warmup=2))
     held_ok = all(r["stats"]["held"] is not False for r in rows) or BACKEND.simulated
     figures = [(f"{section.key}/{path}", s) for section in earlier_sections for path, s in stats_in(section.data)]
     few = [(path, s["samples"]) for path, s in figures if s["samples"] < MIN_RELIABLE_SAMPLES]
 
-    md = [f"L2: {f'{l2 / 2**20:,.0f} MiB' if l2 else 'unknown (simulator)'}; kernel alone (held stream), {policy.describe()}.", "",
-          "| N | working set | fits in L2 | L2 | median | GB/s | samples | hold retries | verified hold |", "|---:|---:|---|---|---:|---:|---:|---:|---|"]
+    md = [
+        f"L2: {f'{l2 / 2**20:,.0f} MiB' if l2 else 'unknown (simulator)'}; kernel alone (held stream), "
+        f"{policy.describe()}.",
+        "",
+        "| N | working set | fits in L2 | L2 | median | GB/s | samples | hold retries | verified hold |",
+        "|---:|---:|---|---|---:|---:|---:|---:|---|",
+    ]
     for r in rows:
         s = r["stats"]
-        md.append(f"| {r['n']:,} | {r['working_set_bytes'] / 2**20:,.2f} MiB | {'yes' if r['fits_l2'] else 'no'} | {r['l2']} | "
-                  f"{format_seconds(s['median_s'])} | {r['gbps']:,.4g} | {s['samples']} | {s['retries']} | "
-                  f"{'yes' if s['held'] else 'no (launch included)' if s['held'] is False else '—'} |")
+        md.append(
+            f"| {r['n']:,} | {r['working_set_bytes'] / 2**20:,.2f} MiB | {'yes' if r['fits_l2'] else 'no'} | {r['l2']} "
+            "| "
+            f"{format_seconds(s['median_s'])} | {r['gbps']:,.4g} | {s['samples']} | {s['retries']} | "
+            f"{'yes' if s['held'] else 'no (launch included)' if s['held'] is False else '—'} |"
+        )
     total_retries = sum(r["stats"]["retries"] for r in rows)
-    md += ["", f"Hold verification: {sum(r['stats']['samples'] for r in rows)} kernel samples kept, {total_retries} discarded "
-           "and retried with a longer hold.", "", "**Launch overhead** (host time per launch):", "",
-           "| path | median | min | max | samples |", "|---|---:|---:|---:|---:|"]
+    md += [
+        "",
+        f"Hold verification: {sum(r['stats']['samples'] for r in rows)} kernel samples kept, {total_retries} discarded "
+        "and retried with a longer hold.",
+        "",
+        "**Launch overhead** (host time per launch):",
+        "",
+        "| path | median | min | max | samples |",
+        "|---|---:|---:|---:|---:|",
+    ]
     for k, v in overhead.paths.items():
-        md.append(f"| {PATHS[k]} | {format_seconds(v.median_s)} | {format_seconds(v.min_s)} | {format_seconds(v.max_s)} | {v.n_samples} |")
+        md.append(
+            f"| {PATHS[k]} | {format_seconds(v.median_s)} | {format_seconds(v.min_s)} | {format_seconds(v.max_s)} | "
+            f"{v.n_samples} |"
+        )
     for k, why in overhead.skipped.items():
         md.append(f"| {PATHS[k]} | skipped: {why} | | | |")
     if overhead.engine_ratio is not None:
-        md.append(f"\nEngine launch ÷ the fastest path with the same three array arguments: {format_factor(overhead.engine_ratio)} "
-                  f"(target ≤ {ENGINE_TARGET:g}x) — {'met' if overhead.passed else 'NOT met'}.")
+        md.append(
+            "\nEngine launch ÷ the fastest path with the same three array arguments: "
+            f"{format_factor(overhead.engine_ratio)} "
+            f"(target ≤ {ENGINE_TARGET:g}x) — {'met' if overhead.passed else 'NOT met'}."
+        )
     md += ["", f"**Telemetry over the check:** {describe_telemetry(telemetry)}", "",
            f"**Sample counts:** {len(figures)} figures in the sections above; {len(few)} rest on fewer than "
            f"{MIN_RELIABLE_SAMPLES} samples" + (": " + ", ".join(f"`{p}` ({n})" for p, n in few[:20]) if few else ".")]
-    data = {"l2_bytes": l2, "l2_rows": rows, "hold_retries": total_retries, "launch_overhead": overhead.to_dict(),
-            "telemetry": telemetry, "figures": len(figures), "few_sample_figures": [{"path": p, "samples": n} for p, n in few]}
+    data = {
+        "l2_bytes": l2,
+        "l2_rows": rows,
+        "hold_retries": total_retries,
+        "launch_overhead": overhead.to_dict(),
+        "telemetry": telemetry,
+        "figures": len(figures),
+        "few_sample_figures": [{"path": p, "samples": n} for p, n in few],
+    }
     passed = held_ok and all(r["agree"] for r in rows) and bool(overhead.paths) and overhead.passed
     return passed, data, "\n".join(md)

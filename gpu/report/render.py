@@ -13,7 +13,8 @@ own fall back to ``str`` and ``to_dict``.
 from __future__ import annotations
 
 import importlib
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from gpu.experiments.registry import experiments
 
@@ -41,4 +42,6 @@ def to_json(result: Any) -> dict:
     from gpu.core.provenance import stamp
 
     prose = _tables()[1].get(type(result))
-    return stamp(result.to_dict() | (prose(result) if prose is not None else {}))  # downloads and --json say which rules
+    return stamp(
+        result.to_dict() | (prose(result) if prose is not None else {})
+    )  # downloads and --json say which rules

@@ -9,14 +9,19 @@ histogram) have no place on a FLOP/s roofline and are returned apart, with their
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Mapping
 
 from gpu.core.roofline import VECTOR_ADD_INTENSITY, Roofs
 
 COLUMNS = ("kernel", "step", "kind", "size", "intensity", "gflops", "gbps", "fraction", "bound", "source", "backend")
-VECTOR_ADD_SERIES = {"gpu-kernel": "the article's kernel", "gpu-ilp": "4 per thread", "cupy": "CuPy a + b", "torch": "PyTorch a + b"}
+VECTOR_ADD_SERIES = {
+    "gpu-kernel": "the article's kernel",
+    "gpu-ilp": "4 per thread",
+    "cupy": "CuPy a + b",
+    "torch": "PyTorch a + b",
+}
 
 
 @dataclass(frozen=True)
@@ -53,7 +58,7 @@ def _point(kernel: str, step: str, kind: str, size: str, flops: float, nbytes: f
 
 def add_catalog_run(points: PointSet, run: Mapping) -> None:
     """Add every measured GPU implementation of one ``KernelRun.to_dict()`` to ``points``."""
-    for key, impl in run["implementations"].items():
+    for impl in run["implementations"].values():
         if impl["kind"] == "cpu" or impl.get("phases") is None or not impl.get("seconds"):
             continue
         point = _point(run["title"], impl["label"], impl["kind"], run["size"], run["flops"], run["bytes_moved"],
@@ -77,15 +82,39 @@ def _vector_add_points(points: PointSet, sections: Mapping) -> None:
         for p in rows:
             if p["n"] == largest:
                 n = p["n"]
-                points.points.append(_point("Vector add", VECTOR_ADD_SERIES[p["series"]], "library" if p["series"] in ("cupy", "torch") else "step",
-                                            f"N = {n:,} float32", n, 12 * n, p["stats"]["median_s"], points.roofs, points.source, "cuda"))
+                points.points.append(
+                    _point(
+                        "Vector add",
+                        VECTOR_ADD_SERIES[p["series"]],
+                        "library" if p["series"] in ("cupy", "torch") else "step",
+                        f"N = {n:,} float32",
+                        n,
+                        12 * n,
+                        p["stats"]["median_s"],
+                        points.roofs,
+                        points.source,
+                        "cuda",
+                    )
+                )
         return
     breakdown = (sections.get("breakdown") or {}).get("run")
     if breakdown:
         n = breakdown["n"]
         seconds = breakdown["gpu"]["phases"]["kernel"]["median_s"]
-        points.points.append(_point("Vector add", "the article's kernel", "step", f"N = {n:,} float32", n, 12 * n, seconds,
-                                    points.roofs, points.source, breakdown.get("backend", "cuda")))
+        points.points.append(
+            _point(
+                "Vector add",
+                "the article's kernel",
+                "step",
+                f"N = {n:,} float32",
+                n,
+                12 * n,
+                seconds,
+                points.roofs,
+                points.source,
+                breakdown.get("backend", "cuda"),
+            )
+        )
 
 
 def recorded_points(check_json: Path) -> PointSet | None:
@@ -100,8 +129,17 @@ def recorded_points(check_json: Path) -> PointSet | None:
     sections = data.get("sections") or {}
     scaling_peaks = (((sections.get("scaling") or {}).get("run") or {}).get("peaks") or {}).get("limits") or {}
     copy = (scaling_peaks.get("d2d") or {}).get("gbps")
-    catalog_runs = [run for s in sections.values() for run in (s.get("runs") or []) if isinstance(run, dict) and "implementations" in run]
-    roofs = _roofs(catalog_runs[0]["roofs"]) if catalog_runs else Roofs(device.get("peak_bandwidth_gbps"), None, None, "memory: 2 × memory clock × bus width")
+    catalog_runs = [
+        run
+        for s in sections.values()
+        for run in (s.get("runs") or [])
+        if isinstance(run, dict) and "implementations" in run
+    ]
+    roofs = (
+        _roofs(catalog_runs[0]["roofs"])
+        if catalog_runs
+        else Roofs(device.get("peak_bandwidth_gbps"), None, None, "memory: 2 × memory clock × bus width")
+    )
     if copy and not roofs.copy_gbps:
         roofs = Roofs(roofs.memory_gbps, roofs.fp32_gflops, copy, roofs.how)
     points = PointSet(f"recorded: {check_json.parent.name}", device.get("name", "?"), "cuda", roofs)
@@ -129,4 +167,12 @@ def add_vector_add(points: PointSet, n: int, kernel_s: float, step: str = "the a
                                 points.roofs, points.source, points.backend))
 
 
-__all__ = ["COLUMNS", "PointSet", "add_catalog_run", "add_vector_add", "recorded_points", "recorded_runs", "session_points"]
+__all__ = [
+    "COLUMNS",
+    "PointSet",
+    "add_catalog_run",
+    "add_vector_add",
+    "recorded_points",
+    "recorded_runs",
+    "session_points",
+]

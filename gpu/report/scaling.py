@@ -19,7 +19,11 @@ def crossover_conditions(run: SweepRun) -> str:
     (issue 18). The CPU is measured warm on purpose: a program calls NumPy on data it
     just touched; the GPU kernel with its L2 flushed, as nvbench does, unless the run
     kept it warm."""
-    gpu = "GPU samples with the L2 not flushed (warm)" if getattr(run.config, "warm_l2", False) else "GPU samples with the L2 flushed before each"
+    gpu = (
+        "GPU samples with the L2 not flushed (warm)"
+        if getattr(run.config, "warm_l2", False)
+        else "GPU samples with the L2 flushed before each"
+    )
     return f"Measured as compared: CPU samples on warm caches (the same inputs re-used, as a loop would), {gpu}."
 
 
@@ -29,7 +33,7 @@ def crossover_sentences(run: SweepRun) -> list[str]:
     for c in run.crossovers():
         by_baseline.setdefault(c.baseline, []).append(c)
     sentences = []
-    for baseline, items in by_baseline.items():
+    for items in by_baseline.values():
         items.sort(key=lambda c: GPU_SERIES.index(c.gpu), reverse=True)  # kernel, with launch, then total
         text = "; ".join(c.text for c in items)
         sentences.append(text[0].upper() + text[1:] + ".")
@@ -61,8 +65,11 @@ def summary(run: SweepRun) -> str:
             else:
                 cells.append(format_seconds(p.median_s) + run.mark(p))
         lines.append(f"{n:>14,} " + " ".join(f"{c:>14}" for c in cells))
-    lines.append("medians; ~ estimate (not run), * fewer than 3 samples (spread unknown), ! noisy (spread above the target), "
-                 "° working set fits in the L2" + (" (L2 warm: not flushed)" if cfg.warm_l2 else " (L2 flushed before every GPU sample)"))
+    lines.append(
+        "medians; ~ estimate (not run), * fewer than 3 samples (spread unknown), ! noisy (spread above the target), "
+        "° working set fits in the L2"
+        + (" (L2 warm: not flushed)" if cfg.warm_l2 else " (L2 flushed before every GPU sample)")
+    )
     for p in run.failures:
         lines.append(f"failed at N = {p.n:,}, {SERIES_LABELS[p.series]}: {p.error}")
     lines += crossover_sentences(run)

@@ -4,7 +4,7 @@ its report."""
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from gpu.core import reference
 from gpu.core.backend import BACKEND
@@ -62,7 +62,11 @@ def performance_targets(run: SweepRun) -> dict:
         ilp = run.point(n, "gpu-ilp")
         if ilp is not None and ilp.stats is not None and peak:
             out["ilp_vs_device_peak"] = {"ratio": ilp.bandwidth_gbps / peak, "gbps": ilp.bandwidth_gbps}
-    out["overhead"] = {"fraction": run.overhead_fraction, "target": OVERHEAD_TARGET, "met": run.overhead_fraction < OVERHEAD_TARGET}
+    out["overhead"] = {
+        "fraction": run.overhead_fraction,
+        "target": OVERHEAD_TARGET,
+        "met": run.overhead_fraction < OVERHEAD_TARGET,
+    }
     return out
 
 
@@ -98,7 +102,7 @@ def check_sweep(quick: bool, max_n: int, say: Callable[[str], None]) -> tuple[bo
 
     md = [
         f"N = {lo:,} to {hi:,} in powers of two ({len(config.sizes)} sizes; the largest that fits here is {fits:,}"
-        + (f", capped at 2^30 to keep the check near 90 s" if fits > hi and not quick else "") + "), "
+        + (", capped at 2^30 to keep the check near 90 s" if fits > hi and not quick else "") + "), "
         f"{config.threads_per_block} threads per block, {policy.describe()}. Medians; `!` noisy, `~` estimated, "
         "`*` fewer than 3 samples, `°` working set fits in the L2 (flushed before every GPU sample).",
     ]
@@ -108,7 +112,11 @@ def check_sweep(quick: bool, max_n: int, say: Callable[[str], None]) -> tuple[bo
         md.append("")
     for impl, why in run.skipped:
         md.append(f"- skipped {IMPL_LABELS[impl]}: {why}")
-    series = [s for s in ("gpu-kernel", "gpu-ilp", "gpu-total", "numpy", "numba-parallel", "python", "cupy", "torch") if s in run.series]
+    series = [
+        s
+        for s in ("gpu-kernel", "gpu-ilp", "gpu-total", "numpy", "numba-parallel", "python", "cupy", "torch")
+        if s in run.series
+    ]
     d2d = peaks.gbps("d2d")
     md += ["", "| N | " + " | ".join(SERIES_LABELS[s] for s in series) + " | kernel GB/s | kernel % of d2d copy |",
            "|---:|" + "---:|" * (len(series) + 2)]
@@ -121,31 +129,65 @@ def check_sweep(quick: bool, max_n: int, say: Callable[[str], None]) -> tuple[bo
         bw = f"{k.bandwidth_gbps:,.4g}" if k is not None and k.ok else "—"
         pct = f"{100 * k.bandwidth_gbps / d2d:.0f}%" if k is not None and k.ok and d2d else "—"
         md.append(f"| {n:,} | " + " | ".join(cells) + f" | {bw} | {pct} |")
-    md += ["", "**Crossovers.** " + " ".join(crossover_sentences(run)) + " " + crossover_conditions(run), "", "**Physical limits.**", "",
-           "| limit | GB/s | how |", "|---|---:|---|"]
+    md += [
+        "",
+        "**Crossovers.** " + " ".join(crossover_sentences(run)) + " " + crossover_conditions(run),
+        "",
+        "**Physical limits.**",
+        "",
+        "| limit | GB/s | how |",
+        "|---|---:|---|",
+    ]
     for lim in peaks.limits:
-        md.append(f"| {lim.label} | {f'{lim.gbps:,.4g}' if lim.gbps else '—'} | {lim.how if lim.gbps else lim.skipped} |")
+        md.append(
+            f"| {lim.label} | {f'{lim.gbps:,.4g}' if lim.gbps else '—'} | {lim.how if lim.gbps else lim.skipped} |"
+        )
     sim = " — simulated, so not meaningful here" if BACKEND.simulated else ""
-    md += ["", f"**Targets at N = {reached:,}** (reported, not enforced{sim}):" if reached else "**Targets:** the GPU measured no size.", ""]
+    md += [
+        "",
+        f"**Targets at N = {reached:,}** (reported, not enforced{sim}):"
+        if reached
+        else "**Targets:** the GPU measured no size.",
+        "",
+    ]
     if "kernel_vs_d2d" in targets:
         t = targets["kernel_vs_d2d"]
-        verdict = "not checked: a series beat the measured copy, so it is a reference, not a ceiling" if t["met"] is None else ("met" if t["met"] else "NOT met")
-        md.append(f"- kernel bandwidth {targets['kernel_gbps']:,.4g} GB/s ({targets['kernel_samples']} samples) = {t['ratio']:.1%} of the measured device copy (target ≥ 90%): {verdict}")
+        verdict = (
+            "not checked: a series beat the measured copy, so it is a reference, not a ceiling"
+            if t["met"] is None
+            else ("met" if t["met"] else "NOT met")
+        )
+        md.append(
+            f"- kernel bandwidth {targets['kernel_gbps']:,.4g} GB/s ({targets['kernel_samples']} samples) = "
+            f"{t['ratio']:.1%} of the measured device copy (target ≥ 90%): {verdict}"
+        )
     if "kernel_vs_device_peak" in targets:
         md.append(f"- … and {targets['kernel_vs_device_peak']['ratio']:.1%} of the theoretical device peak")
     for ref in reference.REFERENCES:
         t = targets.get(f"kernel_vs_{ref}")
         if t:
-            md.append(f"- kernel time / {SERIES_LABELS[ref]}: {t['time_ratio']:.3f} (target within ±5%): {'met' if t['met'] else 'NOT met'}")
+            md.append(
+                f"- kernel time / {SERIES_LABELS[ref]}: {t['time_ratio']:.3f} (target within ±5%): "
+                f"{'met' if t['met'] else 'NOT met'}"
+            )
     if "ilp_vs_device_peak" in targets:
         t = targets["ilp_vs_device_peak"]
-        md.append(f"- with 4 elements per thread (not the article's kernel): {t['gbps']:,.4g} GB/s = {t['ratio']:.1%} of the theoretical device peak")
+        md.append(
+            f"- with 4 elements per thread (not the article's kernel): {t['gbps']:,.4g} GB/s = {t['ratio']:.1%} of the "
+            "theoretical device peak"
+        )
     for ref in reference.REFERENCES:
         t = targets.get(f"ilp_vs_{ref}")
         if t:
-            md.append(f"- 4-per-thread kernel time / {SERIES_LABELS[ref]}: {t['time_ratio']:.3f} (within ±5%: {'yes' if t['met'] else 'no'})")
+            md.append(
+                f"- 4-per-thread kernel time / {SERIES_LABELS[ref]}: {t['time_ratio']:.3f} (within ±5%: "
+                f"{'yes' if t['met'] else 'no'})"
+            )
     t = targets["overhead"]
-    md.append(f"- sweep overhead, 1 − (timed samples {format_seconds(run.sampled_s)} ÷ wall {format_seconds(run.wall_s)}): {t['fraction']:.1%} (target < 10%): {'met' if t['met'] else 'NOT met'}")
+    md.append(
+        f"- sweep overhead, 1 − (timed samples {format_seconds(run.sampled_s)} ÷ wall {format_seconds(run.wall_s)}): "
+        f"{t['fraction']:.1%} (target < 10%): {'met' if t['met'] else 'NOT met'}"
+    )
     md.append(f"- {describe_telemetry(run.telemetry)}")
     for p in run.failures:
         md.append(f"- FAILED at N = {p.n:,}, {SERIES_LABELS[p.series]}: {p.error}")

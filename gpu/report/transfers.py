@@ -24,7 +24,8 @@ def verdict(result: StrategyComparison) -> str:
     def versus(run: StrategyRun) -> str:
         if baseline is None or run.key == "article":
             return ""
-        return f", {format_factor(baseline.cost_s / run.cost_s)} faster than as in the article ({format_seconds(baseline.cost_s)})"
+        return (f", {format_factor(baseline.cost_s / run.cost_s)} faster than as in the article "
+                f"({format_seconds(baseline.cost_s)})")
 
     parts = []
     if best.key == "resident":
@@ -34,22 +35,34 @@ def verdict(result: StrategyComparison) -> str:
         )
         copying = result.copying_winner
         if copying is not None:
-            parts.append(f"If the data must cross the link for every result, {copying.label.lower()} wins: {format_seconds(copying.cost_s)}{versus(copying)}.")
+            parts.append(
+                f"If the data must cross the link for every result, {copying.label.lower()} wins: "
+                f"{format_seconds(copying.cost_s)}{versus(copying)}."
+            )
     else:
         runner_up = result.ranking[1] if len(result.ranking) > 1 else None
         margin = (
-            f"; the next best, {runner_up.label.lower()}, takes {format_seconds(runner_up.cost_s)} ({format_factor(runner_up.cost_s / best.cost_s)} as long)"
+            f"; the next best, {runner_up.label.lower()}, takes {format_seconds(runner_up.cost_s)} "
+            f"({format_factor(runner_up.cost_s / best.cost_s)} as long)"
             if runner_up
             else ""
         )
-        parts.append(f"At N = {result.n:,}, {best.label.lower()} wins: {format_seconds(best.cost_s)} per vector add{versus(best)}{margin}.")
+        parts.append(
+            f"At N = {result.n:,}, {best.label.lower()} wins: {format_seconds(best.cost_s)} per vector "
+            f"add{versus(best)}{margin}."
+        )
     speedup = result.chunked_speedup
     if speedup is not None:
         overlap = result.overlap
-        seen = f"; copies and kernels overlap for {overlap:.0%} of its timeline" if overlap is not None and not BACKEND.simulated else ""
+        seen = (
+            f"; copies and kernels overlap for {overlap:.0%} of its timeline"
+            if overlap is not None and not BACKEND.simulated
+            else ""
+        )
         word = "faster" if speedup >= 1 else "slower"
         parts.append(
-            f"Chunked streams ({result.chunks} chunks on {result.streams} streams) are {format_factor(speedup if speedup >= 1 else 1 / speedup)} "
+            f"Chunked streams ({result.chunks} chunks on {result.streams} streams) are "
+            f"{format_factor(speedup if speedup >= 1 else 1 / speedup)} "
             f"{word} than the same pinned copies in one chunk{seen}."
         )
     if result.backend == "simulator":
@@ -66,7 +79,9 @@ def summary(result: StrategyComparison) -> str:
     for s in result.ranking:
         parts = ", ".join(f"{p} {format_seconds(s.phase_cost_s(p))}" for p in BREAKDOWN_PHASES if p in s.phases)
         few = "*" if s.few_samples else ""
-        lines.append(f"  {s.label:<38} {format_seconds(s.cost_s) + few:>10}  ({parts}; {s.host_memory}; n={s.total.n_samples})")
+        lines.append(
+            f"  {s.label:<38} {format_seconds(s.cost_s) + few:>10}  ({parts}; {s.host_memory}; n={s.total.n_samples})"
+        )
     for key, why in result.skipped.items():
         lines.append(f"  {STRATEGIES[key]:<38} skipped: {why}")
     if any(s.few_samples for s in result.strategies.values()):

@@ -67,7 +67,11 @@ def time_library_copy(library: str, direction: str, nbytes: int, policy: RepeatP
             stream = cp.cuda.Stream(non_blocking=True)
             start, end = cp.cuda.Event(), cp.cuda.Event()
             rt = cp.cuda.runtime
-            src, dst, kind = (host.ctypes.data, dev.data.ptr, rt.memcpyHostToDevice) if direction == "h2d" else (dev.data.ptr, host.ctypes.data, rt.memcpyDeviceToHost)
+            src, dst, kind = (
+                (host.ctypes.data, dev.data.ptr, rt.memcpyHostToDevice)
+                if direction == "h2d"
+                else (dev.data.ptr, host.ctypes.data, rt.memcpyDeviceToHost)
+            )
 
             def once() -> dict[str, float]:
                 start.record(stream)
@@ -118,16 +122,22 @@ LIBRARY_COPY_BYTES = 256 * MIB  # on every plateau measured so far, and 5 ms a c
 
 def _strategy_table(result: StrategyComparison) -> list[str]:
     md = [
-        f"N = {result.n:,} float32 ({format_bytes(result.bytes_moved)} moved per vector add), {result.threads_per_block} threads per block, "
-        f"{result.chunks} chunks on {result.streams} streams, K = {result.iterations} kernel runs for the data kept on the device; "
+        f"N = {result.n:,} float32 ({format_bytes(result.bytes_moved)} moved per vector add), "
+        f"{result.threads_per_block} threads per block, "
+        f"{result.chunks} chunks on {result.streams} streams, K = {result.iterations} kernel runs for the data kept on "
+        "the device; "
         f"{result.policy.describe()}; medians per vector add (CUDA events for phases, wall clock end to end).",
         "",
-        "| strategy | end to end | H2D | launch | kernel | D2H | copies + kernels (span) | host memory | bit-identical |",
+        "| strategy | end to end | H2D | launch | kernel | D2H | copies + kernels (span) | host memory | bit-identical "
+        "|",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for s in result.ranking:
         cells = [format_seconds(s.phase_cost_s(p)) if p in s.phases else "" for p in BREAKDOWN_PHASES]
-        md.append(f"| {s.label} | {format_seconds(s.cost_s)} | {' | '.join(cells)} | {s.host_memory} | {'yes' if s.agreement.passed else 'NO'} |")
+        md.append(
+            f"| {s.label} | {format_seconds(s.cost_s)} | {' | '.join(cells)} | {s.host_memory} | "
+            f"{'yes' if s.agreement.passed else 'NO'} |"
+        )
     for key, why in result.skipped.items():
         md.append(f"| {STRATEGIES[key]} | skipped: {why} | | | | | | | |")
     md += ["", verdict(result)]
@@ -161,7 +171,8 @@ def check_transfers(quick: bool, max_n: int, say: Progress) -> tuple[bool, dict,
     data["bandwidth"] = curves.to_dict()
     series = curves.series()
     md += [
-        f"Copy bandwidth (GB/s at the median; D2D counts read + write), {curves_policy.describe()} per point, CUDA events:",
+        f"Copy bandwidth (GB/s at the median; D2D counts read + write), {curves_policy.describe()} per point, CUDA "
+        "events:",
         "",
         "| size | " + " | ".join(series_label(*k) for k in series) + " |",
         "|---" * (len(series) + 1) + "|",
@@ -182,7 +193,9 @@ def check_transfers(quick: bool, max_n: int, say: Progress) -> tuple[bool, dict,
                 say(f"transfers: {library} pinned {direction} copies of {format_bytes(nbytes)}")
                 theirs = time_library_copy(library, direction, nbytes, ours_policy)
                 ours, pinned_ok = time_copy(direction, nbytes, ours_policy, pinned=True)
-                ratio = bandwidth_gbps(direction, nbytes, ours.median_s) / bandwidth_gbps(direction, nbytes, theirs.median_s)
+                ratio = bandwidth_gbps(direction, nbytes, ours.median_s) / bandwidth_gbps(
+                    direction, nbytes, theirs.median_s
+                )
                 library_rows.append({
                     "library": library,
                     "direction": direction,
@@ -204,7 +217,10 @@ def check_transfers(quick: bool, max_n: int, say: Progress) -> tuple[bool, dict,
     if library_rows:
         md += ["| direction | Kernel Lab (numba-cuda) | library | ratio | within ±5% |", "|---|---|---|---|---|"]
         for r in library_rows:
-            md.append(f"| {r['direction'].upper()} | {r['ours_gbps']:,.4g} GB/s | {r['library_gbps']:,.4g} GB/s ({r['library']}) | {r['ratio']:.3f} | {'yes' if r['within_5pct'] else 'NO'} |")
+            md.append(
+                f"| {r['direction'].upper()} | {r['ours_gbps']:,.4g} GB/s | {r['library_gbps']:,.4g} GB/s "
+                f"({r['library']}) | {r['ratio']:.3f} | {'yes' if r['within_5pct'] else 'NO'} |"
+            )
     for library, why in library_skipped.items():
         md.append(f"- {library}: skipped — {why}")
 
@@ -213,7 +229,16 @@ def check_transfers(quick: bool, max_n: int, say: Progress) -> tuple[bool, dict,
     small_n = min(1024 if quick else 10_000_000, fits)
     small_policy = RepeatPolicy.count(1 if quick else 5)
     t0 = time.perf_counter()
-    small = run_strategies(small_n, 256, 8 if small_n >= 8 else 1, 4 if small_n >= 8 else 1, 2 if quick else DEFAULT_ITERATIONS, small_policy, max_n=fits, on_progress=lambda m: say(f"transfers N={small_n:,}: {m}"))
+    small = run_strategies(
+        small_n,
+        256,
+        8 if small_n >= 8 else 1,
+        4 if small_n >= 8 else 1,
+        2 if quick else DEFAULT_ITERATIONS,
+        small_policy,
+        max_n=fits,
+        on_progress=lambda m: say(f"transfers N={small_n:,}: {m}"),
+    )
     small_wall = time.perf_counter() - t0
     comparisons = {"small": small}
     md += ["", f"### Strategies at N = {small.n:,}", "", *_strategy_table(small)]
@@ -235,9 +260,22 @@ def check_transfers(quick: bool, max_n: int, say: Progress) -> tuple[bool, dict,
             large_n //= 2
         projection = {"n": large_n, "projected_s": projected(large_n), "remaining_s": remaining, "fits": fits}
         if large_n > small.n:
-            large = run_strategies(large_n, 256, 16, 4, DEFAULT_ITERATIONS, large_policy, max_n=fits, on_progress=lambda m: say(f"transfers N={large_n:,}: {m}"))
+            large = run_strategies(
+                large_n,
+                256,
+                16,
+                4,
+                DEFAULT_ITERATIONS,
+                large_policy,
+                max_n=fits,
+                on_progress=lambda m: say(f"transfers N={large_n:,}: {m}"),
+            )
             comparisons["large"] = large
-            capped = f" (fits: {fits:,}; capped at 2^28 and to the section's ~{CHECK_BUDGET_S:.0f} s)" if large_n < fits else ""
+            capped = (
+                f" (fits: {fits:,}; capped at 2^28 and to the section's ~{CHECK_BUDGET_S:.0f} s)"
+                if large_n < fits
+                else ""
+            )
             md += ["", f"### Strategies at the largest size: N = {large.n:,}{capped}", "", *_strategy_table(large)]
     data["strategies"] = {k: to_json(v) for k, v in comparisons.items()}
     data["large_n_projection"] = projection
@@ -248,7 +286,9 @@ def check_transfers(quick: bool, max_n: int, say: Progress) -> tuple[bool, dict,
     targets = {
         "pinned_h2d_within_5pct": next((r["within_5pct"] for r in library_rows if r["direction"] == "h2d"), None),
         "pinned_d2h_within_5pct": next((r["within_5pct"] for r in library_rows if r["direction"] == "d2h"), None),
-        "chunked_beats_one_chunk_at_large_n": (biggest.chunked_speedup or 0) > 1 if biggest.chunked_speedup is not None else None,
+        "chunked_beats_one_chunk_at_large_n": (biggest.chunked_speedup or 0) > 1
+        if biggest.chunked_speedup is not None
+        else None,
         "chunked_speedup": biggest.chunked_speedup,
         "overlap_fraction": biggest.overlap,
         "timeline_shows_overlap": (biggest.overlap or 0) > 0 if biggest.overlap is not None else None,

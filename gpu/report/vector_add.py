@@ -18,8 +18,10 @@ def article_in_words(article: ArticleRun) -> str:
     if article.backend == "simulator":
         cpu = format_seconds(article.cpu_time_s) + (" (estimated)" if article.cpu_estimated else "")
         matched = "the results matched" if article.results_match else "the results did NOT match"
-        return (f"In words: the article's method ran (in the CUDA simulator) and {matched}; the Python loop took {cpu}. "
-                "The simulator times Python, not a GPU, so its “GPU speedup” line says nothing about a GPU.")
+        return (
+            f"In words: the article's method ran (in the CUDA simulator) and {matched}; the Python loop took {cpu}. "
+            "The simulator times Python, not a GPU, so its “GPU speedup” line says nothing about a GPU."
+        )
     return f"In words: the article's “GPU speedup” means the GPU was {times_words(article.speedup, 'the Python loop')}."
 
 
@@ -35,7 +37,11 @@ def explain_difference(article: ArticleRun, careful: VectorAddRun) -> str:
         f"device; the careful end-to-end median is {format_seconds(total_s)}, of which the "
         f"kernel is {format_seconds(kernel_s)} ({kernel_s / total_s:.0%}) and the copies "
         f"{format_seconds(copies_s)} ({copies_s / total_s:.0%})"
-        + (f", and launching it from Python {format_seconds(launch_s)} ({launch_s / total_s:.0%})." if launch_s else ".")
+        + (
+            f", and launching it from Python {format_seconds(launch_s)} ({launch_s / total_s:.0%})."
+            if launch_s
+            else "."
+        )
     )
     vs_numpy = careful.speedup("numpy", "total")
     if vs_numpy is not None and careful.backend != "simulator":  # a simulated ratio is no GPU's

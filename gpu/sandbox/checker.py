@@ -131,7 +131,12 @@ def _check_tree(tree: ast.Module, kernel_name: str, n_args: int) -> Checked:
     functions: dict[str, ast.FunctionDef] = {}
     device: list[str] = []
     for index, node in enumerate(tree.body):
-        if index == 0 and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+        if (
+            index == 0
+            and isinstance(node, ast.Expr)
+            and isinstance(node.value, ast.Constant)
+            and isinstance(node.value.value, str)
+        ):
             continue  # the module's docstring
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             imports.update(_check_import(node))
@@ -149,15 +154,26 @@ def _check_tree(tree: ast.Module, kernel_name: str, n_args: int) -> Checked:
                 device.append(node.name)
             functions[node.name] = node
         else:
-            raise Refusal("top-level", node.lineno, f"{_words(node)} is not allowed at the top level; a kernel file holds only "
-                          "imports (numba.cuda, math, dtypes), constant assignments and @cuda.jit functions")
+            raise Refusal(
+                "top-level",
+                node.lineno,
+                f"{_words(node)} is not allowed at the top level; a kernel file holds only "
+                "imports (numba.cuda, math, dtypes), constant assignments and @cuda.jit functions",
+            )
     if kernel_name not in functions or kernel_name in device:
-        raise Refusal("kernel", 0, f"the problem's kernel is a @cuda.jit function named {kernel_name!r} (not device=True); "
-                      f"this file defines {', '.join(sorted(functions)) or 'no function'}")
+        raise Refusal(
+            "kernel",
+            0,
+            f"the problem's kernel is a @cuda.jit function named {kernel_name!r} (not device=True); "
+            f"this file defines {', '.join(sorted(functions)) or 'no function'}",
+        )
     params = [a.arg for a in functions[kernel_name].args.args]
     if len(params) != n_args:
-        raise Refusal("signature", functions[kernel_name].lineno,
-                      f"{kernel_name} takes {n_args} arrays, as in the problem's signature; this one takes {len(params)}")
+        raise Refusal(
+            "signature",
+            functions[kernel_name].lineno,
+            f"{kernel_name} takes {n_args} arrays, as in the problem's signature; this one takes {len(params)}",
+        )
     module_names = set(imports) | set(constants) | set(functions)
     for fn in functions.values():
         _check_body(fn, imports, module_names)
@@ -172,11 +188,14 @@ def _words(node: ast.AST) -> str:
 
 def _check_name(name: str, line: int) -> None:
     if name.startswith("_"):
-        raise Refusal("underscore", line, f"names starting with '_' ({name!r}) are not allowed: they reach Python's internals")
+        raise Refusal(
+            "underscore", line, f"names starting with '_' ({name!r}) are not allowed: they reach Python's internals"
+        )
 
 
 def _check_import(node: ast.Import | ast.ImportFrom) -> dict[str, str]:
-    allowed = "allowed imports: `from numba import cuda`, `from numba import float32` (and other dtypes), `import math`, `from math import sqrt`"
+    allowed = ("allowed imports: `from numba import cuda`, `from numba import float32` (and other dtypes), `import "
+               "math`, `from math import sqrt`")
     out = {}
     if isinstance(node, ast.Import):
         for alias in node.names:
@@ -187,7 +206,9 @@ def _check_import(node: ast.Import | ast.ImportFrom) -> dict[str, str]:
             out[local] = "math"
         return out
     if node.level or node.module not in ("numba", "math"):
-        raise Refusal("import", node.lineno, f"`from {'.' * node.level}{node.module or ''} import ...` is not allowed; {allowed}")
+        raise Refusal(
+            "import", node.lineno, f"`from {'.' * node.level}{node.module or ''} import ...` is not allowed; {allowed}"
+        )
     for alias in node.names:
         local = alias.asname or alias.name
         _check_name(local, node.lineno)
@@ -206,7 +227,9 @@ def _check_constant(node: ast.Assign, imports: dict, constants: list[str]) -> li
     names = []
     for target in node.targets:
         if not isinstance(target, ast.Name):
-            raise Refusal("top-level", node.lineno, "only plain names may be assigned at the top level (NAME = constant)")
+            raise Refusal(
+                "top-level", node.lineno, "only plain names may be assigned at the top level (NAME = constant)"
+            )
         _check_name(target.id, node.lineno)
         if target.id in imports:
             raise Refusal("redefinition", node.lineno, f"{target.id!r} is an import; it cannot be reassigned")
@@ -217,7 +240,8 @@ def _check_constant(node: ast.Assign, imports: dict, constants: list[str]) -> li
 
 def _check_decorator(node: ast.FunctionDef, imports: dict) -> bool:
     """Require exactly one ``@cuda.jit`` (or ``@cuda.jit(...)`` with constant arguments); True for device=True."""
-    message = f"{node.name} must be decorated with @cuda.jit (a kernel) or @cuda.jit(device=True) (a device function), and nothing else"
+    message = (f"{node.name} must be decorated with @cuda.jit (a kernel) or @cuda.jit(device=True) (a device "
+               "function), and nothing else")
     if len(node.decorator_list) != 1:
         raise Refusal("decorator", node.lineno, message)
     deco = node.decorator_list[0]
@@ -230,16 +254,30 @@ def _check_decorator(node: ast.FunctionDef, imports: dict) -> bool:
     if call:
         if call.args:
             # numba-cuda eval()s a signature string as Python: no learner-written string is ever evaluated.
-            raise Refusal("decorator", deco.lineno, "@cuda.jit takes no positional argument here: the problem fixes the "
-                          "signature, so write @cuda.jit without a signature string")
+            raise Refusal(
+                "decorator",
+                deco.lineno,
+                "@cuda.jit takes no positional argument here: the problem fixes the "
+                "signature, so write @cuda.jit without a signature string",
+            )
         for kw in call.keywords:
-            if kw.arg not in JIT_OPTIONS or not (isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, bool)):
-                raise Refusal("decorator", deco.lineno, f"@cuda.jit accepts only {', '.join(o + '=True/False' for o in JIT_OPTIONS)} "
-                              f"here{'' if kw.arg in JIT_OPTIONS else f'; {kw.arg}= is not available in the lab'}")
+            if kw.arg not in JIT_OPTIONS or not (
+                isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, bool)
+            ):
+                raise Refusal(
+                    "decorator",
+                    deco.lineno,
+                    f"@cuda.jit accepts only {', '.join(o + '=True/False' for o in JIT_OPTIONS)} "
+                    f"here{'' if kw.arg in JIT_OPTIONS else f'; {kw.arg}= is not available in the lab'}",
+                )
             device = device or (kw.arg == "device" and kw.value.value is True)
     args = node.args
     if args.vararg or args.kwarg or args.kwonlyargs or args.defaults or args.kw_defaults or args.posonlyargs:
-        raise Refusal("signature", node.lineno, f"{node.name} takes plain positional parameters only (no defaults, *args or **kwargs)")
+        raise Refusal(
+            "signature",
+            node.lineno,
+            f"{node.name} takes plain positional parameters only (no defaults, *args or **kwargs)",
+        )
     for a in args.args:
         _check_name(a.arg, node.lineno)
     if node.returns is not None or any(a.annotation is not None for a in args.args):
@@ -288,7 +326,11 @@ def _fold(expr: ast.AST, values: dict, imports: dict, line: int, strict: bool):
         if isinstance(e, ast.BinOp):
             a, b = fold(e.left), fold(e.right)
             if isinstance(a, tuple) or isinstance(b, tuple):
-                raise Refusal("constant", line, "arithmetic on tuples ((0,) * n) is not allowed in a constant; write the tuple out")
+                raise Refusal(
+                    "constant",
+                    line,
+                    "arithmetic on tuples ((0,) * n) is not allowed in a constant; write the tuple out",
+                )
             return bounded(binop(e.op, a, b))
         raise not_constant()
 
@@ -334,7 +376,9 @@ def _fold(expr: ast.AST, values: dict, imports: dict, line: int, strict: bool):
             raise too_big(f"{v!r} does not fit in {name}")
         bits = _INT_RANGES.get(name)
         if bits and not -(2 ** (bits - 1)) <= v < 2 ** (bits - 1):
-            raise Refusal("constant", line, f"{name}({v!r}) overflows: {name} holds {-(2 ** (bits - 1))} to {2 ** (bits - 1) - 1}")
+            raise Refusal(
+                "constant", line, f"{name}({v!r}) overflows: {name} holds {-(2 ** (bits - 1))} to {2 ** (bits - 1) - 1}"
+            )
         bits = _UINT_RANGES.get(name)
         if bits and not 0 <= v < 2 ** bits:
             raise Refusal("constant", line, f"{name}({v!r}) overflows: {name} holds 0 to {2 ** bits - 1}")
@@ -358,13 +402,24 @@ def _check_array_sizes(fn: ast.FunctionDef, imports: dict, values: dict) -> None
             shape = None
         dims = shape if isinstance(shape, tuple) else (shape,)
         if not dims or not all(isinstance(d, int) and d > 0 for d in dims):
-            raise Refusal("array-shape", node.lineno, f"cuda.{path[0]}.array needs a shape of positive integer constants "
-                          "(numbers or top-level constants): the compiler must know it")
+            raise Refusal(
+                "array-shape",
+                node.lineno,
+                f"cuda.{path[0]}.array needs a shape of positive integer constants "
+                "(numbers or top-level constants): the compiler must know it",
+            )
         elements = math.prod(dims)
         most = MAX_SHARED_ELEMENTS if path[0] == "shared" else MAX_LOCAL_ELEMENTS
         if elements > most:
-            raise Refusal("array-size", node.lineno, f"cuda.{path[0]}.array of {elements:,} elements is over the {most:,} allowed "
-                          f"({'48 KiB of float32 shared memory per block' if path[0] == 'shared' else 'a thread-local array this size lives in slow memory'})")
+            raise Refusal(
+                "array-size",
+                node.lineno,
+                f"cuda.{path[0]}.array of {elements:,} elements is over the {most:,} allowed "
+                "("
+                + ("48 KiB of float32 shared memory per block" if path[0] == "shared"
+                   else "a thread-local array this size lives in slow memory")
+                + ")",
+            )
 
 
 def _attribute_path(node: ast.Attribute) -> tuple[ast.AST, list[str]]:
@@ -382,18 +437,31 @@ def _check_attribute(node: ast.Attribute, imports: dict, local: set, module_name
         _check_name_use(root, imports, module_names, local)  # an unknown root (os.getpid) is named as such
     for part in path:
         if part.startswith("_"):
-            raise Refusal("dunder", node.lineno, f"attributes starting with '_' ({part!r}) are not allowed: they reach Python's internals")
+            raise Refusal(
+                "dunder",
+                node.lineno,
+                f"attributes starting with '_' ({part!r}) are not allowed: they reach Python's internals",
+            )
     if isinstance(root, ast.Name):
         kind = imports.get(root.id) if root.id not in local else None
         if kind == "cuda":
             first = path[0]
             if first not in CUDA_API or len(path) > 2 or (len(path) == 2 and path[1] not in CUDA_API[first]):
-                raise Refusal("cuda-api", node.lineno, f"cuda.{'.'.join(path)} is not part of the kernel API allowed here "
-                              "(threadIdx/blockIdx/blockDim/gridDim, grid, gridsize, syncthreads, shared.array, local.array, atomic.*, shfl_*_sync, ...)")
+                raise Refusal(
+                    "cuda-api",
+                    node.lineno,
+                    f"cuda.{'.'.join(path)} is not part of the kernel API allowed here "
+                    "(threadIdx/blockIdx/blockDim/gridDim, grid, gridsize, syncthreads, shared.array, local.array, "
+                    "atomic.*, shfl_*_sync, ...)",
+                )
             if id(node) not in inner and id(node) not in called and first not in CUDA_VALUES:
                 # `make = cuda.local.array; make(1 << 28, float32)` would pass every size rule: allow by what is called
-                raise Refusal("cuda-api", node.lineno, f"cuda.{'.'.join(path)} may only be called here (write cuda.{'.'.join(path)}(...)), "
-                              "not stored in a name or passed along")
+                raise Refusal(
+                    "cuda-api",
+                    node.lineno,
+                    f"cuda.{'.'.join(path)} may only be called here (write cuda.{'.'.join(path)}(...)), "
+                    "not stored in a name or passed along",
+                )
             return
         if kind == "math":
             if len(path) != 1 or path[0] not in MATH_NAMES:
@@ -410,12 +478,24 @@ def _check_body(fn: ast.FunctionDef, imports: dict, module_names: set) -> None:
     for node in ast.walk(fn):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
             if node.id in module_names:  # a local shadowing `cuda` would turn the API checks off
-                raise Refusal("redefinition", node.lineno, f"{node.id!r} names an import or a top-level definition; choose another name")
+                raise Refusal(
+                    "redefinition",
+                    node.lineno,
+                    f"{node.id!r} names an import or a top-level definition; choose another name",
+                )
             local.add(node.id)
     for a in fn.args.args:
         if a.arg in module_names:
-            raise Refusal("redefinition", fn.lineno, f"parameter {a.arg!r} hides an import or a top-level definition; choose another name")
-    body = fn.body[1:] if fn.body and isinstance(fn.body[0], ast.Expr) and isinstance(fn.body[0].value, ast.Constant) else fn.body
+            raise Refusal(
+                "redefinition",
+                fn.lineno,
+                f"parameter {a.arg!r} hides an import or a top-level definition; choose another name",
+            )
+    body = (
+        fn.body[1:]
+        if fn.body and isinstance(fn.body[0], ast.Expr) and isinstance(fn.body[0].value, ast.Constant)
+        else fn.body
+    )
     for statement in body:
         nodes = list(ast.walk(statement))
         called = {id(n.func) for n in nodes if isinstance(n, ast.Call)}
@@ -423,7 +503,9 @@ def _check_body(fn: ast.FunctionDef, imports: dict, module_names: set) -> None:
         for node in nodes:
             line = getattr(node, "lineno", fn.lineno)
             if not isinstance(node, BODY_NODES):
-                raise Refusal("kernel-subset", line, f"{_words(node)} is not part of the Numba CUDA subset allowed in a kernel")
+                raise Refusal(
+                    "kernel-subset", line, f"{_words(node)} is not part of the Numba CUDA subset allowed in a kernel"
+                )
             if isinstance(node, ast.Name):
                 _check_name_use(node, imports, module_names, local)
             elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store):
@@ -431,11 +513,19 @@ def _check_body(fn: ast.FunctionDef, imports: dict, module_names: set) -> None:
                 while isinstance(root, ast.Subscript):
                     root = root.value
                 if isinstance(root, ast.Name) and root.id in module_names and root.id not in local:
-                    raise Refusal("module-state", line, f"{root.id!r} is a top-level constant: a kernel writes only its own "
-                                  "arrays (no state kept between calls)")
+                    raise Refusal(
+                        "module-state",
+                        line,
+                        f"{root.id!r} is a top-level constant: a kernel writes only its own "
+                        "arrays (no state kept between calls)",
+                    )
             elif isinstance(node, ast.Attribute):
                 if isinstance(node.ctx, ast.Store):
-                    raise Refusal("attribute-assignment", line, "assigning to an attribute is not allowed (write to array elements with a[i] = ...)")
+                    raise Refusal(
+                        "attribute-assignment",
+                        line,
+                        "assigning to an attribute is not allowed (write to array elements with a[i] = ...)",
+                    )
                 _check_attribute(node, imports, local, module_names, called, inner)
             elif isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes)):
                 # a kernel has no use for text, and "x" * 10 ** 10 would fill the host's memory in the simulator
@@ -447,16 +537,24 @@ def _check_name_use(node: ast.Name, imports: dict, module_names: set, local: set
     if name.startswith("__"):
         raise Refusal("dunder", line, f"{name!r} is not allowed: double-underscore names reach Python's internals")
     if name in FORBIDDEN_NAMES and name not in local:
-        raise Refusal("builtin", line, f"{name}() is not allowed in a kernel; allowed builtins: {', '.join(ALLOWED_BUILTINS)}")
+        raise Refusal(
+            "builtin", line, f"{name}() is not allowed in a kernel; allowed builtins: {', '.join(ALLOWED_BUILTINS)}"
+        )
     _check_name(name, line)
     if isinstance(node.ctx, ast.Store):
         if name in imports or (name in module_names and name not in local):
-            raise Refusal("redefinition", line, f"{name!r} names an import or a top-level definition; choose another name")
+            raise Refusal(
+                "redefinition", line, f"{name!r} names an import or a top-level definition; choose another name"
+            )
         return
     if name in local or name in module_names or name in ALLOWED_BUILTINS:
         return
-    raise Refusal("name", line, f"{name!r} is not defined here; a kernel may use its parameters and locals, the file's imports, "
-                  f"constants and functions, and the builtins {', '.join(ALLOWED_BUILTINS)}")
+    raise Refusal(
+        "name",
+        line,
+        f"{name!r} is not defined here; a kernel may use its parameters and locals, the file's imports, "
+        f"constants and functions, and the builtins {', '.join(ALLOWED_BUILTINS)}",
+    )
 
 
 __all__ = ["ALLOWED_BUILTINS", "CUDA_API", "DTYPES", "MAX_SOURCE_BYTES", "Checked", "Refusal", "check_source"]

@@ -24,10 +24,16 @@ MAX_REQUEST_BYTES = 1 << 20
 
 def apply_limits(limits: dict) -> list[str]:
     """setrlimit for this process and its children; returns the limits that could not be set."""
-    wanted = [("cpu_s", resource.RLIMIT_CPU), ("file_bytes", resource.RLIMIT_FSIZE), ("core_bytes", resource.RLIMIT_CORE)]
+    wanted = [
+        ("cpu_s", resource.RLIMIT_CPU),
+        ("file_bytes", resource.RLIMIT_FSIZE),
+        ("core_bytes", resource.RLIMIT_CORE),
+    ]
     if limits.get("address_space_bytes"):  # the simulator only: RLIMIT_AS breaks the CUDA driver's reservations
         wanted.append(("address_space_bytes", resource.RLIMIT_AS))
-    if limits.get("tasks") and os.geteuid() != 0:  # root ignores RLIMIT_NPROC; the runner's pids cgroup covers that case
+    if (
+        limits.get("tasks") and os.geteuid() != 0
+    ):  # root ignores RLIMIT_NPROC; the runner's pids cgroup covers that case
         wanted.append(("tasks", resource.RLIMIT_NPROC))
     missed = []
     for key, which in wanted:
@@ -45,7 +51,7 @@ def main(argv: list[str]) -> int:
     verdict_fd = os.dup(1)
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
-    sys.stdout = open(os.devnull, "w")  # noqa: SIM115  (Python-level prints go nowhere too)
+    sys.stdout = open(os.devnull, "w")  # (Python-level prints go nowhere too)
     limits = json.loads(argv[1]) if len(argv) > 1 else {}
     missed = apply_limits(limits)
     request = json.loads(sys.stdin.buffer.read(MAX_REQUEST_BYTES) or b"{}")
@@ -66,7 +72,9 @@ def main(argv: list[str]) -> int:
             return 0
         verdict = judge(problem, request["source"], int(request["seed"]))
     except Exception as exc:  # never a traceback: one line
-        verdict = Verdict.start(str(request.get("problem")), "unknown").failed(f"the harness could not start: {type(exc).__name__}: {exc}")
+        verdict = Verdict.start(str(request.get("problem")), "unknown").failed(
+            f"the harness could not start: {type(exc).__name__}: {exc}"
+        )
     if missed:
         verdict.sandbox = "limits not applied: " + "; ".join(missed)
     with os.fdopen(verdict_fd, "wb") as out:

@@ -11,8 +11,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from gpu.core.limits import InputError
 from gpu.core.jsonout import print_json
+from gpu.core.limits import InputError
 
 MAX_FILE_BYTES = 1 << 20
 
@@ -50,16 +50,26 @@ def format_verdict(verdict, saved_id: str | None = None, save_problem: str | Non
     lines = [f"{verdict.problem}: {verdict.status.upper()} — {verdict.message} (sandbox: {verdict.sandbox or 'none'})"]
     for t in verdict.tests:
         sizes = ", ".join(f"{k} = {v:,}" for k, v in t["sizes"].items())
-        lines.append(f"  {'pass' if t['passed'] else 'FAIL'}  {t['name']} ({sizes}){'' if t['passed'] else ': ' + t['message']}")
+        lines.append(
+            f"  {'pass' if t['passed'] else 'FAIL'}  {t['name']} ({sizes}){'' if t['passed'] else ': ' + t['message']}"
+        )
     timing = verdict.timing
     if timing:
         ratio = timing.get("ratio_to_reference")
-        lines.append(f"  time {format_seconds(timing['median_s'])} (median of {timing['samples']}), {timing['gbps']:,.1f} GB/s"
-                     + (f", {timing['percent_of_peak']:.0f}% of the {timing['peak_gbps']:,.0f} GB/s peak" if timing.get("percent_of_peak") else "")
-                     + (f", {timing['gflops']:,.1f} GFLOP/s" if timing.get("gflops") else "")
-                     + (f", {ratio:.2f}x the lab's kernel's time" if ratio else ""))
+        lines.append(
+            f"  time {format_seconds(timing['median_s'])} (median of {timing['samples']}), {timing['gbps']:,.1f} GB/s"
+            + (
+                f", {timing['percent_of_peak']:.0f}% of the {timing['peak_gbps']:,.0f} GB/s peak"
+                if timing.get("percent_of_peak")
+                else ""
+            )
+            + (f", {timing['gflops']:,.1f} GFLOP/s" if timing.get("gflops") else "")
+            + (f", {ratio:.2f}x the lab's kernel's time" if ratio else "")
+        )
         if timing.get("faster_than_roof"):
-            lines.append("  flagged: faster than the memory roof allows for the bytes this problem must move — not ranked")
+            lines.append(
+                "  flagged: faster than the memory roof allows for the bytes this problem must move — not ranked"
+            )
     elif verdict.backend == "simulator" and verdict.status != "error":
         lines.append("  simulator: correctness only, no timing (simulated time is not GPU performance)")
     if verdict.compile_facts_note and verdict.status != "error":
@@ -116,7 +126,9 @@ def cmd_submissions(args: argparse.Namespace) -> int:
         if not args.ids:
             raise InputError("submissions delete needs the id(s) to delete: python -m gpu submissions delete ID --yes")
         if not args.yes:
-            raise InputError("submissions delete removes leaderboard entries for every user of this machine; add --yes to confirm")
+            raise InputError(
+                "submissions delete removes leaderboard entries for every user of this machine; add --yes to confirm"
+            )
         try:
             deleted = store.delete(args.ids)
         except StoreError as exc:
@@ -130,7 +142,10 @@ def cmd_submissions(args: argparse.Namespace) -> int:
     print(f"{len(entries)} submission{'s' if len(entries) != 1 else ''} in {store.path}")
     for e in entries:
         time = f"{e.median_s * 1e6:,.1f} µs" if e.median_s else "not timed"
-        print(f"{e.id[:8]}  {e.created_at}  {e.problem:<12} {e.device:<28} {e.name:<20} {time}{'' if e.ranked else '  (not ranked)'}")
+        print(
+            f"{e.id[:8]}  {e.created_at}  {e.problem:<12} {e.device:<28} {e.name:<20} "
+            f"{time}{'' if e.ranked else '  (not ranked)'}"
+        )
     return 0
 
 
@@ -147,7 +162,11 @@ def register(sub) -> None:
     p.add_argument("--json", action="store_true", help="print the verdict as one JSON object")
     p.add_argument("--name", default=None, help="your name on the leaderboard (default: anonymous)")
     p.add_argument("--no-save", action="store_true", help="do not save a passing submission")
-    p.add_argument("--no-facts", action="store_true", help="simulator: skip the real compiler's registers/spills/occupancy (a few seconds)")
+    p.add_argument(
+        "--no-facts",
+        action="store_true",
+        help="simulator: skip the real compiler's registers/spills/occupancy (a few seconds)",
+    )
     p.set_defaults(func=cmd_solve)
 
     p = sub.add_parser("submissions", help="list saved submissions; admin: `submissions delete ID --yes`")

@@ -43,14 +43,27 @@ def compile_facts(problem: Problem, source: str, threads_per_block: int) -> tupl
         facts = compile_source_facts(source, problem.kernel_name, numba_signature(problem), threads_per_block=block)
     except Exception as exc:  # the compiler's refusal is information, not a harness failure
         text = str(exc).strip()
-        return None, f"the real compiler could not compile this kernel: {text.splitlines()[0][:300] if text else type(exc).__name__}"
+        return (
+            None,
+            "the real compiler could not compile this kernel: "
+            f"{text.splitlines()[0][:300] if text else type(exc).__name__}",
+        )
     if not facts.ok:
-        return None, f"the real compiler rejects this kernel for {facts.target_label}: {(facts.error or '').strip().splitlines()[-1][:300] if facts.error else 'no reason given'}"
+        return (
+            None,
+            f"the real compiler rejects this kernel for {facts.target_label}: "
+            f"{(facts.error or '').strip().splitlines()[-1][:300] if facts.error else 'no reason given'}",
+        )
     occupancy = facts.occupancy
-    data = {"target": facts.target_label, "compiler": facts.compiler, "registers_per_thread": facts.registers_per_thread,
-            "spilled_bytes": facts.spill_stores_bytes, "shared_memory_bytes": facts.shared_memory_bytes,
-            "threads_per_block": facts.threads_per_block,
-            "occupancy": f"{occupancy.fraction:.0%} (limited by {occupancy.limiter})" if occupancy else None}
+    data = {
+        "target": facts.target_label,
+        "compiler": facts.compiler,
+        "registers_per_thread": facts.registers_per_thread,
+        "spilled_bytes": facts.spill_stores_bytes,
+        "shared_memory_bytes": facts.shared_memory_bytes,
+        "threads_per_block": facts.threads_per_block,
+        "occupancy": f"{occupancy.fraction:.0%} (limited by {occupancy.limiter})" if occupancy else None,
+    }
     return data, facts.sentence()
 
 

@@ -64,18 +64,36 @@ def plain(value) -> float | int | str:
     return value.item() if hasattr(value, "item") else value
 
 
-def first_mismatch(problem: Problem, case: Case, name: str, got: np.ndarray, expected: np.ndarray, block: tuple) -> dict | None:
+def first_mismatch(
+    problem: Problem, case: Case, name: str, got: np.ndarray, expected: np.ndarray, block: tuple
+) -> dict | None:
     ok = problem.tolerance.close(got, expected)
     if got.shape != expected.shape:
-        return {"test": case.name, "output": name, "index": None, "expected": f"shape {expected.shape}", "got": f"shape {got.shape}"}
+        return {
+            "test": case.name,
+            "output": name,
+            "index": None,
+            "expected": f"shape {expected.shape}",
+            "got": f"shape {got.shape}",
+        }
     if ok.all():
         return None
     flat = int(np.flatnonzero(~ok.reshape(-1))[0])
     index = tuple(int(i) for i in np.unravel_index(flat, got.shape))
     value = got[index]
-    never = name not in problem.accumulate and (np.isnan(value) if got.dtype.kind == "f" else value == sentinel(got.dtype))
-    return {"test": case.name, "output": name, "index": list(index), "expected": plain(expected[index]), "got": plain(value),
-            "never_written": bool(never), "wrong_count": int((~ok).sum()), "thread": writer_of(problem, index, block)}
+    never = name not in problem.accumulate and (
+        np.isnan(value) if got.dtype.kind == "f" else value == sentinel(got.dtype)
+    )
+    return {
+        "test": case.name,
+        "output": name,
+        "index": list(index),
+        "expected": plain(expected[index]),
+        "got": plain(value),
+        "never_written": bool(never),
+        "wrong_count": int((~ok).sum()),
+        "thread": writer_of(problem, index, block),
+    }
 
 
 def kernel_error(exc: BaseException) -> str:
@@ -85,7 +103,7 @@ def kernel_error(exc: BaseException) -> str:
         if frame.filename == SOURCE_NAME:
             line = frame.lineno
     describe = getattr(exc, "describe", None)
-    if callable(describe) and getattr(exc, "kind", None):  # the lab simulator's KernelFault: kind, thread, line, sentence
+    if callable(describe) and getattr(exc, "kind", None):  # the lab simulator's KernelFault: kind, thread, line
         return f"the kernel failed: {describe()[:400]}"
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     where = f" at line {line}" if line else ""
@@ -107,14 +125,20 @@ def run_case(problem: Problem, kernel, case: Case, index: int, seed: int, launch
         cuda.synchronize()
     except Exception as exc:  # a kernel that raises (simulator: out of bounds) fails this test, never the harness
         message = kernel_error(exc)
-        return {"name": case.name, "sizes": dict(sizes), "passed": False, "message": message}, {"test": case.name, "error": message}
+        return {"name": case.name, "sizes": dict(sizes), "passed": False, "message": message}, {
+            "test": case.name,
+            "error": message,
+        }
     for p, d in zip(problem.params, d_args):
         (inputs if p in inputs else outputs)[p] = d.copy_to_host()
     for name, before in originals.items():
         if not np.array_equal(before, inputs[name], equal_nan=True):
             where = int(np.flatnonzero((before != inputs[name]).reshape(-1))[0])
             message = f"the kernel changed its input {name!r} (first at flat index {where}); inputs must stay unchanged"
-            return {"name": case.name, "sizes": dict(sizes), "passed": False, "message": message}, {"test": case.name, "error": message}
+            return {"name": case.name, "sizes": dict(sizes), "passed": False, "message": message}, {
+                "test": case.name,
+                "error": message,
+            }
     expected = problem.reference(originals, sizes)
     for name, want in expected.items():
         miss = first_mismatch(problem, case, name, outputs[name], np.asarray(want, dtype=outputs[name].dtype), block)
@@ -187,7 +211,9 @@ def judge(problem: Problem, source: str, seed: int) -> Verdict:
         reference_time = None
         if not BACKEND.simulated:  # the lab's kernel, timed before the learner's code is even loaded
             ref_launch = problem.solution.launch or (lambda s: problem.launch(s, problem.threads))
-            timed = time_case(problem, problem.solution.kernel(problem.kernel_name), problem.perf["gpu"], seed, ref_launch)
+            timed = time_case(
+                problem, problem.solution.kernel(problem.kernel_name), problem.perf["gpu"], seed, ref_launch
+            )
             reference_time = timed["stats"].median_s if "stats" in timed else None
         try:
             scope = load_module(source, problem.kernel_name, len(problem.params))
@@ -220,9 +246,15 @@ def judge(problem: Problem, source: str, seed: int) -> Verdict:
             verdict.device = info.name
             stats = timed["stats"]
             fig = figures(problem, problem.perf["gpu"], stats.median_s, info.peak_bandwidth_gbps)
-            fig.update(samples=stats.n_samples, noise=stats.noise, held=stats.held, l2_note=timed.get("l2_note"), reference_median_s=reference_time,
-                       ratio_to_reference=(stats.median_s / reference_time) if reference_time else None,
-                       size=problem.perf["gpu"].to_dict())
+            fig.update(
+                samples=stats.n_samples,
+                noise=stats.noise,
+                held=stats.held,
+                l2_note=timed.get("l2_note"),
+                reference_median_s=reference_time,
+                ratio_to_reference=(stats.median_s / reference_time) if reference_time else None,
+                size=problem.perf["gpu"].to_dict(),
+            )
             verdict.timing = fig
         return verdict.finish("passed")
     except Refusal as refusal:

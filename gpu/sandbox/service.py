@@ -49,7 +49,10 @@ def default_locks(label: str):
     from gpu.service.devicelock import FileFifoLock, default_lock_dir, usable_dir
 
     directory = usable_dir(default_lock_dir())
-    with FileFifoLock(name="gpu0", directory=directory).hold(label), FileFifoLock(name="cpu", directory=directory).hold(label):
+    with (
+        FileFifoLock(name="gpu0", directory=directory).hold(label),
+        FileFifoLock(name="cpu", directory=directory).hold(label),
+    ):
         yield
 
 
@@ -60,8 +63,18 @@ class Submission:
     save_problem: str | None  # why a pass was not saved
 
 
-def submit(problem_key: str, source: str, *, name: str | None = None, save: bool = True, lock=None,
-           limits: Limits | None = None, sandbox: SandboxStatus | None = None, facts: bool = True, relock=None) -> Submission:
+def submit(
+    problem_key: str,
+    source: str,
+    *,
+    name: str | None = None,
+    save: bool = True,
+    lock=None,
+    limits: Limits | None = None,
+    sandbox: SandboxStatus | None = None,
+    facts: bool = True,
+    relock=None,
+) -> Submission:
     """Judge ``source`` for ``problem_key`` and save it when it passes. InputError for a bad problem name.
 
     ``lock`` is the context manager held while the submission runs (default: this host's device

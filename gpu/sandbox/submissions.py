@@ -12,7 +12,7 @@ from __future__ import annotations
 import sqlite3
 import uuid
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from gpu.service.store import BUSY_TIMEOUT_S, StoreError, default_path
@@ -86,17 +86,44 @@ class SubmissionStore:
         with self._connect() as conn:
             conn.execute(
                 "INSERT INTO submissions VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (entry_id, datetime.now(timezone.utc).isoformat(timespec="seconds"), verdict.problem, verdict.backend,
-                 verdict.device or ("CUDA simulator" if verdict.backend == "simulator" else "unknown GPU"), clean_name(name),
-                 source, timing.get("median_s"), timing.get("gbps"), timing.get("percent_of_peak"),
-                 timing.get("ratio_to_reference"), int(verdict.ranked), verdict.to_json()))
+                (
+                    entry_id,
+                    datetime.now(UTC).isoformat(timespec="seconds"),
+                    verdict.problem,
+                    verdict.backend,
+                    verdict.device or ("CUDA simulator" if verdict.backend == "simulator" else "unknown GPU"),
+                    clean_name(name),
+                    source,
+                    timing.get("median_s"),
+                    timing.get("gbps"),
+                    timing.get("percent_of_peak"),
+                    timing.get("ratio_to_reference"),
+                    int(verdict.ranked),
+                    verdict.to_json(),
+                ),
+            )
         return entry_id
 
     def _entries(self, sql: str, args: tuple) -> list[Entry]:
         with self._connect() as conn:
             rows = conn.execute(sql, args).fetchall()
-        return [Entry(r["id"], r["created_at"], r["problem"], r["backend"], r["device"], r["name"], r["median_s"], r["gbps"],
-                      r["percent_of_peak"], r["ratio_to_reference"], bool(r["ranked"]), r["source"]) for r in rows]
+        return [
+            Entry(
+                r["id"],
+                r["created_at"],
+                r["problem"],
+                r["backend"],
+                r["device"],
+                r["name"],
+                r["median_s"],
+                r["gbps"],
+                r["percent_of_peak"],
+                r["ratio_to_reference"],
+                bool(r["ranked"]),
+                r["source"],
+            )
+            for r in rows
+        ]
 
     def leaderboard(self, problem: str, device: str | None = None, limit: int = 20) -> list[Entry]:
         """Ranked entries of one problem on one device, fastest first (in the simulator: first to pass first)."""
@@ -109,10 +136,17 @@ class SubmissionStore:
 
     def devices(self, problem: str) -> list[str]:
         with self._connect() as conn:
-            return [r[0] for r in conn.execute("SELECT DISTINCT device FROM submissions WHERE problem = ? ORDER BY device", (problem,))]
+            return [
+                r[0]
+                for r in conn.execute(
+                    "SELECT DISTINCT device FROM submissions WHERE problem = ? ORDER BY device", (problem,)
+                )
+            ]
 
     def all(self, limit: int = 1000) -> list[Entry]:
-        return self._entries("SELECT * FROM submissions ORDER BY created_at DESC, rowid DESC LIMIT ?", (limit,))  # rowid: saved in the same second
+        return self._entries(
+            "SELECT * FROM submissions ORDER BY created_at DESC, rowid DESC LIMIT ?", (limit,)
+        )  # rowid: saved in the same second
 
     def count(self) -> int:
         with self._connect() as conn:

@@ -23,7 +23,8 @@ def mismatch_text(miss: dict) -> str:
     more = f"; {miss['wrong_count']:,} wrong in all" if miss.get("wrong_count", 1) > 1 else ""
     if miss.get("never_written"):
         thread = f"; it is {miss['thread']}'s element" if miss.get("thread") else ""
-        return f"{miss['output']}[{index}]: expected {miss['expected']!r}, but it was never written (still the sentinel){thread}{more}"
+        return (f"{miss['output']}[{index}]: expected {miss['expected']!r}, but it was never written (still the "
+                f"sentinel){thread}{more}")
     thread = f" (written by {miss['thread']})" if miss.get("thread") else ""
     return f"{miss['output']}[{index}]: expected {miss['expected']!r}, got {miss['got']!r}{thread}{more}"
 
@@ -46,7 +47,7 @@ class Verdict:
     wall_s: float | None = None
 
     @classmethod
-    def start(cls, problem: str, backend: str) -> "Verdict":
+    def start(cls, problem: str, backend: str) -> Verdict:
         return cls(problem=problem, backend=backend)
 
     @property
@@ -58,25 +59,28 @@ class Verdict:
         """Saved to the leaderboard: passed, and (on a GPU) not faster than the memory roof allows."""
         return self.status == "passed" and not (self.timing or {}).get("faster_than_roof", False)
 
-    def refused(self, refusal) -> "Verdict":
+    def refused(self, refusal) -> Verdict:
         self.refusal = refusal.to_dict()
         self.status = "refused"
         self.message = str(refusal)
         return self
 
-    def failed(self, message: str) -> "Verdict":
+    def failed(self, message: str) -> Verdict:
         self.status, self.message = "error", message
         return self
 
-    def finish(self, status: str) -> "Verdict":
+    def finish(self, status: str) -> Verdict:
         self.status = status
         passed = sum(1 for t in self.tests if t["passed"])
         if status == "passed":
             self.message = f"all {len(self.tests)} tests passed"
         else:
             first = next((t for t in self.tests if not t["passed"]), None)
-            self.message = f"{passed} of {len(self.tests)} tests passed; first failure, {first['name']}: {first['message']}" if first else (
-                mismatch_text(self.mismatch) if self.mismatch else status)
+            self.message = (
+                f"{passed} of {len(self.tests)} tests passed; first failure, {first['name']}: {first['message']}"
+                if first
+                else (mismatch_text(self.mismatch) if self.mismatch else status)
+            )
         return self
 
     def to_dict(self) -> dict:
@@ -86,7 +90,7 @@ class Verdict:
         return json.dumps(self.to_dict(), default=str)
 
     @classmethod
-    def from_dict(cls, data: dict) -> "Verdict":
+    def from_dict(cls, data: dict) -> Verdict:
         known = {f for f in cls.__dataclass_fields__}
         return cls(**{k: v for k, v in data.items() if k in known})
 

@@ -19,7 +19,8 @@ default applies) and reported in ``AdmissionConfig.problems``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from gpu.core.backend import BACKEND
 from gpu.core.limits import ENV_MAX_WORK, AdmissionConfig, InputError, load_config
@@ -27,7 +28,7 @@ from gpu.core.limits import ENV_MAX_WORK, AdmissionConfig, InputError, load_conf
 if TYPE_CHECKING:
     from gpu.experiments.base import Experiment, Progress
 
-def admit(experiment: "Experiment", params: Mapping[str, Any], config: AdmissionConfig | None = None) -> int:
+def admit(experiment: Experiment, params: Mapping[str, Any], config: AdmissionConfig | None = None) -> int:
     """Refuse a run of ``experiment`` whose work is over the budget, before it queues.
 
     Every surface (page form, CLI, cluster submission) calls this with parsed parameters,
@@ -45,7 +46,7 @@ def admit(experiment: "Experiment", params: Mapping[str, Any], config: Admission
     return work
 
 
-def admit_and_run(name: str, raw_params: Mapping[str, Any], progress: "Progress | None" = None) -> Any:
+def admit_and_run(name: str, raw_params: Mapping[str, Any], progress: Progress | None = None) -> Any:
     """Parse, admit and run one experiment by name: what a cluster worker or a script calls.
 
     Only plain parameters cross this boundary, never code. Raises InputError for bad

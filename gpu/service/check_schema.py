@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from datetime import datetime
-from typing import Any, Mapping
+from typing import Any
 
 MAX_IMPORT_BYTES = 4 * 2**20  # a full H200 check is ~0.6 MB; 4 MiB leaves room, refuses floods
 MAX_SAMPLES = 100_000  # per Stats: far beyond any real run, bounds the work of reading one
@@ -51,7 +52,9 @@ def _refuse_constant(name: str) -> float:
 def parse_check_bytes(raw: bytes, *, max_bytes: int = MAX_IMPORT_BYTES) -> dict:
     """Bytes of a check.json -> the dict, checked against the schema. Raises ImportProblem naming the first problem."""
     if len(raw) > max_bytes:
-        raise ImportProblem(f"the file is {len(raw) / 2**20:,.1f} MiB; a check file may be at most {max_bytes / 2**20:,.0f} MiB")
+        raise ImportProblem(
+            f"the file is {len(raw) / 2**20:,.1f} MiB; a check file may be at most {max_bytes / 2**20:,.0f} MiB"
+        )
     if not raw.strip():
         raise ImportProblem("the file is empty; expected the check.json that `python -m gpu check --out DIR` writes")
     try:
@@ -65,7 +68,11 @@ def parse_check_bytes(raw: bytes, *, max_bytes: int = MAX_IMPORT_BYTES) -> dict:
     except RecursionError:
         raise ImportProblem("the JSON is nested too deeply to be a check file") from None
     except json.JSONDecodeError as exc:
-        what = "ends before the JSON is complete (truncated?)" if exc.pos >= len(text.rstrip()) else f"is not valid JSON: {exc.msg}"
+        what = (
+            "ends before the JSON is complete (truncated?)"
+            if exc.pos >= len(text.rstrip())
+            else f"is not valid JSON: {exc.msg}"
+        )
         raise ImportProblem(f"the file {what} at line {exc.lineno}, column {exc.colno}") from None
     validate_check(data)
     return data
@@ -104,7 +111,9 @@ def _obj(value: Any, path: str, required: set[str] = frozenset(), optional: set[
     if optional is not None:
         unknown = sorted(set(value) - required - optional)
         if unknown:
-            raise ImportProblem(f"{_where(path)} has unknown key{'s' if len(unknown) > 1 else ''} {', '.join(repr(u) for u in unknown)}")
+            raise ImportProblem(
+                f"{_where(path)} has unknown key{'s' if len(unknown) > 1 else ''} {', '.join(repr(u) for u in unknown)}"
+            )
     return value
 
 
@@ -178,7 +187,8 @@ TIMING_KEYS = {"few_samples", "retries", "held", "sample_held", "sample_retries"
 
 
 def _stats(value: Any, path: str) -> None:
-    """A Stats.to_dict() or KernelTiming.to_dict(): samples_s a non-empty list of finite seconds ≥ 0; the rest numbers."""
+    """A Stats.to_dict() or KernelTiming.to_dict(): samples_s a non-empty list of finite seconds ≥ 0; the rest
+    numbers."""
     data = _obj(value, path, {"samples_s"}, STATS_KEYS | TIMING_KEYS | {"compile_s"})
     for key in ("few_samples", "held", "l2_flushed", "l2_resident"):
         _bool(data.get(key), f"{path}.{key}", allow_none=True)
@@ -202,7 +212,15 @@ def _device(value: Any, path: str) -> None:
     data = _obj(value, path, {"backend", "name"})
     _str(data["backend"], f"{path}.backend", choices=BACKENDS)
     _str(data["name"], f"{path}.name")
-    for key in ("multiprocessors", "total_memory_bytes", "memory_clock_khz", "memory_bus_width_bits", "max_threads_per_block", "warp_size", "index"):
+    for key in (
+        "multiprocessors",
+        "total_memory_bytes",
+        "memory_clock_khz",
+        "memory_bus_width_bits",
+        "max_threads_per_block",
+        "warp_size",
+        "index",
+    ):
         if key in data:
             _int(data[key], f"{path}.{key}", allow_none=True)
     for key in ("compute_capability", "driver_version", "runtime_version"):
@@ -284,7 +302,10 @@ def declared_sections() -> dict[str, Any]:
     """Every section key a check file may hold -> its ``CheckSection`` (None: the check's own)."""
     from gpu.experiments.registry import check_sections
 
-    return {**{key: section for key, (_experiment, section) in check_sections().items()}, **dict.fromkeys(CHECK_OWN_SECTIONS)}
+    return {
+        **{key: section for key, (_experiment, section) in check_sections().items()},
+        **dict.fromkeys(CHECK_OWN_SECTIONS),
+    }
 
 
 def __getattr__(name: str):
@@ -314,7 +335,10 @@ def _section(key: str, value: Any, declared: Any) -> None:
         listed = data.get("runs") if isinstance(data.get("runs"), list) else []
         for where, run in [("run", data.get("run")), *((f"runs[{i}]", r) for i, r in enumerate(listed))]:
             if isinstance(run, Mapping) and run.get("experiment", owner) not in names:
-                raise ImportProblem(f"`{path}.{where}.experiment` is {str(run['experiment'])[:60]!r}; the section {key!r} holds runs of {owner!r}")
+                raise ImportProblem(
+                    f"`{path}.{where}.experiment` is {str(run['experiment'])[:60]!r}; the section {key!r} holds runs "
+                    f"of {owner!r}"
+                )
 
 
 def validate_check(data: Any) -> None:
@@ -325,7 +349,9 @@ def validate_check(data: Any) -> None:
     try:
         datetime.fromisoformat(started)
     except ValueError:
-        raise ImportProblem(f"`started_at` is {started[:40]!r}; expected an ISO 8601 time such as 2026-11-29T23:47:40+00:00") from None
+        raise ImportProblem(
+            f"`started_at` is {started[:40]!r}; expected an ISO 8601 time such as 2026-11-29T23:47:40+00:00"
+        ) from None
     _str(top["backend"], "backend", choices=BACKENDS)
     _bool(top["quick"], "quick")
     _bool(top["passed"], "passed")
@@ -396,8 +422,22 @@ def history_records(data: Mapping[str, Any], *, source: str, sha256: str) -> lis
     from gpu.core.provenance import METHODOLOGY_KEY, methodology_of
 
     version = methodology_of(data)  # 1 for a check recorded before versions: History shows its caveat
-    return [{"experiment": key, **result, "imported": imported, METHODOLOGY_KEY: version} for key, result in section_records(data)]
+    return [
+        {"experiment": key, **result, "imported": imported, METHODOLOGY_KEY: version}
+        for key, result in section_records(data)
+    ]
 
 
-__all__ = ["CHECK_OWN_SECTIONS", "ImportProblem", "MAX_IMPORT_BYTES", "SECTION_KEYS", "declared_sections", "default_records",
-           "generic_section", "history_records", "parse_check_bytes", "section_records", "validate_check"]
+__all__ = [
+    "CHECK_OWN_SECTIONS",
+    "ImportProblem",
+    "MAX_IMPORT_BYTES",
+    "SECTION_KEYS",  # noqa: F822  (SECTION_KEYS: __getattr__)
+    "declared_sections",
+    "default_records",
+    "generic_section",
+    "history_records",
+    "parse_check_bytes",
+    "section_records",
+    "validate_check",
+]

@@ -9,7 +9,8 @@ they use the schema's field checkers (``_obj``, ``_num``...), so every message r
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from gpu.service.check_schema import (
     BACKENDS,
@@ -27,7 +28,22 @@ from gpu.service.check_schema import (
 
 
 def _vector_add_run(value: Any, path: str) -> None:
-    data = _obj(value, path, {"experiment", "n", "threads_per_block", "blocks_per_grid", "backend", "device", "policy", "gpu", "cpu", "agreement"})
+    data = _obj(
+        value,
+        path,
+        {
+            "experiment",
+            "n",
+            "threads_per_block",
+            "blocks_per_grid",
+            "backend",
+            "device",
+            "policy",
+            "gpu",
+            "cpu",
+            "agreement",
+        },
+    )
     _str(data["experiment"], f"{path}.experiment", choices=("vector-add",))
     _int(data["n"], f"{path}.n", minimum=1)
     _int(data["threads_per_block"], f"{path}.threads_per_block", minimum=1, maximum=1024)
@@ -37,7 +53,12 @@ def _vector_add_run(value: Any, path: str) -> None:
     _policy(data["policy"], f"{path}.policy")
     gpu = _obj(data["gpu"], f"{path}.gpu", {"phases"})
     _num(gpu.get("compile_s", 0.0), f"{path}.gpu.compile_s")
-    phases = _obj(gpu["phases"], f"{path}.gpu.phases", {"h2d", "kernel", "d2h", "total"}, {"h2d", "launch", "kernel", "d2h", "total"})
+    phases = _obj(
+        gpu["phases"],
+        f"{path}.gpu.phases",
+        {"h2d", "kernel", "d2h", "total"},
+        {"h2d", "launch", "kernel", "d2h", "total"},
+    )
     for phase, stats in phases.items():
         _stats(stats, f"{path}.gpu.phases.{phase}")
     cpu = _obj(data["cpu"], f"{path}.cpu", set(), {"python", "numpy", "numba", "numba-parallel"})
@@ -125,7 +146,11 @@ def _launch_sweep(value: Any, path: str) -> None:
         _stats(config["kernel"], f"{where}.kernel")
         _bool(config["agree"], f"{where}.agree")
         if config.get("occupancy") is not None:
-            occ = _obj(config["occupancy"], f"{where}.occupancy", {"threads_per_block", "blocks_per_sm", "warps_per_sm", "max_warps_per_sm", "source"})
+            occ = _obj(
+                config["occupancy"],
+                f"{where}.occupancy",
+                {"threads_per_block", "blocks_per_sm", "warps_per_sm", "max_warps_per_sm", "source"},
+            )
             for key in ("threads_per_block", "blocks_per_sm", "warps_per_sm", "max_warps_per_sm"):
                 _int(occ[key], f"{where}.occupancy.{key}")
             _str(occ["source"], f"{where}.occupancy.source")
@@ -151,7 +176,22 @@ def _bandwidth(value: Any, path: str) -> None:
 def _strategies(value: Any, path: str) -> None:
     from gpu.experiments.transfers import STRATEGIES
 
-    data = _obj(value, path, {"experiment", "n", "threads_per_block", "chunks", "streams", "iterations", "backend", "device", "policy", "strategies"})
+    data = _obj(
+        value,
+        path,
+        {
+            "experiment",
+            "n",
+            "threads_per_block",
+            "chunks",
+            "streams",
+            "iterations",
+            "backend",
+            "device",
+            "policy",
+            "strategies",
+        },
+    )
     _str(data["experiment"], f"{path}.experiment", choices=("transfers-strategies",))
     for key in ("n", "threads_per_block", "chunks", "streams", "iterations"):
         _int(data[key], f"{path}.{key}", minimum=1)

@@ -32,8 +32,9 @@ import os
 import threading
 import time
 import uuid
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from gpu.service.cluster_worker import (
     MAX_QUEUE,
@@ -315,7 +316,8 @@ class ClusterClient:
             return states
 
     def _choose(self, prefer: str | None) -> WorkerState:
-        """Pick a worker for one run and count it as this process's; waits (up to ``start_timeout_s``) for starting workers.
+        """Pick a worker for one run and count it as this process's; waits (up to ``start_timeout_s``) for starting
+        workers.
 
         A worker's load is what it reported (every app process's runs, up to a second ago)
         or the runs this process has on it now, whichever is larger; picking and counting
@@ -326,7 +328,8 @@ class ClusterClient:
             states = self._recent_states()
             if not states:
                 raise ClusterUnavailable(
-                    f"The Ray cluster at {self.address} offers no GPUs: start its nodes with `ray start ... --num-gpus N`."
+                    f"The Ray cluster at {self.address} offers no GPUs: start its nodes with `ray start ... --num-gpus "
+                    "N`."
                 )
             try:
                 with self._choose_lock:
@@ -398,7 +401,9 @@ class ClusterClient:
             finally:
                 self._done_with(chosen.name)
             if out.get("cancelled"):
-                raise ClusterUnavailable("The run lost its place in the worker's queue (held too long); press Run again.")
+                raise ClusterUnavailable(
+                    "The run lost its place in the worker's queue (held too long); press Run again."
+                )
             info = worker or WorkerInfo.from_dict(ray.get(handle.info.remote(), timeout=CALL_TIMEOUT_S))
             return ClusterRun(out["result"], info, positions, submitted, out["arrived"], out["started"],
                               out["ended"], time.time(), requeued)

@@ -17,9 +17,10 @@ import socket
 import threading
 import time
 from collections import deque
+from collections.abc import Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 MAX_QUEUE = 128  # runs one worker holds (waiting threads); more would be an hour's queue
 WATCH_S = 2.0  # the longest a watch() call waits for a change (the app's heartbeat)
@@ -59,7 +60,7 @@ class WorkerInfo:
                 "gpu_ids": list(self.gpu_ids), "device": dict(self.device), "pid": self.pid, "label": self.label}
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "WorkerInfo":
+    def from_dict(cls, data: Mapping[str, Any]) -> WorkerInfo:
         return cls(str(data["name"]), str(data["node_id"]), str(data["host"]), str(data["ip"]),
                    tuple(str(g) for g in data["gpu_ids"]), dict(data["device"]), int(data["pid"]))
 
@@ -137,7 +138,9 @@ class GpuWorker:
         with self._cond:
             return self._position(run_id)
 
-    def watch(self, run_id: str, known: tuple | list | None = None, timeout_s: float = WATCH_S) -> tuple[int | None, bool, str | None]:
+    def watch(
+        self, run_id: str, known: tuple | list | None = None, timeout_s: float = WATCH_S
+    ) -> tuple[int | None, bool, str | None]:
         """``position(run_id)`` as soon as it differs from ``known``, or after ``timeout_s`` (a long poll)."""
         known = tuple(known) if known is not None else None
         deadline = time.monotonic() + timeout_s

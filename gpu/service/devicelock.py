@@ -40,9 +40,9 @@ import os
 import tempfile
 import time
 from collections import deque
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator
 
 from gpu.service.locks import Countdown, Interval, LockState
 

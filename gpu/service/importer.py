@@ -34,7 +34,8 @@ class ImportResult:
         runs = len(self.run_ids)
         sim = " (simulated timings)" if self.backend == "simulator" else ""
         return (
-            f"Imported {runs} run{'s' if runs != 1 else ''} from a check of {self.device}{sim} started {self.started_at}: "
+            f"Imported {runs} run{'s' if runs != 1 else ''} from a check of {self.device}{sim} started "
+            f"{self.started_at}: "
             f"{', '.join(self.experiments)}."
         )
 
@@ -56,7 +57,8 @@ def validate_check(data: Any) -> None:
 
 
 def parse_check_bytes(raw: bytes, *, max_bytes: int = MAX_IMPORT_BYTES) -> dict:
-    """Bytes of a check.json -> the validated dict (schema and rebuild). Raises ImportProblem naming the first problem."""
+    """Bytes of a check.json -> the validated dict (schema and rebuild). Raises ImportProblem naming the first
+    problem."""
     data = parse_schema(raw, max_bytes=max_bytes)
     rebuild(data)
     return data
@@ -91,4 +93,12 @@ def import_check(store, raw: bytes, *, source: str = "check.json", max_bytes: in
     )
 
 
-__all__ = ["ImportProblem", "ImportResult", "MAX_IMPORT_BYTES", "history_records", "import_check", "parse_check_bytes", "validate_check"]
+__all__ = [
+    "ImportProblem",
+    "ImportResult",
+    "MAX_IMPORT_BYTES",
+    "history_records",
+    "import_check",
+    "parse_check_bytes",
+    "validate_check",
+]

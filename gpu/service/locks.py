@@ -11,9 +11,9 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Callable, Iterator, Sequence
 
 
 @dataclass(frozen=True)
@@ -79,7 +79,7 @@ class Countdown:
         self._on_wait(place)
 
 
-def least_loaded(locks: Sequence["FifoLock"]) -> int:
+def least_loaded(locks: Sequence[FifoLock]) -> int:
     """Index of the first free lock, else of the one with the shortest queue (lowest index on ties)."""
     if not locks:
         raise ValueError("no locks to choose from")

@@ -13,8 +13,8 @@ check file, with its provenance.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
 
 from gpu.service.references import Provenance, References, load_references
 
@@ -77,7 +77,8 @@ class RecordedGpu:
         """Same N, or which recorded N is nearest and how far."""
         if self.exact:
             return f"recorded at the same N, {self.n:,}"
-        return f"no recorded run at N = {self.requested_n:,}: the nearest recorded N is {self.n:,} ({self.size_difference})"
+        return (f"no recorded run at N = {self.requested_n:,}: the nearest recorded N is {self.n:,} "
+                f"({self.size_difference})")
 
     def to_dict(self) -> dict:
         return {
@@ -117,7 +118,11 @@ def _candidates(refs: References) -> dict[int, RecordedGpu]:
         phases = {p: run.gpu[p].median_s for p in PHASES if p in run.gpu}
         samples = {p: run.gpu[p].n_samples for p in PHASES if p in run.gpu}
         strategies = ref.strategies("small")
-        pinned = strategies.strategies["pinned"].cost_s if strategies is not None and strategies.n == run.n and "pinned" in strategies.strategies else None
+        pinned = (
+            strategies.strategies["pinned"].cost_s
+            if strategies is not None and strategies.n == run.n and "pinned" in strategies.strategies
+            else None
+        )
         out[run.n] = RecordedGpu(run.n, run.n, phases, samples, BREAKDOWN, ref.key, ref.provenance, pinned)
     return out
 

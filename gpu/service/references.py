@@ -16,11 +16,12 @@ Nothing here invents a figure: every number shown comes from one of those files.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from gpu.experiments.registry import experiments
 
@@ -42,7 +43,9 @@ def readable_time(iso: str | None) -> str:
         when = datetime.fromisoformat(iso)
     except ValueError:
         return iso
-    zone = "UTC" if when.utcoffset() is not None and when.utcoffset().total_seconds() == 0 else (when.strftime("%Z") or "")
+    zone = (
+        "UTC" if when.utcoffset() is not None and when.utcoffset().total_seconds() == 0 else (when.strftime("%Z") or "")
+    )
     return f"{when.day} {when.strftime('%b %Y, %H:%M')} {zone}".strip()
 
 
@@ -78,7 +81,11 @@ class Provenance:
         """Provenance in short lines, for a caption or an expander."""
         if self.kind == "published":
             return [f"{self.device} · {PUBLISHED_LABEL}", f"source: {self.source}", self.note]
-        driver = f"CUDA driver {self.driver}" + (f", runtime {self.runtime}" if self.runtime else "") if self.driver else "driver not recorded"
+        driver = (
+            f"CUDA driver {self.driver}" + (f", runtime {self.runtime}" if self.runtime else "")
+            if self.driver
+            else "driver not recorded"
+        )
         return [
             f"{self.device} · {driver} · {self.versions_text()}",
             f"recorded {self.when} · commit {self.commit or 'not recorded'} · host {self.host or 'not recorded'}",
@@ -102,7 +109,7 @@ class Provenance:
         }
 
     @classmethod
-    def of_check(cls, data: Mapping[str, Any], *, source: str, summary: str = "") -> "Provenance":
+    def of_check(cls, data: Mapping[str, Any], *, source: str, summary: str = "") -> Provenance:
         """From a check.json's own fields, with commit and command from ``provenance`` or SUMMARY.md text."""
         device = data.get("device") or {}
         host = data.get("host") or {}
@@ -153,7 +160,8 @@ class PublishedFigures:
             source=ARTICLE_TEXT,
             device="NVIDIA T4 (Google Colab)",
             date=None,
-            note="Printed as the article's expected output: the mean of three wall-clock runs of the Python loop and of "
+            note="Printed as the article's expected output: the mean of three wall-clock runs of the Python loop and "
+                 "of "
             "gpu_add (copies of a, b and c in, the kernel, c out), N = 10,000,000 float32, 256 threads per block.",
         )
     )
@@ -220,7 +228,9 @@ def _device(d: Mapping[str, Any]):
 def _agreement(d: Mapping[str, Any]):
     from gpu.core.agreement import BitAgreement as Agreement
 
-    return Agreement(str(d["implementation"]), int(d["n"]), int(d["identical"]), float(d["max_abs_diff"] or 0.0), bool(d["allclose"]))
+    return Agreement(
+        str(d["implementation"]), int(d["n"]), int(d["identical"]), float(d["max_abs_diff"] or 0.0), bool(d["allclose"])
+    )
 
 
 def rebuild_vector_add(d: Mapping[str, Any]):
@@ -260,16 +270,27 @@ def rebuild_sweep(d: Mapping[str, Any]):
 
     c = d["config"]
     config = SweepConfig(
-        min_n=int(c["min_n"]), max_n=int(c["max_n"]), spacing=c["spacing"], impls=tuple(c.get("impls") or ()),
-        threads_per_block=int(c.get("threads_per_block") or 256), policy=_policy(c["policy"]),
-        python_budget_s=float(c.get("python_budget_s") or 0.0), max_wall_s=c.get("max_wall_s"), seed=int(c.get("seed") or 0),
+        min_n=int(c["min_n"]),
+        max_n=int(c["max_n"]),
+        spacing=c["spacing"],
+        impls=tuple(c.get("impls") or ()),
+        threads_per_block=int(c.get("threads_per_block") or 256),
+        policy=_policy(c["policy"]),
+        python_budget_s=float(c.get("python_budget_s") or 0.0),
+        max_wall_s=c.get("max_wall_s"),
+        seed=int(c.get("seed") or 0),
         descending=bool(c.get("descending")),
         # "l2" is absent from runs recorded before the flush existed: their L2 was warm
         warm_l2=c.get("l2", "warm") == "warm",
     )
     points = tuple(
         SweepPoint(
-            int(p["n"]), p["series"], _stats(p["stats"]) if p.get("stats") else None, p.get("estimate_s"), p.get("error"), p.get("agree")
+            int(p["n"]),
+            p["series"],
+            _stats(p["stats"]) if p.get("stats") else None,
+            p.get("estimate_s"),
+            p.get("error"),
+            p.get("agree"),
         )
         for p in d["points"]
     )
@@ -277,16 +298,38 @@ def rebuild_sweep(d: Mapping[str, Any]):
     if d.get("peaks"):
         pk = d["peaks"]
         limits = tuple(
-            Limit(key, lim.get("gbps"), lim.get("how") or "", lim.get("nbytes"), _stats(lim["stats"]) if lim.get("stats") else None, lim.get("skipped"))
+            Limit(
+                key,
+                lim.get("gbps"),
+                lim.get("how") or "",
+                lim.get("nbytes"),
+                _stats(lim["stats"]) if lim.get("stats") else None,
+                lim.get("skipped"),
+            )
             for key, lim in pk["limits"].items()
         )
-        peaks = Peaks(limits, pk.get("backend") or d["backend"], _policy(pk["policy"]) if pk.get("policy") else _policy({"n_repeat": 5, "warmup": 1}), pk.get("created_at") or "")
+        peaks = Peaks(
+            limits,
+            pk.get("backend") or d["backend"],
+            _policy(pk["policy"]) if pk.get("policy") else _policy({"n_repeat": 5, "warmup": 1}),
+            pk.get("created_at") or "",
+        )
     return SweepRun(
-        config=config, points=points, backend=d["backend"], device=_device(d["device"]), compile_s=float(d.get("compile_s") or 0.0),
-        peaks=peaks, skipped=tuple((k, v) for k, v in (d.get("skipped") or {}).items()), stopped=d.get("stopped"),
-        steps_done=int(d.get("steps_done") or 0), steps_planned=int(d.get("steps_planned") or 0),
-        wall_s=float(d.get("wall_s") or 0.0), measuring_s=float(d.get("measuring_s") or 0.0), created_at=str(d.get("created_at") or ""),
-        l2_bytes=recorded_l2_bytes(d), telemetry=d.get("telemetry"),
+        config=config,
+        points=points,
+        backend=d["backend"],
+        device=_device(d["device"]),
+        compile_s=float(d.get("compile_s") or 0.0),
+        peaks=peaks,
+        skipped=tuple((k, v) for k, v in (d.get("skipped") or {}).items()),
+        stopped=d.get("stopped"),
+        steps_done=int(d.get("steps_done") or 0),
+        steps_planned=int(d.get("steps_planned") or 0),
+        wall_s=float(d.get("wall_s") or 0.0),
+        measuring_s=float(d.get("measuring_s") or 0.0),
+        created_at=str(d.get("created_at") or ""),
+        l2_bytes=recorded_l2_bytes(d),
+        telemetry=d.get("telemetry"),
     )
 
 
@@ -300,18 +343,46 @@ def rebuild_launch_sweep(d: Mapping[str, Any]):
         occ = c.get("occupancy")
         configs.append(
             LaunchConfigResult(
-                c["kind"], int(c["threads_per_block"]), int(c["blocks"]), _stats(c["kernel"]), bool(c["agree"]), c.get("sm_multiple"),
-                Occupancy(int(occ["threads_per_block"]), int(occ["blocks_per_sm"]), int(occ["warps_per_sm"]), int(occ["max_warps_per_sm"]), occ["source"], occ.get("limiter"))
-                if occ else None,
+                c["kind"],
+                int(c["threads_per_block"]),
+                int(c["blocks"]),
+                _stats(c["kernel"]),
+                bool(c["agree"]),
+                c.get("sm_multiple"),
+                Occupancy(
+                    int(occ["threads_per_block"]),
+                    int(occ["blocks_per_sm"]),
+                    int(occ["warps_per_sm"]),
+                    int(occ["max_warps_per_sm"]),
+                    occ["source"],
+                    occ.get("limiter"),
+                )
+                if occ
+                else None,
             )
         )
     limits = d.get("sm_limits")
     return LaunchSweepRun(
-        n=int(d["n"]), backend=d["backend"], device=_device(d["device"]), policy=_policy(d["policy"]), configs=tuple(configs),
-        compile_s=float(d.get("compile_s") or 0.0), sm_count=int(d.get("sm_count") or 1),
-        limits=SmLimits(**{k: limits.get(k) for k in ("max_threads_per_sm", "max_blocks_per_sm", "registers_per_sm", "shared_memory_per_sm")}) if limits else None,
-        warnings=tuple(d.get("warnings") or ()), seed=int(d.get("seed") or 0), created_at=str(d.get("created_at") or ""),
-        l2_bytes=recorded_l2_bytes(d), telemetry=d.get("telemetry"),
+        n=int(d["n"]),
+        backend=d["backend"],
+        device=_device(d["device"]),
+        policy=_policy(d["policy"]),
+        configs=tuple(configs),
+        compile_s=float(d.get("compile_s") or 0.0),
+        sm_count=int(d.get("sm_count") or 1),
+        limits=SmLimits(
+            **{
+                k: limits.get(k)
+                for k in ("max_threads_per_sm", "max_blocks_per_sm", "registers_per_sm", "shared_memory_per_sm")
+            }
+        )
+        if limits
+        else None,
+        warnings=tuple(d.get("warnings") or ()),
+        seed=int(d.get("seed") or 0),
+        created_at=str(d.get("created_at") or ""),
+        l2_bytes=recorded_l2_bytes(d),
+        telemetry=d.get("telemetry"),
     )
 
 
@@ -319,9 +390,19 @@ def rebuild_bandwidth(d: Mapping[str, Any]):
     """BandwidthCurves from its to_dict()."""
     from gpu.experiments.bandwidth import BandwidthCurves, BandwidthPoint
 
-    points = tuple(BandwidthPoint(p["direction"], p["memory"], int(p["nbytes"]), _stats(p["stats"]), bool(p["pinned_ok"])) for p in d["points"])
-    return BandwidthCurves(tuple(int(s) for s in d["sizes"]), points, _policy(d["policy"]), d["backend"], _device(d["device"]),
-                           tuple(d.get("notes") or ()), str(d.get("created_at") or ""))
+    points = tuple(
+        BandwidthPoint(p["direction"], p["memory"], int(p["nbytes"]), _stats(p["stats"]), bool(p["pinned_ok"]))
+        for p in d["points"]
+    )
+    return BandwidthCurves(
+        tuple(int(s) for s in d["sizes"]),
+        points,
+        _policy(d["policy"]),
+        d["backend"],
+        _device(d["device"]),
+        tuple(d.get("notes") or ()),
+        str(d.get("created_at") or ""),
+    )
 
 
 def rebuild_strategies(d: Mapping[str, Any]):
@@ -330,17 +411,39 @@ def rebuild_strategies(d: Mapping[str, Any]):
     from gpu.experiments.transfers import StrategyComparison, StrategyRun
 
     strategies = {
-        key: StrategyRun(key, s["host_memory"], {p: _stats(v) for p, v in s["phases"].items()}, _stats(s["total"]), _agreement(s["agreement"]),
-                         int(s.get("iterations") or 1), tuple(s.get("notes") or ()))
+        key: StrategyRun(
+            key,
+            s["host_memory"],
+            {p: _stats(v) for p, v in s["phases"].items()},
+            _stats(s["total"]),
+            _agreement(s["agreement"]),
+            int(s.get("iterations") or 1),
+            tuple(s.get("notes") or ()),
+        )
         for key, s in d["strategies"].items()
     }
-    intervals = tuple(Interval(iv["run"], int(iv["chunk"]), int(iv["stream"]), iv["phase"], float(iv["start_s"]), float(iv["end_s"])) for iv in d.get("timeline") or ())
+    intervals = tuple(
+        Interval(iv["run"], int(iv["chunk"]), int(iv["stream"]), iv["phase"], float(iv["start_s"]), float(iv["end_s"]))
+        for iv in d.get("timeline") or ()
+    )
     return StrategyComparison(
-        n=int(d["n"]), threads_per_block=int(d["threads_per_block"]), chunks=int(d["chunks"]), streams=int(d["streams"]),
-        iterations=int(d["iterations"]), policy=_policy(d["policy"]), backend=d["backend"], device=_device(d["device"]),
-        strategies=strategies, skipped=dict(d.get("skipped") or {}), intervals=intervals, capabilities=dict(d.get("capabilities") or {}),
-        compile_s=float(d.get("compile_s") or 0.0), seed=int(d.get("seed") or 0), notes=tuple(d.get("notes") or ()),
-        created_at=str(d.get("created_at") or ""), telemetry=d.get("telemetry"),
+        n=int(d["n"]),
+        threads_per_block=int(d["threads_per_block"]),
+        chunks=int(d["chunks"]),
+        streams=int(d["streams"]),
+        iterations=int(d["iterations"]),
+        policy=_policy(d["policy"]),
+        backend=d["backend"],
+        device=_device(d["device"]),
+        strategies=strategies,
+        skipped=dict(d.get("skipped") or {}),
+        intervals=intervals,
+        capabilities=dict(d.get("capabilities") or {}),
+        compile_s=float(d.get("compile_s") or 0.0),
+        seed=int(d.get("seed") or 0),
+        notes=tuple(d.get("notes") or ()),
+        created_at=str(d.get("created_at") or ""),
+        telemetry=d.get("telemetry"),
     )
 
 
@@ -356,7 +459,7 @@ class ReferenceRun:
     data: Mapping[str, Any]
 
     @classmethod
-    def from_check(cls, key: str, data: Mapping[str, Any], provenance: Provenance) -> "ReferenceRun":
+    def from_check(cls, key: str, data: Mapping[str, Any], provenance: Provenance) -> ReferenceRun:
         return cls(key, provenance, data)
 
     @property
@@ -438,7 +541,14 @@ class ReferenceRun:
         """Rebuild every section present (raises if one cannot be): the sections read by the
         methods above, and each run of a generically read section through its experiment's
         ``result_type.from_dict`` where the result type offers one."""
-        self.vector_add(), self.sweep(), self.launch_sweep(), self.bandwidth(), self.strategies("small"), self.strategies("large")
+        (
+            self.vector_add(),
+            self.sweep(),
+            self.launch_sweep(),
+            self.bandwidth(),
+            self.strategies("small"),
+            self.strategies("large"),
+        )
         from gpu.service.check_schema import declared_sections, section_records
 
         generic = {s.key for s in declared_sections().values() if s is not None and s.validate is None}
@@ -512,7 +622,21 @@ def load_references(folder: str | None = None) -> References:
 
 
 __all__ = [
-    "ARTICLE", "PUBLISHED_LABEL", "RECORDED_LABEL", "Provenance", "PublishedFigures", "ReferenceRun", "References",
-    "RECORDED_DEVICE_L2_BYTES", "load_reference", "load_references", "readable_time", "recorded_l2_bytes", "rebuild_bandwidth", "rebuild_launch_sweep", "rebuild_strategies",
-    "rebuild_sweep", "rebuild_vector_add",
+    "ARTICLE",
+    "PUBLISHED_LABEL",
+    "RECORDED_LABEL",
+    "Provenance",
+    "PublishedFigures",
+    "ReferenceRun",
+    "References",
+    "RECORDED_DEVICE_L2_BYTES",
+    "load_reference",
+    "load_references",
+    "readable_time",
+    "recorded_l2_bytes",
+    "rebuild_bandwidth",
+    "rebuild_launch_sweep",
+    "rebuild_strategies",
+    "rebuild_sweep",
+    "rebuild_vector_add",
 ]

@@ -20,10 +20,11 @@ import math
 import os
 import sqlite3
 import uuid
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 ENV_DB = "KERNEL_LAB_DB"
 SCHEMA_VERSION = 1
@@ -52,7 +53,19 @@ CREATE INDEX IF NOT EXISTS runs_created ON runs (created_at);
 CREATE INDEX IF NOT EXISTS runs_experiment ON runs (experiment);
 """
 
-COLUMNS = ("run_id", "experiment", "created_at", "saved_at", "backend", "simulated", "device_name", "device_index", "versions", "params", "result")
+COLUMNS = (
+    "run_id",
+    "experiment",
+    "created_at",
+    "saved_at",
+    "backend",
+    "simulated",
+    "device_name",
+    "device_index",
+    "versions",
+    "params",
+    "result",
+)
 
 # Keys of a result's to_dict() that describe the run rather than parameterise it.
 _NOT_PARAMS = {"experiment", "created_at", "backend", "device", "versions", "warnings", "lines"}
@@ -77,7 +90,7 @@ def default_path() -> Path:
 
 
 def _utc_now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def _json_safe(value: Any) -> Any:
@@ -99,7 +112,11 @@ def params_of(result: Mapping[str, Any]) -> dict:
     """The parameters of a run from its to_dict(): a "params" mapping when given, else its scalar fields."""
     if isinstance(result.get("params"), Mapping):
         return dict(result["params"])
-    params = {k: v for k, v in result.items() if k not in _NOT_PARAMS and (v is None or isinstance(v, (str, int, float, bool)))}
+    params = {
+        k: v
+        for k, v in result.items()
+        if k not in _NOT_PARAMS and (v is None or isinstance(v, (str, int, float, bool)))
+    }
     for key in ("policy", "sizes", "threads_per_block_values", "block_sizes"):
         if key in result and key not in params:
             params[key] = result[key]
@@ -147,7 +164,7 @@ class RunRecord:
         }
 
     @classmethod
-    def from_row(cls, row: sqlite3.Row) -> "RunRecord":
+    def from_row(cls, row: sqlite3.Row) -> RunRecord:
         return cls(
             run_id=row["run_id"],
             experiment=row["experiment"],
@@ -186,7 +203,12 @@ class HistoryStore:
 
     def _connect(self, readonly: bool = False) -> sqlite3.Connection:
         if readonly:
-            conn = sqlite3.connect(f"{self.path.resolve().as_uri()}?{self._ro_query}", uri=True, timeout=BUSY_TIMEOUT_S, check_same_thread=False)
+            conn = sqlite3.connect(
+                f"{self.path.resolve().as_uri()}?{self._ro_query}",
+                uri=True,
+                timeout=BUSY_TIMEOUT_S,
+                check_same_thread=False,
+            )
         else:
             conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, check_same_thread=False)
         conn.row_factory = sqlite3.Row
@@ -205,10 +227,14 @@ class HistoryStore:
                 raise sqlite3.DatabaseError(f"integrity check failed: {check}")
             with conn:
                 conn.executescript(SCHEMA)
-                conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+                conn.execute(
+                    "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
+                )
             version = int(conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0])
             if version > SCHEMA_VERSION:
-                raise StoreError(f"history at {self.path} was written by a newer Kernel Lab (schema {version}); it is left untouched")
+                raise StoreError(
+                    f"history at {self.path} was written by a newer Kernel Lab (schema {version}); it is left untouched"
+                )
         finally:
             conn.close()
 
@@ -257,7 +283,7 @@ class HistoryStore:
         self.available, self.writable, self.problem = True, False, why
 
     def _move_aside(self, exc: Exception) -> None:
-        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
         target = self.path.with_name(f"{self.path.name}.corrupt-{stamp}")
         try:
             os.replace(self.path, target)
@@ -267,7 +293,9 @@ class HistoryStore:
                     os.replace(side, target.with_name(target.name + suffix))
             self._initialise()
         except (OSError, sqlite3.DatabaseError, StoreError) as move_exc:
-            self._set_unavailable(f"history database {self.path} is damaged ({exc}) and could not be replaced ({move_exc})")
+            self._set_unavailable(
+                f"history database {self.path} is damaged ({exc}) and could not be replaced ({move_exc})"
+            )
             return
         self.moved_aside = target
         self.available = self.writable = True
@@ -305,7 +333,9 @@ class HistoryStore:
             device.get("name"),
             device_index if device_index is not None else device.get("index"),
             json.dumps(_json_safe(dict(versions)), sort_keys=True),
-            json.dumps(_json_safe(dict(params) if params is not None else params_of(data)), sort_keys=True, allow_nan=False),
+            json.dumps(
+                _json_safe(dict(params) if params is not None else params_of(data)), sort_keys=True, allow_nan=False
+            ),
             json.dumps(data, allow_nan=False),
         )
 
@@ -325,7 +355,9 @@ class HistoryStore:
         existed (and imported files) fall back to ``params_of``. ``versions`` defaults to
         the installed library versions.
         """
-        return self.save_many([result], experiment=experiment, params=params, device_index=device_index, versions=versions)[0]
+        return self.save_many(
+            [result], experiment=experiment, params=params, device_index=device_index, versions=versions
+        )[0]
 
     def save_many(
         self,
@@ -344,7 +376,9 @@ class HistoryStore:
             conn = self._connect()
             try:
                 with conn:
-                    conn.executemany(f"INSERT INTO runs ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})", rows)
+                    conn.executemany(
+                        f"INSERT INTO runs ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})", rows
+                    )
             finally:
                 conn.close()
         except sqlite3.DatabaseError as exc:
@@ -363,7 +397,12 @@ class HistoryStore:
         try:
             with conn:
                 for run_id in run_ids:
-                    matches = [r[0] for r in conn.execute("SELECT run_id FROM runs WHERE run_id LIKE ? ESCAPE '\\'", (_prefix_pattern(run_id),))]
+                    matches = [
+                        r[0]
+                        for r in conn.execute(
+                            "SELECT run_id FROM runs WHERE run_id LIKE ? ESCAPE '\\'", (_prefix_pattern(run_id),)
+                        )
+                    ]
                     if len(matches) > 1:
                         raise StoreError(f"run id prefix {run_id!r} matches {len(matches)} runs; give more characters")
                     if not matches:
@@ -389,18 +428,23 @@ class HistoryStore:
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"history could not be read: {exc}") from exc
 
-    def runs(self, experiment: str | None = None, device: str | None = None, backend: str | None = None, limit: int = 1000) -> list[RunRecord]:
+    def runs(
+        self, experiment: str | None = None, device: str | None = None, backend: str | None = None, limit: int = 1000
+    ) -> list[RunRecord]:
         """Saved runs, newest first, optionally filtered by experiment, device name and backend."""
         where, args = [], []
         for column, value in (("experiment", experiment), ("device_name", device), ("backend", backend)):
             if value is not None:
                 where.append(f"{column} = ?")
                 args.append(value)
-        sql = f"SELECT {', '.join(COLUMNS)} FROM runs {'WHERE ' + ' AND '.join(where) if where else ''} ORDER BY id DESC LIMIT ?"
+        sql = (f"SELECT {', '.join(COLUMNS)} FROM runs {'WHERE ' + ' AND '.join(where) if where else ''} ORDER BY id "
+               "DESC LIMIT ?")
         return [RunRecord.from_row(r) for r in self._query(sql, (*args, int(limit)))]
 
     def get(self, run_id: str) -> RunRecord:
-        rows = self._query(f"SELECT {', '.join(COLUMNS)} FROM runs WHERE run_id LIKE ? ESCAPE '\\' LIMIT 2", (_prefix_pattern(run_id),))
+        rows = self._query(
+            f"SELECT {', '.join(COLUMNS)} FROM runs WHERE run_id LIKE ? ESCAPE '\\' LIMIT 2", (_prefix_pattern(run_id),)
+        )
         if len(rows) != 1:
             raise StoreError(f"no single run with id {run_id!r}")
         return RunRecord.from_row(rows[0])
@@ -438,7 +482,9 @@ def _is_readonly(exc: Exception, path: Path) -> bool:
 
 def _is_corrupt(exc: Exception) -> bool:
     text = str(exc).lower()
-    return any(s in text for s in ("not a database", "malformed", "integrity check failed", "file is encrypted", "disk image"))
+    return any(
+        s in text for s in ("not a database", "malformed", "integrity check failed", "file is encrypted", "disk image")
+    )
 
 
 def open_store(path: str | os.PathLike | None = None) -> HistoryStore:

@@ -80,11 +80,16 @@ class _Atomics:
     def _index(self, array: np.ndarray, index, name: str):
         idx = index if isinstance(index, tuple) else (index,)
         if len(idx) != array.ndim:
-            self._state.fault("out of bounds", f"cuda.atomic.{name} indexes a {array.ndim}-D array with {len(idx)} indices")
+            self._state.fault(
+                "out of bounds", f"cuda.atomic.{name} indexes a {array.ndim}-D array with {len(idx)} indices"
+            )
         for axis, (i, n) in enumerate(zip(idx, array.shape)):
             if not 0 <= i < n:
-                self._state.fault("out of bounds", f"cuda.atomic.{name} at index {i} of axis {axis}, whose valid indices are "
-                                                   f"0 to {n - 1}; a GPU would update memory outside the array")
+                self._state.fault(
+                    "out of bounds",
+                    f"cuda.atomic.{name} at index {i} of axis {axis}, whose valid indices are "
+                    f"0 to {n - 1}; a GPU would update memory outside the array",
+                )
         return idx
 
     def _update(self, name, array, index, value, op):
@@ -147,8 +152,11 @@ class _Local:
     def array(self, shape, dtype):
         array = poisoned(_shape(shape), dtype)
         if array.nbytes > LOCAL_BYTES_PER_THREAD:
-            self._state.fault("local memory", f"cuda.local.array of {array.nbytes:,} bytes is more than the "
-                                              f"{LOCAL_BYTES_PER_THREAD // 1024} KiB a thread can have")
+            self._state.fault(
+                "local memory",
+                f"cuda.local.array of {array.nbytes:,} bytes is more than the "
+                f"{LOCAL_BYTES_PER_THREAD // 1024} KiB a thread can have",
+            )
         return array
 
 
@@ -164,8 +172,11 @@ class _SharedAccess:
         self._state = state
 
     def array(self, *args, **kwargs):
-        self._state.fault("unsupported", "cuda.shared.array must be called directly as cuda.shared.array(shape, dtype) "
-                                         "inside the kernel (the simulator gives each call site one array per block)")
+        self._state.fault(
+            "unsupported",
+            "cuda.shared.array must be called directly as cuda.shared.array(shape, dtype) "
+            "inside the kernel (the simulator gives each call site one array per block)",
+        )
 
 
 class State:
@@ -273,8 +284,11 @@ class State:
 
     def __getattr__(self, name):
         if name in BLOCK_SYNC or name.endswith("_sync") or name == "syncwarp":
-            raise KernelFault("unsupported", f"cuda.{name} must be called directly as cuda.{name}(...) in the kernel or a "
-                                             "device function (the simulator switches threads there)")
+            raise KernelFault(
+                "unsupported",
+                f"cuda.{name} must be called directly as cuda.{name}(...) in the kernel or a "
+                "device function (the simulator switches threads there)",
+            )
         raise AttributeError(f"the simulator has no cuda.{name}")
 
 
@@ -283,9 +297,13 @@ STATE = State()
 
 # --- the helpers the rewritten source calls
 
+
 def negative_index(array, index, axis: int, line: int):
-    raise _OutOfBounds(f"index {index} on axis {axis} is negative; a GPU does not wrap it to the end as NumPy would, "
-                       f"it reads or writes memory before the array (shape {tuple(np.shape(array))})", line)
+    raise _OutOfBounds(
+        f"index {index} on axis {axis} is negative; a GPU does not wrap it to the end as NumPy would, "
+        f"it reads or writes memory before the array (shape {tuple(np.shape(array))})",
+        line,
+    )
 
 
 def shared_array(site: int, line: int, shape, dtype):
@@ -294,13 +312,18 @@ def shared_array(site: int, line: int, shape, dtype):
         array = poisoned(_shape(shape), dtype)
         used = sum(a.nbytes for a in STATE.block_shared.values()) + array.nbytes
         if used > SHARED_BYTES_PER_BLOCK:
-            STATE.fault("shared memory", f"the block's shared arrays need {used:,} bytes, more than the "
-                                         f"{SHARED_BYTES_PER_BLOCK // 1024} KiB a block can declare", line)
+            STATE.fault(
+                "shared memory",
+                f"the block's shared arrays need {used:,} bytes, more than the "
+                f"{SHARED_BYTES_PER_BLOCK // 1024} KiB a block can declare",
+                line,
+            )
         STATE.block_shared[site] = array
     return array
 
 
 # --- launch geometry
+
 
 def dims(value, what: str) -> tuple[int, int, int]:
     parts = tuple(value) if isinstance(value, (tuple, list)) else (value,)
@@ -320,12 +343,16 @@ def dims(value, what: str) -> tuple[int, int, int]:
         if v > most:
             raise KernelFault("launch", f"the {what}'s {'xyz'[axis]} dimension is {v:,}; a GPU allows at most {most:,}")
     if what == "block" and out[0] * out[1] * out[2] > MAX_THREADS_PER_BLOCK:
-        raise KernelFault("launch", f"a block of {out[0] * out[1] * out[2]:,} threads; a GPU allows at most "
-                                    f"{MAX_THREADS_PER_BLOCK} threads per block")
+        raise KernelFault(
+            "launch",
+            f"a block of {out[0] * out[1] * out[2]:,} threads; a GPU allows at most "
+            f"{MAX_THREADS_PER_BLOCK} threads per block",
+        )
     return out[0], out[1], out[2]
 
 
 # --- errors raised inside a thread, with the thread and the line
+
 
 def _kernel_line(exc: BaseException, codes: frozenset) -> int | None:
     line = None
@@ -351,14 +378,27 @@ def _fault_from(exc: Exception, codes: frozenset) -> KernelFault:
     line = _kernel_line(exc, codes)
     if isinstance(exc, IndexError):
         text = str(exc)
-        sentence = (f"{text}; a GPU would read or write memory outside the array" if "out of bounds" in text
-                    else f"{text} (a GPU array takes whole-number indices)")
+        sentence = (
+            f"{text}; a GPU would read or write memory outside the array"
+            if "out of bounds" in text
+            else f"{text} (a GPU array takes whole-number indices)"
+        )
         return KernelFault("out of bounds", sentence, block=block, thread=thread, line=line)
     if isinstance(exc, ValueError) and "read-only" in str(exc):
-        return KernelFault("constant memory", "a store into a cuda.const array; constant memory is read-only in a kernel",
-                           block=block, thread=thread, line=line)
-    fault = KernelFault(type(exc).__name__, str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__,
-                        block=block, thread=thread, line=line)
+        return KernelFault(
+            "constant memory",
+            "a store into a cuda.const array; constant memory is read-only in a kernel",
+            block=block,
+            thread=thread,
+            line=line,
+        )
+    fault = KernelFault(
+        type(exc).__name__,
+        str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__,
+        block=block,
+        thread=thread,
+        line=line,
+    )
     return fault
 
 
@@ -405,7 +445,7 @@ def _run_block_plain(function, codes, args, nthreads, bx, by, bz, rng) -> None:
             for linear in order:
                 _set_thread(int(linear), bx, by)
                 function(*args)
-    except Exception as exc:  # noqa: BLE001  (every error a thread raises is reported as that thread's)
+    except Exception as exc:
         raise _fault_from(exc, codes) from None
 
 
@@ -440,7 +480,7 @@ def _run_block_sync(function, codes, args, nthreads, bx, by, rng) -> None:
                         waiting[linear] = threads[linear].send(replies[linear])
                     except StopIteration:
                         exited.add(linear)
-        except Exception as exc:  # noqa: BLE001  (the running thread raised: its error, with its thread)
+        except Exception as exc:
             raise _fault_from(exc, codes) from None
         if not waiting:
             return
@@ -491,9 +531,15 @@ def _resolve(waiting: dict, replies: list, exited: set, nthreads: int, bx: int, 
             lane = linear % WARP
             mask = _mask(request)
             if not mask >> lane & 1:
-                _fault_at(linear, bx, by, "warp collective", f"lane {lane} calls {_name(kind)} with mask {mask:#010x}, "
-                                                             "which leaves out the lane itself; a GPU leaves that undefined",
-                          line)
+                _fault_at(
+                    linear,
+                    bx,
+                    by,
+                    "warp collective",
+                    f"lane {lane} calls {_name(kind)} with mask {mask:#010x}, "
+                    "which leaves out the lane itself; a GPU leaves that undefined",
+                    line,
+                )
             members = [warp * WARP + m for m in _lanes(mask)]
             why = _absent(members, collective, waiting, exited, nthreads, kind, mask, lane)
             if why:
@@ -510,20 +556,40 @@ def _resolve(waiting: dict, replies: list, exited: set, nthreads: int, bx: int, 
     barrier = {t: r for t, r in waiting.items() if r[0] in _BARRIERS}
     if problem is not None:
         linear, why, line, kind = problem
-        _fault_at(linear, bx, by, "warp collective", f"{_name(kind)} cannot complete: {why}; on a GPU the result is "
-                                                     "undefined or the warp hangs", line)
+        _fault_at(
+            linear,
+            bx,
+            by,
+            "warp collective",
+            f"{_name(kind)} cannot complete: {why}; on a GPU the result is undefined or the warp hangs",
+            line,
+        )
     first = min(barrier)
     kind, line = barrier[first][0], barrier[first][1]
     if exited:
         gone = min(exited)
-        _fault_at(gone, bx, by, "barrier", f"this thread returned while other threads of its block wait at "
-                                           f"{_name(kind)} on line {line}; every thread of a block must reach the same "
-                                           "barrier (a GPU may hang or give wrong results)", None)
+        _fault_at(
+            gone,
+            bx,
+            by,
+            "barrier",
+            f"this thread returned while other threads of its block wait at "
+            f"{_name(kind)} on line {line}; every thread of a block must reach the same "
+            "barrier (a GPU may hang or give wrong results)",
+            None,
+        )
     other = next((t for t, r in sorted(barrier.items()) if r[1] != line or r[0] != kind), None)
     if other is not None:
-        _fault_at(other, bx, by, "barrier", f"this thread waits at {_name(barrier[other][0])} on line {barrier[other][1]} "
-                                            f"while thread {first} waits at {_name(kind)} on line {line}: divergent "
-                                            "barriers (every thread of a block must reach the same one)", barrier[other][1])
+        _fault_at(
+            other,
+            bx,
+            by,
+            "barrier",
+            f"this thread waits at {_name(barrier[other][0])} on line {barrier[other][1]} "
+            f"while thread {first} waits at {_name(kind)} on line {line}: divergent "
+            "barriers (every thread of a block must reach the same one)",
+            barrier[other][1],
+        )
     if kind != "bar":
         predicates = [bool(r[2][0] if r[2] else (r[3] or {}).get("predicate", 0)) for r in barrier.values()]
         value = {"bar_count": sum(predicates), "bar_and": int(all(predicates)), "bar_or": int(any(predicates))}[kind]
@@ -540,25 +606,43 @@ def _absent(members, collective, waiting, exited, nthreads, kind, mask, lane) ->
     """Why the lanes a mask names cannot all take part now (None: they can)."""
     for m in members:
         if m >= nthreads:
-            return (f"the mask {mask:#010x} names lane {m % WARP}, but the block has {nthreads} threads, so that lane "
-                    "does not exist")
+            return (
+                f"the mask {mask:#010x} names lane {m % WARP}, but the block has {nthreads} threads, so that lane "
+                "does not exist"
+            )
         if m in exited:
             return f"the mask {mask:#010x} names lane {m % WARP}, which has already returned"
         if m not in collective:
-            return (f"the mask {mask:#010x} names lane {m % WARP}, which is waiting at a {_name(waiting[m][0])} "
-                    f"(line {waiting[m][1]}) instead")
+            return (
+                f"the mask {mask:#010x} names lane {m % WARP}, which is waiting at a {_name(waiting[m][0])} "
+                f"(line {waiting[m][1]}) instead"
+            )
         if collective[m][0] != kind:
-            return (f"the mask {mask:#010x} names lane {m % WARP}, which is at {_name(collective[m][0])} "
-                    f"(line {collective[m][1]}) instead")
+            return (
+                f"the mask {mask:#010x} names lane {m % WARP}, which is at {_name(collective[m][0])} "
+                f"(line {collective[m][1]}) instead"
+            )
         if _mask(collective[m]) != mask:
             return f"lanes {lane} and {m % WARP} pass different masks to {_name(kind)}"
     return None
 
 
-_NAMES = {"bar": "syncthreads", "bar_count": "syncthreads_count", "bar_and": "syncthreads_and",
-          "bar_or": "syncthreads_or", "syncwarp": "syncwarp", "shfl": "shfl_sync", "shfl_up": "shfl_up_sync",
-          "shfl_down": "shfl_down_sync", "shfl_xor": "shfl_xor_sync", "all": "all_sync", "any": "any_sync",
-          "eq": "eq_sync", "ballot": "ballot_sync", "match_any": "match_any_sync"}
+_NAMES = {
+    "bar": "syncthreads",
+    "bar_count": "syncthreads_count",
+    "bar_and": "syncthreads_and",
+    "bar_or": "syncthreads_or",
+    "syncwarp": "syncwarp",
+    "shfl": "shfl_sync",
+    "shfl_up": "shfl_up_sync",
+    "shfl_down": "shfl_down_sync",
+    "shfl_xor": "shfl_xor_sync",
+    "all": "all_sync",
+    "any": "any_sync",
+    "eq": "eq_sync",
+    "ballot": "ballot_sync",
+    "match_any": "match_any_sync",
+}
 
 
 def _name(kind: str) -> str:
@@ -595,10 +679,21 @@ def _collective(kind: str, requests: list, lanes: list[int], first: int, bx: int
         values = [_arg(r, 1, "value") for r in requests]
         return [np.uint32(sum(1 << lane for lane, v in zip(lanes, values) if v == mine)) for mine in values]
     if any(r[3] or len(r[2]) < 3 for r in requests):  # keywords or a missing argument: the careful way
-        requests = [(r[0], r[1], (_arg(r, 0, "mask"), _arg(r, 1, "value"),
-                                  _arg(r, 2, {"shfl": "src_lane", "shfl_xor": "lane_mask"}.get(kind, "delta")),
-                                  _arg(r, 3, "width", WARP)), None) for r in requests]
-    values = {lane: r[2][1] for lane, r in zip(lanes, requests)}
+        requests = [
+            (
+                r[0],
+                r[1],
+                (
+                    _arg(r, 0, "mask"),
+                    _arg(r, 1, "value"),
+                    _arg(r, 2, {"shfl": "src_lane", "shfl_xor": "lane_mask"}.get(kind, "delta")),
+                    _arg(r, 3, "width", WARP),
+                ),
+                None,
+            )
+            for r in requests
+        ]
+    shuffled = {lane: r[2][1] for lane, r in zip(lanes, requests)}
     out = []
     for lane, r in zip(lanes, requests):
         args = r[2]
@@ -614,11 +709,17 @@ def _collective(kind: str, requests: list, lanes: list[int], first: int, bx: int
             source = lane ^ operand
             if source // width != lane // width:
                 source = lane
-        value = values.get(source, _MISSING)
+        value = shuffled.get(source, _MISSING)
         if value is _MISSING:
             warp = first // WARP
-            _fault_at(warp * WARP + lane, bx, by, "warp collective",
-                      f"{_name(kind)} reads lane {source}, which is not in the mask (its value is undefined on a GPU)", r[1])
+            _fault_at(
+                warp * WARP + lane,
+                bx,
+                by,
+                "warp collective",
+                f"{_name(kind)} reads lane {source}, which is not in the mask (its value is undefined on a GPU)",
+                r[1],
+            )
         out.append(value)
     return out
 
@@ -664,4 +765,15 @@ def kernel_argument(value):
     return value
 
 
-__all__ = ["SHUFFLE_ENV", "kernel_argument", "launch_seed", "set_shuffle", "STATE", "KernelFault", "launch", "negative_index", "poisoned", "shared_array"]
+__all__ = [
+    "SHUFFLE_ENV",
+    "kernel_argument",
+    "launch_seed",
+    "set_shuffle",
+    "STATE",
+    "KernelFault",
+    "launch",
+    "negative_index",
+    "poisoned",
+    "shared_array",
+]

@@ -14,6 +14,7 @@ import types
 from gpu.sim.engine import SHUFFLE_ENV, set_shuffle
 from gpu.sim.kernel import MODULE_SENTINEL, jit
 
+
 class SimulatorModule(types.ModuleType):
     """``cuda`` for the lab's simulator: the lab's ``jit``; everything else from numba-cuda's simulator."""
 

@@ -20,8 +20,22 @@ from gpu.sim import engine
 from gpu.sim.errors import KernelFault
 from gpu.sim.rewrite import function_node, rewrite
 
-JIT_OPTIONS = frozenset({"device", "cache", "fastmath", "inline", "debug", "opt", "lineinfo", "max_registers",
-                         "link", "extensions", "forceinline", "boundscheck"})
+JIT_OPTIONS = frozenset(
+    {
+        "device",
+        "cache",
+        "fastmath",
+        "inline",
+        "debug",
+        "opt",
+        "lineinfo",
+        "max_registers",
+        "link",
+        "extensions",
+        "forceinline",
+        "boundscheck",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -67,7 +81,7 @@ class SimKernel:
         self.__name__ = getattr(fn, "__name__", "kernel")
         self.__qualname__ = getattr(fn, "__qualname__", self.__name__)
         self.__doc__ = getattr(fn, "__doc__", None)
-        self.__module__ = getattr(fn, "__module__", None)
+        self.__module__ = getattr(fn, "__module__", None) or __name__
         self.__wrapped__ = fn
         self._compiled: Compiled | None = None
         self.extensions: list = []
@@ -121,8 +135,15 @@ class _Launch:
         if kernel._device:
             raise KernelFault("launch", f"{kernel.__name__} is a device function: call it from a kernel")
         compiled = kernel.compile()
-        engine.launch(compiled.function, compiled.is_generator, compiled.codes, self.grid, self.block,
-                      tuple(engine.kernel_argument(a) for a in args), seed=engine.launch_seed())
+        engine.launch(
+            compiled.function,
+            compiled.is_generator,
+            compiled.codes,
+            self.grid,
+            self.block,
+            tuple(engine.kernel_argument(a) for a in args),
+            seed=engine.launch_seed(),
+        )
 
 
 def _compile(kernel: SimKernel, active: frozenset) -> Compiled:
@@ -150,8 +171,11 @@ def _compile(kernel: SimKernel, active: frozenset) -> Compiled:
             if not device._device:
                 continue
             if id(device) in active:
-                raise KernelFault("unsupported", f"{device.__name__} calls itself (directly or through another device "
-                                                 "function); recursion is not supported")
+                raise KernelFault(
+                    "unsupported",
+                    f"{device.__name__} calls itself (directly or through another device "
+                    "function); recursion is not supported",
+                )
             compiled = device.compile(active)
             scope[name] = compiled.function
             codes |= compiled.codes
@@ -166,7 +190,7 @@ def _compile(kernel: SimKernel, active: frozenset) -> Compiled:
     rewritten = rewrite(node, code.co_filename, cuda_frozen, sync_frozen)
     scope["_neg"] = engine.negative_index
     scope["_shared"] = engine.shared_array
-    exec(rewritten.code, scope)  # noqa: S102  (the kernel's own source, rewritten; learners' was checked before)
+    exec(rewritten.code, scope)
     function = scope[rewritten.name]
     codes |= _all_codes(function.__code__)
     return Compiled(function=function, is_generator=rewritten.is_generator, codes=frozenset(codes))

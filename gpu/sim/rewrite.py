@@ -21,13 +21,28 @@ from __future__ import annotations
 
 import ast
 import textwrap
+import types
 from dataclasses import dataclass
 
 # cuda.* calls at which a thread waits for others: (block barriers, warp collectives).
-BLOCK_SYNC = {"syncthreads": "bar", "syncthreads_count": "bar_count", "syncthreads_and": "bar_and", "syncthreads_or": "bar_or"}
-WARP_SYNC = {"syncwarp": "syncwarp", "shfl_sync": "shfl", "shfl_up_sync": "shfl_up", "shfl_down_sync": "shfl_down",
-             "shfl_xor_sync": "shfl_xor", "all_sync": "all", "any_sync": "any", "eq_sync": "eq", "ballot_sync": "ballot",
-             "match_any_sync": "match_any"}
+BLOCK_SYNC = {
+    "syncthreads": "bar",
+    "syncthreads_count": "bar_count",
+    "syncthreads_and": "bar_and",
+    "syncthreads_or": "bar_or",
+}
+WARP_SYNC = {
+    "syncwarp": "syncwarp",
+    "shfl_sync": "shfl",
+    "shfl_up_sync": "shfl_up",
+    "shfl_down_sync": "shfl_down",
+    "shfl_xor_sync": "shfl_xor",
+    "all_sync": "all",
+    "any_sync": "any",
+    "eq_sync": "eq",
+    "ballot_sync": "ballot",
+    "match_any_sync": "match_any",
+}
 SYNC_NAMES = {**BLOCK_SYNC, **WARP_SYNC}
 
 
@@ -35,7 +50,7 @@ SYNC_NAMES = {**BLOCK_SYNC, **WARP_SYNC}
 class Rewritten:
     """The rewritten function's module code, and whether it is a generator (has sync points)."""
 
-    code: object
+    code: types.CodeType
     name: str
     is_generator: bool
 
@@ -75,10 +90,16 @@ class _Rewriter(ast.NodeTransformer):
 
     def _checked(self, index: ast.expr, array: ast.expr, position: int, line: int) -> ast.expr:
         name = self._fresh()
-        test = ast.Compare(left=ast.NamedExpr(target=ast.Name(name, ast.Store()), value=index),
-                           ops=[ast.GtE()], comparators=[ast.Constant(0)])
-        fail = ast.Call(func=ast.Name("_neg", ast.Load()),
-                        args=[array, ast.Name(name, ast.Load()), ast.Constant(position), ast.Constant(line)], keywords=[])
+        test = ast.Compare(
+            left=ast.NamedExpr(target=ast.Name(name, ast.Store()), value=index),
+            ops=[ast.GtE()],
+            comparators=[ast.Constant(0)],
+        )
+        fail = ast.Call(
+            func=ast.Name("_neg", ast.Load()),
+            args=[array, ast.Name(name, ast.Load()), ast.Constant(position), ast.Constant(line)],
+            keywords=[],
+        )
         return ast.IfExp(test=test, body=ast.Name(name, ast.Load()), orelse=fail)
 
     def visit_Subscript(self, node: ast.Subscript) -> ast.AST:
@@ -106,16 +127,25 @@ class _Rewriter(ast.NodeTransformer):
             # is one constant tuple, so the engine sees "every thread at this barrier" by identity.
             kind = SYNC_NAMES[name]
             if not node.args and not node.keywords:
-                return ast.Yield(value=ast.Constant((kind, line, (), None)))
-            kwargs = (ast.Dict(keys=[ast.Constant(k.arg) for k in node.keywords], values=[k.value for k in node.keywords])
-                      if node.keywords else ast.Constant(None))
-            request = ast.Tuple(elts=[ast.Constant(kind), ast.Constant(line), ast.Tuple(elts=list(node.args), ctx=ast.Load()),
-                                      kwargs], ctx=ast.Load())
+                request: object = (kind, line, (), None)  # a constant tuple: compile() accepts it, typeshed does not
+                return ast.Yield(value=ast.Constant(request))  # type: ignore[arg-type]
+            kwargs = (
+                ast.Dict(keys=[ast.Constant(k.arg) for k in node.keywords], values=[k.value for k in node.keywords])
+                if node.keywords
+                else ast.Constant(None)
+            )
+            request = ast.Tuple(
+                elts=[ast.Constant(kind), ast.Constant(line), ast.Tuple(elts=list(node.args), ctx=ast.Load()), kwargs],
+                ctx=ast.Load(),
+            )
             return ast.Yield(value=request)
         if name == "shared.array":
             self.sites += 1
-            return ast.Call(func=ast.Name("_shared", ast.Load()), args=[ast.Constant(self.sites), ast.Constant(line), *node.args],
-                            keywords=node.keywords)
+            return ast.Call(
+                func=ast.Name("_shared", ast.Load()),
+                args=[ast.Constant(self.sites), ast.Constant(line), *node.args],
+                keywords=node.keywords,
+            )
         if isinstance(node.func, ast.Name) and node.func.id in self.sync_devices:
             return ast.YieldFrom(value=node)
         return node
@@ -140,7 +170,9 @@ def needs_sync(func: ast.FunctionDef, cuda_names: frozenset[str], sync_devices: 
     return _calls_sync(func, cuda_names, sync_devices)
 
 
-def rewrite(func: ast.FunctionDef, filename: str, cuda_names: frozenset[str], sync_devices: frozenset[str]) -> Rewritten:
+def rewrite(
+    func: ast.FunctionDef, filename: str, cuda_names: frozenset[str], sync_devices: frozenset[str]
+) -> Rewritten:
     """Compile ``func`` rewritten for the simulator; the code defines ``func.name`` when exec'd."""
     generator = _calls_sync(func, cuda_names, sync_devices)
     rewriter = _Rewriter(cuda_names, sync_devices)

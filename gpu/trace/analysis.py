@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, fields
-from typing import Iterable, Sequence
 
 from gpu.trace.record import ATOMIC, KIND_NAMES, WRITE, ArrayInfo, RawTrace, Site, unlinear
 
@@ -54,7 +54,8 @@ class Who:
     kind: str
 
     def __str__(self) -> str:
-        return f"thread {_xyz(self.thread)} of block {_xyz(self.block)} {_verb(self.kind)} at line {self.line} (`{self.text}`)"
+        return (f"thread {_xyz(self.thread)} of block {_xyz(self.block)} {_verb(self.kind)} at line {self.line} "
+                f"(`{self.text}`)")
 
 
 @dataclass(frozen=True)
@@ -97,9 +98,12 @@ class Divergence:
     missed_did: str  # "exited" or "waited at line L"
 
     def __str__(self) -> str:
-        return (f"barrier divergence in block {_xyz(self.block)}: syncthreads #{self.barrier} at line {self.line} was reached by "
-                f"{self.reached:,} threads (e.g. {_xyz(self.reached_example)}) but not by {self.missed:,} "
-                f"(e.g. thread {_xyz(self.missed_example)}, which {self.missed_did})")
+        return (
+            f"barrier divergence in block {_xyz(self.block)}: syncthreads #{self.barrier} at line {self.line} was "
+            "reached by "
+            f"{self.reached:,} threads (e.g. {_xyz(self.reached_example)}) but not by {self.missed:,} "
+            f"(e.g. thread {_xyz(self.missed_example)}, which {self.missed_did})"
+        )
 
 
 @dataclass(frozen=True)
@@ -219,7 +223,12 @@ def find_races(trace: RawTrace, max_reported: int = MAX_REPORTED) -> list[Race]:
             counts[sig] += 1
             if sig not in found:
                 info = trace.arrays[array_of(key)]
-                found[sig] = (info, offset_of(key), names.who(a[1], a[2], a[3], a[4]), names.who(b[1], b[2], b[3], b[4]))
+                found[sig] = (
+                    info,
+                    offset_of(key),
+                    names.who(a[1], a[2], a[3], a[4]),
+                    names.who(b[1], b[2], b[3], b[4]),
+                )
 
     collect(in_block, "in a block", lambda k: k[1], lambda k: k[2])
     # between blocks the agents are blocks: two threads of one block never count here
@@ -342,7 +351,11 @@ def bank_conflicts(trace: RawTrace) -> list[SiteBanks]:
     out = []
     for (site, array, kind), ways in per_site.items():
         s = names.site(site)
-        out.append(SiteBanks(trace.arrays[array].name, KIND_NAMES[kind], s.line, s.text, len(ways), sum(ways) / len(ways), max(ways)))
+        out.append(
+            SiteBanks(
+                trace.arrays[array].name, KIND_NAMES[kind], s.line, s.text, len(ways), sum(ways) / len(ways), max(ways)
+            )
+        )
     return sorted(out, key=lambda r: (r.line, r.text, r.kind))
 
 

@@ -14,8 +14,8 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from gpu.core.limits import InputError
 
@@ -36,10 +36,21 @@ def run_in_child(requests: Sequence[tuple[str, int | None]], timeout_s: float = 
     from gpu.trace.report import TraceReport
 
     args = [name if n is None else f"{name}={int(n)}" for name, n in requests]
-    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1", "KERNEL_LAB_SIMULATOR": "numba", "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    env = {
+        **os.environ,
+        "NUMBA_ENABLE_CUDASIM": "1",
+        "KERNEL_LAB_SIMULATOR": "numba",
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+    }
     try:
-        proc = subprocess.run([sys.executable, "-m", "gpu.trace.child", *args], capture_output=True, text=True,
-                              timeout=timeout_s, env=env, cwd=ROOT)
+        proc = subprocess.run(
+            [sys.executable, "-m", "gpu.trace.child", *args],
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            env=env,
+            cwd=ROOT,
+        )
     except subprocess.TimeoutExpired:
         raise TraceFailed(f"the trace took longer than {timeout_s:.0f} s and was stopped") from None
     if proc.returncode != 0:

@@ -12,17 +12,25 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from gpu.core.limits import InputError
 from gpu.core.jsonout import print_json
+from gpu.core.limits import InputError
+
 
 def add_trace_command(sub) -> None:
     """Register the ``trace`` subcommand on the CLI's subparsers."""
-    p = sub.add_parser("trace", help="record every memory access of a kernel in the simulator: races, out-of-bounds, "
-                                     "barrier divergence, sectors per request, bank conflicts",
-                       description="Run a kernel at a small size in Numba's CUDA simulator with every global and shared "
-                                   "memory access recorded. Exit 0 when clean, 1 on a race, an out-of-bounds access or "
-                                   "barrier divergence, 2 for bad input.")
-    p.add_argument("target", nargs="?", help="a lab kernel (e.g. transpose-naive; see --list) or a learner's .py file (with --problem)")
+    p = sub.add_parser(
+        "trace",
+        help="record every memory access of a kernel in the simulator: races, out-of-bounds, "
+        "barrier divergence, sectors per request, bank conflicts",
+        description="Run a kernel at a small size in Numba's CUDA simulator with every global and shared "
+        "memory access recorded. Exit 0 when clean, 1 on a race, an out-of-bounds access or "
+        "barrier divergence, 2 for bad input.",
+    )
+    p.add_argument(
+        "target",
+        nargs="?",
+        help="a lab kernel (e.g. transpose-naive; see --list) or a learner's .py file (with --problem)",
+    )
     p.add_argument("--problem", default=None, help="the write-a-kernel problem a .py file solves")
     p.add_argument("--n", default=None, help="problem size (default: the kernel's small trace size)")
     p.add_argument("--list", action="store_true", help="list the lab's kernels and exit")
@@ -39,20 +47,28 @@ def cmd_trace(args: argparse.Namespace) -> int:
             print(f"{k.name:<24} {k.title}" + (f"  (cannot be traced: {k.skip})" if k.skip else ""))
         return 0
     if not args.target:
-        raise InputError("trace needs a kernel name (python -m gpu trace --list shows them) or a .py file with --problem")
+        raise InputError(
+            "trace needs a kernel name (python -m gpu trace --list shows them) or a .py file with --problem"
+        )
     target = args.target
     if target.endswith(".py") or Path(target).is_file():
         if not args.problem:
-            raise InputError(f"{target} looks like a file: a learner's kernel is traced against its problem, add --problem P "
-                             "(python -m gpu problems lists them)")
+            raise InputError(
+                f"{target} looks like a file: a learner's kernel is traced against its problem, add --problem P "
+                "(python -m gpu problems lists them)"
+            )
         if args.n is not None:
-            raise InputError("--n goes with a lab kernel; a learner's file is traced at one of its problem's test sizes")
+            raise InputError(
+                "--n goes with a lab kernel; a learner's file is traced at one of its problem's test sizes"
+            )
         return _trace_file(target, args.problem, args.json)
     if args.problem:
         raise InputError("--problem goes with a .py file; a lab kernel has its own inputs")
     kernel = find(target)  # InputError naming the choices
     if kernel.skip:
-        raise InputError(f"{target} cannot be traced: it {kernel.skip}. Its GPU steps are measured on the Kernels page.")
+        raise InputError(
+            f"{target} cannot be traced: it {kernel.skip}. Its GPU steps are measured on the Kernels page."
+        )
     n = None if args.n is None else kernel.check_n(args.n)
     if BACKEND.simulated:
         report = trace_lab_kernel(target, n)

@@ -9,8 +9,9 @@ the simulator lacks (warp shuffles) are listed with the reason and cannot be tra
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -37,7 +38,8 @@ class Launch:
 
 @dataclass(frozen=True)
 class LabKernel:
-    """One traceable kernel of the lab. ``prepare(n)`` makes its launch; ``skip`` says why it cannot run in the simulator."""
+    """One traceable kernel of the lab. ``prepare(n)`` makes its launch; ``skip`` says why it cannot run in the
+    simulator."""
 
     name: str
     title: str
@@ -53,8 +55,11 @@ class LabKernel:
         if n < 1:
             raise InputError(f"N must be at least 1, got {value!r}.")
         if self.elements(n) > MAX_TRACE_ELEMENTS:
-            raise InputError(f"N = {n:,} is too large for a trace of {self.name}: {self.size_help} may have at most "
-                             f"{MAX_TRACE_ELEMENTS:,} elements (a trace is for small sizes; at most {DEFAULT_MAX_BLOCKS} blocks run).")
+            raise InputError(
+                f"N = {n:,} is too large for a trace of {self.name}: {self.size_help} may have at most "
+                f"{MAX_TRACE_ELEMENTS:,} elements (a trace is for small sizes; at most {DEFAULT_MAX_BLOCKS} blocks "
+                "run)."
+            )
         return n
 
 
@@ -106,23 +111,49 @@ def _vector_kernels() -> list[LabKernel]:
         return prepare
 
     def grid_stride(n):
-        return Launch(k.vector_add_grid_stride_kernel, 2, 128, _vectors(n), f"vector-add-grid-stride, N = {n:,} float32, 2 blocks of 128")
+        return Launch(
+            k.vector_add_grid_stride_kernel,
+            2,
+            128,
+            _vectors(n),
+            f"vector-add-grid-stride, N = {n:,} float32, 2 blocks of 128",
+        )
 
     def indexing(n):
         blocks = blocks_for(n, tpb)
         record = np.zeros((blocks * tpb, len(k.PROBE_FIELDS)), np.int32)
-        return Launch(k.indexing_probe_kernel, blocks, tpb, (*_vectors(n), record), f"indexing-probe, N = {n:,} float32")
+        return Launch(
+            k.indexing_probe_kernel, blocks, tpb, (*_vectors(n), record), f"indexing-probe, N = {n:,} float32"
+        )
 
     def stride_probe(n):
         record = np.zeros((2 * 128, len(k.PROBE_FIELDS)), np.int32)
-        return Launch(k.grid_stride_probe_kernel, 2, 128, (*_vectors(n), record, np.zeros(n, np.int32), np.zeros(n, np.int32)),
-                      f"grid-stride-probe, N = {n:,} float32, 2 blocks of 128")
+        return Launch(
+            k.grid_stride_probe_kernel,
+            2,
+            128,
+            (*_vectors(n), record, np.zeros(n, np.int32), np.zeros(n, np.int32)),
+            f"grid-stride-probe, N = {n:,} float32, 2 blocks of 128",
+        )
 
     one = lambda n: n  # noqa: E731
     return [
-        LabKernel("vector-add", "Vector add (the article's kernel)", "a vector", 1000, one, plain(k.vector_add_kernel, "vector-add")),
-        LabKernel("vector-add-ilp", "Vector add, 4 elements per thread", "a vector", 1000, one,
-                  plain(k.vector_add_ilp_kernel, "vector-add-ilp", k.ELEMENTS_PER_THREAD)),
+        LabKernel(
+            "vector-add",
+            "Vector add (the article's kernel)",
+            "a vector",
+            1000,
+            one,
+            plain(k.vector_add_kernel, "vector-add"),
+        ),
+        LabKernel(
+            "vector-add-ilp",
+            "Vector add, 4 elements per thread",
+            "a vector",
+            1000,
+            one,
+            plain(k.vector_add_ilp_kernel, "vector-add-ilp", k.ELEMENTS_PER_THREAD),
+        ),
         LabKernel("vector-add-grid-stride", "Vector add, grid-stride loop", "a vector", 1000, one, grid_stride),
         LabKernel("indexing-probe", "Thread-indexing probe", "a vector", 1000, one, indexing),
         LabKernel("grid-stride-probe", "Grid-stride probe", "a vector", 1000, one, stride_probe),
@@ -141,9 +172,22 @@ def _example_kernels() -> list[LabKernel]:
 
     one = lambda n: n  # noqa: E731
     return [
-        LabKernel("copy-coalesced", "Copy, coalesced reads", "a vector", 1024, one, prepare(examples.read_coalesced_kernel, "copy-coalesced")),
-        LabKernel("copy-strided", f"Copy, reads {examples.STRIDE} elements apart", "a vector", 1024, one,
-                  prepare(examples.read_strided_kernel, "copy-strided")),
+        LabKernel(
+            "copy-coalesced",
+            "Copy, coalesced reads",
+            "a vector",
+            1024,
+            one,
+            prepare(examples.read_coalesced_kernel, "copy-coalesced"),
+        ),
+        LabKernel(
+            "copy-strided",
+            f"Copy, reads {examples.STRIDE} elements apart",
+            "a vector",
+            1024,
+            one,
+            prepare(examples.read_strided_kernel, "copy-strided"),
+        ),
     ]
 
 
@@ -174,5 +218,7 @@ def trace_lab_kernel(name: str, n: Any = None, max_accesses: int = DEFAULT_MAX_A
         raise InputError(f"{name} cannot be traced: it {kernel.skip}.")
     size = kernel.default_n if n is None else kernel.check_n(n)
     launch = kernel.prepare(size)
-    raw = trace_launch(launch.kernel, launch.grid, launch.block, launch.args, max_accesses=max_accesses, max_blocks=max_blocks)
+    raw = trace_launch(
+        launch.kernel, launch.grid, launch.block, launch.args, max_accesses=max_accesses, max_blocks=max_blocks
+    )
     return analyse(raw, label=launch.label)

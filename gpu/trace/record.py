@@ -54,8 +54,9 @@ import contextlib
 import linecache
 import sys
 import threading
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -213,7 +214,7 @@ class _Tracer:
         self.states: dict[tuple[int, int], _ThreadState] = {}
         self.oob: list[OutOfBounds] = []
         self.oob_count = 0
-        self._shared: dict[tuple[str, int], "TracedArray"] = {}  # one per allocation line, as in the simulator
+        self._shared: dict[tuple[str, int], TracedArray] = {}  # one per allocation line, as in the simulator
         self._lock = threading.RLock()  # sites and arrays are added from many simulator threads
 
     # -- who and where ------------------------------------------------------------
@@ -230,7 +231,10 @@ class _Tracer:
     def site(self) -> int:
         """The id of the kernel source site that made the current access (first frame outside us and the simulator)."""
         frame = sys._getframe(2)
-        while frame is not None and (frame.f_code.co_filename == _THIS_FILE or "numba/cuda/simulator" in frame.f_code.co_filename.replace("\\", "/")):
+        while frame is not None and (
+            frame.f_code.co_filename == _THIS_FILE
+            or "numba/cuda/simulator" in frame.f_code.co_filename.replace("\\", "/")
+        ):
             frame = frame.f_back
         if frame is None:
             return -1
@@ -244,7 +248,11 @@ class _Tracer:
                     positions = self._positions.get(code)
                     if positions is None:
                         positions = self._positions[code] = list(code.co_positions())
-                    pos = positions[lasti // 2] if 0 <= lasti // 2 < len(positions) else (frame.f_lineno, None, None, None)
+                    pos = (
+                        positions[lasti // 2]
+                        if 0 <= lasti // 2 < len(positions)
+                        else (frame.f_lineno, None, None, None)
+                    )
                     line = pos[0] if pos[0] is not None else frame.f_lineno
                     site = Site(code.co_filename, code.co_name, line, pos[2], pos[3] if pos[1] == line else None)
                     # a specialised instruction may report another offset for the same access: one id per position
@@ -257,7 +265,9 @@ class _Tracer:
 
     def new_array(self, name: str, space: str, ary: np.ndarray) -> ArrayInfo:
         with self._lock:
-            info = ArrayInfo(len(self.arrays), name, space, tuple(int(s) for s in ary.shape), str(ary.dtype), int(ary.itemsize))
+            info = ArrayInfo(
+                len(self.arrays), name, space, tuple(int(s) for s in ary.shape), str(ary.dtype), int(ary.itemsize)
+            )
             self.arrays.append(info)
         return info
 
@@ -322,7 +332,8 @@ class TracedArray(_fake_array_class()):  # type: ignore[misc]
         self._offset = offset  # bytes from the start of the allocation to this view's first element
 
     def _element(self, idx, kind: int):
-        """(byte offset, is an element) for an integer index; None when out of bounds (recorded); or (None, False) for a view."""
+        """(byte offset, is an element) for an integer index; None when out of bounds (recorded); or (None, False)
+        for a view."""
         index = idx if isinstance(idx, tuple) else (idx,)
         if not all(_is_int(i) for i in index):
             return None, False
@@ -383,7 +394,12 @@ def _tracing_module_class(tracer: _Tracer):
                     if shape == 0:  # dynamic shared memory: the simulator's one buffer
                         ary = super().array(shape, dtype)
                     else:
-                        ary = np.empty(shape, kernelapi.numpy_support.as_dtype(dtype) if isinstance(dtype, kernelapi.types.Type) else dtype)
+                        ary = np.empty(
+                            shape,
+                            kernelapi.numpy_support.as_dtype(dtype)
+                            if isinstance(dtype, kernelapi.types.Type)
+                            else dtype,
+                        )
                     name = _assigned_name(frame) or f"shared array of line {frame.f_lineno}"
                     traced = TracedArray(ary, tracer, tracer.new_array(name, "shared", ary))
                     tracer._shared[key] = traced
@@ -458,8 +474,10 @@ def _sampled_block_manager(tracer: _Tracer, skipped: list):
 def tracing(tracer: _Tracer) -> Iterator[None]:
     """Patch the simulator for one traced launch (process-wide lock; restored on exit)."""
     if not BACKEND.simulated:
-        raise TraceUnavailable("the memory trace runs kernels in Numba's CUDA simulator, and this process uses a real GPU; "
-                               "run it in a child process with NUMBA_ENABLE_CUDASIM=1 (gpu.trace.child does).")
+        raise TraceUnavailable(
+            "the memory trace runs kernels in Numba's CUDA simulator, and this process uses a real GPU; "
+            "run it in a child process with NUMBA_ENABLE_CUDASIM=1 (gpu.trace.child does)."
+        )
     from numba.cuda.simulator import kernel
 
     with _TRACE_LOCK:
@@ -495,8 +513,10 @@ def trace_launch(kernel, grid, block, args: Sequence[Any], names: Sequence[str] 
         names = code.co_varnames[:code.co_argcount]
     blocks = sample_blocks(grid3, max_blocks)
     tracer = _Tracer(grid3, block3, max_accesses, blocks)
-    wrapped = [TracedArray(a, tracer, tracer.new_array(str(n), "global", a)) if isinstance(a, np.ndarray) and a.ndim > 0 else a
-               for a, n in zip(args, names)]
+    wrapped = [
+        TracedArray(a, tracer, tracer.new_array(str(n), "global", a)) if isinstance(a, np.ndarray) and a.ndim > 0 else a
+        for a, n in zip(args, names)
+    ]
     error = None
     with tracing(tracer):
         try:
@@ -504,11 +524,19 @@ def trace_launch(kernel, grid, block, args: Sequence[Any], names: Sequence[str] 
         except Exception as exc:  # the learner's kernel may raise anything; the trace says what and where
             error = f"{type(exc).__name__}: {exc}"
     return RawTrace(
-        kernel=getattr(fn, "__name__", str(kernel)), grid=grid3, block=block3, arrays=list(tracer.arrays), sites=tracer.sites,
+        kernel=getattr(fn, "__name__", str(kernel)),
+        grid=grid3,
+        block=block3,
+        arrays=list(tracer.arrays),
+        sites=tracer.sites,
         records=tracer.records,
         barriers={k: tuple(st.barriers) for k, st in tracer.states.items() if st.barriers},
-        blocks_traced=blocks, accesses_dropped=tracer.dropped, out_of_bounds=tracer.oob,
-        out_of_bounds_count=tracer.oob_count, error=error, source_file=_project_relative(fn.__code__.co_filename),
+        blocks_traced=blocks,
+        accesses_dropped=tracer.dropped,
+        out_of_bounds=tracer.oob,
+        out_of_bounds_count=tracer.oob_count,
+        error=error,
+        source_file=_project_relative(fn.__code__.co_filename),
     )
 
 

@@ -51,7 +51,9 @@ class TraceReport:
         if self.races:
             parts.append(f"{len(self.races)} race{'s' if len(self.races) > 1 else ''}")
         if self.out_of_bounds:
-            parts.append(f"{self.out_of_bounds_count:,} out-of-bounds access{'es' if self.out_of_bounds_count > 1 else ''}")
+            parts.append(
+                f"{self.out_of_bounds_count:,} out-of-bounds access{'es' if self.out_of_bounds_count > 1 else ''}"
+            )
         if self.divergence:
             parts.append(f"barrier divergence in {len(self.divergence)} block{'s' if len(self.divergence) > 1 else ''}")
         if self.error:
@@ -61,8 +63,12 @@ class TraceReport:
         return "Found " + ", ".join(parts) + "."
 
     def __str__(self) -> str:
-        lines = [f"trace of {self.label}: {self.blocks_traced:,} of {self.blocks_total:,} blocks of {self.threads_per_block:,} threads, "
-                 f"{self.accesses:,} accesses recorded" + (f"; lines of {self.source}" if self.source else ""), self.headline()]
+        lines = [
+            f"trace of {self.label}: {self.blocks_traced:,} of {self.blocks_total:,} blocks of "
+            f"{self.threads_per_block:,} threads, "
+            f"{self.accesses:,} accesses recorded" + (f"; lines of {self.source}" if self.source else ""),
+            self.headline(),
+        ]
         if self.error:
             lines.append(f"error: {self.error}")
         lines += [f"  {r}" for r in self.races]
@@ -72,12 +78,17 @@ class TraceReport:
         if self.sectors:
             lines.append("global memory, 32-byte sectors per warp request (ideal = the bytes asked for, packed):")
             for s in self.sectors:
-                lines.append(f"  line {s.line:>4} {s.kind:<6} `{s.text}`: {s.sectors_per_request:.1f} sectors/request "
-                             f"(ideal {s.ideal_sectors_per_request:.1f}, max {s.max_sectors}) over {s.requests:,} requests")
+                lines.append(
+                    f"  line {s.line:>4} {s.kind:<6} `{s.text}`: {s.sectors_per_request:.1f} sectors/request "
+                    f"(ideal {s.ideal_sectors_per_request:.1f}, max {s.max_sectors}) over {s.requests:,} requests"
+                )
         if self.banks:
             lines.append("shared memory, bank-conflict ways per warp request (1 = none):")
             for b in self.banks:
-                lines.append(f"  line {b.line:>4} {b.kind:<6} `{b.text}`: {b.ways:.1f}-way (max {b.max_ways}) over {b.requests:,} requests")
+                lines.append(
+                    f"  line {b.line:>4} {b.kind:<6} `{b.text}`: {b.ways:.1f}-way (max {b.max_ways}) over "
+                    f"{b.requests:,} requests"
+                )
         lines += [f"note: {n}" for n in self.notes]
         return "\n".join(lines)
 
@@ -88,7 +99,7 @@ class TraceReport:
         return data
 
     @classmethod
-    def from_dict(cls, data: dict) -> "TraceReport":
+    def from_dict(cls, data: dict) -> TraceReport:
         return cls(
             kernel=data["kernel"], label=data["label"], grid=tuple(data["grid"]), block=tuple(data["block"]),
             blocks_traced=data["blocks_traced"], blocks_total=data["blocks_total"], accesses=data["accesses"],
@@ -110,7 +121,9 @@ def _who(d: dict) -> an.Who:
 
 
 def _race(d: dict) -> an.Race:
-    return an.Race(d["array"], d["space"], d["scope"], tuple(d["index"]), _who(d["first"]), _who(d["second"]), d["addresses"])
+    return an.Race(
+        d["array"], d["space"], d["scope"], tuple(d["index"]), _who(d["first"]), _who(d["second"]), d["addresses"]
+    )
 
 
 def _oob(d: dict) -> an.OutOfBoundsAccess:
@@ -128,12 +141,23 @@ def analyse(raw: RawTrace, label: str | None = None, notes: tuple[str, ...] = ()
                     "(bounds were still checked); findings cover the recorded ones.")
     said.append(an.CANNOT_SEE)
     return TraceReport(
-        kernel=raw.kernel, label=label or raw.kernel, grid=raw.grid, block=raw.block,
-        blocks_traced=len(raw.blocks_traced), blocks_total=raw.blocks_total, accesses=len(raw.records),
+        kernel=raw.kernel,
+        label=label or raw.kernel,
+        grid=raw.grid,
+        block=raw.block,
+        blocks_traced=len(raw.blocks_traced),
+        blocks_total=raw.blocks_total,
+        accesses=len(raw.records),
         accesses_dropped=raw.accesses_dropped,
-        races=tuple(an.find_races(raw)), out_of_bounds=tuple(an.out_of_bounds(raw)),
-        out_of_bounds_count=raw.out_of_bounds_count, divergence=tuple(an.barrier_divergence(raw)),
-        barrier_intervals=an.barrier_intervals(raw), sectors=tuple(an.coalescing(raw)), banks=tuple(an.bank_conflicts(raw)),
-        picture=None if (p := an.picture(raw)) is None else tuple(p), error=raw.error, notes=tuple(said),
+        races=tuple(an.find_races(raw)),
+        out_of_bounds=tuple(an.out_of_bounds(raw)),
+        out_of_bounds_count=raw.out_of_bounds_count,
+        divergence=tuple(an.barrier_divergence(raw)),
+        barrier_intervals=an.barrier_intervals(raw),
+        sectors=tuple(an.coalescing(raw)),
+        banks=tuple(an.bank_conflicts(raw)),
+        picture=None if (p := an.picture(raw)) is None else tuple(p),
+        error=raw.error,
+        notes=tuple(said),
         source=raw.source_file,
     )

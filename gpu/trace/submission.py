@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import secrets
 import sys
-
 from dataclasses import replace
 
 from gpu.trace.report import TraceReport

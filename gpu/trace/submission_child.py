@@ -1,4 +1,5 @@
-"""One learner's kernel traced in its own process: ``python -m gpu.trace.submission_child LIMITS_JSON``, request on stdin.
+"""One learner's kernel traced in its own process: ``python -m gpu.trace.submission_child LIMITS_JSON``, request on
+stdin.
 
 Started by ``gpu.trace.submission.trace_submission`` through the write-a-kernel sandbox's
 ``run_argv`` (bubblewrap where it works, resource limits, wall clock, capped output) and
@@ -71,7 +72,7 @@ def main(argv: list[str]) -> int:
     report_fd = os.dup(1)
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
-    sys.stdout = open(os.devnull, "w")  # noqa: SIM115  (the kernel's prints go nowhere)
+    sys.stdout = open(os.devnull, "w")  # (the kernel's prints go nowhere)
     from gpu.sandbox.child import apply_limits
 
     apply_limits(json.loads(argv[1]) if len(argv) > 1 else {})

@@ -126,19 +126,31 @@ def time_comparison_chart(frame: pd.DataFrame, subtitle: str) -> alt.Chart:
         x=alt.X("median_ms:Q", scale=x_scale, title="time (ms, log scale)", axis=axis),
         color=color,
         fill=alt.condition("datum.estimated", alt.value("white"), color),
-        shape=alt.Shape("kind:N", scale=alt.Scale(domain=KIND_DOMAIN, range=["circle", "diamond", "square"]), legend=None),  # said in the title
+        shape=alt.Shape(
+            "kind:N", scale=alt.Scale(domain=KIND_DOMAIN, range=["circle", "diamond", "square"]), legend=None
+        ),  # said in the title
         tooltip=_tooltip(),
     )
-    labels = base.mark_text(align="left", dx=10, dy=-10, fontSize=11).encode(
-        y=y,
-        x=alt.X("median_ms:Q", scale=x_scale),
-        text=alt.Text("label:N"),
-    ).transform_calculate(
-        label="(datum.estimated ? 'estimate ' : '') + (datum.median_ms >= 1000 ? format(datum.median_ms / 1000, ',.3~r') + ' s'"
-        " : datum.median_ms >= 1 ? format(datum.median_ms, ',.3~r') + ' ms' : format(datum.median_ms * 1000, ',.3~r') + ' µs')"
+    labels = (
+        base.mark_text(align="left", dx=10, dy=-10, fontSize=11)
+        .encode(
+            y=y,
+            x=alt.X("median_ms:Q", scale=x_scale),
+            text=alt.Text("label:N"),
+        )
+        .transform_calculate(
+            label="(datum.estimated ? 'estimate ' : '') + (datum.median_ms >= 1000 ? format(datum.median_ms / 1000, "
+                  "',.3~r') + ' s'"
+            " : datum.median_ms >= 1 ? format(datum.median_ms, ',.3~r') + ' ms' : format(datum.median_ms * 1000, "
+            "',.3~r') + ' µs')"
+        )
     )
     return (whiskers + dots + labels).properties(
-        title=alt.TitleParams("Time per implementation and GPU phase (dot = median, line = min–max; hollow diamond = estimate, not run)", subtitle=subtitle, anchor="start"),
+        title=alt.TitleParams(
+            "Time per implementation and GPU phase (dot = median, line = min–max; hollow diamond = estimate, not run)",
+            subtitle=subtitle,
+            anchor="start",
+        ),
         height=alt.Step(32),
         autosize=FIT,
     )
@@ -170,7 +182,9 @@ def gpu_breakdown_chart(frame: pd.DataFrame, subtitle: str) -> alt.Chart:
         tooltip=_tooltip(),
     )
     return (bars + marker).properties(
-        title=alt.TitleParams("Where the GPU time goes (medians; tick = wall-clock end to end)", subtitle=subtitle, anchor="start"),
+        title=alt.TitleParams(
+            "Where the GPU time goes (medians; tick = wall-clock end to end)", subtitle=subtitle, anchor="start"
+        ),
         height=60,
         autosize=FIT,
     )

@@ -34,7 +34,9 @@ def one_size_chart(frame: pd.DataFrame, subtitle: str) -> alt.LayerChart:
     """Each CPU implementation and recorded GPU phase as a dot on a log time axis,
     labelled with its time; circles are your CPU, squares the recorded GPU, hollow = estimate."""
     data = _with_ms(frame)
-    data["row"] = [f"{m} — {'your CPU' if s == YOUR_CPU else 'recorded GPU'}" for m, s in zip(data["measure"], data["source"])]
+    data["row"] = [
+        f"{m} — {'your CPU' if s == YOUR_CPU else 'recorded GPU'}" for m, s in zip(data["measure"], data["source"])
+    ]
     rows = list(data["row"])
     measures = list(dict.fromkeys(data["measure"]))
     sources = list(dict.fromkeys(data["source"]))
@@ -56,18 +58,28 @@ def one_size_chart(frame: pd.DataFrame, subtitle: str) -> alt.LayerChart:
         fill=alt.condition("datum.estimated", alt.value("white"), color),
         # the title says circle = your CPU, square = recorded GPU, and every row label names its
         # source: a legend of this shape scale drew without its symbols (a filled condition)
-        shape=alt.Shape("source:N", scale=alt.Scale(domain=sources, range=["circle", "square"][: len(sources)]), legend=None),
+        shape=alt.Shape(
+            "source:N", scale=alt.Scale(domain=sources, range=["circle", "square"][: len(sources)]), legend=None
+        ),
         tooltip=tooltip,
     )
-    labels = base.mark_text(align="left", dx=11, dy=-9, fontSize=11).encode(
-        y=y, x=alt.X("median_ms:Q", scale=x_scale), text="text:N"
-    ).transform_calculate(
-        text="(datum.estimated ? 'estimate ' : '') + (datum.median_ms >= 1000 ? format(datum.median_ms / 1000, ',.3~r') + ' s'"
-        " : datum.median_ms >= 1 ? format(datum.median_ms, ',.3~r') + ' ms' : format(datum.median_ms * 1000, ',.3~r') + ' µs')"
+    labels = (
+        base.mark_text(align="left", dx=11, dy=-9, fontSize=11)
+        .encode(y=y, x=alt.X("median_ms:Q", scale=x_scale), text="text:N")
+        .transform_calculate(
+            text="(datum.estimated ? 'estimate ' : '') + (datum.median_ms >= 1000 ? format(datum.median_ms / 1000, "
+                 "',.3~r') + ' s'"
+            " : datum.median_ms >= 1 ? format(datum.median_ms, ',.3~r') + ' ms' : format(datum.median_ms * 1000, "
+            "',.3~r') + ' µs')"
+        )
     )
     return (dots + labels).properties(
-        title=alt.TitleParams("Your CPU, measured now, beside the recorded GPU (median; circle = your CPU, square = recorded GPU; hollow = estimate)",
-                              subtitle=subtitle, anchor="start"),
+        title=alt.TitleParams(
+            "Your CPU, measured now, beside the recorded GPU (median; circle = your CPU, square = recorded GPU; hollow "
+            "= estimate)",
+            subtitle=subtitle,
+            anchor="start",
+        ),
         height=alt.Step(30),
         autosize=FIT,
     )
@@ -76,14 +88,24 @@ def one_size_chart(frame: pd.DataFrame, subtitle: str) -> alt.LayerChart:
 def sweep_chart(frame: pd.DataFrame, subtitle: str) -> alt.LayerChart:
     """Median time against N, log–log: your CPU series solid, the recorded GPU dashed."""
     data = _with_ms(frame)
-    data["series"] = [f"{m} ({'your CPU' if s == YOUR_CPU else 'recorded GPU'})" for m, s in zip(data["measure"], data["source"])]
+    data["series"] = [
+        f"{m} ({'your CPU' if s == YOUR_CPU else 'recorded GPU'})" for m, s in zip(data["measure"], data["source"])
+    ]
     series = list(dict.fromkeys(data["series"]))
     measure_of = dict(zip(data["series"], data["measure"]))
-    color = alt.Color("series:N", sort=series, title=None,
-                      scale=alt.Scale(domain=series, range=[COLORS.get(PALETTE_NAME.get(measure_of[s], measure_of[s]), "#888") for s in series]),
-                      legend=alt.Legend(orient="bottom", columns=3, labelLimit=320, symbolOpacity=1))
+    color = alt.Color(
+        "series:N",
+        sort=series,
+        title=None,
+        scale=alt.Scale(
+            domain=series, range=[COLORS.get(PALETTE_NAME.get(measure_of[s], measure_of[s]), "#888") for s in series]
+        ),
+        legend=alt.Legend(orient="bottom", columns=3, labelLimit=320, symbolOpacity=1),
+    )
     sources = list(dict.fromkeys(data["source"]))
-    dash = alt.StrokeDash("source:N", scale=alt.Scale(domain=sources, range=[[1, 0], [6, 4]][: len(sources)]), legend=None)
+    dash = alt.StrokeDash(
+        "source:N", scale=alt.Scale(domain=sources, range=[[1, 0], [6, 4]][: len(sources)]), legend=None
+    )
     n_range = (int(data["n"].min()), int(data["n"].max()))
     x = alt.X("n:Q", scale=alt.Scale(type="log", domain=list(n_range), nice=False),
               axis=n_axis(data["n"], "N (elements per vector, log scale)"))
@@ -95,12 +117,29 @@ def sweep_chart(frame: pd.DataFrame, subtitle: str) -> alt.LayerChart:
         alt.Tooltip("median_ms:Q", title="median (ms)", format=",.4~r"),
         alt.Tooltip("kind:N", title="kind"),
     ]
-    lines = alt.Chart(data).mark_line(point=alt.OverlayMarkDef(filled=True, size=40)).encode(
-        x=x, y=alt.Y("median_ms:Q", scale=alt.Scale(type="log"), title="time (ms, log scale)", axis=log_axis(list(data["median_ms"]))),
-        color=color, strokeDash=dash, detail="series:N", tooltip=tooltip,
+    lines = (
+        alt.Chart(data)
+        .mark_line(point=alt.OverlayMarkDef(filled=True, size=40))
+        .encode(
+            x=x,
+            y=alt.Y(
+                "median_ms:Q",
+                scale=alt.Scale(type="log"),
+                title="time (ms, log scale)",
+                axis=log_axis(list(data["median_ms"])),
+            ),
+            color=color,
+            strokeDash=dash,
+            detail="series:N",
+            tooltip=tooltip,
+        )
     )
     return lines.properties(
-        title=alt.TitleParams("Your CPU, measured now (solid), beside the recorded GPU (dashed): time against N", subtitle=subtitle, anchor="start"),
+        title=alt.TitleParams(
+            "Your CPU, measured now (solid), beside the recorded GPU (dashed): time against N",
+            subtitle=subtitle,
+            anchor="start",
+        ),
         height=340,
         autosize=FIT,
     )

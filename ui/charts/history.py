@@ -11,7 +11,8 @@ the path is a known phase or CPU baseline.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
 import altair as alt
 import pandas as pd
@@ -50,7 +51,9 @@ def declared_by_name() -> dict[str, Experiment]:
     return {name: e for e in experiments() for name in (e.key, *aliases(e.key))}
 
 
-def run_samples(record: RunRecord, declared: Mapping[str, Experiment] | None = None) -> list[tuple[str, Sequence[float]]]:
+def run_samples(
+    record: RunRecord, declared: Mapping[str, Experiment] | None = None
+) -> list[tuple[str, Sequence[float]]]:
     """(measure name, seconds) of every series a saved run holds (see the module's docstring)."""
     experiment = (declared_by_name() if declared is None else declared).get(record.experiment)
     if experiment is not None and experiment.samples is not None:
@@ -94,8 +97,35 @@ def samples_frame(records: Iterable[RunRecord]) -> pd.DataFrame:
     for r, label in zip(records, labels):
         for name, samples in run_samples(r, declared):
             for i, s in enumerate(samples):
-                rows.append((r.run_id, label, r.experiment, r.device_name, r.backend, r.simulated, r.created_at, name, i, float(s)))
-    return pd.DataFrame(rows, columns=["run_id", "run", "experiment", "device", "backend", "simulated", "created_at", "measure", "sample", "seconds"])
+                rows.append(
+                    (
+                        r.run_id,
+                        label,
+                        r.experiment,
+                        r.device_name,
+                        r.backend,
+                        r.simulated,
+                        r.created_at,
+                        name,
+                        i,
+                        float(s),
+                    )
+                )
+    return pd.DataFrame(
+        rows,
+        columns=[
+            "run_id",
+            "run",
+            "experiment",
+            "device",
+            "backend",
+            "simulated",
+            "created_at",
+            "measure",
+            "sample",
+            "seconds",
+        ],
+    )
 
 
 def param_labels() -> dict[str, str]:
@@ -111,7 +141,10 @@ def param_labels() -> dict[str, str]:
             found.setdefault(p.name, [])
             if p.label not in found[p.name]:
                 found[p.name].append(p.label)
-    return {name: labels[0] if len(labels) == 1 else min((lab.split(" (")[0] for lab in labels), key=len) for name, labels in found.items()}
+    return {
+        name: labels[0] if len(labels) == 1 else min((lab.split(" (")[0] for lab in labels), key=len)
+        for name, labels in found.items()
+    }
 
 
 def readable_cell(value: Any) -> Any:
@@ -151,7 +184,9 @@ def runs_frame(records: Iterable[RunRecord], key_params: Sequence[str] | None = 
             "device": r.device_name or "unknown",
             "backend": r.backend_label,
             "simulated": r.simulated,
-            "status": ("stopped: " + str(r.result["stopped"])) if r.result.get("stopped") else ("imported" if r.result.get("imported") else "complete"),
+            "status": ("stopped: " + str(r.result["stopped"]))
+            if r.result.get("stopped")
+            else ("imported" if r.result.get("imported") else "complete"),
         }
         for key in key_params:
             if key in r.params:
@@ -159,7 +194,19 @@ def runs_frame(records: Iterable[RunRecord], key_params: Sequence[str] | None = 
         row["samples"] = sum(len(s) for _name, s in run_samples(r, declared))
         row["parameters"] = "; ".join(f"{k}={_compact(v)}" for k, v in r.params.items() if k not in key_params)
         rows.append(row)
-    columns = ["run", "created_at", "experiment", "device", "backend", "status", *key_params, "samples", "parameters", "simulated", "run_id"]
+    columns = [
+        "run",
+        "created_at",
+        "experiment",
+        "device",
+        "backend",
+        "status",
+        *key_params,
+        "samples",
+        "parameters",
+        "simulated",
+        "run_id",
+    ]
     frame = pd.DataFrame(rows)
     return frame.reindex(columns=[c for c in columns if c in frame.columns or c in ("run", "experiment")])
 
@@ -168,7 +215,8 @@ def compare_subtitle(samples: pd.DataFrame) -> str:
     runs = samples["run"].nunique()
     devices = ", ".join(sorted(samples["device"].dropna().unique()))
     note = f" · {SIMULATED_NOTE}" if samples["simulated"].any() else ""
-    return f"{runs} saved run{'s' if runs != 1 else ''} · {len(samples):,} samples (each dot one timed repeat, tick the median) · on {devices}{note}"
+    return (f"{runs} saved run{'s' if runs != 1 else ''} · {len(samples):,} samples (each dot one timed repeat, tick "
+            f"the median) · on {devices}{note}")
 
 
 def compare_chart(samples: pd.DataFrame, subtitle: str | None = None) -> alt.Chart:
@@ -179,7 +227,9 @@ def compare_chart(samples: pd.DataFrame, subtitle: str | None = None) -> alt.Cha
     """
     data = samples.assign(ms=samples["seconds"] * 1e3)
     data = data[data["seconds"] > 0]
-    medians = data.groupby(["run", "measure"], as_index=False).agg(median_ms=("ms", "median"), samples=("ms", "size"), device=("device", "first"), backend=("backend", "first"))
+    medians = data.groupby(["run", "measure"], as_index=False).agg(
+        median_ms=("ms", "median"), samples=("ms", "size"), device=("device", "first"), backend=("backend", "first")
+    )
     order = list(dict.fromkeys(m for m in _measure_order(data["measure"].unique())))
     # Measures down the side, time across: long measure names stay horizontal and whole.
     y = alt.Y("measure:N", sort=order, title=None, axis=alt.Axis(labelLimit=320, labelFontSize=11))
@@ -222,8 +272,12 @@ def compare_chart(samples: pd.DataFrame, subtitle: str | None = None) -> alt.Cha
             ],
         )
     )
-    title = alt.TitleParams("Saved runs compared: time per measure", subtitle=subtitle or compare_subtitle(samples), anchor="start")
-    return alt.layer(dots, ticks).properties(title=title, height=alt.Step(16), autosize=alt.AutoSizeParams(type="fit-x", contains="padding"))
+    title = alt.TitleParams(
+        "Saved runs compared: time per measure", subtitle=subtitle or compare_subtitle(samples), anchor="start"
+    )
+    return alt.layer(dots, ticks).properties(
+        title=title, height=alt.Step(16), autosize=alt.AutoSizeParams(type="fit-x", contains="padding")
+    )
 
 
 def _measure_order(measures: Iterable[str]) -> list[str]:
@@ -234,7 +288,15 @@ def _measure_order(measures: Iterable[str]) -> list[str]:
 
 # --- Compare GPUs: one experiment across devices ------------------------------------------------
 
-GPU_COMPARE_MEASURES = ("H2D copy", "Kernel launch (host)", "Kernel", "D2H copy", "GPU end to end", "NumPy", "Python loop")
+GPU_COMPARE_MEASURES = (
+    "H2D copy",
+    "Kernel launch (host)",
+    "Kernel",
+    "D2H copy",
+    "GPU end to end",
+    "NumPy",
+    "Python loop",
+)
 SOURCE_KINDS = ("published in the article", "recorded reference", "imported", "your run")
 
 
@@ -257,7 +319,11 @@ def vector_add_entry(source: str, kind: str, result: Mapping[str, Any]) -> list[
         if measure not in GPU_COMPARE_MEASURES:
             continue
         seconds = sorted(float(s) for s in samples)
-        median = seconds[len(seconds) // 2] if len(seconds) % 2 else (seconds[len(seconds) // 2 - 1] + seconds[len(seconds) // 2]) / 2
+        median = (
+            seconds[len(seconds) // 2]
+            if len(seconds) % 2
+            else (seconds[len(seconds) // 2 - 1] + seconds[len(seconds) // 2]) / 2
+        )
         backend = result.get("backend") or device.get("backend") or ""
         out.append({
             "source": source, "kind": kind, "device": device.get("name") or "unknown", "backend": backend,
@@ -284,8 +350,17 @@ def _caveat(result: Mapping[str, Any], backend: str, samples: int) -> str:
 
 def article_entry(source: str, n: int, cpu_time_s: float, gpu_time_s: float) -> list[dict]:
     """The article's two printed times (mean of 3 runs each) as Compare-GPUs rows."""
-    base = {"source": source, "kind": "published in the article", "device": "NVIDIA T4", "backend": "cuda", "n": n, "samples": 3,
-            "bandwidth_gbps": None, "peak_gbps": None, "caveat": "published wall-clock means, not measured here"}
+    base = {
+        "source": source,
+        "kind": "published in the article",
+        "device": "NVIDIA T4",
+        "backend": "cuda",
+        "n": n,
+        "samples": 3,
+        "bandwidth_gbps": None,
+        "peak_gbps": None,
+        "caveat": "published wall-clock means, not measured here",
+    }
     return [
         {**base, "measure": "GPU end to end", "median_ms": gpu_time_s * 1e3},
         {**base, "measure": "Python loop", "median_ms": cpu_time_s * 1e3},
@@ -313,14 +388,33 @@ def gpus_time_chart(frame: pd.DataFrame, subtitle: str = "") -> alt.Chart:
         alt.Tooltip("n:Q", title="N", format=","),
         alt.Tooltip("caveat:N", title="caveat"),
     ]
-    dots = alt.Chart(data).mark_point(filled=True, size=110).encode(
-        y=y, yOffset=alt.YOffset("source:N", sort=sources),
-        x=alt.X("median_ms:Q", scale=alt.Scale(type="log"), title="median time (ms, log scale)", axis=log_axis(list(data["median_ms"]))),
-        color=color, shape=alt.Shape("kind:N", title="kind", scale=alt.Scale(domain=list(SOURCE_KINDS), range=["diamond", "circle", "square", "triangle-up"])),
-        tooltip=tooltip,
+    dots = (
+        alt.Chart(data)
+        .mark_point(filled=True, size=110)
+        .encode(
+            y=y,
+            yOffset=alt.YOffset("source:N", sort=sources),
+            x=alt.X(
+                "median_ms:Q",
+                scale=alt.Scale(type="log"),
+                title="median time (ms, log scale)",
+                axis=log_axis(list(data["median_ms"])),
+            ),
+            color=color,
+            shape=alt.Shape(
+                "kind:N",
+                title="kind",
+                scale=alt.Scale(domain=list(SOURCE_KINDS), range=["diamond", "circle", "square", "triangle-up"]),
+            ),
+            tooltip=tooltip,
+        )
     )
     return dots.properties(
-        title=alt.TitleParams("Vector add across devices: time per phase (medians)", subtitle=subtitle or "each row one measure; one dot per device and source", anchor="start"),
+        title=alt.TitleParams(
+            "Vector add across devices: time per phase (medians)",
+            subtitle=subtitle or "each row one measure; one dot per device and source",
+            anchor="start",
+        ),
         height=alt.Step(14),  # per source within a measure (the yOffset band)
         autosize=alt.AutoSizeParams(type="fit-x", contains="padding"),
     )
@@ -330,8 +424,12 @@ def gpus_bandwidth_chart(frame: pd.DataFrame, subtitle: str = "") -> alt.LayerCh
     """Kernel bandwidth per source (bar) with its device's theoretical peak (tick), GB/s."""
     data = frame[(frame["measure"] == "Kernel") & frame["bandwidth_gbps"].notna()].copy()
     sources = list(dict.fromkeys(data["source"]))
-    data["bw_text"] = [(f"{v:,.0f} GB/s" if v >= 10 else f"{v:.3g} GB/s") + (" *" if n < 3 else "") + (" (simulated)" if b == "simulator" else "")
-                       for v, n, b in zip(data["bandwidth_gbps"], data["samples"], data["backend"])]
+    data["bw_text"] = [
+        (f"{v:,.0f} GB/s" if v >= 10 else f"{v:.3g} GB/s")
+        + (" *" if n < 3 else "")
+        + (" (simulated)" if b == "simulator" else "")
+        for v, n, b in zip(data["bandwidth_gbps"], data["samples"], data["backend"])
+    ]
     if "caveat" not in data:
         data["caveat"] = ""
     data["peak_text"] = [f"{v:,.0f} GB/s" if v == v and v else "unknown" for v in data["peak_gbps"].astype(float)]
@@ -339,13 +437,31 @@ def gpus_bandwidth_chart(frame: pd.DataFrame, subtitle: str = "") -> alt.LayerCh
     tooltip = [alt.Tooltip("source:N", title="source"), alt.Tooltip("bw_text:N", title="kernel bandwidth"),
                alt.Tooltip("peak_text:N", title="device peak (clock × bus)"), alt.Tooltip("n:Q", title="N", format=","),
                alt.Tooltip("caveat:N", title="caveat")]
-    bars = alt.Chart(data).mark_bar(height=18, color="#f58518").encode(
-        y=y, x=alt.X("bandwidth_gbps:Q", title="kernel bandwidth (GB/s, 12 bytes per element)", axis=alt.Axis(format=",.0f")), tooltip=tooltip
+    bars = (
+        alt.Chart(data)
+        .mark_bar(height=18, color="#f58518")
+        .encode(
+            y=y,
+            x=alt.X(
+                "bandwidth_gbps:Q", title="kernel bandwidth (GB/s, 12 bytes per element)", axis=alt.Axis(format=",.0f")
+            ),
+            tooltip=tooltip,
+        )
     )
-    text = alt.Chart(data).mark_text(align="left", dx=4, fontSize=11).encode(y=y, x="bandwidth_gbps:Q", text="bw_text:N")
-    peaks = alt.Chart(data[data["peak_gbps"].notna()]).mark_tick(color="#e45756", thickness=3, size=26).encode(y=y, x="peak_gbps:Q", tooltip=tooltip)
+    text = (
+        alt.Chart(data).mark_text(align="left", dx=4, fontSize=11).encode(y=y, x="bandwidth_gbps:Q", text="bw_text:N")
+    )
+    peaks = (
+        alt.Chart(data[data["peak_gbps"].notna()])
+        .mark_tick(color="#e45756", thickness=3, size=26)
+        .encode(y=y, x="peak_gbps:Q", tooltip=tooltip)
+    )
     return alt.layer(bars, peaks, text).properties(
-        title=alt.TitleParams("Kernel bandwidth against each device's peak (red tick)", subtitle=subtitle or "the article printed no kernel time, so the T4 has no bar", anchor="start"),
+        title=alt.TitleParams(
+            "Kernel bandwidth against each device's peak (red tick)",
+            subtitle=subtitle or "the article printed no kernel time, so the T4 has no bar",
+            anchor="start",
+        ),
         height=alt.Step(30),
     )
 

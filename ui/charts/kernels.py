@@ -66,12 +66,23 @@ def steps_time_chart(summary: pd.DataFrame, subtitle: str) -> alt.Chart:
     whiskers = base.transform_filter("!datum.estimated").mark_rule(strokeWidth=2).encode(
         y=y, x=alt.X("min_ms:Q", scale=x_scale), x2="max_ms:Q", color=color, tooltip=_tooltip())
     dots = base.mark_point(size=140, strokeWidth=2).encode(
-        y=y, x=alt.X("median_ms:Q", scale=x_scale, title="time (ms, log scale): GPU kernel alone, CPU call",
-                     axis=log_axis(list(rows["min_ms"]) + list(rows["max_ms"]) + list(rows["median_ms"]))),
-        color=color, fill=alt.condition("datum.estimated", alt.value("white"), color),
+        y=y,
+        x=alt.X(
+            "median_ms:Q",
+            scale=x_scale,
+            title="time (ms, log scale): GPU kernel alone, CPU call",
+            axis=log_axis(list(rows["min_ms"]) + list(rows["max_ms"]) + list(rows["median_ms"])),
+        ),
+        color=color,
+        fill=alt.condition("datum.estimated", alt.value("white"), color),
         # hollow diamond = estimate is said in the title: a shape legend here drew without symbols
-        shape=alt.Shape("kind_shown:N", scale=alt.Scale(domain=["measured", "estimate (not run)"], range=["circle", "diamond"]), legend=None),
-        tooltip=_tooltip())
+        shape=alt.Shape(
+            "kind_shown:N",
+            scale=alt.Scale(domain=["measured", "estimate (not run)"], range=["circle", "diamond"]),
+            legend=None,
+        ),
+        tooltip=_tooltip(),
+    )
     labels = base.mark_text(align="left", dx=10, dy=-10, fontSize=11).encode(
         y=y, x=alt.X("median_ms:Q", scale=x_scale), text="text:N",
     ).transform_calculate(text="(datum.estimated ? 'estimate ' : '') + " + _TIME_TEXT + " + datum.marks")
@@ -79,10 +90,16 @@ def steps_time_chart(summary: pd.DataFrame, subtitle: str) -> alt.Chart:
     few = base.transform_filter("datum.few").mark_square(size=260, filled=False, strokeWidth=1.5, color="#777").encode(
         y=y, x=alt.X("median_ms:Q", scale=x_scale), tooltip=_tooltip())
     return (whiskers + dots + few + labels).properties(
-        title=alt.TitleParams("Time per implementation (median, min–max)",
-                              subtitle=[subtitle, "hollow diamond = estimate, not run · grey square and * = fewer than 3 samples · "
-                                                  "° = the bytes fit in the L2"]),
-        height=alt.Step(30))
+        title=alt.TitleParams(
+            "Time per implementation (median, min–max)",
+            subtitle=[
+                subtitle,
+                "hollow diamond = estimate, not run · grey square and * = fewer than 3 samples · "
+                "° = the bytes fit in the L2",
+            ],
+        ),
+        height=alt.Step(30),
+    )
 
 
 # Vega expression: a median in ms as "1.43 s", "166 ms", "80.5 µs" (never "1.43e+3 ms").
@@ -99,7 +116,9 @@ def _rate_unit(largest_g: float, base: str) -> tuple[float, str]:
     return 1e-9, base
 
 
-def throughput_chart(summary: pd.DataFrame, subtitle: str, metric: str = "gbps", peak: float | None = None) -> alt.Chart:
+def throughput_chart(
+    summary: pd.DataFrame, subtitle: str, metric: str = "gbps", peak: float | None = None
+) -> alt.Chart:
     """GPU implementations' GB/s (``metric`` "gbps") or GFLOP/s ("gflops") as bars, with % of the
     device's peak as text and the peak as a rule when known."""
     rows = summary[(summary["kind"] != "cpu") & summary[metric].notna()].copy()
@@ -126,7 +145,9 @@ def throughput_chart(summary: pd.DataFrame, subtitle: str, metric: str = "gbps",
     if peak:
         rule = alt.Chart(pd.DataFrame({"peak": [peak], "label": [f"peak {peak:,.4g} {unit}"]}))
         layers = layers + rule.mark_rule(strokeDash=[6, 3], color="#e45756").encode(x="peak:Q", tooltip=["label:N"])
-    return layers.properties(title=alt.TitleParams(f"Throughput of the GPU implementations ({unit})", subtitle=subtitle), height=alt.Step(30))
+    return layers.properties(
+        title=alt.TitleParams(f"Throughput of the GPU implementations ({unit})", subtitle=subtitle), height=alt.Step(30)
+    )
 
 
 def phases_chart(frame: pd.DataFrame, subtitle: str) -> alt.Chart:
@@ -137,13 +158,29 @@ def phases_chart(frame: pd.DataFrame, subtitle: str) -> alt.Chart:
     medians["ms"] = medians["seconds"] * 1e3
     medians["stack"] = medians["phase"].map(list(PHASE_LABELS).index)
     domain = [m for m in PHASE_COLORS if m in set(medians["measure"])]
-    return alt.Chart(medians).mark_bar(height=20).encode(
-        y=alt.Y("label:N", title=None, sort=list(dict.fromkeys(medians["label"])), axis=alt.Axis(labelLimit=320)),
-        x=alt.X("ms:Q", title="time (ms, linear)", stack="zero"),
-        color=alt.Color("measure:N", scale=alt.Scale(domain=domain, range=[PHASE_COLORS[m] for m in domain]), title="phase", sort=domain),
-        order=alt.Order("stack:Q"),
-        tooltip=[alt.Tooltip("label:N", title="step"), alt.Tooltip("measure:N", title="phase"), alt.Tooltip("ms:Q", title="median (ms)", format=",.4~r")],
-    ).properties(title=alt.TitleParams("Where each GPU step's time goes (medians)", subtitle=subtitle), height=alt.Step(30))
+    return (
+        alt.Chart(medians)
+        .mark_bar(height=20)
+        .encode(
+            y=alt.Y("label:N", title=None, sort=list(dict.fromkeys(medians["label"])), axis=alt.Axis(labelLimit=320)),
+            x=alt.X("ms:Q", title="time (ms, linear)", stack="zero"),
+            color=alt.Color(
+                "measure:N",
+                scale=alt.Scale(domain=domain, range=[PHASE_COLORS[m] for m in domain]),
+                title="phase",
+                sort=domain,
+            ),
+            order=alt.Order("stack:Q"),
+            tooltip=[
+                alt.Tooltip("label:N", title="step"),
+                alt.Tooltip("measure:N", title="phase"),
+                alt.Tooltip("ms:Q", title="median (ms)", format=",.4~r"),
+            ],
+        )
+        .properties(
+            title=alt.TitleParams("Where each GPU step's time goes (medians)", subtitle=subtitle), height=alt.Step(30)
+        )
+    )
 
 
 __all__ = ["KIND_COLORS", "PHASE_LABELS", "phases_chart", "steps_time_chart", "throughput_chart"]

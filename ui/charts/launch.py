@@ -63,13 +63,17 @@ def thread_layout(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, int,
 def guard_text(position: int, n: int, grid_stride: bool) -> str:
     """What the guard decides for one thread, in words."""
     if grid_stride:
-        return f"start {position} {'<' if position < n else '≥'} N = {n}: " + ("loops over its elements" if position < n else "no element, idle")
+        return f"start {position} {'<' if position < n else '≥'} N = {n}: " + (
+            "loops over its elements" if position < n else "no element, idle"
+        )
     if position < n:
         return f"{position} < N = {n}: adds element {position}"
     return f"{position} ≥ N = {n}: masked off, idle"
 
 
-def thread_grid_chart(frame: pd.DataFrame, n: int, color_by: str = "block", *, grid_stride: bool = False, subtitle: str = "") -> alt.LayerChart:
+def thread_grid_chart(
+    frame: pd.DataFrame, n: int, color_by: str = "block", *, grid_stride: bool = False, subtitle: str = ""
+) -> alt.LayerChart:
     """One cell per launched thread, grouped into block tiles (rows = warps, columns = lanes).
 
     ``color_by`` "block" or "warp" (warp within its block). Idle threads are grey with a
@@ -81,7 +85,27 @@ def thread_grid_chart(frame: pd.DataFrame, n: int, color_by: str = "block", *, g
         raise ValueError("no thread records to draw")
     cells, labels, columns, rows = thread_layout(frame)
     cells["guard"] = [guard_text(int(p), n, grid_stride) for p in cells["position"]]
-    cells = cells[["thread", "tx", "bx", "bw", "position", "warp", "lane", "masked", "handled", "formula", "guard", "block", "warp_label", "x", "x2", "y", "y2"]]  # only what is drawn
+    cells = cells[
+        [
+            "thread",
+            "tx",
+            "bx",
+            "bw",
+            "position",
+            "warp",
+            "lane",
+            "masked",
+            "handled",
+            "formula",
+            "guard",
+            "block",
+            "warp_label",
+            "x",
+            "x2",
+            "y",
+            "y2",
+        ]
+    ]  # only what is drawn
     field = "block" if color_by == "block" else "warp_label"
     domain = list(dict.fromkeys(cells.sort_values(["bx", "warp"])[field]))
     legend = alt.Legend(title=color_by, symbolType="square") if len(domain) <= LEGEND_LIMIT else None
@@ -105,14 +129,25 @@ def thread_grid_chart(frame: pd.DataFrame, n: int, color_by: str = "block", *, g
     idle = alt.Chart(cells).transform_filter("datum.masked").mark_rect(
         fill=IDLE_FILL, stroke=IDLE_STROKE, strokeDash=[2, 2], strokeWidth=0.8
     ).encode(x=x, x2="x2:Q", y=y, y2="y2:Q", tooltip=tooltip)
-    names = alt.Chart(labels).mark_text(align="left", baseline="top", fontSize=9, dy=1, color="#555").encode(
-        x=alt.X("x:Q", scale=alt.Scale(domain=[0, columns + 1], nice=False)), y=alt.Y("y:Q", scale=alt.Scale(domain=[0, rows + 1], nice=False, reverse=True)), text="text:N"
+    names = (
+        alt.Chart(labels)
+        .mark_text(align="left", baseline="top", fontSize=9, dy=1, color="#555")
+        .encode(
+            x=alt.X("x:Q", scale=alt.Scale(domain=[0, columns + 1], nice=False)),
+            y=alt.Y("y:Q", scale=alt.Scale(domain=[0, rows + 1], nice=False, reverse=True)),
+            text="text:N",
+        )
     )
     cell_px = max(4, min(CELL_PX, 760 // max(columns + 1, 1)))  # leaves room for the legend in a wide page
     idle_count = int(cells["masked"].sum())
     title_line = f"{len(cells):,} threads in {cells['bx'].nunique():,} blocks; {idle_count:,} idle (grey, dashed)"
     return (working + idle + names).properties(
-        title=alt.TitleParams(f"Every launched thread — {title_line}", subtitle=[subtitle, "Rows are warps (32 lanes); hover a cell for position = tx + bx * bw."] if subtitle else "Rows are warps (32 lanes); hover a cell for position = tx + bx * bw."),
+        title=alt.TitleParams(
+            f"Every launched thread — {title_line}",
+            subtitle=[subtitle, "Rows are warps (32 lanes); hover a cell for position = tx + bx * bw."]
+            if subtitle
+            else "Rows are warps (32 lanes); hover a cell for position = tx + bx * bw.",
+        ),
         width=(columns + 1) * cell_px,
         height=(rows + 1) * cell_px,
         autosize=alt.AutoSizeParams(type="pad"),  # width/height are the grid itself; titles and legend add to them
@@ -139,22 +174,29 @@ def element_owner_chart(handled_by, threads_per_block: int, subtitle: str = "") 
     blocks = list(dict.fromkeys(frame.sort_values("bx")["block"]))
     legend = alt.Legend(title="added by", symbolType="square") if len(blocks) <= LEGEND_LIMIT else None
     rows = int(frame["row"].max()) + 1 if len(frame) else 1
-    return alt.Chart(frame).mark_rect(stroke="white", strokeWidth=0.5).encode(
-        x=alt.X("col:O", axis=None),
-        y=alt.Y("row:O", axis=alt.Axis(title="element ÷ 64", labelExpr="datum.value * 64")),
-        color=alt.Color("block:N", scale=alt.Scale(domain=blocks, scheme="tableau20"), legend=legend),
-        tooltip=[
-            alt.Tooltip("element:Q", title="element"),
-            alt.Tooltip("thread:Q", title="added by global thread"),
-            alt.Tooltip("bx:Q", title="its block (bx)"),
-            alt.Tooltip("tx:Q", title="its tx"),
-            alt.Tooltip("step:Q", title="on its loop step"),
-        ],
-    ).properties(
-        title=alt.TitleParams("Grid-stride: which thread added each element (element i ← thread i mod stride)", subtitle=subtitle),
-        width=64 * CELL_PX,
-        height=rows * CELL_PX,
-        autosize=alt.AutoSizeParams(type="pad"),
+    return (
+        alt.Chart(frame)
+        .mark_rect(stroke="white", strokeWidth=0.5)
+        .encode(
+            x=alt.X("col:O", axis=None),
+            y=alt.Y("row:O", axis=alt.Axis(title="element ÷ 64", labelExpr="datum.value * 64")),
+            color=alt.Color("block:N", scale=alt.Scale(domain=blocks, scheme="tableau20"), legend=legend),
+            tooltip=[
+                alt.Tooltip("element:Q", title="element"),
+                alt.Tooltip("thread:Q", title="added by global thread"),
+                alt.Tooltip("bx:Q", title="its block (bx)"),
+                alt.Tooltip("tx:Q", title="its tx"),
+                alt.Tooltip("step:Q", title="on its loop step"),
+            ],
+        )
+        .properties(
+            title=alt.TitleParams(
+                "Grid-stride: which thread added each element (element i ← thread i mod stride)", subtitle=subtitle
+            ),
+            width=64 * CELL_PX,
+            height=rows * CELL_PX,
+            autosize=alt.AutoSizeParams(type="pad"),
+        )
     )
 
 
@@ -178,7 +220,11 @@ def sweep_summary(frame: pd.DataFrame) -> pd.DataFrame:
         best=("best", "first"),
         n=("n", "first"),
     ).reset_index()
-    flag = lambda col: frame.groupby("label", sort=False)[col].first().reindex(out["label"]).fillna(False).astype(bool).to_numpy() if col in frame else False  # noqa: E731
+    flag = lambda col: (  # noqa: E731
+        frame.groupby("label", sort=False)[col].first().reindex(out["label"]).fillna(False).astype(bool).to_numpy()
+        if col in frame
+        else False
+    )
     out["few_samples"] = out["samples"] < 3
     out["l2_resident"] = flag("l2_resident")
     bytes_moved = BYTES_PER_ELEMENT * out["n"]
@@ -190,8 +236,10 @@ def sweep_summary(frame: pd.DataFrame) -> pd.DataFrame:
     out["occupancy_pct"] = out["occupancy"] * 100
     out["marker"] = out["best"].map({True: "best", False: ""})
     # n<3 and L2 marks beside "best" (never "*" for best: "*" means fewer than 3 samples)
-    out["marks"] = [", ".join(m for m in (("best" if b else ""), ("n<3" if f else ""), ("fits in L2" if l else "")) if m)
-                    for b, f, l in zip(out["best"], out["few_samples"], out["l2_resident"])]
+    out["marks"] = [
+        ", ".join(m for m in (("best" if b else ""), ("n<3" if f else ""), ("fits in L2" if l2 else "")) if m)
+        for b, f, l2 in zip(out["best"], out["few_samples"], out["l2_resident"])
+    ]
     return out.sort_values("order").reset_index(drop=True)
 
 
@@ -212,11 +260,18 @@ def _sweep_tooltip() -> list[alt.Tooltip]:
 
 
 def _config_x(order: list[str]) -> alt.X:
-    return alt.X("label:N", sort=order, title="launch configuration", axis=alt.Axis(labelAngle=-30, labelOverlap=False, labelLimit=240))
+    return alt.X(
+        "label:N",
+        sort=order,
+        title="launch configuration",
+        axis=alt.Axis(labelAngle=-30, labelOverlap=False, labelLimit=240),
+    )
 
 
 def _kind_color() -> alt.Color:
-    return alt.Color("kind:N", scale=alt.Scale(domain=list(KIND_COLORS), range=list(KIND_COLORS.values())), title="kernel")
+    return alt.Color(
+        "kind:N", scale=alt.Scale(domain=list(KIND_COLORS), range=list(KIND_COLORS.values())), title="kernel"
+    )
 
 
 def sweep_time_chart(frame: pd.DataFrame, subtitle: str) -> alt.LayerChart:
@@ -234,15 +289,26 @@ def sweep_time_chart(frame: pd.DataFrame, subtitle: str) -> alt.LayerChart:
         y_axis = alt.Axis(values=decades, format=",~f", grid=True)
     else:
         y_axis = alt.Axis(format=",~f", labelOverlap="greedy", tickCount=6)
-    whiskers = base.mark_rule(strokeWidth=2).encode(y=alt.Y("min_us:Q", scale=y_scale, title=y_title, axis=y_axis), y2="max_us:Q", color=_kind_color())
-    points = base.mark_point(filled=True, size=70).encode(y=alt.Y("median_us:Q", scale=y_scale), color=_kind_color())
-    best = base.transform_filter("datum.best").mark_point(shape="diamond", size=260, filled=False, strokeWidth=2, color="black").encode(
-        y=alt.Y("median_us:Q", scale=y_scale)
+    whiskers = base.mark_rule(strokeWidth=2).encode(
+        y=alt.Y("min_us:Q", scale=y_scale, title=y_title, axis=y_axis), y2="max_us:Q", color=_kind_color()
     )
-    label = base.transform_filter("datum.best").mark_text(dy=-16, fontWeight="bold").encode(y=alt.Y("median_us:Q", scale=y_scale), text="marker:N")
+    points = base.mark_point(filled=True, size=70).encode(y=alt.Y("median_us:Q", scale=y_scale), color=_kind_color())
+    best = (
+        base.transform_filter("datum.best")
+        .mark_point(shape="diamond", size=260, filled=False, strokeWidth=2, color="black")
+        .encode(y=alt.Y("median_us:Q", scale=y_scale))
+    )
+    label = (
+        base.transform_filter("datum.best")
+        .mark_text(dy=-16, fontWeight="bold")
+        .encode(y=alt.Y("median_us:Q", scale=y_scale), text="marker:N")
+    )
     # a figure from fewer than 3 samples cannot show its spread: a grey square says so
-    few = base.transform_filter("datum.few_samples").mark_square(size=200, filled=False, strokeWidth=1.5, color="#777").encode(
-        y=alt.Y("median_us:Q", scale=y_scale))
+    few = (
+        base.transform_filter("datum.few_samples")
+        .mark_square(size=200, filled=False, strokeWidth=1.5, color="#777")
+        .encode(y=alt.Y("median_us:Q", scale=y_scale))
+    )
     return (whiskers + points + best + few + label).properties(
         title=alt.TitleParams("Kernel time per launch configuration (median; whisker = min–max; diamond = best; "
                               "grey square = fewer than 3 samples)", subtitle=subtitle, anchor="start"), height=300,
@@ -256,16 +322,36 @@ def sweep_bandwidth_chart(frame: pd.DataFrame, subtitle: str, peak_gbps: float |
     data = sweep_summary(frame)
     order = list(data["label"])
     base = alt.Chart(data).encode(x=_config_x(order), tooltip=_sweep_tooltip())
-    bars = base.mark_bar(opacity=0.85).encode(y=alt.Y("bandwidth_gbps:Q", title="effective bandwidth (GB/s)", axis=alt.Axis(format=",.6~r")), color=_kind_color())
+    bars = base.mark_bar(opacity=0.85).encode(
+        y=alt.Y("bandwidth_gbps:Q", title="effective bandwidth (GB/s)", axis=alt.Axis(format=",.6~r")),
+        color=_kind_color(),
+    )
     whiskers = base.mark_rule(color="black").encode(y="bandwidth_low_gbps:Q", y2="bandwidth_high_gbps:Q")
-    best = base.transform_filter("datum.best").mark_text(dy=-8, fontWeight="bold").encode(y="bandwidth_high_gbps:Q", text="marker:N")
+    best = (
+        base.transform_filter("datum.best")
+        .mark_text(dy=-8, fontWeight="bold")
+        .encode(y="bandwidth_high_gbps:Q", text="marker:N")
+    )
     layers = [bars, whiskers, best]
     if peak_gbps:
         peak = pd.DataFrame({"peak": [peak_gbps], "text": [f"theoretical peak {peak_gbps:,.0f} GB/s"]})
-        layers.append(alt.Chart(peak).mark_rule(strokeDash=[6, 4], color="#e45756").encode(y="peak:Q", tooltip=[alt.Tooltip("text:N", title="device")]))
-        layers.append(alt.Chart(peak).mark_text(align="left", dx=4, dy=-6, color="#e45756").encode(y="peak:Q", x=alt.value(0), text="text:N"))
+        layers.append(
+            alt.Chart(peak)
+            .mark_rule(strokeDash=[6, 4], color="#e45756")
+            .encode(y="peak:Q", tooltip=[alt.Tooltip("text:N", title="device")])
+        )
+        layers.append(
+            alt.Chart(peak)
+            .mark_text(align="left", dx=4, dy=-6, color="#e45756")
+            .encode(y="peak:Q", x=alt.value(0), text="text:N")
+        )
     return alt.layer(*layers).properties(
-        title=alt.TitleParams("Effective bandwidth per configuration (bar = median; whisker = fastest–slowest sample)", subtitle=subtitle, anchor="start"), height=300,
+        title=alt.TitleParams(
+            "Effective bandwidth per configuration (bar = median; whisker = fastest–slowest sample)",
+            subtitle=subtitle,
+            anchor="start",
+        ),
+        height=300,
         autosize=alt.AutoSizeParams(type="fit-x", contains="padding"),
     )
 
@@ -293,7 +379,11 @@ def launch_overhead_chart(frame: pd.DataFrame, subtitle: str) -> alt.LayerChart:
     every sample as a tick; a path with fewer than 3 samples is labelled so."""
     data = frame.copy()
     data["label"] = [f"{label} (n<3)" if few else label for label, few in zip(data["label"], data["few_samples"])]
-    summary = data.groupby("label", sort=False)["us"].agg(median_us="median", min_us="min", max_us="max", samples="count").reset_index()
+    summary = (
+        data.groupby("label", sort=False)["us"]
+        .agg(median_us="median", min_us="min", max_us="max", samples="count")
+        .reset_index()
+    )
     order = summary.sort_values("median_us")["label"].tolist()
     y = alt.Y("label:N", sort=order, title=None)
     tooltip = [
@@ -308,12 +398,28 @@ def launch_overhead_chart(frame: pd.DataFrame, subtitle: str) -> alt.LayerChart:
     axis = log_axis(list(data["us"]))
     x = alt.X("median_us:Q", scale=alt.Scale(type="log"), title="µs per launch (host time, log scale)", axis=axis)
     # a dot, not a bar: a bar needs a zero baseline, which a log axis does not have
-    bars = alt.Chart(summary).mark_point(color="#b8860b", filled=True, size=140, opacity=1).encode(x=x, y=y, tooltip=tooltip)
-    spread = alt.Chart(summary).mark_rule(color="#444").encode(x=alt.X("min_us:Q", axis=axis), x2="max_us:Q", y=y, tooltip=tooltip)
-    ticks = alt.Chart(data).mark_tick(color="#444", opacity=0.5).encode(
-        x=alt.X("us:Q", scale=alt.Scale(type="log"), axis=axis), y=y, tooltip=[alt.Tooltip("us:Q", title="sample (µs)", format=",.3~r")]
+    bars = (
+        alt.Chart(summary)
+        .mark_point(color="#b8860b", filled=True, size=140, opacity=1)
+        .encode(x=x, y=y, tooltip=tooltip)
+    )
+    spread = (
+        alt.Chart(summary)
+        .mark_rule(color="#444")
+        .encode(x=alt.X("min_us:Q", axis=axis), x2="max_us:Q", y=y, tooltip=tooltip)
+    )
+    ticks = (
+        alt.Chart(data)
+        .mark_tick(color="#444", opacity=0.5)
+        .encode(
+            x=alt.X("us:Q", scale=alt.Scale(type="log"), axis=axis),
+            y=y,
+            tooltip=[alt.Tooltip("us:Q", title="sample (µs)", format=",.3~r")],
+        )
     )
     return alt.layer(bars, spread, ticks).properties(
-        title=alt.TitleParams("Host time to launch one kernel, by path (median; line = min–max; ticks = samples)", subtitle=subtitle),
+        title=alt.TitleParams(
+            "Host time to launch one kernel, by path (median; line = min–max; ticks = samples)", subtitle=subtitle
+        ),
         height=max(160, 36 * len(order)),
     )

@@ -22,7 +22,10 @@ def roof_lines(roofs: Roofs, x_min: float, x_max: float) -> pd.DataFrame:
     """Sampled roof lines between ``x_min`` and ``x_max`` (FLOP/byte): columns roof, intensity, gflops."""
     xs = [x_min * (x_max / x_min) ** (i / 60) for i in range(61)]
     rows = []
-    for name, bandwidth in (("memory roof (clock × bus width)", roofs.memory_gbps), ("measured device copy", roofs.copy_gbps)):
+    for name, bandwidth in (
+        ("memory roof (clock × bus width)", roofs.memory_gbps),
+        ("measured device copy", roofs.copy_gbps),
+    ):
         if bandwidth:
             rows += [(name, x, min(x * bandwidth, roofs.fp32_gflops or math.inf)) for x in xs]
     if roofs.fp32_gflops:
@@ -40,23 +43,48 @@ def roofline_chart(points: pd.DataFrame, roofs: Roofs, subtitle: str) -> alt.Cha
     lo = min([*pts["intensity"], 1 / 16]) / 2
     hi = max([*pts["intensity"], (roofs.ridge or 1) * 4, 16]) * 2
     lines = roof_lines(roofs, lo, hi)
-    x = alt.X("intensity:Q", scale=alt.Scale(type="log", domain=[lo, hi]), title="arithmetic intensity (FLOPs per byte the algorithm must move, log)",
-              axis=log_axis([lo, hi], inside=(lo, hi)))
+    x = alt.X(
+        "intensity:Q",
+        scale=alt.Scale(type="log", domain=[lo, hi]),
+        title="arithmetic intensity (FLOPs per byte the algorithm must move, log)",
+        axis=log_axis([lo, hi], inside=(lo, hi)),
+    )
     y_title = "achieved GFLOP/s (log)"
     y_axis = log_axis([*pts["gflops"], *lines["gflops"]])  # one tick and grid line per decade
     layers = []
     if not lines.empty:
         domain = [r for r in ROOF_COLORS if r in set(lines["roof"])]
-        layers.append(alt.Chart(lines).mark_line(strokeWidth=2).encode(
-            x=x, y=alt.Y("gflops:Q", scale=alt.Scale(type="log"), title=y_title, axis=y_axis),
-            color=alt.Color("roof:N", scale=alt.Scale(domain=domain, range=[ROOF_COLORS[r] for r in domain]), title="roof", legend=alt.Legend(labelLimit=280)),
-            strokeDash=alt.condition("datum.roof == 'measured device copy'", alt.value([6, 3]), alt.value([1, 0])),
-            detail="roof:N",
-            tooltip=[alt.Tooltip("roof:N"), alt.Tooltip("intensity:Q", format=".3~r", title="FLOP/byte"), alt.Tooltip("gflops:Q", format=",.4~r", title="GFLOP/s")]))
-    tooltip = [alt.Tooltip("kernel:N"), alt.Tooltip("step:N"), alt.Tooltip("size:N"),
-               alt.Tooltip("intensity:Q", title="FLOP/byte", format=".3~r"), alt.Tooltip("gflops:Q", title="GFLOP/s", format=",.4~r"),
-               alt.Tooltip("gbps:Q", title="GB/s", format=",.4~r"), alt.Tooltip("percent:N", title="share of the bounding roof"),
-               alt.Tooltip("source:N")]
+        layers.append(
+            alt.Chart(lines)
+            .mark_line(strokeWidth=2)
+            .encode(
+                x=x,
+                y=alt.Y("gflops:Q", scale=alt.Scale(type="log"), title=y_title, axis=y_axis),
+                color=alt.Color(
+                    "roof:N",
+                    scale=alt.Scale(domain=domain, range=[ROOF_COLORS[r] for r in domain]),
+                    title="roof",
+                    legend=alt.Legend(labelLimit=280),
+                ),
+                strokeDash=alt.condition("datum.roof == 'measured device copy'", alt.value([6, 3]), alt.value([1, 0])),
+                detail="roof:N",
+                tooltip=[
+                    alt.Tooltip("roof:N"),
+                    alt.Tooltip("intensity:Q", format=".3~r", title="FLOP/byte"),
+                    alt.Tooltip("gflops:Q", format=",.4~r", title="GFLOP/s"),
+                ],
+            )
+        )
+    tooltip = [
+        alt.Tooltip("kernel:N"),
+        alt.Tooltip("step:N"),
+        alt.Tooltip("size:N"),
+        alt.Tooltip("intensity:Q", title="FLOP/byte", format=".3~r"),
+        alt.Tooltip("gflops:Q", title="GFLOP/s", format=",.4~r"),
+        alt.Tooltip("gbps:Q", title="GB/s", format=",.4~r"),
+        alt.Tooltip("percent:N", title="share of the bounding roof"),
+        alt.Tooltip("source:N"),
+    ]
     layers.append(alt.Chart(pts).mark_point(size=120, filled=True, opacity=0.85).encode(
         x=x, y=alt.Y("gflops:Q", scale=alt.Scale(type="log"), title=y_title, axis=y_axis),
         color=alt.Color("kernel:N", title="kernel", scale=alt.Scale(scheme="tableau10")),
@@ -65,8 +93,14 @@ def roofline_chart(points: pd.DataFrame, roofs: Roofs, subtitle: str) -> alt.Cha
     pts["tag"] = [step.split(" · ")[0] if " · " in step else "" for step in pts["step"]]  # "1", "2"...: the step number
     layers.append(alt.Chart(pts).mark_text(align="left", dx=8, dy=-6, fontSize=11, color="#333").encode(
         x=x, y=alt.Y("gflops:Q", scale=alt.Scale(type="log"), axis=y_axis), text="tag:N"))
-    return alt.layer(*layers).resolve_scale(color="independent").properties(
-        title=alt.TitleParams("Roofline: every measured kernel step under the device's roofs", subtitle=subtitle), height=460)
+    return (
+        alt.layer(*layers)
+        .resolve_scale(color="independent")
+        .properties(
+            title=alt.TitleParams("Roofline: every measured kernel step under the device's roofs", subtitle=subtitle),
+            height=460,
+        )
+    )
 
 
 __all__ = ["ROOF_COLORS", "roof_lines", "roofline_chart"]

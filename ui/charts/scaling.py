@@ -13,7 +13,18 @@ import pandas as pd
 from gpu.report.words import format_gbps
 from ui.charts.common import color_scale, log_axis, n_axis
 
-TIME_SERIES = ("gpu-total", "gpu-launch-kernel", "gpu-kernel", "gpu-ilp", "python", "numpy", "numba", "numba-parallel", "cupy", "torch")
+TIME_SERIES = (
+    "gpu-total",
+    "gpu-launch-kernel",
+    "gpu-kernel",
+    "gpu-ilp",
+    "python",
+    "numpy",
+    "numba",
+    "numba-parallel",
+    "cupy",
+    "torch",
+)
 PHASES = ("gpu-h2d", "gpu-kernel", "gpu-d2h")
 N_AXIS = alt.Axis(format="~s", title="N (elements per vector, log scale)")
 LIMIT_LABEL_COLUMNS, LIMIT_LABEL_STEP_PX = 2, 300  # a limit's label is at most ~290 px at font size 10
@@ -87,17 +98,34 @@ def time_chart(frame: pd.DataFrame, crossovers: list[dict], subtitle: str) -> al
     color = alt.Color("label:N", scale=color_scale(labels), title="series", sort=labels, legend=_legend("series"))
     y_scale = alt.Scale(type="log")
     base = alt.Chart(data).encode(x=_n_x(data), color=color)
-    band = base.transform_filter("!datum.estimated").mark_area(opacity=0.18).encode(
-        y=alt.Y("min_ms:Q", scale=y_scale, title="time (ms, log scale)",
-                axis=log_axis(list(data["min_ms"]) + list(data["max_ms"]) + list(data["median_ms"]))), y2="max_ms:Q", tooltip=_time_tooltip()
+    band = (
+        base.transform_filter("!datum.estimated")
+        .mark_area(opacity=0.18)
+        .encode(
+            y=alt.Y(
+                "min_ms:Q",
+                scale=y_scale,
+                title="time (ms, log scale)",
+                axis=log_axis(list(data["min_ms"]) + list(data["max_ms"]) + list(data["median_ms"])),
+            ),
+            y2="max_ms:Q",
+            tooltip=_time_tooltip(),
+        )
     )
     line = base.mark_line(point=alt.OverlayMarkDef(filled=True, size=40)).encode(
         y=alt.Y("median_ms:Q", scale=y_scale),
-        strokeDash=alt.StrokeDash("kind:N", title="kind", scale=alt.Scale(domain=["measured", "estimate (not run)"], range=[[1, 0], [5, 4]]), legend=None),  # "dashed = estimate" is in the title
+        strokeDash=alt.StrokeDash(
+            "kind:N",
+            title="kind",
+            scale=alt.Scale(domain=["measured", "estimate (not run)"], range=[[1, 0], [5, 4]]),
+            legend=None,
+        ),  # "dashed = estimate" is in the title
         tooltip=_time_tooltip(),
     )
-    noisy = base.transform_filter("datum.noisy").mark_point(size=160, filled=False, strokeWidth=2, color="#d62728").encode(
-        y=alt.Y("median_ms:Q", scale=y_scale), color=alt.value("#d62728"), tooltip=_time_tooltip()
+    noisy = (
+        base.transform_filter("datum.noisy")
+        .mark_point(size=160, filled=False, strokeWidth=2, color="#d62728")
+        .encode(y=alt.Y("median_ms:Q", scale=y_scale), color=alt.value("#d62728"), tooltip=_time_tooltip())
     )
     # a figure from fewer than 3 samples cannot show its spread: a grey square says so
     few = base.transform_filter("datum.few").mark_square(size=90, filled=False, strokeWidth=1.5, color="#777").encode(
@@ -110,13 +138,21 @@ def time_chart(frame: pd.DataFrame, crossovers: list[dict], subtitle: str) -> al
             x=alt.X("n:Q"), strokeDash=alt.condition("datum.few", alt.value([1, 4]), alt.value([3, 3])),
             tooltip=[alt.Tooltip("text:N", title="crossover"), alt.Tooltip("n:Q", title="N ≈", format=",.3~s")],
         )
-        text = alt.Chart(marks).mark_text(angle=270, align="right", baseline="bottom", dx=-4, dy=-2, fontSize=10, color="#444").encode(
-            x=alt.X("n:Q"), y=alt.value(4), text="marker:N"
+        text = (
+            alt.Chart(marks)
+            .mark_text(angle=270, align="right", baseline="bottom", dx=-4, dy=-2, fontSize=10, color="#444")
+            .encode(x=alt.X("n:Q"), y=alt.value(4), text="marker:N")
         )
         layers += [rule, text]
     return alt.layer(*layers).properties(
-        title=alt.TitleParams("Time against N (median; band = min–max; red ring = noisy; grey square = fewer than 3 samples; dashed = estimate)", subtitle=subtitle, anchor="start"),
-        height=380, autosize=FIT,
+        title=alt.TitleParams(
+            "Time against N (median; band = min–max; red ring = noisy; grey square = fewer than 3 samples; dashed = "
+            "estimate)",
+            subtitle=subtitle,
+            anchor="start",
+        ),
+        height=380,
+        autosize=FIT,
     )
 
 
@@ -133,8 +169,15 @@ def bandwidth_chart(frame: pd.DataFrame, peaks: pd.DataFrame | None, subtitle: s
     physical limit (``Peaks.to_frame()``: label, gbps, how) and % of the limit in tooltips."""
     data = bandwidth_data(frame)
     labels = list(dict.fromkeys(data["label"]))
-    y = alt.Y("bandwidth_gbps:Q", scale=alt.Scale(type="log"), title="effective bandwidth (GB/s, log scale)",
-              axis=log_axis(list(data["bandwidth_gbps"].dropna()) + (list(peaks["gbps"].dropna()) if peaks is not None and "gbps" in peaks else [])))
+    y = alt.Y(
+        "bandwidth_gbps:Q",
+        scale=alt.Scale(type="log"),
+        title="effective bandwidth (GB/s, log scale)",
+        axis=log_axis(
+            list(data["bandwidth_gbps"].dropna())
+            + (list(peaks["gbps"].dropna()) if peaks is not None and "gbps" in peaks else [])
+        ),
+    )
     tooltip = [
         alt.Tooltip("label:N", title="series"),
         alt.Tooltip("n:Q", title="N", format=","),
@@ -146,14 +189,29 @@ def bandwidth_chart(frame: pd.DataFrame, peaks: pd.DataFrame | None, subtitle: s
         alt.Tooltip("l2:N", title="working set"),
         alt.Tooltip("kind:N", title="kind"),
     ]
-    lines = alt.Chart(data).mark_line(point=alt.OverlayMarkDef(filled=True, size=36)).encode(
-        x=_n_x(data), y=y,
-        shape=alt.Shape("l2:N", title="working set", scale=alt.Scale(
-            domain=["fits in L2", "beyond L2"], range=["diamond", "circle"]),
-            legend=_legend("working set")),
-        color=alt.Color("label:N", scale=color_scale(labels), title="series", sort=labels, legend=_legend("series")),
-        strokeDash=alt.StrokeDash("kind:N", title="kind", scale=alt.Scale(domain=["measured", "estimate (not run)"], range=[[1, 0], [5, 4]]), legend=None),  # "dashed = estimate" is in the title
-        tooltip=tooltip,
+    lines = (
+        alt.Chart(data)
+        .mark_line(point=alt.OverlayMarkDef(filled=True, size=36))
+        .encode(
+            x=_n_x(data),
+            y=y,
+            shape=alt.Shape(
+                "l2:N",
+                title="working set",
+                scale=alt.Scale(domain=["fits in L2", "beyond L2"], range=["diamond", "circle"]),
+                legend=_legend("working set"),
+            ),
+            color=alt.Color(
+                "label:N", scale=color_scale(labels), title="series", sort=labels, legend=_legend("series")
+            ),
+            strokeDash=alt.StrokeDash(
+                "kind:N",
+                title="kind",
+                scale=alt.Scale(domain=["measured", "estimate (not run)"], range=[[1, 0], [5, 4]]),
+                legend=None,
+            ),  # "dashed = estimate" is in the title
+            tooltip=tooltip,
+        )
     )
     layers = [lines]
     if peaks is not None and not peaks.empty:
@@ -165,16 +223,33 @@ def bandwidth_chart(frame: pd.DataFrame, peaks: pd.DataFrame | None, subtitle: s
         # each pair steps right of the last, so no two labels print over each other
         limits["above"] = [i % 2 == 1 for i in range(len(limits))]
         limits["column"] = [(i // 2) % LIMIT_LABEL_COLUMNS for i in range(len(limits))]
-        rule_tip = [alt.Tooltip("label:N", title="limit"), alt.Tooltip("gbps:Q", title="GB/s", format=",.4~r"), alt.Tooltip("how:N", title="how")]
-        layers.append(alt.Chart(limits).mark_rule(strokeDash=[6, 3], color="#555").encode(y=alt.Y("gbps:Q"), tooltip=rule_tip))
+        rule_tip = [
+            alt.Tooltip("label:N", title="limit"),
+            alt.Tooltip("gbps:Q", title="GB/s", format=",.4~r"),
+            alt.Tooltip("how:N", title="how"),
+        ]
+        layers.append(
+            alt.Chart(limits).mark_rule(strokeDash=[6, 3], color="#555").encode(y=alt.Y("gbps:Q"), tooltip=rule_tip)
+        )
         for (above, column), part in limits.groupby(["above", "column"]):
             layers.append(
-                alt.Chart(part).mark_text(align="left", baseline="bottom" if above else "top", x=4 + LIMIT_LABEL_STEP_PX * int(column),
-                                          dy=-2 if above else 2, fontSize=10, color="#555").encode(y=alt.Y("gbps:Q"), text="text:N")
+                alt.Chart(part)
+                .mark_text(
+                    align="left",
+                    baseline="bottom" if above else "top",
+                    x=4 + LIMIT_LABEL_STEP_PX * int(column),
+                    dy=-2 if above else 2,
+                    fontSize=10,
+                    color="#555",
+                )
+                .encode(y=alt.Y("gbps:Q"), text="text:N")
             )
     return alt.layer(*layers).properties(
-        title=alt.TitleParams("Effective bandwidth against N, with the physical limits (dashed lines)", subtitle=subtitle, anchor="start"),
-        height=380, autosize=FIT,
+        title=alt.TitleParams(
+            "Effective bandwidth against N, with the physical limits (dashed lines)", subtitle=subtitle, anchor="start"
+        ),
+        height=380,
+        autosize=FIT,
     )
 
 
@@ -191,20 +266,33 @@ def share_chart(frame: pd.DataFrame, subtitle: str) -> alt.Chart:
     0–100% axis (N on a log axis)."""
     data = share_data(frame)
     labels = [label for label in ("H2D copy", "Kernel", "D2H copy") if label in set(data["label"])]
-    return alt.Chart(data).mark_area(opacity=0.85).encode(
-        x=_n_x(data),
-        y=alt.Y("share:Q", stack="zero", scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%", title="share of H2D + kernel + D2H (linear)")),
-        color=alt.Color("label:N", scale=color_scale(labels), title="phase", sort=labels, legend=_legend("phase")),
-        order=alt.Order("order:Q"),
-        tooltip=[
-            alt.Tooltip("label:N", title="phase"),
-            alt.Tooltip("n:Q", title="N", format=","),
-            alt.Tooltip("share_pct:Q", title="share (%)", format=".1f"),
-            alt.Tooltip("median_ms:Q", title="median (ms)", format=",.4~r"),
-            alt.Tooltip("samples:Q", title="samples"),
-        ],
-    ).properties(
-        title=alt.TitleParams("Where the GPU time goes as N grows (normalised H2D / kernel / D2H)", subtitle=subtitle, anchor="start"),
-        height=300, autosize=FIT,
+    return (
+        alt.Chart(data)
+        .mark_area(opacity=0.85)
+        .encode(
+            x=_n_x(data),
+            y=alt.Y(
+                "share:Q",
+                stack="zero",
+                scale=alt.Scale(domain=[0, 1]),
+                axis=alt.Axis(format="%", title="share of H2D + kernel + D2H (linear)"),
+            ),
+            color=alt.Color("label:N", scale=color_scale(labels), title="phase", sort=labels, legend=_legend("phase")),
+            order=alt.Order("order:Q"),
+            tooltip=[
+                alt.Tooltip("label:N", title="phase"),
+                alt.Tooltip("n:Q", title="N", format=","),
+                alt.Tooltip("share_pct:Q", title="share (%)", format=".1f"),
+                alt.Tooltip("median_ms:Q", title="median (ms)", format=",.4~r"),
+                alt.Tooltip("samples:Q", title="samples"),
+            ],
+        )
+        .properties(
+            title=alt.TitleParams(
+                "Where the GPU time goes as N grows (normalised H2D / kernel / D2H)", subtitle=subtitle, anchor="start"
+            ),
+            height=300,
+            autosize=FIT,
+        )
     )
 

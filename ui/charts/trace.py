@@ -7,7 +7,7 @@ drawn as it is; a 1-D array in rows of 32 elements (one warp's worth).
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 import altair as alt
 import pandas as pd
@@ -49,17 +49,32 @@ def access_map_chart(picture: pd.DataFrame, threads: Iterable[int], title: str, 
             x=x, y=y, tooltip=[alt.Tooltip("index:N", title="element")])
         mine = cells[cells["global_thread"].isin(chosen)]
         kinds = list(KIND_COLORS)  # one domain for every panel: hconcat panels share the colour scale
-        highlight = alt.Chart(mine).mark_rect(stroke="white", strokeWidth=0.5).encode(
-            x=x, y=y,
-            color=alt.Color("kind:N", title="access", scale=alt.Scale(domain=kinds, range=[KIND_COLORS[k] for k in kinds]),
-                            legend=alt.Legend(orient="bottom", symbolOpacity=1)),
-            tooltip=[alt.Tooltip("index:N", title="element"), alt.Tooltip("kind:N", title="access"),
-                     alt.Tooltip("thread:N", title="thread (x, y, z)"), alt.Tooltip("block:N", title="block (x, y, z)"),
-                     alt.Tooltip("global_thread:Q", title="global thread id")],
+        highlight = (
+            alt.Chart(mine)
+            .mark_rect(stroke="white", strokeWidth=0.5)
+            .encode(
+                x=x,
+                y=y,
+                color=alt.Color(
+                    "kind:N",
+                    title="access",
+                    scale=alt.Scale(domain=kinds, range=[KIND_COLORS[k] for k in kinds]),
+                    legend=alt.Legend(orient="bottom", symbolOpacity=1),
+                ),
+                tooltip=[
+                    alt.Tooltip("index:N", title="element"),
+                    alt.Tooltip("kind:N", title="access"),
+                    alt.Tooltip("thread:N", title="thread (x, y, z)"),
+                    alt.Tooltip("block:N", title="block (x, y, z)"),
+                    alt.Tooltip("global_thread:Q", title="global thread id"),
+                ],
+            )
         )
         panels.append((base + highlight).properties(title=str(array), width=cols * cell, height=rows * cell))
     if not panels:
-        panels = [alt.Chart(pd.DataFrame({"text": ["no array small enough to draw"]})).mark_text().encode(text="text:N")]
+        panels = [
+            alt.Chart(pd.DataFrame({"text": ["no array small enough to draw"]})).mark_text().encode(text="text:N")
+        ]
     return alt.hconcat(*panels, spacing=24).properties(
         title=alt.TitleParams(title, subtitle=subtitle or alt.Undefined, anchor="start"))
 
@@ -71,7 +86,9 @@ def sectors_chart(rows: pd.DataFrame, title: str) -> alt.LayerChart:
     ``rows``: columns step, access (a label), sectors_per_request, ideal_sectors_per_request, in display order.
     """
     data = rows.assign(label=rows["step"] + " — " + rows["access"])
-    top = int(max(data["sectors_per_request"].max(), data["ideal_sectors_per_request"].max())) + 4  # a labelled line every 4 sectors
+    top = (
+        int(max(data["sectors_per_request"].max(), data["ideal_sectors_per_request"].max())) + 4
+    )  # a labelled line every 4 sectors
     y = alt.Y("label:N", title=None, sort=list(data["label"]), axis=alt.Axis(labelLimit=420))
     tooltip = [alt.Tooltip("step:N"), alt.Tooltip("access:N"),
                alt.Tooltip("sectors_per_request:Q", title="sectors touched per request", format=".1f"),
@@ -79,5 +96,9 @@ def sectors_chart(rows: pd.DataFrame, title: str) -> alt.LayerChart:
     bars = alt.Chart(data).mark_bar(color="#d62728", height=14).encode(
         y=y, x=alt.X("sectors_per_request:Q", title="32-byte sectors per warp request (bar: touched; tick: ideal)",
                      axis=alt.Axis(values=list(range(0, top + 1, 4)), format="d")), tooltip=tooltip)
-    ticks = alt.Chart(data).mark_tick(color="black", thickness=2, size=20).encode(y=y, x="ideal_sectors_per_request:Q", tooltip=tooltip)
+    ticks = (
+        alt.Chart(data)
+        .mark_tick(color="black", thickness=2, size=20)
+        .encode(y=y, x="ideal_sectors_per_request:Q", tooltip=tooltip)
+    )
     return (bars + ticks).properties(title=alt.TitleParams(title, anchor="start"), height=alt.Step(24), autosize=FIT)

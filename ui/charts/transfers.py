@@ -54,7 +54,8 @@ def bandwidth_points(frame: pd.DataFrame) -> pd.DataFrame:
     points["measure"] = points["direction"].map(DIRECTION_MEASURES)
     points["size"] = points["nbytes"].map(_size_text)
     points["memory_shown"] = [
-        "pageable (pinning failed)" if m == "pinned" and not ok else m for m, ok in zip(points["memory"], points["pinned_ok"])
+        "pageable (pinning failed)" if m == "pinned" and not ok else m
+        for m, ok in zip(points["memory"], points["pinned_ok"])
     ]
     return points
 
@@ -85,14 +86,27 @@ def bandwidth_chart(frame: pd.DataFrame, plateaus: list[dict], subtitle: str) ->
         legend=None,  # said in the title: a legend of dashes drew its labels without their symbols
     )
     sizes = sorted({int(b) for b in points["nbytes"]})  # one tick and grid line per size measured (every 4x)
-    x = alt.X("nbytes:Q", scale=alt.Scale(type="log", base=2), axis=alt.Axis(labelExpr=SIZE_LABEL, title="copy size (log scale)", values=sizes, grid=True))
+    x = alt.X(
+        "nbytes:Q",
+        scale=alt.Scale(type="log", base=2),
+        axis=alt.Axis(labelExpr=SIZE_LABEL, title="copy size (log scale)", values=sizes, grid=True),
+    )
     y_scale = alt.Scale(type="log")
-    gbps = [*points["gbps"], *points["gbps_low"], *points["gbps_high"], *(p["plateau_gbps"] for p in plateaus if p.get("plateau_gbps"))]
+    gbps = [
+        *points["gbps"],
+        *points["gbps_low"],
+        *points["gbps_high"],
+        *(p["plateau_gbps"] for p in plateaus if p.get("plateau_gbps")),
+    ]
     base = alt.Chart(points).encode(x=x, color=color, detail="series:N")
     lines = base.mark_line(point=alt.OverlayMarkDef(filled=True, size=45)).encode(
-        y=alt.Y("gbps:Q", scale=y_scale, title="bandwidth (GB/s, log scale)", axis=log_axis(gbps)), strokeDash=dash, tooltip=_bandwidth_tooltip()
+        y=alt.Y("gbps:Q", scale=y_scale, title="bandwidth (GB/s, log scale)", axis=log_axis(gbps)),
+        strokeDash=dash,
+        tooltip=_bandwidth_tooltip(),
     )
-    whiskers = base.mark_rule(opacity=0.5).encode(y=alt.Y("gbps_low:Q", scale=y_scale), y2="gbps_high:Q", tooltip=_bandwidth_tooltip())
+    whiskers = base.mark_rule(opacity=0.5).encode(
+        y=alt.Y("gbps_low:Q", scale=y_scale), y2="gbps_high:Q", tooltip=_bandwidth_tooltip()
+    )
     layers = [whiskers, lines]
     reached = pd.DataFrame(
         [
@@ -108,14 +122,26 @@ def bandwidth_chart(frame: pd.DataFrame, plateaus: list[dict], subtitle: str) ->
         columns=["series", "measure", "plateau_gbps", "sentence"],
     )
     if not reached.empty:
-        rules = alt.Chart(reached).mark_rule(strokeDash=[2, 3], opacity=0.7).encode(
-            y=alt.Y("plateau_gbps:Q", scale=y_scale),
-            color=alt.Color("measure:N", scale=color_scale(measures)),
-            tooltip=[alt.Tooltip("series:N", title="plateau of"), alt.Tooltip("plateau_gbps:Q", title="GB/s", format=",.4~r"), alt.Tooltip("sentence:N", title="in words")],
+        rules = (
+            alt.Chart(reached)
+            .mark_rule(strokeDash=[2, 3], opacity=0.7)
+            .encode(
+                y=alt.Y("plateau_gbps:Q", scale=y_scale),
+                color=alt.Color("measure:N", scale=color_scale(measures)),
+                tooltip=[
+                    alt.Tooltip("series:N", title="plateau of"),
+                    alt.Tooltip("plateau_gbps:Q", title="GB/s", format=",.4~r"),
+                    alt.Tooltip("sentence:N", title="in words"),
+                ],
+            )
         )
         layers.append(rules)
     return alt.layer(*layers).properties(
-        title=alt.TitleParams("Copy bandwidth against size (median; dashed = pageable memory; whiskers = sample range; dotted = plateaus)", subtitle=subtitle),
+        title=alt.TitleParams(
+            "Copy bandwidth against size "
+            "(median; dashed = pageable memory; whiskers = sample range; dotted = plateaus)",
+            subtitle=subtitle,
+        ),
         height=360,
     )
 
@@ -155,7 +181,9 @@ def strategy_breakdown_chart(frame: pd.DataFrame, order: list[str], subtitle: st
     labels = list(totals.sort_values("rank")["label"]) or list(dict.fromkeys(phases["label"]))
     measures = [m for m in PHASE_MEASURES.values() if m in set(phases["measure"])] + ["GPU end to end"]
     y = alt.Y("label:N", sort=labels, title=None, axis=alt.Axis(labelLimit=320))
-    color = alt.Color("measure:N", scale=color_scale(measures), title="measure", sort=measures, legend=alt.Legend(labelLimit=260))
+    color = alt.Color(
+        "measure:N", scale=color_scale(measures), title="measure", sort=measures, legend=alt.Legend(labelLimit=260)
+    )
     bars = alt.Chart(phases).mark_bar(height=20).encode(
         y=y,
         x=alt.X("median_ms:Q", title="time per vector add (ms, linear)", stack="zero"),
@@ -163,12 +191,19 @@ def strategy_breakdown_chart(frame: pd.DataFrame, order: list[str], subtitle: st
         order=alt.Order("stack_order:Q"),
         tooltip=_breakdown_tooltip(),
     )
-    ticks = alt.Chart(totals).mark_tick(thickness=3, size=28).encode(y=y, x=alt.X("median_ms:Q"), color=color, tooltip=_breakdown_tooltip())
+    ticks = (
+        alt.Chart(totals)
+        .mark_tick(thickness=3, size=28)
+        .encode(y=y, x=alt.X("median_ms:Q"), color=color, tooltip=_breakdown_tooltip())
+    )
     labels_text = alt.Chart(totals).mark_text(align="left", dx=6, fontSize=11).encode(
         y=y, x=alt.X("median_ms:Q"), text=alt.Text("median_ms:Q", format=",.3~r")
     )
     return alt.layer(bars, ticks, labels_text).properties(
-        title=alt.TitleParams("Where each strategy's time goes, per vector add (medians; tick = wall-clock end to end, ms)", subtitle=subtitle),
+        title=alt.TitleParams(
+            "Where each strategy's time goes, per vector add (medians; tick = wall-clock end to end, ms)",
+            subtitle=subtitle,
+        ),
         height=alt.Step(34),
     )
 
@@ -179,9 +214,17 @@ def timeline_chart(timeline: pd.DataFrame, subtitle: str, lanes: str = "stream")
     data = timeline.copy()
     data["row"] = data["run"] + " · " + data["lane"]
     data["measure"] = data["phase"].map(PHASE_MEASURES)
-    rows = list(dict.fromkeys(data.sort_values(["run", "lane"], key=lambda s: s.map(_lane_key) if s.name == "lane" else s)["row"]))
+    rows = list(
+        dict.fromkeys(
+            data.sort_values(["run", "lane"], key=lambda s: s.map(_lane_key) if s.name == "lane" else s)["row"]
+        )
+    )
     measures = [m for m in ("H2D copy", "Kernel", "D2H copy") if m in set(data["measure"])]
-    how = "per engine (copy starts inferred: one copy at a time per engine)" if lanes == "engine" else "per stream (as recorded by CUDA events)"
+    how = (
+        "per engine (copy starts inferred: one copy at a time per engine)"
+        if lanes == "engine"
+        else "per stream (as recorded by CUDA events)"
+    )
     return (
         alt.Chart(data)
         .mark_bar(height=16, cornerRadius=2, stroke="white", strokeWidth=0.5)
@@ -201,7 +244,10 @@ def timeline_chart(timeline: pd.DataFrame, subtitle: str, lanes: str = "stream")
                 alt.Tooltip("duration_ms:Q", title="duration (ms)", format=",.4~r"),
             ],
         )
-        .properties(title=alt.TitleParams(f"Timeline of the chunked run and the one-chunk baseline, {how}", subtitle=subtitle), height=alt.Step(24))
+        .properties(
+            title=alt.TitleParams(f"Timeline of the chunked run and the one-chunk baseline, {how}", subtitle=subtitle),
+            height=alt.Step(24),
+        )
     )
 
 

@@ -10,6 +10,7 @@ pays for it once per kernel, target and toolkit.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import streamlit as st
 
@@ -18,6 +19,9 @@ from gpu.core.backend import BACKEND
 from gpu.core.compiler import CompileFacts, CompileRequest, available_targets, compile_many, toolkit
 from gpu.core.device import device_info
 from gpu.report.kernel_index import launch_of
+
+if TYPE_CHECKING:
+    import pandas as pd  # imported where a table is built: the annotation only names it
 
 LISTING_HEIGHT_PX = 360  # PTX runs to hundreds of lines: a scrolling box keeps the page readable
 SIMULATOR_BLIND_SPOTS = (
@@ -50,8 +54,14 @@ def target_picker(key: str) -> Target:
     default = default_target()
     here = " (this GPU)" if not BACKEND.simulated else ""
     label = lambda n: f"{TARGETS[n].gpus} · {n}" + (here if n == default else "")  # noqa: E731
-    name = st.selectbox("Compile for", names, index=names.index(default) if default in names else 0, format_func=label, key=key,
-                        help="The compiler runs here for any of these GPUs; no GPU is needed to compile.")
+    name = st.selectbox(
+        "Compile for",
+        names,
+        index=names.index(default) if default in names else 0,
+        format_func=label,
+        key=key,
+        help="The compiler runs here for any of these GPUs; no GPU is needed to compile.",
+    )
     return TARGETS[name]
 
 
@@ -67,7 +77,9 @@ def request_of(kernel) -> CompileRequest | None:
     if found is None:
         return None
     entry, launch = found
-    return CompileRequest(entry.name, launch.signatures[0], entry.name, module=entry.module, threads_per_block=launch.threads_per_block)
+    return CompileRequest(
+        entry.name, launch.signatures[0], entry.name, module=entry.module, threads_per_block=launch.threads_per_block
+    )
 
 
 def facts_line(facts: CompileFacts) -> None:
@@ -75,7 +87,10 @@ def facts_line(facts: CompileFacts) -> None:
     if facts.ok:
         st.markdown(f":material/memory: **{facts.kernel}** {facts.sentence()}.")
         if facts.spill_stores_bytes:
-            st.caption(f"Spills: {facts.spill_stores_bytes:,} bytes stored to and {facts.spill_loads_bytes:,} read from local memory per thread.")
+            st.caption(
+                f"Spills: {facts.spill_stores_bytes:,} bytes stored to and {facts.spill_loads_bytes:,} read from local "
+                "memory per thread."
+            )
     else:
         st.error(f"**{facts.kernel}** {facts.sentence()}", icon=":material/error:")
 
@@ -120,7 +135,9 @@ def show_kernel_facts(kernel, key: str) -> None:
     simulator_line()
 
 
-def show_steps_facts(kernels: list, key: str, threads_per_block: list[int | None] | None = None) -> dict[int, CompileFacts]:
+def show_steps_facts(
+    kernels: list, key: str, threads_per_block: list[int | None] | None = None
+) -> dict[int, CompileFacts]:
     """The target picker for a page's steps, compiled together; returns facts by the
     kernel's position in ``kernels`` (missing where a kernel declares no launch).
 
@@ -141,29 +158,43 @@ def show_steps_facts(kernels: list, key: str, threads_per_block: list[int | None
         st.caption(f"Each step below is compiled here for {target.label} by NVVM and ptxas: registers, spills, shared "
                    "memory and theoretical occupancy are static facts from the compiler, not measurements.")
     facts = cached_facts(tuple(requests.values()), target.name)
-    numbers = {c: st.column_config.NumberColumn(format="localized") for c in ("threads per block", "registers per thread", "spilled bytes", "shared memory (bytes)")}
+    numbers = {
+        c: st.column_config.NumberColumn(format="localized")
+        for c in ("threads per block", "registers per thread", "spilled bytes", "shared memory (bytes)")
+    }
     st.dataframe(facts_table(facts), hide_index=True, width="stretch", column_config=numbers)
     simulator_line()
     return dict(zip(requests, facts))
 
 
-def facts_table(facts) -> "pd.DataFrame":
+def facts_table(facts) -> pd.DataFrame:
     """One row per kernel: the compiler's figures, readable headers, "does not compile" where it fails."""
     import pandas as pd
 
     rows = []
     for f in facts:
-        rows.append({
-            "kernel": f.kernel,
-            "threads per block": f.threads_per_block,
-            "registers per thread": f.registers_per_thread if f.ok else None,
-            "spilled bytes": f.spill_stores_bytes if f.ok else None,
-            "shared memory (bytes)": f.shared_memory_bytes if f.ok else None,
-            "occupancy": f"{f.occupancy.percent} at {f.threads_per_block} threads/block" if f.ok and f.occupancy else "",
-            "limited by": f.occupancy.limiter if f.ok and f.occupancy and f.occupancy.fraction < 1 else "",
-            "compiles": "yes" if f.ok else "no: " + (f.error or "").splitlines()[0][:80],
-        })
+        rows.append(
+            {
+                "kernel": f.kernel,
+                "threads per block": f.threads_per_block,
+                "registers per thread": f.registers_per_thread if f.ok else None,
+                "spilled bytes": f.spill_stores_bytes if f.ok else None,
+                "shared memory (bytes)": f.shared_memory_bytes if f.ok else None,
+                "occupancy": f"{f.occupancy.percent} at {f.threads_per_block} threads/block"
+                if f.ok and f.occupancy
+                else "",
+                "limited by": f.occupancy.limiter if f.ok and f.occupancy and f.occupancy.fraction < 1 else "",
+                "compiles": "yes" if f.ok else "no: " + (f.error or "").splitlines()[0][:80],
+            }
+        )
     return pd.DataFrame(rows)
 
 
-__all__ = ["SIMULATOR_BLIND_SPOTS", "code_listings", "facts_line", "show_kernel_facts", "show_steps_facts", "simulator_line"]
+__all__ = [
+    "SIMULATOR_BLIND_SPOTS",
+    "code_listings",
+    "facts_line",
+    "show_kernel_facts",
+    "show_steps_facts",
+    "simulator_line",
+]

@@ -53,20 +53,30 @@ def show_vector_add(run) -> VectorAddVsRecorded | None:
         rec = comparison.recorded
         left, right = st.columns(2)
         left.markdown(f"**{YOUR_CPU}** · N = {comparison.cpu_n:,}")
-        left.dataframe(_figures_table(
-            [(f.label, ("estimate " if f.estimated else "") + format_seconds(f.median_s)) for f in comparison.cpu], "median"),
-            hide_index=True, width="stretch")
+        left.dataframe(
+            _figures_table(
+                [(f.label, ("estimate " if f.estimated else "") + format_seconds(f.median_s)) for f in comparison.cpu],
+                "median",
+            ),
+            hide_index=True,
+            width="stretch",
+        )
         right.markdown(f"**{rec.label}** · N = {rec.n:,}" + ("" if rec.exact else " (nearest recorded)"))
         right.dataframe(_figures_table(
             [(label, format_seconds(rec.phases[m])) for m, label in GPU_MEASURES.items() if m in rec.phases], "median"),
             hide_index=True, width="stretch")
         if not rec.exact:
-            st.warning(f"The GPU column is at N = {rec.n:,}, not yours: no run was recorded at N = {rec.requested_n:,}, and "
-                       f"{rec.n:,} is the nearest recorded size ({rec.size_difference}).", icon=":material/straighten:")
+            st.warning(
+                f"The GPU column is at N = {rec.n:,}, not yours: no run was recorded at N = {rec.requested_n:,}, and "
+                f"{rec.n:,} is the nearest recorded size ({rec.size_difference}).",
+                icon=":material/straighten:",
+            )
         _sentences(comparison.sentences())
         _caveat()
         subtitle = f"your CPU at N = {comparison.cpu_n:,} · {rec.label} at N = {rec.n:,} ({rec.source})"
-        st.altair_chart(charts.one_size_chart(comparison.to_frame(), subtitle), width="stretch", key="cpu_vs_recorded.chart")
+        st.altair_chart(
+            charts.one_size_chart(comparison.to_frame(), subtitle), width="stretch", key="cpu_vs_recorded.chart"
+        )
     return comparison
 
 
@@ -85,7 +95,11 @@ def show_sweep(run) -> SweepVsRecorded | None:
         st.altair_chart(charts.sweep_chart(frame, subtitle), width="stretch", key="cpu_vs_recorded.sweep_chart")
         with st.expander("Every figure, with the N it was measured or recorded at"):
             table = frame.assign(**{"median (ms)": frame["median_s"] * 1e3}).drop(columns=["median_s"])
-            st.dataframe(table.rename(columns={"n": "your N", "recorded_n": "N of this figure"}), hide_index=True, width="stretch")
+            st.dataframe(
+                table.rename(columns={"n": "your N", "recorded_n": "N of this figure"}),
+                hide_index=True,
+                width="stretch",
+            )
     return comparison
 
 

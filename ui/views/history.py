@@ -76,7 +76,15 @@ def filters_ui(records: list[RunRecord]) -> HistoryFilters:
     return HistoryFilters(
         tuple(left.multiselect("Experiment", experiments, key="history.experiment", placeholder="All experiments")),
         tuple(mid.multiselect("Device", devices, key="history.device", placeholder="All devices")),
-        tuple(right.multiselect("Backend", backends, key="history.backend", format_func=lambda b: backend_names.get(b, b), placeholder="All backends")),
+        tuple(
+            right.multiselect(
+                "Backend",
+                backends,
+                key="history.backend",
+                format_func=lambda b: backend_names.get(b, b),
+                placeholder="All backends",
+            )
+        ),
     )
 
 
@@ -102,10 +110,14 @@ def compare_ui(shown: list[RunRecord], every: list[RunRecord] | None = None) -> 
         "Compare runs",
         shown_ids + kept,
         default=default if "history.compare" not in st.session_state else None,
-        format_func=lambda run_id: f"{run_label(by_id[run_id])} · {readable_time(by_id[run_id].created_at)} · {by_id[run_id].device_name or 'unknown'}"
-        + (" · hidden by the filters" if run_id in hidden else ""),
+        format_func=lambda run_id: (
+            f"{run_label(by_id[run_id])} · {readable_time(by_id[run_id].created_at)} · "
+            f"{by_id[run_id].device_name or 'unknown'}"
+            + (" · hidden by the filters" if run_id in hidden else "")
+        ),
         key="history.compare",
-        help="Runs of the same experiment compare measure by measure; any runs can be shown together. Changing the filters keeps your choice.",
+        help="Runs of the same experiment compare measure by measure; any runs can be shown together. Changing the "
+             "filters keeps your choice.",
     )
     return [by_id[run_id] for run_id in chosen]
 
@@ -116,11 +128,17 @@ def show_runs_table(records: list[RunRecord]) -> pd.DataFrame:
     st.caption(
         f"{len(table)} run{'s' if len(table) != 1 else ''}, newest first"
         + (f"; {simulated} ran in the CUDA simulator (timings are not GPU performance)" if simulated else "")
-        + (f". Only the newest {MAX_LISTED} are loaded; `python -m gpu history --json` lists all." if len(records) >= MAX_LISTED else ".")
+        + (
+            f". Only the newest {MAX_LISTED} are loaded; `python -m gpu history --json` lists all."
+            if len(records) >= MAX_LISTED
+            else "."
+        )
     )
     shown = table.drop(columns=["run_id", "simulated"], errors="ignore")
     if "created_at" in shown:
-        shown = shown.assign(created_at=shown["created_at"].map(readable_time)).rename(columns={"created_at": "measured"})
+        shown = shown.assign(created_at=shown["created_at"].map(readable_time)).rename(
+            columns={"created_at": "measured"}
+        )
     shown = shown.astype(object).where(shown.notna(), "—")  # a parameter a run does not have (a sweep's single N)
     shown = shown.map(readable_cell).rename(columns=param_labels())
     st.dataframe(shown, hide_index=True, width="stretch", key="history.table")
@@ -138,7 +156,9 @@ def show_comparison(chosen: list[RunRecord]) -> None:
     if len({r.experiment for r in chosen}) > 1:
         st.caption("These runs come from different experiments: only measures with the same name are comparable.")
     st.altair_chart(compare_chart(samples, compare_subtitle(samples)), width="stretch")
-    summary = samples.groupby(["run", "measure"], as_index=False).agg(median=("seconds", "median"), min=("seconds", "min"), max=("seconds", "max"), samples=("seconds", "size"))
+    summary = samples.groupby(["run", "measure"], as_index=False).agg(
+        median=("seconds", "median"), min=("seconds", "min"), max=("seconds", "max"), samples=("seconds", "size")
+    )
     for col in ("median", "min", "max"):  # each in its own unit (µs to s), not a bare 135.2716
         summary[col] = summary[col].map(format_seconds)
     st.dataframe(summary, hide_index=True, width="stretch")
@@ -147,10 +167,28 @@ def show_comparison(chosen: list[RunRecord]) -> None:
 def export_ui(records: list[RunRecord], table: pd.DataFrame) -> None:
     """Downloads of the filtered runs: table (CSV), every sample (CSV), full records (JSON)."""
     left, mid, right = st.columns(3)
-    left.download_button("Runs (CSV)", table.to_csv(index=False), file_name="kernel_lab_runs.csv", mime="text/csv", key="history.download_runs_csv")
-    mid.download_button("Samples (CSV)", samples_frame(records).to_csv(index=False), file_name="kernel_lab_samples.csv", mime="text/csv", key="history.download_samples_csv")
+    left.download_button(
+        "Runs (CSV)",
+        table.to_csv(index=False),
+        file_name="kernel_lab_runs.csv",
+        mime="text/csv",
+        key="history.download_runs_csv",
+    )
+    mid.download_button(
+        "Samples (CSV)",
+        samples_frame(records).to_csv(index=False),
+        file_name="kernel_lab_samples.csv",
+        mime="text/csv",
+        key="history.download_samples_csv",
+    )
     payload = json.dumps([r.to_dict() for r in records], indent=2)
-    right.download_button("Runs with all samples (JSON)", payload, file_name="kernel_lab_runs.json", mime="application/json", key="history.download_json")
+    right.download_button(
+        "Runs with all samples (JSON)",
+        payload,
+        file_name="kernel_lab_runs.json",
+        mime="application/json",
+        key="history.download_json",
+    )
 
 
 # --- importing a check file -------------------------------------------------------------------
@@ -180,7 +218,8 @@ def upload_ui(store: HistoryStore) -> None:
     with st.expander("Import a GPU check from another machine", icon=":material/upload_file:"):
         st.markdown(
             "Run `python -m gpu check --out DIR` where there is a GPU (a cloud notebook with a T4, a laptop), then add "
-            "`DIR/check.json` here or with `python -m gpu history import DIR/check.json`. The file is checked field by field "
+            "`DIR/check.json` here or with `python -m gpu history import DIR/check.json`. The file is checked field by "
+            "field "
             f"(at most {MAX_IMPORT_BYTES // 2**20} MiB); a rejected file changes nothing."
         )
         if not uploads_enabled():
@@ -192,7 +231,12 @@ def upload_ui(store: HistoryStore) -> None:
         if not store.writable:
             st.caption(f":material/lock: History is not writable here: {store.problem}")
             return
-        upload = st.file_uploader("check.json", type=["json"], key="history.upload", help="The check.json that `python -m gpu check --out DIR` wrote.")
+        upload = st.file_uploader(
+            "check.json",
+            type=["json"],
+            key="history.upload",
+            help="The check.json that `python -m gpu check --out DIR` wrote.",
+        )
         if upload is None:
             return
         raw = upload.getvalue()
@@ -221,20 +265,31 @@ def compare_gpus_ui(records: list[RunRecord]) -> None:
     from ui.resources import references
 
     refs = references()
-    rows = article_entry(f"NVIDIA T4 — article ({refs.article.provenance.label})", refs.article.n, refs.article.cpu_time_s, refs.article.gpu_time_s)
+    rows = article_entry(
+        f"NVIDIA T4 — article ({refs.article.provenance.label})",
+        refs.article.n,
+        refs.article.cpu_time_s,
+        refs.article.gpu_time_s,
+    )
     for ref in refs.runs:
         if ref.full and ref.has("vector-add"):
             before = " †" if ref.caveat else ""  # † explained beside the charts: recorded before the rules
-            rows += vector_add_entry(f"{ref.provenance.device} — recorded {ref.provenance.when} ({ref.key}){before}", "recorded reference",
-                                     ref.sections["breakdown"]["run"])
+            rows += vector_add_entry(
+                f"{ref.provenance.device} — recorded {ref.provenance.when} ({ref.key}){before}",
+                "recorded reference",
+                ref.sections["breakdown"]["run"],
+            )
     own = [r for r in records if r.experiment == "vector-add" and isinstance(r.result.get("gpu"), dict)]
     for r in own[:MAX_COMPARED_OWN]:
         kind = "imported" if r.result.get("imported") else "your run"
         sim = ", simulated" if r.simulated else ""
-        rows += vector_add_entry(f"{r.device_name or 'unknown'} — {kind} {r.short_id}, N = {r.params.get('n', '?'):,}{sim}", kind, r.result)
+        rows += vector_add_entry(
+            f"{r.device_name or 'unknown'} — {kind} {r.short_id}, N = {r.params.get('n', '?'):,}{sim}", kind, r.result
+        )
     frame = pd.DataFrame(rows)
     st.markdown(
-        "The article's experiment on every device this lab knows of: the article's own T4 figures (published, not measured here), "
+        "The article's experiment on every device this lab knows of: the article's own T4 figures (published, not "
+        "measured here), "
         "the GPU checks committed with the lab (read-only), imported checks and your newest runs. Sizes differ between "
         "sources (each row says its N); simulated runs time the simulator, not a GPU (marked “simulated”); "
         "\\* = fewer than 3 samples. † = recorded before L2 flushing and verified holds; single-sample points marked "

@@ -15,8 +15,8 @@ from gpu.experiments.step_result import KIND_LABELS, KernelRun
 from gpu.experiments.steps import KernelSpec
 from gpu.report.words import format_gbps
 from ui.charts import kernels as charts
-from ui.views.compile_facts import code_listings, facts_line, show_steps_facts
 from ui.telemetry_note import show_telemetry
+from ui.views.compile_facts import code_listings, facts_line, show_steps_facts
 
 RUNS_KEY = "kernels.runs"  # this session's catalog runs, newest last (the Roofline page reads them)
 MAX_RUNS = 20  # bounded: a session keeps its last 20 runs
@@ -45,8 +45,11 @@ def show_agreement(run: KernelRun) -> None:
     if run.agreement_mode == "exact":
         rule = f"bit for bit with the reference{why}"
     else:
-        rule = (f"within the bound float32 rounding allows for each summation order{why}: |error| ≤ ((1 + u)^k − 1) · Σ|terms|, "
-                "u = 2⁻²⁴, k = the depth of that order's summation tree, against a float64 reference")
+        rule = (
+            f"within the bound float32 rounding allows for each summation order{why}: |error| ≤ ((1 "
+            "+ u)^k − 1) · Σ|terms|, "
+            "u = 2⁻²⁴, k = the depth of that order's summation tree, against a float64 reference"
+        )
     if run.agree:
         st.success(f"All {len(checked)} implementations that ran agree, {rule}.", icon=":material/check_circle:")
     else:
@@ -65,18 +68,28 @@ def show_metrics(run: KernelRun) -> None:
         cols[0].metric("Best GPU step", "none ran")
         return
     number, _, name = best.label.partition(" · ")
-    cols[0].metric("Best GPU step", f"step {number}" if name else best.label,
-                   help=f"{best.label}: the Numba step with the shortest kernel time (median).")
+    cols[0].metric(
+        "Best GPU step",
+        f"step {number}" if name else best.label,
+        help=f"{best.label}: the Numba step with the shortest kernel time (median).",
+    )
     cols[1].metric("Its kernel time", format_seconds(best.seconds) + run.marks(best))
     compute_bound = run.flops and run.intensity > 1
     throughput = format_flops(run.gflops(best)) if compute_bound else format_gbps(run.gbps(best))
     fraction = run.fraction_of_peak(best)
-    cols[2].metric("FLOP rate" if compute_bound else "Bandwidth", throughput,
-                   delta=None if fraction is None else f"{fraction:.0%} of peak", delta_color="off",
-                   help="Bytes the algorithm must move (or FLOPs it must do) ÷ kernel time; peak from the device's facts.")
+    cols[2].metric(
+        "FLOP rate" if compute_bound else "Bandwidth",
+        throughput,
+        delta=None if fraction is None else f"{fraction:.0%} of peak",
+        delta_color="off",
+        help="Bytes the algorithm must move (or FLOPs it must do) ÷ kernel time; peak from the device's facts.",
+    )
     ratio = run.vs_best_library(best)
-    cols[3].metric("× the best library's time", "no library ran" if ratio is None else format_factor(ratio),
-                   help="Best step's kernel time ÷ the fastest library's (CuPy/PyTorch) on the same GPU, same run. 1x = as fast.")
+    cols[3].metric(
+        "× the best library's time",
+        "no library ran" if ratio is None else format_factor(ratio),
+        help="Best step's kernel time ÷ the fastest library's (CuPy/PyTorch) on the same GPU, same run. 1x = as fast.",
+    )
 
 
 def steps_not_run(run: KernelRun) -> list[tuple[str, str]]:
@@ -84,7 +97,11 @@ def steps_not_run(run: KernelRun) -> list[tuple[str, str]]:
     import importlib
 
     try:  # the catalog's kernels live in gpu/experiments/<key>.py; another's skip reason says the same in longer words
-        needs = {step.key: step.needs for step in importlib.import_module(f"gpu.experiments.{run.kernel}").SPEC.steps if step.needs}
+        needs = {
+            step.key: step.needs
+            for step in importlib.import_module(f"gpu.experiments.{run.kernel}").SPEC.steps
+            if step.needs
+        }
     except (ImportError, AttributeError):
         needs = {}
     return [(r.label, needs.get(r.key, r.skipped or "")) for r in run.results if r.kind == "step" and not r.measured]
@@ -102,23 +119,47 @@ def show_simulator_facts(run: KernelRun) -> None:
     steps = [r for r in run.results if r.kind == "step"]
     missing = steps_not_run(run)
     cols = st.columns(4)
-    cols[0].metric("Results agree", f"{sum(r.agreement.passed for r in checked)} of {len(checked)}",
-                   help="Implementations whose result matched the reference (the line above says how it is checked).")
-    cols[1].metric("GPU steps run here", f"{len(steps) - len(missing)} of {len(steps)}",
-                   help="Steps that need a GPU-only feature are skipped in the simulator; they run on a GPU.")
-    cols[2].metric("Minimum traffic", format_bytes(run.bytes_moved),
-                   help=f"{run.bytes_moved:,} bytes: each input read once, the output written once. A fact of the algorithm, not a measurement.")
-    cols[3].metric("Arithmetic intensity (FLOP/byte)", plain_number(run.intensity),
-                   help=f"{run.flops:,} FLOPs ÷ {run.bytes_moved:,} bytes: a fact of the algorithm, not a measurement.")
+    cols[0].metric(
+        "Results agree",
+        f"{sum(r.agreement.passed for r in checked)} of {len(checked)}",
+        help="Implementations whose result matched the reference (the line above says how it is checked).",
+    )
+    cols[1].metric(
+        "GPU steps run here",
+        f"{len(steps) - len(missing)} of {len(steps)}",
+        help="Steps that need a GPU-only feature are skipped in the simulator; they run on a GPU.",
+    )
+    cols[2].metric(
+        "Minimum traffic",
+        format_bytes(run.bytes_moved),
+        help=f"{run.bytes_moved:,} bytes: each input read once, the output written once. A fact of "
+             "the algorithm, not a measurement.",
+    )
+    cols[3].metric(
+        "Arithmetic intensity (FLOP/byte)",
+        plain_number(run.intensity),
+        help=f"{run.flops:,} FLOPs ÷ {run.bytes_moved:,} bytes: a fact of the algorithm, not a measurement.",
+    )
     by_need: dict[str, list[str]] = {}
     for label, need in missing:
         by_need.setdefault(need, []).append(label)
-    why = "; ".join(f"{' and '.join(labels)} — {'they need' if len(labels) > 1 else 'it needs'} {need}" for need, labels in by_need.items())
+    why = "; ".join(
+        f"{' and '.join(labels)} — {'they need' if len(labels) > 1 else 'it needs'} {need}"
+        for need, labels in by_need.items()
+    )
     st.caption(
-        (f"Not run here: {why}, which Numba's CUDA simulator lacks (Kernel Lab's simulator, the default, runs them). " if missing else "")
-        + "No GPU time is shown as a figure here: the simulator runs each GPU thread in Python, so its times (in the chart and "
-        "table below, marked simulated) say nothing about a GPU. What is real here: the agreement above, the compiler's facts "
-        "for each step (registers, spills, occupancy) and each step's memory trace, under “The steps, and what changed” below."
+        (
+            f"Not run here: {why}, which Numba's CUDA simulator lacks (Kernel Lab's simulator, the "
+            "default, runs them). "
+            if missing
+            else ""
+        )
+        + "No GPU time is shown as a figure here: the simulator runs each GPU thread in Python, so "
+          "its times (in the chart and "
+        "table below, marked simulated) say nothing about a GPU. What is real here: the agreement "
+        "above, the compiler's facts "
+        "for each step (registers, spills, occupancy) and each step's memory trace, under “The "
+        "steps, and what changed” below."
     )
 
 
@@ -147,20 +188,36 @@ def table(run: KernelRun) -> pd.DataFrame:
     simulated = run.backend == "simulator"
     rows = []
     for row in run.summary_rows():
-        tag = f" ({SIM_TAG})" if simulated and row["kind"] != "cpu" and row["seconds"] is not None and not row["estimated"] else ""
-        time_text = "—" if row["seconds"] is None else ("estimated " if row["estimated"] else "") + format_seconds(row["seconds"]) + row["marks"] + tag
-        hold = "—" if row["kind"] == "cpu" or row["held"] is None else (
-            ("held" if row["held"] else "no hold") + (f", {row['retries']} retried" if row["retries"] else ""))
-        rows.append({
-            "implementation": row["label"], "kind": row["kind_label"],
-            "time (median)": time_text if not (row["skipped"] and not row["estimated"]) else "skipped",
-            "samples": row["samples"], "stream hold": hold,
-            "bandwidth": format_gbps(row["gbps"]), "FLOP rate": format_flops(row["gflops"]),
-            "% of peak": "—" if row["fraction_of_peak"] is None else f"{100 * row['fraction_of_peak']:.1f}%",
-            "× best library": "—" if row["vs_best_library"] is None else f"{row['vs_best_library']:.3g}x",
-            "launch": row["launch"] or "",
-            "agreement / why skipped": " · ".join(x for x in (row["agreement"], row["skipped"], row["note"]) if x),
-        })
+        tag = (
+            f" ({SIM_TAG})"
+            if simulated and row["kind"] != "cpu" and row["seconds"] is not None and not row["estimated"]
+            else ""
+        )
+        time_text = (
+            "—"
+            if row["seconds"] is None
+            else ("estimated " if row["estimated"] else "") + format_seconds(row["seconds"]) + row["marks"] + tag
+        )
+        hold = (
+            "—"
+            if row["kind"] == "cpu" or row["held"] is None
+            else (("held" if row["held"] else "no hold") + (f", {row['retries']} retried" if row["retries"] else ""))
+        )
+        rows.append(
+            {
+                "implementation": row["label"],
+                "kind": row["kind_label"],
+                "time (median)": time_text if not (row["skipped"] and not row["estimated"]) else "skipped",
+                "samples": row["samples"],
+                "stream hold": hold,
+                "bandwidth": format_gbps(row["gbps"]),
+                "FLOP rate": format_flops(row["gflops"]),
+                "% of peak": "—" if row["fraction_of_peak"] is None else f"{100 * row['fraction_of_peak']:.1f}%",
+                "× best library": "—" if row["vs_best_library"] is None else f"{row['vs_best_library']:.3g}x",
+                "launch": row["launch"] or "",
+                "agreement / why skipped": " · ".join(x for x in (row["agreement"], row["skipped"], row["note"]) if x),
+            }
+        )
     frame = pd.DataFrame(rows)
     if simulated:  # the CPU's rates are real; a GPU step's would be the simulator's, so it has none
         gpu_rows = frame["kind"] != KIND_LABELS["cpu"]
@@ -178,16 +235,21 @@ def show_run(run: KernelRun) -> None:
     simulated = run.backend == "simulator"
     summary, frame, subtitle = run.summary_frame(), run.to_frame(), describe(run)
     if simulated:  # said in every chart's subtitle: these GPU times are Python's, not a GPU's
-        subtitle = "GPU times SIMULATED (Python, one thread at a time), not GPU performance · " + subtitle  # first: long subtitles are cut at the end
+        subtitle = (
+            "GPU times SIMULATED (Python, one thread at a time), not GPU performance · " + subtitle
+        )  # first: long subtitles are cut at the end
     st.altair_chart(charts.steps_time_chart(summary, subtitle), width="stretch")
     compute_heavy = run.flops and run.intensity > 1
     if not simulated:  # a throughput from a simulated time is no throughput at all
-        peak = (run.roofs.fp32_gflops if compute_heavy else run.roofs.memory_gbps)
-        st.altair_chart(charts.throughput_chart(summary, subtitle, "gflops" if compute_heavy else "gbps", peak), width="stretch")
+        peak = run.roofs.fp32_gflops if compute_heavy else run.roofs.memory_gbps
+        st.altair_chart(
+            charts.throughput_chart(summary, subtitle, "gflops" if compute_heavy else "gbps", peak), width="stretch"
+        )
     st.altair_chart(charts.phases_chart(frame, subtitle), width="stretch")
     st.caption(
         f"GB/s = {run.bytes_moved:,} bytes the algorithm must move ÷ time; GFLOP/s = {run.flops:,} FLOPs ÷ time; "
-        "% of peak = share of the roof that bounds this kernel (memory: 2 × clock × bus width; FP32: SMs × lanes × 2 × clock). "
+        "% of peak = share of the roof that bounds this kernel (memory: 2 × clock × bus width; "
+        "FP32: SMs × lanes × 2 × clock). "
         "GPU times are the kernel alone (behind a stream-holding kernel on a GPU); phases are CUDA events on one stream"
         + (" (wall clock in the simulator)." if run.backend == "simulator" else ".")
     )
@@ -196,16 +258,30 @@ def show_run(run: KernelRun) -> None:
     st.dataframe(table(run), hide_index=True, width="stretch")
     legend = [m.replace("*", "\\*", 1) for m in run.marks_legend()]  # "\\*": not a markdown bullet
     if any(r.on_gpu and r.main is not None and r.main.held is False for r in run.results):
-        legend.append("stream hold: “held” = the kernel alone behind a verified hold; “no hold” = its samples include the launch")
+        legend.append(
+            "stream hold: “held” = the kernel alone behind a verified hold; “no hold” = its samples include the launch"
+        )
     if legend:
         st.caption(" · ".join(legend))
     show_telemetry(run.telemetry)
     left, right = st.columns(2)
     name = f"{run.kernel}_{run.params.get('n')}"
-    left.download_button("Download run (JSON)", json.dumps(run.to_dict(), indent=2, default=str), file_name=f"{name}.json",
-                         mime="application/json", key="kernels.download_json", icon=":material/download:")
-    right.download_button("Download samples (CSV)", frame.to_csv(index=False), file_name=f"{name}.csv", mime="text/csv",
-                          key="kernels.download_csv", icon=":material/download:")
+    left.download_button(
+        "Download run (JSON)",
+        json.dumps(run.to_dict(), indent=2, default=str),
+        file_name=f"{name}.json",
+        mime="application/json",
+        key="kernels.download_json",
+        icon=":material/download:",
+    )
+    right.download_button(
+        "Download samples (CSV)",
+        frame.to_csv(index=False),
+        file_name=f"{name}.csv",
+        mime="text/csv",
+        key="kernels.download_csv",
+        icon=":material/download:",
+    )
 
 
 def step_threads(spec: KernelSpec, params: dict | None) -> list[int | None]:
@@ -226,18 +302,26 @@ def show_sources(spec: KernelSpec) -> None:
 
     Each step's block is sized by the run shown (else the form's defaults here), so the
     compiler's occupancy is the one that run used, not the LAUNCHES default."""
-    from gpu.core.backend import BACKEND
     from gpu.experiments.registry import get
 
     shown = latest(spec.key)
     params = shown.params if shown is not None else get(spec.key).defaults(BACKEND.simulated)
     st.subheader("The steps, and what changed")
-    st.caption("Lines marked + are new or changed since the previous step; lines marked − were removed. "
-               "Each kernel's docstring is the prose above its code.")
-    compiled = show_steps_facts([step.kernel for step in spec.steps], key="kernels.compile_target",  # issue 17
-                                threads_per_block=step_threads(spec, params))
+    st.caption(
+        "Lines marked + are new or changed since the previous step; lines marked − were removed. "
+        "Each kernel's docstring is the prose above its code."
+    )
+    compiled = show_steps_facts(
+        [step.kernel for step in spec.steps],
+        key="kernels.compile_target",  # issue 17
+        threads_per_block=step_threads(spec, params),
+    )
     for i, (source, step) in enumerate(zip(step_sources(spec), spec.steps)):
-        needs = f" — needs {step.needs}: not in Numba's simulator" if step.needs and BACKEND.simulated and not BACKEND.lab_simulator else ""
+        needs = (
+            f" — needs {step.needs}: not in Numba's simulator"
+            if step.needs and BACKEND.simulated and not BACKEND.lab_simulator
+            else ""
+        )
         with st.expander(f"{source.label}: {step.changed} ({source.changed} lines changed){needs}", expanded=False):
             if i in compiled:
                 facts_line(compiled[i])

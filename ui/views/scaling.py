@@ -22,9 +22,16 @@ RESULT_KEY = "scaling.result"
 
 def limits_caption() -> str:
     cap = kernel_cap()
-    kernels = f" Simulated kernels run only up to N = {cap:,} (about 0.1 ms per simulated thread); above it, the CPU alone." if cap else ""
-    return (f"Limits here: N ≤ {max_cpu_vector_n():,}; the default largest N {default_max_n():,} fits memory and this server's work budget."
-            + kernels)
+    kernels = (
+        f" Simulated kernels run only up to N = {cap:,} (about 0.1 ms per simulated thread); above it, the CPU alone."
+        if cap
+        else ""
+    )
+    return (
+        f"Limits here: N ≤ {max_cpu_vector_n():,}; the default largest N {default_max_n():,} fits memory and this "
+        "server's work budget."
+        + kernels
+    )
 
 
 def describe(run: SweepRun) -> str:
@@ -32,7 +39,8 @@ def describe(run: SweepRun) -> str:
     cfg = run.config
     sizes = run.sizes
     span = f"N = {sizes[0]:,} to {sizes[-1]:,} ({len(sizes)} sizes)" if sizes else "no sizes measured"
-    return f"{span} · float32 · {cfg.threads_per_block} threads per block · {cfg.policy.describe()} · {run.device.name} ({run.backend})"
+    return (f"{span} · float32 · {cfg.threads_per_block} threads per block · {cfg.policy.describe()} · "
+            f"{run.device.name} ({run.backend})")
 
 
 def table(run: SweepRun) -> pd.DataFrame:
@@ -62,13 +70,19 @@ def table(run: SweepRun) -> pd.DataFrame:
 def show_result(run: SweepRun) -> None:
     """Everything about one sweep: status, crossovers, charts, table, downloads."""
     if run.stopped:
-        st.warning(f"Sweep stopped ({run.stopped}) after {run.steps_done} of {run.steps_planned} steps; the points measured so far are shown.")
+        st.warning(
+            f"Sweep stopped ({run.stopped}) after {run.steps_done} of {run.steps_planned} steps; the points measured "
+            "so far are shown."
+        )
     for impl, why in run.skipped:
         st.info(f"{IMPL_LABELS[impl]} skipped: {why}.")
     if run.kernel_note:
         note = run.kernel_note
-        st.info(f"{note[0].upper()}{note[1:]}. Your CPU's figures at those sizes are set beside a recorded real GPU's below.",
-                icon=":material/memory:")
+        st.info(
+            f"{note[0].upper()}{note[1:]}. Your CPU's figures at those sizes are set beside a recorded real GPU's "
+            "below.",
+            icon=":material/memory:",
+        )
     for p in run.failures:
         st.error(f"N = {p.n:,}, {p.series}: {p.error}. The sweep went on.")
     if not run.points:
@@ -78,7 +92,10 @@ def show_result(run: SweepRun) -> None:
         st.success("Every result is bit-identical to NumPy's at every size measured.", icon=":material/check_circle:")
     else:
         bad = sorted({(p.n, p.series) for p in run.points if p.agree is False})
-        st.error("Results differ from NumPy at: " + ", ".join(f"N = {n:,} ({s})" for n, s in bad[:10]), icon=":material/error:")
+        st.error(
+            "Results differ from NumPy at: " + ", ".join(f"N = {n:,} ({s})" for n, s in bad[:10]),
+            icon=":material/error:",
+        )
 
     simulated = run.backend == "simulator"
     if simulated:  # what is real leads: your CPU beside a recorded real GPU; the simulated crossovers follow, labelled
@@ -86,39 +103,72 @@ def show_result(run: SweepRun) -> None:
 
         cpu_vs_recorded.show_sweep(run)
         st.subheader("Crossovers against the simulated kernel")
-        st.caption("Simulated kernels are thousands of times slower than a GPU: these crossovers say nothing about real hardware.")
+        st.caption(
+            "Simulated kernels are thousands of times slower than a GPU: these crossovers say nothing about real "
+            "hardware."
+        )
     else:
         st.subheader("Where the GPU starts to win")
     sentences = crossover_sentences(run)
-    st.markdown("\n".join(f"- {s}" for s in sentences) if sentences else "- Choose the GPU and at least one CPU implementation to find crossovers.")
+    st.markdown(
+        "\n".join(f"- {s}" for s in sentences)
+        if sentences
+        else "- Choose the GPU and at least one CPU implementation to find crossovers."
+    )
     if sentences:
         st.caption(crossover_conditions(run))
 
     cols = st.columns(4)
     cols[0].metric("Sizes measured", f"{len(run.sizes)}")
     cols[1].metric("Steps", f"{run.steps_done} of {run.steps_planned}")
-    cols[2].metric("Wall time", format_seconds(run.wall_s), help="From the first measured step to the last: kernel compile and input generation excluded.")
+    cols[2].metric(
+        "Wall time",
+        format_seconds(run.wall_s),
+        help="From the first measured step to the last: kernel compile and input generation excluded.",
+    )
     overhead = run.overhead_fraction
     measured = run.sampled_s > 0 and 0 <= overhead < 1
-    cols[3].metric("Overhead", f"{overhead:.0%}" if measured else "not measured", help=(
-        "1 − (sum of the timed samples ÷ wall time). Inside: only the recorded samples (each series' timed runs). "
-        "Outside: warm-up runs, input uploads, stream holds, L2 flushes, agreement checks, freeing memory and bookkeeping."
-        if measured else "The sweep recorded no timed sample to compare with its wall time."))
+    cols[3].metric(
+        "Overhead",
+        f"{overhead:.0%}" if measured else "not measured",
+        help=(
+            "1 − (sum of the timed samples ÷ wall time). Inside: only the recorded samples (each series' timed runs). "
+            "Outside: warm-up runs, input uploads, stream holds, L2 flushes, agreement checks, freeing memory and "
+            "bookkeeping."
+            if measured
+            else "The sweep recorded no timed sample to compare with its wall time."
+        ),
+    )
 
     subtitle = describe(run)
     frame = run.to_frame()
     crossovers = [c.to_dict() for c in run.crossovers()]
     noisy = int(frame["noisy"].sum())
     st.altair_chart(scaling_charts.time_chart(frame, crossovers, subtitle), width="stretch")
-    st.caption(f"Rules: {ALLOCATION_RULE}; the L2 is {'NOT flushed (warm-cache option)' if run.config.warm_l2 else 'flushed before every GPU sample'}; "
-               "kernels alone (and CuPy / PyTorch) are timed behind a verified stream hold; a grey square marks a point from fewer than 3 samples; "
-               "crossovers are ranges where the min–max bands overlap.")
+    st.caption(
+        f"Rules: {ALLOCATION_RULE}; the L2 is "
+        f"{'NOT flushed (warm-cache option)' if run.config.warm_l2 else 'flushed before every GPU sample'}; "
+        "kernels alone (and CuPy / PyTorch) are timed behind a verified stream hold; a grey square marks a point from "
+        "fewer than 3 samples; "
+        "crossovers are ranges where the min–max bands overlap."
+    )
     if noisy:
-        st.caption(f"{noisy} point{'s' if noisy != 1 else ''} (ringed red) are noisier than {run.config.policy.max_noise:.0%}: treat them with care.")
+        st.caption(
+            f"{noisy} point{'s' if noisy != 1 else ''} (ringed red) are noisier than "
+            f"{run.config.policy.max_noise:.0%}: treat them with care."
+        )
     peaks = run.peaks.to_frame() if run.peaks else None
     st.altair_chart(scaling_charts.bandwidth_chart(frame, peaks, subtitle), width="stretch")
     if run.peaks is not None:
-        st.caption("Limits: " + "; ".join(f"{lim.label} — {f'{lim.gbps:,.4g} GB/s' if lim.gbps else 'unknown'} ({lim.how if lim.gbps else lim.skipped})" for lim in run.peaks.limits) + ". Vector add moves 12 bytes per element; copies within one memory count read and write.")
+        st.caption(
+            "Limits: "
+            + "; ".join(
+                f"{lim.label} — {f'{lim.gbps:,.4g} GB/s' if lim.gbps else 'unknown'} "
+                f"({lim.how if lim.gbps else lim.skipped})"
+                for lim in run.peaks.limits
+            )
+            + ". Vector add moves 12 bytes per element; copies within one memory count read and write."
+        )
     if frame["share"].notna().any():
         st.altair_chart(scaling_charts.share_chart(frame, subtitle), width="stretch")
 
@@ -129,10 +179,22 @@ def show_result(run: SweepRun) -> None:
     show_telemetry(run.telemetry, "sweep")
     left, right = st.columns(2)
     stem = f"scaling_{run.config.min_n}_{run.config.max_n}"
-    left.download_button("Download sweep (JSON)", json.dumps(to_json(run), indent=2, default=str), file_name=f"{stem}.json",
-                         mime="application/json", key="scaling.download_json")
-    right.download_button("Download points (CSV)", points_csv(run), file_name=f"{stem}.csv", mime="text/csv", key="scaling.download_csv",
-                          help="One row per size and series with a plain header; the sweep's settings and device are in the JSON download.")
+    left.download_button(
+        "Download sweep (JSON)",
+        json.dumps(to_json(run), indent=2, default=str),
+        file_name=f"{stem}.json",
+        mime="application/json",
+        key="scaling.download_json",
+    )
+    right.download_button(
+        "Download points (CSV)",
+        points_csv(run),
+        file_name=f"{stem}.csv",
+        mime="text/csv",
+        key="scaling.download_csv",
+        help="One row per size and series with a plain header; the sweep's settings and device are in the JSON "
+             "download.",
+    )
 
 
 def points_csv(run: SweepRun) -> str:

@@ -13,7 +13,7 @@ import streamlit as st
 from gpu.core.timing import format_seconds
 from gpu.problems import problems
 
-MAX_SHOWN = 500  # newest first; a class of 30 writing 15 problems fits
+MAX_SHOWN = 500  # newest first; a class of 30 writing every problem fits
 
 
 TIMING_COLUMNS = ("Kernel time", "GB/s", "Share of peak", "vs the lab's kernel", "Ranked")
@@ -62,11 +62,21 @@ def show_submissions() -> None:
     chosen = st.multiselect("Problems", keys, format_func=lambda k: titles.get(k, k), key="history.submission_problems",
                             placeholder="every problem")
     shown = [e for e in entries if not chosen or e.problem in chosen]
-    st.caption(f"{len(shown):,} passing submissions, newest first" + (f" (the newest {MAX_SHOWN:,})" if len(entries) == MAX_SHOWN else "")
-               + ". The simulator checks kernels but does not time them.")
+    st.caption(
+        f"{len(shown):,} passing submissions, newest first"
+        + (f" (the newest {MAX_SHOWN:,})" if len(entries) == MAX_SHOWN else "")
+        + ". The simulator checks kernels but does not time them."
+    )
     st.dataframe(submissions_frame(shown), hide_index=True, width="stretch")
-    pick = st.selectbox("Show the code of", range(len(shown)), key="history.submission_code",
-                        format_func=lambda i: f"{shown[i].name} · {titles.get(shown[i].problem, shown[i].problem)} · {shown[i].created_at[:16].replace('T', ' ')}")
+    pick = st.selectbox(
+        "Show the code of",
+        range(len(shown)),
+        key="history.submission_code",
+        format_func=lambda i: (
+            f"{shown[i].name} · {titles.get(shown[i].problem, shown[i].problem)} · "
+            f"{shown[i].created_at[:16].replace('T', ' ')}"
+        ),
+    )
     if pick is not None:
         st.code(shown[pick].source, language="python")
 

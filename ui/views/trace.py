@@ -36,14 +36,32 @@ def sites_table(report: TraceReport) -> pd.DataFrame:
     """One row per access site: line, the expression, memory, what a warp's request costs."""
     rows = []
     for s in report.sectors:
-        rows.append({"line": s.line, "access": f"{s.kind} {s.text}", "memory": "global",
-                     "per warp request": f"{s.sectors_per_request:.1f} sectors (ideal {s.ideal_sectors_per_request:.1f})",
-                     "requests": s.requests})
+        rows.append(
+            {
+                "line": s.line,
+                "access": f"{s.kind} {s.text}",
+                "memory": "global",
+                "per warp request": f"{s.sectors_per_request:.1f} sectors (ideal {s.ideal_sectors_per_request:.1f})",
+                "requests": s.requests,
+            }
+        )
     for b in report.banks:
-        rows.append({"line": b.line, "access": f"{b.kind} {b.text}", "memory": "shared",
-                     "per warp request": "no bank conflict" if b.max_ways <= 1 else f"{b.ways:.1f}-way bank conflict (max {b.max_ways})",
-                     "requests": b.requests})
-    return pd.DataFrame(rows).sort_values(["line", "memory"], kind="stable").reset_index(drop=True) if rows else pd.DataFrame()
+        rows.append(
+            {
+                "line": b.line,
+                "access": f"{b.kind} {b.text}",
+                "memory": "shared",
+                "per warp request": "no bank conflict"
+                if b.max_ways <= 1
+                else f"{b.ways:.1f}-way bank conflict (max {b.max_ways})",
+                "requests": b.requests,
+            }
+        )
+    return (
+        pd.DataFrame(rows).sort_values(["line", "memory"], kind="stable").reset_index(drop=True)
+        if rows
+        else pd.DataFrame()
+    )
 
 
 def lesson(report: TraceReport) -> str:
@@ -51,14 +69,22 @@ def lesson(report: TraceReport) -> str:
     parts = []
     if report.sectors:
         worst = max(report.sectors, key=lambda s: (s.excess, s.sectors_per_request))
-        parts.append(f"the {worst.kind} `{worst.text}` (line {worst.line}) touches **{worst.sectors_per_request:.1f} sectors** "
-                     f"per warp request (ideal {worst.ideal_sectors_per_request:.1f})")
+        parts.append(
+            f"the {worst.kind} `{worst.text}` (line {worst.line}) touches **{worst.sectors_per_request:.1f} sectors** "
+            f"per warp request (ideal {worst.ideal_sectors_per_request:.1f})"
+        )
     if report.banks:
         worst_b = max(report.banks, key=lambda b: b.ways)
-        parts.append("shared memory has no bank conflicts" if worst_b.max_ways <= 1 else
-                     f"the shared {worst_b.kind} `{worst_b.text}` (line {worst_b.line}) is a **{worst_b.ways:.0f}-way bank conflict**")
+        parts.append(
+            "shared memory has no bank conflicts"
+            if worst_b.max_ways <= 1
+            else f"the shared {worst_b.kind} `{worst_b.text}` (line {worst_b.line}) is a **{worst_b.ways:.0f}-way bank "
+                 "conflict**"
+        )
     intervals = report.barrier_intervals
-    parts.append("no barrier" if intervals == 1 else f"**{intervals} barrier intervals** per block ({intervals - 1} syncthreads)")
+    parts.append(
+        "no barrier" if intervals == 1 else f"**{intervals} barrier intervals** per block ({intervals - 1} syncthreads)"
+    )
     text = "; ".join(parts)
     return text[0].upper() + text[1:] + "."  # not str.capitalize(): it lowercases the code in the sentence
 
@@ -78,12 +104,20 @@ def show_findings(report: TraceReport) -> None:
 def show_picture(report: TraceReport, key: str) -> None:
     """The access map for one warp or one thread, picked with a slider; or why there is none."""
     if not report.picture:
-        st.caption(f"No picture: it is drawn for launches of up to a few blocks, fully traced ({report.blocks_total:,} blocks here).")
+        st.caption(
+            f"No picture: it is drawn for launches of up to a few blocks, fully traced ({report.blocks_total:,} blocks "
+            "here)."
+        )
         return
     frame = pd.DataFrame(list(report.picture))
     left, right = st.columns([1, 3])
-    unit = left.radio("Show", ["one warp", "one thread"], horizontal=True, key=f"{key}.unit",
-                      help="A warp's 32 threads issue each load and store together: that is what sectors per request counts.")
+    unit = left.radio(
+        "Show",
+        ["one warp", "one thread"],
+        horizontal=True,
+        key=f"{key}.unit",
+        help="A warp's 32 threads issue each load and store together: that is what sectors per request counts.",
+    )
     last = int(frame["global_thread"].max())
     if unit == "one warp":
         warp = right.slider("Warp (global id: block × warps per block + warp)", 0, last // WARP, 0, key=f"{key}.warp")
@@ -93,19 +127,31 @@ def show_picture(report: TraceReport, key: str) -> None:
         thread = right.slider("Thread (global id)", 0, last, 0, key=f"{key}.thread")
         threads = [thread]
         row = frame[frame["global_thread"] == thread].head(1)
-        who = f"thread {row['thread'].iloc[0]} of block {row['block'].iloc[0]}" if len(row) else f"thread {thread} (made no access)"
-    st.altair_chart(charts.access_map_chart(frame, threads, f"What {who} read and wrote (grey: other threads' cells)", report.label),
-                    width="content")
+        who = (
+            f"thread {row['thread'].iloc[0]} of block {row['block'].iloc[0]}"
+            if len(row)
+            else f"thread {thread} (made no access)"
+        )
+    st.altair_chart(
+        charts.access_map_chart(
+            frame, threads, f"What {who} read and wrote (grey: other threads' cells)", report.label
+        ),
+        width="content",
+    )
 
 
 def show_kernel_traces(spec) -> None:
     """The Kernels page's section: every step traced at a small size, compared, then step by step."""
     st.subheader("What the trace shows")
-    st.caption("Each step runs once at a small size in Numba's CUDA simulator with every global and shared memory access "
-               "recorded (on a GPU machine too, in a separate process): races, out-of-bounds accesses and barrier "
-               "divergence with the thread and line, 32-byte sectors per warp request (as Nsight Compute counts them) "
-               "and shared-memory bank conflicts. " + CANNOT_SEE)
-    if not st.toggle("Trace every step", key="trace.kernels.on", help="A few seconds per kernel the first time; then cached."):
+    st.caption(
+        "Each step runs once at a small size in Numba's CUDA simulator with every global and shared memory access "
+        "recorded (on a GPU machine too, in a separate process): races, out-of-bounds accesses and barrier "
+        "divergence with the thread and line, 32-byte sectors per warp request (as Nsight Compute counts them) "
+        "and shared-memory bank conflicts. " + CANNOT_SEE
+    )
+    if not st.toggle(
+        "Trace every step", key="trace.kernels.on", help="A few seconds per kernel the first time; then cached."
+    ):
         return
     traceable = [s for s in spec.steps if not s.needs]
     with st.spinner(f"Tracing {len(traceable)} steps in the simulator…"):
@@ -115,10 +161,21 @@ def show_kernel_traces(spec) -> None:
             st.error(f"The trace did not finish: {exc}.", icon=":material/error:")
             return
     reports = {s.key: r for s, r in zip(traceable, results)}
-    sector_rows = [{"step": s.label, "access": f"line {x.line} {x.kind} {x.text}", **{k: getattr(x, k) for k in ("sectors_per_request", "ideal_sectors_per_request")}}
-                   for s in traceable if isinstance(reports[s.key], TraceReport) for x in reports[s.key].sectors]
+    sector_rows = [
+        {
+            "step": s.label,
+            "access": f"line {x.line} {x.kind} {x.text}",
+            **{k: getattr(x, k) for k in ("sectors_per_request", "ideal_sectors_per_request")},
+        }
+        for s in traceable
+        if isinstance(reports[s.key], TraceReport)
+        for x in reports[s.key].sectors
+    ]
     if sector_rows:
-        st.altair_chart(charts.sectors_chart(pd.DataFrame(sector_rows), "Global memory: sectors per warp request, step by step"), width="stretch")
+        st.altair_chart(
+            charts.sectors_chart(pd.DataFrame(sector_rows), "Global memory: sectors per warp request, step by step"),
+            width="stretch",
+        )
     tabs = st.tabs([s.label for s in spec.steps])
     for tab, step in zip(tabs, spec.steps):
         with tab:
@@ -142,8 +199,10 @@ def show_kernel_traces(spec) -> None:
 def show_coalescing_demo() -> None:
     """Launch config: the same data read by consecutive threads, then by threads 32 elements apart."""
     st.subheader("Coalesced and strided: the same data, read two ways")
-    st.caption("Both kernels copy every element of a once. In the first, thread i reads a[i]; in the second, neighbouring "
-               "threads read elements 32 apart. The trace counts the 32-byte sectors each warp's load touches.")
+    st.caption(
+        "Both kernels copy every element of a once. In the first, thread i reads a[i]; in the second, neighbouring "
+        "threads read elements 32 apart. The trace counts the 32-byte sectors each warp's load touches."
+    )
     if not st.toggle("Trace both kernels", key="trace.launch.on", help="A few seconds the first time; then cached."):
         return
     with st.spinner("Tracing in the simulator…"):
@@ -153,14 +212,23 @@ def show_coalescing_demo() -> None:
             st.error(f"The trace did not finish: {exc}.", icon=":material/error:")
             return
     cols = st.columns(2)
-    for col, report, name in ((cols[0], coalesced, "coalesced: a[i]"), (cols[1], strided, "strided: 32 elements apart")):
+    for col, report, name in (
+        (cols[0], coalesced, "coalesced: a[i]"),
+        (cols[1], strided, "strided: 32 elements apart"),
+    ):
         load = next(s for s in report.sectors if s.kind == "read")
-        col.metric(f"Sectors per warp load, {name}", f"{load.sectors_per_request:.0f}",
-                   help=f"Ideal: {load.ideal_sectors_per_request:.0f} (32 float32 = 128 bytes). Line {load.line}: {load.text}")
+        col.metric(
+            f"Sectors per warp load, {name}",
+            f"{load.sectors_per_request:.0f}",
+            help=f"Ideal: {load.ideal_sectors_per_request:.0f} (32 float32 = 128 bytes). Line {load.line}: {load.text}",
+        )
         frame = pd.DataFrame(list(report.picture or ()))
         if not frame.empty:
             frame = frame[frame["array"].str.startswith("a ")]
-            col.altair_chart(charts.access_map_chart(frame, range(WARP), "What warp 0 of block 0 reads", report.label), width="content")
+            col.altair_chart(
+                charts.access_map_chart(frame, range(WARP), "What warp 0 of block 0 reads", report.label),
+                width="content",
+            )
 
 
 def trace_after_verdict(problem: str, source: str, verdict, sandbox) -> None:
@@ -171,8 +239,13 @@ def trace_after_verdict(problem: str, source: str, verdict, sandbox) -> None:
         return
     from ui.resources import cpu_lock
 
-    with st.spinner("Tracing every memory access of your kernel in the sandbox…"), cpu_lock().hold(f"memory trace of a {problem} submission"):
-        report = trace_submission(problem, source, sandbox=sandbox)  # CPU work (the simulator): the CPU lock, as the compiler's facts
+    with (
+        st.spinner("Tracing every memory access of your kernel in the sandbox…"),
+        cpu_lock().hold(f"memory trace of a {problem} submission"),
+    ):
+        report = trace_submission(
+            problem, source, sandbox=sandbox
+        )  # CPU work (the simulator): the CPU lock, as the compiler's facts
     st.session_state.setdefault(SUBMISSION_KEY, {})[problem] = (verdict, report)
 
 

@@ -31,9 +31,11 @@ def limits_caption() -> str:
     admission, cap = load_config(), kernel_cap()
     if cap is not None:  # the simulator: the CPU runs at N, the simulated kernel at most at its cap (issue 12)
         return (
-            f"Limits here: N ≤ {max_cpu_vector_n():,} (free host memory and this server's limit); the CPU runs at N, the "
+            f"Limits here: N ≤ {max_cpu_vector_n():,} (free host memory and this server's limit); the CPU runs at N, "
+            "the "
             f"simulated kernel at most at N = {cap:,} (about 0.1 ms per simulated thread); threads per block "
-            f"1–{device_info().max_threads_per_block}; repeats 1–{admission.max_repeats}; simulated N × passes ≤ {admission.max_work:,}; "
+            f"1–{device_info().max_threads_per_block}; repeats 1–{admission.max_repeats}; simulated N × passes ≤ "
+            f"{admission.max_work:,}; "
             f"CPU N × passes ≤ {admission.max_cpu_work:,} per NumPy/Numba implementation, together."
         )
     limit = max_vector_n()
@@ -67,10 +69,17 @@ def describe(run: VectorAddRun) -> str:
 def show_agreement(run: VectorAddRun) -> None:
     rows = [a.to_dict() for a in run.agreement.values()]
     if run.agree and run.gpu_capped:
-        st.success(f"Results agree: every implementation is bit-identical to NumPy (the CPU's at N = {run.n:,}, the simulated "
-                   f"kernel's at N = {run.kernel_n:,}, where it ran; max |difference| 0).", icon=":material/check_circle:")
+        st.success(
+            f"Results agree: every implementation is bit-identical to NumPy (the CPU's at N = {run.n:,}, the simulated "
+            f"kernel's at N = {run.kernel_n:,}, where it ran; max |difference| 0).",
+            icon=":material/check_circle:",
+        )
     elif run.agree:
-        st.success(f"Results agree: every implementation is bit-identical to NumPy ({run.n:,} of {run.n:,} elements, max |difference| 0).", icon=":material/check_circle:")
+        st.success(
+            f"Results agree: every implementation is bit-identical to NumPy ({run.n:,} of {run.n:,} elements, max "
+            "|difference| 0).",
+            icon=":material/check_circle:",
+        )
     else:
         bad = [a.implementation for a in run.agreement.values() if not a.passed]
         st.error(f"Results differ from NumPy for: {', '.join(bad)}. See the table below.", icon=":material/error:")
@@ -86,8 +95,16 @@ def agreement_table(rows: list[dict]) -> pd.DataFrame:
     names = {**cpu.LABELS, "gpu": "GPU kernel"}
     table = pd.DataFrame(rows)
     table["implementation"] = [names.get(i, i) for i in table["implementation"]]
-    return table.rename(columns={"n": "elements compared", "identical": "bit-identical", "mismatches": "elements that differ",
-                                 "max_abs_diff": "max |difference|", "allclose": "within np.allclose", "passed": "agrees"})
+    return table.rename(
+        columns={
+            "n": "elements compared",
+            "identical": "bit-identical",
+            "mismatches": "elements that differ",
+            "max_abs_diff": "max |difference|",
+            "allclose": "within np.allclose",
+            "passed": "agrees",
+        }
+    )
 
 
 def show_metrics(run: VectorAddRun) -> None:
@@ -104,25 +121,53 @@ def show_metrics(run: VectorAddRun) -> None:
             col.metric(f"GPU vs {name}", "not run", help=f"{cpu.LABELS[baseline]} was not chosen.")
             continue
         tag = " (estimate)" if end_to_end.estimated else ""
-        col.metric(f"GPU end to end vs {name}{tag}", _ratio(end_to_end.factor),
-                   help=f"{cpu.LABELS[baseline]} median ÷ GPU wall-clock end-to-end median (copies included): the GPU is {times_words(end_to_end.factor, name, simulated=simulated)}.")
-        col.metric(f"Kernel only vs {name}{tag}", _ratio(kernel.factor),
-                   help=f"{cpu.LABELS[baseline]} median ÷ kernel median: the kernel is {times_words(kernel.factor, name, simulated=simulated)}.")
-    cols[2].metric("Kernel time (median)", format_seconds(run.gpu["kernel"].median_s), help=f"{run.gpu['kernel'].n_samples} samples.")
+        col.metric(
+            f"GPU end to end vs {name}{tag}",
+            _ratio(end_to_end.factor),
+            help=f"{cpu.LABELS[baseline]} median ÷ GPU wall-clock end-to-end median (copies included): the GPU is "
+                 f"{times_words(end_to_end.factor, name, simulated=simulated)}.",
+        )
+        col.metric(
+            f"Kernel only vs {name}{tag}",
+            _ratio(kernel.factor),
+            help=f"{cpu.LABELS[baseline]} median ÷ kernel median: the kernel is "
+                 f"{times_words(kernel.factor, name, simulated=simulated)}.",
+        )
+    cols[2].metric(
+        "Kernel time (median)",
+        format_seconds(run.gpu["kernel"].median_s),
+        help=f"{run.gpu['kernel'].n_samples} samples.",
+    )
     if run.compile_s >= 1e-6:
-        cols[2].metric("Kernel compile (once)", format_seconds(run.compile_s), help="JIT compile, or load from Numba's cache; excluded from every timing.")
+        cols[2].metric(
+            "Kernel compile (once)",
+            format_seconds(run.compile_s),
+            help="JIT compile, or load from Numba's cache; excluded from every timing.",
+        )
     else:
-        cols[2].metric("Kernel compile (once)", "cached", help="Already compiled by this process earlier (nothing to measure); compiling is excluded from every timing.")
-    cols[3].metric("Kernel bandwidth", format_gbps(run.kernel_bandwidth_gbps), help="12 bytes per element (read a, b; write c) ÷ kernel median." + (" Simulated: not GPU performance." if simulated else ""))
+        cols[2].metric(
+            "Kernel compile (once)",
+            "cached",
+            help="Already compiled by this process earlier (nothing to measure); compiling is excluded from every "
+                 "timing.",
+        )
+    cols[3].metric(
+        "Kernel bandwidth",
+        format_gbps(run.kernel_bandwidth_gbps),
+        help="12 bytes per element (read a, b; write c) ÷ kernel median."
+        + (" Simulated: not GPU performance." if simulated else ""),
+    )
     cols[3].metric("GPU end to end (median)", format_seconds(run.gpu["total"].median_s))
 
 
 def show_capped_metrics(run: VectorAddRun) -> None:
     """In the simulator: your CPU's times at your N (real, measured now) and the launch's shape; no GPU time."""
     where = (f"the simulated kernel ran at N = {run.kernel_n:,}, the simulator's cap" if run.gpu_capped
-             else f"the simulated kernel ran at the same N")
-    st.caption(f"Your CPU at N = {run.n:,}, measured now; {where}. Simulated kernel times are in the chart and table below, "
-               "marked simulated: the simulator runs each GPU thread in Python, so they say nothing about a GPU.")
+             else "the simulated kernel ran at the same N")
+    st.caption(
+        f"Your CPU at N = {run.n:,}, measured now; {where}. Simulated kernel times are in the chart and table below, "
+        "marked simulated: the simulator runs each GPU thread in Python, so they say nothing about a GPU."
+    )
     cols = st.columns(4)
     for col, name in zip(cols, ("python", "numpy", "numba-parallel")):
         timing = run.cpu.get(name)
@@ -130,12 +175,19 @@ def show_capped_metrics(run: VectorAddRun) -> None:
         if timing is None:
             col.metric(label, "not run", help=f"{cpu.LABELS[name]} was not chosen.")
         else:
-            col.metric(label, ("estimate " if timing.estimated else "") + format_seconds(timing.median_s),
-                       help=timing.skipped or f"Median of {timing.stats.n_samples} samples at N = {run.n:,} on this machine's CPU, measured now.")
+            col.metric(
+                label,
+                ("estimate " if timing.estimated else "") + format_seconds(timing.median_s),
+                help=timing.skipped
+                or f"Median of {timing.stats.n_samples} samples at N = {run.n:,} on this machine's CPU, measured now.",
+            )
     idle = run.blocks_per_grid * run.threads_per_block - run.kernel_n
-    cols[3].metric("GPU launch", f"{run.blocks_per_grid:,} × {run.threads_per_block}",
-                   help=f"Blocks × threads per block at N = {run.kernel_n:,}: {idle:,} idle threads, masked off by the guard. "
-                        "The recorded real GPU's times are beside your CPU's above.")
+    cols[3].metric(
+        "GPU launch",
+        f"{run.blocks_per_grid:,} × {run.threads_per_block}",
+        help=f"Blocks × threads per block at N = {run.kernel_n:,}: {idle:,} idle threads, masked off by the guard. "
+        "The recorded real GPU's times are beside your CPU's above.",
+    )
 
 
 def _ratio(factor: float) -> str:
@@ -181,51 +233,92 @@ def show_run(run: VectorAddRun) -> None:
     for warning in run.warnings:
         st.warning(warning, icon=":material/warning:")
     if run.gpu_capped:
-        st.info(f"{run.gpu_note[0].upper()}{run.gpu_note[1:]}. The GPU figures to compare with are the recorded real GPU's, "
-                "below; the simulated kernel's own are further down, labelled with their N.", icon=":material/memory:")
+        st.info(
+            f"{run.gpu_note[0].upper()}{run.gpu_note[1:]}. The GPU figures to compare with are the recorded real "
+            "GPU's, "
+            "below; the simulated kernel's own are further down, labelled with their N.",
+            icon=":material/memory:",
+        )
     show_agreement(run)
     if run.backend == "simulator":
         cpu_vs_recorded.show_vector_add(run)
     show_metrics(run)
-    subtitle = ("GPU times SIMULATED, not GPU performance · " if run.backend == "simulator" else "") + describe(run)  # first: long subtitles are cut at the end
+    subtitle = ("GPU times SIMULATED, not GPU performance · " if run.backend == "simulator" else "") + describe(
+        run
+    )  # first: long subtitles are cut at the end
     frame = run.to_frame()
     if run.gpu_capped:  # two sizes: never on one axis
-        st.altair_chart(charts.time_comparison_chart(frame[frame["implementation"] != "gpu"], f"your CPU, measured now, at N = {run.n:,}"), width="stretch")
-        st.altair_chart(charts.time_comparison_chart(frame[frame["implementation"] == "gpu"],
-                                                     f"simulated kernel at N = {run.kernel_n:,}, the simulator's cap: not GPU performance"),
-                        width="stretch")
+        st.altair_chart(
+            charts.time_comparison_chart(
+                frame[frame["implementation"] != "gpu"], f"your CPU, measured now, at N = {run.n:,}"
+            ),
+            width="stretch",
+        )
+        st.altair_chart(
+            charts.time_comparison_chart(
+                frame[frame["implementation"] == "gpu"],
+                f"simulated kernel at N = {run.kernel_n:,}, the simulator's cap: not GPU performance",
+            ),
+            width="stretch",
+        )
     else:
         st.altair_chart(charts.time_comparison_chart(frame, subtitle), width="stretch")
     st.altair_chart(charts.gpu_breakdown_chart(frame, subtitle), width="stretch")
     st.subheader("Statistics")
-    st.caption(f"Wall clock for CPU and GPU end to end; CUDA events for GPU phases{' (wall clock in the simulator)' if run.backend == 'simulator' else ''}. {run.policy.describe()}. "
-               f"Rules: {ALLOCATION_RULE}; the L2 is flushed before every GPU sample; the kernel alone is timed behind a verified stream hold "
-               f"({run.gpu['kernel'].retries} samples retried with a longer hold); a figure from fewer than 3 samples is marked \"n<3\".")
+    st.caption(
+        "Wall clock for CPU and GPU end to end; CUDA events for GPU "
+        f"phases{' (wall clock in the simulator)' if run.backend == 'simulator' else ''}. {run.policy.describe()}. "
+        f"Rules: {ALLOCATION_RULE}; the L2 is flushed before every GPU sample; the kernel alone is timed behind a "
+        "verified stream hold "
+        f'({run.gpu["kernel"].retries} samples retried with a longer hold); a figure from fewer than 3 samples is '
+        'marked "n<3".'
+    )
     st.dataframe(stats_table(run), hide_index=True, width="stretch")
     from ui.telemetry_note import show_telemetry
 
     show_telemetry(run.telemetry, "run")
     left, right = st.columns(2)
     payload = run.to_dict()
-    left.download_button("Download run (JSON)", json.dumps(payload, indent=2), file_name=f"vector_add_{run.n}.json", mime="application/json", key="download_json")
-    right.download_button("Download samples (CSV)", samples_csv(run), file_name=f"vector_add_{run.n}.csv", mime="text/csv", key="download_csv",
-                          help="One row per sample: implementation, phase, sample, seconds, estimated, n. The run's settings and device are in the JSON download.")
+    left.download_button(
+        "Download run (JSON)",
+        json.dumps(payload, indent=2),
+        file_name=f"vector_add_{run.n}.json",
+        mime="application/json",
+        key="download_json",
+    )
+    right.download_button(
+        "Download samples (CSV)",
+        samples_csv(run),
+        file_name=f"vector_add_{run.n}.csv",
+        mime="text/csv",
+        key="download_csv",
+        help="One row per sample: implementation, phase, sample, seconds, estimated, n. The run's settings and device "
+             "are in the JSON download.",
+    )
     if article is not None:
         st.subheader("As in the article")
         gpu_at = " (simulated)" if run.backend == "simulator" else ""
         if article.n < run.n:
-            st.caption(f"The article's method ran at N = {article.n:,}, the simulator's cap, on both sides, so its speedup compares one N; "
-                       f"your CPU at N = {run.n:,} is compared with the recorded GPU above.")
+            st.caption(
+                f"The article's method ran at N = {article.n:,}, the simulator's cap, on both sides, so its speedup "
+                "compares one N; "
+                f"your CPU at N = {run.n:,} is compared with the recorded GPU above."
+            )
         left, right = st.columns(2)
         left.markdown("**The article's method** (copy a, b *and* c in; mean of 3 wall-clock runs)")
         left.code("\n".join(article.lines()), language=None)
         sizes = f"; CPU at N = {run.n:,}, simulated GPU at N = {run.kernel_n:,}" if run.gpu_capped else ""
-        right.markdown(f"**The careful method** (output allocated on the device; phases timed with events; medians{sizes})")
+        right.markdown(
+            f"**The careful method** (output allocated on the device; phases timed with events; medians{sizes})"
+        )
         right.code(
             "\n".join(
                 [
                     f"Results bit-identical: {run.agree}",
-                    f"CPU (Python loop): {run.cpu['python'].median_s:.6f} seconds{' (estimated)' if run.cpu['python'].estimated else ''}" if "python" in run.cpu else "CPU (Python loop): not run",
+                    f"CPU (Python loop): {run.cpu['python'].median_s:.6f} "
+                    f"seconds{' (estimated)' if run.cpu['python'].estimated else ''}"
+                    if "python" in run.cpu
+                    else "CPU (Python loop): not run",
                     f"GPU end to end: {run.gpu['total'].median_s:.6f} seconds{gpu_at}",
                     f"GPU kernel only: {run.gpu['kernel'].median_s:.6f} seconds{gpu_at}",
                 ]

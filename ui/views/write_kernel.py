@@ -6,6 +6,7 @@ starts a fresh sandboxed process per submission, under the same device lock as e
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from contextlib import contextmanager
 
 import pandas as pd
@@ -55,7 +56,11 @@ def show_statement(problem: Problem) -> None:
     st.markdown(problem.statement)
     cols = st.columns(2)
     cols[0].markdown(f"**Kernel** `{problem.signature}`  \n**Arrays** {problem.arrays}")
-    choice = f"  \nSet `THREADS_PER_BLOCK` to one of {', '.join(map(str, problem.thread_choices))}." if problem.thread_choices else ""
+    choice = (
+        f"  \nSet `THREADS_PER_BLOCK` to one of {', '.join(map(str, problem.thread_choices))}."
+        if problem.thread_choices
+        else ""
+    )
     cols[1].markdown(f"**Launch** {problem.launch_text}.{choice}  \n**Equal means** {problem.tolerance.describe()}.")
     with st.expander("Hint", icon=":material/lightbulb:"):
         st.markdown(problem.hint)
@@ -69,19 +74,24 @@ def sandbox_notice(status: SandboxStatus) -> bool:
         st.caption(f":material/shield: Submissions run in a fresh sandboxed process: {status.reason}.")
         return True
     if not status.accepts:
-        st.error(f"**Submissions are off on this server**: the sandbox does not work here ({status.reason}). "
-                 f"The administrator can {HOW_TO_ENABLE}, then restart the app. "
-                 f"(`{ENV_REQUIRE}=1`, set by `make demo`, keeps untrusted code off a server without one.)",
-                 icon=":material/block:")
+        st.error(
+            f"**Submissions are off on this server**: the sandbox does not work here ({status.reason}). "
+            f"The administrator can {HOW_TO_ENABLE}, then restart the app. "
+            f"(`{ENV_REQUIRE}=1`, set by `make demo`, keeps untrusted code off a server without one.)",
+            icon=":material/block:",
+        )
         return False
-    st.warning(f"**No sandbox: your kernel runs as you, on this computer**, in a separate process with time and "
-               f"size limits but with your files and network ({status.reason}). Fine for your own code on your "
-               f"own machine; never serve this to others without it.", icon=":material/warning:")
+    st.warning(
+        f"**No sandbox: your kernel runs as you, on this computer**, in a separate process with time and "
+        f"size limits but with your files and network ({status.reason}). Fine for your own code on your "
+        f"own machine; never serve this to others without it.",
+        icon=":material/warning:",
+    )
     return True
 
 
-def editor(problem: Problem, markers: list[Marker] = ()) -> EditorResult:
-    """The draft: a code editor (kept per problem; the text area without the bundle), upload and download, a highlighted preview."""
+def editor(problem: Problem, markers: Sequence[Marker] = ()) -> EditorResult:
+    """The draft: a code editor (kept per problem; a text area without the bundle), upload, download, a preview."""
     key = draft_key(problem)
     # Streamlit forgets a widget's value on a run where the widget is not drawn (another problem
     # is shown), so drafts live in a plain session dict and seed the editor when it returns.
@@ -89,8 +99,12 @@ def editor(problem: Problem, markers: list[Marker] = ()) -> EditorResult:
     code = available()  # the bundle is built by the Makefile (`make run`), not committed
     if not code and key not in st.session_state:
         st.session_state[key] = drafts.get(problem.key, problem.starter)
-    uploaded = st.file_uploader("Load a .py file", type=["py"], key=f"{PREFIX}.upload.{problem.key}",
-                                help=f"Replaces the draft below (at most {MAX_UPLOAD_BYTES // 1024} KiB).")
+    uploaded = st.file_uploader(
+        "Load a .py file",
+        type=["py"],
+        key=f"{PREFIX}.upload.{problem.key}",
+        help=f"Replaces the draft below (at most {MAX_UPLOAD_BYTES // 1024} KiB).",
+    )
     seen_key = f"{PREFIX}.uploaded.{problem.key}"
     if uploaded is not None and st.session_state.get(seen_key) != uploaded.file_id:
         st.session_state[seen_key] = uploaded.file_id
@@ -103,19 +117,41 @@ def editor(problem: Problem, markers: list[Marker] = ()) -> EditorResult:
             except UnicodeDecodeError:
                 st.error(f"{uploaded.name} is not UTF-8 text.")
     if code:
-        st.markdown("**Your kernel**", help=EDITOR_HELP + " Ctrl+Enter (Cmd+Enter) runs it; Tab and Shift+Tab indent and dedent.")
-        edited = code_editor(drafts.get(problem.key, problem.starter), key=key, height=380, markers=markers, label="Your kernel")
+        st.markdown(
+            "**Your kernel**",
+            help=EDITOR_HELP + " Ctrl+Enter (Cmd+Enter) runs it; Tab and Shift+Tab indent and dedent.",
+        )
+        edited = code_editor(
+            drafts.get(problem.key, problem.starter), key=key, height=380, markers=markers, label="Your kernel"
+        )
     else:
-        edited = EditorResult(st.text_area("Your kernel", key=key, height=380, help=EDITOR_HELP + " Press Ctrl+Enter (or click "
-                                           "outside) to keep your edits."), run_requested=False)
+        edited = EditorResult(
+            st.text_area(
+                "Your kernel",
+                key=key,
+                height=380,
+                help=EDITOR_HELP + " Press Ctrl+Enter (or click outside) to keep your edits.",
+            ),
+            run_requested=False,
+        )
         st.caption(FALLBACK_NOTE)
     source = edited.source
     drafts[problem.key] = source
     cols = st.columns([1, 1, 3])
-    cols[0].download_button("Download .py", source, file_name=f"{problem.kernel_name}.py", mime="text/x-python",
-                            icon=":material/download:", key=f"{PREFIX}.download")
-    if cols[1].button("Start over", key=f"{PREFIX}.reset.{problem.key}", icon=":material/restart_alt:",
-                      help="Replace the draft with the problem's starter code"):
+    cols[0].download_button(
+        "Download .py",
+        source,
+        file_name=f"{problem.kernel_name}.py",
+        mime="text/x-python",
+        icon=":material/download:",
+        key=f"{PREFIX}.download",
+    )
+    if cols[1].button(
+        "Start over",
+        key=f"{PREFIX}.reset.{problem.key}",
+        icon=":material/restart_alt:",
+        help="Replace the draft with the problem's starter code",
+    ):
         st.session_state.pop(key, None)
         drafts.pop(problem.key, None)
         st.rerun()
@@ -142,8 +178,11 @@ def markers_for(verdict: Verdict | None, report=None) -> list[Marker]:
         marks += [Marker(race.first.line, "race", str(race)), Marker(race.second.line, "race", str(race))]
     miss = verdict.mismatch or {}
     if miss.get("output"):
-        marks += [Marker(s.line, "mismatch", f"writes {miss['output']}; first mismatch: {mismatch_text(miss)}")
-                  for s in report.sectors if s.kind == "write" and s.array == miss["output"]]
+        marks += [
+            Marker(s.line, "mismatch", f"writes {miss['output']}; first mismatch: {mismatch_text(miss)}")
+            for s in report.sectors
+            if s.kind == "write" and s.array == miss["output"]
+        ]
     return marks
 
 
@@ -162,18 +201,32 @@ def show_verdict(verdict: Verdict) -> None:
     elif verdict.status == "refused":
         r = verdict.refusal or {}
         where = f", line {r['line']}" if r.get("line") else ""
-        st.error(f"**Refused** ({r.get('rule', 'sandbox')} rule{where}): {r.get('message', verdict.message)}", icon=":material/block:")
+        st.error(
+            f"**Refused** ({r.get('rule', 'sandbox')} rule{where}): {r.get('message', verdict.message)}",
+            icon=":material/block:",
+        )
         st.caption("Nothing ran and nothing was saved. `python -m gpu solve` prints the same line.")
         return
     elif verdict.status == "wrong":
         passed = sum(1 for t in verdict.tests if t["passed"])
-        st.error(f"**Wrong result**: {passed} of {len(verdict.tests)} tests passed." if verdict.tests else f"**Wrong result**: {verdict.message}",
-                 icon=":material/error:")
+        st.error(
+            f"**Wrong result**: {passed} of {len(verdict.tests)} tests passed."
+            if verdict.tests
+            else f"**Wrong result**: {verdict.message}",
+            icon=":material/error:",
+        )
     else:
         st.warning(f"**Could not finish**: {verdict.message}", icon=":material/warning:")
     if verdict.tests:
-        rows = [{"Test": t["name"], "Size": ", ".join(f"{k} = {v:,}" for k, v in t["sizes"].items()),
-                 "Result": "pass" if t["passed"] else "FAIL", "Details": "" if t["passed"] else t["message"]} for t in verdict.tests]
+        rows = [
+            {
+                "Test": t["name"],
+                "Size": ", ".join(f"{k} = {v:,}" for k, v in t["sizes"].items()),
+                "Result": "pass" if t["passed"] else "FAIL",
+                "Details": "" if t["passed"] else t["message"],
+            }
+            for t in verdict.tests
+        ]
         st.table(pd.DataFrame(rows), hide_index=True)  # a few rows of text: a plain table reads (and searches) best
     if verdict.mismatch and "index" in verdict.mismatch:
         m = verdict.mismatch
@@ -181,31 +234,54 @@ def show_verdict(verdict: Verdict) -> None:
     if verdict.timing:
         show_timing(verdict.timing)
     elif verdict.backend == "simulator" and verdict.status == "passed":
-        st.info("Simulator: correctness only. Simulated time is not GPU performance, so nothing is timed or ranked by speed here.",
-                icon=":material/info:")
+        st.info(
+            "Simulator: correctness only. Simulated time is not GPU performance, so nothing is "
+            "timed or ranked by speed here.",
+            icon=":material/info:",
+        )
     show_compile_facts(verdict)
     from ui.views.trace import show_submission_trace  # what the trace shows (issue 21)
 
     show_submission_trace(verdict)
-    st.caption(f"Sandbox: {verdict.sandbox or 'none'}" + (f" · {verdict.wall_s:.1f} s from Run to verdict" if verdict.wall_s else "")
-               + (f" · {verdict.threads_per_block} threads per block" if verdict.threads_per_block else ""))
+    st.caption(
+        f"Sandbox: {verdict.sandbox or 'none'}"
+        + (f" · {verdict.wall_s:.1f} s from Run to verdict" if verdict.wall_s else "")
+        + (f" · {verdict.threads_per_block} threads per block" if verdict.threads_per_block else "")
+    )
 
 
 def show_timing(timing: dict) -> None:
     cols = st.columns(4)
-    cols[0].metric("Kernel time", format_seconds(timing["median_s"]), help=f"median of {timing['samples']} timed runs, "
-                   "each after a fresh sentinel fill, L2 flushed, timed by the lab's events")
-    cols[1].metric("Bandwidth", f"{timing['gbps']:,.1f} GB/s", help=f"{timing['bytes']:,} bytes the problem must move at least, over the time")
+    cols[0].metric(
+        "Kernel time",
+        format_seconds(timing["median_s"]),
+        help=f"median of {timing['samples']} timed runs, "
+        "each after a fresh sentinel fill, L2 flushed, timed by the lab's events",
+    )
+    cols[1].metric(
+        "Bandwidth",
+        f"{timing['gbps']:,.1f} GB/s",
+        help=f"{timing['bytes']:,} bytes the problem must move at least, over the time",
+    )
     pct = timing.get("percent_of_peak")
-    cols[2].metric("Share of peak", f"{pct:.0f} %" if pct is not None else "—",
-                   help=f"of the {timing['peak_gbps']:,.0f} GB/s memory peak" if timing.get("peak_gbps") else "peak unknown")
+    cols[2].metric(
+        "Share of peak",
+        f"{pct:.0f} %" if pct is not None else "—",
+        help=f"of the {timing['peak_gbps']:,.0f} GB/s memory peak" if timing.get("peak_gbps") else "peak unknown",
+    )
     ratio = timing.get("ratio_to_reference")
-    cols[3].metric("Time vs the lab's kernel", f"{ratio:.2f}×" if ratio else "—", help="your time / the reference solution's time (lower is faster)")
+    cols[3].metric(
+        "Time vs the lab's kernel",
+        f"{ratio:.2f}×" if ratio else "—",
+        help="your time / the reference solution's time (lower is faster)",
+    )
     if timing.get("gflops"):
         st.caption(f"{timing['gflops']:,.1f} GFLOP/s ({timing['flops']:,} floating-point operations at least).")
     if timing.get("faster_than_roof"):
-        st.warning("Faster than the memory roof allows for the bytes this problem must move: flagged and not ranked.",
-                   icon=":material/flag:")
+        st.warning(
+            "Faster than the memory roof allows for the bytes this problem must move: flagged and not ranked.",
+            icon=":material/flag:",
+        )
 
 
 def show_compile_facts(verdict: Verdict) -> None:
@@ -217,8 +293,12 @@ def show_compile_facts(verdict: Verdict) -> None:
         cols[1].metric("Spilled to local memory", f"{facts['spilled_bytes']:,} bytes")
         cols[2].metric("Shared memory per block", f"{facts['shared_memory_bytes']:,} bytes")
         occupancy = (facts["occupancy"] or "—").split(" (")
-        cols[3].metric("Theoretical occupancy", occupancy[0], help=f"at {facts['threads_per_block']} threads per block"
-                       + (f"; {occupancy[1].rstrip(')')}" if len(occupancy) > 1 else ""))
+        cols[3].metric(
+            "Theoretical occupancy",
+            occupancy[0],
+            help=f"at {facts['threads_per_block']} threads per block"
+            + (f"; {occupancy[1].rstrip(')')}" if len(occupancy) > 1 else ""),
+        )
         st.caption("Static facts from the compiler, not measurements.")
     elif verdict.compile_facts_note and verdict.status in ("passed", "wrong"):
         st.caption(f"Compiler facts: {verdict.compile_facts_note}.")
@@ -237,17 +317,30 @@ def show_leaderboard(problem: Problem, device: str) -> None:
     if gpu.BACKEND.simulated:
         st.caption(f"{device}: passing submissions in the order they passed (the simulator does not time kernels).")
     else:
-        st.caption(f"{device}: fastest passing submissions (a result faster than the memory roof allows is not ranked).")
+        st.caption(
+            f"{device}: fastest passing submissions (a result faster than the memory roof allows is not ranked)."
+        )
     if not entries:
         st.info("No passing submission for this problem on this device yet.")
         return
     if gpu.BACKEND.simulated:  # no timing to show: rank, name and when (the caption says why)
-        rows = [{"Rank": i + 1, "Name": e.name, "Passed at (UTC)": e.created_at.replace("T", " ")[:16]} for i, e in enumerate(entries)]
+        rows = [
+            {"Rank": i + 1, "Name": e.name, "Passed at (UTC)": e.created_at.replace("T", " ")[:16]}
+            for i, e in enumerate(entries)
+        ]
     else:
-        rows = [{"Rank": i + 1, "Name": e.name, "Kernel time": format_seconds(e.median_s) if e.median_s else "not timed",
-                 "GB/s": f"{e.gbps:,.1f}" if e.gbps else "—", "Share of peak": f"{e.percent_of_peak:.0f} %" if e.percent_of_peak else "—",
-                 "vs the lab's kernel": f"{e.ratio_to_reference:.2f}×" if e.ratio_to_reference else "—",
-                 "Passed at (UTC)": e.created_at.replace("T", " ")[:16]} for i, e in enumerate(entries)]
+        rows = [
+            {
+                "Rank": i + 1,
+                "Name": e.name,
+                "Kernel time": format_seconds(e.median_s) if e.median_s else "not timed",
+                "GB/s": f"{e.gbps:,.1f}" if e.gbps else "—",
+                "Share of peak": f"{e.percent_of_peak:.0f} %" if e.percent_of_peak else "—",
+                "vs the lab's kernel": f"{e.ratio_to_reference:.2f}×" if e.ratio_to_reference else "—",
+                "Passed at (UTC)": e.created_at.replace("T", " ")[:16],
+            }
+            for i, e in enumerate(entries)
+        ]
     st.table(pd.DataFrame(rows), hide_index=True)
 
 
@@ -268,14 +361,26 @@ def run_submission(problem: Problem, source: str, name: str, status: SandboxStat
 
     @contextmanager
     def lock():  # device first, then CPU, as every run takes them (no lock-order cycles)
-        with device_lock(0).hold(label, on_wait=lambda ahead: waiting.info(queue_message(ahead, where), icon=":material/hourglass_top:")), \
-                cpu_lock().hold(label, on_wait=lambda ahead: waiting.info(queue_message(ahead, "the CPU benchmarks"), icon=":material/hourglass_top:")):
+        with (
+            device_lock(0).hold(
+                label, on_wait=lambda ahead: waiting.info(queue_message(ahead, where), icon=":material/hourglass_top:")
+            ),
+            cpu_lock().hold(
+                label,
+                on_wait=lambda ahead: waiting.info(
+                    queue_message(ahead, "the CPU benchmarks"), icon=":material/hourglass_top:"
+                ),
+            ),
+        ):
             yield
 
     try:
         with st.status("Checking your kernel, then running it in a fresh sandboxed process…", expanded=False) as box:
             result = submit(problem.key, source, name=name, lock=lock(), relock=lock, sandbox=status)
-            box.update(label=f"Verdict: {result.verdict.status}", state="complete" if result.verdict.status == "passed" else "error")
+            box.update(
+                label=f"Verdict: {result.verdict.status}",
+                state="complete" if result.verdict.status == "passed" else "error",
+            )
     except InputError as exc:
         st.error(str(exc))
         return
@@ -293,5 +398,19 @@ def run_submission(problem: Problem, source: str, name: str, status: SandboxStat
         st.warning(f"Passed, but not saved: {result.save_problem}")
 
 
-__all__ = ["BUSY_KEY", "NAME_KEY", "cached_sandbox_status", "draft_key", "editor", "line_markers", "markers_for", "pick_problem", "run_submission", "sandbox_notice",
-           "show_leaderboard", "show_statement", "show_verdict", "verdict_key"]
+__all__ = [
+    "BUSY_KEY",
+    "NAME_KEY",
+    "cached_sandbox_status",
+    "draft_key",
+    "editor",
+    "line_markers",
+    "markers_for",
+    "pick_problem",
+    "run_submission",
+    "sandbox_notice",
+    "show_leaderboard",
+    "show_statement",
+    "show_verdict",
+    "verdict_key",
+]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,7 +21,9 @@ import streamlit as st
 BUNDLE = Path(__file__).resolve().parent / "dist" / "code_editor.js"
 KINDS = ("refusal", "mismatch", "race")
 ENV_PLAIN = "KERNEL_LAB_PLAIN_EDITOR"  # "1": always the plain text area (AppTest cannot drive custom components)
-FALLBACK_NOTE = "Plain text box: the code editor's bundle is not built. `make run` builds it (npm ci + esbuild) and starts the app."
+FALLBACK_NOTE = (
+    "Plain text box: the code editor's bundle is not built. `make run` builds it (npm ci + esbuild) and starts the app."
+)
 _STATE = "code_editor.seeds"  # session dict: key -> (seed, the source last returned)
 _registered: dict[str, object] = {}  # bundle mtime -> the component's mount function
 
@@ -56,8 +59,14 @@ def _noop() -> None:
     pass
 
 
-def code_editor(value: str, *, key: str, height: int = 380, markers: list[Marker] | tuple[Marker, ...] = (),
-                label: str = "Code editor") -> EditorResult:
+def code_editor(
+    value: str,
+    *,
+    key: str,
+    height: int = 380,
+    markers: Sequence[Marker] = (),
+    label: str = "Code editor",
+) -> EditorResult:
     """Show ``value`` in the editor; return what it holds now and whether a run was asked for.
 
     The editor keeps its own text across reruns. Passing a ``value`` other than the source this
@@ -67,11 +76,24 @@ def code_editor(value: str, *, key: str, height: int = 380, markers: list[Marker
     seed, returned = seeds.get(key, (0, None))
     if returned is not None and value != returned:
         seed += 1  # a fresh component state, and the browser loads the new text
-    marks = [{"line": int(m.line), "kind": m.kind, "message": m.message} for m in markers if m.kind in KINDS and m.line >= 1]
+    marks = [
+        {"line": int(m.line), "kind": m.kind, "message": m.message} for m in markers if m.kind in KINDS and m.line >= 1
+    ]
     dark = getattr(getattr(st.context, "theme", None), "type", None) == "dark"
-    result = _mount()(key=f"{key}.{seed}", data={"id": f"{key}.{seed}", "value": value, "markers": marks, "height": int(height),
-                                                 "dark": dark, "label": label},
-                      height=int(height) + 2, on_value_change=_noop, on_run_change=_noop)
+    result = _mount()(
+        key=f"{key}.{seed}",
+        data={
+            "id": f"{key}.{seed}",
+            "value": value,
+            "markers": marks,
+            "height": int(height),
+            "dark": dark,
+            "label": label,
+        },
+        height=int(height) + 2,
+        on_value_change=_noop,
+        on_run_change=_noop,
+    )
     run = result.get("run")
     source = run if isinstance(run, str) else result.get("value") if isinstance(result.get("value"), str) else value
     seeds[key] = (seed, source)
