@@ -5,7 +5,7 @@ import streamlit as st
 import gpu
 from gpu.experiments.base import PageLink
 from ui.frame import frame
-from ui.home import article_text, headline_metrics
+from ui.home import article_story, headline_metrics
 from ui.navigation import all_links
 from ui.reference import provenance_caption, references
 
@@ -43,20 +43,24 @@ else:
 
 st.subheader("Start here", anchor="start-here")
 st.markdown(
-    "1. **Read the article** the lab is built on — its text is [below](#the-article). It times a Python loop "
-    "against a CUDA kernel at N = 10,000,000 and prints one number: “GPU speedup: 84.50x” on a T4.\n"
-    "2. **Vector add** — run the article's experiment yourself, then open *On a real GPU* to see the same "
-    "experiment recorded on an H200: the kernel alone is far ahead of NumPy, the copies are not.\n"
+    "1. **The article** the lab is built on — [its story, below](#the-article): a Python loop against a CUDA "
+    "kernel at N = 10,000,000, and one number: “GPU speedup: 84.50x” on a T4.\n"
+    "2. **Vector add** — run the article's experiment yourself: your CPU at the article's N beside the same "
+    "experiment recorded on an H200. The kernel alone is far ahead of NumPy; the copies are not.\n"
     "3. **Transfers** — why the copies cost so much, and how pinned memory and keeping data on the device change "
     "that.\n"
     "4. **Scaling** — every size of a range: from which N the GPU starts to win.\n"
     "5. **Launch config** — which thread handles which element, and what block size costs.\n"
-    "6. **History** — your saved runs beside the recorded GPUs and the article's T4 (*Compare GPUs*)."
+    "6. **Kernels** and **Roofline** — the kernels a course teaches next (reduction, transpose, stencil, "
+    "histogram, matmul), each from naive to near the hardware, against the device's limits.\n"
+    "7. **Write a kernel** — write your own, have it checked against NumPy, traced for races, and (on a GPU) "
+    "timed and ranked.\n"
+    "8. **History** — your saved runs beside the recorded GPUs and the article's T4 (*Compare GPUs*)."
 )
 if gpu.BACKEND.simulated:
     st.caption(
-        f"Here kernels run in Numba's CUDA simulator ({gpu.BACKEND.reason}): every experiment works at small sizes, "
-        "and every page also shows a run recorded on a real GPU."
+        f"Here kernels run in {gpu.BACKEND.label} (no GPU was found): every result is checked exactly as on a GPU, "
+        "simulated times are never shown as GPU performance, and every page also shows a run recorded on a real GPU."
     )
 else:
     st.caption(
@@ -70,15 +74,4 @@ for page in all_links():  # every page but Home, from the declarations and the p
         st.page_link(page.script, label=f"{page.label} — {page.blurb}" if page.blurb else page.label, icon=page.icon)
 
 st.subheader("The article", anchor="the-article")
-text, where = article_text()
-st.caption(
-    "“Writing Your First GPU Kernel in Python with Numba and CUDA” by Kanwal Mehreen — the lab's reference text"
-    + (f" (`{where}`)." if where else ".")
-)
-if text:
-    with st.expander("Read the article's text", icon=":material/article:"):
-        st.text(text)
-else:
-    st.caption(
-        "The reference text is not on this machine: set KERNEL_LAB_ARTICLE to the path of first-gpu-kernel-article.txt."
-    )
+st.markdown(article_story(refs.article))

@@ -21,7 +21,10 @@ from ui.views.write_kernel import (
 )
 
 PAGE = PageLink(
-    "Write a kernel", ":material/edit_note:", 65, "fifteen problems: write a kernel, see it checked, timed and ranked"
+    "Write a kernel",
+    ":material/edit_note:",
+    65,
+    "problems from vector add to matmul: write a kernel, see it checked, traced, timed and ranked",
 )
 
 device = frame(

@@ -15,7 +15,8 @@ EMOJI = re.compile("[\U0001F300-\U0001FAFF\u2600-\u27BF\u2B50\u23F3]")
 
 
 @pytest.mark.parametrize("path,key", PANELS)
-def test_each_experiment_page_leads_with_the_recorded_gpu_panel(page, app_url, path, key):
+def test_each_experiment_page_has_the_recorded_gpu_one_click_below_its_form(page, app_url, path, key):
+    """Issue 28: the form comes first (one sentence, the form, then results); the recorded run is one click away."""
     page.set_viewport_size({"width": 1400, "height": 3000})
     page.goto(f"{app_url}/{path}")
     wait_for_app(page)
@@ -25,10 +26,13 @@ def test_each_experiment_page_leads_with_the_recorded_gpu_panel(page, app_url, p
     assert "On a real GPU: NVIDIA H200" in text
     for fact in ("CUDA driver 13.0", "numba-cuda 0.30.4", "commit 16ddd36", "python3 -m gpu check", "29 Nov 2026"):
         assert fact in text, fact
-    charts = panel.locator('[data-testid="stVegaLiteChart"] canvas, [data-testid="stVegaLiteChart"] svg')
-    charts.nth(1).wait_for()  # both of the panel's charts drawn
     form_top = page.locator('[data-testid="stForm"]').first.bounding_box()["y"]
-    assert panel.bounding_box()["y"] < form_top, "in the simulator the panel leads the page"
+    assert panel.bounding_box()["y"] > form_top, "the form leads the page; the recorded run follows it"
+    assert form_top < 900, f"the form starts {form_top:.0f} px down: too much before the first button"
+    charts = panel.locator('[data-testid="stVegaLiteChart"] canvas, [data-testid="stVegaLiteChart"] svg')
+    assert charts.count() == 0 or not charts.first.is_visible(), "the recorded result is collapsed until asked for"
+    panel.get_by_text("The recorded result").first.click()
+    charts.nth(1).wait_for()  # one click: both of the panel's charts drawn
     assert not EMOJI.search(page.locator('[data-testid="stMain"]').inner_text())
     screenshot(page, f"reference_{key}")
 

@@ -2,6 +2,7 @@
 
 import pytest
 
+import gpu
 from tests.conftest import screenshot, wait_for_app, wait_for_backend_badge
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -19,7 +20,11 @@ def test_scaling_sweep_runs_and_draws_charts_in_the_browser(page, app_url):
     page.get_by_text("bit-identical to NumPy's at every size").wait_for(timeout=120_000)
     wait_for_app(page)
     charts = page.locator('[data-testid="stVegaLiteChart"] canvas, [data-testid="stVegaLiteChart"] svg')
-    charts.nth(2).wait_for()  # every chart drawn before counting
-    assert charts.count() >= 3
-    assert page.get_by_text("never beats NumPy", exact=False).count() >= 1
+    charts.nth(1).wait_for()  # every chart drawn before counting
+    assert charts.count() >= 2
+    if gpu.BACKEND.simulated:  # simulated kernel times are compared with nothing (issue 28)
+        assert page.get_by_text("never beats", exact=False).count() == 0
+        page.get_by_text("Simulated kernel times are not compared with your CPU").wait_for()
+    else:
+        assert page.get_by_text("never beats NumPy", exact=False).count() >= 1
     screenshot(page, "scaling")

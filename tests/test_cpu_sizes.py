@@ -14,7 +14,7 @@ from streamlit.testing.v1 import AppTest
 import gpu
 from gpu.__main__ import main
 from gpu.core import cpu
-from gpu.core.limits import InputError, check_cpu_n, kernel_n, load_config
+from gpu.core.limits import SIMULATOR_MAX_N, InputError, check_cpu_n, kernel_n, load_config
 from gpu.core.timing import RepeatPolicy
 from gpu.experiments import scaling, scaling_config, vector_add
 from gpu.experiments.vector_add import EXPERIMENT, run_vector_add
@@ -201,7 +201,7 @@ def test_scaling_runs_the_cpu_past_the_cap_and_compares_with_the_recorded_sweep(
 
 def test_scaling_admission_counts_cpu_work_apart(monkeypatch):
     params = scaling.EXPERIMENT.parse(
-        {"min_n": "2^20", "max_n": "2^26", "impls": "gpu,numpy", "repeats": "2"}, simulated=True
+        {"min_n": str(2 * SIMULATOR_MAX_N), "max_n": "2^26", "impls": "gpu,numpy", "repeats": "2"}, simulated=True
     )
     assert admit(scaling.EXPERIMENT, params) == 0  # no simulated kernel past the cap: the CPU's work is counted apart
     monkeypatch.setenv("KERNEL_LAB_MAX_CPU_WORK", "1e6")

@@ -24,11 +24,9 @@ APP_NAME = "Kernel Lab"
 def simulator_banner() -> str:
     """The warning every page shows when kernels run in the simulator."""
     return (
-        "**CUDA simulator — timings are not GPU performance.** No CUDA GPU was found, so "
-        "kernels run in Numba's simulator (Python threads on the CPU, about 0.1 ms per GPU "
-        f"thread). Results are still checked exactly; simulated kernels are capped at N = {max_vector_n():,}, while "
-        "Vector add and Scaling time your CPU at your N. "
-        "Each experiment page shows a run recorded on a real GPU under **On a real GPU**."
+        f"**CUDA simulator — timings are not GPU performance.** No GPU here: {gpu.BACKEND.label} runs each kernel "
+        f"on your CPU (checked exactly, up to N = {max_vector_n():,}); your CPU is timed at your N, and a run "
+        "recorded on a real GPU is under **On a real GPU**."
     )
 
 

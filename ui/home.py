@@ -2,38 +2,36 @@
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 from gpu.core.timing import format_seconds
 from gpu.report.words import times_words
 from gpu.service.references import PublishedFigures, ReferenceRun
 
-ROOT = Path(__file__).resolve().parent.parent
-ARTICLE_ENV = "KERNEL_LAB_ARTICLE"
-ARTICLE_NAME = "first-gpu-kernel-article.txt"
+ARTICLE_TITLE = "Writing Your First GPU Kernel in Python with Numba and CUDA"
+ARTICLE_AUTHOR = "Kanwal Mehreen"
 
 
-def article_path() -> Path | None:
-    """The article's reference text: $KERNEL_LAB_ARTICLE, else reference/ in or beside the checkout."""
-    env = os.environ.get(ARTICLE_ENV, "").strip()
-    candidates = [Path(env).expanduser()] if env else []
-    candidates += [
-        ROOT / "reference" / ARTICLE_NAME,
-        *(parent / "shared" / "reference" / ARTICLE_NAME for parent in ROOT.parents),
-    ]
-    return next((p for p in candidates if p.is_file()), None)
-
-
-def article_text(limit_bytes: int = 200_000) -> tuple[str | None, str | None]:
-    """(text, where) of the article, or (None, None) when it is not on this machine."""
-    path = article_path()
-    if path is None:
-        return None, None
-    try:
-        return path.read_bytes()[:limit_bytes].decode("utf-8", errors="replace"), path.name
-    except OSError:
-        return None, None
+def article_story(article: PublishedFigures) -> str:
+    """The article's story in the lab's own words, with its published T4 figures as facts (Markdown)."""
+    return (
+        f"*{ARTICLE_TITLE}*, by {ARTICLE_AUTHOR}, is the tutorial Kernel Lab grew from. It explains why writing "
+        "CUDA in C is hard for a Python programmer and how Numba's `@cuda.jit` compiles a Python function into a "
+        "GPU kernel instead. Its one example is vector addition, `c = a + b`, written twice:\n\n"
+        "- **on the CPU**, as a plain Python `for` loop over the elements;\n"
+        "- **on the GPU**, as a kernel in which each thread computes its own index, "
+        "`threadIdx.x + blockIdx.x * blockDim.x`, checks it against the array's length (the last block runs past "
+        "the end) and adds one pair of elements. The host copies `a` and `b` to the device, launches "
+        f"`ceil(N / {article.threads_per_block})` blocks of {article.threads_per_block} threads and copies `c` back."
+        "\n\n"
+        f"It checks that the two results match (`np.allclose`), times each with `timeit` (the mean of 3 runs, "
+        f"at N = {article.n:,} float32 elements) and prints their ratio. On a T4 on Colab the article printed: "
+        f"CPU {article.cpu_time_s:.2f} s, GPU {article.gpu_time_s * 1e3:.1f} ms — **“GPU speedup: "
+        f"{article.speedup:.2f}x”**.\n\n"
+        "What that number compares, the lab shows page by page: a Python loop (NumPy is hundreds of times faster "
+        "than it), and a GPU time that includes copying 80 MB to the device and 40 MB back over PCIe, which "
+        "costs far more than the kernel itself. *Vector add* runs the same experiment with both and splits the "
+        "GPU's time into its parts; the lab checks results bit for bit, where the article's `allclose` allowed a "
+        "tolerance."
+    )
 
 
 def headline_metrics(ref: ReferenceRun, article: PublishedFigures) -> list[tuple[str, str, str]]:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import streamlit as st
 
-import gpu
 from gpu.core.timing import format_seconds
 from gpu.experiments.base import Recorded
 from gpu.experiments.registry import experiments
@@ -249,7 +248,7 @@ def panels() -> dict[str, Recorded]:
 def reference_panel(experiment: str, *, expanded: bool | None = None) -> ReferenceRun | None:
     """Draw the recorded result of ``experiment`` in an "On a real GPU" expander.
 
-    ``expanded`` defaults to open in the simulator (the panel leads) and closed on a GPU.
+    ``expanded`` defaults to closed: the recorded run is one click away, below the page's own form and run.
     Returns the reference shown, or None when no committed run holds the experiment.
     """
     declared = panels()
@@ -259,7 +258,7 @@ def reference_panel(experiment: str, *, expanded: bool | None = None) -> Referen
         )
     refs = references()
     ref = refs.best(experiment)
-    open_ = gpu.BACKEND.simulated if expanded is None else expanded
+    open_ = bool(expanded)
     with st.container(border=True, key=f"reference_panel_{experiment.replace('-', '_')}"):
         st.subheader(f"{PANEL_TITLE}: {ref.provenance.device if ref else 'no recorded run'}", anchor="on-a-real-gpu")
         if ref is None:
@@ -290,12 +289,10 @@ def reference_panel(experiment: str, *, expanded: bool | None = None) -> Referen
 
 
 def panel_before_run(experiment: str) -> None:
-    """Call where the page starts: draws the panel here in the simulator (it leads)."""
-    if gpu.BACKEND.simulated:
-        reference_panel(experiment)
+    """Call where the page starts. The form comes first on every backend (issue 28: nothing stands between a
+    newcomer and the Run button), so this draws nothing; kept so a page's shape reads the same everywhere."""
 
 
 def panel_after_run(experiment: str) -> None:
-    """Call where the page ends: draws the panel here on a GPU (a comparison below the live run)."""
-    if not gpu.BACKEND.simulated:
-        reference_panel(experiment)
+    """Call where the page ends: the recorded real GPU's run, below the form and the live run."""
+    reference_panel(experiment)

@@ -111,7 +111,13 @@ def _device_info(index: int) -> DeviceInfo:
             name="CUDA simulator (no GPU)",
             index=index,
             notes=(
-                "Kernels run in Numba's CUDA simulator: Python threads on the CPU, about "
+                (
+                    "Kernels run in Kernel Lab's CUDA simulator (docs/simulator.md): each block's threads in turn "
+                    "on the CPU, about 3 million simulated threads/s without barriers. Timings are not GPU "
+                    "performance."
+                )
+                if BACKEND.lab_simulator
+                else "Kernels run in Numba's CUDA simulator: Python threads on the CPU, about "
                 "0.1 ms per GPU thread. Timings are not GPU performance.",
             ),
         )

@@ -18,7 +18,7 @@ METHODOLOGY_KEY = "methodology_version"
 PRE_RULES_CAVEAT = "recorded before L2 flushing and verified holds; single-sample points marked"
 # The first line of every text output in the simulator (CLI, `gpu check`, check.md).
 SIMULATOR_WARNING = (
-    "WARNING: CUDA simulator — timings are not GPU performance (no CUDA GPU found; kernels ran in Numba's simulator)."
+    "WARNING: CUDA simulator — timings are not GPU performance (no CUDA GPU found; kernels ran in a CUDA simulator)."
 )
 
 

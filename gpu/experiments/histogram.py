@@ -8,6 +8,7 @@ import numba
 import numpy as np
 
 from gpu.core.agreement import ExactReference
+from gpu.core.backend import BACKEND
 from gpu.core.device import device_info
 from gpu.core.limits import InputError
 from gpu.experiments.base import Param, PerBackend
@@ -16,6 +17,10 @@ from gpu.experiments.reduction import parse_threads
 from gpu.experiments.steps import CpuImpl, KernelSpec, Library, Output, Step
 from gpu.kernels import histogram as k
 from gpu.kernels.geometry import blocks_for, kernel_resident_blocks
+
+# The simulator's default size: about 16,000 threads, a few seconds in Kernel Lab's simulator for every step;
+# numba-cuda's runs ~4,000 threads/s, so it keeps the old, smaller default.
+SIM_N = 2**14 if BACKEND.lab_simulator else 1024
 
 BINS = k.BINS
 SKEW_SCALE = 4.0  # skewed data: exponential with mean 4, so about 90% of values fall in the first 10 bins
@@ -78,8 +83,10 @@ def numba_parallel_histogram(data, hist):  # pragma: no cover - compiled
         hist[b] = total
 
 
-HOST_SYNC_NOTE = ("includes the launch and a host wait: bincount reads the input's maximum on the host, "
-                  "so it cannot be timed behind a stream hold")
+HOST_SYNC_NOTE = (
+    "includes the launch and a host wait: bincount reads the input's maximum on the host, "
+    "so it cannot be timed behind a stream hold"
+)
 
 
 def cupy_histogram(cp, ins, out):
@@ -100,10 +107,22 @@ SPEC = KernelSpec(
     make_inputs=make_inputs,
     output=Output(lambda p: (BINS,), np.uint32, zeroed=True),
     steps=(
-        Step("global", "1 · global atomics", k.histogram_global_kernel, one_per_thread, threads,
-             "one thread per value, one atomic in device memory per value"),
-        Step("shared", "2 · per-block shared histograms", k.histogram_shared_kernel, one_wave, threads,
-             "count in shared memory with a grid-stride loop, merge each block's bins once"),
+        Step(
+            "global",
+            "1 · global atomics",
+            k.histogram_global_kernel,
+            one_per_thread,
+            threads,
+            "one thread per value, one atomic in device memory per value",
+        ),
+        Step(
+            "shared",
+            "2 · per-block shared histograms",
+            k.histogram_shared_kernel,
+            one_wave,
+            threads,
+            "count in shared memory with a grid-stride loop, merge each block's bins once",
+        ),
     ),
     # bincount waits on the GPU from the host (CuPy checks (x < 0).any() and reads
     # int(max(x)); PyTorch reads the maximum too), so no stream hold can hide its launch:
@@ -147,7 +166,7 @@ def check_problems(quick: bool) -> list[dict]:
 EXPERIMENT = declare(
     SPEC,
     "count N uint8 values into 256 bins: global atomics, then per-block shared-memory histograms",
-    Param("n", "N (uint8 values)", parse_count, PerBackend(2**26, 1024), "A whole number such as 1e6 or 2^20."),
+    Param("n", "N (uint8 values)", parse_count, PerBackend(2**26, SIM_N), "A whole number such as 1e6 or 2^20."),
     extra=(
         Param(
             "threads_per_block",

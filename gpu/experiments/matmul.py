@@ -14,11 +14,16 @@ import numba
 import numpy as np
 
 from gpu.core.agreement import BoundedReference
+from gpu.core.backend import BACKEND
 from gpu.experiments.base import Param, PerBackend
 from gpu.experiments.catalog import Target, declare, parse_side
 from gpu.experiments.steps import CpuImpl, KernelSpec, Library, Output, Step
 from gpu.kernels import matmul as k
 from gpu.kernels.geometry import grid_2d
+
+# The simulator's default size: about 16,000 threads, a few seconds in Kernel Lab's simulator for every step;
+# numba-cuda's runs ~4,000 threads/s, so it keeps the old, smaller default.
+SIM_SIDE = 32 if BACKEND.lab_simulator else 24
 
 TF32_NOTE = (
     "cuBLAS references (CuPy, PyTorch) run in FP32 with TF32 disabled: full float32 inputs, as the Numba kernels use."
@@ -131,7 +136,7 @@ SPEC = KernelSpec(
         CpuImpl("numba-parallel", "Numba parallel", numba_parallel_matmul, jit=True, budgeted=True, depth=dot_depth),
     ),
     agreement_why="each element is a dot product of length N summed in its own order, so it is compared with a float64 "
-                  "product within the rounding bound",
+    "product within the rounding bound",
     reference=reference,
     bytes_moved=lambda p: 12 * p["n"] ** 2,  # read A and B once, write C once
     flops=lambda p: 2 * p["n"] ** 3,  # N³ multiply-adds
@@ -160,8 +165,14 @@ def check_problems(quick: bool) -> list[dict]:
 EXPERIMENT = declare(
     SPEC,
     "multiply two N × N float32 matrices: naive, shared-memory tiles, register tiling; cuBLAS FP32 for reference",
-    Param("n", "N (the matrices are N × N)", parse_side, PerBackend(1536, 24), "A whole number such as 1024 or 2^11."),
-    repeats=PerBackend(3, 1),
+    Param(
+        "n",
+        "N (the matrices are N × N)",
+        parse_side,
+        PerBackend(1536, SIM_SIDE),
+        "A whole number such as 1024 or 2^11.",
+    ),
+    repeats=PerBackend(3, 3),
     elements=lambda p: p["n"] ** 2,
     order=120,
 )

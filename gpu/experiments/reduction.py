@@ -13,6 +13,7 @@ import numba
 import numpy as np
 
 from gpu.core.agreement import ExactReference, ExactSumInputs, exact_sum_reference
+from gpu.core.backend import BACKEND
 from gpu.core.device import device_info
 from gpu.core.limits import InputError, parse_int
 from gpu.experiments.base import Param, PerBackend
@@ -20,6 +21,10 @@ from gpu.experiments.catalog import Target, declare, parse_count, ratio
 from gpu.experiments.steps import CpuImpl, KernelSpec, Library, Output, Step
 from gpu.kernels import reduction as k
 from gpu.kernels.geometry import blocks_for, kernel_resident_blocks
+
+# The simulator's default size: about 16,000 threads, a few seconds in Kernel Lab's simulator for every step;
+# numba-cuda's runs ~4,000 threads/s, so it keeps the old, smaller default.
+SIM_N = 2**14 if BACKEND.lab_simulator else 512
 
 
 def make_inputs(p, seed: int) -> dict[str, np.ndarray]:
@@ -32,8 +37,10 @@ def reference(inputs, p) -> ExactReference:
     return exact_sum_reference(inputs["x"])
 
 
-EXACT_NOTE = ("The values are whole numbers with a total of at most 2^24 (sparse above N = 2^24), so every partial sum "
-              "of every order is exact in float32: any correct order returns the exact total, checked bit for bit.")
+EXACT_NOTE = (
+    "The values are whole numbers with a total of at most 2^24 (sparse above N = 2^24), so every partial sum "
+    "of every order is exact in float32: any correct order returns the exact total, checked bit for bit."
+)
 
 
 def grid_stride_blocks(p) -> int:
@@ -41,6 +48,7 @@ def grid_stride_blocks(p) -> int:
 
 
 # --- CPU implementations -----------------------------------------------------------
+
 
 def python_sum(x, out):
     """The Python loop, accumulating in float32 like the kernels."""
@@ -140,7 +148,7 @@ SPEC = KernelSpec(
         CpuImpl("numba-parallel", "Numba parallel", numba_parallel_sum, jit=True),
     ),
     agreement_why="the inputs are whole numbers whose partial sums are exact in float32, so every order of addition "
-                  "gives the same total",
+    "gives the same total",
     reference=reference,
     bytes_moved=lambda p: 4 * p["n"] + 4,  # read N float32 once, write one
     flops=lambda p: max(p["n"] - 1, 0),  # N − 1 additions
@@ -176,8 +184,16 @@ def check_problems(quick: bool) -> list[dict]:
 EXPERIMENT = declare(
     SPEC,
     "sum N float32 values four ways, from global atomics to warp shuffles and a grid-stride loop",
-    Param("n", "N (float32 values)", parse_count, PerBackend(2**25, 512), "A whole number such as 1e6 or 2^20."),
-    extra=(Param("threads_per_block", "Threads per block", parse_threads, PerBackend(256, 128),
-                 "A power of two from 32 to 1024.", widget="int"),),
+    Param("n", "N (float32 values)", parse_count, PerBackend(2**25, SIM_N), "A whole number such as 1e6 or 2^20."),
+    extra=(
+        Param(
+            "threads_per_block",
+            "Threads per block",
+            parse_threads,
+            PerBackend(256, 128),
+            "A power of two from 32 to 1024.",
+            widget="int",
+        ),
+    ),
     order=80,
 )

@@ -591,7 +591,7 @@ STRATEGIES_EXPERIMENT = register(
                 256,
                 "1 to the device's limit (1024); multiples of 32 keep every warp full.",
             ),
-            Param("repeats", "Repeats", check_repeats, PerBackend(5, 2), "Timed runs per strategy after one warm-up."),
+            Param("repeats", "Repeats", check_repeats, PerBackend(5, 3), "Timed runs per strategy after one warm-up."),
             Param(
                 "chunks",
                 "Chunks",

@@ -7,11 +7,16 @@ import numba
 import numpy as np
 
 from gpu.core.agreement import ExactReference
+from gpu.core.backend import BACKEND
 from gpu.experiments.base import Param, PerBackend
 from gpu.experiments.catalog import Target, declare, parse_side, ratio
 from gpu.experiments.steps import CpuImpl, KernelSpec, Library, Output, Step
 from gpu.kernels import transpose as k
 from gpu.kernels.geometry import grid_2d
+
+# The simulator's default size: about 16,000 threads, a few seconds in Kernel Lab's simulator for every step;
+# numba-cuda's runs ~4,000 threads/s, so it keeps the old, smaller default.
+SIM_SIDE = 128 if BACKEND.lab_simulator else 32
 
 
 def make_inputs(p, seed: int) -> dict[str, np.ndarray]:
@@ -58,12 +63,30 @@ SPEC = KernelSpec(
     make_inputs=make_inputs,
     output=Output(lambda p: (p["n"], p["n"]), np.float32),
     steps=(
-        Step("naive", "1 · naive", k.transpose_naive_kernel, naive_grid, block,
-             "one element per thread: coalesced reads, scattered writes"),
-        Step("tiled", "2 · shared-memory tile", k.transpose_tiled_kernel, tiled_grid, block,
-             "a 32 × 32 tile through shared memory: reads and writes both coalesced, four loads in flight per thread"),
-        Step("padded", "3 · padded tile", k.transpose_padded_kernel, tiled_grid, block,
-             "one padding column: the tile's column reads hit 32 banks, not one"),
+        Step(
+            "naive",
+            "1 · naive",
+            k.transpose_naive_kernel,
+            naive_grid,
+            block,
+            "one element per thread: coalesced reads, scattered writes",
+        ),
+        Step(
+            "tiled",
+            "2 · shared-memory tile",
+            k.transpose_tiled_kernel,
+            tiled_grid,
+            block,
+            "a 32 × 32 tile through shared memory: reads and writes both coalesced, four loads in flight per thread",
+        ),
+        Step(
+            "padded",
+            "3 · padded tile",
+            k.transpose_padded_kernel,
+            tiled_grid,
+            block,
+            "one padding column: the tile's column reads hit 32 banks, not one",
+        ),
     ),
     libraries=(
         Library("d2d-copy", "device copy of the same bytes", None, device_copy, same_work=False),
@@ -107,8 +130,10 @@ def check_problems(quick: bool) -> list[dict]:
 EXPERIMENT = declare(
     SPEC,
     "transpose an N × N float32 matrix: naive, through a shared-memory tile, and with a padded tile",
-    Param("n", "N (the matrix is N × N)", parse_side, PerBackend(8192, 32), "A whole number such as 4096 or 2^12."),
-    repeats=PerBackend(5, 2),
+    Param(
+        "n", "N (the matrix is N × N)", parse_side, PerBackend(8192, SIM_SIDE), "A whole number such as 4096 or 2^12."
+    ),
+    repeats=PerBackend(5, 3),
     elements=lambda p: p["n"] ** 2,
     order=90,
 )

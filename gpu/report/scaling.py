@@ -27,6 +27,13 @@ def crossover_conditions(run: SweepRun) -> str:
     return f"Measured as compared: CPU samples on warm caches (the same inputs re-used, as a loop would), {gpu}."
 
 
+SIMULATED_NOT_COMPARED = (
+    "Simulated kernel times are not compared with your CPU or with the memory's limits: they measure Python on "
+    "this CPU, not a GPU. The simulated kernels were checked against NumPy at every size; the recorded GPU beside "
+    "your CPU follows."
+)
+
+
 def crossover_sentences(run: SweepRun) -> list[str]:
     """One sentence per CPU baseline: kernel first, then end to end."""
     by_baseline: dict[str, list[Crossover]] = {}
@@ -72,9 +79,13 @@ def summary(run: SweepRun) -> str:
     )
     for p in run.failures:
         lines.append(f"failed at N = {p.n:,}, {SERIES_LABELS[p.series]}: {p.error}")
-    lines += crossover_sentences(run)
-    lines.append(crossover_conditions(run))
-    if run.peaks is not None:
+    simulated = run.backend == "simulator"
+    if simulated:  # a simulator is not a GPU: its times are never compared with the CPU's, nor with a roof
+        lines.append(SIMULATED_NOT_COMPARED)
+    else:
+        lines += crossover_sentences(run)
+        lines.append(crossover_conditions(run))
+    if run.peaks is not None and not simulated:
         lines.append(str(run.peaks))
         largest = max(run.sizes, default=None)
         kernel = run.point(largest, "gpu-kernel") if largest else None

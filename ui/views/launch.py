@@ -193,10 +193,13 @@ def show_sweep(run: LaunchSweepRun) -> None:
         )
     subtitle = describe_sweep(run)
     frame = run.to_frame()
-    if simulated:  # no configuration is "best" on simulated times
-        frame["best"] = False
-    st.altair_chart(launch_charts.sweep_time_chart(frame, subtitle), width="stretch")
-    if not simulated:  # a bandwidth from a simulated time is no bandwidth at all
+    if simulated:  # simulated times are not charted: a chart of them across configurations reads as a ranking
+        st.caption(
+            "Simulated times are not charted across configurations: they measure Python on this CPU, so a chart "
+            "would rank block sizes by something no GPU does. They are in the table below, marked simulated."
+        )
+    else:
+        st.altair_chart(launch_charts.sweep_time_chart(frame, subtitle), width="stretch")
         st.altair_chart(launch_charts.sweep_bandwidth_chart(frame, subtitle, peak), width="stretch")
     st.info(explanation(run))
     if frame["occupancy"].notna().any():

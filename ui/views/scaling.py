@@ -14,7 +14,7 @@ from gpu.experiments.scaling import default_max_n
 from gpu.experiments.scaling_config import IMPL_LABELS
 from gpu.experiments.scaling_result import SweepRun
 from gpu.report.render import to_json
-from gpu.report.scaling import crossover_conditions, crossover_sentences
+from gpu.report.scaling import SIMULATED_NOT_COMPARED, crossover_conditions, crossover_sentences
 from ui.charts import scaling as scaling_charts
 
 RESULT_KEY = "scaling.result"
@@ -98,25 +98,21 @@ def show_result(run: SweepRun) -> None:
         )
 
     simulated = run.backend == "simulator"
-    if simulated:  # what is real leads: your CPU beside a recorded real GPU; the simulated crossovers follow, labelled
+    if simulated:  # what is real leads: your CPU beside a recorded real GPU; simulated times are never compared
         from ui.views import cpu_vs_recorded
 
         cpu_vs_recorded.show_sweep(run)
-        st.subheader("Crossovers against the simulated kernel")
-        st.caption(
-            "Simulated kernels are thousands of times slower than a GPU: these crossovers say nothing about real "
-            "hardware."
-        )
+        st.caption(SIMULATED_NOT_COMPARED)
     else:
         st.subheader("Where the GPU starts to win")
-    sentences = crossover_sentences(run)
-    st.markdown(
-        "\n".join(f"- {s}" for s in sentences)
-        if sentences
-        else "- Choose the GPU and at least one CPU implementation to find crossovers."
-    )
-    if sentences:
-        st.caption(crossover_conditions(run))
+        sentences = crossover_sentences(run)
+        st.markdown(
+            "\n".join(f"- {s}" for s in sentences)
+            if sentences
+            else "- Choose the GPU and at least one CPU implementation to find crossovers."
+        )
+        if sentences:
+            st.caption(crossover_conditions(run))
 
     cols = st.columns(4)
     cols[0].metric("Sizes measured", f"{len(run.sizes)}")
