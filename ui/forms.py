@@ -19,6 +19,7 @@ import gpu
 from gpu.core.limits import InputError, load_config
 from gpu.experiments.base import Experiment, Param
 from gpu.service.admission import admit
+from ui.progress import eta_text
 
 SCALARS = ("text", "int", "float")
 
@@ -52,6 +53,20 @@ def _as_text(value: Any) -> str:
     return "" if value is None else str(value)
 
 
+ESTIMATE_SHOWN_FROM_S = 2.0  # a run that may take longer states its estimate before it starts (issue 28)
+
+
+def run_estimate(experiment: Experiment, raw: Mapping[str, Any], simulated: bool) -> float | None:
+    """Seconds the run at these form values should take (its declared plan), or None without a plan or valid values."""
+    if experiment.plan is None:
+        return None
+    try:
+        params = experiment.parse(dict(raw), simulated)
+        return float(sum(seconds for _, seconds in experiment.plan(params, simulated)))
+    except Exception:  # the form shows the parse error on submit; an estimate is only a courtesy
+        return None
+
+
 def experiment_form(
     experiment: Experiment,
     *,
@@ -80,11 +95,18 @@ def experiment_form(
         for param in others:
             raw[param.name] = _widget(st, experiment, param, values[param.name], overrides.get(param.name, {}))
         submitted = st.form_submit_button(submit_label, type="primary")
+    hidden = {p.name: values[p.name] for p in experiment.params if not p.page}
+    if not submitted:
+        estimate = run_estimate(experiment, raw | hidden, simulated)
+        if estimate is not None and estimate >= ESTIMATE_SHOWN_FROM_S:
+            st.caption(
+                f":material/schedule: At these settings a run takes about {eta_text(estimate)} here (an estimate from "
+                "the run's plan); a progress bar names each step while it runs."
+            )
     if limits_caption is not None:
         st.caption(limits_caption())
     if not submitted:
         return None
-    hidden = {p.name: values[p.name] for p in experiment.params if not p.page}
     for param in shown:  # an empty box means "none" only where the declaration allows none
         if raw[param.name] == "" and param.default_for(simulated) is None:
             raw[param.name] = None

@@ -42,6 +42,10 @@ WARP_SIZE = 32
 NUMBA_SIMULATOR_MAX_N = 16_384
 LAB_SIMULATOR_MAX_N = 1 << 20
 SIMULATOR_MAX_N = LAB_SIMULATOR_MAX_N if BACKEND.lab_simulator else NUMBA_SIMULATOR_MAX_N
+# What a simulated thread costs, in words, for the forms' limit captions.
+SIMULATED_THREAD_COST = (
+    "0.3-3 µs per simulated thread" if BACKEND.lab_simulator else "0.1 ms per simulated thread"
+)
 MAX_REPEATS = 1000  # more samples than this add nothing but waiting; configuration may lower it, never raise it
 # Host arrays a vector-add run holds at once: a, b, the reference, the GPU result and
 # one CPU output buffer, plus headroom for NumPy temporaries.
@@ -231,7 +235,7 @@ def check_n(n: int | str, max_n: int | None = None, name: str = "N") -> int:
     if value > limit:
         configured = load_config().max_n
         if BACKEND.simulated and limit == SIMULATOR_MAX_N:
-            why = "the CUDA simulator's cap (about 0.1 ms per simulated thread)"
+            why = f"the CUDA simulator's cap (about {SIMULATED_THREAD_COST})"
         elif limit == configured:
             why = f"this server's admission limit ({ENV_MAX_N})"
         else:

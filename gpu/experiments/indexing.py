@@ -18,6 +18,7 @@ from gpu.core.arrays import vector_inputs
 from gpu.core.backend import BACKEND, cuda
 from gpu.core.device import DeviceInfo, device_info
 from gpu.core.limits import (
+    SIMULATED_THREAD_COST,
     SIMULATOR_MAX_N,
     WARP_SIZE,
     InputError,
@@ -370,7 +371,7 @@ def run_indexing(
     limit = probe_limit()
     too_big = max(summary.threads_launched, n)
     if too_big > limit:
-        where = "the CUDA simulator (about 0.1 ms per simulated thread)" if BACKEND.simulated else "this page's probe"
+        where = f"the CUDA simulator (about {SIMULATED_THREAD_COST})" if BACKEND.simulated else "this page's probe"
         note = (
             f"This launch has {summary.threads_launched:,} threads for {n:,} elements; the probe runs at up to "
             f"{limit:,} of each in {where}, and the chart draws at most {draw_limit:,} threads — "

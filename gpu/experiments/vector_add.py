@@ -20,6 +20,7 @@ from gpu.core.backend import BACKEND
 from gpu.core.device import DeviceInfo, device_info
 from gpu.core.hold import stream_hold_problem
 from gpu.core.limits import (
+    SIMULATED_THREAD_COST,
     InputError,
     check_cpu_n,
     check_cpu_work,
@@ -112,10 +113,9 @@ class VectorAddRun:
         if not self.gpu_capped:
             return None
         return (
-            f"the simulated kernel ran at N = {self.kernel_n:,}, the simulator's cap (KERNEL_LAB_MAX_N; about 0.1 ms "
-            "per "
-            f"simulated thread), checked against NumPy at that N; the CPU ran at N = {self.n:,}, so no GPU-vs-CPU "
-            "ratio is made"
+            f"the simulated kernel ran at N = {self.kernel_n:,}, the simulator's cap (KERNEL_LAB_MAX_N; about "
+            f"{SIMULATED_THREAD_COST}), checked against NumPy at that N; the CPU ran at N = {self.n:,}, so no "
+            "GPU-vs-CPU ratio is made"
         )
 
     @property

@@ -8,7 +8,7 @@ import json
 import pandas as pd
 import streamlit as st
 
-from gpu.core.limits import kernel_cap, max_cpu_vector_n
+from gpu.core.limits import SIMULATED_THREAD_COST, kernel_cap, max_cpu_vector_n
 from gpu.core.timing import ALLOCATION_RULE, format_seconds
 from gpu.experiments.scaling import default_max_n
 from gpu.experiments.scaling_config import IMPL_LABELS
@@ -23,7 +23,7 @@ RESULT_KEY = "scaling.result"
 def limits_caption() -> str:
     cap = kernel_cap()
     kernels = (
-        f" Simulated kernels run only up to N = {cap:,} (about 0.1 ms per simulated thread); above it, the CPU alone."
+        f" Simulated kernels run only up to N = {cap:,} (about {SIMULATED_THREAD_COST}); above it, the CPU alone."
         if cap
         else ""
     )

@@ -84,11 +84,14 @@ def show_bandwidth(curves: BandwidthCurves) -> None:
             st.warning(note, icon=":material/warning:")
     simulated = curves.backend == "simulator"
     if simulated:  # every copy is a NumPy copy: its "bandwidth" is this CPU's memcpy, not a link's
-        st.markdown("**Plateaus, in words — SIMULATED:** each copy here is a NumPy copy in this machine's memory, "
-                    "so these figures describe no PCIe link and no GPU.")
+        st.markdown(
+            "**SIMULATED:** each copy here is a NumPy copy in this machine's memory, so these figures describe no "
+            "PCIe link and no GPU: they are listed in the table below, not charted, compared or called plateaus. "
+            "The recorded GPU's copy bandwidth is under **On a real GPU**."
+        )
     else:
         st.markdown("**Plateaus, in words**")
-    st.markdown("\n".join(f"- {p.sentence}" for p in curves.plateaus()))
+        st.markdown("\n".join(f"- {p.sentence}" for p in curves.plateaus()))
     h2d_pinned, h2d_pageable = curves.plateau("h2d", "pinned"), curves.plateau("h2d", "pageable")
     if not simulated and h2d_pinned and h2d_pageable and h2d_pageable.peak_gbps > 0:  # pinning is not simulated
         st.markdown(
@@ -96,10 +99,9 @@ def show_bandwidth(curves: BandwidthCurves) -> None:
             "best bandwidth."
         )
     frame = curves.to_frame()
-    subtitle = ("SIMULATED: NumPy copies, not a PCIe link · " if simulated else "") + describe_bandwidth(curves)
-    st.altair_chart(
-        transfers_charts.bandwidth_chart(frame, [p.to_dict() for p in curves.plateaus()], subtitle), width="stretch"
-    )
+    if not simulated:
+        plateaus = [p.to_dict() for p in curves.plateaus()]
+        st.altair_chart(transfers_charts.bandwidth_chart(frame, plateaus, describe_bandwidth(curves)), width="stretch")
     with st.expander("Bandwidth table" + (" (simulated)" if simulated else "")):
         table = bandwidth_table(curves)
         if simulated:
@@ -145,10 +147,12 @@ def describe_strategies(result: StrategyComparison) -> str:
 
 
 def strategy_table(result: StrategyComparison) -> pd.DataFrame:
-    """Per strategy, fastest first: medians per vector add (ms), memory, agreement, what it does."""
+    """Per strategy, fastest first on a GPU (in the declared order in the simulator, where nothing is ranked):
+    medians per vector add, memory, agreement, what it does."""
     rows = []
-    tag = " (simulated)" if result.backend == "simulator" else ""  # every time column says whose time it is
-    for s in result.ranking:
+    simulated = result.backend == "simulator"
+    tag = " (simulated)" if simulated else ""  # every time column says whose time it is
+    for s in result.strategies.values() if simulated else result.ranking:
         # times as "436 ms", "22.2 µs": a unit that fits each, not 435.6701 or 0.0222 ms; "—" where a phase does not
         # exist
         row = {"strategy": s.label, f"end to end{tag}": format_seconds(s.cost_s), "samples": s.total.n_samples,
@@ -254,9 +258,15 @@ def show_strategies(result: StrategyComparison) -> None:
         result
     )  # first: a long subtitle is cut at its end
     frame = result.to_frame()
-    order = [s.key for s in result.ranking]
-    st.altair_chart(transfers_charts.strategy_breakdown_chart(frame, order, subtitle), width="stretch")
-    if result.intervals:
+    if simulated:  # a chart of simulated strategies would rank them by what no GPU does
+        st.caption(
+            "The simulated strategies are not charted or ranked: pinning, streams and overlap do not exist in the "
+            "simulator. Their times are in the table below, marked simulated, in the order the page lists them."
+        )
+    else:
+        order = [s.key for s in result.ranking]
+        st.altair_chart(transfers_charts.strategy_breakdown_chart(frame, order, subtitle), width="stretch")
+    if result.intervals and not simulated:
         lanes = st.radio(
             "Timeline lanes",
             options=["stream", "engine"],

@@ -10,6 +10,7 @@ import streamlit as st
 from gpu.core import cpu
 from gpu.core.device import device_info
 from gpu.core.limits import (
+    SIMULATED_THREAD_COST,
     SIMULATOR_MAX_N,
     kernel_cap,
     load_config,
@@ -33,7 +34,7 @@ def limits_caption() -> str:
         return (
             f"Limits here: N ≤ {max_cpu_vector_n():,} (free host memory and this server's limit); the CPU runs at N, "
             "the "
-            f"simulated kernel at most at N = {cap:,} (about 0.1 ms per simulated thread); threads per block "
+            f"simulated kernel at most at N = {cap:,} (about {SIMULATED_THREAD_COST}); threads per block "
             f"1–{device_info().max_threads_per_block}; repeats 1–{admission.max_repeats}; simulated N × passes ≤ "
             f"{admission.max_work:,}; "
             f"CPU N × passes ≤ {admission.max_cpu_work:,} per NumPy/Numba implementation, together."
