@@ -103,7 +103,7 @@ $(VENV)/.compiler: $(VENV)/.runtime
 	fi; \
 	if [ "$$extra" = cu13 ]; then ptxas='cuda-toolkit[nvcc]==13.*'; else ptxas=; fi; \
 	echo "installing the CUDA compiler wheels numba-cuda[$$extra] $$ptxas nvidia-cuda-nvdisasm (the compiler's facts)"; \
-	$(PIP) install "numba-cuda[$$extra]==0.30.4" $$ptxas "nvidia-cuda-nvdisasm>=13.2,<14"
+	$(PIP) install "numba-cuda[$$extra]==0.30.4" $${ptxas:+"$$ptxas"} "nvidia-cuda-nvdisasm>=13.2,<14"
 	touch $@
 
 # On a GPU machine: the GPU-only tests, `gpu compile` on the device and `gpu check`,
