@@ -1,5 +1,6 @@
 # Kernel Lab. The two commands a newcomer needs:
-#   make run    set up .venv, build the code editor's bundle (npm) and start the app (http://localhost:8501)
+#   make run    set up .venv with the CUDA compiler wheels (no GPU needed), build the code editor's bundle (npm)
+#               and start the app (http://localhost:8501)
 #   make test   set up .venv (dev, and Ray for the cluster tests), the editor's bundle, Debian's chromium and
 #               bubblewrap, then run `make lint` (ruff and mypy) and every test
 # Each target creates what it needs; stamps make repeat runs fast.
@@ -12,7 +13,7 @@ CHROMIUM := /usr/bin/chromium
 
 .PHONY: run demo lint test check info cuda-wheels compiler-wheels cluster-deps chromium bubblewrap clean gpu-verify gpu-wheels editor
 
-run: $(VENV)/.runtime editor
+run: $(VENV)/.runtime $(VENV)/.compiler editor
 	$(PY) -m streamlit run app.py
 
 # The shared demo: one server on all interfaces for many browsers (docs/shared-demo.md).
@@ -25,7 +26,7 @@ DEMO_HOSTS ?=
 # Importing check files from the browser is off on the shared demo; DEMO_UPLOADS=1 allows it.
 # Write a kernel accepts submissions on the demo only when its sandbox works (docs/write-a-kernel.md).
 DEMO_UPLOADS ?= 0
-demo: $(VENV)/.runtime editor
+demo: $(VENV)/.runtime $(VENV)/.compiler editor
 	KERNEL_LAB_UPLOADS=$(DEMO_UPLOADS) KERNEL_LAB_REQUIRE_SANDBOX=1 $(PY) -m streamlit run app.py \
 	  --server.address $(DEMO_ADDRESS) --server.port $(DEMO_PORT) --server.headless true \
 	  --server.fileWatcherType none --server.runOnSave false \
@@ -81,23 +82,28 @@ cuda-wheels: | $(PY)
 	  echo "installing nvidia-ml-py for GPU telemetry (clocks, temperature, power, throttling)"; \
 	  $(PIP) install "nvidia-ml-py>=13,<14"; \
 	else \
-	  echo "No NVIDIA driver: kernels will run in Numba's CUDA simulator (no CUDA wheels downloaded)."; \
+	  echo "No NVIDIA driver: kernels will run in the CUDA simulator (the compiler wheels come from .compiler)."; \
 	fi
 
-# The compile gate (tests/test_compile_gate.py) runs the real CUDA compiler on every
-# machine, GPU or not: NVVM and ptxas come with numba-cuda's toolkit extra (cu13 where a
-# 580+ driver is present, else cu12; no driver is needed to compile), nvdisasm (SASS
-# listings) with its own wheel, which is CUDA 13's and reads CUDA 12's cubins too.
+# The compiler's facts (the Launch config inspector, each Kernels step, Write a kernel, `python -m gpu compile`)
+# and the compile gate (tests/test_compile_gate.py) run the real CUDA compiler on every machine, GPU or not,
+# so `make run`, `make demo` and `make test` all install it. NVVM comes with numba-cuda's toolkit extra,
+# ptxas with the toolkit's nvcc wheel, nvdisasm (SASS listings) with its own wheel (CUDA 13's, which reads
+# CUDA 12's cubins too). CUDA 13 wherever no driver constrains the choice (no driver: compiling needs none)
+# or the driver speaks it (580+): its NVVM compiles float32 atomics for sm_100/sm_120, CUDA 12.9's does not.
+# CUDA 12 only for an older driver, which cannot load CUDA 13's libraries. About 600 MB; on a fresh clone
+# here it took 10 s (local wheel cache; minutes from PyPI on a slow link).
 compiler-wheels: $(VENV)/.compiler
 
 $(VENV)/.compiler: $(VENV)/.runtime
-	@extra=cu12; \
+	@extra=cu13; \
 	if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi >/dev/null 2>&1; then \
 	  major=$$(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -n1 | cut -d. -f1); \
-	  if [ "$$major" -ge 580 ]; then extra=cu13; fi; \
+	  if [ "$$major" -lt 580 ]; then extra=cu12; fi; \
 	fi; \
-	echo "installing the CUDA compiler wheels numba-cuda[$$extra] and nvidia-cuda-nvdisasm (the compile gate needs them)"; \
-	$(PIP) install "numba-cuda[$$extra]==0.30.4" "nvidia-cuda-nvdisasm>=13.2,<14"
+	if [ "$$extra" = cu13 ]; then ptxas='cuda-toolkit[nvcc]==13.*'; else ptxas=; fi; \
+	echo "installing the CUDA compiler wheels numba-cuda[$$extra] $$ptxas nvidia-cuda-nvdisasm (the compiler's facts)"; \
+	$(PIP) install "numba-cuda[$$extra]==0.30.4" $${ptxas:+"$$ptxas"} "nvidia-cuda-nvdisasm>=13.2,<14"
 	touch $@
 
 # On a GPU machine: the GPU-only tests, `gpu compile` on the device and `gpu check`,

@@ -47,7 +47,8 @@ def test_a_source_without_the_function_is_a_failed_compile_with_the_reason(tmp_p
 def test_without_the_toolkit_wheels_every_request_says_what_to_install(monkeypatch):
     monkeypatch.setattr(compiler, "toolkit", lambda: Toolkit(None, None, None))
     facts = compile_facts(reduce_shuffle_kernel, "void(float32[::1], float32[::1])", "sm_90")
-    assert not facts.ok and "numba-cuda[cu12]" in facts.error
+    assert not facts.ok and facts.unavailable and not facts.rejected and "ptxas" in facts.missing
+    assert "make run" in facts.sentence() and "not at fault" in facts.sentence()
 
 
 def test_an_unknown_target_is_refused_with_the_choices():

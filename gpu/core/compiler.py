@@ -41,7 +41,7 @@ from pathlib import Path
 
 from gpu.core.arch import DEFAULT_TARGET, TARGETS, Target, TheoreticalOccupancy, target_named, theoretical_occupancy
 
-CACHE_FORMAT = 1  # bump when the worker's output changes, so old entries are not reused
+CACHE_FORMAT = 2  # bump when the worker's output changes, so old entries are not reused
 CACHE_MAX_ENTRIES = 1024  # on disk; PTX is 5-50 KB, so the cache stays under ~50 MB
 MEMORY_CACHE_ENTRIES = 256
 WORKER_TIMEOUT_S = 600
@@ -49,6 +49,10 @@ _REPO_ROOT = Path(__file__).resolve().parents[2]
 _GPU_PACKAGE = _REPO_ROOT / "gpu"
 
 __all__ = [
+    "COMPILED",
+    "GET_THE_COMPILER",
+    "REJECTED",
+    "UNAVAILABLE",
     "CompileFacts",
     "CompileRequest",
     "TARGETS",
@@ -58,8 +62,16 @@ __all__ = [
     "compile_facts",
     "compile_many",
     "compile_source_facts",
+    "missing_toolkit_part",
     "toolkit",
+    "unavailable_sentence",
 ]
+
+# What a compile gives: facts, the compiler's refusal of the kernel, or no verdict at all
+# because the compiler could not run here (a toolkit library is missing, the worker died).
+COMPILED, REJECTED, UNAVAILABLE = "compiled", "rejected", "unavailable"
+GET_THE_COMPILER = "run `make run` (it installs the CUDA compiler wheels) to see the compiler's facts"
+NOT_THE_KERNEL = "the kernel is not at fault"
 
 
 # --- the toolkit ---------------------------------------------------------------------------
@@ -84,14 +96,13 @@ class Toolkit:
     def problem(self) -> str | None:
         """None when kernels can be compiled here, else what is missing and how to get it."""
         if self.ptxas is None:
-            return ("no CUDA toolkit wheels here (ptxas not found): install numba-cuda[cu12] (or [cu13]), e.g. `make "
-                    "test` does")
+            return "ptxas (the CUDA toolkit's assembler) is not installed here"
         return None
 
     @property
     def sass_note(self) -> str | None:
         if self.nvdisasm is None:
-            return "SASS: no disassembler installed (pip install nvidia-cuda-nvdisasm; `make test` does)"
+            return "SASS: no disassembler installed (pip install nvidia-cuda-nvdisasm; `make run` does)"
         return None
 
 
@@ -137,6 +148,46 @@ def available_targets() -> list[Target]:
     return [t for t in TARGETS.values() if t.min_toolkit <= have]
 
 
+# --- what is missing when the compiler cannot run ---------------------------------------------
+
+# Errors that say a part of the toolkit is absent, never that the kernel is wrong: cuda-pathfinder's
+# DynamicLibNotFoundError ("Failure finding "libnvrtc.so.13 or libnvrtc.so.12""), numba-cuda's
+# NvvmSupportError ("libNVVM cannot be found") and NvrtcSupportError, a missing libdevice.
+_LIBRARY_NOT_FOUND = re.compile(
+    r"(?:DynamicLibNotFoundError|DynamicLibNotAvailableError)\b.*?Failure finding \"([^\"]+)\""
+)
+_NOT_FOUND = r"\S* (?:cannot be found|not found)"
+_MISSING_PARTS = (
+    (re.compile(r"NvvmSupportError|libNVVM" + _NOT_FOUND, re.I), "libNVVM (NVVM, the CUDA compiler)"),
+    (re.compile(r"NvrtcSupportError|libnvrtc" + _NOT_FOUND, re.I), "libNVRTC (the CUDA runtime compiler)"),
+    (re.compile(r"BitcodeLibNotFoundError|libdevice" + _NOT_FOUND, re.I), "libdevice (NVVM's math library)"),
+    (re.compile(r"DynamicLibNotFoundError|DynamicLibNotAvailableError"), "a CUDA toolkit library"),
+)
+_LIBRARY_NAMES = {"nvrtc": "NVRTC", "nvvm": "NVVM", "nvJitLink": "nvJitLink", "cudart": "the CUDA runtime"}
+
+
+def missing_toolkit_part(error: str | None) -> str | None:
+    """What part of the CUDA toolkit an error says is missing ("libnvrtc.so.13 (NVRTC)"), or None
+    when the error is the compiler's verdict on the kernel."""
+    text = error or ""
+    found = _LIBRARY_NOT_FOUND.search(text)
+    if found:
+        libs = found.group(1)
+        role = next((v for k, v in _LIBRARY_NAMES.items() if k.lower() in libs.lower()), None)
+        return f"{libs} ({role})" if role else libs
+    return next((part for pattern, part in _MISSING_PARTS if pattern.search(text)), None)
+
+
+def unavailable_sentence(target_label: str, missing: str | None, why: str | None = None) -> str:
+    """What a page says when the compiler could not run: what is missing, how to get it, and
+    that the kernel is not at fault."""
+    if missing:
+        return (f"the compiler's facts for {target_label} are unavailable here: {missing} is not installed. "
+                f"{GET_THE_COMPILER[0].upper()}{GET_THE_COMPILER[1:]}; {NOT_THE_KERNEL}")
+    return (f"the compiler's facts for {target_label} are unavailable: the compiler could not run "
+            f"({first_line(why)}); {NOT_THE_KERNEL}")
+
+
 # --- the facts -----------------------------------------------------------------------------
 
 
@@ -144,7 +195,9 @@ def available_targets() -> list[Target]:
 class CompileFacts:
     """What NVVM and ptxas made of one kernel with one signature for one target.
 
-    ``ok`` False means it does not compile there; ``error`` is the compiler's message.
+    ``status`` is ``COMPILED`` (``ok``), ``REJECTED`` (the compiler refused the kernel: ``error``
+    is its message) or ``UNAVAILABLE`` (the compiler could not run here, so there is no verdict on
+    the kernel: ``missing`` names the absent toolkit part, where that is the reason).
     Sizes are in bytes. ``occupancy`` is theoretical (resources only) at
     ``threads_per_block``, or None when no block size was given. ``sass`` is None where
     no disassembler is installed (``sass_note`` says so).
@@ -171,6 +224,19 @@ class CompileFacts:
     ptx: str | None = field(default=None, repr=False)
     sass: str | None = field(default=None, repr=False)
     sass_note: str | None = None
+    unavailable: bool = False
+    missing: str | None = None
+
+    @property
+    def status(self) -> str:
+        if self.ok:
+            return COMPILED
+        return UNAVAILABLE if self.unavailable else REJECTED
+
+    @property
+    def rejected(self) -> bool:
+        """The compiler ran and refused this kernel (never said when it could not run)."""
+        return self.status == REJECTED
 
     @property
     def compiler(self) -> str:
@@ -184,8 +250,10 @@ class CompileFacts:
     def sentence(self) -> str:
         """The one line a page shows: what was compiled where, and the static facts."""
         where = f"compiled here for {self.target_label} by {self.compiler}"
+        if self.unavailable:
+            return unavailable_sentence(self.target_label, self.missing, self.error)
         if not self.ok:
-            return f"does not compile for {self.target_label} ({self.compiler}): {first_line(self.error)}"
+            return f"is rejected by the compiler for {self.target_label} ({self.compiler}): {first_line(self.error)}"
         parts = [
             f"{self.registers_per_thread} registers",
             f"{self.spill_stores_bytes:,} bytes spilled",
@@ -204,7 +272,9 @@ class CompileFacts:
             "cc": list(self.cc),
             "target_label": self.target_label,
             "ok": self.ok,
+            "status": self.status,
             "error": self.error,
+            "missing": self.missing,
             "compiler": self.compiler,
             "toolkit_version": self.toolkit_version,
             "registers_per_thread": self.registers_per_thread,
@@ -420,6 +490,8 @@ def _facts(
     request: CompileRequest, target: Target, tools: Toolkit, raw: dict, cached: bool, sass: bool = True
 ) -> CompileFacts:
     parsed = parse_ptxas_log(raw["ptxas_log"]) if raw.get("ok") and raw.get("ptxas_log") else {}
+    ok = bool(raw.get("ok"))
+    missing = None if ok else raw.get("missing") or missing_toolkit_part(raw.get("error"))
     occupancy = None
     if parsed and request.threads_per_block:
         occupancy = theoretical_occupancy(
@@ -431,8 +503,10 @@ def _facts(
         target=target.name,
         cc=target.cc,
         target_label=target.label,
-        ok=bool(raw.get("ok")),
+        ok=ok,
         error=raw.get("error"),
+        unavailable=not ok and (bool(missing) or bool(raw.get("worker_failed"))),
+        missing=missing,
         toolkit_version=tools.version,
         threads_per_block=request.threads_per_block,
         occupancy=occupancy,
@@ -457,8 +531,9 @@ def compile_many(
     subprocesses (default: the CPU count), each compiling its kernels for every target
     and stopped after ``timeout_s`` seconds. ``sass`` adds nvdisasm's listing (about
     0.5 s of CPU per kernel and target, so only pages and ``--code`` ask for it). A kernel
-    that does not compile gives facts with ``ok`` False and the compiler's message;
-    nothing raises for it.
+    the compiler rejects gives facts with status ``REJECTED`` and the compiler's message;
+    one it could not judge (a toolkit part missing, the worker died) status ``UNAVAILABLE``;
+    nothing raises for either.
     """
     tools = toolkit()
     chosen = [t if isinstance(t, Target) else target_named(t) for t in (targets or available_targets())]
@@ -466,12 +541,13 @@ def compile_many(
     missing: dict[int, list[int]] = {}  # request index -> target indices to compile
     for ti, target in enumerate(chosen):
         for ri, request in enumerate(requests):
-            error = tools.problem
-            if error is None and target.min_toolkit > tools.version_tuple:
-                error = (f"ptxas {tools.version} does not know {target.name} (CUDA "
-                         f"{target.min_toolkit[0]}.{target.min_toolkit[1]}+ does)")
-            if error:
-                results[ti, ri] = _facts(request, target, tools, {"ok": False, "error": error}, False)
+            absent = tools.problem and "ptxas (the CUDA toolkit's assembler)"
+            if absent is None and target.min_toolkit > tools.version_tuple:
+                absent = (f"a ptxas that knows {target.name} (CUDA {target.min_toolkit[0]}.{target.min_toolkit[1]}+; "
+                          f"this one is {tools.version})")
+            if absent:
+                raw = {"ok": False, "error": f"{absent}: not installed", "missing": absent}
+                results[ti, ri] = _facts(request, target, tools, raw, False)
                 continue
             # a cached result with SASS serves a request without it too
             keys = [_cache_key(request, target, tools, True)] + (
@@ -495,7 +571,8 @@ def compile_many(
         raws = _run_worker([chosen[ti] for ti in tis], [requests[ri] for ri in ris], tools, timeout_s, sass)
         for ri, per_target in zip(ris, raws):
             for ti, raw in zip(tis, per_target):
-                if not raw.get("worker_failed"):  # a compiler's verdict is a fact; a crashed worker is not
+                # a compiler's verdict is a fact; a crashed worker or a missing library is not
+                if not raw.get("worker_failed") and not missing_toolkit_part(raw.get("error")):
                     _cache_put(_cache_key(requests[ri], chosen[ti], tools, sass and bool(tools.nvdisasm)), raw)
                 results[ti, ri] = _facts(requests[ri], chosen[ti], tools, raw, False, sass)
 

@@ -3,7 +3,9 @@
 Registers per thread, spill stores and loads, static shared memory, stack frame and the
 theoretical occupancy at the block size the experiment launches with, for each kernel of
 gpu/ (gpu/report/kernel_index.py) and each target (gpu/core/arch.py), compiled by NVVM +
-ptxas (gpu/core/compiler.py). Works without a GPU. Exit 1 when any kernel fails to compile.
+ptxas (gpu/core/compiler.py). Works without a GPU. Exit 1 when any kernel is rejected by the
+compiler (FAILS) or could not be compiled here (UNAVAILABLE: a toolkit part is missing, which
+says nothing about the kernel; ``make run`` installs the compiler wheels).
 """
 
 from __future__ import annotations
@@ -11,7 +13,14 @@ from __future__ import annotations
 import argparse
 
 from gpu.core.arch import TARGETS, target_named
-from gpu.core.compiler import CompileFacts, available_targets, compile_many, first_line, toolkit
+from gpu.core.compiler import (
+    GET_THE_COMPILER,
+    CompileFacts,
+    available_targets,
+    compile_many,
+    first_line,
+    toolkit,
+)
 from gpu.core.jsonout import print_json
 from gpu.core.limits import InputError
 from gpu.report.kernel_index import find_kernels, kernel_named
@@ -69,6 +78,8 @@ def to_json(facts: list[CompileFacts], code: bool = False) -> dict:
         "targets": [TARGETS[t].to_dict() for t in dict.fromkeys(f.target for f in facts)],
         "ok": all(f.ok for f in facts),
         "failed": sum(not f.ok for f in facts),
+        "rejected": sum(f.rejected for f in facts),
+        "unavailable": sum(f.unavailable for f in facts),
         "kernels": [f.to_dict(code=code) for f in facts],
     }
 
@@ -83,6 +94,10 @@ def table(facts: list[CompileFacts]) -> str:
     for target in dict.fromkeys(f.target for f in facts):
         lines += ["", TARGETS[target].label, header]
         for f in (f for f in facts if f.target == target):
+            if f.unavailable:
+                what = f"{f.missing} is not installed" if f.missing else f"could not run: {first_line(f.error)}"
+                lines.append(f"{f.kernel:<30} {f.target:<7} UNAVAILABLE: {what[:120]}")
+                continue
             if not f.ok:
                 lines.append(f"{f.kernel:<30} {f.target:<7} FAILS: {first_line(f.error)[:120]}")
                 continue
@@ -91,10 +106,15 @@ def table(facts: list[CompileFacts]) -> str:
                 f"{f.kernel:<30} {f.target:<7} {f.registers_per_thread:>5} {f.spill_stores_bytes:>9,} "
                 f"{f.shared_memory_bytes:>9,} {f.stack_frame_bytes:>7,} {occ:>17}"
             )
-    failed = [f for f in facts if not f.ok]
+    failed = sum(f.rejected for f in facts)
+    unavailable = sum(f.unavailable for f in facts)
+    compiled = len(facts) - failed - unavailable
     lines += [
         "",
-        f"{len(facts) - len(failed)} of {len(facts)} compiled" + (f"; {len(failed)} failed" if failed else ""),
+        f"{compiled} of {len(facts)} compiled"
+        + (f"; {failed} failed" if failed else "")
+        + (f"; {unavailable} unavailable (the compiler could not run here: that says nothing about the kernels; "
+           f"{GET_THE_COMPILER})" if unavailable else ""),
     ]
     return "\n".join(lines)
 

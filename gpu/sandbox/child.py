@@ -66,9 +66,9 @@ def main(argv: list[str]) -> int:
             from gpu.sandbox.facts import compile_facts
 
             check_source(request["source"], problem.kernel_name, len(problem.params))  # exec'd by the compile worker
-            facts, note = compile_facts(problem, request["source"], int(request["threads"]))
+            facts, note, status = compile_facts(problem, request["source"], int(request["threads"]))
             with os.fdopen(verdict_fd, "wb") as out:
-                out.write(json.dumps({"compile_facts": facts, "note": note}).encode())
+                out.write(json.dumps({"compile_facts": facts, "note": note, "status": status}).encode())
             return 0
         verdict = judge(problem, request["source"], int(request["seed"]))
     except Exception as exc:  # never a traceback: one line

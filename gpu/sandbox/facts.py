@@ -28,31 +28,33 @@ def numba_signature(problem: Problem) -> str:
     return f"void({', '.join(types)})"
 
 
-def compile_facts(problem: Problem, source: str, threads_per_block: int) -> tuple[dict | None, str]:
-    """(facts, note): the compiler's facts for the problem's kernel in ``source``, or None and why not.
+def compile_facts(problem: Problem, source: str, threads_per_block: int) -> tuple[dict | None, str, str]:
+    """(facts, note, status): the compiler's facts for the problem's kernel in ``source``, or None
+    and why not. ``status`` is the compiler's (``gpu.core.compiler``): "compiled"; "rejected" (the
+    compiler refused the kernel: the note quotes it); or "unavailable" (the compiler could not run
+    here, a toolkit part missing: the note names it and says how to get it, never blaming the kernel).
 
     Runs NVVM and ptxas in a subprocess (the source is exec'd there: call this only inside
     the sandboxed child, after the checker passed).
     """
-    try:
-        from gpu.core.compiler import compile_source_facts  # issue 17
-    except ImportError:
-        return None, "compiler facts (registers, spills, occupancy) are not available in this version of the lab"
+    from gpu.core.compiler import COMPILED, REJECTED, UNAVAILABLE, compile_source_facts
+
     block = math.prod(problem.launch(problem.tests[-1].sizes, threads_per_block)[1])  # threads in one block
     try:
         facts = compile_source_facts(source, problem.kernel_name, numba_signature(problem), threads_per_block=block)
-    except Exception as exc:  # the compiler's refusal is information, not a harness failure
+    except Exception as exc:  # compile_many reports a kernel's refusal as facts; this is the lab failing
         text = str(exc).strip()
-        return (
-            None,
-            "the real compiler could not compile this kernel: "
-            f"{text.splitlines()[0][:300] if text else type(exc).__name__}",
-        )
+        why = text.splitlines()[0][:300] if text else type(exc).__name__
+        return None, f"the compiler's facts are unavailable: the compiler could not run ({why}); " \
+                     "your kernel is not at fault", UNAVAILABLE
+    if facts.unavailable:
+        return None, facts.sentence().replace("the kernel is not at fault", "your kernel is not at fault"), UNAVAILABLE
     if not facts.ok:
         return (
             None,
             f"the real compiler rejects this kernel for {facts.target_label}: "
             f"{(facts.error or '').strip().splitlines()[-1][:300] if facts.error else 'no reason given'}",
+            REJECTED,
         )
     occupancy = facts.occupancy
     data = {
@@ -64,7 +66,7 @@ def compile_facts(problem: Problem, source: str, threads_per_block: int) -> tupl
         "threads_per_block": facts.threads_per_block,
         "occupancy": f"{occupancy.fraction:.0%} (limited by {occupancy.limiter})" if occupancy else None,
     }
-    return data, facts.sentence()
+    return data, facts.sentence(), COMPILED
 
 
 __all__ = ["compile_facts", "numba_signature"]

@@ -373,6 +373,7 @@ def facts_in_child(
     try:
         data = json.loads(run["stdout"].decode())
         verdict.compile_facts, verdict.compile_facts_note = data["compile_facts"], data["note"]
+        verdict.compile_facts_status = str(data.get("status") or "")
     except (ValueError, KeyError, TypeError, UnicodeDecodeError):
         why = (
             "it ran past the time limit"
@@ -380,6 +381,7 @@ def facts_in_child(
             else (run["stderr"].decode(errors="replace").strip().splitlines() or [f"exit {run['rc']}"])[-1][:200]
         )
         verdict.compile_facts_note = f"the compiler's facts are unavailable: {why}"
+        verdict.compile_facts_status = "unavailable"
     return verdict
 
 

@@ -41,6 +41,7 @@ class Verdict:
     timing: dict | None = None
     compile_facts: dict | None = None
     compile_facts_note: str = ""
+    compile_facts_status: str = ""  # "compiled", "rejected" or "unavailable" (gpu.core.compiler); "" before facts
     threads_per_block: int | None = None
     device: str | None = None
     sandbox: str = ""

@@ -5,6 +5,11 @@ The Launch config page's kernel inspector and every step on the Kernels page cal
 else the H100/H200), one sentence of static facts from NVVM + ptxas (gpu/core/compiler.py),
 and the PTX and SASS. Compiling happens in a subprocess and is cached on disk, so a page
 pays for it once per kernel, target and toolkit.
+
+A compile has three outcomes (``CompileFacts.status``), and the pages keep them apart: the
+facts; the compiler's refusal of the kernel (red, with its message); and no verdict at all,
+because the compiler could not run here (a toolkit library missing: the page names it, says
+``make run`` installs the compiler wheels, and that the kernel is not at fault).
 """
 
 from __future__ import annotations
@@ -16,13 +21,21 @@ import streamlit as st
 
 from gpu.core.arch import DEFAULT_TARGET, TARGETS, Target, target_for_cc
 from gpu.core.backend import BACKEND
-from gpu.core.compiler import CompileFacts, CompileRequest, available_targets, compile_many, toolkit
+from gpu.core.compiler import (
+    NOT_THE_KERNEL,
+    CompileFacts,
+    CompileRequest,
+    available_targets,
+    compile_many,
+    unavailable_sentence,
+)
 from gpu.core.device import device_info
 from gpu.report.kernel_index import launch_of
 
 if TYPE_CHECKING:
     import pandas as pd  # imported where a table is built: the annotation only names it
 
+NO_FIGURE = "—"  # a table cell without a figure; the caption under the table says why
 LISTING_HEIGHT_PX = 360  # PTX runs to hundreds of lines: a scrolling box keeps the page readable
 SIMULATOR_BLIND_SPOTS = (
     "What the simulator cannot tell: whether a kernel compiles for a GPU (hence the compiler's facts here), "
@@ -83,8 +96,11 @@ def request_of(kernel) -> CompileRequest | None:
 
 
 def facts_line(facts: CompileFacts) -> None:
-    """The facts as one sentence, red when the kernel does not compile."""
-    if facts.ok:
+    """The facts as one sentence: red only when the compiler rejected the kernel; a note on how
+    to get the compiler when it could not run here."""
+    if facts.unavailable:
+        st.info(f"**{facts.kernel}**: {facts.sentence()}.", icon=":material/build:")
+    elif facts.ok:
         st.markdown(f":material/memory: **{facts.kernel}** {facts.sentence()}.")
         if facts.spill_stores_bytes:
             st.caption(
@@ -121,9 +137,6 @@ def code_listings(facts: CompileFacts, in_expanders: bool = True) -> None:
 def show_kernel_facts(kernel, key: str) -> None:
     """Target picker, facts sentence, PTX and SASS for one kernel (the Launch config inspector)."""
     st.markdown("**What the compiler says**")
-    if toolkit().problem:
-        st.warning(toolkit().problem)
-        return
     request = request_of(kernel)
     if request is None:
         st.caption("This kernel's module declares no LAUNCHES entry, so there is nothing to compile it with.")
@@ -144,9 +157,6 @@ def show_steps_facts(
     ``threads_per_block[i]``, where given, is kernel i's block size in the run or form shown:
     occupancy depends on it, and the LAUNCHES default (256) is not what a 128-thread run used.
     """
-    if toolkit().problem:
-        st.warning(toolkit().problem)
-        return {}
     requests = {i: r for i, k in enumerate(kernels) if (r := request_of(k)) is not None}
     for i, tpb in enumerate(threads_per_block or ()):
         if tpb and i in requests:
@@ -158,42 +168,86 @@ def show_steps_facts(
         st.caption(f"Each step below is compiled here for {target.label} by NVVM and ptxas: registers, spills, shared "
                    "memory and theoretical occupancy are static facts from the compiler, not measurements.")
     facts = cached_facts(tuple(requests.values()), target.name)
+    unavailable = [f for f in facts if f.unavailable]
+    if unavailable:
+        st.info(f"{unavailable_sentence(target.label, unavailable[0].missing, unavailable[0].error)}."
+                .replace(NOT_THE_KERNEL, "these kernels are not at fault"), icon=":material/build:")
+    table = facts_table(facts)
     numbers = {
         c: st.column_config.NumberColumn(format="localized")
-        for c in ("threads per block", "registers per thread", "spilled bytes", "shared memory (bytes)")
+        for c in NUMBER_COLUMNS
+        if table[c].map(lambda v: isinstance(v, int)).all()
     }
-    st.dataframe(facts_table(facts), hide_index=True, width="stretch", column_config=numbers)
+    st.dataframe(table, hide_index=True, width="stretch", column_config=numbers)
+    if why := missing_figures_caption(facts):
+        st.caption(why)
     simulator_line()
     return dict(zip(requests, facts))
 
 
+NUMBER_COLUMNS = ("threads per block", "registers per thread", "spilled bytes", "shared memory (bytes)")
+
+
+def compiles_cell(f: CompileFacts) -> str:
+    if f.ok:
+        return "yes"
+    if f.unavailable:
+        return NO_FIGURE
+    return "no, rejected: " + (f.error or "").splitlines()[0][:80]
+
+
 def facts_table(facts) -> pd.DataFrame:
-    """One row per kernel: the compiler's figures, readable headers, "does not compile" where it fails."""
+    """One row per kernel: the compiler's figures, readable headers; "—" where there is no
+    figure (``missing_figures_caption`` says why), never an empty "None"."""
     import pandas as pd
+
+    def figure(value, f: CompileFacts):
+        return value if f.ok and value is not None else NO_FIGURE
 
     rows = []
     for f in facts:
+        occupancy = f.occupancy if f.ok else None
         rows.append(
             {
                 "kernel": f.kernel,
-                "threads per block": f.threads_per_block,
-                "registers per thread": f.registers_per_thread if f.ok else None,
-                "spilled bytes": f.spill_stores_bytes if f.ok else None,
-                "shared memory (bytes)": f.shared_memory_bytes if f.ok else None,
-                "occupancy": f"{f.occupancy.percent} at {f.threads_per_block} threads/block"
-                if f.ok and f.occupancy
-                else "",
-                "limited by": f.occupancy.limiter if f.ok and f.occupancy and f.occupancy.fraction < 1 else "",
-                "compiles": "yes" if f.ok else "no: " + (f.error or "").splitlines()[0][:80],
+                "threads per block": f.threads_per_block if f.threads_per_block is not None else NO_FIGURE,
+                "registers per thread": figure(f.registers_per_thread, f),
+                "spilled bytes": figure(f.spill_stores_bytes, f),
+                "shared memory (bytes)": figure(f.shared_memory_bytes, f),
+                "occupancy": f"{occupancy.percent} at {f.threads_per_block} threads/block" if occupancy else NO_FIGURE,
+                "limited by": (occupancy.limiter if occupancy.fraction < 1 else "nothing (full)")
+                if occupancy
+                else NO_FIGURE,
+                "compiles": compiles_cell(f),
             }
         )
-    return pd.DataFrame(rows)
+    table = pd.DataFrame(rows)
+    for column in NUMBER_COLUMNS:  # a column with a "—" is text: figures with thousands separators
+        if not table.empty and not table[column].map(lambda v: isinstance(v, int)).all():
+            table[column] = table[column].map(lambda v: f"{v:,}" if isinstance(v, int) else v)
+    return table
+
+
+def missing_figures_caption(facts) -> str | None:
+    """Why a cell of the facts table says "—", or None when every cell has its figure."""
+    reasons = []
+    if any(f.unavailable for f in facts):
+        reasons.append("the compiler could not run here (see above), so there is no figure: "
+                       "this says nothing about the kernel")
+    if any(f.rejected for f in facts):
+        reasons.append("the compiler rejected the kernel (its message is in the compiles column)")
+    if any(f.ok and f.occupancy is None for f in facts):
+        reasons.append("no block size is declared, so there is no occupancy")
+    return f"{NO_FIGURE} where " + "; ".join(reasons) + "." if reasons else None
 
 
 __all__ = [
+    "NO_FIGURE",
     "SIMULATOR_BLIND_SPOTS",
     "code_listings",
     "facts_line",
+    "facts_table",
+    "missing_figures_caption",
     "show_kernel_facts",
     "show_steps_facts",
     "simulator_line",

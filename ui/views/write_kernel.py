@@ -301,7 +301,13 @@ def show_compile_facts(verdict: Verdict) -> None:
         )
         st.caption("Static facts from the compiler, not measurements.")
     elif verdict.compile_facts_note and verdict.status in ("passed", "wrong"):
-        st.caption(f"Compiler facts: {verdict.compile_facts_note}.")
+        note = verdict.compile_facts_note[0].upper() + verdict.compile_facts_note[1:]
+        if verdict.compile_facts_status == "unavailable":  # the lab lacks the compiler: not the learner's kernel
+            st.info(f"**What the compiler says**: {note}.", icon=":material/build:")
+        elif verdict.compile_facts_status == "rejected":
+            st.warning(f"**What the compiler says**: {note}.", icon=":material/error:")
+        else:
+            st.caption(f"Compiler facts: {verdict.compile_facts_note}.")
 
 
 def show_leaderboard(problem: Problem, device: str) -> None:
