@@ -199,7 +199,6 @@ def test_compare_gpus_leaves_simulated_figures_out_and_tags_recorded_runs_before
     assert all(r["caveat"].startswith("simulated: not GPU performance") for r in simulated)
     frame = pd.DataFrame(recorded + simulated)
     time_spec = json.dumps(gpus_time_chart(frame).to_dict(), ensure_ascii=False)
-    bandwidth_spec = json.dumps(gpus_bandwidth_chart(frame).to_dict(), ensure_ascii=False)
     assert "recorded before L2 flushing" in time_spec
     # a simulated figure is never plotted beside a GPU's ("3e-05 GB/s beside 3,084 GB/s"): left out, and said so
     for spec in (gpus_time_chart(frame).to_dict(), gpus_bandwidth_chart(frame).to_dict()):
