@@ -142,9 +142,9 @@ def test_page_runs_a_small_simulated_sweep_and_shows_crossovers_charts_and_downl
         for c in at.get("vega_lite_chart")
         if "recorded: " not in c.proto.spec and c not in beside
     ]
-    assert len(specs) == 4  # time (the lesson's series), time (the other series, folded), bandwidth, shares
-    assert "Time against N" in json.dumps(specs[0]) and "Time against N" in json.dumps(specs[1])
-    assert "Effective bandwidth" in json.dumps(specs[2])
+    assert len(specs) == 4  # time (the lesson's series), bandwidth, time (the other series, folded), shares
+    assert "Time against N" in json.dumps(specs[0]) and "Time against N" in json.dumps(specs[2])
+    assert "Effective bandwidth" in json.dumps(specs[1])
     assert any("More series: " in e.label and "Python" in e.label for e in at.expander), [e.label for e in at.expander]
     result = at.session_state[scaling_view.RESULT_KEY]
     assert result.complete and result.sizes == [64, 128] and result.config.impls == ("gpu", "numpy", "python")

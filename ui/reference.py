@@ -193,14 +193,14 @@ def _scaling(ref: ReferenceRun) -> None:
         width="stretch",
         key="reference.scaling.time",
     )
-    from ui.views.scaling import show_other_series
-
-    show_other_series(frame, [c.to_dict() for c in run.crossovers()], subtitle, "reference.scaling.other_series")
     st.altair_chart(
         charts.bandwidth_chart(frame, run.peaks.to_frame() if run.peaks else None, subtitle),
         width="stretch",
         key="reference.scaling.bandwidth",
     )
+    from ui.views.scaling import show_other_series
+
+    show_other_series(frame, [c.to_dict() for c in run.crossovers()], subtitle, "reference.scaling.other_series")
 
 
 def _launch(ref: ReferenceRun) -> None:

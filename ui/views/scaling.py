@@ -145,7 +145,6 @@ def show_result(run: SweepRun) -> None:
     crossovers = [c.to_dict() for c in run.crossovers()]
     noisy = int(frame["noisy"].sum())
     st.altair_chart(scaling_charts.time_chart(frame, crossovers, subtitle), width="stretch")
-    show_other_series(frame, crossovers, subtitle, "scaling.other_series")
     st.caption(
         f"Rules: {ALLOCATION_RULE}; the L2 is "
         f"{'NOT flushed (warm-cache option)' if run.config.warm_l2 else 'flushed before every GPU sample'}; "
@@ -160,6 +159,7 @@ def show_result(run: SweepRun) -> None:
         )
     peaks = run.peaks.to_frame() if run.peaks else None
     st.altair_chart(scaling_charts.bandwidth_chart(frame, peaks, subtitle), width="stretch")
+    show_other_series(frame, crossovers, subtitle, "scaling.other_series")
     if run.peaks is not None:
         st.caption(
             "Limits: "
