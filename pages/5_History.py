@@ -1,21 +1,14 @@
-"""History: every saved run — filter, compare in one chart, export; imported checks and
-the recorded GPUs side by side under Compare GPUs."""
+"""History: saved runs — this browser session's under "Your runs", every server's under
+"Everyone's runs" — filter, compare in one chart, export; imported checks and the recorded
+GPUs side by side under Compare GPUs."""
 
 import streamlit as st
 
 from gpu.experiments.base import PageLink
 from ui.frame import frame
 from ui.resources import current_store
-from ui.views.history import (
-    compare_gpus_ui,
-    compare_ui,
-    export_ui,
-    filters_ui,
-    load_records,
-    show_comparison,
-    show_runs_table,
-    upload_ui,
-)
+from ui.run_record import browser_session_id
+from ui.views.history import compare_gpus_ui, load_records, runs_tab, upload_ui
 from ui.views.submissions import show_submissions
 
 PAGE = PageLink(
@@ -26,37 +19,49 @@ frame(
     PAGE.label,
     PAGE.icon,
     "Every completed run from every page is saved with its parameters, device, library "
-    "versions and all samples. Filter, compare runs in one chart, and export. Runs cannot "
-    "be deleted or changed from the app. The GPU checks committed with the lab are shown "
-    "under **Compare GPUs** and are never mixed into your history.",
+    "versions and all samples. **Your runs** are the ones this browser session saved; the "
+    "history database is shared by every Kernel Lab under this user account, so everyone's "
+    "runs (other sessions, other servers, the command line) are one tab away. Filter, compare "
+    "runs in one chart, and export. Runs cannot be deleted or changed from the app. The GPU "
+    "checks committed with the lab are shown under **Compare GPUs** and are never mixed into "
+    "your history.",
 )
 
 store = current_store()
 upload_ui(store)
-records = load_records(store)
-yours, kernels, gpus = st.tabs(
-    [":material/list: Your runs", ":material/edit_note: Kernels you wrote", ":material/compare: Compare GPUs"]
+every = load_records(store)
+mine = load_records(store, browser_session_id(), warn=False) if every is not None else None
+yours, everyone, kernels, gpus = st.tabs(
+    [
+        ":material/person: Your runs",
+        ":material/groups: Everyone's runs",
+        ":material/edit_note: Kernels you wrote",
+        ":material/compare: Compare GPUs",
+    ]
 )
 
+with yours:
+    if mine and every:
+        st.caption(f"{len(mine)} of the {len(every)} saved runs listed were saved by this browser session.")
+    runs_tab(
+        mine,
+        "history",
+        "No runs saved by this browser session yet: run an experiment (Vector add, in the sidebar) and it appears "
+        "here. " + (f"{len(every)} runs from other sessions are under **Everyone's runs**." if every else ""),
+    )
+
+with everyone:
+    st.caption(
+        "Every run in this history database: this session's, other browser sessions', other Kernel Lab servers' "
+        "under the same user account, and the command line's. Runs saved before sessions were recorded are only here."
+    )
+    runs_tab(
+        every, "history.all",
+        "No runs saved yet: run an experiment (Vector add, in the sidebar) and it appears here.",
+    )
+
 with gpus:
-    compare_gpus_ui(records or [])
+    compare_gpus_ui(mine or [])
 
 with kernels:
     show_submissions()
-
-with yours:
-    if records is None:
-        pass  # load_records said why
-    elif not records:
-        st.info("No runs saved yet: run an experiment (Vector add, in the sidebar) and it appears here.")
-    else:
-        filters = filters_ui(records)
-        shown = [r for r in records if filters.keep(r)]
-        if not shown:
-            st.info("No saved run matches these filters.")
-        else:
-            table = show_runs_table(shown)
-            st.subheader("Compare")
-            show_comparison(compare_ui(shown, records))
-            st.subheader("Export")
-            export_ui(shown, table)

@@ -69,7 +69,7 @@ facts = []
 if chosen.roofs.memory_gbps:
     facts.append(f"memory roof {chosen.roofs.memory_gbps:,.0f} GB/s (2 × memory clock × bus width)")
 if chosen.roofs.copy_gbps:
-    facts.append(f"measured device copy {chosen.roofs.copy_gbps:,.0f} GB/s")
+    facts.append(f"{chosen.roofs.copy_label} {chosen.roofs.copy_gbps:,.0f} GB/s")
 if chosen.roofs.fp32_gflops:
     facts.append(
         f"FP32 roof {chosen.roofs.fp32_gflops:,.0f} GFLOP/s (SMs × FP32 lanes per SM × 2 × clock; lanes from the CUDA "

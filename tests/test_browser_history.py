@@ -18,8 +18,10 @@ def test_a_run_appears_in_history_with_a_comparison_chart(page, app_url):
     page.get_by_text("Results agree").wait_for(timeout=120_000)
     page.get_by_text("Saved to History as run").wait_for()
 
-    page.goto(f"{app_url}/History")
+    # through the sidebar, not a reload: the same browser session, so the run is under "Your runs"
+    page.get_by_role("link", name="History").first.click()
     wait_for_app(page)
+    page.get_by_role("tab", name="Your runs").wait_for()
     if gpu.BACKEND.simulated:  # on a GPU the run was not simulated: nothing to say
         page.get_by_text("ran in the CUDA simulator").first.wait_for()
     table = page.locator('[data-testid="stDataFrame"]').first

@@ -36,7 +36,9 @@ def test_time_chart_is_log_log_with_band_noise_rings_and_crossover_marker():
     assert {"median (ms)", "samples", "noisy"} <= {t["title"] for t in line["tooltip"]}
     assert set(line["color"]["scale"]["domain"]) == {"GPU end to end", "Kernel", "NumPy"}
     assert line["color"]["scale"]["range"] == [COLORS[m] for m in line["color"]["scale"]["domain"]]
-    assert spec["title"]["subtitle"] == "N = 1,024 to 1,048,576"
+    assert spec["title"]["subtitle"] == [
+        "N = 1,024 to 1,048,576", "3 series × 11 sizes; each point the median of 3 samples"
+    ]
     marker_rows = next(rows for rows in spec["datasets"].values() if rows and "marker" in rows[0])
     assert [r["marker"] for r in marker_rows] == ["kernel ≈ NumPy"]
     assert 2**13 < marker_rows[0]["n"] < 2**14
@@ -141,8 +143,10 @@ def test_page_runs_a_small_simulated_sweep_and_shows_crossovers_charts_and_downl
         for c in at.get("vega_lite_chart")
         if "recorded: " not in c.proto.spec and c not in beside
     ]
-    assert len(specs) == 3
-    assert "Time against N" in json.dumps(specs[0]) and "Effective bandwidth" in json.dumps(specs[1])
+    assert len(specs) == 4  # time (the lesson's series), bandwidth, time (the other series, folded), shares
+    assert "Time against N" in json.dumps(specs[0]) and "Time against N" in json.dumps(specs[2])
+    assert "Effective bandwidth" in json.dumps(specs[1])
+    assert any("More series: " in e.label and "Python" in e.label for e in at.expander), [e.label for e in at.expander]
     result = at.session_state[scaling_view.RESULT_KEY]
     assert result.complete and result.sizes == [64, 128] and result.config.impls == ("gpu", "numpy", "python")
     assert len(at.get("download_button")) == 2

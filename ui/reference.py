@@ -197,6 +197,9 @@ def _scaling(ref: ReferenceRun) -> None:
         width="stretch",
         key="reference.scaling.bandwidth",
     )
+    from ui.views.scaling import show_other_series
+
+    show_other_series(frame, [c.to_dict() for c in run.crossovers()], subtitle, "reference.scaling.other_series")
 
 
 def _launch(ref: ReferenceRun) -> None:

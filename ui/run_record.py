@@ -20,6 +20,23 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 LAST_KEY = "runner.last"  # what the last run of this session waited for and saved
+SESSION_KEY = "history.session_id"  # this browser session's id, saved with each of its runs ("Your runs")
+
+
+def browser_session_id() -> str:
+    """A random id for this browser session, made on first use and kept in ``st.session_state``.
+
+    Every run this session saves carries it, so History's "Your runs" lists this session's
+    runs only (the database is shared by every app under the user account). It lasts as
+    long as the session: moving between pages keeps it, reloading the tab starts a new one.
+    """
+    import uuid
+
+    import streamlit as st
+
+    if not st.session_state.get(SESSION_KEY):
+        st.session_state[SESSION_KEY] = uuid.uuid4().hex
+    return str(st.session_state[SESSION_KEY])
 
 
 def queue_message(ahead: int, resource: str) -> str:
@@ -63,7 +80,10 @@ def save_result(
         data.update(extra or {})
         data["experiment"] = experiment.key
         data["measures"] = checked_measures(experiment, result)
-        return current_store().save(data, experiment=experiment.key, params=params, device_index=index), None
+        store = current_store()
+        return store.save(
+            data, experiment=experiment.key, params=params, device_index=index, session_id=browser_session_id()
+        ), None
     except StoreError as exc:
         return None, f"This run is shown below but was not saved to History: {exc}"
     except Exception as exc:  # never lose a finished run over a history problem

@@ -32,6 +32,20 @@ FP32_LANES_PER_SM: dict[str, int] = {
 }
 FLOPS_PER_FMA = 2  # a fused multiply-add counts as a multiply and an add
 VECTOR_ADD_INTENSITY = 1 / 12  # one add per element; 12 bytes moved (read a, b; write c)
+COPY_ROOF = "measured device copy"
+DRIVER_MEMCPY_ROOF = "driver memcpy, device to device (not a ceiling)"
+
+# Published maximum (boost) SM clocks, MHz, by the device name the driver reports: the FP32 roof
+# of a recorded run that did not record its clock (the recorded H200 checks did not). Source:
+# NVIDIA's data sheets (H200 SXM and H100 SXM: 1,980 MHz, FP32 67 TFLOPS; A100 SXM: 1,410 MHz,
+# 19.5 TFLOPS; T4: 1,590 MHz, 8.1 TFLOPS); SMs × lanes × 2 × clock reproduces each sheet's FP32 figure.
+PUBLISHED_SM_CLOCK_MHZ: dict[str, int] = {
+    "NVIDIA H200": 1980,
+    "NVIDIA H100 80GB HBM3": 1980,
+    "NVIDIA A100-SXM4-80GB": 1410,
+    "NVIDIA A100-SXM4-40GB": 1410,
+    "Tesla T4": 1590,
+}
 
 
 def fp32_lanes_per_sm(compute_capability: str | None) -> int | None:
@@ -80,6 +94,10 @@ class Roofs:
     fp32_gflops: float | None  # SMs × lanes × 2 × clock
     copy_gbps: float | None = None  # a measured device-to-device copy, when one was measured
     how: str = ""
+    # What the copy line is: a copy kernel's (or the best of it and memcpy) is what memory delivers to a
+    # kernel, ``COPY_ROOF``; a driver memcpy alone (recorded runs before issue 10) ran slower than plain
+    # kernels on the H200, so it is drawn as ``DRIVER_MEMCPY_ROOF``, a reference and not a ceiling.
+    copy_label: str = COPY_ROOF
 
     @property
     def ridge(self) -> float | None:
@@ -118,6 +136,18 @@ def fp32_peak_gflops(device: DeviceInfo, clock_khz: int | None) -> float | None:
     return device.multiprocessors * lanes * FLOPS_PER_FMA * clock_khz * 1e3 / 1e9
 
 
+def published_fp32_gflops(name: str | None, compute_capability: str | None,
+                          multiprocessors: int | None) -> tuple[float | None, str]:
+    """FP32 peak from ``PUBLISHED_SM_CLOCK_MHZ`` for a device whose clock was not recorded, and how."""
+    mhz = PUBLISHED_SM_CLOCK_MHZ.get(name or "")
+    lanes = fp32_lanes_per_sm(compute_capability)
+    if not (mhz and lanes and multiprocessors):
+        return None, ""
+    gflops = multiprocessors * lanes * FLOPS_PER_FMA * mhz * 1e6 / 1e9
+    how = f"FP32: {multiprocessors} SMs × {lanes} lanes × 2 × {mhz:,} MHz (published boost clock of the {name})"
+    return gflops, how
+
+
 def device_roofs(device: DeviceInfo, clock_khz: int | None = None, copy_gbps: float | None = None) -> Roofs:
     """The roofs of ``device`` (``clock_khz`` read from the driver when not given)."""
     if clock_khz is None and device.backend == "cuda":
@@ -136,7 +166,11 @@ __all__ = [
     "FP32_LANES_PER_SM",
     "Roofs",
     "VECTOR_ADD_INTENSITY",
+    "COPY_ROOF",
+    "DRIVER_MEMCPY_ROOF",
+    "PUBLISHED_SM_CLOCK_MHZ",
     "device_roofs",
+    "published_fp32_gflops",
     "fp32_lanes_per_sm",
     "fp32_peak_gflops",
     "sm_clock_khz",

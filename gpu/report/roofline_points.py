@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from gpu.core.roofline import VECTOR_ADD_INTENSITY, Roofs
+from gpu.core.roofline import DRIVER_MEMCPY_ROOF, VECTOR_ADD_INTENSITY, Roofs, published_fp32_gflops
 
 COLUMNS = ("kernel", "step", "kind", "size", "intensity", "gflops", "gbps", "fraction", "bound", "source", "backend")
 VECTOR_ADD_SERIES = {
@@ -117,6 +117,16 @@ def _vector_add_points(points: PointSet, sections: Mapping) -> None:
         )
 
 
+def _at_largest(sections: Mapping) -> str:
+    """ " at N = 1,073,741,824 (12.9 GB, far beyond any L2)": the vector-add points' size, when known."""
+    scaling = (sections.get("scaling") or {}).get("run") or {}
+    sizes = [p["n"] for p in scaling.get("points", []) if p.get("series") in VECTOR_ADD_SERIES]
+    if not sizes:
+        return ""
+    n = max(sizes)
+    return f" at N = {n:,} ({12 * n / 1e9:.1f} GB{', far beyond any L2' if 12 * n > 2**30 else ''})"
+
+
 def recorded_points(check_json: Path) -> PointSet | None:
     """Points from one recorded ``gpu check`` run (check.json); None when it holds no GPU data."""
     try:
@@ -128,7 +138,11 @@ def recorded_points(check_json: Path) -> PointSet | None:
     device = data.get("device") or {}
     sections = data.get("sections") or {}
     scaling_peaks = (((sections.get("scaling") or {}).get("run") or {}).get("peaks") or {}).get("limits") or {}
-    copy = (scaling_peaks.get("d2d") or {}).get("gbps")
+    d2d = scaling_peaks.get("d2d") or {}
+    copy = d2d.get("gbps")
+    # Before issue 10 the "d2d" limit was the driver's device-to-device memcpy alone, timed with plain
+    # events: 2.4-2.8 TB/s on the H200, slower than the vector-add kernel itself. It is no ceiling.
+    memcpy_only = bool(copy) and "copy kernel" not in str(d2d.get("how", ""))
     catalog_runs = [
         run
         for s in sections.values()
@@ -141,10 +155,26 @@ def recorded_points(check_json: Path) -> PointSet | None:
         else Roofs(device.get("peak_bandwidth_gbps"), None, None, "memory: 2 × memory clock × bus width")
     )
     if copy and not roofs.copy_gbps:
-        roofs = Roofs(roofs.memory_gbps, roofs.fp32_gflops, copy, roofs.how)
-    points = PointSet(f"recorded: {check_json.parent.name}", device.get("name", "?"), "cuda", roofs)
+        roofs = replace(roofs, copy_gbps=copy, copy_label=DRIVER_MEMCPY_ROOF if memcpy_only else roofs.copy_label)
+    notes = []
     if roofs.fp32_gflops is None:
-        points.notes.append("this recorded run did not record the SM clock, so its FP32 roof is unknown")
+        fp32, how = published_fp32_gflops(device.get("name"), device.get("compute_capability"),
+                                          device.get("multiprocessors"))
+        if fp32:
+            roofs = replace(roofs, fp32_gflops=fp32, how="; ".join(h for h in (roofs.how, how) if h))
+            notes.append("this recorded run did not record its SM clock: the FP32 roof uses the device's published "
+                         "boost clock (the most it can reach, not the clock it ran at)")
+        else:
+            notes.append("this recorded run did not record the SM clock, so its FP32 roof is unknown")
+    if memcpy_only:
+        notes.append(
+            f"the dashed line is the driver's device-to-device memcpy as this run recorded it ({copy:,.0f} GB/s, "
+            f"{d2d.get('how', '')}), not a ceiling: on this GPU the driver's memcpy moves memory more slowly than "
+            "a plain kernel does (issue 10). So the vector-add dots above it are right, not the line: they count "
+            f"the 12 bytes per element the kernel must move{_at_largest(sections)}, read and written once each, and "
+            "stay below the memory roof. Newer checks draw the best of the memcpy and a copy kernel"
+        )
+    points = PointSet(f"recorded: {check_json.parent.name}", device.get("name", "?"), "cuda", roofs, notes=notes)
     from gpu.core.provenance import caveat_for
 
     if caveat_for(data):  # every surface showing a run recorded before the rules says so

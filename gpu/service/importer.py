@@ -68,8 +68,11 @@ def digest(raw: bytes) -> str:
     return hashlib.sha256(raw).hexdigest()
 
 
-def import_check(store, raw: bytes, *, source: str = "check.json", max_bytes: int = MAX_IMPORT_BYTES) -> ImportResult:
-    """Validate ``raw`` and save its runs to ``store`` in one transaction.
+def import_check(
+    store, raw: bytes, *, source: str = "check.json", max_bytes: int = MAX_IMPORT_BYTES, session_id: str | None = None
+) -> ImportResult:
+    """Validate ``raw`` and save its runs to ``store`` in one transaction (``session_id``: the
+    browser session importing it, whose "Your runs" then list them; None from the CLI).
 
     Raises ImportProblem (nothing saved) when the file is rejected, already imported, or
     holds no run; StoreError when History cannot be written.
@@ -82,7 +85,7 @@ def import_check(store, raw: bytes, *, source: str = "check.json", max_bytes: in
     for existing in store.runs(limit=100_000):
         if (existing.result.get("imported") or {}).get("sha256") == sha:
             raise ImportProblem(f"this file was already imported (run {existing.short_id}); nothing changed")
-    ids = store.save_many(records, versions=data["versions"])
+    ids = store.save_many(records, versions=data["versions"], session_id=session_id)
     return ImportResult(
         tuple(ids),
         tuple(dict.fromkeys(r["experiment"] for r in records)),

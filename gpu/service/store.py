@@ -11,6 +11,17 @@ cannot be written leaves history read-only (or unavailable) with a ``problem`` t
 why, and every save then raises ``StoreError`` for the caller to report.
 
 Deleting is not offered to the app: only ``python -m gpu history-delete`` calls ``delete``.
+
+One database is shared by every Kernel Lab server under the user account, so each run
+saved from the app carries the id of the browser session that saved it (``session_id``;
+``runs(session_id=...)``): History's "Your runs" are that session's, "Everyone's runs"
+all of them. Rows saved before the column existed, from the CLI or by an older server
+have none and are only under everyone's.
+
+Schema changes: ``SCHEMA_VERSION`` is bumped only by a change an older Kernel Lab cannot
+read or write (it then refuses the file, leaving it untouched). Additive changes, which
+older servers sharing the file keep reading and writing, are ``LAYOUT_MIGRATIONS``,
+applied in order on open and recorded as ``layout_version`` in ``meta``.
 """
 
 from __future__ import annotations
@@ -27,7 +38,12 @@ from pathlib import Path
 from typing import Any
 
 ENV_DB = "KERNEL_LAB_DB"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 1  # what an older Kernel Lab must understand to use the file (see the module docstring)
+# Additive migrations: (layout version, column added to runs, its SQL type and comment, statements after it).
+LAYOUT_MIGRATIONS: tuple[tuple[int, str, str, tuple[str, ...]], ...] = (
+    (2, "session_id", "TEXT", ("CREATE INDEX IF NOT EXISTS runs_session ON runs (session_id)",)),
+)
+LAYOUT_VERSION = LAYOUT_MIGRATIONS[-1][0]
 BUSY_TIMEOUT_S = 15.0  # many sessions may finish at once; a save waits this long for the writer
 
 SCHEMA = """
@@ -66,6 +82,7 @@ COLUMNS = (
     "params",
     "result",
 )
+OPTIONAL_COLUMNS = ("session_id",)  # added by a migration: NULL in older rows, absent from a read-only older file
 
 # Keys of a result's to_dict() that describe the run rather than parameterise it.
 _NOT_PARAMS = {"experiment", "created_at", "backend", "device", "versions", "warnings", "lines"}
@@ -138,6 +155,7 @@ class RunRecord:
     versions: dict
     params: dict
     result: dict
+    session_id: str | None = None  # the browser session that saved it; None: CLI, import, or saved before sessions
 
     @property
     def short_id(self) -> str:
@@ -177,6 +195,7 @@ class RunRecord:
             versions=json.loads(row["versions"]),
             params=json.loads(row["params"]),
             result=json.loads(row["result"]),
+            session_id=row["session_id"] if "session_id" in row.keys() else None,
         )
 
 
@@ -197,6 +216,7 @@ class HistoryStore:
         # A WAL database in a folder we may not write cannot make its -shm index; then it is
         # opened as immutable (no locking: fine for reading what an earlier process saved).
         self._ro_query = "mode=ro"
+        self._has_session = True  # False for a read-only file from before the session column
         self._open()
 
     # --- opening -------------------------------------------------------------------
@@ -230,6 +250,7 @@ class HistoryStore:
                 conn.execute(
                     "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
                 )
+                _migrate(conn)
             version = int(conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0])
             if version > SCHEMA_VERSION:
                 raise StoreError(
@@ -272,6 +293,7 @@ class HistoryStore:
                 conn = self._connect(readonly=True)
                 try:
                     conn.execute("SELECT count(*) FROM runs").fetchone()
+                    self._has_session = "session_id" in _run_columns(conn)
                 finally:
                     conn.close()
                 break
@@ -308,7 +330,8 @@ class HistoryStore:
     # --- writing -------------------------------------------------------------------
 
     def _row(self, result: Mapping[str, Any], experiment: str | None, params: Mapping[str, Any] | None,
-             device_index: int | None, versions: Mapping[str, str | None] | None) -> tuple:
+             device_index: int | None, versions: Mapping[str, str | None] | None,
+             session_id: str | None = None) -> tuple:
         from gpu.core.provenance import stamp
 
         # a run measured now follows the current rules; an imported one carries its own
@@ -337,6 +360,7 @@ class HistoryStore:
                 _json_safe(dict(params) if params is not None else params_of(data)), sort_keys=True, allow_nan=False
             ),
             json.dumps(data, allow_nan=False),
+            str(session_id) if session_id else None,
         )
 
     def save(
@@ -347,16 +371,23 @@ class HistoryStore:
         params: Mapping[str, Any] | None = None,
         device_index: int | None = None,
         versions: Mapping[str, str | None] | None = None,
+        session_id: str | None = None,
     ) -> str:
         """Save one run's to_dict(); return its run id. Raises StoreError when history is not writable.
 
         ``experiment`` is used when the dict has no "experiment" key. ``params`` are the
         parameters the experiment declared and ran with; rows saved before declarations
         existed (and imported files) fall back to ``params_of``. ``versions`` defaults to
-        the installed library versions.
+        the installed library versions. ``session_id`` names the browser session saving it
+        (History's "Your runs"); None for the CLI and imports from it.
         """
         return self.save_many(
-            [result], experiment=experiment, params=params, device_index=device_index, versions=versions
+            [result],
+            experiment=experiment,
+            params=params,
+            device_index=device_index,
+            versions=versions,
+            session_id=session_id,
         )[0]
 
     def save_many(
@@ -367,17 +398,19 @@ class HistoryStore:
         params: Mapping[str, Any] | None = None,
         device_index: int | None = None,
         versions: Mapping[str, str | None] | None = None,
+        session_id: str | None = None,
     ) -> list[str]:
         """Save several runs in one transaction (all or none); return their run ids in order."""
         if not self.writable:
             raise StoreError(self.problem or f"history database {self.path} is not writable")
-        rows = [self._row(result, experiment, params, device_index, versions) for result in results]
+        rows = [self._row(result, experiment, params, device_index, versions, session_id) for result in results]
         try:
             conn = self._connect()
             try:
                 with conn:
+                    columns = (*COLUMNS, *OPTIONAL_COLUMNS)
                     conn.executemany(
-                        f"INSERT INTO runs ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})", rows
+                        f"INSERT INTO runs ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})", rows
                     )
             finally:
                 conn.close()
@@ -428,22 +461,37 @@ class HistoryStore:
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"history could not be read: {exc}") from exc
 
+    def _select(self) -> str:
+        optional = "session_id" if self._has_session else "NULL AS session_id"
+        return f"SELECT {', '.join(COLUMNS)}, {optional} FROM runs"
+
     def runs(
-        self, experiment: str | None = None, device: str | None = None, backend: str | None = None, limit: int = 1000
+        self,
+        experiment: str | None = None,
+        device: str | None = None,
+        backend: str | None = None,
+        limit: int = 1000,
+        *,
+        session_id: str | None = None,
     ) -> list[RunRecord]:
-        """Saved runs, newest first, optionally filtered by experiment, device name and backend."""
+        """Saved runs, newest first, optionally filtered by experiment, device name, backend and
+        the browser session that saved them (``session_id``: that session's runs only)."""
         where, args = [], []
-        for column, value in (("experiment", experiment), ("device_name", device), ("backend", backend)):
+        filters = [("experiment", experiment), ("device_name", device), ("backend", backend)]
+        if session_id is not None:
+            if not self._has_session:  # an older read-only file: no run has a session
+                return []
+            filters.append(("session_id", session_id))
+        for column, value in filters:
             if value is not None:
                 where.append(f"{column} = ?")
                 args.append(value)
-        sql = (f"SELECT {', '.join(COLUMNS)} FROM runs {'WHERE ' + ' AND '.join(where) if where else ''} ORDER BY id "
-               "DESC LIMIT ?")
+        sql = f"{self._select()} {'WHERE ' + ' AND '.join(where) if where else ''} ORDER BY id DESC LIMIT ?"
         return [RunRecord.from_row(r) for r in self._query(sql, (*args, int(limit)))]
 
     def get(self, run_id: str) -> RunRecord:
         rows = self._query(
-            f"SELECT {', '.join(COLUMNS)} FROM runs WHERE run_id LIKE ? ESCAPE '\\' LIMIT 2", (_prefix_pattern(run_id),)
+            f"{self._select()} WHERE run_id LIKE ? ESCAPE '\\' LIMIT 2", (_prefix_pattern(run_id),)
         )
         if len(rows) != 1:
             raise StoreError(f"no single run with id {run_id!r}")
@@ -462,6 +510,24 @@ class HistoryStore:
             return self.problem or "History is unavailable."
         state = "saving every run" if self.writable else "read-only: new runs are not saved"
         return f"History: {self.path} ({state})"
+
+
+def _run_columns(conn: sqlite3.Connection) -> set[str]:
+    return {row[1] for row in conn.execute("PRAGMA table_info(runs)")}
+
+
+def _migrate(conn: sqlite3.Connection) -> None:
+    """Apply the additive ``LAYOUT_MIGRATIONS`` this file lacks (inside the caller's transaction)."""
+    row = conn.execute("SELECT value FROM meta WHERE key = 'layout_version'").fetchone()
+    done = int(row[0]) if row else 1
+    columns = _run_columns(conn)
+    for version, column, sql_type, after in LAYOUT_MIGRATIONS:
+        if column not in columns:  # checked by column too: an older server may have created the file since
+            conn.execute(f"ALTER TABLE runs ADD COLUMN {column} {sql_type}")
+        for statement in after:
+            conn.execute(statement)
+        done = max(done, version)
+    conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('layout_version', ?)", (str(done),))
 
 
 def _prefix_pattern(run_id: str) -> str:

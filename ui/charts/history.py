@@ -7,6 +7,11 @@ a KeyError, IndexError, TypeError or AttributeError on it) — is read as every 
 before: every mapping in its saved result that holds ``samples_s`` (a ``Stats.to_dict()``)
 is one measure, named by its path, with the shared labels from ``ui.charts.common`` where
 the path is a known phase or CPU baseline.
+
+Every figure carries the N it was measured at (``samples_frame``'s "n"): a vector add in
+the simulator runs its kernel at the simulator's cap (the saved ``gpu_n``) and its CPU
+implementations at the user's N (``cpu_n``), so "Kernel 3.67 s" is at 16,384, not at
+the run's 10,000,000.
 """
 
 from __future__ import annotations
@@ -32,18 +37,31 @@ def run_label(record: RunRecord) -> str:
     return f"{record.short_id} {record.experiment}{sim}"
 
 
-def _stats_leaves(node: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Sequence[float]]]:
+def _whole(value: Any) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or value <= 0:
+        return None
+    return int(value) if float(value).is_integer() else None
+
+
+def _stats_leaves(
+    node: Any, path: tuple[str, ...] = (), n: int | None = None
+) -> Iterator[tuple[tuple[str, ...], Sequence[float], int | None]]:
+    """(path, samples, N) of every ``samples_s`` list: N is the nearest enclosing "n", except
+    under "gpu" where a saved ``gpu_n`` (the kernel's N, the simulator's cap) holds and under
+    "cpu" a ``cpu_n``."""
     if isinstance(node, Mapping):
+        n = _whole(node.get("n")) or n
         samples = node.get("samples_s")
         if isinstance(samples, list) and samples and all(isinstance(s, (int, float)) for s in samples):
-            yield path, samples
+            yield path, samples, n
             return
         for key, value in node.items():
-            yield from _stats_leaves(value, (*path, str(key)))
+            at = _whole(node.get(f"{key}_n")) if key in ("gpu", "cpu") else None
+            yield from _stats_leaves(value, (*path, str(key)), at or n)
     elif isinstance(node, list):
         for i, value in enumerate(node):
             label = value.get("label") or value.get("name") or value.get("n") if isinstance(value, Mapping) else None
-            yield from _stats_leaves(value, (*path, str(label if label is not None else i)))
+            yield from _stats_leaves(value, (*path, str(label if label is not None else i)), n)
 
 
 def declared_by_name() -> dict[str, Experiment]:
@@ -63,7 +81,30 @@ def run_samples(
             found = None
         if found is not None:
             return [(label, values) for label, values in checked_samples(experiment, found).items() if values]
-    return [(measure_name(path), samples) for path, samples in _stats_leaves(record.result)]
+    return [(measure_name(path), samples) for path, samples, _n in _stats_leaves(record.result)]
+
+
+def run_samples_at(
+    record: RunRecord, declared: Mapping[str, Experiment] | None = None
+) -> list[tuple[str, Sequence[float], int | None]]:
+    """``run_samples`` with the N each series was measured at (None when the run does not say).
+
+    A declared ``samples`` hook names series, not sizes: its series take the run's N
+    unless the found leaves (same samples) say otherwise.
+    """
+    leaves = list(_stats_leaves(record.result))
+    at_by_samples = {tuple(samples): n for _path, samples, n in leaves}
+    run_n = _whole(record.params.get("n")) or _whole(record.result.get("n"))
+    return [
+        (name, samples, at_by_samples.get(tuple(samples), run_n)) for name, samples in run_samples(record, declared)
+    ]
+
+
+def at_n_text(n: Any, simulated: bool) -> str:
+    """ "(simulated, at N = 16,384)", "(at N = 1,024)", "(simulated)" or "": what a figure says beside it."""
+    at = _whole(n)
+    parts = (["simulated"] if simulated else []) + ([f"at N = {at:,}"] if at else [])
+    return f"({', '.join(parts)})" if parts else ""
 
 
 def has_samples(record: RunRecord, declared: Mapping[str, Experiment] | None = None) -> bool:
@@ -85,8 +126,8 @@ def measure_name(path: tuple[str, ...]) -> str:
 def samples_frame(records: Iterable[RunRecord]) -> pd.DataFrame:
     """Tidy samples: one row per run x measure x sample.
 
-    Columns: run_id, run, experiment, device, backend, simulated, created_at, measure,
-    sample, seconds.
+    Columns: run_id, run, experiment, device, backend, simulated, created_at, measure, n
+    (the N that measure ran at: see the module docstring), sample, seconds.
     """
     records = list(records)
     labels = [run_label(r) for r in records]
@@ -95,7 +136,7 @@ def samples_frame(records: Iterable[RunRecord]) -> pd.DataFrame:
     rows = []
     declared = declared_by_name()
     for r, label in zip(records, labels):
-        for name, samples in run_samples(r, declared):
+        for name, samples, at in run_samples_at(r, declared):
             for i, s in enumerate(samples):
                 rows.append(
                     (
@@ -107,6 +148,7 @@ def samples_frame(records: Iterable[RunRecord]) -> pd.DataFrame:
                         r.simulated,
                         r.created_at,
                         name,
+                        at,
                         i,
                         float(s),
                     )
@@ -122,6 +164,7 @@ def samples_frame(records: Iterable[RunRecord]) -> pd.DataFrame:
             "simulated",
             "created_at",
             "measure",
+            "n",
             "sample",
             "seconds",
         ],
@@ -191,6 +234,9 @@ def runs_frame(records: Iterable[RunRecord], key_params: Sequence[str] | None = 
         for key in key_params:
             if key in r.params:
                 row[key] = _compact(r.params[key])
+        kernel_n = _whole(r.result.get("gpu_n"))
+        if kernel_n and kernel_n != _whole(r.params.get("n", r.result.get("n"))):
+            row["kernel_n"] = kernel_n  # the simulator's cap: the GPU figures are at this N
         row["samples"] = sum(len(s) for _name, s in run_samples(r, declared))
         row["parameters"] = "; ".join(f"{k}={_compact(v)}" for k, v in r.params.items() if k not in key_params)
         rows.append(row)
@@ -202,6 +248,7 @@ def runs_frame(records: Iterable[RunRecord], key_params: Sequence[str] | None = 
         "backend",
         "status",
         *key_params,
+        "kernel_n",
         "samples",
         "parameters",
         "simulated",
@@ -227,8 +274,14 @@ def compare_chart(samples: pd.DataFrame, subtitle: str | None = None) -> alt.Cha
     """
     data = samples.assign(ms=samples["seconds"] * 1e3)
     data = data[data["seconds"] > 0]
-    medians = data.groupby(["run", "measure"], as_index=False).agg(
-        median_ms=("ms", "median"), samples=("ms", "size"), device=("device", "first"), backend=("backend", "first")
+    if "n" not in data:
+        data = data.assign(n=None)
+    medians = data.groupby(["run", "measure"], as_index=False, dropna=False).agg(
+        median_ms=("ms", "median"),
+        samples=("ms", "size"),
+        device=("device", "first"),
+        backend=("backend", "first"),
+        n=("n", "first"),
     )
     order = list(dict.fromkeys(m for m in _measure_order(data["measure"].unique())))
     # Measures down the side, time across: long measure names stay horizontal and whole.
@@ -249,6 +302,7 @@ def compare_chart(samples: pd.DataFrame, subtitle: str | None = None) -> alt.Cha
                 alt.Tooltip("measure:N"),
                 alt.Tooltip("ms:Q", title="time (ms)", format=",.4g"),
                 alt.Tooltip("sample:Q", title="sample #"),
+                alt.Tooltip("n:Q", title="measured at N", format=","),
                 alt.Tooltip("device:N"),
                 alt.Tooltip("backend:N"),
             ],
@@ -267,6 +321,7 @@ def compare_chart(samples: pd.DataFrame, subtitle: str | None = None) -> alt.Cha
                 alt.Tooltip("measure:N"),
                 alt.Tooltip("median_ms:Q", title="median (ms)", format=",.4g"),
                 alt.Tooltip("samples:Q", title="samples"),
+                alt.Tooltip("n:Q", title="measured at N", format=","),
                 alt.Tooltip("device:N"),
                 alt.Tooltip("backend:N"),
             ],
@@ -298,24 +353,48 @@ GPU_COMPARE_MEASURES = (
     "Python loop",
 )
 SOURCE_KINDS = ("published in the article", "recorded reference", "imported", "your run")
+# Okabe & Ito's colour-blind-safe palette, ordered so that neighbours differ most (blue, orange,
+# bluish green, reddish purple, vermillion, sky blue, yellow, black): no two near-identical blues.
+SOURCE_PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#D55E00", "#56B4E9", "#F0E442", "#000000")
+GPU_ONLY_NOTE = "simulated runs are left out: CUDA simulator timings are not GPU performance"
+
+
+def gpu_figures(frame: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+    """The rows a GPU comparison may plot (no simulator rows) and how many simulated ones were left out."""
+    simulated = frame["backend"].eq("simulator") if "backend" in frame else pd.Series(False, index=frame.index)
+    return frame[~simulated].copy(), int(simulated.sum())
+
+
+def _source_color(sources: list[str], legend: bool = True) -> alt.Color:
+    """One colour per source, the same in both Compare-GPUs charts (``SOURCE_PALETTE`` in order)."""
+    palette = [SOURCE_PALETTE[i % len(SOURCE_PALETTE)] for i in range(len(sources))]
+    return alt.Color(
+        "source:N",
+        title="device and source",
+        sort=sources,
+        scale=alt.Scale(domain=sources, range=palette),
+        legend=alt.Legend(orient="bottom", columns=1, labelLimit=600, symbolType="circle") if legend else None,
+    )
 
 
 def vector_add_entry(source: str, kind: str, result: Mapping[str, Any]) -> list[dict]:
     """Rows of the Compare-GPUs frame from one vector-add result dict (a VectorAddRun.to_dict())."""
     device = result.get("device") or {}
-    n = result.get("n")
+    run_n = result.get("n")
+    gpu_n = _whole(result.get("gpu_n")) or run_n  # the kernel's N: the simulator caps it
+    cpu_n = _whole(result.get("cpu_n")) or run_n
     rows = []
     phases = ((result.get("gpu") or {}).get("phases") or {})
     for phase, stats in phases.items():
         label = MEASURE_LABELS.get(("gpu", phase))
         if label and isinstance(stats, Mapping) and stats.get("samples_s"):
-            rows.append((label, stats["samples_s"]))
+            rows.append((label, stats["samples_s"], gpu_n))
     for impl, stats in (result.get("cpu") or {}).items():
         label = MEASURE_LABELS.get((impl, "cpu"))
         if label and isinstance(stats, Mapping) and stats.get("samples_s"):
-            rows.append((label, stats["samples_s"]))
+            rows.append((label, stats["samples_s"], cpu_n))
     out = []
-    for measure, samples in rows:
+    for measure, samples, n in rows:
         if measure not in GPU_COMPARE_MEASURES:
             continue
         seconds = sorted(float(s) for s in samples)
@@ -368,17 +447,20 @@ def article_entry(source: str, n: int, cpu_time_s: float, gpu_time_s: float) -> 
 
 
 def gpus_time_chart(frame: pd.DataFrame, subtitle: str = "") -> alt.Chart:
-    """Median time per measure, one dot per source (device) on a shared log axis, rows per measure."""
-    data = frame[frame["median_ms"] > 0].copy()
+    """Median time per measure, one dot per source (device) on a shared log axis, rows per measure.
+
+    Simulated rows are never plotted beside GPU figures (``gpu_figures``); the subtitle says
+    how many were left out. Each figure's tooltip says the N it was measured at.
+    """
+    data, left_out = gpu_figures(frame[frame["median_ms"] > 0])
     sources = list(dict.fromkeys(data["source"]))
     measures = [m for m in GPU_COMPARE_MEASURES if m in set(data["measure"])]
-    data["time"] = [_ms_text(v) + (" *" if n < 3 else "") + (" (simulated)" if b == "simulator" else "")
-                    for v, n, b in zip(data["median_ms"], data["samples"], data["backend"])]
+    data["time"] = [f"{_ms_text(v)}{' *' if k < 3 else ''} {at_n_text(n, False)}".strip()
+                    for v, k, n in zip(data["median_ms"], data["samples"], data["n"])]
     if "caveat" not in data:
         data["caveat"] = ""
     y = alt.Y("measure:N", sort=measures, title=None, axis=alt.Axis(labelLimit=220))
-    color = alt.Color("source:N", title="device and source", sort=sources, scale=alt.Scale(scheme="tableau10"),
-                      legend=alt.Legend(orient="bottom", columns=1, labelLimit=600, symbolType="circle"))
+    color = _source_color(sources)
     tooltip = [
         alt.Tooltip("source:N", title="source"),
         alt.Tooltip("kind:N", title="kind"),
@@ -412,7 +494,8 @@ def gpus_time_chart(frame: pd.DataFrame, subtitle: str = "") -> alt.Chart:
     return dots.properties(
         title=alt.TitleParams(
             "Vector add across devices: time per phase (medians)",
-            subtitle=subtitle or "each row one measure; one dot per device and source",
+            subtitle=[subtitle or "each row one measure; one dot per device and source (the median of its samples)"]
+            + ([f"{left_out} {GPU_ONLY_NOTE}"] if left_out else []),
             anchor="start",
         ),
         height=alt.Step(14),  # per source within a measure (the yOffset band)
@@ -421,14 +504,15 @@ def gpus_time_chart(frame: pd.DataFrame, subtitle: str = "") -> alt.Chart:
 
 
 def gpus_bandwidth_chart(frame: pd.DataFrame, subtitle: str = "") -> alt.LayerChart:
-    """Kernel bandwidth per source (bar) with its device's theoretical peak (tick), GB/s."""
-    data = frame[(frame["measure"] == "Kernel") & frame["bandwidth_gbps"].notna()].copy()
+    """Kernel bandwidth per source (bar) with its device's theoretical peak (tick), GB/s.
+
+    GPUs only: a simulated "3e-05 GB/s" is never drawn beside a GPU's 3,084 GB/s.
+    """
+    data, left_out = gpu_figures(frame[(frame["measure"] == "Kernel") & frame["bandwidth_gbps"].notna()])
     sources = list(dict.fromkeys(data["source"]))
     data["bw_text"] = [
-        (f"{v:,.0f} GB/s" if v >= 10 else f"{v:.3g} GB/s")
-        + (" *" if n < 3 else "")
-        + (" (simulated)" if b == "simulator" else "")
-        for v, n, b in zip(data["bandwidth_gbps"], data["samples"], data["backend"])
+        (f"{v:,.0f} GB/s" if v >= 10 else f"{v:.3g} GB/s") + (" *" if k < 3 else "") + f" {at_n_text(n, False)}"
+        for v, k, n in zip(data["bandwidth_gbps"], data["samples"], data["n"])
     ]
     if "caveat" not in data:
         data["caveat"] = ""
@@ -439,8 +523,9 @@ def gpus_bandwidth_chart(frame: pd.DataFrame, subtitle: str = "") -> alt.LayerCh
                alt.Tooltip("caveat:N", title="caveat")]
     bars = (
         alt.Chart(data)
-        .mark_bar(height=18, color="#f58518")
+        .mark_bar(height=18)
         .encode(
+            color=_source_color(sources, legend=False),  # the bars are labelled on the y axis
             y=y,
             x=alt.X(
                 "bandwidth_gbps:Q", title="kernel bandwidth (GB/s, 12 bytes per element)", axis=alt.Axis(format=",.0f")
@@ -453,13 +538,14 @@ def gpus_bandwidth_chart(frame: pd.DataFrame, subtitle: str = "") -> alt.LayerCh
     )
     peaks = (
         alt.Chart(data[data["peak_gbps"].notna()])
-        .mark_tick(color="#e45756", thickness=3, size=26)
+        .mark_tick(color="#000000", thickness=3, size=26)
         .encode(y=y, x="peak_gbps:Q", tooltip=tooltip)
     )
     return alt.layer(bars, peaks, text).properties(
         title=alt.TitleParams(
-            "Kernel bandwidth against each device's peak (red tick)",
-            subtitle=subtitle or "the article printed no kernel time, so the T4 has no bar",
+            "Kernel bandwidth against each device's peak (black tick)",
+            subtitle=[subtitle or "median kernel time, 12 bytes per element; the article printed no kernel time, so "
+                      "the T4 has no bar"] + ([f"{left_out} {GPU_ONLY_NOTE}"] if left_out else []),
             anchor="start",
         ),
         height=alt.Step(30),

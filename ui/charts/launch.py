@@ -374,9 +374,18 @@ def occupancy_chart(frame: pd.DataFrame, subtitle: str) -> alt.Chart:
 # --- launch overhead ---------------------------------------------------------------------
 
 
+OVERHEAD_ROW_PX = 36  # per path: its dot, min-max line and sample ticks readable, never squeezed (>= 28 px)
+OVERHEAD_LABEL_PX = 460  # the longest path label (about 65 characters at 11 px) in full
+
+
 def launch_overhead_chart(frame: pd.DataFrame, subtitle: str) -> alt.LayerChart:
-    """µs per launch per path (``LaunchOverheadRun.to_frame()``): median bar, min–max rule,
-    every sample as a tick; a path with fewer than 3 samples is labelled so."""
+    """µs per launch per path (``LaunchOverheadRun.to_frame()``): median dot, min–max rule,
+    every sample as a tick; a path with fewer than 3 samples is labelled so.
+
+    Each path gets ``OVERHEAD_ROW_PX`` of height (a step, whatever the number of paths) and
+    its whole label (``OVERHEAD_LABEL_PX``, never cut off); the subtitle ends with how many
+    samples each path has.
+    """
     data = frame.copy()
     data["label"] = [f"{label} (n<3)" if few else label for label, few in zip(data["label"], data["few_samples"])]
     summary = (
@@ -385,7 +394,12 @@ def launch_overhead_chart(frame: pd.DataFrame, subtitle: str) -> alt.LayerChart:
         .reset_index()
     )
     order = summary.sort_values("median_us")["label"].tolist()
-    y = alt.Y("label:N", sort=order, title=None)
+    y = alt.Y(
+        "label:N",
+        sort=order,
+        title=None,
+        axis=alt.Axis(labelLimit=OVERHEAD_LABEL_PX, labelFontSize=11, labelPadding=6),
+    )
     tooltip = [
         alt.Tooltip("label:N", title="path"),
         alt.Tooltip("median_us:Q", title="median (µs per launch)", format=",.3~r"),
@@ -410,16 +424,22 @@ def launch_overhead_chart(frame: pd.DataFrame, subtitle: str) -> alt.LayerChart:
     )
     ticks = (
         alt.Chart(data)
-        .mark_tick(color="#444", opacity=0.5)
+        .mark_tick(color="#444", opacity=0.5, size=OVERHEAD_ROW_PX * 0.6)
         .encode(
             x=alt.X("us:Q", scale=alt.Scale(type="log"), axis=axis),
             y=y,
             tooltip=[alt.Tooltip("us:Q", title="sample (µs)", format=",.3~r")],
         )
     )
+    counts = sorted(set(summary["samples"]))
+    per_path = f"{counts[0]}" if len(counts) == 1 else f"{counts[0]}–{counts[-1]}"
+    measured = f"{len(order)} launch path{'s' if len(order) != 1 else ''}, {per_path} samples each"
     return alt.layer(bars, spread, ticks).properties(
         title=alt.TitleParams(
-            "Host time to launch one kernel, by path (median; line = min–max; ticks = samples)", subtitle=subtitle
+            "Host time to launch one kernel, by path (median; line = min–max; ticks = samples)",
+            subtitle=f"{subtitle} · {measured}" if subtitle else measured,
+            anchor="start",
         ),
-        height=max(160, 36 * len(order)),
+        height=alt.Step(OVERHEAD_ROW_PX),
+        autosize=alt.AutoSizeParams(type="fit-x", contains="padding"),
     )

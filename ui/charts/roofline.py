@@ -12,10 +12,16 @@ import math
 import altair as alt
 import pandas as pd
 
-from gpu.core.roofline import Roofs
+from gpu.core.roofline import COPY_ROOF, DRIVER_MEMCPY_ROOF, Roofs
 from ui.charts.common import log_axis
 
-ROOF_COLORS = {"memory roof (clock × bus width)": "#e45756", "measured device copy": "#17becf", "FP32 roof": "#54a24b"}
+ROOF_COLORS = {
+    "memory roof (clock × bus width)": "#e45756",
+    COPY_ROOF: "#17becf",
+    DRIVER_MEMCPY_ROOF: "#17becf",
+    "FP32 roof": "#54a24b",
+}
+DASHED = (COPY_ROOF, DRIVER_MEMCPY_ROOF)
 
 
 def roof_lines(roofs: Roofs, x_min: float, x_max: float) -> pd.DataFrame:
@@ -24,7 +30,7 @@ def roof_lines(roofs: Roofs, x_min: float, x_max: float) -> pd.DataFrame:
     rows = []
     for name, bandwidth in (
         ("memory roof (clock × bus width)", roofs.memory_gbps),
-        ("measured device copy", roofs.copy_gbps),
+        (roofs.copy_label, roofs.copy_gbps),
     ):
         if bandwidth:
             rows += [(name, x, min(x * bandwidth, roofs.fp32_gflops or math.inf)) for x in xs]
@@ -66,7 +72,9 @@ def roofline_chart(points: pd.DataFrame, roofs: Roofs, subtitle: str) -> alt.Cha
                     title="roof",
                     legend=alt.Legend(labelLimit=280),
                 ),
-                strokeDash=alt.condition("datum.roof == 'measured device copy'", alt.value([6, 3]), alt.value([1, 0])),
+                strokeDash=alt.condition(
+                    " || ".join(f"datum.roof == '{r}'" for r in DASHED), alt.value([6, 3]), alt.value([1, 0])
+                ),
                 detail="roof:N",
                 tooltip=[
                     alt.Tooltip("roof:N"),
@@ -93,14 +101,25 @@ def roofline_chart(points: pd.DataFrame, roofs: Roofs, subtitle: str) -> alt.Cha
     pts["tag"] = [step.split(" · ")[0] if " · " in step else "" for step in pts["step"]]  # "1", "2"...: the step number
     layers.append(alt.Chart(pts).mark_text(align="left", dx=8, dy=-6, fontSize=11, color="#333").encode(
         x=x, y=alt.Y("gflops:Q", scale=alt.Scale(type="log"), axis=y_axis), text="tag:N"))
+    subtitles = [subtitle, _measured_line(pts)]
+    if roofs.copy_gbps and roofs.copy_label == DRIVER_MEMCPY_ROOF and (pts["gbps"] > roofs.copy_gbps).any():
+        subtitles.append(f"points above the dashed driver memcpy ({roofs.copy_gbps:,.0f} GB/s) are right: a kernel "
+                         "moves memory faster than the driver's memcpy did, so that line is no ceiling")
     return (
         alt.layer(*layers)
         .resolve_scale(color="independent")
         .properties(
-            title=alt.TitleParams("Roofline: every measured kernel step under the device's roofs", subtitle=subtitle),
+            title=alt.TitleParams("Roofline: every measured kernel step under the device's roofs", subtitle=subtitles),
             height=460,
         )
     )
+
+
+def _measured_line(pts: pd.DataFrame) -> str:
+    """What the points are: how many, of how many kernels, and that each is a median."""
+    kernels = pts["kernel"].nunique()
+    return (f"{len(pts)} point{'s' if len(pts) != 1 else ''} from {kernels} kernel{'s' if kernels != 1 else ''}; "
+            "each the median kernel time of its run (hover for size and samples' source)")
 
 
 __all__ = ["ROOF_COLORS", "roof_lines", "roofline_chart"]

@@ -7,6 +7,8 @@ from the shared palette in ``ui.charts.common``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import altair as alt
 import pandas as pd
 
@@ -25,6 +27,10 @@ TIME_SERIES = (
     "cupy",
     "torch",
 )
+# The series that carry the lesson, drawn by default: the kernel alone, the GPU end to end with its
+# copies, and NumPy on the CPU. The others (launch, ILP, Python loop, Numba, CuPy, PyTorch) are
+# ``other_series`` for a second chart (``time_chart(..., series=other_series(frame))``).
+LESSON_SERIES = ("gpu-kernel", "gpu-total", "numpy")
 PHASES = ("gpu-h2d", "gpu-kernel", "gpu-d2h")
 N_AXIS = alt.Axis(format="~s", title="N (elements per vector, log scale)")
 LIMIT_LABEL_COLUMNS, LIMIT_LABEL_STEP_PX = 2, 300  # a limit's label is at most ~290 px at font size 10
@@ -90,10 +96,36 @@ def _time_tooltip() -> list[alt.Tooltip]:
     ]
 
 
-def time_chart(frame: pd.DataFrame, crossovers: list[dict], subtitle: str) -> alt.LayerChart:
+def other_series(frame: pd.DataFrame) -> list[str]:
+    """The time series a sweep holds beyond ``LESSON_SERIES``, in ``TIME_SERIES`` order."""
+    present = set(time_data(frame)["series"])
+    return [s for s in TIME_SERIES if s in present and s not in LESSON_SERIES]
+
+
+def samples_line(data: pd.DataFrame) -> str:
+    """What a chart's points are: how many series and sizes, and how many samples each point has."""
+    measured = data[~data["estimated"]] if "estimated" in data else data
+    counts = sorted({int(c) for c in measured["samples"].dropna()}) if "samples" in measured else []
+    per_point = (f"{counts[0]}" if len(counts) == 1 else f"{counts[0]}–{counts[-1]}") if counts else "no"
+    series = data["label"].nunique()
+    sizes = data["n"].nunique()
+    return (f"{series} series × {sizes} size{'s' if sizes != 1 else ''}; each point the median of {per_point} "
+            f"sample{'s' if counts != [1] else ''}")
+
+
+def time_chart(
+    frame: pd.DataFrame, crossovers: list[dict], subtitle: str, series: Sequence[str] | None = LESSON_SERIES
+) -> alt.LayerChart:
     """Median time against N per series, log–log, with a min–max band, noisy points
-    ringed, estimates dashed, and a dashed rule where the GPU overtakes a CPU series."""
+    ringed, estimates dashed, and a dashed rule where the GPU overtakes a CPU series.
+
+    ``series``: which to draw (default ``LESSON_SERIES``, the three that carry the lesson;
+    None draws all). A crossover is marked only when both its series are drawn.
+    """
     data = time_data(frame)
+    if series is not None:
+        data = data[data["series"].isin(series)].reset_index(drop=True)
+        crossovers = [c for c in crossovers if c.get("gpu") in series and c.get("baseline", "numpy") in series]
     labels = list(dict.fromkeys(data["label"]))
     color = alt.Color("label:N", scale=color_scale(labels), title="series", sort=labels, legend=_legend("series"))
     y_scale = alt.Scale(type="log")
@@ -148,7 +180,7 @@ def time_chart(frame: pd.DataFrame, crossovers: list[dict], subtitle: str) -> al
         title=alt.TitleParams(
             "Time against N (median; band = min–max; red ring = noisy; grey square = fewer than 3 samples; dashed = "
             "estimate)",
-            subtitle=subtitle,
+            subtitle=[subtitle, samples_line(data)] if subtitle else samples_line(data),
             anchor="start",
         ),
         height=380,

@@ -17,6 +17,7 @@ from gpu.core.timing import format_seconds
 from gpu.service.store import HistoryStore, RunRecord, StoreError
 from ui.charts.history import (
     article_entry,
+    at_n_text,
     compare_chart,
     compare_subtitle,
     declared_by_name,
@@ -53,34 +54,35 @@ class HistoryFilters:
         )
 
 
-def load_records(store: HistoryStore) -> list[RunRecord] | None:
-    """The newest runs, or None after showing why history cannot be read."""
-    if store.problem:
+def load_records(store: HistoryStore, session_id: str | None = None, *, warn: bool = True) -> list[RunRecord] | None:
+    """The newest runs (only those ``session_id`` saved, when given), or None after showing why
+    history cannot be read. ``warn`` shows the store's problem (once per page, not per tab)."""
+    if store.problem and warn:
         st.warning(store.problem, icon=":material/warning:")
     if not store.available:
         return None
     try:
-        return store.runs(limit=MAX_LISTED)
+        return store.runs(limit=MAX_LISTED, session_id=session_id)
     except StoreError as exc:
         st.error(f"{exc}. Experiments still run; try again later.")
         return None
 
 
-def filters_ui(records: list[RunRecord]) -> HistoryFilters:
-    """Three multiselects (empty means all); returns the chosen filters."""
+def filters_ui(records: list[RunRecord], key: str = "history") -> HistoryFilters:
+    """Three multiselects (empty means all); returns the chosen filters. ``key`` prefixes the widgets' keys."""
     left, mid, right = st.columns(3)
     experiments = sorted({r.experiment for r in records})
     devices = sorted({r.device_name or "unknown" for r in records})
     backends = sorted({r.backend for r in records})
     backend_names = {"simulator": "CUDA simulator (simulated timings)", "cuda": "CUDA"}
     return HistoryFilters(
-        tuple(left.multiselect("Experiment", experiments, key="history.experiment", placeholder="All experiments")),
-        tuple(mid.multiselect("Device", devices, key="history.device", placeholder="All devices")),
+        tuple(left.multiselect("Experiment", experiments, key=f"{key}.experiment", placeholder="All experiments")),
+        tuple(mid.multiselect("Device", devices, key=f"{key}.device", placeholder="All devices")),
         tuple(
             right.multiselect(
                 "Backend",
                 backends,
-                key="history.backend",
+                key=f"{key}.backend",
                 format_func=lambda b: backend_names.get(b, b),
                 placeholder="All backends",
             )
@@ -88,7 +90,7 @@ def filters_ui(records: list[RunRecord]) -> HistoryFilters:
     )
 
 
-def compare_ui(shown: list[RunRecord], every: list[RunRecord] | None = None) -> list[RunRecord]:
+def compare_ui(shown: list[RunRecord], every: list[RunRecord] | None = None, key: str = "history") -> list[RunRecord]:
     """Pick runs to compare (default: the newest runs of the newest run's experiment).
 
     The choice survives the filters: runs chosen earlier and now hidden by a filter stay
@@ -101,28 +103,29 @@ def compare_ui(shown: list[RunRecord], every: list[RunRecord] | None = None) -> 
     with_samples = [r for r in shown if has_samples(r, declared)] or shown
     newest = with_samples[0].experiment
     default = [r.run_id for r in with_samples if r.experiment == newest][:DEFAULT_COMPARED]
-    current = st.session_state.get("history.compare")
+    state = f"{key}.compare"
+    current = st.session_state.get(state)
     if current is not None and any(run_id not in by_id for run_id in current):  # gone from the database
-        st.session_state["history.compare"] = [run_id for run_id in current if run_id in by_id]
-    kept = [run_id for run_id in (st.session_state.get("history.compare") or []) if run_id not in shown_ids]
+        st.session_state[state] = [run_id for run_id in current if run_id in by_id]
+    kept = [run_id for run_id in (st.session_state.get(state) or []) if run_id not in shown_ids]
     hidden = set(kept)
     chosen = st.multiselect(
         "Compare runs",
         shown_ids + kept,
-        default=default if "history.compare" not in st.session_state else None,
+        default=default if state not in st.session_state else None,
         format_func=lambda run_id: (
             f"{run_label(by_id[run_id])} · {readable_time(by_id[run_id].created_at)} · "
             f"{by_id[run_id].device_name or 'unknown'}"
             + (" · hidden by the filters" if run_id in hidden else "")
         ),
-        key="history.compare",
+        key=state,
         help="Runs of the same experiment compare measure by measure; any runs can be shown together. Changing the "
              "filters keeps your choice.",
     )
     return [by_id[run_id] for run_id in chosen]
 
 
-def show_runs_table(records: list[RunRecord]) -> pd.DataFrame:
+def show_runs_table(records: list[RunRecord], key: str = "history") -> pd.DataFrame:
     table = runs_frame(records)
     simulated = int(table["simulated"].sum()) if "simulated" in table else 0
     st.caption(
@@ -140,8 +143,8 @@ def show_runs_table(records: list[RunRecord]) -> pd.DataFrame:
             columns={"created_at": "measured"}
         )
     shown = shown.astype(object).where(shown.notna(), "—")  # a parameter a run does not have (a sweep's single N)
-    shown = shown.map(readable_cell).rename(columns=param_labels())
-    st.dataframe(shown, hide_index=True, width="stretch", key="history.table")
+    shown = shown.map(readable_cell).rename(columns={**param_labels(), "kernel_n": "kernel's N (simulator's cap)"})
+    st.dataframe(shown, hide_index=True, width="stretch", key=f"{key}.table")
     return table
 
 
@@ -156,15 +159,33 @@ def show_comparison(chosen: list[RunRecord]) -> None:
     if len({r.experiment for r in chosen}) > 1:
         st.caption("These runs come from different experiments: only measures with the same name are comparable.")
     st.altair_chart(compare_chart(samples, compare_subtitle(samples)), width="stretch")
-    summary = samples.groupby(["run", "measure"], as_index=False).agg(
-        median=("seconds", "median"), min=("seconds", "min"), max=("seconds", "max"), samples=("seconds", "size")
-    )
-    for col in ("median", "min", "max"):  # each in its own unit (µs to s), not a bare 135.2716
-        summary[col] = summary[col].map(format_seconds)
+    summary = comparison_summary(samples)
+    st.caption("Each figure with the N it was measured at: in the simulator a vector add's kernel runs at the "
+               "simulator's cap while its CPU implementations run at the run's N.")
     st.dataframe(summary, hide_index=True, width="stretch")
 
 
-def export_ui(records: list[RunRecord], table: pd.DataFrame) -> None:
+def comparison_summary(samples: pd.DataFrame) -> pd.DataFrame:
+    """Per run and measure: median, min, max in their units, each saying its N (and "simulated")."""
+    summary = samples.groupby(["run", "measure"], as_index=False, sort=False, dropna=False).agg(
+        median=("seconds", "median"),
+        min=("seconds", "min"),
+        max=("seconds", "max"),
+        samples=("seconds", "size"),
+        n=("n", "first"),
+        simulated=("simulated", "first"),
+    )
+    for col in ("median", "min", "max"):  # each in its own unit (µs to s), not a bare 135.2716
+        summary[col] = summary[col].map(format_seconds)
+    summary["median"] = [  # "3.67 s (simulated, at N = 16,384)": never a figure without its N
+        f"{m} {at_n_text(n, bool(sim))}".strip()
+        for m, n, sim in zip(summary["median"], summary["n"], summary["simulated"])
+    ]
+    summary["measured at N"] = [f"{int(n):,}" if n == n and n is not None else "—" for n in summary["n"]]
+    return summary[["run", "measure", "measured at N", "median", "min", "max", "samples"]]
+
+
+def export_ui(records: list[RunRecord], table: pd.DataFrame, key: str = "history") -> None:
     """Downloads of the filtered runs: table (CSV), every sample (CSV), full records (JSON)."""
     left, mid, right = st.columns(3)
     left.download_button(
@@ -172,14 +193,14 @@ def export_ui(records: list[RunRecord], table: pd.DataFrame) -> None:
         table.to_csv(index=False),
         file_name="kernel_lab_runs.csv",
         mime="text/csv",
-        key="history.download_runs_csv",
+        key=f"{key}.download_runs_csv",
     )
     mid.download_button(
         "Samples (CSV)",
         samples_frame(records).to_csv(index=False),
         file_name="kernel_lab_samples.csv",
         mime="text/csv",
-        key="history.download_samples_csv",
+        key=f"{key}.download_samples_csv",
     )
     payload = json.dumps([r.to_dict() for r in records], indent=2)
     right.download_button(
@@ -187,8 +208,27 @@ def export_ui(records: list[RunRecord], table: pd.DataFrame) -> None:
         payload,
         file_name="kernel_lab_runs.json",
         mime="application/json",
-        key="history.download_json",
+        key=f"{key}.download_json",
     )
+
+
+def runs_tab(records: list[RunRecord] | None, key: str, empty: str) -> None:
+    """One tab of runs: filters, the table, the comparison and the exports (``key`` keeps each tab's widgets apart)."""
+    if records is None:
+        return  # load_records said why
+    if not records:
+        st.info(empty)
+        return
+    filters = filters_ui(records, key)
+    shown = [r for r in records if filters.keep(r)]
+    if not shown:
+        st.info("No saved run matches these filters.")
+        return
+    table = show_runs_table(shown, key)
+    st.subheader("Compare")
+    show_comparison(compare_ui(shown, records, key))
+    st.subheader("Export")
+    export_ui(shown, table, key)
 
 
 # --- importing a check file -------------------------------------------------------------------
@@ -245,7 +285,9 @@ def upload_ui(store: HistoryStore) -> None:
             st.success(done[1], icon=":material/check_circle:")
             return
         try:
-            result = import_check(store, raw, source=upload.name)
+            from ui.run_record import browser_session_id
+
+            result = import_check(store, raw, source=upload.name, session_id=browser_session_id())
         except ImportProblem as exc:
             st.error(f"{upload.name} was not imported: {exc}", icon=":material/error:")
             return
@@ -279,22 +321,28 @@ def compare_gpus_ui(records: list[RunRecord]) -> None:
                 "recorded reference",
                 ref.sections["breakdown"]["run"],
             )
-    own = [r for r in records if r.experiment == "vector-add" and isinstance(r.result.get("gpu"), dict)]
+    vector_adds = [r for r in records if r.experiment == "vector-add" and isinstance(r.result.get("gpu"), dict)]
+    own = [r for r in vector_adds if not r.simulated]  # a simulated figure is never set beside a GPU's
     for r in own[:MAX_COMPARED_OWN]:
         kind = "imported" if r.result.get("imported") else "your run"
-        sim = ", simulated" if r.simulated else ""
-        rows += vector_add_entry(
-            f"{r.device_name or 'unknown'} — {kind} {r.short_id}, N = {r.params.get('n', '?'):,}{sim}", kind, r.result
-        )
+        kernel_n = r.result.get("gpu_n") or r.result.get("n") or r.params.get("n")
+        at = f"N = {kernel_n:,}" if isinstance(kernel_n, int) else "N unknown"
+        rows += vector_add_entry(f"{r.device_name or 'unknown'} — {kind} {r.short_id}, {at}", kind, r.result)
+    left_out = len(vector_adds) - len(own)
     frame = pd.DataFrame(rows)
     st.markdown(
         "The article's experiment on every device this lab knows of: the article's own T4 figures (published, not "
         "measured here), "
         "the GPU checks committed with the lab (read-only), imported checks and your newest runs. Sizes differ between "
-        "sources (each row says its N); simulated runs time the simulator, not a GPU (marked “simulated”); "
+        "sources (each row says its N); runs in the CUDA simulator are left out, since they time the simulator, not "
+        "a GPU; "
         "\\* = fewer than 3 samples. † = recorded before L2 flushing and verified holds; single-sample points marked "
         "(their small sizes may have been served from the L2)."
     )
+    if left_out:
+        st.caption(f":material/info: {left_out} saved vector-add run{'s' if left_out != 1 else ''} from the CUDA "
+                   f"simulator {'are' if left_out != 1 else 'is'} not shown here: simulator timings are not GPU "
+                   "performance and are never set beside a GPU's.")
     st.altair_chart(gpus_time_chart(frame), width="stretch", key="history.gpus_time")
     if frame["bandwidth_gbps"].notna().any():
         st.altair_chart(gpus_bandwidth_chart(frame), width="stretch", key="history.gpus_bandwidth")

@@ -155,6 +155,7 @@ def show_result(run: SweepRun) -> None:
         )
     peaks = run.peaks.to_frame() if run.peaks else None
     st.altair_chart(scaling_charts.bandwidth_chart(frame, peaks, subtitle), width="stretch")
+    show_other_series(frame, crossovers, subtitle, "scaling.other_series")
     if run.peaks is not None:
         st.caption(
             "Limits: "
@@ -199,3 +200,17 @@ def points_csv(run: SweepRun) -> str:
     frame["n"] = frame["n"].astype("int64")
     frame["backend"] = run.backend  # every row says whether it timed a GPU or the simulator
     return frame.to_csv(index=False)
+
+
+def show_other_series(frame, crossovers: list[dict], subtitle: str, key: str) -> None:
+    """The sweep's other time series (launch, ILP, Python loop, Numba, CuPy, PyTorch) in a second chart, folded."""
+    others = scaling_charts.other_series(frame)
+    if not others:
+        return
+    labels = ", ".join(dict.fromkeys(frame.loc[frame["series"].isin(others), "label"]))
+    st.caption("The chart shows the three series that carry the lesson: the kernel alone, the GPU end to end with its "
+               "copies, and NumPy. The others are below.")
+    with st.expander(f"More series: {labels}", icon=":material/stacked_line_chart:"):
+        st.altair_chart(
+            scaling_charts.time_chart(frame, crossovers, subtitle, series=others), width="stretch", key=key
+        )
