@@ -194,6 +194,7 @@ def show_sweep(run: LaunchSweepRun) -> None:
     subtitle = describe_sweep(run)
     frame = run.to_frame()
     if simulated:  # simulated times are not charted: a chart of them across configurations reads as a ranking
+        frame["best"] = False  # and no configuration is "best" on them
         st.caption(
             "Simulated times are not charted across configurations: they measure Python on this CPU, so a chart "
             "would rank block sizes by something no GPU does. They are in the table below, marked simulated."
@@ -365,7 +366,21 @@ def show_launch_overhead(run) -> None:
          "samples": v.n_samples, "flag": "fewer than 3 samples" if v.few_samples else ""}
         for k, v in run.paths.items()
     ]
+    simulated = run.backend == "simulator"
+    if simulated:  # a simulated launch is a Python call into the simulator: nothing a GPU's driver does
+        for row in rows:
+            for column in ("median (µs)", "min (µs)", "max (µs)"):
+                row[column.replace("(µs)", "(µs, simulated)")] = row.pop(column)
     st.dataframe(pd.DataFrame(rows), hide_index=True)
+    if simulated:
+        st.caption(
+            "Simulated: each launch here is a Python call into the simulator, not a trip through a GPU's driver, so "
+            "the paths are tabled and neither charted, ranked, differenced nor judged against the target. The "
+            "recorded GPU's launch overheads are under **On a real GPU**."
+        )
+        for k, why in run.skipped.items():
+            st.caption(f"{PATHS[k]}: skipped — {why}")
+        return
     subtitle = f"{run.device.name} ({run.backend}); {run.launches_per_sample} launches per sample"
     st.altair_chart(launch_charts.launch_overhead_chart(run.to_frame(), subtitle), use_container_width=True)
     if run.engine_ratio is not None:
