@@ -1,8 +1,10 @@
-"""One learner's kernel traced in its own process: ``python -m gpu.trace.submission_child LIMITS_JSON``, request on
-stdin.
+"""One learner's kernel traced in a sandboxed process.
 
-Started by ``gpu.trace.submission.trace_submission`` through the write-a-kernel sandbox's
-``run_argv`` (bubblewrap where it works, resource limits, wall clock, capped output) and
+``trace_checked`` is what ``gpu.sandbox.child``'s analysis mode calls (the one child that
+gives a submission its compiler's facts and its trace, for the page, ``python -m gpu solve``
+and ``python -m gpu trace FILE`` alike). ``python -m gpu.trace.submission_child LIMITS_JSON``
+(request on stdin) still runs a trace alone, started like the other children through the
+write-a-kernel sandbox's ``run_argv`` (bubblewrap where it works, resource limits, wall clock, capped output) and
 only after the sandbox's checker has passed the source; the source is checked again
 here by the sandbox's loader before its restricted exec. The order follows
 ``gpu.sandbox.child``: the real stdout is set aside for the report first (a kernel's
@@ -37,21 +39,31 @@ def pick_case(problem, threads: int, max_blocks: int):
 
 
 def trace(request: dict) -> dict:
+    from gpu.problems import get
+
+    return trace_source(get(request["problem"]), request["source"], int(request["seed"]))
+
+
+def trace_checked(problem, source: str, seed: int) -> dict | str:
+    """The trace of a source this process has already checked (``gpu.sandbox.child``'s analysis): the report's
+    dict, or one line saying why there is none."""
+    result = trace_source(problem, source, seed, checked=True)
+    return result["problem"] if "problem" in result else result
+
+
+def trace_source(problem, source: str, seed: int, checked: bool = False) -> dict:
     import linecache
 
     import numpy as np
 
-    from gpu.problems import get
     from gpu.sandbox.checker import Refusal
     from gpu.sandbox.harness import SOURCE_NAME, fresh_outputs
     from gpu.sandbox.loader import load_module
     from gpu.trace.record import DEFAULT_MAX_BLOCKS, trace_launch
     from gpu.trace.report import analyse
 
-    problem = get(request["problem"])
-    source = request["source"]
     try:
-        scope = load_module(source, problem.kernel_name, len(problem.params))
+        scope = load_module(source, problem.kernel_name, len(problem.params), checked=checked)
         chosen = scope.get("THREADS_PER_BLOCK")
         threads = problem.threads_for(chosen if isinstance(chosen, int) else None)
     except Refusal as refusal:
@@ -59,7 +71,7 @@ def trace(request: dict) -> dict:
     # the source was exec'd from a string: give the trace its lines to quote
     linecache.cache[SOURCE_NAME] = (len(source), None, source.splitlines(True), SOURCE_NAME)
     case = pick_case(problem, threads, DEFAULT_MAX_BLOCKS)
-    inputs = problem.inputs(np.random.default_rng(int(request["seed"])), case.sizes)
+    inputs = problem.inputs(np.random.default_rng(seed), case.sizes)
     outputs = fresh_outputs(problem, case.sizes)
     grid, block = problem.launch(case.sizes, threads)
     args = [inputs[p] if p in inputs else outputs[p] for p in problem.params]
