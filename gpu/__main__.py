@@ -288,13 +288,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+EXIT_BAD_INPUT = 2  # bad input, or a refusal
+EXIT_LAB_FAILED = 3  # the lab itself failed: never 1, which means "wrong" (solve) or "a finding" (trace)
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         return args.func(args)
     except InputError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except Exception as exc:  # one line, never a traceback (and never exit 1)
+        text = " ".join(str(exc).split())[:300]
+        print(f"error: the lab itself failed (not your input): {type(exc).__name__}: {text}", file=sys.stderr)
+        return EXIT_LAB_FAILED
 
 
 if __name__ == "__main__":

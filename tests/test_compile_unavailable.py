@@ -214,15 +214,13 @@ def test_write_a_kernel_page_without_nvvm_says_how_to_get_the_compiler(no_nvvm, 
     monkeypatch.setenv("KERNEL_LAB_PLAIN_EDITOR", "1")
     monkeypatch.delenv(runner.ENV_REQUIRE, raising=False)
 
-    def facts_here(verdict, source, **_):
+    def analysis_here(problem, source, *, threads=0, facts=True, trace=True, **_):
         from gpu.problems import get
 
-        verdict.compile_facts, verdict.compile_facts_note, verdict.compile_facts_status = submission_facts(
-            get(verdict.problem), source, verdict.threads_per_block or 128
-        )
-        return verdict
+        found, note, status = submission_facts(get(problem), source, threads or 128)
+        return {"compile_facts": found, "note": note, "status": status, "trace": None}
 
-    monkeypatch.setattr(service, "facts_in_child", facts_here)
+    monkeypatch.setattr(service.runner, "analyse_in_child", analysis_here)
     at = AppTest.from_file(PAGE, default_timeout=180).run()
     at.text_area(key="write_kernel.draft.vector-add").input(GOOD)
     at.button(key="write_kernel.run").click().run()

@@ -257,18 +257,24 @@ def _check_decorator(node: ast.FunctionDef, imports: dict) -> bool:
             raise Refusal(
                 "decorator",
                 deco.lineno,
-                "@cuda.jit takes no positional argument here: the problem fixes the "
-                "signature, so write @cuda.jit without a signature string",
+                f"@cuda.jit takes no positional argument here (this one has {len(call.args)}): the problem fixes "
+                "the signature, so write @cuda.jit without a signature string",
             )
         for kw in call.keywords:
             if kw.arg not in JIT_OPTIONS or not (
                 isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, bool)
             ):
+                if kw.arg is None:
+                    why = "; **options are not allowed"
+                elif kw.arg not in JIT_OPTIONS:
+                    why = f"; {kw.arg}= is not available in the lab (the lab compiles every kernel the same way)"
+                else:
+                    shown = ast.unparse(kw.value)
+                    why = f"; {kw.arg}= must be True or False, not {shown[:40]}"
                 raise Refusal(
                     "decorator",
                     deco.lineno,
-                    f"@cuda.jit accepts only {', '.join(o + '=True/False' for o in JIT_OPTIONS)} "
-                    f"here{'' if kw.arg in JIT_OPTIONS else f'; {kw.arg}= is not available in the lab'}",
+                    f"@cuda.jit accepts only {', '.join(o + '=True/False' for o in JIT_OPTIONS)} here{why}",
                 )
             device = device or (kw.arg == "device" and kw.value.value is True)
     args = node.args

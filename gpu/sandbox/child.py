@@ -9,7 +9,11 @@ cached results, a poisoned CUDA context) reaches the next one. Order matters:
 2. apply the resource limits (``setrlimit``) before anything else runs;
 3. read the request (problem, source, seed) from the pipe: the seed is never in a file
    or an environment variable the submission could read;
-4. judge (``gpu.sandbox.harness``) and write one JSON verdict.
+4. judge (``gpu.sandbox.harness``) and write one JSON verdict; or, in the ``analysis`` mode
+   (after a verdict that ran, or for ``python -m gpu trace FILE``), the compiler's facts and
+   the memory trace in one process: the source is checked once, NVVM runs (in its own
+   subprocess, with no address-space cap), then the address space is lowered and the
+   learner's module is exec'd and traced in numba-cuda's simulator.
 """
 
 from __future__ import annotations
@@ -47,6 +51,45 @@ def apply_limits(limits: dict) -> list[str]:
     return missed
 
 
+def lower_address_space(limit: int) -> str | None:
+    """RLIMIT_AS down to ``limit`` (0: leave it); the reason where it could not be set."""
+    if not limit:
+        return None
+    try:
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    except (ValueError, OSError) as exc:
+        return f"address_space_bytes: {exc}"
+    return None
+
+
+def analysis(problem, request: dict) -> dict:
+    """The compiler's facts and the trace of ``request["source"]``: one check, then NVVM, then the trace."""
+    from gpu.sandbox.checker import Refusal, check_source
+
+    source = request["source"]
+    result: dict = {"compile_facts": None, "note": "", "status": "", "trace": None}
+    try:
+        check_source(source, problem.kernel_name, len(problem.params))  # the one check in this process
+    except Refusal as refusal:
+        why = str(refusal)
+        return {"compile_facts": None, "note": f"not compiled: {why}", "status": "", "trace": f"not traced: {why}"}
+    if request.get("facts", True):
+        from gpu.sandbox.facts import compile_facts
+
+        # exec'd by the compile worker (a subprocess of this sandboxed one), after the check above
+        facts, note, status = compile_facts(problem, source, int(request.get("threads") or 0))
+        result["compile_facts"], result["note"], result["status"] = facts, note, status
+    if request.get("trace"):
+        lower_address_space(int(request.get("address_space_bytes") or 0))
+        from gpu.trace.submission_child import trace_checked
+
+        try:
+            result["trace"] = trace_checked(problem, source, int(request["seed"]))
+        except Exception as exc:  # one line, never a traceback
+            result["trace"] = f"the trace could not run: {type(exc).__name__}: {str(exc).strip()[:300]}"
+    return result
+
+
 def main(argv: list[str]) -> int:
     verdict_fd = os.dup(1)
     devnull = os.open(os.devnull, os.O_WRONLY)
@@ -55,20 +98,29 @@ def main(argv: list[str]) -> int:
     limits = json.loads(argv[1]) if len(argv) > 1 else {}
     missed = apply_limits(limits)
     request = json.loads(sys.stdin.buffer.read(MAX_REQUEST_BYTES) or b"{}")
+    mode = request.get("mode")
+    if mode in ("facts", "analysis") and request.get("trace"):
+        # the trace records accesses through numba-cuda's simulator: chosen before gpu is imported
+        os.environ["KERNEL_LAB_SIMULATOR"] = "numba"
     from gpu.problems import get
     from gpu.sandbox.harness import judge
     from gpu.sandbox.verdict import Verdict
 
     try:
         problem = get(request["problem"])
-        if request.get("mode") == "facts":  # the compiler's facts, a second step after the verdict
-            from gpu.sandbox.checker import check_source
-            from gpu.sandbox.facts import compile_facts
-
-            check_source(request["source"], problem.kernel_name, len(problem.params))  # exec'd by the compile worker
-            facts, note, status = compile_facts(problem, request["source"], int(request["threads"]))
+        if mode in ("facts", "analysis"):  # the second step after a verdict: the compiler's facts and the trace
+            try:
+                result = analysis(problem, request)
+            except Exception as exc:  # never a traceback: one line
+                why = f"{type(exc).__name__}: {str(exc).strip()[:300]}"
+                result = {
+                    "compile_facts": None,
+                    "note": f"the compiler's facts are unavailable: {why}",
+                    "status": "unavailable",
+                    "trace": f"not traced: {why}" if request.get("trace") else None,
+                }
             with os.fdopen(verdict_fd, "wb") as out:
-                out.write(json.dumps({"compile_facts": facts, "note": note, "status": status}).encode())
+                out.write(json.dumps(result, default=str).encode())
             return 0
         verdict = judge(problem, request["source"], int(request["seed"]))
     except Exception as exc:  # never a traceback: one line

@@ -2,14 +2,17 @@
 
 ``python -m gpu solve PROBLEM FILE [--json]`` exits 0 when every test passes, 1 when a
 result is wrong (or the kernel raised), 2 when the submission is refused (a bad problem
-name, an unreadable file, the checker, or the sandbox's limits). Never a traceback.
+name, an unreadable file, the checker, or the sandbox's limits), 3 when the lab itself
+failed (not the learner's code). Never a traceback. The same ``gpu.sandbox.service.submit``
+as the page: the verdict, the compiler's facts (simulator) and the memory trace's findings.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import stat
 import sys
-from pathlib import Path
 
 from gpu.core.jsonout import print_json
 from gpu.core.limits import InputError
@@ -18,6 +21,60 @@ MAX_FILE_BYTES = 1 << 20
 
 
 _json = print_json
+EXIT_CODES_HELP = "exit 0 passed, 1 wrong, 2 refused, 3 the lab itself failed"
+
+
+def read_kernel_file(path: str) -> str:
+    """A learner's file as text: a regular file (never a FIFO or a device, which could block or never end), read up
+    to ``MAX_FILE_BYTES`` (never more into memory), UTF-8. InputError (exit 2) otherwise."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise InputError(f"{path} is not a regular file; give the path of a .py file")
+        chunks, size = [], 0
+        while size <= MAX_FILE_BYTES:
+            chunk = os.read(fd, MAX_FILE_BYTES + 1 - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+    if size > MAX_FILE_BYTES:
+        raise InputError(f"{path} is over {MAX_FILE_BYTES:,} bytes; a kernel file is far smaller")
+    try:
+        return b"".join(chunks).decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError(f"{path} is not UTF-8 text") from None
+
+
+def trace_lines(report) -> list[str]:
+    """The trace's findings under a verdict: the headline, then each race, out-of-bounds access and divergence."""
+    if report is None:
+        return []
+    if isinstance(report, str):
+        return [f"  trace: {report}"]
+    lines = [f"  trace: {report.headline()} ({report.label}; {report.blocks_traced:,} of "
+             f"{report.blocks_total:,} blocks, {report.accesses:,} accesses)"]
+    if report.error:
+        lines.append(f"    error: {report.error}")
+    lines += [f"    {finding}" for finding in (*report.races, *report.out_of_bounds, *report.divergence)]
+    return lines
+
+
+def trace_json(report) -> dict | None:
+    if report is None:
+        return None
+    if isinstance(report, str):
+        return {"traced": False, "reason": report}
+    findings = [str(f) for f in (*report.races, *report.out_of_bounds, *report.divergence)]
+    return {"traced": True, "headline": report.headline(), "problems": report.problems, "label": report.label,
+            "findings": findings, "error": report.error}
 
 
 def cmd_problems(args: argparse.Namespace) -> int:
@@ -40,8 +97,9 @@ def cmd_starter(key: str) -> int:
     return 0
 
 
-def format_verdict(verdict, saved_id: str | None = None, save_problem: str | None = None) -> list[str]:
-    """The terminal lines of a verdict: a header, one line per test, timing or compiler facts, the first mismatch."""
+def format_verdict(verdict, saved_id: str | None = None, save_problem: str | None = None, trace=None) -> list[str]:
+    """The terminal lines of a verdict: a header, one line per test, timing or compiler facts, the trace's findings,
+    the first mismatch."""
     from gpu.core.timing import format_seconds
     from gpu.sandbox.verdict import mismatch_text
 
@@ -74,6 +132,8 @@ def format_verdict(verdict, saved_id: str | None = None, save_problem: str | Non
         lines.append("  simulator: correctness only, no timing (simulated time is not GPU performance)")
     if verdict.compile_facts_note and verdict.status != "error":
         lines.append(f"  compiler: {verdict.compile_facts_note}")
+    if verdict.status in ("passed", "wrong"):
+        lines += trace_lines(trace)
     if verdict.mismatch:
         m = verdict.mismatch
         lines.append(f"first mismatch: test {m['test']!r}: {mismatch_text(m)}")
@@ -87,33 +147,31 @@ def format_verdict(verdict, saved_id: str | None = None, save_problem: str | Non
 def cmd_solve(args: argparse.Namespace) -> int:
     from gpu.core.backend import BACKEND
     from gpu.sandbox.service import submit
+    from gpu.sandbox.verdict import EXIT_LAB_FAILED
 
-    path = Path(args.file)
+    source = read_kernel_file(args.file)
     try:
-        raw = path.read_bytes()[: MAX_FILE_BYTES + 1]
-        source = raw.decode("utf-8")
-    except OSError as exc:
-        raise InputError(f"cannot read {args.file}: {exc.strerror or exc}") from None
-    except UnicodeDecodeError:
-        raise InputError(f"{args.file} is not UTF-8 text") from None
-    if len(raw) > MAX_FILE_BYTES:
-        raise InputError(f"{args.file} is over {MAX_FILE_BYTES:,} bytes; a kernel file is far smaller")
-    try:
-        result = submit(args.problem, source, name=args.name, save=not args.no_save, facts=not args.no_facts)
+        result = submit(
+            args.problem, source, name=args.name, save=not args.no_save, facts=not args.no_facts,
+            trace=not args.no_trace,
+        )
     except InputError:
         raise
     except Exception as exc:  # the contract: one line, never a harness traceback
-        print(f"error: the harness failed before a verdict: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return 2
+        text = " ".join(str(exc).split())[:300]
+        print(f"error: the lab itself failed before a verdict (not your code): {type(exc).__name__}: {text}",
+              file=sys.stderr)
+        return EXIT_LAB_FAILED
     verdict = result.verdict
     if args.json:
-        _json({**verdict.to_dict(), "exit_code": verdict.exit_code, "saved_id": result.saved_id})
+        _json({**verdict.to_dict(), "exit_code": verdict.exit_code, "saved_id": result.saved_id,
+               "trace": trace_json(result.trace)})
     else:
         if BACKEND.simulated and verdict.status != "refused":
             from gpu.core.provenance import SIMULATOR_WARNING as SIMULATOR_LINE
 
             print(SIMULATOR_LINE)
-        print("\n".join(format_verdict(verdict, result.saved_id, result.save_problem)))
+        print("\n".join(format_verdict(verdict, result.saved_id, result.save_problem, result.trace)))
     return verdict.exit_code
 
 
@@ -156,7 +214,14 @@ def register(sub) -> None:
     p.add_argument("--starter", metavar="PROBLEM", default=None, help="print one problem's starter code")
     p.set_defaults(func=lambda a: cmd_starter(a.starter) if a.starter else cmd_problems(a))
 
-    p = sub.add_parser("solve", help="check, run and time your kernel for a problem (exit 0 pass, 1 wrong, 2 refused)")
+    p = sub.add_parser(
+        "solve",
+        help=f"check, run and time your kernel for a problem ({EXIT_CODES_HELP})",
+        description="Check your kernel, run it on fresh inputs against NumPy (on a GPU: time it), and trace its "
+        "memory accesses, in a sandbox. Exit codes: 0 passed, 1 a wrong result (or the kernel raised), 2 refused "
+        "(bad input, the checker, the sandbox's limits), 3 the lab itself failed (not your code). A race the trace "
+        "finds is printed but does not change the exit code (`python -m gpu trace FILE --problem P` exits 1 on it).",
+    )
     p.add_argument("problem", help="the problem's name, e.g. vector-add (see `python -m gpu problems`)")
     p.add_argument("file", help="your kernel, a .py file")
     p.add_argument("--json", action="store_true", help="print the verdict as one JSON object")
@@ -167,6 +232,7 @@ def register(sub) -> None:
         action="store_true",
         help="simulator: skip the real compiler's registers/spills/occupancy (a few seconds)",
     )
+    p.add_argument("--no-trace", action="store_true", help="skip the memory trace (races, out-of-bounds accesses)")
     p.set_defaults(func=cmd_solve)
 
     p = sub.add_parser("submissions", help="list saved submissions; admin: `submissions delete ID --yes`")
@@ -178,4 +244,4 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_submissions)
 
 
-__all__ = ["format_verdict", "register"]
+__all__ = ["format_verdict", "read_kernel_file", "register", "trace_json", "trace_lines"]

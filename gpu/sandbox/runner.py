@@ -10,7 +10,16 @@ Layers (each tested by tests/test_sandbox_hostile.py):
 - limits: wall clock (the whole process group is killed), CPU time, file size and (in the
   simulator only) address space via setrlimit in the child; the number of processes by a
   pids cgroup when this host lets us make one, else RLIMIT_NPROC (which root ignores);
+  memory by a per-submission memory cgroup (v2 ``memory.max``, else v1
+  ``memory.limit_in_bytes``) made under this process's own cgroup where the host lets us,
+  which works on a GPU too (RLIMIT_AS breaks the CUDA driver's reservations); the verdict's
+  ``sandbox`` field says which memory bound applied;
   the verdict and stderr are read up to a cap by this process.
+
+One submission is at most two children (``gpu.sandbox.service.submit``): the judge
+(``judge_in_child``), then, for a verdict that ran, the analysis (``analyse_in_child``: the
+compiler's facts and the memory trace, in the simulator). The checker runs once in this
+process before either starts (``precheck``) and once in each child.
 
 ``KERNEL_LAB_SANDBOX=off`` runs without bubblewrap (the code runs as you: the page warns);
 ``KERNEL_LAB_REQUIRE_SANDBOX=1`` (``make demo``) refuses every submission when the sandbox
@@ -41,6 +50,12 @@ ENV_SANDBOX = "KERNEL_LAB_SANDBOX"  # "off" forces no sandbox; anything else: us
 ENV_REQUIRE = "KERNEL_LAB_REQUIRE_SANDBOX"  # "1": refuse submissions when the sandbox does not work (make demo)
 ENV_BWRAP = "KERNEL_LAB_BWRAP"
 PIDS_CGROUP = Path("/sys/fs/cgroup/pids")
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+ANALYSIS_OUTPUT_BYTES = 4 << 20  # a trace's report carries the access picture (up to ~3 MB of JSON)
+
+
+def format_bytes(n: int) -> str:
+    return f"{n >> 30:,} GiB" if n >= 1 << 30 and n % (1 << 30) == 0 else f"{n / (1 << 20):,.0f} MiB"
 
 
 @dataclass(frozen=True)
@@ -52,25 +67,27 @@ class Limits:
     file_bytes: int = 16 << 20  # RLIMIT_FSIZE: the largest file it may write (only its private /tmp is writable)
     address_space_bytes: int = 8 << 30  # RLIMIT_AS, simulator only (never on a GPU: the CUDA driver reserves more)
     tasks: int = 2048  # processes and threads (the simulator runs a thread per GPU thread of a block)
+    memory_bytes: int = 4 << 30  # resident memory of the whole submission, by a memory cgroup where the host allows
     output_bytes: int = 256 << 10  # the verdict read from the child; more is cut and the submission refused
     stderr_bytes: int = 16 << 10
 
     @classmethod
     def from_env(cls) -> Limits:
         """The defaults, with ``KERNEL_LAB_SUBMIT_WALL_S`` / ``KERNEL_LAB_SUBMIT_CPU_S`` / ``KERNEL_LAB_SUBMIT_TASKS``
-        where set to a positive number (a malformed value keeps the default)."""
+        / ``KERNEL_LAB_SUBMIT_MEMORY_MB`` where set to a positive number (a malformed value keeps the default)."""
         limits = cls()
-        for env, field_name, kind in (
-            ("KERNEL_LAB_SUBMIT_WALL_S", "wall_s", float),
-            ("KERNEL_LAB_SUBMIT_CPU_S", "cpu_s", int),
-            ("KERNEL_LAB_SUBMIT_TASKS", "tasks", int),
+        for env, field_name, kind, scale in (
+            ("KERNEL_LAB_SUBMIT_WALL_S", "wall_s", float, 1),
+            ("KERNEL_LAB_SUBMIT_CPU_S", "cpu_s", int, 1),
+            ("KERNEL_LAB_SUBMIT_TASKS", "tasks", int, 1),
+            ("KERNEL_LAB_SUBMIT_MEMORY_MB", "memory_bytes", int, 1 << 20),
         ):
             try:
                 value = kind(os.environ[env])
             except (KeyError, ValueError):
                 continue
             if value > 0:
-                limits = replace(limits, **{field_name: value})
+                limits = replace(limits, **{field_name: value * scale})
         return limits
 
     def for_child(self, simulated: bool) -> dict:
@@ -130,8 +147,20 @@ def _read_only_paths() -> list[str]:
 
 
 def bwrap_prefix(binary: str, gpu: bool) -> list[str]:
-    args = [binary, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
-            "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    args = [
+        binary,
+        "--unshare-all",
+        "--die-with-parent",
+        "--new-session",
+        "--cap-drop",
+        "ALL",
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        "--tmpfs",
+        "/tmp",
+    ]
     for path in _read_only_paths():
         args += ["--ro-bind-try", path, path]
     for link in ("/bin", "/lib", "/lib64", "/sbin"):
@@ -147,9 +176,16 @@ def bwrap_prefix(binary: str, gpu: bool) -> list[str]:
 
 
 def child_env(simulated: bool, workdir: str) -> dict:
-    env = {"PATH": "/usr/bin:/bin", "HOME": workdir, "TMPDIR": workdir, "LANG": "C.UTF-8", "PYTHONPATH": str(ROOT),
-           "PYTHONDONTWRITEBYTECODE": "1", "NUMBA_CACHE_DIR": f"{workdir}/numba-cache",
-           "NUMBA_ENABLE_CUDASIM": "1" if simulated else "0"}
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": workdir,
+        "TMPDIR": workdir,
+        "LANG": "C.UTF-8",
+        "PYTHONPATH": str(ROOT),
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "NUMBA_CACHE_DIR": f"{workdir}/numba-cache",
+        "NUMBA_ENABLE_CUDASIM": "1" if simulated else "0",
+    }
     for key in ("CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH", "CUDA_HOME", "NUMBA_CUDA_DRIVER", "KERNEL_LAB_SIMULATOR"):
         if key in os.environ:
             env[key] = os.environ[key]
@@ -175,9 +211,7 @@ class PidsCgroup:
         return cls(path)
 
     def wrap(self, argv: list[str]) -> list[str]:
-        """``argv`` started by a shell that first moves itself into the cgroup, then execs: every
-        descendant starts inside. (Not ``preexec_fn``: it is unsafe in a threaded app like Streamlit.)"""
-        return ["/bin/sh", "-c", f'echo $$ > "{self.path}/cgroup.procs" && exec "$@"', "sh", *argv]
+        return wrap_in_cgroups(argv, [self.path])
 
     def kill(self) -> None:
         """SIGKILL whatever is still inside (a child that left our process group, without bubblewrap)."""
@@ -201,13 +235,155 @@ class PidsCgroup:
                 time.sleep(0.02)  # the killed processes are still leaving
 
 
+def wrap_in_cgroups(argv: list[str], paths: list[Path]) -> list[str]:
+    """``argv`` started by a shell that first moves itself into each cgroup, then execs: every
+    descendant starts inside. (Not ``preexec_fn``: it is unsafe in a threaded app like Streamlit.)"""
+    if not paths:
+        return argv
+    moves = " && ".join(f'echo $$ > "{p}/cgroup.procs"' for p in paths)
+    return ["/bin/sh", "-c", f'{moves} && exec "$@"', "sh", *argv]
+
+
+def _own_cgroups() -> dict[str, str]:
+    """This process's cgroup per v1 controller ("memory", ...) and under "" for the v2 hierarchy."""
+    own = {}
+    try:
+        text = Path("/proc/self/cgroup").read_text()
+    except OSError:
+        return own
+    for line in text.splitlines():
+        parts = line.split(":", 2)
+        if len(parts) == 3:
+            for controller in parts[1].split(",") if parts[1] else [""]:
+                own[controller] = parts[2]
+    return own
+
+
+class MemoryCgroup:
+    """A memory cgroup per submission, made under this process's own cgroup (so the host's limits on the app still
+    hold): cgroup v2 ``memory.max`` where the memory controller is delegated to us, else v1
+    ``memory.limit_in_bytes``. The kernel's OOM killer stops the submission at the limit, on a GPU too."""
+
+    def __init__(self, path: Path, version: int, limit: int):
+        self.path, self.version, self.limit = path, version, limit
+
+    @staticmethod
+    def parent() -> tuple[Path, int] | None:
+        """Where a submission's memory cgroup can go on this host, and the cgroup version; None where nowhere."""
+        own = _own_cgroups()
+        if "" in own:  # v2: the unified hierarchy, at /sys/fs/cgroup or (hybrid hosts) /sys/fs/cgroup/unified
+            for mount in (CGROUP_ROOT, CGROUP_ROOT / "unified"):
+                parent = mount / own[""].lstrip("/")
+                try:
+                    delegated = "memory" in (parent / "cgroup.subtree_control").read_text().split()
+                except OSError:
+                    continue
+                if delegated and os.access(parent, os.W_OK):
+                    return parent, 2
+        if "memory" in own:  # v1
+            parent = CGROUP_ROOT / "memory" / own["memory"].lstrip("/")
+            if (parent / "memory.limit_in_bytes").exists() and os.access(parent, os.W_OK):
+                return parent, 1
+        return None
+
+    @classmethod
+    def available(cls) -> bool:
+        return cls.parent() is not None
+
+    @staticmethod
+    def describe_kind(version: int) -> str:
+        return "cgroup v2 memory.max" if version == 2 else "cgroup v1 memory.limit_in_bytes"
+
+    @classmethod
+    def create(cls, limit: int) -> MemoryCgroup | None:
+        found = cls.parent()
+        if found is None or limit <= 0:
+            return None
+        parent, version = found
+        path = parent / f"kernel-lab-{os.getpid()}-{secrets.token_hex(4)}"
+        try:
+            path.mkdir()
+        except OSError:
+            return None
+        made = cls(path, version, limit)
+        try:
+            if version == 2:
+                (path / "memory.max").write_text(str(limit))
+            else:
+                (path / "memory.limit_in_bytes").write_text(str(limit))
+        except OSError:
+            made.remove()
+            return None
+        for name in ("memory.swap.max", "memory.memsw.limit_in_bytes"):  # no escape into swap, where there is any
+            try:
+                (path / name).write_text("0" if name == "memory.swap.max" else str(limit))
+            except OSError:
+                pass
+        return made
+
+    def describe(self) -> str:
+        return f"{self.describe_kind(self.version)} = {format_bytes(self.limit)}"
+
+    def exceeded(self) -> bool:
+        """Whether the OOM killer acted inside (v2 ``memory.events``; v1 ``memory.oom_control``, else failcnt)."""
+        try:
+            if self.version == 2:
+                events = dict(line.split() for line in (self.path / "memory.events").read_text().splitlines())
+                return int(events.get("oom_kill", 0)) > 0
+            control = dict(line.split() for line in (self.path / "memory.oom_control").read_text().splitlines())
+            if "oom_kill" in control:
+                return int(control["oom_kill"]) > 0
+            return int((self.path / "memory.failcnt").read_text()) > 0
+        except (OSError, ValueError):
+            return False
+
+    def remove(self) -> None:
+        try:
+            pids = [int(p) for p in (self.path / "cgroup.procs").read_text().split()]
+        except OSError:
+            pids = []
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        for _ in range(50):
+            try:
+                self.path.rmdir()
+                return
+            except OSError:
+                time.sleep(0.02)
+
+
+def memory_bound_here(limits: Limits, simulated: bool) -> str:
+    """Which memory bound a submission gets on this host (the verdict's ``sandbox`` field says the same)."""
+    found = MemoryCgroup.parent()
+    parts = [f"{MemoryCgroup.describe_kind(found[1])} = {format_bytes(limits.memory_bytes)}"] if found else []
+    return _memory_text(parts, limits, simulated)
+
+
+def _memory_text(parts: list[str], limits: Limits, simulated: bool) -> str:
+    if simulated and limits.address_space_bytes:
+        parts.append(f"RLIMIT_AS = {format_bytes(limits.address_space_bytes)}")
+    if not parts:
+        return (
+            "memory: not bounded (no writable memory cgroup on this host, and RLIMIT_AS breaks the CUDA driver); "
+            "the problem's fixed sizes and admission bound it"
+        )
+    return "memory: " + ", ".join(parts)
+
+
 @lru_cache(maxsize=4)
 def _probe(binary: str | None, gpu: bool) -> tuple[bool, str]:
     if binary is None:
         return False, "bubblewrap (bwrap) is not installed"
     try:
-        done = subprocess.run([*bwrap_prefix(binary, gpu), sys.executable, "-c", "print('ok')"], capture_output=True,
-                              timeout=20, env=child_env(True, "/tmp"))
+        done = subprocess.run(
+            [*bwrap_prefix(binary, gpu), sys.executable, "-c", "print('ok')"],
+            capture_output=True,
+            timeout=20,
+            env=child_env(True, "/tmp"),
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return False, f"bubblewrap did not start: {exc}"
     if done.returncode == 0 and done.stdout.strip() == b"ok":
@@ -252,11 +428,14 @@ def _drain(stream, cap: int, sink: list, over: list) -> None:
 def run_argv(argv: list[str], stdin: bytes, limits: Limits, simulated: bool, sandbox: SandboxStatus) -> dict:
     """Run ``argv`` (a python command line) the way a submission runs: sandbox, limits, caps, timeout.
 
-    Returns {"rc", "stdout", "stderr", "timed_out", "output_over", "wall_s"}. Used for the
+    Returns {"rc", "stdout", "stderr", "timed_out", "output_over", "wall_s", "memory_exceeded", "memory_bound"}
+    (``memory_bound``: which memory limit applied, in words). Used for the
     child harness, and by the tests to show the sandbox contains code the checker would refuse.
     """
     workdir = tempfile.mkdtemp(prefix="kernel-lab-submission-")
     cgroup = PidsCgroup.create(limits.tasks)
+    memory = MemoryCgroup.create(limits.memory_bytes)
+    cgroups = [c.path for c in (cgroup, memory) if c is not None]
     prefix = bwrap_prefix(bwrap_binary(), not simulated) if sandbox.works else []
     env = child_env(simulated, "/tmp" if sandbox.works else workdir)
     started = time.perf_counter()
@@ -264,7 +443,7 @@ def run_argv(argv: list[str], stdin: bytes, limits: Limits, simulated: bool, san
     try:
         command = [*prefix, *argv]
         proc = subprocess.Popen(
-            cgroup.wrap(command) if cgroup else command,
+            wrap_in_cgroups(command, cgroups),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -272,8 +451,10 @@ def run_argv(argv: list[str], stdin: bytes, limits: Limits, simulated: bool, san
             env=env,
             start_new_session=True,
         )
-        readers = [threading.Thread(target=_drain, args=(proc.stdout, limits.output_bytes, out, over), daemon=True),
-                   threading.Thread(target=_drain, args=(proc.stderr, limits.stderr_bytes, err, err_over), daemon=True)]
+        readers = [
+            threading.Thread(target=_drain, args=(proc.stdout, limits.output_bytes, out, over), daemon=True),
+            threading.Thread(target=_drain, args=(proc.stderr, limits.stderr_bytes, err, err_over), daemon=True),
+        ]
         for r in readers:
             r.start()
         try:
@@ -295,11 +476,22 @@ def run_argv(argv: list[str], stdin: bytes, limits: Limits, simulated: bool, san
         for r in readers:
             r.join(timeout=5)
     finally:
+        exceeded = memory.exceeded() if memory else False
         if cgroup:
             cgroup.remove()
+        if memory:
+            memory.remove()
         shutil.rmtree(workdir, ignore_errors=True)
-    return {"rc": proc.returncode, "stdout": b"".join(out), "stderr": b"".join(err), "timed_out": timed_out,
-            "output_over": bool(over), "wall_s": time.perf_counter() - started}
+    return {
+        "rc": proc.returncode,
+        "stdout": b"".join(out),
+        "stderr": b"".join(err),
+        "timed_out": timed_out,
+        "output_over": bool(over),
+        "wall_s": time.perf_counter() - started,
+        "memory_exceeded": exceeded,
+        "memory_bound": _memory_text([memory.describe()] if memory else [], limits, simulated),
+    }
 
 
 def _sandbox_refusal(problem: str, backend: str, message: str, rule: str = "sandbox") -> Verdict:
@@ -321,11 +513,30 @@ def precheck(problem: str, source: str, backend: str) -> Verdict | None:
         verdict = Verdict.start(problem, backend).refused(refusal)
         verdict.sandbox = "not started: refused before running"
         return verdict
+    except Exception as exc:  # the checker itself failed on this input: a refusal (nothing runs), never a traceback
+        text = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
+        refusal = Refusal(
+            "checker",
+            0,
+            f"the checker could not check this source ({type(exc).__name__}"
+            + (f": {text}" if text else "")
+            + "), so it was not run; please report it",
+        )
+        verdict = Verdict.start(problem, backend).refused(refusal)
+        verdict.sandbox = "not started: refused before running"
+        return verdict
     return None
 
 
-def judge_in_child(problem: str, source: str, *, limits: Limits | None = None, simulated: bool | None = None,
-                   sandbox: SandboxStatus | None = None, lock=None) -> Verdict:
+def judge_in_child(
+    problem: str,
+    source: str,
+    *,
+    limits: Limits | None = None,
+    simulated: bool | None = None,
+    sandbox: SandboxStatus | None = None,
+    lock=None,
+) -> Verdict:
     """One submission from start to verdict: a fresh sandboxed process under the device lock. Never raises."""
     if simulated is None:
         from gpu.core.backend import BACKEND
@@ -343,50 +554,116 @@ def judge_in_child(problem: str, source: str, *, limits: Limits | None = None, s
         return refused
     request = json.dumps({"problem": problem, "source": source, "seed": secrets.randbits(62)}).encode()
     argv = [sys.executable, "-m", "gpu.sandbox.child", json.dumps(limits.for_child(simulated))]
-    with (lock if lock is not None else nullcontext()):
+    with lock if lock is not None else nullcontext():
         run = run_argv(argv, request, limits, simulated, sandbox)
     verdict = interpret(run, problem, backend, limits)
-    verdict.sandbox = (sandbox.how if sandbox.works else "none (the code ran as you)") + (
-        f"; {verdict.sandbox}" if verdict.sandbox else ""
+    verdict.sandbox = (
+        (sandbox.how if sandbox.works else "none (the code ran as you)")
+        + (f"; {verdict.sandbox}" if verdict.sandbox else "")
+        + f"; {run['memory_bound']}"
     )
     verdict.wall_s = run["wall_s"]
     return verdict
 
 
-def facts_in_child(
-    verdict: Verdict, source: str, *, limits: Limits | None = None, sandbox: SandboxStatus | None = None
-) -> Verdict:
-    """Add the real compiler's facts to a simulator verdict, compiled in another sandboxed child. Never raises."""
+def analyse_in_child(
+    problem: str,
+    source: str,
+    *,
+    threads: int = 0,
+    facts: bool = True,
+    trace: bool = True,
+    limits: Limits | None = None,
+    sandbox: SandboxStatus | None = None,
+) -> dict:
+    """The compiler's facts and the memory trace of a checked source, in one sandboxed child (the simulator).
+
+    Returns {"compile_facts": dict | None, "note": str, "trace": dict | str | None}: ``trace`` is the
+    TraceReport's dict, or one line saying why there is none. Call only for a source the checker
+    passed (the child checks it once more). Never raises.
+    """
     limits = limits or Limits.from_env()
+    if trace:
+        limits = replace(limits, output_bytes=max(limits.output_bytes, ANALYSIS_OUTPUT_BYTES))
     sandbox = sandbox or sandbox_status(True)
-    if verdict.status not in ("passed", "wrong") or not sandbox.accepts:
-        return verdict
-    request = json.dumps({"mode": "facts", "problem": verdict.problem, "source": source,
-                          "threads": verdict.threads_per_block or 0}).encode()
-    argv = [
-        sys.executable,
-        "-m",
-        "gpu.sandbox.child",
-        json.dumps(limits.for_child(False)),
-    ]  # NVVM: no address-space cap
+    if not sandbox.accepts:
+        why = f"the sandbox does not work here ({sandbox.reason})"
+        return {
+            "compile_facts": None,
+            "note": f"the compiler's facts are unavailable: {why}",
+            "status": "unavailable",
+            "trace": f"not traced: {why}" if trace else None,
+        }
+    request = json.dumps(
+        {
+            "mode": "analysis",
+            "problem": problem,
+            "source": source,
+            "threads": threads,
+            "facts": facts,
+            "trace": trace,
+            "seed": secrets.randbits(62),
+            # NVVM runs first, without an address-space cap; the child lowers it before the learner's code runs
+            "address_space_bytes": limits.for_child(True)["address_space_bytes"],
+        }
+    ).encode()
+    argv = [sys.executable, "-m", "gpu.sandbox.child", json.dumps(limits.for_child(False))]
     run = run_argv(argv, request, limits, True, sandbox)
     try:
         data = json.loads(run["stdout"].decode())
-        verdict.compile_facts, verdict.compile_facts_note = data["compile_facts"], data["note"]
-        verdict.compile_facts_status = str(data.get("status") or "")
-    except (ValueError, KeyError, TypeError, UnicodeDecodeError):
-        why = (
-            "it ran past the time limit"
-            if run["timed_out"]
-            else (run["stderr"].decode(errors="replace").strip().splitlines() or [f"exit {run['rc']}"])[-1][:200]
-        )
-        verdict.compile_facts_note = f"the compiler's facts are unavailable: {why}"
-        verdict.compile_facts_status = "unavailable"
+        return {
+            "compile_facts": data.get("compile_facts"),
+            "note": str(data.get("note", "")),
+            "status": str(data.get("status") or ""),
+            "trace": data.get("trace"),
+        }
+    except (ValueError, TypeError, AttributeError, UnicodeDecodeError):
+        if run["timed_out"]:
+            why = f"it ran past the {limits.wall_s:g} s wall-clock limit"
+        elif run.get("memory_exceeded"):
+            why = f"it used more than its {format_bytes(limits.memory_bytes)} of memory"
+        elif run["output_over"]:
+            why = f"its report was over {limits.output_bytes:,} bytes"
+        else:
+            why = (run["stderr"].decode(errors="replace").strip().splitlines() or [f"exit {run['rc']}"])[-1][:200]
+        return {
+            "compile_facts": None,
+            "note": f"the compiler's facts are unavailable: {why}",
+            "status": "unavailable",
+            "trace": f"not traced: {why}" if trace else None,
+        }
+
+
+def facts_in_child(
+    verdict: Verdict, source: str, *, limits: Limits | None = None, sandbox: SandboxStatus | None = None
+) -> Verdict:
+    """Add the real compiler's facts to a simulator verdict (``analyse_in_child`` without the trace). Never raises."""
+    if verdict.status not in ("passed", "wrong"):
+        return verdict
+    data = analyse_in_child(
+        verdict.problem,
+        source,
+        threads=verdict.threads_per_block or 0,
+        facts=True,
+        trace=False,
+        limits=limits,
+        sandbox=sandbox,
+    )
+    verdict.compile_facts, verdict.compile_facts_note = data["compile_facts"], data["note"]
+    verdict.compile_facts_status = data.get("status") or ("unavailable" if data["compile_facts"] is None else "")
     return verdict
 
 
 def interpret(run: dict, problem: str, backend: str, limits: Limits) -> Verdict:
     """The child's verdict, or the sandbox's own refusal when the child was stopped or said nothing readable."""
+    if run.get("memory_exceeded"):
+        return _sandbox_refusal(
+            problem,
+            backend,
+            f"the submission used more than its {format_bytes(limits.memory_bytes)} of memory and was stopped "
+            "(the kernel's OOM killer, in its memory cgroup); the app and the other submissions are unaffected",
+            "memory-limit",
+        )
     if run["timed_out"]:
         return _sandbox_refusal(
             problem,
@@ -431,11 +708,15 @@ def interpret(run: dict, problem: str, backend: str, limits: Limits) -> Verdict:
 
 
 __all__ = [
+    "ANALYSIS_OUTPUT_BYTES",
     "ENV_REQUIRE",
     "ENV_SANDBOX",
     "Limits",
+    "MemoryCgroup",
     "SandboxStatus",
+    "analyse_in_child",
     "facts_in_child",
+    "memory_bound_here",
     "interpret",
     "judge_in_child",
     "run_argv",

@@ -1,20 +1,27 @@
-"""Submit one kernel: admission, the device lock, the sandboxed judge, and saving a pass.
+"""Submit one kernel: admission, the device lock, the sandboxed judge, its compiler's facts and trace, saving a pass.
 
-The one path the page and the CLI share, so a submission is serialised with every other
-run (the same FIFO device lock as experiments) and bounded like them (admission).
+``submit()`` is the one path the page (``ui/views/write_kernel.py``) and ``python -m gpu solve``
+share, so both get the same verdict, compiler's facts and memory trace, a submission is
+serialised with every other run (the same FIFO device lock as experiments) and bounded like
+them (admission). Per submission: the checker once in this process (the precheck; a refused
+source starts nothing), then at most two sandboxed children, each checking once more: the
+judge, and for a verdict that ran, the analysis (compiler's facts in the simulator, and the
+trace) in one process.
 """
 
 from __future__ import annotations
 
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from gpu.core.limits import InputError
 from gpu.problems import get
 from gpu.problems.base import Problem
-from gpu.sandbox.runner import Limits, SandboxStatus, facts_in_child, judge_in_child
+from gpu.sandbox import runner
+from gpu.sandbox.runner import Limits, SandboxStatus
 from gpu.sandbox.verdict import Verdict
 
 
@@ -23,8 +30,10 @@ def work_elements(problem: Problem, simulated: bool) -> int:
     from gpu.sandbox.harness import GPU_SAMPLES
 
     def elements(sizes) -> int:
-        return max(sum(int(np.prod(shape)) for shape, _ in problem.outputs(sizes).values()),
-                   sum(int(v) for v in sizes.values()))
+        return max(
+            sum(int(np.prod(shape)) for shape, _ in problem.outputs(sizes).values()),
+            sum(int(v) for v in sizes.values()),
+        )
 
     total = sum(elements(c.sizes) for c in problem.tests)
     perf = problem.perf["simulator" if simulated else "gpu"]
@@ -37,20 +46,25 @@ def admit_problem(problem: Problem, simulated: bool) -> int:
     work = work_elements(problem, simulated)
     config = load_config()
     if work > config.max_work:
-        raise InputError(f"the problem {problem.key!r} needs {work:,} element-passes, over this machine's budget of "
-                         f"{config.max_work:,} (KERNEL_LAB_MAX_WORK)")
+        raise InputError(
+            f"the problem {problem.key!r} needs {work:,} element-passes, over this machine's budget of "
+            f"{config.max_work:,} (KERNEL_LAB_MAX_WORK)"
+        )
     return work
 
 
 @contextmanager
-def default_locks(label: str):
+def default_locks(label: str, device: bool = True):
     """The device lock, then the CPU lock, shared with the app's runs on this host (the simulator's
-    kernels, and the harness's inputs and NumPy references, use the CPU that CPU benchmarks time)."""
+    kernels, and the harness's inputs and NumPy references, use the CPU that CPU benchmarks time).
+    ``device=False``: the CPU lock alone (a trace on a GPU host is CPU work only)."""
+    from contextlib import nullcontext
+
     from gpu.service.devicelock import FileFifoLock, default_lock_dir, usable_dir
 
     directory = usable_dir(default_lock_dir())
     with (
-        FileFifoLock(name="gpu0", directory=directory).hold(label),
+        FileFifoLock(name="gpu0", directory=directory).hold(label) if device else nullcontext(),
         FileFifoLock(name="cpu", directory=directory).hold(label),
     ):
         yield
@@ -61,6 +75,7 @@ class Submission:
     verdict: Verdict
     saved_id: str | None
     save_problem: str | None  # why a pass was not saved
+    trace: Any = None  # the memory trace: a TraceReport, one line saying why there is none, or None (not asked)
 
 
 def submit(
@@ -73,12 +88,15 @@ def submit(
     limits: Limits | None = None,
     sandbox: SandboxStatus | None = None,
     facts: bool = True,
+    trace: bool = True,
     relock=None,
 ) -> Submission:
-    """Judge ``source`` for ``problem_key`` and save it when it passes. InputError for a bad problem name.
+    """Judge ``source`` for ``problem_key``, add the compiler's facts (simulator) and the memory trace to a verdict
+    that ran, and save it when it passes. InputError for a bad problem name; never raises for the learner's code.
 
-    ``lock`` is the context manager held while the submission runs (default: this host's device
-    then CPU lock); ``relock()`` makes another for the compiler's facts (default: the same locks).
+    ``lock`` is the context manager held while the judge runs (default: this host's device then CPU
+    lock); ``relock()`` makes another for the analysis (default: the same locks in the simulator, the
+    CPU lock alone on a GPU, where the analysis is CPU work).
     """
     from gpu.core.backend import BACKEND
 
@@ -86,11 +104,36 @@ def submit(
     admit_problem(problem, BACKEND.simulated)
     if lock is None:
         lock = default_locks(f"write-a-kernel {problem.key}")
-    verdict = judge_in_child(problem.key, source, limits=limits, sandbox=sandbox, lock=lock)
-    if facts and BACKEND.simulated and verdict.status in ("passed", "wrong"):
-        # in the simulator only (on a GPU the timing says more); NVVM is CPU work, so it queues again
-        with default_locks(f"write-a-kernel {problem.key} compile") if relock is None else relock():
-            verdict = facts_in_child(verdict, source, limits=limits, sandbox=sandbox)
+    verdict = runner.judge_in_child(problem.key, source, limits=limits, sandbox=sandbox, lock=lock)
+    want_facts = facts and BACKEND.simulated  # on a GPU the timing says more
+    report = None
+    if verdict.status in ("passed", "wrong") and (want_facts or trace):
+        from gpu.trace.submission import report_from
+
+        # NVVM and the trace's simulator are CPU work, so they queue again (a second child, one for both)
+        again = (
+            relock()
+            if relock is not None
+            else default_locks(f"write-a-kernel {problem.key} analysis", device=BACKEND.simulated)
+        )
+        analysis_sandbox = sandbox if sandbox is not None and BACKEND.simulated else runner.sandbox_status(True)
+        with again:
+            data = runner.analyse_in_child(
+                problem.key,
+                source,
+                threads=verdict.threads_per_block or 0,
+                facts=want_facts,
+                trace=trace,
+                limits=limits,
+                sandbox=analysis_sandbox,
+            )
+        if want_facts:
+            verdict.compile_facts, verdict.compile_facts_note = data["compile_facts"], data["note"]
+            verdict.compile_facts_status = data.get("status") or (
+                "unavailable" if data["compile_facts"] is None else ""
+            )
+        if trace:
+            report = report_from(data["trace"])
     saved, why = None, None
     if save and verdict.status == "passed":
         from gpu.sandbox.submissions import SubmissionStore
@@ -100,7 +143,7 @@ def submit(
             saved = SubmissionStore().save(verdict, source, name)
         except StoreError as exc:
             why = str(exc)
-    return Submission(verdict, saved, why)
+    return Submission(verdict, saved, why, report)
 
 
 __all__ = ["Submission", "admit_problem", "submit", "work_elements"]

@@ -3,6 +3,9 @@
 ``status`` is one of: "passed" (every test), "wrong" (a result or a kernel error), "refused"
 (the checker, the problem's launch rules, or the sandbox's limits said no), "error" (the
 harness itself could not finish: not the learner's fault, reported in one line).
+
+Exit codes (``python -m gpu solve``, and ``python -m gpu trace`` for its own outcomes): 0 passed (clean),
+1 wrong (a finding), 2 refused (bad input), 3 the lab itself failed.
 """
 
 from __future__ import annotations
@@ -10,7 +13,8 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 
-EXIT_CODES = {"passed": 0, "wrong": 1, "error": 1, "refused": 2}
+EXIT_CODES = {"passed": 0, "wrong": 1, "refused": 2, "error": 3}
+EXIT_LAB_FAILED = 3  # the harness or the CLI itself failed: never the learner's code
 
 
 def mismatch_text(miss: dict) -> str:
@@ -53,7 +57,7 @@ class Verdict:
 
     @property
     def exit_code(self) -> int:
-        return EXIT_CODES.get(self.status, 1)
+        return EXIT_CODES.get(self.status, EXIT_LAB_FAILED)
 
     @property
     def ranked(self) -> bool:
@@ -96,4 +100,4 @@ class Verdict:
         return cls(**{k: v for k, v in data.items() if k in known})
 
 
-__all__ = ["EXIT_CODES", "Verdict", "mismatch_text"]
+__all__ = ["EXIT_CODES", "EXIT_LAB_FAILED", "Verdict", "mismatch_text"]

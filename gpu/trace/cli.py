@@ -1,7 +1,10 @@
 """``python -m gpu trace KERNEL-OR-FILE [--problem P] [--n N] [--json]``: the memory trace from the shell.
 
 Exit 0 when the trace is clean, 1 when it finds a race, an out-of-bounds access or
-barrier divergence (each printed with its thread and line), 2 for bad input. A lab
+barrier divergence (each printed with its thread and line), 2 for bad input or a
+refusal (an unreadable, huge or non-UTF-8 file, a FIFO, the checker refusing, or failing,
+on the source, the sandbox's limits), 3 when the lab itself failed (``gpu.__main__``:
+one line, never a traceback; never 1, which means a finding). A lab
 kernel is traced in this process when it runs the simulator (else in a child that
 does); a learner's file (with ``--problem``) only after the write-a-kernel checker
 passed it, in that sandbox's child process (``gpu.trace.submission``).
@@ -23,8 +26,9 @@ def add_trace_command(sub) -> None:
         help="record every memory access of a kernel in the simulator: races, out-of-bounds, "
         "barrier divergence, sectors per request, bank conflicts",
         description="Run a kernel at a small size in Numba's CUDA simulator with every global and shared "
-        "memory access recorded. Exit 0 when clean, 1 on a race, an out-of-bounds access or "
-        "barrier divergence, 2 for bad input.",
+        "memory access recorded. Exit codes: 0 clean, 1 a race, an out-of-bounds access or "
+        "barrier divergence, 2 refused (bad input, or a learner's file the checker refuses), "
+        "3 the lab itself failed (not your code).",
     )
     p.add_argument(
         "target",
@@ -91,18 +95,10 @@ def _emit(report, as_json: bool) -> int:
 
 def _trace_file(path: str, problem: str, as_json: bool) -> int:
     """A learner's file: read (capped, UTF-8), checked by the sandbox's checker, traced in its sandboxed child."""
-    from gpu.sandbox.cli import MAX_FILE_BYTES
+    from gpu.sandbox.cli import read_kernel_file
     from gpu.trace.submission import trace_submission
 
-    try:
-        raw = Path(path).read_bytes()[: MAX_FILE_BYTES + 1]
-        source = raw.decode("utf-8")
-    except OSError as exc:
-        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
-    except UnicodeDecodeError:
-        raise InputError(f"{path} is not UTF-8 text") from None
-    if len(raw) > MAX_FILE_BYTES:
-        raise InputError(f"{path} is over {MAX_FILE_BYTES:,} bytes; a kernel file is far smaller")
+    source = read_kernel_file(path)  # a regular file, capped, UTF-8: else InputError (exit 2)
     report = trace_submission(problem, source)
     if isinstance(report, str):  # refused by the checker, or stopped by the sandbox's limits
         raise InputError(f"{path}: {report}")

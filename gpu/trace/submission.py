@@ -1,55 +1,49 @@
 """Trace a learner's write-a-kernel submission: in the sandbox, after the checker.
 
 ``trace_submission(problem, source)`` runs the sandbox's checker here (no process for a
-source it refuses), then ``gpu.trace.submission_child`` through the sandbox's
-``run_argv``: a fresh process, bubblewrap where it works, the same limits as a verdict,
-and always the simulator (a trace needs it; it never touches the GPU, so it takes no
-device lock). One test case of the problem is traced: the largest that launches at
-most ``DEFAULT_MAX_BLOCKS`` blocks.
+source it refuses), then the sandbox's analysis child (``gpu.sandbox.runner.analyse_in_child``,
+the same one that gives a submission its compiler's facts) without the facts: a fresh
+process, bubblewrap where it works, the same limits as a verdict, and always the
+simulator (a trace needs it; it never touches the GPU, so it takes no device lock). One
+test case of the problem is traced: the largest that launches at most
+``DEFAULT_MAX_BLOCKS`` blocks. ``gpu.sandbox.service.submit`` traces a submission the same
+way, after its verdict.
 """
 
 from __future__ import annotations
 
-import json
-import secrets
-import sys
-from dataclasses import replace
-
 from gpu.trace.report import TraceReport
 
-TRACE_OUTPUT_BYTES = 4 << 20
+
+def report_from(data) -> TraceReport | str:
+    """The analysis child's ``trace`` (a report's dict, or why there is none) as a TraceReport or one line."""
+    if isinstance(data, str):
+        return data if data.startswith("not traced") else f"not traced: {data}"
+    if not isinstance(data, dict):
+        return "not traced: the trace process returned no report"
+    if "problem" in data and "kernel" not in data:
+        return f"not traced: {data['problem']}"
+    try:
+        return TraceReport.from_dict(data)
+    except (KeyError, TypeError, ValueError) as exc:
+        return f"not traced: the trace's report could not be read ({type(exc).__name__}: {str(exc)[:100]})"
 
 
 def trace_submission(problem: str, source: str, *, limits=None, sandbox=None) -> TraceReport | str:
     """The trace of ``source`` solving ``problem``, or one line saying why there is none (refused, killed, crashed)."""
     from gpu.problems import get
-    from gpu.sandbox.runner import Limits, precheck, run_argv, sandbox_status
+    from gpu.sandbox import runner
 
     get(problem)  # InputError naming the problems
-    # the report carries the access picture (up to ~3 MB of JSON): more room than a verdict's 256 kB
-    limits = limits or replace(Limits(), output_bytes=TRACE_OUTPUT_BYTES)
-    sandbox = sandbox or sandbox_status(True)
+    limits = limits or runner.Limits()
+    sandbox = sandbox or runner.sandbox_status(True)
     if not sandbox.accepts:
         return f"not traced: the sandbox does not work here ({sandbox.reason})"
-    refused = precheck(problem, source, "simulator")
+    refused = runner.precheck(problem, source, "simulator")
     if refused is not None:
         return f"not traced: {refused.message}"
-    request = json.dumps({"problem": problem, "source": source, "seed": secrets.randbits(62)}).encode()
-    argv = [sys.executable, "-m", "gpu.trace.submission_child", json.dumps(limits.for_child(True))]
-    run = run_argv(argv, request, limits, True, sandbox)
-    if run["timed_out"]:
-        return f"not traced: the trace ran past the {limits.wall_s:g} s wall-clock limit and was stopped"
-    if run["output_over"]:
-        return f"not traced: the trace's report was over {limits.output_bytes:,} bytes"
-    try:
-        data = json.loads(run["stdout"].decode())
-    except (ValueError, UnicodeDecodeError):
-        tail = run["stderr"].decode(errors="replace").strip().splitlines()
-        last = tail[-1][:200] if tail else f"exit {run['rc']}"
-        return f"not traced: the trace process ended without a report ({last})"
-    if "problem" in data:
-        return data["problem"]
-    return TraceReport.from_dict(data)
+    data = runner.analyse_in_child(problem, source, facts=False, trace=True, limits=limits, sandbox=sandbox)
+    return report_from(data["trace"])
 
 
-__all__ = ["trace_submission"]
+__all__ = ["report_from", "trace_submission"]

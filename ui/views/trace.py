@@ -231,22 +231,11 @@ def show_coalescing_demo() -> None:
             )
 
 
-def trace_after_verdict(problem: str, source: str, verdict, sandbox) -> None:
-    """Write a kernel: trace a submission the checker passed and the harness ran (passed or wrong), in the sandbox."""
-    from gpu.trace.submission import trace_submission
-
-    if verdict.status not in ("passed", "wrong"):
-        return
-    from ui.resources import cpu_lock
-
-    with (
-        st.spinner("Tracing every memory access of your kernel in the sandbox…"),
-        cpu_lock().hold(f"memory trace of a {problem} submission"),
-    ):
-        report = trace_submission(
-            problem, source, sandbox=sandbox
-        )  # CPU work (the simulator): the CPU lock, as the compiler's facts
-    st.session_state.setdefault(SUBMISSION_KEY, {})[problem] = (verdict, report)
+def remember_submission_trace(problem: str, verdict, report) -> None:
+    """Write a kernel: keep the trace ``gpu.sandbox.service.submit`` made with ``verdict`` (a TraceReport, or why there
+    is none) for this session, so the verdict and the editor's markers show it."""
+    if report is not None:
+        st.session_state.setdefault(SUBMISSION_KEY, {})[problem] = (verdict, report)
 
 
 def submission_trace(verdict):

@@ -1,7 +1,8 @@
 """Widgets of the Write-a-kernel page: problem, editor with drafts, sandbox notice, verdict, leaderboard.
 
 The learner's code never runs in this (Streamlit) process: ``gpu.sandbox.service.submit``
-starts a fresh sandboxed process per submission, under the same device lock as every run.
+(the same call as ``python -m gpu solve``) starts a fresh sandboxed process per submission,
+under the same device lock as every run, and a second one for its compiler's facts and trace.
 """
 
 from __future__ import annotations
@@ -365,24 +366,30 @@ def run_submission(problem: Problem, source: str, name: str, status: SandboxStat
     where = "the CUDA simulator" if gpu.BACKEND.simulated else "the GPU"
     label = f"write-a-kernel {problem.key}"
 
+    def waiter(place: str):
+        def show(ahead: int) -> None:
+            waiting.info(queue_message(ahead, place), icon=":material/hourglass_top:")
+
+        return show
+
     @contextmanager
-    def lock():  # device first, then CPU, as every run takes them (no lock-order cycles)
+    def lock(device: bool = True):  # device first, then CPU, as every run takes them (no lock-order cycles)
+        from contextlib import nullcontext
+
         with (
-            device_lock(0).hold(
-                label, on_wait=lambda ahead: waiting.info(queue_message(ahead, where), icon=":material/hourglass_top:")
-            ),
-            cpu_lock().hold(
-                label,
-                on_wait=lambda ahead: waiting.info(
-                    queue_message(ahead, "the CPU benchmarks"), icon=":material/hourglass_top:"
-                ),
-            ),
+            device_lock(0).hold(label, on_wait=waiter(where)) if device else nullcontext(),
+            cpu_lock().hold(label, on_wait=waiter("the CPU benchmarks")),
         ):
             yield
 
     try:
-        with st.status("Checking your kernel, then running it in a fresh sandboxed process…", expanded=False) as box:
-            result = submit(problem.key, source, name=name, lock=lock(), relock=lock, sandbox=status)
+        with st.status(
+            "Checking your kernel, running it in a fresh sandboxed process, then tracing its memory accesses…",
+            expanded=False,
+        ) as box:
+            # the analysis (compiler's facts, trace) is CPU work: on a GPU it leaves the device lock to others
+            result = submit(problem.key, source, name=name, lock=lock(), sandbox=status,
+                            relock=lambda: lock(device=gpu.BACKEND.simulated))
             box.update(
                 label=f"Verdict: {result.verdict.status}",
                 state="complete" if result.verdict.status == "passed" else "error",
@@ -394,9 +401,9 @@ def run_submission(problem: Problem, source: str, name: str, status: SandboxStat
         st.session_state[BUSY_KEY] = False
         waiting.empty()
     st.session_state[verdict_key(problem)] = result.verdict
-    from ui.views.trace import trace_after_verdict  # races, out-of-bounds, coalescing per line (issue 21)
+    from ui.views.trace import remember_submission_trace  # races, out-of-bounds, coalescing per line (issue 21)
 
-    trace_after_verdict(problem.key, source, result.verdict, status)
+    remember_submission_trace(problem.key, result.verdict, result.trace)
     if result.saved_id:
         ranked = "" if result.verdict.ranked else " It is kept but not ranked (faster than the memory roof allows)."
         st.toast(f"Saved to the leaderboard as {result.saved_id[:8]}.{ranked}", icon=":material/emoji_events:")

@@ -1,0 +1,138 @@
+"""One ``submit()`` for the page and ``python -m gpu solve`` (issue 24): verdict, compiler facts and trace together,
+with the checker run once in the app and once per child, and two sandboxed processes per submission at most.
+Also the memory bound of every process that runs learner code (a cgroup where the host allows one)."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from dataclasses import replace
+
+import pytest
+
+from gpu.sandbox import checker, runner
+from gpu.sandbox.runner import Limits, SandboxStatus, run_argv, sandbox_status
+from gpu.sandbox.service import Submission, submit
+from gpu.trace.report import TraceReport
+
+SANDBOX = sandbox_status(True)
+OFF = SandboxStatus(False, "none", "switched off for this test", False)
+LIMITS = Limits(wall_s=90.0, cpu_s=90)
+GOOD = """from numba import cuda
+
+@cuda.jit
+def vector_add(a, b, out):
+    i = cuda.grid(1)
+    if i < a.size:
+        out[i] = a[i] + b[i]
+"""
+COUNTER = textwrap.dedent("""
+    import atexit, os, runpy, sys
+    import gpu.sandbox.checker as c
+    calls = [0]
+    original = c.check_source
+    def counting(*args, **kwargs):
+        calls[0] += 1
+        return original(*args, **kwargs)
+    c.check_source = counting
+    atexit.register(lambda: os.write(2, f"\\nCHECKS={calls[0]}\\n".encode()))
+    module = sys.argv[1]
+    sys.argv = [module, *sys.argv[2:]]
+    runpy.run_module(module, run_name="__main__", alter_sys=True)
+""")
+
+
+@pytest.fixture
+def counted(monkeypatch, tmp_path):
+    """Count the checker's runs in this process and in every child, and the children started."""
+    monkeypatch.setenv("KERNEL_LAB_DB", str(tmp_path / "h.sqlite3"))
+    monkeypatch.setenv("KERNEL_LAB_LOCK_DIR", str(tmp_path / "locks"))
+    counts = {"app": 0, "children": [], "child_checks": []}
+    original_check, original_run = checker.check_source, runner.run_argv
+
+    def check(*args, **kwargs):
+        counts["app"] += 1
+        return original_check(*args, **kwargs)
+
+    def run(argv, stdin, limits, simulated, sandbox):
+        assert argv[1] == "-m"
+        counts["children"].append(argv[2])
+        done = original_run([argv[0], "-c", COUNTER, *argv[2:]], stdin, limits, simulated, sandbox)
+        tail = done["stderr"].decode(errors="replace").strip().splitlines()
+        counts["child_checks"].append(int(tail[-1].split("=")[1]) if tail and tail[-1].startswith("CHECKS=") else -1)
+        done["stderr"] = b"\n".join(x.encode() for x in tail if not x.startswith("CHECKS="))
+        return done
+
+    monkeypatch.setattr(checker, "check_source", check)
+    monkeypatch.setattr(runner, "run_argv", run)
+    return counts
+
+
+def test_one_submission_checks_three_times_in_two_processes_with_verdict_facts_and_trace(counted):
+    result = submit("vector-add", GOOD, save=False, limits=LIMITS, sandbox=OFF)
+    assert isinstance(result, Submission) and result.verdict.status == "passed", result.verdict.message
+    assert result.verdict.compile_facts and result.verdict.compile_facts["registers_per_thread"] > 0
+    assert isinstance(result.trace, TraceReport) and not result.trace.problems
+    # before issue 24's fix: three processes (judge, facts, trace) and five checker runs (two here, three in children)
+    assert counted["children"] == ["gpu.sandbox.child", "gpu.sandbox.child"]
+    assert counted["app"] == 1 and counted["child_checks"] == [1, 1]
+
+
+def test_a_refused_source_starts_no_process_and_checks_once(counted):
+    result = submit("vector-add", "import os\n" + GOOD, save=False, limits=LIMITS, sandbox=OFF)
+    assert result.verdict.status == "refused" and result.trace is None
+    assert counted["app"] == 1 and counted["children"] == []
+
+
+def test_without_facts_and_trace_one_process(counted):
+    result = submit("vector-add", GOOD, save=False, limits=LIMITS, sandbox=OFF, facts=False, trace=False)
+    assert result.verdict.status == "passed" and result.trace is None and result.verdict.compile_facts is None
+    assert counted["children"] == ["gpu.sandbox.child"] and counted["child_checks"] == [1]
+
+
+def test_a_race_is_in_the_submissions_trace(tmp_path, monkeypatch):
+    from gpu.problems import get
+
+    monkeypatch.setenv("KERNEL_LAB_DB", str(tmp_path / "h.sqlite3"))
+    monkeypatch.setenv("KERNEL_LAB_LOCK_DIR", str(tmp_path / "locks"))
+    solution = get("shared").solution.source
+    racy = solution.replace("    cuda.syncthreads()\n    stride", "    stride")
+    result = submit("shared", racy, save=False, limits=LIMITS, sandbox=OFF, facts=False)
+    assert isinstance(result.trace, TraceReport) and result.trace.races
+
+
+# --- memory: a per-submission cgroup where the host allows it ------------------------------------------
+
+
+def test_the_memory_bound_that_applies_is_named_in_the_verdict(tmp_path, monkeypatch):
+    monkeypatch.setenv("KERNEL_LAB_LOCK_DIR", str(tmp_path / "locks"))
+    result = submit("vector-add", GOOD, save=False, limits=LIMITS, sandbox=OFF, facts=False, trace=False)
+    memory = runner.memory_bound_here(LIMITS, simulated=True)
+    assert "memory:" in result.verdict.sandbox and memory in result.verdict.sandbox
+    assert runner.memory_bound_here(LIMITS, simulated=False) != memory or "cgroup" in memory  # never RLIMIT_AS on a GPU
+    if not runner.MemoryCgroup.available():
+        assert "RLIMIT_AS" in memory
+
+
+@pytest.mark.skipif(not runner.MemoryCgroup.available(), reason="no writable memory cgroup on this host")
+@pytest.mark.parametrize("sandbox", [SANDBOX, OFF], ids=["sandbox", "no-sandbox"])
+def test_an_allocation_far_beyond_the_memory_limit_is_contained(sandbox, tmp_path, monkeypatch):
+    if sandbox is SANDBOX and not SANDBOX.works:
+        pytest.skip(f"bubblewrap does not work here: {SANDBOX.reason}")
+    # no RLIMIT_AS at all (as on a GPU): only the cgroup stands between this and the host's memory
+    limits = replace(Limits(wall_s=30.0, cpu_s=30), memory_bytes=256 << 20)
+    code = "block = b'x' * (2 << 30)\nprint('allocated', len(block))\n"
+    run = run_argv([sys.executable, "-c", code], b"", limits, False, sandbox)
+    assert run["memory_exceeded"], run
+    verdict = runner.interpret(run, "vector-add", "cuda", limits)
+    assert verdict.status == "refused" and verdict.refusal["rule"] == "memory-limit"
+    assert "256 MiB" in verdict.message and "memory" in verdict.message
+    # the app is still here, and the next submission runs
+    monkeypatch.setenv("KERNEL_LAB_LOCK_DIR", str(tmp_path / "locks"))
+    assert submit("vector-add", GOOD, save=False, limits=LIMITS, sandbox=sandbox, facts=False,
+                  trace=False).verdict.status == "passed"
+
+
+def test_memory_limit_from_the_environment(monkeypatch):
+    monkeypatch.setenv("KERNEL_LAB_SUBMIT_MEMORY_MB", "512")
+    assert Limits.from_env().memory_bytes == 512 << 20
