@@ -410,8 +410,21 @@ def _set_thread(linear: int, bx: int, by: int) -> None:
     t.z = rest // by
 
 
-def launch(function, is_generator: bool, codes: frozenset, grid, block, args: tuple, seed: int | None = None) -> None:
-    """Run ``function`` (the rewritten kernel) over the grid; raise KernelFault on a GPU-defined error."""
+def launch(
+    function,
+    is_generator: bool,
+    codes: frozenset,
+    grid,
+    block,
+    args: tuple,
+    seed: int | None = None,
+    block_function=None,
+) -> None:
+    """Run ``function`` (the rewritten kernel) over the grid; raise KernelFault on a GPU-defined error.
+
+    ``block_function(threadIdx, count, *args)``, where the rewrite could make one, runs a whole
+    1-D block in one call (same semantics, thread 0 first): used unless the order is shuffled.
+    """
     gx, gy, gz = dims(grid, "grid")
     bx, by, bz = dims(block, "block")
     rng = np.random.default_rng(seed) if seed is not None else None
@@ -429,13 +442,16 @@ def launch(function, is_generator: bool, codes: frozenset, grid, block, args: tu
             if is_generator:
                 _run_block_sync(function, codes, args, nthreads, bx, by, rng)
             else:
-                _run_block_plain(function, codes, args, nthreads, bx, by, bz, rng)
+                _run_block_plain(function, codes, args, nthreads, bx, by, bz, rng, block_function)
 
 
-def _run_block_plain(function, codes, args, nthreads, bx, by, bz, rng) -> None:
+def _run_block_plain(function, codes, args, nthreads, bx, by, bz, rng, block_function=None) -> None:
     t = STATE.threadIdx
     try:
-        if rng is None and by == 1 and bz == 1:
+        if block_function is not None and rng is None and by == 1 and bz == 1:
+            t.y = t.z = 0
+            block_function(t, bx, *args)
+        elif rng is None and by == 1 and bz == 1:
             t.y = t.z = 0
             for x in range(bx):
                 t.x = x

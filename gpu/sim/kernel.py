@@ -43,6 +43,7 @@ class Compiled:
     function: object
     is_generator: bool
     codes: frozenset  # every code object of this kernel and its device functions (to find the line of an error)
+    block: object = None  # the whole-block loop (gpu/sim/rewrite.py: _block_loop), or None
 
 
 def _is_cuda_module(value) -> bool:
@@ -143,6 +144,7 @@ class _Launch:
             self.block,
             tuple(engine.kernel_argument(a) for a in args),
             seed=engine.launch_seed(),
+            block_function=compiled.block,
         )
 
 
@@ -193,7 +195,10 @@ def _compile(kernel: SimKernel, active: frozenset) -> Compiled:
     exec(rewritten.code, scope)
     function = scope[rewritten.name]
     codes |= _all_codes(function.__code__)
-    return Compiled(function=function, is_generator=rewritten.is_generator, codes=frozenset(codes))
+    block = scope.get(rewritten.block_name) if rewritten.block_name and not kernel._device else None
+    if block is not None:
+        codes |= _all_codes(block.__code__)
+    return Compiled(function=function, is_generator=rewritten.is_generator, codes=frozenset(codes), block=block)
 
 
 def _all_codes(code) -> set:

@@ -53,6 +53,7 @@ class Rewritten:
     code: types.CodeType
     name: str
     is_generator: bool
+    block_name: str | None = None  # the whole-block loop of a barrier-free kernel, where one could be made
 
 
 def _cuda_attr(node: ast.AST, cuda_names: frozenset[str]) -> str | None:
@@ -177,9 +178,52 @@ def rewrite(
     generator = _calls_sync(func, cuda_names, sync_devices)
     rewriter = _Rewriter(cuda_names, sync_devices)
     new = rewriter.visit(func)
-    module = ast.Module(body=[new], type_ignores=[])
+    body = [new]
+    block = None if generator else _block_loop(new)
+    if block is not None:
+        body.append(block)
+    module = ast.Module(body=body, type_ignores=[])
     ast.fix_missing_locations(module)
-    return Rewritten(code=compile(module, filename, "exec"), name=func.name, is_generator=generator)
+    return Rewritten(code=compile(module, filename, "exec"), name=func.name, is_generator=generator,
+                     block_name=block.name if block is not None else None)
+
+
+class _ReturnToContinue(ast.NodeTransformer):
+    def visit_Return(self, node: ast.Return) -> ast.AST:
+        return ast.copy_location(ast.Continue(), node)
+
+
+def _block_loop(func: ast.FunctionDef) -> ast.FunctionDef | None:
+    """``def NAME__block(_tidx, _count, *args)``: the kernel's body in a loop over threadIdx.x of a 1-D block.
+
+    One Python call per block instead of one per thread (the plain-loop path's largest cost).
+    A ``return`` becomes ``continue`` (the next thread), so only a body whose returns are not
+    inside a loop of its own qualifies; anything else keeps the per-thread call.
+    """
+    for node in ast.walk(func):
+        if isinstance(node, (ast.For, ast.While, ast.AsyncFor)) and any(
+            isinstance(n, ast.Return) for n in ast.walk(node)
+        ):
+            return None
+        if node is not func and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            return None
+        if isinstance(node, (ast.Yield, ast.YieldFrom, ast.Global, ast.Nonlocal)):
+            return None
+    import copy
+
+    body = [_ReturnToContinue().visit(stmt) for stmt in copy.deepcopy(func.body)]
+    set_x = ast.Assign(targets=[ast.Attribute(ast.Name("_tidx", ast.Load()), "x", ast.Store())],
+                       value=ast.Name("_tx", ast.Load()))
+    loop = ast.For(target=ast.Name("_tx", ast.Store()),
+                   iter=ast.Call(ast.Name("range", ast.Load()), [ast.Name("_count", ast.Load())], []),
+                   body=[set_x, *body], orelse=[])
+    args = copy.deepcopy(func.args)
+    args.args = [ast.arg("_tidx"), ast.arg("_count"), *args.args]
+    block = ast.FunctionDef(name=f"{func.name}__block", args=args, body=[loop], decorator_list=[], returns=None)
+    ast.copy_location(block, func)
+    ast.copy_location(loop, func.body[0])
+    ast.copy_location(set_x, func.body[0])
+    return block
 
 
 __all__ = ["BLOCK_SYNC", "SYNC_NAMES", "WARP_SYNC", "Rewritten", "function_node", "needs_sync", "rewrite"]
