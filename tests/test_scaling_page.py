@@ -137,7 +137,16 @@ def test_page_runs_a_small_simulated_sweep_and_shows_crossovers_charts_and_downl
     else:
         assert any("never beats NumPy" in m.value for m in at.markdown)
     beside = [c for c in at.get("vega_lite_chart") if "your CPU, measured now" in c.proto.spec]  # issue 12's panel
-    assert len(beside) == (1 if gpu.BACKEND.simulated else 0)
+    if gpu.BACKEND.simulated:
+        # the panel beside the recorded GPU, and your CPU's own series against N; no simulated series is charted
+        assert len(beside) == 2, len(beside)
+        assert not any("(simulated)" in c.proto.spec for c in at.get("vega_lite_chart"))
+        assert any("The simulated kernels (up to the simulator's cap) are not charted" in c.value for c in at.caption)
+        result = at.session_state[scaling_view.RESULT_KEY]
+        assert result.complete and result.sizes == [64, 128] and result.config.impls == ("gpu", "numpy", "python")
+        assert len(at.get("download_button")) == 2
+        return
+    assert not beside
     specs = [
         json.loads(c.proto.spec)
         for c in at.get("vega_lite_chart")

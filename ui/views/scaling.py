@@ -138,6 +138,53 @@ def show_result(run: SweepRun) -> None:
 
     subtitle = describe(run)
     frame = run.to_frame()
+    if simulated:  # your CPU is charted; the simulated kernels are tabled below and compared with nothing
+        show_simulated_charts(run, frame, subtitle)
+    else:
+        show_gpu_charts(run, frame, subtitle)
+
+    st.subheader("Every point")
+    st.dataframe(table(run), hide_index=True, width="stretch")
+    from ui.telemetry_note import show_telemetry
+
+    show_telemetry(run.telemetry, "sweep")
+    left, right = st.columns(2)
+    stem = f"scaling_{run.config.min_n}_{run.config.max_n}"
+    left.download_button(
+        "Download sweep (JSON)",
+        json.dumps(to_json(run), indent=2, default=str),
+        file_name=f"{stem}.json",
+        mime="application/json",
+        key="scaling.download_json",
+    )
+    right.download_button(
+        "Download points (CSV)",
+        points_csv(run),
+        file_name=f"{stem}.csv",
+        mime="text/csv",
+        key="scaling.download_csv",
+        help="One row per size and series with a plain header; the sweep's settings and device are in the JSON "
+             "download.",
+    )
+
+
+def show_simulated_charts(run: SweepRun, frame, subtitle: str) -> None:
+    """In the simulator: your CPU's series against N (measured now, real); no simulated series, limit or share."""
+    cpu_series = [s for s in ("numpy", "numba", "numba-parallel", "python") if s in set(frame["series"])]
+    if cpu_series:
+        st.altair_chart(
+            scaling_charts.time_chart(frame, [], f"your CPU, measured now · {subtitle}", series=cpu_series),
+            width="stretch",
+        )
+    st.caption(
+        "The simulated kernels (up to the simulator's cap) are not charted: their times measure Python on this CPU, "
+        "so they sit in the table below, marked simulated, and are set against neither your CPU nor the memory's "
+        "limits. The recorded GPU's curves are in *Your CPU beside a real GPU* above."
+    )
+
+
+def show_gpu_charts(run: SweepRun, frame, subtitle: str) -> None:
+    """On a GPU: time against N with the crossovers, bandwidth against the limits, the other series, the shares."""
     crossovers = [c.to_dict() for c in run.crossovers()]
     noisy = int(frame["noisy"].sum())
     st.altair_chart(scaling_charts.time_chart(frame, crossovers, subtitle), width="stretch")
@@ -168,30 +215,6 @@ def show_result(run: SweepRun) -> None:
         )
     if frame["share"].notna().any():
         st.altair_chart(scaling_charts.share_chart(frame, subtitle), width="stretch")
-
-    st.subheader("Every point")
-    st.dataframe(table(run), hide_index=True, width="stretch")
-    from ui.telemetry_note import show_telemetry
-
-    show_telemetry(run.telemetry, "sweep")
-    left, right = st.columns(2)
-    stem = f"scaling_{run.config.min_n}_{run.config.max_n}"
-    left.download_button(
-        "Download sweep (JSON)",
-        json.dumps(to_json(run), indent=2, default=str),
-        file_name=f"{stem}.json",
-        mime="application/json",
-        key="scaling.download_json",
-    )
-    right.download_button(
-        "Download points (CSV)",
-        points_csv(run),
-        file_name=f"{stem}.csv",
-        mime="text/csv",
-        key="scaling.download_csv",
-        help="One row per size and series with a plain header; the sweep's settings and device are in the JSON "
-             "download.",
-    )
 
 
 def points_csv(run: SweepRun) -> str:
