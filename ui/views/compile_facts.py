@@ -39,7 +39,8 @@ NO_FIGURE = "—"  # a table cell without a figure; the caption under the table 
 LISTING_HEIGHT_PX = 360  # PTX runs to hundreds of lines: a scrolling box keeps the page readable
 SIMULATOR_BLIND_SPOTS = (
     "What the simulator cannot tell: whether a kernel compiles for a GPU (hence the compiler's facts here), "
-    "how warp shuffles behave, data races between threads, and timing."
+    "every data race between threads (it runs them one at a time: the trace finds races from the accesses), "
+    "and timing."
 )
 
 
