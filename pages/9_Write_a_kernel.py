@@ -4,6 +4,7 @@ import streamlit as st
 
 import gpu
 from gpu.experiments.base import PageLink
+from gpu.problems import problems
 from ui.components.code_editor import available as code_editor_available
 from ui.frame import frame
 from ui.views.write_kernel import (
@@ -30,9 +31,9 @@ PAGE = PageLink(
 device = frame(
     "Write a kernel",
     ":material/edit_note:",
-    "Fifteen problems from vector add to matrix multiply. Write the kernel, press **Run**: it is checked, run on fresh "
-    "inputs at several sizes against NumPy, and on a GPU timed like every kernel in the lab and "
-    "compared with the lab's own.",
+    f"{len(problems())} problems from vector add to matrix multiply. Write the kernel, press **Run** (or Ctrl+Enter): "
+    "it is checked, run on fresh inputs at several sizes against NumPy, traced for races, and on a GPU timed like "
+    "every kernel in the lab and compared with the lab's own.",
 )
 status = cached_sandbox_status(gpu.BACKEND.simulated)
 accepting = sandbox_notice(status)
