@@ -13,7 +13,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from gpu.core.settings import DOC_PATH, document  # noqa: E402
+from gpu.core.settings import DOC_PATH, document
 
 
 def main(argv: list[str]) -> int:

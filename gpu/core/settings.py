@@ -36,7 +36,7 @@ from typing import Any
 
 SIMULATORS = ("lab", "numba")
 DOC_PATH = Path(__file__).resolve().parents[2] / "docs" / "settings.md"
-TABLE_BEGIN = "<!-- settings table: generated from gpu/core/settings.py by `python scripts/settings_doc.py`; do not edit -->"
+TABLE_BEGIN = "<!-- settings table: generated from gpu/core/settings.py by scripts/settings_doc.py; do not edit -->"
 TABLE_END = "<!-- end of settings table -->"
 
 
@@ -62,7 +62,7 @@ def _stripped(name: str, raw: str | None) -> str | None:
 
 def _limit_text(name: str, raw: str | None) -> str | None:
     """The value as written (gpu.core.limits parses it and reports a bad one); None when unset or blank."""
-    return raw if raw is not None and raw.strip() else None
+    return raw if raw is not None and str(raw).strip() else None
 
 
 def _is_one(name: str, raw: str | None) -> bool:

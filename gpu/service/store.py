@@ -37,7 +37,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-ENV_DB = "KERNEL_LAB_DB"
+from gpu.core import settings as _settings
+
+ENV_DB = _settings.DB.name
 SCHEMA_VERSION = 1  # what an older Kernel Lab must understand to use the file (see the module docstring)
 # Additive migrations: (layout version, column added to runs, its SQL type and comment, statements after it).
 LAYOUT_MIGRATIONS: tuple[tuple[int, str, str, tuple[str, ...]], ...] = (
@@ -94,9 +96,9 @@ class StoreError(RuntimeError):
 
 def default_path() -> Path:
     """Where history lives: $KERNEL_LAB_DB, else the user's data directory."""
-    env = os.environ.get(ENV_DB, "").strip()
-    if env:
-        return Path(env).expanduser()
+    configured = _settings.settings().db
+    if configured:
+        return Path(configured).expanduser()
     try:
         from platformdirs import user_data_dir
 
