@@ -111,6 +111,12 @@ def test_the_simulator_exception_is_the_declared_variable():
     assert lab_settings.SIM_SHUFFLE.attribute is None
 
 
+def test_names_kept_by_hand_are_the_declared_ones():
+    from gpu.service.store import ENV_DB
+
+    assert ENV_DB == lab_settings.DB.name
+
+
 def test_one_declaration_per_variable_and_one_attribute_per_declaration():
     names = [s.name for s in SETTINGS]
     assert len(names) == len(set(names))

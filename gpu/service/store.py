@@ -37,9 +37,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from gpu.core import settings as _settings
-
-ENV_DB = _settings.DB.name
+# Declared in gpu/core/settings.py (tests/test_settings.py checks the name). This module imports nothing of gpu
+# at import time: tests/test_store.py loads it alone, under a Python without NumPy.
+ENV_DB = "KERNEL_LAB_DB"
 SCHEMA_VERSION = 1  # what an older Kernel Lab must understand to use the file (see the module docstring)
 # Additive migrations: (layout version, column added to runs, its SQL type and comment, statements after it).
 LAYOUT_MIGRATIONS: tuple[tuple[int, str, str, tuple[str, ...]], ...] = (
@@ -96,7 +96,9 @@ class StoreError(RuntimeError):
 
 def default_path() -> Path:
     """Where history lives: $KERNEL_LAB_DB, else the user's data directory."""
-    configured = _settings.settings().db
+    from gpu.core.settings import settings
+
+    configured = settings().db
     if configured:
         return Path(configured).expanduser()
     try:
