@@ -103,12 +103,16 @@ def wait_idle(page, timeout_ms: int = 180_000) -> None:
 def serving_app(db: str | None = None):
     """``streamlit run app.py`` on a free port (a throwaway history database unless ``db`` or
     $KERNEL_LAB_DB names one) and Debian's chromium: yields (url, browser); stops both after."""
+    sys.path.insert(0, str(ROOT))
+    from gpu.core import settings as lab_settings
+
     port = free_port()
-    db = db or os.environ.get("KERNEL_LAB_DB") or str(Path(tempfile.mkdtemp()) / "history.sqlite3")
+    given = lab_settings.settings()
+    db = db or given.db or str(Path(tempfile.mkdtemp()) / "history.sqlite3")
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port), "--server.headless", "true"],
         cwd=ROOT,
-        env={**os.environ, "KERNEL_LAB_DB": db},
+        env={**os.environ, lab_settings.DB.name: db},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -127,7 +131,7 @@ def serving_app(db: str | None = None):
 
         with sync_playwright() as pw:
             browser = pw.chromium.launch(
-                executable_path=os.environ.get("KERNEL_LAB_CHROMIUM", "/usr/bin/chromium"),
+                executable_path=given.chromium,
                 headless=True,
                 args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
             )

@@ -19,6 +19,7 @@ import streamlit as st
 from gpu.core.limits import InputError
 from gpu.service.admission import admit, is_out_of_memory, out_of_memory_message
 from gpu.service.cluster import (
+    CLUSTER_ENV,
     ClusterClient,
     ClusterRun,
     ClusterUnavailable,
@@ -43,7 +44,7 @@ def cluster_client(address: str) -> ClusterClient:
     client = client_from_env()
     if client is None or client.address != address:
         raise ClusterUnavailable(
-            f"KERNEL_LAB_CLUSTER changed while the app ran (now {cluster_address()!r}); restart the app"
+            f"{CLUSTER_ENV} changed while the app ran (now {cluster_address()!r}); restart the app"
         )
     return client
 

@@ -21,9 +21,11 @@ import os
 import sys
 from dataclasses import dataclass
 
+from gpu.core import settings as _settings  # the standard library only: safe before numba.cuda
+
 _ENV = "NUMBA_ENABLE_CUDASIM"
-SIMULATOR_ENV = "KERNEL_LAB_SIMULATOR"  # "lab" (the default) or "numba"
-SIMULATORS = ("lab", "numba")
+SIMULATOR_ENV = _settings.SIMULATOR.name  # "lab" (the default) or "numba"
+SIMULATORS = _settings.SIMULATORS
 
 
 @dataclass(frozen=True)
@@ -94,10 +96,7 @@ def _decide() -> str:
 
 def simulator_choice() -> str:
     """The simulator ``KERNEL_LAB_SIMULATOR`` names ("lab" when unset); a bad value is an error that says so."""
-    raw = os.environ.get(SIMULATOR_ENV, "lab").strip().lower() or "lab"
-    if raw not in SIMULATORS:
-        raise ValueError(f"{SIMULATOR_ENV} must be one of {', '.join(SIMULATORS)}, not {raw!r}")
-    return raw
+    return _settings.settings().simulator
 
 
 _reason = _decide()

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
+from gpu.core import settings as _settings
 from gpu.core.arch import DEFAULT_TARGET, TARGETS, Target, TheoreticalOccupancy, target_named, theoretical_occupancy
 
 CACHE_FORMAT = 2  # bump when the worker's output changes, so old entries are not reused
@@ -394,9 +395,9 @@ def _cache_key(request: CompileRequest, target: Target, tools: Toolkit, sass: bo
 
 
 def cache_dir() -> Path:
-    env = os.environ.get("KERNEL_LAB_COMPILE_CACHE")
-    if env:
-        return Path(env)
+    configured = _settings.settings().compile_cache
+    if configured:
+        return Path(configured)
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "kernel-lab" / "compile"
 

@@ -30,6 +30,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
+from gpu.core import settings as _settings
 from gpu.core.backend import BACKEND
 
 BYTES_PER_FLOAT32 = 4
@@ -62,14 +63,14 @@ class InputError(ValueError):
 # --- configured ceilings (admission limits) -----------------------------------------
 # Read by the validators below and by gpu/service/admission.py (which says why these defaults).
 
-ENV_MAX_N = "KERNEL_LAB_MAX_N"
-ENV_MAX_REPEATS = "KERNEL_LAB_MAX_REPEATS"
-ENV_MAX_SWEEP_POINTS = "KERNEL_LAB_MAX_SWEEP_POINTS"
-ENV_MAX_WORK = "KERNEL_LAB_MAX_WORK"
+ENV_MAX_N = _settings.MAX_N.name
+ENV_MAX_REPEATS = _settings.MAX_REPEATS.name
+ENV_MAX_SWEEP_POINTS = _settings.MAX_SWEEP_POINTS.name
+ENV_MAX_WORK = _settings.MAX_WORK.name
 # The CPU side, counted apart (issue 12): in the simulator KERNEL_LAB_MAX_N and
 # KERNEL_LAB_MAX_WORK bound the simulated kernels only, and these bound the CPU baselines.
-ENV_MAX_CPU_N = "KERNEL_LAB_MAX_CPU_N"
-ENV_MAX_CPU_WORK = "KERNEL_LAB_MAX_CPU_WORK"
+ENV_MAX_CPU_N = _settings.MAX_CPU_N.name
+ENV_MAX_CPU_WORK = _settings.MAX_CPU_WORK.name
 
 # (hardware, simulator) defaults; see the module docstring for why.
 DEFAULT_MAX_N = (2**30, SIMULATOR_MAX_N)
@@ -113,9 +114,8 @@ class AdmissionConfig:
 
 
 def _read(
-    env: Mapping[str, str], name: str, default: int, parse, problems: list[str], ceiling: int | None = None
+    raw: str | None, name: str, default: int, parse, problems: list[str], ceiling: int | None = None
 ) -> int:
-    raw = env.get(name)
     if raw is None or not str(raw).strip():
         return default
     try:
@@ -132,17 +132,21 @@ def _read(
 
 
 def load_config(env: Mapping[str, str] | None = None, simulated: bool | None = None) -> AdmissionConfig:
-    """The limits in force: defaults for this backend, overridden by the environment."""
-    env = os.environ if env is None else env
+    """The limits in force: defaults for this backend, overridden by the environment (``env``: instead of it)."""
+    given = _settings.settings(env)
     which = int(BACKEND.simulated if simulated is None else simulated)
     problems: list[str] = []
     config = AdmissionConfig(
-        max_n=_read(env, ENV_MAX_N, DEFAULT_MAX_N[which], parse_size, problems),
-        max_repeats=_read(env, ENV_MAX_REPEATS, DEFAULT_MAX_REPEATS[which], parse_int, problems, MAX_REPEATS),
-        max_sweep_points=_read(env, ENV_MAX_SWEEP_POINTS, DEFAULT_MAX_SWEEP_POINTS[which], parse_int, problems),
-        max_work=_read(env, ENV_MAX_WORK, DEFAULT_MAX_WORK[which], parse_size, problems),
-        max_cpu_n=_read(env, ENV_MAX_CPU_N, DEFAULT_MAX_CPU_N[which], parse_size, problems),
-        max_cpu_work=_read(env, ENV_MAX_CPU_WORK, DEFAULT_MAX_CPU_WORK[which], parse_size, problems),
+        max_n=_read(given.max_n, ENV_MAX_N, DEFAULT_MAX_N[which], parse_size, problems),
+        max_repeats=_read(
+            given.max_repeats, ENV_MAX_REPEATS, DEFAULT_MAX_REPEATS[which], parse_int, problems, MAX_REPEATS
+        ),
+        max_sweep_points=_read(
+            given.max_sweep_points, ENV_MAX_SWEEP_POINTS, DEFAULT_MAX_SWEEP_POINTS[which], parse_int, problems
+        ),
+        max_work=_read(given.max_work, ENV_MAX_WORK, DEFAULT_MAX_WORK[which], parse_size, problems),
+        max_cpu_n=_read(given.max_cpu_n, ENV_MAX_CPU_N, DEFAULT_MAX_CPU_N[which], parse_size, problems),
+        max_cpu_work=_read(given.max_cpu_work, ENV_MAX_CPU_WORK, DEFAULT_MAX_CPU_WORK[which], parse_size, problems),
     )
     return replace(config, problems=tuple(problems))
 

@@ -11,14 +11,14 @@ time and only read afterwards (no per-user state lives here).
 from __future__ import annotations
 
 import importlib
-import os
 import pkgutil
 
 from gpu.core import series
+from gpu.core import settings as _settings
 from gpu.core.limits import InputError
 from gpu.experiments.base import CheckSection, Experiment, PageLink
 
-PACKAGES_ENV = "KERNEL_LAB_EXPERIMENTS"
+PACKAGES_ENV = _settings.EXPERIMENTS.name
 
 _REGISTRY: dict[str, Experiment] = {}
 _ALIASES: dict[str, str] = {}
@@ -78,7 +78,7 @@ def aliases(key: str) -> tuple[str, ...]:
 
 def extra_packages() -> list[str]:
     """Packages of experiments kept outside gpu/experiments: ``$KERNEL_LAB_EXPERIMENTS``."""
-    return [name.strip() for name in os.environ.get(PACKAGES_ENV, "").split(",") if name.strip()]
+    return list(_settings.settings().experiments)
 
 
 def _load() -> None:

@@ -101,6 +101,7 @@ def main(argv: list[str]) -> int:
     mode = request.get("mode")
     if mode in ("facts", "analysis") and request.get("trace"):
         # the trace records accesses through numba-cuda's simulator: chosen before gpu is imported
+        # (the name by hand: gpu.core.settings declares it, but importing it would import gpu, and so decide, first)
         os.environ["KERNEL_LAB_SIMULATOR"] = "numba"
     from gpu.problems import get
     from gpu.sandbox.harness import judge

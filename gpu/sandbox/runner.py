@@ -43,12 +43,13 @@ from dataclasses import asdict, dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
+from gpu.core import settings as _settings
 from gpu.sandbox.verdict import Verdict
 
 ROOT = Path(__file__).resolve().parents[2]
-ENV_SANDBOX = "KERNEL_LAB_SANDBOX"  # "off" forces no sandbox; anything else: use it when it works
-ENV_REQUIRE = "KERNEL_LAB_REQUIRE_SANDBOX"  # "1": refuse submissions when the sandbox does not work (make demo)
-ENV_BWRAP = "KERNEL_LAB_BWRAP"
+ENV_SANDBOX = _settings.SANDBOX.name  # "off" forces no sandbox; anything else: use it when it works
+ENV_REQUIRE = _settings.REQUIRE_SANDBOX.name  # "1": refuse submissions when the sandbox does not work (make demo)
+ENV_BWRAP = _settings.BWRAP.name
 PIDS_CGROUP = Path("/sys/fs/cgroup/pids")
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 ANALYSIS_OUTPUT_BYTES = 4 << 20  # a trace's report carries the access picture (up to ~3 MB of JSON)
@@ -76,17 +77,14 @@ class Limits:
         """The defaults, with ``KERNEL_LAB_SUBMIT_WALL_S`` / ``KERNEL_LAB_SUBMIT_CPU_S`` / ``KERNEL_LAB_SUBMIT_TASKS``
         / ``KERNEL_LAB_SUBMIT_MEMORY_MB`` where set to a positive number (a malformed value keeps the default)."""
         limits = cls()
-        for env, field_name, kind, scale in (
-            ("KERNEL_LAB_SUBMIT_WALL_S", "wall_s", float, 1),
-            ("KERNEL_LAB_SUBMIT_CPU_S", "cpu_s", int, 1),
-            ("KERNEL_LAB_SUBMIT_TASKS", "tasks", int, 1),
-            ("KERNEL_LAB_SUBMIT_MEMORY_MB", "memory_bytes", int, 1 << 20),
+        given = _settings.settings()
+        for value, field_name, scale in (
+            (given.submit_wall_s, "wall_s", 1),
+            (given.submit_cpu_s, "cpu_s", 1),
+            (given.submit_tasks, "tasks", 1),
+            (given.submit_memory_mb, "memory_bytes", 1 << 20),
         ):
-            try:
-                value = kind(os.environ[env])
-            except (KeyError, ValueError):
-                continue
-            if value > 0:
+            if value is not None:  # unset, malformed or not positive: the default
                 limits = replace(limits, **{field_name: value * scale})
         return limits
 
@@ -106,7 +104,7 @@ class SandboxStatus:
 
     @property
     def required(self) -> bool:
-        return os.environ.get(ENV_REQUIRE) == "1"
+        return _settings.settings().require_sandbox
 
     @property
     def accepts(self) -> bool:
@@ -122,8 +120,9 @@ HOW_TO_ENABLE = (
 
 
 def bwrap_binary() -> str | None:
-    if os.environ.get(ENV_BWRAP):
-        return os.environ[ENV_BWRAP]
+    configured = _settings.settings().bwrap
+    if configured:
+        return configured
     found = shutil.which("bwrap")
     if found:
         return found
@@ -186,9 +185,10 @@ def child_env(simulated: bool, workdir: str) -> dict:
         "NUMBA_CACHE_DIR": f"{workdir}/numba-cache",
         "NUMBA_ENABLE_CUDASIM": "1" if simulated else "0",
     }
-    for key in ("CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH", "CUDA_HOME", "NUMBA_CUDA_DRIVER", "KERNEL_LAB_SIMULATOR"):
+    for key in ("CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH", "CUDA_HOME", "NUMBA_CUDA_DRIVER"):
         if key in os.environ:
             env[key] = os.environ[key]
+    env[_settings.SIMULATOR.name] = _settings.settings().simulator  # the app's ("lab" when unset, as in the child)
     return env
 
 
@@ -399,7 +399,7 @@ def sandbox_status(simulated: bool | None = None) -> SandboxStatus:
 
         simulated = BACKEND.simulated
     cgroup = PIDS_CGROUP.exists() and os.access(PIDS_CGROUP, os.W_OK)
-    if os.environ.get(ENV_SANDBOX, "").lower() == "off":
+    if _settings.settings().sandbox_off:
         return SandboxStatus(False, "none", f"the sandbox is switched off ({ENV_SANDBOX}=off)", cgroup)
     works, reason = _probe(bwrap_binary(), not simulated)
     return SandboxStatus(

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import threading
 import time
 import uuid
@@ -36,6 +35,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from gpu.core import settings as _settings
 from gpu.service.cluster_worker import (
     MAX_QUEUE,
     WATCH_S,
@@ -53,9 +53,9 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-CLUSTER_ENV = "KERNEL_LAB_CLUSTER"
-LOCAL_GPUS_ENV = "KERNEL_LAB_CLUSTER_GPUS"  # logical GPUs of a local instance started by ``auto``
-SIMULATOR_ENV = "KERNEL_LAB_CLUSTER_SIMULATOR"  # "1": workers use Numba's CUDA simulator
+CLUSTER_ENV = _settings.CLUSTER.name
+LOCAL_GPUS_ENV = _settings.CLUSTER_GPUS.name  # logical GPUs of a local instance started by ``auto``
+SIMULATOR_ENV = _settings.CLUSTER_SIMULATOR.name  # "1": workers use Numba's CUDA simulator
 NAMESPACE = "kernel-lab"
 LOCAL = ("auto", "local")  # auto: this host's running instance, else a new one; local: always a new one
 CALL_TIMEOUT_S = 5.0  # a control call (state, info) slower than this marks a worker unavailable
@@ -63,8 +63,7 @@ CALL_TIMEOUT_S = 5.0  # a control call (state, info) slower than this marks a wo
 
 def cluster_address() -> str | None:
     """The configured Ray address (``auto`` included), or None for the embedded mode."""
-    value = os.environ.get(CLUSTER_ENV, "").strip()
-    return value or None
+    return _settings.settings().cluster
 
 
 class WorkerLost(RuntimeError):
@@ -477,10 +476,11 @@ def client_from_env() -> ClusterClient | None:
     if address in LOCAL:
         from gpu.core.device import device_count
 
-        local_gpus = int(os.environ.get(LOCAL_GPUS_ENV) or device_count())
+        configured = _settings.settings().cluster_gpus
+        local_gpus = device_count() if configured is None else configured
         if gpu.BACKEND.simulated:  # workers on this host share its backend
             env["NUMBA_ENABLE_CUDASIM"] = "1"
-    if os.environ.get(SIMULATOR_ENV) == "1":
+    if _settings.settings().cluster_simulator:
         env["NUMBA_ENABLE_CUDASIM"] = "1"
     try:
         return ClusterClient(address, worker_env=env, local_gpus=local_gpus)

@@ -44,14 +44,15 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from gpu.core import settings as _settings
 from gpu.service.locks import Countdown, Interval, LockState
 
-LOCK_DIR_ENV = "KERNEL_LAB_LOCK_DIR"
+LOCK_DIR_ENV = _settings.LOCK_DIR.name
 
 
 def default_lock_dir() -> Path:
     """Where the device locks live: $KERNEL_LAB_LOCK_DIR, else beside the history database."""
-    configured = os.environ.get(LOCK_DIR_ENV)
+    configured = _settings.settings().lock_dir
     if configured:
         return Path(configured).expanduser()
     from gpu.service.store import default_path
@@ -61,7 +62,7 @@ def default_lock_dir() -> Path:
 
 def node_lock_dir() -> Path:
     """The lock folder on a cluster worker node (no history there): $KERNEL_LAB_LOCK_DIR or /tmp."""
-    configured = os.environ.get(LOCK_DIR_ENV)
+    configured = _settings.settings().lock_dir
     if configured:
         return Path(configured).expanduser()
     return Path(tempfile.gettempdir()) / f"kernel-lab-locks-{os.getuid()}"

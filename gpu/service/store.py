@@ -37,6 +37,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+# Declared in gpu/core/settings.py (tests/test_settings.py checks the name). This module imports nothing of gpu
+# at import time: tests/test_store.py loads it alone, under a Python without NumPy.
 ENV_DB = "KERNEL_LAB_DB"
 SCHEMA_VERSION = 1  # what an older Kernel Lab must understand to use the file (see the module docstring)
 # Additive migrations: (layout version, column added to runs, its SQL type and comment, statements after it).
@@ -94,9 +96,11 @@ class StoreError(RuntimeError):
 
 def default_path() -> Path:
     """Where history lives: $KERNEL_LAB_DB, else the user's data directory."""
-    env = os.environ.get(ENV_DB, "").strip()
-    if env:
-        return Path(env).expanduser()
+    from gpu.core.settings import settings
+
+    configured = settings().db
+    if configured:
+        return Path(configured).expanduser()
     try:
         from platformdirs import user_data_dir
 

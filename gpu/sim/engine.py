@@ -743,6 +743,8 @@ def _collective(kind: str, requests: list, lanes: list[int], first: int, bx: int
 _MISSING = object()
 
 
+# An integer seed: run blocks and threads in a seeded random order. Declared in gpu/core/settings.py with every
+# KERNEL_LAB_* variable, but read here: the simulator imports nothing of gpu (the one exception, tested).
 SHUFFLE_ENV = "KERNEL_LAB_SIM_SHUFFLE"  # an integer seed: run blocks and threads in a seeded random order
 _seed: list[int | None] = [None]
 

@@ -17,6 +17,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from gpu.core import settings as _settings
 from gpu.core.limits import InputError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -39,7 +40,7 @@ def run_in_child(requests: Sequence[tuple[str, int | None]], timeout_s: float = 
     env = {
         **os.environ,
         "NUMBA_ENABLE_CUDASIM": "1",
-        "KERNEL_LAB_SIMULATOR": "numba",
+        _settings.SIMULATOR.name: "numba",
         "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
     }
     try:

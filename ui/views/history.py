@@ -7,12 +7,12 @@ not remove another's history); deleting is ``python -m gpu history-delete`` on t
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 
 import pandas as pd
 import streamlit as st
 
+from gpu.core import settings as _settings
 from gpu.core.timing import format_seconds
 from gpu.service.store import HistoryStore, RunRecord, StoreError
 from ui.charts.history import (
@@ -35,7 +35,7 @@ from ui.format import readable_time
 
 MAX_LISTED = 500  # newest runs loaded per page view: bounded work per rerun
 DEFAULT_COMPARED = 2
-UPLOADS_ENV = "KERNEL_LAB_UPLOADS"  # "1" allows importing check files from the browser, "0" forbids it
+UPLOADS_ENV = _settings.UPLOADS.name  # "1" allows importing check files from the browser, "0" forbids it
 LOCAL_ADDRESSES = ("localhost", "127.0.0.1", "::1")
 MAX_COMPARED_OWN = 6  # your newest vector-add runs in Compare GPUs
 
@@ -239,11 +239,9 @@ def uploads_enabled() -> bool:
 
     ``KERNEL_LAB_UPLOADS=1`` turns them on anywhere (``make demo DEMO_UPLOADS=1``), ``=0`` off.
     """
-    flag = os.environ.get(UPLOADS_ENV, "").strip().lower()
-    if flag in ("1", "true", "yes", "on"):
-        return True
-    if flag in ("0", "false", "no", "off"):
-        return False
+    configured = _settings.settings().uploads
+    if configured is not None:
+        return configured
     try:
         address = str(st.get_option("server.address") or "")
     except Exception:

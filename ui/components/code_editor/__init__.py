@@ -11,16 +11,17 @@ False and a page falls back to ``st.text_area`` (``FALLBACK_NOTE`` says how to g
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import streamlit as st
 
+from gpu.core import settings as _settings
+
 BUNDLE = Path(__file__).resolve().parent / "dist" / "code_editor.js"
 KINDS = ("refusal", "mismatch", "race")
-ENV_PLAIN = "KERNEL_LAB_PLAIN_EDITOR"  # "1": always the plain text area (AppTest cannot drive custom components)
+ENV_PLAIN = _settings.PLAIN_EDITOR.name  # "1": always the plain text area (AppTest cannot drive custom components)
 FALLBACK_NOTE = (
     "Plain text box: the code editor's bundle is not built. `make run` builds it (npm ci + esbuild) and starts the app."
 )
@@ -43,7 +44,7 @@ class EditorResult:
 
 def available() -> bool:
     """True when the bundle is built and the plain text area is not asked for."""
-    return os.environ.get(ENV_PLAIN, "") != "1" and BUNDLE.is_file()
+    return not _settings.settings().plain_editor and BUNDLE.is_file()
 
 
 def _mount():
