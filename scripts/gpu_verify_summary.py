@@ -59,6 +59,38 @@ def failures(folder: Path, rcs: dict) -> list[str]:
     return reasons
 
 
+BYTES_PER_ELEMENT = 12  # vector add: read a and b, write c (float32)
+
+
+def peak_claims(check: dict) -> list[str]:
+    """Each kernel's best bandwidth against the peak, with what the claim rests on (issue 25's 91%).
+
+    For the article's kernel and the 4-per-thread one at the sweep's largest N: the bytes
+    counted (12 per element), the peak's formula and value, the L2 state, the samples.
+    """
+    run = (check.get("sections", {}).get("scaling") or {}).get("run") or {}
+    limits = (run.get("peaks") or {}).get("limits") or {}
+    peak = limits.get("device_peak") or {}
+    config = run.get("config") or {}
+    out = []
+    for series, name in (("gpu-kernel", "the article's kernel"), ("gpu-ilp", "the 4-per-thread kernel")):
+        points = [p for p in run.get("points", []) if p.get("series") == series and p.get("stats")]
+        if not points or not peak.get("gbps"):
+            continue
+        top = max(points, key=lambda p: p["n"])
+        stats = top["stats"]
+        gbps = BYTES_PER_ELEMENT * top["n"] / stats["median_s"] / 1e9
+        l2 = "L2 warm (not flushed)" if config.get("warm_l2") else "L2 flushed before every sample"
+        out.append(
+            f"- {name} at N = {top['n']:,}: {BYTES_PER_ELEMENT} B/element x N = {BYTES_PER_ELEMENT * top['n']:,} bytes "
+            f"in a median of {stats['median_s'] * 1e3:.3f} ms ({stats.get('samples', '?')} samples): "
+            f"{gbps:,.0f} GB/s = "
+            f"{gbps / peak['gbps']:.0%} of the peak {peak['gbps']:,.0f} GB/s ({peak.get('how', 'formula unknown')}); "
+            f"{l2}; working set {BYTES_PER_ELEMENT * top['n'] / 2**30:.1f} GiB"
+        )
+    return out
+
+
 def summary(folder: Path, tests_rc: int | None, compile_rc: int | None, check_rc: int | None, seconds: float | None,
             pages_rc: int | None = None) -> str:
     check = _load(folder / "check.json")
@@ -100,6 +132,8 @@ def summary(folder: Path, tests_rc: int | None, compile_rc: int | None, check_rc
             for k in compiled["kernels"]
             if not k["ok"]
         ]
+    if check and (claims := peak_claims(check)):
+        lines += ["", "## Bandwidth against the peak, and what it rests on", "", *claims]
     if check:
         lines += ["", "## Sections", ""]
         lines += [

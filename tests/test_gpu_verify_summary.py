@@ -62,3 +62,15 @@ def test_summary_of_a_folder_where_nothing_ran_says_so(tmp_path):
     text = module.summary(tmp_path, None, None, None, None)
     assert text.count("not run") == 4  # tests, compile, check, pages
     assert "verification: FAILED" in text
+
+
+def test_the_peak_claims_state_their_bytes_formula_and_l2_state():
+    peak_claims = module.peak_claims
+    check = json.loads((ROOT / "benchmarks" / "h200-final" / "check.json").read_text())
+    claims = peak_claims(check)
+    ilp = next(c for c in claims if "4-per-thread" in c)
+    assert "12,884,901,888 bytes" in ilp and "91% of the peak 4,814 GB/s" in ilp
+    assert "2 × memory clock × bus width" in ilp and "L2 flushed before every sample" in ilp
+    check["sections"]["scaling"]["run"]["config"]["warm_l2"] = True
+    assert all("L2 warm (not flushed)" in c for c in peak_claims(check))
+    assert peak_claims({"sections": {}}) == []
