@@ -26,8 +26,16 @@ import sys
 MAX_REQUEST_BYTES = 1 << 20
 
 
+CHILD_NICENESS = 10  # below the app's server: a class's submissions queue for the cores, the pages stay quick
+
+
 def apply_limits(limits: dict) -> list[str]:
-    """setrlimit for this process and its children; returns the limits that could not be set."""
+    """setrlimit for this process and its children, at a lower CPU priority than the app (``CHILD_NICENESS``:
+    the server that draws every learner's pages keeps the cores first); returns the limits that could not be set."""
+    try:
+        os.nice(CHILD_NICENESS)  # raising one's own niceness needs no privilege
+    except OSError:
+        pass
     wanted = [
         ("cpu_s", resource.RLIMIT_CPU),
         ("file_bytes", resource.RLIMIT_FSIZE),
