@@ -84,8 +84,8 @@ class _Kept:
             self.held = True
         return self
 
-    def __exit__(self, *exc) -> bool:
-        return False
+    def __exit__(self, *exc) -> None:
+        return None
 
     def close(self) -> None:
         self._stack.close()
