@@ -11,7 +11,7 @@ trace) in one process.
 
 from __future__ import annotations
 
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,6 +70,27 @@ def default_locks(label: str, device: bool = True):
         yield
 
 
+class _Kept:
+    """``lock``, entered at the first ``with`` and held until ``close()``: in the simulator the analysis follows
+    its judge under the same hold. Re-queuing there (device and CPU are the same host's cores) put the first of
+    a class that pressed Run together behind every other judge before its verdict (issue 24)."""
+
+    def __init__(self, lock):
+        self._lock, self._stack, self.held = lock, ExitStack(), False
+
+    def __enter__(self):
+        if not self.held:
+            self._stack.enter_context(self._lock)
+            self.held = True
+        return self
+
+    def __exit__(self, *exc) -> None:
+        return None
+
+    def close(self) -> None:
+        self._stack.close()
+
+
 @dataclass
 class Submission:
     verdict: Verdict
@@ -95,8 +116,8 @@ def submit(
     that ran, and save it when it passes. InputError for a bad problem name; never raises for the learner's code.
 
     ``lock`` is the context manager held while the judge runs (default: this host's device then CPU
-    lock); ``relock()`` makes another for the analysis (default: the same locks in the simulator, the
-    CPU lock alone on a GPU, where the analysis is CPU work).
+    lock); ``relock()`` makes another for the analysis on a GPU (default: the CPU lock alone, the analysis
+    being CPU work). In the simulator the analysis runs under the judge's own hold, without queuing again.
     """
     from gpu.core.backend import BACKEND
 
@@ -104,6 +125,17 @@ def submit(
     admit_problem(problem, BACKEND.simulated)
     if lock is None:
         lock = default_locks(f"write-a-kernel {problem.key}")
+    kept = _Kept(lock) if BACKEND.simulated else None  # the simulator's analysis keeps the judge's place
+    try:
+        return _submit(problem, source, kept or lock, kept, name, save, limits, sandbox, facts, trace, relock)
+    finally:
+        if kept is not None:
+            kept.close()
+
+
+def _submit(problem, source, lock, kept, name, save, limits, sandbox, facts, trace, relock) -> Submission:
+    from gpu.core.backend import BACKEND
+
     verdict = runner.judge_in_child(problem.key, source, limits=limits, sandbox=sandbox, lock=lock)
     want_facts = facts and BACKEND.simulated  # on a GPU the timing says more
     report = None
@@ -112,7 +144,9 @@ def submit(
 
         # NVVM and the trace's simulator are CPU work, so they queue again (a second child, one for both)
         again = (
-            relock()
+            kept
+            if kept is not None and kept.held
+            else relock()
             if relock is not None
             else default_locks(f"write-a-kernel {problem.key} analysis", device=BACKEND.simulated)
         )

@@ -1,0 +1,118 @@
+"""A class at once (issue 24): Submit -> verdict latency when 16 browsers press Run together on one demo server.
+
+    /work/main/.venv/bin/python benchmarks/class_submit.py --repeats 3
+
+Each repeat starts a fresh `make demo` server (tests/classroom.py: the demo's flags, a throwaway
+database and lock folder, KERNEL_LAB_SUBMIT_WALL_S and _MEMORY_MB lowered), opens 16 chromium
+contexts on Write a kernel (8 correct, 4 wrong, 2 never-ending, 2 memory-hogging vector-add kernels),
+presses Run in all of them together and times, in each page, from its press to its verdict drawn.
+Home is loaded in a 17th context every few seconds meanwhile. Prints the latencies per kind, p50 and
+p95 over every submission, and writes benchmarks/class_submit.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests.classroom import (  # noqa: E402
+    CLASS,
+    MEMORY_MB,
+    WALL_S,
+    chromium,
+    demo_server,
+    leaderboard_names,
+    machine,
+    percentile,
+    run_class,
+    tmpdir,
+)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "class_submit.md")
+    args = parser.parse_args()
+    before = machine()
+    by_kind: dict[str, list[float]] = {}
+    every: list[float] = []
+    rows = []
+    home: list[float] = []
+    for repeat in range(args.repeats):
+        with demo_server(tmpdir()) as server, chromium() as browser:
+            started = time.perf_counter()
+            run = run_class(browser, server.url)
+            names = leaderboard_names(server.db)
+        passing = sorted(lr.name for lr in run.learners if lr.kind == "correct")
+        lat = [lr.latency_s for lr in run.learners if lr.latency_s is not None]
+        print(f"repeat {repeat + 1}: {len(lat)}/{len(run.learners)} verdicts, presses spread {run.spread_s:.2f} s, "
+              f"last verdict {run.wall_s:.1f} s after the first press, Home {max(run.home_s):.2f} s at worst, "
+              f"leaderboard {'exactly the passing rows' if sorted(names) == passing else names} "
+              f"({time.perf_counter() - started:.0f} s with setup)")
+        for lr in run.learners:
+            queue = [q.split(' — ')[0] for q in lr.queued]
+            print(f"  {lr.name:26s} {lr.latency_s if lr.latency_s is not None else float('nan'):6.1f} s  "
+                  f"{verdict_line(lr.verdict)}  | {'; '.join(queue[:2])}{' ...' if len(queue) > 2 else ''}")
+            if lr.latency_s is not None:
+                by_kind.setdefault(lr.kind, []).append(lr.latency_s)
+                every.append(lr.latency_s)
+        home += run.home_s
+        rows.append((repeat + 1, run.spread_s, run.wall_s, max(run.home_s), sorted(names) == passing))
+    after = machine()
+    lines = [
+        "# A class at once: Submit → verdict on one demo server",
+        "",
+        f"Command: `/work/main/.venv/bin/python benchmarks/class_submit.py --repeats {args.repeats}` "
+        f"(or `.venv/bin/python benchmarks/class_submit.py` in a checkout with `make test`'s setup).",
+        "",
+        f"Machine: {platform.node() or 'this host'}, {platform.machine()}, {before} before, {after} after; "
+        "the CUDA simulator (no GPU), bubblewrap sandbox, one chromium with 16 contexts on the same machine "
+        "as the server.",
+        "",
+        f"Scenario (tests/classroom.py, as tests/test_browser_class.py): one `make demo` server, 16 browsers on "
+        f"Write a kernel press Run within a moment: {summary()}. Limits lowered for the run: "
+        f"KERNEL_LAB_SUBMIT_WALL_S={WALL_S:g}, KERNEL_LAB_SUBMIT_MEMORY_MB={MEMORY_MB}. Latency is timed in each "
+        "page, from its Run press to its verdict drawn.",
+        "",
+        f"**Submit → verdict over {len(every)} submissions: p50 {percentile(every, 0.5):.1f} s, "
+        f"p95 {percentile(every, 0.95):.1f} s** (max {max(every):.1f} s). Home loaded in {max(home):.2f} s at "
+        f"worst ({len(home)} loads during the runs, median {percentile(home, 0.5):.2f} s).",
+        "",
+        "| Kind | Submissions | p50 (s) | p95 (s) | min (s) | max (s) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for kind, values in by_kind.items():
+        lines.append(f"| {kind} | {len(values)} | {percentile(values, 0.5):.1f} | {percentile(values, 0.95):.1f} | "
+                     f"{min(values):.1f} | {max(values):.1f} |")
+    lines += ["", "| Repeat | Presses spread (s) | Last verdict after (s) | Home worst (s) | Leaderboard exact |",
+              "|---|---|---|---|---|"]
+    lines += [f"| {r} | {s:.2f} | {w:.1f} | {h:.2f} | {'yes' if ok else 'NO'} |" for r, s, w, h, ok in rows]
+    text = "\n".join(lines) + "\n"
+    print(text)
+    args.out.write_text(text)
+    return 0
+
+
+def verdict_line(text: str) -> str:
+    for line in text.splitlines():
+        if line.startswith(("Passed:", "Wrong result:", "Refused (", "Could not finish:")):
+            return line[:70]
+    return "(no verdict)"
+
+
+def summary() -> str:
+    counts: dict[str, int] = {}
+    for kind in CLASS:
+        counts[kind] = counts.get(kind, 0) + 1
+    return ", ".join(f"{n} {kind}" for kind, n in counts.items())
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,333 @@
+"""A class at once (issue 24): one `make demo` server, many browsers pressing Run on Write a kernel together.
+
+Shared by ``tests/test_browser_class.py`` (asserts) and ``benchmarks/class_submit.py`` (measures).
+``demo_server()`` starts ``streamlit run app.py`` with the Makefile's ``demo`` flags and settings
+(the sandbox required, uploads off, viewer toolbar...) plus a throwaway history database and lock
+folder, and lowered submission limits so a kernel that never ends costs seconds, not a minute.
+``run_class()`` opens one browser context per learner on Write a kernel (problem 1, vector add), types
+each one's kernel, presses Run in all of them within a moment, and records in each page (a timer
+in the page itself, so the figures do not depend on how fast this process polls 16 pages) every queue
+line it showed and when its verdict appeared; a separate context loads Home at intervals meanwhile.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = os.environ.get("KERNEL_LAB_CHROMIUM", "/usr/bin/chromium")
+BROWSER_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-renderer-backgrounding",  # 16 pages in one window: none is throttled as a background tab
+    "--disable-background-timer-throttling",
+    "--disable-backgrounding-occluded-windows",
+]
+
+# The Makefile's `demo` target, flag for flag (DEMO_UPLOADS=0), on a free port of localhost.
+DEMO_FLAGS = [
+    "--server.headless", "true",
+    "--server.fileWatcherType", "none", "--server.runOnSave", "false",
+    "--server.maxUploadSize", "1", "--server.enableStaticServing", "false",
+    "--client.toolbarMode", "viewer", "--client.showErrorDetails", "none",
+    "--browser.gatherUsageStats", "false", "--runner.fastReruns", "true",
+]
+WALL_S = 20.0  # KERNEL_LAB_SUBMIT_WALL_S: a never-ending kernel costs this (6 s killed correct ones under load)
+MEMORY_MB = 768  # KERNEL_LAB_SUBMIT_MEMORY_MB: the simulator's child needs ~250 MiB; the hog passes this in ~1 s
+
+CORRECT = """from numba import cuda
+
+THREADS_PER_BLOCK = 128
+
+
+@cuda.jit
+def vector_add(a, b, out):
+    i = cuda.grid(1)
+    if i < a.size:
+        out[i] = a[i] + b[i]
+"""
+BODY = "    if i < a.size:\n        out[i] = a[i] + b[i]\n"
+WRONG = CORRECT.replace("if i < a.size:", "if i < a.size - 1:")  # the last element is never written
+NEVER_ENDS = CORRECT.replace(BODY, "    while i >= 0:\n        i += 1\n")  # -> the wall-clock limit
+# A Python int that doubles its length each step: allowed by the checker (arithmetic in a loop), it
+# passes the memory limit within a second in the simulator -> the memory cgroup's OOM killer.
+MEMORY_HOG = CORRECT.replace(
+    BODY, "    if i == 0:\n        x = 1\n        s = 1\n        while s > 0:\n            x = x << s\n"
+    "            s = s * 2\n        out[0] = x\n"
+)
+
+# kind -> (source, a text only its verdict shows)
+KINDS = {
+    "correct": (CORRECT, "Passed:"),
+    "wrong": (WRONG, "First mismatch in"),
+    "time-limit": (NEVER_ENDS, "(time-limit rule)"),
+    "memory-limit": (MEMORY_HOG, "(memory-limit rule)"),
+}
+VERDICT_TEXTS = ("Passed:", "Wrong result:", "Refused (", "Could not finish:")
+QUEUE_TEXT = "Queued behind"
+# 8 correct, 4 wrong, 2 never-ending, 2 memory hogs, interleaved so every kind waits at every depth
+CLASS = ["correct", "wrong", "correct", "time-limit", "correct", "wrong", "correct", "memory-limit"] * 2
+
+# Runs in every learner's page: samples the page every 50 ms (queue lines seen, when the verdict showed).
+OBSERVER = """
+() => {
+  const rec = window.__class = {queued: [], verdictAt: null, verdict: null, clickedAt: null};
+  const kinds = %s;
+  const tick = () => {
+    const main = document.querySelector('[data-testid="stMain"]') || document.body;
+    const text = main.innerText;
+    for (const line of text.split('\\n')) {
+      if (line.includes('%s') && !rec.queued.includes(line.trim())) rec.queued.push(line.trim());
+    }
+    if (rec.clickedAt !== null && rec.verdictAt === null && kinds.some(k => text.includes(k))) {
+      rec.verdictAt = Date.now();
+      rec.verdict = text;
+    }
+  };
+  window.__classTimer = setInterval(tick, 50);
+}
+"""
+CLICK = """
+() => {
+  const button = [...document.querySelectorAll('button')].find(b => b.innerText.trim().endsWith('Run'));
+  window.__class.clickedAt = Date.now();
+  button.click();
+  return window.__class.clickedAt;
+}
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class Server:
+    url: str
+    db: Path
+    log: Path
+    env: dict
+
+
+@contextmanager
+def demo_server(workdir: Path, wall_s: float = WALL_S, memory_mb: int = MEMORY_MB) -> Iterator[Server]:
+    """`make demo`'s server on a free port, with its own database and lock folder under ``workdir``."""
+    port = free_port()
+    db = workdir / "history.sqlite3"
+    env = {
+        **os.environ,
+        "KERNEL_LAB_UPLOADS": "0",
+        "KERNEL_LAB_REQUIRE_SANDBOX": "1",
+        "KERNEL_LAB_DB": str(db),
+        "KERNEL_LAB_LOCK_DIR": str(workdir / "locks"),
+        "KERNEL_LAB_COMPILE_CACHE": str(workdir / "compile-cache"),
+        "KERNEL_LAB_SUBMIT_WALL_S": str(wall_s),
+        "KERNEL_LAB_SUBMIT_MEMORY_MB": str(memory_mb),
+    }
+    env.setdefault("NUMBA_ENABLE_CUDASIM", "1")
+    log = workdir / "streamlit.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.address", "127.0.0.1",
+             "--server.port", str(port), *DEMO_FLAGS],
+            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"streamlit did not start; log: {log.read_text()[-2000:]}")
+            time.sleep(0.3)
+        yield Server(url, db, log, env)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+@contextmanager
+def chromium() -> Iterator:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=BROWSER_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+def wait_idle(page, timeout_ms: int = 120_000) -> None:
+    page.wait_for_selector('[data-testid="stApp"]')
+    page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=timeout_ms)
+
+
+def type_name(page, name: str) -> None:
+    box = page.get_by_label("Your name on the leaderboard", exact=True).and_(page.get_by_test_id("stTextInputField"))
+    box.fill(name)
+    box.press("Enter")
+
+
+def type_kernel(page, source: str) -> None:
+    """The learner's kernel, typed as a learner would (the code editor, or its plain fallback)."""
+    editor = page.locator(".cm-content")
+    if editor.count():
+        editor.click()
+        page.keyboard.press("Control+a")
+        page.keyboard.insert_text(source)
+        editor.blur()  # the editor sends its text on blur
+    else:
+        area = page.get_by_label("Your kernel", exact=True).and_(page.get_by_role("textbox"))
+        area.fill(source)
+        area.press("Control+Enter")
+
+
+@dataclass
+class Learner:
+    name: str
+    kind: str
+    page: object = None
+    clicked_at: float = 0.0  # ms since the epoch, in the page
+    verdict_at: float | None = None
+    verdict: str = ""
+    queued: list[str] = field(default_factory=list)
+
+    @property
+    def latency_s(self) -> float | None:
+        return None if self.verdict_at is None else (self.verdict_at - self.clicked_at) / 1000
+
+
+@dataclass
+class ClassRun:
+    learners: list[Learner]
+    home_s: list[float]  # Home's load times during the run (goto -> its headline drawn)
+    spread_s: float  # first Run press to last
+    wall_s: float  # first Run press to the last verdict
+
+
+def load_home(browser, url: str) -> float:
+    """Seconds from opening Home in a fresh context to its content drawn (the 'Start here' section)."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    try:
+        page = context.new_page()
+        started = time.perf_counter()
+        page.goto(url)
+        page.get_by_text("Start here").first.wait_for(timeout=30_000)
+        return time.perf_counter() - started
+    finally:
+        context.close()
+
+
+def run_class(browser, url: str, kinds: list[str] = CLASS, home_every_s: float = 5.0,
+              timeout_s: float = 240.0) -> ClassRun:
+    """Open a page per learner, type each kernel, press Run in all together, wait for every verdict."""
+    learners = [Learner(f"student-{i + 1:02d}-{kind}", kind) for i, kind in enumerate(kinds)]
+    contexts = []
+    try:
+        # each step in every page before waiting for any: the 16 pages load and rerun side by side
+        for learner in learners:
+            context = browser.new_context(viewport={"width": 1200, "height": 1400})
+            contexts.append(context)
+            learner.page = page = context.new_page()
+            page.set_default_timeout(120_000)
+            page.goto(f"{url}/Write_a_kernel", wait_until="commit")
+        for learner in learners:
+            wait_idle(learner.page)
+            learner.page.get_by_text("vector_add(a, b, out)").first.wait_for()
+            type_name(learner.page, learner.name)
+        for learner in learners:
+            wait_idle(learner.page)
+            type_kernel(learner.page, KINDS[learner.kind][0])
+        for learner in learners:
+            wait_idle(learner.page)
+            learner.page.evaluate(OBSERVER % (list(VERDICT_TEXTS), QUEUE_TEXT))
+        for learner in learners:  # as together as 16 people can: one JS click each, no waiting between
+            learner.clicked_at = learner.page.evaluate(CLICK)
+        home_s = []
+        next_home = time.monotonic() + 1.0
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if time.monotonic() >= next_home:
+                home_s.append(load_home(browser, url))
+                next_home = time.monotonic() + home_every_s
+            pending = 0
+            for learner in learners:
+                if learner.verdict_at is None:
+                    rec = learner.page.evaluate("() => window.__class")
+                    learner.queued = rec["queued"]
+                    if rec["verdictAt"] is not None:
+                        learner.verdict_at, learner.verdict = rec["verdictAt"], rec["verdict"]
+                    else:
+                        pending += 1
+            if not pending:
+                break
+            time.sleep(0.5)
+        home_s.append(load_home(browser, url))  # and once more after the last verdict
+        for learner in learners:  # the verdict's first frame may still be drawing: read the settled page too
+            if learner.verdict_at is not None:
+                wait_idle(learner.page)
+                rec = learner.page.evaluate("() => window.__class")
+                learner.queued = rec["queued"]
+                learner.verdict = learner.page.locator('[data-testid="stMain"]').inner_text()
+        clicks = [lr.clicked_at for lr in learners]
+        ends = [lr.verdict_at for lr in learners if lr.verdict_at is not None]
+        return ClassRun(learners, home_s, (max(clicks) - min(clicks)) / 1000,
+                        ((max(ends) if ends else time.time() * 1000) - min(clicks)) / 1000)
+    finally:
+        for context in contexts:
+            context.close()
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The ``q`` quantile (0..1) by linear interpolation between order statistics."""
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    pos = (len(ordered) - 1) * q
+    low = int(pos)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
+
+
+def leaderboard_names(db: Path) -> list[str]:
+    """The vector-add leaderboard's names in the server's database (the simulator's device name)."""
+    env = {**os.environ, "KERNEL_LAB_DB": str(db)}
+    code = ("from gpu.sandbox.submissions import SubmissionStore\n"
+            "print('\\n'.join(e.name for e in SubmissionStore().leaderboard('vector-add', 'CUDA simulator')))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=True)
+    return [line for line in out.stdout.splitlines() if line]
+
+
+def machine() -> str:
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    return f"{os.cpu_count()} cores, load average {load} (1, 5, 15 min)"
+
+
+def tmpdir() -> Path:
+    return Path(tempfile.mkdtemp(prefix="kernel-lab-class-"))

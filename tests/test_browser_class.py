@@ -1,0 +1,83 @@
+"""A class at once (issue 24): 16 browsers press Run on one `make demo` server together.
+
+8 correct kernels, 4 wrong (the last element never written), 2 that never end (the wall-clock
+limit) and 2 that exhaust memory (the memory limit), all for vector add: each page shows its own
+verdict and, while it waited, its place in the queue; Home loads in another browser within 2 s
+throughout; the leaderboard holds exactly the 8 passing rows; a kernel stopped at a limit delays
+the others by no more than its own slot. The scenario is in tests/classroom.py
+(benchmarks/class_submit.py measures the latencies with it).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.classroom import CLASS, KINDS, VERDICT_TEXTS, WALL_S, chromium, demo_server, leaderboard_names, run_class
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+HOME_S = 2.0
+HEADERS = {"correct": "Passed:", "wrong": "Wrong result:", "time-limit": "Refused (", "memory-limit": "Refused ("}
+QUEUE_LINE = re.compile(r"Queued behind (\d+) runs? on the CUDA simulator")
+
+
+@pytest.fixture(scope="module")
+def class_run(tmp_path_factory):
+    if not Path("/usr/bin/chromium").exists():
+        pytest.skip("Debian's chromium is not at /usr/bin/chromium; `make test` installs it")
+    with demo_server(tmp_path_factory.mktemp("class")) as server, chromium() as browser:
+        run = run_class(browser, server.url)
+        yield run, leaderboard_names(server.db)
+
+
+def test_each_page_shows_its_own_verdict(class_run):
+    run, _ = class_run
+    for learner in run.learners:
+        assert learner.latency_s is not None, f"{learner.name}: no verdict"
+        header = HEADERS[learner.kind]
+        assert header in learner.verdict and KINDS[learner.kind][1] in learner.verdict, (
+            f"{learner.name}: {learner.verdict[-600:]}"
+        )
+        others = [t for t in VERDICT_TEXTS if t != header and t in learner.verdict]
+        assert not others, f"{learner.name} shows {others}"
+    wrong = [lr for lr in run.learners if lr.kind == "wrong"]
+    assert all("never written" in lr.verdict for lr in wrong)  # the first mismatch: out[n-1]
+    assert all(f"{WALL_S:g} s wall-clock limit" in lr.verdict for lr in run.learners if lr.kind == "time-limit")
+    assert all("more than its 768 MiB of memory" in lr.verdict for lr in run.learners if lr.kind == "memory-limit")
+
+
+def test_every_waiting_page_showed_its_place_in_the_queue(class_run):
+    run, _ = class_run
+    assert run.spread_s < 2.0, f"the Run presses spread over {run.spread_s:.1f} s"
+    places = {lr.name: [int(m.group(1)) for q in lr.queued for m in [QUEUE_LINE.search(q)] if m]
+              for lr in run.learners}
+    waited = [name for name, seen in places.items() if seen]
+    assert len(waited) >= len(CLASS) - 1, places  # all but the first to take the lock
+    deepest = max(max(seen) for seen in places.values() if seen)
+    assert deepest >= len(CLASS) - 2, places  # the last to press waited behind (nearly) the whole class
+    for name, seen in places.items():
+        firsts = seen[: seen.index(min(seen)) + 1] if seen else []
+        assert firsts == sorted(firsts, reverse=True), f"{name}'s place went up while it waited: {seen}"
+
+
+def test_home_loads_within_two_seconds_throughout(class_run):
+    run, _ = class_run
+    assert len(run.home_s) >= 4, run.home_s
+    assert max(run.home_s) < HOME_S, [round(s, 2) for s in run.home_s]
+
+
+def test_the_leaderboard_has_exactly_the_passing_rows(class_run):
+    run, names = class_run
+    assert sorted(names) == sorted(lr.name for lr in run.learners if lr.kind == "correct")
+
+
+def test_a_limit_costs_only_its_own_slot(class_run):
+    """Every verdict came; the class finished within the sum of its slots (the limit's own included) plus slack."""
+    run, _ = class_run
+    limited = [lr for lr in run.learners if lr.kind in ("time-limit", "memory-limit")]
+    assert all(lr.latency_s is not None for lr in limited)
+    # a correct kernel's whole submission is a few seconds here; a never-ending one its wall-clock limit
+    budget = sum(WALL_S if lr.kind == "time-limit" else 8.0 for lr in run.learners)
+    assert run.wall_s < budget, f"the class took {run.wall_s:.0f} s, over {budget:.0f} s"
