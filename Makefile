@@ -11,7 +11,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip --disable-pip-version-check -q
 CHROMIUM := /usr/bin/chromium
 
-.PHONY: run demo lint test check info cuda-wheels compiler-wheels cluster-deps chromium bubblewrap clean gpu-verify gpu-wheels editor
+.PHONY: run demo lint test test-class check info cuda-wheels compiler-wheels cluster-deps chromium bubblewrap clean gpu-verify gpu-wheels editor
 
 run: $(VENV)/.runtime $(VENV)/.compiler editor
 	$(PY) -m streamlit run app.py
@@ -42,6 +42,10 @@ lint: $(VENV)/.dev
 
 test: lint $(VENV)/.dev $(VENV)/.cluster $(VENV)/.compiler chromium bubblewrap editor
 	$(PY) -m pytest
+
+# A class at once (issue 24): 16 browsers press Run together on one demo server (tests/test_browser_class.py).
+test-class: $(VENV)/.dev $(VENV)/.compiler chromium bubblewrap editor
+	$(PY) -m pytest -m classroom tests/test_browser_class.py
 
 info: $(VENV)/.runtime
 	$(PY) -m gpu info

@@ -17,7 +17,9 @@ import pytest
 
 from tests.classroom import CLASS, KINDS, VERDICT_TEXTS, WALL_S, chromium, demo_server, leaderboard_names, run_class
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow]
+# Not in `make test`: three minutes of 16 chromium pages and a demo server on the same 2 cores, where the
+# browsers' own rendering decides "Home within 2 s" as much as the server does. `make test-class` runs it.
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.classroom]
 HOME_S = 2.0
 HEADERS = {"correct": "Passed:", "wrong": "Wrong result:", "time-limit": "Refused (", "memory-limit": "Refused ("}
 QUEUE_LINE = re.compile(r"Queued behind (\d+) runs? on the CUDA simulator")
