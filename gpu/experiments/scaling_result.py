@@ -13,6 +13,7 @@ from gpu.core import cpu, series
 from gpu.core.crossover import crossover_band, format_n
 from gpu.core.device import DeviceInfo
 from gpu.core.l2 import fits_in_l2
+from gpu.core.limits import SIMULATED_THREAD_COST
 from gpu.core.peaks import Peaks
 from gpu.core.timing import (
     Stats,
@@ -215,8 +216,7 @@ class SweepRun:
             return None
         return (
             f"simulated kernels ran up to N = {self.config.kernel_max_n:,}, the simulator's cap (KERNEL_LAB_MAX_N; "
-            "about 0.1 ms "
-            f"per simulated thread); at N = {skipped[0]:,} to {skipped[-1]:,} only the CPU implementations ran"
+            f"about {SIMULATED_THREAD_COST}); at N = {skipped[0]:,} to {skipped[-1]:,} only the CPU implementations ran"
         )
 
     @property
