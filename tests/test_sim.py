@@ -406,3 +406,17 @@ def test_a_correct_submission_still_passes():
     correct = NEGATIVE_STORE.replace("out[i - 1]", "out[i]")
     verdict = judge(get("vector-add"), correct, seed=5)
     assert verdict.status == "passed", verdict
+
+
+def test_a_wrong_answer_shows_the_inputs_at_the_mismatching_index():
+    """Issue 28: the verdict names what the kernel read there, so a learner can redo the arithmetic by hand."""
+    from gpu.problems import get
+    from gpu.sandbox.harness import judge
+
+    wrong = NEGATIVE_STORE.replace("out[i - 1] = a[i] + b[i]", "out[i] = a[i] - b[i]")
+    verdict = judge(get("vector-add"), wrong, seed=5)
+    assert verdict.status == "wrong"
+    miss = verdict.mismatch
+    assert set(miss["inputs"]) == {"a", "b"} and "the inputs there: a[" in verdict.message
+    # the values are shown in float32's shortest form: their float32 sum is the expected value, bit for bit
+    assert np.float32(miss["expected"]) == np.float32(miss["inputs"]["a"]) + np.float32(miss["inputs"]["b"])

@@ -64,8 +64,21 @@ def plain(value) -> float | int | str:
     return value.item() if hasattr(value, "item") else value
 
 
+def inputs_at(inputs: dict[str, np.ndarray] | None, index: tuple, shape: tuple) -> dict:
+    """The inputs a learner reads at a mismatching element: each input of the output's shape, at that index."""
+    if not inputs:
+        return {}
+    return {name: plain(array[index]) for name, array in inputs.items() if array.shape == shape}
+
+
 def first_mismatch(
-    problem: Problem, case: Case, name: str, got: np.ndarray, expected: np.ndarray, block: tuple
+    problem: Problem,
+    case: Case,
+    name: str,
+    got: np.ndarray,
+    expected: np.ndarray,
+    block: tuple,
+    inputs: dict[str, np.ndarray] | None = None,
 ) -> dict | None:
     ok = problem.tolerance.close(got, expected)
     if got.shape != expected.shape:
@@ -93,6 +106,7 @@ def first_mismatch(
         "never_written": bool(never),
         "wrong_count": int((~ok).sum()),
         "thread": writer_of(problem, index, block),
+        "inputs": inputs_at(inputs, index, got.shape),
     }
 
 
@@ -141,7 +155,9 @@ def run_case(problem: Problem, kernel, case: Case, index: int, seed: int, launch
             }
     expected = problem.reference(originals, sizes)
     for name, want in expected.items():
-        miss = first_mismatch(problem, case, name, outputs[name], np.asarray(want, dtype=outputs[name].dtype), block)
+        miss = first_mismatch(
+            problem, case, name, outputs[name], np.asarray(want, dtype=outputs[name].dtype), block, originals
+        )
         if miss:
             return {"name": case.name, "sizes": dict(sizes), "passed": False, "message": mismatch_text(miss)}, miss
     return {"name": case.name, "sizes": dict(sizes), "passed": True, "message": "passed"}, None
