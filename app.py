@@ -5,6 +5,7 @@ import streamlit as st
 import gpu
 from gpu.experiments.base import PageLink
 from ui.frame import frame
+from ui.glossary import as_markdown as glossary_markdown
 from ui.home import article_story, headline_metrics
 from ui.navigation import all_links
 from ui.reference import provenance_caption, references
@@ -67,6 +68,9 @@ else:
         f"Kernels run on **{device.name}** (compute capability {device.compute_capability}, {device.multiprocessors} "
         "multiprocessors)."
     )
+
+with st.expander("Glossary: the words the pages use", icon=":material/menu_book:"):
+    st.markdown(glossary_markdown())
 
 st.subheader("Experiments")
 for page in all_links():  # every page but Home, from the declarations and the pages' own PAGE

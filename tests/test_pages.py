@@ -127,3 +127,16 @@ def test_vector_add_reads_1e3_as_a_thousand_not_one():
     assert not at.error, [e.value for e in at.error]
     run = at.session_state["vector_add.result"]
     assert (run.n, run.threads_per_block) == (1000, 128)
+
+
+def test_home_has_a_glossary_of_the_pages_jargon():
+    """Issue 28: n<3, sectors per request, sm_90, occupancy and barrier interval explained, with a short glossary."""
+    from ui.glossary import GLOSSARY
+
+    for term in ("n<3", "sectors per request", "sm_90", "occupancy", "barrier interval"):
+        assert term in GLOSSARY and len(GLOSSARY[term]) > 40, term
+    at = AppTest.from_file("../app.py", default_timeout=60).run()
+    assert not at.exception
+    assert any(e.label.startswith("Glossary") for e in at.expander)
+    text = " ".join(m.value for m in at.markdown)
+    assert all(f"**{term}**" in text for term in GLOSSARY)
