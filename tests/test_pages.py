@@ -140,3 +140,12 @@ def test_home_has_a_glossary_of_the_pages_jargon():
     assert any(e.label.startswith("Glossary") for e in at.expander)
     text = " ".join(m.value for m in at.markdown)
     assert all(f"**{term}**" in text for term in GLOSSARY)
+
+
+@pytest.mark.parametrize("script", ["../pages/1_Vector_add.py", "../pages/2_Scaling.py"])
+def test_a_long_default_run_states_its_estimate_before_it_starts(script):
+    """Issue 28: a run that may take over ~2 s says so under the form, before Run is pressed."""
+    at = AppTest.from_file(script, default_timeout=60).run()
+    assert not at.exception
+    estimate = [c.value for c in at.caption if "At these settings a run takes about" in c.value]
+    assert estimate, [c.value for c in at.caption]

@@ -58,10 +58,12 @@ ESTIMATE_SHOWN_FROM_S = 2.0  # a run that may take longer states its estimate be
 
 def run_estimate(experiment: Experiment, raw: Mapping[str, Any], simulated: bool) -> float | None:
     """Seconds the run at these form values should take (its declared plan), or None without a plan or valid values."""
-    if experiment.plan is None:
+    if experiment.plan is None and experiment.estimate is None:
         return None
     try:
         params = experiment.parse(dict(raw), simulated)
+        if experiment.plan is None:
+            return float(experiment.estimate(params, simulated))  # type: ignore[misc]
         return float(sum(seconds for _, seconds in experiment.plan(params, simulated)))
     except Exception:  # the form shows the parse error on submit; an estimate is only a courtesy
         return None
@@ -96,6 +98,9 @@ def experiment_form(
             raw[param.name] = _widget(st, experiment, param, values[param.name], overrides.get(param.name, {}))
         submitted = st.form_submit_button(submit_label, type="primary")
     hidden = {p.name: values[p.name] for p in experiment.params if not p.page}
+    for param in shown:  # an empty box means "none" only where the declaration allows none
+        if raw[param.name] == "" and param.default_for(simulated) is None:
+            raw[param.name] = None
     if not submitted:
         estimate = run_estimate(experiment, raw | hidden, simulated)
         if estimate is not None and estimate >= ESTIMATE_SHOWN_FROM_S:
@@ -107,9 +112,6 @@ def experiment_form(
         st.caption(limits_caption())
     if not submitted:
         return None
-    for param in shown:  # an empty box means "none" only where the declaration allows none
-        if raw[param.name] == "" and param.default_for(simulated) is None:
-            raw[param.name] = None
     try:
         params = experiment.parse(raw | hidden, simulated)
         admit(experiment, params, load_config())

@@ -310,6 +310,34 @@ def _config(params) -> SweepConfig:
                        warm_l2=params["warm_l2"])
 
 
+# Seconds per element-pass, for the estimate the form states before a run: a simulated kernel thread
+# (the lab's simulator about 0.3-0.7 µs for vector add; numba-cuda's about 0.15 ms), a compiled CPU pass
+# (NumPy, Numba: about 2 ns on a laptop), and a GPU element at most a few ns end to end with copies.
+SIM_S_PER_THREAD = 5e-7 if BACKEND.lab_simulator else 1.5e-4
+CPU_S_PER_ELEMENT = 2e-9
+GPU_S_PER_ELEMENT = 5e-9
+
+
+def _estimate(params, simulated: bool) -> float:
+    """About how long the sweep takes here: per size, each implementation's passes (the Python loop within its
+    budget), plus the startup; an estimate for the form, never a figure."""
+    sizes = sweep_sizes(params["min_n"], params["max_n"], params["spacing"])
+    passes = params["repeats"] + 1
+    cap = kernel_cap()
+    total = 1.0
+    for n in sizes:
+        for impl in params["impls"]:
+            if impl == "python":  # run only while its estimate fits the budget; above, only estimated
+                loop_s = cpu.estimate_python_loop_s(n) * passes
+                total += loop_s if loop_s <= params["python_budget_s"] else 0.0
+            elif impl in cpu.IMPLEMENTATIONS:
+                total += 0.01 + n * CPU_S_PER_ELEMENT * passes
+            elif impl in ("gpu", "gpu-ilp") and (cap is None or n <= cap):
+                per = SIM_S_PER_THREAD if simulated else GPU_S_PER_ELEMENT
+                total += n * per * passes * (2 if impl == "gpu" else 1)
+    return total
+
+
 def _work(params) -> int:
     """Element-passes of the whole sweep's GPU part, for ``admit``; also refuses a sweep with too many sizes.
 
@@ -474,6 +502,7 @@ EXPERIMENT = register(
         ),
         run=_run,
         work=_work,
+        estimate=_estimate,
         measures=_measures,
         result_type=SweepRun,
         page=PageLink(
