@@ -45,6 +45,10 @@ def editor_has_focus(page) -> bool:
 
 
 def replace_text(page, source: str) -> None:
+    # While a rerun that changed the editor's key is drawing, the old editor stays on the page (stale) beside the
+    # new one: wait until the page is idle and one editor is left before typing into it.
+    wait_for_app(page)
+    expect(page.locator(".cm-content")).to_have_count(1)
     page.locator(".cm-content").click()
     page.keyboard.press("Control+a")
     page.keyboard.insert_text(source)

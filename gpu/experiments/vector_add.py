@@ -237,7 +237,7 @@ class VectorAddRun:
         if self.telemetry is not None:
             lines.append(describe_telemetry(self.telemetry))
         if self.backend == "simulator":  # a ratio against a simulated time is no speedup: none is printed
-            lines.append("  no GPU-vs-CPU speedup: the GPU times above are simulated (the recorded GPU's follow)")
+            lines.append("  no GPU-vs-CPU ratio: the GPU times above are simulated (the recorded GPU's follow)")
             return "\n".join(lines)
         for s in self.speedups:
             tag = " (estimated)" if s.estimated else ""
