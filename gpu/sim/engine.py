@@ -182,7 +182,7 @@ class _SharedAccess:
 class State:
     """What a running thread sees: the device API in a kernel's globals is this object."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.threadIdx = Dim3(0, 0, 0)
         self.blockIdx = Dim3(0, 0, 0)
         self.blockDim = Dim3()
