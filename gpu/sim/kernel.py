@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gpu.sim import device as device_api
 from gpu.sim import engine
 from gpu.sim.errors import KernelFault
 from gpu.sim.rewrite import function_node, rewrite
@@ -167,7 +168,7 @@ def _compile(kernel: SimKernel, active: frozenset) -> Compiled:
             continue
         if _is_cuda_module(value):
             cuda_names.add(name)
-            scope[name] = engine.STATE
+            scope[name] = device_api.STATE
         elif isinstance(value, SimKernel) or _is_numba_device(value):
             device = value if isinstance(value, SimKernel) else SimKernel(value.py_func, device=True)
             if not device._device:
@@ -190,8 +191,8 @@ def _compile(kernel: SimKernel, active: frozenset) -> Compiled:
     node = function_node(source, fn.__name__, code.co_firstlineno)
     cuda_frozen, sync_frozen = frozenset(cuda_names), frozenset(sync_devices)
     rewritten = rewrite(node, code.co_filename, cuda_frozen, sync_frozen)
-    scope["_neg"] = engine.negative_index
-    scope["_shared"] = engine.shared_array
+    scope["_neg"] = device_api.negative_index
+    scope["_shared"] = device_api.shared_array
     exec(rewritten.code, scope)
     function = scope[rewritten.name]
     codes |= _all_codes(function.__code__)

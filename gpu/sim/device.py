@@ -1,0 +1,306 @@
+"""What a kernel's ``cuda`` is inside the lab's simulator: the thread's indices, memory and intrinsics.
+
+``STATE`` is the one device API object put in a rewritten kernel's globals (gpu/sim/kernel.py);
+the engine (gpu/sim/engine.py) moves its indices from thread to thread. Shared and local arrays
+start poisoned (NaN, or 0xEF bytes for integers) so a missing barrier or write shows; atomics
+return the old value and are atomic because one thread runs at a time.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gpu.sim.errors import KernelFault, _OutOfBounds
+from gpu.sim.rewrite import BLOCK_SYNC
+
+WARP = 32
+SHARED_BYTES_PER_BLOCK = 48 * 1024  # static shared memory a block may declare (sm_70 and newer)
+LOCAL_BYTES_PER_THREAD = 512 * 1024  # the most local memory a thread may have
+
+
+class Dim3:
+    __slots__ = ("x", "y", "z")
+
+    def __init__(self, x: int = 1, y: int = 1, z: int = 1):
+        self.x, self.y, self.z = x, y, z
+
+    def tuple(self) -> tuple[int, int, int]:
+        return (self.x, self.y, self.z)
+
+
+def as_dtype(dtype) -> np.dtype:
+    try:
+        return np.dtype(dtype)
+    except TypeError:
+        from numba.np.numpy_support import as_dtype as numba_as_dtype
+
+        return numba_as_dtype(dtype)
+
+
+def poisoned(shape, dtype) -> np.ndarray:
+    """A fresh array that says "never written": NaN for floats, 0xEF bytes for integers."""
+    array = np.empty(shape, dtype=as_dtype(dtype))
+    if array.dtype.kind in "fc":
+        array.fill(np.nan)
+    else:
+        array.view(np.uint8).fill(0xEF)
+    return array
+
+
+def _shape(shape) -> tuple[int, ...]:
+    dims = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
+    return tuple(int(d) for d in dims)
+
+
+class _Atomics:
+    """``cuda.atomic.*``: each returns the old value; one thread runs at a time, so each is atomic."""
+
+    def __init__(self, state: State):
+        self._state = state
+
+    def _index(self, array: np.ndarray, index, name: str):
+        idx = index if isinstance(index, tuple) else (index,)
+        if len(idx) != array.ndim:
+            self._state.fault(
+                "out of bounds", f"cuda.atomic.{name} indexes a {array.ndim}-D array with {len(idx)} indices"
+            )
+        for axis, (i, n) in enumerate(zip(idx, array.shape)):
+            if not 0 <= i < n:
+                self._state.fault(
+                    "out of bounds",
+                    f"cuda.atomic.{name} at index {i} of axis {axis}, whose valid indices are "
+                    f"0 to {n - 1}; a GPU would update memory outside the array",
+                )
+        return idx
+
+    def _update(self, name, array, index, value, op):
+        idx = self._index(array, index, name)
+        old = array[idx]
+        array[idx] = op(old, array.dtype.type(value))
+        return old
+
+    def add(self, array, index, value):
+        return self._update("add", array, index, value, lambda old, v: old + v)
+
+    def sub(self, array, index, value):
+        return self._update("sub", array, index, value, lambda old, v: old - v)
+
+    def max(self, array, index, value):
+        return self._update("max", array, index, value, lambda old, v: v if v > old or old != old else old)
+
+    def min(self, array, index, value):
+        return self._update("min", array, index, value, lambda old, v: v if v < old or old != old else old)
+
+    def nanmax(self, array, index, value):
+        return self._update("nanmax", array, index, value, lambda old, v: np.fmax(old, v))
+
+    def nanmin(self, array, index, value):
+        return self._update("nanmin", array, index, value, lambda old, v: np.fmin(old, v))
+
+    def inc(self, array, index, value):
+        return self._update("inc", array, index, value, lambda old, v: old.dtype.type(0) if old >= v else old + 1)
+
+    def dec(self, array, index, value):
+        return self._update("dec", array, index, value, lambda old, v: v if (old == 0 or old > v) else old - 1)
+
+    def exch(self, array, index, value):
+        return self._update("exch", array, index, value, lambda old, v: v)
+
+    def and_(self, array, index, value):
+        return self._update("and_", array, index, value, lambda old, v: old & v)
+
+    def or_(self, array, index, value):
+        return self._update("or_", array, index, value, lambda old, v: old | v)
+
+    def xor(self, array, index, value):
+        return self._update("xor", array, index, value, lambda old, v: old ^ v)
+
+    def cas(self, array, index, old, value):
+        idx = self._index(array, index, "cas")
+        current = array[idx]
+        if current == array.dtype.type(old):
+            array[idx] = array.dtype.type(value)
+        return current
+
+    def compare_and_swap(self, array, old, value):
+        return self.cas(array, 0, old, value)
+
+
+class _Local:
+    def __init__(self, state: State):
+        self._state = state
+
+    def array(self, shape, dtype):
+        array = poisoned(_shape(shape), dtype)
+        if array.nbytes > LOCAL_BYTES_PER_THREAD:
+            self._state.fault(
+                "local memory",
+                f"cuda.local.array of {array.nbytes:,} bytes is more than the "
+                f"{LOCAL_BYTES_PER_THREAD // 1024} KiB a thread can have",
+            )
+        return array
+
+
+class _Const:
+    def array_like(self, array):
+        copy = np.array(array, copy=True)
+        copy.setflags(write=False)  # constant memory: a store is an error
+        return copy
+
+
+class _SharedAccess:
+    def __init__(self, state: State):
+        self._state = state
+
+    def array(self, *args, **kwargs):
+        self._state.fault(
+            "unsupported",
+            "cuda.shared.array must be called directly as cuda.shared.array(shape, dtype) "
+            "inside the kernel (the simulator gives each call site one array per block)",
+        )
+
+
+class State:
+    """What a running thread sees: the device API in a kernel's globals is this object."""
+
+    def __init__(self) -> None:
+        self.threadIdx = Dim3(0, 0, 0)
+        self.blockIdx = Dim3(0, 0, 0)
+        self.blockDim = Dim3()
+        self.gridDim = Dim3()
+        self.warpsize = WARP
+        self.atomic = _Atomics(self)
+        self.local = _Local(self)
+        self.const = _Const()
+        self.shared = _SharedAccess(self)
+        self.block_shared: dict[int, np.ndarray] = {}
+        self.line = 0
+        self.exited: set[int] = set()  # linear ids of threads of this block that returned
+
+    # --- where the thread is
+    @property
+    def linear(self) -> int:
+        t, d = self.threadIdx, self.blockDim
+        return t.x + d.x * (t.y + d.y * t.z)
+
+    @property
+    def laneid(self) -> int:
+        return self.linear % WARP
+
+    def grid(self, ndim: int):
+        t, b, d = self.threadIdx, self.blockIdx, self.blockDim
+        if ndim == 1:
+            return b.x * d.x + t.x
+        if ndim == 2:
+            return (b.x * d.x + t.x, b.y * d.y + t.y)
+        if ndim == 3:
+            return (b.x * d.x + t.x, b.y * d.y + t.y, b.z * d.z + t.z)
+        self.fault("unsupported", f"cuda.grid takes 1, 2 or 3, not {ndim!r}")
+
+    def gridsize(self, ndim: int):
+        g, d = self.gridDim, self.blockDim
+        if ndim == 1:
+            return g.x * d.x
+        if ndim == 2:
+            return (g.x * d.x, g.y * d.y)
+        if ndim == 3:
+            return (g.x * d.x, g.y * d.y, g.z * d.z)
+        self.fault("unsupported", f"cuda.gridsize takes 1, 2 or 3, not {ndim!r}")
+
+    def fault(self, kind: str, sentence: str, line: int | None = None):
+        raise KernelFault(kind, sentence, block=self.blockIdx.tuple(), thread=self.threadIdx.tuple(), line=line)
+
+    # --- no-ops on a machine where one thread runs at a time
+    def threadfence(self):
+        pass
+
+    threadfence_block = threadfence_system = threadfence
+
+    def nanosleep(self, ns):
+        pass
+
+    def activemask(self) -> int:
+        """The lanes of this warp that have not returned (the simulator runs no lane ahead of a branch)."""
+        warp = self.linear // WARP
+        size = self.blockDim.x * self.blockDim.y * self.blockDim.z
+        mask = 0
+        for lane in range(WARP):
+            tid = warp * WARP + lane
+            if tid < size and tid not in self.exited:
+                mask |= 1 << lane
+        return mask
+
+    def lanemask_lt(self) -> int:
+        return (1 << self.laneid) - 1
+
+    # --- integer and float intrinsics Numba offers
+    @staticmethod
+    def popc(x):
+        return bin(int(x) & 0xFFFFFFFFFFFFFFFF).count("1")
+
+    @staticmethod
+    def brev(x):
+        return int(f"{int(x) & 0xFFFFFFFF:032b}"[::-1], 2)
+
+    @staticmethod
+    def clz(x):
+        return 32 - (int(x) & 0xFFFFFFFF).bit_length()
+
+    @staticmethod
+    def ffs(x):
+        x = int(x) & 0xFFFFFFFF
+        return (x & -x).bit_length()
+
+    @staticmethod
+    def fma(a, b, c):
+        return a * b + c
+
+    @staticmethod
+    def selp(cond, a, b):
+        return a if cond else b
+
+    @staticmethod
+    def cbrt(x):
+        return np.cbrt(x)
+
+    def __getattr__(self, name):
+        if name in BLOCK_SYNC or name.endswith("_sync") or name == "syncwarp":
+            raise KernelFault(
+                "unsupported",
+                f"cuda.{name} must be called directly as cuda.{name}(...) in the kernel or a "
+                "device function (the simulator switches threads there)",
+            )
+        raise AttributeError(f"the simulator has no cuda.{name}")
+
+
+STATE = State()
+
+
+# --- the helpers the rewritten source calls
+
+
+def negative_index(array, index, axis: int, line: int):
+    raise _OutOfBounds(
+        f"index {index} on axis {axis} is negative; a GPU does not wrap it to the end as NumPy would, "
+        f"it reads or writes memory before the array (shape {tuple(np.shape(array))})",
+        line,
+    )
+
+
+def shared_array(site: int, line: int, shape, dtype):
+    array = STATE.block_shared.get(site)
+    if array is None:
+        array = poisoned(_shape(shape), dtype)
+        used = sum(a.nbytes for a in STATE.block_shared.values()) + array.nbytes
+        if used > SHARED_BYTES_PER_BLOCK:
+            STATE.fault(
+                "shared memory",
+                f"the block's shared arrays need {used:,} bytes, more than the "
+                f"{SHARED_BYTES_PER_BLOCK // 1024} KiB a block can declare",
+                line,
+            )
+        STATE.block_shared[site] = array
+    return array
+
+
+__all__ = ["STATE", "Dim3", "State", "negative_index", "poisoned", "shared_array"]
