@@ -316,6 +316,7 @@ def _config(params) -> SweepConfig:
 SIM_S_PER_THREAD = 5e-7 if BACKEND.lab_simulator else 1.5e-4
 CPU_S_PER_ELEMENT = 2e-9
 GPU_S_PER_ELEMENT = 5e-9
+PYTHON_PROBE_N = 20_000
 
 
 def _estimate(params, simulated: bool) -> float:
@@ -324,11 +325,14 @@ def _estimate(params, simulated: bool) -> float:
     sizes = sweep_sizes(params["min_n"], params["max_n"], params["spacing"])
     passes = params["repeats"] + 1
     cap = kernel_cap()
+    # one probe of the Python loop per estimate, scaled to each size (the form asks on every rerun)
+    probe_s = cpu.estimate_python_loop_s(PYTHON_PROBE_N) if "python" in params["impls"] else 0.0
+    python_s_per_element = probe_s / PYTHON_PROBE_N
     total = 1.0
     for n in sizes:
         for impl in params["impls"]:
             if impl == "python":  # run only while its estimate fits the budget; above, only estimated
-                loop_s = cpu.estimate_python_loop_s(n) * passes
+                loop_s = python_s_per_element * n * passes
                 total += loop_s if loop_s <= params["python_budget_s"] else 0.0
             elif impl in cpu.IMPLEMENTATIONS:
                 total += 0.01 + n * CPU_S_PER_ELEMENT * passes
