@@ -162,7 +162,7 @@ def _compile(kernel: SimKernel, active: frozenset) -> Compiled:
     cuda_names = set()
     sync_devices = set()
     codes: set = set()
-    used = set().union(*(c.co_names for c in _all_codes(code)))  # the globals the function reads
+    used = global_names(fn)
     for name, value in list(scope.items()):
         if name not in used:
             continue
@@ -200,6 +200,11 @@ def _compile(kernel: SimKernel, active: frozenset) -> Compiled:
     if block is not None:
         codes |= _all_codes(block.__code__)
     return Compiled(function=function, is_generator=rewritten.is_generator, codes=frozenset(codes), block=block)
+
+
+def global_names(fn) -> set[str]:
+    """The names ``fn`` (and any function nested in it) reads as globals: the only globals to rebind."""
+    return set().union(*(c.co_names for c in _all_codes(fn.__code__)))
 
 
 def _all_codes(code) -> set:

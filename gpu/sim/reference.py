@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import types
 
-from gpu.sim.kernel import SimKernel, _all_codes, _is_cuda_module
+from gpu.sim.kernel import SimKernel, _is_cuda_module, global_names
 
 
 def as_numba(kernel: SimKernel, _memo: dict | None = None):
@@ -21,7 +21,7 @@ def as_numba(kernel: SimKernel, _memo: dict | None = None):
         return memo[id(kernel)]
     fn = kernel.py_func
     scope = dict(fn.__globals__)
-    used = set().union(*(c.co_names for c in _all_codes(fn.__code__)))
+    used = global_names(fn)
     for name, value in list(scope.items()):
         if name not in used:
             continue
