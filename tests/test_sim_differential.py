@@ -75,9 +75,8 @@ def _problems():
 
 @pytest.mark.parametrize("key", _problems())
 def test_problem_reference_in_both_simulators(key):
-    from gpu.core.backend import cuda
     from gpu.problems import get as get_problem
-    from gpu.sandbox.harness import case_inputs, fresh_outputs
+    from gpu.sandbox.harness import case_inputs, device_args, fresh_outputs
     from gpu.sim.reference import as_numba
 
     problem = get_problem(key)
@@ -89,11 +88,11 @@ def test_problem_reference_in_both_simulators(key):
         outputs = fresh_outputs(problem, case.sizes)
         launch = problem.solution.launch or (lambda s: problem.launch(s, problem.threads))
         grid, block = launch(case.sizes)
-        args = [cuda.to_device(inputs[p] if p in inputs else outputs[p]) for p in problem.params]
+        args = device_args(problem, inputs, outputs)
         k[grid, block](*args)
         results.append({p: a.copy_to_host() for p, a in zip(problem.params, args) if p in outputs})
     expected = problem.reference(case_inputs(problem, 11, 0, case.sizes), case.sizes)
     for name, want in expected.items():
         lab, numba = results[0][name], results[1][name]
-        assert problem.tolerance.close(lab, np.asarray(want, lab.dtype)).all(), name
+        assert problem.tolerance.close(lab, problem.tolerance.expected(want, lab.dtype)).all(), name
         assert np.array_equal(lab, numba, equal_nan=True), name

@@ -8,12 +8,18 @@ reference, and on a GPU the timing of the performance size.
 
 Sizes are plain dicts (``{"n": 1000}`` or ``{"rows": 33, "cols": 20}``) so they cross the
 process boundary as JSON.
+
+A kernel may also take scalars (``Problem.scalars``: name, dtype, a fixed value or one drawn
+per test from the secret seed). They are named in ``params`` like the arrays, passed to the
+kernel in that order as NumPy scalars of their dtype, and handed to ``reference`` beside the
+inputs (``args(rng, sizes)`` makes both).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -43,6 +49,11 @@ class Tolerance:
     def describe(self) -> str:
         return self.why if self.exact else f"|got − expected| ≤ {self.atol:g} + {self.rtol:g} × |expected|: {self.why}"
 
+    def expected(self, want, dtype) -> np.ndarray:
+        """The reference as compared: in the output's dtype when exact; else in float64, so a bound is
+        measured from the exact value, not from a second float32 rounding of it."""
+        return np.asarray(want, dtype=dtype if self.exact else np.float64)
+
     def close(self, got: np.ndarray, expected: np.ndarray) -> np.ndarray:
         """A boolean array: True where ``got`` is acceptable (NaN, the float sentinel, is never)."""
         if self.exact:
@@ -50,6 +61,36 @@ class Tolerance:
         return np.abs(got.astype(np.float64) - expected.astype(np.float64)) <= self.atol + self.rtol * np.abs(
             expected.astype(np.float64)
         )
+
+
+@dataclass(frozen=True)
+class Scalar:
+    """A scalar argument of the kernel: ``value`` fixed, or ``draw(rng, sizes)`` per test.
+
+    A drawn value comes from the test's generator (seeded from the secret seed), after the
+    arrays, so a kernel that hard-codes the value fails. ``about`` says its range in words
+    (shown with the arrays). Passed as ``dtype`` (np.float32, np.int32): a Python float
+    would reach Numba as float64 and change the arithmetic.
+    """
+
+    name: str
+    dtype: type
+    value: float | int | None = None
+    draw: Callable[[np.random.Generator, Sizes], float | int] | None = None
+    about: str = ""
+
+    def __post_init__(self):
+        if (self.value is None) == (self.draw is None):
+            raise ValueError(f"scalar {self.name!r}: give a fixed value or a draw(rng, sizes), not both or neither")
+
+    def make(self, rng: np.random.Generator, sizes: Sizes) -> np.generic:
+        raw = self.value if self.draw is None else self.draw(rng, sizes)
+        return np.dtype(self.dtype).type(raw)
+
+    def describe(self) -> str:
+        kind = np.dtype(self.dtype).name
+        how = f"= {self.value!r}" if self.draw is None else "drawn per test"
+        return f"`{self.name}` {kind} scalar, {how}" + (f" ({self.about})" if self.about else "")
 
 
 @dataclass(frozen=True)
@@ -96,11 +137,11 @@ class Problem:
     title: str
     statement: str  # the task in a few sentences (Markdown)
     kernel_name: str
-    params: tuple[str, ...]  # the kernel's arguments in order: inputs then outputs
+    params: tuple[str, ...]  # the kernel's arguments in order: inputs (arrays and scalars) and outputs
     arrays: str  # each argument's dtype and shape, in words
     inputs: Callable[[np.random.Generator, Sizes], Arrays]
     outputs: Callable[[Sizes], dict[str, tuple[tuple[int, ...], type]]]  # name -> (shape, dtype)
-    reference: Callable[[Arrays, Sizes], Arrays]  # NumPy: the expected outputs
+    reference: Callable[[dict[str, Any], Sizes], Arrays]  # NumPy: the expected outputs (arrays and scalars in)
     launch: Callable[[Sizes, int], tuple]  # (sizes, threads per block) -> (grid, block)
     launch_text: str
     starter: str
@@ -116,10 +157,28 @@ class Problem:
     thread_choices: tuple[int, ...] = ()  # empty: the launch is fixed; else THREADS_PER_BLOCK may be one of these
     accumulate: tuple[str, ...] = ()  # outputs the kernel adds into (atomics): zeroed, not sentinel-filled
     writer: str | None = None  # "1d" / "2d": one thread per output element, so a mismatch names its thread
+    scalars: tuple[Scalar, ...] = ()  # scalar arguments (named in params too), see Scalar
+
+    def __post_init__(self):
+        missing = [s.name for s in self.scalars if s.name not in self.params]
+        if missing:
+            raise ValueError(f"problem {self.key!r}: scalar(s) {missing} are not among its params {self.params}")
 
     @property
     def signature(self) -> str:
         return f"{self.kernel_name}({', '.join(self.params)})"
+
+    @property
+    def arguments(self) -> str:
+        """Each argument in words: the arrays (``arrays``), then each scalar's dtype and value."""
+        return "; ".join([self.arrays, *(s.describe() for s in self.scalars)])
+
+    def args(self, rng: np.random.Generator, sizes: Sizes) -> dict[str, Any]:
+        """The kernel's inputs for one test: the arrays, then each scalar (as its dtype), from ``rng``."""
+        values: dict[str, Any] = dict(self.inputs(rng, sizes))
+        for scalar in self.scalars:
+            values[scalar.name] = scalar.make(rng, sizes)
+        return values
 
     def threads_for(self, chosen: int | None) -> int:
         """The threads per block of a run: the learner's THREADS_PER_BLOCK if the problem allows a choice."""
@@ -140,6 +199,8 @@ class Problem:
         return {
             "key": self.key, "order": self.order, "title": self.title, "statement": self.statement, "hint": self.hint,
             "signature": self.signature, "arrays": self.arrays,
+            "scalars": [{"name": s.name, "dtype": np.dtype(s.dtype).name, "value": s.value, "about": s.about,
+                         "drawn_per_test": s.draw is not None} for s in self.scalars],
             "launch": self.launch_text, "threads_per_block_choices": list(self.thread_choices), "page": self.page,
             "tolerance": self.tolerance.describe(), "tests": [c.to_dict() for c in self.tests],
             "performance_size": {k: c.to_dict() for k, c in self.perf.items()},

@@ -14,15 +14,19 @@ from gpu.problems.base import Problem
 
 
 def numba_signature(problem: Problem) -> str:
-    """The kernel's Numba signature for the arrays the harness passes (C-contiguous device arrays)."""
+    """The kernel's Numba signature for the arguments the harness passes (C-contiguous device arrays,
+    and scalars of their declared dtype: ``float32``)."""
     import numpy as np
 
     sizes = problem.tests[-1].sizes
-    arrays = {**problem.inputs(np.random.default_rng(0), sizes),
+    arrays = {**problem.args(np.random.default_rng(0), sizes),
               **{k: np.empty(shape, dtype) for k, (shape, dtype) in problem.outputs(sizes).items()}}
     types = []
     for name in problem.params:
         a = arrays[name]
+        if not isinstance(a, np.ndarray):  # a scalar argument
+            types.append(np.dtype(a.dtype).name)
+            continue
         dims = ", ".join([":"] * (a.ndim - 1) + ["::1"])
         types.append(f"{np.dtype(a.dtype).name}[{dims}]")
     return f"void({', '.join(types)})"

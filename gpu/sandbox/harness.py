@@ -40,9 +40,23 @@ def fresh_outputs(problem: Problem, sizes) -> dict[str, np.ndarray]:
     return out
 
 
-def case_inputs(problem: Problem, seed: int, index: int, sizes) -> dict[str, np.ndarray]:
-    """Inputs of test ``index``: a generator seeded from the secret seed and the test's position."""
-    return problem.inputs(np.random.default_rng([seed, index]), sizes)
+def case_inputs(problem: Problem, seed: int, index: int, sizes) -> dict[str, Any]:
+    """Inputs of test ``index`` (arrays, and the problem's scalars as NumPy scalars): a generator seeded
+    from the secret seed and the test's position."""
+    return problem.args(np.random.default_rng([seed, index]), sizes)
+
+
+def is_array(value) -> bool:
+    """An array argument (copied to the device), not a scalar (passed as it is)."""
+    return isinstance(value, np.ndarray)
+
+
+def device_args(problem: Problem, inputs: dict[str, Any], outputs: dict[str, np.ndarray], stream=0) -> list:
+    """The kernel's arguments in ``problem.params`` order: arrays copied to the device, scalars as they are."""
+    from gpu.core.backend import cuda
+
+    values = {**inputs, **outputs}
+    return [cuda.to_device(values[p], stream=stream) if is_array(values[p]) else values[p] for p in problem.params]
 
 
 def writer_of(problem: Problem, index: tuple, block: tuple) -> str | None:
@@ -68,7 +82,12 @@ def inputs_at(inputs: dict[str, np.ndarray] | None, index: tuple, shape: tuple) 
     """The inputs a learner reads at a mismatching element: each input of the output's shape, at that index."""
     if not inputs:
         return {}
-    return {name: plain(array[index]) for name, array in inputs.items() if array.shape == shape}
+    return {name: plain(array[index]) for name, array in inputs.items() if is_array(array) and array.shape == shape}
+
+
+def scalars_of(inputs: dict[str, Any] | None) -> dict:
+    """The scalar arguments of a test, as the learner reads them (``alpha = 2.5``)."""
+    return {name: plain(value) for name, value in (inputs or {}).items() if not is_array(value)}
 
 
 def first_mismatch(
@@ -107,6 +126,7 @@ def first_mismatch(
         "wrong_count": int((~ok).sum()),
         "thread": writer_of(problem, index, block),
         "inputs": inputs_at(inputs, index, got.shape),
+        "scalars": scalars_of(inputs),
     }
 
 
@@ -133,7 +153,7 @@ def run_case(problem: Problem, kernel, case: Case, index: int, seed: int, launch
     originals = {k: v.copy() for k, v in inputs.items()}
     outputs = fresh_outputs(problem, sizes)
     grid, block = launch(sizes)
-    d_args = [cuda.to_device(inputs[p]) if p in inputs else cuda.to_device(outputs[p]) for p in problem.params]
+    d_args = device_args(problem, inputs, outputs)
     try:
         kernel[grid, block](*d_args)
         cuda.synchronize()
@@ -144,7 +164,8 @@ def run_case(problem: Problem, kernel, case: Case, index: int, seed: int, launch
             "error": message,
         }
     for p, d in zip(problem.params, d_args):
-        (inputs if p in inputs else outputs)[p] = d.copy_to_host()
+        if is_array(originals.get(p, outputs.get(p))):
+            (inputs if p in inputs else outputs)[p] = d.copy_to_host()
     for name, before in originals.items():
         if not np.array_equal(before, inputs[name], equal_nan=True):
             where = int(np.flatnonzero((before != inputs[name]).reshape(-1))[0])
@@ -156,7 +177,7 @@ def run_case(problem: Problem, kernel, case: Case, index: int, seed: int, launch
     expected = problem.reference(originals, sizes)
     for name, want in expected.items():
         miss = first_mismatch(
-            problem, case, name, outputs[name], np.asarray(want, dtype=outputs[name].dtype), block, originals
+            problem, case, name, outputs[name], problem.tolerance.expected(want, outputs[name].dtype), block, originals
         )
         if miss:
             return {"name": case.name, "sizes": dict(sizes), "passed": False, "message": mismatch_text(miss)}, miss
@@ -179,8 +200,8 @@ def time_case(problem: Problem, kernel, case: Case, seed: int, launch) -> dict:
     expected = problem.reference({k: v.copy() for k, v in inputs.items()}, sizes)
     blank = fresh_outputs(problem, sizes)
     stream = cuda.stream()
-    d = {p: cuda.to_device(inputs[p] if p in inputs else blank[p], stream=stream) for p in problem.params}
-    args = [d[p] for p in problem.params]
+    args = device_args(problem, inputs, blank, stream=stream)
+    d = dict(zip(problem.params, args))
     grid, block = launch(sizes)
     working_set = sum(a.nbytes for a in inputs.values()) + sum(a.nbytes for a in blank.values())
     samples, retries, held = [], 0, True
@@ -194,7 +215,7 @@ def time_case(problem: Problem, kernel, case: Case, seed: int, launch) -> dict:
         for name, want in expected.items():
             got = d[name].copy_to_host(stream=stream)
             stream.synchronize()
-            miss = first_mismatch(problem, case, name, got, np.asarray(want, dtype=got.dtype), block)
+            miss = first_mismatch(problem, case, name, got, problem.tolerance.expected(want, got.dtype), block, inputs)
             if miss:
                 return {"error": f"timed run {i}: " + mismatch_text(miss)}
         if i:
@@ -202,7 +223,7 @@ def time_case(problem: Problem, kernel, case: Case, seed: int, launch) -> dict:
             retries += timed.stats.retries
             held = held and timed.held
     for name, before in inputs.items():
-        if not np.array_equal(before, d[name].copy_to_host(), equal_nan=True):
+        if is_array(before) and not np.array_equal(before, d[name].copy_to_host(), equal_nan=True):
             return {"error": f"the kernel changed its input {name!r} during the timed runs"}
     return {"stats": Stats(tuple(samples), retries=retries, held=held), "l2_note": timed.l2_note}
 
@@ -279,4 +300,4 @@ def judge(problem: Problem, source: str, seed: int) -> Verdict:
         return verdict.failed(f"the harness could not finish: {type(exc).__name__}: {str(exc).strip()[:300]}")
 
 
-__all__ = ["GPU_SAMPLES", "ROOF_MARGIN", "first_mismatch", "judge", "run_case", "sentinel"]
+__all__ = ["GPU_SAMPLES", "ROOF_MARGIN", "device_args", "first_mismatch", "judge", "run_case", "sentinel"]

@@ -27,6 +27,8 @@ def mismatch_text(miss: dict) -> str:
     more = f"; {miss['wrong_count']:,} wrong in all" if miss.get("wrong_count", 1) > 1 else ""
     if miss.get("inputs"):  # what the kernel read there: a learner can redo the arithmetic by hand
         more += "; the inputs there: " + ", ".join(f"{k}[{index}] = {v!r}" for k, v in miss["inputs"].items())
+    if miss.get("scalars"):
+        more += "; with " + ", ".join(f"{k} = {v!r}" for k, v in miss["scalars"].items())
     if miss.get("never_written"):
         thread = f"; it is {miss['thread']}'s element" if miss.get("thread") else ""
         return (f"{miss['output']}[{index}]: expected {miss['expected']!r}, but it was never written (still the "

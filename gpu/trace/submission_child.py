@@ -54,7 +54,7 @@ def trace_source(problem, source: str, seed: int, checked: bool = False) -> dict
     # the source was exec'd from a string: give the trace its lines to quote
     linecache.cache[SOURCE_NAME] = (len(source), None, source.splitlines(True), SOURCE_NAME)
     case = pick_case(problem, threads, DEFAULT_MAX_BLOCKS)
-    inputs = problem.inputs(np.random.default_rng(seed), case.sizes)
+    inputs = problem.args(np.random.default_rng(seed), case.sizes)  # arrays and scalars
     outputs = fresh_outputs(problem, case.sizes)
     grid, block = problem.launch(case.sizes, threads)
     args = [inputs[p] if p in inputs else outputs[p] for p in problem.params]

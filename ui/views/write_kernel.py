@@ -56,7 +56,7 @@ def pick_problem() -> Problem:
 def show_statement(problem: Problem) -> None:
     st.markdown(problem.statement)
     cols = st.columns(2)
-    cols[0].markdown(f"**Kernel** `{problem.signature}`  \n**Arrays** {problem.arrays}")
+    cols[0].markdown(f"**Kernel** `{problem.signature}`  \n**Arguments** {problem.arguments}")
     choice = (
         f"  \nSet `THREADS_PER_BLOCK` to one of {', '.join(map(str, problem.thread_choices))}."
         if problem.thread_choices
