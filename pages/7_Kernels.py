@@ -14,7 +14,7 @@ from ui.views.kernels import latest, remember, show_run, show_sources
 frame(
     PAGE.label,
     PAGE.icon,
-    "Five kernels that GPU courses teach after vector add, each as a sequence of Numba "
+    "The kernels that GPU courses teach after vector add, each as a sequence of Numba "
     "kernels from the obvious version to one near the hardware's limit: measured and "
     "checked like vector add, side by side with NumPy, Numba on the CPU and the GPU "
     "libraries. Every step's source is below, with what changed highlighted.",

@@ -36,14 +36,18 @@ def _cases():
             yield pytest.param(key, step.key, id=f"{key}-{step.key}")
 
 
-def _run(spec, step, params, kernel, inputs):
+def _run(spec, step, params, inputs, convert=lambda kernel: kernel):
+    """Every pass of ``step`` (its scalars and scratch arrays as the engine passes them), each kernel
+    through ``convert`` (the lab's own, or rebuilt for numba-cuda's simulator)."""
     from gpu.core.backend import cuda
 
     out = np.zeros(spec.output.shape(params), spec.output.dtype)
     if not spec.output.zeroed and out.dtype.kind == "f":
         out.fill(np.nan)  # a cell nobody writes shows
     d_out = cuda.to_device(out)
-    kernel[step.grid(params), step.block(params)](*(cuda.to_device(v) for v in inputs.values()), d_out)
+    d_in = {name: cuda.to_device(v) for name, v in inputs.items()}
+    for kernel, grid, block, args in step.launches(params, d_in, d_out):
+        convert(kernel)[grid, block](*args)
     return d_out.copy_to_host()
 
 
@@ -57,11 +61,11 @@ def test_catalog_step_in_both_simulators(key, step_key):
     inputs = spec.make_inputs(params, 3)
     reference = spec.reference(inputs, params)
     depth = step.depth(params) if step.depth else None
-    lab = _run(spec, step, params, step.kernel, inputs)
+    lab = _run(spec, step, params, inputs)
     assert reference.check("lab", lab, depth).passed
     if step.needs:  # numba-cuda's simulator cannot run it; the lab's result stands alone against NumPy
         return
-    numba = _run(spec, step, params, as_numba(step.kernel), inputs)
+    numba = _run(spec, step, params, inputs, as_numba)
     assert reference.check("numba", numba, depth).passed
     if isinstance(reference, ExactReference):
         assert np.array_equal(lab, numba, equal_nan=True)

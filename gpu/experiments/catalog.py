@@ -1,4 +1,4 @@
-"""The kernel catalog: five kernels, each declared once on top of the steps engine.
+"""The kernel catalog: every kernel declared once on top of the steps engine.
 
 ``declare(spec, ...)`` turns a ``KernelSpec`` into an ``Experiment`` (so each kernel gets
 its CLI subcommand, page form, admission, History row and ``gpu check`` section from
@@ -36,7 +36,7 @@ from gpu.experiments.steps import DEFAULT_CPU_BUDGET_S, KernelSpec, run_kernel
 # The catalog's page: every kernel declared with ``declare`` links to it, and the catalog's
 # kernels are the experiments on it (``kernel_keys``), in their declared order.
 PAGE = PageLink("Kernels", ":material/view_timeline:", 50,
-                "five kernels after vector add, each from naive to near the hardware, checked and timed side by side",
+                "the kernels after vector add, each from naive to near the hardware, checked and timed side by side",
                 "pages/7_Kernels.py")
 # Admission counts work in element-passes (one thread moving one element once). A
 # multiply-add-heavy kernel is charged 1 element-pass per 64 FLOPs: an H200 does about
@@ -231,7 +231,8 @@ def step_sources(spec: KernelSpec) -> list[StepSource]:
             tagged = [("+", line) for line in body]
         else:
             tagged = [(line[0], line[2:]) for line in difflib.ndiff(previous, body) if not line.startswith("? ")]
-        helpers = "\n".join(split_source(h)[1] for h in step.helpers)
+        later = "".join(f"# then, on the same stream:\n{split_source(p.kernel)[1]}\n" for p in step.then)
+        helpers = later + "\n".join(split_source(h)[1] for h in step.helpers)
         out.append(
             StepSource(step.key, step.label, why, source, (*((" ", line) for line in lines[:head]), *tagged), helpers)
         )

@@ -18,7 +18,7 @@ from gpu.core.device import device_info
 from gpu.core.limits import InputError, parse_int
 from gpu.experiments.base import Param, PerBackend
 from gpu.experiments.catalog import Target, declare, parse_count, ratio
-from gpu.experiments.steps import CpuImpl, KernelSpec, Library, Output, Step
+from gpu.experiments.steps import CpuImpl, KernelSpec, Library, Output, Pass, Scalar, Scratch, Step
 from gpu.kernels import reduction as k
 from gpu.kernels.geometry import blocks_for, kernel_resident_blocks
 
@@ -45,6 +45,22 @@ EXACT_NOTE = (
 
 def grid_stride_blocks(p) -> int:
     return kernel_resident_blocks(k.reduce_grid_stride_kernel, p["n"], p["threads_per_block"], device_info())
+
+
+def partials_blocks(p) -> int:
+    """Pass 1's grid: one wave of blocks, as step 4 (each writes one partial sum)."""
+    return kernel_resident_blocks(k.reduce_partials_kernel, p["n"], p["threads_per_block"], device_info())
+
+
+def two_pass_depth(p) -> int:
+    """The summation depth k of the two-pass step (what a float32 bound for any inputs would assume).
+
+    A term goes through at most: ceil(N / (blocks · threads)) additions in its thread's
+    register, log2(32) = 5 shuffle levels in its warp and 5 more over the block's warp sums
+    (pass 1), then ceil(blocks / threads) in pass 2's register loop and 5 + 5 again.
+    """
+    blocks, threads_ = partials_blocks(p), p["threads_per_block"]
+    return -(-p["n"] // (blocks * threads_)) + 10 + -(-blocks // threads_) + 10
 
 
 # --- CPU implementations -----------------------------------------------------------
@@ -122,7 +138,7 @@ SPEC = KernelSpec(
             threads,
             "warps sum in registers with shfl_down_sync; shared memory only for the warp sums",
             needs="warp shuffles (cuda.shfl_down_sync)",
-            helpers=(k.block_sum_into, k.warp_sum),
+            helpers=(k.block_sum_into, k.block_sum, k.warp_sum),
         ),
         Step(
             "grid-stride",
@@ -132,7 +148,23 @@ SPEC = KernelSpec(
             threads,
             "one wave of blocks; each thread sums many elements in a register first",
             needs="warp shuffles (cuda.shfl_down_sync)",
-            helpers=(k.block_sum_into, k.warp_sum),
+            helpers=(k.block_sum_into, k.block_sum, k.warp_sum),
+        ),
+        Step(
+            "two-pass",
+            "5 · two passes, no atomics",
+            k.reduce_partials_kernel,
+            partials_blocks,
+            threads,
+            "blocks write partial sums; a second launch of one block adds them: the same order, the same bits, "
+            "every run",
+            depth=two_pass_depth,
+            needs="warp shuffles (cuda.shfl_down_sync)",
+            helpers=(k.block_sum, k.warp_sum),
+            args=("x", "partials"),
+            scratch=(Scratch("partials", lambda p: (partials_blocks(p),), np.float32),),
+            scalars=(Scalar("count", np.int32, partials_blocks),),
+            then=(Pass(k.reduce_final_kernel, lambda p: 1, threads, ("partials", "count", "out")),),
         ),
     ),
     libraries=(
@@ -183,7 +215,7 @@ def check_problems(quick: bool) -> list[dict]:
 
 EXPERIMENT = declare(
     SPEC,
-    "sum N float32 values four ways, from global atomics to warp shuffles and a grid-stride loop",
+    "sum N float32 values from global atomics to warp shuffles, a grid-stride loop and two passes without atomics",
     Param("n", "N (float32 values)", parse_count, PerBackend(2**25, SIM_N), "A whole number such as 1e6 or 2^20."),
     extra=(
         Param(

@@ -69,11 +69,50 @@ class Output:
 
 
 @dataclass(frozen=True)
+class Scalar:
+    """A scalar argument of a step: ``value(params)``, passed as a NumPy ``dtype`` scalar so that
+    Numba types it as declared (a Python float would be float64) and LAUNCHES can name it."""
+
+    name: str
+    dtype: Any
+    value: Callable[[Params], Any]
+
+    def of(self, params: Params) -> Any:
+        return np.dtype(self.dtype).type(self.value(params))
+
+
+@dataclass(frozen=True)
+class Scratch:
+    """A device array a step allocates once, before any sample, for one pass to hand to the next."""
+
+    name: str
+    shape: Callable[[Params], tuple[int, ...]]
+    dtype: Any
+
+
+@dataclass(frozen=True)
+class Pass:
+    """A further launch of a step, queued after the step's own kernel on the same stream:
+    ``kernel[grid(p), block(p), stream](*args)``, ``args`` naming the spec's inputs, the step's
+    scratch arrays and scalars, and ``"out"``."""
+
+    kernel: Any
+    grid: Callable[[Params], Any]
+    block: Callable[[Params], Any]
+    args: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class Step:
     """One GPU step: ``kernel[grid(p), block(p), stream](*inputs, output)``.
 
     ``depth(p)`` is the summation depth k the float32 bound assumes (bounded checks only).
     ``needs`` names a feature the CUDA simulator lacks; the step is then skipped there.
+
+    A step may also pass scalars and launch in several passes: ``args`` names the kernel's
+    arguments in order (the spec's inputs, ``scratch`` arrays, ``scalars`` and ``"out"``;
+    default: the inputs, then ``"out"``), and ``then`` lists the launches queued after it
+    (``Pass``). Every pass is inside the step's timed region (``launches``).
     """
 
     key: str
@@ -85,15 +124,57 @@ class Step:
     depth: Callable[[Params], int] | None = None
     needs: str | None = None
     helpers: tuple[Any, ...] = ()  # device functions the kernel calls (shown with its source)
+    args: tuple[str, ...] = ()  # the kernel's arguments by name; () is the inputs, then "out"
+    scalars: tuple[Scalar, ...] = ()
+    scratch: tuple[Scratch, ...] = ()
+    then: tuple[Pass, ...] = ()  # launches after this one, in order
 
     def geometry(self, params: Params) -> str:
-        grid, block = self.grid(params), self.block(params)
         fmt = lambda v: " × ".join(f"{x:,}" for x in v) if isinstance(v, tuple) else f"{v:,}"  # noqa: E731
-        return f"{fmt(grid)} blocks of {fmt(block)} threads"
+        blocks = lambda g: f"{fmt(g)} block" + ("" if g == 1 else "s")  # noqa: E731
+        return ", then ".join(f"{blocks(p.grid(params))} of {fmt(p.block(params))} threads" for p in self.passes(()))
 
-    def configured(self, params: Params, inputs: Sequence[Any], out: Any, stream) -> Callable[..., None]:
-        """``launch(*inputs, out)``, configured once (``gpu.core.launch_path``) for these device arrays."""
-        return configured_launch(self.kernel, self.grid(params), self.block(params), stream, *inputs, out)
+    def passes(self, inputs: Sequence[str]) -> tuple[Pass, ...]:
+        """Every launch of the step, in order: its own kernel (arguments named), then ``then``."""
+        first = Pass(self.kernel, self.grid, self.block, self.args or (*inputs, "out"))
+        return (first, *self.then)
+
+    def launches(
+        self, params: Params, inputs: Mapping[str, Any], out: Any, alloc: Callable[..., Any] | None = None
+    ) -> list[tuple[Any, Any, Any, tuple]]:
+        """``[(kernel, grid, block, args)]`` for every pass, the arguments resolved by name from
+        ``inputs``, the scratch arrays (made by ``alloc(shape, dtype)``, once per call), the
+        scalars and ``out``: what the engine, the simulator tests and a trace launch."""
+        alloc = alloc or (lambda shape, dtype: cuda.device_array(shape, dtype))
+        named = {**inputs, "out": out, **{s.name: s.of(params) for s in self.scalars}}
+        named.update({s.name: alloc(s.shape(params), s.dtype) for s in self.scratch})
+        return [
+            (p.kernel, p.grid(params), p.block(params), tuple(named[a] for a in p.args))
+            for p in self.passes(list(inputs))
+        ]
+
+    def configured(
+        self, params: Params, inputs: Sequence[Any], out: Any, stream, names: Sequence[str] | None = None
+    ) -> Callable[..., None]:
+        """``launch(*inputs, out)``, configured once (``gpu.core.launch_path``) for these device arrays.
+
+        A step with scalars, scratch arrays or further passes (give the inputs' ``names``) is
+        configured for these arrays: the scratch is allocated here, once, and ``launch``
+        queues every pass in order on ``stream`` (its arguments are ignored).
+        """
+        if not (self.args or self.scalars or self.scratch or self.then):
+            return configured_launch(self.kernel, self.grid(params), self.block(params), stream, *inputs, out)
+        by_name = dict(zip(names if names is not None else [f"input{i}" for i in range(len(inputs))], inputs))
+        alloc = lambda shape, dtype: cuda.device_array(shape, dtype, stream=stream)  # noqa: E731
+        resolved = self.launches(params, by_name, out, alloc)
+        queued = [(configured_launch(kernel, grid, block, stream, *args), args)
+                  for kernel, grid, block, args in resolved]
+
+        def launch(*_ignored) -> None:
+            for configured, args in queued:
+                configured(*args)
+
+        return launch
 
 
 @dataclass(frozen=True)
@@ -222,7 +303,7 @@ def time_step(
         return phases
 
     start = clock()
-    launch = step.configured(params, d_in, d_out, stream)  # specialising compiles on a GPU
+    launch = step.configured(params, d_in, d_out, stream, names)  # specialising compiles on a GPU
     first_s = 0.0
     if not BACKEND.simulated:  # the first run compiles (or loads from Numba's cache): timed apart
         once()
@@ -538,6 +619,9 @@ __all__ = [
     "KernelSpec",
     "Library",
     "Output",
+    "Pass",
+    "Scalar",
+    "Scratch",
     "Step",
     "run_kernel",
     "time_step",

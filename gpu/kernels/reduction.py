@@ -1,9 +1,10 @@
-"""Sum of N float32 values, in four steps from the obvious kernel to one near the memory's limit.
+"""Sum of N float32 values, in steps from the obvious kernel to one near the memory's limit.
 
-Every step adds into ``total`` (one float32, zeroed before the launch) with atomics, so
-any number of blocks can take part. What changes is how many atomics there are and how
-a block combines its values before its one atomic: the lessons are synchronisation,
-divergence and warp shuffles.
+The atomic steps add into ``total`` (one float32, zeroed before the launch), so any
+number of blocks can take part. What changes is how many atomics there are and how a
+block combines its values before its one atomic: the lessons are synchronisation,
+divergence and warp shuffles. The two-pass step then drops atomics altogether: blocks
+write partial sums, a second launch adds them up, in the same order every run.
 """
 
 from __future__ import annotations
@@ -72,8 +73,8 @@ def warp_sum(value):
 
 
 @cuda.jit(device=True)
-def block_sum_into(total, value):
-    """Add the block's values to ``total`` with one atomic: warp sums, then the first warp sums those."""
+def block_sum(value):
+    """The sum of ``value`` over the block, in thread 0: warp sums, then the first warp sums those."""
     warp_sums = cuda.shared.array(MAX_WARPS, float32)
     lane = cuda.threadIdx.x % WARP_SIZE
     warp = cuda.threadIdx.x // WARP_SIZE
@@ -86,8 +87,15 @@ def block_sum_into(total, value):
         if lane < cuda.blockDim.x // WARP_SIZE:
             value = warp_sums[lane]
         value = warp_sum(value)
-        if lane == 0:
-            cuda.atomic.add(total, 0, value)
+    return value
+
+
+@cuda.jit(device=True)
+def block_sum_into(total, value):
+    """Add the block's values to ``total`` with one atomic (thread 0's, holding the block's sum)."""
+    value = block_sum(value)
+    if cuda.threadIdx.x == 0:
+        cuda.atomic.add(total, 0, value)
 
 
 @cuda.jit(cache=not BACKEND.simulated)
@@ -123,12 +131,57 @@ def reduce_grid_stride_kernel(x, total):
     block_sum_into(total, value)
 
 
+@cuda.jit(cache=not BACKEND.simulated)
+def reduce_partials_kernel(x, partials):
+    """Step 5, pass 1 of 2: the grid-stride loop of step 4, but each block writes its sum, no atomic.
+
+    ``partials[b]`` is block b's sum; the second pass (``reduce_final_kernel``, launched
+    after this one on the same stream) adds them up. No atomics anywhere: every run adds
+    in the same order, so the result has the same bits every time, whatever the hardware
+    schedules first. The price is a second launch and one more trip through memory for
+    the partials (a few KiB: one float32 per block of one wave).
+    """
+    value = float32(0.0)
+    for i in range(cuda.grid(1), x.size, cuda.gridsize(1)):
+        value += x[i]
+    value = block_sum(value)
+    if cuda.threadIdx.x == 0:
+        partials[cuda.blockIdx.x] = value
+
+
+@cuda.jit(cache=not BACKEND.simulated)
+def reduce_final_kernel(partials, count, total):
+    """Step 5, pass 2 of 2: one block adds the first ``count`` partial sums and writes the total.
+
+    ``count`` (int32) is a scalar argument: the number of blocks pass 1 ran, so one
+    partials buffer could serve any grid up to its size. Each thread sums every
+    blockDim-th partial in a register, then the block combines as before and thread 0
+    writes (not adds) the total.
+    """
+    value = float32(0.0)
+    for i in range(cuda.threadIdx.x, count, cuda.blockDim.x):
+        value += partials[i]
+    value = block_sum(value)
+    if cuda.threadIdx.x == 0:
+        total[0] = value
+
+
 # What the experiments launch each kernel with (gpu/core/launch_spec.py; the compile gate
 # compiles every signature here for every target): x and a one-element total, 256 threads.
+# The two-pass step's second kernel takes the partials, their count (an int32 scalar) and the total.
 LAUNCHES = {
-    name: Launch(("void(float32[::1], float32[::1])",), threads_per_block=256)
-    for name in ("reduce_atomic_kernel", "reduce_tree_kernel", "reduce_shuffle_kernel", "reduce_grid_stride_kernel")
+    **{
+        name: Launch(("void(float32[::1], float32[::1])",), threads_per_block=256)
+        for name in (
+            "reduce_atomic_kernel", "reduce_tree_kernel", "reduce_shuffle_kernel", "reduce_grid_stride_kernel",
+            "reduce_partials_kernel",
+        )
+    },
+    "reduce_final_kernel": Launch(("void(float32[::1], int32, float32[::1])",), threads_per_block=256),
 }
 
 
-__all__ = ["reduce_atomic_kernel", "reduce_grid_stride_kernel", "reduce_shuffle_kernel", "reduce_tree_kernel"]
+__all__ = [
+    "reduce_atomic_kernel", "reduce_final_kernel", "reduce_grid_stride_kernel", "reduce_partials_kernel",
+    "reduce_shuffle_kernel", "reduce_tree_kernel",
+]
