@@ -2,6 +2,7 @@
 wrong kernel fails the same check, bad inputs are refused with a clear message, and the
 results carry what the pages and History need. Sizes are tiny (~0.1 ms per simulated thread)."""
 
+import importlib
 from dataclasses import replace
 
 import pytest
@@ -26,7 +27,12 @@ TINY = {
     "stencil": {"n": 16},
     "matmul": {"n": 12},
 }
-MODULES = {"reduction": reduction, "transpose": transpose, "histogram": histogram, "stencil": stencil, "matmul": matmul}
+# every catalog kernel's module, derived (a kernel added later is tested at its simulator defaults)
+MODULES = {key: importlib.import_module(f"gpu.experiments.{key}") for key in KERNELS}
+for _key in KERNELS:
+    TINY.setdefault(
+        _key, {k: v for k, v in get(_key).defaults(True).items() if k not in ("repeats", "cpu", "cpu_budget_s")}
+    )
 
 
 @pytest.fixture(scope="module")

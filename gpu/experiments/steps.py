@@ -7,9 +7,11 @@ bytes and FLOPs the algorithm must move and do at least. ``run_kernel`` runs all
 the same way for every kernel:
 
 1. inputs made once (seeded), the reference computed once;
-2. each GPU step: device arrays allocated and the launch configured once, before any
-   sample; per end-to-end sample the L2 is flushed and the stream synchronised, then
-   H2D copies, the launch and D2H are timed with events on one stream (``PhaseTimer``)
+2. each GPU step: device arrays (and any scratch arrays it declares) allocated and the
+   launch configured once, before any sample (a step of several passes: each pass, queued
+   in order as one launch, so every pass is inside every timed region); per end-to-end
+   sample the L2 is flushed and the stream synchronised, then H2D copies,
+   the launch and D2H are timed with events on one stream (``PhaseTimer``)
    and the wall clock; then the kernel alone is its own series, timed by
    ``gpu.core.kernel_timing.time_on_device`` (verified hold, per-sample held flag and
    retries kept), and launch = with launch − median kernel alone; the last end-to-end

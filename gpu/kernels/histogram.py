@@ -1,6 +1,6 @@
-"""A 256-bin histogram of uint8 data, in two steps: where atomics contend.
+"""A 256-bin histogram of uint8 data, step by step: where atomics contend.
 
-Both steps add into ``hist`` (256 uint32 counts, zeroed before the launch). How fast
+Every step adds into ``hist`` (256 uint32 counts, zeroed before the launch). How fast
 they run depends on the data: when many threads hit the same bin at once, their
 atomics serialise, so the data's distribution is part of the experiment.
 """

@@ -1,4 +1,4 @@
-"""C = A @ B for float32 matrices, in three steps: arithmetic intensity and the roofline ridge.
+"""C = A @ B for float32 matrices, step by step: arithmetic intensity and the roofline ridge.
 
 Each output element is a dot product of length K, accumulated in float32 in k order
 (the GPU compiler fuses each multiply-add into one FMA). What changes from step to step

@@ -1,4 +1,4 @@
-"""A 5-point blur on an N × N float32 grid, in two steps: halos and reuse.
+"""A 5-point blur on an N × N float32 grid, step by step: halos and reuse.
 
 out = (centre + up + down + left + right) × 0.2 in every interior cell, added in that
 order; boundary cells are copied unchanged. The multiply comes last on purpose: a

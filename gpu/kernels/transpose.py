@@ -1,4 +1,4 @@
-"""Matrix transpose (out = aᵀ, float32), in three steps: coalescing and bank conflicts.
+"""Matrix transpose (out = aᵀ, float32), step by step: coalescing and bank conflicts.
 
 Every step launches blocks of TILE × BLOCK_ROWS threads over TILE × TILE tiles of the
 matrix (ceil division in both directions; x spans columns so that neighbouring
