@@ -70,6 +70,48 @@ def test_threads_are_served_in_arrival_order_and_never_overlap(tmp_path):
     assert not lock.busy and lock.waiting == 0
 
 
+def test_a_place_never_goes_up_when_two_arrive_together(tmp_path, monkeypatch):
+    # Seen in the 16-browser class test: a waiter's place read [3, 4, 2, 1]. A took its ticket
+    # number and was descheduled before its place in the queue became visible; B, arriving then,
+    # counted only the holder ahead of it, then saw A appear ahead. Made certain here: A stops right
+    # after taking its ticket until B has reported its first place. B's place must count A from the
+    # start and never rise.
+    lock = FileFifoLock("gpu0", tmp_path, queue_poll_s=0.02)
+    original = FileFifoLock._next_ticket
+    b_reported = threading.Event()
+    seen: dict[str, list[int]] = {}
+
+    def next_ticket(self, label):
+        got = original(self, label)
+        if label == "a":
+            b_reported.wait(10)
+        return got
+
+    monkeypatch.setattr(FileFifoLock, "_next_ticket", next_ticket)
+
+    def one(label: str) -> None:
+        def on_wait(ahead: int) -> None:
+            seen.setdefault(label, []).append(ahead)
+            if label == "b":
+                b_reported.set()
+
+        with lock.hold(label, on_wait=on_wait):
+            pass
+
+    with lock.hold("holder"):
+        a = threading.Thread(target=one, args=("a",))
+        a.start()
+        _wait_until(lambda: lock.waiting == 1, what="a's ticket taken")
+        b = threading.Thread(target=one, args=("b",))
+        b.start()
+        _wait_until(b_reported.is_set, what="b's first place")
+        _wait_until(lambda: lock.waiting == 2, what="both queued")
+    a.join(30)
+    b.join(30)
+    assert seen["b"][0] == 2, seen  # the holder and a
+    assert seen["b"] == sorted(seen["b"], reverse=True), seen
+
+
 def test_the_countdown_reaches_1_even_when_every_run_ends_between_two_polls(tmp_path):
     # Waiters behind the first look only every 0.5 s and each run takes no time, so a
     # waiter never sees the run ahead of it in progress: its place must still count

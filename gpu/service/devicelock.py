@@ -122,18 +122,29 @@ class FileFifoLock:
 
     # --- state shared through the folder ---------------------------------------------
 
-    def _next_ticket(self) -> int:
+    def _next_ticket(self, label: str) -> int:
+        """Take the next ticket and make it visible in the queue before anyone else can take one.
+
+        Both happen under the sequence file's flock: a ticket taken but not yet in the queue
+        would be missed by a later arrival counting the runs ahead of it, whose place would
+        then go up when the earlier ticket appeared.
+        """
         fd = os.open(self._seq_path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             raw = os.read(fd, 32).strip()
             ticket = int(raw) if raw.isdigit() else 0
+            (self._queue_dir / self._ticket_name(ticket)).write_text(label)
             os.lseek(fd, 0, os.SEEK_SET)
             os.ftruncate(fd, 0)
             os.write(fd, str(ticket + 1).encode())
             return ticket
         finally:
             os.close(fd)  # closing drops the flock
+
+    @staticmethod
+    def _ticket_name(ticket: int) -> str:
+        return f"{ticket:012d}.{os.getpid()}"
 
     def _tickets(self) -> list[tuple[int, str]]:
         """Live tickets in order, as (ticket, file name); files of dead processes are removed."""
@@ -193,16 +204,14 @@ class FileFifoLock:
     @contextmanager
     def hold(self, label: str = "run", on_wait: Callable[[int], None] | None = None) -> Iterator[None]:
         """Wait for our turn (in ticket order, across processes), then hold the lock."""
-        ticket = self._next_ticket()
-        mine = f"{ticket:012d}.{os.getpid()}"
-        ticket_path = self._queue_dir / mine
         countdown = Countdown(on_wait, self._heartbeat_s)
         fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        ticket_path: Path | None = None
         try:
-            # Our place on arrival is reported before the ticket is visible: once others
-            # can see us the holder may leave, and the first place would be missed.
-            countdown.see(self._ahead_of(ticket))
-            ticket_path.write_text(label)
+            ticket = self._next_ticket(label)  # visible in the queue from here on
+            mine = self._ticket_name(ticket)
+            ticket_path = self._queue_dir / mine
+            countdown.see(self._ahead_of(ticket))  # our place on arrival, counted at once
             while True:
                 order = [name for _, name in self._tickets()]
                 if mine not in order:  # removed by someone who thought we were dead: take a place again
@@ -218,7 +227,8 @@ class FileFifoLock:
                     countdown.see(ahead)
                 time.sleep(self._poll_s if order.index(mine) == 0 else self._queue_poll_s)
         except BaseException:
-            self._unlink(ticket_path)  # give up our place without blocking those behind us
+            if ticket_path is not None:
+                self._unlink(ticket_path)  # give up our place without blocking those behind us
             os.close(fd)
             raise
         start = time.perf_counter()
