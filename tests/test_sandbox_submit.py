@@ -136,3 +136,59 @@ def test_an_allocation_far_beyond_the_memory_limit_is_contained(sandbox, tmp_pat
 def test_memory_limit_from_the_environment(monkeypatch):
     monkeypatch.setenv("KERNEL_LAB_SUBMIT_MEMORY_MB", "512")
     assert Limits.from_env().memory_bytes == 512 << 20
+
+
+def test_every_waiting_judge_gives_its_verdict_before_an_earlier_analysis(tmp_path, monkeypatch):
+    """A class presses Run together: the first learner's analysis (facts, trace) queues behind the judges already
+    waiting, and each learner's verdict reaches the page (``on_verdict``) before its own analysis starts."""
+    import threading
+    import time
+    from contextlib import contextmanager
+
+    from gpu.sandbox.verdict import Verdict
+    from gpu.service.devicelock import FileFifoLock
+
+    monkeypatch.setenv("KERNEL_LAB_DB", str(tmp_path / "h.sqlite3"))
+    fifo = FileFifoLock("gpu0", tmp_path / "locks", poll_s=0.01, queue_poll_s=0.01)
+    events: list[str] = []
+    b_queued = threading.Event()
+
+    def judge(problem, source, limits=None, sandbox=None, lock=None):
+        with lock:
+            if source == "A":
+                b_queued.wait(10)  # B arrives while A's judge runs
+            else:  # a judge takes a while: A's analysis queues meanwhile
+                while fifo.waiting < 1 and time.monotonic() < deadline:
+                    time.sleep(0.01)
+            events.append(f"{source} judged")
+        return Verdict(problem=problem, status="wrong", backend="simulator", message="", threads_per_block=64)
+
+    def analyse(problem, source, threads, facts, trace, limits=None, sandbox=None):
+        events.append(f"{source} analysed")
+        return {"compile_facts": None, "note": "", "status": "unavailable", "trace": None}
+
+    monkeypatch.setattr(runner, "judge_in_child", judge)
+    monkeypatch.setattr(runner, "analyse_in_child", analyse)
+
+    @contextmanager
+    def held(label):
+        with fifo.hold(label):
+            yield
+
+    def one(label: str) -> None:
+        submit("vector-add", label, lock=held(label), relock=lambda: held(f"{label} analysis"), trace=False,
+               on_verdict=lambda v: events.append(f"{label} shown"))
+
+    deadline = time.monotonic() + 10
+    a = threading.Thread(target=one, args=("A",))
+    a.start()
+    while not fifo.busy and time.monotonic() < deadline:
+        time.sleep(0.01)
+    b = threading.Thread(target=one, args=("B",))
+    b.start()
+    while fifo.waiting < 1 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    b_queued.set()
+    a.join(30)
+    b.join(30)
+    assert events == ["A judged", "A shown", "B judged", "B shown", "A analysed", "B analysed"], events

@@ -7,11 +7,17 @@ them (admission). Per submission: the checker once in this process (the precheck
 source starts nothing), then at most two sandboxed children, each checking once more: the
 judge, and for a verdict that ran, the analysis (compiler's facts in the simulator, and the
 trace) in one process.
+
+The verdict comes first: ``on_verdict`` receives it as soon as the judge ends, and the
+analysis then queues again, behind every judge already waiting. When a class presses Run
+together, every learner gets a verdict before anyone's facts and trace (issue 24: keeping
+the judge's place for the analysis made the last of 16 wait behind 15 analyses too).
 """
 
 from __future__ import annotations
 
-from contextlib import ExitStack, contextmanager
+from collections.abc import Callable
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,27 +76,6 @@ def default_locks(label: str, device: bool = True):
         yield
 
 
-class _Kept:
-    """``lock``, entered at the first ``with`` and held until ``close()``: in the simulator the analysis follows
-    its judge under the same hold. Re-queuing there (device and CPU are the same host's cores) put the first of
-    a class that pressed Run together behind every other judge before its verdict (issue 24)."""
-
-    def __init__(self, lock):
-        self._lock, self._stack, self.held = lock, ExitStack(), False
-
-    def __enter__(self):
-        if not self.held:
-            self._stack.enter_context(self._lock)
-            self.held = True
-        return self
-
-    def __exit__(self, *exc) -> None:
-        return None
-
-    def close(self) -> None:
-        self._stack.close()
-
-
 @dataclass
 class Submission:
     verdict: Verdict
@@ -111,13 +96,16 @@ def submit(
     facts: bool = True,
     trace: bool = True,
     relock=None,
+    on_verdict: Callable[[Verdict], None] | None = None,
 ) -> Submission:
     """Judge ``source`` for ``problem_key``, add the compiler's facts (simulator) and the memory trace to a verdict
     that ran, and save it when it passes. InputError for a bad problem name; never raises for the learner's code.
 
     ``lock`` is the context manager held while the judge runs (default: this host's device then CPU
-    lock); ``relock()`` makes another for the analysis on a GPU (default: the CPU lock alone, the analysis
-    being CPU work). In the simulator the analysis runs under the judge's own hold, without queuing again.
+    lock); ``relock()`` makes another for the analysis (default: the CPU lock, and in the simulator, whose
+    kernels run on the same cores, the device lock before it). ``on_verdict(verdict)`` is called as soon as
+    the judge ends, before the analysis queues; a pass is saved then too, so the leaderboard does not wait
+    for the analysis.
     """
     from gpu.core.backend import BACKEND
 
@@ -125,28 +113,18 @@ def submit(
     admit_problem(problem, BACKEND.simulated)
     if lock is None:
         lock = default_locks(f"write-a-kernel {problem.key}")
-    kept = _Kept(lock) if BACKEND.simulated else None  # the simulator's analysis keeps the judge's place
-    try:
-        return _submit(problem, source, kept or lock, kept, name, save, limits, sandbox, facts, trace, relock)
-    finally:
-        if kept is not None:
-            kept.close()
-
-
-def _submit(problem, source, lock, kept, name, save, limits, sandbox, facts, trace, relock) -> Submission:
-    from gpu.core.backend import BACKEND
-
     verdict = runner.judge_in_child(problem.key, source, limits=limits, sandbox=sandbox, lock=lock)
+    saved, why = _save(verdict, source, name) if save else (None, None)
+    if on_verdict is not None:
+        on_verdict(verdict)
     want_facts = facts and BACKEND.simulated  # on a GPU the timing says more
     report = None
     if verdict.status in ("passed", "wrong") and (want_facts or trace):
         from gpu.trace.submission import report_from
 
-        # NVVM and the trace's simulator are CPU work, so they queue again (a second child, one for both)
+        # NVVM and the trace's simulator are CPU work: they queue again, behind the judges waiting now
         again = (
-            kept
-            if kept is not None and kept.held
-            else relock()
+            relock()
             if relock is not None
             else default_locks(f"write-a-kernel {problem.key} analysis", device=BACKEND.simulated)
         )
@@ -168,16 +146,20 @@ def _submit(problem, source, lock, kept, name, save, limits, sandbox, facts, tra
             )
         if trace:
             report = report_from(data["trace"])
-    saved, why = None, None
-    if save and verdict.status == "passed":
-        from gpu.sandbox.submissions import SubmissionStore
-        from gpu.service.store import StoreError
-
-        try:
-            saved = SubmissionStore().save(verdict, source, name)
-        except StoreError as exc:
-            why = str(exc)
     return Submission(verdict, saved, why, report)
+
+
+def _save(verdict: Verdict, source: str, name: str | None) -> tuple[str | None, str | None]:
+    """A pass saved to the leaderboard: (its id, None), or (None, why it was not saved); nothing for other verdicts."""
+    if verdict.status != "passed":
+        return None, None
+    from gpu.sandbox.submissions import SubmissionStore
+    from gpu.service.store import StoreError
+
+    try:
+        return SubmissionStore().save(verdict, source, name), None
+    except StoreError as exc:
+        return None, str(exc)
 
 
 __all__ = ["Submission", "admit_problem", "submit", "work_elements"]

@@ -122,23 +122,26 @@ class FileFifoLock:
 
     # --- state shared through the folder ---------------------------------------------
 
-    def _next_ticket(self, label: str) -> int:
-        """Take the next ticket and make it visible in the queue before anyone else can take one.
+    def _next_ticket(self, label: str) -> tuple[int, int]:
+        """Take the next ticket and make it visible in the queue; returns (ticket, runs ahead of it on arrival).
 
-        Both happen under the sequence file's flock: a ticket taken but not yet in the queue
-        would be missed by a later arrival counting the runs ahead of it, whose place would
-        then go up when the earlier ticket appeared.
+        All three happen under the sequence file's flock. A ticket taken but not yet in the
+        queue would be missed by a later arrival counting the runs ahead of it, whose place
+        would then go up when the earlier ticket appeared. And the place is counted before
+        the ticket is visible: once others can see it the holder may leave, and the first
+        place would be missed.
         """
         fd = os.open(self._seq_path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             raw = os.read(fd, 32).strip()
             ticket = int(raw) if raw.isdigit() else 0
+            ahead = self._ahead_of(ticket)  # every lower ticket is visible: each was written under this flock
             (self._queue_dir / self._ticket_name(ticket)).write_text(label)
             os.lseek(fd, 0, os.SEEK_SET)
             os.ftruncate(fd, 0)
             os.write(fd, str(ticket + 1).encode())
-            return ticket
+            return ticket, ahead
         finally:
             os.close(fd)  # closing drops the flock
 
@@ -208,10 +211,10 @@ class FileFifoLock:
         fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o644)
         ticket_path: Path | None = None
         try:
-            ticket = self._next_ticket(label)  # visible in the queue from here on
+            ticket, ahead = self._next_ticket(label)  # visible in the queue from here on
             mine = self._ticket_name(ticket)
             ticket_path = self._queue_dir / mine
-            countdown.see(self._ahead_of(ticket))  # our place on arrival, counted at once
+            countdown.see(ahead)  # our place on arrival
             while True:
                 order = [name for _, name in self._tickets()]
                 if mine not in order:  # removed by someone who thought we were dead: take a place again

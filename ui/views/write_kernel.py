@@ -195,8 +195,19 @@ def line_markers(problem: Problem) -> list[Marker]:
     return markers_for(verdict, submission_report(verdict))
 
 
-def show_verdict(verdict: Verdict) -> None:
-    """Pass/fail per test; on a GPU the timing against the lab's kernel; in the simulator the compiler's facts."""
+ANALYSIS_FOLLOWS = " · the compiler's facts and the memory trace follow"
+
+
+def analysed(verdict: Verdict) -> bool:
+    """Whether the compiler's facts and the trace follow this verdict (they do for a kernel that ran)."""
+    return verdict.status in ("passed", "wrong")
+
+
+def show_verdict(verdict: Verdict, analysis: bool = True) -> None:
+    """Pass/fail per test; on a GPU the timing against the lab's kernel; in the simulator the compiler's facts.
+
+    ``analysis=False``: the verdict alone, while its compiler's facts and trace are still queued.
+    """
     if verdict.status == "passed":
         st.success(f"**Passed**: {verdict.message}.", icon=":material/check_circle:")
     elif verdict.status == "refused":
@@ -240,10 +251,16 @@ def show_verdict(verdict: Verdict) -> None:
             "timed or ranked by speed here.",
             icon=":material/info:",
         )
-    show_compile_facts(verdict)
-    from ui.views.trace import show_submission_trace  # what the trace shows (issue 21)
+    if analysis:
+        show_compile_facts(verdict)
+        from ui.views.trace import show_submission_trace  # what the trace shows (issue 21)
 
-    show_submission_trace(verdict)
+        show_submission_trace(verdict)
+    else:
+        st.info(
+            "The compiler's facts and the memory trace follow: they queue behind the verdicts still waiting.",
+            icon=":material/hourglass_top:",
+        )
     st.caption(
         f"Sandbox: {verdict.sandbox or 'none'}"
         + (f" · {verdict.wall_s:.1f} s from Run to verdict" if verdict.wall_s else "")
@@ -382,14 +399,27 @@ def run_submission(problem: Problem, source: str, name: str, status: SandboxStat
         ):
             yield
 
+    box = st.status(
+        "Checking your kernel, running it in a fresh sandboxed process, then tracing its memory accesses…",
+        expanded=False,
+    )
+    early = st.empty()  # the verdict, drawn as soon as the judge ends; the whole result replaces it at the end
     try:
-        with st.status(
-            "Checking your kernel, running it in a fresh sandboxed process, then tracing its memory accesses…",
-            expanded=False,
-        ) as box:
+        with box:
+
+            def on_verdict(verdict: Verdict) -> None:
+                st.session_state[verdict_key(problem)] = verdict
+                box.update(
+                    label=f"Verdict: {verdict.status}" + (ANALYSIS_FOLLOWS if analysed(verdict) else ""),
+                    state="complete" if verdict.status == "passed" else "error",
+                )
+                waiting.empty()
+                with early.container():
+                    show_verdict(verdict, analysis=not analysed(verdict))
+
             # the analysis (compiler's facts, trace) is CPU work: on a GPU it leaves the device lock to others
             result = submit(problem.key, source, name=name, lock=lock(), sandbox=status,
-                            relock=lambda: lock(device=gpu.BACKEND.simulated))
+                            relock=lambda: lock(device=gpu.BACKEND.simulated), on_verdict=on_verdict)
             box.update(
                 label=f"Verdict: {result.verdict.status}",
                 state="complete" if result.verdict.status == "passed" else "error",
@@ -400,6 +430,7 @@ def run_submission(problem: Problem, source: str, name: str, status: SandboxStat
     finally:
         st.session_state[BUSY_KEY] = False
         waiting.empty()
+        early.empty()
     st.session_state[verdict_key(problem)] = result.verdict
     from ui.views.trace import remember_submission_trace  # races, out-of-bounds, coalescing per line (issue 21)
 
