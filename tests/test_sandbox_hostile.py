@@ -311,3 +311,24 @@ def test_a_submission_waits_for_the_device_lock_like_every_run(tmp_path, monkeyp
     thread.join()
     assert result.verdict.status == "passed"
     assert total - result.verdict.wall_s >= 1.5  # queued behind the other run, then ran alone
+
+
+@pytest.mark.parametrize("sandbox", [SANDBOX, OFF], ids=["sandbox", "no-sandbox"])
+def test_a_submission_runs_below_the_app_even_in_a_session_of_its_own(sandbox):
+    """A child in its own session (autogroup) weighs against the app's server by its session's nice, not only
+    its own: both are lowered, so 16 learners' kernels cannot take the cores from the pages (issue 24)."""
+    from gpu.sandbox.child import CHILD_NICENESS
+
+    if sandbox is SANDBOX and not SANDBOX.works:
+        pytest.skip(f"bubblewrap does not work here: {SANDBOX.reason}")
+    run = raw("""
+        print(os.getpriority(os.PRIO_PROCESS, 0))
+        try:
+            print(open('/proc/self/autogroup').read().split()[-1])
+        except OSError:
+            print('no autogroup')
+    """, sandbox=sandbox)
+    nice, group = run["text"].splitlines()
+    assert int(nice) >= CHILD_NICENESS, run
+    if group != "no autogroup":
+        assert int(group) == CHILD_NICENESS, run

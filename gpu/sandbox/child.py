@@ -29,13 +29,32 @@ MAX_REQUEST_BYTES = 1 << 20
 CHILD_NICENESS = 10  # below the app's server: a class's submissions queue for the cores, the pages stay quick
 
 
-def apply_limits(limits: dict) -> list[str]:
-    """setrlimit for this process and its children, at a lower CPU priority than the app (``CHILD_NICENESS``:
-    the server that draws every learner's pages keeps the cores first); returns the limits that could not be set."""
+def lower_priority(niceness: int = CHILD_NICENESS) -> None:
+    """Run this process, and what it starts, at ``niceness`` below the app, autogroup included.
+
+    The child starts a session of its own (the runner's ``start_new_session``, bubblewrap's
+    ``--new-session``), and where the kernel groups tasks by session (autogroup, on by
+    default on desktop and server Linux) a process's nice value only weighs against the
+    processes of its own session: measured here, four spinning processes, three of them
+    ``nice 10`` in sessions of their own, each got the same CPU time. The session's own
+    weight is its autogroup's nice (``/proc/self/autogroup``, sched(7)), set here too;
+    raising either needs no privilege.
+    """
     try:
-        os.nice(CHILD_NICENESS)  # raising one's own niceness needs no privilege
+        os.nice(niceness)
     except OSError:
         pass
+    try:
+        with open("/proc/self/autogroup", "w") as f:  # absent where autogroup is off: the nice above suffices
+            f.write(str(niceness))
+    except OSError:
+        pass
+
+
+def apply_limits(limits: dict) -> list[str]:
+    """setrlimit for this process and its children, at a lower CPU priority than the app (``lower_priority``:
+    the server that draws every learner's pages keeps the cores first); returns the limits that could not be set."""
+    lower_priority()
     wanted = [
         ("cpu_s", resource.RLIMIT_CPU),
         ("file_bytes", resource.RLIMIT_FSIZE),

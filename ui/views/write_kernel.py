@@ -383,19 +383,24 @@ def run_submission(problem: Problem, source: str, name: str, status: SandboxStat
     where = "the CUDA simulator" if gpu.BACKEND.simulated else "the GPU"
     label = f"write-a-kernel {problem.key}"
 
-    def waiter(place: str):
+    def waiter(place: str, analysis: bool):
         def show(ahead: int) -> None:
-            waiting.info(queue_message(ahead, place), icon=":material/hourglass_top:")
+            if analysis:  # the verdict is on the page already: say what is still waiting
+                text = queue_message(ahead, place).replace("Queued behind", "Your kernel's compiler facts and trace: "
+                                                           "queued behind").replace(" your run ", " they start ")
+            else:
+                text = queue_message(ahead, place)
+            waiting.info(text, icon=":material/hourglass_top:")
 
         return show
 
     @contextmanager
-    def lock(device: bool = True):  # device first, then CPU, as every run takes them (no lock-order cycles)
+    def lock(device: bool = True, analysis: bool = False):  # device first, then CPU, as every run takes them
         from contextlib import nullcontext
 
         with (
-            device_lock(0).hold(label, on_wait=waiter(where)) if device else nullcontext(),
-            cpu_lock().hold(label, on_wait=waiter("the CPU benchmarks")),
+            device_lock(0).hold(label, on_wait=waiter(where, analysis)) if device else nullcontext(),
+            cpu_lock().hold(label, on_wait=waiter("the CPU benchmarks", analysis)),
         ):
             yield
 
@@ -419,7 +424,7 @@ def run_submission(problem: Problem, source: str, name: str, status: SandboxStat
 
             # the analysis (compiler's facts, trace) is CPU work: on a GPU it leaves the device lock to others
             result = submit(problem.key, source, name=name, lock=lock(), sandbox=status,
-                            relock=lambda: lock(device=gpu.BACKEND.simulated), on_verdict=on_verdict)
+                            relock=lambda: lock(device=gpu.BACKEND.simulated, analysis=True), on_verdict=on_verdict)
             box.update(
                 label=f"Verdict: {result.verdict.status}",
                 state="complete" if result.verdict.status == "passed" else "error",
