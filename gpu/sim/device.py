@@ -52,6 +52,17 @@ def _shape(shape) -> tuple[int, ...]:
     return tuple(int(d) for d in dims)
 
 
+# The hooks of the recorded launch running now (gpu/sim/recording.py), else None. Set and cleared by the
+# engine under its launch lock; a module global, never an attribute of the device API a kernel can name.
+WATCHING: list = [None]
+
+
+def _dropped(array):
+    """What an out-of-bounds atomic of a recorded launch returns: 0 of the array's type (the atomic was recorded)."""
+    dtype = getattr(array, "dtype", None)
+    return dtype.type(0) if dtype is not None else 0
+
+
 class _Atomics:
     """``cuda.atomic.*``: each returns the old value; one thread runs at a time, so each is atomic."""
 
@@ -74,6 +85,11 @@ class _Atomics:
         return idx
 
     def _update(self, name, array, index, value, op):
+        if type(array) is not np.ndarray and WATCHING[0] is not None:  # a recorded launch's watched array
+            target = WATCHING[0].atomic(array, index, name) if isinstance(array, WATCHING[0].watched) else None
+            if target is None:  # out of bounds (recorded): dropped, so every offending thread is found
+                return _dropped(array)
+            array, index = target
         idx = self._index(array, index, name)
         old = array[idx]
         array[idx] = op(old, array.dtype.type(value))
@@ -116,6 +132,11 @@ class _Atomics:
         return self._update("xor", array, index, value, lambda old, v: old ^ v)
 
     def cas(self, array, index, old, value):
+        if type(array) is not np.ndarray and WATCHING[0] is not None:  # a recorded launch's watched array
+            target = WATCHING[0].atomic(array, index, "cas") if isinstance(array, WATCHING[0].watched) else None
+            if target is None:
+                return _dropped(array)
+            array, index = target
         idx = self._index(array, index, "cas")
         current = array[idx]
         if current == array.dtype.type(old):
@@ -280,6 +301,8 @@ STATE = State()
 
 
 def negative_index(array, index, axis: int, line: int):
+    if WATCHING[0] is not None and isinstance(array, WATCHING[0].watched):
+        return index  # a recorded launch: the watched array records it as out of bounds and goes on
     raise _OutOfBounds(
         f"index {index} on axis {axis} is negative; a GPU does not wrap it to the end as NumPy would, "
         f"it reads or writes memory before the array (shape {tuple(np.shape(array))})",
@@ -299,6 +322,10 @@ def shared_array(site: int, line: int, shape, dtype):
                 f"{SHARED_BYTES_PER_BLOCK // 1024} KiB a block can declare",
                 line,
             )
+        if WATCHING[0] is not None:  # a recorded launch: every access to this array is reported
+            import sys
+
+            array = WATCHING[0].shared(array, line, sys._getframe(1))
         STATE.block_shared[site] = array
     return array
 
