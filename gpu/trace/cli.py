@@ -17,6 +17,7 @@ from pathlib import Path
 
 from gpu.core.jsonout import print_json
 from gpu.core.limits import InputError
+from gpu.trace import MAX_TRACE_WORK
 
 
 def add_trace_command(sub) -> None:
@@ -25,7 +26,7 @@ def add_trace_command(sub) -> None:
         "trace",
         help="record every memory access of a kernel in the simulator: races, out-of-bounds, "
         "barrier divergence, sectors per request, bank conflicts",
-        description="Run a kernel at a small size in Numba's CUDA simulator with every global and shared "
+        description="Run a kernel at a small size in Kernel Lab's CUDA simulator with every global and shared "
         "memory access recorded. Exit codes: 0 clean, 1 a race, an out-of-bounds access or "
         "barrier divergence, 2 refused (bad input, or a learner's file the checker refuses), "
         "3 the lab itself failed (not your code).",
@@ -36,7 +37,12 @@ def add_trace_command(sub) -> None:
         help="a lab kernel (e.g. transpose-naive; see --list) or a learner's .py file (with --problem)",
     )
     p.add_argument("--problem", default=None, help="the write-a-kernel problem a .py file solves")
-    p.add_argument("--n", default=None, help="problem size (default: the kernel's small trace size)")
+    p.add_argument(
+        "--n",
+        default=None,
+        help=f"the traced size N (default: the kernel's small trace size); its work (N, N × N or N³) may be at most "
+        f"{MAX_TRACE_WORK:,}: --list gives each kernel's largest N",
+    )
     p.add_argument("--list", action="store_true", help="list the lab's kernels and exit")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=cmd_trace)
@@ -48,7 +54,7 @@ def cmd_trace(args: argparse.Namespace) -> int:
 
     if args.list:
         for k in lab_kernels():
-            print(f"{k.name:<24} {k.title}" + (f"  (cannot be traced: {k.skip})" if k.skip else ""))
+            print(f"{k.name:<24} {k.title}  (N: {k.default_n:,} by default, at most {k.max_n:,})")
         return 0
     if not args.target:
         raise InputError(
@@ -69,10 +75,6 @@ def cmd_trace(args: argparse.Namespace) -> int:
     if args.problem:
         raise InputError("--problem goes with a .py file; a lab kernel has its own inputs")
     kernel = find(target)  # InputError naming the choices
-    if kernel.skip:
-        raise InputError(
-            f"{target} cannot be traced: it {kernel.skip}. Its GPU steps are measured on the Kernels page."
-        )
     n = None if args.n is None else kernel.check_n(args.n)
     if BACKEND.simulated:
         report = trace_lab_kernel(target, n)

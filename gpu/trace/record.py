@@ -16,8 +16,8 @@ functions included). ``_Tracer`` here is that recorder; it adds what the finding
   lanes of its mask as ``syncthreads`` does for the block (gpu/trace/analysis.py);
 * the **dynamic occurrence** of each access (the k-th time this thread reached this site),
   which groups one warp's accesses into one request;
-* how many times each other **warp collective** was released (shuffles, votes): they move
-  values between lanes, not memory, and order nothing.
+* how many times each **warp collective** was released (``syncwarp``, shuffles, votes):
+  shuffles and votes move values between lanes, not memory, and order nothing.
 
 Only sampled blocks run (the first, the last and evenly spaced ones between: the edges are
 where bounds bugs live), and at most ``max_accesses`` accesses are kept (the rest counted).
@@ -138,8 +138,8 @@ class RawTrace:
     occurrence, warp syncs passed), block and thread as linear ids (x fastest); the last
     field may be left out (0). ``barriers``: per (block, thread) that synchronised, the site
     ids of its barriers in order. ``warp_syncs``: per (block, thread) that took part in a
-    ``syncwarp``, the ids of those releases in order. ``collectives``: releases of the other
-    warp collectives by kind (``shfl_down``: 5 in a warp's tree sum).
+    ``syncwarp``, the ids of those releases in order. ``collectives``: releases of each warp
+    collective by kind (``shfl_down``: 5 in a warp's tree sum; ``syncwarp`` too).
     """
 
     kernel: str
@@ -250,12 +250,12 @@ class _Tracer:
                 st = self._state(block, t)
                 st.barriers.append(sid)
                 st.interval += completed
-        elif kind == "syncwarp":
-            self.warp_events += 1
-            for t in threads:
-                self._state(block, t).warp_syncs.append(self.warp_events)
         else:
             self.collectives[kind] += 1
+            if kind == "syncwarp":
+                self.warp_events += 1
+                for t in threads:
+                    self._state(block, t).warp_syncs.append(self.warp_events)
 
 
 def _plain(value):

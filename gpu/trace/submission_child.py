@@ -4,9 +4,10 @@
 compiler's facts and its trace, for the page, ``python -m gpu solve`` and ``python -m gpu
 trace FILE`` alike), started through the write-a-kernel sandbox's ``run_argv`` (bubblewrap
 where it works, resource limits, wall clock, capped output) only after the app's checker
-passed the source, and after the child checked it once more. The child chooses numba-cuda's
-simulator (``KERNEL_LAB_SIMULATOR=numba``, which gpu/trace/record.py needs) before ``gpu`` is
-imported.
+passed the source, and after the child checked it once more. The child chooses Kernel Lab's
+simulator (``KERNEL_LAB_SIMULATOR=lab``, whose recording hooks gpu/trace/record.py uses) before
+``gpu`` is imported. The recorder is never reachable from the learner's kernel (its globals,
+its arguments, ``cuda``), so the kernel cannot forge its own trace.
 """
 
 from __future__ import annotations
