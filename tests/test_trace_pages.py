@@ -47,7 +47,7 @@ def test_the_reduction_traces_every_step_warp_shuffles_included():
     assert text.count("warp collectives: **") == shuffles and "shfl_down_sync" in text
 
 
-def test_the_learner_chooses_the_traced_size_and_a_bad_one_is_refused():
+def test_the_learner_chooses_the_traced_size_within_its_bound():
     at = AppTest.from_file(KERNELS, default_timeout=180).run()
     at.selectbox(key="kernels.kernel").set_value("transpose").run()
     at.toggle(key="trace.kernels.on").set_value(True).run()
@@ -55,7 +55,7 @@ def test_the_learner_chooses_the_traced_size_and_a_bad_one_is_refused():
     assert size.value == 32 and size.max == 256  # N × N elements: 256² = 65,536, the trace's bound
     size.set_value(64).run()
     assert not at.exception, at.exception
-    assert "transpose-naive, N = 64" in _texts(at)
+    assert "transpose-naive, 64 × 64 float32" in _texts(at)
     at.selectbox(key="kernels.kernel").set_value("matmul").run()
     matmul = at.number_input(key="trace.kernels.matmul.n")
     assert matmul.max == 40  # N³ multiply-adds: 40³ = 64,000 ≤ 65,536
