@@ -67,6 +67,7 @@ def test_a_finding_exits_1_with_thread_and_line(capsys, monkeypatch):
     (["trace", "no-such-file.py", "--problem", "vector-add"], "cannot read"),
     (["trace", "no-such-file.py", "--problem", "vector-add", "--n", "5"], "--n goes with a lab kernel"),
     (["trace", "transpose-naive", "--problem", "vector-add"], "--problem goes with a .py file"),
+    (["trace", "transpose-naive", "--test", "1 × 1"], "--test goes with a .py file"),
 ])
 def test_bad_input_exits_2_with_one_line(args, fragment, capsys):
     assert main(args) == 2
@@ -114,6 +115,21 @@ def test_a_learners_file_is_checked_then_traced_in_the_sandbox(tmp_path, capsys)
     assert "race on shared `partial" in out and "line 14 (`partial[tid]`)" in out and "line 18" in out
     assert main(["trace", str(hostile), "--problem", "shared"]) == 2  # refused by the checker: never run
     assert "not allowed" in capsys.readouterr().err
+
+
+def test_a_learners_file_is_traced_at_the_test_asked_for_and_an_unknown_test_is_refused(tmp_path, capsys):
+    from gpu.problems import get
+
+    problem = get("shared")
+    good = tmp_path / "good.py"
+    good.write_text(problem.solution.source)
+    smallest = min(problem.tests, key=lambda c: sum(c.sizes.values()))
+    assert main(["trace", str(good), "--problem", "shared", "--test", smallest.name, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert smallest.name in data["label"] and data["problems"] is False
+    assert main(["trace", str(good), "--problem", "shared", "--test", "no such test"]) == 2
+    err = capsys.readouterr().err
+    assert "no test 'no such test'" in err and smallest.name in err and err.count("\n") == 1
 
 
 def test_on_a_gpu_the_cli_traces_in_a_simulator_child_and_never_in_its_own_process(monkeypatch, capsys):

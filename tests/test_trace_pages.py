@@ -86,8 +86,10 @@ def test_a_submission_missing_its_syncthreads_gets_the_race_with_threads_and_lin
     at = AppTest.from_file(WRITE, default_timeout=180).run()
     at.selectbox(key="write_kernel.problem").set_value("shared").run()
     at.text_area(key="write_kernel.draft.shared").input(missing_sync)
+    at.selectbox(key="trace.write_kernel.test.shared").set_value("a block minus one")  # the traced size, chosen
     at.button(key="write_kernel.run").click().run()
     assert not at.exception, at.exception
+    assert "test “a block minus one” (n = 255)" in _texts(at)
     race = next(e.value for e in at.error if "race" in e.value.lower())
     assert race.startswith("Found 1 race")
     items = [m.value for m in at.markdown if m.value.startswith("- race on shared `partial")]

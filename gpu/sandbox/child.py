@@ -92,7 +92,7 @@ def analysis(problem, request: dict) -> dict:
         from gpu.trace.submission_child import trace_checked
 
         try:
-            result["trace"] = trace_checked(problem, source, int(request["seed"]))
+            result["trace"] = trace_checked(problem, source, int(request["seed"]), request.get("trace_test"))
         except Exception as exc:  # one line, never a traceback
             result["trace"] = f"the trace could not run: {type(exc).__name__}: {str(exc).strip()[:300]}"
     return result

@@ -111,6 +111,7 @@ def submit(
     facts: bool = True,
     trace: bool = True,
     relock=None,
+    trace_test: str | None = None,
 ) -> Submission:
     """Judge ``source`` for ``problem_key``, add the compiler's facts (simulator) and the memory trace to a verdict
     that ran, and save it when it passes. InputError for a bad problem name; never raises for the learner's code.
@@ -123,17 +124,22 @@ def submit(
 
     problem = get(problem_key)
     admit_problem(problem, BACKEND.simulated)
+    if trace and trace_test is not None:
+        from gpu.trace.submission_child import test_case
+
+        test_case(problem, trace_test)  # InputError naming the problem's tests, before anything runs
     if lock is None:
         lock = default_locks(f"write-a-kernel {problem.key}")
     kept = _Kept(lock) if BACKEND.simulated else None  # the simulator's analysis keeps the judge's place
     try:
-        return _submit(problem, source, kept or lock, kept, name, save, limits, sandbox, facts, trace, relock)
+        return _submit(problem, source, kept or lock, kept, name, save, limits, sandbox, facts, trace, relock,
+                       trace_test)
     finally:
         if kept is not None:
             kept.close()
 
 
-def _submit(problem, source, lock, kept, name, save, limits, sandbox, facts, trace, relock) -> Submission:
+def _submit(problem, source, lock, kept, name, save, limits, sandbox, facts, trace, relock, trace_test=None) -> Submission:
     from gpu.core.backend import BACKEND
 
     verdict = runner.judge_in_child(problem.key, source, limits=limits, sandbox=sandbox, lock=lock)
@@ -160,6 +166,7 @@ def _submit(problem, source, lock, kept, name, save, limits, sandbox, facts, tra
                 trace=trace,
                 limits=limits,
                 sandbox=analysis_sandbox,
+                trace_test=trace_test,
             )
         if want_facts:
             verdict.compile_facts, verdict.compile_facts_note = data["compile_facts"], data["note"]

@@ -270,6 +270,23 @@ def show_coalescing_demo() -> None:
             )
 
 
+def submission_test_ui(problem) -> str | None:
+    """Write a kernel: which of the problem's functional tests the trace runs (its size), or None for the default.
+
+    Bounded by construction: a problem's tests are small, and the trace runs at most 8 blocks of any.
+    """
+    sizes = {c.name: ", ".join(f"{k} = {v:,}" for k, v in c.sizes.items()) for c in problem.tests}
+    return st.selectbox(
+        "Trace at the size of test",
+        [None, *sizes],
+        format_func=lambda name: "automatic: the largest test of at most 8 blocks" if name is None
+        else f"{name} ({sizes[name]})",
+        key=f"{SUBMISSION_KEY}.test.{problem.key}",
+        help="After the verdict, one test is run again in the simulator with every memory access recorded. "
+        "Choose which one: a small test is easy to read in the picture, a larger one shows more blocks.",
+    )
+
+
 def remember_submission_trace(problem: str, verdict, report) -> None:
     """Write a kernel: keep the trace ``gpu.sandbox.service.submit`` made with ``verdict`` (a TraceReport, or why there
     is none) for this session, so the verdict and the editor's markers show it."""
