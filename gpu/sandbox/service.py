@@ -139,7 +139,9 @@ def submit(
             kept.close()
 
 
-def _submit(problem, source, lock, kept, name, save, limits, sandbox, facts, trace, relock, trace_test=None) -> Submission:
+def _submit(
+    problem, source, lock, kept, name, save, limits, sandbox, facts, trace, relock, trace_test=None
+) -> Submission:
     from gpu.core.backend import BACKEND
 
     verdict = runner.judge_in_child(problem.key, source, limits=limits, sandbox=sandbox, lock=lock)

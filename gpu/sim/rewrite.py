@@ -165,10 +165,10 @@ def function_node(source: str, name: str, first_line: int) -> ast.FunctionDef:
     indent = len(first) - len(first.lstrip())  # dedent moved every column left by this: put them back (the trace
     if indent:  # quotes `out[i]` from the file by column)
         for node in ast.walk(tree):
-            if getattr(node, "col_offset", None) is not None:
+            if isinstance(node, (ast.stmt, ast.expr)):
                 node.col_offset += indent
-            if getattr(node, "end_col_offset", None) is not None:
-                node.end_col_offset += indent
+                if node.end_col_offset is not None:
+                    node.end_col_offset += indent
     for node in tree.body:
         if isinstance(node, ast.FunctionDef) and node.name == name:
             return node

@@ -124,7 +124,7 @@ def _catalog_launch(spec, step, defaults: dict) -> Callable[[int], Launch]:
         out = np.zeros(spec.output.shape(params), dtype=spec.output.dtype)
         launches = step.launches(params, inputs, out, alloc=lambda shape, dtype: np.zeros(shape, dtype))
         kernel, grid, block, args = launches[0]
-        notes = ()
+        notes: tuple[str, ...] = ()
         if len(launches) > 1:  # a multi-pass step: the first launch is traced, the later ones are not run
             later = ", ".join(getattr(getattr(k, "py_func", k), "__name__", "kernel") for k, *_ in launches[1:])
             notes = (f"This step launches {len(launches)} kernels; the trace shows the first "

@@ -47,7 +47,6 @@ from typing import Any
 import numpy as np
 
 from gpu.core.backend import BACKEND
-from gpu.sim.recording import ATOMIC, READ, WRITE
 from gpu.sim.rewrite import BLOCK_SYNC
 
 KIND_NAMES = ("read", "write", "atomic")

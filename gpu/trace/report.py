@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from gpu.trace import analysis as an
 from gpu.sim.rewrite import WARP_SYNC
+from gpu.trace import analysis as an
 from gpu.trace.record import RawTrace
 
 
