@@ -47,6 +47,9 @@ from typing import Any
 import numpy as np
 
 from gpu.core.backend import BACKEND
+from gpu.sim.recording import ATOMIC as ATOMIC  # the record kinds are the simulator's (re-exported: analysis uses them)
+from gpu.sim.recording import READ as READ
+from gpu.sim.recording import WRITE as WRITE
 from gpu.sim.rewrite import BLOCK_SYNC
 
 KIND_NAMES = ("read", "write", "atomic")
