@@ -53,8 +53,14 @@ def _shape(shape) -> tuple[int, ...]:
 
 
 # The hooks of the recorded launch running now (gpu/sim/recording.py), else None. Set and cleared by the
-# engine under its launch lock; a module global, never an attribute of the device API a kernel can name.
+# engine under its launch lock (``watch``); a module global, never an attribute of the device API a kernel can name.
 WATCHING: list = [None]
+
+
+def watch(hooks) -> None:
+    """Install ``hooks`` for a recorded launch (None: a plain launch again, with the plain atomics)."""
+    WATCHING[0] = hooks
+    STATE.atomic = _WatchedAtomics(STATE) if hooks is not None else _Atomics(STATE)
 
 
 def _dropped(array):
@@ -85,11 +91,6 @@ class _Atomics:
         return idx
 
     def _update(self, name, array, index, value, op):
-        if type(array) is not np.ndarray and WATCHING[0] is not None:  # a recorded launch's watched array
-            target = WATCHING[0].atomic(array, index, name) if isinstance(array, WATCHING[0].watched) else None
-            if target is None:  # out of bounds (recorded): dropped, so every offending thread is found
-                return _dropped(array)
-            array, index = target
         idx = self._index(array, index, name)
         old = array[idx]
         array[idx] = op(old, array.dtype.type(value))
@@ -132,11 +133,6 @@ class _Atomics:
         return self._update("xor", array, index, value, lambda old, v: old ^ v)
 
     def cas(self, array, index, old, value):
-        if type(array) is not np.ndarray and WATCHING[0] is not None:  # a recorded launch's watched array
-            target = WATCHING[0].atomic(array, index, "cas") if isinstance(array, WATCHING[0].watched) else None
-            if target is None:
-                return _dropped(array)
-            array, index = target
         idx = self._index(array, index, "cas")
         current = array[idx]
         if current == array.dtype.type(old):
@@ -145,6 +141,26 @@ class _Atomics:
 
     def compare_and_swap(self, array, old, value):
         return self.cas(array, 0, old, value)
+
+
+class _WatchedAtomics(_Atomics):
+    """``cuda.atomic`` during a recorded launch only: an atomic on a watched array is reported, then done on its
+    NumPy array (out of bounds: reported and dropped, returning 0). A plain launch never pays for this check."""
+
+    def _update(self, name, array, index, value, op):
+        target = _watched(array, index, name)
+        return _dropped(array) if target is None else super()._update(name, target[0], target[1], value, op)
+
+    def cas(self, array, index, old, value):
+        target = _watched(array, index, "cas")
+        return _dropped(array) if target is None else super().cas(target[0], target[1], old, value)
+
+
+def _watched(array, index, name: str):
+    hooks = WATCHING[0]
+    if hooks is None or not isinstance(array, hooks.watched):
+        return array, index
+    return hooks.atomic(array, index, name)
 
 
 class _Local:

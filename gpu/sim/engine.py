@@ -156,7 +156,8 @@ def launch(
         if rng is not None:
             blocks = [blocks[i] for i in rng.permutation(len(blocks))]
         nthreads = bx * by * bz
-        device.WATCHING[0] = hooks
+        if hooks is not None:
+            device.watch(hooks)
         try:
             for b in blocks:
                 STATE.blockIdx.x, STATE.blockIdx.y, STATE.blockIdx.z = b
@@ -167,7 +168,8 @@ def launch(
                 else:
                     _run_block_plain(function, codes, args, nthreads, bx, by, bz, rng, block_function)
         finally:
-            device.WATCHING[0] = None
+            if hooks is not None:
+                device.watch(None)
 
 
 def _run_block_plain(function, codes, args, nthreads, bx, by, bz, rng, block_function=None) -> None:
