@@ -332,6 +332,25 @@ def store_racing_an_atomic(out):
 
 
 @cuda.jit
+def read_racing_atomics(out, seen):
+    t = cuda.threadIdx.x
+    if t == 0:
+        seen[0] = out[0]  # a plain read while the other threads add atomically: which sum it sees is a race
+    else:
+        cuda.atomic.add(out, 0, 1)
+
+
+@cuda.jit
+def store_racing_an_atomic_after_a_syncwarp(out):
+    t = cuda.threadIdx.x
+    cuda.syncwarp()  # orders nothing that follows it: the store and the atomics are after it in every lane
+    if t == 0:
+        out[0] = 5
+    else:
+        cuda.atomic.add(out, 0, 1)
+
+
+@cuda.jit
 def block_zero_stores_the_others_add(out):
     if cuda.blockIdx.x == 0:
         out[0] = 5  # no barrier orders blocks: this store races the other blocks' atomics
@@ -395,6 +414,19 @@ def test_a_plain_store_racing_an_atomic_to_the_same_address_is_a_race():
     assert {race.first.line, race.second.line} == {
         _line_of(store_racing_an_atomic, "out[0] = 5"), _line_of(store_racing_an_atomic, "cuda.atomic.add")
     }
+
+
+def test_a_plain_read_racing_atomics_is_a_race_and_atomics_alone_are_not():
+    report = analyse(trace_launch(read_racing_atomics, 1, 32, [np.zeros(1, np.int32), np.zeros(1, np.int32)]))
+    found = [(r.array, {r.first.kind, r.second.kind}) for r in report.races]
+    assert found == [("out", {"read", "atomic"})], str(report)
+
+
+def test_a_store_racing_an_atomic_is_a_race_in_a_kernel_that_also_syncs_its_warp():
+    report = analyse(trace_launch(store_racing_an_atomic_after_a_syncwarp, 1, 32, [np.zeros(1, np.int32)]))
+    found = [(r.array, {r.first.kind, r.second.kind}) for r in report.races]
+    assert found == [("out", {"write", "atomic"})], str(report)
+    assert dict(report.collectives) == {"syncwarp": 1}
 
 
 def test_between_blocks_atomics_do_not_race_but_a_plain_store_against_them_does():
