@@ -543,3 +543,20 @@ def test_the_recorder_is_not_reachable_from_the_kernels_globals_or_arguments():
     kernel.record(1, 64, (x, np.zeros_like(x)), tracer)
     assert found == [False]
     assert type(args_seen[0]).__name__ == "Watched" and not hasattr(args_seen[0], "recorder")
+
+
+@cuda.jit
+def sum_by_iterating(x, out):
+    if cuda.threadIdx.x == 0:
+        total = float32(0.0)
+        for v in x:  # iterating a traced array reads each element once, and ends
+            total += v
+        out[0] = total
+
+
+def test_iterating_over_a_traced_array_reads_each_element_and_ends():
+    x = np.arange(8, dtype=np.float32)
+    out = np.zeros(1, np.float32)
+    report = analyse(trace_launch(sum_by_iterating, 1, 32, [x, out]))
+    assert not report.problems and out[0] == x.sum(), str(report)
+    assert next(s for s in report.sectors if s.array == "x").requests == 8

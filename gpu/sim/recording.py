@@ -173,6 +173,10 @@ def hooks_for(recorder: Recorder, codes: frozenset, state) -> Hooks:
         def __len__(self) -> int:
             return len(self._ary)
 
+        def __iter__(self):  # ``for v in a``: each element read (without this, Python's fallback would never stop)
+            for i in range(len(self._ary)):
+                yield self[i]
+
         def __getattr__(self, name):  # shape, size, dtype, ndim, strides...: the array's own
             if name.startswith("_"):
                 raise AttributeError(name)

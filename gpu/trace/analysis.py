@@ -221,9 +221,14 @@ def _warp_ordered(trace: RawTrace, block: int, t1: int, k1: int, t2: int, k2: in
     return False
 
 
+MAX_CELL_ACCESSES = 512  # with warp syncs, an address's accesses in one barrier interval compared pairwise: the first
+
+
 def _first_unordered(trace: RawTrace, block: int, accesses: list[tuple]):
     """The first conflicting pair of different threads with no syncwarp between them (accesses in one block
-    interval: (thread, site, kind, warp syncs passed)), or None."""
+    interval: (thread, site, kind, warp syncs passed)), or None. Only the first ``MAX_CELL_ACCESSES`` are compared
+    (an address touched more often than that between two syncthreads is rare; this bounds the work)."""
+    accesses = accesses[:MAX_CELL_ACCESSES]
     for n, (t1, s1, k1, w1) in enumerate(accesses):
         for t2, s2, k2, w2 in accesses[n + 1:]:
             if t1 != t2 and _conflicting(k1, k2) and not _warp_ordered(trace, block, t1, w1, t2, w2):
