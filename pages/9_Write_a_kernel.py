@@ -7,6 +7,7 @@ from gpu.experiments.base import PageLink
 from gpu.problems import problems
 from ui.components.code_editor import available as code_editor_available
 from ui.frame import frame
+from ui.views.trace import submission_test_ui
 from ui.views.write_kernel import (
     NAME_KEY,
     cached_sandbox_status,
@@ -48,9 +49,10 @@ name = st.text_input(
     placeholder="anonymous",
     help="No account: the name you type is shown beside passing submissions.",
 )
+traced_test = submission_test_ui(problem)  # the size the memory trace runs at (issue 26)
 clicked = st.button("Run", type="primary", icon=":material/play_arrow:", disabled=not accepting, key="write_kernel.run")
 if clicked or (edited.run_requested and accepting):  # the button, or Ctrl+Enter in the editor
-    run_submission(problem, edited.source, name, status)
+    run_submission(problem, edited.source, name, status, traced_test)
     if (
         code_editor_available() and line_markers(problem) != markers
     ):  # the editor above was drawn before this verdict: draw it again with its lines marked

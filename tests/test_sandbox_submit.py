@@ -163,7 +163,7 @@ def test_every_waiting_judge_gives_its_verdict_before_an_earlier_analysis(tmp_pa
             events.append(f"{source} judged")
         return Verdict(problem=problem, status="wrong", backend="simulator", message="", threads_per_block=64)
 
-    def analyse(problem, source, threads, facts, trace, limits=None, sandbox=None):
+    def analyse(problem, source, threads, facts, trace, limits=None, sandbox=None, trace_test=None):
         events.append(f"{source} analysed")
         return {"compile_facts": None, "note": "", "status": "unavailable", "trace": None}
 

@@ -420,3 +420,106 @@ def test_a_wrong_answer_shows_the_inputs_at_the_mismatching_index():
     assert set(miss["inputs"]) == {"a", "b"} and "the inputs there: a[" in verdict.message
     # the values are shown in float32's shortest form: their float32 sum is the expected value, bit for bit
     assert np.float32(miss["expected"]) == np.float32(miss["inputs"]["a"]) + np.float32(miss["inputs"]["b"])
+
+
+# --- the memory hooks (gpu/sim/recording.py): what a recorder is told, and nothing on a plain launch
+
+
+@cuda.jit
+def hooked(x, out):
+    buf = cuda.shared.array(64, float32)
+    t = cuda.threadIdx.x
+    buf[t] = x[t]
+    cuda.syncthreads()
+    v = buf[63 - t]
+    cuda.syncwarp()
+    v += cuda.shfl_down_sync(FULL, v, 1)
+    if out.size == 1:  # an attribute of the array: the array's own, through the watched one
+        cuda.atomic.add(out, 0, v)
+
+
+class _Recorder:
+    def __init__(self):
+        self.arrays, self.accesses, self.syncs, self.oob = [], [], [], []
+
+    def array(self, name, space, array):
+        self.arrays.append((name, space, array.shape))
+        return len(self.arrays) - 1
+
+    def access(self, block, thread, array, offset, kind, site):
+        self.accesses.append((block, thread, self.arrays[array][0], offset, kind, site[2]))
+
+    def out_of_bounds(self, block, thread, array, index, kind, site):
+        self.oob.append((block, thread, self.arrays[array][0], index, kind, site[2]))
+
+    def sync(self, block, kind, site, threads, completed):
+        self.syncs.append((block, kind, site[2], tuple(threads), completed))
+
+
+def _line(text: str, kernel=hooked) -> int:
+    import inspect
+
+    lines, start = inspect.getsourcelines(kernel.py_func)
+    return start + next(i for i, line in enumerate(lines) if text in line)
+
+
+def test_a_recorder_is_told_every_access_barrier_and_collective_with_block_thread_and_line():
+    from gpu.sim.recording import ATOMIC, READ, WRITE
+
+    x, out = np.arange(128, dtype=np.float32), np.zeros(1, np.float32)
+    rec = _Recorder()
+    hooked.record(3, 64, (x, out), rec, blocks=(0, 2))  # block 1 not run at all
+    assert rec.arrays == [("x", "global", (128,)), ("out", "global", (1,)), ("buf", "shared", (64,))]
+    assert {a[0] for a in rec.accesses} == {0, 2}
+    by = lambda name, kind: [a for a in rec.accesses if a[2] == name and a[4] == kind]  # noqa: E731
+    assert len(by("x", READ)) == 128 and {a[5] for a in by("x", READ)} == {_line("buf[t] = x[t]")}
+    assert sorted(a[3] for a in by("x", READ) if a[0] == 0) == [4 * t for t in range(64)]  # byte offsets
+    assert len(by("buf", WRITE)) == len(by("buf", READ)) == 128
+    assert {a[5] for a in by("buf", READ)} == {_line("v = buf[63 - t]")}
+    assert len(by("out", ATOMIC)) == 128 and {a[5] for a in by("out", ATOMIC)} == {_line("cuda.atomic.add")}
+    kinds = [(s[0], s[1], s[2], len(s[3])) for s in rec.syncs]
+    for block in (0, 2):
+        assert (block, "bar", _line("cuda.syncthreads()"), 64) in kinds
+        assert kinds.count((block, "syncwarp", _line("cuda.syncwarp()"), 32)) == 2  # once per warp
+        assert kinds.count((block, "shfl_down", _line("shfl_down_sync"), 32)) == 2
+    v = x[:64][::-1]  # thread t's buf[63 - t]; lane 31 of a warp shuffles its own value down to itself
+    shuffled = np.array([v[t + 1] if t % 32 < 31 else v[t] for t in range(64)])
+    assert out[0] == 2 * (v + shuffled).sum()  # the recorded launch computes what the kernel computes (blocks 0, 2)
+
+
+def test_a_recorded_launch_records_an_out_of_bounds_index_and_goes_on():
+    rec = _Recorder()
+    a, out = np.arange(64, dtype=np.float32), np.full(64, -7, np.float32)
+    write_before_start.record(1, 64, (a, out), rec)
+    assert rec.oob == [(0, 0, "out", (-1,), 1, _line("out[i - 1]", write_before_start))]
+    assert (out[:-1] == a[1:]).all() and out[-1] == -7  # the bad write dropped, every other thread ran
+
+
+SEEN_TYPES: list = []
+
+
+@cuda.jit
+def note_type(x):
+    SEEN_TYPES.append(type(x))  # plain Python in the simulator: what the kernel is handed
+
+
+def test_a_plain_launch_hands_the_kernel_numpy_arrays_even_after_a_recorded_one():
+    from gpu.sim import device
+
+    x = np.zeros(4, np.float32)
+    note_type.record(1, 1, (x,), _Recorder())
+    assert device.WATCHING[0] is None  # the hooks are gone with the launch
+    note_type[1, 1](x)
+    assert [t.__name__ for t in SEEN_TYPES] == ["Watched", "ndarray"]
+
+
+def test_the_simulator_imports_nothing_else_of_the_lab():
+    import ast
+    from pathlib import Path
+
+    for path in (Path(__file__).resolve().parents[1] / "gpu" / "sim").glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            for name in names:
+                assert not name.startswith("gpu.") or name.startswith("gpu.sim"), f"{path.name} imports {name}"

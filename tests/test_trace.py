@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 import numpy as np
 import pytest
 from numba import float32
@@ -229,7 +231,7 @@ def test_accesses_past_the_limit_are_counted_not_recorded():
     assert any("were not recorded" in n for n in report.notes)
 
 
-TRACEABLE = [k.name for k in lab_kernels() if not k.skip]
+TRACEABLE = [k.name for k in lab_kernels()]
 # matmul's work grows as N³: 17 keeps it to seconds and still leaves partial tiles at the edges
 SIZES = {"matmul-naive": 17, "matmul-shared": 17, "matmul-register": 17}
 
@@ -249,11 +251,60 @@ def catalog_specs():
     return [importlib.import_module(f"gpu.experiments.{key}").SPEC for key in kernel_keys()]
 
 
-def test_the_steps_the_simulator_cannot_run_are_skipped_with_the_reason():
-    skipped = {k.name: k.skip for k in lab_kernels() if k.skip}
-    needing = {f"{spec.key}-{s.key}" for spec in catalog_specs() for s in spec.steps if s.needs}
-    assert set(skipped) == needing and "reduction-shuffle" in needing
-    assert all("warp shuffles" in why and "simulator" in why for why in skipped.values())
+def test_every_catalog_step_is_traced_warp_shuffle_steps_included():
+    names = {k.name for k in lab_kernels()}
+    steps = {f"{spec.key}-{s.key}" for spec in catalog_specs() for s in spec.steps}
+    assert steps <= names
+    shuffle_steps = [f"{spec.key}-{s.key}" for spec in catalog_specs() for s in spec.steps if s.needs]
+    assert "reduction-shuffle" in shuffle_steps and len(shuffle_steps) >= 3
+    for name in shuffle_steps:
+        report = trace_lab_kernel(name)
+        assert not report.problems, str(report)
+        assert dict(report.collectives).get("shfl_down_sync", 0) > 0, name  # the shuffles ran, counted
+        assert report.barrier_intervals == 2  # one syncthreads: the warp sums in shared memory, then warp 0
+
+
+def test_a_multi_pass_step_says_which_launch_its_trace_shows():
+    report = trace_lab_kernel("reduction-two-pass")
+    assert any("launches 2 kernels" in n and "reduce_final_kernel" in n for n in report.notes), report.notes
+
+
+@pytest.mark.parametrize("name,n,size,blocks", [
+    ("reduction-shuffle", 256, "N = 256", 2), ("reduction-shuffle", 1024, "N = 1,024", 8),
+    ("transpose-naive", 64, "64 × 64", 16), ("copy-strided", 2048, "N = 2,048", 8),
+])
+def test_the_traced_size_is_the_one_asked_for(name, n, size, blocks):
+    report = trace_lab_kernel(name, n)
+    assert size in report.label and report.blocks_total == blocks, (report.label, report.blocks_total)
+
+
+@pytest.mark.parametrize("name,value,fragment", [
+    ("matmul-naive", 41, "N may be at most 40 here"),  # 41³ = 68,921 steps of work, over 65,536
+    ("transpose-naive", 257, "N may be at most 256 here"),
+    ("reduction-shuffle", 65_537, "N may be at most 65,536 here"),
+    ("reduction-shuffle", 0, "at least 1"),
+    ("reduction-shuffle", "lots", "whole number"),
+    ("copy-strided", 1000, "multiple of 1,024"),
+])
+def test_a_traced_size_out_of_bounds_is_refused_with_what_is_allowed(name, value, fragment):
+    from gpu.core.limits import InputError
+
+    with pytest.raises(InputError, match=fragment):
+        trace_lab_kernel(name, value)
+
+
+def test_every_kernel_at_its_largest_traced_size_stays_interactive():
+    """The bound (gpu.trace.MAX_TRACE_WORK) is what keeps a trace interactive: the slowest lab kernels at their max."""
+    import time
+
+    from gpu.trace.lab import find
+
+    for name in ("matmul-register", "reduction-grid-stride", "transpose-padded"):
+        kernel = find(name)
+        start = time.perf_counter()
+        report = trace_lab_kernel(name, kernel.max_n)
+        assert not report.problems, str(report)
+        assert time.perf_counter() - start < 30, name  # seconds on a 2-core machine; generous for a loaded one
 
 
 def test_what_the_lab_steps_teach():
@@ -264,3 +315,248 @@ def test_what_the_lab_steps_teach():
     assert column(tiled).ways == 32 and column(padded).ways == 1
     tree = trace_lab_kernel("reduction-tree")
     assert tree.barrier_intervals == 2 + 7  # one after the loads, one per halving of 128 threads (log2 128 = 7)
+
+
+# --- warp-level ordering and atomics (issue 26): the trace records through the lab simulator's own hooks
+
+WARP_BUF = 32
+
+
+@cuda.jit
+def store_racing_an_atomic(out):
+    t = cuda.threadIdx.x
+    if t == 0:
+        out[0] = 5  # a plain store: races the other threads' atomics (no barrier between)
+    else:
+        cuda.atomic.add(out, 0, 1)
+
+
+@cuda.jit
+def read_racing_atomics(out, seen):
+    t = cuda.threadIdx.x
+    if t == 0:
+        seen[0] = out[0]  # a plain read while the other threads add atomically: which sum it sees is a race
+    else:
+        cuda.atomic.add(out, 0, 1)
+
+
+@cuda.jit
+def store_racing_an_atomic_after_a_syncwarp(out):
+    t = cuda.threadIdx.x
+    cuda.syncwarp()  # orders nothing that follows it: the store and the atomics are after it in every lane
+    if t == 0:
+        out[0] = 5
+    else:
+        cuda.atomic.add(out, 0, 1)
+
+
+@cuda.jit
+def block_zero_stores_the_others_add(out):
+    if cuda.blockIdx.x == 0:
+        out[0] = 5  # no barrier orders blocks: this store races the other blocks' atomics
+    else:
+        cuda.atomic.add(out, 0, 1)
+
+
+@cuda.jit
+def warp_sum_through_shared(x, out):
+    buf = cuda.shared.array(32, float32)
+    lane = cuda.threadIdx.x
+    buf[lane] = x[lane]
+    cuda.syncwarp()
+    offset = 16
+    while offset > 0:
+        v = buf[lane]
+        if lane < offset:
+            v += buf[lane + offset]
+        cuda.syncwarp()
+        buf[lane] = v
+        cuda.syncwarp()
+        offset //= 2
+    if lane == 0:
+        out[0] = buf[0]
+
+
+@cuda.jit
+def warp_sum_missing_a_syncwarp(x, out):
+    buf = cuda.shared.array(32, float32)
+    lane = cuda.threadIdx.x
+    buf[lane] = x[lane]
+    cuda.syncwarp()
+    offset = 16
+    while offset > 0:
+        v = buf[lane]
+        if lane < offset:
+            v += buf[lane + offset]
+        # missing cuda.syncwarp(): lane 0 may read buf[16] after lane 16 overwrote it
+        buf[lane] = v
+        cuda.syncwarp()
+        offset //= 2
+    if lane == 0:
+        out[0] = buf[0]
+
+
+@cuda.jit
+def two_warps_exchange_with_syncwarp(x, out):
+    buf = cuda.shared.array(64, float32)
+    t = cuda.threadIdx.x
+    buf[t] = x[t]
+    cuda.syncwarp()  # orders lanes of one warp only: thread t reads what thread 63 - t (the other warp) wrote
+    out[t] = buf[63 - t]
+
+
+def test_a_plain_store_racing_an_atomic_to_the_same_address_is_a_race():
+    report = analyse(trace_launch(store_racing_an_atomic, 1, 32, [np.zeros(1, np.int32)]))
+    assert report.problems and len(report.races) == 1, str(report)
+    race = report.races[0]
+    assert race.scope == "in a block" and race.array == "out"
+    assert {race.first.kind, race.second.kind} == {"write", "atomic"}
+    assert {race.first.line, race.second.line} == {
+        _line_of(store_racing_an_atomic, "out[0] = 5"), _line_of(store_racing_an_atomic, "cuda.atomic.add")
+    }
+
+
+def test_a_plain_read_racing_atomics_is_a_race_and_atomics_alone_are_not():
+    report = analyse(trace_launch(read_racing_atomics, 1, 32, [np.zeros(1, np.int32), np.zeros(1, np.int32)]))
+    found = [(r.array, {r.first.kind, r.second.kind}) for r in report.races]
+    assert found == [("out", {"read", "atomic"})], str(report)
+
+
+def test_a_store_racing_an_atomic_is_a_race_in_a_kernel_that_also_syncs_its_warp():
+    report = analyse(trace_launch(store_racing_an_atomic_after_a_syncwarp, 1, 32, [np.zeros(1, np.int32)]))
+    found = [(r.array, {r.first.kind, r.second.kind}) for r in report.races]
+    assert found == [("out", {"write", "atomic"})], str(report)
+    assert dict(report.collectives) == {"syncwarp": 1}
+
+
+def test_between_blocks_atomics_do_not_race_but_a_plain_store_against_them_does():
+    racy = analyse(trace_launch(block_zero_stores_the_others_add, 3, 1, [np.zeros(1, np.int32)]))
+    assert [r.scope for r in racy.races] == ["between blocks"], str(racy)
+    assert {racy.races[0].first.kind, racy.races[0].second.kind} == {"write", "atomic"}
+    counted = np.zeros(1, np.int64)
+    assert not analyse(trace_launch(atomic_count, 4, 32, [counted])).problems and counted[0] == 128
+
+
+def test_a_syncwarp_reduction_through_shared_memory_is_clean_and_correct():
+    x = np.arange(WARP_BUF, dtype=np.float32)
+    out = np.zeros(1, np.float32)
+    report = analyse(trace_launch(warp_sum_through_shared, 1, WARP_BUF, [x, out]))
+    assert not report.problems, str(report)
+    assert out[0] == x.sum()
+    assert report.barrier_intervals == 1  # no syncthreads at all: syncwarp alone orders the lanes
+
+
+def test_a_missing_syncwarp_in_a_warp_exchange_is_a_race_with_both_lines():
+    x = np.arange(WARP_BUF, dtype=np.float32)
+    report = analyse(trace_launch(warp_sum_missing_a_syncwarp, 1, WARP_BUF, [x, np.zeros(1, np.float32)]))
+    assert report.problems and report.races, str(report)
+    race = report.races[0]
+    assert race.array == "buf" and race.space == "shared" and race.scope == "in a block"
+    assert {race.first.line, race.second.line} == {
+        _line_of(warp_sum_missing_a_syncwarp, "v += buf[lane + offset]"),
+        _line_of(warp_sum_missing_a_syncwarp, "buf[lane] = v"),
+    }
+    assert {race.first.kind, race.second.kind} == {"read", "write"}
+
+
+def test_syncwarp_does_not_order_lanes_of_different_warps():
+    x = np.arange(64, dtype=np.float32)
+    report = analyse(trace_launch(two_warps_exchange_with_syncwarp, 1, 64, [x, np.zeros_like(x)]))
+    assert report.races and report.races[0].array == "buf", str(report)
+    writer = next(w for w in (report.races[0].first, report.races[0].second) if w.kind == "write")
+    reader = next(w for w in (report.races[0].first, report.races[0].second) if w.kind == "read")
+    assert writer.thread[0] // 32 != reader.thread[0] // 32
+
+
+def test_shuffles_are_counted_as_collectives_not_memory_accesses():
+    from gpu.kernels import reduction as k
+
+    x = np.ones(256, np.float32)
+    raw = trace_launch(k.reduce_shuffle_kernel, 2, 128, [x, np.zeros(1, np.float32)])
+    assert raw.error is None, raw.error
+    # per block of 4 warps: 5 shuffle rounds in each warp, then 5 more in warp 0 over the warp sums
+    assert raw.collectives == {"shfl_down": 2 * (4 * 5 + 5)}
+    assert {(a.name, a.space) for a in raw.arrays} == {("x", "global"), ("total", "global"), ("warp_sums", "shared")}
+    kinds = Counter((raw.arrays[r[3]].name, r[5]) for r in raw.records)
+    assert kinds == {("x", 0): 256, ("warp_sums", 1): 8, ("warp_sums", 0): 8, ("total", 2): 2}  # no shuffle in here
+
+
+def test_the_recorder_is_not_reachable_from_the_kernels_globals_or_arguments():
+    """A learner's kernel must not be able to reach the recorder and forge its own trace (issue 24)."""
+    import types
+    import warnings
+
+    from gpu.sim import SimKernel
+    from gpu.sim import device as sim_device
+    from gpu.trace import record
+
+    seen_recorders: list = []
+    found: list = []
+
+    class Probe(record._Tracer):
+        def access(self, *args):
+            if not found:
+                found.append(_reachable(frame_globals(), args_seen, self))
+            super().access(*args)
+
+    args_seen: list = []
+
+    def frame_globals():
+        import sys
+
+        frame = sys._getframe(0)
+        while frame is not None and frame.f_code.co_name != "shift_left_synced":
+            frame = frame.f_back
+        assert frame is not None
+        args_seen[:] = [frame.f_locals["x"], frame.f_locals["out"]]
+        return frame.f_globals
+
+    def _reachable(scope, args, target, depth=4) -> bool:
+        todo, seen = [(v, 0) for v in [*scope.values(), *args, sim_device.STATE]], set()
+        while todo:
+            obj, d = todo.pop()
+            if obj is target:
+                return True
+            if id(obj) in seen or d >= depth or isinstance(obj, (types.ModuleType, type, str, bytes, int, float)):
+                continue
+            seen.add(id(obj))
+            if isinstance(obj, dict):
+                todo += [(v, d + 1) for v in obj.values()]
+            elif isinstance(obj, (list, tuple, set, frozenset)):
+                todo += [(v, d + 1) for v in obj]
+            elif not isinstance(obj, np.ndarray):
+                for name in dir(obj):
+                    if name.startswith("__"):
+                        continue  # dunders: refused by the write-a-kernel checker (and so are "_" names)
+                    try:
+                        with warnings.catch_warnings():  # deprecated attributes of library objects on the way
+                            warnings.simplefilter("ignore")
+                            todo.append((getattr(obj, name), d + 1))
+                    except Exception:
+                        continue
+        return False
+
+    x = np.arange(64, dtype=np.float32)
+    tracer = Probe((1, 1, 1), (64, 1, 1), 1000)
+    seen_recorders.append(tracer)
+    kernel = shift_left_synced if isinstance(shift_left_synced, SimKernel) else SimKernel(shift_left_synced.py_func)
+    kernel.record(1, 64, (x, np.zeros_like(x)), tracer)
+    assert found == [False]
+    assert type(args_seen[0]).__name__ == "Watched" and not hasattr(args_seen[0], "recorder")
+
+
+@cuda.jit
+def sum_by_iterating(x, out):
+    if cuda.threadIdx.x == 0:
+        total = float32(0.0)
+        for v in x:  # iterating a traced array reads each element once, and ends
+            total += v
+        out[0] = total
+
+
+def test_iterating_over_a_traced_array_reads_each_element_and_ends():
+    x = np.arange(8, dtype=np.float32)
+    out = np.zeros(1, np.float32)
+    report = analyse(trace_launch(sum_by_iterating, 1, 32, [x, out]))
+    assert not report.problems and out[0] == x.sum(), str(report)
+    assert next(s for s in report.sectors if s.array == "x").requests == 8

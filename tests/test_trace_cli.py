@@ -59,13 +59,15 @@ def test_a_finding_exits_1_with_thread_and_line(capsys, monkeypatch):
 @pytest.mark.parametrize("args,fragment", [
     (["trace", "no-such-kernel"], "unknown kernel"),
     (["trace"], "needs a kernel name"),
-    (["trace", "reduction-shuffle"], "warp shuffles"),
     (["trace", "transpose-naive", "--n", "1e6"], "too large"),
+    (["trace", "matmul-naive", "--n", "41"], "N may be at most 40"),
+    (["trace", "copy-strided", "--n", "1000"], "multiple of 1,024"),
     (["trace", "transpose-naive", "--n", "zero"], "N"),
     (["trace", "learner.py"], "add --problem"),
     (["trace", "no-such-file.py", "--problem", "vector-add"], "cannot read"),
     (["trace", "no-such-file.py", "--problem", "vector-add", "--n", "5"], "--n goes with a lab kernel"),
     (["trace", "transpose-naive", "--problem", "vector-add"], "--problem goes with a .py file"),
+    (["trace", "transpose-naive", "--test", "1 × 1"], "--test goes with a .py file"),
 ])
 def test_bad_input_exits_2_with_one_line(args, fragment, capsys):
     assert main(args) == 2
@@ -74,10 +76,27 @@ def test_bad_input_exits_2_with_one_line(args, fragment, capsys):
 
 
 def test_the_child_process_returns_reports_and_reasons():
-    report, reason = run_in_child([("copy-strided", 2048), ("reduction-shuffle", None)])
+    report, shuffles, reason = run_in_child([("copy-strided", 2048), ("reduction-shuffle", 1024),
+                                             ("transpose-naive", 300)])
     assert isinstance(report, TraceReport) and "N = 2,048" in report.label
     assert next(s for s in report.sectors if s.kind == "read").sectors_per_request == 32
-    assert "warp shuffles" in reason
+    assert isinstance(shuffles, TraceReport) and "N = 1,024" in shuffles.label and not shuffles.problems
+    assert dict(shuffles.collectives)["shfl_down_sync"] > 0
+    assert "N may be at most 256" in reason
+
+
+def test_a_shuffle_step_traces_from_the_command_line_at_the_size_asked(capsys):
+    assert main(["trace", "reduction-shuffle", "--n", "256", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert "N = 256" in data["label"] and data["blocks_total"] == 2 and data["problems"] is False
+    assert dict(map(tuple, data["collectives"]))["shfl_down_sync"] == 2 * (4 * 5 + 5)
+
+
+def test_the_list_gives_each_kernels_largest_traced_size(capsys):
+    assert main(["trace", "--list"]) == 0
+    out = capsys.readouterr().out
+    assert "reduction-shuffle" in out and "at most 65,536" in out and "at most 40" in out
+    assert "cannot be traced" not in out
 
 
 def test_a_learners_file_is_checked_then_traced_in_the_sandbox(tmp_path, capsys):
@@ -96,6 +115,21 @@ def test_a_learners_file_is_checked_then_traced_in_the_sandbox(tmp_path, capsys)
     assert "race on shared `partial" in out and "line 14 (`partial[tid]`)" in out and "line 18" in out
     assert main(["trace", str(hostile), "--problem", "shared"]) == 2  # refused by the checker: never run
     assert "not allowed" in capsys.readouterr().err
+
+
+def test_a_learners_file_is_traced_at_the_test_asked_for_and_an_unknown_test_is_refused(tmp_path, capsys):
+    from gpu.problems import get
+
+    problem = get("shared")
+    good = tmp_path / "good.py"
+    good.write_text(problem.solution.source)
+    smallest = min(problem.tests, key=lambda c: sum(c.sizes.values()))
+    assert main(["trace", str(good), "--problem", "shared", "--test", smallest.name, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert smallest.name in data["label"] and data["problems"] is False
+    assert main(["trace", str(good), "--problem", "shared", "--test", "no such test"]) == 2
+    err = capsys.readouterr().err
+    assert "no test 'no such test'" in err and smallest.name in err and err.count("\n") == 1
 
 
 def test_on_a_gpu_the_cli_traces_in_a_simulator_child_and_never_in_its_own_process(monkeypatch, capsys):

@@ -33,7 +33,7 @@ def test_the_kernels_page_traces_every_transpose_step_on_request():
     assert len(at.get("vega_lite_chart")) >= 4  # the sectors chart and one access map per step
 
 
-def test_the_reduction_shows_its_barrier_intervals_and_says_why_shuffles_are_not_traced():
+def test_the_reduction_traces_every_step_warp_shuffles_included():
     at = AppTest.from_file(KERNELS, default_timeout=180).run()
     at.toggle(key="trace.kernels.on").set_value(True).run()  # reduction is the first kernel
     assert not at.exception, at.exception
@@ -41,7 +41,24 @@ def test_the_reduction_shows_its_barrier_intervals_and_says_why_shuffles_are_not
     assert "**9 barrier intervals** per block (8 syncthreads)" in text
     from gpu.experiments.reduction import SPEC
 
-    assert text.count("Not traced: this step needs warp shuffles") == sum(1 for s in SPEC.steps if s.needs)
+    assert "Not traced" not in text
+    assert sum("No race, no out-of-bounds access" in s.value for s in at.success) == len(SPEC.steps)
+    shuffles = sum(1 for s in SPEC.steps if s.needs)  # the steps numba-cuda's simulator could not run
+    assert text.count("warp collectives: **") == shuffles and "shfl_down_sync" in text
+
+
+def test_the_learner_chooses_the_traced_size_within_its_bound():
+    at = AppTest.from_file(KERNELS, default_timeout=180).run()
+    at.selectbox(key="kernels.kernel").set_value("transpose").run()
+    at.toggle(key="trace.kernels.on").set_value(True).run()
+    size = at.number_input(key="trace.kernels.transpose.n")
+    assert size.value == 32 and size.max == 256  # N × N elements: 256² = 65,536, the trace's bound
+    size.set_value(64).run()
+    assert not at.exception, at.exception
+    assert "transpose-naive, 64 × 64 float32" in _texts(at)
+    at.selectbox(key="kernels.kernel").set_value("matmul").run()
+    matmul = at.number_input(key="trace.kernels.matmul.n")
+    assert matmul.max == 40  # N³ multiply-adds: 40³ = 64,000 ≤ 65,536
 
 
 def test_launch_config_compares_coalesced_and_strided_reads():
@@ -69,8 +86,10 @@ def test_a_submission_missing_its_syncthreads_gets_the_race_with_threads_and_lin
     at = AppTest.from_file(WRITE, default_timeout=180).run()
     at.selectbox(key="write_kernel.problem").set_value("shared").run()
     at.text_area(key="write_kernel.draft.shared").input(missing_sync)
+    at.selectbox(key="trace.write_kernel.test.shared").set_value("a block minus one")  # the traced size, chosen
     at.button(key="write_kernel.run").click().run()
     assert not at.exception, at.exception
+    assert "test “a block minus one” (n = 255)" in _texts(at)
     race = next(e.value for e in at.error if "race" in e.value.lower())
     assert race.startswith("Found 1 race")
     items = [m.value for m in at.markdown if m.value.startswith("- race on shared `partial")]

@@ -13,7 +13,7 @@ cached results, a poisoned CUDA context) reaches the next one. Order matters:
    (after a verdict that ran, or for ``python -m gpu trace FILE``), the compiler's facts and
    the memory trace in one process: the source is checked once, NVVM runs (in its own
    subprocess, with no address-space cap), then the address space is lowered and the
-   learner's module is exec'd and traced in numba-cuda's simulator.
+   learner's module is exec'd and traced in Kernel Lab's simulator (gpu/sim/recording.py).
 """
 
 from __future__ import annotations
@@ -111,7 +111,7 @@ def analysis(problem, request: dict) -> dict:
         from gpu.trace.submission_child import trace_checked
 
         try:
-            result["trace"] = trace_checked(problem, source, int(request["seed"]))
+            result["trace"] = trace_checked(problem, source, int(request["seed"]), request.get("trace_test"))
         except Exception as exc:  # one line, never a traceback
             result["trace"] = f"the trace could not run: {type(exc).__name__}: {str(exc).strip()[:300]}"
     return result
@@ -127,9 +127,9 @@ def main(argv: list[str]) -> int:
     request = json.loads(sys.stdin.buffer.read(MAX_REQUEST_BYTES) or b"{}")
     mode = request.get("mode")
     if mode in ("facts", "analysis") and request.get("trace"):
-        # the trace records accesses through numba-cuda's simulator: chosen before gpu is imported
+        # the trace records accesses through Kernel Lab's simulator's hooks: chosen before gpu is imported
         # (the name by hand: gpu.core.settings declares it, but importing it would import gpu, and so decide, first)
-        os.environ["KERNEL_LAB_SIMULATOR"] = "numba"
+        os.environ["KERNEL_LAB_SIMULATOR"] = "lab"
     from gpu.problems import get
     from gpu.sandbox.harness import judge
     from gpu.sandbox.verdict import Verdict

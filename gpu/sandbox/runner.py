@@ -575,8 +575,12 @@ def analyse_in_child(
     trace: bool = True,
     limits: Limits | None = None,
     sandbox: SandboxStatus | None = None,
+    trace_test: str | None = None,
 ) -> dict:
     """The compiler's facts and the memory trace of a checked source, in one sandboxed child (the simulator).
+
+    ``trace_test`` names the problem's functional test to trace (default: the largest that launches at most
+    8 blocks); the caller checks it names one (``gpu.trace.submission_child.test_case``).
 
     Returns {"compile_facts": dict | None, "note": str, "trace": dict | str | None}: ``trace`` is the
     TraceReport's dict, or one line saying why there is none. Call only for a source the checker
@@ -602,6 +606,7 @@ def analyse_in_child(
             "threads": threads,
             "facts": facts,
             "trace": trace,
+            "trace_test": trace_test,
             "seed": secrets.randbits(62),
             # NVVM runs first, without an address-space cap; the child lowers it before the learner's code runs
             "address_space_bytes": limits.for_child(True)["address_space_bytes"],

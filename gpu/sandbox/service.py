@@ -97,6 +97,7 @@ def submit(
     trace: bool = True,
     relock=None,
     on_verdict: Callable[[Verdict], None] | None = None,
+    trace_test: str | None = None,
 ) -> Submission:
     """Judge ``source`` for ``problem_key``, add the compiler's facts (simulator) and the memory trace to a verdict
     that ran, and save it when it passes. InputError for a bad problem name; never raises for the learner's code.
@@ -111,6 +112,10 @@ def submit(
 
     problem = get(problem_key)
     admit_problem(problem, BACKEND.simulated)
+    if trace and trace_test is not None:
+        from gpu.trace.submission_child import test_case
+
+        test_case(problem, trace_test)  # InputError naming the problem's tests, before anything runs
     if lock is None:
         lock = default_locks(f"write-a-kernel {problem.key}")
     verdict = runner.judge_in_child(problem.key, source, limits=limits, sandbox=sandbox, lock=lock)
@@ -138,6 +143,7 @@ def submit(
                 trace=trace,
                 limits=limits,
                 sandbox=analysis_sandbox,
+                trace_test=trace_test,
             )
         if want_facts:
             verdict.compile_facts, verdict.compile_facts_note = data["compile_facts"], data["note"]

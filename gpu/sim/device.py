@@ -52,6 +52,23 @@ def _shape(shape) -> tuple[int, ...]:
     return tuple(int(d) for d in dims)
 
 
+# The hooks of the recorded launch running now (gpu/sim/recording.py), else None. Set and cleared by the
+# engine under its launch lock (``watch``); a module global, never an attribute of the device API a kernel can name.
+WATCHING: list = [None]
+
+
+def watch(hooks) -> None:
+    """Install ``hooks`` for a recorded launch (None: a plain launch again, with the plain atomics)."""
+    WATCHING[0] = hooks
+    STATE.atomic = _WatchedAtomics(STATE) if hooks is not None else _Atomics(STATE)
+
+
+def _dropped(array):
+    """What an out-of-bounds atomic of a recorded launch returns: 0 of the array's type (the atomic was recorded)."""
+    dtype = getattr(array, "dtype", None)
+    return dtype.type(0) if dtype is not None else 0
+
+
 class _Atomics:
     """``cuda.atomic.*``: each returns the old value; one thread runs at a time, so each is atomic."""
 
@@ -124,6 +141,26 @@ class _Atomics:
 
     def compare_and_swap(self, array, old, value):
         return self.cas(array, 0, old, value)
+
+
+class _WatchedAtomics(_Atomics):
+    """``cuda.atomic`` during a recorded launch only: an atomic on a watched array is reported, then done on its
+    NumPy array (out of bounds: reported and dropped, returning 0). A plain launch never pays for this check."""
+
+    def _update(self, name, array, index, value, op):
+        target = _watched(array, index, name)
+        return _dropped(array) if target is None else super()._update(name, target[0], target[1], value, op)
+
+    def cas(self, array, index, old, value):
+        target = _watched(array, index, "cas")
+        return _dropped(array) if target is None else super().cas(target[0], target[1], old, value)
+
+
+def _watched(array, index, name: str):
+    hooks = WATCHING[0]
+    if hooks is None or not isinstance(array, hooks.watched):
+        return array, index
+    return hooks.atomic(array, index, name)
 
 
 class _Local:
@@ -280,6 +317,8 @@ STATE = State()
 
 
 def negative_index(array, index, axis: int, line: int):
+    if WATCHING[0] is not None and isinstance(array, WATCHING[0].watched):
+        return index  # a recorded launch: the watched array records it as out of bounds and goes on
     raise _OutOfBounds(
         f"index {index} on axis {axis} is negative; a GPU does not wrap it to the end as NumPy would, "
         f"it reads or writes memory before the array (shape {tuple(np.shape(array))})",
@@ -299,6 +338,10 @@ def shared_array(site: int, line: int, shape, dtype):
                 f"{SHARED_BYTES_PER_BLOCK // 1024} KiB a block can declare",
                 line,
             )
+        if WATCHING[0] is not None:  # a recorded launch: every access to this array is reported
+            import sys
+
+            array = WATCHING[0].shared(array, line, sys._getframe(1))
         STATE.block_shared[site] = array
     return array
 

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from gpu.sim import device
 from gpu.sim.device import STATE, WARP
 from gpu.sim.errors import KernelFault, _OutOfBounds
 from gpu.sim.rewrite import BLOCK_SYNC
@@ -132,11 +133,16 @@ def launch(
     args: tuple,
     seed: int | None = None,
     block_function=None,
+    hooks=None,
+    only: frozenset[int] | None = None,
 ) -> None:
     """Run ``function`` (the rewritten kernel) over the grid; raise KernelFault on a GPU-defined error.
 
     ``block_function(threadIdx, count, *args)``, where the rewrite could make one, runs a whole
     1-D block in one call (same semantics, thread 0 first): used unless the order is shuffled.
+    ``hooks`` (gpu/sim/recording.py: a recorded launch; ``args`` already watched) are told of
+    every barrier and collective and installed for shared arrays and atomics; ``only`` runs just
+    the blocks with these linear ids (x fastest), the others not at all.
     """
     gx, gy, gz = dims(grid, "grid")
     bx, by, bz = dims(block, "block")
@@ -145,17 +151,25 @@ def launch(
         STATE.gridDim.x, STATE.gridDim.y, STATE.gridDim.z = gx, gy, gz
         STATE.blockDim.x, STATE.blockDim.y, STATE.blockDim.z = bx, by, bz
         blocks = [(x, y, z) for z in range(gz) for y in range(gy) for x in range(gx)]
+        if only is not None:
+            blocks = [b for b in blocks if b[0] + gx * (b[1] + gy * b[2]) in only]
         if rng is not None:
             blocks = [blocks[i] for i in rng.permutation(len(blocks))]
         nthreads = bx * by * bz
-        for b in blocks:
-            STATE.blockIdx.x, STATE.blockIdx.y, STATE.blockIdx.z = b
-            STATE.block_shared = {}
-            STATE.exited = set()
-            if is_generator:
-                _run_block_sync(function, codes, args, nthreads, bx, by, rng)
-            else:
-                _run_block_plain(function, codes, args, nthreads, bx, by, bz, rng, block_function)
+        if hooks is not None:
+            device.watch(hooks)
+        try:
+            for b in blocks:
+                STATE.blockIdx.x, STATE.blockIdx.y, STATE.blockIdx.z = b
+                STATE.block_shared = {}
+                STATE.exited = set()
+                if is_generator:
+                    _run_block_sync(function, codes, args, nthreads, bx, by, rng, hooks)
+                else:
+                    _run_block_plain(function, codes, args, nthreads, bx, by, bz, rng, block_function)
+        finally:
+            if hooks is not None:
+                device.watch(None)
 
 
 def _run_block_plain(function, codes, args, nthreads, bx, by, bz, rng, block_function=None) -> None:
@@ -178,7 +192,7 @@ def _run_block_plain(function, codes, args, nthreads, bx, by, bz, rng, block_fun
         raise _fault_from(exc, codes) from None
 
 
-def _run_block_sync(function, codes, args, nthreads, bx, by, rng) -> None:
+def _run_block_sync(function, codes, args, nthreads, bx, by, rng, hooks=None) -> None:
     t = STATE.threadIdx
     flat = by == 1 and nthreads == bx  # a 1-D block: the linear id is threadIdx.x
     threads = []
@@ -216,6 +230,8 @@ def _run_block_sync(function, codes, args, nthreads, bx, by, rng) -> None:
         first = waiting[next(iter(waiting))]
         if first[0] == "bar" and len(waiting) == nthreads and all(r is first for r in waiting.values()):
             # The common case: every thread at the same plain syncthreads (one constant request).
+            if hooks is not None:
+                hooks.sync("bar", threads[0], everyone, True)
             waiting.clear()
             for linear in everyone:
                 replies[linear] = None
@@ -224,7 +240,7 @@ def _run_block_sync(function, codes, args, nthreads, bx, by, rng) -> None:
         for linear in runnable:
             if linear not in waiting:
                 replies[linear] = None
-        runnable = _resolve(waiting, replies, exited, nthreads, bx, by)
+        runnable = _resolve(waiting, replies, exited, nthreads, bx, by, threads, hooks)
 
 
 def _fault_at(linear: int, bx: int, by: int, kind: str, sentence: str, line: int | None):
@@ -242,8 +258,13 @@ def _mask(request) -> int:
     return int(value) & FULL_MASK
 
 
-def _resolve(waiting: dict, replies: list, exited: set, nthreads: int, bx: int, by: int) -> list[int]:
-    """Release what can be released; return the threads that run next. Raise when nothing can."""
+def _resolve(
+    waiting: dict, replies: list, exited: set, nthreads: int, bx: int, by: int, threads=(), hooks=None
+) -> list[int]:
+    """Release what can be released; return the threads that run next. Raise when nothing can.
+
+    ``hooks`` (a recorded launch) are told of each release, and of a barrier that cannot complete before the fault.
+    """
     released: list[int] = []
     problem = None
     collective = {t: r for t, r in waiting.items() if r[0] not in _BARRIERS}
@@ -275,6 +296,8 @@ def _resolve(waiting: dict, replies: list, exited: set, nthreads: int, bx: int, 
                 problem = problem or (linear, why, line, kind)
                 continue
             results = _collective(kind, [collective[m] for m in members], [m % WARP for m in members], linear, bx, by)
+            if hooks is not None:
+                hooks.sync(kind, threads[linear], members, True)
             for m, value in zip(members, results):
                 replies[m] = value
                 del waiting[m]
@@ -295,6 +318,13 @@ def _resolve(waiting: dict, replies: list, exited: set, nthreads: int, bx: int, 
         )
     first = min(barrier)
     kind, line = barrier[first][0], barrier[first][1]
+    stuck = bool(exited) or any(r[1] != line or r[0] != kind for r in barrier.values())
+    if hooks is not None and stuck:  # the trace sees who waited where before the fault stops the launch
+        groups: dict[tuple, list[int]] = {}
+        for t, r in sorted(barrier.items()):
+            groups.setdefault((r[0], r[1]), []).append(t)
+        for (group_kind, _), members in groups.items():
+            hooks.sync(group_kind, threads[members[0]], members, False)
     if exited:
         gone = min(exited)
         _fault_at(
@@ -324,6 +354,8 @@ def _resolve(waiting: dict, replies: list, exited: set, nthreads: int, bx: int, 
         value = {"bar_count": sum(predicates), "bar_and": int(all(predicates)), "bar_or": int(any(predicates))}[kind]
         for t in barrier:
             replies[t] = value
+    if hooks is not None:
+        hooks.sync(kind, threads[first], sorted(barrier), True)
     waiting.clear()
     return sorted(barrier)
 

@@ -116,6 +116,35 @@ class SimKernel:
     def __repr__(self) -> str:
         return f"<simulated {'device function' if self._device else 'kernel'} {self.__name__}>"
 
+    def record(self, grid, block, args, recorder, names=None, blocks=None) -> None:
+        """``self[grid, block](*args)`` with every memory access, barrier and warp collective told to ``recorder``.
+
+        ``recorder`` follows ``gpu.sim.recording.Recorder``; ``names`` name the arguments (default:
+        the kernel's parameters); ``blocks`` (linear ids) are the only blocks run (default: all).
+        Out-of-bounds accesses are recorded, not raised; any other fault raises as in a plain launch.
+        """
+        if self._device:
+            raise KernelFault("launch", f"{self.__name__} is a device function: call it from a kernel")
+        from gpu.sim.recording import hooks_for
+
+        compiled = self.compile()
+        if names is None:
+            code = self.py_func.__code__
+            names = code.co_varnames[: code.co_argcount]
+        hooks = hooks_for(recorder, compiled.codes, device_api.STATE)
+        engine.launch(
+            compiled.function,
+            compiled.is_generator,
+            compiled.codes,
+            grid,
+            block,
+            hooks.wrap_args(tuple(engine.kernel_argument(a) for a in args), list(names)),
+            seed=engine.launch_seed(),
+            block_function=compiled.block,
+            hooks=hooks,
+            only=None if blocks is None else frozenset(int(b) for b in blocks),
+        )
+
     # --- compilation: rewrite once
     def compile(self, _active: frozenset = frozenset()) -> Compiled:
         if self._compiled is not None:

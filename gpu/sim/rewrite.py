@@ -161,6 +161,14 @@ def function_node(source: str, name: str, first_line: int) -> ast.FunctionDef:
     """The ``def name`` in ``source`` (dedented), with line numbers of the original file."""
     tree = ast.parse(textwrap.dedent(source))
     ast.increment_lineno(tree, first_line - 1)
+    first = source.splitlines()[0] if source else ""
+    indent = len(first) - len(first.lstrip())  # dedent moved every column left by this: put them back (the trace
+    if indent:  # quotes `out[i]` from the file by column)
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.stmt, ast.expr)):
+                node.col_offset += indent
+                if node.end_col_offset is not None:
+                    node.end_col_offset += indent
     for node in tree.body:
         if isinstance(node, ast.FunctionDef) and node.name == name:
             return node

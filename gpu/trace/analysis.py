@@ -6,8 +6,10 @@ each is tested on hand-written records without the simulator.
 Definitions (the ones the hardware tools use):
 
 * **race**: two threads of one block touch the same address in the same barrier
-  interval, at least one writes, neither atomically; or two blocks touch the same global
-  address (no barrier orders blocks), at least one writes, neither atomically.
+  interval, with no ``syncwarp`` both took part in between them (lanes of one warp), and
+  the accesses conflict: at least one is a plain write, or one is atomic and the other
+  plain (two atomics never race; a plain store racing an atomic does); or two blocks touch
+  the same global address (no barrier orders blocks) with conflicting accesses.
 * **request**: the accesses of one warp (threads 32·w … 32·w + 31 of a block) at one
   source site on the same dynamic occurrence (the k-th time each thread got there) —
   what one load or store instruction of the warp asks of memory.
@@ -39,8 +41,10 @@ MAX_PICTURE_BLOCKS = 4  # the picture is for launches of a few blocks
 MAX_PICTURE_ROWS = 20_000
 
 CANNOT_SEE = ("A trace cannot see timing, caches or the real scheduler's interleavings: the simulator runs one "
-              "block at a time and each thread as a Python thread. Races are found from the accesses themselves "
-              "(same address, same barrier interval, one write), whatever order the threads ran in.")
+              "block at a time and one thread at a time, switching at barriers and warp collectives. Races are "
+              "found from the accesses themselves (same address, no syncthreads, or within a warp no syncwarp, "
+              "between them, one a plain write or one atomic against a plain access), whatever order the threads "
+              "ran in.")
 
 
 @dataclass(frozen=True)
@@ -164,75 +168,119 @@ class _Names:
 
 
 class _Cell:
-    """Per address: the first writer, a writer from another thread, the first reader, a reader from another thread."""
+    """Per address: the first writer, a writer from another agent, the same for readers and for atomics."""
 
-    __slots__ = ("w", "w2", "r", "r2")
+    __slots__ = ("w", "w2", "r", "r2", "a", "a2")
 
     def __init__(self):
-        self.w = self.w2 = self.r = self.r2 = None
+        self.w = self.w2 = self.r = self.r2 = self.a = self.a2 = None
 
     def add(self, who: tuple, kind: int) -> None:  # who = (agent, block, thread, site, kind); agent: thread or block
-        if kind == WRITE:
-            if self.w is None:
-                self.w = who
-            elif self.w2 is None and who[0] != self.w[0]:
-                self.w2 = who
-        else:
-            if self.r is None:
-                self.r = who
-            elif self.r2 is None and who[0] != self.r[0]:
-                self.r2 = who
+        first, second = ("w", "w2") if kind == WRITE else ("a", "a2") if kind == ATOMIC else ("r", "r2")
+        mine = getattr(self, first)
+        if mine is None:
+            setattr(self, first, who)
+        elif getattr(self, second) is None and who[0] != mine[0]:
+            setattr(self, second, who)
 
     def conflict(self):
-        """Two accesses by different agents, at least one a write, or None."""
-        if self.w is None:
-            return None
-        if self.w2 is not None:
-            return self.w, self.w2
-        for r in (self.r, self.r2):
-            if r is not None and r[0] != self.w[0]:
-                return self.w, r
+        """Two accesses by different agents, at least one a plain write or one atomic and one plain, or None."""
+        if self.w is not None:
+            if self.w2 is not None:
+                return self.w, self.w2
+            for other in (self.r, self.r2, self.a, self.a2):
+                if other is not None and other[0] != self.w[0]:
+                    return self.w, other
+        if self.a is not None:
+            for a in (self.a, self.a2):
+                for r in (self.r, self.r2):
+                    if a is not None and r is not None and a[0] != r[0]:
+                        return a, r
         return None
+
+
+def _conflicting(k1: int, k2: int) -> bool:
+    """Two accesses to one address conflict unless both read or both are atomic."""
+    return not (k1 == k2 and k1 != WRITE)
+
+
+def _warp_ordered(trace: RawTrace, block: int, t1: int, k1: int, t2: int, k2: int) -> bool:
+    """Whether a ``syncwarp`` both threads took part in lies between their accesses.
+
+    ``k1``, ``k2``: how many warp syncs each thread had passed at its access. A chain of syncs
+    through a third lane (partial masks) is not followed: such a pair counts as unordered.
+    """
+    if t1 // WARP != t2 // WARP:
+        return False
+    mine, theirs = trace.warp_syncs.get((block, t1), ()), trace.warp_syncs.get((block, t2), ())
+    where = {e: j for j, e in enumerate(theirs)}
+    for i, e in enumerate(mine):
+        j = where.get(e)
+        if j is not None and ((i >= k1 and j < k2) or (j >= k2 and i < k1)):
+            return True
+    return False
+
+
+MAX_CELL_ACCESSES = 512  # with warp syncs, an address's accesses in one barrier interval compared pairwise: the first
+
+
+def _first_unordered(trace: RawTrace, block: int, accesses: list[tuple]):
+    """The first conflicting pair of different threads with no syncwarp between them (accesses in one block
+    interval: (thread, site, kind, warp syncs passed)), or None. Only the first ``MAX_CELL_ACCESSES`` are compared
+    (an address touched more often than that between two syncthreads is rare; this bounds the work)."""
+    accesses = accesses[:MAX_CELL_ACCESSES]
+    for n, (t1, s1, k1, w1) in enumerate(accesses):
+        for t2, s2, k2, w2 in accesses[n + 1:]:
+            if t1 != t2 and _conflicting(k1, k2) and not _warp_ordered(trace, block, t1, w1, t2, w2):
+                return (t1, block, t1, s1, k1), (t2, block, t2, s2, k2)
+    return None
 
 
 def find_races(trace: RawTrace, max_reported: int = MAX_REPORTED) -> list[Race]:
     """Races in a block (same barrier interval) and between blocks (global memory), one per pair of sites.
 
-    Atomics never race with each other and, by the definition above, are left out.
+    Two accesses conflict unless both read or both are atomic: a plain store racing an atomic
+    is a race. In a block, a ``syncthreads`` between them orders them, and so does a
+    ``syncwarp`` that both took part in (lanes of one warp).
     """
     in_block: dict[tuple, _Cell] = defaultdict(_Cell)
     across: dict[tuple, _Cell] = defaultdict(_Cell)
+    warp_level = bool(trace.warp_syncs)
+    by_cell: dict[tuple, list[tuple]] = defaultdict(list)  # with warp syncs: every access of a cell, in order
     spaces = {a.id: a.space for a in trace.arrays}
-    for block, thread, interval, array, offset, kind, site, _ in trace.records:
-        if kind == ATOMIC:
-            continue
-        in_block[(block, array, offset, interval)].add((thread, block, thread, site, kind), kind)
+    for record in trace.records:
+        block, thread, interval, array, offset, kind, site = record[:7]
+        if warp_level:
+            by_cell[(block, array, offset, interval)].append((thread, site, kind, record[8] if len(record) > 8 else 0))
+        else:
+            in_block[(block, array, offset, interval)].add((thread, block, thread, site, kind), kind)
         if spaces[array] == "global":
             across[(array, offset)].add((block, block, thread, site, kind), kind)
     names = _Names(trace)
-    found: dict[tuple, Race] = {}
+    found: dict[tuple, tuple] = {}
     counts: Counter = Counter()
 
-    def collect(cells: dict, scope: str, array_of, offset_of) -> None:
-        for key, cell in cells.items():
-            pair = cell.conflict()
-            if pair is None:
-                continue
-            a, b = sorted(pair, key=lambda w: (w[3], w[4], w[1], w[2]))
-            sig = (scope, array_of(key), a[3], a[4], b[3], b[4])
-            counts[sig] += 1
-            if sig not in found:
-                info = trace.arrays[array_of(key)]
-                found[sig] = (
-                    info,
-                    offset_of(key),
-                    names.who(a[1], a[2], a[3], a[4]),
-                    names.who(b[1], b[2], b[3], b[4]),
-                )
+    def note(scope: str, array: int, offset: int, pair) -> None:
+        a, b = sorted(pair, key=lambda w: (w[3], w[4], w[1], w[2]))
+        sig = (scope, array, a[3], a[4], b[3], b[4])
+        counts[sig] += 1
+        if sig not in found:
+            found[sig] = (trace.arrays[array], offset, names.who(a[1], a[2], a[3], a[4]),
+                          names.who(b[1], b[2], b[3], b[4]))
 
-    collect(in_block, "in a block", lambda k: k[1], lambda k: k[2])
+    for key, cell in in_block.items():
+        if (pair := cell.conflict()) is not None:
+            note("in a block", key[1], key[2], pair)
+    for key, accesses in by_cell.items():
+        kinds = {a[2] for a in accesses}
+        if WRITE not in kinds and not (ATOMIC in kinds and len(kinds) > 1):
+            continue  # reads only, or atomics only: nothing to order
+        if (pair := _first_unordered(trace, key[0], accesses)) is not None:
+            note("in a block", key[1], key[2], pair)
     # between blocks the agents are blocks: two threads of one block never count here
-    collect(across, "between blocks", lambda k: k[0], lambda k: k[1])
+    for key, cell in across.items():
+        if (pair := cell.conflict()) is not None:
+            note("between blocks", key[0], key[1], pair)
     races = []
     for sig, (info, offset, first, second) in found.items():
         races.append(Race(info.name, info.space, sig[0], info.index_of(offset), first, second, counts[sig]))
@@ -300,7 +348,7 @@ def _requests(trace: RawTrace, space: str) -> dict[tuple, list[tuple[int, int]]]
     """(site, array, kind, block, warp, occurrence) -> [(thread, byte offset)] for arrays in ``space``."""
     wanted = {a.id for a in trace.arrays if a.space == space}
     out: dict[tuple, list] = defaultdict(list)
-    for block, thread, _, array, offset, kind, site, occurrence in trace.records:
+    for block, thread, _, array, offset, kind, site, occurrence, *_ in trace.records:
         if array in wanted:
             out[(site, array, kind, block, thread // WARP, occurrence)].append((thread, offset))
     return out
@@ -380,7 +428,7 @@ def picture(trace: RawTrace) -> list[dict] | None:
     threads = {t: _xyz(unlinear(t, trace.block)) for t in range(per_block)}
     blocks = {b: _xyz(unlinear(b, trace.grid)) for b in trace.blocks_traced}
     labels = [f"{a.name} ({a.space})" for a in trace.arrays]
-    for block, thread, _, array, offset, kind, _, _ in trace.records:
+    for block, thread, _, array, offset, kind, *_ in trace.records:
         key = (array, offset, block, thread, kind)
         if key in seen:
             continue

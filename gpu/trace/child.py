@@ -1,11 +1,11 @@
 """Run traces in a fresh child process, never in the caller's.
 
-Why a child: the simulator keeps one global kernel context and the trace patches its
-module, so a trace must not share a process with other simulated kernels (the app's
-sessions are threads of one process); and on a GPU machine the app's process uses the
-real device, while a trace needs the simulator, which Numba fixes at import. The child
-is ``python -m gpu.trace.child NAME[=N] ...`` with ``NUMBA_ENABLE_CUDASIM=1``; it prints
-one JSON list, a report or ``{"name", "problem"}`` per request, in order.
+Why a child: a trace is CPU work that must not hold up the app's sessions (threads of one
+process, which the simulator's launch lock would serialise), and on a GPU machine the app's
+process uses the real device, while a trace needs a process that simulates, which Numba
+fixes at import. The child is ``python -m gpu.trace.child NAME[=N] ...`` with
+``NUMBA_ENABLE_CUDASIM=1`` and Kernel Lab's simulator (``KERNEL_LAB_SIMULATOR=lab``, whatever
+the app runs); it prints one JSON list, a report or ``{"name", "problem"}`` per request, in order.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def run_in_child(requests: Sequence[tuple[str, int | None]], timeout_s: float = 
     """Trace lab kernels ``(name, n or None)`` in one fresh simulator process.
 
     Returns, per request, a ``TraceReport`` or the text of why it could not be traced
-    (an unknown name, a size out of range, a step the simulator cannot run).
+    (an unknown name, a size out of range, saying what is allowed).
     """
     from gpu.trace.report import TraceReport
 
@@ -40,7 +40,7 @@ def run_in_child(requests: Sequence[tuple[str, int | None]], timeout_s: float = 
     env = {
         **os.environ,
         "NUMBA_ENABLE_CUDASIM": "1",
-        _settings.SIMULATOR.name: "numba",
+        _settings.SIMULATOR.name: "lab",
         "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
     }
     try:

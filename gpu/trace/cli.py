@@ -1,4 +1,4 @@
-"""``python -m gpu trace KERNEL-OR-FILE [--problem P] [--n N] [--json]``: the memory trace from the shell.
+"""``python -m gpu trace KERNEL-OR-FILE [--problem P [--test NAME]] [--n N] [--json]``: the memory trace from the shell.
 
 Exit 0 when the trace is clean, 1 when it finds a race, an out-of-bounds access or
 barrier divergence (each printed with its thread and line), 2 for bad input or a
@@ -17,6 +17,7 @@ from pathlib import Path
 
 from gpu.core.jsonout import print_json
 from gpu.core.limits import InputError
+from gpu.trace import MAX_TRACE_WORK
 
 
 def add_trace_command(sub) -> None:
@@ -25,7 +26,7 @@ def add_trace_command(sub) -> None:
         "trace",
         help="record every memory access of a kernel in the simulator: races, out-of-bounds, "
         "barrier divergence, sectors per request, bank conflicts",
-        description="Run a kernel at a small size in Numba's CUDA simulator with every global and shared "
+        description="Run a kernel at a small size in Kernel Lab's CUDA simulator with every global and shared "
         "memory access recorded. Exit codes: 0 clean, 1 a race, an out-of-bounds access or "
         "barrier divergence, 2 refused (bad input, or a learner's file the checker refuses), "
         "3 the lab itself failed (not your code).",
@@ -36,7 +37,18 @@ def add_trace_command(sub) -> None:
         help="a lab kernel (e.g. transpose-naive; see --list) or a learner's .py file (with --problem)",
     )
     p.add_argument("--problem", default=None, help="the write-a-kernel problem a .py file solves")
-    p.add_argument("--n", default=None, help="problem size (default: the kernel's small trace size)")
+    p.add_argument(
+        "--test",
+        default=None,
+        help="with --problem: the name of the problem's functional test to trace, which sets the size "
+        "(default: the largest that launches at most 8 blocks; python -m gpu problems shows the tests)",
+    )
+    p.add_argument(
+        "--n",
+        default=None,
+        help=f"the traced size N (default: the kernel's small trace size); its work (N, N × N or N³) may be at most "
+        f"{MAX_TRACE_WORK:,}: --list gives each kernel's largest N",
+    )
     p.add_argument("--list", action="store_true", help="list the lab's kernels and exit")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=cmd_trace)
@@ -48,7 +60,7 @@ def cmd_trace(args: argparse.Namespace) -> int:
 
     if args.list:
         for k in lab_kernels():
-            print(f"{k.name:<24} {k.title}" + (f"  (cannot be traced: {k.skip})" if k.skip else ""))
+            print(f"{k.name:<24} {k.title}  (N: {k.default_n:,} by default, at most {k.max_n:,})")
         return 0
     if not args.target:
         raise InputError(
@@ -63,16 +75,15 @@ def cmd_trace(args: argparse.Namespace) -> int:
             )
         if args.n is not None:
             raise InputError(
-                "--n goes with a lab kernel; a learner's file is traced at one of its problem's test sizes"
+                "--n goes with a lab kernel; a learner's file is traced at one of its problem's test sizes "
+                "(choose it with --test NAME)"
             )
-        return _trace_file(target, args.problem, args.json)
+        return _trace_file(target, args.problem, args.json, args.test)
     if args.problem:
         raise InputError("--problem goes with a .py file; a lab kernel has its own inputs")
+    if args.test is not None:
+        raise InputError("--test goes with a .py file and --problem; a lab kernel's size is --n N")
     kernel = find(target)  # InputError naming the choices
-    if kernel.skip:
-        raise InputError(
-            f"{target} cannot be traced: it {kernel.skip}. Its GPU steps are measured on the Kernels page."
-        )
     n = None if args.n is None else kernel.check_n(args.n)
     if BACKEND.simulated:
         report = trace_lab_kernel(target, n)
@@ -93,13 +104,13 @@ def _emit(report, as_json: bool) -> int:
     return 1 if report.problems else 0
 
 
-def _trace_file(path: str, problem: str, as_json: bool) -> int:
+def _trace_file(path: str, problem: str, as_json: bool, test: str | None = None) -> int:
     """A learner's file: read (capped, UTF-8), checked by the sandbox's checker, traced in its sandboxed child."""
     from gpu.sandbox.cli import read_kernel_file
     from gpu.trace.submission import trace_submission
 
     source = read_kernel_file(path)  # a regular file, capped, UTF-8: else InputError (exit 2)
-    report = trace_submission(problem, source)
+    report = trace_submission(problem, source, test=test)
     if isinstance(report, str):  # refused by the checker, or stopped by the sandbox's limits
         raise InputError(f"{path}: {report}")
     return _emit(report, as_json)

@@ -2,8 +2,9 @@
 
 Names: every step of the catalog as ``<kernel>-<step>`` (``transpose-naive``,
 ``reduction-tree``, ...), the vector-add kernels of ``gpu/kernels/vector_add.py``, and
-the coalesced / strided pair of ``gpu/trace/examples.py``. Steps that need a feature
-the simulator lacks (warp shuffles) are listed with the reason and cannot be traced.
+the coalesced / strided pair of ``gpu/trace/examples.py``. Every one is traced in Kernel
+Lab's simulator, warp shuffles included, at a size the learner may choose up to
+``MAX_TRACE_WORK`` units of work (``LabKernel.check_n`` says what is wrong with any other).
 """
 
 from __future__ import annotations
@@ -16,16 +17,12 @@ from typing import Any
 import numpy as np
 
 from gpu.core.limits import InputError, parse_size
-from gpu.trace import examples
+from gpu.trace import MAX_TRACE_WORK, examples
+from gpu.trace.analysis import MAX_PICTURE_BLOCKS
 from gpu.trace.record import DEFAULT_MAX_ACCESSES, DEFAULT_MAX_BLOCKS, trace_launch
 from gpu.trace.report import TraceReport, analyse
 
-MAX_TRACE_ELEMENTS = 2**16  # inputs above this only cost time: at most DEFAULT_MAX_BLOCKS blocks run anyway
 _CATALOG_RUN_PARAMS = ("repeats", "cpu", "cpu_budget_s")  # a trace runs each step once, with no CPU implementations
-# Trace sizes where the catalog's simulator default launches more than the 4 blocks the
-# picture draws (histogram: 1,024 values in blocks of 128 = 8 blocks; 512 = 4).
-TRACE_N = {"histogram": 512}
-
 
 @dataclass(frozen=True)
 class Launch:
@@ -34,31 +31,47 @@ class Launch:
     block: Any
     args: tuple
     label: str
+    notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
 class LabKernel:
-    """One traceable kernel of the lab. ``prepare(n)`` makes its launch; ``skip`` says why it cannot run in the
-    simulator."""
+    """One traceable kernel of the lab. ``prepare(n)`` makes its launch at size ``n`` (``check_n`` first)."""
 
     name: str
     title: str
     size_help: str
     default_n: int
-    elements: Callable[[int], int]  # elements an N-sized problem has (N or N²)
+    work: Callable[[int], int]  # the work of an N-sized trace, in the units of ``work_help``: bounded by MAX_TRACE_WORK
     prepare: Callable[[int], Launch]
-    skip: str | None = None
     changed: str = ""
+    work_help: str = "N elements"
+    multiple: int = 1  # N must be a multiple of this (the strided copy reads whole warps' patterns)
+
+    @property
+    def max_n(self) -> int:
+        """The largest N whose ``work(N)`` is within ``MAX_TRACE_WORK`` (and a multiple of ``multiple``)."""
+        lo, hi = 1, MAX_TRACE_WORK
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            lo, hi = (mid, hi) if self.work(mid) <= MAX_TRACE_WORK else (lo, mid - 1)
+        return lo - lo % self.multiple
 
     def check_n(self, value: Any) -> int:
+        """``value`` as the traced size N, or InputError saying what is wrong and what is allowed."""
         n = parse_size(value, "N")
         if n < 1:
-            raise InputError(f"N must be at least 1, got {value!r}.")
-        if self.elements(n) > MAX_TRACE_ELEMENTS:
+            raise InputError(f"the traced size N must be at least 1, got {value!r}.")
+        if self.work(n) > MAX_TRACE_WORK:
             raise InputError(
-                f"N = {n:,} is too large for a trace of {self.name}: {self.size_help} may have at most "
-                f"{MAX_TRACE_ELEMENTS:,} elements (a trace is for small sizes; at most {DEFAULT_MAX_BLOCKS} blocks "
-                "run)."
+                f"N = {n:,} is too large for a trace of {self.name}: its work, {self.work_help}, would be "
+                f"{self.work(n):,}; a trace does at most {MAX_TRACE_WORK:,} so that it stays interactive, so N may be "
+                f"at most {self.max_n:,} here."
+            )
+        if n % self.multiple:
+            raise InputError(
+                f"N = {n:,} does not suit {self.name}: it reads the data {examples.STRIDE} elements apart, so N must "
+                f"be a multiple of {self.multiple:,} ({examples.STRIDE} × a warp of 32)."
             )
         return n
 
@@ -76,12 +89,32 @@ def _catalog() -> list[LabKernel]:
             out.append(LabKernel(
                 name=f"{spec.key}-{step.key}", title=f"{spec.title} · {step.label}",
                 size_help="an N × N matrix" if square else "an N-element input",
-                default_n=TRACE_N.get(key, defaults["n"]), elements=(lambda n: n * n) if square else (lambda n: n),
+                default_n=_trace_default(spec, defaults),
+                work=_catalog_work(spec, defaults),
+                work_help=_work_help(spec, defaults),
                 prepare=_catalog_launch(spec, step, defaults),
-                skip=f"needs {step.needs}, which Numba's CUDA simulator cannot run" if step.needs else None,
                 changed=step.changed,
             ))
     return out
+
+
+def _catalog_work(spec, defaults: dict) -> Callable[[int], int]:
+    """The catalog's own cost of a size (elements, or N³ multiply-adds for matmul): what bounds its trace."""
+    return lambda n: int(spec.cost({**defaults, "n": n}))
+
+
+def _work_help(spec, defaults: dict) -> str:
+    power = round(np.log2(spec.cost({**defaults, "n": 4}) / spec.cost({**defaults, "n": 2})))
+    return {1: "N elements", 2: "N × N elements"}.get(power, " × ".join(["N"] * power) + " steps")
+
+
+def _trace_default(spec, defaults: dict) -> int:
+    """The catalog's simulator default N, halved until the first step launches at most the blocks the access
+    picture draws (``MAX_PICTURE_BLOCKS``): a trace that shows every block, for the first look."""
+    n = defaults["n"]
+    while n > 1 and int(np.prod(spec.steps[0].grid({**defaults, "n": n}))) > MAX_PICTURE_BLOCKS:
+        n //= 2
+    return n
 
 
 def _catalog_launch(spec, step, defaults: dict) -> Callable[[int], Launch]:
@@ -89,8 +122,14 @@ def _catalog_launch(spec, step, defaults: dict) -> Callable[[int], Launch]:
         params = {**defaults, "n": n}
         inputs = spec.make_inputs(params, 0)
         out = np.zeros(spec.output.shape(params), dtype=spec.output.dtype)
-        return Launch(step.kernel, step.grid(params), step.block(params), (*inputs.values(), out),
-                      f"{spec.key}-{step.key}, {spec.size_label(params)}")
+        launches = step.launches(params, inputs, out, alloc=lambda shape, dtype: np.zeros(shape, dtype))
+        kernel, grid, block, args = launches[0]
+        notes: tuple[str, ...] = ()
+        if len(launches) > 1:  # a multi-pass step: the first launch is traced, the later ones are not run
+            later = ", ".join(getattr(getattr(k, "py_func", k), "__name__", "kernel") for k, *_ in launches[1:])
+            notes = (f"This step launches {len(launches)} kernels; the trace shows the first "
+                     f"({getattr(getattr(kernel, 'py_func', kernel), '__name__', 'kernel')}), not {later}.",)
+        return Launch(kernel, grid, block, args, f"{spec.key}-{step.key}, {spec.size_label(params)}", notes)
     return prepare
 
 
@@ -163,9 +202,6 @@ def _vector_kernels() -> list[LabKernel]:
 def _example_kernels() -> list[LabKernel]:
     def prepare(kernel, name):
         def launch(n):
-            if n % examples.WHOLE_PATTERN:
-                raise InputError(f"{name} reads the data {examples.STRIDE} elements apart: N must be a multiple of "
-                                 f"{examples.WHOLE_PATTERN:,} ({examples.STRIDE} × a warp of 32), got {n:,}.")
             a = np.arange(n, dtype=np.float32)
             return Launch(kernel, (n + 255) // 256, 256, (a, np.zeros_like(a)), f"{name}, N = {n:,} float32")
         return launch
@@ -187,6 +223,7 @@ def _example_kernels() -> list[LabKernel]:
             1024,
             one,
             prepare(examples.read_strided_kernel, "copy-strided"),
+            multiple=examples.WHOLE_PATTERN,
         ),
     ]
 
@@ -212,13 +249,11 @@ def find(name: str) -> LabKernel:
 
 def trace_lab_kernel(name: str, n: Any = None, max_accesses: int = DEFAULT_MAX_ACCESSES,
                      max_blocks: int = DEFAULT_MAX_BLOCKS) -> TraceReport:
-    """Trace one lab kernel at size ``n`` (its small default when None) in this process's simulator."""
+    """Trace one lab kernel at size ``n`` (its small default when None; else ``check_n``) in Kernel Lab's simulator."""
     kernel = find(name)
-    if kernel.skip:
-        raise InputError(f"{name} cannot be traced: it {kernel.skip}.")
     size = kernel.default_n if n is None else kernel.check_n(n)
     launch = kernel.prepare(size)
     raw = trace_launch(
         launch.kernel, launch.grid, launch.block, launch.args, max_accesses=max_accesses, max_blocks=max_blocks
     )
-    return analyse(raw, label=launch.label)
+    return analyse(raw, label=launch.label, notes=launch.notes)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from gpu.sim.rewrite import WARP_SYNC
 from gpu.trace import analysis as an
 from gpu.trace.record import RawTrace
 
@@ -35,6 +36,11 @@ class TraceReport:
     error: str | None = None
     notes: tuple[str, ...] = field(default=())
     source: str = ""  # the file whose line numbers the findings give
+    collectives: tuple[tuple[str, int], ...] = ()  # (CUDA name, releases) of each warp collective, e.g. shfl_down_sync
+
+    def collectives_text(self) -> str:
+        """``40 shfl_down_sync, 8 syncwarp`` (releases of each warp collective, one per warp or mask), or ""."""
+        return ", ".join(f"{count:,} {name}" for name, count in self.collectives)
 
     @property
     def problems(self) -> bool:
@@ -75,6 +81,9 @@ class TraceReport:
         lines += [f"  {o}" for o in self.out_of_bounds]
         lines += [f"  {d}" for d in self.divergence]
         lines.append(f"barrier intervals per block: {self.barrier_intervals}")
+        if self.collectives:
+            lines.append(f"warp collectives released (one per warp or mask; not memory accesses): "
+                         f"{self.collectives_text()}")
         if self.sectors:
             lines.append("global memory, 32-byte sectors per warp request (ideal = the bytes asked for, packed):")
             for s in self.sectors:
@@ -113,6 +122,7 @@ class TraceReport:
             banks=tuple(an.from_dict(an.SiteBanks, b) for b in data["banks"]),
             picture=None if data["picture"] is None else tuple(data["picture"]),
             error=data.get("error"), notes=tuple(data.get("notes", ())), source=data.get("source", ""),
+            collectives=tuple((str(name), int(count)) for name, count in data.get("collectives", ())),
         )
 
 
@@ -160,4 +170,8 @@ def analyse(raw: RawTrace, label: str | None = None, notes: tuple[str, ...] = ()
         error=raw.error,
         notes=tuple(said),
         source=raw.source_file,
+        collectives=tuple(sorted((_CUDA_NAMES.get(kind, kind), count) for kind, count in raw.collectives.items())),
     )
+
+
+_CUDA_NAMES = {kind: name for name, kind in WARP_SYNC.items()}  # "shfl_down" -> "shfl_down_sync"

@@ -5,8 +5,8 @@ source it refuses), then the sandbox's analysis child (``gpu.sandbox.runner.anal
 the same one that gives a submission its compiler's facts) without the facts: a fresh
 process, bubblewrap where it works, the same limits as a verdict, and always the
 simulator (a trace needs it; it never touches the GPU, so it takes no device lock). One
-test case of the problem is traced: the largest that launches at most
-``DEFAULT_MAX_BLOCKS`` blocks. ``gpu.sandbox.service.submit`` traces a submission the same
+test case of the problem is traced: the one the learner names (``test``), else the largest
+that launches at most ``DEFAULT_MAX_BLOCKS`` blocks. ``gpu.sandbox.service.submit`` traces a submission the same
 way, after its verdict.
 """
 
@@ -29,11 +29,19 @@ def report_from(data) -> TraceReport | str:
         return f"not traced: the trace's report could not be read ({type(exc).__name__}: {str(exc)[:100]})"
 
 
-def trace_submission(problem: str, source: str, *, limits=None, sandbox=None) -> TraceReport | str:
-    """The trace of ``source`` solving ``problem``, or one line saying why there is none (refused, killed, crashed)."""
+def trace_submission(problem: str, source: str, *, limits=None, sandbox=None, test: str | None = None
+                     ) -> TraceReport | str:
+    """The trace of ``source`` solving ``problem``, or one line saying why there is none (refused, killed, crashed).
+
+    ``test`` names the problem's functional test to trace (the learner's choice of size; default: the largest that
+    launches at most 8 blocks); a name the problem lacks is an InputError listing its tests.
+    """
     from gpu.problems import get
     from gpu.sandbox import runner
+    from gpu.trace.submission_child import test_case
 
+    if test is not None:
+        test_case(get(problem), test)
     get(problem)  # InputError naming the problems
     limits = limits or runner.Limits()
     sandbox = sandbox or runner.sandbox_status(True)
@@ -42,7 +50,8 @@ def trace_submission(problem: str, source: str, *, limits=None, sandbox=None) ->
     refused = runner.precheck(problem, source, "simulator")
     if refused is not None:
         return f"not traced: {refused.message}"
-    data = runner.analyse_in_child(problem, source, facts=False, trace=True, limits=limits, sandbox=sandbox)
+    data = runner.analyse_in_child(problem, source, facts=False, trace=True, limits=limits, sandbox=sandbox,
+                                   trace_test=test)
     return report_from(data["trace"])
 
 

@@ -4,9 +4,10 @@
 compiler's facts and its trace, for the page, ``python -m gpu solve`` and ``python -m gpu
 trace FILE`` alike), started through the write-a-kernel sandbox's ``run_argv`` (bubblewrap
 where it works, resource limits, wall clock, capped output) only after the app's checker
-passed the source, and after the child checked it once more. The child chooses numba-cuda's
-simulator (``KERNEL_LAB_SIMULATOR=numba``, which gpu/trace/record.py needs) before ``gpu`` is
-imported.
+passed the source, and after the child checked it once more. The child chooses Kernel Lab's
+simulator (``KERNEL_LAB_SIMULATOR=lab``, whose recording hooks gpu/trace/record.py uses) before
+``gpu`` is imported. The recorder is never reachable from the learner's kernel (its globals,
+its arguments, ``cuda``), so the kernel cannot forge its own trace.
 """
 
 from __future__ import annotations
@@ -27,14 +28,26 @@ def pick_case(problem, threads: int, max_blocks: int):
     return max(fitting, key=size) if fitting else min(problem.tests, key=size)
 
 
-def trace_checked(problem, source: str, seed: int) -> dict | str:
+def test_case(problem, name: str):
+    """The functional test of ``problem`` named ``name`` (the learner's choice of the traced size), or InputError
+    naming the tests there are. Every test is small: the choice is bounded by the problem's own tests."""
+    from gpu.core.limits import InputError
+
+    for case in problem.tests:
+        if case.name == name:
+            return case
+    names = "; ".join(f"{c.name!r}" for c in problem.tests)
+    raise InputError(f"the problem {problem.key!r} has no test {name!r} to trace; its tests are {names}.")
+
+
+def trace_checked(problem, source: str, seed: int, test: str | None = None) -> dict | str:
     """The trace of a source this process has already checked (``gpu.sandbox.child``'s analysis): the report's
-    dict, or one line saying why there is none."""
-    result = trace_source(problem, source, seed, checked=True)
+    dict, or one line saying why there is none. ``test`` names the functional test to trace (default: ``pick_case``)."""
+    result = trace_source(problem, source, seed, checked=True, test=test)
     return result["problem"] if "problem" in result else result
 
 
-def trace_source(problem, source: str, seed: int, checked: bool = False) -> dict:
+def trace_source(problem, source: str, seed: int, checked: bool = False, test: str | None = None) -> dict:
     import linecache
 
     import numpy as np
@@ -53,7 +66,7 @@ def trace_source(problem, source: str, seed: int, checked: bool = False) -> dict
         return {"problem": f"refused ({refusal.rule}, line {refusal.line}): {refusal.message}"}
     # the source was exec'd from a string: give the trace its lines to quote
     linecache.cache[SOURCE_NAME] = (len(source), None, source.splitlines(True), SOURCE_NAME)
-    case = pick_case(problem, threads, DEFAULT_MAX_BLOCKS)
+    case = pick_case(problem, threads, DEFAULT_MAX_BLOCKS) if test is None else test_case(problem, test)
     inputs = problem.args(np.random.default_rng(seed), case.sizes)  # arrays and scalars
     outputs = fresh_outputs(problem, case.sizes)
     grid, block = problem.launch(case.sizes, threads)
@@ -63,4 +76,4 @@ def trace_source(problem, source: str, seed: int, checked: bool = False) -> dict
     return analyse(raw, label=f"{problem.kernel_name}, test “{case.name}” ({sizes})").to_dict()
 
 
-__all__ = ["pick_case", "trace_checked", "trace_source"]
+__all__ = ["pick_case", "test_case", "trace_checked", "trace_source"]

@@ -2,8 +2,9 @@
 page's coalesced-vs-strided comparison.
 
 Traces run in a fresh child process (``gpu.trace.child``; the simulator is not
-thread-safe and, on a GPU machine, not the app's backend), and the lab's kernels at
-their fixed small sizes are deterministic, so their reports are cached (bounded).
+thread-safe and, on a GPU machine, not the app's backend), and the lab's kernels at a
+given size are deterministic, so their reports are cached (bounded) per kernel and size.
+The Kernels page lets the learner choose the traced size, up to ``MAX_TRACE_WORK``.
 """
 
 from __future__ import annotations
@@ -11,25 +12,59 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from gpu.core.limits import InputError
+from gpu.trace import MAX_TRACE_WORK
 from gpu.trace.analysis import CANNOT_SEE, WARP
 from gpu.trace.child import TraceFailed, run_in_child
 from gpu.trace.report import TraceReport
 from ui.charts import trace as charts
 
-MAX_CACHED = 32  # trace sets kept (the lab has fewer than 10 kernels with 2-3 steps each)
+MAX_CACHED = 32  # trace sets kept (a few sizes of each of the lab's kernels)
 SUBMISSION_KEY = "trace.write_kernel"  # this session's last trace per problem: {problem: (verdict, report or why not)}
 
 
 @st.cache_data(max_entries=MAX_CACHED, show_spinner=False)
-def cached_traces(names: tuple[str, ...]) -> list:
-    """Reports (or why not) for lab kernels at their trace sizes, traced together in one child process.
+def cached_traces(names: tuple[str, ...], n: int | None = None) -> list:
+    """Reports (or why not) for lab kernels at size ``n`` (None: each one's trace size), traced together in one
+    child process.
 
     The simulator is CPU work: a trace queues for the CPU lock like the CPU benchmarks (only on a cache miss).
     """
     from ui.resources import cpu_lock
 
     with cpu_lock().hold(f"memory trace of {', '.join(names)}"):
-        return run_in_child([(name, None) for name in names])
+        return run_in_child([(name, n) for name in names])
+
+
+def trace_size_ui(names: tuple[str, ...], key: str) -> int | None:
+    """The traced size N the learner chose for these lab kernels (one size for all), or None after an error shown.
+
+    A number input bounded by the smallest of their bounds (``MAX_TRACE_WORK`` of work: N, N × N or N³);
+    every kernel's own check then runs on the value, so a refused size says what is wrong and what is allowed.
+    """
+    from gpu.trace.lab import find
+
+    kernels = [find(name) for name in names]
+    most = min(k.max_n for k in kernels)
+    default = min(min(k.default_n for k in kernels), most)
+    n = st.number_input(
+        "Traced size N",
+        min_value=1,
+        max_value=most,
+        value=default,
+        step=1,
+        key=key,
+        help=f"The problem size each step is traced at (default {default:,}: small enough that every block is "
+        f"traced and drawn). At most {most:,} here: a trace's work ({kernels[0].work_help}) is bounded by "
+        f"{MAX_TRACE_WORK:,} so that it stays interactive; at most 8 blocks are traced whatever the size.",
+    )
+    try:
+        for kernel in kernels:
+            kernel.check_n(n)
+    except InputError as exc:
+        st.error(f"Traced size: {exc}", icon=":material/error:")
+        return None
+    return int(n)
 
 
 def sites_table(report: TraceReport) -> pd.DataFrame:
@@ -85,6 +120,8 @@ def lesson(report: TraceReport) -> str:
     parts.append(
         "no barrier" if intervals == 1 else f"**{intervals} barrier intervals** per block ({intervals - 1} syncthreads)"
     )
+    if report.collectives:
+        parts.append(f"warp collectives: **{report.collectives_text()}** (values between lanes, not memory)")
     text = "; ".join(parts)
     return text[0].upper() + text[1:] + "."  # not str.capitalize(): it lowercases the code in the sentence
 
@@ -141,33 +178,38 @@ def show_picture(report: TraceReport, key: str) -> None:
 
 
 def show_kernel_traces(spec) -> None:
-    """The Kernels page's section: every step traced at a small size, compared, then step by step."""
+    """The Kernels page's section: every step traced at a size the learner picks, compared, then step by step."""
     st.subheader("What the trace shows")
     st.caption(
-        "Each step runs once at a small size in Numba's CUDA simulator with every global and shared memory access "
-        "recorded (on a GPU machine too, in a separate process): races, out-of-bounds accesses and barrier "
-        "divergence with the thread and line, 32-byte sectors per warp request (as Nsight Compute counts them) "
-        "and shared-memory bank conflicts. " + CANNOT_SEE
+        "Each step runs once at a small size in Kernel Lab's CUDA simulator with every global and shared memory "
+        "access recorded (on a GPU machine too, in a separate process): races (threads not ordered by a "
+        "syncthreads, or within a warp by a syncwarp; a plain store against an atomic included), out-of-bounds "
+        "accesses and barrier divergence with the thread and line, 32-byte sectors per warp request (as Nsight "
+        "Compute counts them) and shared-memory bank conflicts. Warp shuffles run too: they move values between "
+        "lanes, not memory, so they are counted, not drawn. " + CANNOT_SEE
     )
     if not st.toggle(
         "Trace every step", key="trace.kernels.on", help="A few seconds per kernel the first time; then cached."
     ):
         return
-    traceable = [s for s in spec.steps if not s.needs]
-    with st.spinner(f"Tracing {len(traceable)} steps in the simulator…"):
+    names = tuple(f"{spec.key}-{s.key}" for s in spec.steps)
+    n = trace_size_ui(names, key=f"trace.kernels.{spec.key}.n")
+    if n is None:
+        return
+    with st.spinner(f"Tracing {len(names)} steps in the simulator…"):
         try:
-            results = cached_traces(tuple(f"{spec.key}-{s.key}" for s in traceable))
+            results = cached_traces(names, n)
         except TraceFailed as exc:
             st.error(f"The trace did not finish: {exc}.", icon=":material/error:")
             return
-    reports = {s.key: r for s, r in zip(traceable, results)}
+    reports = {s.key: r for s, r in zip(spec.steps, results)}
     sector_rows = [
         {
             "step": s.label,
             "access": f"line {x.line} {x.kind} {x.text}",
             **{k: getattr(x, k) for k in ("sectors_per_request", "ideal_sectors_per_request")},
         }
-        for s in traceable
+        for s in spec.steps
         if isinstance(reports[s.key], TraceReport)
         for x in reports[s.key].sectors
     ]
@@ -179,10 +221,6 @@ def show_kernel_traces(spec) -> None:
     tabs = st.tabs([s.label for s in spec.steps])
     for tab, step in zip(tabs, spec.steps):
         with tab:
-            if step.needs:
-                st.info(f"Not traced: this step needs {step.needs}, which Numba's CUDA simulator cannot run. "
-                        "Its timings come from a GPU.", icon=":material/info:")
-                continue
             report = reports[step.key]
             if isinstance(report, str):
                 st.warning(report)
@@ -193,7 +231,8 @@ def show_kernel_traces(spec) -> None:
             show_picture(report, key=f"trace.kernels.{spec.key}.{step.key}")
             st.caption(f"{report.label}: {report.blocks_traced:,} of {report.blocks_total:,} blocks of "
                        f"{report.threads_per_block:,} threads traced, {report.accesses:,} accesses recorded. "
-                       f"Line numbers are those of {report.source}.")
+                       f"Line numbers are those of {report.source}."
+                       + "".join(f" {note}" for note in report.notes if note.startswith("This step launches")))
 
 
 def show_coalescing_demo() -> None:
@@ -229,6 +268,23 @@ def show_coalescing_demo() -> None:
                 charts.access_map_chart(frame, range(WARP), "What warp 0 of block 0 reads", report.label),
                 width="content",
             )
+
+
+def submission_test_ui(problem) -> str | None:
+    """Write a kernel: which of the problem's functional tests the trace runs (its size), or None for the default.
+
+    Bounded by construction: a problem's tests are small, and the trace runs at most 8 blocks of any.
+    """
+    sizes = {c.name: ", ".join(f"{k} = {v:,}" for k, v in c.sizes.items()) for c in problem.tests}
+    return st.selectbox(
+        "Trace at the size of test",
+        [None, *sizes],
+        format_func=lambda name: "automatic: the largest test of at most 8 blocks" if name is None
+        else f"{name} ({sizes[name]})",
+        key=f"{SUBMISSION_KEY}.test.{problem.key}",
+        help="After the verdict, one test is run again in the simulator with every memory access recorded. "
+        "Choose which one: a small test is easy to read in the picture, a larger one shows more blocks.",
+    )
 
 
 def remember_submission_trace(problem: str, verdict, report) -> None:

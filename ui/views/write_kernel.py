@@ -368,8 +368,11 @@ def show_leaderboard(problem: Problem, device: str) -> None:
     st.table(pd.DataFrame(rows), hide_index=True)
 
 
-def run_submission(problem: Problem, source: str, name: str, status: SandboxStatus) -> None:
-    """Submit under the shared device lock (queued behind other runs), one at a time per session."""
+def run_submission(
+    problem: Problem, source: str, name: str, status: SandboxStatus, trace_test: str | None = None
+) -> None:
+    """Submit under the shared device lock (queued behind other runs), one at a time per session; ``trace_test``
+    names the functional test the trace runs (None: the default)."""
     from gpu.core.limits import InputError
     from gpu.sandbox.service import submit
     from ui.resources import cpu_lock, device_lock
@@ -424,7 +427,8 @@ def run_submission(problem: Problem, source: str, name: str, status: SandboxStat
 
             # the analysis (compiler's facts, trace) is CPU work: on a GPU it leaves the device lock to others
             result = submit(problem.key, source, name=name, lock=lock(), sandbox=status,
-                            relock=lambda: lock(device=gpu.BACKEND.simulated, analysis=True), on_verdict=on_verdict)
+                            relock=lambda: lock(device=gpu.BACKEND.simulated, analysis=True), on_verdict=on_verdict,
+                            trace_test=trace_test)
             box.update(
                 label=f"Verdict: {result.verdict.status}",
                 state="complete" if result.verdict.status == "passed" else "error",
