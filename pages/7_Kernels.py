@@ -4,7 +4,7 @@ import importlib
 
 import streamlit as st
 
-from gpu.experiments.catalog import KERNELS, PAGE
+from gpu.catalog.declare import KERNELS, PAGE
 from gpu.experiments.registry import get
 from ui.forms import experiment_form, stale_key
 from ui.frame import frame

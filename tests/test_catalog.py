@@ -9,13 +9,13 @@ import pytest
 from numba import float32, uint32
 
 import gpu
+from gpu.catalog.declare import FLOPS_PER_ELEMENT_PASS, KERNELS, step_sources
+from gpu.catalog.steps import run_kernel
 from gpu.core.backend import cuda
 from gpu.core.limits import InputError, load_config
 from gpu.core.timing import RepeatPolicy
 from gpu.experiments import histogram, matmul, reduction, stencil, transpose
-from gpu.experiments.catalog import FLOPS_PER_ELEMENT_PASS, KERNELS, step_sources
 from gpu.experiments.registry import get
-from gpu.experiments.steps import run_kernel
 from gpu.service.admission import admit
 
 ONE = RepeatPolicy.count(1, warmup=0)
@@ -88,8 +88,8 @@ def test_gpu_steps_report_copies_and_kernel_phases_and_no_allocation_phase(runs)
 
 
 def test_device_buffers_are_allocated_and_the_launch_configured_before_any_sample(monkeypatch):
+    from gpu.catalog import steps
     from gpu.core import hold
-    from gpu.experiments import steps
 
     log: list[str] = []
     real_alloc, real_configure, real_flush = cuda.device_array, steps.configured_launch, hold.SimulatedOps.flush_l2
@@ -106,8 +106,8 @@ def test_device_buffers_are_allocated_and_the_launch_configured_before_any_sampl
 
 
 def test_a_step_that_raises_is_recorded_in_its_own_row_and_the_others_stay(monkeypatch):
+    from gpu.catalog import steps
     from gpu.core.kernel_timing import HoldExpired
-    from gpu.experiments import steps
 
     real = steps.time_step
 
@@ -146,7 +146,7 @@ def test_l2_resident_gpu_rows_are_marked_when_the_bytes_fit_the_l2(runs):
 
 
 def test_cpu_implementations_get_a_warm_up_run_even_in_the_simulator(monkeypatch):
-    from gpu.experiments import steps
+    from gpu.catalog import steps
 
     calls = []
     impl = replace(reduction.SPEC.cpu_impl("numpy"), fn=lambda *a: calls.append(1))
@@ -313,8 +313,8 @@ def test_gpu_check_section_of_a_kernel_passes_in_the_simulator_and_reports_targe
 
 
 def test_catalog_libraries_are_timed_by_the_primitive_and_a_host_waiting_call_without_the_hold(monkeypatch):
+    from gpu.catalog import steps
     from gpu.core import hold
-    from gpu.experiments import steps
     from tests.test_timing import FakeOps
 
     ops = FakeOps()

@@ -15,9 +15,9 @@ from dataclasses import replace
 
 import pytest
 
+from gpu.catalog.steps import run_kernel
 from gpu.core.timing import RepeatPolicy
 from gpu.experiments import matmul, stencil, transpose
-from gpu.experiments.steps import run_kernel
 from gpu.kernels import matmul as matmul_kernels
 from gpu.kernels import stencil as stencil_kernels
 from gpu.kernels import transpose as transpose_kernels

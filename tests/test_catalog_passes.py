@@ -13,11 +13,12 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from gpu.catalog import steps
+from gpu.catalog.steps import Pass
 from gpu.core.agreement import BoundedReference, gamma
 from gpu.core.backend import BACKEND, cuda
 from gpu.core.timing import RepeatPolicy
-from gpu.experiments import reduction, steps
-from gpu.experiments.steps import Pass
+from gpu.experiments import reduction
 
 pytestmark = pytest.mark.skipif(
     BACKEND.simulated and not BACKEND.lab_simulator, reason="the two-pass step uses warp shuffles"

@@ -136,7 +136,7 @@ def test_a_failed_section_is_kept_but_holds_no_run(written):
 
 
 def test_a_declared_section_that_raises_is_written_under_its_declared_key_and_reads_back(tmp_path, monkeypatch):
-    from gpu.experiments import catalog
+    from gpu.catalog import declare as catalog
     from gpu.report.check import declared_sections
 
     def broken(key, quick, say):

@@ -3,9 +3,9 @@ the tests stay quick; `python -m gpu check` measures the targets themselves at l
 
 import pytest
 
+from gpu.catalog.steps import run_kernel
 from gpu.core.timing import RepeatPolicy
 from gpu.experiments import histogram, matmul, reduction, transpose
-from gpu.experiments.steps import run_kernel
 
 pytestmark = pytest.mark.gpu
 POLICY = RepeatPolicy.count(5)

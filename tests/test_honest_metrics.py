@@ -17,8 +17,8 @@ def _kernels_view(kernel: str, params: dict) -> AppTest:
     def script(kernel, params):
         import importlib
 
+        from gpu.catalog.steps import run_kernel
         from gpu.core.timing import RepeatPolicy
-        from gpu.experiments.steps import run_kernel
         from ui.views.kernels import show_agreement, show_metrics
 
         spec = importlib.import_module(f"gpu.experiments.{kernel}").SPEC

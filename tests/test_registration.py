@@ -89,7 +89,7 @@ def test_everything_a_declaration_names_resolves(experiment):
 def test_the_registry_gives_the_order_the_declarations_give():
     keys = [e.key for e in registry.experiments()]
     assert keys[:2] == ["vector-add", "scaling"] and keys.index("launch-sweep") < keys.index("reduction")
-    from gpu.experiments.catalog import KERNELS
+    from gpu.catalog.declare import KERNELS
 
     assert KERNELS == ("reduction", "transpose", "histogram", "stencil", "matmul")
 

@@ -13,9 +13,9 @@ import importlib
 import numpy as np
 import pytest
 
+from gpu.catalog.declare import kernel_keys
 from gpu.core.agreement import ExactReference
 from gpu.core.backend import BACKEND
-from gpu.experiments.catalog import kernel_keys
 from gpu.experiments.registry import get
 
 pytestmark = pytest.mark.skipif(not BACKEND.lab_simulator, reason="compares the lab's simulator with numba-cuda's")

@@ -244,7 +244,7 @@ def test_every_kernel_of_the_lab_has_no_race_and_no_out_of_bounds(name):
 def catalog_specs():
     import importlib
 
-    from gpu.experiments.catalog import kernel_keys
+    from gpu.catalog.declare import kernel_keys
 
     return [importlib.import_module(f"gpu.experiments.{key}").SPEC for key in kernel_keys()]
 

@@ -1,8 +1,10 @@
 """Every experiment the lab knows, by key: the one place an experiment is registered.
 
-Experiment modules declare themselves with ``register``; ``experiments()`` imports every
-module of ``gpu.experiments`` first, and every module of the packages named in
-``$KERNEL_LAB_EXPERIMENTS`` (comma-separated: experiments kept outside this tree), so
+Each experiment is a folder of ``gpu.experiments`` (a slice: its kernels, declaration, result,
+report, charts and view) whose ``experiment`` module declares it with ``register``.
+``experiments()`` imports the ``experiment`` module of every folder of ``gpu.experiments`` first,
+and of every folder of the packages named in ``$KERNEL_LAB_EXPERIMENTS`` (comma-separated:
+experiments kept outside this tree), so
 the CLI, the pages, the cluster workers and ``gpu check`` all see the same set, in the
 order the declarations give (``Experiment.order``). The registry is filled at import
 time and only read afterwards (no per-user state lives here).
@@ -77,20 +79,33 @@ def aliases(key: str) -> tuple[str, ...]:
 
 
 def extra_packages() -> list[str]:
-    """Packages of experiments kept outside gpu/experiments: ``$KERNEL_LAB_EXPERIMENTS``."""
+    """Packages of experiment folders kept outside gpu/experiments: ``$KERNEL_LAB_EXPERIMENTS``."""
     return list(_settings.settings().experiments)
 
 
-def _load() -> None:
-    """Import every module of this package and of the extra packages, so each declaration registers itself."""
-    import gpu.experiments as package
+DECLARATION = "experiment"  # the module of an experiment's folder that declares it
 
-    for module in pkgutil.iter_modules(package.__path__):
-        importlib.import_module(f"{package.__name__}.{module.name}")
-    for name in extra_packages():
-        extra = importlib.import_module(name)
-        for module in pkgutil.iter_modules(getattr(extra, "__path__", [])):
-            importlib.import_module(f"{name}.{module.name}")
+
+def slices(package: str = "gpu.experiments") -> list[str]:
+    """The experiment folders of ``package`` (dotted names, sorted): its subpackages."""
+    found = importlib.import_module(package)
+    return sorted(f"{package}.{m.name}" for m in pkgutil.iter_modules(getattr(found, "__path__", [])) if m.ispkg)
+
+
+def _load() -> None:
+    """Import the declaration of every experiment folder, here and in the extra packages, so each registers itself.
+
+    Only ``<folder>.experiment`` is imported: a folder's charts and view (which import Streamlit) are
+    imported by its page, never by the engine."""
+    for package in ("gpu.experiments", *extra_packages()):
+        for folder in slices(package):
+            importlib.import_module(f"{folder}.{DECLARATION}")
+    # TRANSITION: experiments not yet in a folder of their own
+    import gpu.experiments as flat
+
+    for module in pkgutil.iter_modules(flat.__path__):
+        if not module.ispkg:
+            importlib.import_module(f"gpu.experiments.{module.name}")
 
 
 def experiments() -> list[Experiment]:

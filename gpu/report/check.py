@@ -340,10 +340,10 @@ def transfers_section(ctx: CheckContext) -> Section:
 
 
 def catalog_section(key: str) -> Callable[[CheckContext], Section]:
-    """The ``gpu check`` section of one catalog kernel (gpu/experiments/catalog.py: ``check_kernel``)."""
+    """The ``gpu check`` section of one catalog kernel (gpu/catalog/declare.py: ``check_kernel``)."""
 
     def section(ctx: CheckContext) -> Section:
-        from gpu.experiments.catalog import check_kernel
+        from gpu.catalog.declare import check_kernel
 
         title, passed, data, markdown = check_kernel(key, ctx.quick, ctx.say)
         return Section(key, title, passed, data, markdown)

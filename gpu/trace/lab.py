@@ -64,7 +64,7 @@ class LabKernel:
 
 
 def _catalog() -> list[LabKernel]:
-    from gpu.experiments.catalog import KERNELS
+    from gpu.catalog.declare import KERNELS
 
     out = []
     for key in KERNELS:

@@ -8,11 +8,11 @@ import math
 import pandas as pd
 import streamlit as st
 
+from gpu.catalog.declare import step_sources
+from gpu.catalog.step_result import KIND_LABELS, KernelRun
+from gpu.catalog.steps import KernelSpec
 from gpu.core.backend import BACKEND
 from gpu.core.timing import format_factor, format_seconds
-from gpu.experiments.catalog import step_sources
-from gpu.experiments.step_result import KIND_LABELS, KernelRun
-from gpu.experiments.steps import KernelSpec
 from gpu.report.words import format_gbps
 from ui.charts import kernels as charts
 from ui.telemetry_note import show_telemetry

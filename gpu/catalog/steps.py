@@ -23,7 +23,7 @@ the same way for every kernel:
 
 a step or library that raises (an expired hold included) is recorded in its own row with
 its error, and the others keep their results. Telemetry covers the whole run. Returns
-one frozen ``KernelRun`` (gpu/experiments/step_result.py).
+one frozen ``KernelRun`` (gpu/catalog/step_result.py).
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from gpu.catalog.step_result import ImplResult, KernelRun
 from gpu.core.agreement import BoundedReference, ExactReference
 from gpu.core.backend import BACKEND, cuda
 from gpu.core.device import device_info
@@ -54,7 +55,6 @@ from gpu.core.timing import (
     format_seconds,
 )
 from gpu.experiments.base import Params, Progress
-from gpu.experiments.step_result import ImplResult, KernelRun
 
 Arrays = Mapping[str, Any]
 GPU_PHASES = ("h2d", "launch", "kernel", "d2h")  # add up to at most "total" (allocation is in no phase)

@@ -17,6 +17,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from gpu.catalog.step_result import KernelRun
+from gpu.catalog.steps import DEFAULT_CPU_BUDGET_S, KernelSpec, run_kernel
 from gpu.core import series
 from gpu.core.backend import BACKEND
 from gpu.core.limits import (
@@ -30,8 +32,6 @@ from gpu.core.limits import (
 from gpu.core.timing import RepeatPolicy, format_factor
 from gpu.experiments.base import Experiment, Hook, PageLink, Param, PerBackend, Progress
 from gpu.experiments.registry import register
-from gpu.experiments.step_result import KernelRun
-from gpu.experiments.steps import DEFAULT_CPU_BUDGET_S, KernelSpec, run_kernel
 
 # The catalog's page: every kernel declared with ``declare`` links to it, and the catalog's
 # kernels are the experiments on it (``kernel_keys``), in their declared order.
