@@ -2,20 +2,20 @@
 wrong kernel fails the same check, bad inputs are refused with a clear message, and the
 results carry what the pages and History need. Sizes are tiny (~0.1 ms per simulated thread)."""
 
-import importlib
 from dataclasses import replace
 
 import pytest
 from numba import float32, uint32
 
 import gpu
-from gpu.catalog.declare import FLOPS_PER_ELEMENT_PASS, KERNELS, step_sources
+from gpu.catalog.declare import FLOPS_PER_ELEMENT_PASS, KERNELS, kernel_module, step_sources
 from gpu.catalog.steps import run_kernel
 from gpu.core.backend import cuda
 from gpu.core.limits import InputError, load_config
 from gpu.core.timing import RepeatPolicy
-from gpu.experiments import histogram, matmul, reduction, stencil, transpose
+from gpu.experiments import histogram, matmul, reduction, stencil
 from gpu.experiments.registry import get
+from gpu.experiments.transpose import experiment as transpose
 from gpu.service.admission import admit
 
 ONE = RepeatPolicy.count(1, warmup=0)
@@ -28,7 +28,7 @@ TINY = {
     "matmul": {"n": 12},
 }
 # every catalog kernel's module, derived (a kernel added later is tested at its simulator defaults)
-MODULES = {key: importlib.import_module(f"gpu.experiments.{key}") for key in KERNELS}
+MODULES = {key: kernel_module(key) for key in KERNELS}
 for _key in KERNELS:
     TINY.setdefault(
         _key, {k: v for k, v in get(_key).defaults(True).items() if k not in ("repeats", "cpu", "cpu_budget_s")}

@@ -17,10 +17,11 @@ import pytest
 
 from gpu.catalog.steps import run_kernel
 from gpu.core.timing import RepeatPolicy
-from gpu.experiments import matmul, stencil, transpose
+from gpu.experiments import matmul, stencil
+from gpu.experiments.transpose import experiment as transpose
+from gpu.experiments.transpose import kernels as transpose_kernels
 from gpu.kernels import matmul as matmul_kernels
 from gpu.kernels import stencil as stencil_kernels
-from gpu.kernels import transpose as transpose_kernels
 
 ONE = RepeatPolicy.count(1, warmup=0)
 

@@ -15,6 +15,7 @@ import inspect
 import textwrap
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any
 
 from gpu.catalog.step_result import KernelRun
@@ -141,6 +142,17 @@ def kernel_keys() -> tuple[str, ...]:
     from gpu.experiments.registry import on_page
 
     return tuple(e.key for e in on_page(PAGE.script))
+
+
+def kernel_module(key: str) -> ModuleType:
+    """The module declaring catalog kernel ``key``: its folder's ``experiment`` (``SPEC``, ``EXPERIMENT``,
+    ``targets``, ``check_problems``)."""
+    import importlib
+
+    try:
+        return importlib.import_module(f"gpu.experiments.{key}.experiment")
+    except ModuleNotFoundError:  # TRANSITION: a kernel not yet in a folder of its own
+        return importlib.import_module(f"gpu.experiments.{key}")
 
 
 def __getattr__(name: str):
@@ -328,9 +340,7 @@ def check_kernel(key: str, quick: bool, say: Callable[[str], None]) -> tuple[str
     large sizes otherwise), passes when every implementation agrees, and reports each
     target as met or not without failing the check on it.
     """
-    import importlib
-
-    module = importlib.import_module(f"gpu.experiments.{key}")
+    module = kernel_module(key)
     experiment = module.EXPERIMENT
     runs = []
     for raw in module.check_problems(quick):
@@ -362,6 +372,7 @@ __all__ = [
     "check_kernel",
     "declare",
     "kernel_keys",
+    "kernel_module",
     "load_kernels",
     "measures",
     "parse_count",

@@ -8,7 +8,7 @@ import math
 import pandas as pd
 import streamlit as st
 
-from gpu.catalog.declare import step_sources
+from gpu.catalog.declare import kernel_module, step_sources
 from gpu.catalog.step_result import KIND_LABELS, KernelRun
 from gpu.catalog.steps import KernelSpec
 from gpu.core.backend import BACKEND
@@ -94,12 +94,11 @@ def show_metrics(run: KernelRun) -> None:
 
 def steps_not_run(run: KernelRun) -> list[tuple[str, str]]:
     """(step label, the feature it needs) for each GPU step the simulator could not run."""
-    import importlib
 
     try:  # the catalog's kernels live in gpu/experiments/<key>.py; another's skip reason says the same in longer words
         needs = {
             step.key: step.needs
-            for step in importlib.import_module(f"gpu.experiments.{run.kernel}").SPEC.steps
+            for step in kernel_module(run.kernel).SPEC.steps
             if step.needs
         }
     except (ImportError, AttributeError):
