@@ -18,7 +18,7 @@ from gpu.catalog.steps import Pass
 from gpu.core.agreement import BoundedReference, gamma
 from gpu.core.backend import BACKEND, cuda
 from gpu.core.timing import RepeatPolicy
-from gpu.experiments import reduction
+from gpu.experiments.reduction import experiment as reduction
 
 pytestmark = pytest.mark.skipif(
     BACKEND.simulated and not BACKEND.lab_simulator, reason="the two-pass step uses warp shuffles"

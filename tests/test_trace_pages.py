@@ -39,7 +39,7 @@ def test_the_reduction_shows_its_barrier_intervals_and_says_why_shuffles_are_not
     assert not at.exception, at.exception
     text = _texts(at)
     assert "**9 barrier intervals** per block (8 syncthreads)" in text
-    from gpu.experiments.reduction import SPEC
+    from gpu.experiments.reduction.experiment import SPEC
 
     assert text.count("Not traced: this step needs warp shuffles") == sum(1 for s in SPEC.steps if s.needs)
 

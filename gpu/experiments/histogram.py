@@ -14,7 +14,7 @@ from gpu.core.backend import BACKEND
 from gpu.core.device import device_info
 from gpu.core.limits import InputError
 from gpu.experiments.base import Param, PerBackend
-from gpu.experiments.reduction import parse_threads
+from gpu.experiments.reduction.experiment import parse_threads
 from gpu.kernels import histogram as k
 from gpu.kernels.geometry import blocks_for, kernel_resident_blocks
 

@@ -19,7 +19,7 @@ from gpu.core.backend import BACKEND
 from gpu.core.device import device_info
 from gpu.core.limits import InputError, parse_int
 from gpu.experiments.base import Param, PerBackend
-from gpu.kernels import reduction as k
+from gpu.experiments.reduction import kernels as k
 from gpu.kernels.geometry import blocks_for, kernel_resident_blocks
 
 # The simulator's default size: about 16,000 threads, a few seconds in Kernel Lab's simulator for every step;
