@@ -80,8 +80,8 @@ def test_on_a_gpu_the_offline_facts_match_the_kernel_numba_loads():
 @pytest.mark.gpu
 def test_on_a_gpu_one_wave_from_the_table_equals_the_drivers_occupancy():
     from gpu.core.device import device_info
+    from gpu.experiments.histogram.kernels import LAUNCHES, histogram_shared_kernel
     from gpu.kernels.geometry import kernel_resident_blocks
-    from gpu.kernels.histogram import LAUNCHES, histogram_shared_kernel
 
     device = device_info()
     compiled = histogram_shared_kernel.compile(LAUNCHES["histogram_shared_kernel"].signatures[0])

@@ -5,7 +5,8 @@ import pytest
 
 from gpu.catalog.steps import run_kernel
 from gpu.core.timing import RepeatPolicy
-from gpu.experiments import histogram, matmul
+from gpu.experiments import matmul
+from gpu.experiments.histogram import experiment as histogram
 from gpu.experiments.reduction import experiment as reduction
 from gpu.experiments.transpose import experiment as transpose
 

@@ -14,8 +14,8 @@ from gpu.core.backend import BACKEND
 from gpu.core.device import device_info
 from gpu.core.limits import InputError
 from gpu.experiments.base import Param, PerBackend
+from gpu.experiments.histogram import kernels as k
 from gpu.experiments.reduction.experiment import parse_threads
-from gpu.kernels import histogram as k
 from gpu.kernels.geometry import blocks_for, kernel_resident_blocks
 
 # The simulator's default size: about 16,000 threads, a few seconds in Kernel Lab's simulator for every step;
