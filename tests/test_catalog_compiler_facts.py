@@ -17,11 +17,12 @@ import pytest
 
 from gpu.catalog.steps import run_kernel
 from gpu.core.timing import RepeatPolicy
-from gpu.experiments import matmul, stencil
+from gpu.experiments import matmul
+from gpu.experiments.stencil import experiment as stencil
+from gpu.experiments.stencil import kernels as stencil_kernels
 from gpu.experiments.transpose import experiment as transpose
 from gpu.experiments.transpose import kernels as transpose_kernels
 from gpu.kernels import matmul as matmul_kernels
-from gpu.kernels import stencil as stencil_kernels
 
 ONE = RepeatPolicy.count(1, warmup=0)
 
