@@ -13,8 +13,8 @@ from gpu.catalog.steps import run_kernel
 from gpu.core.backend import cuda
 from gpu.core.limits import InputError, load_config
 from gpu.core.timing import RepeatPolicy
-from gpu.experiments import matmul
 from gpu.experiments.histogram import experiment as histogram
+from gpu.experiments.matmul import experiment as matmul
 from gpu.experiments.reduction import experiment as reduction
 from gpu.experiments.registry import get
 from gpu.experiments.stencil import experiment as stencil

@@ -12,7 +12,7 @@ from gpu.catalog.steps import run_kernel
 from gpu.core.device import DeviceInfo
 from gpu.core.roofline import device_roofs, fp32_lanes_per_sm, fp32_peak_gflops
 from gpu.core.timing import RepeatPolicy
-from gpu.experiments import matmul
+from gpu.experiments.matmul import experiment as matmul
 from gpu.report.roofline_points import add_vector_add, recorded_runs, session_points
 from ui.charts.kernels import phases_chart, steps_time_chart, throughput_chart
 from ui.charts.roofline import roof_lines, roofline_chart

@@ -17,12 +17,12 @@ import pytest
 
 from gpu.catalog.steps import run_kernel
 from gpu.core.timing import RepeatPolicy
-from gpu.experiments import matmul
+from gpu.experiments.matmul import experiment as matmul
+from gpu.experiments.matmul import kernels as matmul_kernels
 from gpu.experiments.stencil import experiment as stencil
 from gpu.experiments.stencil import kernels as stencil_kernels
 from gpu.experiments.transpose import experiment as transpose
 from gpu.experiments.transpose import kernels as transpose_kernels
-from gpu.kernels import matmul as matmul_kernels
 
 ONE = RepeatPolicy.count(1, warmup=0)
 

@@ -12,9 +12,9 @@ import pytest
 from gpu.catalog.steps import run_kernel
 from gpu.core.roofline import device_roofs
 from gpu.core.timing import RepeatPolicy
-from gpu.experiments import matmul
 from gpu.experiments.launch import run_launch_sweep
 from gpu.experiments.launch_overhead import run_launch_overhead
+from gpu.experiments.matmul import experiment as matmul
 from gpu.experiments.transfers import run_strategies
 from gpu.report.roofline_points import add_vector_add, session_points
 from tests.test_catalog_charts import H200, H200_ROOFS

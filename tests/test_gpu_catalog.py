@@ -5,8 +5,8 @@ import pytest
 
 from gpu.catalog.steps import run_kernel
 from gpu.core.timing import RepeatPolicy
-from gpu.experiments import matmul
 from gpu.experiments.histogram import experiment as histogram
+from gpu.experiments.matmul import experiment as matmul
 from gpu.experiments.reduction import experiment as reduction
 from gpu.experiments.transpose import experiment as transpose
 

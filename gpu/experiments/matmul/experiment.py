@@ -18,7 +18,7 @@ from gpu.catalog.steps import CpuImpl, KernelSpec, Library, Output, Step
 from gpu.core.agreement import BoundedReference
 from gpu.core.backend import BACKEND
 from gpu.experiments.base import Param, PerBackend
-from gpu.kernels import matmul as k
+from gpu.experiments.matmul import kernels as k
 from gpu.kernels.geometry import grid_2d
 
 # The simulator's default size: about 16,000 threads, a few seconds in Kernel Lab's simulator for every step;
