@@ -149,10 +149,7 @@ def kernel_module(key: str) -> ModuleType:
     ``targets``, ``check_problems``)."""
     import importlib
 
-    try:
-        return importlib.import_module(f"gpu.experiments.{key}.experiment")
-    except ModuleNotFoundError:  # TRANSITION: a kernel not yet in a folder of its own
-        return importlib.import_module(f"gpu.experiments.{key}")
+    return importlib.import_module(f"gpu.experiments.{key}.experiment")
 
 
 def __getattr__(name: str):
