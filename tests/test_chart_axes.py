@@ -162,7 +162,7 @@ def cpu_vs_recorded_charts() -> dict:
     """Your CPU beside the recorded GPU, at one N and over a sweep (a small simulator cap keeps it fast)."""
     from gpu.experiments import scaling as scaling_run
     from gpu.experiments import scaling_config
-    from gpu.experiments.vector_add import run_vector_add
+    from gpu.experiments.vector_add.experiment import run_vector_add
     from gpu.report.cpu_vs_recorded import sweep_vs_recorded, vector_add_vs_recorded
     from ui.charts import cpu_vs_recorded
 

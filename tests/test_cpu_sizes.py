@@ -16,8 +16,9 @@ from gpu.__main__ import main
 from gpu.core import cpu
 from gpu.core.limits import SIMULATOR_MAX_N, InputError, check_cpu_n, kernel_n, load_config
 from gpu.core.timing import RepeatPolicy
-from gpu.experiments import scaling, scaling_config, vector_add
-from gpu.experiments.vector_add import EXPERIMENT, run_vector_add
+from gpu.experiments import scaling, scaling_config
+from gpu.experiments.vector_add import experiment as vector_add
+from gpu.experiments.vector_add.experiment import EXPERIMENT, run_vector_add
 from gpu.report.cpu_vs_recorded import (
     YOUR_CPU,
     companion,

@@ -126,7 +126,7 @@ def test_the_warm_cache_option_never_flushes(ops):
 def test_vector_add_phases_add_up_and_allocation_is_outside_every_phase(ops, monkeypatch):
     from gpu.core.arrays import vector_inputs
     from gpu.core.backend import cuda
-    from gpu.experiments.vector_add_timing import time_gpu_phases
+    from gpu.kernels.vector_add_timing import time_gpu_phases
 
     events: list[str] = []
     real_alloc = cuda.device_array
@@ -352,7 +352,7 @@ def test_the_engine_launch_is_compared_with_same_argument_paths_and_can_fail():
 
 def test_end_to_end_wall_time_excludes_the_l2_flush():
     from gpu.core.arrays import vector_inputs
-    from gpu.experiments.vector_add_timing import time_gpu_phases
+    from gpu.kernels.vector_add_timing import time_gpu_phases
 
     now = [0.0]
 

@@ -153,8 +153,8 @@ def show_article_figures() -> None:
 
 
 def _vector_add(ref: ReferenceRun) -> None:
+    from gpu.experiments.vector_add.view import describe
     from ui.charts import common as charts
-    from ui.views.vector_add import describe
 
     run = ref.vector_add()
     pinned = ref.strategies("small")

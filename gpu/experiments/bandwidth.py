@@ -29,7 +29,7 @@ from gpu.core.series import labels
 from gpu.core.timing import RepeatPolicy, Stats, format_factor, utc_timestamp
 from gpu.experiments.base import Experiment, PageLink, Param, PerBackend, Progress
 from gpu.experiments.registry import register
-from gpu.experiments.vector_add_timing import BYTES_PER_ELEMENT
+from gpu.kernels.vector_add_timing import BYTES_PER_ELEMENT
 
 KIB = 1024
 MIB = 1024 * KIB

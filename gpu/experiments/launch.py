@@ -36,10 +36,6 @@ from gpu.core.timing import (
 )
 from gpu.experiments.base import CheckSection, Experiment, Hook, PageLink, Param, PerBackend, Progress, Recorded
 from gpu.experiments.registry import register
-from gpu.experiments.vector_add_timing import (
-    BYTES_PER_ELEMENT,
-    effective_bandwidth_gbps,
-)
 from gpu.kernels.geometry import blocks_for
 from gpu.kernels.vector_add import (
     VECTOR_ADD_SIGNATURE,
@@ -47,6 +43,10 @@ from gpu.kernels.vector_add import (
     compile_vector_add,
     vector_add_grid_stride_kernel,
     vector_add_kernel,
+)
+from gpu.kernels.vector_add_timing import (
+    BYTES_PER_ELEMENT,
+    effective_bandwidth_gbps,
 )
 
 SWEEP_BLOCK_SIZES = (32, 64, 128, 256, 512, 1024)

@@ -57,16 +57,16 @@ from gpu.experiments.scaling_config import (
     sweep_sizes,
 )
 from gpu.experiments.scaling_result import SweepPoint, SweepRun
-from gpu.experiments.vector_add_timing import (
-    time_cpu,
-    time_gpu_phases,
-    time_resident_kernel,
-)
 from gpu.kernels.geometry import blocks_for
 from gpu.kernels.vector_add import (
     ELEMENTS_PER_THREAD,
     compile_vector_add,
     vector_add_ilp_kernel,
+)
+from gpu.kernels.vector_add_timing import (
+    time_cpu,
+    time_gpu_phases,
+    time_resident_kernel,
 )
 
 INPUT_BLOCK = 2**20  # distinct random values per input vector (see _host_buffers)

@@ -20,7 +20,7 @@ from gpu.core.timing import (
     utc_timestamp,
 )
 from gpu.experiments.scaling_config import SweepConfig
-from gpu.experiments.vector_add_timing import BYTES_PER_ELEMENT
+from gpu.kernels.vector_add_timing import BYTES_PER_ELEMENT
 
 # Series measured -> display label (the names ui.charts.common.COLORS colours).
 SERIES_LABELS = {

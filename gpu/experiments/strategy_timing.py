@@ -4,7 +4,7 @@
 As in the article (c copied in too, no hold: the labelled exception to the allocation
 rule), resident (copy once, K kernels), chunked streams (with a per-chunk event
 timeline), mapped zero-copy memory; plus the chunking arithmetic they share. The careful
-and pinned strategies reuse ``gpu.experiments.vector_add.time_gpu_phases``. In the
+and pinned strategies reuse ``gpu.experiments.vector_add.experiment.time_gpu_phases``. In the
 simulator copies are NumPy copies and streams run one after another.
 """
 
@@ -111,7 +111,7 @@ class _HoldLog:
 
 def _split_launch(phases: dict[str, float], launch: Callable[[], None], stream, clock: Clock, log: _HoldLog) -> None:
     """On hardware, split the "kernel" interval into launch latency and the kernel alone
-    (as gpu.experiments.vector_add.time_gpu_phases does): re-run the kernel behind a
+    (as gpu.experiments.vector_add.experiment.time_gpu_phases does): re-run the kernel behind a
     verified stream hold (L2 flushed). No min(alone, with launch): that hid samples whose
     hold had expired (issue 10, item 4); the hold is checked instead, and the launch
     share is floored at 0 only against the kernel's own sample-to-sample noise."""

@@ -61,8 +61,8 @@ from gpu.experiments.strategy_timing import (
     time_mapped,
     time_resident,
 )
-from gpu.experiments.vector_add_timing import BYTES_PER_ELEMENT, time_gpu_phases
 from gpu.kernels.vector_add import compile_vector_add
+from gpu.kernels.vector_add_timing import BYTES_PER_ELEMENT, time_gpu_phases
 
 # --- sizes -------------------------------------------------------------------------
 

@@ -131,7 +131,7 @@ def correctness_section(ctx: CheckContext) -> Section:
     """The kernel against NumPy, bit for bit, at awkward sizes and block sizes."""
     from gpu.core.agreement import check_bits
     from gpu.core.arrays import vector_inputs
-    from gpu.experiments.vector_add_timing import gpu_vector_add
+    from gpu.kernels.vector_add_timing import gpu_vector_add
 
     rows, skipped = [], []
     for n in AWKWARD_SIZES:
@@ -167,7 +167,7 @@ def correctness_section(ctx: CheckContext) -> Section:
 
 def breakdown_section(ctx: CheckContext) -> Section:
     """The careful breakdown at the article's N (scaled down when quick)."""
-    from gpu.experiments.vector_add import run_vector_add
+    from gpu.experiments.vector_add.experiment import run_vector_add
 
     n = ctx.breakdown_n
     ctx.say(f"breakdown at N={n:,}")
@@ -214,7 +214,7 @@ def breakdown_section(ctx: CheckContext) -> Section:
 
 def article_section(ctx: CheckContext) -> Section:
     """The article's own method and printout, for comparison."""
-    from gpu.experiments.article import run_article_method
+    from gpu.experiments.vector_add.article import run_article_method
 
     n = ctx.breakdown_n
     ctx.say(f"the article's method at N={n:,}")

@@ -325,7 +325,7 @@ def companion(result: Any, refs: References | None = None):
     if getattr(result, "backend", None) != "simulator":
         return None
     from gpu.experiments.scaling_result import SweepRun
-    from gpu.experiments.vector_add import VectorAddRun
+    from gpu.experiments.vector_add.experiment import VectorAddRun
 
     if isinstance(result, VectorAddRun):
         return vector_add_vs_recorded(result, refs)

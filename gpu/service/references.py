@@ -235,8 +235,8 @@ def _agreement(d: Mapping[str, Any]):
 
 def rebuild_vector_add(d: Mapping[str, Any]):
     """A VectorAddRun from its to_dict() (as saved in check.json or History)."""
-    from gpu.experiments.vector_add import VectorAddRun
-    from gpu.experiments.vector_add_timing import CpuTiming
+    from gpu.experiments.vector_add.experiment import VectorAddRun
+    from gpu.kernels.vector_add_timing import CpuTiming
 
     cpu = {}
     for name, t in d["cpu"].items():

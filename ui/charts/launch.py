@@ -14,7 +14,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from gpu.experiments.vector_add_timing import BYTES_PER_ELEMENT
+from gpu.kernels.vector_add_timing import BYTES_PER_ELEMENT
 from ui.charts.common import COLORS
 
 LANES = 32  # threads per warp: one row of a block tile

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from gpu.core.timing import format_seconds
-from gpu.experiments.article import ARTICLE_RUNS, ArticleRun
-from gpu.experiments.vector_add import VectorAddRun
+from gpu.experiments.vector_add.article import ARTICLE_RUNS, ArticleRun
+from gpu.experiments.vector_add.experiment import VectorAddRun
 from gpu.report.words import times_words
 
 

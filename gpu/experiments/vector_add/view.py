@@ -18,8 +18,8 @@ from gpu.core.limits import (
     max_vector_n,
 )
 from gpu.core.timing import ALLOCATION_RULE, format_seconds
-from gpu.experiments.vector_add import EXPERIMENT, VectorAddRun
-from gpu.report.vector_add import article_in_words, explain_difference
+from gpu.experiments.vector_add.experiment import EXPERIMENT, VectorAddRun
+from gpu.experiments.vector_add.report import article_in_words, explain_difference
 from gpu.report.words import format_gbps, times_words
 from ui.charts import common as charts
 from ui.forms import stale_key

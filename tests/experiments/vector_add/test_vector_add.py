@@ -9,10 +9,10 @@ from gpu.core.agreement import check_bits as check_agreement
 from gpu.core.arrays import vector_inputs
 from gpu.core.limits import InputError, check_n, check_threads, parse_size, threads_per_block_warnings
 from gpu.core.timing import RepeatPolicy
-from gpu.experiments.article import run_article_method
-from gpu.experiments.vector_add import run_vector_add
-from gpu.experiments.vector_add_timing import GPU_PHASES, gpu_vector_add
+from gpu.experiments.vector_add.article import run_article_method
+from gpu.experiments.vector_add.experiment import run_vector_add
 from gpu.kernels.geometry import blocks_for
+from gpu.kernels.vector_add_timing import GPU_PHASES, gpu_vector_add
 
 AWKWARD = [1, 31, 32, 33, 255, 256, 257, 3000]
 
@@ -150,11 +150,11 @@ def test_run_rejects_unknown_cpu_implementation():
 
 @pytest.mark.parametrize("threads_per_block", [32, 64])
 def test_four_per_thread_kernel_is_bit_identical_and_covers_every_element(threads_per_block):
-    from gpu.experiments.vector_add_timing import time_resident_kernel
     from gpu.kernels.vector_add import (
         ELEMENTS_PER_THREAD,
         vector_add_ilp_kernel,
     )
+    from gpu.kernels.vector_add_timing import time_resident_kernel
 
     for n in [1, 31, 127, 128, 129, 1000]:
         a, b = vector_inputs(n, seed=n)
@@ -170,7 +170,7 @@ def test_four_per_thread_kernel_is_bit_identical_and_covers_every_element(thread
 def test_article_in_words_states_a_ratio_on_a_gpu_only():
     from dataclasses import replace
 
-    from gpu.report.vector_add import article_in_words
+    from gpu.experiments.vector_add.report import article_in_words
 
     article = run_article_method(300, 256)
     simulated = article_in_words(replace(article, backend="simulator"))

@@ -3,7 +3,7 @@
 Copy a, b *and* c in, launch, copy c out, and average three wall-clock runs (the
 article's ``timeit(number=3) / 3``), against the Python loop measured the same way. Its
 four printed lines are kept so they can be put beside the careful method's and the
-difference explained (gpu/report/vector_add.py).
+difference explained (gpu/experiments/vector_add/report.py).
 """
 
 from __future__ import annotations

@@ -42,10 +42,12 @@ from gpu.core.timing import (
     format_seconds,
     utc_timestamp,
 )
-from gpu.experiments.article import ARTICLE_RUNS, ArticleRun, run_article_method
 from gpu.experiments.base import CheckSection, Experiment, Hook, PageLink, Param, PerBackend, Progress, Recorded
 from gpu.experiments.registry import register
-from gpu.experiments.vector_add_timing import (
+from gpu.experiments.vector_add.article import ARTICLE_RUNS, ArticleRun, run_article_method
+from gpu.kernels.geometry import blocks_for
+from gpu.kernels.vector_add import compile_vector_add
+from gpu.kernels.vector_add_timing import (
     DEFAULT_PYTHON_BUDGET_S,
     TIMING_RULES,
     CpuTiming,
@@ -53,8 +55,6 @@ from gpu.experiments.vector_add_timing import (
     time_cpu,
     time_gpu_phases,
 )
-from gpu.kernels.geometry import blocks_for
-from gpu.kernels.vector_add import compile_vector_add
 
 # --- results -----------------------------------------------------------------------
 
