@@ -60,8 +60,8 @@ def test_article_kernel_at_2_28_reaches_half_the_computed_peak():
 
 def test_every_implementation_is_timed_with_a_verified_hold():
     from gpu.core import reference
-    from gpu.experiments.scaling import run_sweep
-    from gpu.experiments.scaling_config import make_config
+    from gpu.experiments.scaling.config import make_config
+    from gpu.experiments.scaling.experiment import run_sweep
 
     config = make_config(2**20, 2**20, ("gpu", "gpu-ilp", *reference.REFERENCES), policy=RepeatPolicy.count(5))
     run = run_sweep(config)

@@ -25,10 +25,10 @@ from gpu.core.telemetry import (
     summarize,
 )
 from gpu.core.timing import RepeatPolicy, Stats
-from gpu.experiments.scaling import run_sweep
-from gpu.experiments.scaling_config import make_config
-from gpu.experiments.scaling_result import Crossover
-from gpu.report.scaling import summary as scaling_summary
+from gpu.experiments.scaling.config import make_config
+from gpu.experiments.scaling.experiment import run_sweep
+from gpu.experiments.scaling.report import summary as scaling_summary
+from gpu.experiments.scaling.result import Crossover
 
 
 class _Holding:
@@ -191,8 +191,8 @@ def test_tight_bands_give_a_point_to_two_figures():
 
 def test_a_crossover_beside_single_sample_points_is_no_exact_point():
     from gpu.core.device import device_info
-    from gpu.experiments.scaling_result import SweepPoint, SweepRun
-    from ui.charts.scaling import crossover_data
+    from gpu.experiments.scaling.charts import crossover_data
+    from gpu.experiments.scaling.result import SweepPoint, SweepRun
 
     ns = [1000, 2000, 4000, 8000, 16000]
     # one sample each: zero-width bands that would otherwise read as an exact crossing at 5,000

@@ -13,7 +13,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from gpu.__main__ import main
-from gpu.report.scaling import crossover_sentences
+from gpu.experiments.scaling.report import crossover_sentences
 from gpu.service.importer import ImportProblem, import_check, parse_check_bytes
 from gpu.service.references import ARTICLE, PUBLISHED_LABEL, load_references
 from gpu.service.store import open_store

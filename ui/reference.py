@@ -16,7 +16,7 @@ import streamlit as st
 from gpu.core.timing import format_seconds
 from gpu.experiments.base import Recorded
 from gpu.experiments.registry import experiments
-from gpu.report.scaling import crossover_conditions
+from gpu.experiments.scaling.report import crossover_conditions
 from gpu.service.references import ARTICLE, ReferenceRun
 from ui.format import factor_text, format_gbps, times_words
 from ui.resources import references  # pages and app.py read it from here too
@@ -180,8 +180,8 @@ def _vector_add(ref: ReferenceRun) -> None:
 
 
 def _scaling(ref: ReferenceRun) -> None:
-    from ui.charts import scaling as charts
-    from ui.views.scaling import describe
+    from gpu.experiments.scaling import charts as charts
+    from gpu.experiments.scaling.view import describe
 
     run = ref.sweep()
     st.markdown(scaling_sentence(run))
@@ -197,7 +197,7 @@ def _scaling(ref: ReferenceRun) -> None:
         width="stretch",
         key="reference.scaling.bandwidth",
     )
-    from ui.views.scaling import show_other_series
+    from gpu.experiments.scaling.view import show_other_series
 
     show_other_series(frame, [c.to_dict() for c in run.crossovers()], subtitle, "reference.scaling.other_series")
 

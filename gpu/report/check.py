@@ -225,7 +225,7 @@ def article_section(ctx: CheckContext) -> Section:
 
 def scaling_section(ctx: CheckContext) -> Section:
     """Size sweep with crossovers, bandwidth against the physical limits, and CuPy/PyTorch."""
-    from gpu.report.scaling_check import check_sweep
+    from gpu.experiments.scaling.check import check_sweep
 
     passed, data, markdown = check_sweep(ctx.quick, ctx.max_n, ctx.say)
     return Section("scaling", "Scaling: sweep, crossovers, bandwidth and references", passed, data, markdown)

@@ -265,8 +265,8 @@ def rebuild_vector_add(d: Mapping[str, Any]):
 def rebuild_sweep(d: Mapping[str, Any]):
     """A SweepRun from its to_dict()."""
     from gpu.core.peaks import Limit, Peaks
-    from gpu.experiments.scaling_config import SweepConfig
-    from gpu.experiments.scaling_result import SweepPoint, SweepRun
+    from gpu.experiments.scaling.config import SweepConfig
+    from gpu.experiments.scaling.result import SweepPoint, SweepRun
 
     c = d["config"]
     config = SweepConfig(

@@ -2,7 +2,7 @@
 reaches up: its kernels, declaration, run and result import the primitives, the declaration and the catalog
 machinery, never Streamlit, Altair, ui/, gpu/service/ or gpu/report/. Only a folder's ``report``/``check``
 (prose and its ``gpu check`` section) may use gpu/report/ and gpu/service/, and only its ``charts`` and ``view``
-the UI."""
+the UI (charts: pure builders over Altair; view: Streamlit)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ REPORT = ("gpu.report", "gpu.service")
 FACES: dict[str, tuple[str, ...] | None] = {
     "report": REPORT,
     "check": REPORT,
-    "charts": ("altair", "ui."),
+    "charts": (*REPORT, "altair", "ui."),
     "view": None,
 }
 NEVER_IN_THE_ENGINE = ("streamlit", "altair", "ui", "gpu.service", "gpu.report", "gpu.trace", "gpu.sandbox")

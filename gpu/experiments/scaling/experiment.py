@@ -1,7 +1,7 @@
 """Scaling: the vector add at every size of a range, for every implementation.
 
 ``run_sweep`` measures every size × implementation of a ``SweepConfig`` (validated by
-``make_config``, gpu/experiments/scaling_result.py), checking ``should_stop`` between
+``make_config``, gpu/experiments/scaling/result.py), checking ``should_stop`` between
 steps so a sweep can be cancelled and keep what it measured; a failure at one point
 (out of memory, say) is recorded there and the sweep goes on. In the simulator the CPU
 runs at every size and the simulated kernels only up to their cap. The declaration at
@@ -44,7 +44,7 @@ from gpu.core.telemetry import TelemetryMonitor
 from gpu.core.timing import Clock
 from gpu.experiments.base import CheckSection, Experiment, Hook, PageLink, Param, PerBackend, Progress, Recorded
 from gpu.experiments.registry import register
-from gpu.experiments.scaling_config import (
+from gpu.experiments.scaling.config import (
     DEFAULT_MIN_N,
     IMPL_LABELS,
     IMPLS,
@@ -56,7 +56,7 @@ from gpu.experiments.scaling_config import (
     repeat_policy,
     sweep_sizes,
 )
-from gpu.experiments.scaling_result import SweepPoint, SweepRun
+from gpu.experiments.scaling.result import SweepPoint, SweepRun
 from gpu.kernels.geometry import blocks_for
 from gpu.kernels.vector_add import (
     ELEMENTS_PER_THREAD,
@@ -518,7 +518,7 @@ EXPERIMENT = register(
         ),
         order=20,
         history_columns=("threads_per_block", "repeats"),
-        report="gpu.report.scaling",
+        report="gpu.experiments.scaling.report",
         check=(
             CheckSection(
                 "scaling",

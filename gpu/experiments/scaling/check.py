@@ -13,11 +13,11 @@ from gpu.core.limits import (
 )
 from gpu.core.telemetry import describe as describe_telemetry
 from gpu.core.timing import RepeatPolicy, format_seconds
-from gpu.experiments.scaling import run_sweep
-from gpu.experiments.scaling_config import DEFAULT_MIN_N, IMPL_LABELS, make_config
-from gpu.experiments.scaling_result import SERIES_LABELS, SweepRun
+from gpu.experiments.scaling.config import DEFAULT_MIN_N, IMPL_LABELS, make_config
+from gpu.experiments.scaling.experiment import run_sweep
+from gpu.experiments.scaling.report import crossover_conditions, crossover_sentences
+from gpu.experiments.scaling.result import SERIES_LABELS, SweepRun
 from gpu.report.render import to_json
-from gpu.report.scaling import crossover_conditions, crossover_sentences
 
 CHECK_MAX_N = 2**30  # the check's ~90 s budget on an H200 ends here (12.9 GB per vector add)
 CHECK_MIN_LARGEST_N = 2**28  # the floor for the largest size, where memory allows

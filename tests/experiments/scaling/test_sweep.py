@@ -13,17 +13,17 @@ from gpu.core.device import device_info
 from gpu.core.limits import InputError
 from gpu.core.peaks import Limit, Peaks
 from gpu.core.timing import RepeatPolicy, Stats
-from gpu.experiments import scaling as sweep_mod
-from gpu.experiments.scaling import run_sweep
-from gpu.experiments.scaling_config import (
+from gpu.experiments.scaling import experiment as sweep_mod
+from gpu.experiments.scaling.check import check_sweep, performance_targets
+from gpu.experiments.scaling.config import (
     SweepConfig,
     make_config,
     repeat_policy,
     sweep_sizes,
 )
-from gpu.experiments.scaling_result import SweepPoint, SweepRun
-from gpu.report.scaling import crossover_sentences, summary
-from gpu.report.scaling_check import check_sweep, performance_targets
+from gpu.experiments.scaling.experiment import run_sweep
+from gpu.experiments.scaling.report import crossover_sentences, summary
+from gpu.experiments.scaling.result import SweepPoint, SweepRun
 
 
 def test_sizes_are_powers_of_two_plus_both_ends():

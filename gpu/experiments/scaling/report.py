@@ -1,12 +1,12 @@
 """A Scaling sweep in words: one crossover sentence per CPU baseline, and the terminal
 summary (a table of medians with their marks, limits, the kernel against the libraries,
-telemetry and the sweep's overhead). The result itself is gpu/experiments/scaling_result.py."""
+telemetry and the sweep's overhead). The result itself is gpu/experiments/scaling/result.py."""
 
 from __future__ import annotations
 
 from gpu.core.telemetry import describe as describe_telemetry
 from gpu.core.timing import format_factor, format_seconds
-from gpu.experiments.scaling_result import (
+from gpu.experiments.scaling.result import (
     GPU_SERIES,
     SERIES_LABELS,
     Crossover,

@@ -10,12 +10,12 @@ import streamlit as st
 
 from gpu.core.limits import SIMULATED_THREAD_COST, kernel_cap, max_cpu_vector_n
 from gpu.core.timing import ALLOCATION_RULE, format_seconds
-from gpu.experiments.scaling import default_max_n
-from gpu.experiments.scaling_config import IMPL_LABELS
-from gpu.experiments.scaling_result import SweepRun
+from gpu.experiments.scaling import charts as scaling_charts
+from gpu.experiments.scaling.config import IMPL_LABELS
+from gpu.experiments.scaling.experiment import default_max_n
+from gpu.experiments.scaling.report import SIMULATED_NOT_COMPARED, crossover_conditions, crossover_sentences
+from gpu.experiments.scaling.result import SweepRun
 from gpu.report.render import to_json
-from gpu.report.scaling import SIMULATED_NOT_COMPARED, crossover_conditions, crossover_sentences
-from ui.charts import scaling as scaling_charts
 
 RESULT_KEY = "scaling.result"
 

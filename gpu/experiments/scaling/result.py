@@ -1,6 +1,6 @@
 """What a Scaling sweep is and what it measured: the sizes and configuration, the points
 (one series at one size), the crossovers, and ``SweepRun`` (the frozen result, with its
-frames, JSON and CSV). The measuring itself is gpu/experiments/scaling.py."""
+frames, JSON and CSV). The measuring itself is gpu/experiments/scaling/experiment.py."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from gpu.core.timing import (
     Stats,
     utc_timestamp,
 )
-from gpu.experiments.scaling_config import SweepConfig
+from gpu.experiments.scaling.config import SweepConfig
 from gpu.kernels.vector_add_timing import BYTES_PER_ELEMENT
 
 # Series measured -> display label (the names ui.charts.common.COLORS colours).
