@@ -16,13 +16,14 @@ from gpu.experiments.launch import run_launch_sweep
 from gpu.experiments.launch_overhead import run_launch_overhead
 from gpu.experiments.matmul import experiment as matmul
 from gpu.experiments.scaling import charts as scaling
-from gpu.experiments.transfers import run_strategies
+from gpu.experiments.transfers import charts as transfers
+from gpu.experiments.transfers.experiment import run_strategies
 from gpu.report.roofline_points import add_vector_add, session_points
 from tests.experiments.scaling.test_sweep import crossing_run, fake_peaks
+from tests.experiments.transfers.test_transfers_page import synthetic_curves
 from tests.test_catalog_charts import H200, H200_ROOFS
 from tests.test_charts import synthetic_frame
-from tests.test_transfers_page import synthetic_curves
-from ui.charts import common, kernels, launch, roofline, transfers
+from ui.charts import common, kernels, launch, roofline
 
 ONE = RepeatPolicy.count(1, warmup=0)
 # d3 formats that can print exponent notation: type e, type g (past its precision) and no type with a

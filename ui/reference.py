@@ -219,8 +219,8 @@ def _launch(ref: ReferenceRun) -> None:
 
 
 def _transfers(ref: ReferenceRun) -> None:
-    from ui.charts import transfers as charts
-    from ui.views.transfers import describe_bandwidth, describe_strategies
+    from gpu.experiments.transfers import charts as charts
+    from gpu.experiments.transfers.view import describe_bandwidth, describe_strategies
 
     curves, strategies = ref.bandwidth(), ref.strategies("small")
     st.markdown(transfers_sentence(curves, strategies))

@@ -2,9 +2,9 @@
 
 Each experiment is a folder of ``gpu.experiments`` (a slice: its kernels, declaration, result,
 report, charts and view) whose ``experiment`` module declares it with ``register``.
-``experiments()`` imports the ``experiment`` module of every folder of ``gpu.experiments`` first,
-and of every folder of the packages named in ``$KERNEL_LAB_EXPERIMENTS`` (comma-separated:
-experiments kept outside this tree), so
+``experiments()`` imports the engine modules (all but the ``FACES``) of every folder of
+``gpu.experiments`` first, and of every folder of the packages named in ``$KERNEL_LAB_EXPERIMENTS``
+(comma-separated: experiments kept outside this tree), so
 the CLI, the pages, the cluster workers and ``gpu check`` all see the same set, in the
 order the declarations give (``Experiment.order``). The registry is filled at import
 time and only read afterwards (no per-user state lives here).
@@ -83,7 +83,10 @@ def extra_packages() -> list[str]:
     return list(_settings.settings().experiments)
 
 
-DECLARATION = "experiment"  # the module of an experiment's folder that declares it
+# The modules of an experiment's folder above its engine: its prose, its ``gpu check`` section, its chart
+# builders and its page's view. They may use gpu/report, gpu/service and the UI, so the registry never imports
+# them: whoever shows or reports a result does (a page, ``gpu check``, the CLI's prose).
+FACES = ("report", "check", "charts", "view")
 
 
 def slices(package: str = "gpu.experiments") -> list[str]:
@@ -92,20 +95,29 @@ def slices(package: str = "gpu.experiments") -> list[str]:
     return sorted(f"{package}.{m.name}" for m in pkgutil.iter_modules(getattr(found, "__path__", [])) if m.ispkg)
 
 
-def _load() -> None:
-    """Import the declaration of every experiment folder, here and in the extra packages, so each registers itself.
+def engine_modules(folder: str) -> list[str]:
+    """The modules of experiment folder ``folder`` that make up its engine (every one but its ``FACES``)."""
+    found = importlib.import_module(folder)
+    return sorted(
+        f"{folder}.{m.name}"
+        for m in pkgutil.iter_modules(getattr(found, "__path__", []))
+        if not m.ispkg and m.name not in FACES
+    )
 
-    Only ``<folder>.experiment`` is imported: a folder's charts and view (which import Streamlit) are
-    imported by its page, never by the engine."""
+
+def _load() -> None:
+    """Import the engine of every experiment folder, here and in the extra packages, so each declaration
+    registers itself (a folder may declare several: the Launch config page's three experiments are one folder)."""
     for package in ("gpu.experiments", *extra_packages()):
         for folder in slices(package):
-            importlib.import_module(f"{folder}.{DECLARATION}")
+            for module in engine_modules(folder):
+                importlib.import_module(module)
     # TRANSITION: experiments not yet in a folder of their own
     import gpu.experiments as flat
 
-    for module in pkgutil.iter_modules(flat.__path__):
-        if not module.ispkg:
-            importlib.import_module(f"gpu.experiments.{module.name}")
+    for info in pkgutil.iter_modules(flat.__path__):
+        if not info.ispkg:
+            importlib.import_module(f"gpu.experiments.{info.name}")
 
 
 def experiments() -> list[Experiment]:

@@ -333,7 +333,7 @@ def launch_section(ctx: CheckContext) -> Section:
 
 def transfers_section(ctx: CheckContext) -> Section:
     """Copy bandwidth curves against a library's pinned copy, and the vector-add strategies."""
-    from gpu.report.transfers_check import check_transfers
+    from gpu.experiments.transfers.check import check_transfers
 
     passed, data, markdown = check_transfers(ctx.quick, ctx.max_n, ctx.say)
     return Section("transfers", "Transfers: host-link bandwidth and vector-add strategies", passed, data, markdown)

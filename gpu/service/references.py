@@ -388,7 +388,7 @@ def rebuild_launch_sweep(d: Mapping[str, Any]):
 
 def rebuild_bandwidth(d: Mapping[str, Any]):
     """BandwidthCurves from its to_dict()."""
-    from gpu.experiments.bandwidth import BandwidthCurves, BandwidthPoint
+    from gpu.experiments.transfers.bandwidth import BandwidthCurves, BandwidthPoint
 
     points = tuple(
         BandwidthPoint(p["direction"], p["memory"], int(p["nbytes"]), _stats(p["stats"]), bool(p["pinned_ok"]))
@@ -408,7 +408,7 @@ def rebuild_bandwidth(d: Mapping[str, Any]):
 def rebuild_strategies(d: Mapping[str, Any]):
     """A StrategyComparison from its to_dict()."""
     from gpu.core.timeline import Interval
-    from gpu.experiments.transfers import StrategyComparison, StrategyRun
+    from gpu.experiments.transfers.experiment import StrategyComparison, StrategyRun
 
     strategies = {
         key: StrategyRun(

@@ -112,7 +112,7 @@ def show_simulator_facts(run: KernelRun) -> None:
     Times from the simulator are Python running one thread at a time: they stay in the
     chart and table below, tagged, and are never a headline.
     """
-    from gpu.experiments.bandwidth import format_bytes
+    from gpu.experiments.transfers.bandwidth import format_bytes
 
     checked = [r for r in run.results if r.agreement is not None]
     steps = [r for r in run.results if r.kind == "step"]

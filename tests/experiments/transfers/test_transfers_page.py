@@ -9,7 +9,7 @@ from streamlit.testing.v1 import AppTest
 
 import gpu
 
-PAGE = str(Path(__file__).resolve().parent.parent / "pages" / "4_Transfers.py")
+PAGE = str(Path(__file__).resolve().parents[3] / "pages" / "4_Transfers.py")
 
 
 def live_charts(at) -> list:
@@ -138,9 +138,9 @@ def test_bad_strategy_input_shows_an_error_and_runs_nothing(kwargs, message):
 from gpu.core.device import device_info  # noqa: E402
 from gpu.core.timeline import Interval  # noqa: E402
 from gpu.core.timing import RepeatPolicy, Stats  # noqa: E402
-from gpu.experiments.bandwidth import BandwidthCurves, BandwidthPoint  # noqa: E402
-from gpu.experiments.transfers import run_strategies  # noqa: E402
-from ui.charts import transfers as transfers_charts  # noqa: E402
+from gpu.experiments.transfers import charts as transfers_charts  # noqa: E402
+from gpu.experiments.transfers.bandwidth import BandwidthCurves, BandwidthPoint  # noqa: E402
+from gpu.experiments.transfers.experiment import run_strategies  # noqa: E402
 
 
 def synthetic_curves() -> BandwidthCurves:

@@ -2,7 +2,7 @@
 
 The forms come from the declarations (ui.forms); ``show_*`` draw a finished result and
 the ``*_caption`` functions the limits under each form. All measuring happens in
-``gpu.experiments.transfers``.
+``gpu.experiments.transfers.experiment``.
 """
 
 from __future__ import annotations
@@ -14,14 +14,15 @@ import streamlit as st
 
 import gpu
 from gpu.core.timing import ALLOCATION_RULE, format_factor, format_seconds
-from gpu.experiments.bandwidth import (
+from gpu.experiments.transfers import charts as transfers_charts
+from gpu.experiments.transfers.bandwidth import (
     SIMULATED_NOTE,
     BandwidthCurves,
     format_bytes,
     max_copy_bytes,
     series_label,
 )
-from gpu.experiments.transfers import (
+from gpu.experiments.transfers.experiment import (
     MAX_CHUNKS,
     MAX_ITERATIONS,
     MAX_STREAMS,
@@ -29,9 +30,8 @@ from gpu.experiments.transfers import (
     StrategyComparison,
     max_transfer_n,
 )
+from gpu.experiments.transfers.report import verdict
 from gpu.report.render import to_json
-from gpu.report.transfers import verdict
-from ui.charts import transfers as transfers_charts
 from ui.telemetry_note import show_telemetry
 
 BANDWIDTH_KEY = "transfers.bandwidth"

@@ -10,7 +10,8 @@ import numpy as np
 
 from gpu.core.copies import bandwidth_gbps, time_copy
 from gpu.core.timing import RepeatPolicy, Stats, collect, format_factor, format_seconds
-from gpu.experiments.bandwidth import (
+from gpu.experiments.base import Progress
+from gpu.experiments.transfers.bandwidth import (
     DEFAULT_COPY_SIZES,
     MIB,
     SIMULATOR_COPY_SIZES,
@@ -19,9 +20,7 @@ from gpu.experiments.bandwidth import (
     run_bandwidth_curves,
     series_label,
 )
-from gpu.experiments.base import Progress
-from gpu.experiments.strategy_timing import BREAKDOWN_PHASES
-from gpu.experiments.transfers import (
+from gpu.experiments.transfers.experiment import (
     DEFAULT_ITERATIONS,
     LARGE_N_CAP,
     STRATEGIES,
@@ -29,8 +28,9 @@ from gpu.experiments.transfers import (
     max_transfer_n,
     run_strategies,
 )
+from gpu.experiments.transfers.report import verdict
+from gpu.experiments.transfers.strategy_timing import BREAKDOWN_PHASES
 from gpu.report.render import to_json
-from gpu.report.transfers import verdict
 
 # --- sizes -------------------------------------------------------------------------
 

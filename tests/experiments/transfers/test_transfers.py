@@ -10,22 +10,23 @@ import gpu
 from gpu.core.limits import InputError
 from gpu.core.timeline import Interval, build_timeline, concurrent_s, overlap_fraction
 from gpu.core.timing import RepeatPolicy, Stats
-from gpu.experiments import bandwidth, strategy_timing, transfers
-from gpu.experiments.bandwidth import (
+from gpu.experiments.transfers import bandwidth, strategy_timing
+from gpu.experiments.transfers import experiment as transfers
+from gpu.experiments.transfers import report as transfers_report
+from gpu.experiments.transfers.bandwidth import (
     check_copy_sizes,
     find_plateau,
     format_bytes,
     run_bandwidth_curves,
 )
-from gpu.experiments.transfers import (
+from gpu.experiments.transfers.check import check_transfers
+from gpu.experiments.transfers.experiment import (
     check_chunks,
     check_streams,
     chunk_bounds,
     run_strategies,
 )
-from gpu.report import transfers as transfers_report
 from gpu.report.render import to_json
-from gpu.report.transfers_check import check_transfers
 
 ONE = RepeatPolicy.count(1, warmup=0)
 

@@ -2,9 +2,9 @@
 
 As in the article, careful, pinned, data kept on the device, chunked streams (with a
 per-chunk event timeline) and mapped zero-copy host memory, each timed phase by phase
-(``gpu.experiments.strategy_timing``) and checked bit for bit against NumPy; the
+(``gpu.experiments.transfers.strategy_timing``) and checked bit for bit against NumPy; the
 ``StrategyComparison`` ranks them and names the winner. The CLI's ``transfers`` also
-measures the copy bandwidth curves (``gpu.experiments.bandwidth``).
+measures the copy bandwidth curves (``gpu.experiments.transfers.bandwidth``).
 
 In the simulator everything runs (at small sizes) but copies are NumPy copies and
 streams run one after another: pinning, streams and overlap are not simulated, so the
@@ -39,15 +39,15 @@ from gpu.core.timing import (
     Stats,
     utc_timestamp,
 )
-from gpu.experiments.bandwidth import (
+from gpu.experiments.base import CheckSection, Experiment, Hook, Param, PerBackend, Progress, Recorded
+from gpu.experiments.registry import register
+from gpu.experiments.transfers.bandwidth import (
     SIMULATED_NOTE,
     TRANSFERS_PAGE,
     BandwidthCurves,
     run_bandwidth_curves,
 )
-from gpu.experiments.base import CheckSection, Experiment, Hook, Param, PerBackend, Progress, Recorded
-from gpu.experiments.registry import register
-from gpu.experiments.strategy_timing import (
+from gpu.experiments.transfers.strategy_timing import (
     MAX_CHUNKS,
     MAX_ITERATIONS,
     MAX_STREAMS,
@@ -630,7 +630,7 @@ STRATEGIES_EXPERIMENT = register(
         page=TRANSFERS_PAGE,
         order=70,
         history_columns=("n", "threads_per_block", "repeats"),
-        report="gpu.report.transfers",
+        report="gpu.experiments.transfers.report",
         check=(
             CheckSection(
                 "transfers",

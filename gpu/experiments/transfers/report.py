@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from gpu.core.backend import BACKEND
 from gpu.core.timing import format_factor, format_seconds
-from gpu.experiments.strategy_timing import BREAKDOWN_PHASES
-from gpu.experiments.transfers import (
+from gpu.experiments.transfers.experiment import (
     STRATEGIES,
     StrategyComparison,
     StrategyRun,
     TransfersRun,
 )
+from gpu.experiments.transfers.strategy_timing import BREAKDOWN_PHASES
 
 
 def verdict(result: StrategyComparison) -> str:
