@@ -12,8 +12,9 @@ import pytest
 from gpu.catalog.steps import run_kernel
 from gpu.core.roofline import device_roofs
 from gpu.core.timing import RepeatPolicy
-from gpu.experiments.launch import run_launch_sweep
-from gpu.experiments.launch_overhead import run_launch_overhead
+from gpu.experiments.launch import charts as launch
+from gpu.experiments.launch.experiment import run_launch_sweep
+from gpu.experiments.launch.overhead import run_launch_overhead
 from gpu.experiments.matmul import experiment as matmul
 from gpu.experiments.scaling import charts as scaling
 from gpu.experiments.transfers import charts as transfers
@@ -23,7 +24,7 @@ from tests.experiments.scaling.test_sweep import crossing_run, fake_peaks
 from tests.experiments.transfers.test_transfers_page import synthetic_curves
 from tests.test_catalog_charts import H200, H200_ROOFS
 from tests.test_charts import synthetic_frame
-from ui.charts import common, kernels, launch, roofline
+from ui.charts import common, kernels, roofline
 
 ONE = RepeatPolicy.count(1, warmup=0)
 # d3 formats that can print exponent notation: type e, type g (past its precision) and no type with a

@@ -88,7 +88,7 @@ def test_l2_flush_makes_a_cache_sized_kernel_slower_than_warm():
 
 
 def test_engine_launch_is_within_twice_the_fastest_python_path():
-    from gpu.experiments.launch_overhead import ENGINE_TARGET, run_launch_overhead
+    from gpu.experiments.launch.overhead import ENGINE_TARGET, run_launch_overhead
 
     run = run_launch_overhead(RepeatPolicy.count(20, warmup=2))
     assert "engine" in run.paths and run.fastest is not None, run.skipped

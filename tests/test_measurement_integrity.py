@@ -316,7 +316,7 @@ def test_without_nvml_telemetry_says_it_is_unavailable():
 
 
 def test_launch_overhead_measures_each_path_with_spread_and_names_what_it_skipped():
-    from gpu.experiments.launch_overhead import PATHS, run_launch_overhead
+    from gpu.experiments.launch.overhead import PATHS, run_launch_overhead
 
     run = run_launch_overhead(
         RepeatPolicy.count(3, warmup=0),
@@ -335,7 +335,7 @@ def test_launch_overhead_measures_each_path_with_spread_and_names_what_it_skippe
 def test_the_engine_launch_is_compared_with_same_argument_paths_and_can_fail():
     from dataclasses import replace as _replace
 
-    from gpu.experiments.launch_overhead import LaunchOverheadRun
+    from gpu.experiments.launch.overhead import LaunchOverheadRun
 
     fast_empty, like, engine = Stats((1e-6,) * 3), Stats((8e-6,) * 3), Stats((10e-6,) * 3)
     run = LaunchOverheadRun({"numba-configured": fast_empty, "article-vector-add": like, "engine": engine}, {}, 200,

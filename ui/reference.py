@@ -203,8 +203,8 @@ def _scaling(ref: ReferenceRun) -> None:
 
 
 def _launch(ref: ReferenceRun) -> None:
-    from ui.charts import launch as charts
-    from ui.views.launch import describe_sweep
+    from gpu.experiments.launch import charts as charts
+    from gpu.experiments.launch.view import describe_sweep
 
     run = ref.launch_sweep()
     st.markdown(launch_sentence(run))

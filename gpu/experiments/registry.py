@@ -112,12 +112,6 @@ def _load() -> None:
         for folder in slices(package):
             for module in engine_modules(folder):
                 importlib.import_module(module)
-    # TRANSITION: experiments not yet in a folder of their own
-    import gpu.experiments as flat
-
-    for info in pkgutil.iter_modules(flat.__path__):
-        if not info.ispkg:
-            importlib.import_module(f"gpu.experiments.{info.name}")
 
 
 def experiments() -> list[Experiment]:

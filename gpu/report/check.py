@@ -238,9 +238,9 @@ INDEXING_CASES = ((1, 32), (31, 32), (33, 32), (257, 32), (257, 100), (257, 256)
 def launch_section(ctx: CheckContext) -> Section:
     """Block-size sweep at a large N, the indexing probe at awkward sizes, and the inspector."""
     from gpu.core.inspect import inspect_vector_add
-    from gpu.experiments.indexing import run_indexing
-    from gpu.experiments.launch import run_launch_sweep
-    from gpu.report.launch import explanation
+    from gpu.experiments.launch.experiment import run_launch_sweep
+    from gpu.experiments.launch.indexing import run_indexing
+    from gpu.experiments.launch.report import explanation
     from gpu.report.render import to_json
 
     # the probe against NumPy's index arithmetic, one thread per element and grid-stride

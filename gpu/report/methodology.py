@@ -52,7 +52,7 @@ def methodology(
     """(passed, data, markdown). Passes when every kernel sample was behind a verified
     hold (on a GPU that can hold) and the launch-overhead benchmark ran."""
     from gpu.core.arrays import vector_inputs
-    from gpu.experiments.launch_overhead import (
+    from gpu.experiments.launch.overhead import (
         ENGINE_TARGET,
         PATHS,
         run_launch_overhead,

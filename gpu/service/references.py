@@ -336,7 +336,7 @@ def rebuild_sweep(d: Mapping[str, Any]):
 def rebuild_launch_sweep(d: Mapping[str, Any]):
     """A LaunchSweepRun from its to_dict()."""
     from gpu.core.occupancy import Occupancy, SmLimits
-    from gpu.experiments.launch import LaunchConfigResult, LaunchSweepRun
+    from gpu.experiments.launch.experiment import LaunchConfigResult, LaunchSweepRun
 
     configs = []
     for c in d["configs"]:

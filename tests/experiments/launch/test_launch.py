@@ -15,17 +15,18 @@ from gpu.core.device import DeviceInfo
 from gpu.core.limits import InputError
 from gpu.core.occupancy import Occupancy, SmLimits, calculated_occupancy
 from gpu.core.timing import RepeatPolicy, Stats
-from gpu.experiments import indexing, launch
-from gpu.experiments.indexing import LaunchSummary, run_indexing
-from gpu.experiments.launch import (
+from gpu.experiments.launch import experiment as launch
+from gpu.experiments.launch import indexing
+from gpu.experiments.launch.experiment import (
     KIND_GRID_STRIDE,
     KIND_ONE_PER_ELEMENT,
     LaunchConfigResult,
     LaunchSweepRun,
     run_launch_sweep,
 )
+from gpu.experiments.launch.indexing import LaunchSummary, run_indexing
+from gpu.experiments.launch.report import explanation
 from gpu.kernels.vector_add import PROBE_FIELDS
-from gpu.report.launch import explanation
 from gpu.report.render import to_json
 
 AWKWARD_N = (1, 31, 33, 257)

@@ -422,7 +422,7 @@ LAUNCH_SWEEP = register(
         page=LAUNCH_PAGE,
         order=40,
         history_columns=("n", "repeats"),
-        report="gpu.report.launch",
+        report="gpu.experiments.launch.report",
         check=(
             CheckSection(
                 "launch",

@@ -51,7 +51,7 @@ from gpu.core.timing import (
     utc_timestamp,
 )
 from gpu.experiments.base import Experiment, Param
-from gpu.experiments.launch import LAUNCH_PAGE
+from gpu.experiments.launch.experiment import LAUNCH_PAGE
 from gpu.experiments.registry import register
 
 PATHS = {

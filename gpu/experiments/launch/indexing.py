@@ -29,7 +29,7 @@ from gpu.core.limits import (
 )
 from gpu.core.timing import utc_timestamp
 from gpu.experiments.base import Experiment, Param, Progress
-from gpu.experiments.launch import LAUNCH_PAGE
+from gpu.experiments.launch.experiment import LAUNCH_PAGE
 from gpu.experiments.registry import register
 from gpu.kernels.geometry import blocks_for
 from gpu.kernels.vector_add import (

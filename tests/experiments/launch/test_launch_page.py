@@ -10,7 +10,7 @@ from streamlit.testing.v1 import AppTest
 
 import gpu
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 PAGE = str(ROOT / "pages/3_Launch_config.py")
 
 
@@ -175,9 +175,9 @@ def test_inspector_in_the_simulator_says_no_machine_code_exists():
 # --- chart builders on to_dict() --------------------------------------------------------
 
 from gpu.core.timing import RepeatPolicy  # noqa: E402
-from gpu.experiments.indexing import run_indexing  # noqa: E402
-from gpu.experiments.launch import run_launch_sweep  # noqa: E402
-from ui.charts import launch as launch_charts  # noqa: E402
+from gpu.experiments.launch import charts as launch_charts  # noqa: E402
+from gpu.experiments.launch.experiment import run_launch_sweep  # noqa: E402
+from gpu.experiments.launch.indexing import run_indexing  # noqa: E402
 
 
 def rows_with(spec: dict, key: str) -> list[dict]:
@@ -258,7 +258,7 @@ def test_sweep_time_chart_has_spread_best_and_units(sweep_frame):
 
 
 def test_a_sweep_from_fewer_than_three_samples_is_marked_and_best_is_never_a_star():
-    from gpu.report.launch import summary
+    from gpu.experiments.launch.report import summary
 
     run = run_launch_sweep(64, (32, 64), grid_stride_multiples=(), policy=RepeatPolicy.count(2, warmup=0))
     rows = launch_charts.sweep_summary(run.to_frame())

@@ -1,10 +1,10 @@
 """The block-size sweep in words: why small blocks lose and why the large-N curve is flat,
-and its terminal summary. Prose lives here, not in the result (gpu/experiments/launch.py)."""
+and its terminal summary. Prose lives here, not in the result (gpu/experiments/launch/experiment.py)."""
 
 from __future__ import annotations
 
 from gpu.core.timing import format_seconds
-from gpu.experiments.launch import KIND_ONE_PER_ELEMENT, LaunchSweepRun
+from gpu.experiments.launch.experiment import KIND_ONE_PER_ELEMENT, LaunchSweepRun
 
 
 def explanation(run: LaunchSweepRun) -> str:

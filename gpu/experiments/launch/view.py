@@ -9,11 +9,11 @@ import streamlit as st
 
 from gpu.core.inspect import KERNELS, KernelInspection, inspect_kernel
 from gpu.core.timing import format_seconds
-from gpu.experiments.indexing import DRAW_LIMIT_THREADS, IndexingRun
-from gpu.experiments.launch import KIND_ONE_PER_ELEMENT, LaunchSweepRun
-from gpu.report.launch import explanation
+from gpu.experiments.launch import charts as launch_charts
+from gpu.experiments.launch.experiment import KIND_ONE_PER_ELEMENT, LaunchSweepRun
+from gpu.experiments.launch.indexing import DRAW_LIMIT_THREADS, IndexingRun
+from gpu.experiments.launch.report import explanation
 from gpu.report.render import to_json
-from ui.charts import launch as launch_charts
 from ui.views.compile_facts import show_kernel_facts
 
 INDEXING_KEY = "launch.indexing"
@@ -359,7 +359,7 @@ OVERHEAD_KEY = "launch.overhead"
 
 def show_launch_overhead(run) -> None:
     """The table, chart and breakdown of a ``LaunchOverheadRun``."""
-    from gpu.experiments.launch_overhead import ENGINE_TARGET, PATHS
+    from gpu.experiments.launch.overhead import ENGINE_TARGET, PATHS
 
     rows = [
         {"path": PATHS[k], "median (µs)": v.median_s * 1e6, "min (µs)": v.min_s * 1e6, "max (µs)": v.max_s * 1e6,
