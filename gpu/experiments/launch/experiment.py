@@ -431,7 +431,7 @@ LAUNCH_SWEEP = register(
                 Hook("gpu.service.check_sections:launch_records"),
             ),
         ),
-        recorded=Recorded("launch", Hook("ui.reference:_launch")),
+        recorded=Recorded("launch", Hook("gpu.experiments.launch.view:recorded")),
         uses_cpu=BACKEND.simulated,
     )
 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from gpu.core.timing import format_seconds
 from gpu.experiments.launch.experiment import KIND_ONE_PER_ELEMENT, LaunchSweepRun
+from gpu.report.words import factor_text, few_samples
 
 
 def explanation(run: LaunchSweepRun) -> str:
@@ -103,3 +104,21 @@ def summary(run: LaunchSweepRun) -> str:
 # What gpu/report/render.py uses for these results (named by the launch-sweep declaration's ``report``).
 SUMMARIES = {LaunchSweepRun: summary}
 PROSE = {LaunchSweepRun: lambda run: {"explanation": explanation(run)}}
+
+
+def launch_sentence(run) -> str:
+    """How much block size matters at a large N, from the recorded sweep."""
+    per_element = sorted(
+        (c for c in run.configs if c.kind == "one thread per element"), key=lambda c: c.threads_per_block
+    )
+    best = run.best
+    text = (f"On the {run.device.name} at N = {run.n:,}, the best launch is {best.label} "
+            f"({format_seconds(best.kernel.median_s)}{few_samples(best.kernel).replace(' (', ', ').rstrip(')')})")
+    if per_element and per_element[0] is not best:
+        small = per_element[0]
+        text += f"; {small.label} take {factor_text(small.kernel.median_s / best.kernel.median_s)} as long"
+    big = [c.kernel.median_s for c in per_element if c.threads_per_block >= 128]
+    if len(big) >= 2:
+        text += (f", while from 128 threads per block up the times differ by at most {max(big) / min(big) - 1:.0%}: "
+                 "memory bandwidth, not the launch shape, sets the time")
+    return text + "."

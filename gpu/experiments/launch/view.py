@@ -12,8 +12,9 @@ from gpu.core.timing import format_seconds
 from gpu.experiments.launch import charts as launch_charts
 from gpu.experiments.launch.experiment import KIND_ONE_PER_ELEMENT, LaunchSweepRun
 from gpu.experiments.launch.indexing import DRAW_LIMIT_THREADS, IndexingRun
-from gpu.experiments.launch.report import explanation
+from gpu.experiments.launch.report import explanation, launch_sentence
 from gpu.report.render import to_json
+from gpu.service.references import ReferenceRun
 from ui.views.compile_facts import show_kernel_facts
 
 INDEXING_KEY = "launch.indexing"
@@ -396,3 +397,19 @@ def show_launch_overhead(run) -> None:
         )
     for k, why in run.skipped.items():
         st.caption(f"{PATHS[k]}: skipped — {why}")
+
+
+def recorded(ref: ReferenceRun) -> None:
+    from gpu.experiments.launch import charts as charts
+    from gpu.experiments.launch.view import describe_sweep
+
+    run = ref.launch_sweep()
+    st.markdown(launch_sentence(run))
+    frame = run.to_frame()
+    subtitle = f"recorded: {describe_sweep(run)}"
+    st.altair_chart(charts.sweep_time_chart(frame, subtitle), width="stretch", key="reference.launch.time")
+    st.altair_chart(
+        charts.sweep_bandwidth_chart(frame, subtitle, run.device.peak_bandwidth_gbps),
+        width="stretch",
+        key="reference.launch.bandwidth",
+    )

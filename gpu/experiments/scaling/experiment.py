@@ -527,7 +527,7 @@ EXPERIMENT = register(
                 Hook("gpu.service.check_sections:scaling_records"),
             ),
         ),
-        recorded=Recorded("scaling", Hook("ui.reference:_scaling")),
+        recorded=Recorded("scaling", Hook("gpu.experiments.scaling.view:recorded")),
         csv=True,
         mark_stopped=lambda run, why: replace(run, stopped=why),
     ),

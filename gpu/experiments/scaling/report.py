@@ -12,6 +12,7 @@ from gpu.experiments.scaling.result import (
     Crossover,
     SweepRun,
 )
+from gpu.report.words import format_gbps
 
 
 def crossover_conditions(run: SweepRun) -> str:
@@ -109,3 +110,30 @@ def summary(run: SweepRun) -> str:
 # What gpu/report/render.py uses for these results (named by the scaling declaration's ``report``).
 SUMMARIES = {SweepRun: summary}
 PROSE = {SweepRun: lambda run: {"crossover_sentences": crossover_sentences(run)}}
+
+
+def scaling_sentence(run) -> str:
+    """Where the kernel and the whole GPU add overtake NumPy, and the bandwidth reached.
+
+    Crossovers are the result's own sentences (ranges where the bands overlap, "no exact
+    point" beside single-sample points), never a bare three-figure point; a bandwidth
+    from fewer than 3 samples, or from a working set that fits in the L2, says so.
+    """
+    parts = [c.text for c in run.crossovers() if c.baseline == "numpy" and c.gpu in ("gpu-kernel", "gpu-total")]
+    frame = run.to_frame()
+    kernel = frame[(frame["series"] == "gpu-kernel") & frame["bandwidth_gbps"].notna()]
+    peak = run.device.peak_bandwidth_gbps
+    tail = ""
+    if not kernel.empty:
+        last = kernel.loc[kernel["n"].idxmax()]
+        share = f", {last['bandwidth_gbps'] / peak:.0%} of the {format_gbps(peak)} theoretical peak" if peak else ""
+        samples = int(last["samples"])
+        marks = []
+        if last["few_samples"]:
+            marks.append(f"from {'one sample' if samples == 1 else f'{samples} samples'}: spread unknown")
+        if last["fits_l2"]:
+            marks.append("its working set fits in the L2")
+        mark = f" ({'; '.join(marks)})" if marks else ""
+        tail = f"; at N = {int(last['n']):,} the kernel moves {format_gbps(last['bandwidth_gbps'])}{share}{mark}"
+    lead = "; ".join(parts) if parts else "the sweep found no crossover with NumPy"
+    return f"On the {run.device.name}, {lead}{tail}. {crossover_conditions(run)}"

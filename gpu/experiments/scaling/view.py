@@ -13,9 +13,15 @@ from gpu.core.timing import ALLOCATION_RULE, format_seconds
 from gpu.experiments.scaling import charts as scaling_charts
 from gpu.experiments.scaling.config import IMPL_LABELS
 from gpu.experiments.scaling.experiment import default_max_n
-from gpu.experiments.scaling.report import SIMULATED_NOT_COMPARED, crossover_conditions, crossover_sentences
+from gpu.experiments.scaling.report import (
+    SIMULATED_NOT_COMPARED,
+    crossover_conditions,
+    crossover_sentences,
+    scaling_sentence,
+)
 from gpu.experiments.scaling.result import SweepRun
 from gpu.report.render import to_json
+from gpu.service.references import ReferenceRun
 
 RESULT_KEY = "scaling.result"
 
@@ -237,3 +243,26 @@ def show_other_series(frame, crossovers: list[dict], subtitle: str, key: str) ->
         st.altair_chart(
             scaling_charts.time_chart(frame, crossovers, subtitle, series=others), width="stretch", key=key
         )
+
+
+def recorded(ref: ReferenceRun) -> None:
+    from gpu.experiments.scaling import charts as charts
+    from gpu.experiments.scaling.view import describe
+
+    run = ref.sweep()
+    st.markdown(scaling_sentence(run))
+    frame = run.to_frame()
+    subtitle = f"recorded: {describe(run)}"
+    st.altair_chart(
+        charts.time_chart(frame, [c.to_dict() for c in run.crossovers()], subtitle),
+        width="stretch",
+        key="reference.scaling.time",
+    )
+    st.altair_chart(
+        charts.bandwidth_chart(frame, run.peaks.to_frame() if run.peaks else None, subtitle),
+        width="stretch",
+        key="reference.scaling.bandwidth",
+    )
+    from gpu.experiments.scaling.view import show_other_series
+
+    show_other_series(frame, [c.to_dict() for c in run.crossovers()], subtitle, "reference.scaling.other_series")

@@ -639,6 +639,6 @@ STRATEGIES_EXPERIMENT = register(
                 Hook("gpu.service.check_sections:transfers_records"),
             ),
         ),
-        recorded=Recorded("transfers", Hook("ui.reference:_transfers")),
+        recorded=Recorded("transfers", Hook("gpu.experiments.transfers.view:recorded")),
     )
 )

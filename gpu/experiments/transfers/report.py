@@ -12,6 +12,7 @@ from gpu.experiments.transfers.experiment import (
     TransfersRun,
 )
 from gpu.experiments.transfers.strategy_timing import BREAKDOWN_PHASES
+from gpu.report.words import format_gbps
 
 
 def verdict(result: StrategyComparison) -> str:
@@ -111,3 +112,38 @@ PROSE = {
     StrategyComparison: _strategies_prose,
     TransfersRun: lambda run: {"strategies": run.strategies.to_dict() | _strategies_prose(run.strategies)},
 }
+
+
+def transfers_sentence(curves, strategies) -> str:
+    """Pinned against pageable copies, and what each strategy costs for one vector add."""
+    parts = []
+    if curves is not None:
+        pinned, pageable = curves.plateau("h2d", "pinned"), curves.plateau("h2d", "pageable")
+        if pinned and pageable:
+            parts.append(
+                f"host→device copies from pinned memory reach {format_gbps(pinned.peak_gbps)} against "
+                f"{format_gbps(pageable.peak_gbps)} from pageable memory"
+            )
+    if strategies is not None:
+        s = strategies.strategies
+        costs = [
+            f"{format_seconds(s[k].cost_s)} {label}"
+            for k, label in (
+                ("article", "as in the article"),
+                ("pinned", "with pinned memory"),
+                ("resident", "with the data kept on the device"),
+            )
+            if k in s
+        ]
+        if costs:
+            parts.append(
+                f"one vector add at N = {strategies.n:,} takes "
+                + ", ".join(costs[:-1])
+                + (f" and {costs[-1]}" if len(costs) > 1 else costs[0])
+            )
+    device = (curves or strategies).device.name if (curves or strategies) is not None else "GPU"
+    return (
+        f"On the {device}, " + "; ".join(parts) + "."
+        if parts
+        else f"No transfer figures were recorded on the {device}."
+    )

@@ -30,8 +30,9 @@ from gpu.experiments.transfers.experiment import (
     StrategyComparison,
     max_transfer_n,
 )
-from gpu.experiments.transfers.report import verdict
+from gpu.experiments.transfers.report import transfers_sentence, verdict
 from gpu.report.render import to_json
+from gpu.service.references import ReferenceRun
 from ui.telemetry_note import show_telemetry
 
 BANDWIDTH_KEY = "transfers.bandwidth"
@@ -306,3 +307,28 @@ def show_strategies(result: StrategyComparison) -> None:
         mime="text/csv",
         key="st_download_csv",
     )
+
+
+def recorded(ref: ReferenceRun) -> None:
+    from gpu.experiments.transfers import charts as charts
+    from gpu.experiments.transfers.view import describe_bandwidth, describe_strategies
+
+    curves, strategies = ref.bandwidth(), ref.strategies("small")
+    st.markdown(transfers_sentence(curves, strategies))
+    if curves is not None:
+        st.altair_chart(
+            charts.bandwidth_chart(
+                curves.to_frame(), [p.to_dict() for p in curves.plateaus()], f"recorded: {describe_bandwidth(curves)}"
+            ),
+            width="stretch",
+            key="reference.transfers.bandwidth",
+        )
+    if strategies is not None:
+        order = [s.key for s in strategies.ranking]
+        st.altair_chart(
+            charts.strategy_breakdown_chart(
+                strategies.to_frame(), order, f"recorded: {describe_strategies(strategies)}"
+            ),
+            width="stretch",
+            key="reference.transfers.strategies",
+        )

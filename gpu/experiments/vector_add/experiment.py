@@ -522,7 +522,7 @@ EXPERIMENT = register(
                 Hook("gpu.service.check_sections:no_records"),
             ),
         ),
-        recorded=Recorded("vector-add", Hook("ui.reference:_vector_add")),
+        recorded=Recorded("vector-add", Hook("gpu.experiments.vector_add.view:recorded")),
         legacy_keys={
             "n": "n",
             "threads_per_block": "threads_per_block",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from gpu.core.timing import format_seconds
 from gpu.experiments.vector_add.article import ARTICLE_RUNS, ArticleRun
 from gpu.experiments.vector_add.experiment import VectorAddRun
-from gpu.report.words import times_words
+from gpu.report.words import few_samples, times_words
 
 
 def article_in_words(article: ArticleRun) -> str:
@@ -50,3 +50,23 @@ def explain_difference(article: ArticleRun, careful: VectorAddRun) -> str:
             f"the GPU is {times_words(vs_numpy.factor, 'NumPy')}."
         )
     return text
+
+
+def vector_add_sentence(run, pinned_s: float | None = None) -> str:
+    """What the recorded vector add shows: the kernel against NumPy, then end to end with copies."""
+    numpy = run.cpu.get("numpy")
+    kernel, total = run.gpu["kernel"].median_s, run.gpu["total"].median_s
+    k_few, t_few = few_samples(run.gpu["kernel"]), few_samples(run.gpu["total"])
+    if numpy is None or numpy.stats is None:
+        return (f"On the {run.device.name} at N = {run.n:,} the kernel alone takes {format_seconds(kernel)}{k_few} and "
+                f"the whole GPU add with copies {format_seconds(total)}{t_few}.")
+    np_s, np_few = numpy.median_s, few_samples(numpy.stats)
+    text = (
+        f"On the {run.device.name} at N = {run.n:,} the kernel alone takes {format_seconds(kernel)}{k_few}, "
+        f"{times_words(np_s / kernel, 'NumPy')} ({format_seconds(np_s)}{np_few}), but with pageable copies "
+        "the whole GPU add takes "
+        f"{format_seconds(total)}{t_few}, {times_words(np_s / total, 'NumPy')}"
+    )
+    if pinned_s is not None:
+        text += f"; with pinned host memory it takes {format_seconds(pinned_s)} (Transfers page)"
+    return text + "."

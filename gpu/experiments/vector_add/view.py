@@ -19,10 +19,12 @@ from gpu.core.limits import (
 )
 from gpu.core.timing import ALLOCATION_RULE, format_seconds
 from gpu.experiments.vector_add.experiment import EXPERIMENT, VectorAddRun
-from gpu.experiments.vector_add.report import article_in_words, explain_difference
+from gpu.experiments.vector_add.report import article_in_words, explain_difference, vector_add_sentence
 from gpu.report.words import format_gbps, times_words
+from gpu.service.references import ReferenceRun
 from ui.charts import common as charts
 from ui.forms import stale_key
+from ui.reference import show_article_figures
 
 RESULT_KEY = "vector_add.result"
 
@@ -330,3 +332,30 @@ def show_run(run: VectorAddRun) -> None:
         st.caption(article_in_words(article))
         if run.backend != "simulator":  # its shares of a simulated time would be read as the GPU's
             st.info(explain_difference(article, run), icon=":material/lightbulb:")
+
+
+def recorded(ref: ReferenceRun) -> None:
+    from gpu.experiments.vector_add.view import describe
+    from ui.charts import common as charts
+
+    run = ref.vector_add()
+    pinned = ref.strategies("small")
+    pinned_s = (
+        pinned.strategies["pinned"].cost_s
+        if pinned is not None and pinned.n == run.n and "pinned" in pinned.strategies
+        else None
+    )
+    st.markdown(vector_add_sentence(run, pinned_s))
+    article = ref.article()
+    if article is not None:
+        st.markdown(
+            f"**{run.device.name}, the article's own method** (mean of 3 wall-clock runs, c copied in too): Python "
+            "loop "
+            f"{format_seconds(article['cpu_time_s'])}, GPU {format_seconds(article['gpu_time_s'])}, printed “GPU "
+            f"speedup: {article['speedup']:.2f}x”."
+        )
+    show_article_figures()
+    frame = run.to_frame()
+    subtitle = f"recorded: {describe(run)}"
+    st.altair_chart(charts.time_comparison_chart(frame, subtitle), width="stretch", key="reference.vector_add.times")
+    st.altair_chart(charts.gpu_breakdown_chart(frame, subtitle), width="stretch", key="reference.vector_add.breakdown")
