@@ -18,7 +18,8 @@ import shutil
 import pytest
 
 from gpu.__main__ import main
-from gpu.report.check import breakdown_section, catalog_section, methodology_section, run_check
+from gpu.experiments.vector_add.check import breakdown_section
+from gpu.report.check import catalog_section, methodology_section, run_check
 from gpu.service.check_schema import SECTION_KEYS, history_records
 from gpu.service.importer import ImportProblem, parse_check_bytes
 from gpu.service.references import load_reference, load_references

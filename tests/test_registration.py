@@ -64,7 +64,7 @@ def test_measures_must_be_names_and_numbers():
 
 
 def test_a_hook_resolves_or_names_what_is_missing():
-    assert Hook("gpu.report.check:scaling_section").resolve().__name__ == "scaling_section"
+    assert Hook("gpu.experiments.scaling.check:scaling_section").resolve().__name__ == "scaling_section"
     assert Hook("gpu.report.check:catalog_section", ("matmul",)).resolve().__name__ == "matmul_section"
     with pytest.raises(LookupError, match="no_such_section"):
         Hook("gpu.report.check:no_such_section").resolve()

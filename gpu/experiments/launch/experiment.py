@@ -426,7 +426,7 @@ LAUNCH_SWEEP = register(
         check=(
             CheckSection(
                 "launch",
-                Hook("gpu.report.check:launch_section"),
+                Hook("gpu.experiments.launch.check:launch_section"),
                 Hook("gpu.service.check_sections:launch_section"),
                 Hook("gpu.service.check_sections:launch_records"),
             ),

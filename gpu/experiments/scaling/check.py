@@ -17,6 +17,7 @@ from gpu.experiments.scaling.config import DEFAULT_MIN_N, IMPL_LABELS, make_conf
 from gpu.experiments.scaling.experiment import run_sweep
 from gpu.experiments.scaling.report import crossover_conditions, crossover_sentences
 from gpu.experiments.scaling.result import SERIES_LABELS, SweepRun
+from gpu.report.check import CheckContext, Section
 from gpu.report.render import to_json
 
 CHECK_MAX_N = 2**30  # the check's ~90 s budget on an H200 ends here (12.9 GB per vector add)
@@ -201,3 +202,9 @@ def check_sweep(quick: bool, max_n: int, say: Callable[[str], None]) -> tuple[bo
 
 
 KERNEL_VS_D2D_TARGET = 0.90  # kernel bandwidth at least 90% of the measured device copy
+
+
+def scaling_section(ctx: CheckContext) -> Section:
+    """Size sweep with crossovers, bandwidth against the physical limits, and CuPy/PyTorch."""
+    passed, data, markdown = check_sweep(ctx.quick, ctx.max_n, ctx.say)
+    return Section("scaling", "Scaling: sweep, crossovers, bandwidth and references", passed, data, markdown)

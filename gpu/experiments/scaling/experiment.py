@@ -522,7 +522,7 @@ EXPERIMENT = register(
         check=(
             CheckSection(
                 "scaling",
-                Hook("gpu.report.check:scaling_section"),
+                Hook("gpu.experiments.scaling.check:scaling_section"),
                 Hook("gpu.service.check_sections:scaling_section"),
                 Hook("gpu.service.check_sections:scaling_records"),
             ),

@@ -30,6 +30,7 @@ from gpu.experiments.transfers.experiment import (
 )
 from gpu.experiments.transfers.report import verdict
 from gpu.experiments.transfers.strategy_timing import BREAKDOWN_PHASES
+from gpu.report.check import CheckContext, Section
 from gpu.report.render import to_json
 
 # --- sizes -------------------------------------------------------------------------
@@ -309,3 +310,9 @@ def check_transfers(quick: bool, max_n: int, say: Progress) -> tuple[bool, dict,
     ]
     passed = all(c.agree for c in comparisons.values()) and bool(curves.points)
     return passed, data, "\n".join(md)
+
+
+def transfers_section(ctx: CheckContext) -> Section:
+    """Copy bandwidth curves against a library's pinned copy, and the vector-add strategies."""
+    passed, data, markdown = check_transfers(ctx.quick, ctx.max_n, ctx.say)
+    return Section("transfers", "Transfers: host-link bandwidth and vector-add strategies", passed, data, markdown)

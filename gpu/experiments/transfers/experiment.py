@@ -634,7 +634,7 @@ STRATEGIES_EXPERIMENT = register(
         check=(
             CheckSection(
                 "transfers",
-                Hook("gpu.report.check:transfers_section"),
+                Hook("gpu.experiments.transfers.check:transfers_section"),
                 Hook("gpu.service.check_sections:transfers_section"),
                 Hook("gpu.service.check_sections:transfers_records"),
             ),

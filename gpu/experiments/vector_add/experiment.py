@@ -505,19 +505,19 @@ EXPERIMENT = register(
         check=(
             CheckSection(
                 "correctness",
-                Hook("gpu.report.check:correctness_section"),
+                Hook("gpu.experiments.vector_add.check:correctness_section"),
                 Hook("gpu.service.check_sections:correctness_section"),
                 Hook("gpu.service.check_sections:no_records"),
             ),
             CheckSection(
                 "breakdown",
-                Hook("gpu.report.check:breakdown_section"),
+                Hook("gpu.experiments.vector_add.check:breakdown_section"),
                 Hook("gpu.service.check_sections:breakdown_section"),
                 Hook("gpu.service.check_sections:breakdown_records"),
             ),
             CheckSection(
                 "article",
-                Hook("gpu.report.check:article_section"),
+                Hook("gpu.experiments.vector_add.check:article_section"),
                 Hook("gpu.service.check_sections:article_section"),
                 Hook("gpu.service.check_sections:no_records"),
             ),
