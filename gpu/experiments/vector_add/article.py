@@ -76,9 +76,16 @@ def run_article_method(
     seed: int = 0,
     max_n: int | None = None,
 ) -> ArticleRun:
-    """Reproduce the article's comparison exactly as written (not the careful way)."""
+    """Reproduce the article's comparison exactly as written (not the careful way); checks its inputs first."""
     n = check_n(n, max_n)
     check_threads(threads_per_block, device_info().max_threads_per_block)
+    return measure_article_method(n, threads_per_block, python_budget_s=python_budget_s, seed=seed)
+
+
+def measure_article_method(
+    n: int, threads_per_block: int, *, python_budget_s: float = cpu.PYTHON_LOOP_BUDGET_S, seed: int = 0
+) -> ArticleRun:
+    """The article's method on values already parsed (``run_article_method``, or vector add's declared run)."""
     a, b = vector_inputs(n, seed)
     blocks = blocks_for(n, threads_per_block)
 

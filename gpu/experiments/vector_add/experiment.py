@@ -8,7 +8,7 @@ average of three wall-clock runs) so the two can be compared side by side.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -44,7 +44,7 @@ from gpu.core.timing import (
 )
 from gpu.experiments.base import CheckSection, Experiment, Hook, PageLink, Param, PerBackend, Progress, Recorded
 from gpu.experiments.registry import register
-from gpu.experiments.vector_add.article import ARTICLE_RUNS, ArticleRun, run_article_method
+from gpu.experiments.vector_add.article import ARTICLE_RUNS, ArticleRun, measure_article_method
 from gpu.kernels.geometry import blocks_for
 from gpu.kernels.vector_add import compile_vector_add
 from gpu.kernels.vector_add_timing import (
@@ -267,11 +267,33 @@ def run_vector_add(
     part at ``gpu_n`` (default ``gpu.core.limits.kernel_n(n)``: ``n`` on a GPU, at most
     the simulator's cap in the simulator) on the first ``gpu_n`` elements of the same
     inputs, and its result is checked against NumPy's at that N.
+
+    This is the entry for callers with raw values (``gpu check``, scripts, tests); the
+    declared run (``_run``) hands ``measure_vector_add`` the values its ``Param``s parsed.
     """
-    progress = Progress.of(on_progress)
     n = check_cpu_n(n, max_n)
     gpu_n = kernel_n(n) if gpu_n is None else check_n(gpu_n, n, "the GPU's N")
     threads_per_block = check_threads(threads_per_block, device_info().max_threads_per_block)
+    impls = _cpu_names(cpu_impls)
+    return measure_vector_add(
+        n, gpu_n, threads_per_block, policy or RepeatPolicy.count(10), impls,
+        python_budget_s=python_budget_s, seed=seed, progress=Progress.of(on_progress),
+    )
+
+
+def measure_vector_add(
+    n: int,
+    gpu_n: int,
+    threads_per_block: int,
+    policy: RepeatPolicy,
+    impls: Sequence[str],
+    *,
+    python_budget_s: float,
+    seed: int = 0,
+    progress: Progress,
+) -> VectorAddRun:
+    """The measurement itself, on values already parsed (``run_vector_add`` or the declaration's ``Param``s):
+    nothing here parses, checks a limit or applies the simulator's cap again."""
     warnings = threads_per_block_warnings(threads_per_block)
     if not BACKEND.simulated and stream_hold_problem() is not None:
         warnings.append(stream_hold_problem())
@@ -279,11 +301,6 @@ def run_vector_add(
 
     if flush_problem() is not None:
         warnings.append(flush_problem())
-    policy = policy or RepeatPolicy.count(10)
-    impls = list(dict.fromkeys(cpu_impls))
-    unknown = [name for name in impls if name not in cpu.IMPLEMENTATIONS]
-    if unknown:
-        raise InputError(f"unknown CPU implementation {unknown[0]!r}; choose from {', '.join(cpu.IMPLEMENTATIONS)}")
 
     # prepare inputs and the reference
     a, b = vector_inputs(n, seed)
@@ -352,20 +369,25 @@ def _threads(value) -> int:
     return check_threads(value, device_info().max_threads_per_block)
 
 
+def sizes(params) -> tuple[int, int]:
+    """``(n, gpu_n)`` of a run: the N its ``Param`` parsed, and the N of its GPU part. The one place
+    the simulator's cap is applied to a vector add's N (the plan, admission and the run all ask here)."""
+    return params["n"], kernel_n(params["n"])
+
+
 def _run(params, progress: Progress) -> VectorAddRun:
-    run = run_vector_add(
-        params["n"], params["threads_per_block"], RepeatPolicy.count(params["repeats"]), params["cpu"],
-        python_budget_s=params["python_budget_s"], on_progress=progress,
+    n, gpu_n = sizes(params)  # parsed by the Params, admitted before the run: nothing is parsed again
+    threads, budget_s = params["threads_per_block"], params["python_budget_s"]
+    run = measure_vector_add(
+        n, gpu_n, threads, RepeatPolicy.count(params["repeats"]), params["cpu"], python_budget_s=budget_s,
+        progress=progress,
     )
     if params["article"]:
         # all of the article's method at one N: in the simulator, the kernel's (its speedup compares the two)
-        at = run.kernel_n
         progress.begin(
-            "article", "the article's method" + (f" at N = {at:,} (the simulator's cap)" if at < run.n else "")
+            "article", "the article's method" + (f" at N = {gpu_n:,} (the simulator's cap)" if gpu_n < n else "")
         )
-        run = replace(
-            run, article=run_article_method(at, params["threads_per_block"], python_budget_s=params["python_budget_s"])
-        )
+        run = replace(run, article=measure_article_method(gpu_n, threads, python_budget_s=budget_s))
     return run
 
 
@@ -381,7 +403,7 @@ def _plan(params, simulated: bool) -> list[tuple[str, float]]:
     everything but the Python loop is short.
     """
     launches = params["repeats"] + 1
-    n, gpu_n = params["n"], kernel_n(params["n"])
+    n, gpu_n = sizes(params)
     per_launch = gpu_n * SIMULATED_S_PER_THREAD if simulated else 0.01
     python_s = (
         min(cpu.estimate_python_loop_s(n), params["python_budget_s"]) * launches if "python" in params["cpu"] else 0.0
@@ -411,11 +433,11 @@ def _work(params) -> int:
     N x passes for each compiled CPU implementation (the Python loop has its own time
     budget). In the simulator the kernel (and the article's method) run at ``kernel_n``.
     """
-    n, passes = params["n"], params["repeats"] + 1
+    (n, gpu_n), passes = sizes(params), params["repeats"] + 1
     compiled = sum(name in COMPILED_CPU for name in params["cpu"])
     check_cpu_work(n * passes * compiled, "Vector add")
     # warm-up + repeats, and the article's own 3 runs + 1 compile run when asked
-    return kernel_n(n) * (passes + (ARTICLE_RUNS + 1 if params["article"] else 0))
+    return gpu_n * (passes + (ARTICLE_RUNS + 1 if params["article"] else 0))
 
 
 def _measures(run: VectorAddRun) -> dict[str, float]:
