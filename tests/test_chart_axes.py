@@ -20,9 +20,9 @@ from gpu.experiments.scaling import charts as scaling
 from gpu.experiments.transfers import charts as transfers
 from gpu.experiments.transfers.experiment import run_strategies
 from gpu.report.roofline_points import add_vector_add, session_points
+from tests.catalog.test_catalog_charts import H200, H200_ROOFS
 from tests.experiments.scaling.test_sweep import crossing_run, fake_peaks
 from tests.experiments.transfers.test_transfers_page import synthetic_curves
-from tests.test_catalog_charts import H200, H200_ROOFS
 from tests.test_charts import synthetic_frame
 from ui.charts import common, kernels, roofline
 

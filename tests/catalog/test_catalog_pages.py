@@ -9,7 +9,7 @@ from streamlit.testing.v1 import AppTest
 
 import gpu
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def chart_specs(at: AppTest) -> str:

@@ -9,7 +9,7 @@ import gpu
 from tests.conftest import screenshot, wait_for_app
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-DOCS = Path(__file__).resolve().parent.parent / "docs"
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 
 def test_kernels_then_roofline_in_one_session(page, app_url):

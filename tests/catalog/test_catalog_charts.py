@@ -17,7 +17,7 @@ from gpu.report.roofline_points import add_vector_add, recorded_runs, session_po
 from ui.charts.kernels import phases_chart, steps_time_chart, throughput_chart
 from ui.charts.roofline import roof_lines, roofline_chart
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 H200 = DeviceInfo(
     "cuda",
     "NVIDIA H200",
