@@ -24,8 +24,8 @@ from gpu.core.device import host_info
 from gpu.core.limits import host_available_bytes
 from gpu.core.peaks import last_level_cache_bytes
 from gpu.core.timing import RepeatPolicy, format_seconds, measure
-from gpu.experiments.scaling import run_sweep
-from gpu.experiments.scaling_config import make_config
+from gpu.experiments.scaling.config import make_config
+from gpu.experiments.scaling.experiment import run_sweep
 
 TARGET = 0.80  # numba-parallel / NumPy copy
 IMPLS = ("numpy", "numba", "numba-parallel")

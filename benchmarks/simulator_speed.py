@@ -3,7 +3,7 @@
     PYTHONPATH=. .venv/bin/python benchmarks/simulator_speed.py [--n 8192] [--runs 3] [--big 1048576]
 
 Kernels: the lab's own vector add (gpu/kernels/vector_add.py, no barrier: the plain-loop
-path), shared-memory tree reduction (gpu/kernels/reduction.py step 2, eight
+path), shared-memory tree reduction (gpu/experiments/reduction/kernels.py step 2, eight
 ``syncthreads`` per thread at 256 threads per block: the generator path) and warp-shuffle
 reduction (step 3: ``shfl_down_sync``, which numba-cuda's simulator cannot run). Each
 launch is timed with ``time.perf_counter`` around the launch and its synchronisation,
@@ -30,7 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np
 
 from gpu.core.backend import BACKEND, cuda
-from gpu.kernels import reduction, vector_add
+from gpu.experiments.reduction import kernels as reduction
+from gpu.kernels import vector_add
 from gpu.sim.reference import as_numba
 
 THREADS = 256

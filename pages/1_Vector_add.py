@@ -4,12 +4,12 @@ import streamlit as st
 
 import gpu
 from gpu.core.limits import max_cpu_vector_n
-from gpu.experiments.vector_add import EXPERIMENT
+from gpu.experiments.vector_add.experiment import EXPERIMENT
+from gpu.experiments.vector_add.view import RESULT_KEY, limits_caption, show_run
 from ui.forms import experiment_form
 from ui.frame import frame
 from ui.reference import panel_after_run, panel_before_run
 from ui.runner import run_declared
-from ui.views.vector_add import RESULT_KEY, limits_caption, show_run
 
 assert EXPERIMENT.page is not None  # a page's experiment declares its sidebar entry
 frame(

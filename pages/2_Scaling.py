@@ -3,12 +3,12 @@ close each implementation comes to what the memory system can deliver."""
 
 import streamlit as st
 
-from gpu.experiments.scaling import EXPERIMENT
+from gpu.experiments.scaling import view as scaling_view
+from gpu.experiments.scaling.experiment import EXPERIMENT
 from ui.forms import experiment_form, stale_key
 from ui.frame import frame
 from ui.reference import panel_after_run, panel_before_run
 from ui.runner import recover_stopped, run_declared
-from ui.views import scaling as scaling_view
 
 RESULT = scaling_view.RESULT_KEY
 

@@ -4,14 +4,10 @@ from Python costs, and the machine code numba-cuda built for the kernel."""
 import streamlit as st
 
 import gpu
-from gpu.experiments.indexing import DRAW_LIMIT_THREADS, INDEXING
-from gpu.experiments.launch import LAUNCH_SWEEP
-from gpu.experiments.launch_overhead import EXPERIMENT as OVERHEAD
-from ui.forms import experiment_form
-from ui.frame import frame
-from ui.reference import panel_after_run, panel_before_run
-from ui.runner import run_declared
-from ui.views.launch import (
+from gpu.experiments.launch.experiment import LAUNCH_SWEEP
+from gpu.experiments.launch.indexing import DRAW_LIMIT_THREADS, INDEXING
+from gpu.experiments.launch.overhead import EXPERIMENT as OVERHEAD
+from gpu.experiments.launch.view import (
     INDEXING_KEY,
     OVERHEAD_KEY,
     SWEEP_KEY,
@@ -20,6 +16,10 @@ from ui.views.launch import (
     show_launch_overhead,
     show_sweep,
 )
+from ui.forms import experiment_form
+from ui.frame import frame
+from ui.reference import panel_after_run, panel_before_run
+from ui.runner import run_declared
 from ui.views.trace import show_coalescing_demo
 
 assert LAUNCH_SWEEP.page is not None  # a page's experiment declares its sidebar entry

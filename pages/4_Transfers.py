@@ -2,13 +2,13 @@
 
 import streamlit as st
 
-from gpu.experiments.bandwidth import BANDWIDTH
-from gpu.experiments.transfers import STRATEGIES_EXPERIMENT
+from gpu.experiments.transfers import view as view
+from gpu.experiments.transfers.bandwidth import BANDWIDTH
+from gpu.experiments.transfers.experiment import STRATEGIES_EXPERIMENT
 from ui.forms import experiment_form
 from ui.frame import frame
 from ui.reference import panel_after_run, panel_before_run
 from ui.runner import run_declared
-from ui.views import transfers as view
 
 assert BANDWIDTH.page is not None  # a page's experiment declares its sidebar entry
 frame(

@@ -1,10 +1,9 @@
 """Kernels: the catalog. Pick a kernel, run every step from naive to near the hardware, side by side."""
 
-import importlib
 
 import streamlit as st
 
-from gpu.experiments.catalog import KERNELS, PAGE
+from gpu.catalog.declare import KERNELS, PAGE, kernel_module
 from gpu.experiments.registry import get
 from ui.forms import experiment_form, stale_key
 from ui.frame import frame
@@ -21,7 +20,7 @@ frame(
 )
 key = st.selectbox("Kernel", KERNELS, format_func=lambda k: get(k).title, key="kernels.kernel")
 experiment = get(key)
-spec = importlib.import_module(f"gpu.experiments.{key}").SPEC
+spec = kernel_module(key).SPEC
 st.caption(f"{experiment.title}: {experiment.summary}.")
 params = experiment_form(experiment)
 if params is not None:

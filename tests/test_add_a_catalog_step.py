@@ -19,11 +19,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from gpu.catalog.declare import step_sources
+from gpu.catalog.steps import Scalar, Step, run_kernel
 from gpu.core.backend import BACKEND, cuda
 from gpu.core.timing import RepeatPolicy
-from gpu.experiments import reduction
-from gpu.experiments.catalog import step_sources
-from gpu.experiments.steps import Scalar, Step, run_kernel
+from gpu.experiments.reduction import experiment as reduction
 from gpu.kernels.geometry import blocks_for
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -1,8 +1,9 @@
 """docs/ARCHITECTURE.md's "How to add an experiment", done for real: if this fails, the walkthrough is wrong.
 
-A toy experiment — SAXPY, out = a·x + y — is written as a new contributor would, in four
-files: a kernel, a declaration, a chart builder and a page. They live in a temporary
-folder (the package ``toylab`` plus ``pages/``), found through ``$KERNEL_LAB_EXPERIMENTS``
+A toy experiment — SAXPY, out = a·x + y — is written as a new contributor would: a folder
+of its own (``saxpy/``: a one-line ``__init__.py``, the kernel, the declaration and the chart
+builder) and a page. They live in a temporary folder (the package ``toylab``, holding experiment
+folders as ``gpu/experiments/`` does, plus ``pages/``), found through ``$KERNEL_LAB_EXPERIMENTS``
 exactly as ``gpu/experiments/`` is scanned, and no file of the lab is written or edited.
 Everything the declaration promises is then checked: the CLI subcommand and its
 ``--help``, the form and admission, a History row with its columns, the sidebar link,
@@ -22,6 +23,10 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 KEY = "toy-saxpy"
+
+FOLDER = '''
+"""Toy SAXPY: its kernel (``kernels``), declaration (``experiment``) and chart builder (``charts``)."""
+'''
 
 KERNEL = '''
 """SAXPY kernels: out = a * x + y, one thread per element."""
@@ -54,7 +59,7 @@ from gpu.core.timing import RepeatPolicy
 from gpu.experiments.base import Experiment, Hook, PageLink, Param, PerBackend, Recorded
 from gpu.experiments.registry import register
 from gpu.kernels.geometry import blocks_for
-from toylab.saxpy_kernels import saxpy_kernel
+from toylab.saxpy.kernels import saxpy_kernel
 
 A = np.float32(2.0)
 
@@ -137,8 +142,8 @@ PAGE = '''
 
 import streamlit as st
 
-from toylab.saxpy import EXPERIMENT
-from toylab.saxpy_chart import samples_chart
+from toylab.saxpy.experiment import EXPERIMENT
+from toylab.saxpy.charts import samples_chart
 from ui.downloads import download_buttons
 from ui.forms import experiment_form
 from ui.frame import frame
@@ -160,21 +165,22 @@ panel_after_run(EXPERIMENT.recorded.name)
 
 @pytest.fixture(scope="module")
 def toy(tmp_path_factory):
-    """The four files in a temporary folder, registered through $KERNEL_LAB_EXPERIMENTS; removed afterwards."""
+    """The folder and the page in a temporary folder, registered through $KERNEL_LAB_EXPERIMENTS; removed afterwards."""
     from gpu.experiments import registry
 
     root = tmp_path_factory.mktemp("contributor")
     page = root / "pages" / "95_Toy_saxpy.py"
     files = {
-        root / "toylab" / "saxpy_kernels.py": KERNEL,  # 1. kernel
-        root / "toylab" / "saxpy.py": DECLARATION.replace("PAGE_SCRIPT", str(page)),  # 2. declaration
-        root / "toylab" / "saxpy_chart.py": CHART,  # 3. chart builder
+        root / "toylab" / "saxpy" / "__init__.py": FOLDER,  # 0. the experiment's folder
+        root / "toylab" / "saxpy" / "kernels.py": KERNEL,  # 1. kernel
+        root / "toylab" / "saxpy" / "experiment.py": DECLARATION.replace("PAGE_SCRIPT", str(page)),  # 2. declaration
+        root / "toylab" / "saxpy" / "charts.py": CHART,  # 3. chart builder
         page: PAGE,  # 4. page
     }
     for path, text in files.items():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(textwrap.dedent(text).lstrip())
-    assert len(files) == 4 and not (root / "toylab" / "__init__.py").exists()  # four files, nothing else
+    assert len(files) == 5 and not (root / "toylab" / "__init__.py").exists()  # one folder and a page, nothing else
     patch = pytest.MonkeyPatch()
     patch.syspath_prepend(str(root))
     patch.setenv(registry.PACKAGES_ENV, "toylab")
@@ -185,6 +191,13 @@ def toy(tmp_path_factory):
         for name in [m for m in sys.modules if m == "toylab" or m.startswith("toylab.")]:
             del sys.modules[name]
         patch.undo()
+
+
+def test_the_registry_imports_its_engine_and_never_its_chart_builder(toy):
+    from gpu.experiments import registry
+
+    assert registry.engine_modules("toylab.saxpy") == ["toylab.saxpy.experiment", "toylab.saxpy.kernels"]
+    assert "toylab.saxpy.experiment" in sys.modules and "toylab.saxpy.charts" not in sys.modules
 
 
 def test_it_has_a_cli_subcommand_with_help_that_runs_and_prints_json(toy, capsys):

@@ -173,7 +173,7 @@ def test_release_device_memory_flushes_the_memory_managers_queue():
     assert limits.release_device_memory(collect=False, context=ctx) is True
     assert ctx.memory_manager.deallocations == []  # the queue device arrays free onto
     # the same function is the sweep's: one implementation, used everywhere
-    from gpu.experiments import scaling
+    from gpu.experiments.scaling import experiment as scaling
 
     assert scaling.release_device_memory is limits.release_device_memory
 

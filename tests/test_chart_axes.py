@@ -9,19 +9,22 @@ import re
 import pandas as pd
 import pytest
 
+from gpu.catalog.steps import run_kernel
 from gpu.core.roofline import device_roofs
 from gpu.core.timing import RepeatPolicy
-from gpu.experiments import matmul
-from gpu.experiments.launch import run_launch_sweep
-from gpu.experiments.launch_overhead import run_launch_overhead
-from gpu.experiments.steps import run_kernel
-from gpu.experiments.transfers import run_strategies
+from gpu.experiments.launch import charts as launch
+from gpu.experiments.launch.experiment import run_launch_sweep
+from gpu.experiments.launch.overhead import run_launch_overhead
+from gpu.experiments.matmul import experiment as matmul
+from gpu.experiments.scaling import charts as scaling
+from gpu.experiments.transfers import charts as transfers
+from gpu.experiments.transfers.experiment import run_strategies
 from gpu.report.roofline_points import add_vector_add, session_points
-from tests.test_catalog_charts import H200, H200_ROOFS
+from tests.catalog.test_catalog_charts import H200, H200_ROOFS
+from tests.experiments.scaling.test_sweep import crossing_run, fake_peaks
+from tests.experiments.transfers.test_transfers_page import synthetic_curves
 from tests.test_charts import synthetic_frame
-from tests.test_sweep import crossing_run, fake_peaks
-from tests.test_transfers_page import synthetic_curves
-from ui.charts import common, kernels, launch, roofline, scaling, transfers
+from ui.charts import common, kernels, roofline
 
 ONE = RepeatPolicy.count(1, warmup=0)
 # d3 formats that can print exponent notation: type e, type g (past its precision) and no type with a
@@ -160,9 +163,9 @@ def charts() -> dict:
 
 def cpu_vs_recorded_charts() -> dict:
     """Your CPU beside the recorded GPU, at one N and over a sweep (a small simulator cap keeps it fast)."""
-    from gpu.experiments import scaling as scaling_run
-    from gpu.experiments import scaling_config
-    from gpu.experiments.vector_add import run_vector_add
+    from gpu.experiments.scaling import config as scaling_config
+    from gpu.experiments.scaling import experiment as scaling_run
+    from gpu.experiments.vector_add.experiment import run_vector_add
     from gpu.report.cpu_vs_recorded import sweep_vs_recorded, vector_add_vs_recorded
     from ui.charts import cpu_vs_recorded
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import pandas as pd
 
-from gpu.experiments.launch_overhead import PATHS
-from tests.test_sweep import crossing_run, fake_peaks
-from ui.charts import launch, scaling
+from gpu.experiments.launch import charts as launch
+from gpu.experiments.launch.overhead import PATHS
+from gpu.experiments.scaling import charts as scaling
+from tests.experiments.scaling.test_sweep import crossing_run, fake_peaks
 
 
 def _overhead_frame(samples: int = 5) -> pd.DataFrame:

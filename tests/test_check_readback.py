@@ -18,7 +18,8 @@ import shutil
 import pytest
 
 from gpu.__main__ import main
-from gpu.report.check import breakdown_section, catalog_section, methodology_section, run_check
+from gpu.experiments.vector_add.check import breakdown_section
+from gpu.report.check import catalog_section, methodology_section, run_check
 from gpu.service.check_schema import SECTION_KEYS, history_records
 from gpu.service.importer import ImportProblem, parse_check_bytes
 from gpu.service.references import load_reference, load_references
@@ -136,7 +137,7 @@ def test_a_failed_section_is_kept_but_holds_no_run(written):
 
 
 def test_a_declared_section_that_raises_is_written_under_its_declared_key_and_reads_back(tmp_path, monkeypatch):
-    from gpu.experiments import catalog
+    from gpu.catalog import declare as catalog
     from gpu.report.check import declared_sections
 
     def broken(key, quick, say):

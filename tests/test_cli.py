@@ -80,7 +80,8 @@ def test_module_entry_point_exit_code_in_a_real_process():
 
 
 def test_check_writes_json_and_markdown(tmp_path):
-    from gpu.report.check import article_section, correctness_section, run_check
+    from gpu.experiments.vector_add.check import article_section, correctness_section
+    from gpu.report.check import run_check
 
     report = run_check(tmp_path, quick=True, sections=[correctness_section, article_section])
     assert report.passed
@@ -136,7 +137,8 @@ def test_gpu_check_stdout_and_check_md_start_with_the_simulator_warning(tmp_path
 
 @pytest.mark.skipif(not __import__("gpu").BACKEND.simulated, reason="the simulator's wording")
 def test_check_breakdown_says_compile_is_na_and_tags_simulated_speedups(tmp_path):
-    from gpu.report.check import breakdown_section, run_check
+    from gpu.experiments.vector_add.check import breakdown_section
+    from gpu.report.check import run_check
 
     run_check(tmp_path, quick=True, sections=[breakdown_section])
     text = (tmp_path / "check.md").read_text()

@@ -7,7 +7,7 @@ import pytest
 
 from gpu.core import compiler
 from gpu.core.compiler import Toolkit, compile_facts, compile_source_facts, parse_ptxas_log
-from gpu.kernels.reduction import reduce_shuffle_kernel
+from gpu.experiments.reduction.kernels import reduce_shuffle_kernel
 
 PTXAS_LOG = """ptxas info    : 24 bytes gmem
 ptxas info    : Compiling entry function '_Z6kernel' for 'sm_90'
@@ -63,7 +63,7 @@ def test_an_unknown_target_is_refused_with_the_choices():
 def test_on_a_gpu_the_offline_facts_match_the_kernel_numba_loads():
     from gpu.core.arch import target_for_cc
     from gpu.core.device import device_info
-    from gpu.kernels.reduction import LAUNCHES
+    from gpu.experiments.reduction.kernels import LAUNCHES
 
     cc = tuple(int(x) for x in device_info().compute_capability.split("."))
     target = target_for_cc(cc)
@@ -80,8 +80,8 @@ def test_on_a_gpu_the_offline_facts_match_the_kernel_numba_loads():
 @pytest.mark.gpu
 def test_on_a_gpu_one_wave_from_the_table_equals_the_drivers_occupancy():
     from gpu.core.device import device_info
+    from gpu.experiments.histogram.kernels import LAUNCHES, histogram_shared_kernel
     from gpu.kernels.geometry import kernel_resident_blocks
-    from gpu.kernels.histogram import LAUNCHES, histogram_shared_kernel
 
     device = device_info()
     compiled = histogram_shared_kernel.compile(LAUNCHES["histogram_shared_kernel"].signatures[0])

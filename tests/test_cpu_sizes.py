@@ -16,15 +16,17 @@ from gpu.__main__ import main
 from gpu.core import cpu
 from gpu.core.limits import SIMULATOR_MAX_N, InputError, check_cpu_n, kernel_n, load_config
 from gpu.core.timing import RepeatPolicy
-from gpu.experiments import scaling, scaling_config, vector_add
-from gpu.experiments.vector_add import EXPERIMENT, run_vector_add
+from gpu.experiments.scaling import config as scaling_config
+from gpu.experiments.scaling import experiment as scaling
+from gpu.experiments.scaling.report import summary as scaling_summary
+from gpu.experiments.vector_add import experiment as vector_add
+from gpu.experiments.vector_add.experiment import EXPERIMENT, run_vector_add
 from gpu.report.cpu_vs_recorded import (
     YOUR_CPU,
     companion,
     sweep_vs_recorded,
     vector_add_vs_recorded,
 )
-from gpu.report.scaling import summary as scaling_summary
 from gpu.service.admission import admit
 from gpu.service.recorded_gpu import recorded_gpu_at
 from ui.charts import cpu_vs_recorded as charts

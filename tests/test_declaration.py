@@ -68,14 +68,19 @@ def test_the_transfer_strategies_form_refuses_a_run_over_the_simulators_budget()
 # --- the layers ---------------------------------------------------------------------------------
 
 # Which layer may import which: primitives (core and the kernels, which time and inspect
-# each other) -> experiments -> service -> report.
+# each other) -> the declaration (gpu/experiments/base.py, registry.py) -> the catalog
+# machinery -> the experiments' folders -> service -> report.
 ALLOWED = {
     "core": {"core", "kernels"},
     "kernels": {"core", "kernels"},
-    "experiments": {"core", "kernels", "experiments"},
-    "service": {"core", "kernels", "experiments", "service"},
-    "report": {"core", "kernels", "experiments", "service", "report"},
+    "catalog": {"core", "kernels", "experiments", "catalog"},
+    "experiments": {"core", "kernels", "catalog", "experiments"},
+    "service": {"core", "kernels", "catalog", "experiments", "service"},
+    "report": {"core", "kernels", "catalog", "experiments", "service", "report"},
 }
+
+# The part of gpu/experiments/ that is not an experiment's folder: the declaration, below the catalog machinery.
+DECLARATION = {"gpu.experiments", "gpu.experiments.base", "gpu.experiments.registry"}
 
 
 def _imports(path: Path) -> set[str]:
@@ -98,3 +103,5 @@ def test_each_layer_imports_only_the_layers_below_it(layer):
                 assert parts[1] in ALLOWED[layer], (
                     f"gpu/{layer}/{path.name} imports {name}: {layer} may use {sorted(ALLOWED[layer])}"
                 )
+            if layer == "catalog" and parts[:2] == ["gpu", "experiments"]:
+                assert name in DECLARATION, f"gpu/catalog/{path.name} imports {name}: it is below every experiment"

@@ -5,8 +5,8 @@ import pytest
 
 from gpu.core.arrays import vector_inputs
 from gpu.core.timing import RepeatPolicy
-from gpu.experiments.vector_add import run_vector_add
-from gpu.experiments.vector_add_timing import gpu_vector_add
+from gpu.experiments.vector_add.experiment import run_vector_add
+from gpu.kernels.vector_add_timing import gpu_vector_add
 
 pytestmark = pytest.mark.gpu
 
@@ -41,9 +41,9 @@ def test_kernel_alone_at_1e7_is_less_than_half_of_launch_plus_kernel():
 
 def test_article_kernel_at_2_28_reaches_half_the_computed_peak():
     from gpu.core.device import device_info
-    from gpu.experiments.vector_add_timing import time_resident_kernel
     from gpu.kernels.geometry import blocks_for
     from gpu.kernels.vector_add import vector_add_kernel
+    from gpu.kernels.vector_add_timing import time_resident_kernel
 
     n = 2**28
     a, b = vector_inputs(n)
@@ -60,8 +60,8 @@ def test_article_kernel_at_2_28_reaches_half_the_computed_peak():
 
 def test_every_implementation_is_timed_with_a_verified_hold():
     from gpu.core import reference
-    from gpu.experiments.scaling import run_sweep
-    from gpu.experiments.scaling_config import make_config
+    from gpu.experiments.scaling.config import make_config
+    from gpu.experiments.scaling.experiment import run_sweep
 
     config = make_config(2**20, 2**20, ("gpu", "gpu-ilp", *reference.REFERENCES), policy=RepeatPolicy.count(5))
     run = run_sweep(config)
@@ -72,9 +72,9 @@ def test_every_implementation_is_timed_with_a_verified_hold():
 
 def test_l2_flush_makes_a_cache_sized_kernel_slower_than_warm():
     from gpu.core.l2 import l2_cache_bytes
-    from gpu.experiments.vector_add_timing import time_resident_kernel
     from gpu.kernels.geometry import blocks_for
     from gpu.kernels.vector_add import vector_add_kernel
+    from gpu.kernels.vector_add_timing import time_resident_kernel
 
     l2 = l2_cache_bytes()
     assert l2, "the device reports no L2 size"
@@ -88,7 +88,7 @@ def test_l2_flush_makes_a_cache_sized_kernel_slower_than_warm():
 
 
 def test_engine_launch_is_within_twice_the_fastest_python_path():
-    from gpu.experiments.launch_overhead import ENGINE_TARGET, run_launch_overhead
+    from gpu.experiments.launch.overhead import ENGINE_TARGET, run_launch_overhead
 
     run = run_launch_overhead(RepeatPolicy.count(20, warmup=2))
     assert "engine" in run.paths and run.fastest is not None, run.skipped

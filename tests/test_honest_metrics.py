@@ -4,24 +4,23 @@ why each kernel's check is exact or bounded, with the bound gpu/core/agreement.p
 
 from streamlit.testing.v1 import AppTest
 
+from gpu.catalog.declare import kernel_module
 from gpu.core.backend import BACKEND
 
 
 def _spec(kernel: str):
-    import importlib
 
-    return importlib.import_module(f"gpu.experiments.{kernel}").SPEC
+    return kernel_module(kernel).SPEC
 
 
 def _kernels_view(kernel: str, params: dict) -> AppTest:
     def script(kernel, params):
-        import importlib
-
+        from gpu.catalog.declare import kernel_module
+        from gpu.catalog.steps import run_kernel
         from gpu.core.timing import RepeatPolicy
-        from gpu.experiments.steps import run_kernel
         from ui.views.kernels import show_agreement, show_metrics
 
-        spec = importlib.import_module(f"gpu.experiments.{kernel}").SPEC
+        spec = kernel_module(kernel).SPEC
         run = run_kernel(spec, params, RepeatPolicy.count(1, warmup=0), ("numpy",))
         show_agreement(run)
         show_metrics(run)

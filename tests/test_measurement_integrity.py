@@ -25,10 +25,10 @@ from gpu.core.telemetry import (
     summarize,
 )
 from gpu.core.timing import RepeatPolicy, Stats
-from gpu.experiments.scaling import run_sweep
-from gpu.experiments.scaling_config import make_config
-from gpu.experiments.scaling_result import Crossover
-from gpu.report.scaling import summary as scaling_summary
+from gpu.experiments.scaling.config import make_config
+from gpu.experiments.scaling.experiment import run_sweep
+from gpu.experiments.scaling.report import summary as scaling_summary
+from gpu.experiments.scaling.result import Crossover
 
 
 class _Holding:
@@ -126,7 +126,7 @@ def test_the_warm_cache_option_never_flushes(ops):
 def test_vector_add_phases_add_up_and_allocation_is_outside_every_phase(ops, monkeypatch):
     from gpu.core.arrays import vector_inputs
     from gpu.core.backend import cuda
-    from gpu.experiments.vector_add_timing import time_gpu_phases
+    from gpu.kernels.vector_add_timing import time_gpu_phases
 
     events: list[str] = []
     real_alloc = cuda.device_array
@@ -191,8 +191,8 @@ def test_tight_bands_give_a_point_to_two_figures():
 
 def test_a_crossover_beside_single_sample_points_is_no_exact_point():
     from gpu.core.device import device_info
-    from gpu.experiments.scaling_result import SweepPoint, SweepRun
-    from ui.charts.scaling import crossover_data
+    from gpu.experiments.scaling.charts import crossover_data
+    from gpu.experiments.scaling.result import SweepPoint, SweepRun
 
     ns = [1000, 2000, 4000, 8000, 16000]
     # one sample each: zero-width bands that would otherwise read as an exact crossing at 5,000
@@ -316,7 +316,7 @@ def test_without_nvml_telemetry_says_it_is_unavailable():
 
 
 def test_launch_overhead_measures_each_path_with_spread_and_names_what_it_skipped():
-    from gpu.experiments.launch_overhead import PATHS, run_launch_overhead
+    from gpu.experiments.launch.overhead import PATHS, run_launch_overhead
 
     run = run_launch_overhead(
         RepeatPolicy.count(3, warmup=0),
@@ -335,7 +335,7 @@ def test_launch_overhead_measures_each_path_with_spread_and_names_what_it_skippe
 def test_the_engine_launch_is_compared_with_same_argument_paths_and_can_fail():
     from dataclasses import replace as _replace
 
-    from gpu.experiments.launch_overhead import LaunchOverheadRun
+    from gpu.experiments.launch.overhead import LaunchOverheadRun
 
     fast_empty, like, engine = Stats((1e-6,) * 3), Stats((8e-6,) * 3), Stats((10e-6,) * 3)
     run = LaunchOverheadRun({"numba-configured": fast_empty, "article-vector-add": like, "engine": engine}, {}, 200,
@@ -352,7 +352,7 @@ def test_the_engine_launch_is_compared_with_same_argument_paths_and_can_fail():
 
 def test_end_to_end_wall_time_excludes_the_l2_flush():
     from gpu.core.arrays import vector_inputs
-    from gpu.experiments.vector_add_timing import time_gpu_phases
+    from gpu.kernels.vector_add_timing import time_gpu_phases
 
     now = [0.0]
 

@@ -13,7 +13,10 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from gpu.__main__ import main
-from gpu.report.scaling import crossover_sentences
+from gpu.experiments.launch.report import launch_sentence
+from gpu.experiments.scaling.report import crossover_sentences, scaling_sentence
+from gpu.experiments.transfers.report import transfers_sentence
+from gpu.experiments.vector_add.report import vector_add_sentence
 from gpu.service.importer import ImportProblem, import_check, parse_check_bytes
 from gpu.service.references import ARTICLE, PUBLISHED_LABEL, load_references
 from gpu.service.store import open_store
@@ -22,12 +25,6 @@ from ui.charts.history import (
     gpus_bandwidth_chart,
     gpus_time_chart,
     vector_add_entry,
-)
-from ui.reference import (
-    launch_sentence,
-    scaling_sentence,
-    transfers_sentence,
-    vector_add_sentence,
 )
 
 ROOT = Path(__file__).resolve().parent.parent

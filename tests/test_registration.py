@@ -64,7 +64,7 @@ def test_measures_must_be_names_and_numbers():
 
 
 def test_a_hook_resolves_or_names_what_is_missing():
-    assert Hook("gpu.report.check:scaling_section").resolve().__name__ == "scaling_section"
+    assert Hook("gpu.experiments.scaling.check:scaling_section").resolve().__name__ == "scaling_section"
     assert Hook("gpu.report.check:catalog_section", ("matmul",)).resolve().__name__ == "matmul_section"
     with pytest.raises(LookupError, match="no_such_section"):
         Hook("gpu.report.check:no_such_section").resolve()
@@ -89,7 +89,7 @@ def test_everything_a_declaration_names_resolves(experiment):
 def test_the_registry_gives_the_order_the_declarations_give():
     keys = [e.key for e in registry.experiments()]
     assert keys[:2] == ["vector-add", "scaling"] and keys.index("launch-sweep") < keys.index("reduction")
-    from gpu.experiments.catalog import KERNELS
+    from gpu.catalog.declare import KERNELS
 
     assert KERNELS == ("reduction", "transpose", "histogram", "stencil", "matmul")
 

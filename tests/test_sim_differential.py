@@ -8,14 +8,12 @@ against the kernel's own float32 bound instead, as the Kernels page checks them)
 
 from __future__ import annotations
 
-import importlib
-
 import numpy as np
 import pytest
 
+from gpu.catalog.declare import kernel_keys, kernel_module
 from gpu.core.agreement import ExactReference
 from gpu.core.backend import BACKEND
-from gpu.experiments.catalog import kernel_keys
 from gpu.experiments.registry import get
 
 pytestmark = pytest.mark.skipif(not BACKEND.lab_simulator, reason="compares the lab's simulator with numba-cuda's")
@@ -31,7 +29,7 @@ SMALL = {
 
 def _cases():
     for key in kernel_keys():
-        spec = importlib.import_module(f"gpu.experiments.{key}").SPEC
+        spec = kernel_module(key).SPEC
         for step in spec.steps:
             yield pytest.param(key, step.key, id=f"{key}-{step.key}")
 
@@ -55,7 +53,7 @@ def _run(spec, step, params, inputs, convert=lambda kernel: kernel):
 def test_catalog_step_in_both_simulators(key, step_key):
     from gpu.sim.reference import as_numba
 
-    spec = importlib.import_module(f"gpu.experiments.{key}").SPEC
+    spec = kernel_module(key).SPEC
     step = next(s for s in spec.steps if s.key == step_key)
     params = {**get(key).defaults(True), **SMALL.get(key, {})}
     inputs = spec.make_inputs(params, 3)

@@ -9,6 +9,7 @@ import pytest
 from numba import float32
 
 import gpu
+from gpu.catalog.declare import kernel_module
 from gpu.core.backend import cuda
 from gpu.trace.lab import lab_kernels, trace_lab_kernel
 from gpu.trace.record import trace_launch
@@ -244,11 +245,10 @@ def test_every_kernel_of_the_lab_has_no_race_and_no_out_of_bounds(name):
 
 
 def catalog_specs():
-    import importlib
 
-    from gpu.experiments.catalog import kernel_keys
+    from gpu.catalog.declare import kernel_keys
 
-    return [importlib.import_module(f"gpu.experiments.{key}").SPEC for key in kernel_keys()]
+    return [kernel_module(key).SPEC for key in kernel_keys()]
 
 
 def test_every_catalog_step_is_traced_warp_shuffle_steps_included():

@@ -39,7 +39,7 @@ def test_the_reduction_traces_every_step_warp_shuffles_included():
     assert not at.exception, at.exception
     text = _texts(at)
     assert "**9 barrier intervals** per block (8 syncthreads)" in text
-    from gpu.experiments.reduction import SPEC
+    from gpu.experiments.reduction.experiment import SPEC
 
     assert "Not traced" not in text
     assert sum("No race, no out-of-bounds access" in s.value for s in at.success) == len(SPEC.steps)

@@ -7,7 +7,7 @@ compiler needs no GPU or driver, only the CUDA toolkit wheels (NVVM and ptxas).
 Reads one JSON request on stdin::
 
     {"targets": [{"name": "sm_75", "cc": [7, 5]}, ...], "ptxas": PATH, "nvdisasm": PATH or null,
-     "jobs": [{"module": "gpu.kernels.reduction", "name": "reduce_tree_kernel", "signature": "void(...)"}
+     "jobs": [{"module": "gpu.experiments.reduction.kernels", "name": "reduce_tree_kernel", "signature": "void(...)"}
               or {"source": "...python...", "name": "my_kernel", "signature": "void(...)"}]}
 
 and writes one JSON list on stdout: per job, a list with one object per target in order:

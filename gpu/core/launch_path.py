@@ -6,7 +6,7 @@ configuration and then has the dispatcher type every argument (``typeof`` on dev
 arrays goes through Python) before the driver is reached. A user timing a loop would
 configure once and launch a specialised dispatcher — compiled for these argument
 types, so no type dispatch per call — which is still an ordinary public Numba call.
-The launch-overhead benchmark (``gpu.experiments.launch_overhead``) measures every
+The launch-overhead benchmark (``gpu.experiments.launch.overhead``) measures every
 path side by side, so this choice stays checked against the fastest one.
 """
 

@@ -2,7 +2,7 @@
 
 From the driver where it answers (``cuOccupancyMaxActiveBlocksPerMultiprocessor``), else
 calculated from the compiled kernel's registers and shared memory and the SM's limits
-for its compute capability. Used by the block-size sweep (gpu/experiments/launch.py).
+for its compute capability. Used by the block-size sweep (gpu/experiments/launch/experiment.py).
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ LIMIT_KEYS = ("device_peak", "d2d", "h2d_pinned", "d2h_pinned", "host_copy")
 # The "d2d" reference is the faster of a driver memcpy and a copy kernel, both over
 # DEVICE_COPY_BYTES (10x an H200's L2) with the L2 flushed before every sample. It is
 # a measured reference: where a series beats it, it is shown as such, never as a limit
-# that series "reaches x% of" (gpu.experiments.scaling_result.SweepRun.ceiling_beaten).
+# that series "reaches x% of" (gpu.experiments.scaling.result.SweepRun.ceiling_beaten).
 LIMIT_LABELS = {
     "device_peak": "device memory peak (clock × bus width)",
     "d2d": "device copy, best of memcpy and copy kernel (measured reference)",

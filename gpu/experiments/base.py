@@ -363,7 +363,7 @@ class Experiment:
     order: int = 1000
     history_columns: tuple[str, ...] = ()
     series: tuple[Series, ...] = ()
-    report: str | None = None  # a module of gpu/report, e.g. "gpu.report.scaling"
+    report: str | None = None  # a module of gpu/report, e.g. "gpu.experiments.scaling.report"
     check: tuple[Hook | CheckSection, ...] = ()
     recorded: Recorded | None = None
     uses_cpu: bool = True  # also holds the CPU lock (it times CPU baselines)

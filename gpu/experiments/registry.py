@@ -1,8 +1,10 @@
 """Every experiment the lab knows, by key: the one place an experiment is registered.
 
-Experiment modules declare themselves with ``register``; ``experiments()`` imports every
-module of ``gpu.experiments`` first, and every module of the packages named in
-``$KERNEL_LAB_EXPERIMENTS`` (comma-separated: experiments kept outside this tree), so
+Each experiment is a folder of ``gpu.experiments`` (a slice: its kernels, declaration, result,
+report, charts and view) whose ``experiment`` module declares it with ``register``.
+``experiments()`` imports the engine modules (all but the ``FACES``) of every folder of
+``gpu.experiments`` first, and of every folder of the packages named in ``$KERNEL_LAB_EXPERIMENTS``
+(comma-separated: experiments kept outside this tree), so
 the CLI, the pages, the cluster workers and ``gpu check`` all see the same set, in the
 order the declarations give (``Experiment.order``). The registry is filled at import
 time and only read afterwards (no per-user state lives here).
@@ -77,20 +79,39 @@ def aliases(key: str) -> tuple[str, ...]:
 
 
 def extra_packages() -> list[str]:
-    """Packages of experiments kept outside gpu/experiments: ``$KERNEL_LAB_EXPERIMENTS``."""
+    """Packages of experiment folders kept outside gpu/experiments: ``$KERNEL_LAB_EXPERIMENTS``."""
     return list(_settings.settings().experiments)
 
 
-def _load() -> None:
-    """Import every module of this package and of the extra packages, so each declaration registers itself."""
-    import gpu.experiments as package
+# The modules of an experiment's folder above its engine: its prose, its ``gpu check`` section, its chart
+# builders and its page's view. They may use gpu/report, gpu/service and the UI, so the registry never imports
+# them: whoever shows or reports a result does (a page, ``gpu check``, the CLI's prose).
+FACES = ("report", "check", "charts", "view")
 
-    for module in pkgutil.iter_modules(package.__path__):
-        importlib.import_module(f"{package.__name__}.{module.name}")
-    for name in extra_packages():
-        extra = importlib.import_module(name)
-        for module in pkgutil.iter_modules(getattr(extra, "__path__", [])):
-            importlib.import_module(f"{name}.{module.name}")
+
+def slices(package: str = "gpu.experiments") -> list[str]:
+    """The experiment folders of ``package`` (dotted names, sorted): its subpackages."""
+    found = importlib.import_module(package)
+    return sorted(f"{package}.{m.name}" for m in pkgutil.iter_modules(getattr(found, "__path__", [])) if m.ispkg)
+
+
+def engine_modules(folder: str) -> list[str]:
+    """The modules of experiment folder ``folder`` that make up its engine (every one but its ``FACES``)."""
+    found = importlib.import_module(folder)
+    return sorted(
+        f"{folder}.{m.name}"
+        for m in pkgutil.iter_modules(getattr(found, "__path__", []))
+        if not m.ispkg and m.name not in FACES
+    )
+
+
+def _load() -> None:
+    """Import the engine of every experiment folder, here and in the extra packages, so each declaration
+    registers itself (a folder may declare several: the Launch config page's three experiments are one folder)."""
+    for package in ("gpu.experiments", *extra_packages()):
+        for folder in slices(package):
+            for module in engine_modules(folder):
+                importlib.import_module(module)
 
 
 def experiments() -> list[Experiment]:

@@ -18,8 +18,8 @@ def transpose(a, out):
 
 
 def _solution_launch(s):
+    from gpu.experiments.transpose.kernels import BLOCK_ROWS, TILE
     from gpu.kernels.geometry import grid_2d
-    from gpu.kernels.transpose import BLOCK_ROWS, TILE
 
     return grid_2d(s["n"], s["n"], TILE, TILE), (TILE, BLOCK_ROWS)
 
@@ -54,7 +54,7 @@ PROBLEM = Problem(
     bytes_moved=lambda s: 8 * s["n"] ** 2,
     flops=lambda s: 0,
     solution=Solution(
-        module="gpu.kernels.transpose",
+        module="gpu.experiments.transpose.kernels",
         name="transpose_padded_kernel",
         launch=_solution_launch,
         note="the lab's padded shared-memory tile (32 × 32 tiles, 32 × 8 threads)",

@@ -324,8 +324,8 @@ def companion(result: Any, refs: References | None = None):
     """The comparison to show after ``result`` without a GPU (simulator runs only); None otherwise."""
     if getattr(result, "backend", None) != "simulator":
         return None
-    from gpu.experiments.scaling_result import SweepRun
-    from gpu.experiments.vector_add import VectorAddRun
+    from gpu.experiments.scaling.result import SweepRun
+    from gpu.experiments.vector_add.experiment import VectorAddRun
 
     if isinstance(result, VectorAddRun):
         return vector_add_vs_recorded(result, refs)

@@ -19,10 +19,17 @@ from pathlib import Path
 import gpu
 from gpu.core.compiler import CompileRequest
 from gpu.core.launch_spec import Launch
+from gpu.experiments.registry import FACES
 
 # Modules never to import while searching: the CLI entry point and the compile worker
 # (which switches numba to the real backend when imported).
 _SKIP = {"gpu.__main__", "gpu.core.compile_worker"}
+
+
+def _is_face(name: str) -> bool:
+    """An experiment folder's report, check, charts or view: no kernel lives there, and a view imports Streamlit."""
+    parts = name.split(".")
+    return parts[:2] == ["gpu", "experiments"] and len(parts) == 4 and parts[3] in FACES
 
 
 @dataclass(frozen=True)
@@ -67,7 +74,7 @@ def is_kernel(obj) -> bool:
 def _candidate_modules() -> list[str]:
     names = []
     for info in pkgutil.walk_packages(gpu.__path__, "gpu."):
-        if info.ispkg or info.name in _SKIP:
+        if info.ispkg or info.name in _SKIP or _is_face(info.name):
             continue
         spec = importlib.util.find_spec(info.name)
         if spec and spec.origin and "jit" in Path(spec.origin).read_text():

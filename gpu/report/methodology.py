@@ -21,7 +21,7 @@ from gpu.core.timing import (
     format_factor,
     format_seconds,
 )
-from gpu.experiments.vector_add_timing import BYTES_PER_ELEMENT
+from gpu.kernels.vector_add_timing import BYTES_PER_ELEMENT
 
 SIMULATED_SIZES = (64, 256)  # no L2 in the simulator: two small sizes, to exercise the code
 
@@ -52,14 +52,14 @@ def methodology(
     """(passed, data, markdown). Passes when every kernel sample was behind a verified
     hold (on a GPU that can hold) and the launch-overhead benchmark ran."""
     from gpu.core.arrays import vector_inputs
-    from gpu.experiments.launch_overhead import (
+    from gpu.experiments.launch.overhead import (
         ENGINE_TARGET,
         PATHS,
         run_launch_overhead,
     )
-    from gpu.experiments.vector_add_timing import time_resident_kernel
     from gpu.kernels.geometry import blocks_for
     from gpu.kernels.vector_add import vector_add_kernel
+    from gpu.kernels.vector_add_timing import time_resident_kernel
 
     l2 = l2_cache_bytes()
     policy = RepeatPolicy.count(3) if quick else RepeatPolicy.until_stable(0.02, 0.5, max_repeat=100)

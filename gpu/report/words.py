@@ -48,3 +48,10 @@ def format_gbps(gbps: float | None) -> str:
             value = gbps / scale
             return f"{value:,.0f} {unit}" if value >= 100 else f"{value:.3g} {unit}"
     return f"{gbps * 1e9:.3g} B/s"
+
+
+def few_samples(stats) -> str:
+    """" (one sample)" / " (2 samples)" after a figure from fewer than 3 samples, else ""."""
+    if stats is None or not stats.few_samples:
+        return ""
+    return " (one sample)" if stats.n_samples == 1 else f" ({stats.n_samples} samples)"

@@ -93,7 +93,7 @@ def _article(value: Any, path: str) -> None:
 
 
 def _scaling_run(value: Any, path: str) -> None:
-    from gpu.experiments.scaling_result import SERIES_LABELS
+    from gpu.experiments.scaling.result import SERIES_LABELS
 
     data = _obj(value, path, {"experiment", "backend", "device", "config", "points"})
     _str(data["experiment"], f"{path}.experiment", choices=("scaling",))
@@ -174,7 +174,7 @@ def _bandwidth(value: Any, path: str) -> None:
 
 
 def _strategies(value: Any, path: str) -> None:
-    from gpu.experiments.transfers import STRATEGIES
+    from gpu.experiments.transfers.experiment import STRATEGIES
 
     data = _obj(
         value,

@@ -235,8 +235,8 @@ def _agreement(d: Mapping[str, Any]):
 
 def rebuild_vector_add(d: Mapping[str, Any]):
     """A VectorAddRun from its to_dict() (as saved in check.json or History)."""
-    from gpu.experiments.vector_add import VectorAddRun
-    from gpu.experiments.vector_add_timing import CpuTiming
+    from gpu.experiments.vector_add.experiment import VectorAddRun
+    from gpu.kernels.vector_add_timing import CpuTiming
 
     cpu = {}
     for name, t in d["cpu"].items():
@@ -265,8 +265,8 @@ def rebuild_vector_add(d: Mapping[str, Any]):
 def rebuild_sweep(d: Mapping[str, Any]):
     """A SweepRun from its to_dict()."""
     from gpu.core.peaks import Limit, Peaks
-    from gpu.experiments.scaling_config import SweepConfig
-    from gpu.experiments.scaling_result import SweepPoint, SweepRun
+    from gpu.experiments.scaling.config import SweepConfig
+    from gpu.experiments.scaling.result import SweepPoint, SweepRun
 
     c = d["config"]
     config = SweepConfig(
@@ -336,7 +336,7 @@ def rebuild_sweep(d: Mapping[str, Any]):
 def rebuild_launch_sweep(d: Mapping[str, Any]):
     """A LaunchSweepRun from its to_dict()."""
     from gpu.core.occupancy import Occupancy, SmLimits
-    from gpu.experiments.launch import LaunchConfigResult, LaunchSweepRun
+    from gpu.experiments.launch.experiment import LaunchConfigResult, LaunchSweepRun
 
     configs = []
     for c in d["configs"]:
@@ -388,7 +388,7 @@ def rebuild_launch_sweep(d: Mapping[str, Any]):
 
 def rebuild_bandwidth(d: Mapping[str, Any]):
     """BandwidthCurves from its to_dict()."""
-    from gpu.experiments.bandwidth import BandwidthCurves, BandwidthPoint
+    from gpu.experiments.transfers.bandwidth import BandwidthCurves, BandwidthPoint
 
     points = tuple(
         BandwidthPoint(p["direction"], p["memory"], int(p["nbytes"]), _stats(p["stats"]), bool(p["pinned_ok"]))
@@ -408,7 +408,7 @@ def rebuild_bandwidth(d: Mapping[str, Any]):
 def rebuild_strategies(d: Mapping[str, Any]):
     """A StrategyComparison from its to_dict()."""
     from gpu.core.timeline import Interval
-    from gpu.experiments.transfers import StrategyComparison, StrategyRun
+    from gpu.experiments.transfers.experiment import StrategyComparison, StrategyRun
 
     strategies = {
         key: StrategyRun(

@@ -9,7 +9,6 @@ Lab's simulator, warp shuffles included, at a size the learner may choose up to
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -77,11 +76,11 @@ class LabKernel:
 
 
 def _catalog() -> list[LabKernel]:
-    from gpu.experiments.catalog import KERNELS
+    from gpu.catalog.declare import KERNELS, kernel_module
 
     out = []
     for key in KERNELS:
-        module = importlib.import_module(f"gpu.experiments.{key}")
+        module = kernel_module(key)
         spec, experiment = module.SPEC, module.EXPERIMENT
         defaults = {p.name: p.default_for(True) for p in experiment.params if p.name not in _CATALOG_RUN_PARAMS}
         square = len(spec.output.shape(defaults)) == 2

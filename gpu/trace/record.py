@@ -321,7 +321,7 @@ def trace_launch(kernel, grid, block, args: Sequence[Any], names: Sequence[str] 
 
 
 def _project_relative(path: str) -> str:
-    """``gpu/kernels/transpose.py`` for the lab's files; other paths (a learner's ``submission.py``) as they are."""
+    """``gpu/experiments/transpose/kernels.py`` for the lab's files; others (a learner's ``submission.py``) as is."""
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[2]

@@ -8,11 +8,11 @@ import math
 import pandas as pd
 import streamlit as st
 
+from gpu.catalog.declare import kernel_module, step_sources
+from gpu.catalog.step_result import KIND_LABELS, KernelRun
+from gpu.catalog.steps import KernelSpec
 from gpu.core.backend import BACKEND
 from gpu.core.timing import format_factor, format_seconds
-from gpu.experiments.catalog import step_sources
-from gpu.experiments.step_result import KIND_LABELS, KernelRun
-from gpu.experiments.steps import KernelSpec
 from gpu.report.words import format_gbps
 from ui.charts import kernels as charts
 from ui.telemetry_note import show_telemetry
@@ -94,12 +94,11 @@ def show_metrics(run: KernelRun) -> None:
 
 def steps_not_run(run: KernelRun) -> list[tuple[str, str]]:
     """(step label, the feature it needs) for each GPU step the simulator could not run."""
-    import importlib
 
     try:  # the catalog's kernels live in gpu/experiments/<key>.py; another's skip reason says the same in longer words
         needs = {
             step.key: step.needs
-            for step in importlib.import_module(f"gpu.experiments.{run.kernel}").SPEC.steps
+            for step in kernel_module(run.kernel).SPEC.steps
             if step.needs
         }
     except (ImportError, AttributeError):
@@ -113,7 +112,7 @@ def show_simulator_facts(run: KernelRun) -> None:
     Times from the simulator are Python running one thread at a time: they stay in the
     chart and table below, tagged, and are never a headline.
     """
-    from gpu.experiments.bandwidth import format_bytes
+    from gpu.experiments.transfers.bandwidth import format_bytes
 
     checked = [r for r in run.results if r.agreement is not None]
     steps = [r for r in run.results if r.kind == "step"]

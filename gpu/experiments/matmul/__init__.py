@@ -1,0 +1,1 @@
+"""Matrix multiply, a catalog kernel: its kernels (``kernels``) and its declaration (``experiment``)."""

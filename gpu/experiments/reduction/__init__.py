@@ -1,0 +1,1 @@
+"""Reduction, a catalog kernel: its kernels (``kernels``) and its declaration (``experiment``)."""

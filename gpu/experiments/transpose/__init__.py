@@ -1,0 +1,1 @@
+"""Matrix transpose, a catalog kernel: its kernels (``kernels``) and its declaration (``experiment``)."""

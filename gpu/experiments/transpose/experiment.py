@@ -1,0 +1,139 @@
+"""Matrix transpose (N × N float32), declared for the catalog. Agreement is exact: a
+transpose only moves values, so every element must hold the same bits as NumPy's ``a.T``."""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from gpu.catalog.declare import Target, declare, parse_side, ratio
+from gpu.catalog.steps import CpuImpl, KernelSpec, Library, Output, Step
+from gpu.core.agreement import ExactReference
+from gpu.core.backend import BACKEND
+from gpu.experiments.base import Param, PerBackend
+from gpu.experiments.transpose import kernels as k
+from gpu.kernels.geometry import grid_2d
+
+# The simulator's default size: about 16,000 threads, a few seconds in Kernel Lab's simulator for every step;
+# numba-cuda's runs ~4,000 threads/s, so it keeps the old, smaller default.
+SIM_SIDE = 128 if BACKEND.lab_simulator else 32
+
+
+def make_inputs(p, seed: int) -> dict[str, np.ndarray]:
+    """An N × N float32 matrix, uniform in [0, 1), reproducible from ``seed``."""
+    return {"a": np.random.default_rng(seed).random((p["n"], p["n"]), dtype=np.float32)}
+
+
+def python_transpose(a, out):
+    for i in range(a.shape[0]):
+        for j in range(a.shape[1]):
+            out[j, i] = a[i, j]
+
+
+def numpy_transpose(a, out):
+    np.copyto(out, a.T)
+
+
+@numba.njit(cache=True)
+def numba_transpose(a, out):  # pragma: no cover - compiled
+    for i in range(a.shape[0]):
+        for j in range(a.shape[1]):
+            out[j, i] = a[i, j]
+
+
+@numba.njit(parallel=True, cache=True)
+def numba_parallel_transpose(a, out):  # pragma: no cover - compiled
+    for i in numba.prange(a.shape[0]):
+        for j in range(a.shape[1]):
+            out[j, i] = a[i, j]
+
+
+def device_copy(stream, ins, out):
+    """The yardstick: a device-to-device copy of the same bytes (no transposition)."""
+    out.copy_to_device(ins[0], stream=stream)
+
+
+naive_grid = lambda p: grid_2d(p["n"], p["n"], k.BLOCK_ROWS, k.TILE)  # noqa: E731  one element per thread
+tiled_grid = lambda p: grid_2d(p["n"], p["n"], k.TILE, k.TILE)  # noqa: E731  one tile per block
+block = lambda p: (k.TILE, k.BLOCK_ROWS)  # noqa: E731
+
+SPEC = KernelSpec(
+    key="transpose",
+    title="Matrix transpose",
+    make_inputs=make_inputs,
+    output=Output(lambda p: (p["n"], p["n"]), np.float32),
+    steps=(
+        Step(
+            "naive",
+            "1 · naive",
+            k.transpose_naive_kernel,
+            naive_grid,
+            block,
+            "one element per thread: coalesced reads, scattered writes",
+        ),
+        Step(
+            "tiled",
+            "2 · shared-memory tile",
+            k.transpose_tiled_kernel,
+            tiled_grid,
+            block,
+            "a 32 × 32 tile through shared memory: reads and writes both coalesced, four loads in flight per thread",
+        ),
+        Step(
+            "padded",
+            "3 · padded tile",
+            k.transpose_padded_kernel,
+            tiled_grid,
+            block,
+            "one padding column: the tile's column reads hit 32 banks, not one",
+        ),
+    ),
+    libraries=(
+        Library("d2d-copy", "device copy of the same bytes", None, device_copy, same_work=False),
+        Library("cupy", "CuPy a.T copy", "cupy", lambda cp, ins, out: cp.copyto(out, ins[0].T)),
+        Library("torch", "PyTorch a.t() copy", "torch", lambda torch, ins, out: out.copy_(ins[0].t())),
+    ),
+    cpu=(
+        CpuImpl("python", "Python loop", python_transpose, budgeted=True),
+        CpuImpl("numpy", "NumPy a.T copy", numpy_transpose),
+        CpuImpl("numba", "Numba @njit", numba_transpose, jit=True),
+        CpuImpl("numba-parallel", "Numba parallel", numba_parallel_transpose, jit=True),
+    ),
+    agreement_why="a transpose only moves values, it computes nothing",
+    reference=lambda inputs, p: ExactReference(np.ascontiguousarray(inputs["a"].T)),
+    bytes_moved=lambda p: 8 * p["n"] ** 2,  # read and write each float32 once
+    flops=lambda p: 0,
+    size_label=lambda p: f"{p['n']:,} × {p['n']:,} float32",
+    cost=lambda p: p["n"] ** 2,
+    probe=lambda p: {**p, "n": min(p["n"], 128)},
+)
+
+
+def targets(runs) -> list[Target]:
+    """≥ 75% of the memory peak (8 bytes per element), and ≥ 3x the naive step's speed."""
+    run = runs[-1]
+    best = run.best_step
+    return [
+        Target("transpose: best step, share of the memory peak", run.fraction_of_peak(best) if best else None, 0.75),
+        Target(
+            "transpose: naive step's time ÷ best step's", ratio(run, "naive", best.key) if best else None, 3.0, unit="x"
+        ),
+    ]
+
+
+def check_problems(quick: bool) -> list[dict]:
+    if quick:
+        return [{"n": 32, "repeats": 1, "cpu": ("numpy",)}]
+    return [{"n": 16384, "repeats": 10, "cpu": ("numpy", "numba-parallel")}]
+
+
+EXPERIMENT = declare(
+    SPEC,
+    "transpose an N × N float32 matrix: naive, through a shared-memory tile, and with a padded tile",
+    Param(
+        "n", "N (the matrix is N × N)", parse_side, PerBackend(8192, SIM_SIDE), "A whole number such as 4096 or 2^12."
+    ),
+    repeats=PerBackend(5, 3),
+    elements=lambda p: p["n"] ** 2,
+    order=90,
+)

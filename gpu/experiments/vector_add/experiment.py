@@ -1,0 +1,556 @@
+"""The article's experiment: c = a + b on the GPU and on the CPU, checked and timed.
+
+``run_vector_add`` is the careful method: inputs copied in, the output allocated on
+the device, each phase timed with CUDA events on one stream, warm-up excluded, many
+samples. ``run_article_method`` reproduces the article's own numbers (copy c in too,
+average of three wall-clock runs) so the two can be compared side by side.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from gpu.core import cpu
+from gpu.core.agreement import BitAgreement, check_bits
+from gpu.core.arrays import vector_inputs
+from gpu.core.backend import BACKEND
+from gpu.core.device import DeviceInfo, device_info
+from gpu.core.hold import stream_hold_problem
+from gpu.core.limits import (
+    SIMULATED_THREAD_COST,
+    InputError,
+    check_cpu_n,
+    check_cpu_work,
+    check_n,
+    check_repeats,
+    check_threads,
+    kernel_n,
+    parse_flag,
+    parse_seconds,
+    threads_per_block_warnings,
+)
+from gpu.core.telemetry import TelemetryMonitor
+from gpu.core.telemetry import describe as describe_telemetry
+from gpu.core.timing import (
+    MIN_RELIABLE_SAMPLES,
+    RepeatPolicy,
+    Stats,
+    format_factor,
+    format_seconds,
+    utc_timestamp,
+)
+from gpu.experiments.base import CheckSection, Experiment, Hook, PageLink, Param, PerBackend, Progress, Recorded
+from gpu.experiments.registry import register
+from gpu.experiments.vector_add.article import ARTICLE_RUNS, ArticleRun, measure_article_method
+from gpu.kernels.geometry import blocks_for
+from gpu.kernels.vector_add import compile_vector_add
+from gpu.kernels.vector_add_timing import (
+    DEFAULT_PYTHON_BUDGET_S,
+    TIMING_RULES,
+    CpuTiming,
+    effective_bandwidth_gbps,
+    time_cpu,
+    time_gpu_phases,
+)
+
+# --- results -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Speedup:
+    """How many times faster the GPU measure is than a CPU baseline."""
+
+    baseline: str  # CPU implementation name
+    gpu_measure: str  # "total" (end to end, copies included) or "kernel"
+    factor: float
+    estimated: bool  # True when the baseline is an estimate, not a measurement
+
+    def to_dict(self) -> dict:
+        return {"baseline": self.baseline, "gpu": self.gpu_measure, "factor": self.factor, "estimated": self.estimated}
+
+
+@dataclass(frozen=True)
+class VectorAddRun:
+    """Everything one vector-add run measured. Times in seconds."""
+
+    n: int
+    threads_per_block: int
+    blocks_per_grid: int
+    backend: str
+    device: DeviceInfo
+    policy: RepeatPolicy
+    compile_s: float
+    gpu: dict[str, Stats]  # "h2d", "kernel", "d2h", "total"
+    cpu: dict[str, CpuTiming]
+    agreement: dict[str, BitAgreement]
+    warnings: tuple[str, ...] = ()
+    article: ArticleRun | None = None  # the article's own method, when it was run too
+    seed: int = 0
+    created_at: str = field(default_factory=utc_timestamp)
+    telemetry: dict | None = None  # GPU clocks, temperature, power, throttling (gpu.core.telemetry)
+    # The N the GPU part ran at, when below ``n`` (issue 12): in the simulator the CPU
+    # implementations run at the user's N and the simulated kernel at the simulator's cap.
+    gpu_n: int | None = None
+
+    dtype = "float32"
+
+    @property
+    def kernel_n(self) -> int:
+        """The N of every GPU figure (and of the GPU's agreement check)."""
+        return self.gpu_n if self.gpu_n is not None else self.n
+
+    @property
+    def gpu_capped(self) -> bool:
+        """True when the GPU part ran at a smaller N than the CPU: no GPU-vs-CPU ratio is then made."""
+        return self.kernel_n < self.n
+
+    @property
+    def gpu_note(self) -> str | None:
+        """Why the GPU figures are at another N, in one sentence; None when they are not."""
+        if not self.gpu_capped:
+            return None
+        return (
+            f"the simulated kernel ran at N = {self.kernel_n:,}, the simulator's cap (KERNEL_LAB_MAX_N; about "
+            f"{SIMULATED_THREAD_COST}), checked against NumPy at that N; the CPU ran at N = {self.n:,}, so no "
+            "GPU-vs-CPU ratio is made"
+        )
+
+    @property
+    def agree(self) -> bool:
+        return all(a.passed for a in self.agreement.values())
+
+    @property
+    def max_abs_diff(self) -> float:
+        return max((a.max_abs_diff for a in self.agreement.values()), default=0.0)
+
+    def bandwidth_gbps(self, seconds: float) -> float:
+        """GB/s of the GPU part (at ``kernel_n``) taking ``seconds``."""
+        return effective_bandwidth_gbps(self.kernel_n, seconds)
+
+    @property
+    def kernel_bandwidth_gbps(self) -> float:
+        return self.bandwidth_gbps(self.gpu["kernel"].median_s)
+
+    @property
+    def speedups(self) -> list[Speedup]:
+        """GPU (end to end and kernel only) against each CPU baseline, by median.
+
+        Empty when the GPU ran at a smaller N than the CPU (``gpu_capped``): times at two
+        sizes are not a speedup.
+        """
+        out = []
+        if self.gpu_capped:
+            return out
+        for name, timing in self.cpu.items():
+            for measure in ("total", "kernel"):
+                gpu_s = self.gpu[measure].median_s
+                if gpu_s > 0 and timing.median_s == timing.median_s:  # skip NaN estimates
+                    out.append(Speedup(name, measure, timing.median_s / gpu_s, timing.estimated))
+        return out
+
+    def speedup(self, baseline: str, gpu_measure: str = "total") -> Speedup | None:
+        return next((s for s in self.speedups if s.baseline == baseline and s.gpu_measure == gpu_measure), None)
+
+    def to_dict(self) -> dict:
+        return {
+            "experiment": "vector-add",
+            "created_at": self.created_at,
+            "n": self.n,
+            "dtype": self.dtype,
+            "threads_per_block": self.threads_per_block,
+            "blocks_per_grid": self.blocks_per_grid,
+            "backend": self.backend,
+            "device": self.device.to_dict(),
+            "policy": self.policy.to_dict(),
+            "seed": self.seed,
+            "agree": self.agree,
+            "max_abs_diff": self.max_abs_diff,
+            "agreement": {k: v.to_dict() for k, v in self.agreement.items()},
+            "gpu": {
+                "compile_s": self.compile_s,
+                "phases": {k: v.to_dict() for k, v in self.gpu.items()},
+                "kernel_bandwidth_gbps": self.kernel_bandwidth_gbps,
+            },
+            "cpu": {k: v.to_dict() for k, v in self.cpu.items()},
+            "speedup": {f"{s.gpu_measure}_vs_{s.baseline}": s.to_dict() for s in self.speedups},
+            "gpu_n": self.kernel_n,
+            "cpu_n": self.n,
+            "gpu_note": self.gpu_note,
+            "warnings": list(self.warnings),
+            "article": self.article.to_dict() if self.article is not None else None,
+            "telemetry": self.telemetry,
+            "timing_rules": TIMING_RULES,
+        }
+
+    def to_frame(self):
+        """Tidy samples: one row per implementation x phase x sample (pandas DataFrame).
+
+        Columns: implementation, phase, sample, seconds, estimated, few_samples, n, backend.
+        A skipped CPU implementation contributes one row holding its estimate. ``n`` is the
+        size of that row's measurement (``kernel_n`` for the GPU rows).
+        """
+        import pandas as pd
+
+        rows = []
+        for phase, stats in self.gpu.items():
+            for i, s in enumerate(stats.samples_s):
+                rows.append(("gpu", phase, i, s, False))
+        for name, timing in self.cpu.items():
+            if timing.stats is None:
+                rows.append((name, "cpu", 0, timing.estimate_s, True))
+            else:
+                for i, s in enumerate(timing.stats.samples_s):
+                    rows.append((name, "cpu", i, s, False))
+        frame = pd.DataFrame(rows, columns=["implementation", "phase", "sample", "seconds", "estimated"])
+        # fewer than 3 samples: the spread is unknown, and every chart and download says so
+        counts = frame.groupby(["implementation", "phase"])["sample"].transform("count")
+        frame["few_samples"] = (counts < MIN_RELIABLE_SAMPLES) & ~frame["estimated"]
+        frame["n"] = [self.kernel_n if impl == "gpu" else self.n for impl in frame["implementation"]]
+        frame["backend"] = self.backend
+        return frame
+
+    def __str__(self) -> str:
+        geometry = f"{self.blocks_per_grid:,} blocks x {self.threads_per_block} threads"
+        lines = [
+            f"vector add, N = {self.n:,} float32, "
+            + (f"GPU at N = {self.kernel_n:,} ({geometry})" if self.gpu_capped else geometry)
+            + f", {self.device.name} ({self.backend})",
+            f"results agree with NumPy: {'yes, bit for bit' if self.agree else 'NO'}"
+            f" (max |diff| {self.max_abs_diff:g})",
+            # the simulator compiles nothing: "0 ns" would be a measurement it never made
+            f"kernel compile: {'n/a (simulator)' if self.backend == 'simulator' else format_seconds(self.compile_s)}",
+        ]
+        if self.gpu_capped:
+            lines.append(f"note: {self.gpu_note}")
+        gpu_at = f" (N = {self.kernel_n:,})" if self.gpu_capped else ""
+        for phase, stats in self.gpu.items():
+            lines.append(f"  GPU {phase:<8} {stats}{gpu_at}")
+        cpu_at = f" (N = {self.n:,})" if self.gpu_capped else ""
+        for name, timing in self.cpu.items():
+            if timing.stats is None:
+                lines.append(f"  CPU {name:<8} skipped: {timing.skipped}")
+            else:
+                lines.append(f"  CPU {name:<8} {timing.stats}{cpu_at}")
+        if self.telemetry is not None:
+            lines.append(describe_telemetry(self.telemetry))
+        if self.backend == "simulator":  # a ratio against a simulated time is no speedup: none is printed
+            lines.append("  no GPU-vs-CPU ratio: the GPU times above are simulated (the recorded GPU's follow)")
+            return "\n".join(lines)
+        for s in self.speedups:
+            tag = " (estimated)" if s.estimated else ""
+            lines.append(f"  speedup GPU {s.gpu_measure} vs {s.baseline}: {format_factor(s.factor)}{tag}")
+        return "\n".join(lines)
+
+
+# --- running -----------------------------------------------------------------------
+
+
+def run_vector_add(
+    n: int,
+    threads_per_block: int = 256,
+    policy: RepeatPolicy | None = None,
+    cpu_impls: Iterable[str] = tuple(cpu.IMPLEMENTATIONS),
+    *,
+    python_budget_s: float = DEFAULT_PYTHON_BUDGET_S,
+    seed: int = 0,
+    max_n: int | None = None,
+    gpu_n: int | None = None,
+    on_progress: Progress | None = None,
+) -> VectorAddRun:
+    """Run and time the vector add on the GPU and the chosen CPU implementations.
+
+    Validates its inputs first (InputError says what is allowed). ``policy`` defaults
+    to 10 timed runs after one warm-up. The CPU implementations run at ``n``; the GPU
+    part at ``gpu_n`` (default ``gpu.core.limits.kernel_n(n)``: ``n`` on a GPU, at most
+    the simulator's cap in the simulator) on the first ``gpu_n`` elements of the same
+    inputs, and its result is checked against NumPy's at that N.
+
+    This is the entry for callers with raw values (``gpu check``, scripts, tests); the
+    declared run (``_run``) hands ``measure_vector_add`` the values its ``Param``s parsed.
+    """
+    n = check_cpu_n(n, max_n)
+    gpu_n = kernel_n(n) if gpu_n is None else check_n(gpu_n, n, "the GPU's N")
+    threads_per_block = check_threads(threads_per_block, device_info().max_threads_per_block)
+    impls = _cpu_names(cpu_impls)
+    return measure_vector_add(
+        n, gpu_n, threads_per_block, policy or RepeatPolicy.count(10), impls,
+        python_budget_s=python_budget_s, seed=seed, progress=Progress.of(on_progress),
+    )
+
+
+def measure_vector_add(
+    n: int,
+    gpu_n: int,
+    threads_per_block: int,
+    policy: RepeatPolicy,
+    impls: Sequence[str],
+    *,
+    python_budget_s: float,
+    seed: int = 0,
+    progress: Progress,
+) -> VectorAddRun:
+    """The measurement itself, on values already parsed (``run_vector_add`` or the declaration's ``Param``s):
+    nothing here parses, checks a limit or applies the simulator's cap again."""
+    warnings = threads_per_block_warnings(threads_per_block)
+    if not BACKEND.simulated and stream_hold_problem() is not None:
+        warnings.append(stream_hold_problem())
+    from gpu.core.l2 import flush_problem
+
+    if flush_problem() is not None:
+        warnings.append(flush_problem())
+
+    # prepare inputs and the reference
+    a, b = vector_inputs(n, seed)
+    reference = a + b
+
+    # GPU: compile once (timed apart), then the phases per the policy, at its own N
+    progress.begin("compile", "compiling the kernel")
+    compile_s = compile_vector_add()
+    progress.begin(
+        "gpu", "timing the GPU kernel and copies" + (f" at N = {gpu_n:,} (the simulator's cap)" if gpu_n < n else "")
+    )
+    gpu_out = np.empty(gpu_n, dtype=np.float32)
+    # contiguous prefixes: views, no copy; the reference's prefix is exactly their sum
+    gpu_a, gpu_b = a[:gpu_n], b[:gpu_n]
+    with TelemetryMonitor() as monitor:  # clocks and throttling before, during and after the GPU work
+        gpu_stats = time_gpu_phases(gpu_a, gpu_b, gpu_out, threads_per_block, policy)
+    gpu_stats.pop("with_launch")  # launch + kernel are shown as their two parts here
+    agreement = {"gpu": check_bits("gpu", gpu_out, reference[:gpu_n])}
+    del gpu_out
+
+    # CPU implementations, each checked against the reference too
+    cpu_results: dict[str, CpuTiming] = {}
+    cpu_out = np.empty(n, dtype=np.float32)
+    for name in impls:
+        progress.begin(f"cpu:{name}", f"timing the CPU: {cpu.LABELS[name]}")
+        timing = time_cpu(name, a, b, cpu_out, policy, python_budget_s)
+        cpu_results[name] = timing
+        if timing.stats is not None:
+            agreement[name] = check_bits(name, cpu_out, reference)
+
+    return VectorAddRun(
+        n=n,
+        threads_per_block=threads_per_block,
+        blocks_per_grid=blocks_for(gpu_n, threads_per_block),
+        backend=BACKEND.kind,
+        device=device_info(),
+        policy=policy,
+        compile_s=compile_s,
+        gpu=gpu_stats,
+        cpu=cpu_results,
+        agreement=agreement,
+        warnings=tuple(warnings),
+        seed=seed,
+        telemetry=monitor.summary(),
+        gpu_n=gpu_n if gpu_n < n else None,
+    )
+
+
+# --- the declaration ---------------------------------------------------------------
+
+
+def _cpu_names(value) -> tuple[str, ...]:
+    names = [part.strip() for part in value.split(",")] if isinstance(value, str) else [str(v) for v in value]
+    names = [name for name in dict.fromkeys(names) if name]
+    unknown = [name for name in names if name not in cpu.IMPLEMENTATIONS]
+    if unknown:
+        raise InputError(f"unknown CPU implementation {unknown[0]!r}; choose from {', '.join(cpu.IMPLEMENTATIONS)}")
+    return tuple(names)
+
+
+def _python_budget(value) -> float:
+    return parse_seconds(value, "the Python-loop budget")
+
+
+def _threads(value) -> int:
+    return check_threads(value, device_info().max_threads_per_block)
+
+
+def sizes(params) -> tuple[int, int]:
+    """``(n, gpu_n)`` of a run: the N its ``Param`` parsed, and the N of its GPU part. The one place
+    the simulator's cap is applied to a vector add's N (the plan, admission and the run all ask here)."""
+    return params["n"], kernel_n(params["n"])
+
+
+def _run(params, progress: Progress) -> VectorAddRun:
+    n, gpu_n = sizes(params)  # parsed by the Params, admitted before the run: nothing is parsed again
+    threads, budget_s = params["threads_per_block"], params["python_budget_s"]
+    run = measure_vector_add(
+        n, gpu_n, threads, RepeatPolicy.count(params["repeats"]), params["cpu"], python_budget_s=budget_s,
+        progress=progress,
+    )
+    if params["article"]:
+        # all of the article's method at one N: in the simulator, the kernel's (its speedup compares the two)
+        progress.begin(
+            "article", "the article's method" + (f" at N = {gpu_n:,} (the simulator's cap)" if gpu_n < n else "")
+        )
+        run = replace(run, article=measure_article_method(gpu_n, threads, python_budget_s=budget_s))
+    return run
+
+
+# Seconds per simulated GPU thread: numba-cuda's simulator about 0.1-0.2 ms (DESIGN.md), the lab's
+# about 0.3-0.7 µs for this barrier-free kernel (benchmarks/simulator_speed.md).
+SIMULATED_S_PER_THREAD = 5e-7 if BACKEND.lab_simulator else 1.5e-4
+
+
+def _plan(params, simulated: bool) -> list[tuple[str, float]]:
+    """The run's phases (step ids) in the order ``run_vector_add`` begins them, with an estimate each (s).
+
+    In the simulator the kernel launches dominate (one simulated thread each); on a GPU
+    everything but the Python loop is short.
+    """
+    launches = params["repeats"] + 1
+    n, gpu_n = sizes(params)
+    per_launch = gpu_n * SIMULATED_S_PER_THREAD if simulated else 0.01
+    python_s = (
+        min(cpu.estimate_python_loop_s(n), params["python_budget_s"]) * launches if "python" in params["cpu"] else 0.0
+    )
+    steps = [("compile", 0.5), ("gpu", launches * per_launch * (1 if simulated else 2))]
+    for name in params["cpu"]:
+        compiled_s = (0.05 + n * CPU_S_PER_ELEMENT) * launches + (0.5 if "numba" in name else 0)
+        steps.append((f"cpu:{name}", python_s if name == "python" else compiled_s))
+    if params["article"]:
+        article_python_s = (
+            min(cpu.estimate_python_loop_s(gpu_n), params["python_budget_s"]) * 3
+            if gpu_n < n
+            else python_s / launches * 3
+        )
+        steps.append(("article", 4 * per_launch + article_python_s))
+    return steps
+
+
+CPU_S_PER_ELEMENT = 2e-9  # NumPy / Numba at large N: about 1-2 ns per element on a laptop (memory bound)
+COMPILED_CPU = tuple(name for name in cpu.IMPLEMENTATIONS if name != "python")  # bounded by element-passes
+
+
+def _work(params) -> int:
+    """Element-passes of the GPU part (simulated kernels in the simulator), for ``admit``.
+
+    The CPU side is counted apart and refused here when over ``KERNEL_LAB_MAX_CPU_WORK``:
+    N x passes for each compiled CPU implementation (the Python loop has its own time
+    budget). In the simulator the kernel (and the article's method) run at ``kernel_n``.
+    """
+    (n, gpu_n), passes = sizes(params), params["repeats"] + 1
+    compiled = sum(name in COMPILED_CPU for name in params["cpu"])
+    check_cpu_work(n * passes * compiled, "Vector add")
+    # warm-up + repeats, and the article's own 3 runs + 1 compile run when asked
+    return gpu_n * (passes + (ARTICLE_RUNS + 1 if params["article"] else 0))
+
+
+def _measures(run: VectorAddRun) -> dict[str, float]:
+    # GPU figures at another N than the row's (the simulator's cap) are not the row's: left out
+    out = {} if run.gpu_capped else {
+        "gpu_total_s": run.gpu["total"].median_s,
+        "kernel_s": run.gpu["kernel"].median_s,
+        "kernel_gbps": run.kernel_bandwidth_gbps,
+    }
+    out.update({f"cpu_{name}_s": timing.median_s for name, timing in run.cpu.items()})
+    return out
+
+
+EXPERIMENT = register(
+    Experiment(
+        key="vector-add",
+        title="Vector add",
+        summary="time c = a + b on the GPU and the CPU, phase by phase, and check the results agree",
+        params=(
+            Param(
+                "n",
+                "N (elements per vector)",
+                check_cpu_n,
+                PerBackend(10_000_000, 10_000_000),  # the article's N: your CPU there, beside the recorded GPU
+                "A whole number such as 1000000, 1e6 or 2^20. Without a GPU the CPU runs at this N and the "
+                "simulated kernel at most at the simulator's cap.",
+            ),
+            Param(
+                "threads_per_block",
+                "Threads per block",
+                _threads,
+                256,
+                "1 to the device's limit (1024); multiples of 32 keep every warp full.",
+                widget="int",
+            ),
+            Param(
+                "repeats",
+                "Repeats",
+                check_repeats,
+                PerBackend(10, 5),
+                "Timed runs after one warm-up run.",
+                widget="int",
+            ),
+            Param(
+                "cpu",
+                "CPU implementations",
+                _cpu_names,
+                tuple(cpu.IMPLEMENTATIONS),
+                f"Comma-separated, from {','.join(cpu.IMPLEMENTATIONS)}.",
+                widget="multiselect",
+                options=tuple(cpu.IMPLEMENTATIONS),
+                option_label=lambda name: cpu.LABELS[name],
+            ),
+            Param(
+                "python_budget_s",
+                "Python-loop budget (s)",
+                _python_budget,
+                DEFAULT_PYTHON_BUDGET_S,
+                "Seconds the Python loop may take before it is only estimated.",
+                widget="float",
+                flag="--python-budget",
+                page=False,
+            ),
+            Param(
+                "article",
+                "Also run it as in the article (copy c in too, mean of three wall-clock runs)",
+                parse_flag,
+                PerBackend(False, True),
+                "Reproduce the article's own measurement beside the careful one.",
+                widget="checkbox",
+            ),
+        ),
+        run=_run,
+        work=_work,
+        measures=_measures,
+        plan=_plan,
+        result_type=VectorAddRun,
+        page=PageLink(
+            "Vector add",
+            ":material/add_circle:",
+            10,
+            "the article's experiment, one size, full breakdown",
+            "pages/1_Vector_add.py",
+        ),
+        order=10,
+        history_columns=("n", "threads_per_block", "repeats"),
+        check=(
+            CheckSection(
+                "correctness",
+                Hook("gpu.experiments.vector_add.check:correctness_section"),
+                Hook("gpu.service.check_sections:correctness_section"),
+                Hook("gpu.service.check_sections:no_records"),
+            ),
+            CheckSection(
+                "breakdown",
+                Hook("gpu.experiments.vector_add.check:breakdown_section"),
+                Hook("gpu.service.check_sections:breakdown_section"),
+                Hook("gpu.service.check_sections:breakdown_records"),
+            ),
+            CheckSection(
+                "article",
+                Hook("gpu.experiments.vector_add.check:article_section"),
+                Hook("gpu.service.check_sections:article_section"),
+                Hook("gpu.service.check_sections:no_records"),
+            ),
+        ),
+        recorded=Recorded("vector-add", Hook("gpu.experiments.vector_add.view:recorded")),
+        legacy_keys={
+            "n": "n",
+            "threads_per_block": "threads_per_block",
+            "repeats": "repeats",
+            "cpu": "cpu_impls",
+            "article": "article",
+        },
+    )
+)
