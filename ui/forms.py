@@ -19,7 +19,7 @@ import gpu
 from gpu.core.limits import InputError, load_config
 from gpu.experiments.base import Experiment, Param
 from gpu.service.admission import admit
-from ui.progress import eta_text
+from ui.progress import ESTIMATE_SHOWN_FROM_S, eta_text
 
 SCALARS = ("text", "int", "float")
 
@@ -51,9 +51,6 @@ def _as_text(value: Any) -> str:
     if isinstance(value, float) and value.is_integer():
         return f"{value:g}"
     return "" if value is None else str(value)
-
-
-ESTIMATE_SHOWN_FROM_S = 2.0  # a run that may take longer states its estimate before it starts (issue 28)
 
 
 def run_estimate(experiment: Experiment, raw: Mapping[str, Any], simulated: bool) -> float | None:
@@ -104,10 +101,12 @@ def experiment_form(
     if not submitted:
         estimate = run_estimate(experiment, raw | hidden, simulated)
         if estimate is not None and estimate >= ESTIMATE_SHOWN_FROM_S:
-            st.caption(
-                f":material/schedule: At these settings a run takes about {eta_text(estimate)} here (an estimate from "
-                "the run's plan); a progress bar names each step while it runs."
+            during = (
+                "a progress bar names each step while it runs" if experiment.plan is not None
+                else "a status line says what it measures while it runs"
             )
+            st.caption(f":material/schedule: At these settings a run takes about {eta_text(estimate)} here (an "
+                       f"estimate); {during}.")
     if limits_caption is not None:
         st.caption(limits_caption())
     if not submitted:

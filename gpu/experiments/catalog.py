@@ -29,6 +29,7 @@ from gpu.core.limits import (
 )
 from gpu.core.timing import RepeatPolicy, format_factor
 from gpu.experiments.base import Experiment, Hook, PageLink, Param, PerBackend, Progress
+from gpu.experiments.catalog_estimate import catalog_plan
 from gpu.experiments.registry import register
 from gpu.experiments.step_result import KernelRun
 from gpu.experiments.steps import DEFAULT_CPU_BUDGET_S, KernelSpec, run_kernel
@@ -133,6 +134,7 @@ def declare(
         history_columns=tuple(c for c in ("n", "threads_per_block", "repeats") if c in names),
         check=(Hook("gpu.report.check:catalog_section", (spec.key,)),),
         samples=samples,
+        plan=catalog_plan(spec, lambda p: p["repeats"] + policy(p["repeats"]).warmup),
     ))
 
 
