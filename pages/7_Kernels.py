@@ -6,6 +6,7 @@ import streamlit as st
 
 from gpu.experiments.catalog import KERNELS, PAGE
 from gpu.experiments.registry import get
+from ui import glossary
 from ui.forms import experiment_form, stale_key
 from ui.frame import frame
 from ui.runner import run_declared
@@ -22,7 +23,7 @@ frame(
 key = st.selectbox("Kernel", KERNELS, format_func=lambda k: get(k).title, key="kernels.kernel")
 experiment = get(key)
 spec = importlib.import_module(f"gpu.experiments.{key}").SPEC
-st.caption(f"{experiment.title}: {experiment.summary}.")
+glossary.caption(f"{experiment.title}: {experiment.summary}.")
 params = experiment_form(experiment)
 if params is not None:
     run = run_declared(experiment, params)
@@ -37,4 +38,4 @@ if shown is not None:
 else:
     st.info("Choose a size and press **Run**: every step, library and CPU implementation runs on the same inputs.")
 show_sources(spec)
-st.caption("Every step you run here also appears on the **Roofline** page (sidebar).")
+glossary.caption("Every step you run here also appears on the **Roofline** page (sidebar).")

@@ -19,6 +19,7 @@ import gpu
 from gpu.core.limits import InputError, load_config
 from gpu.experiments.base import Experiment, Param
 from gpu.service.admission import admit
+from ui.glossary import help_for
 from ui.progress import ESTIMATE_SHOWN_FROM_S, eta_text
 
 SCALARS = ("text", "int", "float")
@@ -32,7 +33,7 @@ def stale_key(experiment: Experiment) -> str:
 def _widget(container, experiment: Experiment, param: Param, default: Any, overrides: Mapping[str, Any]) -> Any:
     key = experiment.widget_key(param.name)
     label = overrides.get("label", param.label)
-    help_text = overrides.get("help", param.help)
+    help_text = help_for(label, overrides.get("help", param.help))  # jargon in a label explained where it appears
     if param.widget == "checkbox":
         return container.checkbox(label, value=bool(default), key=key, help=help_text)
     if param.widget == "multiselect":

@@ -18,6 +18,7 @@ from gpu.experiments.base import Recorded
 from gpu.experiments.registry import experiments
 from gpu.report.scaling import crossover_conditions
 from gpu.service.references import ARTICLE, ReferenceRun
+from ui import glossary
 from ui.format import factor_text, format_gbps, times_words
 from ui.resources import references  # pages and app.py read it from here too
 
@@ -163,7 +164,7 @@ def _vector_add(ref: ReferenceRun) -> None:
         if pinned is not None and pinned.n == run.n and "pinned" in pinned.strategies
         else None
     )
-    st.markdown(vector_add_sentence(run, pinned_s))
+    glossary.markdown(vector_add_sentence(run, pinned_s))
     article = ref.article()
     if article is not None:
         st.markdown(
@@ -184,7 +185,7 @@ def _scaling(ref: ReferenceRun) -> None:
     from ui.views.scaling import describe
 
     run = ref.sweep()
-    st.markdown(scaling_sentence(run))
+    glossary.markdown(scaling_sentence(run))
     frame = run.to_frame()
     subtitle = f"recorded: {describe(run)}"
     st.altair_chart(
@@ -207,7 +208,7 @@ def _launch(ref: ReferenceRun) -> None:
     from ui.views.launch import describe_sweep
 
     run = ref.launch_sweep()
-    st.markdown(launch_sentence(run))
+    glossary.markdown(launch_sentence(run))
     frame = run.to_frame()
     subtitle = f"recorded: {describe_sweep(run)}"
     st.altair_chart(charts.sweep_time_chart(frame, subtitle), width="stretch", key="reference.launch.time")
@@ -223,7 +224,7 @@ def _transfers(ref: ReferenceRun) -> None:
     from ui.views.transfers import describe_bandwidth, describe_strategies
 
     curves, strategies = ref.bandwidth(), ref.strategies("small")
-    st.markdown(transfers_sentence(curves, strategies))
+    glossary.markdown(transfers_sentence(curves, strategies))
     if curves is not None:
         st.altair_chart(
             charts.bandwidth_chart(

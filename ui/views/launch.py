@@ -13,6 +13,7 @@ from gpu.experiments.indexing import DRAW_LIMIT_THREADS, IndexingRun
 from gpu.experiments.launch import KIND_ONE_PER_ELEMENT, LaunchSweepRun
 from gpu.report.launch import explanation
 from gpu.report.render import to_json
+from ui import glossary
 from ui.charts import launch as launch_charts
 from ui.views.compile_facts import show_kernel_facts
 
@@ -213,11 +214,12 @@ def show_sweep(run: LaunchSweepRun) -> None:
             "is derived from its registers and the device's per-SM limits (approximate)."
         )
     else:
-        st.caption("Occupancy: not available here (the simulator compiles nothing and has no multiprocessors).")
-    st.dataframe(sweep_table(run, frame), hide_index=True, width="stretch")
+        glossary.caption("Occupancy: not available here (the simulator compiles nothing and has no multiprocessors).")
+    shown = sweep_table(run, frame)
+    st.dataframe(shown, hide_index=True, width="stretch", column_config=glossary.column_config(shown.columns))
     from ui.telemetry_note import show_telemetry  # marks and clocks beside the table (issue 18)
 
-    st.caption(
+    glossary.caption(
         "Marks: n<3 = fewer than 3 samples (spread unknown); fits in L2 = a, b and c fit in the L2 (may be served from "
         "cache)."
     )

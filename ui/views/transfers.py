@@ -31,6 +31,7 @@ from gpu.experiments.transfers import (
 )
 from gpu.report.render import to_json
 from gpu.report.transfers import verdict
+from ui import glossary
 from ui.charts import transfers as transfers_charts
 from ui.telemetry_note import show_telemetry
 
@@ -106,7 +107,7 @@ def show_bandwidth(curves: BandwidthCurves) -> None:
         table = bandwidth_table(curves)
         if simulated:
             table = table.rename(columns={c: c.replace("(GB/s)", "(GB/s, simulated)") for c in table.columns})
-        st.dataframe(table, hide_index=True, width="stretch")
+        st.dataframe(table, hide_index=True, width="stretch", column_config=glossary.column_config(table.columns))
     left, right = st.columns(2)
     left.download_button(
         "Download bandwidth (JSON)",
@@ -232,7 +233,7 @@ def show_strategy_facts(result: StrategyComparison) -> None:
         f"{result.chunks} on {result.streams}",
         help="The chunked strategy's split; one-chunk runs the same code on one stream.",
     )
-    st.caption(
+    glossary.caption(
         "Which strategy wins cannot be known here: copies are NumPy copies, pinned memory is ordinary memory and "
         "streams run "
         "one after another. The times below are the simulator's, marked simulated; the page's verdict needs a GPU."

@@ -21,6 +21,7 @@ from gpu.core.timing import ALLOCATION_RULE, format_seconds
 from gpu.experiments.vector_add import EXPERIMENT, VectorAddRun
 from gpu.report.vector_add import article_in_words, explain_difference
 from gpu.report.words import format_gbps, times_words
+from ui import glossary
 from ui.charts import common as charts
 from ui.forms import stale_key
 
@@ -264,7 +265,7 @@ def show_run(run: VectorAddRun) -> None:
         st.altair_chart(charts.time_comparison_chart(frame, subtitle), width="stretch")
         st.altair_chart(charts.gpu_breakdown_chart(frame, subtitle), width="stretch")
     st.subheader("Statistics")
-    st.caption(
+    glossary.caption(
         "Wall clock for CPU and GPU end to end; CUDA events for GPU "
         f"phases{' (wall clock in the simulator)' if run.backend == 'simulator' else ''}. {run.policy.describe()}. "
         f"Rules: {ALLOCATION_RULE}; the L2 is flushed before every GPU sample; the kernel alone is timed behind a "
