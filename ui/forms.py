@@ -23,6 +23,9 @@ from ui.glossary import help_for
 from ui.progress import ESTIMATE_SHOWN_FROM_S, eta_text
 
 SCALARS = ("text", "int", "float")
+# Widgets laid out three to a row (a select box is as short as a text box); multiselects and checkboxes take the
+# whole width. Three to a row keeps every page's Run button in the first screen (tests/test_browser_first_screen.py).
+GRID = (*SCALARS, "select")
 
 
 def stale_key(experiment: Experiment) -> str:
@@ -84,8 +87,8 @@ def experiment_form(
     values = experiment.defaults(simulated) | dict(defaults or {})
     overrides = overrides or {}
     shown = [p for p in experiment.params if p.page]
-    scalars = [p for p in shown if p.widget in SCALARS]
-    others = [p for p in shown if p.widget not in SCALARS]
+    scalars = [p for p in shown if p.widget in GRID]
+    others = [p for p in shown if p.widget not in GRID]
     raw: dict[str, Any] = {}
     with st.form(experiment.key):
         for row in range(0, len(scalars), 3):
