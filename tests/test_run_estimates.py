@@ -110,3 +110,25 @@ def test_the_transfers_page_says_nothing_of_time_for_its_quick_default_runs():
     at = AppTest.from_file(str(ROOT / "pages/4_Transfers.py"), default_timeout=60).run()
     assert not at.exception
     assert not [c.value for c in at.caption if ESTIMATE_CAPTION in c.value]
+
+
+def _gpu_estimate(experiment, params) -> float:
+    """The declaration's estimate at these (typed) parameters on a GPU: its plan's sum, or its estimate."""
+    if experiment.plan is not None:
+        return sum(seconds for _, seconds in experiment.plan(params, False))
+    return experiment.estimate(params, False)
+
+
+def test_the_gpu_side_of_every_estimate_is_a_finite_time_that_grows_with_the_work():
+    """What a GPU machine's form would say at its defaults (computed without a GPU; the defaults are not parsed,
+    since a GPU's sizes need not fit this machine): finite, and more for four times the repeats."""
+    for experiment in experiments():
+        if experiment.page is None:
+            continue
+        params = experiment.defaults(False)
+        seconds = _gpu_estimate(experiment, params)
+        assert math.isfinite(seconds) and seconds > 0, (experiment.key, seconds)
+        for name in ("repeats", "samples"):
+            if name in params:
+                more = _gpu_estimate(experiment, {**params, name: params[name] * 4})
+                assert more > seconds, (experiment.key, seconds, more)

@@ -446,7 +446,7 @@ def _bandwidth_estimate(p, simulated: bool) -> float:
     """Seconds the curves take at these settings, for the form (``Experiment.estimate``): every copy of every
     size and series, warm-up included, each sample's fixed cost, and pinning each pinned buffer once."""
     total = 0.0
-    for nbytes in _copy_sizes(p):
+    for nbytes in (s for s in COPY_SIZE_CHOICES if p["smallest"] <= s <= p["largest"]):  # what _copy_sizes checks
         for direction, memory in p["series"]:
             one = estimates.copy_s(nbytes, "device" if direction == "d2d" else memory, simulated)
             total += (p["repeats"] + 1) * (one + (0.0 if simulated else estimates.GPU_SAMPLE_S))

@@ -54,7 +54,11 @@ SIM_RATES: dict[tuple[str, str], float] = {
     ("matmul", "cpu:python"): 1.13,
 }
 NUMBA_SIMULATOR_SLOWER = 300.0  # numba-cuda's simulator against the lab's (1.5e-4 s against 5e-7 s per thread)
-CPU_RATE = 0.02  # a compiled CPU pass (NumPy, Numba) per cost unit, in Python-loop elements
+# A compiled CPU pass (NumPy, Numba) moves the algorithm's bytes at about one core's streaming rate and does its
+# FLOPs at NumPy's BLAS rate, or a plain compiled loop's (Numba's naive matmul: about 1 GFLOP/s on one core)
+CPU_BYTES_PER_S = 5e9
+CPU_BLAS_FLOPS_PER_S = 2e10
+CPU_LOOP_FLOPS_PER_S = 1e9
 # A CPU implementation the process has not run yet: loading it from Numba's cache took 0.05-0.25 s here,
 # compiling it 1-5 s (on two busy cores)
 JIT_CACHE_LOAD_S = 0.2
@@ -67,10 +71,7 @@ Params = Mapping[str, Any]
 
 
 def _rate(spec: KernelSpec, key: str) -> float:
-    """A step's (or a CPU implementation's, ``cpu:<key>``) rate; an unmeasured step gets its kernel's slowest,
-    an unmeasured CPU implementation a compiled pass's."""
-    if key.startswith("cpu:"):
-        return SIM_RATES.get((spec.key, key), CPU_RATE)
+    """A step's rate (or the Python loop's, ``cpu:python``); an unmeasured step gets its kernel's slowest."""
     known = [v for (kernel, step), v in SIM_RATES.items() if kernel == spec.key and not step.startswith("cpu:")]
     return SIM_RATES.get((spec.key, key), max(known, default=50.0))
 
@@ -87,6 +88,13 @@ def first_call_s(fn: Any) -> float:
     return JIT_CACHE_LOAD_S if cached else JIT_COMPILE_S
 
 
+def compiled_cpu_s(spec: KernelSpec, params: Params, key: str) -> float:
+    """Seconds one run of a compiled CPU implementation takes: its bytes and FLOPs at a core's rates (NumPy's
+    FLOPs at BLAS's)."""
+    flops_per_s = CPU_BLAS_FLOPS_PER_S if key == "numpy" else CPU_LOOP_FLOPS_PER_S
+    return 1e-4 + spec.bytes_moved(params) / CPU_BYTES_PER_S + spec.flops(params) / flops_per_s
+
+
 Plan = Callable[[Params, bool], list[tuple[str, float]]]
 
 
@@ -98,10 +106,13 @@ def catalog_plan(spec: KernelSpec, samples: Callable[[Params], int]) -> Plan:
 
     def plan(params: Params, simulated: bool) -> list[tuple[str, float]]:
         cost = float(spec.cost(params))
-        python_s = cpu.estimate_python_loop_s(PROBE_N) / PROBE_N  # this machine's Python, now
+        # this machine's Python now: the quickest of three short probes (one can land on another process's turn)
+        python_s = min(cpu.estimate_python_loop_s(PROBE_N) for _ in range(3)) / PROBE_N
         runs = samples(params)
         slower = 1.0 if BACKEND.lab_simulator else NUMBA_SIMULATOR_SLOWER
-        out: list[tuple[str, float]] = [("prepare", 0.05 + cost * CPU_RATE * python_s)]
+        # random inputs and NumPy's reference: a few passes over the bytes, and the FLOPs at BLAS's rate
+        prepare_s = 0.05 + 3 * spec.bytes_moved(params) / CPU_BYTES_PER_S + spec.flops(params) / CPU_BLAS_FLOPS_PER_S
+        out: list[tuple[str, float]] = [("prepare", prepare_s)]
         for step in spec.steps:
             if simulated:
                 seconds = _rate(spec, step.key) * cost * python_s * runs * slower
@@ -114,12 +125,12 @@ def catalog_plan(spec: KernelSpec, samples: Callable[[Params], int]) -> Plan:
         budget = float(params.get("cpu_budget_s", 10.0))
         for key in params.get("cpu", ()):
             impl = spec.cpu_impl(key)
+            one = _rate(spec, "cpu:python") * cost * python_s if key == "python" else compiled_cpu_s(spec, params, key)
             if impl.budgeted:  # a probe run, then as many runs as fit the budget (none when one does not)
-                one = _rate(spec, f"cpu:{key}") * cost * python_s
                 probe_s = one * float(spec.cost(spec.probe(params))) / max(cost, 1.0)
                 seconds = probe_s + (min(runs, int(budget // max(one, 1e-9))) * one if one <= budget else 0.0)
-            else:
-                seconds = 0.01 + CPU_RATE * cost * python_s * (runs + 1)
+            else:  # the warm-up run, then the timed runs
+                seconds = one * (runs + 1)
             if impl.jit:
                 seconds += first_call_s(impl.fn)
             out.append((f"cpu:{key}", seconds))
