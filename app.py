@@ -4,6 +4,7 @@ import streamlit as st
 
 import gpu
 from gpu.experiments.base import PageLink
+from ui import glossary
 from ui.frame import frame
 from ui.glossary import as_markdown as glossary_markdown
 from ui.home import article_story, headline_metrics
@@ -43,7 +44,7 @@ else:
     st.caption("No recorded GPU run is committed under benchmarks/ yet.")
 
 st.subheader("Start here", anchor="start-here")
-st.markdown(
+glossary.markdown(
     "1. **The article** the lab is built on — [its story, below](#the-article): a Python loop against a CUDA "
     "kernel at N = 10,000,000, and one number: “GPU speedup: 84.50x” on a T4.\n"
     "2. **Vector add** — run the article's experiment yourself: your CPU at the article's N beside the same "

@@ -5,6 +5,7 @@ import streamlit as st
 from gpu.experiments.transfers import view as view
 from gpu.experiments.transfers.bandwidth import BANDWIDTH
 from gpu.experiments.transfers.experiment import STRATEGIES_EXPERIMENT
+from ui import glossary
 from ui.forms import experiment_form
 from ui.frame import frame
 from ui.reference import panel_after_run, panel_before_run
@@ -22,7 +23,7 @@ frame(
 panel_before_run("transfers")
 
 st.header("Host-link bandwidth")
-st.markdown(
+glossary.markdown(
     "Host→device, device→host and device→device copies against size, with **pageable** (ordinary) and "
     "**pinned** (page-locked) host memory — the way CUDA's bandwidthTest and nvbandwidth measure it."
 )
@@ -35,7 +36,7 @@ else:
     st.caption("Choose sizes and press **Measure bandwidth**.")
 
 st.header("Strategies for the same vector add")
-st.markdown(
+glossary.markdown(
     "As in the article · careful (output on the device) · pinned host memory · data kept on the device · "
     "chunked streams (copies of one chunk overlap other chunks' kernels and copies) · mapped zero-copy host memory."
 )

@@ -5,6 +5,7 @@ import streamlit as st
 
 from gpu.catalog.declare import KERNELS, PAGE, kernel_module
 from gpu.experiments.registry import get
+from ui import glossary
 from ui.forms import experiment_form, stale_key
 from ui.frame import frame
 from ui.runner import run_declared
@@ -21,7 +22,7 @@ frame(
 key = st.selectbox("Kernel", KERNELS, format_func=lambda k: get(k).title, key="kernels.kernel")
 experiment = get(key)
 spec = kernel_module(key).SPEC
-st.caption(f"{experiment.title}: {experiment.summary}.")
+glossary.caption(f"{experiment.title}: {experiment.summary}.")
 params = experiment_form(experiment)
 if params is not None:
     run = run_declared(experiment, params)
@@ -36,4 +37,4 @@ if shown is not None:
 else:
     st.info("Choose a size and press **Run**: every step, library and CPU implementation runs on the same inputs.")
 show_sources(spec)
-st.caption("Every step you run here also appears on the **Roofline** page (sidebar).")
+glossary.caption("Every step you run here also appears on the **Roofline** page (sidebar).")

@@ -11,6 +11,7 @@ from gpu.core.roofline import device_roofs
 from gpu.core.timing import RepeatPolicy
 from gpu.experiments.base import PageLink
 from gpu.report.roofline_points import add_vector_add, recorded_runs, session_points
+from ui import glossary
 from ui.charts.roofline import roofline_chart
 from ui.frame import frame
 from ui.runner import run_experiment
@@ -77,10 +78,10 @@ if chosen.roofs.fp32_gflops:
     )
 if chosen.roofs.ridge:
     facts.append(f"ridge at {chosen.roofs.ridge:.3g} FLOP/byte")
-st.caption("; ".join(facts) + "." if facts else "No roofs are known for these measurements.")
+glossary.caption("; ".join(facts) + "." if facts else "No roofs are known for these measurements.")
 for note in chosen.notes:
     st.caption(f"Note: {note}.")
-st.caption("Vector add sits at 1/12 FLOP/byte (one add per 12 bytes); reduction near 1/4, the stencil near 5/8; "
+glossary.caption("Vector add sits at 1/12 FLOP/byte (one add per 12 bytes); reduction near 1/4, the stencil near 5/8; "
            "matrix multiply at N/6, climbing toward the ridge as N grows.")
 
 sim = (
@@ -98,8 +99,8 @@ if not points.empty:
                                 "gbps": st.column_config.NumberColumn(f"GB/s{sim}", format="%.4g"),
                                 "fraction": st.column_config.NumberColumn("share of roof", format="percent")})
 if chosen.off_roofline:
-    st.markdown("**Not on a FLOP/s roofline**: transpose and histogram do no floating-point arithmetic (0 FLOPs), "
-                "so only their bandwidth against the memory roof says how close they are.")
+    glossary.markdown("**Not on a FLOP/s roofline**: transpose and histogram do no floating-point arithmetic "
+                      "(0 FLOPs), so only their bandwidth against the memory roof says how close they are.")
     off = pd.DataFrame(chosen.off_roofline)
     st.dataframe(
         off[[c for c in ("kernel", "step", "size", "gbps", "fraction") if off[c].notna().any()]],

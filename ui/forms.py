@@ -19,9 +19,13 @@ import gpu
 from gpu.core.limits import InputError, load_config
 from gpu.experiments.base import Experiment, Param
 from gpu.service.admission import admit
-from ui.progress import eta_text
+from ui.glossary import help_for
+from ui.progress import ESTIMATE_SHOWN_FROM_S, eta_text
 
 SCALARS = ("text", "int", "float")
+# Widgets laid out three to a row (a select box is as short as a text box); multiselects and checkboxes take the
+# whole width. Three to a row keeps every page's Run button in the first screen (tests/test_browser_first_screen.py).
+GRID = (*SCALARS, "select")
 
 
 def stale_key(experiment: Experiment) -> str:
@@ -32,7 +36,7 @@ def stale_key(experiment: Experiment) -> str:
 def _widget(container, experiment: Experiment, param: Param, default: Any, overrides: Mapping[str, Any]) -> Any:
     key = experiment.widget_key(param.name)
     label = overrides.get("label", param.label)
-    help_text = overrides.get("help", param.help)
+    help_text = help_for(label, overrides.get("help", param.help))  # jargon in a label explained where it appears
     if param.widget == "checkbox":
         return container.checkbox(label, value=bool(default), key=key, help=help_text)
     if param.widget == "multiselect":
@@ -51,9 +55,6 @@ def _as_text(value: Any) -> str:
     if isinstance(value, float) and value.is_integer():
         return f"{value:g}"
     return "" if value is None else str(value)
-
-
-ESTIMATE_SHOWN_FROM_S = 2.0  # a run that may take longer states its estimate before it starts (issue 28)
 
 
 def run_estimate(experiment: Experiment, raw: Mapping[str, Any], simulated: bool) -> float | None:
@@ -86,8 +87,8 @@ def experiment_form(
     values = experiment.defaults(simulated) | dict(defaults or {})
     overrides = overrides or {}
     shown = [p for p in experiment.params if p.page]
-    scalars = [p for p in shown if p.widget in SCALARS]
-    others = [p for p in shown if p.widget not in SCALARS]
+    scalars = [p for p in shown if p.widget in GRID]
+    others = [p for p in shown if p.widget not in GRID]
     raw: dict[str, Any] = {}
     with st.form(experiment.key):
         for row in range(0, len(scalars), 3):
@@ -104,10 +105,12 @@ def experiment_form(
     if not submitted:
         estimate = run_estimate(experiment, raw | hidden, simulated)
         if estimate is not None and estimate >= ESTIMATE_SHOWN_FROM_S:
-            st.caption(
-                f":material/schedule: At these settings a run takes about {eta_text(estimate)} here (an estimate from "
-                "the run's plan); a progress bar names each step while it runs."
+            during = (
+                "a progress bar names each step while it runs" if experiment.plan is not None
+                else "a status line says what it measures while it runs"
             )
+            st.caption(f":material/schedule: At these settings a run takes about {eta_text(estimate)} here (an "
+                       f"estimate); {during}.")
     if limits_caption is not None:
         st.caption(limits_caption())
     if not submitted:

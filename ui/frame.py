@@ -14,6 +14,7 @@ import streamlit as st
 import gpu
 from gpu.core.device import DeviceInfo
 from gpu.core.limits import max_vector_n
+from ui.glossary import help_for
 from ui.navigation import all_links
 from ui.resources import device_facts
 from ui.runner import sidebar_status
@@ -56,7 +57,7 @@ def frame(
     if gpu.BACKEND.simulated:
         st.warning(simulator_banner() + (f"\n\n{simulator_note}" if simulator_note else ""), icon=":material/warning:")
     if intro:
-        st.markdown(intro)
+        st.markdown(intro, help=help_for(intro))  # the page's one sentence: its jargon explained there
     with st.sidebar:
         navigation()
         st.divider()

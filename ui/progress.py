@@ -10,6 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+ESTIMATE_SHOWN_FROM_S = 2.0  # a run that may take longer states its estimate before it starts (issue 28)
+
+
+def estimate_text(seconds: float, simulated: bool) -> str:
+    """The line a run shows while it waits and starts: about how long it takes (an estimate)."""
+    where = " in the simulator" if simulated else ""
+    return f"Waiting for the device… this run should take about {eta_text(seconds)}{where} (estimate)."
+
 
 def eta_text(seconds: float) -> str:
     if seconds < 2:
@@ -29,8 +37,7 @@ class PhaseProgress:
         self._current: int | None = None
 
     def start_text(self) -> str:
-        where = " in the simulator" if self.simulated else ""
-        return f"Waiting for the device… this run should take about {eta_text(self.total)}{where} (estimate)."
+        return estimate_text(self.total, self.simulated)
 
     def started(self, step_id: str) -> None:
         """The run began step ``step_id``; an id the plan does not hold is an error in the declaration."""

@@ -22,7 +22,7 @@ from gpu.service.admission import admit, is_out_of_memory, out_of_memory_message
 from gpu.service.admission import describe as describe_limits
 from gpu.service.cluster import cluster_address
 from gpu.service.locks import FifoLock, least_loaded
-from ui.progress import PhaseProgress
+from ui.progress import ESTIMATE_SHOWN_FROM_S, PhaseProgress, estimate_text
 from ui.resources import cpu_lock, current_store, device_facts, device_lock, devices
 from ui.run_record import LAST_KEY, queue_message, save_result, session_tag
 
@@ -105,6 +105,10 @@ def run_declared(experiment: Experiment, params: Mapping[str, Any], *, device: i
     if experiment.plan is not None:
         tracker = PhaseProgress(bar, experiment.plan(params, gpu.BACKEND.simulated), gpu.BACKEND.simulated)
         bar.progress(0.0, text=tracker.start_text())
+    elif experiment.estimate is not None:  # no steps to name: the estimate stays up while the run's status line moves
+        estimate_s = experiment.estimate(params, gpu.BACKEND.simulated)
+        if estimate_s >= ESTIMATE_SHOWN_FROM_S:
+            bar.progress(0.0, text=estimate_text(estimate_s, gpu.BACKEND.simulated))
 
     def work(say: Callable[[str], None]) -> Any:
         def say_and_track(message: str) -> None:

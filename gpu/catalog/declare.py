@@ -32,6 +32,7 @@ from gpu.core.limits import (
 )
 from gpu.core.timing import RepeatPolicy, format_factor
 from gpu.experiments.base import Experiment, Hook, PageLink, Param, PerBackend, Progress
+from gpu.catalog.estimate import catalog_plan
 from gpu.experiments.registry import register
 
 # The catalog's page: every kernel declared with ``declare`` links to it, and the catalog's
@@ -134,6 +135,7 @@ def declare(
         history_columns=tuple(c for c in ("n", "threads_per_block", "repeats") if c in names),
         check=(Hook("gpu.report.check:catalog_section", (spec.key,)),),
         samples=samples,
+        plan=catalog_plan(spec, lambda p: p["repeats"] + policy(p["repeats"]).warmup),
     ))
 
 

@@ -494,7 +494,7 @@ def run_kernel(
 
     ``params`` are parsed (the declaration's parsers validated them). Returns a KernelRun.
     """
-    say = on_progress or (lambda _m: None)
+    progress = Progress.of(on_progress)  # each part begins by id: the declaration's plan (gpu/catalog/estimate.py)
     impls = [spec.cpu_impl(key) for key in dict.fromkeys(cpu_keys)]
     warnings: list[str] = []
     if not BACKEND.simulated and stream_hold_problem() is not None:
@@ -502,7 +502,7 @@ def run_kernel(
     if flush_problem() is not None:
         warnings.append(flush_problem())
 
-    say("preparing the inputs and the reference")
+    progress.begin("prepare", "preparing the inputs and the reference")
     inputs = spec.make_inputs(params, seed)
     reference = spec.reference(inputs, params)
 
@@ -521,7 +521,7 @@ def run_kernel(
                     )
                 )
                 continue
-            say(f"timing step {step.label}")
+            progress.begin(f"step:{step.key}", f"timing step {step.label}")
             try:
                 stats, out, first_s, timing = time_step(spec, step, params, inputs, policy, l2_bytes=l2_bytes)
             except Exception as exc:  # an expired hold, a launch failure: this row only, the others stay
@@ -550,7 +550,7 @@ def run_kernel(
                     ImplResult(lib.key, lib.label, "library", skipped=problem, same_work=lib.same_work, note=lib.note)
                 )
                 continue
-            say(f"timing {lib.label}")
+            progress.begin(f"library:{lib.key}", f"timing {lib.label}")
             try:
                 timing, out = time_library(spec, lib, params, inputs, policy, l2_bytes=l2_bytes)
             except Exception as exc:  # a library failing must not lose the run: its row says why
@@ -579,7 +579,7 @@ def run_kernel(
                 )
             )
         for impl in impls:
-            say(f"timing the CPU: {impl.label}")
+            progress.begin(f"cpu:{impl.key}", f"timing the CPU: {impl.label}")
             try:
                 result, out = time_cpu(spec, impl, params, inputs, policy, cpu_budget_s)
             except Exception as exc:  # a CPU implementation failing keeps the GPU results

@@ -31,6 +31,7 @@ from gpu.core.compiler import (
 )
 from gpu.core.device import device_info
 from gpu.report.kernel_index import launch_of
+from ui import glossary
 
 if TYPE_CHECKING:
     import pandas as pd  # imported where a table is built: the annotation only names it
@@ -102,7 +103,7 @@ def facts_line(facts: CompileFacts) -> None:
     if facts.unavailable:
         st.info(f"**{facts.kernel}**: {facts.sentence()}.", icon=":material/build:")
     elif facts.ok:
-        st.markdown(f":material/memory: **{facts.kernel}** {facts.sentence()}.")
+        glossary.markdown(f":material/memory: **{facts.kernel}** {facts.sentence()}.")
         if facts.spill_stores_bytes:
             st.caption(
                 f"Spills: {facts.spill_stores_bytes:,} bytes stored to and {facts.spill_loads_bytes:,} read from local "
@@ -166,8 +167,9 @@ def show_steps_facts(
     with cols[0]:
         target = target_picker(key)
     with cols[1]:
-        st.caption(f"Each step below is compiled here for {target.label} by NVVM and ptxas: registers, spills, shared "
-                   "memory and theoretical occupancy are static facts from the compiler, not measurements.")
+        glossary.caption(f"Each step below is compiled here for {target.label} by NVVM and ptxas: registers, spills, "
+                         "shared memory and theoretical occupancy are static facts from the compiler, not "
+                         "measurements.")
     facts = cached_facts(tuple(requests.values()), target.name)
     unavailable = [f for f in facts if f.unavailable]
     if unavailable:
@@ -175,11 +177,11 @@ def show_steps_facts(
                 .replace(NOT_THE_KERNEL, "these kernels are not at fault"), icon=":material/build:")
     table = facts_table(facts)
     numbers = {
-        c: st.column_config.NumberColumn(format="localized")
+        c: st.column_config.NumberColumn(format="localized", help=glossary.help_for(c))
         for c in NUMBER_COLUMNS
         if table[c].map(lambda v: isinstance(v, int)).all()
     }
-    st.dataframe(table, hide_index=True, width="stretch", column_config=numbers)
+    st.dataframe(table, hide_index=True, width="stretch", column_config=glossary.column_config(table.columns) | numbers)
     if why := missing_figures_caption(facts):
         st.caption(why)
     simulator_line()

@@ -19,6 +19,7 @@ from gpu.report.cpu_vs_recorded import (
     sweep_vs_recorded,
     vector_add_vs_recorded,
 )
+from ui import glossary
 from ui.charts import cpu_vs_recorded as charts
 from ui.resources import references
 
@@ -26,7 +27,7 @@ TITLE = "Your CPU beside a real GPU"
 
 
 def _sentences(sentences: list[str]) -> None:
-    st.markdown("\n".join(f"- {s}" for s in sentences))
+    glossary.markdown("\n".join(f"- {s}" for s in sentences))
 
 
 def _figures_table(rows: list[tuple[str, str]], heading: str) -> pd.DataFrame:

@@ -14,6 +14,7 @@ from gpu.catalog.steps import KernelSpec
 from gpu.core.backend import BACKEND
 from gpu.core.timing import format_factor, format_seconds
 from gpu.report.words import format_gbps
+from ui import glossary
 from ui.charts import kernels as charts
 from ui.telemetry_note import show_telemetry
 from ui.views.compile_facts import code_listings, facts_line, show_steps_facts
@@ -137,7 +138,9 @@ def show_simulator_facts(run: KernelRun) -> None:
     cols[3].metric(
         "Arithmetic intensity (FLOP/byte)",
         plain_number(run.intensity),
-        help=f"{run.flops:,} FLOPs ÷ {run.bytes_moved:,} bytes: a fact of the algorithm, not a measurement.",
+        help=glossary.help_for(
+            "arithmetic intensity", f"{run.flops:,} FLOPs ÷ {run.bytes_moved:,} bytes: a fact of the algorithm, not a "
+            "measurement."),
     )
     by_need: dict[str, list[str]] = {}
     for label, need in missing:
@@ -146,7 +149,7 @@ def show_simulator_facts(run: KernelRun) -> None:
         f"{' and '.join(labels)} — {'they need' if len(labels) > 1 else 'it needs'} {need}"
         for need, labels in by_need.items()
     )
-    st.caption(
+    glossary.caption(
         (
             f"Not run here: {why}, which Numba's CUDA simulator lacks (Kernel Lab's simulator, the "
             "default, runs them). "
@@ -249,7 +252,7 @@ def show_run(run: KernelRun) -> None:
             charts.throughput_chart(summary, subtitle, "gflops" if compute_heavy else "gbps", peak), width="stretch"
         )
         st.altair_chart(charts.phases_chart(frame, subtitle), width="stretch")
-    st.caption(
+    glossary.caption(
         f"GB/s = {run.bytes_moved:,} bytes the algorithm must move ÷ time; GFLOP/s = {run.flops:,} FLOPs ÷ time; "
         "% of peak = share of the roof that bounds this kernel (memory: 2 × clock × bus width; "
         "FP32: SMs × lanes × 2 × clock). "
@@ -258,14 +261,15 @@ def show_run(run: KernelRun) -> None:
     )
     for note in run.notes:
         st.info(note, icon=":material/info:")
-    st.dataframe(table(run), hide_index=True, width="stretch")
+    shown = table(run)
+    st.dataframe(shown, hide_index=True, width="stretch", column_config=glossary.column_config(shown.columns))
     legend = [m.replace("*", "\\*", 1) for m in run.marks_legend()]  # "\\*": not a markdown bullet
     if any(r.on_gpu and r.main is not None and r.main.held is False for r in run.results):
         legend.append(
             "stream hold: “held” = the kernel alone behind a verified hold; “no hold” = its samples include the launch"
         )
     if legend:
-        st.caption(" · ".join(legend))
+        glossary.caption(" · ".join(legend))
     show_telemetry(run.telemetry)
     left, right = st.columns(2)
     name = f"{run.kernel}_{run.params.get('n')}"
@@ -328,7 +332,7 @@ def show_sources(spec: KernelSpec) -> None:
         with st.expander(f"{source.label}: {step.changed} ({source.changed} lines changed){needs}", expanded=False):
             if i in compiled:
                 facts_line(compiled[i])
-            st.markdown(source.why)
+            glossary.markdown(source.why)
             st.code(source.as_diff(), language="diff")
             if source.helpers:
                 st.caption("Device functions it calls:")

@@ -17,6 +17,7 @@ from gpu.trace import MAX_TRACE_WORK
 from gpu.trace.analysis import CANNOT_SEE, WARP
 from gpu.trace.child import TraceFailed, run_in_child
 from gpu.trace.report import TraceReport
+from ui import glossary
 from ui.charts import trace as charts
 
 MAX_CACHED = 32  # trace sets kept (a few sizes of each of the lab's kernels)
@@ -180,7 +181,7 @@ def show_picture(report: TraceReport, key: str) -> None:
 def show_kernel_traces(spec) -> None:
     """The Kernels page's section: every step traced at a size the learner picks, compared, then step by step."""
     st.subheader("What the trace shows")
-    st.caption(
+    glossary.caption(
         "Each step runs once at a small size in Kernel Lab's CUDA simulator with every global and shared memory "
         "access recorded (on a GPU machine too, in a separate process): races (threads not ordered by a "
         "syncthreads, or within a warp by a syncwarp; a plain store against an atomic included), out-of-bounds "
@@ -225,11 +226,11 @@ def show_kernel_traces(spec) -> None:
             if isinstance(report, str):
                 st.warning(report)
                 continue
-            st.markdown(lesson(report))
+            glossary.markdown(lesson(report))
             show_findings(report)
             st.dataframe(sites_table(report), hide_index=True, width="stretch")
             show_picture(report, key=f"trace.kernels.{spec.key}.{step.key}")
-            st.caption(f"{report.label}: {report.blocks_traced:,} of {report.blocks_total:,} blocks of "
+            glossary.caption(f"{report.label}: {report.blocks_traced:,} of {report.blocks_total:,} blocks of "
                        f"{report.threads_per_block:,} threads traced, {report.accesses:,} accesses recorded. "
                        f"Line numbers are those of {report.source}."
                        + "".join(f" {note}" for note in report.notes if note.startswith("This step launches")))
@@ -317,11 +318,11 @@ def show_submission_trace(verdict) -> None:
     if isinstance(report, str):
         st.caption(report)
         return
-    st.markdown(lesson(report))
+    glossary.markdown(lesson(report))
     show_findings(report)
     sites = sites_table(report)
     if not sites.empty:  # a kernel that touched no memory has no sites: no empty table
         st.dataframe(sites, hide_index=True, width="stretch")
     show_picture(report, key=f"trace.write_kernel.{verdict.problem}")
-    st.caption(f"{report.label}: {report.blocks_traced:,} of {report.blocks_total:,} blocks traced, "
+    glossary.caption(f"{report.label}: {report.blocks_traced:,} of {report.blocks_total:,} blocks traced, "
                f"{report.accesses:,} accesses recorded. " + CANNOT_SEE)

@@ -19,6 +19,7 @@ from gpu.problems import problems
 from gpu.problems.base import Problem
 from gpu.sandbox.runner import ENV_REQUIRE, HOW_TO_ENABLE, SandboxStatus, sandbox_status
 from gpu.sandbox.verdict import Verdict, mismatch_text
+from ui import glossary
 from ui.components.code_editor import FALLBACK_NOTE, EditorResult, Marker, available, code_editor
 
 PREFIX = "write_kernel"
@@ -305,17 +306,20 @@ def show_timing(timing: dict) -> None:
 def show_compile_facts(verdict: Verdict) -> None:
     facts = verdict.compile_facts
     if facts:
-        st.markdown(f"**What the compiler says** for {facts['target']} ({facts['compiler']}), without running on a GPU")
+        glossary.markdown(
+            f"**What the compiler says** for {facts['target']} ({facts['compiler']}), without running on a GPU"
+        )
         cols = st.columns(4)
         cols[0].metric("Registers per thread", facts["registers_per_thread"])
-        cols[1].metric("Spilled to local memory", f"{facts['spilled_bytes']:,} bytes")
+        cols[1].metric("Spilled to local memory", f"{facts['spilled_bytes']:,} bytes",
+                       help=glossary.help_for("Spilled to local memory"))
         cols[2].metric("Shared memory per block", f"{facts['shared_memory_bytes']:,} bytes")
         occupancy = (facts["occupancy"] or "—").split(" (")
         cols[3].metric(
             "Theoretical occupancy",
             occupancy[0],
-            help=f"at {facts['threads_per_block']} threads per block"
-            + (f"; {occupancy[1].rstrip(')')}" if len(occupancy) > 1 else ""),
+            help=glossary.help_for("occupancy", f"at {facts['threads_per_block']} threads per block"
+                                   + (f"; {occupancy[1].rstrip(')')}" if len(occupancy) > 1 else "")),
         )
         st.caption("Static facts from the compiler, not measurements.")
     elif verdict.compile_facts_note and verdict.status in ("passed", "wrong"):

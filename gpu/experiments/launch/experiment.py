@@ -34,6 +34,7 @@ from gpu.core.timing import (
     Stats,
     utc_timestamp,
 )
+from gpu.core import estimates
 from gpu.experiments.base import CheckSection, Experiment, Hook, PageLink, Param, PerBackend, Progress, Recorded
 from gpu.experiments.registry import register
 from gpu.kernels.geometry import blocks_for
@@ -352,6 +353,15 @@ def _sweep_work(p) -> int:
     return p["n"] * (p["repeats"] + 1) * configs
 
 
+def _sweep_estimate(p, simulated: bool) -> float:
+    """Seconds the sweep takes at these settings, for the form (``Experiment.estimate``): every configuration's
+    samples (warm-up included), a kernel pass over N each, and a first launch that compiles."""
+    configs = len(p["block_sizes"]) + len(p["grid_stride_multiples"]) + (1 if p["extra_block_size"] else 0)
+    n = p["n"]
+    per_sample = estimates.kernel_s(n, 12 * n, simulated) + (0.0 if simulated else estimates.GPU_SAMPLE_S)
+    return configs * ((p["repeats"] + 1) * per_sample + (0.0 if simulated else estimates.GPU_COMPILE_S))
+
+
 # The page of the launch experiments (indexing, the sweep, launch overhead): one link for all three.
 LAUNCH_PAGE = PageLink(
     "Launch config",
@@ -417,6 +427,7 @@ LAUNCH_SWEEP = register(
             on_progress=progress,
         ),
         work=_sweep_work,
+        estimate=_sweep_estimate,
         measures=lambda run: {"best_kernel_s": min(c.kernel.median_s for c in run.configs)} if run.configs else {},
         result_type=LaunchSweepRun,
         page=LAUNCH_PAGE,

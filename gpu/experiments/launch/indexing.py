@@ -28,6 +28,7 @@ from gpu.core.limits import (
     threads_per_block_warnings,
 )
 from gpu.core.timing import utc_timestamp
+from gpu.core import estimates
 from gpu.experiments.base import Experiment, Param, Progress
 from gpu.experiments.launch.experiment import LAUNCH_PAGE
 from gpu.experiments.registry import register
@@ -447,6 +448,13 @@ def _indexing_work(p) -> int:
     return work if work <= probe_limit() else 0
 
 
+def _indexing_estimate(p, simulated: bool) -> float:
+    """Seconds the probe takes (``Experiment.estimate``): one launch of max(N, threads) threads, and on a GPU a
+    first launch that compiles; above ``probe_limit()`` nothing runs."""
+    threads = _indexing_work(p)
+    return estimates.kernel_s(threads, 24 * threads, simulated) + (0.0 if simulated else estimates.GPU_COMPILE_S)
+
+
 INDEXING = register(
     Experiment(
         key="indexing",
@@ -481,6 +489,7 @@ INDEXING = register(
             p["n"], p["threads_per_block"], p["grid_stride_blocks"], on_progress=progress
         ),
         work=_indexing_work,
+        estimate=_indexing_estimate,
         measures=lambda run: (
             {"threads_launched": float(run.summary.threads_launched)}
             | ({"probe_s": run.probe_s} if run.probe_s is not None else {})

@@ -50,6 +50,7 @@ from gpu.core.timing import (
     format_seconds,
     utc_timestamp,
 )
+from gpu.core import estimates
 from gpu.experiments.base import Experiment, Param
 from gpu.experiments.launch.experiment import LAUNCH_PAGE
 from gpu.experiments.registry import register
@@ -352,6 +353,12 @@ EXPERIMENT = register(Experiment(
     run=lambda p, progress: run_launch_overhead(RepeatPolicy.count(p["samples"], warmup=2), on_progress=progress),
     # each sample is a few empty launches of one thread: negligible next to any vector add
     work=lambda p: p["samples"],
+    # every path's samples (2 warm-ups) of back-to-back empty launches: about 10 µs each from Python on a GPU,
+    # a simulated launch's set-up in the simulator; plus each path's first launch (a compile on a GPU)
+    estimate=lambda p, simulated: len(PATHS) * (
+        (p["samples"] + 2) * (SIMULATED_LAUNCHES_PER_SAMPLE * estimates.SIM_LAUNCH_S if simulated
+                              else LAUNCHES_PER_SAMPLE * 1e-5)
+        + (0.0 if simulated else estimates.GPU_COMPILE_S)),
     measures=lambda run: {f"{name}_s": stats.median_s for name, stats in run.paths.items()},
     passed=lambda run: run.passed,
     result_type=LaunchOverheadRun,

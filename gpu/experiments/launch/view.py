@@ -15,6 +15,7 @@ from gpu.experiments.launch.indexing import DRAW_LIMIT_THREADS, IndexingRun
 from gpu.experiments.launch.report import explanation, launch_sentence
 from gpu.report.render import to_json
 from gpu.service.references import ReferenceRun
+from ui import glossary
 from ui.views.compile_facts import show_kernel_facts
 
 INDEXING_KEY = "launch.indexing"
@@ -214,11 +215,12 @@ def show_sweep(run: LaunchSweepRun) -> None:
             "is derived from its registers and the device's per-SM limits (approximate)."
         )
     else:
-        st.caption("Occupancy: not available here (the simulator compiles nothing and has no multiprocessors).")
-    st.dataframe(sweep_table(run, frame), hide_index=True, width="stretch")
+        glossary.caption("Occupancy: not available here (the simulator compiles nothing and has no multiprocessors).")
+    shown = sweep_table(run, frame)
+    st.dataframe(shown, hide_index=True, width="stretch", column_config=glossary.column_config(shown.columns))
     from ui.telemetry_note import show_telemetry  # marks and clocks beside the table (issue 18)
 
-    st.caption(
+    glossary.caption(
         "Marks: n<3 = fewer than 3 samples (spread unknown); fits in L2 = a, b and c fit in the L2 (may be served from "
         "cache)."
     )
@@ -404,7 +406,7 @@ def recorded(ref: ReferenceRun) -> None:
     from gpu.experiments.launch.view import describe_sweep
 
     run = ref.launch_sweep()
-    st.markdown(launch_sentence(run))
+    glossary.markdown(launch_sentence(run))
     frame = run.to_frame()
     subtitle = f"recorded: {describe_sweep(run)}"
     st.altair_chart(charts.sweep_time_chart(frame, subtitle), width="stretch", key="reference.launch.time")

@@ -8,6 +8,8 @@ import json
 import pandas as pd
 import streamlit as st
 
+from ui import glossary
+
 from gpu.core.limits import SIMULATED_THREAD_COST, kernel_cap, max_cpu_vector_n
 from gpu.core.timing import ALLOCATION_RULE, format_seconds
 from gpu.experiments.scaling import charts as scaling_charts
@@ -250,7 +252,7 @@ def recorded(ref: ReferenceRun) -> None:
     from gpu.experiments.scaling.view import describe
 
     run = ref.sweep()
-    st.markdown(scaling_sentence(run))
+    glossary.markdown(scaling_sentence(run))
     frame = run.to_frame()
     subtitle = f"recorded: {describe(run)}"
     st.altair_chart(

@@ -27,6 +27,7 @@ from gpu.core.limits import (
 )
 from gpu.core.series import labels
 from gpu.core.timing import RepeatPolicy, Stats, format_factor, utc_timestamp
+from gpu.core import estimates
 from gpu.experiments.base import Experiment, PageLink, Param, PerBackend, Progress
 from gpu.experiments.registry import register
 from gpu.kernels.vector_add_timing import BYTES_PER_ELEMENT
@@ -441,6 +442,19 @@ def _bandwidth_work(p) -> int:
     return sum(sizes) // BYTES_PER_ELEMENT * (p["repeats"] + 1) * len(p["series"])
 
 
+def _bandwidth_estimate(p, simulated: bool) -> float:
+    """Seconds the curves take at these settings, for the form (``Experiment.estimate``): every copy of every
+    size and series, warm-up included, each sample's fixed cost, and pinning each pinned buffer once."""
+    total = 0.0
+    for nbytes in (s for s in COPY_SIZE_CHOICES if p["smallest"] <= s <= p["largest"]):  # what _copy_sizes checks
+        for direction, memory in p["series"]:
+            one = estimates.copy_s(nbytes, "device" if direction == "d2d" else memory, simulated)
+            total += (p["repeats"] + 1) * (one + (0.0 if simulated else estimates.GPU_SAMPLE_S))
+            if memory == "pinned" and not simulated:
+                total += nbytes / estimates.PIN_BYTES_PER_S
+    return total
+
+
 # The page of the transfer experiments (copy bandwidth, the strategies): one link for both.
 TRANSFERS_PAGE = PageLink(
     "Transfers",
@@ -498,6 +512,7 @@ BANDWIDTH = register(
             _copy_sizes(p), p["series"], RepeatPolicy.count(p["repeats"]), on_progress=progress
         ),
         work=_bandwidth_work,
+        estimate=_bandwidth_estimate,
         measures=lambda curves: {
             f"{p.direction}_{p.memory}_gbps_at_largest": p.bandwidth_gbps
             for p in curves.points

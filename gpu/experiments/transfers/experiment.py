@@ -41,6 +41,7 @@ from gpu.core.timing import (
 )
 from gpu.experiments.base import CheckSection, Experiment, Hook, Param, PerBackend, Progress, Recorded
 from gpu.experiments.registry import register
+from gpu.core import estimates
 from gpu.experiments.transfers.bandwidth import (
     SIMULATED_NOTE,
     TRANSFERS_PAGE,
@@ -563,6 +564,25 @@ class TransfersRun:
         return self.strategies.to_frame()
 
 
+def _strategies_estimate(p, simulated: bool) -> float:
+    """Seconds the comparison takes at these settings, for the form (``Experiment.estimate``): each strategy's
+    samples (warm-up included) move the vectors over the host link once and run the kernel (K times when the
+    data stays on the device), plus the bandwidth curves when asked for."""
+    from gpu.experiments.transfers.bandwidth import BANDWIDTH
+
+    n, samples = p["n"], p["repeats"] + 1
+    vectors_s = estimates.copy_s(3 * 4 * n, "pageable", simulated)  # a, b in and c out, float32
+    kernel_s = estimates.kernel_s(n, 12 * n, simulated)
+    per_sample = vectors_s + (0.0 if simulated else estimates.GPU_SAMPLE_S)
+    total = 0.0 if simulated else estimates.GPU_COMPILE_S
+    for key in STRATEGIES:
+        launches = p["iterations"] if key == "resident" else (p["chunks"] if key == "chunked" else 1)
+        total += samples * (per_sample + launches * kernel_s)
+    if p["bandwidth"]:
+        total += float(BANDWIDTH.estimate(BANDWIDTH.defaults(simulated), simulated))  # type: ignore[misc]
+    return total
+
+
 def _run_transfers(p, progress) -> TransfersRun:
     strategies = run_strategies(p["n"], p["threads_per_block"], p["chunks"], p["streams"], p["iterations"],
                                 RepeatPolicy.count(p["repeats"]), on_progress=progress)
@@ -625,6 +645,7 @@ STRATEGIES_EXPERIMENT = register(
         ),
         run=_run_transfers,
         work=_strategies_work,
+        estimate=_strategies_estimate,
         measures=lambda run: {f"{s.key}_s": s.cost_s for s in run.strategies.ranking},
         result_type=TransfersRun,
         page=TRANSFERS_PAGE,

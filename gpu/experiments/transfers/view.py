@@ -33,6 +33,7 @@ from gpu.experiments.transfers.experiment import (
 from gpu.experiments.transfers.report import transfers_sentence, verdict
 from gpu.report.render import to_json
 from gpu.service.references import ReferenceRun
+from ui import glossary
 from ui.telemetry_note import show_telemetry
 
 BANDWIDTH_KEY = "transfers.bandwidth"
@@ -107,7 +108,7 @@ def show_bandwidth(curves: BandwidthCurves) -> None:
         table = bandwidth_table(curves)
         if simulated:
             table = table.rename(columns={c: c.replace("(GB/s)", "(GB/s, simulated)") for c in table.columns})
-        st.dataframe(table, hide_index=True, width="stretch")
+        st.dataframe(table, hide_index=True, width="stretch", column_config=glossary.column_config(table.columns))
     left, right = st.columns(2)
     left.download_button(
         "Download bandwidth (JSON)",
@@ -233,7 +234,7 @@ def show_strategy_facts(result: StrategyComparison) -> None:
         f"{result.chunks} on {result.streams}",
         help="The chunked strategy's split; one-chunk runs the same code on one stream.",
     )
-    st.caption(
+    glossary.caption(
         "Which strategy wins cannot be known here: copies are NumPy copies, pinned memory is ordinary memory and "
         "streams run "
         "one after another. The times below are the simulator's, marked simulated; the page's verdict needs a GPU."
@@ -314,7 +315,7 @@ def recorded(ref: ReferenceRun) -> None:
     from gpu.experiments.transfers.view import describe_bandwidth, describe_strategies
 
     curves, strategies = ref.bandwidth(), ref.strategies("small")
-    st.markdown(transfers_sentence(curves, strategies))
+    glossary.markdown(transfers_sentence(curves, strategies))
     if curves is not None:
         st.altair_chart(
             charts.bandwidth_chart(

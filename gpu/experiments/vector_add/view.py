@@ -22,6 +22,7 @@ from gpu.experiments.vector_add.experiment import EXPERIMENT, VectorAddRun
 from gpu.experiments.vector_add.report import article_in_words, explain_difference, vector_add_sentence
 from gpu.report.words import format_gbps, times_words
 from gpu.service.references import ReferenceRun
+from ui import glossary
 from ui.charts import common as charts
 from ui.forms import stale_key
 from ui.reference import show_article_figures
@@ -266,7 +267,7 @@ def show_run(run: VectorAddRun) -> None:
         st.altair_chart(charts.time_comparison_chart(frame, subtitle), width="stretch")
         st.altair_chart(charts.gpu_breakdown_chart(frame, subtitle), width="stretch")
     st.subheader("Statistics")
-    st.caption(
+    glossary.caption(
         "Wall clock for CPU and GPU end to end; CUDA events for GPU "
         f"phases{' (wall clock in the simulator)' if run.backend == 'simulator' else ''}. {run.policy.describe()}. "
         f"Rules: {ALLOCATION_RULE}; the L2 is flushed before every GPU sample; the kernel alone is timed behind a "
@@ -345,7 +346,7 @@ def recorded(ref: ReferenceRun) -> None:
         if pinned is not None and pinned.n == run.n and "pinned" in pinned.strategies
         else None
     )
-    st.markdown(vector_add_sentence(run, pinned_s))
+    glossary.markdown(vector_add_sentence(run, pinned_s))
     article = ref.article()
     if article is not None:
         st.markdown(
