@@ -17,10 +17,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from gpu.core import cpu
-from gpu.experiments.base import Progress
 from gpu.catalog.declare import KERNELS
 from gpu.catalog.estimate import PROBE_N
+from gpu.core import cpu
+from gpu.experiments.base import Progress
 from gpu.experiments.registry import get
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
+from gpu.catalog.estimate import catalog_plan
 from gpu.catalog.step_result import KernelRun
 from gpu.catalog.steps import DEFAULT_CPU_BUDGET_S, KernelSpec, run_kernel
 from gpu.core import series
@@ -32,7 +33,6 @@ from gpu.core.limits import (
 )
 from gpu.core.timing import RepeatPolicy, format_factor
 from gpu.experiments.base import Experiment, Hook, PageLink, Param, PerBackend, Progress
-from gpu.catalog.estimate import catalog_plan
 from gpu.experiments.registry import register
 
 # The catalog's page: every kernel declared with ``declare`` links to it, and the catalog's

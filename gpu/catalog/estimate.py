@@ -23,9 +23,9 @@ import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from gpu.catalog.steps import KernelSpec
 from gpu.core import cpu
 from gpu.core.backend import BACKEND
-from gpu.catalog.steps import KernelSpec
 
 # (kernel, step or CPU implementation) -> Python-loop elements per cost unit for one sample,
 # measured by scripts/catalog_rates.py (the lab's simulator, each kernel at its defaults; the geometric mean

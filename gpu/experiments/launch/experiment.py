@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from gpu.core import estimates
 from gpu.core.arrays import vector_inputs
 from gpu.core.backend import BACKEND, cuda
 from gpu.core.device import DeviceInfo, device_info
@@ -34,7 +35,6 @@ from gpu.core.timing import (
     Stats,
     utc_timestamp,
 )
-from gpu.core import estimates
 from gpu.experiments.base import CheckSection, Experiment, Hook, PageLink, Param, PerBackend, Progress, Recorded
 from gpu.experiments.registry import register
 from gpu.kernels.geometry import blocks_for

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from gpu.core import estimates
 from gpu.core.arrays import vector_inputs
 from gpu.core.backend import BACKEND, cuda
 from gpu.core.device import DeviceInfo, device_info
@@ -28,7 +29,6 @@ from gpu.core.limits import (
     threads_per_block_warnings,
 )
 from gpu.core.timing import utc_timestamp
-from gpu.core import estimates
 from gpu.experiments.base import Experiment, Param, Progress
 from gpu.experiments.launch.experiment import LAUNCH_PAGE
 from gpu.experiments.registry import register

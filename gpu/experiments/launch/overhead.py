@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from gpu.core import estimates
 from gpu.core.backend import BACKEND, cuda
 from gpu.core.device import DeviceInfo, device_info
 from gpu.core.launch_spec import Launch
@@ -50,7 +51,6 @@ from gpu.core.timing import (
     format_seconds,
     utc_timestamp,
 )
-from gpu.core import estimates
 from gpu.experiments.base import Experiment, Param
 from gpu.experiments.launch.experiment import LAUNCH_PAGE
 from gpu.experiments.registry import register

@@ -8,8 +8,6 @@ import json
 import pandas as pd
 import streamlit as st
 
-from ui import glossary
-
 from gpu.core.limits import SIMULATED_THREAD_COST, kernel_cap, max_cpu_vector_n
 from gpu.core.timing import ALLOCATION_RULE, format_seconds
 from gpu.experiments.scaling import charts as scaling_charts
@@ -24,6 +22,7 @@ from gpu.experiments.scaling.report import (
 from gpu.experiments.scaling.result import SweepRun
 from gpu.report.render import to_json
 from gpu.service.references import ReferenceRun
+from ui import glossary
 
 RESULT_KEY = "scaling.result"
 

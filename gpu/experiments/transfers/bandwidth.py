@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from gpu.core import estimates
 from gpu.core.backend import BACKEND
 from gpu.core.copies import bandwidth_gbps, bytes_counted, time_copy
 from gpu.core.device import DeviceInfo, device_info
@@ -27,7 +28,6 @@ from gpu.core.limits import (
 )
 from gpu.core.series import labels
 from gpu.core.timing import RepeatPolicy, Stats, format_factor, utc_timestamp
-from gpu.core import estimates
 from gpu.experiments.base import Experiment, PageLink, Param, PerBackend, Progress
 from gpu.experiments.registry import register
 from gpu.kernels.vector_add_timing import BYTES_PER_ELEMENT

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from gpu.core import estimates
 from gpu.core.agreement import BitAgreement, check_bits
 from gpu.core.arrays import vector_inputs
 from gpu.core.backend import BACKEND
@@ -41,7 +42,6 @@ from gpu.core.timing import (
 )
 from gpu.experiments.base import CheckSection, Experiment, Hook, Param, PerBackend, Progress, Recorded
 from gpu.experiments.registry import register
-from gpu.core import estimates
 from gpu.experiments.transfers.bandwidth import (
     SIMULATED_NOTE,
     TRANSFERS_PAGE,
