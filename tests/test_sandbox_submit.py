@@ -177,7 +177,7 @@ def test_every_waiting_judge_gives_its_verdict_before_an_earlier_analysis(tmp_pa
 
     def one(label: str) -> None:
         submit("vector-add", label, lock=held(label), relock=lambda: held(f"{label} analysis"), trace=False,
-               on_verdict=lambda v: events.append(f"{label} shown"))
+               on_verdict=lambda s: events.append(f"{label} shown"))
 
     deadline = time.monotonic() + 10
     a = threading.Thread(target=one, args=("A",))

@@ -96,7 +96,7 @@ def submit(
     facts: bool = True,
     trace: bool = True,
     relock=None,
-    on_verdict: Callable[[Verdict], None] | None = None,
+    on_verdict: Callable[[Submission], None] | None = None,
     trace_test: str | None = None,
 ) -> Submission:
     """Judge ``source`` for ``problem_key``, add the compiler's facts (simulator) and the memory trace to a verdict
@@ -104,9 +104,9 @@ def submit(
 
     ``lock`` is the context manager held while the judge runs (default: this host's device then CPU
     lock); ``relock()`` makes another for the analysis (default: the CPU lock, and in the simulator, whose
-    kernels run on the same cores, the device lock before it). ``on_verdict(verdict)`` is called as soon as
-    the judge ends, before the analysis queues; a pass is saved then too, so the leaderboard does not wait
-    for the analysis.
+    kernels run on the same cores, the device lock before it). ``on_verdict(submission)`` is called as soon
+    as the judge ends, before the analysis queues, with the verdict and what was saved (a pass is saved then,
+    so the leaderboard does not wait for the analysis) and no trace yet.
     """
     from gpu.core.backend import BACKEND
 
@@ -121,7 +121,7 @@ def submit(
     verdict = runner.judge_in_child(problem.key, source, limits=limits, sandbox=sandbox, lock=lock)
     saved, why = _save(verdict, source, name) if save else (None, None)
     if on_verdict is not None:
-        on_verdict(verdict)
+        on_verdict(Submission(verdict, saved, why))
     want_facts = facts and BACKEND.simulated  # on a GPU the timing says more
     report = None
     if verdict.status in ("passed", "wrong") and (want_facts or trace):

@@ -7,6 +7,7 @@ under the same device lock as every run, and a second one for its compiler's fac
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 from contextlib import contextmanager
 
@@ -18,6 +19,7 @@ from gpu.core.timing import format_seconds
 from gpu.problems import problems
 from gpu.problems.base import Problem
 from gpu.sandbox.runner import ENV_REQUIRE, HOW_TO_ENABLE, SandboxStatus, sandbox_status
+from gpu.sandbox.service import Submission
 from gpu.sandbox.verdict import Verdict, mismatch_text
 from ui import glossary
 from ui.components.code_editor import FALLBACK_NOTE, EditorResult, Marker, available, code_editor
@@ -25,7 +27,8 @@ from ui.components.code_editor import FALLBACK_NOTE, EditorResult, Marker, avail
 PREFIX = "write_kernel"
 PROBLEM_KEY = f"{PREFIX}.problem"
 NAME_KEY = f"{PREFIX}.name"
-BUSY_KEY = f"{PREFIX}.busy"
+BUSY_KEY = f"{PREFIX}.busy"  # the token of this session's submission whose judge is running, else None
+LATEST_KEY = f"{PREFIX}.latest"  # the token of this session's latest submission
 DRAFTS_KEY = f"{PREFIX}.drafts"  # problem key -> source, for every problem this session edited
 MAX_UPLOAD_BYTES = 64 * 1024
 EDITOR_HELP = "Python with Numba CUDA: imports from numba and math, constants, and @cuda.jit functions."
@@ -385,7 +388,18 @@ def run_submission(
     if st.session_state.get(BUSY_KEY):
         st.warning("Your previous submission is still running; its verdict appears when it ends.")
         return
-    st.session_state[BUSY_KEY] = True
+    # This submission's token: BUSY_KEY holds it until the verdict (one judge per session at a time), LATEST_KEY
+    # from the start. With fast reruns an edit or a click starts a new run of the page while this one may still
+    # wait for its facts and trace; that old run must neither block the new one nor overwrite its verdict.
+    token = uuid.uuid4().hex
+    st.session_state[BUSY_KEY] = st.session_state[LATEST_KEY] = token
+
+    def current() -> bool:
+        return st.session_state.get(LATEST_KEY) == token
+
+    def release() -> None:
+        if st.session_state.get(BUSY_KEY) == token:
+            st.session_state[BUSY_KEY] = None
     waiting = st.empty()
     where = "the CUDA simulator" if gpu.BACKEND.simulated else "the GPU"
     label = f"write-a-kernel {problem.key}"
@@ -419,8 +433,13 @@ def run_submission(
     try:
         with box:
 
-            def on_verdict(verdict: Verdict) -> None:
+            def on_verdict(early_result: Submission) -> None:
+                verdict = early_result.verdict
+                release()  # the judge is done: a new submission may queue while the facts and trace follow
+                if not current():
+                    return
                 st.session_state[verdict_key(problem)] = verdict
+                saved_notice(early_result)
                 box.update(
                     label=f"Verdict: {verdict.status}" + (ANALYSIS_FOLLOWS if analysed(verdict) else ""),
                     state="complete" if verdict.status == "passed" else "error",
@@ -441,13 +460,19 @@ def run_submission(
         st.error(str(exc))
         return
     finally:
-        st.session_state[BUSY_KEY] = False
+        release()
         waiting.empty()
         early.empty()
+    if not current():  # a newer submission of this session started meanwhile: its verdict stands
+        return
     st.session_state[verdict_key(problem)] = result.verdict
     from ui.views.trace import remember_submission_trace  # races, out-of-bounds, coalescing per line (issue 21)
 
     remember_submission_trace(problem.key, result.verdict, result.trace)
+
+
+def saved_notice(result: Submission) -> None:
+    """A toast for a pass saved to the leaderboard, or a warning saying why it was not."""
     if result.saved_id:
         ranked = "" if result.verdict.ranked else " It is kept but not ranked (faster than the memory roof allows)."
         st.toast(f"Saved to the leaderboard as {result.saved_id[:8]}.{ranked}", icon=":material/emoji_events:")
