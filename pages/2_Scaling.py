@@ -16,12 +16,9 @@ assert EXPERIMENT.page is not None  # a page's experiment declares its sidebar e
 frame(
     EXPERIMENT.page.label,
     EXPERIMENT.page.icon,
-    "The article measures one size. Here the vector add runs at every size of a range, on the "
-    "GPU (end to end with copies, and the kernel alone), on the CPU and, where installed, through "
-    "CuPy and PyTorch: where does the GPU start to win, and how close does each come to the "
-    "hardware's limits? Beside the article's kernel runs one that adds 4 elements per thread: "
-    "not the article's, but it shows what the last part of the bandwidth takes — more loads in "
-    "flight per thread than one element each provides.",
+    "The article measures one size; here the vector add runs at every size of a range — the GPU end to end "
+    "and the kernel alone, your CPU, CuPy and PyTorch where installed — to show from which N the GPU wins "
+    "and how close each comes to the hardware's limits.",
 )
 panel_before_run("scaling")
 params = experiment_form(EXPERIMENT, submit_label="Run sweep", limits_caption=scaling_view.limits_caption)

@@ -127,12 +127,21 @@ def screenshot(page, name: str) -> Path:
     return path
 
 
+# The script's state as the app root reports it (Streamlit's ScriptRunState: initial, running, rerunRequested,
+# notRunning, ...). The 'Running...' widget alone is not enough: it appears a moment after a run starts, so a page
+# still drawing its results (metrics half drawn) looked idle.
+SCRIPT_IDLE = """() => {
+  const app = document.querySelector('[data-testid="stApp"]');
+  const state = app && app.getAttribute('data-test-script-state');
+  return app && state !== 'running' && state !== 'rerunRequested'
+    && !document.querySelector('[data-testid="stStatusWidget"]');
+}"""
+
+
 def wait_for_app(page) -> None:
-    """Wait until Streamlit has finished running the script (no 'Running...' widget)."""
+    """Wait until Streamlit has finished running the script (its state not running, no 'Running...' widget)."""
     page.wait_for_selector('[data-testid="stApp"]')
-    page.wait_for_function(
-        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=120_000
-    )
+    page.wait_for_function(SCRIPT_IDLE, timeout=120_000)
 
 
 def wait_for_backend_badge(page) -> None:

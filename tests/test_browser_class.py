@@ -27,9 +27,10 @@ from tests.classroom import (
     run_class,
 )
 
-# In `make test` (about a minute and a half on 2 cores); `make test-class` runs it alone. The learners'
-# browsers run niced (tests/classroom.py: LEARNERS_NICENESS), standing in for their own machines.
-pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.classroom]
+# In `make test`; `make test-class` runs it alone. The learners' browsers run niced, their sessions too
+# (tests/classroom.py: LEARNERS_NICENESS), standing in for their own machines. The whole class is one
+# module-scoped fixture, which the first test's timeout covers: hence the longer limit.
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.classroom, pytest.mark.timeout(600)]
 HOME_S = 2.0
 HEADERS = {"correct": "Passed:", "wrong": "Wrong result:", "time-limit": "Refused (", "memory-limit": "Refused ("}
 QUEUE_LINE = re.compile(r"Queued behind (\d+) runs? on the CUDA simulator")

@@ -469,7 +469,7 @@ def test_syncwarp_does_not_order_lanes_of_different_warps():
 
 
 def test_shuffles_are_counted_as_collectives_not_memory_accesses():
-    from gpu.kernels import reduction as k
+    from gpu.experiments.reduction import kernels as k
 
     x = np.ones(256, np.float32)
     raw = trace_launch(k.reduce_shuffle_kernel, 2, 128, [x, np.zeros(1, np.float32)])

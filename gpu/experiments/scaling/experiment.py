@@ -470,7 +470,8 @@ EXPERIMENT = register(
                 _names,
                 default_impls,
                 f"Comma-separated, from {','.join(IMPLS)}; CuPy and PyTorch run only where installed and a GPU is "
-                "present.",
+                "present. The kernel that adds 4 elements per thread is not the article's: it shows what the last "
+                "part of the bandwidth takes, more loads in flight per thread than one element each provides.",
                 widget="multiselect",
                 options=IMPLS,
                 option_label=lambda impl: IMPL_LABELS[impl],
