@@ -25,6 +25,7 @@ from tests.classroom import (  # noqa: E402
     CLASS,
     LEARNERS_NICENESS,
     MEMORY_MB,
+    VISITOR_NICENESS,
     WALL_S,
     chromium,
     demo_server,
@@ -47,7 +48,7 @@ def main() -> int:
     rows = []
     home: list[float] = []
     for repeat in range(args.repeats):
-        with demo_server(tmpdir()) as server, chromium(LEARNERS_NICENESS, 0) as (browser, home_browser):
+        with demo_server(tmpdir()) as server, chromium(LEARNERS_NICENESS, VISITOR_NICENESS) as (browser, home_browser):
             started = time.perf_counter()
             run = run_class(browser, server.url, home_browser=home_browser)
             names = leaderboard_names(server.db)
@@ -76,7 +77,8 @@ def main() -> int:
         f"Machine: {platform.node() or 'this host'}, {platform.machine()}, {before} before, {after} after; "
         "the CUDA simulator (no GPU), bubblewrap sandbox, one chromium with 16 contexts on the same machine "
         f"as the server, at niceness {LEARNERS_NICENESS} (standing in for the learners' own machines), and a "
-        "second chromium at the normal priority for Home.",
+        f"second chromium for Home at niceness {VISITOR_NICENESS} (a visitor's own machine; both set for the "
+        "browser's session too, tests/classroom.py).",
         "",
         f"Scenario (tests/classroom.py, as tests/test_browser_class.py): one `make demo` server, 16 browsers on "
         f"Write a kernel press Run within a moment: {summary()}. Limits lowered for the run: "

@@ -171,11 +171,13 @@ def demo_server(workdir: Path, wall_s: float = WALL_S, memory_mb: int = MEMORY_M
             proc.kill()
 
 
-# In a class each learner's browser runs on the learner's own machine; here all 16 share the server's
-# 2 cores, and their rendering would decide "Home within 2 s" more than the server does. So the
-# learners' chromium runs at this niceness, its session's too (it gets what the server, the sandbox
-# and Home's browser leave), while Home's browser, like a visitor's, runs at the normal priority.
+# In a class each browser runs on its own machine; here all of them share the server's 2 cores, and
+# their rendering (about a second of JavaScript for a fresh page) would decide "Home within 2 s" more
+# than the server does. So the learners' chromium runs at LEARNERS_NICENESS, its session's too (it gets
+# what the server, the sandbox and Home's browser leave), and Home's browser, a visitor's own machine,
+# at VISITOR_NICENESS ahead of the server (where this user may raise a priority: root, as in CI; else 0).
 LEARNERS_NICENESS = 15
+VISITOR_NICENESS = -5
 
 
 def _launch(pw, folder: str, niceness: int):

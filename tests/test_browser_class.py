@@ -20,6 +20,7 @@ from tests.classroom import (
     KINDS,
     LEARNERS_NICENESS,
     VERDICT_TEXTS,
+    VISITOR_NICENESS,
     WALL_S,
     chromium,
     demo_server,
@@ -40,7 +41,10 @@ QUEUE_LINE = re.compile(r"Queued behind (\d+) runs? on the CUDA simulator")
 def class_run(tmp_path_factory):
     if not Path("/usr/bin/chromium").exists():
         pytest.skip("Debian's chromium is not at /usr/bin/chromium; `make test` installs it")
-    with demo_server(tmp_path_factory.mktemp("class")) as server, chromium(LEARNERS_NICENESS, 0) as (browser, home):
+    with (
+        demo_server(tmp_path_factory.mktemp("class")) as server,
+        chromium(LEARNERS_NICENESS, VISITOR_NICENESS) as (browser, home),
+    ):
         run = run_class(browser, server.url, home_browser=home)
         yield run, leaderboard_names(server.db)
 
@@ -66,10 +70,15 @@ def test_every_waiting_page_showed_its_place_in_the_queue(class_run):
     assert run.spread_s < 2.0, f"the Run presses spread over {run.spread_s:.1f} s"
     places = {lr.name: [int(m.group(1)) for q in lr.queued for m in [QUEUE_LINE.search(q)] if m]
               for lr in run.learners}
-    waited = [name for name, seen in places.items() if seen]
-    assert len(waited) >= len(CLASS) - 1, places  # all but the first to take the lock
-    deepest = max(max(seen) for seen in places.values() if seen)
-    assert deepest >= len(CLASS) - 2, places  # the last to press waited behind (nearly) the whole class
+    # Who must have waited: a learner whose verdict took longer than its own work could (a judge is about a
+    # second here; a never-ending kernel its wall-clock limit) stood in the queue, and must have seen its place.
+    # Judges are quick, so the first few of a class may each be done before the next press reaches the server.
+    slack_s = 5.0
+    must = [lr.name for lr in run.learners
+            if lr.latency_s is not None and lr.latency_s > (WALL_S if lr.kind == "time-limit" else 0.0) + slack_s]
+    assert len(must) >= len(CLASS) // 2, places  # two 20 s time-outs early in the class hold the others back
+    for name in must:
+        assert places[name], f"{name} waited for its verdict and never saw its place: {places}"
     for name, seen in places.items():
         firsts = seen[: seen.index(min(seen)) + 1] if seen else []
         assert firsts == sorted(firsts, reverse=True), f"{name}'s place went up while it waited: {seen}"
