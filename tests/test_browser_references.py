@@ -22,6 +22,7 @@ def test_each_experiment_page_has_the_recorded_gpu_one_click_below_its_form(page
     wait_for_app(page)
     panel = page.locator(f".st-key-reference_panel_{key}")
     panel.wait_for()
+    panel.get_by_text("On a real GPU: NVIDIA H200").first.wait_for()  # the panel drawn, not only its container
     text = panel.inner_text()
     assert "On a real GPU: NVIDIA H200" in text
     for fact in ("CUDA driver 13.0", "numba-cuda 0.30.4", "commit 16ddd36", "python3 -m gpu check", "29 Nov 2026"):
@@ -63,7 +64,8 @@ def test_vector_add_metrics_read_in_words_in_the_simulator(page, app_url):
     page.get_by_role("button", name="Run", exact=True).click()
     page.get_by_text("Results agree").wait_for(timeout=120_000)
     wait_for_app(page)
-    page.locator('[data-testid="stMetricValue"]').first.wait_for()
+    # every metric drawn (the launch's is the row's last; under load the row appears a metric at a time)
+    page.locator('[data-testid="stMetricValue"]').filter(has_text="2 × 256").first.wait_for()
     values = page.locator('[data-testid="stMetricValue"]').all_inner_texts()
     assert values and not any(re.search(r"\de-\d", v) or v.endswith("…") for v in values), values
     # the simulator's headline is your CPU's times and the launch, never a ratio against a simulated time
