@@ -39,11 +39,13 @@ def browser_session_id() -> str:
     return str(st.session_state[SESSION_KEY])
 
 
-def queue_message(ahead: int, resource: str) -> str:
-    """The line a waiting user sees; ``ahead`` counts the run in progress too."""
+def queue_message(ahead: int, resource: str, what: str | None = None) -> str:
+    """The line a waiting user sees; ``ahead`` counts the run in progress too. ``what`` names what waits when it
+    is not the user's run (Write a kernel's compiler facts and trace, after its verdict)."""
     runs = f"{ahead} run{'s' if ahead != 1 else ''}"
-    return (f"Queued behind {runs} on {resource} — your run starts when it is free. Leaving the page cancels your "
-            "place; runs already saved stay in History.")
+    waits = f"Queued behind {runs} on {resource} — your run starts" if what is None else (
+        f"{what}: queued behind {runs} on {resource} — they start")
+    return f"{waits} when it is free. Leaving the page cancels your place; runs already saved stay in History."
 
 
 def session_tag() -> str:

@@ -406,12 +406,9 @@ def run_submission(
 
     def waiter(place: str, analysis: bool):
         def show(ahead: int) -> None:
-            if analysis:  # the verdict is on the page already: say what is still waiting
-                text = queue_message(ahead, place).replace("Queued behind", "Your kernel's compiler facts and trace: "
-                                                           "queued behind").replace(" your run ", " they start ")
-            else:
-                text = queue_message(ahead, place)
-            waiting.info(text, icon=":material/hourglass_top:")
+            # after the verdict it is the compiler's facts and the trace that wait
+            what = "Your kernel's compiler facts and trace" if analysis else None
+            waiting.info(queue_message(ahead, place, what), icon=":material/hourglass_top:")
 
         return show
 
