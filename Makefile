@@ -123,16 +123,18 @@ gpu-verify:
 
 # Wheels for a GPU machine that cannot reach a package index: downloaded here into .whl/
 # (gitignored), carried with the tree, installed by scripts/gpu_verify.sh. They are built
-# for that machine (CPython $(GPU_PYTHON), x86-64 Linux), not this one. NumPy, pandas, PyArrow
-# and Pillow are dropped afterwards: a GPU image has them, and carrying them would pass the
-# 64 MiB a tree may carry to a lent GPU machine.
+# for that machine (CPython $(GPU_PYTHON), x86-64 Linux), not this one. numba and NumPy are
+# carried at requirements.txt's pins (the H200's numba 0.68.0 and NumPy 2.5 failed the
+# preflight); pandas, PyArrow, Pillow and llvmlite are dropped: a GPU image has them (llvmlite 0.50, as numba 0.68 needs), and carrying
+# them would pass the 64 MiB a tree may carry to a lent GPU machine (this set: about 48 MB).
 GPU_PYTHON ?= 3.12
 gpu-wheels: | $(PY)
 	rm -rf .whl
 	$(PIP) download -d .whl --only-binary=:all: --python-version $(GPU_PYTHON) --implementation cp \
 	  --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
-	  "streamlit>=1.67,<1.68" "altair>=6.3,<7" "platformdirs>=4.0,<5" "pytest>=9.0,<10" "pytest-timeout>=2.4,<3"
-	rm -f .whl/numpy-* .whl/pandas-* .whl/pyarrow-* .whl/pillow-*
+	  "streamlit>=1.67,<1.68" "altair>=6.3,<7" "platformdirs>=4.0,<5" "pytest>=9.0,<10" "pytest-timeout>=2.4,<3" \
+	  $$(grep -E '^(numba|numpy)[=<>]' requirements.txt)
+	rm -f .whl/pandas-* .whl/pyarrow-* .whl/pillow-* .whl/llvmlite-*
 	@du -sh .whl
 
 # Write a kernel's code editor (CodeMirror 6, ui/components/code_editor): its JavaScript bundle is

@@ -159,3 +159,24 @@ def test_a_generic_section_holding_another_experiments_run_is_refused(written):
         "`sections.transpose.runs[0].experiment` is 'vector-add'; the section 'transpose' holds runs of 'transpose'"
         in _refusal(forged)
     )
+
+
+def test_a_check_stopped_half_way_says_incomplete_and_never_passes(tmp_path):
+    # On the H200 a check killed by its time limit left a check.md saying "result: PASS"
+    # over 8 of its sections. The files written after each section now say INCOMPLETE
+    # until the last one is in, and the finished file says PASS.
+    from gpu.report.check import Section
+
+    seen = []
+
+    def passing(_ctx):
+        seen.append((tmp_path / "check.md").read_text() if (tmp_path / "check.md").exists() else "")
+        return Section("breakdown", "one", True, {}, "fine")
+
+    report = run_check(tmp_path, quick=True, sections=[passing, passing])
+    assert "result: **INCOMPLETE**: 1 of 2 sections written (every one passed so far)" in seen[1]
+    partial = json.loads(json.dumps(report.to_dict()))
+    assert report.passed and partial["finished"] is True and partial["passed"] is True
+    assert "result: **PASS**" in (tmp_path / "check.md").read_text()
+    report.finished = False
+    assert not report.passed and report.to_dict()["passed"] is False

@@ -58,10 +58,21 @@ class CheckReport:
     quick: bool
     sections: list[Section] = field(default_factory=list)
     telemetry: dict | None = None
+    expected: int | None = None  # how many sections this run declared; None: unknown (a report built by hand)
+    finished: bool = True  # False while the run is going (or was stopped): the files on disk are partial
 
     @property
     def passed(self) -> bool:
-        return all(s.passed for s in self.sections)
+        """Every section passed, and the run got to its end: a check stopped half-way never passes."""
+        return self.finished and all(s.passed for s in self.sections)
+
+    def _result_line(self) -> str:
+        if self.finished:
+            return f"- result: **{'PASS' if self.passed else 'FAIL'}**"
+        so_far = "every one passed so far" if all(s.passed for s in self.sections) else "a section FAILED"
+        of = f" of {self.expected}" if self.expected else ""
+        return (f"- result: **INCOMPLETE**: {len(self.sections)}{of} sections written ({so_far}); "
+                "the run is still going or was stopped before its end")
 
     def to_dict(self) -> dict:
         from gpu.core.provenance import METHODOLOGY_KEY, METHODOLOGY_VERSION
@@ -72,6 +83,7 @@ class CheckReport:
             "backend": BACKEND.kind,
             "quick": self.quick,
             "passed": self.passed,
+            "finished": self.finished,
             "device": device_info().to_dict(),
             "host": host_info().to_dict(),
             "versions": library_versions(),
@@ -104,7 +116,7 @@ class CheckReport:
             else "- driver: none (simulator)",
             f"- host: {host_info().cpu}, {host_info().logical_cores} logical cores",
             f"- versions: {versions}",
-            f"- result: **{'PASS' if self.passed else 'FAIL'}**",
+            self._result_line(),
         ]
         if BACKEND.simulated:
             lines.append("- **simulated: these timings are not GPU performance**")
@@ -190,7 +202,8 @@ def run_check(
         max_n=min(max_vector_n(), SIMULATOR_MAX_N) if quick else max_vector_n(),
         say=on_progress or (lambda _m: None),
     )
-    report = CheckReport(started_at=utc_timestamp(), quick=quick)
+    chosen = sections or declared_sections()
+    report = CheckReport(started_at=utc_timestamp(), quick=quick, expected=len(chosen), finished=False)
     from gpu.core.telemetry import TelemetryMonitor
 
     ctx.telemetry = TelemetryMonitor().start()  # clocks and throttling over the whole check
@@ -200,7 +213,7 @@ def run_check(
         ctx.first_compile_s = compile_vector_add()
     ctx.sections = report.sections
     out = Path(out_dir) if out_dir is not None else None
-    for section_fn in sections or declared_sections():
+    for section_fn in chosen:
         start = time.perf_counter()
         try:
             section = section_fn(ctx)
@@ -213,6 +226,7 @@ def run_check(
         if out is not None:
             report.write(out)
     report.telemetry = ctx.telemetry.stop()
+    report.finished = True
     if out is not None:
         report.write(out)
     return report

@@ -164,6 +164,27 @@ def test_cpu_implementations_get_a_warm_up_run_even_in_the_simulator(monkeypatch
     assert len(calls) == 3 and result.main.n_samples == 2  # one warm-up, two samples
 
 
+def test_the_cpu_budget_bounds_every_cpu_implementation_not_only_the_budgeted_ones():
+    # On the H200 NumPy's a.T copy took 6.1 s a run and all ten repeats ran (a minute of a
+    # fifteen-minute GPU lease): a slow CPU row stops at the budget, after the minimum samples.
+    import time
+
+    from gpu.catalog import steps
+
+    calls = []
+
+    def slow(*_args):
+        calls.append(1)
+        time.sleep(0.05)
+
+    impl = replace(reduction.SPEC.cpu_impl("numpy"), fn=slow)
+    params = TINY["reduction"]
+    result, _ = steps.time_cpu(reduction.SPEC, impl, params, reduction.SPEC.make_inputs(params, 0),
+                               RepeatPolicy.count(10, warmup=0), 0.08)
+    assert result.main.n_samples == RepeatPolicy().min_samples  # not 10
+    assert len(calls) == 1 + result.main.n_samples  # one warm-up, then the samples
+
+
 def test_to_dict_and_to_frame_carry_every_implementation(runs):
     run = runs["histogram"]
     data = run.to_dict()

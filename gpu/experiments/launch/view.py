@@ -362,7 +362,7 @@ OVERHEAD_KEY = "launch.overhead"
 
 def show_launch_overhead(run) -> None:
     """The table, chart and breakdown of a ``LaunchOverheadRun``."""
-    from gpu.experiments.launch.overhead import ENGINE_TARGET, PATHS
+    from gpu.experiments.launch.overhead import ENGINE_TARGET, PATHS, format_step
 
     rows = [
         {"path": PATHS[k], "median (µs)": v.median_s * 1e6, "min (µs)": v.min_s * 1e6, "max (µs)": v.max_s * 1e6,
@@ -395,7 +395,7 @@ def show_launch_overhead(run) -> None:
         )
     if run.breakdown():
         st.markdown(
-            "Where the article's launch goes:\n" + "\n".join(f"- {w}: {format_seconds(s)}" for w, s in run.breakdown())
+            "Where the article's launch goes:\n" + "\n".join(f"- {w}: {format_step(s)}" for w, s in run.breakdown())
         )
     for k, why in run.skipped.items():
         st.caption(f"{PATHS[k]}: skipped — {why}")

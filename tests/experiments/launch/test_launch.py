@@ -417,3 +417,10 @@ def test_hardware_sweep_reports_occupancy_and_agrees():
 def test_hardware_probe_matches_the_arithmetic(n, tpb, blocks):
     run = run_indexing(n, tpb, blocks)
     assert run.probed and run.records_match and run.sums_match and run.coverage_ok is not False
+
+
+def test_a_breakdown_step_that_came_out_negative_is_not_printed_as_a_cost():
+    from gpu.experiments.launch.overhead import format_step
+
+    assert format_step(2.12e-6) == "2.12 µs"
+    assert format_step(-5.64e-6) == "none measured (without it the launch was 5.64 µs slower, not faster)"
