@@ -64,6 +64,8 @@ def test_every_committed_check_loads_with_its_provenance():
         refs.get("h200").provenance.command == "python3 -m gpu check --out $OUT/check"
     )  # the comment after it is dropped
     assert refs.best("scaling").key == "h200-final"  # newest full run holding the experiment
+    cut = refs.get("h200-2026-12-04")  # listed with its figures, never quoted as the recorded GPU: it did not finish
+    assert cut is not None and cut.has("scaling") and not cut.full
 
 
 def test_references_rebuild_into_the_engines_results_with_the_recorded_figures(check_data):
@@ -108,12 +110,14 @@ def test_the_recorded_panel_marks_single_sample_figures_and_never_states_a_cross
 
 
 def test_recorded_runs_before_the_rules_carry_the_caveat_and_their_l2_resident_points_are_marked():
-    from gpu.core.provenance import PRE_RULES_CAVEAT
+    from gpu.core.provenance import METHODOLOGY_VERSION, PRE_RULES_CAVEAT
 
-    for ref in load_references().runs:
-        assert ref.data["methodology_version"] == 1  # every committed check.json says which rules it followed
-        assert ref.caveat == PRE_RULES_CAVEAT  # all predate the current rules
-        assert all(record["methodology_version"] == 1 for record in ref.history_records())  # History keeps it
+    for ref in load_references().runs:  # every committed check.json says which rules it followed
+        version = ref.data["methodology_version"]
+        assert version in (1, METHODOLOGY_VERSION)
+        assert ref.caveat == (PRE_RULES_CAVEAT if version == 1 else None)  # only the runs before the rules
+        assert all(record["methodology_version"] == version for record in ref.history_records())  # History keeps it
+    assert load_references().get("h200-2026-12-04").caveat is None  # measured under today's rules
     ref = load_references().get("h200-final")
     sweep = ref.sweep()
     assert sweep.l2_bytes == 50 * 2**20 and sweep.config.warm_l2 and "did not record its L2 size" in ref.l2_note

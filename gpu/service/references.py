@@ -484,8 +484,10 @@ class ReferenceRun:
 
     @property
     def full(self) -> bool:
-        """A full run on real hardware (not quick, not simulated): what pages show."""
-        return self.data.get("backend") == "cuda" and not self.data.get("quick")
+        """A full run on real hardware (not quick, not simulated) that got to its end: what pages
+        show. A check cut by its time limit (``finished: false``; benchmarks/h200-2026-12-04) stays
+        listed with its figures, but a page does not quote it as the recorded GPU."""
+        return self.data.get("backend") == "cuda" and not self.data.get("quick") and self.data.get("finished", True)
 
     @property
     def started_at(self) -> str:
@@ -581,7 +583,7 @@ class References:
     article: PublishedFigures = ARTICLE
 
     def best(self, experiment: str) -> ReferenceRun | None:
-        """The newest full hardware run that holds ``experiment``."""
+        """The newest full hardware run (finished, not quick) that holds ``experiment``."""
         return next((r for r in self.runs if r.full and r.has(experiment)), None)
 
     def get(self, key: str) -> ReferenceRun | None:
