@@ -3,11 +3,12 @@
 import streamlit as st
 
 import gpu
-from gpu.experiments.base import PageLink
+from gpu.catalog.base import PageLink
+from gpu.experiments.vector_add.experiment import VectorAddRun
+from gpu.experiments.vector_add.home import article_story, headline_metrics
 from ui import glossary
 from ui.frame import frame
 from ui.glossary import as_markdown as glossary_markdown
-from ui.home import article_story, headline_metrics
 from ui.navigation import all_links
 from ui.reference import provenance_caption, references
 
@@ -28,8 +29,8 @@ goes: host→device copies, the kernel, device→host copies, the CPU.
 st.subheader("The answer on a real GPU", anchor="headline")
 refs = references()
 ref = refs.best("vector-add")
-if ref is not None:
-    run = ref.vector_add()
+run = VectorAddRun.recorded(ref) if ref is not None else None
+if ref is not None and run is not None:
     st.markdown(
         f"The article's experiment (N = {run.n:,} float32) recorded on an **{ref.provenance.device}** by `python -m "
         "gpu check`, "

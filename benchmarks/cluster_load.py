@@ -4,7 +4,7 @@
         [--runs 2] [--n 1024] [--repeats 1] [--topology nodes|one-node]
 
 What it does (every run is the real vector-add experiment, parsed, admitted and run by
-``gpu.experiments.registry.run``; CPU baseline: NumPy):
+``gpu.catalog.registry.run``; CPU baseline: NumPy):
 
 1. **Overhead, one user.** 20 runs one after another at N = 64, embedded (this process:
    the file locks, then the run) and through Ray (one GPU worker). Reported: submission
@@ -45,7 +45,7 @@ os.environ["KERNEL_LAB_LOCK_DIR"] = tempfile.mkdtemp(prefix="kernel-lab-cluster-
 sys.path.insert(0, str(ROOT))
 
 import gpu  # noqa: E402  (decides the backend first)
-from gpu.experiments import registry  # noqa: E402
+from gpu.catalog import registry  # noqa: E402
 from gpu.service.cluster import NAMESPACE, ClusterClient  # noqa: E402
 from gpu.service.devicelock import FileFifoLock  # noqa: E402
 

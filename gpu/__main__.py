@@ -36,8 +36,8 @@ def _emit(result, as_json: bool) -> None:
     11): a header saying "(simulator)" was easy to miss beside a "1.56e-05x" speedup.
     ``result`` may also be text already rendered.
     """
+    from gpu.catalog.render import summary, to_json
     from gpu.core.backend import BACKEND
-    from gpu.report.render import summary, to_json
 
     if as_json:
         _print_json(to_json(result))
@@ -52,8 +52,8 @@ def _emit(result, as_json: bool) -> None:
 
 def add_experiment_command(sub, experiment) -> None:
     """The subcommand of one declared experiment: a flag per parameter, --json, --quiet."""
+    from gpu.catalog.registry import aliases
     from gpu.core.backend import BACKEND
-    from gpu.experiments.registry import aliases
 
     p = sub.add_parser(experiment.key, aliases=list(aliases(experiment.key)), help=experiment.summary,
                        description=f"{experiment.title}: {experiment.summary}.")
@@ -232,7 +232,7 @@ def cmd_history_delete(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from gpu.experiments.registry import experiments
+    from gpu.catalog.registry import experiments
 
     parser = _Parser(prog="python -m gpu", description="Kernel Lab's engine, without a browser.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -278,9 +278,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     register_write_a_kernel(sub)
 
+    from gpu.sandbox.cli import trace_file
     from gpu.trace.cli import add_trace_command  # the memory trace (issue 21)
 
-    add_trace_command(sub)
+    add_trace_command(sub, trace_file)
 
 
 

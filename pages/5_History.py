@@ -4,7 +4,7 @@ GPUs side by side under Compare GPUs."""
 
 import streamlit as st
 
-from gpu.experiments.base import PageLink
+from gpu.catalog.base import PageLink
 from ui.frame import frame
 from ui.resources import current_store
 from ui.run_record import browser_session_id

@@ -4,8 +4,8 @@ import pandas as pd
 import streamlit as st
 
 import gpu
+from gpu.catalog.base import PageLink
 from gpu.core.device import host_info, library_versions
-from gpu.experiments.base import PageLink
 from ui.frame import frame
 
 PAGE = PageLink("Device", ":material/memory:", 80, "hardware, driver and library facts")

@@ -4,7 +4,7 @@
 import streamlit as st
 
 from gpu.catalog.declare import KERNELS, PAGE, kernel_module
-from gpu.experiments.registry import get
+from gpu.catalog.registry import get
 from ui import glossary
 from ui.forms import experiment_form, stale_key
 from ui.frame import frame

@@ -6,10 +6,10 @@ import pandas as pd
 import streamlit as st
 
 import gpu
+from gpu.catalog.base import PageLink
 from gpu.core.copies import bandwidth_gbps, time_copy
 from gpu.core.roofline import device_roofs
 from gpu.core.timing import RepeatPolicy
-from gpu.experiments.base import PageLink
 from gpu.report.roofline_points import add_vector_add, recorded_runs, session_points
 from ui import glossary
 from ui.charts.roofline import roofline_chart

@@ -3,7 +3,7 @@
 import streamlit as st
 
 import gpu
-from gpu.experiments.base import PageLink
+from gpu.catalog.base import PageLink
 from gpu.problems import problems
 from ui.components.code_editor import available as code_editor_available
 from ui.frame import frame

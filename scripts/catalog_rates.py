@@ -17,11 +17,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from gpu.catalog.base import Progress
 from gpu.catalog.declare import KERNELS
 from gpu.catalog.estimate import PROBE_N
+from gpu.catalog.registry import get
 from gpu.core import cpu
-from gpu.experiments.base import Progress
-from gpu.experiments.registry import get
 
 
 def python_cpu_s() -> float:

@@ -56,8 +56,8 @@ from gpu.core.kernel_timing import KernelTiming, time_on_device
 from gpu.core.limits import check_n, check_repeats, check_threads
 from gpu.core.series import Series
 from gpu.core.timing import RepeatPolicy
-from gpu.experiments.base import Experiment, Hook, PageLink, Param, PerBackend, Recorded
-from gpu.experiments.registry import register
+from gpu.catalog.base import Experiment, Hook, PageLink, Param, PerBackend, Recorded
+from gpu.catalog.registry import register
 from gpu.kernels.geometry import blocks_for
 from toylab.saxpy.kernels import saxpy_kernel
 
@@ -166,7 +166,7 @@ panel_after_run(EXPERIMENT.recorded.name)
 @pytest.fixture(scope="module")
 def toy(tmp_path_factory):
     """The folder and the page in a temporary folder, registered through $KERNEL_LAB_EXPERIMENTS; removed afterwards."""
-    from gpu.experiments import registry
+    from gpu.catalog import registry
 
     root = tmp_path_factory.mktemp("contributor")
     page = root / "pages" / "95_Toy_saxpy.py"
@@ -194,7 +194,7 @@ def toy(tmp_path_factory):
 
 
 def test_the_registry_imports_its_engine_and_never_its_chart_builder(toy):
-    from gpu.experiments import registry
+    from gpu.catalog import registry
 
     assert registry.engine_modules("toylab.saxpy") == ["toylab.saxpy.experiment", "toylab.saxpy.kernels"]
     assert "toylab.saxpy.experiment" in sys.modules and "toylab.saxpy.charts" not in sys.modules
@@ -255,7 +255,7 @@ def test_its_page_shows_the_recorded_slot_runs_the_form_saves_history_and_offers
 
 
 def test_its_downloads_hold_the_run_and_its_samples(toy):
-    from gpu.experiments.base import Progress
+    from gpu.catalog.base import Progress
     from ui.downloads import downloads
 
     experiment, _page = toy

@@ -19,6 +19,7 @@ import pytest
 
 from gpu.__main__ import main
 from gpu.experiments.vector_add.check import breakdown_section
+from gpu.experiments.vector_add.experiment import VectorAddRun
 from gpu.report.check import catalog_section, methodology_section, run_check
 from gpu.service.check_schema import SECTION_KEYS, history_records
 from gpu.service.importer import ImportProblem, parse_check_bytes
@@ -77,7 +78,7 @@ def test_the_recorded_runs_loader_reads_it_and_finds_each_kernel(written, tmp_pa
     path, data = written
     ref = load_reference(path)
     assert all(ref.has(k) for k in ("vector-add", *KERNELS)) and not ref.has("matmul") and not ref.has("scaling")
-    assert ref.vector_add().gpu["kernel"].n_samples == 3  # the breakdown rebuilds into the engine's own result
+    assert VectorAddRun.recorded(ref).gpu["kernel"].n_samples == 3  # rebuilt into the engine's own result
     assert [r["experiment"] for r in ref.history_records()] == ["vector-add", *KERNELS]
     # the same file as a full hardware run in a benchmarks-like folder: best() picks it per kernel
     full = {**copy.deepcopy(data), "backend": "cuda", "quick": False}

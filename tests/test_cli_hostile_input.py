@@ -81,12 +81,12 @@ def test_a_failing_checker_is_a_refusal_not_a_finding(command, tmp_path, capsys,
 @pytest.mark.parametrize("command", ["trace", "solve"])
 def test_a_fault_of_the_lab_exits_3_in_one_line(command, tmp_path, capsys, monkeypatch):
     import gpu.sandbox.service
-    import gpu.trace.submission
+    import gpu.sandbox.trace_submission
 
     def broken(*args, **kwargs):
         raise RuntimeError("the lab's own bug")
 
-    monkeypatch.setattr(gpu.trace.submission, "trace_submission", broken)
+    monkeypatch.setattr(gpu.sandbox.trace_submission, "trace_submission", broken)
     monkeypatch.setattr(gpu.sandbox.service, "submit", broken)
     path = write(tmp_path, GOOD)
     args = ["trace", path, "--problem", "vector-add"] if command == "trace" else ["solve", "vector-add", path]

@@ -27,8 +27,8 @@ from gpu.report.cpu_vs_recorded import (
     sweep_vs_recorded,
     vector_add_vs_recorded,
 )
+from gpu.report.recorded_gpu import recorded_gpu_at
 from gpu.service.admission import admit
-from gpu.service.recorded_gpu import recorded_gpu_at
 from ui.charts import cpu_vs_recorded as charts
 
 ROOT = Path(__file__).resolve().parent.parent

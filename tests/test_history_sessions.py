@@ -89,7 +89,7 @@ def test_saving_from_the_app_records_this_sessions_id(db, monkeypatch):
     """``ui.run_record.save_result`` saves with ``browser_session_id()``, kept in session state."""
     import streamlit as st
 
-    from gpu.experiments.registry import get
+    from gpu.catalog.registry import get
     from ui import run_record
 
     class Result:

@@ -8,14 +8,14 @@ import json
 import pytest
 
 import gpu
-from gpu.core.inspect import (
+from gpu.core.limits import InputError
+from gpu.kernels.inspect import (
     ROLES,
     find_ptx_highlights,
     find_sass_highlights,
     inspect_kernel,
     inspect_vector_add,
 )
-from gpu.core.limits import InputError
 
 # What numba-cuda 0.30.4 with NVVM 13.5 emitted for the article's kernel at sm_90 (via
 # cuda.compile_ptx; entry name shortened): 7 parameters per Numba array, the index from

@@ -13,6 +13,7 @@ from gpu.problems import get, problems
 from gpu.problems.base import Problem
 from gpu.sandbox.checker import check_source
 from gpu.sandbox.harness import fresh_outputs, run_case, sentinel
+from gpu.sandbox.loader import solution_kernel
 
 TOPICS = ("vector-add", "map", "guard", "map-2d", "broadcast", "blocks", "shared", "pooling", "dot", "conv1d",
           "prefix-sum", "axis-sum", "transpose", "histogram", "matmul")
@@ -55,7 +56,7 @@ def test_functional_sizes_include_the_edges():
 
 @pytest.mark.parametrize("problem", problems(), ids=lambda p: p.key)
 def test_reference_solution_passes_every_test(problem: Problem):
-    kernel = problem.solution.kernel(problem.kernel_name)
+    kernel = solution_kernel(problem.solution, problem.kernel_name)
     launch = problem.solution.launch or (lambda s: problem.launch(s, problem.threads))
     for index, case in enumerate((*problem.tests, problem.perf["simulator"])):
         line, miss = run_case(problem, kernel, case, index, seed=20, launch=launch)

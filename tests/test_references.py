@@ -13,9 +13,14 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from gpu.__main__ import main
+from gpu.experiments.launch.experiment import LaunchSweepRun
 from gpu.experiments.launch.report import launch_sentence
 from gpu.experiments.scaling.report import crossover_sentences, scaling_sentence
+from gpu.experiments.scaling.result import SweepRun
+from gpu.experiments.transfers.bandwidth import BandwidthCurves
+from gpu.experiments.transfers.experiment import StrategyComparison
 from gpu.experiments.transfers.report import transfers_sentence
+from gpu.experiments.vector_add.experiment import VectorAddRun
 from gpu.experiments.vector_add.report import vector_add_sentence
 from gpu.service.importer import ImportProblem, import_check, parse_check_bytes
 from gpu.service.references import ARTICLE, PUBLISHED_LABEL, load_references
@@ -70,23 +75,24 @@ def test_every_committed_check_loads_with_its_provenance():
 
 def test_references_rebuild_into_the_engines_results_with_the_recorded_figures(check_data):
     ref = load_references().get("h200-final")
-    run = ref.vector_add()
+    run = VectorAddRun.recorded(ref)
     recorded = check_data["sections"]["breakdown"]["run"]["gpu"]["phases"]["kernel"]["median_s"]
     assert run.gpu["kernel"].median_s == pytest.approx(recorded)
-    sweep, recorded_sweep = ref.sweep(), check_data["sections"]["scaling"]["run"]
+    sweep, recorded_sweep = SweepRun.recorded(ref), check_data["sections"]["scaling"]["run"]
     assert len(sweep.points) == len(recorded_sweep["points"])
     first = recorded_sweep["points"][0]
     point = next(p for p in sweep.points if p.n == first["n"] and p.series == first["series"])
     assert point.stats.samples_s == tuple(first["stats"]["samples_s"])  # the recorded samples, unchanged
     # crossovers are recomputed from the samples with today's rule (ranges where the spreads overlap)
     assert len(crossover_sentences(sweep)) == len(recorded_sweep["crossover_sentences"])
-    assert ref.launch_sweep().best.label == check_data["sections"]["launch"]["sweep"]["best"]
-    assert ref.strategies().winner.key == check_data["sections"]["transfers"]["strategies"]["small"]["winner"]
+    assert LaunchSweepRun.recorded(ref).best.label == check_data["sections"]["launch"]["sweep"]["best"]
+    winner = check_data["sections"]["transfers"]["strategies"]["small"]["winner"]
+    assert StrategyComparison.recorded(ref).winner.key == winner
 
 
 def test_the_sentences_state_recorded_numbers_in_words():
     ref = load_references().get("h200-final")
-    text = vector_add_sentence(ref.vector_add(), ref.strategies().strategies["pinned"].cost_s)
+    text = vector_add_sentence(VectorAddRun.recorded(ref), StrategyComparison.recorded(ref).strategies["pinned"].cost_s)
     assert (
         "38.9 µs" in text
         and "about 320x faster than NumPy" in text
@@ -94,14 +100,14 @@ def test_the_sentences_state_recorded_numbers_in_words():
         and "pinned" in text
     )
     assert "e-0" not in text
-    assert "beats NumPy from" in scaling_sentence(ref.sweep())
-    assert "grid-stride 8×SMs × 256" in launch_sentence(ref.launch_sweep())
-    assert "pinned memory" in transfers_sentence(ref.bandwidth(), ref.strategies())
+    assert "beats NumPy from" in scaling_sentence(SweepRun.recorded(ref))
+    assert "grid-stride 8×SMs × 256" in launch_sentence(LaunchSweepRun.recorded(ref))
+    assert "pinned memory" in transfers_sentence(BandwidthCurves.recorded(ref), StrategyComparison.recorded(ref))
 
 
 def test_the_recorded_panel_marks_single_sample_figures_and_never_states_a_crossover_as_a_point():
     ref = load_references().get("h200-final")
-    text = scaling_sentence(ref.sweep())
+    text = scaling_sentence(SweepRun.recorded(ref))
     # 3,395 GB/s at 2^30 rests on one sample: said beside it
     assert "3,395 GB/s" in text and "from one sample: spread unknown" in text
     # the end-to-end crossover rests on single samples: no three-figure point
@@ -119,7 +125,7 @@ def test_recorded_runs_before_the_rules_carry_the_caveat_and_their_l2_resident_p
         assert all(record["methodology_version"] == version for record in ref.history_records())  # History keeps it
     assert load_references().get("h200-2026-12-04").caveat is None  # measured under today's rules
     ref = load_references().get("h200-final")
-    sweep = ref.sweep()
+    sweep = SweepRun.recorded(ref)
     assert sweep.l2_bytes == 50 * 2**20 and sweep.config.warm_l2 and "did not record its L2 size" in ref.l2_note
     frame = sweep.to_frame()
     kernel = frame[frame["series"] == "gpu-kernel"].set_index("n")
@@ -127,7 +133,7 @@ def test_recorded_runs_before_the_rules_carry_the_caveat_and_their_l2_resident_p
         kernel.loc[2**21, "fits_l2"] and round(kernel.loc[2**21, "bandwidth_gbps"]) == 2902
     )  # 103% of the device copy
     assert not kernel.loc[2**30, "fits_l2"] and kernel.loc[2**30, "few_samples"]
-    assert ref.launch_sweep().l2_bytes == 50 * 2**20
+    assert LaunchSweepRun.recorded(ref).l2_bytes == 50 * 2**20
 
 
 def test_a_check_written_now_carries_the_current_methodology_and_no_caveat():

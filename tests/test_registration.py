@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from gpu.experiments import registry
-from gpu.experiments.base import Experiment, Hook, Param, Progress, checked_measures
+from gpu.catalog import registry
+from gpu.catalog.base import Experiment, Hook, Param, Progress, checked_measures
 from ui.navigation import all_links, declared_link
 from ui.progress import PhaseProgress
 
@@ -129,7 +129,7 @@ def test_every_page_file_has_a_sidebar_link():
 def test_a_page_link_must_be_plain_literals(tmp_path):
     page = tmp_path / "pages" / "9_X.py"
     page.parent.mkdir()
-    page.write_text('from gpu.experiments.base import PageLink\nPAGE = PageLink("X", ":material/edit:", 55)\n')
+    page.write_text('from gpu.catalog.base import PageLink\nPAGE = PageLink("X", ":material/edit:", 55)\n')
     link = declared_link(page, tmp_path)
     assert (link.label, link.order, link.script) == ("X", 55, "pages/9_X.py")
     page.write_text('PAGE = PageLink(TITLE, ":material/edit:", 55)\n')
@@ -181,7 +181,7 @@ def test_one_float_parser_words_its_purpose():
 
 
 def test_a_check_section_key_is_declared_once_and_each_declared_key_is_readable():
-    from gpu.experiments.base import CheckSection
+    from gpu.catalog.base import CheckSection
     from gpu.service.check_schema import SECTION_KEYS
 
     declared = registry.check_sections()

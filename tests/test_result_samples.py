@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from gpu.experiments import registry
-from gpu.experiments.base import Experiment
+from gpu.catalog import registry
+from gpu.catalog.base import Experiment
 from gpu.service.store import open_store
 from ui.charts.history import compare_chart, has_samples, run_samples, runs_frame, samples_frame
 

@@ -16,9 +16,9 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import gpu
+from gpu.catalog.base import Progress
 from gpu.catalog.declare import KERNELS
-from gpu.experiments.base import Progress
-from gpu.experiments.registry import experiments, get
+from gpu.catalog.registry import experiments, get
 from ui.forms import run_estimate
 from ui.progress import ESTIMATE_SHOWN_FROM_S
 

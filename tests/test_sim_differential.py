@@ -12,9 +12,10 @@ import numpy as np
 import pytest
 
 from gpu.catalog.declare import kernel_keys, kernel_module
+from gpu.catalog.registry import get
 from gpu.core.agreement import ExactReference
 from gpu.core.backend import BACKEND
-from gpu.experiments.registry import get
+from gpu.sandbox.loader import solution_kernel
 
 pytestmark = pytest.mark.skipif(not BACKEND.lab_simulator, reason="compares the lab's simulator with numba-cuda's")
 
@@ -82,7 +83,7 @@ def test_problem_reference_in_both_simulators(key):
     from gpu.sim.reference import as_numba
 
     problem = get_problem(key)
-    kernel = problem.solution.kernel(problem.kernel_name)
+    kernel = solution_kernel(problem.solution, problem.kernel_name)
     case = min(problem.tests, key=lambda c: sum(c.sizes.values()) if sum(c.sizes.values()) >= 30 else 10**9)
     results = []
     for k in (kernel, as_numba(kernel)):

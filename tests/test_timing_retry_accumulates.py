@@ -14,6 +14,7 @@ import pytest
 from gpu.core.timing import RepeatPolicy
 from gpu.problems import get
 from gpu.sandbox import harness
+from gpu.sandbox.loader import solution_kernel
 from tests.test_timing import FakeOps
 
 
@@ -51,6 +52,7 @@ def test_an_accumulating_reference_solution_passes_its_timed_runs_with_retries(k
     monkeypatch.setattr(harness, "_TIMING_OPS", EarlyHoldOps())
     case = problem.tests[0]
     launch = problem.solution.launch or (lambda s: problem.launch(s, problem.threads))
-    timed = harness.time_case(problem, problem.solution.kernel(problem.kernel_name), case, seed=7, launch=launch)
+    kernel = solution_kernel(problem.solution, problem.kernel_name)
+    timed = harness.time_case(problem, kernel, case, seed=7, launch=launch)
     assert "error" not in timed, timed
     assert timed["stats"].retries == harness.GPU_SAMPLES  # every kept sample was retried once, and still passed

@@ -30,7 +30,7 @@ from gpu.service.cluster import (
 )
 
 if TYPE_CHECKING:
-    from gpu.experiments.base import Experiment
+    from gpu.catalog.base import Experiment
 
 log = logging.getLogger(__name__)
 

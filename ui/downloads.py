@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Any
 
 import streamlit as st
 
-from gpu.report.render import to_json
+from gpu.catalog.render import to_json
 
 if TYPE_CHECKING:
-    from gpu.experiments.base import Experiment
+    from gpu.catalog.base import Experiment
 
 
 @dataclass(frozen=True)

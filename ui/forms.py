@@ -16,8 +16,8 @@ from typing import Any
 import streamlit as st
 
 import gpu
+from gpu.catalog.base import Experiment, Param
 from gpu.core.limits import InputError, load_config
-from gpu.experiments.base import Experiment, Param
 from gpu.service.admission import admit
 from ui.glossary import help_for
 from ui.progress import ESTIMATE_SHOWN_FROM_S, eta_text

@@ -13,8 +13,8 @@ from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 
-from gpu.experiments.base import PageLink
-from gpu.experiments.registry import page_links
+from gpu.catalog.base import PageLink
+from gpu.catalog.registry import page_links
 
 APP_DIR = Path(__file__).resolve().parent.parent  # where app.py and pages/ live
 HOME = "app.py"

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import streamlit as st
 
+from gpu.catalog.base import Recorded
+from gpu.catalog.registry import experiments
 from gpu.core.timing import format_seconds
-from gpu.experiments.base import Recorded
-from gpu.experiments.registry import experiments
 from gpu.service.references import ARTICLE, ReferenceRun
 from ui.resources import references  # pages and app.py read it from here too
 

@@ -10,12 +10,12 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from gpu.experiments.base import checked_measures
+from gpu.catalog.base import checked_measures
 from gpu.service.store import StoreError
 from ui.resources import current_store, device_facts
 
 if TYPE_CHECKING:
-    from gpu.experiments.base import Experiment
+    from gpu.catalog.base import Experiment
 
 log = logging.getLogger(__name__)
 

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import streamlit as st
 
 import gpu
+from gpu.catalog.base import Progress
 from gpu.core.limits import InputError, load_config, max_vector_n, release_device_memory
-from gpu.experiments.base import Progress
 from gpu.service.admission import admit, is_out_of_memory, out_of_memory_message
 from gpu.service.admission import describe as describe_limits
 from gpu.service.cluster import cluster_address
@@ -27,7 +27,7 @@ from ui.resources import cpu_lock, current_store, device_facts, device_lock, dev
 from ui.run_record import LAST_KEY, queue_message, save_result, session_tag
 
 if TYPE_CHECKING:
-    from gpu.experiments.base import Experiment
+    from gpu.catalog.base import Experiment
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)

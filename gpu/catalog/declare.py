@@ -18,7 +18,9 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
+from gpu.catalog.base import Experiment, Hook, PageLink, Param, PerBackend, Progress
 from gpu.catalog.estimate import catalog_plan
+from gpu.catalog.registry import register
 from gpu.catalog.step_result import KernelRun
 from gpu.catalog.steps import DEFAULT_CPU_BUDGET_S, KernelSpec, run_kernel
 from gpu.core import series
@@ -32,8 +34,6 @@ from gpu.core.limits import (
     parse_size,
 )
 from gpu.core.timing import RepeatPolicy, format_factor
-from gpu.experiments.base import Experiment, Hook, PageLink, Param, PerBackend, Progress
-from gpu.experiments.registry import register
 
 # The catalog's page: every kernel declared with ``declare`` links to it, and the catalog's
 # kernels are the experiments on it (``kernel_keys``), in their declared order.
@@ -141,7 +141,7 @@ def declare(
 
 def kernel_keys() -> tuple[str, ...]:
     """The catalog's kernels, in their declared order: the experiments on the catalog's page."""
-    from gpu.experiments.registry import on_page
+    from gpu.catalog.registry import on_page
 
     return tuple(e.key for e in on_page(PAGE.script))
 
@@ -357,7 +357,7 @@ def check_kernel(key: str, quick: bool, say: Callable[[str], None]) -> tuple[str
 
 def load_kernels() -> list[Experiment]:
     """Every catalog kernel's experiment (importing the modules registers them)."""
-    from gpu.experiments.registry import get
+    from gpu.catalog.registry import get
 
     return [get(key) for key in kernel_keys()]
 

@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from gpu.catalog.base import Params, Progress
 from gpu.catalog.step_result import ImplResult, KernelRun
 from gpu.core.agreement import BoundedReference, ExactReference
 from gpu.core.backend import BACKEND, cuda
@@ -54,7 +55,6 @@ from gpu.core.timing import (
     collect,
     format_seconds,
 )
-from gpu.experiments.base import Params, Progress
 
 Arrays = Mapping[str, Any]
 GPU_PHASES = ("h2d", "launch", "kernel", "d2h")  # add up to at most "total" (allocation is in no phase)

@@ -31,7 +31,9 @@ Every check can fail: tests run deliberately wrong kernels and wrong results thr
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -133,6 +135,16 @@ class BitAgreement:
     identical: int  # elements whose float32 bits match exactly
     max_abs_diff: float
     allclose: bool
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> BitAgreement:
+        return cls(
+            str(d["implementation"]),
+            int(d["n"]),
+            int(d["identical"]),
+            float(d["max_abs_diff"] or 0.0),
+            bool(d["allclose"]),
+        )
 
     @property
     def mismatches(self) -> int:

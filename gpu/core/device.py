@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import os
 import platform
-from dataclasses import asdict, dataclass, field
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields
 from functools import cache
 from importlib import metadata
+from typing import Any
 
 from gpu.core.backend import BACKEND, cuda
 from gpu.core.limits import MAX_THREADS_PER_BLOCK, WARP_SIZE, host_available_bytes
@@ -38,6 +40,14 @@ class DeviceInfo:
         if not self.memory_clock_khz or not self.memory_bus_width_bits:
             return None
         return 2 * self.memory_clock_khz * 1e3 * self.memory_bus_width_bits / 8 / 1e9
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> DeviceInfo:
+        """The inverse of ``to_dict``: keys this version does not know are dropped."""
+        known = {f.name for f in fields(cls)}
+        values = {k: v for k, v in data.items() if k in known}
+        values["notes"] = tuple(values.get("notes") or ())
+        return cls(**values)
 
     def to_dict(self) -> dict:
         data = asdict(self)

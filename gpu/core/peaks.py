@@ -13,9 +13,10 @@ size (counts twice); a copy over the link counts once. GB/s are 1e9 bytes per se
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from gpu.core.backend import BACKEND
 from gpu.core.copies import bandwidth_gbps, time_copy, time_copy_kernel, time_device_memcpy, time_host_copy
@@ -84,6 +85,23 @@ class Peaks:
     def gbps(self, key: str) -> float | None:
         limit = self.get(key)
         return limit.gbps if limit is not None else None
+
+    @classmethod
+    def from_dict(cls, pk: Mapping[str, Any], backend: str = "") -> Peaks:
+        """The inverse of ``to_dict``; ``backend`` stands in where an older file has none."""
+        limits = tuple(
+            Limit(
+                key,
+                lim.get("gbps"),
+                lim.get("how") or "",
+                lim.get("nbytes"),
+                Stats.from_dict(lim["stats"]) if lim.get("stats") else None,
+                lim.get("skipped"),
+            )
+            for key, lim in pk["limits"].items()
+        )
+        policy = pk.get("policy") or {"n_repeat": 5, "warmup": 1}
+        return cls(limits, pk.get("backend") or backend, RepeatPolicy.from_dict(policy), pk.get("created_at") or "")
 
     def to_dict(self) -> dict:
         return {

@@ -243,7 +243,7 @@ CLUSTER_SIMULATOR = Setting(
 EXPERIMENTS = Setting(
     "KERNEL_LAB_EXPERIMENTS", "experiments", "comma-separated package names", "none",
     "packages of experiments kept outside gpu/experiments, imported with it",
-    ("gpu/experiments/registry.py",), _names,
+    ("gpu/catalog/registry.py",), _names,
 )
 COMPILE_CACHE = Setting(
     "KERNEL_LAB_COMPILE_CACHE", "compile_cache", "path", "`kernel-lab/compile` in `$XDG_CACHE_HOME` or `~/.cache`",

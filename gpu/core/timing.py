@@ -171,6 +171,12 @@ class RepeatPolicy:
             "min_samples": self.min_samples,
         }
 
+    @classmethod
+    def from_dict(cls, data: Mapping) -> RepeatPolicy:
+        """The inverse of ``to_dict``; a key an older file lacks takes its default."""
+        keys = ("n_repeat", "warmup", "budget_s", "max_noise", "min_samples")
+        return cls(**{k: data[k] for k in keys if k in data})
+
     def done(self, samples: Sequence[float], spent_s: float) -> bool:
         """True when no more samples of this one series are needed."""
         if len(samples) >= self.n_repeat:

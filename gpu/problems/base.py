@@ -35,6 +35,26 @@ def ceil_div(n: int, d: int) -> int:
 
 
 @dataclass(frozen=True)
+class Refusal(Exception):
+    """Why a source was refused: the rule broken, the line (1-based; 0 for the whole file), in words.
+
+    Raised by the sandbox's checker (gpu/sandbox/checker.py) and by a problem's own launch
+    rules (``Problem.threads_for``); defined here, below both, so a problem needs nothing
+    from the sandbox that judges it."""
+
+    rule: str
+    line: int
+    message: str
+
+    def __str__(self) -> str:
+        where = f"line {self.line}: " if self.line else ""
+        return f"refused ({self.rule}): {where}{self.message}"
+
+    def to_dict(self) -> dict:
+        return {"rule": self.rule, "line": self.line, "message": self.message}
+
+
+@dataclass(frozen=True)
 class Tolerance:
     """How close is equal: exact (rtol = atol = 0) where the arithmetic allows, else a stated bound."""
 
@@ -119,16 +139,6 @@ class Solution:
     launch: Callable[[Sizes], tuple] | None = None
     note: str = ""
 
-    def kernel(self, kernel_name: str):
-        """The solution's dispatcher (compiled from source through the same restricted exec as a learner's)."""
-        if self.module:
-            import importlib
-
-            return getattr(importlib.import_module(self.module), self.name)
-        from gpu.sandbox.loader import load_kernel
-
-        return load_kernel(self.source, kernel_name)
-
 
 @dataclass(frozen=True)
 class Problem:
@@ -185,8 +195,6 @@ class Problem:
         if chosen is None or not self.thread_choices:
             return self.threads
         if chosen not in self.thread_choices:
-            from gpu.sandbox.checker import Refusal
-
             raise Refusal(
                 "launch",
                 0,

@@ -12,44 +12,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gpu.catalog.checking import CheckContext, Section
+from gpu.catalog.registry import experiments
 from gpu.core.backend import BACKEND
 from gpu.core.device import device_info, host_info, library_versions
 from gpu.core.limits import SIMULATOR_MAX_N, max_vector_n
 from gpu.core.provenance import SIMULATOR_WARNING as SIMULATED_WARNING
 from gpu.core.timing import utc_timestamp
-from gpu.experiments.registry import experiments
-
-ARTICLE_N = 10_000_000
-
-
-@dataclass
-class CheckContext:
-    """What every section may use: scale, size limit, and a progress printer."""
-
-    quick: bool
-    max_n: int
-    say: Callable[[str], None]
-    sections: list = field(default_factory=list)  # those finished so far (the methodology section reads them)
-    telemetry: object = None  # a gpu.core.telemetry.TelemetryMonitor over the whole check
-    # the vector-add kernel's compile (or load from Numba's disk cache), timed before any
-    # section runs it: the breakdown's own compile_vector_add() finds it already compiled
-    first_compile_s: float | None = None
-
-    @property
-    def breakdown_n(self) -> int:
-        return min(ARTICLE_N, self.max_n) if not self.quick else min(4096, self.max_n)
-
-
-@dataclass(frozen=True)
-class Section:
-    """One part of the report: pass/fail, JSON-ready data and a markdown summary."""
-
-    key: str
-    title: str
-    passed: bool
-    data: dict
-    markdown: str
-    duration_s: float = 0.0
 
 
 @dataclass
@@ -71,8 +40,10 @@ class CheckReport:
             return f"- result: **{'PASS' if self.passed else 'FAIL'}**"
         so_far = "every one passed so far" if all(s.passed for s in self.sections) else "a section FAILED"
         of = f" of {self.expected}" if self.expected else ""
-        return (f"- result: **INCOMPLETE**: {len(self.sections)}{of} sections written ({so_far}); "
-                "the run is still going or was stopped before its end")
+        return (
+            f"- result: **INCOMPLETE**: {len(self.sections)}{of} sections written ({so_far}); "
+            "the run is still going or was stopped before its end"
+        )
 
     def to_dict(self) -> dict:
         from gpu.core.provenance import METHODOLOGY_KEY, METHODOLOGY_VERSION
@@ -137,8 +108,6 @@ class CheckReport:
 # --- sections ------------------------------------------------------------------------
 
 
-
-
 def catalog_section(key: str) -> Callable[[CheckContext], Section]:
     """The ``gpu check`` section of one catalog kernel (gpu/catalog/declare.py: ``check_kernel``)."""
 
@@ -150,7 +119,6 @@ def catalog_section(key: str) -> Callable[[CheckContext], Section]:
 
     section.__name__ = f"{key}_section"
     return section
-
 
 
 def methodology_section(ctx: CheckContext) -> Section:

@@ -2,7 +2,7 @@
 
 Without a GPU the CPU baselines run at the user's N while the kernel only runs in the
 simulator. Here the CPU's medians are set beside the committed recorded GPU run at the
-same N, or the nearest recorded N (``gpu.service.recorded_gpu``), and the ratios are
+same N, or the nearest recorded N (``gpu.report.recorded_gpu``), and the ratios are
 said in words. The two sides are always labelled for what they are: "your CPU,
 measured now" and "<device>, recorded <date>". No simulated figure appears here.
 
@@ -18,8 +18,8 @@ from typing import Any
 
 from gpu.core import cpu
 from gpu.core.timing import format_seconds
-from gpu.report.words import times_words
-from gpu.service.recorded_gpu import RecordedGpu, recorded_gpu_at
+from gpu.core.words import times_words
+from gpu.report.recorded_gpu import RecordedGpu, recorded_gpu_at
 from gpu.service.references import ARTICLE, References
 
 YOUR_CPU = "your CPU, measured now"

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from gpu.catalog.base import checked_measures
+from gpu.catalog.checking import CheckContext, Section
+from gpu.catalog.registry import get
+from gpu.catalog.render import summary, to_json
 from gpu.core.backend import BACKEND
-from gpu.experiments.base import checked_measures
-from gpu.experiments.registry import get
-from gpu.report.check import CheckContext, Section
-from gpu.report.render import summary, to_json
 from gpu.service.admission import admit
 
 

@@ -17,9 +17,9 @@ from functools import lru_cache
 from pathlib import Path
 
 import gpu
+from gpu.catalog.registry import FACES
 from gpu.core.compiler import CompileRequest
 from gpu.core.launch_spec import Launch
-from gpu.experiments.registry import FACES
 
 # Modules never to import while searching: the CLI entry point and the compile worker
 # (which switches numba to the real backend when imported).

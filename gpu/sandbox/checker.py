@@ -23,6 +23,8 @@ import ast
 import math
 from dataclasses import dataclass
 
+from gpu.problems.base import Refusal  # a problem's launch rules refuse with it too
+
 MAX_SOURCE_BYTES = 20_000  # a kernel file is a few hundred lines at most
 # A block's shared memory is at most 48 KiB without opting in (and 227 KiB on an H100 with it); a
 # thread's local array this size already spills. Larger shapes are mistakes, and in the simulator
@@ -73,21 +75,6 @@ NODE_WORDS = {ast.Import: "an import inside a function", ast.ImportFrom: "an imp
               ast.Yield: "yield", ast.Await: "await", ast.NamedExpr: "an assignment expression (:=)",
               ast.Starred: "a starred expression", ast.AsyncFunctionDef: "an async function"}
 
-
-@dataclass(frozen=True)
-class Refusal(Exception):
-    """Why a source was refused: the rule broken, the line (1-based; 0 for the whole file), in words."""
-
-    rule: str
-    line: int
-    message: str
-
-    def __str__(self) -> str:
-        where = f"line {self.line}: " if self.line else ""
-        return f"refused ({self.rule}): {where}{self.message}"
-
-    def to_dict(self) -> dict:
-        return {"rule": self.rule, "line": self.line, "message": self.message}
 
 
 @dataclass(frozen=True)

@@ -108,7 +108,7 @@ def analysis(problem, request: dict) -> dict:
         result["compile_facts"], result["note"], result["status"] = facts, note, status
     if request.get("trace"):
         lower_address_space(int(request.get("address_space_bytes") or 0))
-        from gpu.trace.submission_child import trace_checked
+        from gpu.sandbox.trace_child import trace_checked
 
         try:
             result["trace"] = trace_checked(problem, source, int(request["seed"]), request.get("trace_test"))

@@ -77,6 +77,19 @@ def trace_json(report) -> dict | None:
             "findings": findings, "error": report.error}
 
 
+def trace_file(path: str, problem: str, as_json: bool, test: str | None = None) -> int:
+    """``gpu trace FILE --problem P``: a learner's file, read (capped, UTF-8), checked by the
+    sandbox's checker, traced in its sandboxed child."""
+    from gpu.sandbox.trace_submission import trace_submission
+    from gpu.trace.cli import emit
+
+    source = read_kernel_file(path)  # a regular file, capped, UTF-8: else InputError (exit 2)
+    report = trace_submission(problem, source, test=test)
+    if isinstance(report, str):  # refused by the checker, or stopped by the sandbox's limits
+        raise InputError(f"{path}: {report}")
+    return emit(report, as_json)
+
+
 def cmd_problems(args: argparse.Namespace) -> int:
     from gpu.problems import problems
 

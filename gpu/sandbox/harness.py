@@ -17,6 +17,7 @@ import numpy as np
 
 from gpu.problems.base import Case, Problem
 from gpu.sandbox.checker import Refusal
+from gpu.sandbox.loader import solution_kernel
 from gpu.sandbox.verdict import Verdict, mismatch_text
 
 GPU_SAMPLES = 20  # timed runs of the performance size, each after a fresh sentinel fill
@@ -249,7 +250,7 @@ def judge(problem: Problem, source: str, seed: int) -> Verdict:
         if not BACKEND.simulated:  # the lab's kernel, timed before the learner's code is even loaded
             ref_launch = problem.solution.launch or (lambda s: problem.launch(s, problem.threads))
             timed = time_case(
-                problem, problem.solution.kernel(problem.kernel_name), problem.perf["gpu"], seed, ref_launch
+                problem, solution_kernel(problem.solution, problem.kernel_name), problem.perf["gpu"], seed, ref_launch
             )
             reference_time = timed["stats"].median_s if "stats" in timed else None
         try:

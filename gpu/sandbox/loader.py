@@ -133,4 +133,16 @@ def load_kernel(source: str, kernel_name: str, n_args: int | None = None):
     return load_module(source, kernel_name, n_args)[kernel_name]
 
 
-__all__ = ["learner_line", "load_kernel", "load_module", "namespace"]
+
+def solution_kernel(solution, kernel_name: str):
+    """A problem's reference solution (``gpu.problems.base.Solution``) as a dispatcher: the lab's
+    own kernel where the solution names a module, else its source compiled through the same
+    checker and restricted exec as a learner's."""
+    if solution.module:
+        import importlib
+
+        return getattr(importlib.import_module(solution.module), solution.name)
+    return load_kernel(solution.source, kernel_name)
+
+
+__all__ = ["learner_line", "load_kernel", "load_module", "namespace", "solution_kernel"]

@@ -113,7 +113,7 @@ def submit(
     problem = get(problem_key)
     admit_problem(problem, BACKEND.simulated)
     if trace and trace_test is not None:
-        from gpu.trace.submission_child import test_case
+        from gpu.sandbox.trace_child import test_case
 
         test_case(problem, trace_test)  # InputError naming the problem's tests, before anything runs
     if lock is None:
@@ -125,7 +125,7 @@ def submit(
     want_facts = facts and BACKEND.simulated  # on a GPU the timing says more
     report = None
     if verdict.status in ("passed", "wrong") and (want_facts or trace):
-        from gpu.trace.submission import report_from
+        from gpu.sandbox.trace_submission import report_from
 
         # NVVM and the trace's simulator are CPU work: they queue again, behind the judges waiting now
         again = (

@@ -26,7 +26,7 @@ from gpu.core.backend import BACKEND
 from gpu.core.limits import ENV_MAX_WORK, AdmissionConfig, InputError, load_config
 
 if TYPE_CHECKING:
-    from gpu.experiments.base import Experiment, Progress
+    from gpu.catalog.base import Experiment, Progress
 
 def admit(experiment: Experiment, params: Mapping[str, Any], config: AdmissionConfig | None = None) -> int:
     """Refuse a run of ``experiment`` whose work is over the budget, before it queues.
@@ -52,7 +52,7 @@ def admit_and_run(name: str, raw_params: Mapping[str, Any], progress: Progress |
     Only plain parameters cross this boundary, never code. Raises InputError for bad
     parameters or a run over the admission limits, before any work starts.
     """
-    from gpu.experiments.registry import get
+    from gpu.catalog.registry import get
 
     experiment = get(name)
     params = experiment.parse(raw_params, BACKEND.simulated)

@@ -11,7 +11,7 @@ The sections come from the declarations (``Experiment.check``: ``CheckSection`` 
 that names no validator is read by the generic one (``generic_section``), and
 ``history_records`` turns a valid file into History records through each section's
 ``records`` hook. The validators and records of the sections older than that reader
-(vector add, scaling, launch, transfers) are in gpu/service/check_sections.py.
+(vector add, scaling, launch, transfers) are in each folder's readback.py (gpu/experiments/<name>/).
 
 Both readers of check files use it: the importer (gpu/service/importer.py, uploads into
 History) and the committed reference runs (gpu/service/references.py); each then
@@ -243,7 +243,7 @@ def _policy(value: Any, path: str) -> None:
 
 
 # The sections older than the generic reader (vector add, scaling, launch, transfers) have
-# validators and records hooks of their own, in gpu/service/check_sections.py, named by
+# validators and records hooks of their own, in gpu/experiments/<name>/readback.py, named by
 # their declarations.
 
 
@@ -300,7 +300,7 @@ CHECK_OWN_SECTIONS = ("methodology",)
 
 def declared_sections() -> dict[str, Any]:
     """Every section key a check file may hold -> its ``CheckSection`` (None: the check's own)."""
-    from gpu.experiments.registry import check_sections
+    from gpu.catalog.registry import check_sections
 
     return {
         **{key: section for key, (_experiment, section) in check_sections().items()},
@@ -328,7 +328,7 @@ def _section(key: str, value: Any, declared: Any) -> None:
         return
     generic_section(data, path)
     if declared is not None:  # its runs are filed under its experiment: one that names another is refused
-        from gpu.experiments.registry import aliases, check_sections
+        from gpu.catalog.registry import aliases, check_sections
 
         owner = check_sections()[key][0].key
         names = (owner, *aliases(owner))
@@ -384,6 +384,11 @@ def validate_check(data: Any) -> None:
 # --- into History ---------------------------------------------------------------------
 
 
+def no_records(section: Mapping[str, Any], sections: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """A section that holds no run of its own (correctness; the article, kept in the breakdown's row)."""
+    return []
+
+
 def section_records(data: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
     """(experiment key, result dict) of every run a validated check holds, by the declarations' order.
 
@@ -391,7 +396,7 @@ def section_records(data: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any
     ``run`` and ``runs``); a row that names no experiment is filed under the declaring one.
     Failed sections (an ``error``) and the check's own sections hold none.
     """
-    from gpu.experiments.registry import check_sections
+    from gpu.catalog.registry import check_sections
 
     sections = data["sections"]
     out: list[tuple[str, Mapping[str, Any]]] = []

@@ -75,8 +75,8 @@ class GpuWorker:
 
     def __init__(self, warm: bool = True):
         import gpu  # noqa: F401  (decides the backend before numba.cuda is imported)
+        from gpu.catalog import registry
         from gpu.core.device import device_info
-        from gpu.experiments import registry
         from gpu.service.devicelock import FileFifoLock, node_lock_dir, usable_dir
 
         registry.experiments()  # import every declaration once
@@ -182,7 +182,7 @@ class GpuWorker:
         Returns {"result": the frozen result, "arrived"/"started"/"ended": time.time()
         seconds}, or {"cancelled": True} when the run left the queue before its turn.
         """
-        from gpu.experiments import registry
+        from gpu.catalog import registry
 
         arrived = time.time()
         with self._cond:

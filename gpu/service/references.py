@@ -23,7 +23,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from gpu.experiments.registry import experiments
+from gpu.catalog.registry import experiments
+from gpu.core.l2 import recorded_l2_bytes
 
 ROOT = Path(__file__).resolve().parents[2]
 BENCHMARKS_DIR = ROOT / "benchmarks"
@@ -183,270 +184,6 @@ class PublishedFigures:
 ARTICLE = PublishedFigures()
 
 
-# --- rebuilding results from a check file ----------------------------------------------------
-
-
-def _stats(d: Mapping[str, Any]):
-    from gpu.core.timing import Stats
-
-    # retries and held travel with the samples (older files have neither: 0 and None)
-    return Stats(tuple(float(s) for s in d["samples_s"]), int(d.get("retries") or 0), d.get("held"))
-
-
-# The L2 size a device reports (device attribute L2_CACHE_SIZE), for recorded runs made
-# before runs stored it (benchmarks/h200*): without it their cache-warm points — 2^21
-# elements at 2,902 GB/s, 103% of the device copy — were drawn as beyond the L2. An
-# H200 (GH100) reports 52,428,800 bytes (50 MiB), as an H100 does. Used only when a
-# recorded run has no ``l2_bytes`` of its own, and said so where it is used.
-RECORDED_DEVICE_L2_BYTES = {"NVIDIA H200": 50 * 2**20}
-
-
-def recorded_l2_bytes(d: Mapping[str, Any]) -> int | None:
-    """A recorded result's L2 size: its own ``l2_bytes``, else the size its device reports."""
-    if d.get("l2_bytes"):
-        return int(d["l2_bytes"])
-    return RECORDED_DEVICE_L2_BYTES.get(str((d.get("device") or {}).get("name") or ""))
-
-
-def _policy(d: Mapping[str, Any]):
-    from gpu.core.timing import RepeatPolicy
-
-    return RepeatPolicy(**{k: d[k] for k in ("n_repeat", "warmup", "budget_s", "max_noise", "min_samples") if k in d})
-
-
-def _device(d: Mapping[str, Any]):
-    from dataclasses import fields
-
-    from gpu.core.device import DeviceInfo
-
-    known = {f.name for f in fields(DeviceInfo)}
-    values = {k: v for k, v in d.items() if k in known}
-    values["notes"] = tuple(values.get("notes") or ())
-    return DeviceInfo(**values)
-
-
-def _agreement(d: Mapping[str, Any]):
-    from gpu.core.agreement import BitAgreement as Agreement
-
-    return Agreement(
-        str(d["implementation"]), int(d["n"]), int(d["identical"]), float(d["max_abs_diff"] or 0.0), bool(d["allclose"])
-    )
-
-
-def rebuild_vector_add(d: Mapping[str, Any]):
-    """A VectorAddRun from its to_dict() (as saved in check.json or History)."""
-    from gpu.experiments.vector_add.experiment import VectorAddRun
-    from gpu.kernels.vector_add_timing import CpuTiming
-
-    cpu = {}
-    for name, t in d["cpu"].items():
-        if "skipped" in t:
-            cpu[name] = CpuTiming(name, None, skipped=t["skipped"], estimate_s=t.get("estimate_s"))
-        else:
-            cpu[name] = CpuTiming(name, _stats(t), compile_s=float(t.get("compile_s") or 0.0))
-    return VectorAddRun(
-        n=int(d["n"]),
-        threads_per_block=int(d["threads_per_block"]),
-        blocks_per_grid=int(d["blocks_per_grid"]),
-        backend=str(d["backend"]),
-        device=_device(d["device"]),
-        policy=_policy(d["policy"]),
-        compile_s=float(d["gpu"].get("compile_s") or 0.0),
-        gpu={k: _stats(v) for k, v in d["gpu"]["phases"].items()},
-        cpu=cpu,
-        agreement={k: _agreement(v) for k, v in d["agreement"].items()},
-        warnings=tuple(d.get("warnings") or ()),
-        seed=int(d.get("seed") or 0),
-        created_at=str(d.get("created_at") or ""),
-        telemetry=d.get("telemetry"),
-    )
-
-
-def rebuild_sweep(d: Mapping[str, Any]):
-    """A SweepRun from its to_dict()."""
-    from gpu.core.peaks import Limit, Peaks
-    from gpu.experiments.scaling.config import SweepConfig
-    from gpu.experiments.scaling.result import SweepPoint, SweepRun
-
-    c = d["config"]
-    config = SweepConfig(
-        min_n=int(c["min_n"]),
-        max_n=int(c["max_n"]),
-        spacing=c["spacing"],
-        impls=tuple(c.get("impls") or ()),
-        threads_per_block=int(c.get("threads_per_block") or 256),
-        policy=_policy(c["policy"]),
-        python_budget_s=float(c.get("python_budget_s") or 0.0),
-        max_wall_s=c.get("max_wall_s"),
-        seed=int(c.get("seed") or 0),
-        descending=bool(c.get("descending")),
-        # "l2" is absent from runs recorded before the flush existed: their L2 was warm
-        warm_l2=c.get("l2", "warm") == "warm",
-    )
-    points = tuple(
-        SweepPoint(
-            int(p["n"]),
-            p["series"],
-            _stats(p["stats"]) if p.get("stats") else None,
-            p.get("estimate_s"),
-            p.get("error"),
-            p.get("agree"),
-        )
-        for p in d["points"]
-    )
-    peaks = None
-    if d.get("peaks"):
-        pk = d["peaks"]
-        limits = tuple(
-            Limit(
-                key,
-                lim.get("gbps"),
-                lim.get("how") or "",
-                lim.get("nbytes"),
-                _stats(lim["stats"]) if lim.get("stats") else None,
-                lim.get("skipped"),
-            )
-            for key, lim in pk["limits"].items()
-        )
-        peaks = Peaks(
-            limits,
-            pk.get("backend") or d["backend"],
-            _policy(pk["policy"]) if pk.get("policy") else _policy({"n_repeat": 5, "warmup": 1}),
-            pk.get("created_at") or "",
-        )
-    return SweepRun(
-        config=config,
-        points=points,
-        backend=d["backend"],
-        device=_device(d["device"]),
-        compile_s=float(d.get("compile_s") or 0.0),
-        peaks=peaks,
-        skipped=tuple((k, v) for k, v in (d.get("skipped") or {}).items()),
-        stopped=d.get("stopped"),
-        steps_done=int(d.get("steps_done") or 0),
-        steps_planned=int(d.get("steps_planned") or 0),
-        wall_s=float(d.get("wall_s") or 0.0),
-        measuring_s=float(d.get("measuring_s") or 0.0),
-        created_at=str(d.get("created_at") or ""),
-        l2_bytes=recorded_l2_bytes(d),
-        telemetry=d.get("telemetry"),
-    )
-
-
-def rebuild_launch_sweep(d: Mapping[str, Any]):
-    """A LaunchSweepRun from its to_dict()."""
-    from gpu.core.occupancy import Occupancy, SmLimits
-    from gpu.experiments.launch.experiment import LaunchConfigResult, LaunchSweepRun
-
-    configs = []
-    for c in d["configs"]:
-        occ = c.get("occupancy")
-        configs.append(
-            LaunchConfigResult(
-                c["kind"],
-                int(c["threads_per_block"]),
-                int(c["blocks"]),
-                _stats(c["kernel"]),
-                bool(c["agree"]),
-                c.get("sm_multiple"),
-                Occupancy(
-                    int(occ["threads_per_block"]),
-                    int(occ["blocks_per_sm"]),
-                    int(occ["warps_per_sm"]),
-                    int(occ["max_warps_per_sm"]),
-                    occ["source"],
-                    occ.get("limiter"),
-                )
-                if occ
-                else None,
-            )
-        )
-    limits = d.get("sm_limits")
-    return LaunchSweepRun(
-        n=int(d["n"]),
-        backend=d["backend"],
-        device=_device(d["device"]),
-        policy=_policy(d["policy"]),
-        configs=tuple(configs),
-        compile_s=float(d.get("compile_s") or 0.0),
-        sm_count=int(d.get("sm_count") or 1),
-        limits=SmLimits(
-            **{
-                k: limits.get(k)
-                for k in ("max_threads_per_sm", "max_blocks_per_sm", "registers_per_sm", "shared_memory_per_sm")
-            }
-        )
-        if limits
-        else None,
-        warnings=tuple(d.get("warnings") or ()),
-        seed=int(d.get("seed") or 0),
-        created_at=str(d.get("created_at") or ""),
-        l2_bytes=recorded_l2_bytes(d),
-        telemetry=d.get("telemetry"),
-    )
-
-
-def rebuild_bandwidth(d: Mapping[str, Any]):
-    """BandwidthCurves from its to_dict()."""
-    from gpu.experiments.transfers.bandwidth import BandwidthCurves, BandwidthPoint
-
-    points = tuple(
-        BandwidthPoint(p["direction"], p["memory"], int(p["nbytes"]), _stats(p["stats"]), bool(p["pinned_ok"]))
-        for p in d["points"]
-    )
-    return BandwidthCurves(
-        tuple(int(s) for s in d["sizes"]),
-        points,
-        _policy(d["policy"]),
-        d["backend"],
-        _device(d["device"]),
-        tuple(d.get("notes") or ()),
-        str(d.get("created_at") or ""),
-    )
-
-
-def rebuild_strategies(d: Mapping[str, Any]):
-    """A StrategyComparison from its to_dict()."""
-    from gpu.core.timeline import Interval
-    from gpu.experiments.transfers.experiment import StrategyComparison, StrategyRun
-
-    strategies = {
-        key: StrategyRun(
-            key,
-            s["host_memory"],
-            {p: _stats(v) for p, v in s["phases"].items()},
-            _stats(s["total"]),
-            _agreement(s["agreement"]),
-            int(s.get("iterations") or 1),
-            tuple(s.get("notes") or ()),
-        )
-        for key, s in d["strategies"].items()
-    }
-    intervals = tuple(
-        Interval(iv["run"], int(iv["chunk"]), int(iv["stream"]), iv["phase"], float(iv["start_s"]), float(iv["end_s"]))
-        for iv in d.get("timeline") or ()
-    )
-    return StrategyComparison(
-        n=int(d["n"]),
-        threads_per_block=int(d["threads_per_block"]),
-        chunks=int(d["chunks"]),
-        streams=int(d["streams"]),
-        iterations=int(d["iterations"]),
-        policy=_policy(d["policy"]),
-        backend=d["backend"],
-        device=_device(d["device"]),
-        strategies=strategies,
-        skipped=dict(d.get("skipped") or {}),
-        intervals=intervals,
-        capabilities=dict(d.get("capabilities") or {}),
-        compile_s=float(d.get("compile_s") or 0.0),
-        seed=int(d.get("seed") or 0),
-        notes=tuple(d.get("notes") or ()),
-        created_at=str(d.get("created_at") or ""),
-        telemetry=d.get("telemetry"),
-    )
-
-
 # --- one recorded run -------------------------------------------------------------------------
 
 
@@ -476,7 +213,7 @@ class ReferenceRun:
     @property
     def l2_note(self) -> str | None:
         """Where this run's L2 size came from when the run did not record it."""
-        sweep = self._part("scaling", "run") or {}
+        sweep = self.part("scaling", "run") or {}
         if sweep.get("l2_bytes") or recorded_l2_bytes(sweep) is None:
             return None
         return (f"L2-resident points are marked using the {recorded_l2_bytes(sweep) // 2**20} MiB L2 an "
@@ -497,7 +234,10 @@ class ReferenceRun:
     def title(self) -> str:
         return f"{self.provenance.device}, {self.provenance.when} ({self.key})"
 
-    def _part(self, section: str, *keys: str) -> Mapping[str, Any] | None:
+    def part(self, section: str, *keys: str) -> Mapping[str, Any] | None:
+        """The mapping at ``sections[section][keys...]``, None where the run holds none. Each
+        result type reads its own part: ``SweepRun.recorded(ref)`` is
+        ``SweepRun.from_dict(ref.part("scaling", "run"))`` (gpu/experiments/<name>/)."""
         node: Any = self.sections.get(section)
         for key in keys:
             if not isinstance(node, Mapping):
@@ -505,31 +245,11 @@ class ReferenceRun:
             node = node.get(key)
         return node if isinstance(node, Mapping) else None
 
-    def vector_add(self):
-        d = self._part("breakdown", "run")
-        return rebuild_vector_add(d) if d else None
-
     def article(self) -> Mapping[str, Any] | None:
-        return self._part("article", "article")
-
-    def sweep(self):
-        d = self._part("scaling", "run")
-        return rebuild_sweep(d) if d else None
-
-    def launch_sweep(self):
-        d = self._part("launch", "sweep")
-        return rebuild_launch_sweep(d) if d else None
+        return self.part("article", "article")
 
     def inspector(self) -> Mapping[str, Any] | None:
-        return self._part("launch", "inspector")
-
-    def bandwidth(self):
-        d = self._part("transfers", "bandwidth")
-        return rebuild_bandwidth(d) if d else None
-
-    def strategies(self, size: str = "small"):
-        d = self._part("transfers", "strategies", size)
-        return rebuild_strategies(d) if d else None
+        return self.part("launch", "inspector")
 
     def has(self, experiment: str) -> bool:
         """Whether this run holds a run of ``experiment``: its key or its ``Recorded`` name
@@ -540,17 +260,12 @@ class ReferenceRun:
         return any(key in keys for key, _record in section_records(self.data))
 
     def rebuild_all(self) -> None:
-        """Rebuild every section present (raises if one cannot be): the sections read by the
-        methods above, and each run of a generically read section through its experiment's
-        ``result_type.from_dict`` where the result type offers one."""
-        (
-            self.vector_add(),
-            self.sweep(),
-            self.launch_sweep(),
-            self.bandwidth(),
-            self.strategies("small"),
-            self.strategies("large"),
-        )
+        """Rebuild every section present (raises if one cannot be): what each experiment's
+        page draws (its ``Recorded.read``), and each run of a generically read section through
+        its experiment's ``result_type.from_dict`` where the result type offers one."""
+        for experiment in experiments():
+            if experiment.recorded is not None and experiment.recorded.read is not None:
+                experiment.recorded.read.resolve()(self)
         from gpu.service.check_schema import declared_sections, section_records
 
         generic = {s.key for s in declared_sections().values() if s is not None and s.validate is None}
@@ -631,14 +346,7 @@ __all__ = [
     "PublishedFigures",
     "ReferenceRun",
     "References",
-    "RECORDED_DEVICE_L2_BYTES",
     "load_reference",
     "load_references",
     "readable_time",
-    "recorded_l2_bytes",
-    "rebuild_bandwidth",
-    "rebuild_launch_sweep",
-    "rebuild_strategies",
-    "rebuild_sweep",
-    "rebuild_vector_add",
 ]

@@ -7,12 +7,13 @@ on the source, the sandbox's limits), 3 when the lab itself failed (``gpu.__main
 one line, never a traceback; never 1, which means a finding). A lab
 kernel is traced in this process when it runs the simulator (else in a child that
 does); a learner's file (with ``--problem``) only after the write-a-kernel checker
-passed it, in that sandbox's child process (``gpu.trace.submission``).
+passed it, in that sandbox's child process (``gpu.sandbox.trace_submission``).
 """
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
 
 from gpu.core.jsonout import print_json
@@ -20,8 +21,12 @@ from gpu.core.limits import InputError
 from gpu.trace import MAX_TRACE_WORK
 
 
-def add_trace_command(sub) -> None:
-    """Register the ``trace`` subcommand on the CLI's subparsers."""
+def add_trace_command(sub, trace_file: Callable[[str, str, bool, str | None], int] | None = None) -> None:
+    """Register the ``trace`` subcommand on the CLI's subparsers.
+
+    ``trace_file(path, problem, as_json, test)`` traces a learner's file: the sandbox's
+    (gpu/sandbox/cli.py), handed in by the CLI so the trace, which the sandbox uses, never
+    imports it."""
     p = sub.add_parser(
         "trace",
         help="record every memory access of a kernel in the simulator: races, out-of-bounds, "
@@ -51,7 +56,7 @@ def add_trace_command(sub) -> None:
     )
     p.add_argument("--list", action="store_true", help="list the lab's kernels and exit")
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.set_defaults(func=cmd_trace)
+    p.set_defaults(func=cmd_trace, trace_file=trace_file)
 
 
 def cmd_trace(args: argparse.Namespace) -> int:
@@ -78,7 +83,9 @@ def cmd_trace(args: argparse.Namespace) -> int:
                 "--n goes with a lab kernel; a learner's file is traced at one of its problem's test sizes "
                 "(choose it with --test NAME)"
             )
-        return _trace_file(target, args.problem, args.json, args.test)
+        if args.trace_file is None:
+            raise InputError("tracing a learner's file needs the sandbox, which this command was built without")
+        return args.trace_file(target, args.problem, args.json, args.test)
     if args.problem:
         raise InputError("--problem goes with a .py file; a lab kernel has its own inputs")
     if args.test is not None:
@@ -93,24 +100,12 @@ def cmd_trace(args: argparse.Namespace) -> int:
         report = run_in_child([(target, n)])[0]
         if isinstance(report, str):
             raise InputError(report)
-    return _emit(report, args.json)
+    return emit(report, args.json)
 
 
-def _emit(report, as_json: bool) -> int:
+def emit(report, as_json: bool) -> int:
     if as_json:
         print_json(report.to_dict())
     else:
         print(report)
     return 1 if report.problems else 0
-
-
-def _trace_file(path: str, problem: str, as_json: bool, test: str | None = None) -> int:
-    """A learner's file: read (capped, UTF-8), checked by the sandbox's checker, traced in its sandboxed child."""
-    from gpu.sandbox.cli import read_kernel_file
-    from gpu.trace.submission import trace_submission
-
-    source = read_kernel_file(path)  # a regular file, capped, UTF-8: else InputError (exit 2)
-    report = trace_submission(problem, source, test=test)
-    if isinstance(report, str):  # refused by the checker, or stopped by the sandbox's limits
-        raise InputError(f"{path}: {report}")
-    return _emit(report, as_json)

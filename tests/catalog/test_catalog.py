@@ -9,6 +9,7 @@ from numba import float32, uint32
 
 import gpu
 from gpu.catalog.declare import FLOPS_PER_ELEMENT_PASS, KERNELS, kernel_module, step_sources
+from gpu.catalog.registry import get
 from gpu.catalog.steps import run_kernel
 from gpu.core.backend import cuda
 from gpu.core.limits import InputError, load_config
@@ -16,7 +17,6 @@ from gpu.core.timing import RepeatPolicy
 from gpu.experiments.histogram import experiment as histogram
 from gpu.experiments.matmul import experiment as matmul
 from gpu.experiments.reduction import experiment as reduction
-from gpu.experiments.registry import get
 from gpu.experiments.stencil import experiment as stencil
 from gpu.experiments.transpose import experiment as transpose
 from gpu.service.admission import admit

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from gpu.experiments import registry
+from gpu.catalog import registry
 
 ROOT = Path(__file__).resolve().parents[2]
 EXPERIMENTS = ROOT / "gpu" / "experiments"
@@ -22,8 +22,10 @@ REPORT = ("gpu.report", "gpu.service")
 FACES: dict[str, tuple[str, ...] | None] = {  # registry.FACES
     "report": REPORT,
     "check": REPORT,
+    "readback": ("gpu.service.check_schema",),  # a check file's section, read back with the schema's field checkers
     "charts": (*REPORT, "altair", "ui."),
     "view": None,
+    "home": ("gpu.service.references",),  # Home's headline: the recorded run, no Streamlit
 }
 NEVER_IN_THE_ENGINE = ("streamlit", "altair", "ui", "gpu.service", "gpu.report", "gpu.trace", "gpu.sandbox")
 
@@ -46,9 +48,9 @@ def _imports(path: Path) -> set[str]:
     return names
 
 
-def test_gpu_experiments_holds_only_experiment_folders_beside_the_declaration():
+def test_gpu_experiments_holds_only_experiment_folders():
     loose = sorted(p.name for p in EXPERIMENTS.glob("*.py"))
-    assert loose == ["__init__.py", "base.py", "registry.py"], "an experiment is a folder; machinery goes below"
+    assert loose == ["__init__.py"], "an experiment is a folder; machinery goes below (gpu/catalog/)"
     assert [p.name for p in _folders()] == [f.rsplit(".", 1)[1] for f in registry.slices()]
 
 

@@ -22,8 +22,8 @@ from typing import Any
 import altair as alt
 import pandas as pd
 
-from gpu.experiments.base import Experiment, checked_samples
-from gpu.experiments.registry import aliases, experiments, history_columns
+from gpu.catalog.base import Experiment, checked_samples
+from gpu.catalog.registry import aliases, experiments, history_columns
 from gpu.service.store import RunRecord
 from ui.charts.common import COLORS, MEASURE_LABELS, log_axis
 

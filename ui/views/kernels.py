@@ -13,7 +13,7 @@ from gpu.catalog.step_result import KIND_LABELS, KernelRun
 from gpu.catalog.steps import KernelSpec
 from gpu.core.backend import BACKEND
 from gpu.core.timing import format_factor, format_seconds
-from gpu.report.words import format_gbps
+from gpu.core.words import format_gbps
 from ui import glossary
 from ui.charts import kernels as charts
 from ui.telemetry_note import show_telemetry
@@ -113,7 +113,7 @@ def show_simulator_facts(run: KernelRun) -> None:
     Times from the simulator are Python running one thread at a time: they stay in the
     chart and table below, tagged, and are never a headline.
     """
-    from gpu.experiments.transfers.bandwidth import format_bytes
+    from gpu.core.words import format_bytes
 
     checked = [r for r in run.results if r.agreement is not None]
     steps = [r for r in run.results if r.kind == "step"]
@@ -309,7 +309,7 @@ def show_sources(spec: KernelSpec) -> None:
 
     Each step's block is sized by the run shown (else the form's defaults here), so the
     compiler's occupancy is the one that run used, not the LAUNCHES default."""
-    from gpu.experiments.registry import get
+    from gpu.catalog.registry import get
 
     shown = latest(spec.key)
     params = shown.params if shown is not None else get(spec.key).defaults(BACKEND.simulated)

@@ -7,13 +7,13 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from gpu.catalog.base import Param, PerBackend
 from gpu.catalog.declare import Target, declare, parse_count, ratio
 from gpu.catalog.steps import CpuImpl, KernelSpec, Library, Output, Step
 from gpu.core.agreement import ExactReference
 from gpu.core.backend import BACKEND
 from gpu.core.device import device_info
 from gpu.core.limits import InputError
-from gpu.experiments.base import Param, PerBackend
 from gpu.experiments.histogram import kernels as k
 from gpu.experiments.reduction.experiment import parse_threads
 from gpu.kernels.geometry import blocks_for, kernel_resident_blocks

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from gpu.catalog.checking import CheckContext, Section
 from gpu.core.timing import RepeatPolicy, format_seconds
-from gpu.report.check import CheckContext, Section
 
 LAUNCH_SWEEP_N = 2**26  # 805 MB moved per kernel: well past every cache, so memory bound
 INDEXING_CASES = ((1, 32), (31, 32), (33, 32), (257, 32), (257, 100), (257, 256), (1000, 1024))
@@ -11,11 +11,11 @@ INDEXING_CASES = ((1, 32), (31, 32), (33, 32), (257, 32), (257, 100), (257, 256)
 
 def launch_section(ctx: CheckContext) -> Section:
     """Block-size sweep at a large N, the indexing probe at awkward sizes, and the inspector."""
-    from gpu.core.inspect import inspect_vector_add
+    from gpu.catalog.render import to_json
     from gpu.experiments.launch.experiment import run_launch_sweep
     from gpu.experiments.launch.indexing import run_indexing
     from gpu.experiments.launch.report import explanation
-    from gpu.report.render import to_json
+    from gpu.kernels.inspect import inspect_vector_add
 
     # the probe against NumPy's index arithmetic, one thread per element and grid-stride
     cases = INDEXING_CASES[:4] if ctx.quick else INDEXING_CASES

@@ -8,17 +8,20 @@ effective bandwidth and the occupancy the device allows.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
+from gpu.catalog.base import CheckSection, Experiment, Hook, PageLink, Param, PerBackend, Progress, Recorded
+from gpu.catalog.registry import register
 from gpu.core import estimates
 from gpu.core.arrays import vector_inputs
 from gpu.core.backend import BACKEND, cuda
 from gpu.core.device import DeviceInfo, device_info
 from gpu.core.kernel_timing import time_on_device
-from gpu.core.l2 import fits_in_l2, flush_problem, l2_cache_bytes
+from gpu.core.l2 import fits_in_l2, flush_problem, l2_cache_bytes, recorded_l2_bytes
 from gpu.core.limits import (
     InputError,
     check_n,
@@ -35,8 +38,6 @@ from gpu.core.timing import (
     Stats,
     utc_timestamp,
 )
-from gpu.experiments.base import CheckSection, Experiment, Hook, PageLink, Param, PerBackend, Progress, Recorded
-from gpu.experiments.registry import register
 from gpu.kernels.geometry import blocks_for
 from gpu.kernels.vector_add import (
     VECTOR_ADD_SIGNATURE,
@@ -183,6 +184,57 @@ class LaunchSweepRun:
         frame["n"] = self.n
         frame["backend"] = self.backend
         return frame
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> LaunchSweepRun:
+        """The inverse of ``to_dict`` (check.json, History, downloads)."""
+        configs = []
+        for c in d["configs"]:
+            occ = c.get("occupancy")
+            configs.append(
+                LaunchConfigResult(
+                    c["kind"],
+                    int(c["threads_per_block"]),
+                    int(c["blocks"]),
+                    Stats.from_dict(c["kernel"]),
+                    bool(c["agree"]),
+                    c.get("sm_multiple"),
+                    Occupancy(
+                        int(occ["threads_per_block"]),
+                        int(occ["blocks_per_sm"]),
+                        int(occ["warps_per_sm"]),
+                        int(occ["max_warps_per_sm"]),
+                        occ["source"],
+                        occ.get("limiter"),
+                    )
+                    if occ
+                    else None,
+                )
+            )
+        limits = d.get("sm_limits")
+        fields = ("max_threads_per_sm", "max_blocks_per_sm", "registers_per_sm", "shared_memory_per_sm")
+        return cls(
+            n=int(d["n"]),
+            backend=d["backend"],
+            device=DeviceInfo.from_dict(d["device"]),
+            policy=RepeatPolicy.from_dict(d["policy"]),
+            configs=tuple(configs),
+            compile_s=float(d.get("compile_s") or 0.0),
+            sm_count=int(d.get("sm_count") or 1),
+            limits=SmLimits(**{k: limits.get(k) for k in fields}) if limits else None,
+            warnings=tuple(d.get("warnings") or ()),
+            seed=int(d.get("seed") or 0),
+            created_at=str(d.get("created_at") or ""),
+            l2_bytes=recorded_l2_bytes(d),
+            telemetry=d.get("telemetry"),
+        )
+
+    @classmethod
+    def recorded(cls, ref: Any) -> LaunchSweepRun | None:
+        """This experiment's block-size sweep in a committed check (``ref``: a ``ReferenceRun`` of
+        gpu/service/references.py, read through its ``part``), None when the run holds none."""
+        d = ref.part("launch", "sweep")
+        return cls.from_dict(d) if d else None
 
     def to_dict(self) -> dict:
         return {
@@ -371,6 +423,12 @@ LAUNCH_PAGE = PageLink(
     "pages/3_Launch_config.py",
 )
 
+def read_recorded(ref) -> tuple:
+    """Every result this experiment's "On a real GPU" panel draws from a committed run
+    (``Recorded.read``): raises if one cannot be rebuilt."""
+    return (LaunchSweepRun.recorded(ref),)
+
+
 LAUNCH_SWEEP = register(
     Experiment(
         key="launch-sweep",
@@ -438,11 +496,15 @@ LAUNCH_SWEEP = register(
             CheckSection(
                 "launch",
                 Hook("gpu.experiments.launch.check:launch_section"),
-                Hook("gpu.service.check_sections:launch_section"),
-                Hook("gpu.service.check_sections:launch_records"),
+                Hook("gpu.experiments.launch.readback:launch_section"),
+                Hook("gpu.experiments.launch.readback:launch_records"),
             ),
         ),
-        recorded=Recorded("launch", Hook("gpu.experiments.launch.view:recorded")),
+        recorded=Recorded(
+            "launch",
+            Hook("gpu.experiments.launch.view:recorded"),
+            Hook("gpu.experiments.launch.experiment:read_recorded"),
+        ),
         uses_cpu=BACKEND.simulated,
     )
 )

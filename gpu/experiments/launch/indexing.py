@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from gpu.catalog.base import Experiment, Param, Progress
+from gpu.catalog.registry import register
 from gpu.core import estimates
 from gpu.core.arrays import vector_inputs
 from gpu.core.backend import BACKEND, cuda
@@ -29,9 +31,7 @@ from gpu.core.limits import (
     threads_per_block_warnings,
 )
 from gpu.core.timing import utc_timestamp
-from gpu.experiments.base import Experiment, Param, Progress
 from gpu.experiments.launch.experiment import LAUNCH_PAGE
-from gpu.experiments.registry import register
 from gpu.kernels.geometry import blocks_for
 from gpu.kernels.vector_add import (
     PROBE_FIELDS,

@@ -37,6 +37,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from gpu.catalog.base import Experiment, Param
+from gpu.catalog.registry import register
 from gpu.core import estimates
 from gpu.core.backend import BACKEND, cuda
 from gpu.core.device import DeviceInfo, device_info
@@ -51,9 +53,7 @@ from gpu.core.timing import (
     format_seconds,
     utc_timestamp,
 )
-from gpu.experiments.base import Experiment, Param
 from gpu.experiments.launch.experiment import LAUNCH_PAGE
-from gpu.experiments.registry import register
 
 PATHS = {
     "numba-article": "Numba: kernel[grid, block, stream]() per launch (as the article)",

@@ -4,8 +4,8 @@ and its terminal summary. Prose lives here, not in the result (gpu/experiments/l
 from __future__ import annotations
 
 from gpu.core.timing import format_seconds
+from gpu.core.words import factor_text, few_samples
 from gpu.experiments.launch.experiment import KIND_ONE_PER_ELEMENT, LaunchSweepRun
-from gpu.report.words import factor_text, few_samples
 
 
 def explanation(run: LaunchSweepRun) -> str:
@@ -101,7 +101,7 @@ def summary(run: LaunchSweepRun) -> str:
     return "\n".join(lines)
 
 
-# What gpu/report/render.py uses for these results (named by the launch-sweep declaration's ``report``).
+# What gpu/catalog/render.py uses for these results (named by the launch-sweep declaration's ``report``).
 SUMMARIES = {LaunchSweepRun: summary}
 PROSE = {LaunchSweepRun: lambda run: {"explanation": explanation(run)}}
 

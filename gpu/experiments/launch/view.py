@@ -7,13 +7,13 @@ import json
 import pandas as pd
 import streamlit as st
 
-from gpu.core.inspect import KERNELS, KernelInspection, inspect_kernel
+from gpu.catalog.render import to_json
 from gpu.core.timing import format_seconds
 from gpu.experiments.launch import charts as launch_charts
 from gpu.experiments.launch.experiment import KIND_ONE_PER_ELEMENT, LaunchSweepRun
 from gpu.experiments.launch.indexing import DRAW_LIMIT_THREADS, IndexingRun
 from gpu.experiments.launch.report import explanation, launch_sentence
-from gpu.report.render import to_json
+from gpu.kernels.inspect import KERNELS, KernelInspection, inspect_kernel
 from gpu.service.references import ReferenceRun
 from ui import glossary
 from ui.views.compile_facts import show_kernel_facts
@@ -142,7 +142,7 @@ def idle_threads(run: LaunchSweepRun, config) -> int:
 
 def sweep_table(run: LaunchSweepRun, frame: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per configuration: its shape, then its times ("218 ms", "6.1 µs") and bandwidth in units that fit."""
-    from gpu.report.words import format_gbps
+    from gpu.core.words import format_gbps
 
     table = launch_charts.sweep_summary(run.to_frame() if frame is None else frame)
     idle = {c.label: idle_threads(run, c) for c in run.configs}
@@ -405,7 +405,7 @@ def recorded(ref: ReferenceRun) -> None:
     from gpu.experiments.launch import charts as charts
     from gpu.experiments.launch.view import describe_sweep
 
-    run = ref.launch_sweep()
+    run = LaunchSweepRun.recorded(ref)
     glossary.markdown(launch_sentence(run))
     frame = run.to_frame()
     subtitle = f"recorded: {describe_sweep(run)}"

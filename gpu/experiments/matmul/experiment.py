@@ -13,11 +13,11 @@ import os
 import numba
 import numpy as np
 
+from gpu.catalog.base import Param, PerBackend
 from gpu.catalog.declare import Target, declare, parse_side
 from gpu.catalog.steps import CpuImpl, KernelSpec, Library, Output, Step
 from gpu.core.agreement import BoundedReference
 from gpu.core.backend import BACKEND
-from gpu.experiments.base import Param, PerBackend
 from gpu.experiments.matmul import kernels as k
 from gpu.kernels.geometry import grid_2d
 

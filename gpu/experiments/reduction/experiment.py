@@ -12,13 +12,13 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from gpu.catalog.base import Param, PerBackend
 from gpu.catalog.declare import Target, declare, parse_count, ratio
 from gpu.catalog.steps import CpuImpl, KernelSpec, Library, Output, Pass, Scalar, Scratch, Step
 from gpu.core.agreement import ExactReference, ExactSumInputs, exact_sum_reference
 from gpu.core.backend import BACKEND
 from gpu.core.device import device_info
 from gpu.core.limits import InputError, parse_int
-from gpu.experiments.base import Param, PerBackend
 from gpu.experiments.reduction import kernels as k
 from gpu.kernels.geometry import blocks_for, kernel_resident_blocks
 

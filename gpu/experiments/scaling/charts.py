@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import altair as alt
 import pandas as pd
 
-from gpu.report.words import format_gbps
+from gpu.core.words import format_gbps
 from ui.charts.common import color_scale, log_axis, n_axis
 
 TIME_SERIES = (

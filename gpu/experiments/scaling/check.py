@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from gpu.catalog.checking import CheckContext, Section
+from gpu.catalog.render import to_json
 from gpu.core import reference
 from gpu.core.backend import BACKEND
 from gpu.core.limits import (
@@ -17,8 +19,6 @@ from gpu.experiments.scaling.config import DEFAULT_MIN_N, IMPL_LABELS, make_conf
 from gpu.experiments.scaling.experiment import run_sweep
 from gpu.experiments.scaling.report import crossover_conditions, crossover_sentences
 from gpu.experiments.scaling.result import SERIES_LABELS, SweepRun
-from gpu.report.check import CheckContext, Section
-from gpu.report.render import to_json
 
 CHECK_MAX_N = 2**30  # the check's ~90 s budget on an H200 ends here (12.9 GB per vector add)
 CHECK_MIN_LARGEST_N = 2**28  # the floor for the largest size, where memory allows

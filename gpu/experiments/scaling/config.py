@@ -4,8 +4,9 @@ a range, the repeat policy, and ``make_config``, which validates all of it befor
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from gpu.core import cpu, reference
 from gpu.core.device import device_info
@@ -107,6 +108,23 @@ class SweepConfig:
     @property
     def steps(self) -> int:
         return sum(self.runs_at(impl, n) for n in self.sizes for impl in self.impls)
+
+    @classmethod
+    def from_dict(cls, c: Mapping[str, Any]) -> SweepConfig:
+        """The inverse of ``to_dict``; a run recorded before the L2 flush has no "l2" (its L2 was warm)."""
+        return cls(
+            min_n=int(c["min_n"]),
+            max_n=int(c["max_n"]),
+            spacing=c["spacing"],
+            impls=tuple(c.get("impls") or ()),
+            threads_per_block=int(c.get("threads_per_block") or 256),
+            policy=RepeatPolicy.from_dict(c["policy"]),
+            python_budget_s=float(c.get("python_budget_s") or 0.0),
+            max_wall_s=c.get("max_wall_s"),
+            seed=int(c.get("seed") or 0),
+            descending=bool(c.get("descending")),
+            warm_l2=c.get("l2", "warm") == "warm",
+        )
 
     def to_dict(self) -> dict:
         return {

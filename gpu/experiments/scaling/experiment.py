@@ -16,6 +16,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from gpu.catalog.base import CheckSection, Experiment, Hook, PageLink, Param, PerBackend, Progress, Recorded
+from gpu.catalog.registry import register
 from gpu.core import cpu, reference
 from gpu.core.agreement import identical
 from gpu.core.arrays import tiled_vector_inputs
@@ -42,8 +44,6 @@ from gpu.core.limits import (
 from gpu.core.peaks import Peaks, measure_peaks
 from gpu.core.telemetry import TelemetryMonitor
 from gpu.core.timing import Clock
-from gpu.experiments.base import CheckSection, Experiment, Hook, PageLink, Param, PerBackend, Progress, Recorded
-from gpu.experiments.registry import register
 from gpu.experiments.scaling.config import (
     DEFAULT_MIN_N,
     IMPL_LABELS,
@@ -386,6 +386,12 @@ def _measures(run: SweepRun) -> dict[str, float]:
     return out
 
 
+def read_recorded(ref) -> tuple:
+    """Every result this experiment's "On a real GPU" panel draws from a committed run
+    (``Recorded.read``): raises if one cannot be rebuilt."""
+    return (SweepRun.recorded(ref),)
+
+
 EXPERIMENT = register(
     Experiment(
         key="scaling",
@@ -524,11 +530,15 @@ EXPERIMENT = register(
             CheckSection(
                 "scaling",
                 Hook("gpu.experiments.scaling.check:scaling_section"),
-                Hook("gpu.service.check_sections:scaling_section"),
-                Hook("gpu.service.check_sections:scaling_records"),
+                Hook("gpu.experiments.scaling.readback:scaling_section"),
+                Hook("gpu.experiments.scaling.readback:scaling_records"),
             ),
         ),
-        recorded=Recorded("scaling", Hook("gpu.experiments.scaling.view:recorded")),
+        recorded=Recorded(
+            "scaling",
+            Hook("gpu.experiments.scaling.view:recorded"),
+            Hook("gpu.experiments.scaling.experiment:read_recorded"),
+        ),
         csv=True,
         mark_stopped=lambda run, why: replace(run, stopped=why),
     ),

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from gpu.core.telemetry import describe as describe_telemetry
 from gpu.core.timing import format_factor, format_seconds
+from gpu.core.words import format_gbps
 from gpu.experiments.scaling.result import (
     GPU_SERIES,
     SERIES_LABELS,
     Crossover,
     SweepRun,
 )
-from gpu.report.words import format_gbps
 
 
 def crossover_conditions(run: SweepRun) -> str:
@@ -107,7 +107,7 @@ def summary(run: SweepRun) -> str:
     return "\n".join(lines)
 
 
-# What gpu/report/render.py uses for these results (named by the scaling declaration's ``report``).
+# What gpu/catalog/render.py uses for these results (named by the scaling declaration's ``report``).
 SUMMARIES = {SweepRun: summary}
 PROSE = {SweepRun: lambda run: {"crossover_sentences": crossover_sentences(run)}}
 

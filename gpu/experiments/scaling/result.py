@@ -7,12 +7,14 @@ from __future__ import annotations
 import io
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from gpu.core import cpu, series
 from gpu.core.crossover import crossover_band, format_n
 from gpu.core.device import DeviceInfo
-from gpu.core.l2 import fits_in_l2
+from gpu.core.l2 import fits_in_l2, recorded_l2_bytes
 from gpu.core.limits import SIMULATED_THREAD_COST
 from gpu.core.peaks import Peaks
 from gpu.core.timing import (
@@ -436,6 +438,45 @@ class SweepRun:
             for i, s in enumerate(p.stats.samples_s)
         ]
         return pd.DataFrame(rows, columns=["n", "series", "label", "sample", "seconds"])
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> SweepRun:
+        """The inverse of ``to_dict`` (check.json, History, downloads)."""
+        points = tuple(
+            SweepPoint(
+                int(p["n"]),
+                p["series"],
+                Stats.from_dict(p["stats"]) if p.get("stats") else None,
+                p.get("estimate_s"),
+                p.get("error"),
+                p.get("agree"),
+            )
+            for p in d["points"]
+        )
+        return cls(
+            config=SweepConfig.from_dict(d["config"]),
+            points=points,
+            backend=d["backend"],
+            device=DeviceInfo.from_dict(d["device"]),
+            compile_s=float(d.get("compile_s") or 0.0),
+            peaks=Peaks.from_dict(d["peaks"], d["backend"]) if d.get("peaks") else None,
+            skipped=tuple((k, v) for k, v in (d.get("skipped") or {}).items()),
+            stopped=d.get("stopped"),
+            steps_done=int(d.get("steps_done") or 0),
+            steps_planned=int(d.get("steps_planned") or 0),
+            wall_s=float(d.get("wall_s") or 0.0),
+            measuring_s=float(d.get("measuring_s") or 0.0),
+            created_at=str(d.get("created_at") or ""),
+            l2_bytes=recorded_l2_bytes(d),
+            telemetry=d.get("telemetry"),
+        )
+
+    @classmethod
+    def recorded(cls, ref: Any) -> SweepRun | None:
+        """This experiment's Scaling sweep in a committed check (``ref``: a ``ReferenceRun`` of
+        gpu/service/references.py, read through its ``part``), None when the run holds none."""
+        d = ref.part("scaling", "run")
+        return cls.from_dict(d) if d else None
 
     def to_dict(self) -> dict:
         return {

@@ -8,6 +8,7 @@ import json
 import pandas as pd
 import streamlit as st
 
+from gpu.catalog.render import to_json
 from gpu.core.limits import SIMULATED_THREAD_COST, kernel_cap, max_cpu_vector_n
 from gpu.core.timing import ALLOCATION_RULE, format_seconds
 from gpu.experiments.scaling import charts as scaling_charts
@@ -20,7 +21,6 @@ from gpu.experiments.scaling.report import (
     scaling_sentence,
 )
 from gpu.experiments.scaling.result import SweepRun
-from gpu.report.render import to_json
 from gpu.service.references import ReferenceRun
 from ui import glossary
 
@@ -250,7 +250,10 @@ def recorded(ref: ReferenceRun) -> None:
     from gpu.experiments.scaling import charts as charts
     from gpu.experiments.scaling.view import describe
 
-    run = ref.sweep()
+    run = SweepRun.recorded(ref)
+    if run is None:  # the panel asks only runs that hold a sweep (References.best)
+        st.info(f"{ref.title} holds no Scaling sweep.")
+        return
     glossary.markdown(scaling_sentence(run))
     frame = run.to_frame()
     subtitle = f"recorded: {describe(run)}"

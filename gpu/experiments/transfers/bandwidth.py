@@ -9,11 +9,14 @@ NumPy copies: the curves run, their timings mean nothing.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
+from gpu.catalog.base import Experiment, PageLink, Param, PerBackend, Progress
+from gpu.catalog.registry import register
 from gpu.core import estimates
 from gpu.core.backend import BACKEND
 from gpu.core.copies import bandwidth_gbps, bytes_counted, time_copy
@@ -28,8 +31,7 @@ from gpu.core.limits import (
 )
 from gpu.core.series import labels
 from gpu.core.timing import RepeatPolicy, Stats, format_factor, utc_timestamp
-from gpu.experiments.base import Experiment, PageLink, Param, PerBackend, Progress
-from gpu.experiments.registry import register
+from gpu.core.words import format_bytes
 from gpu.kernels.vector_add_timing import BYTES_PER_ELEMENT
 
 KIB = 1024
@@ -42,14 +44,6 @@ SIMULATED_NOTE = (
     "copy and every stream runs one operation after another — so these timings are "
     "meaningless. Results are still checked bit for bit."
 )
-
-
-def format_bytes(nbytes: float) -> str:
-    """Binary units: 4 KiB, 1.5 MiB, 256 MiB, 2 GiB."""
-    for scale, unit in ((GIB, "GiB"), (MIB, "MiB"), (KIB, "KiB")):
-        if nbytes >= scale:
-            return f"{nbytes / scale:.3g} {unit}"
-    return f"{nbytes:.0f} B"
 
 
 # 4 KiB to 256 MiB in steps of 4x: nine sizes spanning the latency-bound and the
@@ -326,6 +320,32 @@ class BandwidthCurves:
         )
         frame["backend"] = self.backend
         return frame
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> BandwidthCurves:
+        """The inverse of ``to_dict`` (check.json, History, downloads)."""
+        points = tuple(
+            BandwidthPoint(
+                p["direction"], p["memory"], int(p["nbytes"]), Stats.from_dict(p["stats"]), bool(p["pinned_ok"])
+            )
+            for p in d["points"]
+        )
+        return cls(
+            tuple(int(s) for s in d["sizes"]),
+            points,
+            RepeatPolicy.from_dict(d["policy"]),
+            d["backend"],
+            DeviceInfo.from_dict(d["device"]),
+            tuple(d.get("notes") or ()),
+            str(d.get("created_at") or ""),
+        )
+
+    @classmethod
+    def recorded(cls, ref: Any) -> BandwidthCurves | None:
+        """This experiment's copy-bandwidth curves in a committed check (``ref``: a ``ReferenceRun`` of
+        gpu/service/references.py, read through its ``part``), None when the run holds none."""
+        d = ref.part("transfers", "bandwidth")
+        return cls.from_dict(d) if d else None
 
     def to_dict(self) -> dict:
         return {

@@ -8,14 +8,16 @@ import time
 
 import numpy as np
 
+from gpu.catalog.base import Progress
+from gpu.catalog.checking import CheckContext, Section
+from gpu.catalog.render import to_json
 from gpu.core.copies import bandwidth_gbps, time_copy
 from gpu.core.timing import RepeatPolicy, Stats, collect, format_factor, format_seconds
-from gpu.experiments.base import Progress
+from gpu.core.words import format_bytes
 from gpu.experiments.transfers.bandwidth import (
     DEFAULT_COPY_SIZES,
     MIB,
     SIMULATOR_COPY_SIZES,
-    format_bytes,
     max_copy_bytes,
     run_bandwidth_curves,
     series_label,
@@ -30,8 +32,6 @@ from gpu.experiments.transfers.experiment import (
 )
 from gpu.experiments.transfers.report import verdict
 from gpu.experiments.transfers.strategy_timing import BREAKDOWN_PHASES
-from gpu.report.check import CheckContext, Section
-from gpu.report.render import to_json
 
 # --- sizes -------------------------------------------------------------------------
 

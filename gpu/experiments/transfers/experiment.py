@@ -13,11 +13,14 @@ timings mean nothing there. Results are still checked exactly.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
+from gpu.catalog.base import CheckSection, Experiment, Hook, Param, PerBackend, Progress, Recorded
+from gpu.catalog.registry import register
 from gpu.core import estimates
 from gpu.core.agreement import BitAgreement, check_bits
 from gpu.core.arrays import vector_inputs
@@ -40,8 +43,6 @@ from gpu.core.timing import (
     Stats,
     utc_timestamp,
 )
-from gpu.experiments.base import CheckSection, Experiment, Hook, Param, PerBackend, Progress, Recorded
-from gpu.experiments.registry import register
 from gpu.experiments.transfers.bandwidth import (
     SIMULATED_NOTE,
     TRANSFERS_PAGE,
@@ -338,6 +339,55 @@ class StrategyComparison:
             columns=["run", "lane", "chunk", "stream", "phase", "start_ms", "end_ms", "duration_ms"],
         )
 
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> StrategyComparison:
+        """The inverse of ``to_dict`` (check.json, History, downloads)."""
+        strategies = {
+            key: StrategyRun(
+                key,
+                s["host_memory"],
+                {p: Stats.from_dict(v) for p, v in s["phases"].items()},
+                Stats.from_dict(s["total"]),
+                BitAgreement.from_dict(s["agreement"]),
+                int(s.get("iterations") or 1),
+                tuple(s.get("notes") or ()),
+            )
+            for key, s in d["strategies"].items()
+        }
+        intervals = tuple(
+            Interval(
+                iv["run"], int(iv["chunk"]), int(iv["stream"]), iv["phase"], float(iv["start_s"]), float(iv["end_s"])
+            )
+            for iv in d.get("timeline") or ()
+        )
+        return cls(
+            n=int(d["n"]),
+            threads_per_block=int(d["threads_per_block"]),
+            chunks=int(d["chunks"]),
+            streams=int(d["streams"]),
+            iterations=int(d["iterations"]),
+            policy=RepeatPolicy.from_dict(d["policy"]),
+            backend=d["backend"],
+            device=DeviceInfo.from_dict(d["device"]),
+            strategies=strategies,
+            skipped=dict(d.get("skipped") or {}),
+            intervals=intervals,
+            capabilities=dict(d.get("capabilities") or {}),
+            compile_s=float(d.get("compile_s") or 0.0),
+            seed=int(d.get("seed") or 0),
+            notes=tuple(d.get("notes") or ()),
+            created_at=str(d.get("created_at") or ""),
+            telemetry=d.get("telemetry"),
+        )
+
+    @classmethod
+    def recorded(cls, ref: Any, size: str = "small") -> StrategyComparison | None:
+        """This experiment's strategies at one size ("small" or "large") in a committed check
+        (``ref``: a ``ReferenceRun`` of gpu/service/references.py, read through its ``part``),
+        None when the run holds none."""
+        d = ref.part("transfers", "strategies", size)
+        return cls.from_dict(d) if d else None
+
     def to_dict(self) -> dict:
         return {
             "experiment": self.experiment,
@@ -590,6 +640,16 @@ def _run_transfers(p, progress) -> TransfersRun:
     return TransfersRun(strategies, curves)
 
 
+def read_recorded(ref) -> tuple:
+    """Every result this experiment's "On a real GPU" panel draws from a committed run
+    (``Recorded.read``): raises if one cannot be rebuilt."""
+    return (
+        BandwidthCurves.recorded(ref),
+        StrategyComparison.recorded(ref, "small"),
+        StrategyComparison.recorded(ref, "large"),
+    )
+
+
 STRATEGIES_EXPERIMENT = register(
     Experiment(
         key="transfers",
@@ -656,10 +716,14 @@ STRATEGIES_EXPERIMENT = register(
             CheckSection(
                 "transfers",
                 Hook("gpu.experiments.transfers.check:transfers_section"),
-                Hook("gpu.service.check_sections:transfers_section"),
-                Hook("gpu.service.check_sections:transfers_records"),
+                Hook("gpu.experiments.transfers.readback:transfers_section"),
+                Hook("gpu.experiments.transfers.readback:transfers_records"),
             ),
         ),
-        recorded=Recorded("transfers", Hook("gpu.experiments.transfers.view:recorded")),
+        recorded=Recorded(
+            "transfers",
+            Hook("gpu.experiments.transfers.view:recorded"),
+            Hook("gpu.experiments.transfers.experiment:read_recorded"),
+        ),
     )
 )

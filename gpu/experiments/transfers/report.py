@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from gpu.core.backend import BACKEND
 from gpu.core.timing import format_factor, format_seconds
+from gpu.core.words import format_gbps
 from gpu.experiments.transfers.experiment import (
     STRATEGIES,
     StrategyComparison,
@@ -12,7 +13,6 @@ from gpu.experiments.transfers.experiment import (
     TransfersRun,
 )
 from gpu.experiments.transfers.strategy_timing import BREAKDOWN_PHASES
-from gpu.report.words import format_gbps
 
 
 def verdict(result: StrategyComparison) -> str:
@@ -105,7 +105,7 @@ def _strategies_prose(result: StrategyComparison) -> dict:
     return {"verdict": verdict(result)}
 
 
-# What gpu/report/render.py uses for these results (named by the transfers declaration's
+# What gpu/catalog/render.py uses for these results (named by the transfers declaration's
 # ``report``); the strategies are also downloaded and checked on their own.
 SUMMARIES = {StrategyComparison: summary, TransfersRun: transfers_summary}
 PROSE = {

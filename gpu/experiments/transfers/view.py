@@ -13,12 +13,13 @@ import pandas as pd
 import streamlit as st
 
 import gpu
+from gpu.catalog.render import to_json
 from gpu.core.timing import ALLOCATION_RULE, format_factor, format_seconds
+from gpu.core.words import format_bytes
 from gpu.experiments.transfers import charts as transfers_charts
 from gpu.experiments.transfers.bandwidth import (
     SIMULATED_NOTE,
     BandwidthCurves,
-    format_bytes,
     max_copy_bytes,
     series_label,
 )
@@ -31,7 +32,6 @@ from gpu.experiments.transfers.experiment import (
     max_transfer_n,
 )
 from gpu.experiments.transfers.report import transfers_sentence, verdict
-from gpu.report.render import to_json
 from gpu.service.references import ReferenceRun
 from ui import glossary
 from ui.telemetry_note import show_telemetry
@@ -314,7 +314,7 @@ def recorded(ref: ReferenceRun) -> None:
     from gpu.experiments.transfers import charts as charts
     from gpu.experiments.transfers.view import describe_bandwidth, describe_strategies
 
-    curves, strategies = ref.bandwidth(), ref.strategies("small")
+    curves, strategies = BandwidthCurves.recorded(ref), StrategyComparison.recorded(ref)
     glossary.markdown(transfers_sentence(curves, strategies))
     if curves is not None:
         st.altair_chart(

@@ -6,11 +6,11 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from gpu.catalog.base import Param, PerBackend
 from gpu.catalog.declare import Target, declare, parse_side, ratio
 from gpu.catalog.steps import CpuImpl, KernelSpec, Library, Output, Step
 from gpu.core.agreement import ExactReference
 from gpu.core.backend import BACKEND
-from gpu.experiments.base import Param, PerBackend
 from gpu.experiments.transpose import kernels as k
 from gpu.kernels.geometry import grid_2d
 

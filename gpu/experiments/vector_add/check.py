@@ -3,9 +3,9 @@ article's N, and the article's own method."""
 
 from __future__ import annotations
 
+from gpu.catalog.checking import CheckContext, Section
 from gpu.core.backend import BACKEND
 from gpu.core.timing import RepeatPolicy, format_factor, format_seconds
-from gpu.report.check import CheckContext, Section
 
 AWKWARD_SIZES = (1, 31, 32, 33, 255, 256, 257, 1_000_003, 10_000_000)
 CHECK_BLOCK_SIZES = (32, 128, 256, 1024)

@@ -8,11 +8,14 @@ average of three wall-clock runs) so the two can be compared side by side.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 
+from gpu.catalog.base import CheckSection, Experiment, Hook, PageLink, Param, PerBackend, Progress, Recorded
+from gpu.catalog.registry import register
 from gpu.core import cpu
 from gpu.core.agreement import BitAgreement, check_bits
 from gpu.core.arrays import vector_inputs
@@ -42,8 +45,6 @@ from gpu.core.timing import (
     format_seconds,
     utc_timestamp,
 )
-from gpu.experiments.base import CheckSection, Experiment, Hook, PageLink, Param, PerBackend, Progress, Recorded
-from gpu.experiments.registry import register
 from gpu.experiments.vector_add.article import ARTICLE_RUNS, ArticleRun, measure_article_method
 from gpu.kernels.geometry import blocks_for
 from gpu.kernels.vector_add import compile_vector_add
@@ -153,6 +154,39 @@ class VectorAddRun:
 
     def speedup(self, baseline: str, gpu_measure: str = "total") -> Speedup | None:
         return next((s for s in self.speedups if s.baseline == baseline and s.gpu_measure == gpu_measure), None)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> VectorAddRun:
+        """The inverse of ``to_dict`` (check.json, History, downloads)."""
+        cpu = {}
+        for name, t in d["cpu"].items():
+            if "skipped" in t:
+                cpu[name] = CpuTiming(name, None, skipped=t["skipped"], estimate_s=t.get("estimate_s"))
+            else:
+                cpu[name] = CpuTiming(name, Stats.from_dict(t), compile_s=float(t.get("compile_s") or 0.0))
+        return cls(
+            n=int(d["n"]),
+            threads_per_block=int(d["threads_per_block"]),
+            blocks_per_grid=int(d["blocks_per_grid"]),
+            backend=str(d["backend"]),
+            device=DeviceInfo.from_dict(d["device"]),
+            policy=RepeatPolicy.from_dict(d["policy"]),
+            compile_s=float(d["gpu"].get("compile_s") or 0.0),
+            gpu={k: Stats.from_dict(v) for k, v in d["gpu"]["phases"].items()},
+            cpu=cpu,
+            agreement={k: BitAgreement.from_dict(v) for k, v in d["agreement"].items()},
+            warnings=tuple(d.get("warnings") or ()),
+            seed=int(d.get("seed") or 0),
+            created_at=str(d.get("created_at") or ""),
+            telemetry=d.get("telemetry"),
+        )
+
+    @classmethod
+    def recorded(cls, ref: Any) -> VectorAddRun | None:
+        """This experiment's breakdown run in a committed check (``ref``: a ``ReferenceRun`` of
+        gpu/service/references.py, read through its ``part``), None when the run holds none."""
+        d = ref.part("breakdown", "run")
+        return cls.from_dict(d) if d else None
 
     def to_dict(self) -> dict:
         return {
@@ -451,6 +485,12 @@ def _measures(run: VectorAddRun) -> dict[str, float]:
     return out
 
 
+def read_recorded(ref) -> tuple:
+    """Every result this experiment's "On a real GPU" panel draws from a committed run
+    (``Recorded.read``): raises if one cannot be rebuilt."""
+    return (VectorAddRun.recorded(ref),)
+
+
 EXPERIMENT = register(
     Experiment(
         key="vector-add",
@@ -528,23 +568,27 @@ EXPERIMENT = register(
             CheckSection(
                 "correctness",
                 Hook("gpu.experiments.vector_add.check:correctness_section"),
-                Hook("gpu.service.check_sections:correctness_section"),
-                Hook("gpu.service.check_sections:no_records"),
+                Hook("gpu.experiments.vector_add.readback:correctness_section"),
+                Hook("gpu.service.check_schema:no_records"),
             ),
             CheckSection(
                 "breakdown",
                 Hook("gpu.experiments.vector_add.check:breakdown_section"),
-                Hook("gpu.service.check_sections:breakdown_section"),
-                Hook("gpu.service.check_sections:breakdown_records"),
+                Hook("gpu.experiments.vector_add.readback:breakdown_section"),
+                Hook("gpu.experiments.vector_add.readback:breakdown_records"),
             ),
             CheckSection(
                 "article",
                 Hook("gpu.experiments.vector_add.check:article_section"),
-                Hook("gpu.service.check_sections:article_section"),
-                Hook("gpu.service.check_sections:no_records"),
+                Hook("gpu.experiments.vector_add.readback:article_section"),
+                Hook("gpu.service.check_schema:no_records"),
             ),
         ),
-        recorded=Recorded("vector-add", Hook("gpu.experiments.vector_add.view:recorded")),
+        recorded=Recorded(
+            "vector-add",
+            Hook("gpu.experiments.vector_add.view:recorded"),
+            Hook("gpu.experiments.vector_add.experiment:read_recorded"),
+        ),
         legacy_keys={
             "n": "n",
             "threads_per_block": "threads_per_block",

@@ -18,9 +18,10 @@ from gpu.core.limits import (
     max_vector_n,
 )
 from gpu.core.timing import ALLOCATION_RULE, format_seconds
+from gpu.core.words import format_gbps, times_words
+from gpu.experiments.transfers.experiment import StrategyComparison
 from gpu.experiments.vector_add.experiment import EXPERIMENT, VectorAddRun
 from gpu.experiments.vector_add.report import article_in_words, explain_difference, vector_add_sentence
-from gpu.report.words import format_gbps, times_words
 from gpu.service.references import ReferenceRun
 from ui import glossary
 from ui.charts import common as charts
@@ -196,7 +197,7 @@ def show_capped_metrics(run: VectorAddRun) -> None:
 
 def _ratio(factor: float) -> str:
     """The metric value, short enough for a quarter of the page: "320x faster", "920kx slower" (never 7.1e-06x)."""
-    from gpu.report.words import factor_text
+    from gpu.core.words import factor_text
 
     if factor != factor or factor <= 0:
         return "—"
@@ -339,8 +340,8 @@ def recorded(ref: ReferenceRun) -> None:
     from gpu.experiments.vector_add.view import describe
     from ui.charts import common as charts
 
-    run = ref.vector_add()
-    pinned = ref.strategies("small")
+    run = VectorAddRun.recorded(ref)
+    pinned = StrategyComparison.recorded(ref)
     pinned_s = (
         pinned.strategies["pinned"].cost_s
         if pinned is not None and pinned.n == run.n and "pinned" in pinned.strategies

@@ -10,6 +10,7 @@ from contextlib import redirect_stdout
 import numpy as np
 import pytest
 
+from gpu.catalog.render import to_json
 from gpu.core.backend import cuda
 from gpu.core.device import DeviceInfo
 from gpu.core.limits import InputError
@@ -27,7 +28,6 @@ from gpu.experiments.launch.experiment import (
 from gpu.experiments.launch.indexing import LaunchSummary, run_indexing
 from gpu.experiments.launch.report import explanation
 from gpu.kernels.vector_add import PROBE_FIELDS
-from gpu.report.render import to_json
 
 AWKWARD_N = (1, 31, 33, 257)
 BLOCK_SIZES = (32, 100, 256)

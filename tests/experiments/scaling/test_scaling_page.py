@@ -162,7 +162,7 @@ def test_page_runs_a_small_simulated_sweep_and_shows_crossovers_charts_and_downl
 
 
 def test_a_cancelled_sweep_keeps_and_shows_its_partial_result(monkeypatch):
-    from gpu.experiments import base
+    from gpu.catalog import base
 
     asked = []
     real_progress = base.Progress

@@ -7,16 +7,17 @@ import numpy as np
 import pytest
 
 import gpu
+from gpu.catalog.render import to_json
 from gpu.core.limits import InputError
 from gpu.core.timeline import Interval, build_timeline, concurrent_s, overlap_fraction
 from gpu.core.timing import RepeatPolicy, Stats
+from gpu.core.words import format_bytes
 from gpu.experiments.transfers import bandwidth, strategy_timing
 from gpu.experiments.transfers import experiment as transfers
 from gpu.experiments.transfers import report as transfers_report
 from gpu.experiments.transfers.bandwidth import (
     check_copy_sizes,
     find_plateau,
-    format_bytes,
     run_bandwidth_curves,
 )
 from gpu.experiments.transfers.check import check_transfers
@@ -26,7 +27,6 @@ from gpu.experiments.transfers.experiment import (
     chunk_bounds,
     run_strategies,
 )
-from gpu.report.render import to_json
 
 ONE = RepeatPolicy.count(1, warmup=0)
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
+from gpu.catalog.base import Progress
 from gpu.core import limits
 from gpu.core.limits import InputError, load_config
-from gpu.experiments.base import Progress
 from gpu.experiments.vector_add import experiment as vector_add
 from gpu.service.admission import admit
 

@@ -16,6 +16,9 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from gpu.experiments.scaling.result import SweepRun
+from gpu.experiments.transfers.experiment import StrategyComparison
+from gpu.experiments.vector_add.experiment import VectorAddRun
 from gpu.service.references import Provenance, References, load_references
 
 PHASES = ("h2d", "launch", "kernel", "d2h", "total")  # "launch" only in the breakdown
@@ -102,8 +105,8 @@ def _candidates(refs: References) -> dict[int, RecordedGpu]:
     """Every recorded N -> its figures (requested_n left as n); the breakdown wins over the sweep at the same N."""
     out: dict[int, RecordedGpu] = {}
     ref = refs.best("scaling")
-    if ref is not None:
-        sweep = ref.sweep()
+    sweep = SweepRun.recorded(ref) if ref is not None else None
+    if ref is not None and sweep is not None:
         for n in sweep.sizes:
             phases, samples = {}, {}
             for series, phase in SWEEP_SERIES.items():
@@ -113,11 +116,11 @@ def _candidates(refs: References) -> dict[int, RecordedGpu]:
             if "kernel" in phases and "total" in phases:
                 out[n] = RecordedGpu(n, n, phases, samples, SWEEP, ref.key, ref.provenance)
     ref = refs.best("vector-add")
-    if ref is not None:
-        run = ref.vector_add()
+    run = VectorAddRun.recorded(ref) if ref is not None else None
+    if ref is not None and run is not None:
         phases = {p: run.gpu[p].median_s for p in PHASES if p in run.gpu}
         samples = {p: run.gpu[p].n_samples for p in PHASES if p in run.gpu}
-        strategies = ref.strategies("small")
+        strategies = StrategyComparison.recorded(ref)
         pinned = (
             strategies.strategies["pinned"].cost_s
             if strategies is not None and strategies.n == run.n and "pinned" in strategies.strategies

@@ -38,7 +38,7 @@ def trace_submission(problem: str, source: str, *, limits=None, sandbox=None, te
     """
     from gpu.problems import get
     from gpu.sandbox import runner
-    from gpu.trace.submission_child import test_case
+    from gpu.sandbox.trace_child import test_case
 
     if test is not None:
         test_case(get(problem), test)

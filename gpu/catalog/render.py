@@ -16,7 +16,7 @@ import importlib
 from collections.abc import Callable
 from typing import Any
 
-from gpu.experiments.registry import experiments
+from gpu.catalog.registry import experiments
 
 
 def _tables() -> tuple[dict[type, Callable[[Any], str]], dict[type, Callable[[Any], dict]]]:

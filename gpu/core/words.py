@@ -55,3 +55,11 @@ def few_samples(stats) -> str:
     if stats is None or not stats.few_samples:
         return ""
     return " (one sample)" if stats.n_samples == 1 else f" ({stats.n_samples} samples)"
+
+
+def format_bytes(nbytes: float) -> str:
+    """Binary units: 4 KiB, 1.5 MiB, 256 MiB, 2 GiB."""
+    for scale, unit in ((2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB")):
+        if nbytes >= scale:
+            return f"{nbytes / scale:.3g} {unit}"
+    return f"{nbytes:.0f} B"

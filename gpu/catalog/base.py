@@ -12,13 +12,13 @@ that knows nothing about any one experiment:
   and the History table's columns                  (ui/charts/history.py: ``runs_frame``)
 - the sidebar link and the Home entry of its page  (ui/navigation.py)
 - downloads                                         (ui/downloads.py)
-- prose for the CLI and the JSON downloads         (gpu/report/render.py, via ``report``)
+- prose for the CLI and the JSON downloads         (gpu/catalog/render.py, via ``report``)
 - the ``gpu check`` sections                         (gpu/report/check.py, via ``check``)
   and how a check file is read back: its section     (gpu/service/check_schema.py, references.py)
   keys, validators and History records
 - where History finds a saved run's samples        (ui/charts/history.py, via ``samples``)
 - the "On a real GPU" panel                         (ui/reference.py, via ``recorded``)
-- the CLI's and the pages' order                   (gpu/experiments/registry.py, via ``order``)
+- the CLI's and the pages' order                   (gpu/catalog/registry.py, via ``order``)
 
 Code in a layer above the experiments (reports, pages) is named by a ``Hook`` — an import
 path resolved when first used — so a declaration names it without importing it.
@@ -266,10 +266,14 @@ class Recorded:
     ``name`` is what the committed ``gpu check`` runs hold it under (``References.best``)
     and what the page asks for; ``draw(reference_run)`` draws it (a Hook into ui/). A new
     experiment has its slot before any GPU has recorded it: the panel then says so.
+    ``read(reference_run)`` rebuilds every result ``draw`` will need from the run (each
+    type's ``recorded``/``from_dict``), raising if one cannot be: a committed run that a
+    page could not draw is refused when it is loaded, not when the page draws it.
     """
 
     name: str
     draw: Hook | None = None
+    read: Hook | None = None
 
 
 WIDGETS = ("text", "int", "float", "select", "multiselect", "checkbox")

@@ -15,10 +15,10 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
+from gpu.catalog.base import CheckSection, Experiment, PageLink
 from gpu.core import series
 from gpu.core import settings as _settings
 from gpu.core.limits import InputError
-from gpu.experiments.base import CheckSection, Experiment, PageLink
 
 PACKAGES_ENV = _settings.EXPERIMENTS.name
 
@@ -83,10 +83,11 @@ def extra_packages() -> list[str]:
     return list(_settings.settings().experiments)
 
 
-# The modules of an experiment's folder above its engine: its prose, its ``gpu check`` section, its chart
-# builders and its page's view. They may use gpu/report, gpu/service and the UI, so the registry never imports
-# them: whoever shows or reports a result does (a page, ``gpu check``, the CLI's prose).
-FACES = ("report", "check", "charts", "view")
+# The modules of an experiment's folder above its engine: its prose, its ``gpu check`` section and how a
+# check file's section is read back, its chart builders, its page's view (and Home's, for vector add). They
+# may use gpu/report, gpu/service and the UI, so the registry never imports them: whoever shows, reports or
+# reads back a result does (a page, ``gpu check``, the CLI's prose, the check-file schema through a Hook).
+FACES = ("report", "check", "readback", "charts", "view", "home")
 
 
 def slices(package: str = "gpu.experiments") -> list[str]:

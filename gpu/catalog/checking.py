@@ -1,0 +1,47 @@
+"""What a check section is given and what it returns (``python -m gpu check``, gpu/report/check.py).
+
+Each experiment's ``check.py`` writes sections against this contract; the report that runs
+them, rewrites check.json and check.md after each and judges the whole stands above, in
+gpu/report/check.py. Kept here, beside the declarations, so an experiment's folder needs
+nothing from the report layer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+ARTICLE_N = 10_000_000
+
+
+@dataclass
+class CheckContext:
+    """What every section may use: scale, size limit, and a progress printer."""
+
+    quick: bool
+    max_n: int
+    say: Callable[[str], None]
+    sections: list = field(default_factory=list)  # those finished so far (the methodology section reads them)
+    telemetry: object = None  # a gpu.core.telemetry.TelemetryMonitor over the whole check
+    # the vector-add kernel's compile (or load from Numba's disk cache), timed before any
+    # section runs it: the breakdown's own compile_vector_add() finds it already compiled
+    first_compile_s: float | None = None
+
+    @property
+    def breakdown_n(self) -> int:
+        return min(ARTICLE_N, self.max_n) if not self.quick else min(4096, self.max_n)
+
+
+@dataclass(frozen=True)
+class Section:
+    """One part of the report: pass/fail, JSON-ready data and a markdown summary."""
+
+    key: str
+    title: str
+    passed: bool
+    data: dict
+    markdown: str
+    duration_s: float = 0.0
+
+
+__all__ = ["ARTICLE_N", "CheckContext", "Section"]
