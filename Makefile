@@ -11,7 +11,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip --disable-pip-version-check -q
 CHROMIUM := /usr/bin/chromium
 
-.PHONY: run demo lint test test-class check info cuda-wheels compiler-wheels cluster-deps chromium bubblewrap clean gpu-verify gpu-wheels editor
+.PHONY: run demo lint test test-class check info docs-screenshots cuda-wheels compiler-wheels cluster-deps chromium bubblewrap clean gpu-verify gpu-wheels editor
 
 run: $(VENV)/.runtime $(VENV)/.compiler editor
 	$(PY) -m streamlit run app.py
@@ -55,6 +55,12 @@ test-class: $(VENV)/.dev $(VENV)/.compiler chromium bubblewrap editor
 
 info: $(VENV)/.runtime
 	$(PY) -m gpu info
+
+# The pictures docs/ shows of Write a kernel and the Kernels and Roofline pages, redrawn by their browser
+# tests (a plain `make test` draws them into test-artifacts/docs/ and leaves the checkout untouched).
+docs-screenshots: $(VENV)/.dev $(VENV)/.compiler chromium bubblewrap editor
+	KERNEL_LAB_UPDATE_DOCS=1 $(PY) -m pytest -q tests/test_browser_write_kernel.py tests/test_browser_code_editor.py \
+	  tests/catalog/test_browser_catalog.py
 
 check: $(VENV)/.runtime
 	$(PY) -m gpu check --out benchmarks/latest

@@ -127,6 +127,18 @@ def screenshot(page, name: str) -> Path:
     return path
 
 
+def doc_screenshot(page, relative: str) -> Path:
+    """A full-page screenshot of a picture the docs show (``relative`` under docs/, e.g.
+    "screenshots/write_a_kernel.png"): into test-artifacts/docs/ on every run, so `make test`
+    leaves the checkout as it found it; into docs/ itself only with KERNEL_LAB_UPDATE_DOCS=1
+    (`make docs-screenshots`), to refresh the committed pictures."""
+    base = ROOT / "docs" if os.environ.get("KERNEL_LAB_UPDATE_DOCS") == "1" else ARTIFACTS / "docs"
+    path = base / relative
+    path.parent.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(path), full_page=True)
+    return path
+
+
 # The script's state as the app root reports it (Streamlit's ScriptRunState: initial, running, rerunRequested,
 # notRunning, ...). The 'Running...' widget alone is not enough: it appears a moment after a run starts, so a page
 # still drawing its results (metrics half drawn) looked idle.

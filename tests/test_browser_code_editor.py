@@ -1,12 +1,11 @@
 """Write a kernel's code editor (CodeMirror 6) in a real browser: line numbers, Tab indents and keeps
 the focus, Ctrl+Enter runs, and a refused line is marked. Needs the bundle (`make test` builds it)."""
 
-from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
 
-from tests.conftest import screenshot, wait_for_app, wait_for_backend_badge
+from tests.conftest import doc_screenshot, screenshot, wait_for_app, wait_for_backend_badge
 from ui.components.code_editor import BUNDLE
 
 pytestmark = [
@@ -15,7 +14,6 @@ pytestmark = [
     pytest.mark.skipif(not BUNDLE.is_file(), reason="the code editor's bundle is not built (`make editor`)"),
 ]
 
-SHOTS = Path(__file__).resolve().parent.parent / "docs" / "screenshots"
 REFUSED = """import os
 from numba import cuda
 
@@ -85,7 +83,7 @@ def test_ctrl_enter_runs_and_a_refused_line_is_marked(page, app_url):
     assert marked.count() == 1 and marked.first.inner_text() == "import os"
     assert page.locator(".cm-marker-dot-refusal").count() == 1
     page.wait_for_timeout(500)
-    page.screenshot(path=str(SHOTS / "write_a_kernel_editor.png"), full_page=True)
+    doc_screenshot(page, "screenshots/write_a_kernel_editor.png")
 
 
 def test_a_race_marks_both_lines(page, app_url):

@@ -1,14 +1,12 @@
 """Write a kernel in a real browser: a correct kernel passes, a wrong one shows its first mismatch,
 a hostile one is refused. Screenshots go to docs/screenshots/write_a_kernel*.png."""
 
-from pathlib import Path
 
 import pytest
 
-from tests.conftest import wait_for_app, wait_for_backend_badge
+from tests.conftest import doc_screenshot, wait_for_app, wait_for_backend_badge
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-SHOTS = Path(__file__).resolve().parent.parent / "docs" / "screenshots"
 
 CORRECT = """from numba import cuda
 
@@ -59,16 +57,16 @@ def test_write_a_kernel_pass_mismatch_and_refusal(page, app_url):
     page.get_by_text("What the compiler says").first.wait_for(timeout=120_000)
     page.get_by_text("ada").first.wait_for()  # on the leaderboard
     page.wait_for_timeout(1000)
-    page.screenshot(path=str(SHOTS / "write_a_kernel.png"), full_page=True)
+    doc_screenshot(page, "screenshots/write_a_kernel.png")
 
     submit(page, WRONG)
     page.get_by_text("Wrong result").first.wait_for(timeout=120_000)
     page.get_by_text("First mismatch").first.wait_for()
     page.get_by_text("never written").first.wait_for()
     page.wait_for_timeout(1000)
-    page.screenshot(path=str(SHOTS / "write_a_kernel_mismatch.png"), full_page=True)
+    doc_screenshot(page, "screenshots/write_a_kernel_mismatch.png")
 
     submit(page, HOSTILE)
     page.get_by_text("import rule, line 1").first.wait_for(timeout=60_000)
     page.wait_for_timeout(500)
-    page.screenshot(path=str(SHOTS / "write_a_kernel_refused.png"), full_page=True)
+    doc_screenshot(page, "screenshots/write_a_kernel_refused.png")

@@ -1,15 +1,13 @@
 """The Kernels and Roofline pages in a real browser: run a kernel, see its charts drawn,
 then find its steps on the roofline in the same session. Screenshots go to docs/."""
 
-from pathlib import Path
 
 import pytest
 
 import gpu
-from tests.conftest import screenshot, wait_for_app
+from tests.conftest import doc_screenshot, screenshot, wait_for_app
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 
 def test_kernels_then_roofline_in_one_session(page, app_url):
@@ -37,7 +35,7 @@ def test_kernels_then_roofline_in_one_session(page, app_url):
     else:
         page.get_by_text("3 · register tiling (8 × 8 per thread)").first.wait_for()
     page.wait_for_timeout(1500)  # let the charts finish their layout before the picture
-    page.screenshot(path=str(DOCS / "kernels.png"), full_page=True)
+    doc_screenshot(page, "kernels.png")
 
     page.get_by_role("link", name="Roofline").first.click()  # same browser session: this run's points
     wait_for_app(page)
@@ -47,7 +45,7 @@ def test_kernels_then_roofline_in_one_session(page, app_url):
     chart.first.wait_for()
     page.get_by_text("Matrix multiply").first.wait_for()  # in the points table under the chart
     page.wait_for_timeout(1500)
-    page.screenshot(path=str(DOCS / "roofline.png"), full_page=True)
+    doc_screenshot(page, "roofline.png")
 
 
 def test_roofline_alone_shows_a_recorded_gpu_run(page, app_url):
