@@ -292,3 +292,21 @@ def test_the_uploader_rejects_a_malformed_file_with_a_clear_message(case, check_
 def test_parsing_never_evaluates_anything():
     with pytest.raises(ImportProblem):
         parse_check_bytes(b'__import__("os").system("true")')
+
+
+def test_a_committed_run_a_page_could_not_draw_is_refused_when_it_is_loaded(monkeypatch, tmp_path):
+    # Each declaration's Recorded.read rebuilds what its "On a real GPU" panel draws at load:
+    # a run whose Scaling sweep cannot be rebuilt is listed as a problem, not drawn half-way.
+    import shutil
+
+    from gpu.experiments.scaling.result import SweepRun
+
+    shutil.copytree(ROOT / "benchmarks" / "h200-final", tmp_path / "h200-final")
+
+    def broken(cls, d):
+        raise ValueError("this sweep cannot be rebuilt")
+
+    monkeypatch.setattr(SweepRun, "from_dict", classmethod(broken))
+    refs = load_references.__wrapped__(str(tmp_path))
+    assert refs.runs == () and "h200-final/check.json" in refs.problems[0]
+    assert "this sweep cannot be rebuilt" in refs.problems[0]
