@@ -16,6 +16,14 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 
+def _check_result(check: dict) -> str:
+    """PASS, FAIL, or INCOMPLETE for a check.json a time limit cut (``finished: false``; older files lack the key)."""
+    if check.get("finished") is False:
+        done = sum(1 for _ in check.get("sections", {}))
+        return f"INCOMPLETE ({done} sections written)"
+    return "PASS" if check.get("passed") else "FAIL"
+
+
 def _targets(node, where=""):
     """Every {"name", "met", ...} found under a "targets" key, with the section it sits in."""
     if isinstance(node, dict):
@@ -115,7 +123,7 @@ def summary(folder: Path, tests_rc: int | None, compile_rc: int | None, check_rc
             else ""
         ),
         f"- check (`python -m gpu check`, check.json/check.md): {verdict(check_rc)}"
-        + (f", overall {'PASS' if check.get('passed') else 'FAIL'}" if check else ""),
+        + (f", overall {_check_result(check)}" if check else ""),
     ]
     counts = gpu_test_counts(folder)
     if counts:

@@ -74,3 +74,12 @@ def test_the_peak_claims_state_their_bytes_formula_and_l2_state():
     check["sections"]["scaling"]["run"]["config"]["warm_l2"] = True
     assert all("L2 warm (not flushed)" in c for c in peak_claims(check))
     assert peak_claims({"sections": {}}) == []
+
+
+def test_a_check_cut_by_its_time_limit_is_summarised_as_incomplete_never_pass(tmp_path):
+    # The H200's first runs: a check killed mid-way left check.json saying passed; the summary said "overall PASS".
+    check = {"started_at": "2026-12-04T17:44:28+00:00", "passed": False, "finished": False, "device": {},
+             "versions": {}, "sections": {"breakdown": {"title": "Vector add", "passed": True}}}
+    (tmp_path / "check.json").write_text(json.dumps(check))
+    text = module.summary(tmp_path, 0, 0, 124, 320.0)
+    assert "FAILED (exit 124), overall INCOMPLETE (1 sections written)" in text and "overall PASS" not in text
