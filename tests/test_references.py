@@ -18,8 +18,8 @@ from gpu.experiments.launch.report import launch_sentence
 from gpu.experiments.scaling.report import crossover_sentences, scaling_sentence
 from gpu.experiments.scaling.result import SweepRun
 from gpu.experiments.transfers.bandwidth import BandwidthCurves
-from gpu.experiments.transfers.experiment import StrategyComparison
 from gpu.experiments.transfers.report import transfers_sentence
+from gpu.experiments.transfers.result import StrategyComparison
 from gpu.experiments.vector_add.experiment import VectorAddRun
 from gpu.experiments.vector_add.report import vector_add_sentence
 from gpu.service.importer import ImportProblem, import_check, parse_check_bytes

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from gpu.experiments.scaling.result import SweepRun
-from gpu.experiments.transfers.experiment import StrategyComparison
+from gpu.experiments.transfers.result import StrategyComparison
 from gpu.experiments.vector_add.experiment import VectorAddRun
 from gpu.service.references import Provenance, References, load_references
 

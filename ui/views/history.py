@@ -272,6 +272,7 @@ def upload_ui(store: HistoryStore) -> None:
         upload = st.file_uploader(
             "check.json",
             type=["json"],
+            max_upload_size=MAX_IMPORT_BYTES // 2**20,  # MB: the box says the importer's own limit, not "200MB"
             key="history.upload",
             help="The check.json that `python -m gpu check --out DIR` wrote.",
         )

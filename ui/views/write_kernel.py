@@ -107,6 +107,7 @@ def editor(problem: Problem, markers: Sequence[Marker] = ()) -> EditorResult:
     uploaded = st.file_uploader(
         "Load a .py file",
         type=["py"],
+        max_upload_size=1,  # MB, the browser's own refusal (it said "200MB per file"); the 64 KiB cap is checked below
         key=f"{PREFIX}.upload.{problem.key}",
         help=f"Replaces the draft below (at most {MAX_UPLOAD_BYTES // 1024} KiB).",
     )

@@ -42,7 +42,7 @@ def _bandwidth(value: Any, path: str) -> None:
 
 
 def _strategies(value: Any, path: str) -> None:
-    from gpu.experiments.transfers.experiment import STRATEGIES
+    from gpu.experiments.transfers.result import STRATEGIES
 
     data = _obj(
         value,

@@ -19,7 +19,7 @@ from gpu.core.limits import (
 )
 from gpu.core.timing import ALLOCATION_RULE, format_seconds
 from gpu.core.words import format_gbps, times_words
-from gpu.experiments.transfers.experiment import StrategyComparison
+from gpu.experiments.transfers.result import StrategyComparison
 from gpu.experiments.vector_add.experiment import EXPERIMENT, VectorAddRun
 from gpu.experiments.vector_add.report import article_in_words, explain_difference, vector_add_sentence
 from gpu.service.references import ReferenceRun
