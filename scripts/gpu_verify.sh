@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # `make gpu-verify`: the prepared GPU verification, built to fit a lent GPU's minutes and to
 # be unable to pass without a GPU. Steps, each under `timeout -k` with its own budget
-# (20 + 140 + 60 + 330 + 50 = 600 s at most; on the H200 on 2026-12-04 the tests took 56 s, the compiler 17 s,
-# and the check over 317 s before the CPU budget bounded every CPU row):
+# (20 + 90 + 40 + 420 + 30 = 600 s at most, a lent GPU's longest call; on the H200 on 2026-12-04 the tests took
+# 56 s, the compiler 17 s, the pages 6 s, and the check's first 8 sections 273 s, the whole over 317 s, before
+# the CPU budget bounded every CPU row (about 40 s less in the transpose section alone)):
 #   0. preflight       scripts/gpu_preflight.py   driver, libcuda, numba on the real backend,
 #                                                 the pinned versions, one kernel run and checked
 #   1. GPU-only tests  pytest -m gpu              -> pytest-gpu.txt, pytest-gpu.xml (a skip fails; the browser
@@ -90,20 +91,20 @@ mkdir -p "$OUT"
 step "writing to $OUT"
 
 step "1/4 GPU-only tests (a skipped GPU test fails the run)"
-timeout -k 5 140 $PY -m pytest -m gpu -q -rs -p no:cacheprovider --ignore-glob="*test_browser*" --junitxml="$OUT/pytest-gpu.xml" >"$OUT/pytest-gpu.txt" 2>&1
+timeout -k 5 90 $PY -m pytest -m gpu -q -rs -p no:cacheprovider --ignore-glob="*test_browser*" --junitxml="$OUT/pytest-gpu.xml" >"$OUT/pytest-gpu.txt" 2>&1
 tests_rc=$?
 tail -n 3 "$OUT/pytest-gpu.txt"
 
 step "2/4 the real compiler, every kernel x target (cold compiles counted)"
-timeout -k 5 60 $PY -m gpu compile --json >"$OUT/compile.json" 2>"$OUT/compile.stderr.txt"
+timeout -k 5 40 $PY -m gpu compile --json >"$OUT/compile.json" 2>"$OUT/compile.stderr.txt"
 compile_rc=$?
 
 step "3/4 python -m gpu check"
-timeout -k 5 ${GPU_VERIFY_CHECK_S:-330} $PY -m gpu check --out "$OUT" 2>"$OUT/check.stderr.txt"
+timeout -k 5 ${GPU_VERIFY_CHECK_S:-420} $PY -m gpu check --out "$OUT" 2>"$OUT/check.stderr.txt"
 check_rc=$?
 
 step "4/4 every page under AppTest on the GPU"
-timeout -k 5 50 $PY scripts/gpu_pages.py "$OUT" 2>"$OUT/pages.stderr.txt"
+timeout -k 5 30 $PY scripts/gpu_pages.py "$OUT" 2>"$OUT/pages.stderr.txt"
 pages_rc=$?
 
 step "summary"
