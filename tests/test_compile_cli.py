@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from gpu.__main__ import main
-from gpu.report.kernel_index import find_kernels
+from gpu.catalog.kernel_index import find_kernels
 
 
 def test_compile_json_lists_every_kernel_with_registers_spills_shared_memory_and_occupancy(capsys):
@@ -55,8 +55,8 @@ def test_compile_exits_1_and_names_kernel_target_and_message_when_a_kernel_does_
 ):
     import importlib
 
+    from gpu.catalog.kernel_index import FoundKernel
     from gpu.report import compile as compile_command
-    from gpu.report.kernel_index import FoundKernel
 
     (tmp_path / "bad_kernels_for_cli.py").write_text(BAD_MODULE)
     monkeypatch.syspath_prepend(str(tmp_path))

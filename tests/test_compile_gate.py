@@ -2,7 +2,7 @@
 with, compiled by the real CUDA compiler (NVVM + ptxas) for every target, without a GPU.
 
 The simulator runs code no GPU compiles; this is what catches it. Kernels are found by
-walking gpu/ (gpu/report/kernel_index.py), so a new kernel module is covered with no edit
+walking gpu/ (gpu/catalog/kernel_index.py), so a new kernel module is covered with no edit
 here; its module must declare LAUNCHES (gpu/core/launch_spec.py).
 """
 
@@ -12,9 +12,9 @@ import time
 
 import pytest
 
+from gpu.catalog.kernel_index import find_kernels, stale_declarations
 from gpu.core.arch import TARGETS
 from gpu.core.compiler import available_targets, compile_many, compile_source_facts, toolkit
-from gpu.report.kernel_index import find_kernels, stale_declarations
 
 # The targets the issue names; newer ones join when the installed ptxas knows them.
 REQUIRED_TARGETS = ("sm_75", "sm_80", "sm_86", "sm_89", "sm_90")
@@ -79,7 +79,7 @@ def test_the_search_finds_kernels_the_simulator_never_launches():
         "blur_tiled_kernel",
         "empty_kernel",
     ):
-        assert name in names, f"{name} not found by gpu/report/kernel_index.py"
+        assert name in names, f"{name} not found by gpu/catalog/kernel_index.py"
 
 
 def test_the_required_targets_are_available():

@@ -2,7 +2,7 @@
 
 Registers per thread, spill stores and loads, static shared memory, stack frame and the
 theoretical occupancy at the block size the experiment launches with, for each kernel of
-gpu/ (gpu/report/kernel_index.py) and each target (gpu/core/arch.py), compiled by NVVM +
+gpu/ (gpu/catalog/kernel_index.py) and each target (gpu/core/arch.py), compiled by NVVM +
 ptxas (gpu/core/compiler.py). Works without a GPU. Exit 1 when any kernel is rejected by the
 compiler (FAILS) or could not be compiled here (UNAVAILABLE: a toolkit part is missing, which
 says nothing about the kernel; ``make run`` installs the compiler wheels).
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 
+from gpu.catalog.kernel_index import find_kernels, kernel_named
 from gpu.core.arch import TARGETS, target_named
 from gpu.core.compiler import (
     GET_THE_COMPILER,
@@ -23,7 +24,6 @@ from gpu.core.compiler import (
 )
 from gpu.core.jsonout import print_json
 from gpu.core.limits import InputError
-from gpu.report.kernel_index import find_kernels, kernel_named
 
 STATIC_FACTS = "static facts from the compiler, not measurements"
 

@@ -80,7 +80,7 @@ def test_the_engine_of_a_folder_never_imports_the_ui_the_services_or_the_reports
 
 
 def test_the_kernel_search_never_imports_a_folders_face():
-    from gpu.report.kernel_index import _candidate_modules
+    from gpu.catalog.kernel_index import _candidate_modules
 
     faces = [m for m in _candidate_modules() if m.startswith("gpu.experiments.") and m.rsplit(".", 1)[1] in FACES]
     assert faces == [], "a view imports Streamlit: python -m gpu compile and the compile gate must not"

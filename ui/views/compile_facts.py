@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 import streamlit as st
 
+from gpu.catalog.kernel_index import launch_of
 from gpu.core.arch import DEFAULT_TARGET, TARGETS, Target, target_for_cc
 from gpu.core.backend import BACKEND
 from gpu.core.compiler import (
@@ -30,7 +31,6 @@ from gpu.core.compiler import (
     unavailable_sentence,
 )
 from gpu.core.device import device_info
-from gpu.report.kernel_index import launch_of
 from ui import glossary
 
 if TYPE_CHECKING:
