@@ -190,3 +190,15 @@ def test_an_older_file_gains_the_session_column_and_keeps_its_rows(tmp_path):
     conn.close()
     assert meta == {"schema_version": "1", "layout_version": str(LAYOUT_VERSION)}  # older servers still open it
     assert open_store(path).runs(session_id=MINE)[0].run_id == new  # reopening migrates nothing twice
+
+
+def test_compare_gpus_shows_a_cut_check_marked_as_such_beside_the_finished_ones(db):
+    # benchmarks/h200-2026-12-04 was cut by its time limit: its breakdown (today's rules) is whole and is
+    # shown, marked "check cut short"; the pages' "recorded GPU" stays the newest finished run.
+    at = _page()
+    sources = set()
+    for chart in at.tabs[3].get("vega_lite_chart"):
+        spec = json.loads(chart.proto.spec)
+        sources |= set((spec.get("encoding") or spec["layer"][0]["encoding"])["color"]["scale"]["domain"])
+    assert any("(h200-2026-12-04, check cut short)" in s for s in sources), sources
+    assert any("(h200-final) †" in s for s in sources), sources

@@ -220,11 +220,21 @@ class ReferenceRun:
                 f"{self.provenance.device} reports (this run did not record its L2 size)")
 
     @property
+    def hardware(self) -> bool:
+        """A run on real hardware at full sizes (not quick, not simulated), finished or not."""
+        return self.data.get("backend") == "cuda" and not self.data.get("quick")
+
+    @property
+    def finished(self) -> bool:
+        """The check got to its end (files written before ``finished`` existed did)."""
+        return self.data.get("finished", True) is not False
+
+    @property
     def full(self) -> bool:
-        """A full run on real hardware (not quick, not simulated) that got to its end: what pages
-        show. A check cut by its time limit (``finished: false``; benchmarks/h200-2026-12-04) stays
-        listed with its figures, but a page does not quote it as the recorded GPU."""
-        return self.data.get("backend") == "cuda" and not self.data.get("quick") and self.data.get("finished", True)
+        """A full run on real hardware that got to its end: what a page quotes as the recorded GPU.
+        A check cut by its time limit (``finished: false``; benchmarks/h200-2026-12-04) is still
+        shown where every recorded run is listed (History's Compare GPUs), marked as cut short."""
+        return self.hardware and self.finished
 
     @property
     def started_at(self) -> str:

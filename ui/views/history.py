@@ -313,10 +313,11 @@ def compare_gpus_ui(records: list[RunRecord]) -> None:
         refs.article.gpu_time_s,
     )
     for ref in refs.runs:
-        if ref.full and ref.has("vector-add"):
+        if ref.hardware and ref.has("vector-add"):
             before = " †" if ref.caveat else ""  # † explained beside the charts: recorded before the rules
+            cut = "" if ref.finished else ", check cut short"  # its sections are whole; later ones are missing
             rows += vector_add_entry(
-                f"{ref.provenance.device} — recorded {ref.provenance.when} ({ref.key}){before}",
+                f"{ref.provenance.device} — recorded {ref.provenance.when} ({ref.key}{cut}){before}",
                 "recorded reference",
                 ref.sections["breakdown"]["run"],
             )
