@@ -186,8 +186,9 @@ def main() -> int:
                 if button.count():  # pages with nothing to run (Home, History...) have no primary button
                     button.first.click()
                     wait_idle(page)
-            for text in args.click:
-                page.get_by_text(text, exact=False).filter(visible=True).first.click()
+            for text in args.click:  # a tab of that name first: its name also stands in the pages' prose
+                tab = page.get_by_role("tab", name=text).filter(visible=True)
+                (tab if tab.count() else page.get_by_text(text, exact=False).filter(visible=True)).first.click()
                 wait_idle(page)
             # Streamlit scrolls inside its main section: grow the viewport to its height first
             height = page.evaluate(
