@@ -255,6 +255,11 @@ class ReferenceRun:
             node = node.get(key)
         return node if isinstance(node, Mapping) else None
 
+    def read(self, result_type: Any, section: str, *keys: str) -> Any:
+        """``result_type.from_dict`` of the part at ``sections[section][keys...]``, None where the run holds none."""
+        d = self.part(section, *keys)
+        return result_type.from_dict(d) if d else None
+
     def article(self) -> Mapping[str, Any] | None:
         return self.part("article", "article")
 

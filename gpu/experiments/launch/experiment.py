@@ -232,9 +232,8 @@ class LaunchSweepRun:
     @classmethod
     def recorded(cls, ref: Any) -> LaunchSweepRun | None:
         """This experiment's block-size sweep in a committed check (``ref``: a ``ReferenceRun`` of
-        gpu/service/references.py, read through its ``part``), None when the run holds none."""
-        d = ref.part("launch", "sweep")
-        return cls.from_dict(d) if d else None
+        gpu/service/references.py, read through its ``read``), None when the run holds none."""
+        return ref.read(cls, "launch", "sweep")
 
     def to_dict(self) -> dict:
         return {

@@ -1,9 +1,7 @@
 """The Scaling check section read back from a check file: the sweep, value by value.
 
-A check file is untrusted input: ``<section>_section(data, path)`` raises ``ImportProblem``
-naming the first bad field, through the schema's field checkers (gpu/service/check_schema.py),
-so every message reads alike; ``<section>_records(section, sections)`` gives its History rows.
-The experiment's ``CheckSection`` names both (``validate``, ``records``).
+Validators and History rows as ``CheckSection`` (gpu/catalog/base.py) describes them, written
+with the schema's field checkers (gpu/service/check_schema.py) so every message reads alike.
 """
 
 from __future__ import annotations

@@ -474,9 +474,8 @@ class SweepRun:
     @classmethod
     def recorded(cls, ref: Any) -> SweepRun | None:
         """This experiment's Scaling sweep in a committed check (``ref``: a ``ReferenceRun`` of
-        gpu/service/references.py, read through its ``part``), None when the run holds none."""
-        d = ref.part("scaling", "run")
-        return cls.from_dict(d) if d else None
+        gpu/service/references.py, read through its ``read``), None when the run holds none."""
+        return ref.read(cls, "scaling", "run")
 
     def to_dict(self) -> dict:
         return {

@@ -343,9 +343,8 @@ class BandwidthCurves:
     @classmethod
     def recorded(cls, ref: Any) -> BandwidthCurves | None:
         """This experiment's copy-bandwidth curves in a committed check (``ref``: a ``ReferenceRun`` of
-        gpu/service/references.py, read through its ``part``), None when the run holds none."""
-        d = ref.part("transfers", "bandwidth")
-        return cls.from_dict(d) if d else None
+        gpu/service/references.py, read through its ``read``), None when the run holds none."""
+        return ref.read(cls, "transfers", "bandwidth")
 
     def to_dict(self) -> dict:
         return {

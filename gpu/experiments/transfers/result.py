@@ -290,10 +290,9 @@ class StrategyComparison:
     @classmethod
     def recorded(cls, ref: Any, size: str = "small") -> StrategyComparison | None:
         """This experiment's strategies at one size ("small" or "large") in a committed check
-        (``ref``: a ``ReferenceRun`` of gpu/service/references.py, read through its ``part``),
+        (``ref``: a ``ReferenceRun`` of gpu/service/references.py, read through its ``read``),
         None when the run holds none."""
-        d = ref.part("transfers", "strategies", size)
-        return cls.from_dict(d) if d else None
+        return ref.read(cls, "transfers", "strategies", size)
 
     def to_dict(self) -> dict:
         return {

@@ -184,9 +184,8 @@ class VectorAddRun:
     @classmethod
     def recorded(cls, ref: Any) -> VectorAddRun | None:
         """This experiment's breakdown run in a committed check (``ref``: a ``ReferenceRun`` of
-        gpu/service/references.py, read through its ``part``), None when the run holds none."""
-        d = ref.part("breakdown", "run")
-        return cls.from_dict(d) if d else None
+        gpu/service/references.py, read through its ``read``), None when the run holds none."""
+        return ref.read(cls, "breakdown", "run")
 
     def to_dict(self) -> dict:
         return {
