@@ -69,8 +69,9 @@ with sweep:
 with overhead:
     st.markdown(
         "What does launching a kernel from Python cost? An empty kernel is launched many times back to back "
-        "along every path below; each sample is the host's time per launch. The engine launches the vector add "
-        "the fastest honest way (configured once, specialised for its argument types)."
+        "along every path below; each sample is the host's time per launch. The engine prepares each launch once "
+        "(numba-cuda's own argument packing, done once for its device arrays) and then calls only the driver's "
+        "cuLaunchKernel; the ladder shows each step from the article's launch down to it, beside CuPy's."
     )
     overhead_params = experiment_form(OVERHEAD, submit_label="Measure launch overhead")
     if overhead_params is not None and (measured := run_declared(OVERHEAD, overhead_params)) is not None:

@@ -101,6 +101,35 @@ def test_engine_launch_is_compared_with_the_fastest_python_path_and_judged():
     assert f"(target ≤ {ENGINE_TARGET:g}x) — {verdict}" in str(run)
 
 
+def test_the_prepared_launch_computes_what_numbas_own_launch_computes():
+    """The raw driver launch with numba-cuda's packed arguments, on 1-D arrays, 2-D arrays and an int32 scalar."""
+    from gpu.core.backend import cuda
+    from gpu.core.launch_path import PreparedLaunch, configured_launch
+    from gpu.experiments.reduction.kernels import reduce_final_kernel
+    from gpu.experiments.transpose.kernels import BLOCK_ROWS, TILE, transpose_padded_kernel
+    from gpu.kernels.vector_add import vector_add_kernel
+
+    stream = cuda.stream()
+    rng = np.random.default_rng(7)
+    a, b = rng.random(1003, dtype=np.float32), rng.random(1003, dtype=np.float32)
+    d_a, d_b = cuda.to_device(a, stream=stream), cuda.to_device(b, stream=stream)
+    d_c = cuda.device_array(1003, np.float32)
+    launch = configured_launch(vector_add_kernel, 8, 128, stream, d_a, d_b, d_c)
+    assert isinstance(launch, PreparedLaunch), "the engine's launch was not prepared on a GPU"
+    launch(d_a, d_b, d_c)
+    np.testing.assert_array_equal(d_c.copy_to_host(stream=stream), a + b)
+
+    m = rng.random((70, 70), dtype=np.float32)
+    d_m, d_t = cuda.to_device(m, stream=stream), cuda.device_array((70, 70), np.float32)
+    configured_launch(transpose_padded_kernel, (3, 3), (TILE, BLOCK_ROWS), stream, d_m, d_t)(d_m, d_t)
+    np.testing.assert_array_equal(d_t.copy_to_host(stream=stream), m.T)
+
+    partials = np.arange(1, 101, dtype=np.float32)
+    d_p, d_total = cuda.to_device(partials, stream=stream), cuda.device_array(1, np.float32)
+    configured_launch(reduce_final_kernel, 1, 64, stream, d_p, np.int32(40), d_total)(d_p, np.int32(40), d_total)
+    assert d_total.copy_to_host(stream=stream)[0] == partials[:40].sum()
+
+
 def test_telemetry_is_recorded_with_a_gpu_run():
     pytest.importorskip("pynvml", reason="nvidia-ml-py is installed by `make` where a driver exists")
     run = run_vector_add(1 << 20, 256, RepeatPolicy.count(3), [])

@@ -332,6 +332,44 @@ def test_launch_overhead_measures_each_path_with_spread_and_names_what_it_skippe
         run_launch_overhead(paths=("nope",))
 
 
+def test_launch_paths_are_sampled_round_robin_with_the_garbage_collector_off(monkeypatch):
+    import gc
+
+    from gpu.experiments.launch import overhead
+
+    log: list[tuple[str, bool]] = []
+
+    def factory(name):
+        return lambda: (lambda: log.append((name, gc.isenabled())))
+
+    monkeypatch.setattr(overhead, "_numba_paths", lambda stream: {
+        "numba-article": factory("article"), "numba-configured": factory("configured")})
+    run = overhead.run_launch_overhead(RepeatPolicy.count(3, warmup=0), paths=("numba-article", "numba-configured"),
+                                       launches_per_sample=1)
+    prepared, timed = log[:2], log[2:]
+    assert [name for name, _ in prepared] == ["article", "configured"]  # each launched once, before any sample
+    assert [name for name, _ in timed] == ["article", "configured"] * 3  # interleaved, not one path then the next
+    assert not any(collecting for _, collecting in timed) and gc.isenabled()
+    assert all(stats.n_samples == 3 for stats in run.paths.values())
+
+
+def test_the_launch_ladder_is_ranked_against_cupy_only_on_a_gpu():
+    from dataclasses import replace as _replace
+
+    from gpu.experiments.launch.overhead import LADDER, LaunchOverheadRun
+
+    paths = {"article-vector-add": Stats((30e-6,) * 3), "vector-add-driver": Stats((6e-6,) * 3),
+             "cupy-rawkernel-args": Stats((5e-6,) * 3)}
+    run = LaunchOverheadRun(paths, {"vector-add-core": "RuntimeError: no"}, 200, "cuda",
+                            __import__("gpu").core.device.device_info(), RepeatPolicy.count(3))
+    ladder = {rung["path"]: rung for rung in run.ladder()}
+    assert [rung["path"] for rung in run.ladder()] == list(LADDER)
+    assert ladder["vector-add-driver"]["vs_cupy"] == pytest.approx(1.2)
+    assert ladder["vector-add-core"]["median_s"] is None and ladder["vector-add-core"]["skipped"] == "RuntimeError: no"
+    simulated = _replace(run, backend="simulator")
+    assert all(rung["vs_cupy"] is None for rung in simulated.ladder()) and "not ranked" in str(simulated)
+
+
 def test_the_engine_launch_is_compared_with_same_argument_paths_and_can_fail():
     from dataclasses import replace as _replace
 

@@ -10,8 +10,8 @@ series lives here:
 
 - **allocation**: only device arrays are accepted (a NumPy array would be copied to
   the device inside every sample), so no sample can include allocation;
-- **one configured launch**: ``gpu.core.launch_path.configured_launch`` is set up once,
-  outside the samples;
+- **one prepared launch**: ``gpu.core.launch_path.configured_launch`` is set up once,
+  outside the samples (on a GPU: the arguments packed once, one ``cuLaunchKernel`` per call);
 - **L2 flushed, then synchronised**: per sample, a scratch buffer twice the L2 is
   written on the stream and the stream is synchronised before anything timed is queued,
   so neither the flush nor its tail is in a sample (``flush_l2=False`` keeps the L2 warm,
@@ -207,13 +207,13 @@ def time_on_device(
         if grid is None or block is None:
             raise ValueError("time_on_device needs the launch geometry: grid= and block=")
         _require_device_arrays(args)
+        from gpu.core import launch_path
         from gpu.core.backend import cuda
-        from gpu.core.launch_path import configured_launch
 
         stream = stream if stream is not None else cuda.stream()
-        configured = configured_launch(kernel, grid, block, stream, *args)  # once, outside every sample
+        configured = launch_path.configured_launch(kernel, grid, block, stream, *args)  # once, outside every sample
         queue = lambda: configured(*args)  # noqa: E731
-        launch_label = launch_label or "configured once (specialised dispatcher)"
+        launch_label = launch_label or launch_path.launch_label(configured)
     if l2_bytes is None and not ops.simulated:
         from gpu.core.l2 import l2_cache_bytes
 

@@ -117,15 +117,15 @@ def time_gpu_phases(
       at 0 (at large N the kernel's own sample-to-sample noise is larger than the
       launch latency, and a negative share would not draw).
 
-    The kernel is launched through ``gpu.core.launch_path.configured_launch`` (issue
-    10, item 6). Writes the last end-to-end sample's result into ``out``. Without a
+    The kernel is launched through ``gpu.core.launch_path.configured_launch`` (prepared
+    once for these device arrays). Writes the last end-to-end sample's result into ``out``. Without a
     stream hold (simulator, old GPU) the kernel series is with_launch and there is no
     "launch". Returns Stats (seconds) for "h2d", "launch" (with a hold), "kernel",
     "d2h", "total" and "with_launch"; h2d + with_launch + d2h <= total per sample.
     """
     from gpu.core.hold import default_ops
     from gpu.core.kernel_timing import flush_and_settle, time_on_device
-    from gpu.core.launch_path import configured_launch
+    from gpu.core.launch_path import configured_launch, launch_label
 
     n = a.size
     blocks = blocks_for(n, threads_per_block)
@@ -159,7 +159,7 @@ def time_gpu_phases(
         stats["kernel"] = stats["with_launch"]
         return {p: stats[p] for p in ("h2d", "kernel", "d2h", "total", "with_launch")}
     kernel = time_on_device(queue=lambda: launch(d_a, d_b, d_c), stream=stream, policy=policy, clock=clock,
-                            launch_label="configured once (specialised dispatcher)", flush_l2=flush_l2,
+                            launch_label=launch_label(launch), flush_l2=flush_l2,
                             telemetry=False, ops=ops).stats
     stats["kernel"] = kernel
     stats["launch"] = Stats(tuple(max(0.0, s - kernel.median_s) for s in stats["with_launch"].samples_s))

@@ -7,30 +7,39 @@ cost to queue it; the differences between Numba's paths say where the time goes:
 
 - ``numba-article``    ``kernel[grid, block, stream]()`` per launch, as the article writes
                        it: configuration lookup + type dispatch + marshalling + driver;
-- ``numba-configured`` the launcher configured once (``launch = kernel[...]``): minus the
-                       configuration lookup;
+- ``numba-configured`` the launcher configured once (``launch = kernel[...]``): numba-cuda
+                       caches ``configure``, so this is the article's launch again;
 - ``numba-specialized`` a dispatcher specialised for its argument types and configured
                        once: minus the per-call type dispatch;
 - ``numba-direct``     the compiled kernel's own ``launch`` (an internal numba-cuda API,
                        shown as a floor, not used by the engine);
-- ``article-vector-add`` the vector add launched as the article does, three device arrays;
-- ``engine``           the engine's vector-add launch (``gpu.core.launch_path``) with
-                       three device arrays at N = 1: what "launch" in every figure costs;
+- the ladder for the vector add with three device arrays (``LADDER``): the article's launch
+  (``article-vector-add``), specialised (``vector-add-specialized``), prepared
+  (``vector-add-core``: ``cuda.core.launch`` with a prebuilt config and numba-cuda's packed
+  arguments), the raw driver (``vector-add-driver``: ``cuLaunchKernel`` with the parameter
+  buffer packed once, ``gpu.core.launch_path``) and CuPy's ``RawKernel`` with three arrays;
+- ``engine``           the engine's vector-add launch (``gpu.core.launch_path.configured_launch``)
+                       with three device arrays at N = 1: what "launch" in every figure costs;
 - ``cupy-rawkernel``, ``torch-op``, ``cuda-core``: other libraries, where installed;
 - ``cupy-rawkernel-args``, ``torch-add-args``: CuPy and PyTorch launching with three
   one-element arrays, as the engine does.
 
 The engine is judged against the fastest path that launches with the same three array
 arguments (``SAME_ARGUMENTS``), not against zero-argument kernels, whose launches skip
-marshalling arguments by design (issue 18); the check fails when it is over
-``ENGINE_TARGET`` on a GPU, or when it could not be compared there.
+marshalling arguments by design; the check fails when it is over ``ENGINE_TARGET`` on a
+GPU, or when it could not be compared there.
 
+Every path is prepared first; then the paths are sampled round-robin (one sample of each
+in turn) with the garbage collector off, so no path owns a quiet or a noisy stretch of the
+run and no collection lands in one path's samples (on the H200 a path measured after
+another looked 5.6 µs cheaper for its place in the order alone).
 A sample is the wall time of ``launches_per_sample`` back-to-back launches divided by
 that count (the stream is synchronised before, outside the timing), in seconds.
 """
 
 from __future__ import annotations
 
+import gc
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -61,6 +70,9 @@ PATHS = {
     "numba-specialized": "Numba: specialised + configured once",
     "numba-direct": "Numba: compiled kernel's launch() (internal API)",
     "article-vector-add": "Numba: vector add as the article launches it, 3 device arrays",
+    "vector-add-specialized": "Numba: vector add, specialised + configured once, 3 device arrays",
+    "vector-add-core": "cuda.core launch(): numba's packed arguments, prebuilt config, 3 device arrays",
+    "vector-add-driver": "cuLaunchKernel: parameter buffer packed once, 3 device arrays",
     "engine": "Engine: vector add launch, 3 device arrays",
     "cupy-rawkernel": "CuPy RawKernel",
     "torch-op": "PyTorch x.add_(1), 1 element",
@@ -70,8 +82,13 @@ PATHS = {
 }
 # Public paths launching with three array arguments, as the engine does: what it is compared with.
 SAME_ARGUMENTS = ("article-vector-add", "cupy-rawkernel-args", "torch-add-args")
-PUBLIC_PATHS = tuple(p for p in PATHS if p not in ("numba-direct", "engine"))  # what a user could write
-ENGINE_TARGET = 2.0  # the engine's launch within 2x of the fastest Python launch path (issue 10, item 6)
+# Paths that read numba-cuda's internals (gpu.core.numba_internals): the lab's, not what a user would write.
+INTERNAL_PATHS = ("numba-direct", "engine", "vector-add-core", "vector-add-driver")
+PUBLIC_PATHS = tuple(p for p in PATHS if p not in INTERNAL_PATHS)  # what a user could write
+# The vector add's launch, rung by rung, from the article's to CuPy's (the Launch config page's ladder).
+LADDER = ("article-vector-add", "vector-add-specialized", "vector-add-core", "vector-add-driver",
+          "cupy-rawkernel-args")
+ENGINE_TARGET = 2.0  # the engine's launch within 2x of the fastest Python launch path with the same arguments
 LAUNCHES_PER_SAMPLE = 200  # enough that the clock's resolution is noise; far below the driver's queue depth
 SIMULATED_LAUNCHES_PER_SAMPLE = 5
 
@@ -84,8 +101,11 @@ def empty_kernel():
 
 def _numba_paths(stream) -> dict[str, Callable[[], Callable[[], None]]]:
     """Factories: each prepares (outside the timing) and returns a launch callable."""
-    from gpu.core.launch_path import configured_launch
+    from gpu.core.launch_path import configured_launch, core_launch, prepare_launch, specialised_launch
     from gpu.kernels.vector_add import vector_add_kernel
+
+    def three_arrays():
+        return [cuda.device_array(1, dtype=np.float32, stream=stream) for _ in range(3)]
 
     def article():
         return lambda: empty_kernel[1, 1, stream]()
@@ -111,16 +131,37 @@ def _numba_paths(stream) -> dict[str, Callable[[], Callable[[], None]]]:
         return lambda: compiled.launch((), (1, 1, 1), (1, 1, 1), core_stream, 0)
 
     def article_vector_add():
-        d = [cuda.device_array(1, dtype=np.float32, stream=stream) for _ in range(3)]
+        d = three_arrays()
         return lambda: vector_add_kernel[1, 32, stream](*d)
 
+    def vector_add_specialized():
+        if BACKEND.simulated:
+            raise RuntimeError("the simulator has no specialised dispatchers")
+        d = three_arrays()
+        launch = specialised_launch(vector_add_kernel, 1, 32, stream, *d)
+        return lambda: launch(*d)
+
+    def vector_add_core():
+        if BACKEND.simulated:
+            raise RuntimeError("needs a real GPU (cuda.core launches compiled kernels)")
+        return core_launch(vector_add_kernel, 1, 32, stream, *three_arrays())
+
+    def vector_add_driver():
+        if BACKEND.simulated:
+            raise RuntimeError("needs a real GPU (the driver launches compiled kernels)")
+        d = three_arrays()
+        launch = prepare_launch(vector_add_kernel, 1, 32, stream, *d)
+        return lambda: launch(*d)
+
     def engine():
-        d = [cuda.device_array(1, dtype=np.float32, stream=stream) for _ in range(3)]
+        d = three_arrays()
         launch = configured_launch(vector_add_kernel, 1, 32, stream, *d)
         return lambda: launch(*d)
 
     return {"numba-article": article, "numba-configured": configured, "numba-specialized": specialized,
-            "numba-direct": direct, "article-vector-add": article_vector_add, "engine": engine}
+            "numba-direct": direct, "article-vector-add": article_vector_add,
+            "vector-add-specialized": vector_add_specialized, "vector-add-core": vector_add_core,
+            "vector-add-driver": vector_add_driver, "engine": engine}
 
 
 def _library_path(name: str) -> tuple[Callable[[], None], Callable[[], None]]:
@@ -222,6 +263,22 @@ class LaunchOverheadRun:
             return True
         return self.engine_ratio is not None and self.engine_ratio <= ENGINE_TARGET
 
+    def ladder(self) -> list[dict]:
+        """The vector add's launch rung by rung (``LADDER`` order), one dict per rung: ``path``,
+        ``label``, ``median_s`` (None when skipped), ``skipped`` (why, or None) and ``vs_cupy``
+        (median ÷ CuPy RawKernel's with three arrays; None in the simulator, where launches
+        time the simulator and are not ranked, or when either is missing)."""
+        cupy = self.paths.get("cupy-rawkernel-args")
+        rows = []
+        for key in LADDER:
+            stats = self.paths.get(key)
+            ranked = stats is not None and cupy is not None and self.backend != "simulator"
+            rows.append({
+                "path": key, "label": PATHS[key], "median_s": stats.median_s if stats else None,
+                "skipped": self.skipped.get(key), "vs_cupy": stats.median_s / cupy.median_s if ranked else None,
+            })
+        return rows
+
     def breakdown(self) -> list[tuple[str, float]]:
         """Where the article's launch goes: (what, seconds) from differences of medians."""
         m = {k: v.median_s for k, v in self.paths.items()}
@@ -253,6 +310,7 @@ class LaunchOverheadRun:
             "passed": self.passed,
             "engine_target": ENGINE_TARGET,
             "breakdown": [{"what": w, "seconds": s} for w, s in self.breakdown()],
+            "ladder": self.ladder(),
         }
 
     @property
@@ -292,6 +350,14 @@ class LaunchOverheadRun:
             )
         for what, seconds in self.breakdown():
             lines.append(f"  {what}: {format_step(seconds)}")
+        ranking = " (simulated: not ranked)" if self.backend == "simulator" else " (÷ CuPy RawKernel, 3 arrays)"
+        lines.append(f"the vector add's launch, rung by rung{ranking}:")
+        for rung in self.ladder():
+            if rung["median_s"] is None:
+                lines.append(f"  {rung['label']:<78} skipped")
+                continue
+            factor = f"  {format_factor(rung['vs_cupy'])}" if rung["vs_cupy"] is not None else ""
+            lines.append(f"  {rung['label']:<78} {format_seconds(rung['median_s'])}{factor}")
         return "\n".join(lines)
 
 
@@ -312,7 +378,12 @@ def run_launch_overhead(
     on_progress: Callable[[str], None] | None = None,
     clock: Clock = time.perf_counter,
 ) -> LaunchOverheadRun:
-    """Measure the host cost of one launch for each of ``paths`` (default: all)."""
+    """Measure the host cost of one launch for each of ``paths`` (default: all).
+
+    Every path is prepared (and launched once, outside the timing) first; then each round
+    takes one sample of every path in turn, with the garbage collector off, until every
+    path's series meets ``policy`` (``collect``'s rule, per series).
+    """
     say = on_progress or (lambda _m: None)
     policy = policy or RepeatPolicy.count(20, warmup=2)
     unknown = [p for p in paths if p not in PATHS]
@@ -321,10 +392,10 @@ def run_launch_overhead(
     count = launches_per_sample or (SIMULATED_LAUNCHES_PER_SAMPLE if BACKEND.simulated else LAUNCHES_PER_SAMPLE)
     stream = cuda.stream()
     numba = _numba_paths(stream)
-    results: dict[str, Stats] = {}
+    ready: dict[str, tuple[Callable[[], None], Callable[[], None]]] = {}
     skipped: dict[str, str] = {}
     for name in paths:
-        say(f"launch overhead: {PATHS[name]}")
+        say(f"launch overhead: preparing {PATHS[name]}")
         try:
             if name in numba:
                 launch, sync = numba[name](), stream.synchronize
@@ -335,17 +406,30 @@ def run_launch_overhead(
         except Exception as exc:  # not installed, no GPU, an API this version lacks
             skipped[name] = f"{type(exc).__name__}: {exc}"
             continue
+        ready[name] = (launch, sync)
 
-        def once(launch=launch, sync=sync) -> dict[str, float]:
+    def one_round() -> dict[str, float]:
+        """One sample of every path, in order: seconds per launch."""
+        seconds = {}
+        for name, (launch, sync) in ready.items():
             sync()  # an empty queue before the clock starts
             start = clock()
             for _ in range(count):
                 launch()
-            seconds = (clock() - start) / count
+            seconds[name] = (clock() - start) / count
             sync()
-            return {"launch": seconds}
+        return seconds
 
-        results[name] = collect(once, policy, clock=clock)["launch"]
+    say(f"launch overhead: {len(ready)} paths, sampled round-robin")
+    results: dict[str, Stats] = {}
+    if ready:
+        collecting = gc.isenabled()
+        gc.disable()  # a collection would land in whichever path was running
+        try:
+            results = collect(one_round, policy, clock=clock)
+        finally:
+            if collecting:
+                gc.enable()
     return LaunchOverheadRun(results, skipped, count, BACKEND.kind, device_info(), policy)
 
 
@@ -383,6 +467,7 @@ LAUNCHES = {"empty_kernel": Launch(("void()",), threads_per_block=1)}
 __all__ = [
     "ENGINE_TARGET",
     "EXPERIMENT",
+    "LADDER",
     "PATHS",
     "SAME_ARGUMENTS",
     "LaunchOverheadRun",

@@ -374,6 +374,8 @@ def show_launch_overhead(run) -> None:
         for row in rows:
             for column in ("median (µs)", "min (µs)", "max (µs)"):
                 row[column.replace("(µs)", "(µs, simulated)")] = row.pop(column)
+    show_launch_ladder(run)
+    st.markdown("**Every path**")
     st.dataframe(pd.DataFrame(rows), hide_index=True)
     if simulated:
         st.caption(
@@ -399,6 +401,22 @@ def show_launch_overhead(run) -> None:
         )
     for k, why in run.skipped.items():
         st.caption(f"{PATHS[k]}: skipped — {why}")
+
+
+def show_launch_ladder(run) -> None:
+    """The vector add's launch rung by rung, article to CuPy; ranked against CuPy only on a GPU."""
+    simulated = run.backend == "simulator"
+    unit = "median (µs, simulated)" if simulated else "median (µs)"
+    rows = []
+    for rung in run.ladder():
+        row = {"rung": rung["label"], unit: None if rung["median_s"] is None else rung["median_s"] * 1e6}
+        if not simulated:
+            row["÷ CuPy RawKernel"] = rung["vs_cupy"]
+        row["note"] = f"skipped: {rung['skipped']}" if rung["skipped"] else ""
+        rows.append(row)
+    st.markdown("**The vector add's launch, rung by rung** (three device arrays; every path sampled round-robin, "
+                "the garbage collector off)")
+    st.dataframe(pd.DataFrame(rows), hide_index=True)
 
 
 def recorded(ref: ReferenceRun) -> None:

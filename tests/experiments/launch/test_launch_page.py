@@ -300,6 +300,11 @@ def test_launch_overhead_tab_measures_paths_with_a_chart_and_says_what_it_skippe
     charts = json.dumps(specs(at))
     table = at.dataframe[-1].value
     assert (table["flag"] == "fewer than 3 samples").all()  # two samples per path: flagged beside the figure
+    ladder = at.dataframe[-2].value  # the vector add's launch rung by rung, article to CuPy
+    from gpu.experiments.launch.overhead import LADDER, PATHS
+
+    assert list(ladder["rung"]) == [PATHS[key] for key in LADDER]
+    assert ("÷ CuPy RawKernel" in ladder.columns) != gpu.BACKEND.simulated  # ranked on a GPU only
     assert any("CuPy RawKernel: skipped" in c.value for c in at.caption)
     if gpu.BACKEND.simulated:  # simulated launches: tabled, never charted or judged against the target (issue 28)
         assert "Host time to launch one kernel" not in charts and "median (µs, simulated)" in table.columns

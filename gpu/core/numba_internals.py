@@ -1,0 +1,156 @@
+"""Everything the engine's prepared launch reads inside numba-cuda, named once and pinned.
+
+The prepared launch (``gpu.core.launch_path``) does once what numba-cuda's own launch does
+on every call, and then hands the driver only the launch. To build exactly what numba-cuda
+would pass it uses these pieces of numba-cuda 0.30.4, none of them public API:
+
+- ``CUDADispatcher.compile(argtypes)`` with ``typeof_pyval``: the compiled kernel (a
+  ``_Kernel``) for the arguments' types, as ``dispatcher.call`` finds it;
+- ``_Kernel._prepare_args(ty, val, stream, retr, kernelargs)``: numba-cuda's own
+  marshalling, the list it hands to ``cuda.core.launch`` (dispatcher.py, ``_Kernel.launch``).
+  An array becomes 5 + 2·ndim words: ``meminfo`` (0), ``parent`` (0), ``nitems``,
+  ``itemsize``, ``data`` (the device pointer), ``shape``…, ``strides``… in bytes — the
+  members of numba's ``ArrayModel`` (datamodel/cuda_models.py), in that order; a scalar
+  becomes one ctypes value of its type (``c_int32``, ``c_float``, ...);
+- ``_Kernel._codelibrary.get_cufunc()``: the loaded function; its ``handle`` is what the
+  driver launches;
+- ``cudadrv.driver._to_core_stream`` and ``cudadrv.devices.get_context``: the stream's
+  handle, and the context made current in the calling thread.
+
+``cuda.core``'s ``ParamHolder`` (the buffer ``cuda.core.launch`` builds from that list on
+every call) packs it into the ``void**`` array the driver reads; building it once is the
+whole saving. ``tests/test_numba_internals.py`` checks, without a GPU, that numba-cuda's
+marshalling of device arrays gives this layout and that the packed buffer holds those
+words. Another numba-cuda version is refused with a message naming both versions
+(``require_pinned``): re-read the code above, re-run that test, then move the pin.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from importlib import metadata
+from typing import Any
+
+PINNED_NUMBA_CUDA = "0.30.4"
+
+# numba's ArrayModel members, in order (datamodel/cuda_models.py): what one array argument becomes.
+ARRAY_FIELDS = ("meminfo", "parent", "nitems", "itemsize", "data", "shape", "strides")
+
+
+class UnsupportedNumbaCuda(RuntimeError):
+    """The installed numba-cuda is not the version whose internals this module was written against,
+    or a kernel uses a feature the prepared launch does not reproduce."""
+
+
+def installed_version() -> str | None:
+    """numba-cuda's installed version, or None when it is not installed."""
+    try:
+        return metadata.version("numba-cuda")
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def require_pinned(version: str | None = None) -> None:
+    """Refuse, with both versions named, unless numba-cuda is ``PINNED_NUMBA_CUDA``."""
+    found = installed_version() if version is None else version
+    if found != PINNED_NUMBA_CUDA:
+        raise UnsupportedNumbaCuda(
+            f"the prepared launch reads numba-cuda {PINNED_NUMBA_CUDA}'s internals (gpu/core/numba_internals.py); "
+            f"numba-cuda {found or 'is not installed'}{'' if found is None else ' is installed'}: install "
+            f"numba-cuda=={PINNED_NUMBA_CUDA} (requirements.txt), or launch through the dispatcher"
+        )
+
+
+def array_words(nitems: int, itemsize: int, data: int, shape: Sequence[int], strides: Sequence[int]) -> list[int]:
+    """The words numba-cuda passes for one array argument, in ``ARRAY_FIELDS`` order (meminfo and parent 0)."""
+    if len(shape) != len(strides):
+        raise ValueError(f"an array has one stride per dimension: shape {tuple(shape)}, strides {tuple(strides)}")
+    return [0, 0, int(nitems), int(itemsize), int(data), *map(int, shape), *map(int, strides)]
+
+
+def compiled_kernel(dispatcher, args: Sequence[Any]):
+    """The compiled kernel (numba-cuda's ``_Kernel``) ``dispatcher`` launches for ``args``' types.
+
+    Refuses what the prepared launch does not reproduce: a debug kernel (numba-cuda reads its
+    error flag after every launch), a cooperative one, one whose compilation depends on the
+    launch configuration, and argument extensions (they may copy data per launch).
+    """
+    require_pinned()
+    argtypes = tuple(dispatcher.typeof_pyval(a) for a in args)
+    compiled = dispatcher.compile(argtypes)
+    for attribute, why in (
+        ("debug", "a debug kernel reports errors after each launch"),
+        ("cooperative", "a cooperative kernel needs a cooperative launch"),
+        ("launch_config_sensitive", "its code depends on the launch configuration"),
+        ("extensions", "argument extensions may copy data at every launch"),
+    ):
+        if getattr(compiled, attribute, False):
+            raise UnsupportedNumbaCuda(f"{compiled.py_func.__name__}: not prepared ({why})")
+    return compiled
+
+
+def kernel_arguments(compiled, args: Sequence[Any], stream) -> list:
+    """numba-cuda's own marshalling of ``args`` for ``compiled``: the list ``_Kernel.launch`` would pass.
+
+    Raises UnsupportedNumbaCuda when marshalling would copy an argument to the device (a host
+    array): that copy happens per launch and cannot be prepared once.
+    """
+    if len(args) != len(compiled.argument_types):
+        raise ValueError(
+            f"{compiled.py_func.__name__} takes {len(compiled.argument_types)} arguments, {len(args)} were given"
+        )
+    copied_back: list = []
+    words: list = []
+    for ty, value in zip(compiled.argument_types, args):
+        compiled._prepare_args(ty, value, stream, copied_back, words)
+    if copied_back:
+        raise UnsupportedNumbaCuda("a host array argument would be copied at every launch: pass device arrays")
+    return words
+
+
+def driver_function(compiled):
+    """The loaded function's driver handle (a ``CUkernel``), for ``cuLaunchKernel``."""
+    return compiled._codelibrary.get_cufunc().handle
+
+
+def core_kernel(compiled):
+    """The loaded function as a ``cuda.core`` Kernel, for ``cuda.core.launch``."""
+    return compiled._codelibrary.get_cufunc().kernel
+
+
+def core_stream(stream):
+    """``stream`` (a numba Stream, or 0) as the ``cuda.core`` Stream numba-cuda launches on."""
+    from numba.cuda.cudadrv import driver
+
+    return driver._to_core_stream(stream)
+
+
+def make_context_current() -> None:
+    """Make numba-cuda's context current in the calling thread (as every numba launch does)."""
+    from numba.cuda.cudadrv import devices
+
+    devices.get_context()
+
+
+def packed_parameters(words: Sequence[Any]):
+    """The ``void**`` parameter buffer ``cuda.core.launch`` builds from ``words`` (its ``ptr`` is the address)."""
+    from cuda.core._kernel_arg_handler import ParamHolder
+
+    return ParamHolder(list(words))
+
+
+__all__ = [
+    "ARRAY_FIELDS",
+    "PINNED_NUMBA_CUDA",
+    "UnsupportedNumbaCuda",
+    "array_words",
+    "compiled_kernel",
+    "core_kernel",
+    "core_stream",
+    "driver_function",
+    "installed_version",
+    "kernel_arguments",
+    "make_context_current",
+    "packed_parameters",
+    "require_pinned",
+]
