@@ -174,7 +174,7 @@ def theoretical_occupancy(
             return TheoreticalOccupancy(threads_per_block, 0, 0, target.max_warps_per_sm, "shared memory")
         per_block = shared_bytes_per_block + target.reserved_shared_per_block
         bounds["shared memory"] = target.shared_memory_per_sm // per_block
-    limiter = min(bounds, key=bounds.get)  # first listed wins a tie: threads before blocks, ...
+    limiter = min(bounds, key=lambda name: bounds[name])  # first listed wins a tie: threads before blocks, ...
     blocks = bounds[limiter]
     return TheoreticalOccupancy(threads_per_block, blocks, blocks * warps_per_block, target.max_warps_per_sm, limiter)
 

@@ -20,6 +20,7 @@ import ctypes.util
 import os
 import sys
 from dataclasses import dataclass
+from typing import Any
 
 from gpu.core import settings as _settings  # the standard library only: safe before numba.cuda
 
@@ -108,12 +109,16 @@ import numpy as _np  # noqa: E402
 if not hasattr(_np, "row_stack"):
     _np.row_stack = _np.vstack
 
-from numba import cuda  # noqa: E402  (must follow the decision above)
+from numba import cuda as _numba_cuda  # noqa: E402  (must follow the decision above)
 from numba.cuda import config as _cuda_config  # noqa: E402
+
+# numba.cuda, numba's simulator or Kernel Lab's (gpu.sim.cuda): three modules with one duck type, chosen at
+# import, so the type checker sees the name as Any rather than the one module it would otherwise pick.
+cuda: Any = _numba_cuda
 
 # Report what numba actually chose: if numba.cuda was imported before this module,
 # its choice stands whatever the environment says now.
-_simulated = bool(_cuda_config.ENABLE_CUDASIM)
+_simulated = bool(vars(_cuda_config)["ENABLE_CUDASIM"])  # set by numba at import: not an attribute mypy sees
 _engine = simulator_choice() if _simulated else "cuda"
 BACKEND = Backend(
     kind="simulator" if _simulated else "cuda",
@@ -121,6 +126,8 @@ BACKEND = Backend(
     engine=_engine,
 )
 if BACKEND.lab_simulator:
-    from gpu.sim import cuda
+    from gpu.sim import cuda as _lab_cuda
+
+    cuda = _lab_cuda
 
 __all__ = ["BACKEND", "SIMULATORS", "SIMULATOR_ENV", "Backend", "cuda", "probe_driver", "simulator_choice"]

@@ -80,16 +80,11 @@ def _run(cmd: list[str]) -> subprocess.CompletedProcess:
 
 
 def _lower(job: dict, cc: tuple[int, int]):
-    """Numba's front end for one kernel: the code library NVVM compiles per target.
+    """Numba's front end for one kernel: the code library NVVM compiles per target
+    (``gpu.core.numba_internals.lower_kernel``)."""
+    from gpu.core.numba_internals import lower_kernel
 
-    ``_compile_pyfunc_with_fixup`` is what numba-cuda's public ``compile_ptx`` calls
-    before ``lib.get_asm_strs(cc)``; calling it directly keeps the library so NVVM can
-    be asked for several targets without lowering again.
-    """
-    from numba.cuda.compiler import _compile_pyfunc_with_fixup
-
-    lib, _ = _compile_pyfunc_with_fixup(_python_function(job), job["signature"], device=False, cc=cc, abi="numba")
-    return lib
+    return lower_kernel(_python_function(job), job["signature"], cc)
 
 
 def compile_job(job: dict, targets: list[dict], ptxas: str, nvdisasm: str | None) -> list[dict]:

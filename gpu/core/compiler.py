@@ -373,6 +373,8 @@ def _gpu_package_hash() -> str:
 def _code_hash(request: CompileRequest) -> str:
     if request.source is not None:
         return hashlib.sha256(request.source.encode()).hexdigest()
+    if request.module is None:
+        raise ValueError(f"a compile request carries source or names a module; {request.name!r} has neither")
     spec = importlib.util.find_spec(request.module)
     origin = Path(spec.origin) if spec and spec.origin else None
     if origin is not None and _GPU_PACKAGE in origin.resolve().parents:
@@ -554,9 +556,9 @@ def compile_many(
             keys = [_cache_key(request, target, tools, True)] + (
                 [] if sass else [_cache_key(request, target, tools, False)]
             )
-            raw = next((r for r in map(_cache_get, keys) if r is not None), None)
-            if raw is not None:
-                results[ti, ri] = _facts(request, target, tools, raw, True, sass)
+            cached = next((r for r in map(_cache_get, keys) if r is not None), None)
+            if cached is not None:
+                results[ti, ri] = _facts(request, target, tools, cached, True, sass)
             else:
                 missing.setdefault(ri, []).append(ti)
 

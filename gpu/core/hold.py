@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from functools import lru_cache
-from typing import Protocol
+from typing import Protocol, cast
 
 from gpu.core.backend import BACKEND, cuda
 from gpu.core.launch_spec import Launch
@@ -73,8 +73,12 @@ class HoldHandle(Protocol):
 class DeviceOps(Protocol):
     """What GPU timing needs from the device (see the module docstring)."""
 
-    simulated: bool
-    can_hold: bool  # False: kernel samples include the launch (simulator, no nanosleep)
+    @property
+    def simulated(self) -> bool: ...
+
+    @property
+    def can_hold(self) -> bool:
+        """False: kernel samples include the launch (simulator, no nanosleep)."""
 
     def event(self) -> Event: ...
 
@@ -117,8 +121,9 @@ class SimulatedOps:
     def event(self) -> _WallEvent:
         return _WallEvent(self._clock)
 
-    def elapsed_s(self, start: _WallEvent, end: _WallEvent) -> float:
-        return end.t - start.t
+    def elapsed_s(self, start: Event, end: Event) -> float:
+        # events from ``event()`` (or a test's stand-ins): each carries the wall-clock time ``t`` it was recorded
+        return cast(_WallEvent, end).t - cast(_WallEvent, start).t
 
     def hold(self, stream, hold_ns: int) -> None:
         return None  # kernels run synchronously: nothing to hide the launch behind

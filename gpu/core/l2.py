@@ -61,7 +61,7 @@ def flush_problem() -> str | None:
 
 def fits_in_l2(working_set_bytes: int, l2_bytes: int | None) -> bool:
     """True when a working set fits in the L2, so a warm re-run could be served from cache."""
-    return bool(l2_bytes) and working_set_bytes <= l2_bytes
+    return l2_bytes is not None and l2_bytes > 0 and working_set_bytes <= l2_bytes
 
 
 @lru_cache(maxsize=8)

@@ -17,6 +17,10 @@ would pass it uses these pieces of numba-cuda 0.30.4, none of them public API:
 - ``cudadrv.driver._to_core_stream`` and ``cudadrv.devices.get_context``: the stream's
   handle, and the context made current in the calling thread.
 
+The compile worker (``gpu.core.compile_worker``) reads one more: ``compiler._compile_pyfunc_with_fixup``
+(``lower_kernel``), what the public ``compile_ptx`` calls before ``lib.get_asm_strs(cc)``;
+keeping its code library lets NVVM compile one lowering for several targets.
+
 ``cuda.core``'s ``ParamHolder`` (the buffer ``cuda.core.launch`` builds from that list on
 every call) packs it into the ``void**`` array the driver reads; building it once is the
 whole saving. ``tests/test_numba_internals.py`` checks, without a GPU, that numba-cuda's
@@ -132,6 +136,16 @@ def make_context_current() -> None:
     devices.get_context()
 
 
+def lower_kernel(py_func, signature: str, cc: tuple[int, int]):
+    """numba-cuda's front end for one kernel (typing, lowering to NVVM IR): its code library, which
+    NVVM compiles per target (``lib.get_asm_strs(cc)``). Needs no GPU."""
+    import importlib
+
+    compiler = importlib.import_module("numba.cuda.compiler")
+    lib, _ = compiler._compile_pyfunc_with_fixup(py_func, signature, device=False, cc=cc, abi="numba")
+    return lib
+
+
 def packed_parameters(words: Sequence[Any]):
     """The ``void**`` parameter buffer ``cuda.core.launch`` builds from ``words`` (its ``ptr`` is the address)."""
     from cuda.core._kernel_arg_handler import ParamHolder
@@ -150,6 +164,7 @@ __all__ = [
     "driver_function",
     "installed_version",
     "kernel_arguments",
+    "lower_kernel",
     "make_context_current",
     "packed_parameters",
     "require_pinned",

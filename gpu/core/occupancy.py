@@ -105,7 +105,7 @@ def calculated_occupancy(
         bounds["registers"] = (limits.registers_per_sm // regs_per_warp) // warps_per_block
     if limits.shared_memory_per_sm and shared_per_block:
         bounds["shared memory"] = limits.shared_memory_per_sm // shared_per_block
-    limiter = min(bounds, key=bounds.get)
+    limiter = min(bounds, key=lambda name: bounds[name])
     blocks = bounds[limiter]
     return Occupancy(threads_per_block, blocks, blocks * warps_per_block, max_warps, "calculated", limiter)
 

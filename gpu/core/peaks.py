@@ -161,12 +161,12 @@ def _measured(key: str, direction: str, nbytes: int, stats: Stats, what: str) ->
 
 def _device_copy(nbytes: int, policy: RepeatPolicy) -> Limit:
     """The d2d reference: driver memcpy and a copy kernel, the faster one kept, both shown."""
-    tried = []
     if BACKEND.simulated:  # a copy kernel over megabytes would take minutes and mean nothing
         timers = [("device-to-device memcpy, CUDA events", lambda: time_copy("d2d", nbytes, policy, pinned=False)[0])]
     else:  # both behind the verified hold, L2 flushed: the faster one is the reference
         timers = [("device-to-device memcpy (held stream)", lambda: time_device_memcpy(nbytes, policy)),
                   ("copy kernel, 4 × 8-byte words per thread (held stream)", lambda: time_copy_kernel(nbytes, policy))]
+    tried: list[tuple[str, Stats | None, str | None]] = []
     for what, timer in timers:
         try:
             stats = timer()

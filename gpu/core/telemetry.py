@@ -165,11 +165,11 @@ def summarize(samples: list[TelemetrySample], unavailable: str | None = None) ->
     if unavailable is not None or not samples:
         return {"available": False, "reason": unavailable or "no readings", "flagged": False, "flags": []}
     before, after = samples[0], samples[-1]
-    busy = [s for s in samples if s.busy and s.sm_clock_mhz]
+    busy_clocks = [s.sm_clock_mhz for s in samples if s.busy and s.sm_clock_mhz]
     flags = []
-    if busy:
-        top = max(s.sm_clock_mhz for s in busy)
-        low = min(s.sm_clock_mhz for s in busy)
+    if busy_clocks:
+        top = max(busy_clocks)
+        low = min(busy_clocks)
         if low < (1 - CLOCK_DROP) * top:
             flags.append(f"SM clock dropped from {top:,.0f} to {low:,.0f} MHz while busy")
     slow = sorted({r for s in samples for r in s.slowdowns})

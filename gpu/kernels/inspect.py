@@ -14,6 +14,7 @@ import inspect as _pyinspect
 import re
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from gpu.core.backend import BACKEND
 from gpu.core.device import device_info
@@ -281,6 +282,8 @@ class KernelInspection:
 
 def _kernel_source(dispatcher) -> str:
     fn = getattr(dispatcher, "py_func", None) or getattr(dispatcher, "fn", None)
+    if fn is None:
+        return ""
     try:
         return _pyinspect.getsource(fn)
     except (TypeError, OSError):
@@ -293,7 +296,7 @@ def inspect_kernel(kernel: str = "vector_add") -> KernelInspection:
         raise InputError(f"unknown kernel {kernel!r}; choose from {', '.join(KERNELS)}")
     dispatcher, description = KERNELS[kernel]
     device = device_info()
-    base = dict(
+    base: dict[str, Any] = dict(
         kernel=kernel,
         description=description,
         signature=VECTOR_ADD_SIGNATURE,
