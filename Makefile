@@ -11,7 +11,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip --disable-pip-version-check -q
 CHROMIUM := /usr/bin/chromium
 
-.PHONY: run demo lint test test-class check info docs-screenshots cuda-wheels compiler-wheels cluster-deps chromium bubblewrap clean gpu-verify gpu-wheels editor
+.PHONY: run demo lint test test-class check info docs-screenshots cuda-wheels compiler-wheels cluster-deps chromium bubblewrap clean gpu-first-look gpu-verify gpu-wheels editor
 
 run: $(VENV)/.runtime $(VENV)/.compiler editor
 	$(PY) -m streamlit run app.py
@@ -122,8 +122,16 @@ $(VENV)/.compiler: $(VENV)/.runtime
 	$(PIP) install "numba-cuda[$$extra]==0.30.4" $${ptxas:+"$$ptxas"} "nvidia-cuda-nvdisasm>=13.2,<14"
 	touch $@
 
-# On a GPU machine: the GPU-only tests, `gpu compile` on the device and `gpu check`,
-# written to benchmarks/<gpu>-<date>/ with a SUMMARY.md (scripts/gpu_verify.sh, README).
+# On a lent GPU machine, in this order (README, "On a real GPU"; the plans and their budgets:
+# gpu/report/plan.py, summed by tests/test_verify_plan.py):
+# gpu-first-look (at most 180 s): the launch ladder, the reduction and transpose steps, the Scaling sweep
+# and its overhead, into benchmarks/<gpu>-<date>-first-look/ (scripts/gpu_first_look.sh);
+# gpu-verify (at most 300 s): the GPU-only tests, `gpu compile` for the device's target, `gpu check`
+# headline sections first, each within its budget, and the pages, into benchmarks/<gpu>-<date>/ with a
+# SUMMARY.md (scripts/gpu_verify.sh).
+gpu-first-look:
+	bash scripts/gpu_first_look.sh
+
 gpu-verify:
 	bash scripts/gpu_verify.sh
 

@@ -149,7 +149,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     if BACKEND.simulated:  # first, before any progress or figure (check.md starts with it too)
         print(SIMULATOR_LINE, flush=True)
-    report = run_check(args.out, quick=args.quick, on_progress=_progress(False))
+    report = run_check(args.out, quick=args.quick, on_progress=_progress(False), plan=args.plan)
     print(report.markdown())
     return 0 if report.passed else 1
 
@@ -248,6 +248,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--out", default=".", help="folder for check.json and check.md (default: current folder)")
     p.add_argument("--quick", action="store_true", default=None, help="small sizes only (the default in the simulator)")
+    p.add_argument("--plan", choices=("first-look", "verify"), default=None,
+                   help="only the sections of `make gpu-first-look`'s or `make gpu-verify`'s plan, headline first, "
+                        "each within its budget (gpu/report/plan.py)")
     p.set_defaults(func=cmd_check)
 
     p = sub.add_parser(

@@ -1,112 +1,34 @@
 #!/usr/bin/env bash
-# `make gpu-verify`: the prepared GPU verification, built to fit a lent GPU's minutes and to
-# be unable to pass without a GPU. Steps, each under `timeout -k` with its own budget
-# (20 + 90 + 40 + 420 + 30 = 600 s at most, a lent GPU's longest call; on the H200 on 2026-12-04 the tests took
-# 56 s, the compiler 17 s, the pages 6 s, and the check's first 8 sections 273 s, the whole over 317 s, before
-# the CPU budget bounded every CPU row (about 40 s less in the transpose section alone)):
-#   0. preflight       scripts/gpu_preflight.py   driver, libcuda, numba on the real backend,
-#                                                 the pinned versions, one kernel run and checked
+# `make gpu-verify`: the prepared GPU verification, built to fit a lent GPU's minutes (at most 300 s,
+# gpu/report/plan.py: VERIFY_S) and to be unable to pass without a GPU. After the carried wheels and
+# the preflight (scripts/gpu_setup.sh), the plan `verify` runs its steps in order, each stopped at its
+# own budget (python -m gpu.report.plan verify; tests/test_verify_plan.py sums them):
 #   1. GPU-only tests  pytest -m gpu              -> pytest-gpu.txt, pytest-gpu.xml (a skip fails; the browser
 #                                                 tests are left out: the GPU image has no Playwright)
-#   2. the compiler    python -m gpu compile      -> compile.json (any failure fails the run)
-#   3. the check       python -m gpu check        -> check.json, check.md
+#   2. the compiler    python -m gpu compile      -> compile.json, for this device's own target (every target
+#                                                 is compiled before the visit: the compile gate in `make test`)
+#   3. the check       python -m gpu check --plan verify -> check.json, check.md: headline sections first,
+#                                                 each within its budget (plan.VERIFY_SECTIONS)
 #   4. the pages       scripts/gpu_pages.py       -> pages.json (every page under AppTest on the GPU)
-# into benchmarks/<gpu>-<date>/ (or $OUT) with a SUMMARY.md (scripts/gpu_verify_summary.py).
-# Any failure exits non-zero; a preflight failure prints one line with the reason and writes nothing.
-# Python: $PYTHON, else .venv/bin/python, else python3. Carried wheels (.whl/, `make gpu-wheels`)
-# go into a folder on PYTHONPATH: they replace the machine's numba and NumPy with the pinned ones
-# and add Streamlit and Altair; its PyTorch, CuPy and pandas are used as they are. Without .whl/,
-# only what is missing is installed from an index into a virtualenv over the machine's packages.
-set -uo pipefail
-cd "$(dirname "$0")/.."
-started=$(date +%s)
-elapsed() { echo $(( $(date +%s) - started )); }
-step() { echo "[$(elapsed) s] $*"; }
-
-PY=${PYTHON:-}
-if [ -z "$PY" ]; then
-  if [ -x .venv/bin/python ]; then PY=.venv/bin/python; else PY=python3; fi
-fi
-if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi >/dev/null 2>&1; then
-  echo "preflight failed: gpu-verify needs an NVIDIA GPU and driver (nvidia-smi failed); on this machine run \`make test\` instead." >&2
-  exit 3
-fi
-if [ -n "${NUMBA_ENABLE_CUDASIM:-}" ] && [ "${NUMBA_ENABLE_CUDASIM}" != 0 ]; then
-  echo "preflight failed: NUMBA_ENABLE_CUDASIM=$NUMBA_ENABLE_CUDASIM is set: numba would run its CUDA simulator, not the GPU; unset it" >&2
-  exit 3
-fi
-
-missing=$($PY - <<'PY'
-import importlib.util as u
-import re
-from importlib import metadata
-names = {"streamlit": "streamlit", "altair": "altair", "pandas": "pandas", "pytest": "pytest",
-         "pytest_timeout": "pytest-timeout", "platformdirs": "platformdirs", "numba": "numba"}
-missing = [pkg for mod, pkg in names.items() if u.find_spec(mod) is None]
-try:  # numba and NumPy off requirements.txt's pins count as missing: the carried ones replace them
-    from packaging.specifiers import SpecifierSet
-    for line in open("requirements.txt"):
-        m = re.match(r"^(numba|numpy)([=<>!~].*)$", line.strip())
-        if m and m[1] not in missing:
-            try:
-                if metadata.version(m[1]) not in SpecifierSet(m[2]):
-                    missing.append(m[1])
-            except metadata.PackageNotFoundError:
-                missing.append(m[1])
-except ImportError:
-    pass
-print(" ".join(missing))
-PY
-)
-# The lent H200's python3 is itself a virtualenv (/opt/torch/.venv): a virtualenv made from it with
-# --system-site-packages sees the base interpreter's packages, not its NumPy, and pip then looks for
-# NumPy in .whl/ (seen 2026-12-04). So carried wheels go into a folder of their own on PYTHONPATH,
-# with the repository first; their pinned numba and NumPy replace the machine's (its NumPy 2.5 broke
-# numba 0.68.1: `np.row_stack`).
-if [ -n "$missing" ] && [ -d .whl ]; then
-  site=${GPU_VERIFY_SITE:-/tmp/kernel-lab-verify-site}
-  step "missing or off the pins: $missing; installing the carried wheels (.whl/, \`make gpu-wheels\`) into $site"
-  $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$site" .whl/*.whl \
-    || { echo "preflight failed: could not install the wheels in .whl/ into $site" >&2; exit 3; }
-  export PYTHONPATH="$PWD:$site${PYTHONPATH:+:$PYTHONPATH}"
-elif [ -n "$missing" ]; then
-  step "installing only what is missing ($missing) into a virtualenv over the machine's packages"
-  venv=${GPU_VERIFY_VENV:-/tmp/kernel-lab-verify-venv}
-  $PY -m venv --system-site-packages "$venv" || { echo "preflight failed: could not create a virtualenv at $venv" >&2; exit 3; }
-  "$venv/bin/python" -m pip install -q -c requirements.txt $missing \
-    || { echo "preflight failed: could not install $missing (no .whl/ folder; run \`make gpu-wheels\` where an index is reachable)" >&2; exit 3; }
-  PY="$venv/bin/python"
-  export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
-else
-  export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
-fi
-
-step "0/4 preflight"
-timeout -k 5 20 $PY scripts/gpu_preflight.py || exit 3
-export NUMBA_ENABLE_CUDASIM=0 KERNEL_LAB_REQUIRE_GPU=1
-
-gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n1 | tr '[:upper:]' '[:lower:]' | sed -e 's/nvidia //' -e 's/[^a-z0-9]\+/-/g' -e 's/^-//' -e 's/-$//')
+# into benchmarks/<gpu>-<date>/ (or $OUT) with plan.json (each step's seconds and exit) and a SUMMARY.md
+# (scripts/gpu_verify_summary.py). Any failure exits non-zero; a preflight failure prints one line with the
+# reason and writes nothing. Run `make gpu-first-look` first: it prints the figures needed first in 180 s.
+source "$(dirname "$0")/gpu_setup.sh"
 OUT=${OUT:-benchmarks/${gpu}-$(date -u +%Y-%m-%d)}
 mkdir -p "$OUT"
 step "writing to $OUT"
 
-step "1/4 GPU-only tests (a skipped GPU test fails the run)"
-timeout -k 5 90 $PY -m pytest -m gpu -q -rs -p no:cacheprovider --ignore-glob="*test_browser*" --junitxml="$OUT/pytest-gpu.xml" >"$OUT/pytest-gpu.txt" 2>&1
-tests_rc=$?
-tail -n 3 "$OUT/pytest-gpu.txt"
-
-step "2/4 the real compiler, every kernel x target (cold compiles counted)"
-timeout -k 5 40 $PY -m gpu compile --json >"$OUT/compile.json" 2>"$OUT/compile.stderr.txt"
-compile_rc=$?
-
-step "3/4 python -m gpu check"
-timeout -k 5 ${GPU_VERIFY_CHECK_S:-420} $PY -m gpu check --out "$OUT" 2>"$OUT/check.stderr.txt"
-check_rc=$?
-
-step "4/4 every page under AppTest on the GPU"
-timeout -k 5 30 $PY scripts/gpu_pages.py "$OUT" 2>"$OUT/pages.stderr.txt"
-pages_rc=$?
-
+$PY -m gpu.report.plan verify --out "$OUT" --cc "$CC"
+rcs=$($PY - "$OUT/plan.json" <<'PY'
+import json, sys
+steps = {s["name"]: s["rc"] for s in json.load(open(sys.argv[1]))["steps"]}
+flags = {"tests": "GPU-only tests", "compile": "the compiler", "check": "gpu check", "pages": "every page"}
+def rc(prefix):
+    found = [v for k, v in steps.items() if k.startswith(prefix)]
+    return "124" if found and found[0] is None else str(found[0]) if found else "127"
+print(" ".join(f"--{flag}-rc {rc(prefix)}" for flag, prefix in flags.items()))
+PY
+)
 step "summary"
-$PY scripts/gpu_verify_summary.py "$OUT" --tests-rc $tests_rc --compile-rc $compile_rc --check-rc $check_rc \
-  --pages-rc $pages_rc --seconds "$(elapsed)"
+# shellcheck disable=SC2086  # $rcs is a list of flags
+$PY scripts/gpu_verify_summary.py "$OUT" $rcs --seconds "$(elapsed)"

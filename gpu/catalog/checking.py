@@ -26,6 +26,8 @@ class CheckContext:
     # the vector-add kernel's compile (or load from Numba's disk cache), timed before any
     # section runs it: the breakdown's own compile_vector_add() finds it already compiled
     first_compile_s: float | None = None
+    # the running section's budget in seconds, from a verification plan (gpu/report/plan.py); None: unbudgeted
+    budget_s: float | None = None
 
     @property
     def breakdown_n(self) -> int:
@@ -42,6 +44,7 @@ class Section:
     data: dict
     markdown: str
     duration_s: float = 0.0
+    budget_s: float | None = None  # what a verification plan allowed it (check.json: the section's "budget_s")
 
 
 __all__ = ["ARTICLE_N", "CheckContext", "Section"]

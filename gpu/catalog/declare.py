@@ -332,20 +332,48 @@ def run_markdown(run: KernelRun) -> list[str]:
             + [f"- {m}" for m in legend] + [f"- {describe(run.telemetry)}"])
 
 
-def check_kernel(key: str, quick: bool, say: Callable[[str], None]) -> tuple[str, bool, dict, str]:
+# Of a budgeted section's seconds: the share its GPU series may spend sampling past their minimum, and the CPU rows'.
+GPU_SHARE, CPU_SHARE = 0.5, 0.15
+
+
+def budgeted_policy(spec, problems: int, budget_s: float, repeats: int) -> tuple[RepeatPolicy, float]:
+    """(the GPU series' policy, the CPU budget per implementation) for a check section of ``budget_s`` seconds.
+
+    Every GPU series samples until its spread is stable (2%), as nvbench stops on noise, or its share of the
+    budget is spent, after at least 3 samples and at most ``repeats``; each CPU row gets an equal part of
+    ``CPU_SHARE`` (at least 3 samples, then stop: ``time_cpu``).
+    """
+    series = problems * (2 * len(spec.steps) + len(spec.libraries))  # end to end and kernel alone per step
+    policy = RepeatPolicy.until_stable(0.02, max(GPU_SHARE * budget_s / max(series, 1), 1e-3),
+                                       max_repeat=max(repeats, 3), warmup=0 if BACKEND.simulated else 1)
+    return policy, CPU_SHARE * budget_s / max(problems * len(spec.cpu), 1)
+
+
+def check_kernel(
+    key: str, quick: bool, say: Callable[[str], None], budget_s: float | None = None
+) -> tuple[str, bool, dict, str]:
     """The ``gpu check`` section of catalog kernel ``key``: (title, passed, data, markdown).
 
     Runs the kernel's check problems (tiny in quick mode and the simulator, the issue's
     large sizes otherwise), passes when every implementation agrees, and reports each
-    target as met or not without failing the check on it.
+    target as met or not without failing the check on it. With ``budget_s`` (a verification
+    plan's, full runs only) sampling stops when the spread is stable or the budget's share
+    is spent (``budgeted_policy``), and the CPU rows are held to their part of it.
     """
     module = kernel_module(key)
     experiment = module.EXPERIMENT
+    problems = module.check_problems(quick)
     runs = []
-    for raw in module.check_problems(quick):
+    for raw in problems:
         params = experiment.parse(raw, BACKEND.simulated)
         say(f"{experiment.title}: {params}")
-        runs.append(experiment.execute(params, say))
+        if budget_s is None or quick:
+            runs.append(experiment.execute(params, say))
+            continue
+        sampling, cpu_budget_s = budgeted_policy(module.SPEC, len(problems), budget_s, params["repeats"])
+        problem = {k: v for k, v in params.items() if k not in ("repeats", "cpu", "cpu_budget_s")}
+        runs.append(run_kernel(module.SPEC, problem, sampling, params["cpu"],
+                               cpu_budget_s=min(cpu_budget_s, params["cpu_budget_s"]), on_progress=say))
     targets = module.targets(runs)
     md: list[str] = []
     for run in runs:

@@ -29,6 +29,7 @@ class CheckReport:
     telemetry: dict | None = None
     expected: int | None = None  # how many sections this run declared; None: unknown (a report built by hand)
     finished: bool = True  # False while the run is going (or was stopped): the files on disk are partial
+    plan: str | None = None  # the verification plan that chose and budgeted the sections (gpu/report/plan.py)
 
     @property
     def passed(self) -> bool:
@@ -53,6 +54,7 @@ class CheckReport:
             "started_at": self.started_at,
             "backend": BACKEND.kind,
             "quick": self.quick,
+            "plan": self.plan,
             "passed": self.passed,
             "finished": self.finished,
             "device": device_info().to_dict(),
@@ -60,7 +62,8 @@ class CheckReport:
             "versions": library_versions(),
             "telemetry": self.telemetry,
             "sections": {
-                s.key: {"title": s.title, "passed": s.passed, "duration_s": s.duration_s, **s.data}
+                s.key: {"title": s.title, "passed": s.passed, "duration_s": s.duration_s,
+                        **({"budget_s": s.budget_s} if s.budget_s is not None else {}), **s.data}
                 for s in self.sections
             },
         }
@@ -96,7 +99,10 @@ class CheckReport:
 
             lines.append(f"- {describe_telemetry(self.telemetry)}")
         for s in self.sections:
-            lines += ["", f"## {s.title} — {'pass' if s.passed else 'FAIL'} ({s.duration_s:.1f} s)", "", s.markdown]
+            budget = f" of its {s.budget_s:g} s" if s.budget_s is not None else ""
+            over = " — OVER its budget" if s.budget_s is not None and s.duration_s > s.budget_s else ""
+            lines += ["", f"## {s.title} — {'pass' if s.passed else 'FAIL'} ({s.duration_s:.1f} s{budget}{over})", "",
+                      s.markdown]
         return "\n".join(lines) + "\n"
 
     def write(self, out_dir: Path) -> None:
@@ -114,7 +120,7 @@ def catalog_section(key: str) -> Callable[[CheckContext], Section]:
     def section(ctx: CheckContext) -> Section:
         from gpu.catalog.declare import check_kernel
 
-        title, passed, data, markdown = check_kernel(key, ctx.quick, ctx.say)
+        title, passed, data, markdown = check_kernel(key, ctx.quick, ctx.say, ctx.budget_s)
         return Section(key, title, passed, data, markdown)
 
     section.__name__ = f"{key}_section"
@@ -126,7 +132,7 @@ def methodology_section(ctx: CheckContext) -> Section:
     from gpu.report.methodology import methodology
 
     telemetry = ctx.telemetry.summary() if ctx.telemetry is not None else None
-    passed, data, markdown = methodology(ctx.quick, ctx.max_n, ctx.say, ctx.sections, telemetry)
+    passed, data, markdown = methodology(ctx.quick, ctx.max_n, ctx.say, ctx.sections, telemetry, ctx.budget_s)
     return Section(
         "methodology", "Methodology: L2, stream hold, launch overhead, telemetry, samples", passed, data, markdown
     )
@@ -147,6 +153,30 @@ def _keyed(section_fn: Callable[[CheckContext], Section], key: str) -> Callable[
     return section_fn
 
 
+def section_key(section_fn: Callable[[CheckContext], Section]) -> str:
+    """The key a section function writes under (its declared key, or its name less ``_section``)."""
+    return getattr(section_fn, "section_key", None) or section_fn.__name__.removesuffix("_section")
+
+
+def planned_sections(plan: str) -> tuple[list[Callable[[CheckContext], Section]], dict[str, float]]:
+    """(the section functions of ``plan``, in its order; their budgets in seconds by key).
+
+    Raises ValueError naming a planned section no experiment declares, and, for "verify", any declared one
+    the plan leaves out (a verification that silently dropped a section would verify less than it claims)."""
+    from gpu.report.plan import SECTIONS
+
+    if plan not in SECTIONS:
+        raise ValueError(f"unknown plan {plan!r}; choose from {', '.join(SECTIONS)} (gpu/report/plan.py)")
+    planned = SECTIONS[plan]
+    declared = {section_key(fn): fn for fn in declared_sections()}
+    unknown = [key for key in planned if key not in declared]
+    left_out = [key for key in declared if key not in planned] if plan == "verify" else []
+    if unknown or left_out:
+        raise ValueError(f"the plan {plan!r} and the declared check sections differ: planned but not declared: "
+                         f"{unknown or 'none'}; declared but not planned: {left_out or 'none'}")
+    return [declared[key] for key in planned], dict(planned)
+
+
 def __getattr__(name: str):
     if name == "SECTIONS":  # derived on each use, so an experiment registered later has its section
         return declared_sections()
@@ -159,10 +189,13 @@ def run_check(
     quick: bool | None = None,
     sections: list[Callable[[CheckContext], Section]] | None = None,
     on_progress: Callable[[str], None] | None = None,
+    plan: str | None = None,
 ) -> CheckReport:
     """Run every section; write check.json and check.md into ``out_dir`` after each.
 
-    ``quick`` (default: True in the simulator) keeps sizes small.
+    ``quick`` (default: True in the simulator) keeps sizes small. ``plan`` ("verify"): the
+    sections in the plan's order, each given its budget (``CheckContext.budget_s``) and
+    recorded with it.
     """
     quick = BACKEND.simulated if quick is None else quick
     ctx = CheckContext(
@@ -170,8 +203,12 @@ def run_check(
         max_n=min(max_vector_n(), SIMULATOR_MAX_N) if quick else max_vector_n(),
         say=on_progress or (lambda _m: None),
     )
-    chosen = sections or declared_sections()
-    report = CheckReport(started_at=utc_timestamp(), quick=quick, expected=len(chosen), finished=False)
+    budgets: dict[str, float] = {}
+    if plan is not None:
+        chosen, budgets = planned_sections(plan)
+    else:
+        chosen = sections or declared_sections()
+    report = CheckReport(started_at=utc_timestamp(), quick=quick, expected=len(chosen), finished=False, plan=plan)
     from gpu.core.telemetry import TelemetryMonitor
 
     ctx.telemetry = TelemetryMonitor().start()  # clocks and throttling over the whole check
@@ -183,14 +220,17 @@ def run_check(
     out = Path(out_dir) if out_dir is not None else None
     for section_fn in chosen:
         start = time.perf_counter()
+        ctx.budget_s = budgets.get(section_key(section_fn))
         try:
             section = section_fn(ctx)
         except Exception as exc:  # record and go on: one broken section must not hide the rest
-            name = getattr(section_fn, "section_key", None) or section_fn.__name__.removesuffix("_section")
+            name = section_key(section_fn)
             section = Section(
                 name, name, False, {"error": repr(exc)}, f"error: `{exc!r}`\n\n```\n{traceback.format_exc()}```"
             )
-        report.sections.append(Section(**{**section.__dict__, "duration_s": time.perf_counter() - start}))
+        report.sections.append(
+            Section(**{**section.__dict__, "duration_s": time.perf_counter() - start, "budget_s": ctx.budget_s})
+        )
         if out is not None:
             report.write(out)
     report.telemetry = ctx.telemetry.stop()
@@ -200,4 +240,7 @@ def run_check(
     return report
 
 
-__all__ = ["CheckContext", "CheckReport", "SECTIONS", "Section", "declared_sections", "run_check"]  # noqa: F822  (SECTIONS: __getattr__)
+__all__ = [  # noqa: F822  (SECTIONS: __getattr__)
+    "CheckContext", "CheckReport", "SECTIONS", "Section", "declared_sections", "planned_sections", "run_check",
+    "section_key",
+]

@@ -47,10 +47,11 @@ def stats_in(data, path: str = "") -> Iterable[tuple[str, dict]]:
 
 
 def methodology(
-    quick: bool, max_n: int, say, earlier_sections=(), telemetry: dict | None = None
+    quick: bool, max_n: int, say, earlier_sections=(), telemetry: dict | None = None, budget_s: float | None = None
 ) -> tuple[bool, dict, str]:
     """(passed, data, markdown). Passes when every kernel sample was behind a verified
-    hold (on a GPU that can hold) and the launch-overhead benchmark ran."""
+    hold (on a GPU that can hold) and the launch-overhead benchmark ran. With ``budget_s``
+    (a verification plan's) every series samples until stable or its share is spent."""
     from gpu.core.arrays import vector_inputs
     from gpu.experiments.launch.overhead import (
         ENGINE_TARGET,
@@ -62,9 +63,11 @@ def methodology(
     from gpu.kernels.vector_add_timing import time_resident_kernel
 
     l2 = l2_cache_bytes()
-    policy = RepeatPolicy.count(3) if quick else RepeatPolicy.until_stable(0.02, 0.5, max_repeat=100)
+    sizes = l2_sizes(l2, max_n)
+    per_series_s = 0.5 if budget_s is None else 0.4 * budget_s / max(2 * len(sizes), 1)
+    policy = RepeatPolicy.count(3) if quick else RepeatPolicy.until_stable(0.02, per_series_s, max_repeat=100)
     rows = []
-    for n in l2_sizes(l2, max_n):
+    for n in sizes:
         a, b = vector_inputs(n, seed=1)
         out = np.empty(n, dtype=np.float32)
         for flush in (True, False):
@@ -82,7 +85,9 @@ def methodology(
                 }
             )
     say("methodology: launch overhead")
-    overhead = run_launch_overhead(RepeatPolicy.count(5 if quick else 30, warmup=2))
+    overhead_policy = (RepeatPolicy.count(5 if quick else 30, warmup=2) if budget_s is None or quick
+                       else RepeatPolicy.until_stable(0.02, 0.3 * budget_s, max_repeat=30, warmup=2))
+    overhead = run_launch_overhead(overhead_policy)
     held_ok = all(r["stats"]["held"] is not False for r in rows) or BACKEND.simulated
     figures = [(f"{section.key}/{path}", s) for section in earlier_sections for path, s in stats_in(section.data)]
     few = [(path, s["samples"]) for path, s in figures if s["samples"] < MIN_RELIABLE_SAMPLES]

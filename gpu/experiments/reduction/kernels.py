@@ -166,6 +166,42 @@ def reduce_final_kernel(partials, count, total):
         total[0] = value
 
 
+LOADS_IN_FLIGHT = 8  # independent loads per thread per trip: 8 × 4 bytes × 2,048 threads = 64 KiB in flight per SM
+
+
+@cuda.jit(cache=not BACKEND.simulated)
+def reduce_unrolled_kernel(x, total):
+    """Step 6, eight loads in flight: step 4's grid-stride loop, unrolled into 8 independent sums.
+
+    Step 4 adds each element into one register, so a thread's next load waits behind the
+    previous addition's operand: about one load in flight per thread, too few bytes in
+    flight per SM to cover the memory's latency at full bandwidth. Here each trip issues
+    ``LOADS_IN_FLIGHT`` = 8 loads, one grid width apart (each still coalesced across the
+    warp), into 8 separate accumulators: no load depends on another, so all 8 are in
+    flight together. The tail (fewer than 8 grid widths left) goes one grid width at a
+    time. The 8 sums are added pairwise, then the block combines with warp shuffles and
+    one atomic, as in step 4. (Not in Numba's CUDA simulator: it uses warp shuffles.)
+    """
+    n = x.size
+    stride = cuda.gridsize(1)
+    i = cuda.grid(1)
+    s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = float32(0.0)
+    while i + 7 * stride < n:  # all 8 loads of this trip are in bounds: issued together, no checks between
+        s0 += x[i]
+        s1 += x[i + stride]
+        s2 += x[i + 2 * stride]
+        s3 += x[i + 3 * stride]
+        s4 += x[i + 4 * stride]
+        s5 += x[i + 5 * stride]
+        s6 += x[i + 6 * stride]
+        s7 += x[i + 7 * stride]
+        i += LOADS_IN_FLIGHT * stride
+    while i < n:  # the tail: under 8 grid widths left
+        s0 += x[i]
+        i += stride
+    block_sum_into(total, ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7)))
+
+
 # What the experiments launch each kernel with (gpu/core/launch_spec.py; the compile gate
 # compiles every signature here for every target): x and a one-element total, 256 threads.
 # The two-pass step's second kernel takes the partials, their count (an int32 scalar) and the total.
@@ -174,7 +210,7 @@ LAUNCHES = {
         name: Launch(("void(float32[::1], float32[::1])",), threads_per_block=256)
         for name in (
             "reduce_atomic_kernel", "reduce_tree_kernel", "reduce_shuffle_kernel", "reduce_grid_stride_kernel",
-            "reduce_partials_kernel",
+            "reduce_partials_kernel", "reduce_unrolled_kernel",
         )
     },
     "reduce_final_kernel": Launch(("void(float32[::1], int32, float32[::1])",), threads_per_block=256),
@@ -183,5 +219,5 @@ LAUNCHES = {
 
 __all__ = [
     "reduce_atomic_kernel", "reduce_final_kernel", "reduce_grid_stride_kernel", "reduce_partials_kernel",
-    "reduce_shuffle_kernel", "reduce_tree_kernel",
+    "reduce_shuffle_kernel", "reduce_tree_kernel", "reduce_unrolled_kernel",
 ]

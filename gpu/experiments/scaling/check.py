@@ -27,6 +27,7 @@ KERNEL_VS_REFERENCE_TARGET = 0.05  # kernel time within 5% of CuPy's / PyTorch's
 
 
 OVERHEAD_TARGET = 0.10
+SWEEP_SHARE = 0.7  # of a budgeted Scaling section: the sweep's limit; the rest is the peaks' and the report's
 
 
 def performance_targets(run: SweepRun) -> dict:
@@ -71,14 +72,17 @@ def performance_targets(run: SweepRun) -> dict:
     return out
 
 
-def check_sweep(quick: bool, max_n: int, say: Callable[[str], None]) -> tuple[bool, dict, str]:
+def check_sweep(
+    quick: bool, max_n: int, say: Callable[[str], None], budget_s: float | None = None
+) -> tuple[bool, dict, str]:
     """The check's scaling section: (passed, JSON data, markdown).
 
     Full: 2^10 up to the largest size that fits (capped at 2^30 for time), largest first,
     sampled until noise ≤ 3% or 0.25 s per point, stopping after 80 s with what it has
     (so a slow machine loses the smallest sizes, never the largest). Quick: 64 to
-    1,024 in a few seconds. Passes when every result is bit-identical to NumPy, no
-    point failed, and the GPU reached the largest planned size; the performance
+    1,024 in a few seconds. With ``budget_s`` (a verification plan's) the sweep's own limit
+    is ``SWEEP_SHARE`` of it (the rest: the peaks and the report). Passes when every result
+    is bit-identical to NumPy, no point failed, and the GPU reached the largest planned size; the performance
     targets are reported, not enforced (they depend on the machine).
     """
     from gpu.core.peaks import measure_peaks
@@ -91,7 +95,7 @@ def check_sweep(quick: bool, max_n: int, say: Callable[[str], None]) -> tuple[bo
     else:
         lo, hi = min(DEFAULT_MIN_N, fits), min(fits, CHECK_MAX_N)
         policy = RepeatPolicy.until_stable(0.03, 0.25, max_repeat=50)
-        python_budget_s, max_wall_s = 0.25, 80.0
+        python_budget_s, max_wall_s = 0.25, 80.0 if budget_s is None else SWEEP_SHARE * budget_s
         peaks = measure_peaks(RepeatPolicy.count(5), on_progress=say)
     config = make_config(lo, hi, CHECK_IMPLS, policy=policy, python_budget_s=python_budget_s, max_wall_s=max_wall_s,
                          limit=fits, descending=not quick)
@@ -206,5 +210,5 @@ KERNEL_VS_D2D_TARGET = 0.90  # kernel bandwidth at least 90% of the measured dev
 
 def scaling_section(ctx: CheckContext) -> Section:
     """Size sweep with crossovers, bandwidth against the physical limits, and CuPy/PyTorch."""
-    passed, data, markdown = check_sweep(ctx.quick, ctx.max_n, ctx.say)
+    passed, data, markdown = check_sweep(ctx.quick, ctx.max_n, ctx.say, ctx.budget_s)
     return Section("scaling", "Scaling: sweep, crossovers, bandwidth and references", passed, data, markdown)

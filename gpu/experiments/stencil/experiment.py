@@ -158,7 +158,8 @@ def targets(runs) -> list[Target]:
 def check_problems(quick: bool) -> list[dict]:
     if quick:
         return [{"n": 32, "repeats": 1, "cpu": ("numpy",)}]
-    return [{"n": 16384, "repeats": 10, "cpu": ("numpy", "numba-parallel")}]
+    # One CPU row, the fastest, so the section keeps its budget in `make gpu-verify`; every CPU row is on the page.
+    return [{"n": 16384, "repeats": 10, "cpu": ("numba-parallel",)}]
 
 
 EXPERIMENT = declare(
