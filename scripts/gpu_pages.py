@@ -32,8 +32,9 @@ def main(out: Path) -> int:
             results.append(render(path))
         except Exception as exc:  # a page that cannot even load is recorded, not fatal
             results.append({"page": path.name, "ok": False, "exceptions": [repr(exc)]})
-        print(f"  {path.name}: {'ok' if results[-1]['ok'] else 'RAISED'}")
-    (out / "pages.json").write_text(json.dumps(results, indent=2, default=str))
+        print(f"  {path.name}: {'ok' if results[-1]['ok'] else 'RAISED'}", flush=True)
+        # after every page: a step stopped at its budget keeps the pages it rendered
+        (out / "pages.json").write_text(json.dumps(results, indent=2, default=str))
     return 0 if all(r["ok"] for r in results) else 1
 
 
