@@ -263,6 +263,7 @@ class Target:
     threshold: float
     higher_is_better: bool = True
     unit: str = ""
+    source: str = ""  # where the threshold comes from: a published figure, or why it is the lab's own
 
     @property
     def met(self) -> bool | None:
@@ -272,13 +273,15 @@ class Target:
 
     def to_dict(self) -> dict:
         return {"name": self.name, "measured": self.measured, "threshold": self.threshold,
-                "higher_is_better": self.higher_is_better, "met": self.met}
+                "higher_is_better": self.higher_is_better, "met": self.met,
+                **({"source": self.source} if self.source else {})}
 
     def describe(self) -> str:
         sign = "≥" if self.higher_is_better else "≤"
         value = "not measured" if self.measured is None else f"{self.measured:.3g}{self.unit}"
         verdict = {True: "met", False: "NOT met", None: "not measurable here"}[self.met]
-        return f"{self.name}: {value} (target {sign} {self.threshold:g}{self.unit}) — {verdict}"
+        source = f" [target: {self.source}]" if self.source else ""
+        return f"{self.name}: {value} (target {sign} {self.threshold:g}{self.unit}) — {verdict}{source}"
 
 
 def ratio(run: KernelRun, slower: str, faster: str) -> float | None:

@@ -147,13 +147,24 @@ SPEC = KernelSpec(
 )
 
 
+# Si Boehm's worklog "How to Optimize a CUDA Matmul Kernel for cuBLAS-like Performance" (siboehm.com, 2022;
+# its table as reproduced at https://pablodelgado.org/posts/2026/04/25/first-post/): on an RTX A6000, 4096²
+# FP32, the kernel of step 3's shape (128 × 128 per block, 8 × 8 per thread, BK = 8, no vector loads) reached
+# 68.7% of cuBLAS, one output column per thread 36.5%. Rounded down to 65%: another GPU, and Numba's lowering.
+REGISTER_TILED_TARGET = 0.65
+REGISTER_TILED_SOURCE = ("a 128 × 128-block, 8 × 8-per-thread FP32 kernel reached 68.7% of cuBLAS at 4096² on an "
+                         "RTX A6000 (Si Boehm, 'How to Optimize a CUDA Matmul Kernel for cuBLAS-like Performance', "
+                         "2022), rounded down")
+
+
 def targets(runs) -> list[Target]:
-    """The register-tiled step reaches ≥ 40% of cuBLAS FP32's throughput (TF32 off)."""
+    """The register-tiled step reaches ≥ REGISTER_TILED_TARGET of cuBLAS FP32's throughput (TF32 off)."""
     run = runs[-1]
     step = run.get("register")
     best = run.best_library
     share = best.seconds / step.seconds if best is not None and step.measured else None
-    return [Target("matmul: register-tiled step's throughput ÷ cuBLAS FP32's", share, 0.4)]
+    return [Target("matmul: register-tiled step's throughput ÷ cuBLAS FP32's", share, REGISTER_TILED_TARGET,
+                   source=REGISTER_TILED_SOURCE)]
 
 
 def check_problems(quick: bool) -> list[dict]:

@@ -152,7 +152,9 @@ def targets(runs) -> list[Target]:
     """≥ 75% of the memory peak (8 bytes per cell)."""
     run = runs[-1]
     best = run.best_step
-    return [Target("stencil: best step, share of the memory peak", run.fraction_of_peak(best) if best else None, 0.75)]
+    return [Target("stencil: best step, share of the memory peak", run.fraction_of_peak(best) if best else None, 0.75,
+                   source="the lab's own, the transpose's: no published figure for a 2-D 5-point float32 stencil on "
+                          "Hopper was found")]
 
 
 def check_problems(quick: bool) -> list[dict]:
