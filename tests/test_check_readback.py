@@ -141,7 +141,7 @@ def test_a_declared_section_that_raises_is_written_under_its_declared_key_and_re
     from gpu.catalog import declare as catalog
     from gpu.report.check import declared_sections
 
-    def broken(key, quick, say):
+    def broken(key, quick, say, budget_s=None):
         raise RuntimeError("no device")
 
     monkeypatch.setattr(catalog, "check_kernel", broken)

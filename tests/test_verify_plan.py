@@ -74,3 +74,18 @@ def test_each_make_target_runs_its_plan(name):
     script = (root / SCRIPTS[name]).read_text()
     assert f"-m gpu.report.plan {name}" in script
     assert f"gpu-{name}:" in (root / "Makefile").read_text()
+
+
+def test_a_check_run_by_the_verify_plan_records_each_budget_and_imports_into_history(tmp_path, monkeypatch):
+    import json
+
+    from gpu.__main__ import main
+    from gpu.report.check import run_check
+
+    monkeypatch.setenv("KERNEL_LAB_DB", str(tmp_path / "history.sqlite3"))
+    report = run_check(tmp_path, quick=True, plan="verify")
+    data = json.loads((tmp_path / "check.json").read_text())
+    assert data["plan"] == "verify" and list(data["sections"]) == list(plan.VERIFY_SECTIONS)
+    assert {k: s["budget_s"] for k, s in data["sections"].items()} == plan.VERIFY_SECTIONS
+    assert report.passed and "of its 15 s" in (tmp_path / "check.md").read_text()
+    assert main(["history", "import", str(tmp_path / "check.json")]) == 0  # the schema takes plan and budget_s

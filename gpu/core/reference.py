@@ -74,10 +74,14 @@ def time_reference(
     *,
     flush_l2: bool = True,
     ops=None,
+    resident=None,
 ) -> ReferenceTiming:
     """Time ``c = a + b`` on the GPU through library ``name`` per ``policy``.
 
     ``expected`` is NumPy's a + b when the caller has it (computed here otherwise).
+    ``resident`` (``gpu.core.resident.ResidentInputs``): read a and b from it without a copy
+    and check the result against its a + b on the device, instead of uploading and comparing
+    on the host.
     Raises ReferenceUnavailable when the library cannot run here. Device memory the
     library cached is released before returning, so the next size starts clean.
     """
@@ -86,7 +90,8 @@ def time_reference(
         raise ReferenceUnavailable(reason)
     library = LIBRARIES[name]()
     expected = np.add(a, b) if expected is None else expected
-    return time_on_library_stream(name, library, a, b, policy, expected, flush_l2=flush_l2, ops=ops)
+    return time_on_library_stream(name, library, a, b, policy, expected, flush_l2=flush_l2, ops=ops,
+                                  resident=resident)
 
 
 def time_on_library_stream(
@@ -99,15 +104,21 @@ def time_on_library_stream(
     *,
     flush_l2: bool = True,
     ops=None,
+    resident=None,
 ) -> ReferenceTiming:
     """The one timing path of every reference: ``time_on_device`` on the library's stream.
 
-    ``library`` is an adapter (``LIBRARIES``): upload, empty_like, add (queued on its
-    stream), synchronize, download, free, and ``stream_ptr``, the raw CUDA stream.
+    ``library`` is an adapter (``LIBRARIES``): upload, wrap (a device array, without a copy),
+    empty_like, add (queued on its stream), synchronize, download, free, and ``stream_ptr``,
+    the raw CUDA stream. With ``resident`` the inputs are its device arrays and the result
+    is checked on the device.
     """
     try:
         # prepare: device-resident inputs and output on the library's stream
-        d_a, d_b = library.upload(a), library.upload(b)
+        if resident is not None:
+            d_a, d_b = library.wrap(resident.a), library.wrap(resident.b)
+        else:
+            d_a, d_b = library.upload(a), library.upload(b)
         d_c = library.empty_like(d_a)
         library.synchronize()
         stream = external_stream(library.stream_ptr)  # the same stream, seen by Numba
@@ -115,7 +126,11 @@ def time_on_library_stream(
         stats = time_on_device(queue=lambda: library.add(d_a, d_b, d_c), stream=stream, policy=policy,  # noqa: F821
                                launch_label=f"{LABELS[name]} on its own stream", working_set_bytes=3 * a.nbytes,
                                flush_l2=flush_l2, telemetry=False, ops=ops).stats
-        agree = identical(library.download(d_c), expected)
+        if resident is not None:
+            library.synchronize()
+            agree = resident.identical(d_c)
+        else:
+            agree = identical(library.download(d_c), expected)
         del d_a, d_b, d_c
         return ReferenceTiming(name, a.size, stats, agree)
     finally:
@@ -142,6 +157,10 @@ class _CuPy:
     def upload(self, x):
         with self.stream:
             return self.cp.asarray(x)
+
+    def wrap(self, device_array):
+        """A CuPy view of a Numba device array (``__cuda_array_interface__``): no copy."""
+        return self.cp.asarray(device_array)
 
     def empty_like(self, x):
         with self.stream:
@@ -176,6 +195,10 @@ class _Torch:
     def upload(self, x):
         with self.torch.cuda.stream(self.stream):
             return self.torch.from_numpy(x).to("cuda", non_blocking=False)
+
+    def wrap(self, device_array):
+        """A PyTorch view of a Numba device array (``__cuda_array_interface__``): no copy."""
+        return self.torch.as_tensor(device_array, device="cuda")
 
     def empty_like(self, x):
         with self.torch.cuda.stream(self.stream):

@@ -209,6 +209,22 @@ def time_resident_kernel(
     return stats
 
 
+def time_kernel_on_resident(
+    kernel, blocks: int, threads_per_block: int, resident, policy: RepeatPolicy, *, flush_l2: bool = True, ops=None
+) -> tuple[Stats, bool]:
+    """``time_resident_kernel`` on inputs already on the device (``gpu.core.resident.ResidentInputs``):
+    only the output is allocated, and the result is checked against NumPy's a + b on the device.
+    Returns (Stats in seconds, bit-identical)."""
+    from gpu.core.kernel_timing import time_on_device
+
+    d_c = cuda.device_array(resident.a.size, dtype=np.float32, stream=resident.stream)
+    stats = time_on_device(
+        kernel, (resident.a, resident.b, d_c), blocks, threads_per_block, policy=policy, stream=resident.stream,
+        working_set_bytes=BYTES_PER_ELEMENT * resident.a.size, flush_l2=flush_l2, telemetry=False, ops=ops,
+    ).stats
+    return stats, resident.identical(d_c)
+
+
 def time_cpu(
     name: str,
     a: np.ndarray,

@@ -54,7 +54,7 @@ class CheckReport:
             "started_at": self.started_at,
             "backend": BACKEND.kind,
             "quick": self.quick,
-            "plan": self.plan,
+            **({"plan": self.plan} if self.plan else {}),
             "passed": self.passed,
             "finished": self.finished,
             "device": device_info().to_dict(),

@@ -33,7 +33,7 @@ MAX_TEXT = 200_000  # characters in one string (a PTX listing is ~5,000)
 MAX_DEPTH = 12  # nesting of a check file is at most 8
 
 TOP_KEYS = {"started_at", "backend", "quick", "passed", "device", "host", "versions", "sections"}
-OPTIONAL_TOP_KEYS = {"provenance", "telemetry", "methodology_version", "finished"}  # later checks write these
+OPTIONAL_TOP_KEYS = {"provenance", "telemetry", "methodology_version", "finished", "plan"}  # later checks write these
 BACKENDS = ("cuda", "simulator")
 # SECTION_KEYS (module attribute) is derived from the declarations: ``declared_sections()``
 
@@ -357,6 +357,8 @@ def validate_check(data: Any) -> None:
     _bool(top["passed"], "passed")
     if "finished" in top:  # False: a check stopped before its end (its file is partial)
         _bool(top["finished"], "finished")
+    if "plan" in top:  # the verification plan that chose and budgeted its sections (gpu/report/plan.py)
+        _str(top["plan"], "plan", choices=("first-look", "verify"))
     _device(top["device"], "device")
     _obj(top["host"], "host")
     versions = _obj(top["versions"], "versions")

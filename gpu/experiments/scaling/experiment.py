@@ -66,6 +66,7 @@ from gpu.kernels.vector_add import (
 from gpu.kernels.vector_add_timing import (
     time_cpu,
     time_gpu_phases,
+    time_kernel_on_resident,
     time_resident_kernel,
 )
 
@@ -195,7 +196,10 @@ def run_sweep(
             step += len(here)
             continue
         preparing += clock() - made
+        resident = None  # a, b and a + b on the device, uploaded once for every series that reads them there
         for impl in here:
+            if impl in RESIDENT_SERIES and resident is None:
+                resident = _resident(a, b, expected)
             if stop():
                 stopped = "cancelled"
                 break
@@ -207,7 +211,7 @@ def run_sweep(
                 on_progress(SweepProgress(step, steps, n, impl, snapshot(None, step - 1)))
             t0 = clock()
             try:
-                points.extend(_measure(impl, a, b, expected, out, config))
+                points.extend(_measure(impl, a, b, expected, out, config, resident or None))
             except Exception as exc:  # out of memory or a driver error: record, go on
                 series = (
                     ("gpu-total", "gpu-kernel", "gpu-launch-kernel", "gpu-h2d", "gpu-d2h") if impl == "gpu" else (impl,)
@@ -215,6 +219,7 @@ def run_sweep(
                 points.extend(SweepPoint(n, s, error=_describe_error(exc)) for s in series)
             finally:
                 measuring += clock() - t0
+        del resident
         # once per size, not per implementation: gc.collect() costs tens of ms with
         # PyTorch and CuPy loaded, and the next size is the one that needs the room
         if any(impl in ON_DEVICE for impl in runnable):
@@ -227,9 +232,26 @@ def run_sweep(
     return snapshot(stopped, step, final=True)
 
 
+# Series that read their inputs from the device: they share one upload per size (gpu.core.resident).
+RESIDENT_SERIES = ("gpu-ilp", *reference.REFERENCES)
+
+
+def _resident(a: np.ndarray, b: np.ndarray, expected: np.ndarray):
+    """``ResidentInputs`` for this size, or False when they do not fit (each series then uploads its own)."""
+    from gpu.core.resident import ResidentInputs
+
+    try:
+        return ResidentInputs.upload(a, b, expected)
+    except Exception:  # out of device memory: the old way, per series, may still fit
+        release_device_memory(collect=True)
+        return False
+
+
 def _measure(impl: str, a: np.ndarray, b: np.ndarray, expected: np.ndarray, out: np.ndarray,
-             config: SweepConfig) -> list[SweepPoint]:
-    """Time one implementation at one size; return its points."""
+             config: SweepConfig, resident=None) -> list[SweepPoint]:
+    """Time one implementation at one size; return its points. ``resident``: the size's inputs on the device
+    (``gpu.core.resident.ResidentInputs``), read by the 4-per-thread kernel and the libraries, which are then
+    checked on the device."""
     n = a.size
     flush = not config.warm_l2
     if impl == "gpu":
@@ -244,13 +266,17 @@ def _measure(impl: str, a: np.ndarray, b: np.ndarray, expected: np.ndarray, out:
             SweepPoint(n, "gpu-d2h", stats["d2h"]),
         ]
     if impl == "gpu-ilp":
-        out.fill(np.nan)
         tpb = config.threads_per_block
         blocks = blocks_for(n, tpb * ELEMENTS_PER_THREAD)
+        if resident is not None:
+            stats, agree = time_kernel_on_resident(vector_add_ilp_kernel, blocks, tpb, resident, config.policy,
+                                                   flush_l2=flush)
+            return [SweepPoint(n, "gpu-ilp", stats, agree=agree)]
+        out.fill(np.nan)
         stats = time_resident_kernel(vector_add_ilp_kernel, blocks, tpb, a, b, out, config.policy, flush_l2=flush)
         return [SweepPoint(n, "gpu-ilp", stats, agree=identical(out, expected))]
     if impl in reference.REFERENCES:
-        timing = reference.time_reference(impl, a, b, config.policy, expected, flush_l2=flush)
+        timing = reference.time_reference(impl, a, b, config.policy, expected, flush_l2=flush, resident=resident)
         return [SweepPoint(n, impl, timing.stats, agree=timing.agree)]
     out.fill(np.nan)
     timing = time_cpu(impl, a, b, out, config.policy, config.python_budget_s)
