@@ -59,3 +59,16 @@ def test_the_sweep_uploads_a_sizes_inputs_once_for_the_series_that_read_them_on_
     assert uploads == [1024, 2048, 4096]  # one upload per size, none for the CPU series
     ilp = [p for p in run.points if p.series == "gpu-ilp"]
     assert len(ilp) == 3 and all(p.ok and p.agree for p in ilp), ilp
+
+
+def test_above_the_end_to_end_limit_the_articles_kernel_is_timed_alone_on_resident_inputs():
+    from gpu.core.timing import RepeatPolicy
+    from gpu.experiments.scaling.config import make_config
+    from gpu.experiments.scaling.experiment import run_sweep
+
+    config = make_config(1024, 4096, ("gpu",), policy=RepeatPolicy.count(2))
+    run = run_sweep(config, end_to_end_max_n=2048)
+    series = {(p.n, p.series) for p in run.points}
+    assert {(n, "gpu-total") for n in (1024, 2048)} <= series and (4096, "gpu-total") not in series
+    assert all(p.ok and p.agree for p in run.points if p.series in ("gpu-kernel", "gpu-total"))
+    assert {p.n for p in run.points if p.series == "gpu-kernel"} == {1024, 2048, 4096}

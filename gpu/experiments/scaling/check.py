@@ -22,6 +22,9 @@ from gpu.experiments.scaling.result import SERIES_LABELS, SweepRun
 
 CHECK_MAX_N = 2**30  # the check's ~90 s budget on an H200 ends here (12.9 GB per vector add)
 CHECK_MIN_LARGEST_N = 2**28  # the floor for the largest size, where memory allows
+# End to end (copies included) up to here; above it the article's kernel alone on device-resident inputs:
+# at 2^30 one end-to-end sample copies 12 GiB, and those copies, not the kernel, filled the check's time.
+CHECK_END_TO_END_MAX_N = 2**26
 CHECK_IMPLS = ("gpu", "gpu-ilp", "python", "numpy", "numba-parallel", "cupy", "torch")  # single-core Numba: on the page
 KERNEL_VS_REFERENCE_TARGET = 0.05  # kernel time within 5% of CuPy's / PyTorch's
 
@@ -99,7 +102,9 @@ def check_sweep(
         peaks = measure_peaks(RepeatPolicy.count(5), on_progress=say)
     config = make_config(lo, hi, CHECK_IMPLS, policy=policy, python_budget_s=python_budget_s, max_wall_s=max_wall_s,
                          limit=fits, descending=not quick)
-    run = run_sweep(config, peaks=peaks, on_progress=lambda p: say(f"sweep: {p.message}"))
+    end_to_end_max_n = None if quick else CHECK_END_TO_END_MAX_N
+    run = run_sweep(config, peaks=peaks, on_progress=lambda p: say(f"sweep: {p.message}"),
+                    end_to_end_max_n=end_to_end_max_n)
     targets = performance_targets(run)
     reached = targets.get("n")
     floor = min(CHECK_MIN_LARGEST_N, fits)
@@ -108,7 +113,10 @@ def check_sweep(
     md = [
         f"N = {lo:,} to {hi:,} in powers of two ({len(config.sizes)} sizes; the largest that fits here is {fits:,}"
         + (", capped at 2^30 to keep the check near 90 s" if fits > hi and not quick else "") + "), "
-        f"{config.threads_per_block} threads per block, {policy.describe()}. Medians; `!` noisy, `~` estimated, "
+        f"{config.threads_per_block} threads per block, {policy.describe()}"
+        + (f"; end to end up to {end_to_end_max_n:,}, the kernel alone above it (inputs uploaded once per size, "
+           "results checked on the device)" if end_to_end_max_n is not None and hi > end_to_end_max_n else "")
+        + ". Medians; `!` noisy, `~` estimated, "
         "`*` fewer than 3 samples, `°` working set fits in the L2 (flushed before every GPU sample).",
     ]
     if run.stopped:

@@ -62,6 +62,7 @@ from gpu.kernels.vector_add import (
     ELEMENTS_PER_THREAD,
     compile_vector_add,
     vector_add_ilp_kernel,
+    vector_add_kernel,
 )
 from gpu.kernels.vector_add_timing import (
     time_cpu,
@@ -131,8 +132,13 @@ def run_sweep(
     on_progress: Callable[[SweepProgress], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
     clock: Clock = time.perf_counter,
+    end_to_end_max_n: int | None = None,
 ) -> SweepRun:
     """Measure every size × implementation of ``config`` (validated by make_config).
+
+    ``end_to_end_max_n``: above it the article's kernel is timed alone on the size's device-resident
+    inputs (its end-to-end series, whose copies of several GiB dominate a large size's time, stops
+    there); None: end to end at every size.
 
     ``should_stop()`` is asked before every step; when it returns True the sweep ends
     and the result keeps every point measured so far (``stopped`` says why), as it does
@@ -197,8 +203,9 @@ def run_sweep(
             continue
         preparing += clock() - made
         resident = None  # a, b and a + b on the device, uploaded once for every series that reads them there
+        kernel_only = end_to_end_max_n is not None and n > end_to_end_max_n
         for impl in here:
-            if impl in RESIDENT_SERIES and resident is None:
+            if (impl in RESIDENT_SERIES or impl == "gpu" and kernel_only) and resident is None:
                 resident = _resident(a, b, expected)
             if stop():
                 stopped = "cancelled"
@@ -211,7 +218,7 @@ def run_sweep(
                 on_progress(SweepProgress(step, steps, n, impl, snapshot(None, step - 1)))
             t0 = clock()
             try:
-                points.extend(_measure(impl, a, b, expected, out, config, resident or None))
+                points.extend(_measure(impl, a, b, expected, out, config, resident or None, kernel_only))
             except Exception as exc:  # out of memory or a driver error: record, go on
                 series = (
                     ("gpu-total", "gpu-kernel", "gpu-launch-kernel", "gpu-h2d", "gpu-d2h") if impl == "gpu" else (impl,)
@@ -248,12 +255,16 @@ def _resident(a: np.ndarray, b: np.ndarray, expected: np.ndarray):
 
 
 def _measure(impl: str, a: np.ndarray, b: np.ndarray, expected: np.ndarray, out: np.ndarray,
-             config: SweepConfig, resident=None) -> list[SweepPoint]:
+             config: SweepConfig, resident=None, kernel_only: bool = False) -> list[SweepPoint]:
     """Time one implementation at one size; return its points. ``resident``: the size's inputs on the device
     (``gpu.core.resident.ResidentInputs``), read by the 4-per-thread kernel and the libraries, which are then
-    checked on the device."""
+    checked on the device. ``kernel_only`` (with ``resident``): the article's kernel alone, no end to end."""
     n = a.size
     flush = not config.warm_l2
+    if impl == "gpu" and kernel_only and resident is not None:
+        stats, agree = time_kernel_on_resident(vector_add_kernel, blocks_for(n, config.threads_per_block),
+                                               config.threads_per_block, resident, config.policy, flush_l2=flush)
+        return [SweepPoint(n, "gpu-kernel", stats, agree=agree)]
     if impl == "gpu":
         out.fill(np.nan)  # a kernel that wrote nothing must not pass the check
         stats = time_gpu_phases(a, b, out, config.threads_per_block, config.policy, flush_l2=flush)
