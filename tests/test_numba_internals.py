@@ -140,24 +140,24 @@ def test_a_prepared_launch_calls_only_the_driver_for_its_own_arguments(monkeypat
     from gpu.core import launch_path
 
     calls: list = []
-    status = [0]
+    status = [driver.CUresult.CUDA_SUCCESS]
     monkeypatch.setattr(internals, "make_context_current", lambda: calls.append("context"))
     monkeypatch.setattr(internals, "compiled_kernel", lambda kernel, args: "compiled")
     monkeypatch.setattr(internals, "kernel_arguments", lambda compiled, args, stream: [0, 0, 4, 4, 99, 4, 4])
-    monkeypatch.setattr(internals, "driver_function", lambda compiled: "handle")
-    monkeypatch.setattr(internals, "core_stream", lambda stream: type("S", (), {"handle": "stream-handle"})())
+    monkeypatch.setattr(internals, "driver_function", lambda compiled: driver.CUkernel(0x1000))
+    monkeypatch.setattr(internals, "core_stream", lambda stream: type("S", (), {"handle": driver.CUstream(0x20)})())
     monkeypatch.setattr(driver, "cuLaunchKernel", lambda *call: calls.append(call) or (status[0],))
     a, b = object(), object()
     launch = launch_path.PreparedLaunch("kernel", 5, (32, 4), "stream", (a, b), lambda *args: calls.append(args))
     calls.clear()
     launch(a, b)
     (call,) = calls
-    assert call[:10] == ("handle", 5, 1, 1, 32, 4, 1, 0, "stream-handle", launch._params.ptr) and call[10] == 0
+    assert call[:10] == (0x1000, 5, 1, 1, 32, 4, 1, 0, 0x20, launch._params.ptr) and call[10] == 0
     calls.clear()
     other = object()
     launch(a, other)
     assert calls == [(a, other)]  # the fallback, with the arguments it was given
-    status[0] = 700
+    status[0] = driver.CUresult.CUDA_ERROR_LAUNCH_FAILED
     with pytest.raises(RuntimeError, match="cuLaunchKernel failed"):
         launch(a, b)
     assert launch_path.launch_label(launch) == launch_path.PreparedLaunch.label

@@ -66,8 +66,10 @@ class PreparedLaunch:
         self._words = internals.kernel_arguments(compiled, self._args, stream)
         self._params = internals.packed_parameters(self._words)
         self._launch = driver.cuLaunchKernel
-        self._call = (internals.driver_function(compiled), *_dims(grid), *_dims(block), 0,
-                      internals.core_stream(stream).handle, self._params.ptr, 0)
+        self._success = driver.CUresult.CUDA_SUCCESS
+        # handles as plain addresses: cuLaunchKernel takes an int for a function (a CUkernel here) and a stream
+        self._call = (int(internals.driver_function(compiled)), *_dims(grid), *_dims(block), 0,
+                      int(internals.core_stream(stream).handle), self._params.ptr, 0)
         self._fallback = fallback
         self._thread = threading.get_ident()
 
@@ -81,7 +83,7 @@ class PreparedLaunch:
             make_context_current()
             self._thread = threading.get_ident()
         (status,) = self._launch(*self._call)
-        if status:
+        if status is not self._success:  # enum members are singletons, whatever the bindings' enum type
             raise RuntimeError(f"cuLaunchKernel failed: {status!r}")
 
 
@@ -97,8 +99,18 @@ def specialised_launch(kernel, blocks, threads_per_block, stream, *example_args)
 
 
 def prepare_launch(kernel, blocks, threads_per_block, stream, *args) -> PreparedLaunch:
-    """A ``PreparedLaunch`` of ``kernel`` for ``args`` (a GPU only; raises where it cannot be prepared)."""
-    fallback = specialised_launch(kernel, blocks, threads_per_block, stream, *args)
+    """A ``PreparedLaunch`` of ``kernel`` for ``args`` (a GPU only; raises where it cannot be prepared).
+
+    Its fallback, the specialised dispatcher, is made on the first call with other arguments, if any:
+    specialising compiles the kernel again, which a launch that only ever sees its own arrays never needs.
+    """
+    made: list[Callable[..., None]] = []
+
+    def fallback(*other) -> None:
+        if not made:
+            made.append(specialised_launch(kernel, blocks, threads_per_block, stream, *args))
+        made[0](*other)
+
     return PreparedLaunch(kernel, blocks, threads_per_block, stream, args, fallback)
 
 
