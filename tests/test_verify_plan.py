@@ -89,3 +89,9 @@ def test_a_check_run_by_the_verify_plan_records_each_budget_and_imports_into_his
     assert {k: s["budget_s"] for k, s in data["sections"].items()} == plan.VERIFY_SECTIONS
     assert report.passed and "of its 15 s" in (tmp_path / "check.md").read_text()
     assert main(["history", "import", str(tmp_path / "check.json")]) == 0  # the schema takes plan and budget_s
+
+
+def test_an_unknown_compute_capability_compiles_every_target_instead_of_passing_an_empty_one():
+    compile_step = next(step for step in plan.VERIFY if "compile" in step.argv)
+    assert plan.command(compile_step, False, python="py", out="o", cc="9.0")[-2:] == ["--target", "9.0"]
+    assert "--target" not in plan.command(compile_step, False, python="py", out="o", cc="")

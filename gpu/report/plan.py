@@ -111,8 +111,13 @@ def total_s(name: str) -> int:
 
 
 def command(step: Step, rehearse: bool, **values: str) -> list[str]:
-    """``step``'s command with ``{python}``, ``{out}`` and ``{cc}`` filled in."""
-    return [part.format(**values) for part in (step.rehearsal if rehearse else step.argv)]
+    """``step``'s command with ``{python}``, ``{out}`` and ``{cc}`` filled in; ``--target`` is left out when
+    the compute capability is unknown (an ``nvidia-smi`` without ``compute_cap``): every target is compiled."""
+    argv = [part.format(**values) for part in (step.rehearsal if rehearse else step.argv)]
+    if "--target" in argv and not argv[argv.index("--target") + 1]:
+        at = argv.index("--target")
+        del argv[at:at + 2]
+    return argv
 
 
 def run_plan(name: str, out: Path, *, rehearse: bool = False, python: str = sys.executable, cc: str = "",
