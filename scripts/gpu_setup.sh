@@ -1,5 +1,5 @@
 # Sourced by scripts/gpu_first_look.sh and scripts/gpu_verify.sh: the Python to use, the carried
-# wheels, the preflight, and the folder to write into. Sets PY, PYTHONPATH, OUT (unless given), CC
+# wheels and the preflight. Sets PY, PYTHONPATH, gpu (the device's name for folder names), CC
 # (the device's compute capability, e.g. 9.0), and the functions elapsed and step. Exits 3, with one
 # line on stderr and nothing written, when this is no GPU machine or the preflight fails.
 # Python: $PYTHON, else .venv/bin/python, else python3. Carried wheels (.whl/, `make gpu-wheels`)

@@ -23,7 +23,7 @@ exit 0
 """
 
 
-def verify(tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
+def verify(tmp_path: Path, script: str = "gpu_verify.sh", **env: str) -> subprocess.CompletedProcess:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir(exist_ok=True)
     smi = bin_dir / "nvidia-smi"
@@ -31,7 +31,7 @@ def verify(tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
     smi.chmod(0o755)
     environment = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
     environment.update(PATH=f"{bin_dir}:{environment['PATH']}", PYTHON=sys.executable, OUT=str(tmp_path / "out"), **env)
-    return subprocess.run(["bash", str(ROOT / "scripts" / "gpu_verify.sh")], capture_output=True, text=True,
+    return subprocess.run(["bash", str(ROOT / "scripts" / script)], capture_output=True, text=True,
                           env=environment, timeout=120)
 
 
@@ -41,8 +41,9 @@ def one_reason(done: subprocess.CompletedProcess) -> str:
     return lines[0]
 
 
-def test_a_fake_nvidia_smi_does_not_make_a_pass(tmp_path):
-    done = verify(tmp_path)
+@pytest.mark.parametrize("script", ["gpu_verify.sh", "gpu_first_look.sh"])
+def test_a_fake_nvidia_smi_does_not_make_a_pass(tmp_path, script):
+    done = verify(tmp_path, script)
     assert done.returncode == 3
     reason = one_reason(done)
     assert "libcuda" in reason or "no usable GPU" in reason
