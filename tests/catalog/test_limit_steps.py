@@ -49,3 +49,12 @@ def test_the_64_by_64_tile_transposes_full_and_edge_tiles_exactly():
 
 def test_the_reduction_target_against_cupy_is_five_percent():
     assert reduction.CUPY_TARGET == 1.05
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (130, 70), (257, 129)])
+def test_the_blocked_reference_is_numpys_transpose_bit_for_bit(shape):
+    import numpy as np
+
+    a = np.random.default_rng(1).random(shape, dtype=np.float32)
+    reference = transpose.blocked_transpose(a)
+    assert reference.flags.c_contiguous and np.array_equal(reference, a.T)

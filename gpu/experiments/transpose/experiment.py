@@ -24,6 +24,20 @@ def make_inputs(p, seed: int) -> dict[str, np.ndarray]:
     return {"a": np.random.default_rng(seed).random((p["n"], p["n"]), dtype=np.float32)}
 
 
+REFERENCE_BLOCK = 128  # rows and columns per block of the reference's copy: both blocks stay in the CPU's cache
+
+
+def blocked_transpose(a: np.ndarray) -> np.ndarray:
+    """``a.T`` as a new C-ordered array, copied block by block: the same values, bit for bit, as
+    ``np.ascontiguousarray(a.T)``, which strides through memory a column at a time (6.1 s for 16,384²
+    on the H200's host; block by block took a seventh of NumPy's time on 8,192² here)."""
+    out = np.empty((a.shape[1], a.shape[0]), dtype=a.dtype)
+    for i in range(0, a.shape[0], REFERENCE_BLOCK):
+        for j in range(0, a.shape[1], REFERENCE_BLOCK):
+            out[j:j + REFERENCE_BLOCK, i:i + REFERENCE_BLOCK] = a[i:i + REFERENCE_BLOCK, j:j + REFERENCE_BLOCK].T
+    return out
+
+
 def python_transpose(a, out):
     for i in range(a.shape[0]):
         for j in range(a.shape[1]):
@@ -110,7 +124,7 @@ SPEC = KernelSpec(
         CpuImpl("numba-parallel", "Numba parallel", numba_parallel_transpose, jit=True),
     ),
     agreement_why="a transpose only moves values, it computes nothing",
-    reference=lambda inputs, p: ExactReference(np.ascontiguousarray(inputs["a"].T)),
+    reference=lambda inputs, p: ExactReference(blocked_transpose(inputs["a"])),
     bytes_moved=lambda p: 8 * p["n"] ** 2,  # read and write each float32 once
     flops=lambda p: 0,
     size_label=lambda p: f"{p['n']:,} × {p['n']:,} float32",
