@@ -95,3 +95,12 @@ def test_an_unknown_compute_capability_compiles_every_target_instead_of_passing_
     compile_step = next(step for step in plan.VERIFY if "compile" in step.argv)
     assert plan.command(compile_step, False, python="py", out="o", cc="9.0")[-2:] == ["--target", "9.0"]
     assert "--target" not in plan.command(compile_step, False, python="py", out="o", cc="")
+
+
+def test_pytest_collects_only_the_files_that_hold_gpu_only_tests():
+    files = plan.gpu_test_files()
+    assert "tests/test_gpu_hardware.py" in files and "tests/catalog/test_gpu_catalog.py" in files
+    assert "tests/test_verify_plan.py" not in files  # no GPU-only tests in it
+    tests_step = next(step for step in plan.VERIFY if "pytest" in step.argv)
+    argv = plan.command(tests_step, False, python="py", out="o", cc="9.0")
+    assert argv[3:3 + len(files)] == files and "{gpu_tests}" not in argv
