@@ -50,9 +50,14 @@ class ResidentInputs:
         return resident
 
     def mismatches(self, result) -> int:
-        """How many elements of ``result`` (a device array, or a CuPy or PyTorch one) differ from NumPy's a + b
-        in their bits; ``result``'s shape must be expected's. Waits for the comparison."""
-        array = result if hasattr(result, "copy_to_host") else cuda.as_cuda_array(result)
+        """How many elements of ``result`` (a device array, a CuPy or PyTorch one, or a host array, copied in)
+        differ from NumPy's a + b in their bits; ``result``'s shape must be expected's. Waits for the comparison."""
+        if hasattr(result, "copy_to_host"):
+            array = result
+        elif isinstance(result, np.ndarray):
+            array = cuda.to_device(result, stream=self.stream)
+        else:
+            array = cuda.as_cuda_array(result)  # __cuda_array_interface__: no copy
         if tuple(array.shape) != tuple(self.expected.shape):
             raise ValueError(f"a result of shape {tuple(array.shape)} compared with a + b of {self.expected.shape}")
         count = cuda.to_device(np.zeros(1, dtype=np.uint32), stream=self.stream)
