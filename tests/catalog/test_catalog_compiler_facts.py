@@ -19,6 +19,7 @@ from gpu.catalog.steps import run_kernel
 from gpu.core.timing import RepeatPolicy
 from gpu.experiments.matmul import experiment as matmul
 from gpu.experiments.matmul import kernels as matmul_kernels
+from gpu.experiments.reduction import kernels as reduction_kernels
 from gpu.experiments.stencil import experiment as stencil
 from gpu.experiments.stencil import kernels as stencil_kernels
 from gpu.experiments.transpose import experiment as transpose
@@ -49,6 +50,8 @@ CITED = (
     stencil_kernels.blur_tiled_kernel,
     stencil_kernels.blur_rows_kernel,
     matmul_kernels.matmul_register_kernel,
+    transpose_kernels.transpose_big_tile_kernel,
+    reduction_kernels.reduce_unrolled_kernel,
 )
 FACTS = re.compile(
     r"ptxas, CUDA (?P<cuda>\d+\.\d+), (?P<target>sm_\d+)\): (?P<regs>\d+) registers, no spills, (?P<smem>[\d,]+)\s+"
@@ -73,11 +76,12 @@ def test_the_cited_registers_shared_memory_and_blocks_per_sm_are_what_ptxas_repo
     tools = compiler.toolkit()
     if tools.problem:
         pytest.skip(tools.problem)
-    claims = [cited(kernel) for kernel in CITED]
-    if any(claim["cuda"] != tools.version for claim in claims):
-        pytest.skip(f"the figures were measured with CUDA {claims[0]['cuda']}; this toolkit is {tools.version}")
-    requests = [compiler.request_for(kernel, *_launch(kernel)) for kernel in CITED]
-    for kernel, claim, facts in zip(CITED, claims, compiler.compile_many(requests, ["sm_90"])):
+    # each kernel's figures are checked with the toolkit they were read from; the others wait for theirs
+    checked = [(kernel, cited(kernel)) for kernel in CITED if cited(kernel)["cuda"] == tools.version]
+    if not checked:
+        pytest.skip(f"no figures here were measured with this toolkit, CUDA {tools.version}")
+    requests = [compiler.request_for(kernel, *_launch(kernel)) for kernel, _ in checked]
+    for (kernel, claim), facts in zip(checked, compiler.compile_many(requests, ["sm_90"])):
         name = kernel.py_func.__name__
         assert facts.ok, f"{name}: {facts.error}"
         assert facts.spill_stores_bytes == 0 and facts.spill_loads_bytes == 0, name
