@@ -99,6 +99,42 @@ def peak_claims(check: dict) -> list[str]:
     return out
 
 
+def headline(check: dict | None, launch: dict | None = None) -> list[str]:
+    """The figures a visit is for, each beside its target: the engine's launch ÷ the fastest launch with the
+    same arguments and the launch ladder (``launch``: a launch-overhead run's JSON; else the methodology
+    section's), the sweep's overhead, and each section's time against its plan's budget."""
+    sections = (check or {}).get("sections", {})
+    launch = launch or (sections.get("methodology") or {}).get("launch_overhead")
+    simulated = "simulator" in ((check or {}).get("backend"), (launch or {}).get("backend"))
+    out = ["- **simulated: none of these is a GPU figure, and none is judged**"] if simulated else []
+    if launch:
+        ratio, target = launch.get("engine_ratio"), launch.get("engine_target")
+        verdict = ("not judged" if simulated else "not compared" if ratio is None
+                   else "met" if ratio <= target else "NOT met")
+        shown = "—" if ratio is None else f"{ratio:.2f}x"
+        out.append(f"- engine launch ÷ the fastest with the same three arrays ({launch.get('engine_baseline')}): "
+                   f"{shown} (target ≤ {target:g}x): {verdict}")
+        for rung in launch.get("ladder", []):
+            figure = "skipped" if rung.get("median_s") is None else f"{rung['median_s'] * 1e6:.2f} µs"
+            factor = f", {rung['vs_cupy']:.2f}x CuPy's" if rung.get("vs_cupy") is not None else ""
+            out.append(f"  - {rung['label']}: {figure}{factor}")
+    overhead = ((sections.get("scaling") or {}).get("targets") or {}).get("overhead")
+    if overhead:
+        verdict = "not judged" if simulated else "met" if overhead["met"] else "NOT met"
+        out.append(f"- Scaling sweep overhead: {overhead['fraction']:.1%} "
+                   f"(target < {overhead['target']:.0%}): {verdict}")
+    for _section, t in _targets(sections):
+        value = "—" if t.get("measured") is None else f"{t['measured']:.3g}"
+        sign = "≥" if t.get("higher_is_better", True) else "≤"
+        verdict = "not judged" if simulated else {True: "met", False: "NOT met", None: "not measurable"}[t["met"]]
+        out.append(f"- {t['name']}: {value} (target {sign} {t['threshold']:g}): {verdict}")
+    over = [f"{key} {s['duration_s']:.0f} s of {s['budget_s']:g} s" for key, s in sections.items()
+            if s.get("budget_s") is not None and s.get("duration_s", 0) > s["budget_s"]]
+    if any(s.get("budget_s") is not None for s in sections.values()):
+        out.append(f"- sections over their plan's budget: {', '.join(over) if over else 'none'}")
+    return out
+
+
 def summary(folder: Path, tests_rc: int | None, compile_rc: int | None, check_rc: int | None, seconds: float | None,
             pages_rc: int | None = None) -> str:
     check = _load(folder / "check.json")
@@ -140,6 +176,8 @@ def summary(folder: Path, tests_rc: int | None, compile_rc: int | None, check_rc
             for k in compiled["kernels"]
             if not k["ok"]
         ]
+    if check and (figures := headline(check)):
+        lines += ["", "## Headline figures", "", *figures]
     if check and (claims := peak_claims(check)):
         lines += ["", "## Bandwidth against the peak, and what it rests on", "", *claims]
     if check:
@@ -172,7 +210,16 @@ def main() -> int:
     for name in ("tests", "compile", "check", "pages"):
         parser.add_argument(f"--{name}-rc", type=int, default=None)
     parser.add_argument("--seconds", type=float, default=None)
+    parser.add_argument("--headline", action="store_true",
+                        help="only the headline figures (make gpu-first-look): into HEADLINE.md, with "
+                             "launch-overhead.json's ladder")
     args = parser.parse_args()
+    if args.headline:
+        text = "\n".join(["# First look: headline figures", "",
+                          *headline(_load(args.folder / "check.json"), _load(args.folder / "launch-overhead.json"))])
+        (args.folder / "HEADLINE.md").write_text(text + "\n")
+        print(text)
+        return 0
     text = summary(args.folder, args.tests_rc, args.compile_rc, args.check_rc, args.seconds, args.pages_rc)
     (args.folder / "SUMMARY.md").write_text(text)
     print(text)

@@ -83,3 +83,23 @@ def test_a_check_cut_by_its_time_limit_is_summarised_as_incomplete_never_pass(tm
     (tmp_path / "check.json").write_text(json.dumps(check))
     text = module.summary(tmp_path, 0, 0, 124, 320.0)
     assert "FAILED (exit 124), overall INCOMPLETE (1 sections written)" in text and "overall PASS" not in text
+
+
+def test_the_headline_judges_the_launch_the_sweep_and_each_budget_on_a_gpu_and_nothing_in_the_simulator():
+    launch = {"backend": "cuda", "engine_ratio": 1.5, "engine_target": 2.0, "engine_baseline": "cupy-rawkernel-args",
+              "ladder": [{"label": "cuLaunchKernel", "median_s": 7e-6, "vs_cupy": 1.1},
+                         {"label": "cuda.core", "median_s": None, "vs_cupy": None}]}
+    check = {"backend": "cuda", "sections": {
+        "scaling": {"duration_s": 50.0, "budget_s": 40, "targets": {"overhead": {"fraction": 0.08, "target": 0.1,
+                                                                                "met": True}}},
+        "reduction": {"duration_s": 10.0, "budget_s": 15, "targets": [
+            {"name": "reduction: share of peak", "measured": 0.9, "threshold": 0.85, "met": True}]},
+    }}
+    lines = module.headline(check, launch)
+    assert lines[0].endswith("1.50x (target ≤ 2x): met") and "7.00 µs, 1.10x CuPy's" in lines[1]
+    assert "cuda.core: skipped" in lines[2] and "8.0% (target < 10%): met" in lines[3]
+    assert "reduction: share of peak: 0.9 (target ≥ 0.85): met" in lines[4]
+    assert lines[5] == "- sections over their plan's budget: scaling 50 s of 40 s"
+    assert module.headline(check, {**launch, "engine_ratio": 2.5})[0].endswith("NOT met")
+    simulated = module.headline({**check, "backend": "simulator"}, {**launch, "backend": "simulator"})
+    assert "simulated" in simulated[0] and not any(line.endswith(": met") for line in simulated)

@@ -76,8 +76,8 @@ class Step:
 GPU = ("{python}", "-m", "gpu")
 
 FIRST_LOOK = (
-    Step("the launch ladder", 25, (*GPU, "launch-overhead", "--samples", "30"),
-         (*GPU, "launch-overhead", "--samples", "3"), "launch-overhead.txt"),
+    Step("the launch ladder", 25, (*GPU, "launch-overhead", "--samples", "30", "--json"),
+         (*GPU, "launch-overhead", "--samples", "3", "--json"), "launch-overhead.json"),
     Step("gpu check: reduction, transpose, the sweep", 125,
          (*GPU, "check", "--plan", "first-look", "--out", "{out}"),
          (*GPU, "check", "--quick", "--plan", "first-look", "--out", "{out}"), "check.txt"),
