@@ -140,15 +140,9 @@ def test_the_flush_writes_twice_the_l2_with_one_memset_on_the_stream(monkeypatch
     calls = []
     monkeypatch.setattr(l2, "l2_cache_bytes", lambda: 50 << 20)
     monkeypatch.setattr(l2, "_scratch", lambda device_id, nbytes: ("scratch", nbytes))
-    fake_cuda = SimpleNamespace(
-        get_current_device=lambda: SimpleNamespace(id=0),
-        cudadrv=SimpleNamespace(
-            driver=SimpleNamespace(
-                device_memset=lambda buf, value, nbytes, stream: calls.append((buf, value, nbytes, stream))
-            )
-        ),
-    )
-    monkeypatch.setattr(l2, "cuda", fake_cuda)
+    monkeypatch.setattr(l2, "cuda", SimpleNamespace(get_current_device=lambda: SimpleNamespace(id=0)))
+    monkeypatch.setattr(l2.numba_internals, "device_memset",
+                        lambda buf, value, nbytes, stream: calls.append((buf, value, nbytes, stream)))
     assert l2.flush_l2("stream") is True
     assert calls == [(("scratch", 100 << 20), 0, 100 << 20, "stream")]  # 2 x L2, on the measured stream
     monkeypatch.setattr(l2, "l2_cache_bytes", lambda: None)

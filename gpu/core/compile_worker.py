@@ -31,30 +31,9 @@ import subprocess
 import sys
 import tempfile
 import time
-import types
 
 # Set before numba is imported (gpu.core.backend respects it): this process compiles only.
 os.environ["NUMBA_ENABLE_CUDASIM"] = "0"
-
-
-def _pretend_current_device(cc: tuple[int, int]) -> None:
-    """Make numba-cuda believe the current device has compute capability ``cc``.
-
-    compile_ptx(..., cc=cc) passes cc to the kernel, but numba-cuda 0.30 compiles any
-    *device function* a kernel calls (``warp_sum`` in the reduction) through
-    ``CUDADispatcher.compile_device``, which asks ``get_current_device().compute_capability``
-    -- and reading ``cuda.warpsize`` types through the same path. With no driver that
-    call raises CudaSupportError. numba_cuda/numba/cuda/dispatcher.py imports
-    ``get_current_device`` by name, so we replace that name in the dispatcher module with
-    a stand-in device that only knows a compute capability (the first target's). It is
-    safe here because this process only compiles, never launches, and the device
-    functions' NVVM IR is the same for every target 7.5+ (see the module docstring):
-    NVVM generates each target's PTX from it.
-    """
-    import numba.cuda.dispatcher as dispatcher
-
-    device = types.SimpleNamespace(compute_capability=tuple(cc), name=f"compile target cc {cc[0]}.{cc[1]}")
-    dispatcher.get_current_device = lambda: device
 
 
 def _python_function(job: dict):
@@ -138,8 +117,9 @@ def main() -> int:
     request = json.load(sys.stdin)
     targets = request["targets"]
     import gpu.core.backend  # noqa: F401  (numba-cuda's NumPy 2.5 fix; respects NUMBA_ENABLE_CUDASIM=0)
+    from gpu.core.numba_internals import pretend_current_device
 
-    _pretend_current_device(tuple(targets[0]["cc"]))
+    pretend_current_device(tuple(targets[0]["cc"]))  # gpu.core.numba_internals says why
     results = [compile_job(job, targets, request["ptxas"], request.get("nvdisasm")) for job in request["jobs"]]
     json.dump(results, sys.stdout)
     return 0

@@ -144,7 +144,9 @@ def _device_info(index: int) -> DeviceInfo:
             if clock_khz:
                 notes.append("memory clock and bus width read from NVML")
         try:
-            driver = _format_cuda_version(cuda.cudadrv.driver.driver.get_version())
+            from gpu.core.numba_internals import driver_version
+
+            driver = _format_cuda_version(driver_version())
         except Exception:
             driver = None
         try:

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from gpu.core import numba_internals
 from gpu.core.backend import BACKEND, cuda
 
 FLUSH_FACTOR = 2  # scratch = 2 x L2: written through, it evicts every line of the last sample
@@ -77,7 +78,7 @@ def flush_l2(stream) -> bool:
         return False
     nbytes = FLUSH_FACTOR * size
     scratch = _scratch(cuda.get_current_device().id, nbytes)
-    cuda.cudadrv.driver.device_memset(scratch, 0, nbytes, stream)
+    numba_internals.device_memset(scratch, 0, nbytes, stream)
     return True
 
 

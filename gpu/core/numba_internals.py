@@ -17,9 +17,13 @@ would pass it uses these pieces of numba-cuda 0.30.4, none of them public API:
 - ``cudadrv.driver._to_core_stream`` and ``cudadrv.devices.get_context``: the stream's
   handle, and the context made current in the calling thread.
 
-The compile worker (``gpu.core.compile_worker``) reads one more: ``compiler._compile_pyfunc_with_fixup``
-(``lower_kernel``), what the public ``compile_ptx`` calls before ``lib.get_asm_strs(cc)``;
-keeping its code library lets NVVM compile one lowering for several targets.
+The compile worker (``gpu.core.compile_worker``) reads two more: ``compiler._compile_pyfunc_with_fixup``
+(``lower_kernel``), what the public ``compile_ptx`` calls before ``lib.get_asm_strs(cc)``, keeping
+its code library so NVVM compiles one lowering for several targets; and the name
+``dispatcher.get_current_device`` (``pretend_current_device``). The launch-overhead benchmark reads
+``_Kernel.launch``, numba-cuda's own launch below its dispatcher, as a floor (``numba_launch``).
+The L2 flush and the transfers' poisoned outputs use ``cudadrv.driver.device_memset`` (``device_memset``),
+and the device facts ``cudadrv.driver.driver.get_version`` (``driver_version``).
 
 ``cuda.core``'s ``ParamHolder`` (the buffer ``cuda.core.launch`` builds from that list on
 every call) packs it into the ``void**`` array the driver reads; building it once is the
@@ -146,6 +150,46 @@ def lower_kernel(py_func, signature: str, cc: tuple[int, int]):
     return lib
 
 
+def pretend_current_device(cc: tuple[int, int]) -> None:
+    """Make numba-cuda believe the current device has compute capability ``cc`` (a compile-only process).
+
+    compile_ptx(..., cc=cc) passes cc to the kernel, but numba-cuda 0.30 compiles any *device function* a
+    kernel calls (``warp_sum`` in the reduction) through ``CUDADispatcher.compile_device``, which asks
+    ``get_current_device().compute_capability`` -- and reading ``cuda.warpsize`` types through the same path.
+    With no driver that call raises CudaSupportError. numba_cuda/numba/cuda/dispatcher.py imports
+    ``get_current_device`` by name, so that name in the dispatcher module is replaced with a stand-in device
+    that only knows a compute capability. Safe only in a process that compiles and never launches; the
+    device functions' NVVM IR is the same for every target 7.5+ (gpu/core/compile_worker.py says why).
+    """
+    import importlib
+    import types
+
+    dispatcher: Any = importlib.import_module("numba.cuda.dispatcher")
+    device = types.SimpleNamespace(compute_capability=tuple(cc), name=f"compile target cc {cc[0]}.{cc[1]}")
+    dispatcher.get_current_device = lambda: device
+
+
+def numba_launch(compiled, args: Sequence[Any], grid, block, stream):
+    """``launch()``: numba-cuda's own launch of ``compiled`` below its dispatcher (marshalling every call),
+    the floor the launch-overhead benchmark shows; not used by the engine."""
+    core = core_stream(stream)
+    return lambda: compiled.launch(tuple(args), grid, block, core, 0)
+
+
+def device_memset(array, byte: int, nbytes: int, stream) -> None:
+    """Queue a fill of ``nbytes`` of device ``array`` with ``byte`` on ``stream`` (the driver's memset)."""
+    from numba.cuda.cudadrv import driver
+
+    driver.device_memset(array, byte, nbytes, stream)
+
+
+def driver_version() -> tuple[int, int]:
+    """The CUDA driver's version as numba-cuda reads it, (major, minor)."""
+    from numba.cuda.cudadrv import driver
+
+    return driver.driver.get_version()
+
+
 def packed_parameters(words: Sequence[Any]):
     """The ``void**`` parameter buffer ``cuda.core.launch`` builds from ``words`` (its ``ptr`` is the address)."""
     from cuda.core._kernel_arg_handler import ParamHolder
@@ -161,11 +205,15 @@ __all__ = [
     "compiled_kernel",
     "core_kernel",
     "core_stream",
+    "device_memset",
     "driver_function",
+    "driver_version",
     "installed_version",
     "kernel_arguments",
     "lower_kernel",
     "make_context_current",
+    "numba_launch",
     "packed_parameters",
+    "pretend_current_device",
     "require_pinned",
 ]

@@ -123,12 +123,10 @@ def _numba_paths(stream) -> dict[str, Callable[[], Callable[[], None]]]:
     def direct():
         if BACKEND.simulated:
             raise RuntimeError("the simulator has no compiled kernels")
-        from numba.cuda.cudadrv import driver
+        from gpu.core import numba_internals
 
-        empty_kernel[1, 1, stream]()  # compile
-        compiled = next(iter(empty_kernel.overloads.values()))
-        core_stream = driver._to_core_stream(stream)
-        return lambda: compiled.launch((), (1, 1, 1), (1, 1, 1), core_stream, 0)
+        compiled = numba_internals.compiled_kernel(empty_kernel, ())
+        return numba_internals.numba_launch(compiled, (), (1, 1, 1), (1, 1, 1), stream)
 
     def article_vector_add():
         d = three_arrays()

@@ -16,6 +16,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from gpu.core import numba_internals
 from gpu.core.backend import BACKEND, cuda
 from gpu.core.copies import host_buffer
 from gpu.core.kernel_timing import time_on_device
@@ -91,7 +92,7 @@ def _poison_device(d_array, stream=0) -> None:
     if BACKEND.simulated:
         d_array[:] = np.nan
     else:
-        cuda.cudadrv.driver.device_memset(d_array, 0xFF, d_array.alloc_size, stream)
+        numba_internals.device_memset(d_array, 0xFF, d_array.alloc_size, stream)
 
 
 class _HoldLog:
