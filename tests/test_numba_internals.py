@@ -170,3 +170,12 @@ def test_a_grid_must_be_one_to_three_positive_sizes():
     for bad in (0, (1, 2, 3, 4), (4, -1)):
         with pytest.raises(ValueError, match="1 to 3 positive sizes"):
             _dims(bad)
+
+
+def test_no_other_module_of_the_engine_reads_numba_cudas_internals():
+    """What the lab reads inside numba-cuda is named in one module, so a numba-cuda upgrade is checked in one place."""
+    internal = re.compile(r"cudadrv|_codelibrary|_prepare_args|_to_core_stream|_compile_pyfunc_with_fixup|"
+                          r"numba\.cuda\.dispatcher|\.overloads\b|_kernel_arg_handler")
+    readers = sorted(str(path.relative_to(ROOT)) for path in (ROOT / "gpu").rglob("*.py")
+                     if internal.search(path.read_text()))
+    assert readers == ["gpu/core/numba_internals.py"], readers
