@@ -162,13 +162,14 @@ def __getattr__(name: str):
 
 def measures(run: KernelRun) -> dict[str, float]:
     """History's headline numbers: each implementation's seconds, and the best step's GB/s and GFLOP/s."""
-    out = {f"{r.key}_s": r.seconds for r in run.results if r.measured}
+    out = {f"{r.key}_s": r.seconds for r in run.results if r.measured and r.seconds is not None}
     best = run.best_step
-    if best is not None:
+    if best is not None and best.seconds is not None:
         out["best_step_s"] = best.seconds
-        out["best_step_gbps"] = run.gbps(best)
-        if run.flops:
-            out["best_step_gflops"] = run.gflops(best)
+        if (gbps := run.gbps(best)) is not None:
+            out["best_step_gbps"] = gbps
+        if run.flops and (gflops := run.gflops(best)) is not None:
+            out["best_step_gflops"] = gflops
     return out
 
 
@@ -220,8 +221,8 @@ def split_source(kernel) -> tuple[str, str]:
     fn = _python_function(kernel)
     source = textwrap.dedent(inspect.getsource(fn))
     doc = inspect.getdoc(fn) or ""
-    tree = ast.parse(source)
-    body = tree.body[0].body
+    node = ast.parse(source).body[0]
+    body = node.body if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) else []
     if doc and body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant):
         lines = source.splitlines()
         del lines[body[0].lineno - 1:body[0].end_lineno]
@@ -287,7 +288,9 @@ class Target:
 def ratio(run: KernelRun, slower: str, faster: str) -> float | None:
     """How many times longer ``slower`` took than ``faster`` (None unless both were measured)."""
     a, b = run.get(slower), run.get(faster)
-    return a.seconds / b.seconds if a.measured and b.measured and b.seconds else None
+    if not (a.measured and b.measured) or a.seconds is None or not b.seconds:
+        return None
+    return a.seconds / b.seconds
 
 
 def run_markdown(run: KernelRun) -> list[str]:
@@ -376,7 +379,7 @@ def check_kernel(
         sampling, cpu_budget_s = budgeted_policy(module.SPEC, len(problems), budget_s, params["repeats"])
         problem = {k: v for k, v in params.items() if k not in ("repeats", "cpu", "cpu_budget_s")}
         runs.append(run_kernel(module.SPEC, problem, sampling, params["cpu"],
-                               cpu_budget_s=min(cpu_budget_s, params["cpu_budget_s"]), on_progress=say))
+                               cpu_budget_s=min(cpu_budget_s, params["cpu_budget_s"]), on_progress=Progress.of(say)))
     targets = module.targets(runs)
     md: list[str] = []
     for run in runs:

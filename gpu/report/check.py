@@ -18,6 +18,7 @@ from gpu.core.backend import BACKEND
 from gpu.core.device import device_info, host_info, library_versions
 from gpu.core.limits import SIMULATOR_MAX_N, max_vector_n
 from gpu.core.provenance import SIMULATOR_WARNING as SIMULATED_WARNING
+from gpu.core.telemetry import TelemetryMonitor
 from gpu.core.timing import utc_timestamp
 
 
@@ -114,6 +115,9 @@ class CheckReport:
 # --- sections ------------------------------------------------------------------------
 
 
+SECTION_KEY = "section_key"  # the attribute a declared section function carries its key in
+
+
 def catalog_section(key: str) -> Callable[[CheckContext], Section]:
     """The ``gpu check`` section of one catalog kernel (gpu/catalog/declare.py: ``check_kernel``)."""
 
@@ -131,7 +135,7 @@ def methodology_section(ctx: CheckContext) -> Section:
     """Flushed vs warm L2, hold verification, launch overhead, telemetry, sample counts."""
     from gpu.report.methodology import methodology
 
-    telemetry = ctx.telemetry.summary() if ctx.telemetry is not None else None
+    telemetry = ctx.telemetry.summary() if isinstance(ctx.telemetry, TelemetryMonitor) else None
     passed, data, markdown = methodology(ctx.quick, ctx.max_n, ctx.say, ctx.sections, telemetry, ctx.budget_s)
     return Section(
         "methodology", "Methodology: L2, stream hold, launch overhead, telemetry, samples", passed, data, markdown
@@ -149,13 +153,13 @@ def declared_sections() -> list[Callable[[CheckContext], Section]]:
 
 def _keyed(section_fn: Callable[[CheckContext], Section], key: str) -> Callable[[CheckContext], Section]:
     """``section_fn`` marked with its declared key: a section that raises is written under it (and reads back)."""
-    section_fn.section_key = key
+    setattr(section_fn, SECTION_KEY, key)  # a function attribute: read back by section_key()
     return section_fn
 
 
 def section_key(section_fn: Callable[[CheckContext], Section]) -> str:
     """The key a section function writes under (its declared key, or its name less ``_section``)."""
-    return getattr(section_fn, "section_key", None) or section_fn.__name__.removesuffix("_section")
+    return getattr(section_fn, SECTION_KEY, None) or section_fn.__name__.removesuffix("_section")
 
 
 def planned_sections(plan: str) -> tuple[list[Callable[[CheckContext], Section]], dict[str, float]]:
@@ -209,8 +213,6 @@ def run_check(
     else:
         chosen = sections or declared_sections()
     report = CheckReport(started_at=utc_timestamp(), quick=quick, expected=len(chosen), finished=False, plan=plan)
-    from gpu.core.telemetry import TelemetryMonitor
-
     ctx.telemetry = TelemetryMonitor().start()  # clocks and throttling over the whole check
     if not BACKEND.simulated:  # before any section launches it (see CheckContext.first_compile_s)
         from gpu.kernels.vector_add import compile_vector_add

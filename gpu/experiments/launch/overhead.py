@@ -180,11 +180,11 @@ def _library_path(name: str) -> tuple[Callable[[], None], Callable[[], None]]:
         with torch.cuda.stream(stream):
             x = torch.zeros(1, device="cuda")
 
-        def launch():
+        def add_one():
             with torch.cuda.stream(stream):
                 x.add_(1)
 
-        return launch, stream.synchronize
+        return add_one, stream.synchronize
     if name == "cuda-core":
         from cuda.core import Device, LaunchConfig, Program, ProgramOptions, launch
 
@@ -273,7 +273,8 @@ class LaunchOverheadRun:
             ranked = stats is not None and cupy is not None and self.backend != "simulator"
             rows.append({
                 "path": key, "label": PATHS[key], "median_s": stats.median_s if stats else None,
-                "skipped": self.skipped.get(key), "vs_cupy": stats.median_s / cupy.median_s if ranked else None,
+                "skipped": self.skipped.get(key),
+                "vs_cupy": stats.median_s / cupy.median_s if ranked and stats and cupy else None,
             })
         return rows
 
@@ -336,7 +337,7 @@ class LaunchOverheadRun:
             lines.append(f"  {PATHS[k]:<58} {v}")
         for k, why in self.skipped.items():
             lines.append(f"  {PATHS[k]:<58} skipped: {why}")
-        if self.engine_ratio is not None:
+        if self.engine_ratio is not None and self.engine_baseline is not None:
             lines.append(
                 f"engine launch / fastest with the same 3 array arguments ({PATHS[self.engine_baseline]}): "
                 f"{format_factor(self.engine_ratio)} (target ≤ {ENGINE_TARGET:g}x) — "
