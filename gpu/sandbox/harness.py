@@ -11,6 +11,7 @@ The learner's source is only exec'd after the checker passed, in a restricted na
 from __future__ import annotations
 
 import traceback
+import warnings
 from typing import Any
 
 import numpy as np
@@ -156,14 +157,17 @@ def run_case(problem: Problem, kernel, case: Case, index: int, seed: int, launch
     grid, block = launch(sizes)
     d_args = device_args(problem, inputs, outputs)
     try:
-        kernel[grid, block](*d_args)
-        cuda.synchronize()
+        with warnings.catch_warnings(record=True) as caught:  # the simulator's notes (a negative index wrapped)
+            warnings.simplefilter("always")
+            kernel[grid, block](*d_args)
+            cuda.synchronize()
     except Exception as exc:  # a kernel that raises (simulator: out of bounds) fails this test, never the harness
         message = kernel_error(exc)
         return {"name": case.name, "sizes": dict(sizes), "passed": False, "message": message}, {
             "test": case.name,
             "error": message,
         }
+    notes = [str(w.message) for w in caught if type(w.message).__name__ == "NegativeIndexWrapped"]
     for p, d in zip(problem.params, d_args):
         if is_array(originals.get(p, outputs.get(p))):
             (inputs if p in inputs else outputs)[p] = d.copy_to_host()
@@ -181,8 +185,9 @@ def run_case(problem: Problem, kernel, case: Case, index: int, seed: int, launch
             problem, case, name, outputs[name], problem.tolerance.expected(want, outputs[name].dtype), block, originals
         )
         if miss:
-            return {"name": case.name, "sizes": dict(sizes), "passed": False, "message": mismatch_text(miss)}, miss
-    return {"name": case.name, "sizes": dict(sizes), "passed": True, "message": "passed"}, None
+            return {"name": case.name, "sizes": dict(sizes), "passed": False, "message": mismatch_text(miss),
+                    "notes": notes}, miss
+    return {"name": case.name, "sizes": dict(sizes), "passed": True, "message": "passed", "notes": notes}, None
 
 
 _TIMING_OPS = None  # the device seam of time_on_device (None: the real one; tests put a fake hold here)
@@ -268,6 +273,9 @@ def judge(problem: Problem, source: str, seed: int) -> Verdict:
         cases = list(problem.tests) + [problem.perf["simulator" if BACKEND.simulated else "gpu"]]
         for index, case in enumerate(cases):
             line, miss = run_case(problem, kernel, case, index, seed, launch)
+            for note in line.pop("notes", ()):
+                if note not in verdict.notes:
+                    verdict.notes.append(note)
             verdict.tests.append(line)
             if miss and verdict.mismatch is None:
                 verdict.mismatch = miss

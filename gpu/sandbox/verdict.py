@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 
+from gpu.core.safe_text import shown
+
 EXIT_CODES = {"passed": 0, "wrong": 1, "refused": 2, "error": 3}
 EXIT_LAB_FAILED = 3  # the harness or the CLI itself failed: never the learner's code
 
@@ -54,6 +56,7 @@ class Verdict:
     device: str | None = None
     sandbox: str = ""
     wall_s: float | None = None
+    notes: list = field(default_factory=list)  # what the simulator noted on a run that did not fail (a wrapped index)
 
     @classmethod
     def start(cls, problem: str, backend: str) -> Verdict:
@@ -71,11 +74,11 @@ class Verdict:
     def refused(self, refusal) -> Verdict:
         self.refusal = refusal.to_dict()
         self.status = "refused"
-        self.message = str(refusal)
+        self.message = shown(str(refusal))
         return self
 
     def failed(self, message: str) -> Verdict:
-        self.status, self.message = "error", message
+        self.status, self.message = "error", shown(message)
         return self
 
     def finish(self, status: str) -> Verdict:
@@ -85,7 +88,7 @@ class Verdict:
             self.message = f"all {len(self.tests)} tests passed"
         else:
             first = next((t for t in self.tests if not t["passed"]), None)
-            self.message = (
+            self.message = shown(
                 f"{passed} of {len(self.tests)} tests passed; first failure, {first['name']}: {first['message']}"
                 if first
                 else (mismatch_text(self.mismatch) if self.mismatch else status)

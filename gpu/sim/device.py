@@ -8,9 +8,14 @@ return the old value and are atomic because one thread runs at a time.
 
 from __future__ import annotations
 
+import sys
+import types
+import warnings
+from typing import NoReturn
+
 import numpy as np
 
-from gpu.sim.errors import KernelFault, _OutOfBounds
+from gpu.sim.errors import KernelFault, NegativeIndexWrapped, _OutOfBounds
 from gpu.sim.rewrite import BLOCK_SYNC
 
 WARP = 32
@@ -81,14 +86,19 @@ class _Atomics:
             self._state.fault(
                 "out of bounds", f"cuda.atomic.{name} indexes a {array.ndim}-D array with {len(idx)} indices"
             )
+        fixed = []
         for axis, (i, n) in enumerate(zip(idx, array.shape)):
+            if -n <= i < 0:  # Numba's atomics index with wraparound, as plain indexing does
+                wrapped(_caller_line(), int(i), axis, n)
+                i = i + n
             if not 0 <= i < n:
                 self._state.fault(
                     "out of bounds",
                     f"cuda.atomic.{name} at index {i} of axis {axis}, whose valid indices are "
-                    f"0 to {n - 1}; a GPU would update memory outside the array",
+                    f"{-n} to {n - 1} (a negative one wraps once); a GPU would update memory outside the array",
                 )
-        return idx
+            fixed.append(i)
+        return tuple(fixed)
 
     def _update(self, name, array, index, value, op):
         idx = self._index(array, index, name)
@@ -148,12 +158,28 @@ class _WatchedAtomics(_Atomics):
     NumPy array (out of bounds: reported and dropped, returning 0). A plain launch never pays for this check."""
 
     def _update(self, name, array, index, value, op):
-        target = _watched(array, index, name)
+        target = _watched(array, _wrap_only(array, index), name)
         return _dropped(array) if target is None else super()._update(name, target[0], target[1], value, op)
 
     def cas(self, array, index, old, value):
-        target = _watched(array, index, "cas")
+        target = _watched(array, _wrap_only(array, index), "cas")
         return _dropped(array) if target is None else super().cas(target[0], target[1], old, value)
+
+
+def _wrap_only(array, index):
+    """A recorded atomic's index with each axis in [-size, 0) wrapped (and warned); the rest is the recorder's."""
+    idx = index if isinstance(index, tuple) else (index,)
+    shape = getattr(array, "shape", ())
+    if not any(isinstance(i, (int, np.integer)) and i < 0 for i in idx):
+        return index
+    out = []
+    for axis, (i, n) in enumerate(zip(idx, shape)):
+        if isinstance(i, (int, np.integer)) and -n <= i < 0:
+            wrapped(_caller_line(), int(i), axis, n)
+            i = i + n
+        out.append(i)
+    out.extend(idx[len(out):])
+    return tuple(out) if isinstance(index, tuple) else out[0]
 
 
 def _watched(array, index, name: str):
@@ -211,6 +237,7 @@ class State:
         self.const = _Const()
         self.shared = _SharedAccess(self)
         self.block_shared: dict[int, np.ndarray] = {}
+        self.wrapped_lines: set[int] = set()  # lines where a negative index wrapped in this launch (warned once)
         self.line = 0
         self.exited: set[int] = set()  # linear ids of threads of this block that returned
 
@@ -244,7 +271,7 @@ class State:
             return (g.x * d.x, g.y * d.y, g.z * d.z)
         self.fault("unsupported", f"cuda.gridsize takes 1, 2 or 3, not {ndim!r}")
 
-    def fault(self, kind: str, sentence: str, line: int | None = None):
+    def fault(self, kind: str, sentence: str, line: int | None = None) -> NoReturn:
         raise KernelFault(kind, sentence, block=self.blockIdx.tuple(), thread=self.threadIdx.tuple(), line=line)
 
     # --- no-ops on a machine where one thread runs at a time
@@ -316,12 +343,38 @@ STATE = State()
 # --- the helpers the rewritten source calls
 
 
+def _caller_line() -> int:
+    """The line of the kernel code that called into this module (an atomic's caller)."""
+    frame: types.FrameType | None = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename == __file__:
+        frame = frame.f_back
+    return frame.f_lineno if frame is not None else 0
+
+
+def wrapped(line: int, index: int, axis: int, size: int) -> None:
+    """Warn, once per line per launch, that a negative index wrapped."""
+    if line not in STATE.wrapped_lines:
+        STATE.wrapped_lines.add(line)
+        warnings.warn(NegativeIndexWrapped(line, index, axis, size), stacklevel=2)
+
+
 def negative_index(array, index, axis: int, line: int):
+    """A negative ``index`` on ``axis``: wrapped once, as Numba does (``fix_index``), or out of bounds below -size."""
+    shape = getattr(array, "shape", None)
+    if shape is None:  # a tuple (``a.shape[-1]``) or another sequence
+        shape = (len(array),) if axis == 0 and hasattr(array, "__len__") else np.shape(array)
+    if axis >= len(shape):
+        return index  # more indices than axes: NumPy raises, and the engine reports it
+    size = int(shape[axis])
+    if index >= -size:
+        wrapped(line, int(index), axis, size)
+        return index + size
     if WATCHING[0] is not None and isinstance(array, WATCHING[0].watched):
         return index  # a recorded launch: the watched array records it as out of bounds and goes on
     raise _OutOfBounds(
-        f"index {index} on axis {axis} is negative; a GPU does not wrap it to the end as NumPy would, "
-        f"it reads or writes memory before the array (shape {tuple(np.shape(array))})",
+        f"index {index} on axis {axis} is below -{size}: Numba wraps a negative index once (to index + {size}), "
+        f"and this one still lies before the array (shape {tuple(shape)}), so a GPU would read or write memory "
+        "outside it",
         line,
     )
 
@@ -339,11 +392,9 @@ def shared_array(site: int, line: int, shape, dtype):
                 line,
             )
         if WATCHING[0] is not None:  # a recorded launch: every access to this array is reported
-            import sys
-
-            array = WATCHING[0].shared(array, line, sys._getframe(1))
+            array = WATCHING[0].shared(array, line, sys._getframe(1), site)
         STATE.block_shared[site] = array
     return array
 
 
-__all__ = ["STATE", "Dim3", "State", "negative_index", "poisoned", "shared_array"]
+__all__ = ["STATE", "Dim3", "State", "negative_index", "poisoned", "shared_array", "wrapped"]

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 
@@ -34,6 +34,7 @@ MAX_BLOCK = (1024, 1024, 64)
 MAX_GRID = (2**31 - 1, 65535, 65535)
 
 _LAUNCH_LOCK = threading.RLock()  # one launch at a time in a process: the state below is shared
+_RUNNING = threading.local()  # .active: this thread is inside a launch (a launch from a kernel is refused)
 
 
 # --- launch geometry
@@ -144,10 +145,15 @@ def launch(
     every barrier and collective and installed for shared arrays and atomics; ``only`` runs just
     the blocks with these linear ids (x fastest), the others not at all.
     """
+    if getattr(_RUNNING, "active", False):
+        raise KernelFault("unsupported", "a kernel launched a kernel; a launch inside a kernel is refused, as Numba's "
+                          "CUDA compiler refuses it (launch kernels from the host)")
     gx, gy, gz = dims(grid, "grid")
     bx, by, bz = dims(block, "block")
     rng = np.random.default_rng(seed) if seed is not None else None
     with _LAUNCH_LOCK, np.errstate(all="ignore"):
+        _RUNNING.active = True
+        STATE.wrapped_lines = set()
         STATE.gridDim.x, STATE.gridDim.y, STATE.gridDim.z = gx, gy, gz
         STATE.blockDim.x, STATE.blockDim.y, STATE.blockDim.z = bx, by, bz
         blocks = [(x, y, z) for z in range(gz) for y in range(gy) for x in range(gx)]
@@ -168,6 +174,7 @@ def launch(
                 else:
                     _run_block_plain(function, codes, args, nthreads, bx, by, bz, rng, block_function)
         finally:
+            _RUNNING.active = False
             if hooks is not None:
                 device.watch(None)
 
@@ -243,7 +250,7 @@ def _run_block_sync(function, codes, args, nthreads, bx, by, rng, hooks=None) ->
         runnable = _resolve(waiting, replies, exited, nthreads, bx, by, threads, hooks)
 
 
-def _fault_at(linear: int, bx: int, by: int, kind: str, sentence: str, line: int | None):
+def _fault_at(linear: int, bx: int, by: int, kind: str, sentence: str, line: int | None) -> NoReturn:
     _set_thread(linear, bx, by)
     STATE.fault(kind, sentence, line)
 
@@ -268,6 +275,7 @@ def _resolve(
     released: list[int] = []
     problem = None
     collective = {t: r for t, r in waiting.items() if r[0] not in _BARRIERS}
+    masks = {t: _learner_mask(t, r, bx, by) for t, r in collective.items()}
     by_warp: dict[int, list[int]] = {}
     for linear in sorted(collective):
         by_warp.setdefault(linear // WARP, []).append(linear)
@@ -279,7 +287,7 @@ def _resolve(
             request = collective[linear]
             kind, line = request[0], request[1]
             lane = linear % WARP
-            mask = _mask(request)
+            mask = masks[linear]
             if not mask >> lane & 1:
                 _fault_at(
                     linear,
@@ -291,11 +299,15 @@ def _resolve(
                     line,
                 )
             members = [warp * WARP + m for m in _lanes(mask)]
-            why = _absent(members, collective, waiting, exited, nthreads, kind, mask, lane)
+            why = _absent(members, collective, masks, waiting, exited, nthreads, kind, mask, lane)
             if why:
                 problem = problem or (linear, why, line, kind)
                 continue
-            results = _collective(kind, [collective[m] for m in members], [m % WARP for m in members], linear, bx, by)
+            try:
+                results = _collective(kind, [collective[m] for m in members], [m % WARP for m in members], linear,
+                                      bx, by)
+            except Exception as exc:  # a learner's value the collective cannot take (a width of 0, an array...)
+                _learner_fault(exc, linear, bx, by, "warp collective", f"{_name(kind)} cannot use its arguments", line)
             if hooks is not None:
                 hooks.sync(kind, threads[linear], members, True)
             for m, value in zip(members, results):
@@ -317,12 +329,12 @@ def _resolve(
             line,
         )
     first = min(barrier)
-    kind, line = barrier[first][0], barrier[first][1]
-    stuck = bool(exited) or any(r[1] != line or r[0] != kind for r in barrier.values())
+    kind, line, site = barrier[first][0], barrier[first][1], barrier[first][4]
+    stuck = bool(exited) or any(r[4] != site for r in barrier.values())
     if hooks is not None and stuck:  # the trace sees who waited where before the fault stops the launch
         groups: dict[tuple, list[int]] = {}
         for t, r in sorted(barrier.items()):
-            groups.setdefault((r[0], r[1]), []).append(t)
+            groups.setdefault((r[0], r[4]), []).append(t)
         for (group_kind, _), members in groups.items():
             hooks.sync(group_kind, threads[members[0]], members, False)
     if exited:
@@ -337,20 +349,28 @@ def _resolve(
             "barrier (a GPU may hang or give wrong results)",
             None,
         )
-    other = next((t for t, r in sorted(barrier.items()) if r[1] != line or r[0] != kind), None)
+    other = next((t for t, r in sorted(barrier.items()) if r[4] != site), None)
     if other is not None:
+        mine = barrier[other]
+        same_line = mine[1] == line
         _fault_at(
             other,
             bx,
             by,
             "barrier",
-            f"this thread waits at {_name(barrier[other][0])} on line {barrier[other][1]} "
-            f"while thread {first} waits at {_name(kind)} on line {line}: divergent "
+            f"this thread waits at {_name(mine[0])} on {_place(mine, same_line)} "
+            f"while thread {first} waits at {_name(kind)} on {_place(barrier[first], same_line)}: divergent "
             "barriers (every thread of a block must reach the same one)",
-            barrier[other][1],
+            mine[1],
         )
     if kind != "bar":
-        predicates = [bool(r[2][0] if r[2] else (r[3] or {}).get("predicate", 0)) for r in barrier.values()]
+        predicates = []
+        for t, r in barrier.items():
+            try:
+                predicates.append(bool(r[2][0] if r[2] else (r[3] or {}).get("predicate", 0)))
+            except Exception as exc:  # an array, or anything else with no single truth value
+                _learner_fault(exc, t, bx, by, "barrier", f"the predicate of {_name(kind)} is not one true/false "
+                               "value", r[1])
         value = {"bar_count": sum(predicates), "bar_and": int(all(predicates)), "bar_or": int(any(predicates))}[kind]
         for t in barrier:
             replies[t] = value
@@ -360,10 +380,31 @@ def _resolve(
     return sorted(barrier)
 
 
+def _place(request, with_column: bool) -> str:
+    """``line 7``, or ``line 7, column 5`` where two barriers share a line."""
+    return f"line {request[1]}, column {request[4][1] + 1}" if with_column else f"line {request[1]}"
+
+
+def _learner_fault(exc: Exception, linear: int, bx: int, by: int, kind: str, what: str, line: int | None) -> NoReturn:
+    """A learner's value broke a collective or a barrier: a KernelFault naming the thread and the line."""
+    if isinstance(exc, KernelFault):
+        _fault_at(linear, bx, by, exc.kind, exc.sentence, exc.line or line)
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    _fault_at(linear, bx, by, kind, f"{what} ({type(exc).__name__}: {text})", line)
+
+
+def _learner_mask(linear: int, request, bx: int, by: int) -> int:
+    try:
+        return _mask(request)
+    except Exception as exc:  # a NaN, an array, a missing argument
+        _learner_fault(exc, linear, bx, by, "warp collective",
+                       f"the mask of {_name(request[0])} is not a 32-bit whole number", request[1])
+
+
 _BARRIERS = frozenset(BLOCK_SYNC.values())
 
 
-def _absent(members, collective, waiting, exited, nthreads, kind, mask, lane) -> str | None:
+def _absent(members, collective, masks, waiting, exited, nthreads, kind, mask, lane) -> str | None:
     """Why the lanes a mask names cannot all take part now (None: they can)."""
     for m in members:
         if m >= nthreads:
@@ -383,7 +424,7 @@ def _absent(members, collective, waiting, exited, nthreads, kind, mask, lane) ->
                 f"the mask {mask:#010x} names lane {m % WARP}, which is at {_name(collective[m][0])} "
                 f"(line {collective[m][1]}) instead"
             )
-        if _mask(collective[m]) != mask:
+        if masks[m] != mask:
             return f"lanes {lane} and {m % WARP} pass different masks to {_name(kind)}"
     return None
 

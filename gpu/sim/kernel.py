@@ -9,6 +9,7 @@ read at that first launch and then fixed, as Numba fixes them at compile time.
 
 from __future__ import annotations
 
+import builtins
 import inspect
 import threading
 import types as pytypes
@@ -19,7 +20,7 @@ import numpy as np
 from gpu.sim import device as device_api
 from gpu.sim import engine
 from gpu.sim.errors import KernelFault
-from gpu.sim.rewrite import function_node, rewrite
+from gpu.sim.rewrite import BLOCK, NEG, RANGE, SHARED, RewriteRefused, function_node, rewrite
 
 JIT_OPTIONS = frozenset(
     {
@@ -190,6 +191,7 @@ def _compile(kernel: SimKernel, active: frozenset) -> Compiled:
         scope.update(zip(code.co_freevars, (cell.cell_contents for cell in fn.__closure__)))
     cuda_names = set()
     sync_devices = set()
+    kernels = set()  # kernels (not device functions) the source names: using one is a launch inside a kernel
     codes: set = set()
     used = global_names(fn)
     for name, value in list(scope.items()):
@@ -201,6 +203,7 @@ def _compile(kernel: SimKernel, active: frozenset) -> Compiled:
         elif isinstance(value, SimKernel) or _is_numba_device(value):
             device = value if isinstance(value, SimKernel) else SimKernel(value.py_func, device=True)
             if not device._device:
+                kernels.add(name)
                 continue
             if id(device) in active:
                 raise KernelFault(
@@ -213,19 +216,27 @@ def _compile(kernel: SimKernel, active: frozenset) -> Compiled:
             codes |= compiled.codes
             if compiled.is_generator:
                 sync_devices.add(name)
+        elif type(value).__name__ == "FakeCUDAKernel":
+            kernels.add(name)
         else:
             as_numpy = _numpy_type(value)
             if as_numpy is not None:
                 scope[name] = as_numpy
     node = function_node(source, fn.__name__, code.co_firstlineno)
     cuda_frozen, sync_frozen = frozenset(cuda_names), frozenset(sync_devices)
-    rewritten = rewrite(node, code.co_filename, cuda_frozen, sync_frozen)
-    scope["_neg"] = device_api.negative_index
-    scope["_shared"] = device_api.shared_array
+    try:
+        rewritten = rewrite(node, code.co_filename, cuda_frozen, sync_frozen, frozenset(kernels))
+    except RewriteRefused as refused:
+        raise KernelFault("unsupported", f"{kernel.__name__}: {refused.sentence}", line=refused.line) from None
+    # The generated code's names contain "$", which no source can spell, and are bound here, after the
+    # learner's globals: nothing a submission defines can take their place.
+    scope[NEG] = device_api.negative_index
+    scope[SHARED] = device_api.shared_array
+    scope[RANGE] = builtins.range
     exec(rewritten.code, scope)
     function = scope[rewritten.name]
     codes |= _all_codes(function.__code__)
-    block = scope.get(rewritten.block_name) if rewritten.block_name and not kernel._device else None
+    block = scope.get(BLOCK) if rewritten.block_name and not kernel._device else None
     if block is not None:
         codes |= _all_codes(block.__code__)
     return Compiled(function=function, is_generator=rewritten.is_generator, codes=frozenset(codes), block=block)

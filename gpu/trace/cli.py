@@ -18,6 +18,7 @@ from pathlib import Path
 
 from gpu.core.jsonout import print_json
 from gpu.core.limits import InputError
+from gpu.core.safe_text import shown
 from gpu.trace import MAX_TRACE_WORK
 
 
@@ -107,5 +108,5 @@ def emit(report, as_json: bool) -> int:
     if as_json:
         print_json(report.to_dict())
     else:
-        print(report)
+        print(shown(str(report), newlines=True))  # the one output gate: quoted source lines and names escaped
     return 1 if report.problems else 0

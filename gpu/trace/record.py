@@ -38,6 +38,7 @@ the order was.
 
 from __future__ import annotations
 
+import ast
 import linecache
 from collections import Counter
 from collections.abc import Sequence
@@ -47,6 +48,7 @@ from typing import Any
 import numpy as np
 
 from gpu.core.backend import BACKEND
+from gpu.core.safe_text import shown
 from gpu.sim.recording import ATOMIC as ATOMIC  # the record kinds are the simulator's (re-exported: analysis uses them)
 from gpu.sim.recording import READ as READ
 from gpu.sim.recording import WRITE as WRITE
@@ -89,21 +91,39 @@ class ArrayInfo:
 
 @dataclass(frozen=True)
 class Site:
-    """A place in the kernel's source: file, function, line and the column span of the access."""
+    """A place in the kernel's source: file, function, line and the span of the access (``end_col`` on ``end_line``)."""
 
     file: str
     function: str
     line: int
     col: int | None
     end_col: int | None
+    end_line: int | None = None
 
     @property
     def text(self) -> str:
-        """The expression at this site (``out[col, row]``), or the whole line when columns are unknown."""
+        """The expression at this site (``out[col, row]``) from its own span, on one line and through the output gate.
+
+        A multi-line expression is quoted as Python reads it (``ast.unparse``: no comments, no line breaks); the whole
+        line only when columns are unknown.
+        """
+        return shown(self._raw_text())
+
+    def _raw_text(self) -> str:
         src = linecache.getline(self.file, self.line)
-        if self.col is not None and self.end_col is not None and src:
+        if self.col is None or self.end_col is None or not src:
+            return src.strip()
+        last = self.end_line or self.line
+        if last == self.line:
             return src.encode()[self.col:self.end_col].decode(errors="replace").strip()
-        return src.strip()
+        lines = [linecache.getline(self.file, n).encode() for n in range(self.line, last + 1)]
+        lines[-1] = lines[-1][:self.end_col]
+        lines[0] = lines[0][self.col:]
+        span = b"".join(lines).decode(errors="replace")
+        try:
+            return ast.unparse(ast.parse(span.strip(), mode="eval"))
+        except (SyntaxError, ValueError, RecursionError):
+            return " ".join(span.split())
 
     def to_dict(self) -> dict:
         return {"file": self.file, "function": self.function, "line": self.line, "text": self.text}
