@@ -238,6 +238,7 @@ class State:
         self.shared = _SharedAccess(self)
         self.block_shared: dict[int, np.ndarray] = {}
         self.wrapped_lines: set[int] = set()  # lines where a negative index wrapped in this launch (warned once)
+        self.dynamic_shared_bytes = 0  # the launch's dynamic shared memory: cuda.shared.array(0, dtype)
         self.line = 0
         self.exited: set[int] = set()  # linear ids of threads of this block that returned
 
@@ -304,15 +305,20 @@ class State:
 
     @staticmethod
     def brev(x):
-        return int(f"{int(x) & 0xFFFFFFFF:032b}"[::-1], 2)
+        """The bits reversed over the value's width: 32 for a 32-bit (or narrower) value, 64 for a 64-bit one and for
+        a plain Python int (Numba types an integer as int64), as Numba's ``brev`` picks ``__brev`` or ``__brevll``."""
+        bits = _bits(x)
+        value = int(f"{int(x) & ((1 << bits) - 1):0{bits}b}"[::-1], 2)
+        return _same_type(x, value)
 
     @staticmethod
     def clz(x):
-        return 32 - (int(x) & 0xFFFFFFFF).bit_length()
+        bits = _bits(x)
+        return bits - (int(x) & ((1 << bits) - 1)).bit_length()
 
     @staticmethod
     def ffs(x):
-        x = int(x) & 0xFFFFFFFF
+        x = int(x) & ((1 << _bits(x)) - 1)
         return (x & -x).bit_length()
 
     @staticmethod
@@ -335,6 +341,19 @@ class State:
                 "device function (the simulator switches threads there)",
             )
         raise AttributeError(f"the simulator has no cuda.{name}")
+
+
+def _bits(x) -> int:
+    """The width an integer intrinsic works on: the NumPy type's (at least 32), 64 for a Python int (Numba's int64)."""
+    itemsize = getattr(getattr(x, "dtype", None), "itemsize", 8)
+    return 64 if itemsize > 4 else 32
+
+
+def _same_type(x, value: int):
+    dtype = getattr(x, "dtype", None)
+    if dtype is None or dtype.kind not in "iu":
+        return value
+    return np.array(value, dtype=np.uint64 if dtype.itemsize > 4 else np.uint32).astype(dtype)[()]
 
 
 STATE = State()
@@ -379,7 +398,48 @@ def negative_index(array, index, axis: int, line: int):
     )
 
 
+def whole_index(array, index, line: int):
+    """An index held in a variable, which may be a tuple (``gid = cuda.grid(2); a[gid]``): each axis wrapped once."""
+    if isinstance(index, tuple):
+        return tuple(negative_index(array, i, axis, line) if _is_negative(i) else i for axis, i in enumerate(index))
+    return negative_index(array, index, 0, line) if _is_negative(index) else index
+
+
+def _is_negative(i) -> bool:
+    return isinstance(i, (int, np.integer)) and bool(i < 0)
+
+
+def check_dynamic_shared(nbytes: int) -> int:
+    if nbytes > SHARED_BYTES_PER_BLOCK:
+        raise KernelFault("launch", f"the launch asks for {nbytes:,} bytes of dynamic shared memory, more than the "
+                          f"{SHARED_BYTES_PER_BLOCK // 1024} KiB a block has without opting in")
+    return nbytes
+
+
+_DYNAMIC = -1  # the key of a block's dynamic shared memory among its shared arrays
+
+
+def _dynamic_shared(dtype) -> np.ndarray:
+    """``cuda.shared.array(0, dtype)``: the launch's dynamic shared memory seen as ``dtype``; every such array of a
+    block starts at the same byte, as in CUDA (and in Numba, where each is a view of the one extern array)."""
+    raw = STATE.block_shared.get(_DYNAMIC)
+    if raw is None:
+        raw = poisoned(STATE.dynamic_shared_bytes, np.uint8)
+        itemsize = as_dtype(dtype).itemsize
+        raw[: len(raw) - len(raw) % itemsize].view(as_dtype(dtype))[:] = poisoned(1, dtype)[0]
+        static = sum(a.nbytes for k, a in STATE.block_shared.items() if k != _DYNAMIC)
+        if static + raw.nbytes > SHARED_BYTES_PER_BLOCK:
+            STATE.fault("shared memory", f"the block's static shared arrays ({static:,} bytes) and the launch's "
+                        f"dynamic shared memory ({raw.nbytes:,} bytes) are more than the "
+                        f"{SHARED_BYTES_PER_BLOCK // 1024} KiB a block has")
+        STATE.block_shared[_DYNAMIC] = raw
+    itemsize = as_dtype(dtype).itemsize
+    return raw[: len(raw) - len(raw) % itemsize].view(as_dtype(dtype))
+
+
 def shared_array(site: int, line: int, shape, dtype):
+    if _shape(shape) == (0,):
+        return _dynamic_shared(dtype)
     array = STATE.block_shared.get(site)
     if array is None:
         array = poisoned(_shape(shape), dtype)
@@ -397,4 +457,4 @@ def shared_array(site: int, line: int, shape, dtype):
     return array
 
 
-__all__ = ["STATE", "Dim3", "State", "negative_index", "poisoned", "shared_array", "wrapped"]
+__all__ = ["STATE", "Dim3", "State", "negative_index", "poisoned", "shared_array", "whole_index", "wrapped"]

@@ -136,6 +136,7 @@ def launch(
     block_function=None,
     hooks=None,
     only: frozenset[int] | None = None,
+    dynamic_shared_bytes: int = 0,
 ) -> None:
     """Run ``function`` (the rewritten kernel) over the grid; raise KernelFault on a GPU-defined error.
 
@@ -143,7 +144,9 @@ def launch(
     1-D block in one call (same semantics, thread 0 first): used unless the order is shuffled.
     ``hooks`` (gpu/sim/recording.py: a recorded launch; ``args`` already watched) are told of
     every barrier and collective and installed for shared arrays and atomics; ``only`` runs just
-    the blocks with these linear ids (x fastest), the others not at all.
+    the blocks with these linear ids (x fastest), the others not at all. ``dynamic_shared_bytes`` is the
+    launch's dynamic shared memory (``kernel[grid, block, stream, bytes]``), what ``cuda.shared.array(0, dtype)``
+    returns in every block.
     """
     if getattr(_RUNNING, "active", False):
         raise KernelFault("unsupported", "a kernel launched a kernel; a launch inside a kernel is refused, as Numba's "
@@ -154,6 +157,7 @@ def launch(
     with _LAUNCH_LOCK, np.errstate(all="ignore"):
         _RUNNING.active = True
         STATE.wrapped_lines = set()
+        STATE.dynamic_shared_bytes = device.check_dynamic_shared(dynamic_shared_bytes)
         STATE.gridDim.x, STATE.gridDim.y, STATE.gridDim.z = gx, gy, gz
         STATE.blockDim.x, STATE.blockDim.y, STATE.blockDim.z = bx, by, bz
         blocks = [(x, y, z) for z in range(gz) for y in range(gy) for x in range(gx)]
@@ -274,6 +278,17 @@ def _resolve(
     """
     released: list[int] = []
     problem = None
+    active = {t: r for t, r in waiting.items() if r[0] == "activemask"}
+    if active:  # each lane gets the lanes of its warp waiting at the same activemask() call: the branch's lanes
+        converged: dict[tuple, list[int]] = {}
+        for t, r in active.items():
+            converged.setdefault((t // WARP, r[4]), []).append(t)
+        for members in converged.values():
+            bits = np.uint32(sum(1 << (m % WARP) for m in members))
+            for m in members:
+                replies[m] = bits
+                del waiting[m]
+        return sorted(active)
     collective = {t: r for t, r in waiting.items() if r[0] not in _BARRIERS}
     masks = {t: _learner_mask(t, r, bx, by) for t, r in collective.items()}
     by_warp: dict[int, list[int]] = {}
@@ -298,7 +313,8 @@ def _resolve(
                     "which leaves out the lane itself; a GPU leaves that undefined",
                     line,
                 )
-            members = [warp * WARP + m for m in _lanes(mask)]
+            # Lanes past the end of a partial warp do not exist: they count as exited, as on a GPU
+            members = [warp * WARP + m for m in _lanes(mask) if warp * WARP + m < nthreads]
             why = _absent(members, collective, masks, waiting, exited, nthreads, kind, mask, lane)
             if why:
                 problem = problem or (linear, why, line, kind)
@@ -407,11 +423,6 @@ _BARRIERS = frozenset(BLOCK_SYNC.values())
 def _absent(members, collective, masks, waiting, exited, nthreads, kind, mask, lane) -> str | None:
     """Why the lanes a mask names cannot all take part now (None: they can)."""
     for m in members:
-        if m >= nthreads:
-            return (
-                f"the mask {mask:#010x} names lane {m % WARP}, but the block has {nthreads} threads, so that lane "
-                "does not exist"
-            )
         if m in exited:
             return f"the mask {mask:#010x} names lane {m % WARP}, which has already returned"
         if m not in collective:
@@ -444,6 +455,8 @@ _NAMES = {
     "eq": "eq_sync",
     "ballot": "ballot_sync",
     "match_any": "match_any_sync",
+    "match_all": "match_all_sync",
+    "activemask": "activemask",
 }
 
 
@@ -480,6 +493,11 @@ def _collective(kind: str, requests: list, lanes: list[int], first: int, bx: int
     if kind == "match_any":
         values = [_arg(r, 1, "value") for r in requests]
         return [np.uint32(sum(1 << lane for lane, v in zip(lanes, values) if v == mine)) for mine in values]
+    if kind == "match_all":  # (the mask of the lanes if every one passed the same value, else 0; that predicate)
+        values = [_arg(r, 1, "value") for r in requests]
+        same = all(v == values[0] for v in values)
+        matched = np.uint32(sum(1 << lane for lane in lanes) if same else 0)
+        return [(matched, same)] * len(lanes)
     if any(r[3] or len(r[2]) < 3 for r in requests):  # keywords or a missing argument: the careful way
         requests = [
             (
@@ -514,12 +532,15 @@ def _collective(kind: str, requests: list, lanes: list[int], first: int, bx: int
         value = shuffled.get(source, _MISSING)
         if value is _MISSING:
             warp = first // WARP
+            size = STATE.blockDim.x * STATE.blockDim.y * STATE.blockDim.z
+            why = (f"which does not exist (the block has {size} threads)" if warp * WARP + source >= size
+                   else "which is not in the mask")
             _fault_at(
                 warp * WARP + lane,
                 bx,
                 by,
                 "warp collective",
-                f"{_name(kind)} reads lane {source}, which is not in the mask (its value is undefined on a GPU)",
+                f"{_name(kind)} reads lane {source}, {why} (its value is undefined on a GPU)",
                 r[1],
             )
         out.append(value)
@@ -561,8 +582,11 @@ def kernel_argument(value):
     """What a kernel sees for one argument: the NumPy array behind a simulated device array."""
     inner = getattr(value, "_ary", None)
     if isinstance(inner, np.ndarray):
-        return inner
-    if isinstance(value, np.ndarray) or np.isscalar(value):
+        value = inner
+    if isinstance(value, np.ndarray):
+        # A record array: Numba reads a field as recs[i].x or recs[i]["x"]; NumPy's record view takes both
+        return value.view(np.recarray) if value.dtype.names and not isinstance(value, np.recarray) else value
+    if np.isscalar(value):
         return value
     if type(value).__name__ == "FakeWithinKernelCUDAArray":
         return value._item._ary  # pragma: no cover

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpu.sim import device as device_api
-from gpu.sim import engine
+from gpu.sim import engine, signature
 from gpu.sim.errors import KernelFault
-from gpu.sim.rewrite import BLOCK, NEG, RANGE, SHARED, RewriteRefused, function_node, rewrite
+from gpu.sim.rewrite import BLOCK, INDEX, NEG, RANGE, SHARED, RewriteRefused, function_node, rewrite
 
 JIT_OPTIONS = frozenset(
     {
@@ -91,9 +91,13 @@ class SimKernel:
 
     # --- the numba-cuda dispatcher surface the lab uses
     def __getitem__(self, configuration):
-        if not isinstance(configuration, tuple) or len(configuration) < 2:
-            raise KernelFault("launch", "launch a kernel as kernel[blocks, threads_per_block](arguments)")
-        return _Launch(self, configuration[0], configuration[1])
+        if not isinstance(configuration, tuple) or not 2 <= len(configuration) <= 4:
+            raise KernelFault("launch", "launch a kernel as kernel[blocks, threads_per_block](arguments), or "
+                              "kernel[blocks, threads_per_block, stream, dynamic_shared_bytes](arguments)")
+        shared = configuration[3] if len(configuration) == 4 else 0
+        if isinstance(shared, bool) or not isinstance(shared, (int, np.integer)) or shared < 0:
+            raise KernelFault("launch", f"a launch's dynamic shared memory is a whole number of bytes, not {shared!r}")
+        return _Launch(self, configuration[0], configuration[1], int(shared))
 
     def __call__(self, *args):
         if self._device:
@@ -159,8 +163,8 @@ class SimKernel:
 class _Launch:
     """``kernel[grid, block]``: a configured launch (a new object: the kernel is never mutated)."""
 
-    def __init__(self, kernel: SimKernel, grid, block):
-        self.kernel, self.grid, self.block = kernel, grid, block
+    def __init__(self, kernel: SimKernel, grid, block, shared_bytes: int = 0):
+        self.kernel, self.grid, self.block, self.shared_bytes = kernel, grid, block, shared_bytes
 
     def __call__(self, *args):
         kernel = self.kernel
@@ -176,6 +180,7 @@ class _Launch:
             tuple(engine.kernel_argument(a) for a in args),
             seed=engine.launch_seed(),
             block_function=compiled.block,
+            dynamic_shared_bytes=self.shared_bytes,
         )
 
 
@@ -193,7 +198,7 @@ def _compile(kernel: SimKernel, active: frozenset) -> Compiled:
     sync_devices = set()
     kernels = set()  # kernels (not device functions) the source names: using one is a launch inside a kernel
     codes: set = set()
-    used = global_names(fn)
+    used = global_names(fn) | set(code.co_freevars)  # a kernel built by a function closes over its names
     for name, value in list(scope.items()):
         if name not in used:
             continue
@@ -218,6 +223,11 @@ def _compile(kernel: SimKernel, active: frozenset) -> Compiled:
                 sync_devices.add(name)
         elif type(value).__name__ == "FakeCUDAKernel":
             kernels.add(name)
+        elif isinstance(value, np.ndarray):
+            # Numba compiles a global array in as a constant: later changes to it are not seen, and it is read-only
+            frozen = value.copy()
+            frozen.setflags(write=False)
+            scope[name] = frozen
         else:
             as_numpy = _numpy_type(value)
             if as_numpy is not None:
@@ -231,6 +241,7 @@ def _compile(kernel: SimKernel, active: frozenset) -> Compiled:
     # The generated code's names contain "$", which no source can spell, and are bound here, after the
     # learner's globals: nothing a submission defines can take their place.
     scope[NEG] = device_api.negative_index
+    scope[INDEX] = device_api.whole_index
     scope[SHARED] = device_api.shared_array
     scope[RANGE] = builtins.range
     exec(rewritten.code, scope)
@@ -255,18 +266,24 @@ def _all_codes(code) -> set:
     return out
 
 
+def _is_numba_type(value) -> bool:
+    return type(value).__module__.split(".")[0] == "numba"
+
+
 def _is_numba_device(value) -> bool:
     return type(value).__name__ == "FakeCUDAKernel" and getattr(value, "_device", False)
 
 
 def jit(func_or_sig=None, device: bool = False, **options):
-    """``@cuda.jit``, ``@cuda.jit(device=True)``, ``@cuda.jit(cache=...)``: signatures are not taken (see below)."""
-    if callable(func_or_sig) and not isinstance(func_or_sig, (str, list, tuple)):
+    """``@cuda.jit``, ``@cuda.jit(device=True)``, ``@cuda.jit("void(float32[:])")``, ``@cuda.jit(cache=...)``.
+
+    A signature string is Python to numba-cuda (it ``eval()``s it); here it is read by the lab's own
+    grammar (gpu/sim/signature.py), never evaluated, and only checked: the simulator types nothing.
+    """
+    if callable(func_or_sig) and not isinstance(func_or_sig, (str, list, tuple)) and not _is_numba_type(func_or_sig):
         return SimKernel(func_or_sig, device=device, **options)
     if func_or_sig is not None:
-        # A signature string is Python to numba-cuda (it eval()s it); the simulator types
-        # nothing, so it takes none: the compile gate checks the real signatures.
-        raise TypeError("the lab's simulator takes no signature in @cuda.jit; the kernel is typed at launch on a GPU")
+        signature.accept(func_or_sig)
 
     def decorate(fn):
         return SimKernel(fn, device=device, **options)

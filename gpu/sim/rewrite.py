@@ -36,6 +36,7 @@ from dataclasses import dataclass
 
 # The generated code's own names: "$" is outside the identifier space of any source file.
 NEG = "lab$neg"
+INDEX = "lab$index"  # a whole index that may be a tuple held in a variable (``gid = cuda.grid(2); a[gid]``)
 SHARED = "lab$shared"
 RANGE = "lab$range"
 BLOCK = "lab$block"
@@ -69,6 +70,8 @@ WARP_SYNC = {
     "eq_sync": "eq",
     "ballot_sync": "ballot",
     "match_any_sync": "match_any",
+    "match_all_sync": "match_all",
+    "activemask": "activemask",  # the lanes converged here: a point where the warp's lanes meet
 }
 SYNC_NAMES = {**BLOCK_SYNC, **WARP_SYNC}
 
@@ -113,6 +116,7 @@ class _Rewriter(ast.NodeTransformer):
         self.counter = 0
         self.callees: set[int] = set()  # id() of every Name that is the function of a call
         self.top: ast.AST | None = None
+        self.tuples: frozenset[str] = frozenset()  # local names that may hold a tuple (an index in a variable)
 
     def _fresh(self) -> str:
         self.counter += 1
@@ -139,6 +143,12 @@ class _Rewriter(ast.NodeTransformer):
         index = node.slice
         if isinstance(index, ast.Slice):
             return node  # NumPy slices as Python does, and so does Numba (fix_slice)
+        if isinstance(index, ast.Constant) and isinstance(index.value, str):
+            return node  # a record's field by name: ``recs[i]["x"]``
+        if isinstance(index, ast.Name) and index.id in self.tuples:
+            node.slice = ast.Call(func=ast.Name(INDEX, ast.Load()), args=[node.value, index, ast.Constant(line)],
+                                  keywords=[])
+            return node
         if isinstance(index, ast.Tuple):
             if any(isinstance(e, (ast.Slice, ast.Starred)) for e in index.elts):
                 return node
@@ -257,6 +267,7 @@ def rewrite(
     generator = _calls_sync(func, cuda_names, sync_devices)
     rewriter = _Rewriter(cuda_names, sync_devices, kernels)
     rewriter.top = func
+    rewriter.tuples = _tuple_names(func, cuda_names)
     new = rewriter.visit(func)
     body = [new]
     block = None if generator else _block_loop(new)
@@ -270,6 +281,34 @@ def rewrite(
         raise RewriteRefused(f"the simulator cannot run this form ({exc.msg})", exc.lineno) from None
     return Rewritten(code=code, name=func.name, is_generator=generator,
                      block_name=BLOCK if block is not None else None)
+
+
+def _tuple_names(func: ast.FunctionDef, cuda_names: frozenset[str]) -> frozenset[str]:
+    """Names assigned something that may be a tuple: ``cuda.grid(2)``, ``gridsize(3)``, ``(i, j)``, ``a.shape``, or
+    another such name (parameters are not followed: a tuple passed to a device function is indexed element-wise)."""
+    def tuple_valued(value: ast.AST, known: set[str]) -> bool:
+        if isinstance(value, ast.Tuple):
+            return True
+        if isinstance(value, ast.Attribute) and value.attr == "shape":
+            return True
+        if isinstance(value, ast.Name):
+            return value.id in known
+        if isinstance(value, ast.Call) and _cuda_attr(value.func, cuda_names) in ("grid", "gridsize"):
+            arg = value.args[0] if value.args else None
+            return not (isinstance(arg, ast.Constant) and arg.value == 1)
+        return False
+
+    known: set[str] = set()
+    assigns = [n for n in ast.walk(func) if isinstance(n, ast.Assign)]
+    changed = True
+    while changed:
+        changed = False
+        for a in assigns:
+            for target in a.targets:
+                if isinstance(target, ast.Name) and target.id not in known and tuple_valued(a.value, known):
+                    known.add(target.id)
+                    changed = True
+    return frozenset(known)
 
 
 class _ReturnToContinue(ast.NodeTransformer):
@@ -309,6 +348,6 @@ def _block_loop(func: ast.FunctionDef) -> ast.FunctionDef | None:
 
 
 __all__ = [
-    "BLOCK", "BLOCK_SYNC", "NEG", "RANGE", "SHARED", "SYNC_NAMES", "WARP_SYNC", "Rewritten", "RewriteRefused",
+    "BLOCK", "BLOCK_SYNC", "INDEX", "NEG", "RANGE", "SHARED", "SYNC_NAMES", "WARP_SYNC", "Rewritten", "RewriteRefused",
     "function_node", "needs_sync", "rewrite",
 ]
