@@ -216,3 +216,130 @@ def test_a_signature_string_is_parsed_and_accepted(signature):
 def test_a_bad_signature_is_refused_with_what_is_wrong_never_evaluated(signature, words):
     with pytest.raises(TypeError, match=re.escape(words)):
         cuda.jit(signature)
+
+
+# --- the judge's sentinel is not the simulator's NaN poison
+
+
+def test_a_missing_first_barrier_is_told_apart_from_a_missing_store():
+    """A tree reduction without its first barrier reads the poison and writes NaN: that is not 'never written'."""
+    from gpu.problems import get
+    from gpu.sandbox.harness import judge
+
+    problem = get("shared")
+    missing_barrier = problem.solution.source.replace("    partial[tid] = value\n    cuda.syncthreads()\n",
+                                                      "    partial[tid] = value\n")
+    assert missing_barrier != problem.solution.source
+    verdict = judge(problem, missing_barrier, seed=5)
+    assert verdict.status == "wrong" and not verdict.mismatch["never_written"], verdict.message
+    assert "wrote NaN" in verdict.message and "no thread had written" in verdict.message
+    missing_store = problem.solution.source.replace("        out[cuda.blockIdx.x] = partial[0]\n", "        pass\n")
+    verdict = judge(problem, missing_store, seed=5)
+    assert verdict.status == "wrong" and verdict.mismatch["never_written"] and "never written" in verdict.message
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.int32, np.uint8])
+def test_the_sentinel_is_never_the_poison(dtype):
+    from gpu.sandbox.harness import is_sentinel, sentinel
+    from gpu.sim.device import poisoned
+
+    filled = np.full(3, sentinel(dtype), dtype)
+    assert is_sentinel(filled).all() and not is_sentinel(poisoned(3, dtype)).any()
+    if np.dtype(dtype).kind == "f":
+        assert not is_sentinel(np.array([np.nan, 1.0], dtype)).any()
+
+
+# --- what stays unmodelled is refused at the first launch, in one sentence naming the API
+
+
+@pytest.mark.parametrize("call, api", [
+    ("cuda.atomic.fetch_add(out, 0, 1)", "cuda.atomic.fetch_add"),
+    ("cuda.clock64()", "cuda.clock64"),
+])
+def test_an_unmodelled_api_is_refused_at_the_first_launch_naming_it(call, api):
+    k = kernels(f"""
+@cuda.jit
+def kern(out):
+    if cuda.threadIdx.x == 99:  # never true: a run-time check would never see it
+        {call}
+""")["kern"]
+    with pytest.raises(KernelFault) as info:
+        k[1, 4](np.zeros(4, np.int32))
+    assert info.value.kind == "unsupported" and info.value.line == 8 and api in info.value.sentence
+
+
+# --- cuda.fp16: IEEE half, each operation rounded to half from float32 arithmetic
+
+
+def test_fp16_arithmetic_is_ieee_half_rounded_from_float32():
+    k = kernels("""
+@cuda.jit
+def half_ops(a, b, c, out, flags):
+    i = cuda.grid(1)
+    if i < a.size:
+        out[0, i] = cuda.fp16.hadd(a[i], b[i])
+        out[1, i] = cuda.fp16.hsub(a[i], b[i])
+        out[2, i] = cuda.fp16.hmul(a[i], b[i])
+        out[3, i] = cuda.fp16.hdiv(a[i], b[i])
+        out[4, i] = cuda.fp16.hfma(a[i], b[i], c[i])
+        out[5, i] = cuda.fp16.hneg(cuda.fp16.habs(a[i]))
+        out[6, i] = cuda.fp16.hsqrt(cuda.fp16.habs(a[i]))
+        out[7, i] = cuda.fp16.hmax(a[i], b[i])
+        flags[i] = cuda.fp16.hlt(a[i], b[i])
+""")["half_ops"]
+    rng = np.random.default_rng(3)
+    a, b, c = (rng.normal(0, 100, 256).astype(np.float16) for _ in range(3))
+    out, flags = np.zeros((8, 256), np.float16), np.zeros(256, np.bool_)
+    k[2, 128](a, b, c, out, flags)
+    f32 = np.float32
+    expected = [a.astype(f32) + b, a.astype(f32) - b, a.astype(f32) * b, a.astype(f32) / b,
+                (a.astype(np.float64) * b + c), -np.abs(a.astype(f32)), np.sqrt(np.abs(a.astype(f32))),
+                np.maximum(a.astype(f32), b)]
+    for row, want in enumerate(expected):
+        np.testing.assert_array_equal(out[row], np.asarray(want).astype(np.float16), err_msg=f"row {row}")
+    np.testing.assert_array_equal(flags, a < b)
+    from gpu.sim.device import STATE
+
+    assert STATE.fp16.hadd(np.float16(1), np.float16(2 ** -11)) == np.float16(1)  # a tie: to even, as IEEE half
+    assert STATE.fp16.hadd(np.float16(1), np.float16(3 * 2 ** -12)) == np.float16(1 + 2 ** -10)
+
+
+# --- cooperative groups: grid.sync() runs every block of the grid up to it
+
+
+SEQUENTIAL_ROWS = """
+@cuda.jit
+def sequential_rows(M):
+    col = cuda.grid(1)
+    g = cuda.cg.this_grid()
+    rows = M.shape[0]
+    cols = M.shape[1]
+    for row in range(1, rows):
+        opposite = cols - col - 1
+        M[row, col] = M[row - 1, opposite] + 1
+        g.sync()
+"""
+
+
+def test_grid_sync_orders_every_block_numba_cudas_sequential_rows_example():
+    """numba-cuda's doc example test_ex_grid_sync, at 64 x 64: each row reads the row above from another block."""
+    k = kernels(SEQUENTIAL_ROWS)["sequential_rows"]
+    a = np.zeros((64, 64), np.int32)
+    k[4, 16](a)
+    np.testing.assert_array_equal(a, np.tile(np.arange(64), (64, 1)).T)
+    assert k.overloads and next(iter(k.overloads.values())).max_cooperative_grid_blocks(16) >= 4
+
+
+def test_a_thread_that_returns_before_a_grid_sync_others_wait_at_is_a_fault():
+    k = kernels("""
+@cuda.jit
+def early(out):
+    i = cuda.grid(1)
+    if i == 37:
+        return
+    cuda.cg.this_grid().sync()
+    out[i] = 1
+""")["early"]
+    with pytest.raises(KernelFault) as info:
+        k[4, 16](np.zeros(64, np.int32))
+    assert info.value.kind == "barrier" and "grid" in info.value.sentence and info.value.thread == (5, 0, 0)

@@ -36,6 +36,10 @@ def mismatch_text(miss: dict) -> str:
         return (f"{miss['output']}[{index}]: expected {miss['expected']!r}, but it was never written (still the "
                 f"sentinel){thread}{more}")
     thread = f" (written by {miss['thread']})" if miss.get("thread") else ""
+    if miss.get("wrote_nan"):  # not the sentinel: the kernel stored a NaN, most often computed from unwritten memory
+        return (f"{miss['output']}[{index}]: expected {miss['expected']!r}, but the kernel wrote NaN{thread} (read "
+                "memory no thread had written? In the simulator shared and local arrays start as NaN, so a read "
+                f"before its write or a missing cuda.syncthreads() shows this way){more}")
     return f"{miss['output']}[{index}]: expected {miss['expected']!r}, got {miss['got']!r}{thread}{more}"
 
 

@@ -16,7 +16,8 @@ from typing import NoReturn
 import numpy as np
 
 from gpu.sim.errors import KernelFault, NegativeIndexWrapped, _OutOfBounds
-from gpu.sim.rewrite import BLOCK_SYNC
+from gpu.sim.fp16 import FP16, Fp16
+from gpu.sim.rewrite import BLOCK_SYNC, SYNC_NAMES
 
 WARP = 32
 SHARED_BYTES_PER_BLOCK = 48 * 1024  # static shared memory a block may declare (sm_70 and newer)
@@ -223,6 +224,24 @@ class _SharedAccess:
         )
 
 
+class _GridGroup:
+    """``cuda.cg.this_grid()``: its ``sync()`` is a point every thread of the grid meets (the rewrite makes it one)."""
+
+    def sync(self):
+        raise KernelFault("unsupported", "call sync() on a name assigned cuda.cg.this_grid() (g = cuda.cg.this_grid(); "
+                          "g.sync()) or as cuda.cg.this_grid().sync(): the simulator switches threads there")
+
+
+class _CooperativeGroups:
+    """``cuda.cg``: the grid group only (what numba-cuda offers)."""
+
+    def this_grid(self) -> _GridGroup:
+        return _GRID
+
+
+_GRID = _GridGroup()
+
+
 class State:
     """What a running thread sees: the device API in a kernel's globals is this object."""
 
@@ -236,6 +255,8 @@ class State:
         self.local = _Local(self)
         self.const = _Const()
         self.shared = _SharedAccess(self)
+        self.fp16 = FP16
+        self.cg = _CooperativeGroups()
         self.block_shared: dict[int, np.ndarray] = {}
         self.wrapped_lines: set[int] = set()  # lines where a negative index wrapped in this launch (warned once)
         self.dynamic_shared_bytes = 0  # the launch's dynamic shared memory: cuda.shared.array(0, dtype)
@@ -358,6 +379,23 @@ def _same_type(x, value: int):
 
 STATE = State()
 
+# Paths under ``cuda`` that the rewrite turns into something else (sync points, per-site shared arrays).
+_REWRITTEN = frozenset({*SYNC_NAMES, "shared.array"})
+
+
+def unmodelled(path: list[str]) -> str | None:
+    """``cuda.<path>`` as far as the simulator cannot follow it (``"cuda.cg"``), or None when it models all of it."""
+    if ".".join(path[:2]) in _REWRITTEN or path[0] in _REWRITTEN:
+        return None
+    obj: object = STATE
+    for depth, part in enumerate(path):
+        if part.startswith("_") or not hasattr(obj, part):
+            return "cuda." + ".".join(path[: depth + 1])
+        obj = getattr(obj, part)
+        if not isinstance(obj, (State, _Atomics, _Local, _Const, _SharedAccess, Fp16, _CooperativeGroups)):
+            return None  # a value or a function: what follows is an attribute of it, not of the API
+    return None
+
 
 # --- the helpers the rewritten source calls
 
@@ -457,4 +495,6 @@ def shared_array(site: int, line: int, shape, dtype):
     return array
 
 
-__all__ = ["STATE", "Dim3", "State", "negative_index", "poisoned", "shared_array", "whole_index", "wrapped"]
+__all__ = [
+    "STATE", "Dim3", "State", "negative_index", "poisoned", "shared_array", "unmodelled", "whole_index", "wrapped",
+]

@@ -19,16 +19,26 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Any, NoReturn
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 
 from gpu.sim import device
 from gpu.sim.device import STATE, WARP
 from gpu.sim.errors import KernelFault, _OutOfBounds
-from gpu.sim.rewrite import BLOCK_SYNC
+from gpu.sim.rewrite import BLOCK_SYNC, GRID_SYNC
+from gpu.sim.warps import (
+    absent,
+    api_name,
+    collective_result,
+    fault_at,
+    lanes_of,
+    learner_fault,
+    learner_mask,
+    set_thread,
+)
 
-FULL_MASK = 0xFFFFFFFF
 MAX_THREADS_PER_BLOCK = 1024
 MAX_BLOCK = (1024, 1024, 64)
 MAX_GRID = (2**31 - 1, 65535, 65535)
@@ -117,14 +127,6 @@ def _fault_from(exc: Exception, codes: frozenset) -> KernelFault:
     return fault
 
 
-def _set_thread(linear: int, bx: int, by: int) -> None:
-    t = STATE.threadIdx
-    t.x = linear % bx
-    rest = linear // bx
-    t.y = rest % by
-    t.z = rest // by
-
-
 def launch(
     function,
     is_generator: bool,
@@ -137,6 +139,7 @@ def launch(
     hooks=None,
     only: frozenset[int] | None = None,
     dynamic_shared_bytes: int = 0,
+    cooperative: bool = False,
 ) -> None:
     """Run ``function`` (the rewritten kernel) over the grid; raise KernelFault on a GPU-defined error.
 
@@ -146,7 +149,8 @@ def launch(
     every barrier and collective and installed for shared arrays and atomics; ``only`` runs just
     the blocks with these linear ids (x fastest), the others not at all. ``dynamic_shared_bytes`` is the
     launch's dynamic shared memory (``kernel[grid, block, stream, bytes]``), what ``cuda.shared.array(0, dtype)``
-    returns in every block.
+    returns in every block. ``cooperative`` (a kernel that calls a grid group's ``sync()``): every block runs
+    as a coroutine up to each grid sync, all of them before any goes on.
     """
     if getattr(_RUNNING, "active", False):
         raise KernelFault("unsupported", "a kernel launched a kernel; a launch inside a kernel is refused, as Numba's "
@@ -169,12 +173,16 @@ def launch(
         if hooks is not None:
             device.watch(hooks)
         try:
+            if cooperative:
+                _run_grid_cooperative(function, codes, args, blocks, nthreads, bx, by, rng, hooks)
+                return
             for b in blocks:
                 STATE.blockIdx.x, STATE.blockIdx.y, STATE.blockIdx.z = b
                 STATE.block_shared = {}
                 STATE.exited = set()
                 if is_generator:
-                    _run_block_sync(function, codes, args, nthreads, bx, by, rng, hooks)
+                    for _ in _run_block_sync(function, codes, args, nthreads, bx, by, rng, hooks):
+                        pass  # unreachable: only a cooperative kernel syncs the grid
                 else:
                     _run_block_plain(function, codes, args, nthreads, bx, by, bz, rng, block_function)
         finally:
@@ -197,18 +205,53 @@ def _run_block_plain(function, codes, args, nthreads, bx, by, bz, rng, block_fun
         else:
             order = range(nthreads) if rng is None else rng.permutation(nthreads)
             for linear in order:
-                _set_thread(int(linear), bx, by)
+                set_thread(int(linear), bx, by)
                 function(*args)
     except Exception as exc:
         raise _fault_from(exc, codes) from None
 
 
-def _run_block_sync(function, codes, args, nthreads, bx, by, rng, hooks=None) -> None:
+COOPERATIVE_MAX_THREADS = 1 << 20  # every thread of a grid that syncs stays alive (a generator) until the last sync
+
+
+def _run_grid_cooperative(function, codes, args, blocks, nthreads, bx, by, rng, hooks) -> None:
+    """Every block as a coroutine (``_run_block_sync``), each run up to the grid sync, then all released together."""
+    if len(blocks) * nthreads > COOPERATIVE_MAX_THREADS:
+        raise KernelFault("launch", f"a grid that syncs with {len(blocks) * nthreads:,} threads; the simulator keeps "
+                          f"every thread alive across cuda.cg.this_grid().sync() and runs at most "
+                          f"{COOPERATIVE_MAX_THREADS:,} (a GPU's limit, max_cooperative_grid_blocks, is lower still)")
+    running: list[tuple] = [(b, {}, set(), None) for b in blocks]  # index, shared arrays, exited threads, coroutine
+    while running:
+        arrived, ended = [], []
+        for b, shared, exited, coroutine in running:
+            STATE.blockIdx.x, STATE.blockIdx.y, STATE.blockIdx.z = b
+            STATE.block_shared, STATE.exited = shared, exited
+            if coroutine is None:
+                coroutine = _run_block_sync(function, codes, args, nthreads, bx, by, rng, hooks)
+            try:
+                line = next(coroutine)  # every live thread of the block now waits at a grid sync
+            except StopIteration:
+                ended.append(b)
+                continue
+            arrived.append((b, shared, exited, coroutine))
+        if arrived and ended:
+            STATE.blockIdx.x, STATE.blockIdx.y, STATE.blockIdx.z = ended[0]
+            fault_at(0, bx, by, "barrier", "this thread's block returned while other blocks wait at "
+                     f"cuda.cg.this_grid().sync() on line {line}; every thread of the grid must reach it", None)
+        running = arrived
+
+
+def _run_block_sync(function, codes, args, nthreads, bx, by, rng, hooks=None) -> Iterator[int]:
+    """Run one block's threads (generators) to their ends, switching at sync points.
+
+    A generator itself: it yields (the line) when every live thread of the block waits at a grid sync, and
+    goes on when resumed (gpu/sim/engine.py: ``_run_grid_cooperative``); a plain launch never sees a yield.
+    """
     t = STATE.threadIdx
     flat = by == 1 and nthreads == bx  # a 1-D block: the linear id is threadIdx.x
     threads = []
     for linear in range(nthreads):
-        _set_thread(linear, bx, by)
+        set_thread(linear, bx, by)
         threads.append(function(*args))
     replies: list[Any] = [None] * nthreads
     waiting: dict[int, tuple] = {}
@@ -229,7 +272,7 @@ def _run_block_sync(function, codes, args, nthreads, bx, by, rng, hooks=None) ->
                         exited.add(linear)
             else:
                 for linear in runnable:
-                    _set_thread(linear, bx, by)
+                    set_thread(linear, bx, by)
                     try:
                         waiting[linear] = threads[linear].send(replies[linear])
                     except StopIteration:
@@ -239,6 +282,17 @@ def _run_block_sync(function, codes, args, nthreads, bx, by, rng, hooks=None) ->
         if not waiting:
             return
         first = waiting[next(iter(waiting))]
+        if any(r[0] == GRID_SYNC for r in waiting.values()):
+            released = _at_grid_sync(waiting, replies, exited, nthreads, bx, by, threads, hooks)
+            if released is not None:
+                runnable = released
+            else:
+                yield next(r[1] for r in waiting.values())  # the block is at the grid sync: the others run up to it
+                for linear in waiting:  # resumed (the block's own state back in STATE): the grid is released
+                    replies[linear] = None
+                runnable = sorted(waiting)
+                waiting.clear()
+            continue
         if first[0] == "bar" and len(waiting) == nthreads and all(r is first for r in waiting.values()):
             # The common case: every thread at the same plain syncthreads (one constant request).
             if hooks is not None:
@@ -254,19 +308,27 @@ def _run_block_sync(function, codes, args, nthreads, bx, by, rng, hooks=None) ->
         runnable = _resolve(waiting, replies, exited, nthreads, bx, by, threads, hooks)
 
 
-def _fault_at(linear: int, bx: int, by: int, kind: str, sentence: str, line: int | None) -> NoReturn:
-    _set_thread(linear, bx, by)
-    STATE.fault(kind, sentence, line)
-
-
-def _lanes(mask: int) -> list[int]:
-    return [lane for lane in range(WARP) if mask >> lane & 1]
-
-
-def _mask(request) -> int:
-    args, kwargs = request[2], request[3]
-    value = args[0] if args else (kwargs or {}).get("mask", FULL_MASK)
-    return int(value) & FULL_MASK
+def _at_grid_sync(waiting, replies, exited, nthreads, bx, by, threads, hooks) -> list[int] | None:
+    """Some threads wait at a grid sync. None: every live thread of the block does (suspend the block). Otherwise
+    release what the others can (warp collectives), or fault where they cannot (a block barrier they wait at)."""
+    others = {t: r for t, r in waiting.items() if r[0] != GRID_SYNC}
+    if not others:
+        if exited:
+            gone = min(exited)
+            line = next(iter(waiting.values()))[1]
+            fault_at(gone, bx, by, "barrier", "this thread returned while other threads of the grid wait at "
+                     f"cuda.cg.this_grid().sync() on line {line}; every thread of the grid must reach it", None)
+        return None
+    barrier = next((t for t, r in sorted(others.items()) if r[0] in _BARRIERS), None)
+    if barrier is not None:
+        grid_waiter = min(t for t in waiting if t not in others)
+        fault_at(barrier, bx, by, "barrier", f"this thread waits at {api_name(others[barrier][0])} on line "
+                 f"{others[barrier][1]} while thread {grid_waiter} waits at cuda.cg.this_grid().sync() on line "
+                 f"{waiting[grid_waiter][1]}: every thread of a block must reach the same barrier", others[barrier][1])
+    released = _resolve(others, replies, exited, nthreads, bx, by, threads, hooks)
+    for t in released:
+        waiting.pop(t, None)
+    return released
 
 
 def _resolve(
@@ -290,7 +352,7 @@ def _resolve(
                 del waiting[m]
         return sorted(active)
     collective = {t: r for t, r in waiting.items() if r[0] not in _BARRIERS}
-    masks = {t: _learner_mask(t, r, bx, by) for t, r in collective.items()}
+    masks = {t: learner_mask(t, r, bx, by) for t, r in collective.items()}
     by_warp: dict[int, list[int]] = {}
     for linear in sorted(collective):
         by_warp.setdefault(linear // WARP, []).append(linear)
@@ -304,26 +366,27 @@ def _resolve(
             lane = linear % WARP
             mask = masks[linear]
             if not mask >> lane & 1:
-                _fault_at(
+                fault_at(
                     linear,
                     bx,
                     by,
                     "warp collective",
-                    f"lane {lane} calls {_name(kind)} with mask {mask:#010x}, "
+                    f"lane {lane} calls {api_name(kind)} with mask {mask:#010x}, "
                     "which leaves out the lane itself; a GPU leaves that undefined",
                     line,
                 )
             # Lanes past the end of a partial warp do not exist: they count as exited, as on a GPU
-            members = [warp * WARP + m for m in _lanes(mask) if warp * WARP + m < nthreads]
-            why = _absent(members, collective, masks, waiting, exited, nthreads, kind, mask, lane)
+            members = [warp * WARP + m for m in lanes_of(mask) if warp * WARP + m < nthreads]
+            why = absent(members, collective, masks, waiting, exited, nthreads, kind, mask, lane)
             if why:
                 problem = problem or (linear, why, line, kind)
                 continue
             try:
-                results = _collective(kind, [collective[m] for m in members], [m % WARP for m in members], linear,
+                results = collective_result(kind, [collective[m] for m in members], [m % WARP for m in members], linear,
                                       bx, by)
             except Exception as exc:  # a learner's value the collective cannot take (a width of 0, an array...)
-                _learner_fault(exc, linear, bx, by, "warp collective", f"{_name(kind)} cannot use its arguments", line)
+                learner_fault(exc, linear, bx, by, "warp collective", f"{api_name(kind)} cannot use its arguments",
+                              line)
             if hooks is not None:
                 hooks.sync(kind, threads[linear], members, True)
             for m, value in zip(members, results):
@@ -336,12 +399,12 @@ def _resolve(
     barrier = {t: r for t, r in waiting.items() if r[0] in _BARRIERS}
     if problem is not None:
         linear, why, line, kind = problem
-        _fault_at(
+        fault_at(
             linear,
             bx,
             by,
             "warp collective",
-            f"{_name(kind)} cannot complete: {why}; on a GPU the result is undefined or the warp hangs",
+            f"{api_name(kind)} cannot complete: {why}; on a GPU the result is undefined or the warp hangs",
             line,
         )
     first = min(barrier)
@@ -355,13 +418,13 @@ def _resolve(
             hooks.sync(group_kind, threads[members[0]], members, False)
     if exited:
         gone = min(exited)
-        _fault_at(
+        fault_at(
             gone,
             bx,
             by,
             "barrier",
             f"this thread returned while other threads of its block wait at "
-            f"{_name(kind)} on line {line}; every thread of a block must reach the same "
+            f"{api_name(kind)} on line {line}; every thread of a block must reach the same "
             "barrier (a GPU may hang or give wrong results)",
             None,
         )
@@ -369,13 +432,13 @@ def _resolve(
     if other is not None:
         mine = barrier[other]
         same_line = mine[1] == line
-        _fault_at(
+        fault_at(
             other,
             bx,
             by,
             "barrier",
-            f"this thread waits at {_name(mine[0])} on {_place(mine, same_line)} "
-            f"while thread {first} waits at {_name(kind)} on {_place(barrier[first], same_line)}: divergent "
+            f"this thread waits at {api_name(mine[0])} on {_place(mine, same_line)} "
+            f"while thread {first} waits at {api_name(kind)} on {_place(barrier[first], same_line)}: divergent "
             "barriers (every thread of a block must reach the same one)",
             mine[1],
         )
@@ -385,7 +448,7 @@ def _resolve(
             try:
                 predicates.append(bool(r[2][0] if r[2] else (r[3] or {}).get("predicate", 0)))
             except Exception as exc:  # an array, or anything else with no single truth value
-                _learner_fault(exc, t, bx, by, "barrier", f"the predicate of {_name(kind)} is not one true/false "
+                learner_fault(exc, t, bx, by, "barrier", f"the predicate of {api_name(kind)} is not one true/false "
                                "value", r[1])
         value = {"bar_count": sum(predicates), "bar_and": int(all(predicates)), "bar_or": int(any(predicates))}[kind]
         for t in barrier:
@@ -401,153 +464,7 @@ def _place(request, with_column: bool) -> str:
     return f"line {request[1]}, column {request[4][1] + 1}" if with_column else f"line {request[1]}"
 
 
-def _learner_fault(exc: Exception, linear: int, bx: int, by: int, kind: str, what: str, line: int | None) -> NoReturn:
-    """A learner's value broke a collective or a barrier: a KernelFault naming the thread and the line."""
-    if isinstance(exc, KernelFault):
-        _fault_at(linear, bx, by, exc.kind, exc.sentence, exc.line or line)
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    _fault_at(linear, bx, by, kind, f"{what} ({type(exc).__name__}: {text})", line)
-
-
-def _learner_mask(linear: int, request, bx: int, by: int) -> int:
-    try:
-        return _mask(request)
-    except Exception as exc:  # a NaN, an array, a missing argument
-        _learner_fault(exc, linear, bx, by, "warp collective",
-                       f"the mask of {_name(request[0])} is not a 32-bit whole number", request[1])
-
-
 _BARRIERS = frozenset(BLOCK_SYNC.values())
-
-
-def _absent(members, collective, masks, waiting, exited, nthreads, kind, mask, lane) -> str | None:
-    """Why the lanes a mask names cannot all take part now (None: they can)."""
-    for m in members:
-        if m in exited:
-            return f"the mask {mask:#010x} names lane {m % WARP}, which has already returned"
-        if m not in collective:
-            return (
-                f"the mask {mask:#010x} names lane {m % WARP}, which is waiting at a {_name(waiting[m][0])} "
-                f"(line {waiting[m][1]}) instead"
-            )
-        if collective[m][0] != kind:
-            return (
-                f"the mask {mask:#010x} names lane {m % WARP}, which is at {_name(collective[m][0])} "
-                f"(line {collective[m][1]}) instead"
-            )
-        if masks[m] != mask:
-            return f"lanes {lane} and {m % WARP} pass different masks to {_name(kind)}"
-    return None
-
-
-_NAMES = {
-    "bar": "syncthreads",
-    "bar_count": "syncthreads_count",
-    "bar_and": "syncthreads_and",
-    "bar_or": "syncthreads_or",
-    "syncwarp": "syncwarp",
-    "shfl": "shfl_sync",
-    "shfl_up": "shfl_up_sync",
-    "shfl_down": "shfl_down_sync",
-    "shfl_xor": "shfl_xor_sync",
-    "all": "all_sync",
-    "any": "any_sync",
-    "eq": "eq_sync",
-    "ballot": "ballot_sync",
-    "match_any": "match_any_sync",
-    "match_all": "match_all_sync",
-    "activemask": "activemask",
-}
-
-
-def _name(kind: str) -> str:
-    return f"cuda.{_NAMES.get(kind, kind)}"
-
-
-def _arg(request, position: int, name: str, default=None):
-    args, kwargs = request[2], request[3] or {}
-    if len(args) > position:
-        return args[position]
-    if name in kwargs:
-        return kwargs[name]
-    if default is None:
-        raise KernelFault("warp collective", f"{_name(request[0])} is missing its {name!r} argument", line=request[1])
-    return default
-
-
-def _collective(kind: str, requests: list, lanes: list[int], first: int, bx: int, by: int) -> list:
-    """The value each member lane gets back (members in lane order)."""
-    if kind == "syncwarp":
-        return [None] * len(lanes)
-    if kind in ("all", "any", "eq", "ballot"):
-        predicates = [_arg(r, 1, "predicate") for r in requests]
-        if kind == "ballot":
-            bits = sum(1 << lane for lane, p in zip(lanes, predicates) if p)
-            return [np.uint32(bits)] * len(lanes)
-        if kind == "eq":
-            truth = [bool(p) for p in predicates]
-            value = int(all(truth) or not any(truth))
-        else:
-            value = int(all(predicates)) if kind == "all" else int(any(bool(p) for p in predicates))
-        return [value] * len(lanes)
-    if kind == "match_any":
-        values = [_arg(r, 1, "value") for r in requests]
-        return [np.uint32(sum(1 << lane for lane, v in zip(lanes, values) if v == mine)) for mine in values]
-    if kind == "match_all":  # (the mask of the lanes if every one passed the same value, else 0; that predicate)
-        values = [_arg(r, 1, "value") for r in requests]
-        same = all(v == values[0] for v in values)
-        matched = np.uint32(sum(1 << lane for lane in lanes) if same else 0)
-        return [(matched, same)] * len(lanes)
-    if any(r[3] or len(r[2]) < 3 for r in requests):  # keywords or a missing argument: the careful way
-        requests = [
-            (
-                r[0],
-                r[1],
-                (
-                    _arg(r, 0, "mask"),
-                    _arg(r, 1, "value"),
-                    _arg(r, 2, {"shfl": "src_lane", "shfl_xor": "lane_mask"}.get(kind, "delta")),
-                    _arg(r, 3, "width", WARP),
-                ),
-                None,
-            )
-            for r in requests
-        ]
-    shuffled = {lane: r[2][1] for lane, r in zip(lanes, requests)}
-    out = []
-    for lane, r in zip(lanes, requests):
-        args = r[2]
-        operand = int(args[2])
-        width = int(args[3]) if len(args) > 3 else WARP
-        if kind == "shfl_down":
-            source = lane + operand if lane % width + operand < width else lane
-        elif kind == "shfl_up":
-            source = lane - operand if lane % width >= operand else lane
-        elif kind == "shfl":
-            source = lane - lane % width + operand % width
-        else:
-            source = lane ^ operand
-            if source // width != lane // width:
-                source = lane
-        value = shuffled.get(source, _MISSING)
-        if value is _MISSING:
-            warp = first // WARP
-            size = STATE.blockDim.x * STATE.blockDim.y * STATE.blockDim.z
-            why = (f"which does not exist (the block has {size} threads)" if warp * WARP + source >= size
-                   else "which is not in the mask")
-            _fault_at(
-                warp * WARP + lane,
-                bx,
-                by,
-                "warp collective",
-                f"{_name(kind)} reads lane {source}, {why} (its value is undefined on a GPU)",
-                r[1],
-            )
-        out.append(value)
-    return out
-
-
-_MISSING = object()
 
 
 # An integer seed: run blocks and threads in a seeded random order. Declared in gpu/core/settings.py with every

@@ -9,6 +9,7 @@ read at that first launch and then fixed, as Numba fixes them at compile time.
 
 from __future__ import annotations
 
+import ast
 import builtins
 import inspect
 import threading
@@ -20,7 +21,7 @@ import numpy as np
 from gpu.sim import device as device_api
 from gpu.sim import engine, signature
 from gpu.sim.errors import KernelFault
-from gpu.sim.rewrite import BLOCK, INDEX, NEG, RANGE, SHARED, RewriteRefused, function_node, rewrite
+from gpu.sim.rewrite import BLOCK, INDEX, NEG, RANGE, SHARED, RewriteRefused, function_node, grid_syncs, rewrite
 
 JIT_OPTIONS = frozenset(
     {
@@ -46,6 +47,7 @@ class Compiled:
     is_generator: bool
     codes: frozenset  # every code object of this kernel and its device functions (to find the line of an error)
     block: object = None  # the whole-block loop (gpu/sim/rewrite.py: _block_loop), or None
+    cooperative: bool = False  # it (or a device function it calls) syncs the grid: every block runs up to the sync
 
 
 def _is_cuda_module(value) -> bool:
@@ -109,7 +111,8 @@ class SimKernel:
 
     @property
     def overloads(self) -> dict:
-        return {}
+        """Numba's compiled overloads by signature; here one for any signature (the simulator types nothing)."""
+        return _Overloads({"simulated": _Overload()})
 
     def specialize(self, *args):
         return self
@@ -160,6 +163,24 @@ class SimKernel:
         return self._compiled
 
 
+COOPERATIVE_MAX_THREADS = 1 << 20  # a grid that syncs keeps every thread's generator alive until the last sync
+
+
+class _Overload:
+    """What ``kernel.overloads[signature]`` gives: the launch limits numba-cuda's compiled kernel reports."""
+
+    def max_cooperative_grid_blocks(self, blockdim) -> int:
+        threads = 1
+        for d in blockdim if isinstance(blockdim, (tuple, list)) else (blockdim,):
+            threads *= int(d)
+        return max(1, COOPERATIVE_MAX_THREADS // max(1, threads))
+
+
+class _Overloads(dict):
+    def __missing__(self, key):
+        return self["simulated"]
+
+
 class _Launch:
     """``kernel[grid, block]``: a configured launch (a new object: the kernel is never mutated)."""
 
@@ -181,6 +202,7 @@ class _Launch:
             seed=engine.launch_seed(),
             block_function=compiled.block,
             dynamic_shared_bytes=self.shared_bytes,
+            cooperative=compiled.cooperative,
         )
 
 
@@ -197,6 +219,7 @@ def _compile(kernel: SimKernel, active: frozenset) -> Compiled:
     cuda_names = set()
     sync_devices = set()
     kernels = set()  # kernels (not device functions) the source names: using one is a launch inside a kernel
+    cooperative = False
     codes: set = set()
     used = global_names(fn) | set(code.co_freevars)  # a kernel built by a function closes over its names
     for name, value in list(scope.items()):
@@ -219,6 +242,7 @@ def _compile(kernel: SimKernel, active: frozenset) -> Compiled:
             compiled = device.compile(active)
             scope[name] = compiled.function
             codes |= compiled.codes
+            cooperative = cooperative or compiled.cooperative
             if compiled.is_generator:
                 sync_devices.add(name)
         elif type(value).__name__ == "FakeCUDAKernel":
@@ -233,7 +257,9 @@ def _compile(kernel: SimKernel, active: frozenset) -> Compiled:
             if as_numpy is not None:
                 scope[name] = as_numpy
     node = function_node(source, fn.__name__, code.co_firstlineno)
+    _refuse_unmodelled(kernel, node, frozenset(cuda_names))
     cuda_frozen, sync_frozen = frozenset(cuda_names), frozenset(sync_devices)
+    cooperative = cooperative or grid_syncs(node, cuda_frozen)  # before the rewrite replaces the sync calls
     try:
         rewritten = rewrite(node, code.co_filename, cuda_frozen, sync_frozen, frozenset(kernels))
     except RewriteRefused as refused:
@@ -250,7 +276,32 @@ def _compile(kernel: SimKernel, active: frozenset) -> Compiled:
     block = scope.get(BLOCK) if rewritten.block_name and not kernel._device else None
     if block is not None:
         codes |= _all_codes(block.__code__)
-    return Compiled(function=function, is_generator=rewritten.is_generator, codes=frozenset(codes), block=block)
+    return Compiled(function=function, is_generator=rewritten.is_generator, codes=frozenset(codes), block=block,
+                    cooperative=cooperative)
+
+
+def _refuse_unmodelled(kernel: SimKernel, node: ast.FunctionDef, cuda_names: frozenset) -> None:
+    """Refuse, before anything runs, a ``cuda.*`` API the simulator does not model: one sentence naming it."""
+    nodes = [n for statement in node.body for n in ast.walk(statement)]  # the body: not the @cuda.jit decorator
+    inner = {id(n.value) for n in nodes if isinstance(n, ast.Attribute)}
+    for sub in nodes:
+        if not isinstance(sub, ast.Attribute) or id(sub) in inner:  # the whole path once, from its outermost node
+            continue
+        parts: list[str] = []
+        root: ast.expr = sub
+        while isinstance(root, ast.Attribute):
+            parts.append(root.attr)
+            root = root.value
+        if not (isinstance(root, ast.Name) and root.id in cuda_names):
+            continue
+        missing = device_api.unmodelled(parts[::-1])
+        if missing is not None:
+            raise KernelFault(
+                "unsupported",
+                f"{kernel.__name__} uses {missing}, which the lab's simulator does not model (docs/simulator.md lists "
+                "what it does); run it on a GPU, or under numba-cuda's simulator with KERNEL_LAB_SIMULATOR=numba",
+                line=getattr(sub, "lineno", None),
+            )
 
 
 def global_names(fn) -> set[str]:

@@ -97,15 +97,43 @@ def _cuda_attr(node: ast.AST, cuda_names: frozenset[str]) -> str | None:
     return None
 
 
+GRID_SYNC = "grid_sync"  # the request of ``cuda.cg.this_grid().sync()``: every thread of the grid meets there
+
+
+def _grid_names(func: ast.AST, cuda_names: frozenset[str]) -> frozenset[str]:
+    """Names assigned ``cuda.cg.this_grid()`` (``g = cuda.cg.this_grid()``)."""
+    return frozenset(
+        t.id for n in ast.walk(func) if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call)
+        and _cuda_attr(n.value.func, cuda_names) == "cg.this_grid" for t in n.targets if isinstance(t, ast.Name)
+    )
+
+
+def is_grid_sync(node: ast.Call, cuda_names: frozenset[str], grid_names: frozenset[str]) -> bool:
+    """``g.sync()`` for a name assigned ``cuda.cg.this_grid()``, or ``cuda.cg.this_grid().sync()``."""
+    f = node.func
+    if not (isinstance(f, ast.Attribute) and f.attr == "sync" and not node.args and not node.keywords):
+        return False
+    if isinstance(f.value, ast.Name):
+        return f.value.id in grid_names
+    return isinstance(f.value, ast.Call) and _cuda_attr(f.value.func, cuda_names) == "cg.this_grid"
+
+
 def _calls_sync(func: ast.AST, cuda_names: frozenset[str], sync_devices: frozenset[str]) -> bool:
+    grids = _grid_names(func, cuda_names)
     for node in ast.walk(func):
         if isinstance(node, ast.Call):
             name = _cuda_attr(node.func, cuda_names)
-            if name in SYNC_NAMES:
+            if name in SYNC_NAMES or is_grid_sync(node, cuda_names, grids):
                 return True
             if isinstance(node.func, ast.Name) and node.func.id in sync_devices:
                 return True
     return False
+
+
+def grid_syncs(func: ast.AST, cuda_names: frozenset[str]) -> bool:
+    """Whether ``func`` itself calls a grid group's ``sync()`` (its device functions are asked separately)."""
+    grids = _grid_names(func, cuda_names)
+    return any(isinstance(n, ast.Call) and is_grid_sync(n, cuda_names, grids) for n in ast.walk(func))
 
 
 class _Rewriter(ast.NodeTransformer):
@@ -117,6 +145,7 @@ class _Rewriter(ast.NodeTransformer):
         self.callees: set[int] = set()  # id() of every Name that is the function of a call
         self.top: ast.AST | None = None
         self.tuples: frozenset[str] = frozenset()  # local names that may hold a tuple (an index in a variable)
+        self.grids: frozenset[str] = frozenset()  # local names assigned cuda.cg.this_grid()
 
     def _fresh(self) -> str:
         self.counter += 1
@@ -179,6 +208,9 @@ class _Rewriter(ast.NodeTransformer):
             self.callees.add(id(node.func))
         self.generic_visit(node)
         line = getattr(node, "lineno", 0)
+        if is_grid_sync(node, self.cuda_names, self.grids):
+            grid_request: object = (GRID_SYNC, line, (), None, (next(_SITES), getattr(node, "col_offset", 0)))
+            return ast.Yield(value=ast.Constant(grid_request))  # type: ignore[arg-type]
         name = _cuda_attr(node.func, self.cuda_names)
         if name in SYNC_NAMES:
             # The request a thread yields: (kind, line, args, kwargs, site). ``site`` is this node's own, so two
@@ -268,6 +300,7 @@ def rewrite(
     rewriter = _Rewriter(cuda_names, sync_devices, kernels)
     rewriter.top = func
     rewriter.tuples = _tuple_names(func, cuda_names)
+    rewriter.grids = _grid_names(func, cuda_names)
     new = rewriter.visit(func)
     body = [new]
     block = None if generator else _block_loop(new)
@@ -348,6 +381,7 @@ def _block_loop(func: ast.FunctionDef) -> ast.FunctionDef | None:
 
 
 __all__ = [
-    "BLOCK", "BLOCK_SYNC", "INDEX", "NEG", "RANGE", "SHARED", "SYNC_NAMES", "WARP_SYNC", "Rewritten", "RewriteRefused",
-    "function_node", "needs_sync", "rewrite",
+    "BLOCK", "BLOCK_SYNC", "GRID_SYNC", "INDEX", "NEG", "RANGE", "SHARED", "SYNC_NAMES", "WARP_SYNC", "Rewritten",
+    "RewriteRefused",
+    "function_node", "grid_syncs", "is_grid_sync", "needs_sync", "rewrite",
 ]

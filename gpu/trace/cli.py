@@ -47,7 +47,8 @@ def add_trace_command(sub, trace_file: Callable[[str, str, bool, str | None], in
         "--test",
         default=None,
         help="with --problem: the name of the problem's functional test to trace, which sets the size "
-        "(default: the largest that launches at most 8 blocks; python -m gpu problems shows the tests)",
+        "(default: the smallest where every loop runs twice and full and partial blocks appear; python -m gpu "
+        "problems shows the tests)",
     )
     p.add_argument(
         "--n",

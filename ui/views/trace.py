@@ -280,8 +280,8 @@ def submission_test_ui(problem) -> str | None:
     return st.selectbox(
         "Trace at the size of test",
         [None, *sizes],
-        format_func=lambda name: "automatic: the largest test of at most 8 blocks" if name is None
-        else f"{name} ({sizes[name]})",
+        format_func=lambda name: f"{name} ({sizes[name]})" if name is not None
+        else "automatic: the smallest test where every loop runs twice and every block shape appears",
         key=f"{SUBMISSION_KEY}.test.{problem.key}",
         help="After the verdict, one test is run again in the simulator with every memory access recorded. "
         "Choose which one: a small test is easy to read in the picture, a larger one shows more blocks.",
