@@ -182,7 +182,8 @@ def launch(
                 STATE.exited = set()
                 if is_generator:
                     for _ in _run_block_sync(function, codes, args, nthreads, bx, by, rng, hooks):
-                        pass  # unreachable: only a cooperative kernel syncs the grid
+                        raise KernelFault("unsupported", "a grid sync in a launch not run as cooperative; launch the "
+                                          "kernel through its SimKernel, which runs every block up to the sync")
                 else:
                     _run_block_plain(function, codes, args, nthreads, bx, by, bz, rng, block_function)
         finally:

@@ -151,6 +151,7 @@ class SimKernel:
             block_function=compiled.block,
             hooks=hooks,
             only=None if blocks is None else frozenset(int(b) for b in blocks),
+            cooperative=compiled.cooperative,
         )
 
     # --- compilation: rewrite once

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import ast
 import linecache
+import warnings
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -179,6 +180,7 @@ class RawTrace:
     source_file: str = ""  # the kernel function's file: where the sites' line numbers count
     warp_syncs: dict[tuple[int, int], tuple[int, ...]] = field(default_factory=dict)
     collectives: dict[str, int] = field(default_factory=dict)
+    wrapped: tuple[str, ...] = ()  # a sentence per line where a negative index wrapped once (as Numba does)
 
     @property
     def blocks_total(self) -> int:
@@ -317,10 +319,13 @@ def trace_launch(kernel, grid, block, args: Sequence[Any], names: Sequence[str] 
     blocks = sample_blocks(grid3, max_blocks)
     tracer = _Tracer(grid3, block3, max_accesses)
     error = None
-    try:
-        sim.record(grid, block, tuple(args), tracer, names=list(names), blocks=blocks)
-    except Exception as exc:  # the learner's kernel may raise anything; the trace says what and where
-        error = f"{type(exc).__name__}: {exc}"
+    with warnings.catch_warnings(record=True) as caught:  # a negative index that wrapped: the report notes it
+        warnings.simplefilter("always")
+        try:
+            sim.record(grid, block, tuple(args), tracer, names=list(names), blocks=blocks)
+        except Exception as exc:  # the learner's kernel may raise anything; the trace says what and where
+            error = f"{type(exc).__name__}: {exc}"
+    wrapped = tuple(dict.fromkeys(str(w.message) for w in caught if type(w.message).__name__ == "NegativeIndexWrapped"))
     return RawTrace(
         kernel=getattr(fn, "__name__", str(kernel)),
         grid=grid3,
@@ -337,6 +342,7 @@ def trace_launch(kernel, grid, block, args: Sequence[Any], names: Sequence[str] 
         source_file=_project_relative(fn.__code__.co_filename),
         warp_syncs={k: tuple(st.warp_syncs) for k, st in tracer.states.items() if st.warp_syncs},
         collectives=dict(tracer.collectives),
+        wrapped=wrapped,
     )
 
 

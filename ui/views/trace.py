@@ -13,6 +13,7 @@ import pandas as pd
 import streamlit as st
 
 from gpu.core.limits import InputError
+from gpu.core.safe_text import shown
 from gpu.trace import MAX_TRACE_WORK
 from gpu.trace.analysis import CANNOT_SEE, WARP
 from gpu.trace.child import TraceFailed, run_in_child
@@ -132,9 +133,9 @@ def show_findings(report: TraceReport) -> None:
     if report.problems:
         st.error(report.headline(), icon=":material/error:")
         for item in (*report.races, *report.out_of_bounds, *report.divergence):
-            st.markdown(f"- {item}")
+            st.markdown(f"- {shown(item)}")
         if report.error:
-            st.markdown(f"- the kernel stopped: {report.error}")
+            st.markdown(f"- the kernel stopped: {shown(report.error)}")
     else:
         st.success(report.headline(), icon=":material/check_circle:")
 
