@@ -360,14 +360,14 @@ def show_leaderboard(problem: Problem, device: str) -> None:
         return
     if gpu.BACKEND.simulated:  # no timing to show: rank, name and when (the caption says why)
         rows = [
-            {"Rank": i + 1, "Name": e.name, "Passed at (UTC)": e.created_at.replace("T", " ")[:16]}
+            {"Rank": i + 1, "Name": shown(e.name), "Passed at (UTC)": e.created_at.replace("T", " ")[:16]}
             for i, e in enumerate(entries)
         ]
     else:
         rows = [
             {
                 "Rank": i + 1,
-                "Name": e.name,
+                "Name": shown(e.name),
                 "Kernel time": format_seconds(e.median_s) if e.median_s else "not timed",
                 "GB/s": f"{e.gbps:,.1f}" if e.gbps else "—",
                 "Share of peak": f"{e.percent_of_peak:.0f} %" if e.percent_of_peak else "—",
