@@ -8,6 +8,7 @@ import sys
 
 from gpu.core.jsonout import print_json
 from gpu.core.limits import InputError
+from gpu.core.safe_text import shown
 
 
 class _Parser(argparse.ArgumentParser):
@@ -301,11 +302,11 @@ def main(argv: list[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         return args.func(args)
     except InputError as exc:
-        print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
+        print(shown(f"error: {' '.join(str(exc).split())}"), file=sys.stderr)
         return EXIT_BAD_INPUT
     except Exception as exc:  # one line, never a traceback (and never exit 1)
         text = " ".join(str(exc).split())[:300]
-        print(f"error: the lab itself failed (not your input): {type(exc).__name__}: {text}", file=sys.stderr)
+        print(shown(f"error: the lab itself failed (not your input): {type(exc).__name__}: {text}"), file=sys.stderr)
         return EXIT_LAB_FAILED
 
 

@@ -171,3 +171,31 @@ def test_the_checker_is_total_on_arbitrary_bytes(raw):
         check_source(raw.decode("utf-8", "surrogateescape"), "kernel", 2)
     except Refusal:
         pass
+
+
+# The simulator's rewrite owns its names and runs every barrier: forms that would hide either are refused here too.
+SYNC_DEVICE = "@cuda.jit(device=True)\ndef stage(a):\n    cuda.syncthreads()\n    return a[0]\n"
+
+
+@pytest.mark.parametrize("body, rule", [
+    ("    f = stage\n    out[0] = f(a)\n", "device-call"),  # an alias: its barrier would be skipped
+    ("    out[0] = stage(stage)\n", "device-call"),  # passed along
+    ("    other[1, 1](a, out)\n", "kernel-launch"),  # a launch inside a kernel: NVVM refuses it
+    ("    x = other\n", "kernel-launch"),
+])
+def test_a_function_is_only_called_by_its_name_and_a_kernel_never_launched_from_a_kernel(body, rule):
+    top = SYNC_DEVICE + "\n@cuda.jit\ndef other(a, out):\n    pass\n"
+    r = refused(kernel_file(top=top, body=body))
+    assert r.rule == rule and r.line > 3, r
+
+
+@pytest.mark.parametrize("top", ["range = 3\n", "@cuda.jit(device=True)\ndef range(n):\n    return n\n",
+                                 "min = 1\n", "@cuda.jit(device=True)\ndef len(n):\n    return n\n"])
+def test_a_top_level_name_may_not_shadow_an_allowed_builtin(top):
+    r = refused(kernel_file(top=top))
+    assert r.rule == "redefinition" and "builtin" in r.message, r
+
+
+def test_calling_a_synchronising_device_function_by_its_name_still_passes():
+    source = kernel_file(top=SYNC_DEVICE, body="    out[0] = stage(a)\n")
+    assert check_source(source, "kernel", 2).device_functions == ("stage",)

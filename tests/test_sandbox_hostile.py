@@ -64,6 +64,14 @@ REFUSED = {
     "patch numba's events": ("from numba import cuda\ncuda.event = None\n" + kernel("pass"), "top-level"),
     "patch events in a kernel": (kernel("cuda.event = 0"), "attribute-assignment"),
     "cache between calls": ("from numba import cuda\nSEEN = (0.0,)\n" + kernel("SEEN[0] = a[0]"), "module-state"),
+    # the simulator's rewrite: an alias would hide a barrier, a launch inside a kernel NVVM refuses, a global `range`
+    "alias a synchronising device function": (
+        "from numba import cuda\n@cuda.jit(device=True)\ndef stage(a):\n    cuda.syncthreads()\n    return a[0]\n"
+        + kernel("f = stage\nout[0] = f(a)"), "device-call"),
+    "launch from a kernel": (
+        "from numba import cuda\n@cuda.jit\ndef inner(out):\n    out[0] = 1.0\n" + kernel("inner[1, 1](out)"),
+        "kernel-launch"),
+    "take the name range": ("from numba import cuda\nrange = 3\n" + kernel("pass"), "redefinition"),
 }
 
 

@@ -32,7 +32,14 @@ def vector_add(a, b, out):
 def write_before_start(a, out):
     i = cuda.grid(1)
     if i < out.size:
-        out[i - 1] = a[i]  # thread 0 writes out[-1]: NumPy would wrap it to the last element
+        out[i - 1] = a[i]  # thread 0 writes out[-1]: Numba wraps it once, to the last element
+
+
+@cuda.jit
+def write_below_start(a, out):
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i - out.size - 1] = a[i]  # thread 0 writes out[-65]: below -size, outside the array even wrapped
 
 
 @cuda.jit
@@ -200,14 +207,22 @@ def test_device_arrays_round_trip():
     assert np.array_equal(d_out.copy_to_host(), a + a)
 
 
-def test_negative_index_is_out_of_bounds_with_thread_and_line():
+def test_a_negative_index_wraps_once_as_numba_compiles_it():
+    a = np.arange(64, dtype=np.float32)
+    out = np.zeros(64, np.float32)
+    with pytest.warns(UserWarning, match=f"line {write_before_start.py_func.__code__.co_firstlineno + 4}: index -1"):
+        write_before_start[1, 64](a, out)
+    np.testing.assert_array_equal(out, np.roll(a, -1))  # out[-1] is the last element, as numba-cuda's fix_index
+
+
+def test_an_index_below_minus_size_is_out_of_bounds_with_thread_and_line():
     a = np.ones(64, np.float32)
     with pytest.raises(KernelFault) as caught:
-        write_before_start[1, 64](a, np.zeros(64, np.float32))
+        write_below_start[1, 64](a, np.zeros(64, np.float32))
     fault = caught.value
     assert fault.kind == "out of bounds" and fault.thread == (0, 0, 0) and fault.block == (0, 0, 0)
-    assert fault.line == write_before_start.py_func.__code__.co_firstlineno + 4
-    assert "negative" in fault.sentence and "wrap" in fault.sentence
+    assert fault.line == write_below_start.py_func.__code__.co_firstlineno + 4
+    assert "below -64" in fault.sentence and "wrap" in fault.sentence
 
 
 def test_index_past_the_end_names_the_thread():
@@ -216,10 +231,13 @@ def test_index_past_the_end_names_the_thread():
     assert caught.value.kind == "out of bounds" and caught.value.thread == (31, 0, 0)
 
 
-def test_atomic_at_a_negative_index_is_out_of_bounds():
+def test_an_atomic_wraps_a_negative_index_once_and_faults_below_minus_size():
     counts = np.zeros(4, np.int32)
-    with pytest.raises(KernelFault, match="cuda.atomic.add at index -1"):
+    with pytest.warns(UserWarning, match="wrapped"):
         atomic_at_negative[1, 8](counts, np.array([1, 2, 0, 3, 1, 1, 2, 3], np.int32))
+    assert counts.tolist() == [3, 2, 2, 1]  # key 0 - 1 = -1 is counts[3], as Numba's atomics index
+    with pytest.raises(KernelFault, match="cuda.atomic.add at index -5"):
+        atomic_at_negative[1, 8](counts, np.array([1, 2, -4, 3, 1, 1, 2, 3], np.int32))
     counts[:] = 0
     atomic_at_negative[1, 8](counts, np.array([1, 2, 1, 3, 1, 1, 2, 4], np.int32))  # every key in range: no fault
     assert counts.tolist() == [4, 2, 1, 1]
@@ -353,9 +371,10 @@ def test_order_is_deterministic_and_a_seed_shuffles_it():
     assert len(seen) > 1  # an order-dependent result changes with the order
 
 
-def test_a_signature_string_is_never_taken():
-    with pytest.raises(TypeError, match="no signature"):
-        cuda.jit("void(float32[:])")
+def test_a_signature_string_is_parsed_never_evaluated():
+    assert cuda.jit("void(float32[:])")(lambda a: None) is not None
+    with pytest.raises(TypeError, match="not a type"):
+        cuda.jit("__import__('os').system('id') or void()")
 
 
 def test_the_lab_is_the_default_simulator():
@@ -369,7 +388,7 @@ NEGATIVE_STORE = """from numba import cuda
 def vector_add(a, b, out):
     i = cuda.grid(1)
     if i < out.size:
-        out[i - 1] = a[i] + b[i]
+        out[i - out.size - 1] = a[i] + b[i]
 """
 
 NEGATIVE_ATOMIC = """from numba import cuda
@@ -381,13 +400,13 @@ def vector_add(a, b, out):
     if i < out.size:
         out[i] = a[i] + b[i]
     if i == 0:
-        cuda.atomic.add(out, -1, 0.0)
+        cuda.atomic.add(out, -out.size - 1, 0.0)
 """
 
 
 @pytest.mark.parametrize("source, line", [(NEGATIVE_STORE, 8), (NEGATIVE_ATOMIC, 10)])
 def test_a_learners_negative_index_fails_the_verdict_with_its_thread_and_line(source, line):
-    """NumPy would wrap out[-1] to the last element, and the verdict would pass; a GPU writes before the array."""
+    """Below -size even Numba's wrapped index lies before the array: a fault, with the thread and the line."""
     from gpu.problems import get
     from gpu.sandbox.harness import judge
 
@@ -403,7 +422,7 @@ def test_a_correct_submission_still_passes():
     from gpu.problems import get
     from gpu.sandbox.harness import judge
 
-    correct = NEGATIVE_STORE.replace("out[i - 1]", "out[i]")
+    correct = NEGATIVE_STORE.replace("out[i - out.size - 1]", "out[i]")
     verdict = judge(get("vector-add"), correct, seed=5)
     assert verdict.status == "passed", verdict
 
@@ -413,7 +432,7 @@ def test_a_wrong_answer_shows_the_inputs_at_the_mismatching_index():
     from gpu.problems import get
     from gpu.sandbox.harness import judge
 
-    wrong = NEGATIVE_STORE.replace("out[i - 1] = a[i] + b[i]", "out[i] = a[i] - b[i]")
+    wrong = NEGATIVE_STORE.replace("out[i - out.size - 1] = a[i] + b[i]", "out[i] = a[i] - b[i]")
     verdict = judge(get("vector-add"), wrong, seed=5)
     assert verdict.status == "wrong"
     miss = verdict.mismatch
@@ -490,8 +509,8 @@ def test_a_recorder_is_told_every_access_barrier_and_collective_with_block_threa
 def test_a_recorded_launch_records_an_out_of_bounds_index_and_goes_on():
     rec = _Recorder()
     a, out = np.arange(64, dtype=np.float32), np.full(64, -7, np.float32)
-    write_before_start.record(1, 64, (a, out), rec)
-    assert rec.oob == [(0, 0, "out", (-1,), 1, _line("out[i - 1]", write_before_start))]
+    write_below_start.record(1, 64, (a, out), rec)
+    assert rec.oob == [(0, 0, "out", (-65,), 1, _line("out[i - out.size - 1]", write_below_start))]
     assert (out[:-1] == a[1:]).all() and out[-1] == -7  # the bad write dropped, every other thread ran
 
 

@@ -12,7 +12,10 @@ runs on the host) down to constants. Everything is allow-listed, nothing is deny
   calls to other kernels/device functions, the allowed builtins, ``math`` functions, dtypes
   and the allow-listed ``cuda`` API (``cuda.grid``, ``cuda.shared.array``, ``cuda.atomic.add``...);
 - attributes: only that ``cuda`` API, ``math`` functions, and ``.size``/``.shape``/``.ndim``
-  and ``.x``/``.y``/``.z``; never a name or attribute starting with ``_``.
+  and ``.x``/``.y``/``.z``; never a name or attribute starting with ``_``;
+- what the simulator's rewrite relies on: no top-level name takes an allowed builtin's
+  (``range = 3``), a device function is only ever the callee of a call (an alias would hide
+  its barriers), and a kernel is never named inside a kernel (a launch: NVVM refuses it).
 
 A refusal names the rule and the line: ``Refusal(rule, line, message)``.
 """
@@ -136,7 +139,7 @@ def _check_tree(tree: ast.Module, kernel_name: str, n_args: int) -> Checked:
         elif isinstance(node, ast.FunctionDef):
             if node.name in functions or node.name in imports or node.name in constants:
                 raise Refusal("redefinition", node.lineno, f"{node.name!r} is defined twice")
-            _check_name(node.name, node.lineno)
+            _check_top_name(node.name, node.lineno)
             if _check_decorator(node, imports):
                 device.append(node.name)
             functions[node.name] = node
@@ -162,8 +165,9 @@ def _check_tree(tree: ast.Module, kernel_name: str, n_args: int) -> Checked:
             f"{kernel_name} takes {n_args} arrays, as in the problem's signature; this one takes {len(params)}",
         )
     module_names = set(imports) | set(constants) | set(functions)
+    kernels = frozenset(name for name in functions if name not in device)
     for fn in functions.values():
-        _check_body(fn, imports, module_names)
+        _check_body(fn, imports, module_names, kernels, frozenset(device))
         _check_array_sizes(fn, imports, values)
     return Checked({k: [a.arg for a in f.args.args] for k, f in functions.items() if k not in device},
                    tuple(device), tuple(constants), imports)
@@ -171,6 +175,14 @@ def _check_tree(tree: ast.Module, kernel_name: str, n_args: int) -> Checked:
 
 def _words(node: ast.AST) -> str:
     return NODE_WORDS.get(type(node), f"a {type(node).__name__} node")
+
+
+def _check_top_name(name: str, line: int) -> None:
+    """A top-level name: no underscore, and no allowed builtin (a global ``range`` would decide a loop's trips)."""
+    _check_name(name, line)
+    if name in ALLOWED_BUILTINS:
+        raise Refusal("redefinition", line, f"{name!r} is a builtin a kernel may call; a top-level definition may not "
+                      "take its name (choose another)")
 
 
 def _check_name(name: str, line: int) -> None:
@@ -217,7 +229,7 @@ def _check_constant(node: ast.Assign, imports: dict, constants: list[str]) -> li
             raise Refusal(
                 "top-level", node.lineno, "only plain names may be assigned at the top level (NAME = constant)"
             )
-        _check_name(target.id, node.lineno)
+        _check_top_name(target.id, node.lineno)
         if target.id in imports:
             raise Refusal("redefinition", node.lineno, f"{target.id!r} is an import; it cannot be reassigned")
         names.append(target.id)
@@ -466,7 +478,21 @@ def _check_attribute(node: ast.Attribute, imports: dict, local: set, module_name
                   f"{', '.join('.' + a for a in ARRAY_ATTRIBUTES)} (and the cuda API, math functions)")
 
 
-def _check_body(fn: ast.FunctionDef, imports: dict, module_names: set) -> None:
+def _check_function_use(node: ast.Name, called: set, kernels: frozenset, devices: frozenset, local: set) -> None:
+    """A kernel is never named in a body (that would be a launch); a device function only as the callee of a call."""
+    if node.id in local:
+        return
+    if node.id in kernels:
+        raise Refusal("kernel-launch", node.lineno, f"{node.id} is a kernel: a kernel cannot launch a kernel (Numba's "
+                      "CUDA compiler refuses it); launch kernels from the host, or make it @cuda.jit(device=True) "
+                      "and call it")
+    if node.id in devices and id(node) not in called:
+        raise Refusal("device-call", node.lineno, f"the device function {node.id} may only be called here "
+                      f"(write {node.id}(...)), not stored in a name or passed along")
+
+
+def _check_body(fn: ast.FunctionDef, imports: dict, module_names: set, kernels: frozenset = frozenset(),
+                devices: frozenset = frozenset()) -> None:
     local = {a.arg for a in fn.args.args}
     for node in ast.walk(fn):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
@@ -501,6 +527,7 @@ def _check_body(fn: ast.FunctionDef, imports: dict, module_names: set) -> None:
                 )
             if isinstance(node, ast.Name):
                 _check_name_use(node, imports, module_names, local)
+                _check_function_use(node, called, kernels, devices, local)
             elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store):
                 root = node.value
                 while isinstance(root, ast.Subscript):

@@ -16,6 +16,7 @@ import sys
 
 from gpu.core.jsonout import print_json
 from gpu.core.limits import InputError
+from gpu.core.safe_text import shown
 
 MAX_FILE_BYTES = 1 << 20
 
@@ -147,6 +148,7 @@ def format_verdict(verdict, saved_id: str | None = None, save_problem: str | Non
         lines.append(f"  compiler: {verdict.compile_facts_note}")
     if verdict.status in ("passed", "wrong"):
         lines += trace_lines(trace)
+    lines += [f"  note: {note}" for note in getattr(verdict, "notes", None) or ()]
     if verdict.mismatch:
         m = verdict.mismatch
         lines.append(f"first mismatch: test {m['test']!r}: {mismatch_text(m)}")
@@ -172,7 +174,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
         raise
     except Exception as exc:  # the contract: one line, never a harness traceback
         text = " ".join(str(exc).split())[:300]
-        print(f"error: the lab itself failed before a verdict (not your code): {type(exc).__name__}: {text}",
+        print(shown(f"error: the lab itself failed before a verdict (not your code): {type(exc).__name__}: {text}"),
               file=sys.stderr)
         return EXIT_LAB_FAILED
     verdict = result.verdict
@@ -184,7 +186,9 @@ def cmd_solve(args: argparse.Namespace) -> int:
             from gpu.core.provenance import SIMULATOR_WARNING as SIMULATOR_LINE
 
             print(SIMULATOR_LINE)
-        print("\n".join(format_verdict(verdict, result.saved_id, result.save_problem, result.trace)))
+        # The one output gate: a learner's text (a quoted line, a name, a message) reaches the terminal escaped.
+        print(shown("\n".join(format_verdict(verdict, result.saved_id, result.save_problem, result.trace)),
+                    newlines=True))
     return verdict.exit_code
 
 
@@ -213,10 +217,10 @@ def cmd_submissions(args: argparse.Namespace) -> int:
     print(f"{len(entries)} submission{'s' if len(entries) != 1 else ''} in {store.path}")
     for e in entries:
         time = f"{e.median_s * 1e6:,.1f} µs" if e.median_s else "not timed"
-        print(
+        print(shown(
             f"{e.id[:8]}  {e.created_at}  {e.problem:<12} {e.device:<28} {e.name:<20} "
             f"{time}{'' if e.ranked else '  (not ranked)'}"
-        )
+        ))
     return 0
 
 

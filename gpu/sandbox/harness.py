@@ -11,6 +11,7 @@ The learner's source is only exec'd after the checker passed, in a restricted na
 from __future__ import annotations
 
 import traceback
+import warnings
 from typing import Any
 
 import numpy as np
@@ -25,13 +26,31 @@ ROOF_MARGIN = 1.05  # a kernel measured over 105 % of the memory roof moved less
 SOURCE_NAME = "submission.py"
 
 
+# A quiet NaN with a payload of its own, per float width: never the simulator's poison (the canonical NaN a
+# shared or local array starts as, which a kernel reading unwritten memory writes on), so the verdict can tell
+# "never written" (these exact bits) from "wrote NaN". A copy keeps the bits; arithmetic on the canonical NaN
+# never makes them.
+_FLOAT_SENTINEL_BITS = {2: (np.uint16, 0x7E5E), 4: (np.uint32, 0x7FC5E47E), 8: (np.uint64, 0x7FF85E47E5E47E5E)}
+
+
 def sentinel(dtype) -> Any:
-    """The value an output holds before the kernel runs: NaN for floats, an unlikely extreme for integers."""
+    """The value an output holds before the kernel runs: a NaN with its own payload for floats (see above), an
+    unlikely extreme for integers. A scalar of ``dtype``."""
     dtype = np.dtype(dtype)
     if dtype.kind == "f":
-        return np.nan
+        bits_type, bits = _FLOAT_SENTINEL_BITS[dtype.itemsize]
+        return np.array([bits], bits_type).view(dtype)[0]
     info = np.iinfo(dtype)
-    return info.max if dtype.kind == "u" else info.min
+    return dtype.type(info.max if dtype.kind == "u" else info.min)
+
+
+def is_sentinel(values: np.ndarray) -> np.ndarray:
+    """True where ``values`` still hold the sentinel, bit for bit (for floats: not any NaN, this one)."""
+    values = np.asarray(values)
+    if values.dtype.kind == "f":
+        bits_type, bits = _FLOAT_SENTINEL_BITS[values.dtype.itemsize]
+        return values.view(bits_type) == bits
+    return values == sentinel(values.dtype)
 
 
 def fresh_outputs(problem: Problem, sizes) -> dict[str, np.ndarray]:
@@ -114,9 +133,8 @@ def first_mismatch(
     flat = int(np.flatnonzero(~ok.reshape(-1))[0])
     index = tuple(int(i) for i in np.unravel_index(flat, got.shape))
     value = got[index]
-    never = name not in problem.accumulate and (
-        np.isnan(value) if got.dtype.kind == "f" else value == sentinel(got.dtype)
-    )
+    never = name not in problem.accumulate and bool(is_sentinel(got[index]))
+    wrote_nan = not never and got.dtype.kind == "f" and bool(np.isnan(value))
     return {
         "test": case.name,
         "output": name,
@@ -124,6 +142,7 @@ def first_mismatch(
         "expected": plain(expected[index]),
         "got": plain(value),
         "never_written": bool(never),
+        "wrote_nan": wrote_nan,
         "wrong_count": int((~ok).sum()),
         "thread": writer_of(problem, index, block),
         "inputs": inputs_at(inputs, index, got.shape),
@@ -156,14 +175,17 @@ def run_case(problem: Problem, kernel, case: Case, index: int, seed: int, launch
     grid, block = launch(sizes)
     d_args = device_args(problem, inputs, outputs)
     try:
-        kernel[grid, block](*d_args)
-        cuda.synchronize()
+        with warnings.catch_warnings(record=True) as caught:  # the simulator's notes (a negative index wrapped)
+            warnings.simplefilter("always")
+            kernel[grid, block](*d_args)
+            cuda.synchronize()
     except Exception as exc:  # a kernel that raises (simulator: out of bounds) fails this test, never the harness
         message = kernel_error(exc)
         return {"name": case.name, "sizes": dict(sizes), "passed": False, "message": message}, {
             "test": case.name,
             "error": message,
         }
+    notes = [str(w.message) for w in caught if type(w.message).__name__ == "NegativeIndexWrapped"]
     for p, d in zip(problem.params, d_args):
         if is_array(originals.get(p, outputs.get(p))):
             (inputs if p in inputs else outputs)[p] = d.copy_to_host()
@@ -181,8 +203,9 @@ def run_case(problem: Problem, kernel, case: Case, index: int, seed: int, launch
             problem, case, name, outputs[name], problem.tolerance.expected(want, outputs[name].dtype), block, originals
         )
         if miss:
-            return {"name": case.name, "sizes": dict(sizes), "passed": False, "message": mismatch_text(miss)}, miss
-    return {"name": case.name, "sizes": dict(sizes), "passed": True, "message": "passed"}, None
+            return {"name": case.name, "sizes": dict(sizes), "passed": False, "message": mismatch_text(miss),
+                    "notes": notes}, miss
+    return {"name": case.name, "sizes": dict(sizes), "passed": True, "message": "passed", "notes": notes}, None
 
 
 _TIMING_OPS = None  # the device seam of time_on_device (None: the real one; tests put a fake hold here)
@@ -268,6 +291,9 @@ def judge(problem: Problem, source: str, seed: int) -> Verdict:
         cases = list(problem.tests) + [problem.perf["simulator" if BACKEND.simulated else "gpu"]]
         for index, case in enumerate(cases):
             line, miss = run_case(problem, kernel, case, index, seed, launch)
+            for note in line.pop("notes", ()):
+                if note not in verdict.notes:
+                    verdict.notes.append(note)
             verdict.tests.append(line)
             if miss and verdict.mismatch is None:
                 verdict.mismatch = miss
@@ -301,4 +327,6 @@ def judge(problem: Problem, source: str, seed: int) -> Verdict:
         return verdict.failed(f"the harness could not finish: {type(exc).__name__}: {str(exc).strip()[:300]}")
 
 
-__all__ = ["GPU_SAMPLES", "ROOF_MARGIN", "device_args", "first_mismatch", "judge", "run_case", "sentinel"]
+__all__ = [
+    "GPU_SAMPLES", "ROOF_MARGIN", "device_args", "first_mismatch", "is_sentinel", "judge", "run_case", "sentinel",
+]

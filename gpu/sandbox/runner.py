@@ -579,8 +579,9 @@ def analyse_in_child(
 ) -> dict:
     """The compiler's facts and the memory trace of a checked source, in one sandboxed child (the simulator).
 
-    ``trace_test`` names the problem's functional test to trace (default: the largest that launches at most
-    8 blocks); the caller checks it names one (``gpu.sandbox.trace_child.test_case``).
+    ``trace_test`` names the problem's functional test to trace (default: the smallest where every loop
+    runs twice and full and partial blocks appear, ``trace_child.default_case``); the caller checks it names
+    one (``gpu.sandbox.trace_child.test_case``).
 
     Returns {"compile_facts": dict | None, "note": str, "trace": dict | str | None}: ``trace`` is the
     TraceReport's dict, or one line saying why there is none. Call only for a source the checker

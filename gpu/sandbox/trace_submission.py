@@ -33,8 +33,9 @@ def trace_submission(problem: str, source: str, *, limits=None, sandbox=None, te
                      ) -> TraceReport | str:
     """The trace of ``source`` solving ``problem``, or one line saying why there is none (refused, killed, crashed).
 
-    ``test`` names the problem's functional test to trace (the learner's choice of size; default: the largest that
-    launches at most 8 blocks); a name the problem lacks is an InputError listing its tests.
+    ``test`` names the problem's functional test to trace (the learner's choice of size; default: the smallest where
+    every loop runs twice and full and partial blocks appear); a name the problem lacks is an InputError listing its
+    tests.
     """
     from gpu.problems import get
     from gpu.sandbox import runner

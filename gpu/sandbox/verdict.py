@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 
+from gpu.core.safe_text import shown
+
 EXIT_CODES = {"passed": 0, "wrong": 1, "refused": 2, "error": 3}
 EXIT_LAB_FAILED = 3  # the harness or the CLI itself failed: never the learner's code
 
@@ -34,6 +36,10 @@ def mismatch_text(miss: dict) -> str:
         return (f"{miss['output']}[{index}]: expected {miss['expected']!r}, but it was never written (still the "
                 f"sentinel){thread}{more}")
     thread = f" (written by {miss['thread']})" if miss.get("thread") else ""
+    if miss.get("wrote_nan"):  # not the sentinel: the kernel stored a NaN, most often computed from unwritten memory
+        return (f"{miss['output']}[{index}]: expected {miss['expected']!r}, but the kernel wrote NaN{thread} (read "
+                "memory no thread had written? In the simulator shared and local arrays start as NaN, so a read "
+                f"before its write or a missing cuda.syncthreads() shows this way){more}")
     return f"{miss['output']}[{index}]: expected {miss['expected']!r}, got {miss['got']!r}{thread}{more}"
 
 
@@ -54,6 +60,7 @@ class Verdict:
     device: str | None = None
     sandbox: str = ""
     wall_s: float | None = None
+    notes: list = field(default_factory=list)  # what the simulator noted on a run that did not fail (a wrapped index)
 
     @classmethod
     def start(cls, problem: str, backend: str) -> Verdict:
@@ -71,11 +78,11 @@ class Verdict:
     def refused(self, refusal) -> Verdict:
         self.refusal = refusal.to_dict()
         self.status = "refused"
-        self.message = str(refusal)
+        self.message = shown(str(refusal))
         return self
 
     def failed(self, message: str) -> Verdict:
-        self.status, self.message = "error", message
+        self.status, self.message = "error", shown(message)
         return self
 
     def finish(self, status: str) -> Verdict:
@@ -85,7 +92,7 @@ class Verdict:
             self.message = f"all {len(self.tests)} tests passed"
         else:
             first = next((t for t in self.tests if not t["passed"]), None)
-            self.message = (
+            self.message = shown(
                 f"{passed} of {len(self.tests)} tests passed; first failure, {first['name']}: {first['message']}"
                 if first
                 else (mismatch_text(self.mismatch) if self.mismatch else status)

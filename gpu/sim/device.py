@@ -8,10 +8,16 @@ return the old value and are atomic because one thread runs at a time.
 
 from __future__ import annotations
 
+import sys
+import types
+import warnings
+from typing import NoReturn
+
 import numpy as np
 
-from gpu.sim.errors import KernelFault, _OutOfBounds
-from gpu.sim.rewrite import BLOCK_SYNC
+from gpu.sim.errors import KernelFault, NegativeIndexWrapped, _OutOfBounds
+from gpu.sim.fp16 import FP16, Fp16
+from gpu.sim.rewrite import BLOCK_SYNC, SYNC_NAMES
 
 WARP = 32
 SHARED_BYTES_PER_BLOCK = 48 * 1024  # static shared memory a block may declare (sm_70 and newer)
@@ -81,14 +87,19 @@ class _Atomics:
             self._state.fault(
                 "out of bounds", f"cuda.atomic.{name} indexes a {array.ndim}-D array with {len(idx)} indices"
             )
+        fixed = []
         for axis, (i, n) in enumerate(zip(idx, array.shape)):
+            if -n <= i < 0:  # Numba's atomics index with wraparound, as plain indexing does
+                wrapped(_caller_line(), int(i), axis, n)
+                i = i + n
             if not 0 <= i < n:
                 self._state.fault(
                     "out of bounds",
                     f"cuda.atomic.{name} at index {i} of axis {axis}, whose valid indices are "
-                    f"0 to {n - 1}; a GPU would update memory outside the array",
+                    f"{-n} to {n - 1} (a negative one wraps once); a GPU would update memory outside the array",
                 )
-        return idx
+            fixed.append(i)
+        return tuple(fixed)
 
     def _update(self, name, array, index, value, op):
         idx = self._index(array, index, name)
@@ -148,12 +159,28 @@ class _WatchedAtomics(_Atomics):
     NumPy array (out of bounds: reported and dropped, returning 0). A plain launch never pays for this check."""
 
     def _update(self, name, array, index, value, op):
-        target = _watched(array, index, name)
+        target = _watched(array, _wrap_only(array, index), name)
         return _dropped(array) if target is None else super()._update(name, target[0], target[1], value, op)
 
     def cas(self, array, index, old, value):
-        target = _watched(array, index, "cas")
+        target = _watched(array, _wrap_only(array, index), "cas")
         return _dropped(array) if target is None else super().cas(target[0], target[1], old, value)
+
+
+def _wrap_only(array, index):
+    """A recorded atomic's index with each axis in [-size, 0) wrapped (and warned); the rest is the recorder's."""
+    idx = index if isinstance(index, tuple) else (index,)
+    shape = getattr(array, "shape", ())
+    if not any(isinstance(i, (int, np.integer)) and i < 0 for i in idx):
+        return index
+    out = []
+    for axis, (i, n) in enumerate(zip(idx, shape)):
+        if isinstance(i, (int, np.integer)) and -n <= i < 0:
+            wrapped(_caller_line(), int(i), axis, n)
+            i = i + n
+        out.append(i)
+    out.extend(idx[len(out):])
+    return tuple(out) if isinstance(index, tuple) else out[0]
 
 
 def _watched(array, index, name: str):
@@ -197,6 +224,24 @@ class _SharedAccess:
         )
 
 
+class _GridGroup:
+    """``cuda.cg.this_grid()``: its ``sync()`` is a point every thread of the grid meets (the rewrite makes it one)."""
+
+    def sync(self):
+        raise KernelFault("unsupported", "call sync() on a name assigned cuda.cg.this_grid() (g = cuda.cg.this_grid(); "
+                          "g.sync()) or as cuda.cg.this_grid().sync(): the simulator switches threads there")
+
+
+class _CooperativeGroups:
+    """``cuda.cg``: the grid group only (what numba-cuda offers)."""
+
+    def this_grid(self) -> _GridGroup:
+        return _GRID
+
+
+_GRID = _GridGroup()
+
+
 class State:
     """What a running thread sees: the device API in a kernel's globals is this object."""
 
@@ -210,7 +255,11 @@ class State:
         self.local = _Local(self)
         self.const = _Const()
         self.shared = _SharedAccess(self)
+        self.fp16 = FP16
+        self.cg = _CooperativeGroups()
         self.block_shared: dict[int, np.ndarray] = {}
+        self.wrapped_lines: set[int] = set()  # lines where a negative index wrapped in this launch (warned once)
+        self.dynamic_shared_bytes = 0  # the launch's dynamic shared memory: cuda.shared.array(0, dtype)
         self.line = 0
         self.exited: set[int] = set()  # linear ids of threads of this block that returned
 
@@ -244,7 +293,7 @@ class State:
             return (g.x * d.x, g.y * d.y, g.z * d.z)
         self.fault("unsupported", f"cuda.gridsize takes 1, 2 or 3, not {ndim!r}")
 
-    def fault(self, kind: str, sentence: str, line: int | None = None):
+    def fault(self, kind: str, sentence: str, line: int | None = None) -> NoReturn:
         raise KernelFault(kind, sentence, block=self.blockIdx.tuple(), thread=self.threadIdx.tuple(), line=line)
 
     # --- no-ops on a machine where one thread runs at a time
@@ -277,15 +326,20 @@ class State:
 
     @staticmethod
     def brev(x):
-        return int(f"{int(x) & 0xFFFFFFFF:032b}"[::-1], 2)
+        """The bits reversed over the value's width: 32 for a 32-bit (or narrower) value, 64 for a 64-bit one and for
+        a plain Python int (Numba types an integer as int64), as Numba's ``brev`` picks ``__brev`` or ``__brevll``."""
+        bits = _bits(x)
+        value = int(f"{int(x) & ((1 << bits) - 1):0{bits}b}"[::-1], 2)
+        return _same_type(x, value)
 
     @staticmethod
     def clz(x):
-        return 32 - (int(x) & 0xFFFFFFFF).bit_length()
+        bits = _bits(x)
+        return bits - (int(x) & ((1 << bits) - 1)).bit_length()
 
     @staticmethod
     def ffs(x):
-        x = int(x) & 0xFFFFFFFF
+        x = int(x) & ((1 << _bits(x)) - 1)
         return (x & -x).bit_length()
 
     @staticmethod
@@ -310,23 +364,120 @@ class State:
         raise AttributeError(f"the simulator has no cuda.{name}")
 
 
+def _bits(x) -> int:
+    """The width an integer intrinsic works on: the NumPy type's (at least 32), 64 for a Python int (Numba's int64)."""
+    itemsize = getattr(getattr(x, "dtype", None), "itemsize", 8)
+    return 64 if itemsize > 4 else 32
+
+
+def _same_type(x, value: int):
+    dtype = getattr(x, "dtype", None)
+    if dtype is None or dtype.kind not in "iu":
+        return value
+    return np.array(value, dtype=np.uint64 if dtype.itemsize > 4 else np.uint32).astype(dtype)[()]
+
+
 STATE = State()
+
+# Paths under ``cuda`` that the rewrite turns into something else (sync points, per-site shared arrays).
+_REWRITTEN = frozenset({*SYNC_NAMES, "shared.array"})
+
+
+def unmodelled(path: list[str]) -> str | None:
+    """``cuda.<path>`` as far as the simulator cannot follow it (``"cuda.cg"``), or None when it models all of it."""
+    if ".".join(path[:2]) in _REWRITTEN or path[0] in _REWRITTEN:
+        return None
+    obj: object = STATE
+    for depth, part in enumerate(path):
+        if part.startswith("_") or not hasattr(obj, part):
+            return "cuda." + ".".join(path[: depth + 1])
+        obj = getattr(obj, part)
+        if not isinstance(obj, (State, _Atomics, _Local, _Const, _SharedAccess, Fp16, _CooperativeGroups)):
+            return None  # a value or a function: what follows is an attribute of it, not of the API
+    return None
 
 
 # --- the helpers the rewritten source calls
 
 
+def _caller_line() -> int:
+    """The line of the kernel code that called into this module (an atomic's caller)."""
+    frame: types.FrameType | None = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename == __file__:
+        frame = frame.f_back
+    return frame.f_lineno if frame is not None else 0
+
+
+def wrapped(line: int, index: int, axis: int, size: int) -> None:
+    """Warn, once per line per launch, that a negative index wrapped."""
+    if line not in STATE.wrapped_lines:
+        STATE.wrapped_lines.add(line)
+        warnings.warn(NegativeIndexWrapped(line, index, axis, size), stacklevel=2)
+
+
 def negative_index(array, index, axis: int, line: int):
+    """A negative ``index`` on ``axis``: wrapped once, as Numba does (``fix_index``), or out of bounds below -size."""
+    shape = getattr(array, "shape", None)
+    if shape is None:  # a tuple (``a.shape[-1]``) or another sequence
+        shape = (len(array),) if axis == 0 and hasattr(array, "__len__") else np.shape(array)
+    if axis >= len(shape):
+        return index  # more indices than axes: NumPy raises, and the engine reports it
+    size = int(shape[axis])
+    if index >= -size:
+        wrapped(line, int(index), axis, size)
+        return index + size
     if WATCHING[0] is not None and isinstance(array, WATCHING[0].watched):
         return index  # a recorded launch: the watched array records it as out of bounds and goes on
     raise _OutOfBounds(
-        f"index {index} on axis {axis} is negative; a GPU does not wrap it to the end as NumPy would, "
-        f"it reads or writes memory before the array (shape {tuple(np.shape(array))})",
+        f"index {index} on axis {axis} is below -{size}: Numba wraps a negative index once (to index + {size}), "
+        f"and this one still lies before the array (shape {tuple(shape)}), so a GPU would read or write memory "
+        "outside it",
         line,
     )
 
 
+def whole_index(array, index, line: int):
+    """An index held in a variable, which may be a tuple (``gid = cuda.grid(2); a[gid]``): each axis wrapped once."""
+    if isinstance(index, tuple):
+        return tuple(negative_index(array, i, axis, line) if _is_negative(i) else i for axis, i in enumerate(index))
+    return negative_index(array, index, 0, line) if _is_negative(index) else index
+
+
+def _is_negative(i) -> bool:
+    return isinstance(i, (int, np.integer)) and bool(i < 0)
+
+
+def check_dynamic_shared(nbytes: int) -> int:
+    if nbytes > SHARED_BYTES_PER_BLOCK:
+        raise KernelFault("launch", f"the launch asks for {nbytes:,} bytes of dynamic shared memory, more than the "
+                          f"{SHARED_BYTES_PER_BLOCK // 1024} KiB a block has without opting in")
+    return nbytes
+
+
+_DYNAMIC = -1  # the key of a block's dynamic shared memory among its shared arrays
+
+
+def _dynamic_shared(dtype) -> np.ndarray:
+    """``cuda.shared.array(0, dtype)``: the launch's dynamic shared memory seen as ``dtype``; every such array of a
+    block starts at the same byte, as in CUDA (and in Numba, where each is a view of the one extern array)."""
+    raw = STATE.block_shared.get(_DYNAMIC)
+    if raw is None:
+        raw = poisoned(STATE.dynamic_shared_bytes, np.uint8)
+        itemsize = as_dtype(dtype).itemsize
+        raw[: len(raw) - len(raw) % itemsize].view(as_dtype(dtype))[:] = poisoned(1, dtype)[0]
+        static = sum(a.nbytes for k, a in STATE.block_shared.items() if k != _DYNAMIC)
+        if static + raw.nbytes > SHARED_BYTES_PER_BLOCK:
+            STATE.fault("shared memory", f"the block's static shared arrays ({static:,} bytes) and the launch's "
+                        f"dynamic shared memory ({raw.nbytes:,} bytes) are more than the "
+                        f"{SHARED_BYTES_PER_BLOCK // 1024} KiB a block has")
+        STATE.block_shared[_DYNAMIC] = raw
+    itemsize = as_dtype(dtype).itemsize
+    return raw[: len(raw) - len(raw) % itemsize].view(as_dtype(dtype))
+
+
 def shared_array(site: int, line: int, shape, dtype):
+    if _shape(shape) == (0,):
+        return _dynamic_shared(dtype)
     array = STATE.block_shared.get(site)
     if array is None:
         array = poisoned(_shape(shape), dtype)
@@ -339,11 +490,11 @@ def shared_array(site: int, line: int, shape, dtype):
                 line,
             )
         if WATCHING[0] is not None:  # a recorded launch: every access to this array is reported
-            import sys
-
-            array = WATCHING[0].shared(array, line, sys._getframe(1))
+            array = WATCHING[0].shared(array, line, sys._getframe(1), site)
         STATE.block_shared[site] = array
     return array
 
 
-__all__ = ["STATE", "Dim3", "State", "negative_index", "poisoned", "shared_array"]
+__all__ = [
+    "STATE", "Dim3", "State", "negative_index", "poisoned", "shared_array", "unmodelled", "whole_index", "wrapped",
+]

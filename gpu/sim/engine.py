@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -26,14 +27,24 @@ import numpy as np
 from gpu.sim import device
 from gpu.sim.device import STATE, WARP
 from gpu.sim.errors import KernelFault, _OutOfBounds
-from gpu.sim.rewrite import BLOCK_SYNC
+from gpu.sim.rewrite import BLOCK_SYNC, GRID_SYNC
+from gpu.sim.warps import (
+    absent,
+    api_name,
+    collective_result,
+    fault_at,
+    lanes_of,
+    learner_fault,
+    learner_mask,
+    set_thread,
+)
 
-FULL_MASK = 0xFFFFFFFF
 MAX_THREADS_PER_BLOCK = 1024
 MAX_BLOCK = (1024, 1024, 64)
 MAX_GRID = (2**31 - 1, 65535, 65535)
 
 _LAUNCH_LOCK = threading.RLock()  # one launch at a time in a process: the state below is shared
+_RUNNING = threading.local()  # .active: this thread is inside a launch (a launch from a kernel is refused)
 
 
 # --- launch geometry
@@ -116,14 +127,6 @@ def _fault_from(exc: Exception, codes: frozenset) -> KernelFault:
     return fault
 
 
-def _set_thread(linear: int, bx: int, by: int) -> None:
-    t = STATE.threadIdx
-    t.x = linear % bx
-    rest = linear // bx
-    t.y = rest % by
-    t.z = rest // by
-
-
 def launch(
     function,
     is_generator: bool,
@@ -135,6 +138,8 @@ def launch(
     block_function=None,
     hooks=None,
     only: frozenset[int] | None = None,
+    dynamic_shared_bytes: int = 0,
+    cooperative: bool = False,
 ) -> None:
     """Run ``function`` (the rewritten kernel) over the grid; raise KernelFault on a GPU-defined error.
 
@@ -142,12 +147,21 @@ def launch(
     1-D block in one call (same semantics, thread 0 first): used unless the order is shuffled.
     ``hooks`` (gpu/sim/recording.py: a recorded launch; ``args`` already watched) are told of
     every barrier and collective and installed for shared arrays and atomics; ``only`` runs just
-    the blocks with these linear ids (x fastest), the others not at all.
+    the blocks with these linear ids (x fastest), the others not at all. ``dynamic_shared_bytes`` is the
+    launch's dynamic shared memory (``kernel[grid, block, stream, bytes]``), what ``cuda.shared.array(0, dtype)``
+    returns in every block. ``cooperative`` (a kernel that calls a grid group's ``sync()``): every block runs
+    as a coroutine up to each grid sync, all of them before any goes on.
     """
+    if getattr(_RUNNING, "active", False):
+        raise KernelFault("unsupported", "a kernel launched a kernel; a launch inside a kernel is refused, as Numba's "
+                          "CUDA compiler refuses it (launch kernels from the host)")
     gx, gy, gz = dims(grid, "grid")
     bx, by, bz = dims(block, "block")
     rng = np.random.default_rng(seed) if seed is not None else None
     with _LAUNCH_LOCK, np.errstate(all="ignore"):
+        _RUNNING.active = True
+        STATE.wrapped_lines = set()
+        STATE.dynamic_shared_bytes = device.check_dynamic_shared(dynamic_shared_bytes)
         STATE.gridDim.x, STATE.gridDim.y, STATE.gridDim.z = gx, gy, gz
         STATE.blockDim.x, STATE.blockDim.y, STATE.blockDim.z = bx, by, bz
         blocks = [(x, y, z) for z in range(gz) for y in range(gy) for x in range(gx)]
@@ -159,15 +173,21 @@ def launch(
         if hooks is not None:
             device.watch(hooks)
         try:
+            if cooperative:
+                _run_grid_cooperative(function, codes, args, blocks, nthreads, bx, by, rng, hooks)
+                return
             for b in blocks:
                 STATE.blockIdx.x, STATE.blockIdx.y, STATE.blockIdx.z = b
                 STATE.block_shared = {}
                 STATE.exited = set()
                 if is_generator:
-                    _run_block_sync(function, codes, args, nthreads, bx, by, rng, hooks)
+                    for _ in _run_block_sync(function, codes, args, nthreads, bx, by, rng, hooks):
+                        raise KernelFault("unsupported", "a grid sync in a launch not run as cooperative; launch the "
+                                          "kernel through its SimKernel, which runs every block up to the sync")
                 else:
                     _run_block_plain(function, codes, args, nthreads, bx, by, bz, rng, block_function)
         finally:
+            _RUNNING.active = False
             if hooks is not None:
                 device.watch(None)
 
@@ -186,18 +206,53 @@ def _run_block_plain(function, codes, args, nthreads, bx, by, bz, rng, block_fun
         else:
             order = range(nthreads) if rng is None else rng.permutation(nthreads)
             for linear in order:
-                _set_thread(int(linear), bx, by)
+                set_thread(int(linear), bx, by)
                 function(*args)
     except Exception as exc:
         raise _fault_from(exc, codes) from None
 
 
-def _run_block_sync(function, codes, args, nthreads, bx, by, rng, hooks=None) -> None:
+COOPERATIVE_MAX_THREADS = 1 << 20  # every thread of a grid that syncs stays alive (a generator) until the last sync
+
+
+def _run_grid_cooperative(function, codes, args, blocks, nthreads, bx, by, rng, hooks) -> None:
+    """Every block as a coroutine (``_run_block_sync``), each run up to the grid sync, then all released together."""
+    if len(blocks) * nthreads > COOPERATIVE_MAX_THREADS:
+        raise KernelFault("launch", f"a grid that syncs with {len(blocks) * nthreads:,} threads; the simulator keeps "
+                          f"every thread alive across cuda.cg.this_grid().sync() and runs at most "
+                          f"{COOPERATIVE_MAX_THREADS:,} (a GPU's limit, max_cooperative_grid_blocks, is lower still)")
+    running: list[tuple] = [(b, {}, set(), None) for b in blocks]  # index, shared arrays, exited threads, coroutine
+    while running:
+        arrived, ended = [], []
+        for b, shared, exited, coroutine in running:
+            STATE.blockIdx.x, STATE.blockIdx.y, STATE.blockIdx.z = b
+            STATE.block_shared, STATE.exited = shared, exited
+            if coroutine is None:
+                coroutine = _run_block_sync(function, codes, args, nthreads, bx, by, rng, hooks)
+            try:
+                line = next(coroutine)  # every live thread of the block now waits at a grid sync
+            except StopIteration:
+                ended.append(b)
+                continue
+            arrived.append((b, shared, exited, coroutine))
+        if arrived and ended:
+            STATE.blockIdx.x, STATE.blockIdx.y, STATE.blockIdx.z = ended[0]
+            fault_at(0, bx, by, "barrier", "this thread's block returned while other blocks wait at "
+                     f"cuda.cg.this_grid().sync() on line {line}; every thread of the grid must reach it", None)
+        running = arrived
+
+
+def _run_block_sync(function, codes, args, nthreads, bx, by, rng, hooks=None) -> Iterator[int]:
+    """Run one block's threads (generators) to their ends, switching at sync points.
+
+    A generator itself: it yields (the line) when every live thread of the block waits at a grid sync, and
+    goes on when resumed (gpu/sim/engine.py: ``_run_grid_cooperative``); a plain launch never sees a yield.
+    """
     t = STATE.threadIdx
     flat = by == 1 and nthreads == bx  # a 1-D block: the linear id is threadIdx.x
     threads = []
     for linear in range(nthreads):
-        _set_thread(linear, bx, by)
+        set_thread(linear, bx, by)
         threads.append(function(*args))
     replies: list[Any] = [None] * nthreads
     waiting: dict[int, tuple] = {}
@@ -218,7 +273,7 @@ def _run_block_sync(function, codes, args, nthreads, bx, by, rng, hooks=None) ->
                         exited.add(linear)
             else:
                 for linear in runnable:
-                    _set_thread(linear, bx, by)
+                    set_thread(linear, bx, by)
                     try:
                         waiting[linear] = threads[linear].send(replies[linear])
                     except StopIteration:
@@ -228,6 +283,17 @@ def _run_block_sync(function, codes, args, nthreads, bx, by, rng, hooks=None) ->
         if not waiting:
             return
         first = waiting[next(iter(waiting))]
+        if any(r[0] == GRID_SYNC for r in waiting.values()):
+            released = _at_grid_sync(waiting, replies, exited, nthreads, bx, by, threads, hooks)
+            if released is not None:
+                runnable = released
+            else:
+                yield next(r[1] for r in waiting.values())  # the block is at the grid sync: the others run up to it
+                for linear in waiting:  # resumed (the block's own state back in STATE): the grid is released
+                    replies[linear] = None
+                runnable = sorted(waiting)
+                waiting.clear()
+            continue
         if first[0] == "bar" and len(waiting) == nthreads and all(r is first for r in waiting.values()):
             # The common case: every thread at the same plain syncthreads (one constant request).
             if hooks is not None:
@@ -243,19 +309,27 @@ def _run_block_sync(function, codes, args, nthreads, bx, by, rng, hooks=None) ->
         runnable = _resolve(waiting, replies, exited, nthreads, bx, by, threads, hooks)
 
 
-def _fault_at(linear: int, bx: int, by: int, kind: str, sentence: str, line: int | None):
-    _set_thread(linear, bx, by)
-    STATE.fault(kind, sentence, line)
-
-
-def _lanes(mask: int) -> list[int]:
-    return [lane for lane in range(WARP) if mask >> lane & 1]
-
-
-def _mask(request) -> int:
-    args, kwargs = request[2], request[3]
-    value = args[0] if args else (kwargs or {}).get("mask", FULL_MASK)
-    return int(value) & FULL_MASK
+def _at_grid_sync(waiting, replies, exited, nthreads, bx, by, threads, hooks) -> list[int] | None:
+    """Some threads wait at a grid sync. None: every live thread of the block does (suspend the block). Otherwise
+    release what the others can (warp collectives), or fault where they cannot (a block barrier they wait at)."""
+    others = {t: r for t, r in waiting.items() if r[0] != GRID_SYNC}
+    if not others:
+        if exited:
+            gone = min(exited)
+            line = next(iter(waiting.values()))[1]
+            fault_at(gone, bx, by, "barrier", "this thread returned while other threads of the grid wait at "
+                     f"cuda.cg.this_grid().sync() on line {line}; every thread of the grid must reach it", None)
+        return None
+    barrier = next((t for t, r in sorted(others.items()) if r[0] in _BARRIERS), None)
+    if barrier is not None:
+        grid_waiter = min(t for t in waiting if t not in others)
+        fault_at(barrier, bx, by, "barrier", f"this thread waits at {api_name(others[barrier][0])} on line "
+                 f"{others[barrier][1]} while thread {grid_waiter} waits at cuda.cg.this_grid().sync() on line "
+                 f"{waiting[grid_waiter][1]}: every thread of a block must reach the same barrier", others[barrier][1])
+    released = _resolve(others, replies, exited, nthreads, bx, by, threads, hooks)
+    for t in released:
+        waiting.pop(t, None)
+    return released
 
 
 def _resolve(
@@ -267,7 +341,19 @@ def _resolve(
     """
     released: list[int] = []
     problem = None
+    active = {t: r for t, r in waiting.items() if r[0] == "activemask"}
+    if active:  # each lane gets the lanes of its warp waiting at the same activemask() call: the branch's lanes
+        converged: dict[tuple, list[int]] = {}
+        for t, r in active.items():
+            converged.setdefault((t // WARP, r[4]), []).append(t)
+        for members in converged.values():
+            bits = np.uint32(sum(1 << (m % WARP) for m in members))
+            for m in members:
+                replies[m] = bits
+                del waiting[m]
+        return sorted(active)
     collective = {t: r for t, r in waiting.items() if r[0] not in _BARRIERS}
+    masks = {t: learner_mask(t, r, bx, by) for t, r in collective.items()}
     by_warp: dict[int, list[int]] = {}
     for linear in sorted(collective):
         by_warp.setdefault(linear // WARP, []).append(linear)
@@ -279,23 +365,29 @@ def _resolve(
             request = collective[linear]
             kind, line = request[0], request[1]
             lane = linear % WARP
-            mask = _mask(request)
+            mask = masks[linear]
             if not mask >> lane & 1:
-                _fault_at(
+                fault_at(
                     linear,
                     bx,
                     by,
                     "warp collective",
-                    f"lane {lane} calls {_name(kind)} with mask {mask:#010x}, "
+                    f"lane {lane} calls {api_name(kind)} with mask {mask:#010x}, "
                     "which leaves out the lane itself; a GPU leaves that undefined",
                     line,
                 )
-            members = [warp * WARP + m for m in _lanes(mask)]
-            why = _absent(members, collective, waiting, exited, nthreads, kind, mask, lane)
+            # Lanes past the end of a partial warp do not exist: they count as exited, as on a GPU
+            members = [warp * WARP + m for m in lanes_of(mask) if warp * WARP + m < nthreads]
+            why = absent(members, collective, masks, waiting, exited, nthreads, kind, mask, lane)
             if why:
                 problem = problem or (linear, why, line, kind)
                 continue
-            results = _collective(kind, [collective[m] for m in members], [m % WARP for m in members], linear, bx, by)
+            try:
+                results = collective_result(kind, [collective[m] for m in members], [m % WARP for m in members], linear,
+                                      bx, by)
+            except Exception as exc:  # a learner's value the collective cannot take (a width of 0, an array...)
+                learner_fault(exc, linear, bx, by, "warp collective", f"{api_name(kind)} cannot use its arguments",
+                              line)
             if hooks is not None:
                 hooks.sync(kind, threads[linear], members, True)
             for m, value in zip(members, results):
@@ -308,49 +400,57 @@ def _resolve(
     barrier = {t: r for t, r in waiting.items() if r[0] in _BARRIERS}
     if problem is not None:
         linear, why, line, kind = problem
-        _fault_at(
+        fault_at(
             linear,
             bx,
             by,
             "warp collective",
-            f"{_name(kind)} cannot complete: {why}; on a GPU the result is undefined or the warp hangs",
+            f"{api_name(kind)} cannot complete: {why}; on a GPU the result is undefined or the warp hangs",
             line,
         )
     first = min(barrier)
-    kind, line = barrier[first][0], barrier[first][1]
-    stuck = bool(exited) or any(r[1] != line or r[0] != kind for r in barrier.values())
+    kind, line, site = barrier[first][0], barrier[first][1], barrier[first][4]
+    stuck = bool(exited) or any(r[4] != site for r in barrier.values())
     if hooks is not None and stuck:  # the trace sees who waited where before the fault stops the launch
         groups: dict[tuple, list[int]] = {}
         for t, r in sorted(barrier.items()):
-            groups.setdefault((r[0], r[1]), []).append(t)
+            groups.setdefault((r[0], r[4]), []).append(t)
         for (group_kind, _), members in groups.items():
             hooks.sync(group_kind, threads[members[0]], members, False)
     if exited:
         gone = min(exited)
-        _fault_at(
+        fault_at(
             gone,
             bx,
             by,
             "barrier",
             f"this thread returned while other threads of its block wait at "
-            f"{_name(kind)} on line {line}; every thread of a block must reach the same "
+            f"{api_name(kind)} on line {line}; every thread of a block must reach the same "
             "barrier (a GPU may hang or give wrong results)",
             None,
         )
-    other = next((t for t, r in sorted(barrier.items()) if r[1] != line or r[0] != kind), None)
+    other = next((t for t, r in sorted(barrier.items()) if r[4] != site), None)
     if other is not None:
-        _fault_at(
+        mine = barrier[other]
+        same_line = mine[1] == line
+        fault_at(
             other,
             bx,
             by,
             "barrier",
-            f"this thread waits at {_name(barrier[other][0])} on line {barrier[other][1]} "
-            f"while thread {first} waits at {_name(kind)} on line {line}: divergent "
+            f"this thread waits at {api_name(mine[0])} on {_place(mine, same_line)} "
+            f"while thread {first} waits at {api_name(kind)} on {_place(barrier[first], same_line)}: divergent "
             "barriers (every thread of a block must reach the same one)",
-            barrier[other][1],
+            mine[1],
         )
     if kind != "bar":
-        predicates = [bool(r[2][0] if r[2] else (r[3] or {}).get("predicate", 0)) for r in barrier.values()]
+        predicates = []
+        for t, r in barrier.items():
+            try:
+                predicates.append(bool(r[2][0] if r[2] else (r[3] or {}).get("predicate", 0)))
+            except Exception as exc:  # an array, or anything else with no single truth value
+                learner_fault(exc, t, bx, by, "barrier", f"the predicate of {api_name(kind)} is not one true/false "
+                               "value", r[1])
         value = {"bar_count": sum(predicates), "bar_and": int(all(predicates)), "bar_or": int(any(predicates))}[kind]
         for t in barrier:
             replies[t] = value
@@ -360,132 +460,12 @@ def _resolve(
     return sorted(barrier)
 
 
+def _place(request, with_column: bool) -> str:
+    """``line 7``, or ``line 7, column 5`` where two barriers share a line."""
+    return f"line {request[1]}, column {request[4][1] + 1}" if with_column else f"line {request[1]}"
+
+
 _BARRIERS = frozenset(BLOCK_SYNC.values())
-
-
-def _absent(members, collective, waiting, exited, nthreads, kind, mask, lane) -> str | None:
-    """Why the lanes a mask names cannot all take part now (None: they can)."""
-    for m in members:
-        if m >= nthreads:
-            return (
-                f"the mask {mask:#010x} names lane {m % WARP}, but the block has {nthreads} threads, so that lane "
-                "does not exist"
-            )
-        if m in exited:
-            return f"the mask {mask:#010x} names lane {m % WARP}, which has already returned"
-        if m not in collective:
-            return (
-                f"the mask {mask:#010x} names lane {m % WARP}, which is waiting at a {_name(waiting[m][0])} "
-                f"(line {waiting[m][1]}) instead"
-            )
-        if collective[m][0] != kind:
-            return (
-                f"the mask {mask:#010x} names lane {m % WARP}, which is at {_name(collective[m][0])} "
-                f"(line {collective[m][1]}) instead"
-            )
-        if _mask(collective[m]) != mask:
-            return f"lanes {lane} and {m % WARP} pass different masks to {_name(kind)}"
-    return None
-
-
-_NAMES = {
-    "bar": "syncthreads",
-    "bar_count": "syncthreads_count",
-    "bar_and": "syncthreads_and",
-    "bar_or": "syncthreads_or",
-    "syncwarp": "syncwarp",
-    "shfl": "shfl_sync",
-    "shfl_up": "shfl_up_sync",
-    "shfl_down": "shfl_down_sync",
-    "shfl_xor": "shfl_xor_sync",
-    "all": "all_sync",
-    "any": "any_sync",
-    "eq": "eq_sync",
-    "ballot": "ballot_sync",
-    "match_any": "match_any_sync",
-}
-
-
-def _name(kind: str) -> str:
-    return f"cuda.{_NAMES.get(kind, kind)}"
-
-
-def _arg(request, position: int, name: str, default=None):
-    args, kwargs = request[2], request[3] or {}
-    if len(args) > position:
-        return args[position]
-    if name in kwargs:
-        return kwargs[name]
-    if default is None:
-        raise KernelFault("warp collective", f"{_name(request[0])} is missing its {name!r} argument", line=request[1])
-    return default
-
-
-def _collective(kind: str, requests: list, lanes: list[int], first: int, bx: int, by: int) -> list:
-    """The value each member lane gets back (members in lane order)."""
-    if kind == "syncwarp":
-        return [None] * len(lanes)
-    if kind in ("all", "any", "eq", "ballot"):
-        predicates = [_arg(r, 1, "predicate") for r in requests]
-        if kind == "ballot":
-            bits = sum(1 << lane for lane, p in zip(lanes, predicates) if p)
-            return [np.uint32(bits)] * len(lanes)
-        if kind == "eq":
-            truth = [bool(p) for p in predicates]
-            value = int(all(truth) or not any(truth))
-        else:
-            value = int(all(predicates)) if kind == "all" else int(any(bool(p) for p in predicates))
-        return [value] * len(lanes)
-    if kind == "match_any":
-        values = [_arg(r, 1, "value") for r in requests]
-        return [np.uint32(sum(1 << lane for lane, v in zip(lanes, values) if v == mine)) for mine in values]
-    if any(r[3] or len(r[2]) < 3 for r in requests):  # keywords or a missing argument: the careful way
-        requests = [
-            (
-                r[0],
-                r[1],
-                (
-                    _arg(r, 0, "mask"),
-                    _arg(r, 1, "value"),
-                    _arg(r, 2, {"shfl": "src_lane", "shfl_xor": "lane_mask"}.get(kind, "delta")),
-                    _arg(r, 3, "width", WARP),
-                ),
-                None,
-            )
-            for r in requests
-        ]
-    shuffled = {lane: r[2][1] for lane, r in zip(lanes, requests)}
-    out = []
-    for lane, r in zip(lanes, requests):
-        args = r[2]
-        operand = int(args[2])
-        width = int(args[3]) if len(args) > 3 else WARP
-        if kind == "shfl_down":
-            source = lane + operand if lane % width + operand < width else lane
-        elif kind == "shfl_up":
-            source = lane - operand if lane % width >= operand else lane
-        elif kind == "shfl":
-            source = lane - lane % width + operand % width
-        else:
-            source = lane ^ operand
-            if source // width != lane // width:
-                source = lane
-        value = shuffled.get(source, _MISSING)
-        if value is _MISSING:
-            warp = first // WARP
-            _fault_at(
-                warp * WARP + lane,
-                bx,
-                by,
-                "warp collective",
-                f"{_name(kind)} reads lane {source}, which is not in the mask (its value is undefined on a GPU)",
-                r[1],
-            )
-        out.append(value)
-    return out
-
-
-_MISSING = object()
 
 
 # An integer seed: run blocks and threads in a seeded random order. Declared in gpu/core/settings.py with every
@@ -520,8 +500,11 @@ def kernel_argument(value):
     """What a kernel sees for one argument: the NumPy array behind a simulated device array."""
     inner = getattr(value, "_ary", None)
     if isinstance(inner, np.ndarray):
-        return inner
-    if isinstance(value, np.ndarray) or np.isscalar(value):
+        value = inner
+    if isinstance(value, np.ndarray):
+        # A record array: Numba reads a field as recs[i].x or recs[i]["x"]; NumPy's record view takes both
+        return value.view(np.recarray) if value.dtype.names and not isinstance(value, np.recarray) else value
+    if np.isscalar(value):
         return value
     if type(value).__name__ == "FakeWithinKernelCUDAArray":
         return value._item._ary  # pragma: no cover

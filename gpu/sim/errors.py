@@ -41,4 +41,19 @@ class _OutOfBounds(Exception):
         super().__init__(sentence)
 
 
-__all__ = ["KernelFault"]
+class NegativeIndexWrapped(UserWarning):
+    """A negative index wrapped to the array's end, as Numba compiles it (once per line per launch).
+
+    Not an error: Numba wraps an index in [-size, 0) as Python does. A warning because the same
+    index in CUDA C addresses memory before the array, and it is rarely what was meant.
+    """
+
+    def __init__(self, line: int, index: int, axis: int, size: int):
+        self.line, self.index, self.axis, self.size = line, index, axis, size
+        super().__init__(
+            f"line {line}: index {index} on axis {axis} wrapped to {index + size} (that axis has {size}); Numba "
+            "wraps a negative index once, as Python does, where CUDA C would address memory before the array"
+        )
+
+
+__all__ = ["KernelFault", "NegativeIndexWrapped"]

@@ -9,6 +9,8 @@ read at that first launch and then fixed, as Numba fixes them at compile time.
 
 from __future__ import annotations
 
+import ast
+import builtins
 import inspect
 import threading
 import types as pytypes
@@ -17,9 +19,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpu.sim import device as device_api
-from gpu.sim import engine
+from gpu.sim import engine, signature
 from gpu.sim.errors import KernelFault
-from gpu.sim.rewrite import function_node, rewrite
+from gpu.sim.rewrite import BLOCK, INDEX, NEG, RANGE, SHARED, RewriteRefused, function_node, grid_syncs, rewrite
 
 JIT_OPTIONS = frozenset(
     {
@@ -45,6 +47,7 @@ class Compiled:
     is_generator: bool
     codes: frozenset  # every code object of this kernel and its device functions (to find the line of an error)
     block: object = None  # the whole-block loop (gpu/sim/rewrite.py: _block_loop), or None
+    cooperative: bool = False  # it (or a device function it calls) syncs the grid: every block runs up to the sync
 
 
 def _is_cuda_module(value) -> bool:
@@ -90,9 +93,13 @@ class SimKernel:
 
     # --- the numba-cuda dispatcher surface the lab uses
     def __getitem__(self, configuration):
-        if not isinstance(configuration, tuple) or len(configuration) < 2:
-            raise KernelFault("launch", "launch a kernel as kernel[blocks, threads_per_block](arguments)")
-        return _Launch(self, configuration[0], configuration[1])
+        if not isinstance(configuration, tuple) or not 2 <= len(configuration) <= 4:
+            raise KernelFault("launch", "launch a kernel as kernel[blocks, threads_per_block](arguments), or "
+                              "kernel[blocks, threads_per_block, stream, dynamic_shared_bytes](arguments)")
+        shared = configuration[3] if len(configuration) == 4 else 0
+        if isinstance(shared, bool) or not isinstance(shared, (int, np.integer)) or shared < 0:
+            raise KernelFault("launch", f"a launch's dynamic shared memory is a whole number of bytes, not {shared!r}")
+        return _Launch(self, configuration[0], configuration[1], int(shared))
 
     def __call__(self, *args):
         if self._device:
@@ -104,7 +111,8 @@ class SimKernel:
 
     @property
     def overloads(self) -> dict:
-        return {}
+        """Numba's compiled overloads by signature; here one for any signature (the simulator types nothing)."""
+        return _Overloads({"simulated": _Overload()})
 
     def specialize(self, *args):
         return self
@@ -143,6 +151,7 @@ class SimKernel:
             block_function=compiled.block,
             hooks=hooks,
             only=None if blocks is None else frozenset(int(b) for b in blocks),
+            cooperative=compiled.cooperative,
         )
 
     # --- compilation: rewrite once
@@ -155,11 +164,29 @@ class SimKernel:
         return self._compiled
 
 
+COOPERATIVE_MAX_THREADS = 1 << 20  # a grid that syncs keeps every thread's generator alive until the last sync
+
+
+class _Overload:
+    """What ``kernel.overloads[signature]`` gives: the launch limits numba-cuda's compiled kernel reports."""
+
+    def max_cooperative_grid_blocks(self, blockdim) -> int:
+        threads = 1
+        for d in blockdim if isinstance(blockdim, (tuple, list)) else (blockdim,):
+            threads *= int(d)
+        return max(1, COOPERATIVE_MAX_THREADS // max(1, threads))
+
+
+class _Overloads(dict):
+    def __missing__(self, key):
+        return self["simulated"]
+
+
 class _Launch:
     """``kernel[grid, block]``: a configured launch (a new object: the kernel is never mutated)."""
 
-    def __init__(self, kernel: SimKernel, grid, block):
-        self.kernel, self.grid, self.block = kernel, grid, block
+    def __init__(self, kernel: SimKernel, grid, block, shared_bytes: int = 0):
+        self.kernel, self.grid, self.block, self.shared_bytes = kernel, grid, block, shared_bytes
 
     def __call__(self, *args):
         kernel = self.kernel
@@ -175,6 +202,8 @@ class _Launch:
             tuple(engine.kernel_argument(a) for a in args),
             seed=engine.launch_seed(),
             block_function=compiled.block,
+            dynamic_shared_bytes=self.shared_bytes,
+            cooperative=compiled.cooperative,
         )
 
 
@@ -190,8 +219,10 @@ def _compile(kernel: SimKernel, active: frozenset) -> Compiled:
         scope.update(zip(code.co_freevars, (cell.cell_contents for cell in fn.__closure__)))
     cuda_names = set()
     sync_devices = set()
+    kernels = set()  # kernels (not device functions) the source names: using one is a launch inside a kernel
+    cooperative = False
     codes: set = set()
-    used = global_names(fn)
+    used = global_names(fn) | set(code.co_freevars)  # a kernel built by a function closes over its names
     for name, value in list(scope.items()):
         if name not in used:
             continue
@@ -201,6 +232,7 @@ def _compile(kernel: SimKernel, active: frozenset) -> Compiled:
         elif isinstance(value, SimKernel) or _is_numba_device(value):
             device = value if isinstance(value, SimKernel) else SimKernel(value.py_func, device=True)
             if not device._device:
+                kernels.add(name)
                 continue
             if id(device) in active:
                 raise KernelFault(
@@ -211,24 +243,66 @@ def _compile(kernel: SimKernel, active: frozenset) -> Compiled:
             compiled = device.compile(active)
             scope[name] = compiled.function
             codes |= compiled.codes
+            cooperative = cooperative or compiled.cooperative
             if compiled.is_generator:
                 sync_devices.add(name)
+        elif type(value).__name__ == "FakeCUDAKernel":
+            kernels.add(name)
+        elif isinstance(value, np.ndarray):
+            # Numba compiles a global array in as a constant: later changes to it are not seen, and it is read-only
+            frozen = value.copy()
+            frozen.setflags(write=False)
+            scope[name] = frozen
         else:
             as_numpy = _numpy_type(value)
             if as_numpy is not None:
                 scope[name] = as_numpy
     node = function_node(source, fn.__name__, code.co_firstlineno)
+    _refuse_unmodelled(kernel, node, frozenset(cuda_names))
     cuda_frozen, sync_frozen = frozenset(cuda_names), frozenset(sync_devices)
-    rewritten = rewrite(node, code.co_filename, cuda_frozen, sync_frozen)
-    scope["_neg"] = device_api.negative_index
-    scope["_shared"] = device_api.shared_array
+    cooperative = cooperative or grid_syncs(node, cuda_frozen)  # before the rewrite replaces the sync calls
+    try:
+        rewritten = rewrite(node, code.co_filename, cuda_frozen, sync_frozen, frozenset(kernels))
+    except RewriteRefused as refused:
+        raise KernelFault("unsupported", f"{kernel.__name__}: {refused.sentence}", line=refused.line) from None
+    # The generated code's names contain "$", which no source can spell, and are bound here, after the
+    # learner's globals: nothing a submission defines can take their place.
+    scope[NEG] = device_api.negative_index
+    scope[INDEX] = device_api.whole_index
+    scope[SHARED] = device_api.shared_array
+    scope[RANGE] = builtins.range
     exec(rewritten.code, scope)
     function = scope[rewritten.name]
     codes |= _all_codes(function.__code__)
-    block = scope.get(rewritten.block_name) if rewritten.block_name and not kernel._device else None
+    block = scope.get(BLOCK) if rewritten.block_name and not kernel._device else None
     if block is not None:
         codes |= _all_codes(block.__code__)
-    return Compiled(function=function, is_generator=rewritten.is_generator, codes=frozenset(codes), block=block)
+    return Compiled(function=function, is_generator=rewritten.is_generator, codes=frozenset(codes), block=block,
+                    cooperative=cooperative)
+
+
+def _refuse_unmodelled(kernel: SimKernel, node: ast.FunctionDef, cuda_names: frozenset) -> None:
+    """Refuse, before anything runs, a ``cuda.*`` API the simulator does not model: one sentence naming it."""
+    nodes = [n for statement in node.body for n in ast.walk(statement)]  # the body: not the @cuda.jit decorator
+    inner = {id(n.value) for n in nodes if isinstance(n, ast.Attribute)}
+    for sub in nodes:
+        if not isinstance(sub, ast.Attribute) or id(sub) in inner:  # the whole path once, from its outermost node
+            continue
+        parts: list[str] = []
+        root: ast.expr = sub
+        while isinstance(root, ast.Attribute):
+            parts.append(root.attr)
+            root = root.value
+        if not (isinstance(root, ast.Name) and root.id in cuda_names):
+            continue
+        missing = device_api.unmodelled(parts[::-1])
+        if missing is not None:
+            raise KernelFault(
+                "unsupported",
+                f"{kernel.__name__} uses {missing}, which the lab's simulator does not model (docs/simulator.md lists "
+                "what it does); run it on a GPU, or under numba-cuda's simulator with KERNEL_LAB_SIMULATOR=numba",
+                line=getattr(sub, "lineno", None),
+            )
 
 
 def global_names(fn) -> set[str]:
@@ -244,18 +318,24 @@ def _all_codes(code) -> set:
     return out
 
 
+def _is_numba_type(value) -> bool:
+    return type(value).__module__.split(".")[0] == "numba"
+
+
 def _is_numba_device(value) -> bool:
     return type(value).__name__ == "FakeCUDAKernel" and getattr(value, "_device", False)
 
 
 def jit(func_or_sig=None, device: bool = False, **options):
-    """``@cuda.jit``, ``@cuda.jit(device=True)``, ``@cuda.jit(cache=...)``: signatures are not taken (see below)."""
-    if callable(func_or_sig) and not isinstance(func_or_sig, (str, list, tuple)):
+    """``@cuda.jit``, ``@cuda.jit(device=True)``, ``@cuda.jit("void(float32[:])")``, ``@cuda.jit(cache=...)``.
+
+    A signature string is Python to numba-cuda (it ``eval()``s it); here it is read by the lab's own
+    grammar (gpu/sim/signature.py), never evaluated, and only checked: the simulator types nothing.
+    """
+    if callable(func_or_sig) and not isinstance(func_or_sig, (str, list, tuple)) and not _is_numba_type(func_or_sig):
         return SimKernel(func_or_sig, device=device, **options)
     if func_or_sig is not None:
-        # A signature string is Python to numba-cuda (it eval()s it); the simulator types
-        # nothing, so it takes none: the compile gate checks the real signatures.
-        raise TypeError("the lab's simulator takes no signature in @cuda.jit; the kernel is typed at launch on a GPU")
+        signature.accept(func_or_sig)
 
     def decorate(fn):
         return SimKernel(fn, device=device, **options)

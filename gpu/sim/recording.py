@@ -46,7 +46,7 @@ import numpy as np
 
 READ, WRITE, ATOMIC = 0, 1, 2
 
-Site = tuple  # (file, function, line, col | None, end_col | None)
+Site = tuple  # (file, function, line, col | None, end_col | None, end_line | None): end_col is a column of end_line
 
 
 class Recorder(Protocol):
@@ -92,7 +92,7 @@ def hooks_for(recorder: Recorder, codes: frozenset, state) -> Hooks:
     """The hooks of one recorded launch of a kernel whose code objects are ``codes``; ``state`` is the device API."""
     positions: dict = {}
     sites: dict = {}
-    shared_ids: dict = {}  # (file, line) of a cuda.shared.array call -> its array id
+    shared_ids: dict = {}  # the rewrite's site id of a cuda.shared.array call -> its array id
 
     def site_of(frame) -> Site:
         """The kernel's source site of the innermost kernel frame at or above ``frame``."""
@@ -109,7 +109,8 @@ def hooks_for(recorder: Recorder, codes: frozenset, state) -> Hooks:
                 listed = positions[code] = list(code.co_positions())
             pos = listed[lasti // 2] if 0 <= lasti // 2 < len(listed) else (frame.f_lineno, None, None, None)
             line = pos[0] if pos[0] is not None else frame.f_lineno
-            found = sites[key] = (code.co_filename, code.co_name, line, pos[2], pos[3] if pos[1] == line else None)
+            # (file, function, line, col, end_col, end_line): end_col is on end_line, which a multi-line access spans to
+            found = sites[key] = (code.co_filename, code.co_name, line, pos[2], pos[3], pos[1] if pos[1] else line)
         return found
 
     def who() -> tuple[int, int]:
@@ -198,12 +199,12 @@ def hooks_for(recorder: Recorder, codes: frozenset, state) -> Hooks:
                 out.append(value)
         return (*out, *args[len(out):])
 
-    def shared(array: np.ndarray, line: int, frame) -> Watched:
+    def shared(array: np.ndarray, line: int, frame, site: int = 0) -> Watched:
         file = frame.f_code.co_filename if frame is not None else "?"
-        array_id = shared_ids.get((file, line))
+        array_id = shared_ids.get(site)
         if array_id is None:
             name = _assigned_name(file, line) or f"shared array of line {line}"
-            array_id = shared_ids[(file, line)] = recorder.array(name, "shared", array)
+            array_id = shared_ids[site] = recorder.array(name, "shared", array)
         return Watched(array, array_id)
 
     def atomic(watched: Watched, index, name: str):

@@ -1,28 +1,56 @@
-"""Turn a kernel's Python source into what the simulator runs: same lines, three rewrites.
+"""Turn a kernel's Python source into what the simulator runs: same lines, four rewrites.
 
-1. **Every subscript is bounds-checked.** NumPy wraps a negative index (``out[-1]`` is the
-   last element); a GPU writes before the array. Each index expression ``e`` becomes
-   ``(_kN if (_kN := e) >= 0 else _neg(array, _kN, position, line))``: one comparison, no
-   call, on the common path. An index past the end already raises in NumPy (IndexError),
-   which the engine turns into the same out-of-bounds error.
+1. **Every subscript is bounds-checked as Numba compiles it.** Numba wraps a negative index
+   once, as Python does (numba-cuda's ``fix_index``): ``out[i - n]`` with 0 <= i < n is
+   ``out[i]``. Each index expression ``e`` becomes
+   ``(k if (k := e) >= 0 else neg(array, k, position, line))``: one comparison, no call, on
+   the common path; ``neg`` wraps an index in [-size, 0) (and warns, naming the line: CUDA C
+   would address memory before the array) and faults below -size. An index past the end
+   already raises in NumPy (IndexError), which the engine turns into the same fault.
 2. **Barriers and warp collectives become ``yield``.** ``cuda.syncthreads()`` becomes
-   ``(yield (_BAR, line, ...))``; a call to a device function that (transitively) contains
-   one becomes ``(yield from f(...))``. The kernel is then a generator: the engine runs each
-   thread up to its next barrier and switches there (generators, not greenlets: see
-   docs/simulator.md for the measurement). A kernel with no barrier stays a plain function.
+   ``(yield (BAR, line, args, kwargs, site))``, where ``site`` is unique to that call node (two
+   barriers on one line are two barriers); a call of a device function that (transitively)
+   contains one becomes ``(yield from f(...))``. Such a function may only be called by its
+   name: any other use of it (an alias, an argument) is refused, since a generator that is
+   never iterated would silently skip its work. The kernel is then a generator: the engine
+   runs each thread up to its next barrier and switches there (see docs/simulator.md).
 3. **Shared arrays are per block, per call site.** ``cuda.shared.array(...)`` becomes
-   ``_shared(site, ...)`` so every thread of a block gets the same array at one site.
+   ``shared(site, line, ...)``, ``site`` unique to that node across every function compiled.
+4. **A launch inside a kernel is refused**, as Numba's CUDA compiler refuses it.
 
-Line numbers are kept (every new node copies its location), so tracebacks and errors name
-the learner's line.
+Every name the generated code binds or calls (the helpers, ``range``, the temporaries, the
+block loop) contains ``$``, which no Python source can spell, and the helpers and builtins are
+bound in the namespace by the simulator itself: no submission can define, shadow or replace
+them. Line numbers are kept (every new node copies its location), so tracebacks and errors
+name the learner's line.
 """
 
 from __future__ import annotations
 
 import ast
+import copy
+import itertools
 import textwrap
 import types
 from dataclasses import dataclass
+
+# The generated code's own names: "$" is outside the identifier space of any source file.
+NEG = "lab$neg"
+INDEX = "lab$index"  # a whole index that may be a tuple held in a variable (``gid = cuda.grid(2); a[gid]``)
+SHARED = "lab$shared"
+RANGE = "lab$range"
+BLOCK = "lab$block"
+_TIDX, _COUNT, _TX = "lab$tidx", "lab$count", "lab$tx"
+_SITES = itertools.count(1)  # one id per barrier, collective and shared-array call node, across every compile
+
+
+class RewriteRefused(Exception):
+    """A form the simulator cannot run faithfully: one sentence, and the line."""
+
+    def __init__(self, sentence: str, line: int | None):
+        self.sentence, self.line = sentence, line
+        super().__init__(sentence)
+
 
 # cuda.* calls at which a thread waits for others: (block barriers, warp collectives).
 BLOCK_SYNC = {
@@ -42,6 +70,8 @@ WARP_SYNC = {
     "eq_sync": "eq",
     "ballot_sync": "ballot",
     "match_any_sync": "match_any",
+    "match_all_sync": "match_all",
+    "activemask": "activemask",  # the lanes converged here: a point where the warp's lanes meet
 }
 SYNC_NAMES = {**BLOCK_SYNC, **WARP_SYNC}
 
@@ -67,27 +97,59 @@ def _cuda_attr(node: ast.AST, cuda_names: frozenset[str]) -> str | None:
     return None
 
 
-def _calls_sync(func: ast.FunctionDef, cuda_names: frozenset[str], sync_devices: frozenset[str]) -> bool:
+GRID_SYNC = "grid_sync"  # the request of ``cuda.cg.this_grid().sync()``: every thread of the grid meets there
+
+
+def _grid_names(func: ast.AST, cuda_names: frozenset[str]) -> frozenset[str]:
+    """Names assigned ``cuda.cg.this_grid()`` (``g = cuda.cg.this_grid()``)."""
+    return frozenset(
+        t.id for n in ast.walk(func) if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call)
+        and _cuda_attr(n.value.func, cuda_names) == "cg.this_grid" for t in n.targets if isinstance(t, ast.Name)
+    )
+
+
+def is_grid_sync(node: ast.Call, cuda_names: frozenset[str], grid_names: frozenset[str]) -> bool:
+    """``g.sync()`` for a name assigned ``cuda.cg.this_grid()``, or ``cuda.cg.this_grid().sync()``."""
+    f = node.func
+    if not (isinstance(f, ast.Attribute) and f.attr == "sync" and not node.args and not node.keywords):
+        return False
+    if isinstance(f.value, ast.Name):
+        return f.value.id in grid_names
+    return isinstance(f.value, ast.Call) and _cuda_attr(f.value.func, cuda_names) == "cg.this_grid"
+
+
+def _calls_sync(func: ast.AST, cuda_names: frozenset[str], sync_devices: frozenset[str]) -> bool:
+    grids = _grid_names(func, cuda_names)
     for node in ast.walk(func):
         if isinstance(node, ast.Call):
             name = _cuda_attr(node.func, cuda_names)
-            if name in SYNC_NAMES:
+            if name in SYNC_NAMES or is_grid_sync(node, cuda_names, grids):
                 return True
             if isinstance(node.func, ast.Name) and node.func.id in sync_devices:
                 return True
     return False
 
 
+def grid_syncs(func: ast.AST, cuda_names: frozenset[str]) -> bool:
+    """Whether ``func`` itself calls a grid group's ``sync()`` (its device functions are asked separately)."""
+    grids = _grid_names(func, cuda_names)
+    return any(isinstance(n, ast.Call) and is_grid_sync(n, cuda_names, grids) for n in ast.walk(func))
+
+
 class _Rewriter(ast.NodeTransformer):
-    def __init__(self, cuda_names: frozenset[str], sync_devices: frozenset[str]):
+    def __init__(self, cuda_names: frozenset[str], sync_devices: frozenset[str], kernels: frozenset[str]):
         self.cuda_names = cuda_names
         self.sync_devices = sync_devices
+        self.kernels = kernels
         self.counter = 0
-        self.sites = 0
+        self.callees: set[int] = set()  # id() of every Name that is the function of a call
+        self.top: ast.AST | None = None
+        self.tuples: frozenset[str] = frozenset()  # local names that may hold a tuple (an index in a variable)
+        self.grids: frozenset[str] = frozenset()  # local names assigned cuda.cg.this_grid()
 
     def _fresh(self) -> str:
         self.counter += 1
-        return f"_k{self.counter}"
+        return f"lab$k{self.counter}"
 
     def _checked(self, index: ast.expr, array: ast.expr, position: int, line: int) -> ast.expr:
         name = self._fresh()
@@ -96,19 +158,25 @@ class _Rewriter(ast.NodeTransformer):
             ops=[ast.GtE()],
             comparators=[ast.Constant(0)],
         )
-        fail = ast.Call(
-            func=ast.Name("_neg", ast.Load()),
+        wrap = ast.Call(
+            func=ast.Name(NEG, ast.Load()),
             args=[array, ast.Name(name, ast.Load()), ast.Constant(position), ast.Constant(line)],
             keywords=[],
         )
-        return ast.IfExp(test=test, body=ast.Name(name, ast.Load()), orelse=fail)
+        return ast.IfExp(test=test, body=ast.Name(name, ast.Load()), orelse=wrap)
 
     def visit_Subscript(self, node: ast.Subscript) -> ast.AST:
         self.generic_visit(node)
         line = getattr(node, "lineno", 0)
-        # The array expression is evaluated twice only on the failing path (to name it).
+        # The array expression is evaluated twice only on the negative path (to wrap it or name it).
         index = node.slice
         if isinstance(index, ast.Slice):
+            return node  # NumPy slices as Python does, and so does Numba (fix_slice)
+        if isinstance(index, ast.Constant) and isinstance(index.value, str):
+            return node  # a record's field by name: ``recs[i]["x"]``
+        if isinstance(index, ast.Name) and index.id in self.tuples:
+            node.slice = ast.Call(func=ast.Name(INDEX, ast.Load()), args=[node.value, index, ast.Constant(line)],
+                                  keywords=[])
             return node
         if isinstance(index, ast.Tuple):
             if any(isinstance(e, (ast.Slice, ast.Starred)) for e in index.elts):
@@ -119,16 +187,39 @@ class _Rewriter(ast.NodeTransformer):
             node.slice = self._checked(index, node.value, 0, line)
         return node
 
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        line = getattr(node, "lineno", None)
+        if node.id in self.kernels and isinstance(node.ctx, ast.Load):
+            raise RewriteRefused(
+                f"this kernel launches the kernel {node.id}; a launch inside a kernel is refused, as Numba's CUDA "
+                "compiler refuses it (launch kernels from the host)",
+                line,
+            )
+        if node.id in self.sync_devices and isinstance(node.ctx, ast.Load) and id(node) not in self.callees:
+            raise RewriteRefused(
+                f"{node.id} synchronises threads, so it may only be called by its name ({node.id}(...)); "
+                "an alias or a function passed along would hide its barriers from the simulator",
+                line,
+            )
+        return node
+
     def visit_Call(self, node: ast.Call) -> ast.AST:
+        if isinstance(node.func, ast.Name):
+            self.callees.add(id(node.func))
         self.generic_visit(node)
         line = getattr(node, "lineno", 0)
+        if is_grid_sync(node, self.cuda_names, self.grids):
+            grid_request: object = (GRID_SYNC, line, (), None, (next(_SITES), getattr(node, "col_offset", 0)))
+            return ast.Yield(value=ast.Constant(grid_request))  # type: ignore[arg-type]
         name = _cuda_attr(node.func, self.cuda_names)
         if name in SYNC_NAMES:
-            # The request a thread yields: (kind, line, args, kwargs). Without arguments it
-            # is one constant tuple, so the engine sees "every thread at this barrier" by identity.
+            # The request a thread yields: (kind, line, args, kwargs, site). ``site`` is this node's own, so two
+            # barriers on one line differ; without arguments the request is one constant tuple, so the engine sees
+            # "every thread at this barrier" by identity.
             kind = SYNC_NAMES[name]
+            site = (next(_SITES), getattr(node, "col_offset", 0))
             if not node.args and not node.keywords:
-                request: object = (kind, line, (), None)  # a constant tuple: compile() accepts it, typeshed does not
+                request: object = (kind, line, (), None, site)  # a constant tuple: compile() accepts it, typeshed not
                 return ast.Yield(value=ast.Constant(request))  # type: ignore[arg-type]
             kwargs = (
                 ast.Dict(keys=[ast.Constant(k.arg) for k in node.keywords], values=[k.value for k in node.keywords])
@@ -136,23 +227,37 @@ class _Rewriter(ast.NodeTransformer):
                 else ast.Constant(None)
             )
             request = ast.Tuple(
-                elts=[ast.Constant(kind), ast.Constant(line), ast.Tuple(elts=list(node.args), ctx=ast.Load()), kwargs],
+                elts=[ast.Constant(kind), ast.Constant(line), ast.Tuple(elts=list(node.args), ctx=ast.Load()), kwargs,
+                      ast.Constant(site)],  # type: ignore[arg-type]
                 ctx=ast.Load(),
             )
             return ast.Yield(value=request)
         if name == "shared.array":
-            self.sites += 1
             return ast.Call(
-                func=ast.Name("_shared", ast.Load()),
-                args=[ast.Constant(self.sites), ast.Constant(line), *node.args],
+                func=ast.Name(SHARED, ast.Load()),
+                args=[ast.Constant(next(_SITES)), ast.Constant(line), *node.args],
                 keywords=node.keywords,
             )
         if isinstance(node.func, ast.Name) and node.func.id in self.sync_devices:
             return ast.YieldFrom(value=node)
         return node
 
+    def _nested(self, node: ast.AST) -> None:
+        if node is not self.top and _calls_sync(node, self.cuda_names, self.sync_devices):
+            raise RewriteRefused(
+                "a function defined inside a kernel synchronises threads; the simulator runs barriers only in "
+                "the kernel and in @cuda.jit(device=True) functions",
+                getattr(node, "lineno", None),
+            )
+
     def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
+        self._nested(node)
         node.decorator_list = []
+        self.generic_visit(node)
+        return node
+
+    def visit_Lambda(self, node: ast.Lambda) -> ast.AST:
+        self._nested(node)
         self.generic_visit(node)
         return node
 
@@ -180,11 +285,22 @@ def needs_sync(func: ast.FunctionDef, cuda_names: frozenset[str], sync_devices: 
 
 
 def rewrite(
-    func: ast.FunctionDef, filename: str, cuda_names: frozenset[str], sync_devices: frozenset[str]
+    func: ast.FunctionDef,
+    filename: str,
+    cuda_names: frozenset[str],
+    sync_devices: frozenset[str],
+    kernels: frozenset[str] = frozenset(),
 ) -> Rewritten:
-    """Compile ``func`` rewritten for the simulator; the code defines ``func.name`` when exec'd."""
+    """Compile ``func`` rewritten for the simulator; the code defines ``func.name`` when exec'd.
+
+    ``kernels`` are the names of (non-device) kernels in its scope: using one is a launch inside a
+    kernel. Raises RewriteRefused for a form the simulator cannot run faithfully.
+    """
     generator = _calls_sync(func, cuda_names, sync_devices)
-    rewriter = _Rewriter(cuda_names, sync_devices)
+    rewriter = _Rewriter(cuda_names, sync_devices, kernels)
+    rewriter.top = func
+    rewriter.tuples = _tuple_names(func, cuda_names)
+    rewriter.grids = _grid_names(func, cuda_names)
     new = rewriter.visit(func)
     body = [new]
     block = None if generator else _block_loop(new)
@@ -192,8 +308,40 @@ def rewrite(
         body.append(block)
     module = ast.Module(body=body, type_ignores=[])
     ast.fix_missing_locations(module)
-    return Rewritten(code=compile(module, filename, "exec"), name=func.name, is_generator=generator,
-                     block_name=block.name if block is not None else None)
+    try:
+        code = compile(module, filename, "exec")
+    except SyntaxError as exc:  # e.g. a synchronising call inside a comprehension: yield cannot go there
+        raise RewriteRefused(f"the simulator cannot run this form ({exc.msg})", exc.lineno) from None
+    return Rewritten(code=code, name=func.name, is_generator=generator,
+                     block_name=BLOCK if block is not None else None)
+
+
+def _tuple_names(func: ast.FunctionDef, cuda_names: frozenset[str]) -> frozenset[str]:
+    """Names assigned something that may be a tuple: ``cuda.grid(2)``, ``gridsize(3)``, ``(i, j)``, ``a.shape``, or
+    another such name (parameters are not followed: a tuple passed to a device function is indexed element-wise)."""
+    def tuple_valued(value: ast.AST, known: set[str]) -> bool:
+        if isinstance(value, ast.Tuple):
+            return True
+        if isinstance(value, ast.Attribute) and value.attr == "shape":
+            return True
+        if isinstance(value, ast.Name):
+            return value.id in known
+        if isinstance(value, ast.Call) and _cuda_attr(value.func, cuda_names) in ("grid", "gridsize"):
+            arg = value.args[0] if value.args else None
+            return not (isinstance(arg, ast.Constant) and arg.value == 1)
+        return False
+
+    known: set[str] = set()
+    assigns = [n for n in ast.walk(func) if isinstance(n, ast.Assign)]
+    changed = True
+    while changed:
+        changed = False
+        for a in assigns:
+            for target in a.targets:
+                if isinstance(target, ast.Name) and target.id not in known and tuple_valued(a.value, known):
+                    known.add(target.id)
+                    changed = True
+    return frozenset(known)
 
 
 class _ReturnToContinue(ast.NodeTransformer):
@@ -202,7 +350,7 @@ class _ReturnToContinue(ast.NodeTransformer):
 
 
 def _block_loop(func: ast.FunctionDef) -> ast.FunctionDef | None:
-    """``def NAME__block(_tidx, _count, *args)``: the kernel's body in a loop over threadIdx.x of a 1-D block.
+    """``def lab$block(tidx, count, *args)``: the kernel's body in a loop over threadIdx.x of a 1-D block.
 
     One Python call per block instead of one per thread (the plain-loop path's largest cost).
     A ``return`` becomes ``continue`` (the next thread), so only a body whose returns are not
@@ -217,21 +365,23 @@ def _block_loop(func: ast.FunctionDef) -> ast.FunctionDef | None:
             return None
         if isinstance(node, (ast.Yield, ast.YieldFrom, ast.Global, ast.Nonlocal)):
             return None
-    import copy
-
     body = [_ReturnToContinue().visit(stmt) for stmt in copy.deepcopy(func.body)]
-    set_x = ast.Assign(targets=[ast.Attribute(ast.Name("_tidx", ast.Load()), "x", ast.Store())],
-                       value=ast.Name("_tx", ast.Load()))
-    loop = ast.For(target=ast.Name("_tx", ast.Store()),
-                   iter=ast.Call(ast.Name("range", ast.Load()), [ast.Name("_count", ast.Load())], []),
+    set_x = ast.Assign(targets=[ast.Attribute(ast.Name(_TIDX, ast.Load()), "x", ast.Store())],
+                       value=ast.Name(_TX, ast.Load()))
+    loop = ast.For(target=ast.Name(_TX, ast.Store()),
+                   iter=ast.Call(ast.Name(RANGE, ast.Load()), [ast.Name(_COUNT, ast.Load())], []),
                    body=[set_x, *body], orelse=[])
     args = copy.deepcopy(func.args)
-    args.args = [ast.arg("_tidx"), ast.arg("_count"), *args.args]
-    block = ast.FunctionDef(name=f"{func.name}__block", args=args, body=[loop], decorator_list=[], returns=None)
+    args.args = [ast.arg(_TIDX), ast.arg(_COUNT), *args.args]
+    block = ast.FunctionDef(name=BLOCK, args=args, body=[loop], decorator_list=[], returns=None)
     ast.copy_location(block, func)
     ast.copy_location(loop, func.body[0])
     ast.copy_location(set_x, func.body[0])
     return block
 
 
-__all__ = ["BLOCK_SYNC", "SYNC_NAMES", "WARP_SYNC", "Rewritten", "function_node", "needs_sync", "rewrite"]
+__all__ = [
+    "BLOCK", "BLOCK_SYNC", "GRID_SYNC", "INDEX", "NEG", "RANGE", "SHARED", "SYNC_NAMES", "WARP_SYNC", "Rewritten",
+    "RewriteRefused",
+    "function_node", "grid_syncs", "is_grid_sync", "needs_sync", "rewrite",
+]

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from gpu.core.jsonout import print_json
 from gpu.core.limits import InputError
+from gpu.core.safe_text import shown
 from gpu.trace import MAX_TRACE_WORK
 
 
@@ -46,7 +47,8 @@ def add_trace_command(sub, trace_file: Callable[[str, str, bool, str | None], in
         "--test",
         default=None,
         help="with --problem: the name of the problem's functional test to trace, which sets the size "
-        "(default: the largest that launches at most 8 blocks; python -m gpu problems shows the tests)",
+        "(default: the smallest where every loop runs twice and full and partial blocks appear; python -m gpu "
+        "problems shows the tests)",
     )
     p.add_argument(
         "--n",
@@ -107,5 +109,5 @@ def emit(report, as_json: bool) -> int:
     if as_json:
         print_json(report.to_dict())
     else:
-        print(report)
+        print(shown(str(report), newlines=True))  # the one output gate: quoted source lines and names escaped
     return 1 if report.problems else 0

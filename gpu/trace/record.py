@@ -38,7 +38,9 @@ the order was.
 
 from __future__ import annotations
 
+import ast
 import linecache
+import warnings
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -47,6 +49,7 @@ from typing import Any
 import numpy as np
 
 from gpu.core.backend import BACKEND
+from gpu.core.safe_text import shown
 from gpu.sim.recording import ATOMIC as ATOMIC  # the record kinds are the simulator's (re-exported: analysis uses them)
 from gpu.sim.recording import READ as READ
 from gpu.sim.recording import WRITE as WRITE
@@ -89,21 +92,39 @@ class ArrayInfo:
 
 @dataclass(frozen=True)
 class Site:
-    """A place in the kernel's source: file, function, line and the column span of the access."""
+    """A place in the kernel's source: file, function, line and the span of the access (``end_col`` on ``end_line``)."""
 
     file: str
     function: str
     line: int
     col: int | None
     end_col: int | None
+    end_line: int | None = None
 
     @property
     def text(self) -> str:
-        """The expression at this site (``out[col, row]``), or the whole line when columns are unknown."""
+        """The expression at this site (``out[col, row]``) from its own span, on one line and through the output gate.
+
+        A multi-line expression is quoted as Python reads it (``ast.unparse``: no comments, no line breaks); the whole
+        line only when columns are unknown.
+        """
+        return shown(self._raw_text())
+
+    def _raw_text(self) -> str:
         src = linecache.getline(self.file, self.line)
-        if self.col is not None and self.end_col is not None and src:
+        if self.col is None or self.end_col is None or not src:
+            return src.strip()
+        last = self.end_line or self.line
+        if last == self.line:
             return src.encode()[self.col:self.end_col].decode(errors="replace").strip()
-        return src.strip()
+        lines = [linecache.getline(self.file, n).encode() for n in range(self.line, last + 1)]
+        lines[-1] = lines[-1][:self.end_col]
+        lines[0] = lines[0][self.col:]
+        span = b"".join(lines).decode(errors="replace")
+        try:
+            return ast.unparse(ast.parse(span.strip(), mode="eval"))
+        except (SyntaxError, ValueError, RecursionError):
+            return " ".join(span.split())
 
     def to_dict(self) -> dict:
         return {"file": self.file, "function": self.function, "line": self.line, "text": self.text}
@@ -159,6 +180,7 @@ class RawTrace:
     source_file: str = ""  # the kernel function's file: where the sites' line numbers count
     warp_syncs: dict[tuple[int, int], tuple[int, ...]] = field(default_factory=dict)
     collectives: dict[str, int] = field(default_factory=dict)
+    wrapped: tuple[str, ...] = ()  # a sentence per line where a negative index wrapped once (as Numba does)
 
     @property
     def blocks_total(self) -> int:
@@ -297,10 +319,13 @@ def trace_launch(kernel, grid, block, args: Sequence[Any], names: Sequence[str] 
     blocks = sample_blocks(grid3, max_blocks)
     tracer = _Tracer(grid3, block3, max_accesses)
     error = None
-    try:
-        sim.record(grid, block, tuple(args), tracer, names=list(names), blocks=blocks)
-    except Exception as exc:  # the learner's kernel may raise anything; the trace says what and where
-        error = f"{type(exc).__name__}: {exc}"
+    with warnings.catch_warnings(record=True) as caught:  # a negative index that wrapped: the report notes it
+        warnings.simplefilter("always")
+        try:
+            sim.record(grid, block, tuple(args), tracer, names=list(names), blocks=blocks)
+        except Exception as exc:  # the learner's kernel may raise anything; the trace says what and where
+            error = f"{type(exc).__name__}: {exc}"
+    wrapped = tuple(dict.fromkeys(str(w.message) for w in caught if type(w.message).__name__ == "NegativeIndexWrapped"))
     return RawTrace(
         kernel=getattr(fn, "__name__", str(kernel)),
         grid=grid3,
@@ -317,6 +342,7 @@ def trace_launch(kernel, grid, block, args: Sequence[Any], names: Sequence[str] 
         source_file=_project_relative(fn.__code__.co_filename),
         warp_syncs={k: tuple(st.warp_syncs) for k, st in tracer.states.items() if st.warp_syncs},
         collectives=dict(tracer.collectives),
+        wrapped=wrapped,
     )
 
 

@@ -142,7 +142,7 @@ def _oob(d: dict) -> an.OutOfBoundsAccess:
 
 def analyse(raw: RawTrace, label: str | None = None, notes: tuple[str, ...] = ()) -> TraceReport:
     """Every finding of one raw trace, with notes on what it left out."""
-    said = list(notes)
+    said = list(notes) + list(raw.wrapped)
     if len(raw.blocks_traced) < raw.blocks_total:
         said.append(f"{len(raw.blocks_traced):,} of {raw.blocks_total:,} blocks traced (the first, the last and evenly "
                     "spaced ones); races between blocks and errors in the others are not seen.")

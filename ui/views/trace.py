@@ -13,6 +13,7 @@ import pandas as pd
 import streamlit as st
 
 from gpu.core.limits import InputError
+from gpu.core.safe_text import shown
 from gpu.trace import MAX_TRACE_WORK
 from gpu.trace.analysis import CANNOT_SEE, WARP
 from gpu.trace.child import TraceFailed, run_in_child
@@ -132,9 +133,9 @@ def show_findings(report: TraceReport) -> None:
     if report.problems:
         st.error(report.headline(), icon=":material/error:")
         for item in (*report.races, *report.out_of_bounds, *report.divergence):
-            st.markdown(f"- {item}")
+            st.markdown(f"- {shown(item)}")
         if report.error:
-            st.markdown(f"- the kernel stopped: {report.error}")
+            st.markdown(f"- the kernel stopped: {shown(report.error)}")
     else:
         st.success(report.headline(), icon=":material/check_circle:")
 
@@ -280,8 +281,8 @@ def submission_test_ui(problem) -> str | None:
     return st.selectbox(
         "Trace at the size of test",
         [None, *sizes],
-        format_func=lambda name: "automatic: the largest test of at most 8 blocks" if name is None
-        else f"{name} ({sizes[name]})",
+        format_func=lambda name: f"{name} ({sizes[name]})" if name is not None
+        else "automatic: the smallest test where every loop runs twice and every block shape appears",
         key=f"{SUBMISSION_KEY}.test.{problem.key}",
         help="After the verdict, one test is run again in the simulator with every memory access recorded. "
         "Choose which one: a small test is easy to read in the picture, a larger one shows more blocks.",

@@ -15,6 +15,7 @@ import pandas as pd
 import streamlit as st
 
 import gpu
+from gpu.core.safe_text import shown
 from gpu.core.timing import format_seconds
 from gpu.problems import problems
 from gpu.problems.base import Problem
@@ -219,7 +220,7 @@ def show_verdict(verdict: Verdict, analysis: bool = True) -> None:
         r = verdict.refusal or {}
         where = f", line {r['line']}" if r.get("line") else ""
         st.error(
-            f"**Refused** ({r.get('rule', 'sandbox')} rule{where}): {r.get('message', verdict.message)}",
+            f"**Refused** ({r.get('rule', 'sandbox')} rule{where}): {shown(r.get('message', verdict.message))}",
             icon=":material/block:",
         )
         st.caption("Nothing ran and nothing was saved. `python -m gpu solve` prints the same line.")
@@ -240,14 +241,16 @@ def show_verdict(verdict: Verdict, analysis: bool = True) -> None:
                 "Test": t["name"],
                 "Size": ", ".join(f"{k} = {v:,}" for k, v in t["sizes"].items()),
                 "Result": "pass" if t["passed"] else "FAIL",
-                "Details": "" if t["passed"] else t["message"],
+                "Details": "" if t["passed"] else shown(t["message"]),
             }
             for t in verdict.tests
         ]
         st.table(pd.DataFrame(rows), hide_index=True)  # a few rows of text: a plain table reads (and searches) best
     if verdict.mismatch and "index" in verdict.mismatch:
         m = verdict.mismatch
-        st.markdown(f"**First mismatch** in *{m['test']}*: {mismatch_text(m)}.")
+        st.markdown(f"**First mismatch** in *{m['test']}*: {shown(mismatch_text(m))}.")
+    for note in verdict.notes:  # e.g. a negative index that wrapped: right in Numba, a bug in CUDA C
+        st.info(shown(note), icon=":material/info:")
     if verdict.timing:
         show_timing(verdict.timing)
     elif verdict.backend == "simulator" and verdict.status == "passed":
@@ -357,14 +360,14 @@ def show_leaderboard(problem: Problem, device: str) -> None:
         return
     if gpu.BACKEND.simulated:  # no timing to show: rank, name and when (the caption says why)
         rows = [
-            {"Rank": i + 1, "Name": e.name, "Passed at (UTC)": e.created_at.replace("T", " ")[:16]}
+            {"Rank": i + 1, "Name": shown(e.name), "Passed at (UTC)": e.created_at.replace("T", " ")[:16]}
             for i, e in enumerate(entries)
         ]
     else:
         rows = [
             {
                 "Rank": i + 1,
-                "Name": e.name,
+                "Name": shown(e.name),
                 "Kernel time": format_seconds(e.median_s) if e.median_s else "not timed",
                 "GB/s": f"{e.gbps:,.1f}" if e.gbps else "—",
                 "Share of peak": f"{e.percent_of_peak:.0f} %" if e.percent_of_peak else "—",

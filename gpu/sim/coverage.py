@@ -1,0 +1,104 @@
+"""What one launch exercised: how often each loop of the kernel ran in one thread, and which block shapes ran.
+
+A trace finds a missing barrier between two iterations only where a loop runs at least
+twice, and a missing guard only where a block is partial; ``coverage`` measures both for a
+launch, so the trace can choose the smallest test that shows them
+(gpu/sandbox/trace_child.py: ``default_case``). It runs the launch under ``sys.settrace``,
+counting line events of the kernel's own code objects (device functions included) per
+thread, so it costs several times a plain launch: meant for a problem's small tests.
+
+- **loops**: for every ``for``/``while`` of the kernel and its device functions, the most
+  times one thread ran the first line of its body (0: never reached);
+- **shapes**: "full" for a block where every line any of its threads ran, all of its threads
+  ran; "partial" for one where some threads skipped a line others ran (a guard at an edge).
+"""
+
+from __future__ import annotations
+
+import ast
+import linecache
+import sys
+from dataclasses import dataclass
+
+from gpu.sim.device import STATE
+from gpu.sim.errors import KernelFault
+
+
+@dataclass(frozen=True)
+class Coverage:
+    loops: dict  # (file, line of the loop) -> the most iterations one thread ran (0: never reached)
+    shapes: frozenset  # {"full", "partial"}
+    faulted: bool = False
+
+    @property
+    def loops_twice(self) -> int:
+        """How many loops ran at least twice in some thread."""
+        return sum(1 for trips in self.loops.values() if trips >= 2)
+
+
+def _loops(codes) -> dict:
+    """(file, loop line) -> the line of the loop body's first statement, for every loop in these functions."""
+    out: dict = {}
+    names_by_file: dict[str, set[str]] = {}
+    for code in codes:
+        names_by_file.setdefault(code.co_filename, set()).add(code.co_name)
+    for file, names in names_by_file.items():
+        text = "".join(linecache.getlines(file))
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError):
+            continue
+        for fn in ast.walk(tree):
+            if isinstance(fn, ast.FunctionDef) and fn.name in names:
+                for node in ast.walk(fn):
+                    if isinstance(node, (ast.For, ast.While)) and node.body:
+                        out[(file, node.lineno)] = node.body[0].lineno
+    return out
+
+
+def coverage(kernel, grid, block, args) -> Coverage:
+    """Launch ``kernel[grid, block](*args)`` (a ``SimKernel``) and report what it exercised; a fault ends it early."""
+    compiled = kernel.compile()
+    codes = compiled.codes
+    loops = _loops(codes)
+    body_lines = {(file, line) for (file, _), line in loops.items()}
+    per_thread: dict = {}  # (frame, block, thread) -> {body line: hits}
+    per_block: dict = {}  # block -> {(file, line): set of threads}
+    t, b, g, d = STATE.threadIdx, STATE.blockIdx, STATE.gridDim, STATE.blockDim
+
+    def local(frame, event, arg):
+        if event == "line":
+            file, line = frame.f_code.co_filename, frame.f_lineno
+            thread = t.x + d.x * (t.y + d.y * t.z)
+            blk = b.x + g.x * (b.y + g.y * b.z)
+            per_block.setdefault(blk, {}).setdefault((file, line), set()).add(thread)
+            if (file, line) in body_lines:
+                hits = per_thread.setdefault((id(frame), blk, thread), {})
+                hits[(file, line)] = hits.get((file, line), 0) + 1
+        return local
+
+    def start(frame, event, arg):
+        return local if frame.f_code in codes else None
+
+    faulted = False
+    previous = sys.gettrace()
+    sys.settrace(start)
+    try:
+        kernel[grid, block](*args)
+    except KernelFault:
+        faulted = True
+    finally:
+        sys.settrace(previous)
+    size = d.x * d.y * d.z
+    trips = {key: 0 for key in loops}
+    for hits in per_thread.values():
+        for key, body in loops.items():
+            trips[key] = max(trips[key], hits.get((key[0], body), 0))
+    shapes = frozenset(
+        "full" if all(len(threads) == size for threads in lines.values()) else "partial"
+        for lines in per_block.values()
+    )
+    return Coverage(loops=trips, shapes=shapes, faulted=faulted)
+
+
+__all__ = ["Coverage", "coverage"]
