@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpu.sim import device as device_api
-from gpu.sim import engine
+from gpu.sim import engine, vector
 from gpu.sim.errors import KernelFault
 from gpu.sim.rewrite import function_node, rewrite
 
@@ -166,6 +166,8 @@ class _Launch:
         if kernel._device:
             raise KernelFault("launch", f"{kernel.__name__} is a device function: call it from a kernel")
         compiled = kernel.compile()
+        if vector.try_launch(kernel, self.grid, self.block, args):  # the vectorised tier, where it proves the kernel
+            return
         engine.launch(
             compiled.function,
             compiled.is_generator,

@@ -1,0 +1,751 @@
+"""The vectorised tier's interpreter: a kernel's statements run once for every lane of a chunk.
+
+See gpu/sim/vector.py for the model and why its answers are the per-thread tier's. Here:
+``Chunk`` (the lanes and their indices), the array references (global, shared, local), the
+access log that finds two lanes touching one element, and ``Interpreter``, which walks the
+kernel's syntax tree with a mask of active lanes (``None``: every lane).
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import math
+
+import numpy as np
+
+from gpu.sim import device as device_api
+from gpu.sim import vector_ops as ops
+from gpu.sim.vector_ops import Bail, Weak
+
+WARP = device_api.WARP
+
+
+class Chunk:
+    """Blocks ``first`` to ``last - 1`` (linear ids, x fastest) of a launch: one lane per thread, block-major."""
+
+    def __init__(self, grid, block, first: int, last: int):
+        self.grid, self.block = grid, block
+        self.threads = block[0] * block[1] * block[2]
+        self.blocks = last - first
+        self.lanes = self.blocks * self.threads
+        lane = np.arange(self.lanes, dtype=np.int64)
+        self.lane = lane
+        self.block_row, t = np.divmod(lane, self.threads)
+        linear_block = self.block_row + first
+        bx, rest = np.divmod(linear_block, grid[0])
+        self.blockIdx = (Weak(rest), Weak(bx % grid[1]), Weak(bx // grid[1]))
+        tx, rest_t = t % block[0], t // block[0]
+        self.threadIdx = (Weak(tx), Weak(rest_t % block[1]), Weak(rest_t // block[1]))
+        self.linear_thread = Weak(t)
+
+
+class GlobalRef:
+    """A kernel's array argument (or a global array it reads)."""
+
+    __slots__ = ("array",)
+
+    def __init__(self, array: np.ndarray):
+        self.array = array
+
+
+class SharedRef:
+    """One ``cuda.shared.array`` call site: a row per block of the chunk."""
+
+    __slots__ = ("storage", "shape")
+
+    def __init__(self, storage: np.ndarray):
+        self.storage, self.shape = storage, storage.shape[1:]
+
+
+class LocalRef:
+    """One execution of ``cuda.local.array``: a row per lane."""
+
+    __slots__ = ("storage", "shape")
+
+    def __init__(self, storage: np.ndarray):
+        self.storage, self.shape = storage, storage.shape[1:]
+
+
+class _Dims:
+    __slots__ = ("values",)
+
+    def __init__(self, values):
+        self.values = values
+
+
+class _Namespace:
+    __slots__ = ("name",)
+
+    def __init__(self, name: str):
+        self.name = name
+
+
+class _AllReturned(Exception):
+    pass
+
+
+class Frame:
+    """A running kernel or device function: its variables, its live lanes and (device) return value."""
+
+    def __init__(self, env: dict, alive):
+        self.env = env
+        self.partial: dict[str, np.ndarray] = {}  # variables defined in some lanes only: where they are
+        self.alive = alive  # None: every lane the frame started with
+        self.result = None
+        self.result_lanes = None
+
+
+_BUILTINS = {builtins.min: "min", builtins.max: "max", builtins.abs: "abs"}
+_MATH = {"sqrt": np.sqrt, "fabs": np.fabs}
+_ATOMIC_INT = {"add": np.add, "sub": np.subtract, "and_": np.bitwise_and, "or_": np.bitwise_or,
+               "xor": np.bitwise_xor, "max": np.maximum, "min": np.minimum}
+_ATOMIC_FAMILY = {"add": "add", "sub": "add"}
+
+
+class _Log:
+    """Every element each lane read, wrote or updated atomically, per array, until the next check."""
+
+    def __init__(self):
+        self.reads: dict[int, list] = {}
+        self.writes: dict[int, list] = {}
+        self.atomics: dict[int, list] = {}
+        self.arrays: dict[int, np.ndarray] = {}
+
+    def add(self, table: dict, key: int, array: np.ndarray, flat, lanes):
+        self.arrays[key] = array
+        table.setdefault(key, []).append((flat, lanes))
+
+
+class Interpreter:
+    def __init__(self, chunk: Chunk, saved: dict, owners: dict):
+        self.chunk = chunk
+        self.saved = saved  # id -> (array, copy before the launch wrote it)
+        self.owners = owners  # id -> scratch "which lane wrote this element" array, -1 where none
+        self.global_log = _Log()
+        self.shared_log = _Log()
+        self.shared_sites: dict[int, SharedRef] = {}
+        self.shared_bytes = 0
+
+    # --- the whole chunk
+    def run(self, plan, values: tuple) -> None:
+        node = plan.node
+        names = [a.arg for a in node.args.args]
+        if len(names) != len(values) or node.args.vararg or node.args.kwonlyargs:
+            raise Bail("the arguments do not match the kernel's parameters")
+        env = {n: (GlobalRef(v) if isinstance(v, np.ndarray) else v) for n, v in zip(names, values)}
+        self.scope = plan.scope
+        frame = self.kernel_frame = Frame(env, None)
+        try:
+            self.block(node.body, None, frame)
+        except _AllReturned:
+            pass
+        self.check(self.shared_log)
+        self.check(self.global_log)
+
+    # --- statements
+    def block(self, body, mask, frame: Frame) -> None:
+        for stmt in body:
+            if mask is not None and not mask.any():
+                return
+            self.stmt(stmt, mask, frame)
+            if frame.alive is not None:
+                mask = frame.alive if mask is None else mask & frame.alive
+
+    def stmt(self, node, mask, frame: Frame) -> None:
+        kind = type(node)
+        if kind is ast.Assign:
+            value = self.ev(node.value, mask, frame)
+            self.assign(node.targets[0], value, mask, frame)
+        elif kind is ast.AugAssign:
+            self.augassign(node, mask, frame)
+        elif kind is ast.If:
+            test = ops.truth(self.ev(node.test, mask, frame))
+            if not isinstance(test, np.ndarray):
+                self.block(node.body if test else node.orelse, mask, frame)
+                return
+            yes = test if mask is None else mask & test
+            no = ~test if mask is None else mask & ~test
+            if yes.any():
+                self.block(node.body, yes, frame)
+            if node.orelse and no.any():
+                self.block(node.orelse, self.live(no, frame), frame)
+        elif kind is ast.For:
+            self.for_range(node, mask, frame)
+        elif kind is ast.While:
+            self.while_loop(node, mask, frame)
+        elif kind is ast.Expr:
+            if isinstance(node.value, ast.Constant):
+                return
+            if not isinstance(node.value, ast.Call):
+                raise Bail(f"an expression statement (line {node.lineno})")
+            self.call(node.value, mask, frame, statement=True)
+        elif kind is ast.Return:
+            self.ret(node, mask, frame)
+        elif kind is ast.Pass:
+            return
+        else:
+            raise Bail(f"{kind.__name__} (line {node.lineno})")
+
+    def live(self, mask, frame: Frame):
+        if frame.alive is None:
+            return mask
+        return frame.alive.copy() if mask is None else mask & frame.alive
+
+    def ret(self, node: ast.Return, mask, frame: Frame) -> None:
+        if node.value is not None:
+            value = self.ev(node.value, mask, frame)
+            if frame.result_lanes is None and frame.result is None:
+                frame.result = value
+                frame.result_lanes = mask
+            else:
+                old_lanes = frame.result_lanes
+                frame.result = ops.merge(self.full(mask), value, frame.result, self.chunk.lanes)
+                frame.result_lanes = None if old_lanes is None or mask is None else old_lanes | mask
+        if mask is None:
+            frame.alive = np.zeros(self.chunk.lanes, bool)
+            raise _AllReturned
+        frame.alive = ~mask if frame.alive is None else frame.alive & ~mask
+
+    def full(self, mask):
+        return np.ones(self.chunk.lanes, bool) if mask is None else mask
+
+    def for_range(self, node: ast.For, mask, frame: Frame) -> None:
+        bounds = [self.ev(a, mask, frame) for a in node.iter.args]
+        name = node.target.id
+        if not any(ops.is_lane(b) for b in bounds):
+            for value in range(*(ops.int_index(b) for b in bounds)):
+                self.set_name(name, value, mask, frame)
+                self.block(node.body, mask, frame)
+                mask = self.live(mask, frame)
+                if mask is not None and not mask.any():
+                    return
+            return
+        if len(bounds) == 1:
+            bounds = [0, bounds[0]]
+        start, stop = ops.int_index(bounds[0]), ops.int_index(bounds[1])
+        step = ops.int_index(bounds[2]) if len(bounds) == 3 else 1
+        if ops.is_lane(step) or step == 0:
+            raise Bail(f"a range whose step differs between lanes, or is 0 (line {node.lineno})")
+        current = np.broadcast_to(np.asarray(start, np.int64), (self.chunk.lanes,)).copy()
+        while True:
+            inside = current < stop if step > 0 else current > stop
+            loop = inside if mask is None else mask & inside
+            if not loop.any():
+                return
+            self.set_name(name, Weak(current.copy()), loop, frame)
+            self.block(node.body, loop, frame)
+            mask = self.live(mask, frame)
+            current += step
+
+    def while_loop(self, node: ast.While, mask, frame: Frame) -> None:
+        loop = mask
+        while True:
+            test = ops.truth(self.ev(node.test, loop, frame))
+            if isinstance(test, np.ndarray):
+                loop = test.copy() if loop is None else loop & test
+                if not loop.any():
+                    return
+            elif not test:
+                return
+            self.block(node.body, loop, frame)
+            loop = self.live(loop, frame)
+            if loop is not None and not loop.any():
+                return
+
+    # --- names and stores
+    def set_name(self, name: str, value, mask, frame: Frame) -> None:
+        env = frame.env
+        if mask is None:
+            env[name] = value
+            frame.partial.pop(name, None)
+            return
+        if name not in env:
+            env[name] = value
+            frame.partial[name] = mask.copy()
+            return
+        env[name] = ops.merge(mask, value, env[name], self.chunk.lanes)
+        if name in frame.partial:
+            frame.partial[name] = frame.partial[name] | mask
+
+    def assign(self, target, value, mask, frame: Frame) -> None:
+        if isinstance(target, ast.Name):
+            if isinstance(value, (SharedRef, LocalRef, GlobalRef)) and mask is not None:
+                raise Bail(f"an array assigned in some lanes only (line {target.lineno})")
+            self.set_name(target.id, value, mask, frame)
+        elif isinstance(target, ast.Tuple):
+            if not isinstance(value, tuple) or len(value) != len(target.elts):
+                raise Bail(f"an unpacking this tier does not follow (line {target.lineno})")
+            for t, v in zip(target.elts, value):
+                self.assign(t, v, mask, frame)
+        elif isinstance(target, ast.Subscript):
+            ref = self.ev(target.value, mask, frame)
+            index = self.index(target.slice, mask, frame)
+            self.store(ref, index, value, mask, target.lineno)
+        else:
+            raise Bail(f"an assignment to {type(target).__name__} (line {target.lineno})")
+
+    def augassign(self, node: ast.AugAssign, mask, frame: Frame) -> None:
+        op = ops.BINARY.get(type(node.op))
+        if op is None:
+            raise Bail(f"the operator {type(node.op).__name__} (line {node.lineno})")
+        target = node.target
+        if isinstance(target, ast.Name):
+            old = self.name(target.id, mask, frame, target.lineno)
+            self.set_name(target.id, ops.binary(op, old, self.ev(node.value, mask, frame), mask), mask, frame)
+            return
+        if not isinstance(target, ast.Subscript):
+            raise Bail(f"an augmented assignment to {type(target).__name__} (line {node.lineno})")
+        ref = self.ev(target.value, mask, frame)
+        index = self.index(target.slice, mask, frame)
+        old = self.load(ref, index, mask, node.lineno)
+        self.store(ref, index, ops.binary(op, old, self.ev(node.value, mask, frame), mask), mask, node.lineno)
+
+    def name(self, name: str, mask, frame: Frame, line: int):
+        env = frame.env
+        if name in env:
+            where = frame.partial.get(name)
+            if where is not None and not (where if mask is None else where[mask]).all():
+                raise Bail(f"{name} is read in a lane that never set it (line {line})")
+            return env[name]
+        if name not in self.scope:
+            if hasattr(builtins, name):
+                return getattr(builtins, name)
+            raise Bail(f"the name {name} (line {line})")
+        value = self.scope[name]
+        if isinstance(value, np.ndarray):
+            return GlobalRef(value)
+        return value
+
+    # --- memory
+    def index(self, node, mask, frame: Frame) -> tuple:
+        parts = node.elts if isinstance(node, ast.Tuple) else [node]
+        if any(isinstance(p, ast.Slice) for p in parts):
+            raise Bail(f"a slice (line {node.lineno})")
+        value = self.ev(node, mask, frame)
+        values = value if isinstance(value, tuple) else (value,)
+        return tuple(ops.int_index(v) for v in values)
+
+    def _where(self, ref, index: tuple, mask, line: int):
+        """The indices into the storage behind ``ref`` (clamped to 0 in inactive lanes), after the bounds check."""
+        shape = ref.array.shape if isinstance(ref, GlobalRef) else ref.shape
+        if len(index) != len(shape):
+            raise Bail(f"{len(index)} indices into a {len(shape)}-D array (line {line})")
+        out = []
+        for i, n in zip(index, shape):
+            if isinstance(i, np.ndarray):
+                if mask is not None:
+                    i = np.where(mask, i, 0)
+                if i.size and (i.min() < 0 or i.max() >= n):
+                    raise Bail(f"an index out of bounds or negative (line {line})")
+            elif not 0 <= i < n:
+                raise Bail(f"an index out of bounds or negative (line {line})")
+            out.append(i)
+        if isinstance(ref, SharedRef):
+            out.insert(0, self.chunk.block_row)
+        elif isinstance(ref, LocalRef):
+            out.insert(0, self.chunk.lane)
+        return tuple(out)
+
+    def load(self, ref, index: tuple, mask, line: int):
+        if isinstance(ref, tuple):
+            if len(index) != 1 or isinstance(index[0], np.ndarray):
+                raise Bail(f"a tuple indexed by lane (line {line})")
+            return ref[index[0]]
+        if not isinstance(ref, (GlobalRef, SharedRef, LocalRef)):
+            raise Bail(f"a subscript of {type(ref).__name__} (line {line})")
+        where = self._where(ref, index, mask, line)
+        storage = ref.array if isinstance(ref, GlobalRef) else ref.storage
+        self.log(ref, self.global_log.reads, self.shared_log.reads, where, mask)
+        return storage[where]
+
+    def store(self, ref, index: tuple, value, mask, line: int) -> None:
+        if not isinstance(ref, (GlobalRef, SharedRef, LocalRef)):
+            raise Bail(f"a store into {type(ref).__name__} (line {line})")
+        where = self._where(ref, index, mask, line)
+        storage = ref.array if isinstance(ref, GlobalRef) else ref.storage
+        if isinstance(ref, GlobalRef):
+            self.before_write(storage)
+        data = ops.store_value(storage.dtype, value, mask)
+        self.log(ref, self.global_log.writes, self.shared_log.writes, where, mask)
+        if isinstance(data, np.ndarray) and not any(isinstance(w, np.ndarray) for w in where):
+            where = tuple(np.full(self.chunk.lanes, w, np.int64) for w in where)  # every lane at one element
+        if mask is not None:
+            where = tuple(np.broadcast_to(w, mask.shape)[mask] for w in where)
+            if isinstance(data, np.ndarray):
+                data = data[mask]
+        storage[where] = data
+
+    def before_write(self, array: np.ndarray) -> None:
+        if not array.flags.writeable:
+            raise Bail("a store into a read-only array")
+        if id(array) not in self.saved:
+            self.saved[id(array)] = (array, array.copy())
+
+    def log(self, ref, global_table, shared_table, where, mask) -> None:
+        if isinstance(ref, LocalRef):
+            return  # a lane's own memory
+        storage = ref.array if isinstance(ref, GlobalRef) else ref.storage
+        log = self.global_log if isinstance(ref, GlobalRef) else self.shared_log
+        table = global_table if isinstance(ref, GlobalRef) else shared_table
+        flat = _flat(where, storage.shape)
+        lanes = self.chunk.lane if mask is None else self.chunk.lane[mask]
+        if mask is not None:
+            flat = np.broadcast_to(flat, mask.shape)[mask]
+        else:
+            flat = np.broadcast_to(flat, lanes.shape)
+        log.add(table, id(storage), storage, flat, lanes)
+
+    def check(self, log: _Log) -> None:
+        """Bail if two lanes touched one element, one of them writing, since the log began; then clear it."""
+        for key, array in log.arrays.items():
+            writes, reads, atomics = log.writes.get(key), log.reads.get(key), log.atomics.get(key)
+            if atomics and (writes or reads):
+                raise Bail("an array updated by atomics and read or written plainly between the same barriers")
+            if atomics:
+                ops_done = {op for op, _ in atomics}
+                if array.dtype.kind == "f" and len(atomics) > 1:
+                    raise Bail("float atomics on one array at more than one point of the kernel")
+                if len({_ATOMIC_FAMILY.get(op, op) for op in ops_done}) > 1:
+                    raise Bail("different atomic operations on one array")
+            if not writes:
+                continue
+            owner = self.owners.get(array.size)  # scratch, -1 again after every check: shared by arrays of a size
+            if owner is None:
+                owner = self.owners[array.size] = np.full(array.size, -1, np.int64)
+            wf = np.concatenate([f for f, _ in writes])
+            wl = np.concatenate([lanes for _, lanes in writes])
+            owner[wf] = wl
+            clash = bool((owner[wf] != wl).any())
+            if not clash and reads:
+                rf = np.concatenate([f for f, _ in reads])
+                rl = np.concatenate([lanes for _, lanes in reads])
+                seen = owner[rf]
+                clash = bool(((seen >= 0) & (seen != rl)).any())
+            owner[wf] = -1
+            if clash:
+                raise Bail("two lanes touch one element between the same barriers, one of them writing")
+        log.__init__()
+
+    # --- expressions
+    def ev(self, node, mask, frame: Frame):
+        kind = type(node)
+        if kind is ast.Name:
+            return self.name(node.id, mask, frame, node.lineno)
+        if kind is ast.Constant:
+            if isinstance(node.value, (bool, int, float)):
+                return node.value
+            raise Bail(f"the constant {node.value!r} (line {node.lineno})")
+        if kind is ast.BinOp:
+            op = ops.BINARY.get(type(node.op))
+            if op is None:
+                raise Bail(f"the operator {type(node.op).__name__} (line {node.lineno})")
+            return ops.binary(op, self.ev(node.left, mask, frame), self.ev(node.right, mask, frame), mask)
+        if kind is ast.Attribute:
+            return self.attribute(node, mask, frame)
+        if kind is ast.Subscript:
+            ref = self.ev(node.value, mask, frame)
+            return self.load(ref, self.index(node.slice, mask, frame), mask, node.lineno)
+        if kind is ast.Compare:
+            return self.compare(node, mask, frame)
+        if kind is ast.BoolOp:
+            return self.boolop(node, mask, frame)
+        if kind is ast.UnaryOp:
+            value = self.ev(node.operand, mask, frame)
+            if isinstance(node.op, ast.Not):
+                t = ops.truth(value)
+                return Weak(~t) if isinstance(t, np.ndarray) else not t
+            if isinstance(node.op, ast.USub):
+                return ops.negate(value, mask)
+            if isinstance(node.op, ast.Invert):
+                return ops.invert(value)
+            if isinstance(value, Weak) and value.kind == "b" or isinstance(value, bool):
+                raise Bail(f"+ on a bool (line {node.lineno})")
+            return value
+        if kind is ast.IfExp:
+            test = ops.truth(self.ev(node.test, mask, frame))
+            if not isinstance(test, np.ndarray):
+                return self.ev(node.body if test else node.orelse, mask, frame)
+            yes = test if mask is None else mask & test
+            no = ~test if mask is None else mask & ~test
+            if not no.any():
+                return self.ev(node.body, yes, frame)
+            if not yes.any():
+                return self.ev(node.orelse, no, frame)
+            a, b = self.ev(node.body, yes, frame), self.ev(node.orelse, no, frame)
+            return ops.merge(test, a, b, self.chunk.lanes)
+        if kind is ast.Tuple:
+            return tuple(self.ev(e, mask, frame) for e in node.elts)
+        if kind is ast.Call:
+            return self.call(node, mask, frame)
+        raise Bail(f"{kind.__name__} (line {getattr(node, 'lineno', 0)})")
+
+    def compare(self, node: ast.Compare, mask, frame: Frame):
+        left = self.ev(node.left, mask, frame)
+        result = None
+        for op_node, right_node in zip(node.ops, node.comparators):
+            op = ops.COMPARE.get(type(op_node))
+            if op is None:
+                raise Bail(f"the comparison {type(op_node).__name__} (line {node.lineno})")
+            sub = mask
+            if result is not None:
+                t = ops.truth(result)
+                if not isinstance(t, np.ndarray):
+                    if not t:
+                        return result
+                else:
+                    sub = t if mask is None else mask & t
+            right = self.ev(right_node, sub, frame)
+            this = ops.binary(op, left, right, sub)
+            result = this if result is None else _and(result, this)
+            left = right
+        return result
+
+    def boolop(self, node: ast.BoolOp, mask, frame: Frame):
+        is_and = isinstance(node.op, ast.And)
+        result = self.ev(node.values[0], mask, frame)
+        for value_node in node.values[1:]:
+            t = ops.truth(result)
+            if not isinstance(t, np.ndarray):
+                if t != is_and:
+                    return result
+                result = self.ev(value_node, mask, frame)
+                continue
+            _bool_only(result, node.lineno)
+            go = t if is_and else ~t
+            sub = go if mask is None else mask & go
+            if not sub.any():
+                continue
+            other = self.ev(value_node, sub, frame)
+            _bool_only(other, node.lineno)
+            other_t = ops.truth(other)
+            result = Weak(np.where(go, other_t, t))
+        return result
+
+    def attribute(self, node: ast.Attribute, mask, frame: Frame):
+        base = self.ev(node.value, mask, frame)
+        attr = node.attr
+        chunk = self.chunk
+        if base is device_api.STATE:
+            if attr == "threadIdx":
+                return _Dims(chunk.threadIdx)
+            if attr == "blockIdx":
+                return _Dims(chunk.blockIdx)
+            if attr == "blockDim":
+                return _Dims(chunk.block)
+            if attr == "gridDim":
+                return _Dims(chunk.grid)
+            if attr == "warpsize":
+                return WARP
+            if attr == "laneid":
+                return Weak(chunk.linear_thread.a % WARP)
+            if attr in ("atomic", "shared", "local"):
+                return _Namespace(attr)
+            raise Bail(f"cuda.{attr} (line {node.lineno})")
+        if isinstance(base, _Dims) and attr in ("x", "y", "z"):
+            return base.values["xyz".index(attr)]
+        if isinstance(base, GlobalRef):
+            if attr in ("size", "shape", "ndim"):
+                return getattr(base.array, attr)
+        if isinstance(base, (SharedRef, LocalRef)) and attr in ("shape", "size", "ndim"):
+            return {"shape": base.shape, "size": int(np.prod(base.shape)), "ndim": len(base.shape)}[attr]
+        if base is math and attr in _MATH:
+            return ("math", attr)
+        raise Bail(f"the attribute .{attr} (line {node.lineno})")
+
+    def call(self, node: ast.Call, mask, frame: Frame, statement: bool = False):
+        if node.keywords:
+            raise Bail(f"a call with keywords (line {node.lineno})")
+        func = node.func
+        if isinstance(func, ast.Attribute):
+            base = self.ev(func.value, mask, frame)
+            if base is device_api.STATE:
+                return self.cuda_call(func.attr, node, mask, frame, statement)
+            if isinstance(base, _Namespace):
+                return self.cuda_call(f"{base.name}.{func.attr}", node, mask, frame, statement)
+            target = self.attribute(func, mask, frame)
+        else:
+            target = self.ev(func, mask, frame)
+        args = [self.ev(a, mask, frame) for a in node.args]
+        if isinstance(target, type) and issubclass(target, np.generic):
+            if len(args) != 1:
+                raise Bail(f"{target.__name__} with {len(args)} arguments (line {node.lineno})")
+            return ops.cast(np.dtype(target), args[0], mask)
+        if isinstance(target, tuple) and target[:1] == ("math",):
+            return _math(target[1], args, mask, node.lineno)
+        if target in _BUILTINS:
+            return _builtin(_BUILTINS[target], args, mask, self.chunk.lanes, node.lineno)
+        if type(target).__name__ == "Plan":
+            return self.device_call(target, args, mask)
+        raise Bail(f"a call of {getattr(target, '__name__', type(target).__name__)} (line {node.lineno})")
+
+    def cuda_call(self, name: str, node: ast.Call, mask, frame: Frame, statement: bool):
+        line = node.lineno
+        if name in ("threadfence", "threadfence_block", "threadfence_system"):
+            return None
+        if name == "syncthreads":
+            self.barrier(mask, frame, line)
+            return None
+        args = [self.ev(a, mask, frame) for a in node.args]
+        if name in ("grid", "gridsize") and len(args) == 1 and args[0] in (1, 2, 3):
+            n = int(args[0])
+            c = self.chunk
+            if name == "gridsize":
+                out = tuple(c.grid[k] * c.block[k] for k in range(n))
+            else:
+                out = tuple(Weak(c.blockIdx[k].a * c.block[k] + c.threadIdx[k].a) for k in range(n))
+            return out[0] if n == 1 else out
+        if name in ("shared.array", "local.array") and len(args) == 2:
+            return self.allocate(name, node, args, mask, line)
+        if name.startswith("atomic.") and statement and len(args) == 3:
+            self.atomic(name[len("atomic."):], args, mask, line)
+            return None
+        raise Bail(f"cuda.{name} here (line {line})")
+
+    def allocate(self, name: str, node, args, mask, line: int):
+        shape = args[0] if isinstance(args[0], tuple) else (args[0],)
+        if any(ops.is_lane(s) for s in shape) or not isinstance(args[1], type):
+            raise Bail(f"cuda.{name} with a shape or type that is not constant (line {line})")
+        shape = tuple(int(s) for s in shape)
+        dtype = device_api.as_dtype(args[1])
+        if name == "shared.array":
+            site = id(node)
+            ref = self.shared_sites.get(site)
+            if ref is None:
+                storage = device_api.poisoned((self.chunk.blocks, *shape), dtype)
+                self.shared_bytes += storage.nbytes // self.chunk.blocks
+                if self.shared_bytes > device_api.SHARED_BYTES_PER_BLOCK:
+                    raise Bail("more shared memory than a block can declare")
+                ref = self.shared_sites[site] = SharedRef(storage)
+            return ref
+        if mask is not None:
+            raise Bail(f"cuda.local.array in some lanes only (line {line})")
+        storage = device_api.poisoned((self.chunk.lanes, *shape), dtype)
+        if storage.nbytes // max(1, self.chunk.lanes) > device_api.LOCAL_BYTES_PER_THREAD:
+            raise Bail("more local memory than a thread can have")
+        return LocalRef(storage)
+
+    def atomic(self, op: str, args, mask, line: int) -> None:
+        ref, index, value = args
+        if not isinstance(ref, (GlobalRef, SharedRef)):
+            raise Bail(f"an atomic on {type(ref).__name__} (line {line})")
+        storage = ref.array if isinstance(ref, GlobalRef) else ref.storage
+        ufunc = _ATOMIC_INT.get(op)
+        if ufunc is None or (storage.dtype.kind == "f" and op not in ("add", "sub")):
+            raise Bail(f"cuda.atomic.{op} on {storage.dtype} (line {line})")
+        index = tuple(ops.int_index(i) for i in (index if isinstance(index, tuple) else (index,)))
+        where = self._where(ref, index, mask, line)
+        data = ops.cast(storage.dtype, value, mask)
+        if isinstance(ref, GlobalRef):
+            self.before_write(storage)
+        lanes = self.chunk.lane if mask is None else self.chunk.lane[mask]
+        where = tuple(np.broadcast_to(w, (self.chunk.lanes,)) for w in where)
+        data = np.broadcast_to(data, (self.chunk.lanes,))
+        if mask is not None:
+            where = tuple(w[mask] for w in where)
+            data = data[mask]
+        log = self.global_log if isinstance(ref, GlobalRef) else self.shared_log
+        log.arrays[id(storage)] = storage
+        log.atomics.setdefault(id(storage), []).append((op, lanes))
+        ufunc.at(storage, where, data)
+
+    def barrier(self, mask, frame: Frame, line: int) -> None:
+        if mask is not None:
+            rows = mask.reshape(self.chunk.blocks, self.chunk.threads)
+            some = rows.any(axis=1)
+            if (some & ~rows.all(axis=1)).any():
+                raise Bail(f"a barrier some threads of a block do not reach (line {line})")
+            alive = self.kernel_frame.alive  # a block that skips the barrier must have returned, every thread
+            if alive is None or (~some & alive.reshape(rows.shape).any(axis=1)).any():
+                raise Bail(f"a barrier some blocks skip (line {line})")
+        self.check(self.shared_log)
+
+    def device_call(self, plan, args, mask):
+        node = plan.node
+        names = [a.arg for a in node.args.args]
+        if len(names) != len(args) or node.args.vararg or node.args.defaults:
+            raise Bail(f"{node.name} called with {len(args)} arguments")
+        frame = Frame(dict(zip(names, args)), None if mask is None else mask.copy())
+        outer = self.scope
+        self.scope = plan.scope
+        try:
+            self.block(node.body, mask, frame)
+        except _AllReturned:
+            pass
+        finally:
+            self.scope = outer
+        if frame.result is None:
+            return None
+        covered = frame.result_lanes
+        if covered is not None and not (covered if mask is None else covered[mask]).all():
+            raise Bail(f"{node.name} returns a value in some lanes only")
+        return frame.result
+
+
+def _flat(where: tuple, shape):
+    """Each lane's element as one number (C order over ``shape``)."""
+    flat = 0
+    step = 1
+    for i, n in zip(reversed(where), reversed(shape)):
+        flat = flat + i * step
+        step *= n
+    return np.asarray(flat, np.int64)
+
+
+def _and(a, b):
+    ta, tb = ops.truth(a), ops.truth(b)
+    if not isinstance(ta, np.ndarray) and not isinstance(tb, np.ndarray):
+        return a if not ta else b
+    return Weak(np.logical_and(ta, tb))
+
+
+def _bool_only(value, line: int) -> None:
+    kind = ops.category(value)
+    if kind not in (("weak", "b"), ("numpy", np.dtype(bool))):
+        raise Bail(f"and/or over values that are not bools, differing between lanes (line {line})")
+
+
+def _math(name: str, args, mask, line: int):
+    if len(args) != 1:
+        raise Bail(f"math.{name} with {len(args)} arguments (line {line})")
+    (x,) = args
+    if not ops.is_lane(x):
+        try:
+            return getattr(math, name)(x)
+        except (ValueError, TypeError, OverflowError) as exc:
+            raise Bail(f"math.{name}: {exc} (line {line})") from None
+    data = x.a if isinstance(x, Weak) else x
+    if isinstance(x, Weak) and x.kind == "b":
+        raise Bail(f"math.{name} of a bool (line {line})")
+    as_float = data.astype(np.float64)
+    if name == "sqrt":
+        live = as_float if mask is None else as_float[mask]
+        if (live < 0).any():
+            raise Bail(f"math.sqrt of a negative number (line {line})")
+    return Weak(_MATH[name](as_float))
+
+
+def _builtin(name: str, args, mask, lanes: int, line: int):
+    if not any(ops.is_lane(a) for a in args):
+        try:
+            return getattr(builtins, name)(*args)
+        except (TypeError, ValueError) as exc:
+            raise Bail(f"{name}: {exc} (line {line})") from None
+    if name == "abs":
+        (x,) = args
+        if isinstance(x, Weak):
+            if x.kind == "b":
+                raise Bail(f"abs of a bool (line {line})")
+            return Weak(np.abs(x.a))
+        return np.abs(x)
+    if len(args) != 2:
+        raise Bail(f"{name} of {len(args)} values (line {line})")
+    a, b = args
+    if ops.category(a) != ops.category(b):
+        raise Bail(f"{name} of values of different types (line {line})")
+    # Python's min(a, b) is b if b < a else a; max(a, b) is b if b > a else a (NaN: the first).
+    take_b = ops.truth(ops.binary(ops.COMPARE[ast.Lt if name == "min" else ast.Gt], b, a, mask))
+    return ops.merge(take_b, b, a, lanes)
+
+
+__all__ = ["Chunk", "Frame", "GlobalRef", "Interpreter", "LocalRef", "SharedRef"]
