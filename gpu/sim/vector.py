@@ -122,11 +122,8 @@ def _subset_reason(func: ast.FunctionDef, cuda_names: frozenset[str]) -> str:
             return f"{type(node).__name__} (line {getattr(node, 'lineno', func.lineno)})"
         if isinstance(node, (ast.For, ast.While)) and node.orelse:
             return f"a loop with an else (line {node.lineno})"
-        if isinstance(node, ast.For) and not (
-            isinstance(node.iter, ast.Call) and isinstance(node.iter.func, ast.Name) and node.iter.func.id == "range"
-            and not node.iter.keywords and isinstance(node.target, ast.Name)
-        ):
-            return f"a for loop that is not over range(...) (line {node.lineno})"
+        if isinstance(node, ast.For) and not (isinstance(node.target, ast.Name) and _over_range_or_tuple(node.iter)):
+            return f"a for loop that is not over range(...) or a tuple (line {node.lineno})"
         if isinstance(node, ast.Assign) and len(node.targets) != 1:
             return f"a chained assignment (line {node.lineno})"
         if isinstance(node, ast.Call):
@@ -136,6 +133,15 @@ def _subset_reason(func: ast.FunctionDef, cuda_names: frozenset[str]) -> str:
             if name is not None and name.startswith("atomic.") and not _is_statement_call(node, func):
                 return f"the value of cuda.{name} is used (line {node.lineno})"
     return ""
+
+
+def _over_range_or_tuple(node: ast.expr) -> bool:
+    if isinstance(node, ast.Tuple):
+        return True
+    return (
+        isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "range"
+        and not node.keywords and 1 <= len(node.args) <= 3
+    )
 
 
 def _is_statement_call(call: ast.Call, func: ast.FunctionDef) -> bool:

@@ -107,6 +107,9 @@ class _Log:
     """Every element each lane read, wrote or updated atomically, per array, until the next check."""
 
     def __init__(self):
+        self.clear()
+
+    def clear(self) -> None:
         self.reads: dict[int, list] = {}
         self.writes: dict[int, list] = {}
         self.atomics: dict[int, list] = {}
@@ -211,8 +214,16 @@ class Interpreter:
         return np.ones(self.chunk.lanes, bool) if mask is None else mask
 
     def for_range(self, node: ast.For, mask, frame: Frame) -> None:
-        bounds = [self.ev(a, mask, frame) for a in node.iter.args]
         name = node.target.id
+        if isinstance(node.iter, ast.Tuple):  # for c in (first, second): the same items in every lane
+            for item in [self.ev(e, mask, frame) for e in node.iter.elts]:
+                self.set_name(name, item, mask, frame)
+                self.block(node.body, mask, frame)
+                mask = self.live(mask, frame)
+                if mask is not None and not mask.any():
+                    return
+            return
+        bounds = [self.ev(a, mask, frame) for a in node.iter.args]
         if not any(ops.is_lane(b) for b in bounds):
             for value in range(*(ops.int_index(b) for b in bounds)):
                 self.set_name(name, value, mask, frame)
@@ -396,8 +407,11 @@ class Interpreter:
             flat = np.broadcast_to(flat, lanes.shape)
         log.add(table, id(storage), storage, flat, lanes)
 
-    def check(self, log: _Log) -> None:
-        """Bail if two lanes touched one element, one of them writing, since the log began; then clear it."""
+    def check(self, log: _Log, keep=None) -> None:
+        """Bail if two lanes touched one element, one of them writing, since the log began; then clear it.
+
+        ``keep`` (a bool per block of the chunk): the entries of those blocks' lanes stay in the log.
+        """
         for key, array in log.arrays.items():
             writes, reads, atomics = log.writes.get(key), log.reads.get(key), log.atomics.get(key)
             if atomics and (writes or reads):
@@ -425,7 +439,15 @@ class Interpreter:
             owner[wf] = -1
             if clash:
                 raise Bail("two lanes touch one element between the same barriers, one of them writing")
-        log.__init__()
+        if keep is None or not keep.any():
+            log.clear()
+            return
+        mine = keep[self.chunk.block_row]
+        for table in (log.reads, log.writes):
+            for key, entries in table.items():
+                table[key] = [(f[mine[lanes]], lanes[mine[lanes]]) for f, lanes in entries]
+        for key, entries in log.atomics.items():
+            log.atomics[key] = [(op, lanes[mine[lanes]]) for op, lanes in entries if mine[lanes].any()]
 
     # --- expressions
     def ev(self, node, mask, frame: Frame):
@@ -650,15 +672,19 @@ class Interpreter:
         ufunc.at(storage, where, data)
 
     def barrier(self, mask, frame: Frame, line: int) -> None:
-        if mask is not None:
-            rows = mask.reshape(self.chunk.blocks, self.chunk.threads)
-            some = rows.any(axis=1)
-            if (some & ~rows.all(axis=1)).any():
-                raise Bail(f"a barrier some threads of a block do not reach (line {line})")
-            alive = self.kernel_frame.alive  # a block that skips the barrier must have returned, every thread
-            if alive is None or (~some & alive.reshape(rows.shape).any(axis=1)).any():
-                raise Bail(f"a barrier some blocks skip (line {line})")
-        self.check(self.shared_log)
+        """``cuda.syncthreads()``: the blocks whose lanes are here end a barrier interval; a block half here bails.
+
+        A block none of whose lanes is here goes on (it returned, or waits at a barrier of its own in
+        another branch): its accesses stay in the log, still in its interval.
+        """
+        if mask is None:
+            self.check(self.shared_log)
+            return
+        rows = mask.reshape(self.chunk.blocks, self.chunk.threads)
+        here = rows.any(axis=1)
+        if (here & ~rows.all(axis=1)).any():
+            raise Bail(f"a barrier some threads of a block do not reach (line {line})")
+        self.check(self.shared_log, keep=~here)
 
     def device_call(self, plan, args, mask):
         node = plan.node
