@@ -76,14 +76,14 @@ def _split(value):
     """(array or scalar, weak kind 'i'/'f'/'b', or None for a NumPy-typed value)."""
     if isinstance(value, Weak):
         return value.a, value.kind
+    if isinstance(value, (np.ndarray, np.generic)):  # first: np.float64 is a Python float too
+        return value, None
     if isinstance(value, bool):
         return value, "b"
     if isinstance(value, int):
         return value, "i"
     if isinstance(value, float):
         return value, "f"
-    if isinstance(value, (np.ndarray, np.generic)):
-        return value, None
     raise Bail(f"a value of type {type(value).__name__}")
 
 
@@ -130,11 +130,16 @@ def binary(op, x, y, mask):
             return op(xa, ya)
         except (OverflowError, TypeError, ValueError) as exc:
             raise Bail(f"{type(exc).__name__} in arithmetic") from None
-    # One weak lane array and one NumPy-typed value: convert the weak side as NumPy would a Python number.
+    try:
+        return _mixed(op, xa, xk, ya, yk, mask, compare)
+    except (OverflowError, TypeError, ValueError) as exc:
+        raise Bail(f"{type(exc).__name__} in arithmetic") from None
+
+
+def _mixed(op, xa, xk, ya, yk, mask, compare):
+    """One weak lane array and one NumPy-typed value: the weak side converted as NumPy converts a Python number."""
     weak, kind, strong = (xa, xk, ya) if xk else (ya, yk, xa)
     dtype = np.asarray(strong).dtype if isinstance(strong, np.ndarray) else np.dtype(type(strong))
-    if op is operator.pow:
-        raise Bail("a power")
     if kind == "f" and dtype.kind in "iu":
         converted_strong = np.asarray(strong).astype(np.float64)
         return op(weak, converted_strong) if xk else op(converted_strong, weak)  # float64, NumPy-typed
@@ -160,7 +165,10 @@ def _weak_binary(op, xa, xk, ya, yk, mask, compare):
             safe = safe and (op is operator.rshift or big_x << big_y < _SAFE_INT)
         if not safe:
             raise Bail("a Python int that may pass 64 bits")
-    out = op(xa, ya)
+    try:
+        out = op(xa, ya)
+    except (OverflowError, TypeError, ValueError) as exc:
+        raise Bail(f"{type(exc).__name__} in arithmetic") from None
     if not isinstance(out, np.ndarray):
         return out
     if compare:
@@ -201,16 +209,14 @@ def category(value):
     """What a value is to a thread, for merging two lanes' values: ('weak', kind) or ('numpy', dtype)."""
     if isinstance(value, Weak):
         return ("weak", value.kind)
+    if isinstance(value, (np.ndarray, np.generic)):  # first: np.float64 is a Python float too
+        return ("numpy", value.dtype)
     if isinstance(value, bool):
         return ("weak", "b")
     if isinstance(value, int):
         return ("weak", "i")
     if isinstance(value, float):
         return ("weak", "f")
-    if isinstance(value, np.ndarray):
-        return ("numpy", value.dtype)
-    if isinstance(value, np.generic):
-        return ("numpy", value.dtype)
     return ("object", id(value))
 
 

@@ -1,0 +1,313 @@
+"""The vectorised tier against the per-thread tier: bit-identical outputs, identical faults, and the fallbacks.
+
+Every lab kernel (the catalog's steps, which run gpu/kernels and gpu/experiments/*/kernels.py) and
+every problem's reference solution runs in both tiers at every test size; outputs must have the
+same bits. Hostile kernels — a race the statement-at-a-time order would hide, a missing barrier,
+float atomics in a loop, out-of-bounds and negative indices, a divergent barrier — must give the
+per-thread tier's result or its fault, word for word, with the memory as the per-thread tier left it.
+"""
+
+from __future__ import annotations
+
+import ast
+import itertools
+import operator
+
+import numpy as np
+import pytest
+from numpy import float32
+
+from gpu.core.backend import BACKEND
+from gpu.sim import cuda, jit, vector
+from gpu.sim.errors import KernelFault
+from gpu.sim.vector_ops import Bail, Weak, binary
+
+pytestmark = pytest.mark.skipif(not BACKEND.lab_simulator, reason="the lab's simulator's tiers")
+
+SMALL = {"reduction": {"n": 700}, "histogram": {"n": 600}, "transpose": {"n": 40}, "stencil": {"n": 20},
+         "matmul": {"n": 20}}
+
+
+@pytest.fixture
+def tiers():
+    """Run ``fn`` once per tier; yield (per-thread result, vectorised result, the tiers that ran)."""
+
+    def both(fn):
+        out = {}
+        ran = []
+        for mode in ("thread", "auto"):
+            vector.set_tier(mode)
+            out[mode] = fn()
+            ran.append(vector.last_tier())
+        return out["thread"], out["auto"], ran[1]
+
+    yield both
+    vector.set_tier("auto")
+
+
+def _catalog_cases():
+    from gpu.catalog.declare import kernel_keys, kernel_module
+
+    for key in kernel_keys():
+        for step in kernel_module(key).SPEC.steps:
+            yield pytest.param(key, step.key, id=f"{key}-{step.key}")
+
+
+# Steps whose kernels use warp shuffles (outside the tier): they run per thread in both, and say so.
+PER_THREAD_STEPS = {("reduction", "shuffle"), ("reduction", "grid-stride"), ("reduction", "two-pass")}
+
+
+@pytest.mark.parametrize("key, step_key", list(_catalog_cases()))
+def test_catalog_step_is_bit_identical_in_both_tiers(tiers, key, step_key):
+    from gpu.catalog.declare import kernel_module
+    from gpu.catalog.registry import get
+    from gpu.core.backend import cuda
+
+    spec = kernel_module(key).SPEC
+    step = next(s for s in spec.steps if s.key == step_key)
+    params = {**get(key).defaults(True), **SMALL.get(key, {})}
+    inputs = spec.make_inputs(params, 3)
+
+    def run():
+        out = np.zeros(spec.output.shape(params), spec.output.dtype)
+        if not spec.output.zeroed and out.dtype.kind == "f":
+            out.fill(np.nan)
+        d_out = cuda.to_device(out)
+        d_in = {name: cuda.to_device(v) for name, v in inputs.items()}
+        names = []
+        for kernel, grid, block, args in step.launches(params, d_in, d_out):
+            kernel[grid, block](*args)
+            names.append(vector.last_tier().name)
+        return d_out.copy_to_host(), names
+
+    (thread, _), (vec, names), _ = tiers(run)
+    assert np.array_equal(thread, vec, equal_nan=True)
+    expected = "thread" if (key, step_key) in PER_THREAD_STEPS else "vector"
+    assert set(names) == {expected}, names
+
+
+def _problem_cases():
+    from gpu.problems import problems
+
+    for p in problems():
+        for case in p.tests:
+            yield pytest.param(p.key, case.sizes, id=f"{p.key}-{'-'.join(map(str, case.sizes.values()))}")
+
+
+@pytest.mark.parametrize("key, sizes", list(_problem_cases()))
+def test_problem_reference_is_bit_identical_in_both_tiers(tiers, key, sizes):
+    from gpu.problems import get as get_problem
+    from gpu.sandbox.harness import case_inputs, device_args, fresh_outputs
+    from gpu.sandbox.loader import solution_kernel
+
+    problem = get_problem(key)
+    kernel = solution_kernel(problem.solution, problem.kernel_name)
+
+    def run():
+        inputs = case_inputs(problem, 11, 0, sizes)
+        outputs = fresh_outputs(problem, sizes)
+        launch = problem.solution.launch or (lambda s: problem.launch(s, problem.threads))
+        grid, block = launch(sizes)
+        args = device_args(problem, inputs, outputs)
+        kernel[grid, block](*args)
+        return {p: a.copy_to_host() for p, a in zip(problem.params, args) if p in outputs}
+
+    thread, vec, ran = tiers(run)
+    for name in thread:
+        assert np.array_equal(thread[name], vec[name], equal_nan=True), name
+    assert ran.name == "vector", ran
+
+
+# --- hostile kernels: the vectorised tier must not change what they do
+
+
+@jit
+def chain_kernel(a):
+    """Each thread adds its left neighbour: per thread (thread 0 first) that is a running sum, a race on a GPU."""
+    i = cuda.grid(1)
+    if 0 < i < a.size:
+        a[i] = a[i - 1] + a[i]
+
+
+@jit
+def missing_barrier_kernel(x, out):
+    partial = cuda.shared.array(64, float32)
+    tid = cuda.threadIdx.x
+    partial[tid] = x[cuda.grid(1)]
+    stride = cuda.blockDim.x // 2
+    while stride > 0:  # no syncthreads before the first level: a thread reads a slot not yet written
+        if tid < stride:
+            partial[tid] += partial[tid + stride]
+        cuda.syncthreads()
+        stride //= 2
+    if tid == 0:
+        out[cuda.blockIdx.x] = partial[0]
+
+
+@jit
+def atomics_in_a_loop_kernel(x, total):
+    i = cuda.grid(1)
+    for k in range(3):
+        cuda.atomic.add(total, 0, x[i] * float32(k + 1))
+
+
+@jit
+def out_of_bounds_kernel(a, out):
+    i = cuda.grid(1)
+    out[i] = a[i] + float32(1.0)  # no guard: the last block runs past the end
+
+
+@jit
+def negative_index_kernel(a, out):
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i] = a[i - 3]
+
+
+@jit
+def divergent_barrier_kernel(out):
+    tid = cuda.threadIdx.x
+    if tid < 16:
+        cuda.syncthreads()
+    out[tid] = tid
+
+
+@jit
+def mixed_types_kernel(a, ints, out, out_ints):
+    i = cuda.grid(1)
+    if i < a.size:
+        scale = 0.5
+        value = a[i] * i + scale  # float32 with a Python int and a Python float: float32, as a thread
+        if i % 3 == 0:
+            value = value / (i + 1)
+        elif i % 3 == 1:
+            value = -value
+        out[i] = value
+        out_ints[i] = ints[i] * 1_000_003 + i  # int32 wraps
+        k = i
+        while k > 4:
+            k = k // 2
+        out[i] += float32(k) + (1.0 if i > 10 else 2.5)
+
+
+def _copies(*arrays):
+    return tuple(a.copy() for a in arrays)
+
+
+def test_a_chain_between_threads_falls_back_and_keeps_the_per_thread_result(tiers):
+    a0 = np.arange(1, 1025, dtype=np.float32)
+    thread, vec, ran = tiers(lambda: _run(chain_kernel, (4,), (256,), a0.copy()))
+    assert np.array_equal(thread, vec)
+    assert ran.name == "thread" and "two lanes touch one element" in ran.reason
+    assert vec[-1] == a0.sum()  # the per-thread order: a running sum
+
+
+def test_a_missing_barrier_reads_the_poison_in_both_tiers(tiers):
+    x = np.ones(128, np.float32)
+    thread, vec, ran = tiers(lambda: _run(missing_barrier_kernel, (2,), (64,), x, np.zeros(2, np.float32))[1])
+    assert np.isnan(thread).all() and np.array_equal(thread, vec, equal_nan=True)
+    assert ran.name == "thread"
+
+
+def test_float_atomics_at_one_address_from_a_loop_keep_the_per_thread_order(tiers):
+    x = np.random.default_rng(5).random(512).astype(np.float32)
+    thread, vec, ran = tiers(lambda: _run(atomics_in_a_loop_kernel, (2,), (256,), x, np.zeros(1, np.float32))[1])
+    assert thread.tobytes() == vec.tobytes()
+    assert ran.name == "thread" and "float atomics" in ran.reason
+
+
+@pytest.mark.parametrize(
+    "kernel, grid, block, make",
+    [
+        (out_of_bounds_kernel, (3,), (256,), lambda: (np.ones(700, np.float32), np.zeros(700, np.float32))),
+        (negative_index_kernel, (3,), (256,), lambda: (np.ones(700, np.float32), np.zeros(700, np.float32))),
+        (divergent_barrier_kernel, (1,), (64,), lambda: (np.zeros(64, np.int64),)),
+    ],
+    ids=["out-of-bounds", "negative-index", "divergent-barrier"],
+)
+def test_a_fault_has_the_same_words_and_leaves_the_same_memory_in_both_tiers(tiers, kernel, grid, block, make):
+    def run():
+        args = make()
+        try:
+            kernel[grid, block](*args)
+        except KernelFault as fault:
+            return str(fault), fault.thread, fault.block, fault.line, _copies(*args)
+        raise AssertionError("no fault")
+
+    thread, vec, _ = tiers(run)
+    assert thread[:4] == vec[:4]
+    assert all(np.array_equal(x, y) for x, y in zip(thread[4], vec[4]))
+
+
+def test_python_numbers_meet_numpy_types_as_in_a_thread(tiers):
+    n = 300
+    a = np.random.default_rng(2).random(n).astype(np.float32)
+    ints = np.arange(n, dtype=np.int32) * 7919
+
+    def run():
+        out, out_ints = np.zeros(n, np.float32), np.zeros(n, np.int32)
+        mixed_types_kernel[(2,), (256,)](a, ints, out, out_ints)
+        return out, out_ints
+
+    thread, vec, ran = tiers(run)
+    assert ran.name == "vector", ran
+    assert thread[0].tobytes() == vec[0].tobytes() and np.array_equal(thread[1], vec[1])
+
+
+def _run(kernel, grid, block, *args):
+    kernel[grid, block](*args)
+    return args if len(args) > 1 else args[0]
+
+
+# --- one operation, every pairing of a thread's number types
+
+
+_VALUES = [3, -7, 0, 2.5, -0.0, True, np.float32(1.25), np.float32(-3.5), np.int32(-9), np.int32(2**31 - 1),
+           np.int64(5), np.uint8(200), np.float64(0.1)]
+_OPS = [operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv, operator.mod, operator.lt,
+        operator.eq, operator.ge, operator.and_, operator.rshift]
+
+
+def _lanes(value):
+    """``value`` in one lane, as the vectorised tier holds a value that differs between lanes."""
+    if isinstance(value, (bool, int, float)) and not isinstance(value, np.generic):
+        kind = np.bool_ if isinstance(value, bool) else np.int64 if isinstance(value, int) else np.float64
+        return Weak(np.array([value], kind))
+    return np.array([value])
+
+
+@pytest.mark.parametrize("op", _OPS, ids=lambda op: op.__name__)
+def test_an_operation_on_lanes_gives_what_a_thread_gets_or_bails(op):
+    checked = 0
+    for x, y in itertools.product(_VALUES, repeat=2):
+        try:
+            with np.errstate(all="ignore"):
+                want = op(x, y)
+        except (ArithmeticError, TypeError, ValueError):
+            want = None
+        for lx, ly in ((_lanes(x), y), (x, _lanes(y)), (_lanes(x), _lanes(y))):
+            try:
+                with np.errstate(all="ignore"):
+                    got = binary(op, lx, ly, None)
+            except Bail:
+                continue
+            assert want is not None, (op, x, y)
+            data = got.a if isinstance(got, Weak) else got
+            expected_type = type(want) if not isinstance(want, (bool, np.bool_)) else bool
+            if isinstance(got, Weak):
+                assert isinstance(want, (bool, int, float)) and not isinstance(want, np.generic), (op, x, y, want)
+            else:
+                assert data.dtype == np.asarray(want).dtype or expected_type is bool, (op, x, y, data.dtype, want)
+            assert np.array_equal(data[0], want, equal_nan=True) and np.signbit(data[0]) == np.signbit(want), (
+                op, x, y, data, want)
+            checked += 1
+    assert checked > 50
+
+
+def test_the_subset_check_names_what_it_refuses():
+    from gpu.sim.vector import _subset_reason
+
+    source = "def k(a):\n    for x in a:\n        pass\n"
+    assert "not over range" in _subset_reason(ast.parse(source).body[0], frozenset({"cuda"}))
+    source = "def k(a):\n    v = cuda.shfl_down_sync(-1, a[0], 1)\n"
+    assert "shfl_down_sync" in _subset_reason(ast.parse(source).body[0], frozenset({"cuda"}))
