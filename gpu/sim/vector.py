@@ -42,7 +42,7 @@ import numpy as np
 from gpu.sim import device as device_api
 from gpu.sim import engine
 from gpu.sim.rewrite import SYNC_NAMES, function_node
-from gpu.sim.vector_eval import Chunk, Interpreter
+from gpu.sim.vector_eval import Interpreter, chunk_of
 from gpu.sim.vector_ops import Bail
 
 TIER_ENV = "KERNEL_LAB_SIM_TIER"  # "thread": every launch per thread; "auto" (default): vectorised where proven
@@ -199,7 +199,7 @@ def _build_plan(kernel, active: set) -> Plan:
     has_local = False
     for name in {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}:
         value = scope.get(name)
-        if isinstance(value, SimKernel) or type(value).__name__ == "FakeCUDAKernel":
+        if value is not None and (isinstance(value, SimKernel) or type(value).__name__ == "FakeCUDAKernel"):
             callee = value if isinstance(value, SimKernel) else SimKernel(value.py_func, device=True)
             if not callee._device or id(callee) in active:
                 return Plan(None, {}, reason=f"{name} is a kernel or recursive")
@@ -289,7 +289,7 @@ def _run_chunks(plan: Plan, grid, block, values: tuple, saved: dict) -> None:
     per_chunk = max(1, most // threads)
     owners: dict[int, np.ndarray] = {}
     for first in range(0, blocks, per_chunk):
-        chunk = Chunk(grid, block, first, min(blocks, first + per_chunk))
+        chunk = chunk_of(grid, block, first, min(blocks, first + per_chunk))
         Interpreter(chunk, saved, owners).run(plan, values)
 
 

@@ -21,6 +21,21 @@ from gpu.sim.vector_ops import Bail, Weak
 WARP = device_api.WARP
 
 
+_CHUNKS: dict[tuple, Chunk] = {}
+_CHUNKS_KEPT = 16  # chunk shapes kept between launches (a few kilobytes to a few megabytes each)
+
+
+def chunk_of(grid, block, first: int, last: int) -> Chunk:
+    """The lanes of blocks ``first`` to ``last - 1``: built once per launch shape (their arrays are read-only)."""
+    key = (grid, block, first, last)
+    chunk = _CHUNKS.get(key)
+    if chunk is None:
+        if len(_CHUNKS) >= _CHUNKS_KEPT:
+            _CHUNKS.pop(next(iter(_CHUNKS)))
+        chunk = _CHUNKS[key] = Chunk(grid, block, first, last)
+    return chunk
+
+
 class Chunk:
     """Blocks ``first`` to ``last - 1`` (linear ids, x fastest) of a launch: one lane per thread, block-major."""
 
@@ -38,6 +53,8 @@ class Chunk:
         tx, rest_t = t % block[0], t // block[0]
         self.threadIdx = (Weak(tx), Weak(rest_t % block[1]), Weak(rest_t // block[1]))
         self.linear_thread = Weak(t)
+        for array in (lane, self.block_row, t, *(w.a for w in self.blockIdx + self.threadIdx)):
+            array.flags.writeable = False  # shared by every launch of this shape: nothing may change them
 
 
 class GlobalRef:
@@ -115,9 +132,9 @@ class _Log:
         self.atomics: dict[int, list] = {}
         self.arrays: dict[int, np.ndarray] = {}
 
-    def add(self, table: dict, key: int, array: np.ndarray, flat, lanes):
+    def add(self, table: dict, key: int, array: np.ndarray, where: tuple, mask):
         self.arrays[key] = array
-        table.setdefault(key, []).append((flat, lanes))
+        table.setdefault(key, []).append((where, mask))
 
 
 class Interpreter:
@@ -167,6 +184,9 @@ class Interpreter:
             if not isinstance(test, np.ndarray):
                 self.block(node.body if test else node.orelse, mask, frame)
                 return
+            if mask is None and test.all():  # every lane takes the body: no mask to carry
+                self.block(node.body, None, frame)
+                return
             yes = test if mask is None else mask & test
             no = ~test if mask is None else mask & ~test
             if yes.any():
@@ -214,6 +234,7 @@ class Interpreter:
         return np.ones(self.chunk.lanes, bool) if mask is None else mask
 
     def for_range(self, node: ast.For, mask, frame: Frame) -> None:
+        assert isinstance(node.target, ast.Name)  # the subset check lets no other loop through
         name = node.target.id
         if isinstance(node.iter, ast.Tuple):  # for c in (first, second): the same items in every lane
             for item in [self.ev(e, mask, frame) for e in node.iter.elts]:
@@ -223,6 +244,7 @@ class Interpreter:
                 if mask is not None and not mask.any():
                     return
             return
+        assert isinstance(node.iter, ast.Call)
         bounds = [self.ev(a, mask, frame) for a in node.iter.args]
         if not any(ops.is_lane(b) for b in bounds):
             for value in range(*(ops.int_index(b) for b in bounds)):
@@ -254,7 +276,10 @@ class Interpreter:
         while True:
             test = ops.truth(self.ev(node.test, loop, frame))
             if isinstance(test, np.ndarray):
-                loop = test.copy() if loop is None else loop & test
+                if loop is None and test.all():
+                    pass  # every lane stays in the loop
+                else:
+                    loop = test.copy() if loop is None else loop & test
                 if not loop.any():
                     return
             elif not test:
@@ -394,18 +419,23 @@ class Interpreter:
             self.saved[id(array)] = (array, array.copy())
 
     def log(self, ref, global_table, shared_table, where, mask) -> None:
+        """Note the elements each active lane touches (as indices: made into numbers only if the array is written)."""
         if isinstance(ref, LocalRef):
             return  # a lane's own memory
         storage = ref.array if isinstance(ref, GlobalRef) else ref.storage
         log = self.global_log if isinstance(ref, GlobalRef) else self.shared_log
         table = global_table if isinstance(ref, GlobalRef) else shared_table
-        flat = _flat(where, storage.shape)
-        lanes = self.chunk.lane if mask is None else self.chunk.lane[mask]
-        if mask is not None:
-            flat = np.broadcast_to(flat, mask.shape)[mask]
-        else:
-            flat = np.broadcast_to(flat, lanes.shape)
-        log.add(table, id(storage), storage, flat, lanes)
+        log.add(table, id(storage), storage, where, mask)
+
+    def _touched(self, entries, shape) -> tuple[np.ndarray, np.ndarray]:
+        """(element as one number, lane) for every active lane of every entry."""
+        lanes_all = self.chunk.lane
+        flats, lanes = [], []
+        for where, mask in entries:
+            flat = np.broadcast_to(_flat(where, shape), lanes_all.shape)
+            flats.append(flat if mask is None else flat[mask])
+            lanes.append(lanes_all if mask is None else lanes_all[mask])
+        return np.concatenate(flats), np.concatenate(lanes)
 
     def check(self, log: _Log, keep=None) -> None:
         """Bail if two lanes touched one element, one of them writing, since the log began; then clear it.
@@ -417,23 +447,20 @@ class Interpreter:
             if atomics and (writes or reads):
                 raise Bail("an array updated by atomics and read or written plainly between the same barriers")
             if atomics:
-                ops_done = {op for op, _ in atomics}
                 if array.dtype.kind == "f" and len(atomics) > 1:
                     raise Bail("float atomics on one array at more than one point of the kernel")
-                if len({_ATOMIC_FAMILY.get(op, op) for op in ops_done}) > 1:
+                if len({_ATOMIC_FAMILY.get(op, op) for op, _ in atomics}) > 1:
                     raise Bail("different atomic operations on one array")
             if not writes:
                 continue
             owner = self.owners.get(array.size)  # scratch, -1 again after every check: shared by arrays of a size
             if owner is None:
                 owner = self.owners[array.size] = np.full(array.size, -1, np.int64)
-            wf = np.concatenate([f for f, _ in writes])
-            wl = np.concatenate([lanes for _, lanes in writes])
+            wf, wl = self._touched(writes, array.shape)
             owner[wf] = wl
             clash = bool((owner[wf] != wl).any())
             if not clash and reads:
-                rf = np.concatenate([f for f, _ in reads])
-                rl = np.concatenate([lanes for _, lanes in reads])
+                rf, rl = self._touched(reads, array.shape)
                 seen = owner[rf]
                 clash = bool(((seen >= 0) & (seen != rl)).any())
             owner[wf] = -1
@@ -445,9 +472,10 @@ class Interpreter:
         mine = keep[self.chunk.block_row]
         for table in (log.reads, log.writes):
             for key, entries in table.items():
-                table[key] = [(f[mine[lanes]], lanes[mine[lanes]]) for f, lanes in entries]
-        for key, entries in log.atomics.items():
-            log.atomics[key] = [(op, lanes[mine[lanes]]) for op, lanes in entries if mine[lanes].any()]
+                table[key] = [(where, mine if mask is None else mask & mine) for where, mask in entries]
+        for key, done in log.atomics.items():
+            log.atomics[key] = [(op, mine if mask is None else mask & mine) for op, mask in done
+                                if (mine if mask is None else mask & mine).any()]
 
     # --- expressions
     def ev(self, node, mask, frame: Frame):
@@ -660,7 +688,6 @@ class Interpreter:
         data = ops.cast(storage.dtype, value, mask)
         if isinstance(ref, GlobalRef):
             self.before_write(storage)
-        lanes = self.chunk.lane if mask is None else self.chunk.lane[mask]
         where = tuple(np.broadcast_to(w, (self.chunk.lanes,)) for w in where)
         data = np.broadcast_to(data, (self.chunk.lanes,))
         if mask is not None:
@@ -668,7 +695,7 @@ class Interpreter:
             data = data[mask]
         log = self.global_log if isinstance(ref, GlobalRef) else self.shared_log
         log.arrays[id(storage)] = storage
-        log.atomics.setdefault(id(storage), []).append((op, lanes))
+        log.atomics.setdefault(id(storage), []).append((op, mask))
         ufunc.at(storage, where, data)
 
     def barrier(self, mask, frame: Frame, line: int) -> None:
