@@ -269,8 +269,8 @@ def _argument_reason(values: tuple) -> str:
         if not isinstance(v, (np.ndarray, np.generic, int, float, bool)):
             return f"an argument of type {type(v).__name__}"
     for k, a in enumerate(arrays):
-        if a.dtype.fields is not None or a.dtype.kind not in "biuf" or 0 in a.strides:
-            return f"an array argument of dtype {a.dtype} or with a zero stride"
+        if a.dtype.fields is not None or a.dtype.kind not in "biuf" or not a.flags.c_contiguous:
+            return f"an array argument of dtype {a.dtype}, or not C-contiguous"
         for b in arrays[k + 1:]:
             if np.may_share_memory(a, b):
                 return "two array arguments share memory"

@@ -57,31 +57,41 @@ class Chunk:
             array.flags.writeable = False  # shared by every launch of this shape: nothing may change them
 
 
-class GlobalRef:
+class _Ref:
+    """Memory a kernel indexes: ``storage`` (C-contiguous), ``flat`` (its 1-D view), ``shape`` (the kernel's view)."""
+
+    __slots__ = ("storage", "flat", "shape", "row")
+
+    def __init__(self, storage: np.ndarray, shape: tuple):
+        self.storage, self.flat, self.shape = storage, storage.reshape(-1), shape
+        self.row = int(np.prod(shape))  # elements of one block's (shared) or lane's (local) copy
+
+
+class GlobalRef(_Ref):
     """A kernel's array argument (or a global array it reads)."""
 
-    __slots__ = ("array",)
-
     def __init__(self, array: np.ndarray):
-        self.array = array
+        if not array.flags.c_contiguous:
+            raise Bail("an array that is not C-contiguous")
+        super().__init__(array, array.shape)
+
+    @property
+    def array(self) -> np.ndarray:
+        return self.storage
 
 
-class SharedRef:
+class SharedRef(_Ref):
     """One ``cuda.shared.array`` call site: a row per block of the chunk."""
 
-    __slots__ = ("storage", "shape")
-
     def __init__(self, storage: np.ndarray):
-        self.storage, self.shape = storage, storage.shape[1:]
+        super().__init__(storage, storage.shape[1:])
 
 
-class LocalRef:
+class LocalRef(_Ref):
     """One execution of ``cuda.local.array``: a row per lane."""
 
-    __slots__ = ("storage", "shape")
-
     def __init__(self, storage: np.ndarray):
-        self.storage, self.shape = storage, storage.shape[1:]
+        super().__init__(storage, storage.shape[1:])
 
 
 class _Dims:
@@ -132,9 +142,9 @@ class _Log:
         self.atomics: dict[int, list] = {}
         self.arrays: dict[int, np.ndarray] = {}
 
-    def add(self, table: dict, key: int, array: np.ndarray, where: tuple, mask):
+    def add(self, table: dict, key: int, array: np.ndarray, flat, mask):
         self.arrays[key] = array
-        table.setdefault(key, []).append((where, mask))
+        table.setdefault(key, []).append((flat, mask))
 
 
 class Interpreter:
@@ -145,6 +155,9 @@ class Interpreter:
         self.global_log = _Log()
         self.shared_log = _Log()
         self.shared_sites: dict[int, SharedRef] = {}
+        self.ranges: dict[int, tuple] = {}
+        self.products: dict[tuple, tuple] = {}
+        self.bases: dict[tuple, tuple] = {}
         self.shared_bytes = 0
 
     # --- the whole chunk
@@ -362,55 +375,94 @@ class Interpreter:
         values = value if isinstance(value, tuple) else (value,)
         return tuple(ops.int_index(v) for v in values)
 
-    def _where(self, ref, index: tuple, mask, line: int):
-        """The indices into the storage behind ``ref`` (clamped to 0 in inactive lanes), after the bounds check."""
-        shape = ref.array.shape if isinstance(ref, GlobalRef) else ref.shape
+    def _address(self, ref: _Ref, index: tuple, mask, line: int):
+        """Each lane's element of ``ref.flat`` (0 in inactive lanes), after the bounds check: an int or int64 lanes.
+
+        The part that varies by lane (``ty * 16 + block * 256``) is remembered for the chunk, keyed by the
+        lane arrays it is made of, so an access in a loop costs one addition and one gather.
+        """
+        shape = ref.shape
         if len(index) != len(shape):
             raise Bail(f"{len(index)} indices into a {len(shape)}-D array (line {line})")
-        out = []
-        for i, n in zip(index, shape):
+        offset = 0
+        parts = []
+        step = 1
+        for i, n in zip(reversed(index), reversed(shape)):
             if isinstance(i, np.ndarray):
                 if mask is not None:
                     i = np.where(mask, i, 0)
-                if i.size and (i.min() < 0 or i.max() >= n):
+                    low, high = (int(i.min()), int(i.max())) if i.size else (0, 0)
+                else:
+                    low, high = self._range(i)
+                if low < 0 or high >= n:
                     raise Bail(f"an index out of bounds or negative (line {line})")
-            elif not 0 <= i < n:
-                raise Bail(f"an index out of bounds or negative (line {line})")
-            out.append(i)
+                parts.append((i, step))
+            else:
+                if not 0 <= i < n:
+                    raise Bail(f"an index out of bounds or negative (line {line})")
+                offset += i * step
+            step *= n
         if isinstance(ref, SharedRef):
-            out.insert(0, self.chunk.block_row)
+            parts.append((self.chunk.block_row, ref.row))
         elif isinstance(ref, LocalRef):
-            out.insert(0, self.chunk.lane)
-        return tuple(out)
+            parts.append((self.chunk.lane, ref.row))
+        if not parts:
+            return offset
+        key = tuple((id(i), k) for i, k in parts)
+        hit = self.bases.get(key) if mask is None else None
+        if hit is None or any(kept is not i for kept, (i, _) in zip(hit[0], parts)):
+            base = self._scaled(*parts[0])
+            for i, k in parts[1:]:
+                base = base + self._scaled(i, k)
+            hit = ([i for i, _ in parts], base)
+            if mask is None:
+                _remember(self.bases, key, hit)
+        return hit[1] + offset if offset else hit[1]
+
+    def _range(self, lanes: np.ndarray) -> tuple[int, int]:
+        """(min, max) of a lane array, remembered for this chunk (the chunk's indices are used again and again)."""
+        hit = self.ranges.get(id(lanes))
+        if hit is None or hit[0] is not lanes:
+            hit = (lanes, int(lanes.min()), int(lanes.max())) if lanes.size else (lanes, 0, 0)
+            _remember(self.ranges, id(lanes), hit)
+        return hit[1], hit[2]
+
+    def _scaled(self, lanes: np.ndarray, step: int) -> np.ndarray:
+        """``lanes * step``, remembered for this chunk for the arrays it is asked of again."""
+        if step == 1:
+            return lanes
+        hit = self.products.get((id(lanes), step))
+        if hit is None or hit[0] is not lanes:
+            hit = (lanes, lanes * step)
+            _remember(self.products, (id(lanes), step), hit)
+        return hit[1]
 
     def load(self, ref, index: tuple, mask, line: int):
         if isinstance(ref, tuple):
             if len(index) != 1 or isinstance(index[0], np.ndarray):
                 raise Bail(f"a tuple indexed by lane (line {line})")
             return ref[index[0]]
-        if not isinstance(ref, (GlobalRef, SharedRef, LocalRef)):
+        if not isinstance(ref, _Ref):
             raise Bail(f"a subscript of {type(ref).__name__} (line {line})")
-        where = self._where(ref, index, mask, line)
-        storage = ref.array if isinstance(ref, GlobalRef) else ref.storage
-        self.log(ref, self.global_log.reads, self.shared_log.reads, where, mask)
-        return storage[where]
+        flat = self._address(ref, index, mask, line)
+        self.log(ref, False, flat, mask)
+        return ref.flat[flat]
 
     def store(self, ref, index: tuple, value, mask, line: int) -> None:
-        if not isinstance(ref, (GlobalRef, SharedRef, LocalRef)):
+        if not isinstance(ref, _Ref):
             raise Bail(f"a store into {type(ref).__name__} (line {line})")
-        where = self._where(ref, index, mask, line)
-        storage = ref.array if isinstance(ref, GlobalRef) else ref.storage
+        flat = self._address(ref, index, mask, line)
         if isinstance(ref, GlobalRef):
-            self.before_write(storage)
-        data = ops.store_value(storage.dtype, value, mask)
-        self.log(ref, self.global_log.writes, self.shared_log.writes, where, mask)
-        if isinstance(data, np.ndarray) and not any(isinstance(w, np.ndarray) for w in where):
-            where = tuple(np.full(self.chunk.lanes, w, np.int64) for w in where)  # every lane at one element
+            self.before_write(ref.storage)
+        data = ops.store_value(ref.storage.dtype, value, mask)
+        self.log(ref, True, flat, mask)
+        if isinstance(data, np.ndarray) and not isinstance(flat, np.ndarray):
+            flat = np.full(self.chunk.lanes, flat, np.int64)  # every lane at one element
         if mask is not None:
-            where = tuple(np.broadcast_to(w, mask.shape)[mask] for w in where)
+            flat = np.broadcast_to(flat, mask.shape)[mask]
             if isinstance(data, np.ndarray):
                 data = data[mask]
-        storage[where] = data
+        ref.flat[flat] = data
 
     def before_write(self, array: np.ndarray) -> None:
         if not array.flags.writeable:
@@ -418,21 +470,19 @@ class Interpreter:
         if id(array) not in self.saved:
             self.saved[id(array)] = (array, array.copy())
 
-    def log(self, ref, global_table, shared_table, where, mask) -> None:
-        """Note the elements each active lane touches (as indices: made into numbers only if the array is written)."""
+    def log(self, ref: _Ref, write: bool, flat, mask) -> None:
+        """Note the element each active lane touches (checked only for the arrays the chunk writes)."""
         if isinstance(ref, LocalRef):
             return  # a lane's own memory
-        storage = ref.array if isinstance(ref, GlobalRef) else ref.storage
         log = self.global_log if isinstance(ref, GlobalRef) else self.shared_log
-        table = global_table if isinstance(ref, GlobalRef) else shared_table
-        log.add(table, id(storage), storage, where, mask)
+        log.add(log.writes if write else log.reads, id(ref.storage), ref.storage, flat, mask)
 
-    def _touched(self, entries, shape) -> tuple[np.ndarray, np.ndarray]:
-        """(element as one number, lane) for every active lane of every entry."""
+    def _touched(self, entries) -> tuple[np.ndarray, np.ndarray]:
+        """(element, lane) for every active lane of every entry."""
         lanes_all = self.chunk.lane
         flats, lanes = [], []
-        for where, mask in entries:
-            flat = np.broadcast_to(_flat(where, shape), lanes_all.shape)
+        for flat, mask in entries:
+            flat = np.broadcast_to(flat, lanes_all.shape)
             flats.append(flat if mask is None else flat[mask])
             lanes.append(lanes_all if mask is None else lanes_all[mask])
         return np.concatenate(flats), np.concatenate(lanes)
@@ -456,11 +506,11 @@ class Interpreter:
             owner = self.owners.get(array.size)  # scratch, -1 again after every check: shared by arrays of a size
             if owner is None:
                 owner = self.owners[array.size] = np.full(array.size, -1, np.int64)
-            wf, wl = self._touched(writes, array.shape)
+            wf, wl = self._touched(writes)
             owner[wf] = wl
             clash = bool((owner[wf] != wl).any())
             if not clash and reads:
-                rf, rl = self._touched(reads, array.shape)
+                rf, rl = self._touched(reads)
                 seen = owner[rf]
                 clash = bool(((seen >= 0) & (seen != rl)).any())
             owner[wf] = -1
@@ -472,7 +522,7 @@ class Interpreter:
         mine = keep[self.chunk.block_row]
         for table in (log.reads, log.writes):
             for key, entries in table.items():
-                table[key] = [(where, mine if mask is None else mask & mine) for where, mask in entries]
+                table[key] = [(flat, mine if mask is None else mask & mine) for flat, mask in entries]
         for key, done in log.atomics.items():
             log.atomics[key] = [(op, mine if mask is None else mask & mine) for op, mask in done
                                 if (mine if mask is None else mask & mine).any()]
@@ -679,24 +729,23 @@ class Interpreter:
         ref, index, value = args
         if not isinstance(ref, (GlobalRef, SharedRef)):
             raise Bail(f"an atomic on {type(ref).__name__} (line {line})")
-        storage = ref.array if isinstance(ref, GlobalRef) else ref.storage
+        storage = ref.storage
         ufunc = _ATOMIC_INT.get(op)
         if ufunc is None or (storage.dtype.kind == "f" and op not in ("add", "sub")):
             raise Bail(f"cuda.atomic.{op} on {storage.dtype} (line {line})")
         index = tuple(ops.int_index(i) for i in (index if isinstance(index, tuple) else (index,)))
-        where = self._where(ref, index, mask, line)
+        flat = self._address(ref, index, mask, line)
         data = ops.cast(storage.dtype, value, mask)
         if isinstance(ref, GlobalRef):
             self.before_write(storage)
-        where = tuple(np.broadcast_to(w, (self.chunk.lanes,)) for w in where)
+        flat = np.broadcast_to(flat, (self.chunk.lanes,))
         data = np.broadcast_to(data, (self.chunk.lanes,))
         if mask is not None:
-            where = tuple(w[mask] for w in where)
-            data = data[mask]
+            flat, data = flat[mask], data[mask]
         log = self.global_log if isinstance(ref, GlobalRef) else self.shared_log
         log.arrays[id(storage)] = storage
         log.atomics.setdefault(id(storage), []).append((op, mask))
-        ufunc.at(storage, where, data)
+        ufunc.at(ref.flat, flat, data)  # in lane order: the per-thread tier's order
 
     def barrier(self, mask, frame: Frame, line: int) -> None:
         """``cuda.syncthreads()``: the blocks whose lanes are here end a barrier interval; a block half here bails.
@@ -735,14 +784,13 @@ class Interpreter:
         return frame.result
 
 
-def _flat(where: tuple, shape):
-    """Each lane's element as one number (C order over ``shape``)."""
-    flat = 0
-    step = 1
-    for i, n in zip(reversed(where), reversed(shape)):
-        flat = flat + i * step
-        step *= n
-    return np.asarray(flat, np.int64)
+_REMEMBERED = 24  # entries per memo: each holds lane arrays, and a loop may make fresh ones every iteration
+
+
+def _remember(memo: dict, key, value) -> None:
+    if len(memo) >= _REMEMBERED:
+        memo.clear()
+    memo[key] = value
 
 
 def _and(a, b):
