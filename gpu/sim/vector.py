@@ -42,7 +42,7 @@ import numpy as np
 from gpu.sim import device as device_api
 from gpu.sim import engine
 from gpu.sim.rewrite import SYNC_NAMES, function_node
-from gpu.sim.vector_eval import Interpreter, chunk_of
+from gpu.sim.vector_eval import Chunk, Interpreter
 from gpu.sim.vector_ops import Bail
 
 TIER_ENV = "KERNEL_LAB_SIM_TIER"  # "thread": every launch per thread; "auto" (default): vectorised where proven
@@ -82,6 +82,11 @@ def tier_mode() -> str:
 def last_tier() -> Tier:
     """The tier of the latest launch in this process."""
     return _last[0]
+
+
+def runs_vectorised(kernel) -> bool:
+    """Whether a launch of ``kernel`` now would go to the vectorised tier (its launches may still fall back)."""
+    return _mode[0] == "auto" and engine.launch_seed() is None and not plan_for(kernel).reason
 
 
 def _report(kernel, tier: Tier) -> None:
@@ -289,8 +294,10 @@ def _run_chunks(plan: Plan, grid, block, values: tuple, saved: dict) -> None:
     per_chunk = max(1, most // threads)
     owners: dict[int, np.ndarray] = {}
     for first in range(0, blocks, per_chunk):
-        chunk = chunk_of(grid, block, first, min(blocks, first + per_chunk))
+        chunk = Chunk(grid, block, first, min(blocks, first + per_chunk))
         Interpreter(chunk, saved, owners).run(plan, values)
 
 
-__all__ = ["TIER_ENV", "Plan", "Tier", "last_tier", "plan_for", "set_tier", "tier_mode", "try_launch"]
+__all__ = [
+    "TIER_ENV", "Plan", "Tier", "last_tier", "plan_for", "runs_vectorised", "set_tier", "tier_mode", "try_launch",
+]

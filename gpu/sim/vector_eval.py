@@ -21,40 +21,55 @@ from gpu.sim.vector_ops import Bail, Weak
 WARP = device_api.WARP
 
 
-_CHUNKS: dict[tuple, Chunk] = {}
-_CHUNKS_KEPT = 16  # chunk shapes kept between launches (a few kilobytes to a few megabytes each)
+_LANE_SHAPES: dict[tuple, tuple] = {}
+_LANE_SHAPES_KEPT = 8  # (block, blocks per chunk) shapes kept between launches
 
 
-def chunk_of(grid, block, first: int, last: int) -> Chunk:
-    """The lanes of blocks ``first`` to ``last - 1``: built once per launch shape (their arrays are read-only)."""
-    key = (grid, block, first, last)
-    chunk = _CHUNKS.get(key)
-    if chunk is None:
-        if len(_CHUNKS) >= _CHUNKS_KEPT:
-            _CHUNKS.pop(next(iter(_CHUNKS)))
-        chunk = _CHUNKS[key] = Chunk(grid, block, first, last)
-    return chunk
+def _lane_shape(block, blocks: int) -> tuple:
+    """(lane, block row, linear thread id, threadIdx) of ``blocks`` blocks of ``block``: built once, read-only.
+
+    An axis the block does not extend along (``by == 1``) is the Python int 0, as a thread sees it.
+    """
+    key = (block, blocks)
+    hit = _LANE_SHAPES.get(key)
+    if hit is None:
+        threads = block[0] * block[1] * block[2]
+        lane = np.arange(blocks * threads, dtype=np.int64)
+        row, t = (np.zeros_like(lane), lane) if blocks == 1 else np.divmod(lane, threads)
+        x = t if block[1] == block[2] == 1 else t % block[0]
+        y = 0 if block[1] == 1 else (t // block[0]) % block[1]
+        z = 0 if block[2] == 1 else t // (block[0] * block[1])
+        arrays = [a for a in (lane, row, t, x, y, z) if isinstance(a, np.ndarray)]
+        for array in arrays:
+            array.flags.writeable = False  # shared by every launch of this shape: nothing may change them
+        hit = (lane, row, Weak(t), tuple(Weak(a) if isinstance(a, np.ndarray) else a for a in (x, y, z)))
+        if len(_LANE_SHAPES) >= _LANE_SHAPES_KEPT:
+            _LANE_SHAPES.pop(next(iter(_LANE_SHAPES)))
+        _LANE_SHAPES[key] = hit
+    return hit
 
 
 class Chunk:
     """Blocks ``first`` to ``last - 1`` (linear ids, x fastest) of a launch: one lane per thread, block-major."""
 
     def __init__(self, grid, block, first: int, last: int):
-        self.grid, self.block = grid, block
+        self.grid, self.block, self.first = grid, block, first
         self.threads = block[0] * block[1] * block[2]
         self.blocks = last - first
         self.lanes = self.blocks * self.threads
-        lane = np.arange(self.lanes, dtype=np.int64)
-        self.lane = lane
-        self.block_row, t = np.divmod(lane, self.threads)
-        linear_block = self.block_row + first
-        bx, rest = np.divmod(linear_block, grid[0])
-        self.blockIdx = (Weak(rest), Weak(bx % grid[1]), Weak(bx // grid[1]))
-        tx, rest_t = t % block[0], t // block[0]
-        self.threadIdx = (Weak(tx), Weak(rest_t % block[1]), Weak(rest_t // block[1]))
-        self.linear_thread = Weak(t)
-        for array in (lane, self.block_row, t, *(w.a for w in self.blockIdx + self.threadIdx)):
-            array.flags.writeable = False  # shared by every launch of this shape: nothing may change them
+        self.lane, self.block_row, self.linear_thread, self.threadIdx = _lane_shape(block, self.blocks)
+        self._block_idx: tuple | None = None
+
+    @property
+    def blockIdx(self) -> tuple:
+        if self._block_idx is None:
+            linear = self.block_row + self.first
+            if self.grid[1] == self.grid[2] == 1:
+                self._block_idx = (Weak(linear), 0, 0)
+            else:
+                rest, x = np.divmod(linear, self.grid[0])
+                self._block_idx = (Weak(x), Weak(rest % self.grid[1]), Weak(rest // self.grid[1]))
+        return self._block_idx
 
 
 class _Ref:
@@ -158,6 +173,7 @@ class Interpreter:
         self.ranges: dict[int, tuple] = {}
         self.products: dict[tuple, tuple] = {}
         self.bases: dict[tuple, tuple] = {}
+        self.runs: dict[int, tuple] = {}
         self.shared_bytes = 0
 
     # --- the whole chunk
@@ -419,6 +435,18 @@ class Interpreter:
                 _remember(self.bases, key, hit)
         return hit[1] + offset if offset else hit[1]
 
+    def _run_start(self, flat) -> int | None:
+        """The first element if the lanes' elements are consecutive (lane k at first + k), else None; remembered."""
+        if not isinstance(flat, np.ndarray) or flat.ndim != 1 or not flat.size:
+            return None
+        hit = self.runs.get(id(flat))
+        if hit is None or hit[0] is not flat:
+            first = int(flat[0])
+            consecutive = int(flat[-1]) - first == flat.size - 1 and bool((np.diff(flat) == 1).all())
+            hit = (flat, first if consecutive else None)
+            _remember(self.runs, id(flat), hit)
+        return hit[1]
+
     def _range(self, lanes: np.ndarray) -> tuple[int, int]:
         """(min, max) of a lane array, remembered for this chunk (the chunk's indices are used again and again)."""
         hit = self.ranges.get(id(lanes))
@@ -446,6 +474,9 @@ class Interpreter:
             raise Bail(f"a subscript of {type(ref).__name__} (line {line})")
         flat = self._address(ref, index, mask, line)
         self.log(ref, False, flat, mask)
+        start = self._run_start(flat) if mask is None else None
+        if start is not None:  # consecutive elements: a copy of a slice, not a gather
+            return ref.flat[start:start + flat.size].copy()
         return ref.flat[flat]
 
     def store(self, ref, index: tuple, value, mask, line: int) -> None:
@@ -458,6 +489,10 @@ class Interpreter:
         self.log(ref, True, flat, mask)
         if isinstance(data, np.ndarray) and not isinstance(flat, np.ndarray):
             flat = np.full(self.chunk.lanes, flat, np.int64)  # every lane at one element
+        start = self._run_start(flat) if mask is None else None
+        if start is not None:  # consecutive elements: a slice
+            ref.flat[start:start + flat.size] = data
+            return
         if mask is not None:
             flat = np.broadcast_to(flat, mask.shape)[mask]
             if isinstance(data, np.ndarray):
@@ -503,6 +538,8 @@ class Interpreter:
                     raise Bail("different atomic operations on one array")
             if not writes:
                 continue
+            if not reads and len(writes) == 1 and writes[0][1] is None and self._run_start(writes[0][0]) is not None:
+                continue  # one store, every lane its own consecutive element, no load: nothing to clash
             owner = self.owners.get(array.size)  # scratch, -1 again after every check: shared by arrays of a size
             if owner is None:
                 owner = self.owners[array.size] = np.full(array.size, -1, np.int64)
@@ -693,7 +730,7 @@ class Interpreter:
             if name == "gridsize":
                 out = tuple(c.grid[k] * c.block[k] for k in range(n))
             else:
-                out = tuple(Weak(c.blockIdx[k].a * c.block[k] + c.threadIdx[k].a) for k in range(n))
+                out = tuple(_global_id(c.blockIdx[k], c.block[k], c.threadIdx[k]) for k in range(n))
             return out[0] if n == 1 else out
         if name in ("shared.array", "local.array") and len(args) == 2:
             return self.allocate(name, node, args, mask, line)
@@ -782,6 +819,14 @@ class Interpreter:
         if covered is not None and not (covered if mask is None else covered[mask]).all():
             raise Bail(f"{node.name} returns a value in some lanes only")
         return frame.result
+
+
+def _global_id(block_idx, size: int, thread_idx):
+    """``blockIdx * blockDim + threadIdx`` on one axis: Weak lanes, or a Python int where it is uniform."""
+    value = (block_idx.a if isinstance(block_idx, Weak) else block_idx) * size + (
+        thread_idx.a if isinstance(thread_idx, Weak) else thread_idx
+    )
+    return Weak(value) if isinstance(value, np.ndarray) else int(value)
 
 
 _REMEMBERED = 24  # entries per memo: each holds lane arrays, and a loop may make fresh ones every iteration
