@@ -65,7 +65,14 @@ class Tier:
 
 
 _last: list[Tier] = [Tier("thread", "no launch yet")]
-_mode: list[str] = [os.environ.get(TIER_ENV, "").strip() or "auto"]
+def _read_mode() -> str:
+    raw = os.environ.get(TIER_ENV, "").strip() or "auto"
+    if raw not in ("auto", "thread"):
+        raise ValueError(f"{TIER_ENV} must be 'auto' or 'thread', not {raw!r}")
+    return raw
+
+
+_mode: list[str] = [_read_mode()]
 
 
 def set_tier(mode: str) -> None:
