@@ -311,3 +311,18 @@ def test_the_subset_check_names_what_it_refuses():
     assert "not over range" in _subset_reason(ast.parse(source).body[0], frozenset({"cuda"}))
     source = "def k(a):\n    v = cuda.shfl_down_sync(-1, a[0], 1)\n"
     assert "shfl_down_sync" in _subset_reason(ast.parse(source).body[0], frozenset({"cuda"}))
+
+
+def test_a_verdict_says_which_tier_ran_each_test():
+    from gpu.problems import get as get_problem
+    from gpu.sandbox.harness import judge
+
+    problem = get_problem("vector-add")
+    verdict = judge(problem, problem.solution.source, 0)
+    assert verdict.status == "passed" and {t["tier"] for t in verdict.tests} == {"vector"}
+    vector.set_tier("thread")
+    try:
+        verdict = judge(problem, problem.solution.source, 0)
+    finally:
+        vector.set_tier("auto")
+    assert {t["tier"] for t in verdict.tests} == {"thread (KERNEL_LAB_SIM_TIER is 'thread')"}

@@ -268,6 +268,10 @@ def judge(problem: Problem, source: str, seed: int) -> Verdict:
         cases = list(problem.tests) + [problem.perf["simulator" if BACKEND.simulated else "gpu"]]
         for index, case in enumerate(cases):
             line, miss = run_case(problem, kernel, case, index, seed, launch)
+            if BACKEND.lab_simulator:  # which of the lab simulator's tiers ran it, and why not the vectorised one
+                from gpu.sim import vector
+
+                line["tier"] = str(vector.last_tier())
             verdict.tests.append(line)
             if miss and verdict.mismatch is None:
                 verdict.mismatch = miss
