@@ -171,14 +171,20 @@ def _cuda_call(node, cuda_names) -> str | None:
 
 
 def _scope_of(fn) -> dict:
-    from gpu.sim.kernel import _is_cuda_module, _numpy_type
+    from gpu.sim.kernel import _is_cuda_module, _numpy_type, global_names
 
+    used = global_names(fn)
     scope = dict(fn.__globals__)
     if fn.__closure__:
         scope.update(zip(fn.__code__.co_freevars, (cell.cell_contents for cell in fn.__closure__)))
     for name, value in list(scope.items()):
         if _is_cuda_module(value):
             scope[name] = device_api.STATE
+        # a global array is a constant, frozen at the first launch (as Numba does)
+        elif isinstance(value, np.ndarray) and name in used:
+            frozen = value.copy()
+            frozen.flags.writeable = False
+            scope[name] = frozen
         else:
             as_numpy = _numpy_type(value)
             if as_numpy is not None:
