@@ -79,7 +79,7 @@ class _Ref:
 
     def __init__(self, storage: np.ndarray, shape: tuple):
         self.storage, self.flat, self.shape = storage, storage.reshape(-1), shape
-        self.row = int(np.prod(shape))  # elements of one block's (shared) or lane's (local) copy
+        self.row = math.prod(shape)  # elements of one block's (shared) or lane's (local) copy
 
 
 class GlobalRef(_Ref):
@@ -494,7 +494,7 @@ class Interpreter:
             ref.flat[start:start + flat.size] = data
             return
         if mask is not None:
-            flat = np.broadcast_to(flat, mask.shape)[mask]
+            flat = flat[mask] if isinstance(flat, np.ndarray) else np.full(int(mask.sum()), flat, np.int64)
             if isinstance(data, np.ndarray):
                 data = data[mask]
         ref.flat[flat] = data
@@ -517,7 +517,8 @@ class Interpreter:
         lanes_all = self.chunk.lane
         flats, lanes = [], []
         for flat, mask in entries:
-            flat = np.broadcast_to(flat, lanes_all.shape)
+            if not isinstance(flat, np.ndarray):
+                flat = np.full(lanes_all.shape, flat, np.int64)
             flats.append(flat if mask is None else flat[mask])
             lanes.append(lanes_all if mask is None else lanes_all[mask])
         return np.concatenate(flats), np.concatenate(lanes)
@@ -685,7 +686,7 @@ class Interpreter:
             if attr in ("size", "shape", "ndim"):
                 return getattr(base.array, attr)
         if isinstance(base, (SharedRef, LocalRef)) and attr in ("shape", "size", "ndim"):
-            return {"shape": base.shape, "size": int(np.prod(base.shape)), "ndim": len(base.shape)}[attr]
+            return {"shape": base.shape, "size": math.prod(base.shape), "ndim": len(base.shape)}[attr]
         if base is math and attr in _MATH:
             return ("math", attr)
         raise Bail(f"the attribute .{attr} (line {node.lineno})")
