@@ -51,6 +51,9 @@ LOCAL_CHUNK_LANES = 1 << 14  # fewer where the kernel has local arrays (one row 
 GIVE_UP_AFTER = 3  # launches in a row that fell back: stop trying this kernel
 
 _TIER_LOCK = threading.Lock()
+# Scratch arrays of the access check, by size: all -1 between checks, so kept from launch to launch
+# (allocating 10^7 of them per launch cost more than the launch). Dropped after an unforeseen error.
+_OWNERS: dict[int, np.ndarray] = {}
 
 
 @dataclass(frozen=True)
@@ -266,6 +269,7 @@ def try_launch(kernel, grid, block, args: tuple) -> bool:
             _restore(saved)
             return _fell_back(kernel, plan, bail.why)
         except Exception as exc:  # anything unforeseen: the per-thread tier decides
+            _OWNERS.clear()
             _restore(saved)
             return _fell_back(kernel, plan, f"{type(exc).__name__}: {exc}")
     plan.fallbacks = 0
@@ -305,10 +309,9 @@ def _run_chunks(plan: Plan, grid, block, values: tuple, saved: dict) -> None:
     blocks = grid[0] * grid[1] * grid[2]
     most = LOCAL_CHUNK_LANES if plan.has_local else CHUNK_LANES
     per_chunk = max(1, most // threads)
-    owners: dict[int, np.ndarray] = {}
     for first in range(0, blocks, per_chunk):
         chunk = Chunk(grid, block, first, min(blocks, first + per_chunk))
-        Interpreter(chunk, saved, owners).run(plan, values)
+        Interpreter(chunk, saved, _OWNERS).run(plan, values)
 
 
 __all__ = [

@@ -166,7 +166,7 @@ class Interpreter:
     def __init__(self, chunk: Chunk, saved: dict, owners: dict):
         self.chunk = chunk
         self.saved = saved  # id -> (array, copy before the launch wrote it)
-        self.owners = owners  # id -> scratch "which lane wrote this element" array, -1 where none
+        self.owners = owners  # size -> scratch "which lane wrote this element" array, -1 where none
         self.global_log = _Log()
         self.shared_log = _Log()
         self.shared_sites: dict[int, SharedRef] = {}
@@ -447,6 +447,14 @@ class Interpreter:
             _remember(self.runs, id(flat), hit)
         return hit[1]
 
+    def _one_each(self, flat, mask) -> bool:
+        """Whether the active lanes' elements rise strictly with the lane (so no two lanes share one)."""
+        if not isinstance(flat, np.ndarray):
+            return mask is not None and int(mask.sum()) <= 1
+        if mask is None:
+            return self._run_start(flat) is not None or bool((np.diff(flat) > 0).all())
+        return bool((np.diff(flat[mask]) > 0).all())
+
     def _range(self, lanes: np.ndarray) -> tuple[int, int]:
         """(min, max) of a lane array, remembered for this chunk (the chunk's indices are used again and again)."""
         hit = self.ranges.get(id(lanes))
@@ -539,11 +547,13 @@ class Interpreter:
                     raise Bail("different atomic operations on one array")
             if not writes:
                 continue
-            if not reads and len(writes) == 1 and writes[0][1] is None and self._run_start(writes[0][0]) is not None:
-                continue  # one store, every lane its own consecutive element, no load: nothing to clash
+            if not reads and len(writes) == 1 and self._one_each(*writes[0]):
+                continue  # one store, each lane its own element, no load: nothing to clash
             owner = self.owners.get(array.size)  # scratch, -1 again after every check: shared by arrays of a size
             if owner is None:
-                owner = self.owners[array.size] = np.full(array.size, -1, np.int64)
+                if len(self.owners) >= _OWNERS_KEPT:
+                    self.owners.clear()
+                owner = self.owners[array.size] = np.full(array.size, -1, np.int32)
             wf, wl = self._touched(writes)
             owner[wf] = wl
             clash = bool((owner[wf] != wl).any())
@@ -830,6 +840,7 @@ def _global_id(block_idx, size: int, thread_idx):
     return Weak(value) if isinstance(value, np.ndarray) else int(value)
 
 
+_OWNERS_KEPT = 2  # scratch owner arrays kept between launches (int32, one element per array element)
 _REMEMBERED = 24  # entries per memo: each holds lane arrays, and a loop may make fresh ones every iteration
 
 

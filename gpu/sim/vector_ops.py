@@ -156,8 +156,7 @@ def _weak_binary(op, xa, xk, ya, yk, mask, compare):
     if op in _BITS and "f" in (xk, yk):
         raise Bail("a bit operation on a float")
     if op in (operator.mul, operator.lshift, operator.rshift) and xk == "i" and yk == "i":
-        big_x = int(np.max(np.abs(_active(xa, mask)), initial=0))
-        big_y = int(np.max(np.abs(_active(ya, mask)), initial=0))
+        big_x, big_y = _magnitude(_active(xa, mask)), _magnitude(_active(ya, mask))
         if op is operator.mul:
             safe = big_x * big_y < _SAFE_INT
         else:  # a shift: by 0 to 61 places, and (left) not past 62 bits
@@ -176,6 +175,15 @@ def _weak_binary(op, xa, xk, ya, yk, mask, compare):
     if out.dtype.kind not in "if":
         raise Bail(f"Python numbers giving {out.dtype}")
     return Weak(out)
+
+
+def _magnitude(values) -> int:
+    """The largest absolute value among int lanes (or of one int), in two passes and no temporary array."""
+    if not isinstance(values, np.ndarray):
+        return abs(int(values))
+    if not values.size:
+        return 0
+    return max(abs(int(values.min())), abs(int(values.max())))
 
 
 def negate(value, mask):
