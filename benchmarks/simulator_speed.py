@@ -1,6 +1,7 @@
 """numba-cuda's simulator and both tiers of Kernel Lab's, side by side in one run: simulated threads per second.
 
     PYTHONPATH=. .venv/bin/python benchmarks/simulator_speed.py [--n 8192] [--matmul 64] [--runs 3] [--big 1048576]
+        [--page]
 
 Kernels: the lab's vector add (gpu/kernels/vector_add.py, no barrier), the shared-memory tree
 reduction (gpu/experiments/reduction/kernels.py step 2: eight ``syncthreads`` per thread at 256
@@ -16,7 +17,10 @@ Each launch is timed with ``time.perf_counter`` around the launch and its synchr
 one warm-up launch; the figure is the median of ``--runs`` launches, the simulators alternating
 kernel by kernel in one process. Outputs are checked against NumPy on every launch (inputs are
 small integers, so every sum is exact in float32 in any order). ``--big`` adds the lab's rates at
-N = 2^20 (matmul: 1024 x 1024), where numba-cuda's simulator would take minutes to hours. Writes
+N = 2^20 (matmul: 1024 x 1024), where numba-cuda's simulator would take minutes to hours. ``--page``
+adds the Vector add page's click-to-chart time at the article's N = 10^7 (Streamlit's AppTest: the
+page script run from the Run click until it has drawn its charts, the simulated kernel at N = 10^7),
+with the page's default form and with only the kernel and NumPy. Writes
 benchmarks/simulator_speed.md with what it printed.
 """
 
@@ -116,12 +120,42 @@ def _lab(make, kernel, n, runs, mode: str) -> tuple[float, str]:
         vector.set_tier("auto")
 
 
+# The page's forms timed by --page: its defaults (CPU: the Python loop, which has a 10 s budget of its own,
+# NumPy, Numba, parallel Numba; and the article's method), and the kernel beside NumPy alone.
+_PAGE_FORMS = [
+    ("default form (every CPU implementation, the article's method)", {}),
+    ("the kernel and NumPy only (no article's method)", {"cpu_impls": ["numpy"], "article": False}),
+]
+
+
+def _page_seconds(form: dict) -> tuple[float, int, int]:
+    """Seconds from the Run click to the page's charts at N = 10^7, the kernel's N, and the charts drawn."""
+    from streamlit.testing.v1 import AppTest
+
+    page = Path(__file__).resolve().parents[1] / "pages" / "1_Vector_add.py"
+    at = AppTest.from_file(str(page), default_timeout=600).run()
+    at.text_input(key="n").input("1e7")
+    if "cpu_impls" in form:
+        at.multiselect(key="cpu_impls").set_value(form["cpu_impls"])
+    if "article" in form:
+        at.checkbox(key="article").set_value(form["article"])
+    start = time.perf_counter()
+    at.button[0].click().run()
+    took = time.perf_counter() - start
+    if at.exception or at.error:
+        raise RuntimeError(f"the Vector add page failed: {at.exception or [e.value for e in at.error]}")
+    charts = len(at.get("vega_lite_chart")) + len(at.get("arrow_vega_lite_chart"))
+    run = at.session_state["vector_add.result"]
+    return took, run.kernel_n, charts
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=8192, help="elements of the 1-D kernels side by side")
     parser.add_argument("--matmul", type=int, default=64, help="matmul side by side: an M x M product")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--big", type=int, default=1 << 20, help="threads of the lab-only rates (a square for matmul)")
+    parser.add_argument("--page", action="store_true", help="also time the Vector add page at N = 10^7")
     parser.add_argument("--out", type=Path, default=Path(__file__).with_name("simulator_speed.md"))
     args = parser.parse_args(argv)
     if not BACKEND.lab_simulator:
@@ -134,7 +168,7 @@ def main(argv=None) -> int:
         f"# Simulator speed: numba-cuda's simulator and Kernel Lab's two tiers ({time.strftime('%Y-%m-%d')})",
         "",
         f"Command: `PYTHONPATH=. .venv/bin/python benchmarks/simulator_speed.py --n {args.n} --matmul {args.matmul} "
-        f"--runs {args.runs} --big {args.big}`",
+        f"--runs {args.runs} --big {args.big}{' --page' if args.page else ''}`",
         "",
         f"Machine: {os.cpu_count()} cores, {platform.processor() or platform.machine()}, Python "
         f"{platform.python_version()}, load average {os.getloadavg()[0]:.2f} at start. "
@@ -185,6 +219,13 @@ def main(argv=None) -> int:
             thread = f"{_lab(make, kernel, n, args.runs, 'thread')[0]:,.0f}"
         lines.append(f"| {label} | {tier} | {rate:,.0f} | {thread} |")
         print(lines[-1], flush=True)
+    if args.page:
+        heading = "The Vector add page at N = 10,000,000, from the Run click to its charts (AppTest, one click each):"
+        lines += ["", heading, ""]
+        for label, form in _PAGE_FORMS:
+            took, kernel_n, charts = _page_seconds(form)
+            lines.append(f"- {label}: {took:.2f} s (simulated kernel at N = {kernel_n:,}; {charts} charts drawn)")
+            print(lines[-1], flush=True)
     text = "\n".join(lines) + "\n"
     print(text)
     args.out.write_text(text)
