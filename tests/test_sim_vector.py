@@ -330,3 +330,49 @@ def test_a_verdict_says_which_tier_ran_each_test():
     finally:
         vector.set_tier("auto")
     assert {t["tier"] for t in verdict.tests} == {"thread (KERNEL_LAB_SIM_TIER is 'thread')"}
+
+
+def _lab_kernel_cases():
+    """The kernels of gpu/kernels, gpu/core and gpu/trace that no catalog step runs, with arguments a page uses."""
+    from gpu.core import copies
+    from gpu.experiments.launch import overhead
+    from gpu.kernels import vector_add as va
+    from gpu.trace import examples
+
+    n = 1000
+    rng = np.random.default_rng(7)
+    a, b = rng.random(n).astype(np.float32), rng.random(n).astype(np.float32)
+
+    def vectors():
+        return (a, b, np.full(n, np.nan, np.float32))
+
+    words = rng.integers(0, 2**40, 3000).astype(np.int64)
+    return [
+        ("vector_add", va.vector_add_kernel, 4, 256, vectors),
+        ("vector_add_ilp", va.vector_add_ilp_kernel, 1, 256, vectors),
+        ("vector_add_grid_stride", va.vector_add_grid_stride_kernel, 2, 128, vectors),
+        ("indexing_probe", va.indexing_probe_kernel, 4, 256,
+         lambda: (*vectors(), np.zeros((1024, len(va.PROBE_FIELDS)), np.int32))),
+        ("grid_stride_probe", va.grid_stride_probe_kernel, 2, 128,
+         lambda: (*vectors(), np.zeros((256, len(va.PROBE_FIELDS)), np.int32), np.full(n, -1, np.int32),
+                  np.zeros(n, np.int32))),
+        ("read_coalesced", examples.read_coalesced_kernel, 4, 256, lambda: (a, np.zeros(n, np.float32))),
+        ("read_strided", examples.read_strided_kernel, 4, 256, lambda: (a, np.zeros(n, np.float32))),
+        ("copy", copies.copy_kernel, 1, 256, lambda: (words, np.zeros_like(words))),
+        ("empty", overhead.empty_kernel, 2, 64, lambda: ()),
+    ]
+
+
+@pytest.mark.parametrize("case", _lab_kernel_cases(), ids=lambda c: c[0])
+def test_every_other_lab_kernel_is_bit_identical_and_vectorised(tiers, case):
+    _, kernel, grid, block, make = case
+
+    def run():
+        args = make()
+        kernel[grid, block](*args)
+        return args
+
+    thread, vec, ran = tiers(run)
+    for x, y in zip(thread, vec):
+        assert x.tobytes() == y.tobytes()
+    assert ran.name == "vector", ran
