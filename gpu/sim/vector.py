@@ -117,7 +117,7 @@ _ALLOWED = (
 )
 
 
-@dataclass
+@dataclass(eq=False)
 class Plan:
     """A kernel as the vectorised tier takes it, or the reason it does not (``reason`` not empty)."""
 
@@ -143,11 +143,15 @@ def _subset_reason(func: ast.FunctionDef, cuda_names: frozenset[str]) -> str:
             return f"a chained assignment (line {node.lineno})"
         if isinstance(node, ast.Call):
             name = _cuda_call(node.func, cuda_names)
-            if name is not None and (name in SYNC_NAMES and name != "syncthreads"):
+            if name is not None and name in SYNC_NAMES and name not in _VECTOR_SYNC:
                 return f"cuda.{name} (line {node.lineno})"
             if name is not None and name.startswith("atomic.") and not _is_statement_call(node, func):
                 return f"the value of cuda.{name} is used (line {node.lineno})"
     return ""
+
+
+# The sync points the tier takes: the block barrier, and shuffles among whole warps with the full mask.
+_VECTOR_SYNC = frozenset({"syncthreads", "syncwarp", "shfl_sync", "shfl_up_sync", "shfl_down_sync", "shfl_xor_sync"})
 
 
 def _over_range_or_tuple(node: ast.expr) -> bool:

@@ -138,6 +138,8 @@ class Frame:
         self.result_lanes = None
 
 
+FULL_MASK = 0xFFFFFFFF
+_SHUFFLES = ("shfl_sync", "shfl_up_sync", "shfl_down_sync", "shfl_xor_sync")
 _BUILTINS = {builtins.min: "min", builtins.max: "max", builtins.abs: "abs"}
 _MATH = {"sqrt": np.sqrt, "fabs": np.fabs}
 _ATOMIC_INT = {"add": np.add, "sub": np.subtract, "and_": np.bitwise_and, "or_": np.bitwise_or,
@@ -745,6 +747,8 @@ class Interpreter:
             return out[0] if n == 1 else out
         if name in ("shared.array", "local.array") and len(args) == 2:
             return self.allocate(name, node, args, mask, line)
+        if name in _SHUFFLES or name == "syncwarp":
+            return self.warp_collective(name, args, mask, line)
         if name.startswith("atomic.") and statement and len(args) == 3:
             self.atomic(name[len("atomic."):], args, mask, line)
             return None
@@ -794,6 +798,42 @@ class Interpreter:
         log.arrays[id(storage)] = storage
         log.atomics.setdefault(id(storage), []).append((op, mask))
         ufunc.at(ref.flat, flat, data)  # in lane order: the per-thread tier's order
+
+    def warp_collective(self, name: str, args, mask, line: int):
+        """A shuffle (or ``syncwarp``) with the full mask, every warp here whole or not at all: a gather by lane."""
+        full = args[0] if args else FULL_MASK
+        if ops.is_lane(full) or not isinstance(full, (int, np.integer)) or int(full) & FULL_MASK != FULL_MASK:
+            raise Bail(f"cuda.{name} with a mask that is not 0xffffffff in every lane (line {line})")
+        if self.chunk.threads % WARP:
+            raise Bail(f"cuda.{name} in a block whose last warp is partial (line {line})")
+        if mask is not None:
+            warps = mask.reshape(-1, WARP)
+            if (warps.any(axis=1) & ~warps.all(axis=1)).any():
+                raise Bail(f"cuda.{name} reached by some lanes of a warp only (line {line})")
+        if name == "syncwarp":
+            return None
+        if len(args) not in (3, 4):
+            raise Bail(f"cuda.{name} with {len(args)} arguments (line {line})")
+        value, operand = args[1], ops.int_index(args[2])
+        width = ops.int_index(args[3]) if len(args) == 4 else WARP
+        if ops.is_lane(width) or width not in (1, 2, 4, 8, 16, 32):
+            raise Bail(f"cuda.{name} with width {width!r} (line {line})")
+        if not ops.is_lane(value):
+            return value  # the same in every lane, so in the lane it is read from
+        lane = self.chunk.linear_thread.a % WARP
+        if name == "shfl_down_sync":
+            source = np.where(lane % width + operand < width, lane + operand, lane)
+        elif name == "shfl_up_sync":
+            source = np.where(lane % width >= operand, lane - operand, lane)
+        elif name == "shfl_sync":
+            source = lane - lane % width + np.asarray(operand) % width
+        else:
+            source = lane ^ operand
+            source = np.where(source // width == lane // width, source, lane)
+        gather = self.chunk.lane - lane + source
+        if isinstance(value, Weak):
+            return Weak(value.a[gather])
+        return value[gather]
 
     def barrier(self, mask, frame: Frame, line: int) -> None:
         """``cuda.syncthreads()``: the blocks whose lanes are here end a barrier interval; a block half here bails.
