@@ -212,6 +212,35 @@ def divergent_shuffle_kernel(x, out):
     out[i] = v
 
 
+@jit
+def jumps_kernel(x, out, counts):
+    """Lanes leave loops at different turns: break, continue, and a uniform break, per-lane and uniform loops."""
+    i = cuda.grid(1)
+    if i >= x.size:
+        return
+    total = float32(0.0)
+    turns = 0
+    for k in range(i % 7, 40):  # a per-lane start
+        if k % 3 == 0:
+            continue
+        if total > float32(3.0) + float32(i % 5):
+            break
+        total += x[(i + k) % x.size]
+        turns += 1
+    j = 0
+    while True:  # a uniform loop with a per-lane exit
+        j += 1
+        if j > i % 4:
+            break
+        if j == 2:
+            continue
+        total += float32(0.5)
+    for _ in range(5):
+        break  # every lane at once
+    out[i] = total
+    counts[i] = turns * 10 + j
+
+
 def _copies(*arrays):
     return tuple(a.copy() for a in arrays)
 
@@ -261,6 +290,20 @@ def test_a_fault_has_the_same_words_and_leaves_the_same_memory_in_both_tiers(tie
     thread, vec, _ = tiers(run)
     assert thread[:4] == vec[:4]
     assert all(np.array_equal(x, y) for x, y in zip(thread[4], vec[4]))
+
+
+def test_break_and_continue_leave_each_lanes_loop_where_a_thread_would(tiers):
+    x = np.random.default_rng(9).random(300).astype(np.float32)
+
+    def run():
+        out, counts = np.zeros(300, np.float32), np.zeros(300, np.int32)
+        jumps_kernel[(3,), (128,)](x, out, counts)
+        return out, counts
+
+    thread, vec, ran = tiers(run)
+    assert ran.name == "vector", ran
+    assert thread[0].tobytes() == vec[0].tobytes() and np.array_equal(thread[1], vec[1])
+    assert len(set(thread[1].tolist())) > 5  # the lanes really left at different turns
 
 
 def test_every_shuffle_gives_the_per_thread_lanes(tiers):

@@ -110,7 +110,8 @@ def _report(kernel, tier: Tier) -> None:
 
 _ALLOWED = (
     ast.FunctionDef, ast.arguments, ast.arg, ast.Assign, ast.AugAssign, ast.Expr, ast.If, ast.For, ast.While,
-    ast.Return, ast.Pass, ast.Name, ast.Load, ast.Store, ast.Constant, ast.Attribute, ast.Subscript, ast.Tuple,
+    ast.Return, ast.Pass, ast.Break, ast.Continue, ast.Name, ast.Load, ast.Store, ast.Constant, ast.Attribute,
+    ast.Subscript, ast.Tuple,
     ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.IfExp, ast.Call, ast.keyword, ast.And, ast.Or, ast.Not,
     ast.USub, ast.UAdd, ast.Invert, ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.BitAnd,
     ast.BitOr, ast.BitXor, ast.RShift, ast.LShift, ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq, ast.NotEq,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import builtins
 import math
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -127,11 +128,30 @@ class _AllReturned(Exception):
     pass
 
 
+class _Break(Exception):
+    pass
+
+
+class _Continue(Exception):
+    pass
+
+
+class _Loop:
+    """The lanes that left a running loop (``break``) and those that left this turn of it (``continue``)."""
+
+    __slots__ = ("broken", "skipped")
+
+    def __init__(self):
+        self.broken = None
+        self.skipped = None
+
+
 class Frame:
     """A running kernel or device function: its variables, its live lanes and (device) return value."""
 
     def __init__(self, env: dict, alive):
         self.env = env
+        self.loops: list[_Loop] = []
         self.partial: dict[str, np.ndarray] = {}  # variables defined in some lanes only: where they are
         self.alive = alive  # None: every lane the frame started with
         self.result = None
@@ -224,10 +244,10 @@ class Interpreter:
                 self.block(node.body, yes, frame)
             if node.orelse and no.any():
                 self.block(node.orelse, self.live(no, frame), frame)
-        elif kind is ast.For:
-            self.for_range(node, mask, frame)
-        elif kind is ast.While:
-            self.while_loop(node, mask, frame)
+        elif kind is ast.For or kind is ast.While:
+            self.loop(node, mask, frame)
+        elif kind is ast.Break or kind is ast.Continue:
+            self.jump(node, mask, frame)
         elif kind is ast.Expr:
             if isinstance(node.value, ast.Constant):
                 return
@@ -264,23 +284,63 @@ class Interpreter:
     def full(self, mask):
         return np.ones(self.chunk.lanes, bool) if mask is None else mask
 
-    def for_range(self, node: ast.For, mask, frame: Frame) -> None:
+    def loop(self, node, mask, frame: Frame) -> None:
+        """A ``for`` or ``while``: lanes that ``break`` rejoin after it, lanes that ``continue`` at its next turn."""
+        state = _Loop()
+        frame.loops.append(state)
+        try:
+            if isinstance(node, ast.For):
+                self.for_range(node, mask, frame, state)
+            else:
+                self.while_loop(node, mask, frame, state)
+        finally:
+            frame.loops.pop()
+        if state.broken is not None:
+            frame.alive = frame.alive | state.broken
+            if frame is self.kernel_frame and frame.alive.all():
+                frame.alive = None
+
+    def turn(self, body, mask, frame: Frame, state: _Loop) -> bool:
+        """One turn of a loop's body; False when every lane in it broke out at once."""
+        try:
+            self.block(body, mask, frame)
+        except _Continue:
+            pass
+        except _Break:
+            return False
+        if state.skipped is not None:  # lanes that continued take the next turn
+            frame.alive = frame.alive | state.skipped
+            state.skipped = None
+        return True
+
+    def jump(self, node, mask, frame: Frame) -> None:
+        """``break`` or ``continue``: for every lane here at once, a Python jump; else those lanes leave the turn."""
+        if not frame.loops:
+            raise Bail(f"{type(node).__name__.lower()} outside a loop (line {node.lineno})")
+        if mask is None:
+            raise _Break if isinstance(node, ast.Break) else _Continue
+        state = frame.loops[-1]
+        if isinstance(node, ast.Break):
+            state.broken = mask.copy() if state.broken is None else state.broken | mask
+        else:
+            state.skipped = mask.copy() if state.skipped is None else state.skipped | mask
+        frame.alive = ~mask if frame.alive is None else frame.alive & ~mask
+
+    def for_range(self, node: ast.For, mask, frame: Frame, state: _Loop) -> None:
         assert isinstance(node.target, ast.Name)  # the subset check lets no other loop through
         name = node.target.id
+        items: Iterable | None
         if isinstance(node.iter, ast.Tuple):  # for c in (first, second): the same items in every lane
-            for item in [self.ev(e, mask, frame) for e in node.iter.elts]:
+            items = [self.ev(e, mask, frame) for e in node.iter.elts]
+        else:
+            assert isinstance(node.iter, ast.Call)
+            bounds = [self.ev(a, mask, frame) for a in node.iter.args]
+            items = None if any(ops.is_lane(b) for b in bounds) else range(*(ops.int_index(b) for b in bounds))
+        if items is not None:
+            for item in items:
                 self.set_name(name, item, mask, frame)
-                self.block(node.body, mask, frame)
-                mask = self.live(mask, frame)
-                if mask is not None and not mask.any():
+                if not self.turn(node.body, mask, frame, state):
                     return
-            return
-        assert isinstance(node.iter, ast.Call)
-        bounds = [self.ev(a, mask, frame) for a in node.iter.args]
-        if not any(ops.is_lane(b) for b in bounds):
-            for value in range(*(ops.int_index(b) for b in bounds)):
-                self.set_name(name, value, mask, frame)
-                self.block(node.body, mask, frame)
                 mask = self.live(mask, frame)
                 if mask is not None and not mask.any():
                     return
@@ -298,11 +358,12 @@ class Interpreter:
             if not loop.any():
                 return
             self.set_name(name, Weak(current.copy()), loop, frame)
-            self.block(node.body, loop, frame)
+            if not self.turn(node.body, loop, frame, state):
+                return
             mask = self.live(mask, frame)
             current += step
 
-    def while_loop(self, node: ast.While, mask, frame: Frame) -> None:
+    def while_loop(self, node: ast.While, mask, frame: Frame, state: _Loop) -> None:
         loop = mask
         while True:
             test = ops.truth(self.ev(node.test, loop, frame))
@@ -311,11 +372,12 @@ class Interpreter:
                     pass  # every lane stays in the loop
                 else:
                     loop = test.copy() if loop is None else loop & test
-                if not loop.any():
+                if loop is not None and not loop.any():
                     return
             elif not test:
                 return
-            self.block(node.body, loop, frame)
+            if not self.turn(node.body, loop, frame, state):
+                return
             loop = self.live(loop, frame)
             if loop is not None and not loop.any():
                 return
