@@ -7,10 +7,10 @@ Kernels: the lab's vector add (gpu/kernels/vector_add.py, no barrier), the share
 reduction (gpu/experiments/reduction/kernels.py step 2: eight ``syncthreads`` per thread at 256
 threads per block), the tiled shared-memory matmul (gpu/experiments/matmul/kernels.py step 2:
 16 x 16 tiles, two ``syncthreads`` per tile) and the warp-shuffle reduction (step 3:
-``shfl_down_sync``, which numba-cuda's simulator cannot run and the vectorised tier does not
-take). Each runs in numba-cuda's simulator, in the lab's per-thread tier (``set_tier("thread")``)
-and with the tier chosen per kernel (``set_tier("auto")``: the vectorised tier where it proves the
-kernel; the table names the tier that ran). A thread is one element (vector add, reductions) or
+``shfl_down_sync``, which numba-cuda's simulator cannot run). Each runs in numba-cuda's simulator,
+in the lab's per-thread tier (``set_tier("thread")``) and with the tier chosen per kernel
+(``set_tier("auto")``: the vectorised tier where it proves the kernel; the table names the tier
+that ran). A thread is one element (vector add, reductions) or
 one element of C (matmul: ``--matmul`` x ``--matmul`` threads, each a dot product of that length).
 
 Each launch is timed with ``time.perf_counter`` around the launch and its synchronisation, after
@@ -193,9 +193,11 @@ def main(argv=None) -> int:
             f"| {chosen_rate / numba_rate:,.0f}x | {thread_rate / numba_rate:,.0f}x |"
         )
         print(lines[-1], flush=True)
+    shuffle_thread, _ = _lab(_reduction, reduction.reduce_shuffle_kernel, args.n, args.runs, "thread")
     shuffle, tier = _lab(_reduction, reduction.reduce_shuffle_kernel, args.n, args.runs, "auto")
     lines.append(
-        f"| shuffle reduction (shfl_down_sync) | {args.n:,} | cannot run it | — | {shuffle:,.0f} ({tier}) | — | — |"
+        f"| shuffle reduction (shfl_down_sync) | {args.n:,} | cannot run it | {shuffle_thread:,.0f} "
+        f"| {shuffle:,.0f} ({tier}) | — | — |"
     )
     print(lines[-1], flush=True)
     big_side = math.isqrt(args.big)
