@@ -178,26 +178,26 @@ def _cuda_call(node, cuda_names) -> str | None:
     return None
 
 
-def _scope_of(fn) -> dict:
-    from gpu.sim.kernel import _is_cuda_module, _numpy_type, global_names
+def _scope_of(kernel, used: set[str]) -> tuple[dict, dict]:
+    """(the names as the per-thread tier's code sees them, the names as the kernel's module defines them).
 
-    used = global_names(fn)
-    scope = dict(fn.__globals__)
+    The first is the scope gpu/sim/kernel.py compiled the kernel in at its first launch (``cuda``
+    is the device API, Numba's dtypes are NumPy's): the two tiers read the same globals. A global
+    array the kernel reads is frozen here, read-only (Numba makes it a constant). The second still
+    holds device functions as the kernel objects they are, to be planned in turn.
+    """
+    fn = kernel.py_func
+    scope = dict(kernel.compile().function.__globals__)
+    defined = dict(fn.__globals__)
     if fn.__closure__:
-        scope.update(zip(fn.__code__.co_freevars, (cell.cell_contents for cell in fn.__closure__)))
-    for name, value in list(scope.items()):
-        if _is_cuda_module(value):
-            scope[name] = device_api.STATE
-        # a global array is a constant, frozen at the first launch (as Numba does)
-        elif isinstance(value, np.ndarray) and name in used:
+        defined.update(zip(fn.__code__.co_freevars, (cell.cell_contents for cell in fn.__closure__)))
+    for name in used:
+        value = scope.get(name)
+        if isinstance(value, np.ndarray):
             frozen = value.copy()
             frozen.flags.writeable = False
             scope[name] = frozen
-        else:
-            as_numpy = _numpy_type(value)
-            if as_numpy is not None:
-                scope[name] = as_numpy
-    return scope
+    return scope, defined
 
 
 def plan_for(kernel) -> Plan:
@@ -210,23 +210,26 @@ def plan_for(kernel) -> Plan:
 
 
 def _build_plan(kernel, active: set) -> Plan:
-    from gpu.sim.kernel import SimKernel
-
     fn = kernel.py_func
     try:
         node = function_node(inspect.getsource(fn), fn.__name__, fn.__code__.co_firstlineno)
     except (OSError, TypeError, ValueError, SyntaxError) as exc:
         return Plan(None, {}, reason=f"its source cannot be read ({exc})")
-    scope = _scope_of(fn)
-    cuda_names = frozenset(n for n, v in scope.items() if v is device_api.STATE)
+    used = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+    try:
+        scope, defined = _scope_of(kernel, used)
+    except Exception as exc:  # the per-thread tier's compile says what is wrong, in its own words
+        return Plan(None, {}, reason=f"it does not compile ({type(exc).__name__})")
+    cuda_names = frozenset(n for n in used if scope.get(n) is device_api.STATE)
     reason = _subset_reason(node, cuda_names)
     if reason:
         return Plan(None, {}, reason=reason)
     has_local = False
-    for name in {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}:
-        value = scope.get(name)
-        if value is not None and (isinstance(value, SimKernel) or type(value).__name__ == "FakeCUDAKernel"):
-            callee = value if isinstance(value, SimKernel) else SimKernel(value.py_func, device=True)
+    kernel_type = type(kernel)  # SimKernel (gpu/sim/kernel.py dispatches here, so this module cannot import it)
+    for name in used:
+        value = defined.get(name)
+        if value is not None and (isinstance(value, kernel_type) or type(value).__name__ == "FakeCUDAKernel"):
+            callee = value if isinstance(value, kernel_type) else kernel_type(value.py_func, device=True)
             if not callee._device or id(callee) in active:
                 return Plan(None, {}, reason=f"{name} is a kernel or recursive")
             sub = _build_plan(callee, active | {id(kernel)})
