@@ -94,9 +94,14 @@ def last_tier() -> Tier:
     return _last[0]
 
 
+def vectorising() -> bool:
+    """Whether launches now try the vectorised tier at all (not with KERNEL_LAB_SIM_TIER=thread or a shuffle)."""
+    return _mode[0] == "auto" and engine.launch_seed() is None
+
+
 def runs_vectorised(kernel) -> bool:
     """Whether a launch of ``kernel`` now would go to the vectorised tier (its launches may still fall back)."""
-    return _mode[0] == "auto" and engine.launch_seed() is None and not plan_for(kernel).reason
+    return vectorising() and not plan_for(kernel).reason
 
 
 def _report(kernel, tier: Tier) -> None:
@@ -324,4 +329,5 @@ def _run_chunks(plan: Plan, grid, block, values: tuple, saved: dict) -> None:
 
 __all__ = [
     "TIER_ENV", "Plan", "Tier", "last_tier", "plan_for", "runs_vectorised", "set_tier", "tier_mode", "try_launch",
+    "vectorising",
 ]
