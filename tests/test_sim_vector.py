@@ -241,6 +241,44 @@ def jumps_kernel(x, out, counts):
     counts[i] = turns * 10 + j
 
 
+@jit
+def earlier_block_kernel(out):
+    """Block 1 reads what block 0 wrote: per thread, block 0 has finished by then."""
+    i = cuda.grid(1)
+    out[i] = i * 2
+    if cuda.blockIdx.x == 1:
+        out[i] += out[i - cuda.blockDim.x]
+
+
+@jit
+def ids_3d_kernel(out):
+    x, y, z = cuda.grid(3)
+    nx, ny, nz = cuda.gridsize(3)
+    flat = x + nx * (y + ny * z)
+    lin = cuda.threadIdx.x + cuda.blockDim.x * (cuda.threadIdx.y + cuda.blockDim.y * cuda.threadIdx.z)
+    out[flat] = lin * 1000 + cuda.blockIdx.z * 100 + cuda.blockIdx.y * 10 + cuda.blockIdx.x + cuda.laneid * 0.5
+
+
+@jit
+def whole_block_returns_kernel(x, out):
+    partial = cuda.shared.array(64, float32)
+    if cuda.blockIdx.x == 1:
+        return  # every thread of block 1: no barrier waits for it
+    partial[cuda.threadIdx.x] = x[cuda.grid(1)]
+    cuda.syncthreads()
+    out[cuda.grid(1)] = partial[63 - cuda.threadIdx.x]
+
+
+@jit
+def part_of_a_block_returns_kernel(x, out):
+    partial = cuda.shared.array(64, float32)
+    if cuda.threadIdx.x == 5:
+        return  # one thread: the others wait at the barrier for it (a fault)
+    partial[cuda.threadIdx.x] = x[cuda.grid(1)]
+    cuda.syncthreads()
+    out[cuda.grid(1)] = partial[63 - cuda.threadIdx.x]
+
+
 def _copies(*arrays):
     return tuple(a.copy() for a in arrays)
 
@@ -275,8 +313,10 @@ def test_float_atomics_at_one_address_from_a_loop_keep_the_per_thread_order(tier
         (divergent_barrier_kernel, (1,), (64,), lambda: (np.zeros(64, np.int64),)),
         (divergent_shuffle_kernel, (2,), (64,), lambda: (np.ones(128, np.float32), np.zeros(128, np.float32))),
         (every_shuffle_kernel, (1,), (48,), lambda: (np.ones(48, np.float32), np.zeros(48, np.float32))),
+        (part_of_a_block_returns_kernel, (2,), (64,), lambda: (np.ones(128, np.float32), np.zeros(128, np.float32))),
     ],
-    ids=["out-of-bounds", "negative-index", "divergent-barrier", "divergent-shuffle", "partial-warp-shuffle"],
+    ids=["out-of-bounds", "negative-index", "divergent-barrier", "divergent-shuffle", "partial-warp-shuffle",
+         "returned-thread-at-barrier"],
 )
 def test_a_fault_has_the_same_words_and_leaves_the_same_memory_in_both_tiers(tiers, kernel, grid, block, make):
     def run():
@@ -304,6 +344,30 @@ def test_break_and_continue_leave_each_lanes_loop_where_a_thread_would(tiers):
     assert ran.name == "vector", ran
     assert thread[0].tobytes() == vec[0].tobytes() and np.array_equal(thread[1], vec[1])
     assert len(set(thread[1].tolist())) > 5  # the lanes really left at different turns
+
+
+def test_a_block_reading_an_earlier_blocks_writes_keeps_the_per_thread_result(tiers):
+    thread, vec, ran = tiers(lambda: _run(earlier_block_kernel, (2,), (64,), np.zeros(128, np.int64)))
+    assert np.array_equal(thread, vec) and thread[64] == 128 + 0
+    assert ran.name == "thread"
+
+
+def test_three_dimensional_grids_number_threads_and_lanes_as_per_thread(tiers):
+    def run():
+        out = np.zeros(4 * 2 * 3 * 8 * 4 * 2, np.float64)
+        ids_3d_kernel[(4, 2, 3), (8, 4, 2)](out)
+        return out
+
+    thread, vec, ran = tiers(run)
+    assert ran.name == "vector", ran
+    assert thread.tobytes() == vec.tobytes()
+
+
+def test_a_block_whose_threads_all_returned_skips_the_barrier_in_both_tiers(tiers):
+    x = np.arange(192, dtype=np.float32)
+    thread, vec, ran = tiers(lambda: _run(whole_block_returns_kernel, (3,), (64,), x, np.zeros(192, np.float32))[1])
+    assert ran.name == "vector", ran
+    assert thread.tobytes() == vec.tobytes() and (thread[64:128] == 0).all()
 
 
 def test_every_shuffle_gives_the_per_thread_lanes(tiers):
