@@ -279,6 +279,20 @@ def part_of_a_block_returns_kernel(x, out):
     out[cuda.grid(1)] = partial[63 - cuda.threadIdx.x]
 
 
+@jit
+def votes_kernel(x, out, bits):
+    i = cuda.grid(1)
+    v = x[i]
+    big = cuda.syncthreads_count(v > float32(0.5))
+    every = cuda.syncthreads_and(v > float32(0.01))
+    some = cuda.syncthreads_or(v > float32(0.99))
+    ballot = cuda.ballot_sync(0xFFFFFFFF, v > float32(0.3))
+    votes = cuda.all_sync(0xFFFFFFFF, v > float32(0.1)) + 2 * cuda.any_sync(0xFFFFFFFF, v > float32(0.9))
+    votes += 4 * cuda.eq_sync(0xFFFFFFFF, v > float32(0.2))
+    out[i] = big * 100 + every * 10 + some + votes * 1000
+    bits[i] = ballot
+
+
 def _copies(*arrays):
     return tuple(a.copy() for a in arrays)
 
@@ -370,6 +384,20 @@ def test_a_block_whose_threads_all_returned_skips_the_barrier_in_both_tiers(tier
     assert thread.tobytes() == vec.tobytes() and (thread[64:128] == 0).all()
 
 
+def test_block_and_warp_votes_give_the_per_thread_numbers(tiers):
+    x = np.random.default_rng(3).random(256).astype(np.float32)
+
+    def run():
+        out, bits = np.zeros(256, np.int64), np.zeros(256, np.uint32)
+        votes_kernel[(2,), (128,)](x, out, bits)
+        return out, bits
+
+    thread, vec, ran = tiers(run)
+    assert ran.name == "vector", ran
+    assert np.array_equal(thread[0], vec[0]) and np.array_equal(thread[1], vec[1])
+    assert len(set(thread[1].tolist())) > 1
+
+
 def test_every_shuffle_gives_the_per_thread_lanes(tiers):
     x = np.random.default_rng(4).random(256).astype(np.float32)
     thread, vec, ran = tiers(lambda: _run(every_shuffle_kernel, (2,), (128,), x, np.zeros(256, np.float32))[1])
@@ -447,8 +475,8 @@ def test_the_subset_check_names_what_it_refuses():
 
     source = "def k(a):\n    for x in a:\n        pass\n"
     assert "not over range" in _subset_reason(ast.parse(source).body[0], frozenset({"cuda"}))
-    source = "def k(a):\n    v = cuda.ballot_sync(-1, a[0] > 0)\n"
-    assert "ballot_sync" in _subset_reason(ast.parse(source).body[0], frozenset({"cuda"}))
+    source = "def k(a):\n    v = cuda.match_any_sync(-1, a[0])\n"
+    assert "match_any_sync" in _subset_reason(ast.parse(source).body[0], frozenset({"cuda"}))
 
 
 def test_a_verdict_says_which_tier_ran_each_test():

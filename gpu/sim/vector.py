@@ -156,8 +156,12 @@ def _subset_reason(func: ast.FunctionDef, cuda_names: frozenset[str]) -> str:
     return ""
 
 
-# The sync points the tier takes: the block barrier, and shuffles among whole warps with the full mask.
-_VECTOR_SYNC = frozenset({"syncthreads", "syncwarp", "shfl_sync", "shfl_up_sync", "shfl_down_sync", "shfl_xor_sync"})
+# The sync points the tier takes: block barriers (and their votes), and shuffles and votes among whole warps with
+# the full mask.
+_VECTOR_SYNC = frozenset({
+    "syncthreads", "syncthreads_count", "syncthreads_and", "syncthreads_or", "syncwarp", "shfl_sync", "shfl_up_sync",
+    "shfl_down_sync", "shfl_xor_sync", "all_sync", "any_sync", "eq_sync", "ballot_sync",
+})
 
 
 def _over_range_or_tuple(node: ast.expr) -> bool:

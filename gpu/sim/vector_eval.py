@@ -18,8 +18,10 @@ import numpy as np
 
 from gpu.sim import device as device_api
 from gpu.sim import vector_ops as ops
-from gpu.sim.vector_memory import SHUFFLES, WARP, Chunk, GlobalRef, LocalRef, Memory, SharedRef
+from gpu.sim.vector_memory import SHUFFLES, WARP, WARP_VOTES, Chunk, GlobalRef, LocalRef, Memory, SharedRef
 from gpu.sim.vector_ops import Bail, Weak
+
+_BLOCK_VOTES = ("syncthreads_count", "syncthreads_and", "syncthreads_or")
 
 
 class _Dims:
@@ -497,6 +499,9 @@ class Interpreter(Memory):
             self.barrier(mask, frame, line)
             return None
         args = [self.ev(a, mask, frame) for a in node.args]
+        if name in _BLOCK_VOTES and len(args) == 1:
+            self.barrier(mask, frame, line)
+            return self.block_vote(name, args[0], mask)
         if name in ("grid", "gridsize") and len(args) == 1 and args[0] in (1, 2, 3):
             n = int(args[0])
             c = self.chunk
@@ -507,7 +512,7 @@ class Interpreter(Memory):
             return out[0] if n == 1 else out
         if name in ("shared.array", "local.array") and len(args) == 2:
             return self.allocate(name, node, args, mask, line)
-        if name in SHUFFLES or name == "syncwarp":
+        if name in SHUFFLES or name in WARP_VOTES or name == "syncwarp":
             return self.warp_collective(name, args, mask, line)
         if name.startswith("atomic.") and statement and len(args) == 3:
             self.atomic(name[len("atomic."):], args, mask, line)
@@ -529,6 +534,19 @@ class Interpreter(Memory):
         if (here & ~rows.all(axis=1)).any():
             raise Bail(f"a barrier some threads of a block do not reach (line {line})")
         self.check(self.shared_log, keep=~here)
+
+    def block_vote(self, name: str, predicate, mask):
+        """``syncthreads_count``, ``_and``, ``_or``: one Python int per block, from every thread's predicate."""
+        truth = ops.truth(predicate)
+        lanes = np.broadcast_to(truth, (self.chunk.lanes,)) if not isinstance(truth, np.ndarray) else truth
+        if mask is not None:
+            lanes = lanes & mask  # a block not here gets a number no lane of it reads
+        count = lanes.reshape(self.chunk.blocks, self.chunk.threads).sum(axis=1)
+        if name == "syncthreads_and":
+            count = (count == self.chunk.threads).astype(np.int64)
+        elif name == "syncthreads_or":
+            count = (count > 0).astype(np.int64)
+        return Weak(count.astype(np.int64)[self.chunk.block_row])
 
     def device_call(self, plan, args, mask):
         node = plan.node

@@ -111,6 +111,7 @@ class LocalRef(_Ref):
 
 
 SHUFFLES = ("shfl_sync", "shfl_up_sync", "shfl_down_sync", "shfl_xor_sync")
+WARP_VOTES = ("all_sync", "any_sync", "eq_sync", "ballot_sync")
 _ATOMIC_INT = {"add": np.add, "sub": np.subtract, "and_": np.bitwise_and, "or_": np.bitwise_or,
                "xor": np.bitwise_xor, "max": np.maximum, "min": np.minimum}
 _ATOMIC_FAMILY = {"add": "add", "sub": "add"}
@@ -378,6 +379,20 @@ class Memory:
         log.atomics.setdefault(id(storage), []).append((op, mask))
         ufunc.at(ref.flat, flat, data)  # in lane order: the per-thread tier's order
 
+    def _warp_vote(self, name: str, args, line: int):
+        """``all_sync``/``any_sync``/``eq_sync`` (a Python int per lane) and ``ballot_sync`` (a uint32), per warp."""
+        if len(args) != 2:
+            raise Bail(f"cuda.{name} with {len(args)} arguments (line {line})")
+        truth = ops.truth(args[1])
+        lanes = np.broadcast_to(truth, (self.chunk.lanes,)) if not isinstance(truth, np.ndarray) else truth
+        warps = lanes.reshape(-1, WARP)
+        if name == "ballot_sync":
+            bits = (warps.astype(np.uint64) << np.arange(WARP, dtype=np.uint64)).sum(axis=1).astype(np.uint32)
+            return np.repeat(bits, WARP)
+        every, some = warps.all(axis=1), warps.any(axis=1)
+        value = {"all_sync": every, "any_sync": some, "eq_sync": every | ~some}[name]
+        return Weak(np.repeat(value.astype(np.int64), WARP))
+
     def warp_collective(self, name: str, args, mask, line: int):
         """A shuffle (or ``syncwarp``) with the full mask, every warp here whole or not at all: a gather by lane."""
         full = args[0] if args else FULL_MASK
@@ -391,6 +406,8 @@ class Memory:
                 raise Bail(f"cuda.{name} reached by some lanes of a warp only (line {line})")
         if name == "syncwarp":
             return None
+        if name in WARP_VOTES:
+            return self._warp_vote(name, args, line)
         if len(args) not in (3, 4):
             raise Bail(f"cuda.{name} with {len(args)} arguments (line {line})")
         value, operand = args[1], ops.int_index(args[2])
