@@ -542,3 +542,14 @@ def test_every_other_lab_kernel_is_bit_identical_and_vectorised(tiers, case):
     for x, y in zip(thread, vec):
         assert x.tobytes() == y.tobytes()
     assert ran.name == "vector", ran
+
+
+def test_a_sandboxed_child_runs_in_the_apps_tier():
+    from gpu.sandbox.runner import child_env
+
+    assert child_env(True, "/tmp")["KERNEL_LAB_SIM_TIER"] == "auto"
+    vector.set_tier("thread")
+    try:
+        assert child_env(True, "/tmp")["KERNEL_LAB_SIM_TIER"] == "thread"
+    finally:
+        vector.set_tier("auto")
