@@ -20,6 +20,7 @@ Why the answers are the per-thread tier's, bit for bit:
   and at the end of the chunk; a conflict raises ``Bail``. Float atomics are done by one
   ``np.add.at`` per array and chunk, in lane order — the per-thread order; integer atomics in
   any order, as wrapping integer addition (and ``&``, ``|``, ``^``, min, max) does not depend on it.
+  Warp shuffles and votes move values between lanes, not memory: a gather, or a reduction per warp.
 - **Faults.** An index out of bounds or negative, a barrier not every lane of a block reaches, a
   division by zero, anything outside the subset: ``Bail``. Then every array the launch wrote is
   put back as it was and the per-thread tier runs the launch, so a fault is raised by the
@@ -68,6 +69,8 @@ class Tier:
 
 
 _last: list[Tier] = [Tier("thread", "no launch yet")]
+
+
 def _read_mode() -> str:
     raw = os.environ.get(TIER_ENV, "").strip() or "auto"
     if raw not in ("auto", "thread"):
@@ -116,10 +119,10 @@ def _report(kernel, tier: Tier) -> None:
 _ALLOWED = (
     ast.FunctionDef, ast.arguments, ast.arg, ast.Assign, ast.AugAssign, ast.Expr, ast.If, ast.For, ast.While,
     ast.Return, ast.Pass, ast.Break, ast.Continue, ast.Name, ast.Load, ast.Store, ast.Constant, ast.Attribute,
-    ast.Subscript, ast.Tuple,
-    ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.IfExp, ast.Call, ast.keyword, ast.And, ast.Or, ast.Not,
-    ast.USub, ast.UAdd, ast.Invert, ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.BitAnd,
-    ast.BitOr, ast.BitXor, ast.RShift, ast.LShift, ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq, ast.NotEq,
+    ast.Subscript, ast.Tuple, ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.IfExp, ast.Call, ast.keyword,
+    ast.And, ast.Or, ast.Not, ast.USub, ast.UAdd, ast.Invert, ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv,
+    ast.Mod, ast.BitAnd, ast.BitOr, ast.BitXor, ast.RShift, ast.LShift, ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq,
+    ast.NotEq,
 )
 
 
