@@ -1,6 +1,7 @@
-"""Measure the catalog's simulator rates for gpu.catalog.estimate.py's ``SIM_RATES``.
+"""Measure the catalog's simulator rates for gpu.catalog.estimate.py's ``SIM_RATES`` and ``VECTOR_SIM_RATES``.
 
-    PYTHONPATH=. .venv/bin/python scripts/catalog_rates.py   # prints the table to paste
+    PYTHONPATH=. .venv/bin/python scripts/catalog_rates.py                          # VECTOR_SIM_RATES
+    KERNEL_LAB_SIM_TIER=thread PYTHONPATH=. .venv/bin/python scripts/catalog_rates.py  # SIM_RATES
 
 Runs every catalog kernel at its defaults in the simulator, four times (the first run rewrites
 and compiles what the process has not run; the quickest of the other three counts), and prints
@@ -18,7 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from gpu.catalog.base import Progress
-from gpu.catalog.declare import KERNELS
+from gpu.catalog.declare import KERNELS, kernel_module
 from gpu.catalog.estimate import PROBE_N
 from gpu.catalog.registry import get
 from gpu.core import cpu
@@ -47,7 +48,7 @@ def main() -> None:
     for key in KERNELS:
         experiment = get(key)
         params = experiment.parse({}, True)
-        spec = __import__(f"gpu.experiments.{key}", fromlist=["SPEC"]).SPEC
+        spec = kernel_module(key).SPEC
         measure(key)  # warm: rewrites, compiles, caches
         python_s = min(python_cpu_s() for _ in range(3)) / PROBE_N
         runs_parts = [measure(key) for _ in range(3)]  # the quickest of three: the least disturbed by other work

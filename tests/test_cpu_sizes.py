@@ -14,7 +14,14 @@ from streamlit.testing.v1 import AppTest
 import gpu
 from gpu.__main__ import main
 from gpu.core import cpu
-from gpu.core.limits import SIMULATOR_MAX_N, InputError, check_cpu_n, kernel_n, load_config
+from gpu.core.limits import (
+    SIMULATOR_MAX_N,
+    VECTORISED_MAX_N,
+    VECTORISED_WORK_SHARE,
+    InputError,
+    check_cpu_n,
+    kernel_n,
+)
 from gpu.core.timing import RepeatPolicy
 from gpu.experiments.scaling import config as scaling_config
 from gpu.experiments.scaling import experiment as scaling
@@ -63,11 +70,28 @@ def test_the_simulators_cap_applies_to_the_kernel_only(cap):
         check_cpu_n("1e12")
 
 
+@pytest.mark.skipif(not gpu.BACKEND.lab_simulator, reason="the lab simulator's vectorised tier")
+def test_the_vectorised_tier_runs_vector_add_at_the_articles_n_unless_the_server_caps_it(monkeypatch):
+    from gpu.sim import vector
+
+    assert vector_add.vectorised() and kernel_n(10**7, vectorised=True) == 10**7 <= VECTORISED_MAX_N
+    assert kernel_n(10**7) == SIMULATOR_MAX_N < 10**7  # a kernel it does not run keeps the per-thread cap
+    vector.set_tier("thread")
+    try:
+        assert not vector_add.vectorised()
+    finally:
+        vector.set_tier("auto")
+    monkeypatch.setenv("KERNEL_LAB_MAX_N", "5000")
+    assert kernel_n(10**7, vectorised=True) == 5000  # the server's own limit still rules
+
+
 def test_admission_counts_cpu_and_simulated_work_apart(monkeypatch):
     params = EXPERIMENT.parse({"n": "1e7", "repeats": "5"}, simulated=True)
-    # the article's N with a few repeats is admitted: simulated work at the cap only
-    cap = load_config().max_n
-    assert admit(EXPERIMENT, params) == cap * (5 + 1 + vector_add.ARTICLE_RUNS + 1)
+    # the article's N with a few repeats is admitted: simulated work at the kernel's N only (in the lab's
+    # vectorised tier the article's N itself, its element-passes counted at 1/VECTORISED_WORK_SHARE)
+    fast = vector_add.vectorised()
+    passes = kernel_n(10**7, vectorised=fast) * (5 + 1 + vector_add.ARTICLE_RUNS + 1)
+    assert admit(EXPERIMENT, params) == (-(-passes // VECTORISED_WORK_SHARE) if fast else passes)
     monkeypatch.setenv("KERNEL_LAB_MAX_CPU_WORK", "1e8")
     with pytest.raises(InputError, match=r"CPU: 180,000,000 CPU element-passes.*KERNEL_LAB_MAX_CPU_WORK"):
         admit(EXPERIMENT, params)  # 10^7 x 6 passes x 3 compiled implementations

@@ -90,9 +90,24 @@ def _kernels_page(n: str) -> AppTest:
     return at
 
 
+@pytest.fixture
+def per_thread_tier():
+    """The lab simulator's per-thread tier for the test (its runs are long enough to need an estimate)."""
+    if not gpu.BACKEND.lab_simulator:
+        yield
+        return
+    from gpu.sim import vector
+
+    vector.set_tier("thread")
+    try:
+        yield
+    finally:
+        vector.set_tier("auto")
+
+
 @pytest.mark.skipif(not SIMULATED, reason="the sizes here are the simulator's")
-def test_the_kernels_page_states_a_long_runs_estimate_under_the_form_and_none_for_a_short_one():
-    long_run = _kernels_page("2^20")  # about a minute of simulated threads
+def test_the_kernels_page_states_a_long_runs_estimate_under_the_form_and_none_for_a_short_one(per_thread_tier):
+    long_run = _kernels_page("2^20")  # about a minute of simulated threads, per thread
     captions = [c.value for c in long_run.caption if ESTIMATE_CAPTION in c.value]
     assert captions and "progress bar names each step" in captions[0], [c.value for c in long_run.caption]
     estimate_s = run_estimate(get("reduction"), {"n": 2**20}, SIMULATED)

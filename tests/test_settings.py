@@ -18,7 +18,7 @@ from gpu.sandbox.runner import Limits
 ROOT = Path(__file__).resolve().parent.parent
 SETTINGS_MODULE = Path("gpu/core/settings.py")
 # The standalone simulator imports nothing of gpu, so it reads its one variable itself.
-EXCEPTIONS = {Path("gpu/sim/engine.py"): {"KERNEL_LAB_SIM_SHUFFLE"}}
+EXCEPTIONS = {Path("gpu/sim/engine.py"): {"KERNEL_LAB_SIM_SHUFFLE"}, Path("gpu/sim/vector.py"): {"KERNEL_LAB_SIM_TIER"}}
 PREFIX = "KERNEL_LAB_"
 
 

@@ -28,8 +28,8 @@ from gpu.core import cpu
 from gpu.core.backend import BACKEND
 
 # (kernel, step or CPU implementation) -> Python-loop elements per cost unit for one sample,
-# measured by scripts/catalog_rates.py (the lab's simulator, each kernel at its defaults; the geometric mean
-# of two runs, which differed by up to 1.8x on this shared two-core machine).
+# measured by scripts/catalog_rates.py (the lab simulator's per-thread tier, each kernel at its defaults; the
+# geometric mean of two runs, which differed by up to 1.8x on this shared two-core machine).
 SIM_RATES: dict[tuple[str, str], float] = {
     ("reduction", "atomic"): 9.98,
     ("reduction", "tree"): 16.0,
@@ -53,6 +53,31 @@ SIM_RATES: dict[tuple[str, str], float] = {
     ("matmul", "register"): 32.7,
     ("matmul", "cpu:python"): 1.13,
 }
+# The same, for the lab simulator's vectorised tier (gpu/sim/vector.py), where every step of the catalog runs
+# unless KERNEL_LAB_SIM_TIER=thread or a shuffled order sends it to the per-thread tier (the table above).
+VECTOR_SIM_RATES: dict[tuple[str, str], float] = {
+    ("reduction", "atomic"): 0.125,
+    ("reduction", "tree"): 0.913,
+    ("reduction", "shuffle"): 1.05,
+    ("reduction", "grid-stride"): 0.499,
+    ("reduction", "two-pass"): 0.764,
+    ("reduction", "cpu:python"): 0.484,
+    ("transpose", "naive"): 0.352,
+    ("transpose", "tiled"): 0.967,
+    ("transpose", "padded"): 1.02,
+    ("transpose", "cpu:python"): 0.858,
+    ("histogram", "global"): 0.157,
+    ("histogram", "shared"): 0.479,
+    ("histogram", "cpu:python"): 1.17,
+    ("stencil", "naive"): 1.09,
+    ("stencil", "tiled"): 2.25,
+    ("stencil", "rows"): 1.85,
+    ("stencil", "cpu:python"): 4.11,
+    ("matmul", "naive"): 0.241,
+    ("matmul", "shared"): 0.311,
+    ("matmul", "register"): 16.0,
+    ("matmul", "cpu:python"): 1.59,
+}
 NUMBA_SIMULATOR_SLOWER = 300.0  # numba-cuda's simulator against the lab's (1.5e-4 s against 5e-7 s per thread)
 # A compiled CPU pass (NumPy, Numba) moves the algorithm's bytes at about one core's streaming rate and does its
 # FLOPs at NumPy's BLAS rate, or a plain compiled loop's (Numba's naive matmul: about 1 GFLOP/s on one core)
@@ -70,10 +95,21 @@ PROBE_N = 20_000  # the Python-loop probe's size (a few milliseconds)
 Params = Mapping[str, Any]
 
 
+def _rates() -> dict[tuple[str, str], float]:
+    """The rates of the tier the lab's simulator runs catalog kernels in now."""
+    if BACKEND.lab_simulator:
+        from gpu.sim import vector
+
+        if vector.vectorising():
+            return VECTOR_SIM_RATES
+    return SIM_RATES
+
+
 def _rate(spec: KernelSpec, key: str) -> float:
     """A step's rate (or the Python loop's, ``cpu:python``); an unmeasured step gets its kernel's slowest."""
-    known = [v for (kernel, step), v in SIM_RATES.items() if kernel == spec.key and not step.startswith("cpu:")]
-    return SIM_RATES.get((spec.key, key), max(known, default=50.0))
+    rates = _rates()
+    known = [v for (kernel, step), v in rates.items() if kernel == spec.key and not step.startswith("cpu:")]
+    return rates.get((spec.key, key), max(known, default=50.0))
 
 
 def first_call_s(fn: Any) -> float:

@@ -43,6 +43,12 @@ WARP_SIZE = 32
 NUMBA_SIMULATOR_MAX_N = 16_384
 LAB_SIMULATOR_MAX_N = 1 << 20
 SIMULATOR_MAX_N = LAB_SIMULATOR_MAX_N if BACKEND.lab_simulator else NUMBA_SIMULATOR_MAX_N
+# A kernel the lab simulator's vectorised tier runs (gpu/sim/vector.py: NumPy array operations over
+# whole blocks) goes further: vector add runs at tens of millions of threads/s there
+# (benchmarks/simulator_speed.md), so its cap is past the article's N = 10^7, unless
+# KERNEL_LAB_MAX_N sets another. Its admitted work is counted at 1/VECTORISED_WORK_SHARE.
+VECTORISED_MAX_N = 1 << 24
+VECTORISED_WORK_SHARE = 16  # the tier runs vector add more than 10x faster than the per-thread tier
 # What a simulated thread costs, in words, for the forms' limit captions.
 SIMULATED_THREAD_COST = (
     "0.3-3 µs per simulated thread" if BACKEND.lab_simulator else "0.1 ms per simulated thread"
@@ -254,16 +260,23 @@ def check_n(n: int | str, max_n: int | None = None, name: str = "N") -> int:
 # the simulated kernel runs at its own cap. On hardware both run at the same N.
 
 
-def kernel_cap(config: AdmissionConfig | None = None) -> int | None:
-    """The largest N a simulated kernel runs at (``KERNEL_LAB_MAX_N``); None on a GPU (no separate cap)."""
+def kernel_cap(config: AdmissionConfig | None = None, vectorised: bool = False) -> int | None:
+    """The largest N a simulated kernel runs at (``KERNEL_LAB_MAX_N``); None on a GPU (no separate cap).
+
+    ``vectorised``: the kernel runs in the lab simulator's vectorised tier, whose cap is
+    ``VECTORISED_MAX_N`` unless ``KERNEL_LAB_MAX_N`` is set to something other than the default.
+    """
     if not BACKEND.simulated:
         return None
-    return (config or load_config()).max_n
+    config = config or load_config()
+    if vectorised and BACKEND.lab_simulator and config.max_n == DEFAULT_MAX_N[1]:
+        return VECTORISED_MAX_N
+    return config.max_n
 
 
-def kernel_n(n: int, config: AdmissionConfig | None = None) -> int:
+def kernel_n(n: int, config: AdmissionConfig | None = None, vectorised: bool = False) -> int:
     """The N the GPU part of a run at ``n`` uses: ``n`` on a GPU, at most the simulator's cap in the simulator."""
-    cap = kernel_cap(config)
+    cap = kernel_cap(config, vectorised)
     return n if cap is None else min(n, cap)
 
 

@@ -7,7 +7,8 @@ changed at run time (a test's ``monkeypatch.setenv``, ``make demo``'s flags) tak
 at the next read, as it did when each module read its own. No other module reads a
 ``KERNEL_LAB_*`` variable (tests/test_settings.py walks the source to keep it so), except
 the standalone simulator ``gpu/sim``, which imports nothing of ``gpu`` and reads
-``KERNEL_LAB_SIM_SHUFFLE`` itself: it is declared here for the table, with no attribute.
+``KERNEL_LAB_SIM_SHUFFLE`` and ``KERNEL_LAB_SIM_TIER`` itself: they are declared here for the table, with
+no attribute.
 Modules that build a child process's environment still write variables, by the names
 declared here.
 
@@ -150,6 +151,12 @@ SIM_SHUFFLE = Setting(
     "read by gpu/sim itself, at import (the simulator is standalone)",
     ("gpu/sim/engine.py",), _not_read_here,
 )
+SIM_TIER = Setting(
+    "KERNEL_LAB_SIM_TIER", None, "`auto` or `thread`", "`auto`",
+    "`thread` runs every launch in the lab simulator's per-thread tier; `auto` runs a kernel the vectorised tier "
+    "proves as NumPy array operations (docs/simulator.md); read by gpu/sim itself, at import",
+    ("gpu/sim/vector.py",), _not_read_here,
+)
 MAX_N = Setting(
     "KERNEL_LAB_MAX_N", "max_n", SIZE, "2^30 " + _BY_BACKEND.format(sim="2^20", numba="16,384"),
     "the largest N a run may use; in the simulator, of a simulated kernel",
@@ -268,7 +275,7 @@ CHROMIUM = Setting(
 )
 
 SETTINGS: tuple[Setting, ...] = (
-    SIMULATOR, SIM_SHUFFLE,
+    SIMULATOR, SIM_SHUFFLE, SIM_TIER,
     MAX_N, MAX_REPEATS, MAX_SWEEP_POINTS, MAX_WORK, MAX_CPU_N, MAX_CPU_WORK,
     SANDBOX, REQUIRE_SANDBOX, BWRAP, SUBMIT_WALL_S, SUBMIT_CPU_S, SUBMIT_TASKS, SUBMIT_MEMORY_MB,
     DB, LOCK_DIR, CLUSTER, CLUSTER_GPUS, CLUSTER_SIMULATOR,

@@ -124,6 +124,7 @@ def format_verdict(verdict, saved_id: str | None = None, save_problem: str | Non
         sizes = ", ".join(f"{k} = {v:,}" for k, v in t["sizes"].items())
         lines.append(
             f"  {'pass' if t['passed'] else 'FAIL'}  {t['name']} ({sizes}){'' if t['passed'] else ': ' + t['message']}"
+            + (f" [simulator tier: {t['tier']}]" if t.get("tier") else "")
         )
     timing = verdict.timing
     if timing:

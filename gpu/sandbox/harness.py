@@ -294,6 +294,10 @@ def judge(problem: Problem, source: str, seed: int) -> Verdict:
             for note in line.pop("notes", ()):
                 if note not in verdict.notes:
                     verdict.notes.append(note)
+            if BACKEND.lab_simulator:  # which of the lab simulator's tiers ran it, and why not the vectorised one
+                from gpu.sim import vector
+
+                line["tier"] = str(vector.last_tier())
             verdict.tests.append(line)
             if miss and verdict.mismatch is None:
                 verdict.mismatch = miss

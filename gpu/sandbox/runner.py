@@ -189,6 +189,10 @@ def child_env(simulated: bool, workdir: str) -> dict:
         if key in os.environ:
             env[key] = os.environ[key]
     env[_settings.SIMULATOR.name] = _settings.settings().simulator  # the app's ("lab" when unset, as in the child)
+    if simulated and _settings.settings().simulator == "lab":  # the lab simulator's tier: the app's, now
+        from gpu.sim import vector
+
+        env[_settings.SIM_TIER.name] = vector.tier_mode()
     return env
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpu.sim import device as device_api
-from gpu.sim import engine, signature
+from gpu.sim import engine, signature, vector
 from gpu.sim.errors import KernelFault
 from gpu.sim.rewrite import BLOCK, INDEX, NEG, RANGE, SHARED, RewriteRefused, function_node, grid_syncs, rewrite
 
@@ -193,6 +193,9 @@ class _Launch:
         if kernel._device:
             raise KernelFault("launch", f"{kernel.__name__} is a device function: call it from a kernel")
         compiled = kernel.compile()
+        # The vectorised tier, where it proves the kernel; dynamic shared memory and grid syncs are the per-thread tier's.
+        if not self.shared_bytes and not compiled.cooperative and vector.try_launch(kernel, self.grid, self.block, args):
+            return
         engine.launch(
             compiled.function,
             compiled.is_generator,

@@ -24,6 +24,7 @@ from gpu.core.device import DeviceInfo, device_info
 from gpu.core.hold import stream_hold_problem
 from gpu.core.limits import (
     SIMULATED_THREAD_COST,
+    VECTORISED_WORK_SHARE,
     InputError,
     check_cpu_n,
     check_cpu_work,
@@ -305,7 +306,7 @@ def run_vector_add(
     declared run (``_run``) hands ``measure_vector_add`` the values its ``Param``s parsed.
     """
     n = check_cpu_n(n, max_n)
-    gpu_n = kernel_n(n) if gpu_n is None else check_n(gpu_n, n, "the GPU's N")
+    gpu_n = kernel_n(n, vectorised=vectorised()) if gpu_n is None else check_n(gpu_n, n, "the GPU's N")
     threads_per_block = check_threads(threads_per_block, device_info().max_threads_per_block)
     impls = _cpu_names(cpu_impls)
     return measure_vector_add(
@@ -402,10 +403,20 @@ def _threads(value) -> int:
     return check_threads(value, device_info().max_threads_per_block)
 
 
+def vectorised() -> bool:
+    """Whether the vector-add kernel runs in the lab simulator's vectorised tier now (a larger cap applies)."""
+    if not BACKEND.lab_simulator:
+        return False
+    from gpu.kernels.vector_add import vector_add_kernel
+    from gpu.sim import vector
+
+    return vector.runs_vectorised(vector_add_kernel)
+
+
 def sizes(params) -> tuple[int, int]:
     """``(n, gpu_n)`` of a run: the N its ``Param`` parsed, and the N of its GPU part. The one place
     the simulator's cap is applied to a vector add's N (the plan, admission and the run all ask here)."""
-    return params["n"], kernel_n(params["n"])
+    return params["n"], kernel_n(params["n"], vectorised=vectorised())
 
 
 def _run(params, progress: Progress) -> VectorAddRun:
@@ -437,7 +448,8 @@ def _plan(params, simulated: bool) -> list[tuple[str, float]]:
     """
     launches = params["repeats"] + 1
     n, gpu_n = sizes(params)
-    per_launch = gpu_n * SIMULATED_S_PER_THREAD if simulated else 0.01
+    per_thread_s = SIMULATED_S_PER_THREAD / VECTORISED_WORK_SHARE if vectorised() else SIMULATED_S_PER_THREAD
+    per_launch = gpu_n * per_thread_s if simulated else 0.01
     python_s = (
         min(cpu.estimate_python_loop_s(n), params["python_budget_s"]) * launches if "python" in params["cpu"] else 0.0
     )
@@ -469,8 +481,10 @@ def _work(params) -> int:
     (n, gpu_n), passes = sizes(params), params["repeats"] + 1
     compiled = sum(name in COMPILED_CPU for name in params["cpu"])
     check_cpu_work(n * passes * compiled, "Vector add")
-    # warm-up + repeats, and the article's own 3 runs + 1 compile run when asked
-    return gpu_n * (passes + (ARTICLE_RUNS + 1 if params["article"] else 0))
+    # warm-up + repeats, and the article's own 3 runs + 1 compile run when asked; a vectorised kernel's
+    # element-passes cost a fraction of a per-thread one's
+    launches = gpu_n * (passes + (ARTICLE_RUNS + 1 if params["article"] else 0))
+    return -(-launches // VECTORISED_WORK_SHARE) if vectorised() else launches
 
 
 def _measures(run: VectorAddRun) -> dict[str, float]:

@@ -20,7 +20,7 @@ from gpu.core.limits import (
 from gpu.core.timing import ALLOCATION_RULE, format_seconds
 from gpu.core.words import format_gbps, times_words
 from gpu.experiments.transfers.result import StrategyComparison
-from gpu.experiments.vector_add.experiment import EXPERIMENT, VectorAddRun
+from gpu.experiments.vector_add.experiment import EXPERIMENT, VectorAddRun, vectorised
 from gpu.experiments.vector_add.report import article_in_words, explain_difference, vector_add_sentence
 from gpu.service.references import ReferenceRun
 from ui import glossary
@@ -33,12 +33,14 @@ RESULT_KEY = "vector_add.result"
 
 def limits_caption() -> str:
     """The limits a Vector add run is admitted under, next to the form."""
-    admission, cap = load_config(), kernel_cap()
+    admission, fast = load_config(), vectorised()
+    cap = kernel_cap(vectorised=fast)
     if cap is not None:  # the simulator: the CPU runs at N, the simulated kernel at most at its cap (issue 12)
+        cost = "the simulator's vectorised tier" if fast else f"about {SIMULATED_THREAD_COST}"
         return (
             f"Limits here: N ≤ {max_cpu_vector_n():,} (free host memory and this server's limit); the CPU runs at N, "
             "the "
-            f"simulated kernel at most at N = {cap:,} (about {SIMULATED_THREAD_COST}); threads per block "
+            f"simulated kernel at most at N = {cap:,} ({cost}); threads per block "
             f"1–{device_info().max_threads_per_block}; repeats 1–{admission.max_repeats}; simulated N × passes ≤ "
             f"{admission.max_work:,}; "
             f"CPU N × passes ≤ {admission.max_cpu_work:,} per NumPy/Numba implementation, together."

@@ -23,9 +23,9 @@ def counted(monkeypatch):
         log.append(f"parse {name}")
         return parse_size(value, name)
 
-    def counting_cap(n, config=None):
+    def counting_cap(n, config=None, vectorised=False):
         log.append("cap")
-        return kernel_n(n, config)
+        return kernel_n(n, config, vectorised)
 
     monkeypatch.setattr(limits, "parse_size", counting_parse)
     monkeypatch.setattr(vector_add, "kernel_n", counting_cap)
