@@ -161,7 +161,7 @@ def out_of_bounds_kernel(a, out):
 def negative_index_kernel(a, out):
     i = cuda.grid(1)
     if i < out.size:
-        out[i] = a[i - 3]
+        out[i] = a[i - 703]  # below -size for the first threads: out of bounds (in [-size, 0) Numba wraps)
 
 
 @jit

@@ -148,8 +148,6 @@ def _subset_reason(func: ast.FunctionDef, cuda_names: frozenset[str]) -> str:
             return f"a loop with an else (line {node.lineno})"
         if isinstance(node, ast.For) and not (isinstance(node.target, ast.Name) and _over_range_or_tuple(node.iter)):
             return f"a for loop that is not over range(...) or a tuple (line {node.lineno})"
-        if isinstance(node, ast.Assign) and len(node.targets) != 1:
-            return f"a chained assignment (line {node.lineno})"
         if isinstance(node, ast.Call):
             name = _cuda_call(node.func, cuda_names)
             if name is not None and name in SYNC_NAMES and name not in _VECTOR_SYNC:

@@ -109,7 +109,8 @@ class Interpreter(Memory):
         kind = type(node)
         if kind is ast.Assign:
             value = self.ev(node.value, mask, frame)
-            self.assign(node.targets[0], value, mask, frame)
+            for n, target in enumerate(node.targets):  # a = b = v: each name its own copy, left to right as Python
+                self.assign(target, value.copy() if n and isinstance(value, np.ndarray) else value, mask, frame)
         elif kind is ast.AugAssign:
             self.augassign(node, mask, frame)
         elif kind is ast.If:

@@ -210,6 +210,8 @@ def truth(value):
         return value.a if value.kind == "b" else value.a != 0
     if isinstance(value, np.ndarray):
         return value if value.dtype.kind == "b" else value != 0
+    if not isinstance(value, (bool, int, float, np.generic)):  # an array as a predicate: the per-thread tier's fault
+        raise Bail(f"a truth value of {type(value).__name__}")
     return bool(value)
 
 
