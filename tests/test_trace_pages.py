@@ -29,7 +29,9 @@ def test_the_kernels_page_traces_every_transpose_step_on_request():
     text = _texts(at)
     assert "`out[col, row]` (line" in text and "**32.0 sectors** per warp request (ideal 4.0)" in text  # naive stores
     assert "**32-way bank conflict**" in text and "shared memory has no bank conflicts" in text  # tiled vs padded
-    assert sum("No race, no out-of-bounds access" in s.value for s in at.success) == 3
+    from gpu.experiments.transpose.experiment import SPEC as TRANSPOSE
+
+    assert sum("No race, no out-of-bounds access" in s.value for s in at.success) == len(TRANSPOSE.steps)
     assert len(at.get("vega_lite_chart")) >= 4  # the sectors chart and one access map per step
 
 

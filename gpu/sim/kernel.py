@@ -193,8 +193,9 @@ class _Launch:
         if kernel._device:
             raise KernelFault("launch", f"{kernel.__name__} is a device function: call it from a kernel")
         compiled = kernel.compile()
-        # The vectorised tier, where it proves the kernel; dynamic shared memory and grid syncs are the per-thread tier's.
-        if not self.shared_bytes and not compiled.cooperative and vector.try_launch(kernel, self.grid, self.block, args):
+        # The vectorised tier, where it proves the kernel; dynamic shared memory and grid syncs run per thread.
+        per_thread_only = bool(self.shared_bytes) or compiled.cooperative
+        if not per_thread_only and vector.try_launch(kernel, self.grid, self.block, args):
             return
         engine.launch(
             compiled.function,

@@ -33,6 +33,7 @@ nothing, when the per-thread tier must run the launch. :func:`last_tier` says wh
 from __future__ import annotations
 
 import ast
+import contextlib
 import inspect
 import os
 import threading
@@ -86,6 +87,17 @@ def set_tier(mode: str) -> None:
     if mode not in ("auto", "thread"):
         raise ValueError(f"the simulator's tier is 'auto' or 'thread', not {mode!r}")
     _mode[0] = mode
+
+
+@contextlib.contextmanager
+def per_thread():
+    """Every launch inside runs per thread (what watches each thread's lines, as coverage does, needs that)."""
+    previous = _mode[0]
+    _mode[0] = "thread"
+    try:
+        yield
+    finally:
+        _mode[0] = previous
 
 
 def tier_mode() -> str:
@@ -335,6 +347,6 @@ def _run_chunks(plan: Plan, grid, block, values: tuple, saved: dict) -> None:
 
 
 __all__ = [
-    "TIER_ENV", "Plan", "Tier", "last_tier", "plan_for", "runs_vectorised", "set_tier", "tier_mode", "try_launch",
-    "vectorising",
+    "TIER_ENV", "Plan", "Tier", "last_tier", "per_thread", "plan_for", "runs_vectorised", "set_tier", "tier_mode",
+    "try_launch", "vectorising",
 ]
