@@ -37,6 +37,8 @@ from typing import Any
 
 import numpy as np
 
+from gpu.core.shape import from_builtins, shaped, to_builtins
+
 U_FLOAT32 = 2.0**-24  # unit roundoff of IEEE binary32 (round to nearest)
 U_FLOAT64 = 2.0**-53
 
@@ -122,6 +124,7 @@ def identical(result: np.ndarray, expected: np.ndarray) -> bool:
     return result.shape == expected.shape and bool(np.all(same_bits(result, expected)))
 
 
+@shaped(derived={"mismatches": lambda a: a.mismatches, "passed": lambda a: a.passed})
 @dataclass(frozen=True)
 class BitAgreement:
     """How a float32 result compares with NumPy's, bit for bit (vector add and its strategies).
@@ -138,13 +141,7 @@ class BitAgreement:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> BitAgreement:
-        return cls(
-            str(d["implementation"]),
-            int(d["n"]),
-            int(d["identical"]),
-            float(d["max_abs_diff"] or 0.0),
-            bool(d["allclose"]),
-        )
+        return from_builtins(d, cls)
 
     @property
     def mismatches(self) -> int:
@@ -156,15 +153,7 @@ class BitAgreement:
         return self.mismatches == 0
 
     def to_dict(self) -> dict:
-        return {
-            "implementation": self.implementation,
-            "n": self.n,
-            "identical": self.identical,
-            "mismatches": self.mismatches,
-            "max_abs_diff": self.max_abs_diff,
-            "allclose": self.allclose,
-            "passed": self.passed,
-        }
+        return to_builtins(self)
 
 
 def check_bits(name: str, result: np.ndarray, reference: np.ndarray) -> BitAgreement:
