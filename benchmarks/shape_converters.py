@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gpu.core.timing import Stats  # noqa: E402
+from gpu.core.timing import Stats
 
 
 @dataclass(frozen=True)

@@ -128,6 +128,14 @@ class Shape:
     omit: tuple[str, ...] = ()
     to_file: Callable[[Any, dict], dict] | None = None
     from_file: Callable[[dict], dict] | None = None
+    paths: Mapping[str, str] = field(default_factory=dict)
+
+    def path_of(self, name: str) -> str:
+        """Where field ``name`` sits in the file, relative to the type's object (for messages)."""
+        return self.paths.get(name) or self.renames.get(name) or name
+
+
+SHAPES: dict[type, Shape] = {}  # every shaped type
 
 
 def shaped(
@@ -138,6 +146,7 @@ def shaped(
     omit: tuple[str, ...] = (),
     to_file: Callable[[Any, dict], dict] | None = None,
     from_file: Callable[[dict], dict] | None = None,
+    paths: Mapping[str, str] | None = None,
 ) -> Callable[[type[T]], type[T]]:
     """Class decorator (above ``@dataclass``): register the type's file shape with the converter.
 
@@ -147,9 +156,10 @@ def shaped(
     ``renames``: field -> the file's key.
     ``omit``: fields the file does not hold (they take their defaults when read).
     ``to_file(obj, data) -> data`` and ``from_file(data) -> data``: the rest of the layout,
-    applied to the written dict and to the read dict before the fields are converted.
+    applied to the written dict and to the read dict before the fields are converted; ``paths``:
+    field -> where the layout puts it ("gpu.phases"), so a message names the file's path.
     """
-    shape = Shape(dict(derived or {}), prose, dict(renames or {}), omit, to_file, from_file)
+    shape = Shape(dict(derived or {}), prose, dict(renames or {}), omit, to_file, from_file, dict(paths or {}))
 
     def register(cls: type[T]) -> type[T]:
         _register(cls, shape)
@@ -159,6 +169,7 @@ def shaped(
 
 
 def _register(cls: type, shape: Shape) -> None:
+    SHAPES[cls] = shape
     built: dict[str, Callable] = {}  # the generated functions, made on first use (annotations resolve then)
 
     def overrides() -> dict[str, Any]:
@@ -231,11 +242,13 @@ def _first_problem(exc: BaseException, path: str) -> str:
         keys = sorted(exc.extra_fields)
         return f"{_where(path)} has unknown key{'s' if len(keys) > 1 else ''} {', '.join(repr(k) for k in keys)}"
     if isinstance(exc, ClassValidationError | IterableValidationError):
+        shape = SHAPES.get(getattr(exc, "cl", None)) if isinstance(exc, ClassValidationError) else None
         for inner in exc.exceptions:
             note = _note(inner)
             if note is None:
                 return _first_problem(inner, path)
             if isinstance(note, str):
+                note = shape.path_of(note) if shape is not None else note
                 where = f"{path}.{note}" if path else note
                 if isinstance(inner, KeyError):
                     return f"{_where(path)} lacks {note!r}"

@@ -283,7 +283,7 @@ class ReferenceRun:
                 experiment.recorded.read.resolve()(self)
         from gpu.service.check_schema import declared_sections, section_records
 
-        generic = {s.key for s in declared_sections().values() if s is not None and s.validate is None}
+        generic = {s.key for s in declared_sections().values() if s is not None and not s.parts}
         declared = {e.key: e for e in experiments()}
         for section_key in generic & set(self.sections):
             section = self.sections[section_key]

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from gpu.catalog.base import CheckSection, Experiment, Hook, PageLink, Param, PerBackend, Progress, Recorded
+from gpu.catalog.base import CheckSection, Experiment, Hook, PageLink, Param, Part, PerBackend, Progress, Recorded
 from gpu.catalog.registry import register
 from gpu.core import estimates
 from gpu.core.arrays import vector_inputs
@@ -466,10 +466,7 @@ LAUNCH_SWEEP = register(
         report="gpu.experiments.launch.report",
         check=(
             CheckSection(
-                "launch",
-                Hook("gpu.experiments.launch.check:launch_section"),
-                Hook("gpu.experiments.launch.readback:launch_section"),
-                Hook("gpu.experiments.launch.readback:launch_records"),
+                "launch", Hook("gpu.experiments.launch.check:launch_section"), (Part(("sweep",), LaunchSweepRun),)
             ),
         ),
         recorded=Recorded(

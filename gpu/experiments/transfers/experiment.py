@@ -17,7 +17,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from gpu.catalog.base import CheckSection, Experiment, Hook, Param, PerBackend, Progress, Recorded
+from gpu.catalog.base import CheckSection, Experiment, Hook, Param, Part, PerBackend, Progress, Recorded
 from gpu.catalog.registry import register
 from gpu.core import estimates
 from gpu.core.agreement import check_bits
@@ -387,8 +387,11 @@ STRATEGIES_EXPERIMENT = register(
             CheckSection(
                 "transfers",
                 Hook("gpu.experiments.transfers.check:transfers_section"),
-                Hook("gpu.experiments.transfers.readback:transfers_section"),
-                Hook("gpu.experiments.transfers.readback:transfers_records"),
+                (
+                    Part(("bandwidth",), BandwidthCurves),
+                    Part(("strategies", "small"), StrategyComparison),
+                    Part(("strategies", "large"), StrategyComparison),
+                ),
             ),
         ),
         recorded=Recorded(

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from gpu.catalog.base import CheckSection, Experiment, Hook, PageLink, Param, PerBackend, Progress, Recorded
+from gpu.catalog.base import CheckSection, Experiment, Hook, PageLink, Param, Part, PerBackend, Progress, Recorded
 from gpu.catalog.registry import register
 from gpu.core import cpu
 from gpu.core.agreement import BitAgreement, check_bits
@@ -122,7 +122,7 @@ def _run_from_file(data: dict) -> dict:
     return {k: v for k, v in data.items() if k not in _RUN_DERIVED}
 
 
-@shaped(to_file=_run_to_file, from_file=_run_from_file)
+@shaped(to_file=_run_to_file, from_file=_run_from_file, paths={"gpu": "gpu.phases", "compile_s": "gpu.compile_s"})
 @dataclass(frozen=True)
 class VectorAddRun:
     """Everything one vector-add run measured. Times in seconds."""
@@ -491,6 +491,22 @@ def read_recorded(ref) -> tuple:
     return (VectorAddRun.recorded(ref),)
 
 
+def no_records(section: Mapping[str, Any], sections: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """A section that holds no History row of its own (the correctness launches)."""
+    return []
+
+
+def breakdown_records(section: Mapping[str, Any], sections: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The vector-add run, with the article's method (its own section) folded in: one row per run."""
+    if not isinstance(section.get("run"), Mapping):
+        return []
+    run = dict(section["run"])
+    article = (sections.get("article") or {}).get("article")
+    if article is not None:
+        run["article"] = article
+    return [run]
+
+
 EXPERIMENT = register(
     Experiment(
         key="vector-add",
@@ -565,23 +581,20 @@ EXPERIMENT = register(
         order=10,
         history_columns=("n", "threads_per_block", "repeats"),
         check=(
+            # the correctness launches hold no result of a type: bounded, no History row
             CheckSection(
-                "correctness",
-                Hook("gpu.experiments.vector_add.check:correctness_section"),
-                Hook("gpu.experiments.vector_add.readback:correctness_section"),
-                Hook("gpu.service.check_schema:no_records"),
+                "correctness", Hook("gpu.experiments.vector_add.check:correctness_section"), records=no_records
             ),
             CheckSection(
                 "breakdown",
                 Hook("gpu.experiments.vector_add.check:breakdown_section"),
-                Hook("gpu.experiments.vector_add.readback:breakdown_section"),
-                Hook("gpu.experiments.vector_add.readback:breakdown_records"),
+                (Part(("run",), VectorAddRun, required=True),),
+                breakdown_records,
             ),
             CheckSection(
                 "article",
                 Hook("gpu.experiments.vector_add.check:article_section"),
-                Hook("gpu.experiments.vector_add.readback:article_section"),
-                Hook("gpu.service.check_schema:no_records"),
+                (Part(("article",), ArticleRun, record=False, required=True),),
             ),
         ),
         recorded=Recorded(
