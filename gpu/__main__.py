@@ -155,6 +155,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_history(args: argparse.Namespace) -> int:
+    from gpu.core.safe_text import safe_text
     from gpu.service.store import StoreError, open_store
 
     if args.action == "import":
@@ -179,7 +180,8 @@ def cmd_history(args: argparse.Namespace) -> int:
     for r in runs:
         params = ", ".join(f"{k}={v}" for k, v in r.params.items() if not isinstance(v, (dict, list)))
         sim = " [simulated]" if r.simulated else ""
-        print(f"{r.short_id}  {r.created_at}  {r.experiment:<14} {r.device_name or '?'} ({r.backend}){sim}  {params}")
+        line = f"{r.short_id}  {r.created_at}  {r.experiment:<14} {r.device_name or '?'} ({r.backend}){sim}  {params}"
+        print(safe_text(line))  # an imported run's device name and keys are the file's: shown escaped
     return 0
 
 

@@ -58,7 +58,16 @@ BACKENDS = ("cuda", "simulator")
 
 
 class ImportProblem(ValueError):
-    """The file is not a check file this version can read; the message names the first problem."""
+    """The file is not a check file this version can read; the message names the first problem.
+
+    The message quotes the file (a key, a device name): it is kept with every control and bidi
+    character escaped, so printing it on a terminal or a page is safe.
+    """
+
+    def __init__(self, message: str) -> None:
+        from gpu.core.safe_text import safe_text
+
+        super().__init__(safe_text(message))
 
 
 # --- parsing --------------------------------------------------------------------------
@@ -144,7 +153,7 @@ def _quoted(key: Any) -> str:
     """A key for a message: escaped, so no control or bidi character reaches a terminal."""
     from gpu.core.safe_text import safe_text
 
-    return repr(safe_text(str(key)[:60]))
+    return "'" + safe_text(str(key)[:60]) + "'"
 
 
 def _where(path: str) -> str:
