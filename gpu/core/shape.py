@@ -242,7 +242,7 @@ def _first_problem(exc: BaseException, path: str) -> str:
         keys = sorted(exc.extra_fields)
         return f"{_where(path)} has unknown key{'s' if len(keys) > 1 else ''} {', '.join(repr(k) for k in keys)}"
     if isinstance(exc, ClassValidationError | IterableValidationError):
-        shape = SHAPES.get(getattr(exc, "cl", None)) if isinstance(exc, ClassValidationError) else None
+        shape = SHAPES.get(exc.cl) if isinstance(exc, ClassValidationError) else None
         for inner in exc.exceptions:
             note = _note(inner)
             if note is None:

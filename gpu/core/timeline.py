@@ -36,6 +36,12 @@ class Interval:
     start_s: float
     end_s: float
 
+    def __post_init__(self) -> None:
+        if self.phase not in TIMELINE_PHASES:
+            raise ValueError(f"unknown phase {self.phase!r}; expected one of {TIMELINE_PHASES}")
+        if self.end_s < self.start_s:
+            raise ValueError(f"interval of chunk {self.chunk} {self.phase} ends before it starts")
+
     @property
     def duration_s(self) -> float:
         return self.end_s - self.start_s

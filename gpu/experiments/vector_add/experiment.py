@@ -148,6 +148,11 @@ class VectorAddRun:
 
     dtype = "float32"
 
+    def __post_init__(self) -> None:
+        missing = [phase for phase in ("h2d", "kernel", "d2h", "total") if phase not in self.gpu]
+        if missing:
+            raise ValueError(f"the GPU phases lack {', '.join(missing)} (a run times h2d, kernel, d2h and total)")
+
     @property
     def kernel_n(self) -> int:
         """The N of every GPU figure (and of the GPU's agreement check)."""
