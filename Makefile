@@ -11,7 +11,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip --disable-pip-version-check -q
 CHROMIUM := /usr/bin/chromium
 
-.PHONY: run demo lint test test-class check info docs-screenshots cuda-wheels compiler-wheels cluster-deps chromium bubblewrap clean gpu-verify gpu-wheels editor
+.PHONY: run demo lint test test-fast test-class check info docs-screenshots cuda-wheels compiler-wheels cluster-deps chromium bubblewrap clean gpu-verify gpu-wheels editor
 
 run: $(VENV)/.runtime $(VENV)/.compiler editor
 	$(PY) -m streamlit run app.py
@@ -47,6 +47,12 @@ TEST_WORKERS ?= 2
 test: lint $(VENV)/.dev $(VENV)/.cluster $(VENV)/.compiler chromium bubblewrap editor
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile -m "not classroom"
 	$(PY) -m pytest -m classroom tests/test_browser_class.py
+
+# The fast lane for an edit: every test but those that drive a browser, start a server or a child process
+# (a sandboxed submission, the compiler's worker, the CLI in a subprocess): those are skipped when they try
+# (tests/conftest.py). `make test` stays the whole suite.
+test-fast: $(VENV)/.dev
+	KERNEL_LAB_FAST_LANE=1 $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not browser and not classroom and not slow"
 
 # A class at once (issue 24): 16 browsers press Run together on one demo server (tests/test_browser_class.py);
 # part of `make test` too, this runs it alone.

@@ -26,10 +26,34 @@ import gpu  # noqa: E402  (decide the backend once, before any test imports numb
 requires_gpu = pytest.mark.skipif(gpu.BACKEND.simulated, reason=f"needs a CUDA GPU: {gpu.BACKEND.reason}")
 
 
+# A test that uses one of these fixtures drives a browser against a Streamlit server: marked ``browser``
+# whether or not its file says so, so the fast lane (``make test-fast``, ``-m "not browser"``) never starts one.
+BROWSER_FIXTURES = frozenset({"app_url", "browser", "page"})
+# ``make test-fast`` sets this: a test that starts a child process (a sandboxed submission, the compiler's
+# worker, the CLI in a subprocess, a server) is skipped when it tries (``_no_child_process_in_the_fast_lane``).
+FAST_LANE = os.environ.get("KERNEL_LAB_FAST_LANE") == "1"
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.get_closest_marker("gpu") and gpu.BACKEND.simulated:
             item.add_marker(pytest.mark.skip(reason=f"needs a CUDA GPU: {gpu.BACKEND.reason}"))
+        if BROWSER_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.browser)
+
+
+@pytest.fixture(autouse=True)
+def _no_child_process_in_the_fast_lane(monkeypatch):
+    """In the fast lane, the first child process a test starts skips it (``make test`` runs it)."""
+    if FAST_LANE:
+        import multiprocessing.process
+
+        def skip(*_args, **_kwargs):
+            pytest.skip("starts a child process (sandbox, compiler worker, CLI, server): not in the fast lane")
+
+        monkeypatch.setattr(subprocess.Popen, "__init__", skip)
+        monkeypatch.setattr(multiprocessing.process.BaseProcess, "start", skip)
+    yield
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -57,7 +57,7 @@ def crossover_band(
     edge is None when it lies outside the sizes measured.
     """
     kind, n = find_crossover(ns, [g[1] for g in gpu], [c[1] for c in cpu])
-    if kind != "from":
+    if kind != "from" or n is None:
         return kind, n, None, None
     early_kind, early = find_crossover(ns, [g[0] for g in gpu], [c[2] for c in cpu])
     late_kind, late = find_crossover(ns, [g[2] for g in gpu], [c[0] for c in cpu])

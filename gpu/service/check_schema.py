@@ -234,7 +234,8 @@ def _walk(value: Any, path: str = "", key: str = "", peak: float | None = None, 
 # --- types: the top level and each section's results -----------------------------------------
 
 
-def _obj(value: Any, path: str, required: set[str] = frozenset(), optional: set[str] | None = None) -> dict:
+def _obj(value: Any, path: str, required: frozenset[str] | set[str] = frozenset(),
+         optional: set[str] | None = None) -> dict:
     """An object with these keys (``optional`` None: any others allowed)."""
     if not isinstance(value, dict):
         raise ImportProblem(f"{_where(path)} must be an object, got {_kind(value)}")
@@ -324,7 +325,8 @@ def _section(key: str, value: Any, declared: Any) -> None:
 
 
 def _generic_runs(section: Mapping[str, Any]) -> list[tuple[str, Any]]:
-    listed = section.get("runs") if isinstance(section.get("runs"), list) else []
+    runs = section.get("runs")
+    listed = runs if isinstance(runs, list) else []
     return [("run", section.get("run")), *((f"runs[{i}]", r) for i, r in enumerate(listed))]
 
 

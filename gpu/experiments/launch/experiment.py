@@ -8,7 +8,7 @@ effective bandwidth and the occupancy the device allows.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -258,7 +258,7 @@ def run_launch_sweep(
     policy: RepeatPolicy | None = None,
     max_n: int | None = None,
     seed: int = 0,
-    on_progress: Progress | None = None,
+    on_progress: Progress | Callable[[str], None] | None = None,
 ) -> LaunchSweepRun:
     """Time the vector-add kernel per launch configuration at one N.
 
@@ -311,15 +311,15 @@ def run_launch_sweep(
     d_c = cuda.to_device(poison, stream=stream)
 
     l2_bytes = l2_cache_bytes()
-    if flush_problem() is not None:
-        warnings.append(flush_problem())
+    if (flush := flush_problem()) is not None:
+        warnings.append(flush)
     monitor = TelemetryMonitor().start()  # clocks and throttling over the whole sweep
-    plan = [(KIND_ONE_PER_ELEMENT, t, blocks_for(n, t), None) for t in sizes]
+    plan: list[tuple[str, int, int, int | None]] = [(KIND_ONE_PER_ELEMENT, t, blocks_for(n, t), None) for t in sizes]
     plan += [(KIND_GRID_STRIDE, gs_threads, k * sm_count, k) for k in multiples]
     results = []
-    for index, (kind, tpb, blocks, k) in enumerate(plan, start=1):
+    for index, (kind, tpb, blocks, multiple) in enumerate(plan, start=1):
         kernel = vector_add_kernel if kind == KIND_ONE_PER_ELEMENT else vector_add_grid_stride_kernel
-        label = f"{tpb} threads/block" if k is None else f"grid-stride {k}×SMs × {tpb}"
+        label = f"{tpb} threads/block" if multiple is None else f"grid-stride {multiple}×SMs × {tpb}"
         say(f"{label} ({index} of {len(plan)})")
 
         # the kernel alone, launch configured once, launch latency excluded (one monitor covers the sweep)
@@ -332,7 +332,7 @@ def run_launch_sweep(
         d_c.copy_to_device(poison, stream=stream)  # the next configuration must write every element
         compiled = compiled_article if kind == KIND_ONE_PER_ELEMENT else compiled_gs
         occupancy = kernel_occupancy(compiled, tpb, limits, device.multiprocessors)
-        results.append(LaunchConfigResult(kind, tpb, blocks, stats, agree, k, occupancy))
+        results.append(LaunchConfigResult(kind, tpb, blocks, stats, agree, multiple, occupancy))
     stream.synchronize()
     del d_a, d_b, d_c
     telemetry = monitor.stop()

@@ -197,7 +197,7 @@ class VectorAddRun:
         Empty when the GPU ran at a smaller N than the CPU (``gpu_capped``): times at two
         sizes are not a speedup.
         """
-        out = []
+        out: list[Speedup] = []
         if self.gpu_capped:
             return out
         for name, timing in self.cpu.items():
@@ -334,12 +334,13 @@ def measure_vector_add(
     """The measurement itself, on values already parsed (``run_vector_add`` or the declaration's ``Param``s):
     nothing here parses, checks a limit or applies the simulator's cap again."""
     warnings = threads_per_block_warnings(threads_per_block)
-    if not BACKEND.simulated and stream_hold_problem() is not None:
-        warnings.append(stream_hold_problem())
+    hold = stream_hold_problem() if not BACKEND.simulated else None
+    if hold is not None:
+        warnings.append(hold)
     from gpu.core.l2 import flush_problem
 
-    if flush_problem() is not None:
-        warnings.append(flush_problem())
+    if (flush := flush_problem()) is not None:
+        warnings.append(flush)
 
     # prepare inputs and the reference
     a, b = vector_inputs(n, seed)
