@@ -144,7 +144,7 @@ gpu-wheels: | $(PY)
 	rm -rf .whl
 	$(PIP) download -d .whl --only-binary=:all: --python-version $(GPU_PYTHON) --implementation cp \
 	  --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
-	  "streamlit>=1.67,<1.68" "altair>=6.3,<7" "platformdirs>=4.0,<5" "pytest>=9.0,<10" "pytest-timeout>=2.4,<3" \
+	  "streamlit>=1.67,<1.68" "altair>=6.3,<7" "platformdirs>=4.0,<5" "cattrs>=26.2,<27" "pytest>=9.0,<10" "pytest-timeout>=2.4,<3" \
 	  $$(grep -E '^(numba|numpy)[=<>]' requirements.txt)
 	rm -f .whl/pandas-* .whl/pyarrow-* .whl/pillow-* .whl/llvmlite-*
 	@du -sh .whl

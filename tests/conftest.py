@@ -42,18 +42,39 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.browser)
 
 
+class ChildProcessRefused(RuntimeError):
+    """Raised in the fast lane where a test would start a child process; the test is then reported skipped."""
+
+
 @pytest.fixture(autouse=True)
-def _no_child_process_in_the_fast_lane(monkeypatch):
-    """In the fast lane, the first child process a test starts skips it (``make test`` runs it)."""
+def _no_child_process_in_the_fast_lane(request, monkeypatch):
+    """In the fast lane a child process is never started: the attempt raises (in whatever thread makes it)
+    and the test is reported skipped, whatever became of the error (``pytest_runtest_makereport``)."""
     if FAST_LANE:
         import multiprocessing.process
 
-        def skip(*_args, **_kwargs):
-            pytest.skip("starts a child process (sandbox, compiler worker, CLI, server): not in the fast lane")
+        attempts = request.node.stash.setdefault(CHILD_ATTEMPTS, [])
 
-        monkeypatch.setattr(subprocess.Popen, "__init__", skip)
-        monkeypatch.setattr(multiprocessing.process.BaseProcess, "start", skip)
+        def refuse(*args, **_kwargs):
+            attempts.append(str(args[1] if len(args) > 1 else "a process")[:80])
+            raise ChildProcessRefused("the fast lane starts no child process")
+
+        monkeypatch.setattr(subprocess.Popen, "__init__", refuse)
+        monkeypatch.setattr(multiprocessing.process.BaseProcess, "start", refuse)
     yield
+
+
+CHILD_ATTEMPTS = pytest.StashKey[list]()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if FAST_LANE and report.when != "teardown" and item.stash.get(CHILD_ATTEMPTS, None) and report.outcome != "skipped":
+        report.outcome = "skipped"
+        report.longrepr = (str(item.path), item.location[1] or 0,
+                           "Skipped: starts a child process (sandbox, compiler, CLI, server): `make test` runs it")
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -69,7 +69,7 @@ def test_the_catalog_plan_names_every_part_the_run_begins_in_its_order(key):
 def test_an_estimate_is_within_a_factor_of_the_measured_time(key, raw, monkeypatch):
     """The estimate's one measured input (this machine's Python speed, the unit of a simulated kernel's
     cost) and the run it is compared with are timed on one clock, this thread's CPU time (which other
-    processes' load does not stretch), in one window: the probe, then the run. A probe on the wall
+    processes' load does not stretch), in one window: the probes, then the run. A probe on the wall
     clock before the run saw another load ("matmul: estimated 14.54 s, measured 1.24 s" on a busy machine)."""
     from gpu.core import cpu
 
@@ -78,11 +78,15 @@ def test_an_estimate_is_within_a_factor_of_the_measured_time(key, raw, monkeypat
     experiment.execute(params, Progress())  # the first run in a process loads what later runs reuse
     ones = np.ones(PROBE_N, dtype=np.float32)
     out = np.empty_like(ones)
+    probes = []
+    for _ in range(3):  # as the estimate does: the quickest of three short probes
+        start = time.thread_time()
+        cpu.python_loop(ones, ones, out)
+        probes.append(time.thread_time() - start)
+    probe_s = min(probes)
     start = time.thread_time()
-    cpu.python_loop(ones, ones, out)
-    probe_s = time.thread_time() - start
     experiment.execute(params, Progress())
-    measured_s = time.thread_time() - start - probe_s
+    measured_s = time.thread_time() - start
     monkeypatch.setattr(cpu, "estimate_python_loop_s", lambda n, probe_n=PROBE_N: n * probe_s / PROBE_N)
     estimate_s = run_estimate(experiment, raw, SIMULATED)
     slack_s = 0.2  # runs of a few tens of milliseconds: the clock's resolution

@@ -282,14 +282,15 @@ class Recorded:
     ``name`` is what the committed ``gpu check`` runs hold it under (``References.best``)
     and what the page asks for; ``draw(reference_run)`` draws it (a Hook into ui/). A new
     experiment has its slot before any GPU has recorded it: the panel then says so.
-    ``read(reference_run)`` rebuilds every result ``draw`` will need from the run (each
-    type's ``recorded``/``from_dict``), raising if one cannot be: a committed run that a
+    ``read(reference_run)`` (a function of the experiment's engine, passed itself) rebuilds every
+    result ``draw`` will need from the run (each type's ``recorded``/``from_dict``), raising if one
+    cannot be: a committed run that a
     page could not draw is refused when it is loaded, not when the page draws it.
     """
 
     name: str
     draw: Hook | None = None
-    read: Hook | None = None
+    read: Callable[[Any], Any] | None = None
 
 
 WIDGETS = ("text", "int", "float", "select", "multiselect", "checkbox")

@@ -472,7 +472,7 @@ LAUNCH_SWEEP = register(
         recorded=Recorded(
             "launch",
             Hook("gpu.experiments.launch.view:recorded"),
-            Hook("gpu.experiments.launch.experiment:read_recorded"),
+            read_recorded,
         ),
         uses_cpu=BACKEND.simulated,
     )

@@ -532,7 +532,7 @@ EXPERIMENT = register(
         recorded=Recorded(
             "scaling",
             Hook("gpu.experiments.scaling.view:recorded"),
-            Hook("gpu.experiments.scaling.experiment:read_recorded"),
+            read_recorded,
         ),
         csv=True,
         mark_stopped=lambda run, why: replace(run, stopped=why),

@@ -399,7 +399,7 @@ STRATEGIES_EXPERIMENT = register(
         recorded=Recorded(
             "transfers",
             Hook("gpu.experiments.transfers.view:recorded"),
-            Hook("gpu.experiments.transfers.experiment:read_recorded"),
+            read_recorded,
         ),
     )
 )

@@ -606,7 +606,7 @@ EXPERIMENT = register(
         recorded=Recorded(
             "vector-add",
             Hook("gpu.experiments.vector_add.view:recorded"),
-            Hook("gpu.experiments.vector_add.experiment:read_recorded"),
+            read_recorded,
         ),
         legacy_keys={
             "n": "n",
