@@ -160,7 +160,7 @@ def mutated_values(draw) -> bytes:
     return json.dumps(data).encode()
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(raw=st.one_of(mutated_check(), mutated_values(), st.binary(max_size=200)))
 def test_no_check_file_crashes_the_import(raw):
     """The schema, the rebuild and the History rows on their own, without the importer's last net."""
@@ -173,7 +173,7 @@ def test_no_check_file_crashes_the_import(raw):
     assert all(isinstance(r, dict) for r in history_records(data, source="fuzz", sha256=""))
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                                                  HealthCheck.function_scoped_fixture])
 @given(raw=st.one_of(mutated_check(), mutated_values()))
 def test_no_check_file_makes_the_cli_exit_3(raw, tmp_path, capsys):

@@ -56,6 +56,7 @@ def test_the_catalog_plan_names_every_part_the_run_begins_in_its_order(key):
     assert [s for s in planned if s.startswith(timed)] == [s for s in begun if s.startswith(timed)]
 
 
+@pytest.mark.slow  # each runs a kernel twice for a few seconds of simulated threads
 @pytest.mark.skipif(not SIMULATED, reason="the sizes here are the simulator's; on a GPU see scripts/gpu_pages.py")
 @pytest.mark.parametrize(
     "key, raw",
