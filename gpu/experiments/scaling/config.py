@@ -201,8 +201,9 @@ def make_config(
     unknown implementations, or a budget ≤ 0.
     """
     limit = max_cpu_vector_n() if limit is None else limit
-    if kernel_max_n == "auto":
-        kernel_max_n = kernel_cap()
+    if isinstance(kernel_max_n, str) and kernel_max_n != "auto":
+        raise InputError(f"the kernel's largest N is a whole number, none, or 'auto', got {kernel_max_n!r}")
+    kernel_cap_n = kernel_cap() if isinstance(kernel_max_n, str) else kernel_max_n
     if limit < 1:
         raise InputError("no memory is free for even one element; close other runs and try again")
     lo = parse_size(min_n, "min N")
@@ -241,5 +242,5 @@ def make_config(
         seed,
         descending,
         bool(warm_l2),
-        kernel_max_n,
+        kernel_cap_n,
     )
