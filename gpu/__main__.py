@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 from gpu.core.jsonout import print_json
 from gpu.core.limits import InputError
@@ -113,7 +114,7 @@ def cmd_info(args: argparse.Namespace) -> int:
     from gpu.core.backend import BACKEND
     from gpu.core.device import device_count, device_info, host_info, library_versions
 
-    data = {
+    data: dict[str, Any] = {
         "backend": BACKEND.kind,
         "backend_reason": BACKEND.reason,
         "devices": [device_info(i).to_dict() for i in range(device_count())],

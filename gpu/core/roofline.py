@@ -155,9 +155,9 @@ def device_roofs(device: DeviceInfo, clock_khz: int | None = None, copy_gbps: fl
     fp32 = fp32_peak_gflops(device, clock_khz)
     lanes = fp32_lanes_per_sm(device.compute_capability)
     parts = []
-    if device.peak_bandwidth_gbps:
+    if device.peak_bandwidth_gbps and device.memory_clock_khz:
         parts.append(f"memory: 2 × {device.memory_clock_khz / 1e3:,.0f} MHz × {device.memory_bus_width_bits} bits")
-    if fp32:
+    if fp32 and clock_khz:
         parts.append(f"FP32: {device.multiprocessors} SMs × {lanes} lanes × 2 × {clock_khz / 1e3:,.0f} MHz")
     return Roofs(device.peak_bandwidth_gbps, fp32, copy_gbps, "; ".join(parts) or "no device facts (simulator)")
 

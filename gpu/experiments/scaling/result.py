@@ -155,7 +155,7 @@ class Crossover:
             self.gpu, "end to end, with copies, the GPU")
         other = SERIES_LABELS[self.baseline]
         tag = " (against estimates)" if self.estimated else ""
-        if self.kind == "from":
+        if self.kind == "from" and self.n is not None:  # a crossing always has its N
             if self.few_samples:
                 return (f"{who} beats {other} from around N ≈ {format_n(self.n, 2)} — fewer than 3 samples beside "
                         f"the crossing, so its spread is unknown: no exact point{tag}")
