@@ -29,6 +29,8 @@ requires_gpu = pytest.mark.skipif(gpu.BACKEND.simulated, reason=f"needs a CUDA G
 # A test that uses one of these fixtures drives a browser against a Streamlit server: marked ``browser``
 # whether or not its file says so, so the fast lane (``make test-fast``, ``-m "not browser"``) never starts one.
 BROWSER_FIXTURES = frozenset({"app_url", "browser", "page"})
+# A test that uses one of these starts processes of its own (a local Ray instance and its workers): ``slow``.
+PROCESS_FIXTURES = frozenset({"cluster"})
 # ``make test-fast`` sets this: a test that starts a child process (a sandboxed submission, the compiler's
 # worker, the CLI in a subprocess, a server) is skipped when it tries (``_no_child_process_in_the_fast_lane``).
 FAST_LANE = os.environ.get("KERNEL_LAB_FAST_LANE") == "1"
@@ -40,6 +42,8 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.skip(reason=f"needs a CUDA GPU: {gpu.BACKEND.reason}"))
         if BROWSER_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.browser)
+        if PROCESS_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
 
 
 class ChildProcessRefused(RuntimeError):

@@ -13,10 +13,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gpu.core.agreement import BitAgreement
+from gpu.catalog.registry import experiments
+from gpu.catalog.step_result import KINDS, ImplResult, KernelRun
+from gpu.core.agreement import Agreement, BitAgreement
 from gpu.core.device import DeviceInfo
+from gpu.core.kernel_timing import KernelTiming
 from gpu.core.occupancy import Occupancy, SmLimits
 from gpu.core.peaks import LIMIT_LABELS, Limit, Peaks
+from gpu.core.roofline import Roofs
 from gpu.core.shape import SHAPES, STAMPS, ShapeError, from_builtins, to_builtins
 from gpu.core.timeline import Interval
 from gpu.core.timing import RepeatPolicy, Stats
@@ -144,7 +148,32 @@ def comparisons(draw) -> StrategyComparison:
     )
 
 
+agreements = st.one_of(
+    st.builds(Agreement, names, st.just("exact"), counts, st.integers(0, 10), st.floats(0, 1e3)),
+    st.builds(Agreement, names, st.just("bounded"), counts, st.integers(0, 10), st.floats(0, 1e3), st.floats(0, 1e3),
+              st.integers(1, 10**6), st.floats(0, 1), st.floats(0, 1e3)),
+)
+kernel_timings = st.builds(KernelTiming, stats, st.lists(st.booleans(), max_size=4).map(tuple),
+                           st.lists(st.integers(0, 5), max_size=4).map(tuple), st.booleans(), st.none() | text,
+                           st.none() | counts, st.none() | counts, text, telemetry)
+implementations = st.builds(
+    ImplResult, names, text, st.sampled_from(KINDS),
+    st.none() | st.dictionaries(st.sampled_from(("h2d", "kernel", "d2h", "total", "cpu")), stats, min_size=1),
+    st.none() | text, maybe_seconds, seconds, st.none() | agreements, st.none() | text, st.booleans(),
+    st.none() | text, st.none() | kernel_timings, st.none() | text,
+)
+kernel_runs = st.builds(
+    KernelRun, names, text, st.dictionaries(names, st.integers(0, 10**6) | text, max_size=3), text,
+    st.sampled_from(("cuda", "simulator")), devices,
+    st.builds(Roofs, st.none() | st.floats(1, 1e4), st.none() | st.floats(1, 1e5), st.none() | st.floats(1, 1e4), text),
+    policies, counts, st.integers(0, 2**40),
+    st.lists(implementations, max_size=4, unique_by=lambda r: r.key).map(tuple),
+    st.sampled_from(("exact", "bounded")), st.lists(text, max_size=2).map(tuple), text,
+    st.lists(text, max_size=2).map(tuple), st.integers(0, 9), text, st.none() | counts, telemetry,
+)
+
 RESULTS: dict[type, st.SearchStrategy[Any]] = {
+    KernelRun: kernel_runs,
     VectorAddRun: vector_add_runs(),
     LaunchSweepRun: launch_sweeps,
     SweepRun: sweeps,
@@ -155,6 +184,8 @@ RESULTS: dict[type, st.SearchStrategy[Any]] = {
 
 def test_every_result_a_check_section_holds_is_round_tripped_here():
     held = {part.type for s in declared_sections().values() if s is not None for part in s.parts}
+    read_generically = {e.result_type for e in experiments() if hasattr(e.result_type, "from_dict")}
+    assert read_generically <= set(RESULTS), f"read back without a round trip: {read_generically - set(RESULTS)}"
     assert held - {ArticleRun} <= set(RESULTS), f"no round trip for {held - set(RESULTS)}"
     assert all(cls in SHAPES for cls in held)
 
@@ -191,13 +222,23 @@ def _parts(cls: type):
                     yield f"{path.parent.name}:{key}.{'.'.join(part.keys)}", node
 
 
+def _generic_runs(cls: type):
+    """Every run of a section read generically whose experiment's result type is ``cls``."""
+    owners = {e.key for e in experiments() if e.result_type is cls}
+    for path in CHECK_FILES:
+        for key, section in json.loads(path.read_text())["sections"].items():
+            for i, run in enumerate(section.get("runs") or ()):
+                if isinstance(run, dict) and run.get("experiment") in owners:
+                    yield f"{path.parent.name}:{key}.runs[{i}]", run
+
+
 def _committed(cls: type):
     return (from_builtins(node, cls) for _where, node in _parts(cls))
 
 
 @pytest.mark.parametrize("cls", [*RESULTS, ArticleRun], ids=lambda c: c.__name__)
 def test_every_committed_result_reads_back_and_writes_out_as_recorded(cls):
-    found = list(_parts(cls))
+    found = [*_parts(cls), *_generic_runs(cls)]
     assert found, f"no committed check file holds a {cls.__name__}"
     for where, node in found:
         result = from_builtins(node, cls, where)

@@ -55,6 +55,7 @@ def gamma(k: int, u: float = U_FLOAT32) -> float:
     return math.expm1(k * math.log1p(u))
 
 
+@shaped(derived={"passed": lambda a: a.passed, "text": lambda a: a.describe()})
 @dataclass(frozen=True)
 class Agreement:
     """How one implementation's result compares with the reference.
@@ -94,19 +95,7 @@ class Agreement:
         )
 
     def to_dict(self) -> dict:
-        return {
-            "implementation": self.implementation,
-            "mode": self.mode,
-            "elements": self.elements,
-            "mismatches": self.mismatches,
-            "max_abs_error": self.max_abs_error,
-            "bound": self.bound,
-            "depth": self.depth,
-            "gamma": self.gamma,
-            "worst_ratio": self.worst_ratio,
-            "passed": self.passed,
-            "text": self.describe(),
-        }
+        return to_builtins(self)
 
 
 def same_bits(result: np.ndarray, expected: np.ndarray) -> np.ndarray:
