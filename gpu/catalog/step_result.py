@@ -87,6 +87,8 @@ class ImplResult:
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"kind is {self.kind[:60]!r}; expected one of {', '.join(KINDS)}")
+        if self.phases is not None and self.main is None:
+            raise ValueError("a measured implementation holds its main figure: a 'kernel' (GPU) or 'cpu' phase")
 
     def to_dict(self) -> dict:
         return to_builtins(self)
