@@ -32,7 +32,8 @@ from datetime import datetime
 from typing import Any
 
 from gpu.core.device import DeviceInfo
-from gpu.core.shape import ShapeError, from_builtins, to_builtins
+from gpu.core.safe_text import safe_text
+from gpu.core.shape import ShapeError, from_builtins, kind, to_builtins
 
 MAX_IMPORT_BYTES = 4 * 2**20  # a full H200 check is ~0.6 MB; 4 MiB leaves room, refuses floods
 MAX_SAMPLES = 100_000  # per list: far beyond any real run, bounds the work of reading one
@@ -65,8 +66,6 @@ class ImportProblem(ValueError):
     """
 
     def __init__(self, message: str) -> None:
-        from gpu.core.safe_text import safe_text
-
         super().__init__(safe_text(message))
 
 
@@ -151,23 +150,14 @@ def canonical(data: Any) -> bytes:
 
 def _quoted(key: Any) -> str:
     """A key for a message: escaped, so no control or bidi character reaches a terminal."""
-    from gpu.core.safe_text import safe_text
-
     return "'" + safe_text(str(key)[:60]) + "'"
 
 
 def _where(path: str) -> str:
-    if not path:
-        return "the top level"
-    from gpu.core.safe_text import safe_text
-
-    return f"`{safe_text(path)}`"
+    return f"`{safe_text(path)}`" if path else "the top level"
 
 
-def _kind(value: Any) -> str:
-    from gpu.core.shape import kind
-
-    return kind(value)
+_kind = kind
 
 
 def _peak_gbps(data: Any) -> float | None:
