@@ -94,6 +94,14 @@ class ImplResult:
         return to_builtins(self)
 
 
+def _seconds(result: ImplResult) -> float:
+    """The median of a measured implementation (one always has its main figure: ``ImplResult``)."""
+    main = result.main
+    if main is None:
+        raise ValueError(f"{result.key} was not measured")
+    return main.median_s
+
+
 # what a run's file says of each implementation beside its own shape (summary_rows), and of the run
 _ROW_KEYS = ("seconds", "estimated", "gbps", "gflops", "fraction_of_peak", "vs_best_library")
 _RUN_DERIVED = ("agree", "intensity_flop_per_byte", "best_library", "l2_resident")
@@ -234,19 +242,19 @@ class KernelRun:
     def best_library(self) -> ImplResult | None:
         """The fastest measured library doing the same work (not a yardstick copy)."""
         libs = [r for r in self.results if r.kind == "library" and r.same_work and r.measured]
-        return min(libs, key=lambda r: r.seconds) if libs else None
+        return min(libs, key=_seconds) if libs else None
 
     def vs_best_library(self, result: ImplResult) -> float | None:
         """This result's time ÷ the best library's time (1.1 = 10% slower); GPU results only."""
         best = self.best_library
         if best is None or not result.on_gpu or not result.measured:
             return None
-        return result.seconds / best.seconds
+        return _seconds(result) / _seconds(best)
 
     @property
     def best_step(self) -> ImplResult | None:
         steps = [r for r in self.results if r.kind == "step" and r.measured]
-        return min(steps, key=lambda r: r.seconds) if steps else None
+        return min(steps, key=_seconds) if steps else None
 
     def marks_legend(self) -> list[str]:
         """The legend lines for the marks that appear in this run's rows."""
