@@ -279,3 +279,14 @@ def test_a_bad_field_is_named_by_its_path_in_the_file():
     bad["policy"]["surprise"] = 1
     with pytest.raises(ShapeError, match=r"`run\.policy` has unknown key 'surprise'"):
         VectorAddRun.from_dict(bad, "run")
+
+
+def test_a_catalog_runs_bad_field_is_named_by_the_implementations_key():
+    where, node = next(_generic_runs(KernelRun))
+    bad = json.loads(json.dumps(node))
+    key = next(iter(bad["implementations"]))
+    bad["implementations"][key]["compile_s"] = "slow"
+    path = where.split(":")[1]
+    with pytest.raises(ShapeError) as refused:
+        KernelRun.from_dict(bad, path)
+    assert str(refused.value) == f"`{path}.implementations.{key}.compile_s` must be a number, got text"

@@ -15,7 +15,7 @@ from gpu.core.device import DeviceInfo
 from gpu.core.kernel_timing import KernelTiming
 from gpu.core.l2 import fits_in_l2
 from gpu.core.roofline import Roofs
-from gpu.core.shape import from_builtins, shaped, to_builtins
+from gpu.core.shape import ShapeError, from_builtins, shaped, to_builtins
 from gpu.core.timing import (
     RepeatPolicy,
     Stats,
@@ -163,6 +163,11 @@ def _run_from_file(data: dict) -> dict:
             {**{k: v for k, v in row.items() if k not in _ROW_KEYS}, "key": key} if isinstance(row, dict) else row
             for key, row in implementations.items()
         ]
+        for key, row in zip(implementations, data["results"]):  # a problem named by the file's key, not a position
+            try:
+                from_builtins(row, ImplResult)
+            except ShapeError as exc:
+                raise exc.under(f"implementations.{key}") from None
     return {k: v for k, v in data.items() if k not in _RUN_DERIVED}
 
 

@@ -39,7 +39,23 @@ STAMPS = ("methodology_version",)
 
 
 class ShapeError(ValueError):
-    """Data that is not the shape of its type; the message names the field's path and what is allowed."""
+    """Data that is not the shape of its type; the message names the field's path and what is allowed.
+
+    ``what`` says what is wrong ("must be a number, got text"), ``where`` the field's path below
+    the value converted ("gpu.phases.kernel.samples_s[3]"; empty: that value itself).
+    """
+
+    def __init__(self, what: str, where: str = "") -> None:
+        self.what, self.where = what, where
+        if not where:
+            message = what.removeprefix(": ")
+        else:  # "`a.b` must be ...", or "`a.b`: what the type itself said"
+            message = f"{_where(where)}{'' if what.startswith(':') else ' '}{what}"
+        super().__init__(message)
+
+    def under(self, prefix: str) -> ShapeError:
+        """The same problem, its path below ``prefix`` (a value converted inside another's layout)."""
+        return ShapeError(self.what, _join(prefix, self.where))
 
 
 def kind(value: Any) -> str:
@@ -201,7 +217,7 @@ def _register(cls: type, shape: Shape) -> None:
         except (ClassValidationError, ForbiddenExtraKeysError, ShapeError):
             raise
         except (TypeError, ValueError) as exc:  # the type's own __post_init__ refused the values
-            raise ShapeError(str(exc)) from None
+            raise ShapeError(f": {exc}") from None
 
     CONVERTER.register_unstructure_hook(cls, unstructure)
     CONVERTER.register_structure_hook(cls, structure)
@@ -229,18 +245,22 @@ def from_builtins(data: Any, cls: type[T], path: str = "") -> T:
     try:
         return CONVERTER.structure(data, cls)
     except (ClassValidationError, IterableValidationError, ForbiddenExtraKeysError, ShapeError) as exc:
-        raise ShapeError(_first_problem(exc, path)) from None
+        raise _first_problem(exc, path) from None
 
 
 def _where(path: str) -> str:
     return f"`{path}`" if path else "the top level"
 
 
-def _first_problem(exc: BaseException, path: str) -> str:
-    """The first leaf of cattrs' error tree, as '`a.b[3]` must be ...'."""
+def _join(path: str, below: str) -> str:
+    return f"{path}{below}" if below.startswith("[") else ".".join(p for p in (path, below) if p)
+
+
+def _first_problem(exc: BaseException, path: str) -> ShapeError:
+    """The first leaf of cattrs' error tree: what is wrong, and where ('`a.b[3]` must be ...')."""
     if isinstance(exc, ForbiddenExtraKeysError):
         keys = sorted(exc.extra_fields)
-        return f"{_where(path)} has unknown key{'s' if len(keys) > 1 else ''} {', '.join(repr(k) for k in keys)}"
+        return ShapeError(f"has unknown key{'s' if len(keys) > 1 else ''} {', '.join(repr(k) for k in keys)}", path)
     if isinstance(exc, ClassValidationError | IterableValidationError):
         shape = SHAPES.get(exc.cl) if isinstance(exc, ClassValidationError) else None
         for inner in exc.exceptions:
@@ -249,16 +269,14 @@ def _first_problem(exc: BaseException, path: str) -> str:
                 return _first_problem(inner, path)
             if isinstance(note, str):
                 note = shape.path_of(note) if shape is not None else note
-                where = f"{path}.{note}" if path else note
                 if isinstance(inner, KeyError):
-                    return f"{_where(path)} lacks {note!r}"
-            else:
-                where = f"{path}[{note}]"
-            return _first_problem(inner, where)
-        return f"{_where(path)}: {exc.message}"
+                    return ShapeError(f"lacks {note!r}", path)
+                return _first_problem(inner, _join(path, note))
+            return _first_problem(inner, f"{path}[{note}]")
+        return ShapeError(f": {exc.message}", path)
     if isinstance(exc, ShapeError):
-        return f"{_where(path)} {exc}"
-    return f"{_where(path)}: {exc}"
+        return exc.under(path)
+    return ShapeError(f": {exc}", path)
 
 
 def _note(exc: BaseException) -> str | int | None:

@@ -14,8 +14,9 @@ three passes, each refusing the file with the path of the first bad field and wh
    device's theoretical memory peak.
 3. **Types**: the top level's known keys; each section's results converted into their result
    types (``CheckSection.parts``, gpu/core/shape.py), whose annotations check every key and
-   value; a section that declares no parts is read generically (bounds only; its runs are
-   rebuilt by ``ReferenceRun.rebuild_all``).
+   value; a section that declares no parts is read generically: its ``run`` and ``runs`` are
+   converted into its experiment's result type when that type has a shape (a catalog run),
+   and are otherwise bounded only (``ReferenceRun.rebuild_all`` rebuilds what it can).
 
 ``history_records`` turns a valid file into History records: each typed result rewritten
 from its object, so a value the file derives (a median, a bandwidth) is recomputed, not
@@ -33,7 +34,7 @@ from typing import Any
 
 from gpu.core.device import DeviceInfo
 from gpu.core.safe_text import safe_text
-from gpu.core.shape import ShapeError, from_builtins, kind, to_builtins
+from gpu.core.shape import SHAPES, ShapeError, from_builtins, kind, to_builtins
 
 MAX_IMPORT_BYTES = 4 * 2**20  # a full H200 check is ~0.6 MB; 4 MiB leaves room, refuses floods
 MAX_SAMPLES = 100_000  # per list: far beyond any real run, bounds the work of reading one
@@ -304,7 +305,8 @@ def _section(key: str, value: Any, declared: Any) -> None:
     if declared is not None:  # its runs are filed under its experiment: one that names another is refused
         from gpu.catalog.registry import aliases, check_sections
 
-        owner = check_sections()[key][0].key
+        experiment = check_sections()[key][0]
+        owner = experiment.key
         names = (owner, *aliases(owner))
         for where, run in _generic_runs(data):
             if isinstance(run, Mapping) and run.get("experiment", owner) not in names:
@@ -312,6 +314,8 @@ def _section(key: str, value: Any, declared: Any) -> None:
                     f"`{path}.{where}.experiment` is {_quoted(run['experiment'])}; the section {key!r} holds runs "
                     f"of {owner!r}"
                 )
+            if isinstance(run, Mapping) and experiment.result_type in SHAPES:  # a result type with a shape
+                _typed(run, experiment.result_type, f"{path}.{where}")
 
 
 def _generic_runs(section: Mapping[str, Any]) -> list[tuple[str, Any]]:
