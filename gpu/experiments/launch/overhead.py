@@ -147,7 +147,8 @@ def _library_path(name: str) -> tuple[Callable[[], None], Callable[[], None]]:
 
         return launch, stream.synchronize
     if name == "cuda-core":
-        from cuda.core import Device, LaunchConfig, Program, ProgramOptions, launch
+        from cuda.core import Device, LaunchConfig, Program, ProgramOptions
+        from cuda.core import launch as core_launch  # not the torch branch's launch() above
 
         dev = Device()
         dev.set_current()
@@ -158,7 +159,7 @@ def _library_path(name: str) -> tuple[Callable[[], None], Callable[[], None]]:
         kernel = program.compile("cubin").get_kernel("empty")
         stream = dev.create_stream()
         config = LaunchConfig(grid=1, block=1)
-        return (lambda: launch(stream, config, kernel)), stream.sync
+        return (lambda: core_launch(stream, config, kernel)), stream.sync
     if name == "cupy-rawkernel-args":
         import cupy as cp
 
@@ -280,7 +281,7 @@ class LaunchOverheadRun:
             lines.append(f"  {PATHS[k]:<58} {v}")
         for k, why in self.skipped.items():
             lines.append(f"  {PATHS[k]:<58} skipped: {why}")
-        if self.engine_ratio is not None:
+        if self.engine_ratio is not None and self.engine_baseline is not None:
             lines.append(
                 f"engine launch / fastest with the same 3 array arguments ({PATHS[self.engine_baseline]}): "
                 f"{format_factor(self.engine_ratio)} (target ≤ {ENGINE_TARGET:g}x) — "
