@@ -11,7 +11,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip --disable-pip-version-check -q
 CHROMIUM := /usr/bin/chromium
 
-.PHONY: run demo lint test test-class check info docs-screenshots cuda-wheels compiler-wheels cluster-deps chromium bubblewrap clean gpu-first-look gpu-verify gpu-wheels editor
+.PHONY: run demo lint test test-fast test-class check info docs-screenshots cuda-wheels compiler-wheels cluster-deps chromium bubblewrap clean gpu-first-look gpu-verify gpu-wheels editor
 
 run: $(VENV)/.runtime $(VENV)/.compiler editor
 	$(PY) -m streamlit run app.py
@@ -47,6 +47,12 @@ TEST_WORKERS ?= 2
 test: lint $(VENV)/.dev $(VENV)/.cluster $(VENV)/.compiler chromium bubblewrap editor
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile -m "not classroom"
 	$(PY) -m pytest -m classroom tests/test_browser_class.py
+
+# The fast lane for an edit: every test but those that drive a browser, start a server or a child process
+# (a sandboxed submission, the compiler's worker, the CLI in a subprocess): those are skipped when they try
+# (tests/conftest.py). `make test` stays the whole suite.
+test-fast: $(VENV)/.dev
+	KERNEL_LAB_FAST_LANE=1 $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not browser and not classroom and not slow"
 
 # A class at once (issue 24): 16 browsers press Run together on one demo server (tests/test_browser_class.py);
 # part of `make test` too, this runs it alone.
@@ -146,7 +152,7 @@ gpu-wheels: | $(PY)
 	rm -rf .whl
 	$(PIP) download -d .whl --only-binary=:all: --python-version $(GPU_PYTHON) --implementation cp \
 	  --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
-	  "streamlit>=1.67,<1.68" "altair>=6.3,<7" "platformdirs>=4.0,<5" "pytest>=9.0,<10" "pytest-timeout>=2.4,<3" \
+	  "streamlit>=1.67,<1.68" "altair>=6.3,<7" "platformdirs>=4.0,<5" "cattrs>=26.2,<27" "pytest>=9.0,<10" "pytest-timeout>=2.4,<3" \
 	  $$(grep -E '^(numba|numpy)[=<>]' requirements.txt)
 	rm -f .whl/pandas-* .whl/pyarrow-* .whl/pillow-* .whl/llvmlite-*
 	@du -sh .whl

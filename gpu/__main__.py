@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 from gpu.core.jsonout import print_json
 from gpu.core.limits import InputError
@@ -114,7 +115,7 @@ def cmd_info(args: argparse.Namespace) -> int:
     from gpu.core.backend import BACKEND
     from gpu.core.device import device_count, device_info, host_info, library_versions
 
-    data = {
+    data: dict[str, Any] = {
         "backend": BACKEND.kind,
         "backend_reason": BACKEND.reason,
         "devices": [device_info(i).to_dict() for i in range(device_count())],
@@ -156,6 +157,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_history(args: argparse.Namespace) -> int:
+    from gpu.core.safe_text import shown
     from gpu.service.store import StoreError, open_store
 
     if args.action == "import":
@@ -180,7 +182,8 @@ def cmd_history(args: argparse.Namespace) -> int:
     for r in runs:
         params = ", ".join(f"{k}={v}" for k, v in r.params.items() if not isinstance(v, (dict, list)))
         sim = " [simulated]" if r.simulated else ""
-        print(f"{r.short_id}  {r.created_at}  {r.experiment:<14} {r.device_name or '?'} ({r.backend}){sim}  {params}")
+        line = f"{r.short_id}  {r.created_at}  {r.experiment:<14} {r.device_name or '?'} ({r.backend}){sim}  {params}"
+        print(shown(line))  # an imported run's device name and keys are the file's: shown escaped
     return 0
 
 

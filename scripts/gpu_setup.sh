@@ -30,7 +30,7 @@ import importlib.util as u
 import re
 from importlib import metadata
 names = {"streamlit": "streamlit", "altair": "altair", "pandas": "pandas", "pytest": "pytest",
-         "pytest_timeout": "pytest-timeout", "platformdirs": "platformdirs", "numba": "numba"}
+         "pytest_timeout": "pytest-timeout", "platformdirs": "platformdirs", "numba": "numba", "cattrs": "cattrs"}
 missing = [pkg for mod, pkg in names.items() if u.find_spec(mod) is None]
 try:  # numba and NumPy off requirements.txt's pins count as missing: the carried ones replace them
     from packaging.specifiers import SpecifierSet

@@ -26,10 +26,59 @@ import gpu  # noqa: E402  (decide the backend once, before any test imports numb
 requires_gpu = pytest.mark.skipif(gpu.BACKEND.simulated, reason=f"needs a CUDA GPU: {gpu.BACKEND.reason}")
 
 
+# A test that uses one of these fixtures drives a browser against a Streamlit server: marked ``browser``
+# whether or not its file says so, so the fast lane (``make test-fast``, ``-m "not browser"``) never starts one.
+BROWSER_FIXTURES = frozenset({"app_url", "browser", "page"})
+# A test that uses one of these starts processes of its own (a local Ray instance and its workers): ``slow``.
+PROCESS_FIXTURES = frozenset({"cluster"})
+# ``make test-fast`` sets this: a test that starts a child process (a sandboxed submission, the compiler's
+# worker, the CLI in a subprocess, a server) is skipped when it tries (``_no_child_process_in_the_fast_lane``).
+FAST_LANE = os.environ.get("KERNEL_LAB_FAST_LANE") == "1"
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.get_closest_marker("gpu") and gpu.BACKEND.simulated:
             item.add_marker(pytest.mark.skip(reason=f"needs a CUDA GPU: {gpu.BACKEND.reason}"))
+        if BROWSER_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.browser)
+        if PROCESS_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+
+
+class ChildProcessRefused(RuntimeError):
+    """Raised in the fast lane where a test would start a child process; the test is then reported skipped."""
+
+
+@pytest.fixture(autouse=True)
+def _no_child_process_in_the_fast_lane(request, monkeypatch):
+    """In the fast lane a child process is never started: the attempt raises (in whatever thread makes it)
+    and the test is reported skipped, whatever became of the error (``pytest_runtest_makereport``)."""
+    if FAST_LANE:
+        import multiprocessing.process
+
+        attempts = request.node.stash.setdefault(CHILD_ATTEMPTS, [])
+
+        def refuse(*args, **_kwargs):
+            attempts.append(str(args[1] if len(args) > 1 else "a process")[:80])
+            raise ChildProcessRefused("the fast lane starts no child process")
+
+        monkeypatch.setattr(subprocess.Popen, "__init__", refuse)
+        monkeypatch.setattr(multiprocessing.process.BaseProcess, "start", refuse)
+    yield
+
+
+CHILD_ATTEMPTS = pytest.StashKey[list]()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if FAST_LANE and report.when != "teardown" and item.stash.get(CHILD_ATTEMPTS, None) and report.outcome != "skipped":
+        report.outcome = "skipped"
+        report.longrepr = (str(item.path), item.location[1] or 0,
+                           "Skipped: starts a child process (sandbox, compiler, CLI, server): `make test` runs it")
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -16,6 +16,9 @@ from gpu.catalog.kernel_index import find_kernels, stale_declarations
 from gpu.core.arch import TARGETS
 from gpu.core.compiler import available_targets, compile_many, compile_source_facts, toolkit
 
+# every kernel through the real compiler, in worker processes, for every target: about a minute here
+pytestmark = pytest.mark.slow
+
 # The targets the issue names; newer ones join when the installed ptxas knows them.
 REQUIRED_TARGETS = ("sm_75", "sm_80", "sm_86", "sm_89", "sm_90")
 # (kernel, target) pairs that CUDA 12's compiler is known not to compile, and why. Only for

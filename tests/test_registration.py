@@ -14,6 +14,7 @@ import pytest
 
 from gpu.catalog import registry
 from gpu.catalog.base import Experiment, Hook, Param, Progress, checked_measures
+from gpu.core.shape import SHAPES
 from ui.navigation import all_links, declared_link
 from ui.progress import PhaseProgress
 
@@ -75,8 +76,9 @@ def test_a_hook_resolves_or_names_what_is_missing():
 @pytest.mark.parametrize("experiment", registry.experiments(), ids=lambda e: e.key)
 def test_everything_a_declaration_names_resolves(experiment):
     for section in experiment.check_sections():
-        for hook in (section.run, section.validate, section.records):
-            assert hook is None or callable(hook.resolve())
+        assert callable(section.run.resolve())
+        assert section.records is None or callable(section.records)
+        assert all(part.type in SHAPES for part in section.parts), "every result a section holds has a shape"
     if experiment.recorded is not None and experiment.recorded.draw is not None:
         assert callable(experiment.recorded.draw.resolve())
     if experiment.report is not None:

@@ -229,30 +229,46 @@ class PageLink:
 
 
 @dataclass(frozen=True)
+class Part:
+    """One result a check section holds: the value at ``section[keys...]``, of result type ``type``.
+
+    Reading a check file converts it into ``type`` (gpu/core/shape.py): its annotations are the
+    validator of the untrusted file. ``record``: the result is a History row (the article's
+    printout and the correctness launches are not). ``required``: a section without it is refused.
+    """
+
+    keys: tuple[str, ...]
+    type: type
+    record: bool = True
+    required: bool = False
+
+
+@dataclass(frozen=True)
 class CheckSection:
     """One ``gpu check`` section of an experiment, and how a recorded check file reads it back.
 
     ``key`` is the section's key under ``sections`` in check.json (the ``Section.key`` that
     ``run`` returns). ``run`` names the section function, ``(CheckContext) -> Section``.
-    A check file is untrusted input (gpu/service/check_schema.py), read back through:
+    A check file is untrusted input (gpu/service/check_schema.py): every section's values are
+    bounded (numbers finite, text and lists within limits, every ``*_s`` ≥ 0), then read back through:
 
-    - ``validate``: ``(section: dict, path: str) -> None``, raising ``check_schema.ImportProblem``
-      naming the first bad field; None: the generic validator (title, passed, duration,
-      error, then every number finite, every list and text bounded, every ``*_s`` ≥ 0).
+    - ``parts``: the results the section holds and their types, each converted into its type
+      (the first bad field named); none declared: the section is read generically, its
+      ``run`` mapping and each mapping of its ``runs`` list rebuilt through
+      ``result_type.from_dict`` when the result type offers one.
     - ``records``: ``(section: dict, sections: dict) -> [result dict]``, the History rows
       the section holds (``sections``: the whole file's, for a section that folds another
-      in); None: the section's ``run`` mapping and each mapping of its ``runs`` list.
+      in); None: its parts marked ``record`` (no parts: its ``run`` and ``runs``).
 
-    A record without its own ``experiment`` is filed under the declaring experiment; a
-    generic section's records are rebuilt through ``result_type.from_dict`` when the
-    result type offers one. A bare ``Hook`` in ``Experiment.check`` is a section keyed
-    by the experiment's own key, read back generically.
+    A record without its own ``experiment`` is filed under the declaring experiment. A bare
+    ``Hook`` in ``Experiment.check`` is a section keyed by the experiment's own key, read back
+    generically.
     """
 
     key: str
     run: Hook
-    validate: Hook | None = None
-    records: Hook | None = None
+    parts: tuple[Part, ...] = ()
+    records: Callable[[Mapping[str, Any], Mapping[str, Any]], list[Mapping[str, Any]]] | None = None
 
     def __post_init__(self) -> None:
         if not self.key or not all(c.isalnum() or c in "-_" for c in self.key):
@@ -266,14 +282,15 @@ class Recorded:
     ``name`` is what the committed ``gpu check`` runs hold it under (``References.best``)
     and what the page asks for; ``draw(reference_run)`` draws it (a Hook into ui/). A new
     experiment has its slot before any GPU has recorded it: the panel then says so.
-    ``read(reference_run)`` rebuilds every result ``draw`` will need from the run (each
-    type's ``recorded``/``from_dict``), raising if one cannot be: a committed run that a
+    ``read(reference_run)`` (a function of the experiment's engine, passed itself) rebuilds every
+    result ``draw`` will need from the run (each type's ``recorded``/``from_dict``), raising if one
+    cannot be: a committed run that a
     page could not draw is refused when it is loaded, not when the page draws it.
     """
 
     name: str
     draw: Hook | None = None
-    read: Hook | None = None
+    read: Callable[[Any], Any] | None = None
 
 
 WIDGETS = ("text", "int", "float", "select", "multiselect", "checkbox")

@@ -83,11 +83,11 @@ def extra_packages() -> list[str]:
     return list(_settings.settings().experiments)
 
 
-# The modules of an experiment's folder above its engine: its prose, its ``gpu check`` section and how a
-# check file's section is read back, its chart builders, its page's view (and Home's, for vector add). They
-# may use gpu/report, gpu/service and the UI, so the registry never imports them: whoever shows, reports or
-# reads back a result does (a page, ``gpu check``, the CLI's prose, the check-file schema through a Hook).
-FACES = ("report", "check", "readback", "charts", "view", "home")
+# The modules of an experiment's folder above its engine: its prose, its ``gpu check`` section, its chart
+# builders, its page's view (and Home's, for vector add). They may use gpu/report, gpu/service and the UI,
+# so the registry never imports them: whoever shows or reports a result does (a page, ``gpu check``, the
+# CLI's prose). A check file is read back through the result types themselves (``CheckSection.parts``).
+FACES = ("report", "check", "charts", "view", "home")
 
 
 def slices(package: str = "gpu.experiments") -> list[str]:

@@ -15,6 +15,7 @@ from gpu.core.device import DeviceInfo
 from gpu.core.kernel_timing import KernelTiming
 from gpu.core.l2 import fits_in_l2
 from gpu.core.roofline import Roofs
+from gpu.core.shape import ShapeError, from_builtins, shaped, to_builtins
 from gpu.core.timing import (
     RepeatPolicy,
     Stats,
@@ -27,6 +28,19 @@ KINDS = ("step", "library", "cpu")  # a Numba GPU step, a GPU library reference,
 KIND_LABELS = {"step": "GPU step (Numba)", "library": "GPU library", "cpu": "CPU"}
 
 
+def _impl_to_file(result: ImplResult, data: dict) -> dict:
+    """Its key is the one it is filed under (``KernelRun``)."""
+    data.pop("key")
+    data["phases"] = data["phases"] or None
+    return data
+
+
+def _impl_from_file(data: dict) -> dict:
+    data.setdefault("key", "")
+    return data
+
+
+@shaped(renames={"timing": "kernel_timing"}, to_file=_impl_to_file, from_file=_impl_from_file)
 @dataclass(frozen=True)
 class ImplResult:
     """One implementation: its phase samples (seconds), or why it was skipped; its agreement."""
@@ -70,22 +84,94 @@ class ImplResult:
     def on_gpu(self) -> bool:
         return self.kind in ("step", "library")
 
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"kind is {self.kind[:60]!r}; expected one of {', '.join(KINDS)}")
+        if self.phases is not None and self.main is None:
+            raise ValueError("a measured implementation holds its main figure: a 'kernel' (GPU) or 'cpu' phase")
+
     def to_dict(self) -> dict:
-        return {
-            "label": self.label,
-            "kind": self.kind,
-            "launch": self.launch,
-            "skipped": self.skipped,
-            "estimate_s": self.estimate_s,
-            "compile_s": self.compile_s,
-            "error": self.error,
-            "note": self.note,
-            "phases": {k: v.to_dict() for k, v in self.phases.items()} if self.phases else None,
-            "kernel_timing": self.timing.to_dict() if self.timing else None,
-            "agreement": self.agreement.to_dict() if self.agreement else None,
-        }
+        return to_builtins(self)
 
 
+def _seconds(result: ImplResult) -> float:
+    """The median of a measured implementation (one always has its main figure: ``ImplResult``)."""
+    main = result.main
+    if main is None:
+        raise ValueError(f"{result.key} was not measured")
+    return main.median_s
+
+
+# what a run's file says of each implementation beside its own shape (summary_rows), and of the run
+_ROW_KEYS = ("seconds", "estimated", "gbps", "gflops", "fraction_of_peak", "vs_best_library")
+_RUN_DERIVED = ("agree", "intensity_flop_per_byte", "best_library", "l2_resident")
+
+
+def _run_to_file(run: KernelRun, data: dict) -> dict:
+    best = run.best_library
+    rows = {row["key"]: row for row in run.summary_rows()}
+    implementations = {
+        r.key: {**written, **{k: rows[r.key][k] for k in _ROW_KEYS}} for r, written in zip(run.results, data["results"])
+    }
+    return {
+        "experiment": data.pop("kernel"),
+        "title": data.pop("title"),
+        "created_at": data.pop("created_at"),
+        "params": data.pop("params"),
+        "size": data.pop("size"),
+        "backend": data.pop("backend"),
+        "device": data.pop("device"),
+        "roofs": data.pop("roofs"),
+        "policy": data.pop("policy"),
+        "seed": data.pop("seed"),
+        "agree": run.agree,
+        "agreement_mode": data.pop("agreement_mode"),
+        "agreement_why": data.pop("agreement_why"),
+        "bytes_moved": data.pop("bytes_moved"),
+        "flops": data.pop("flops"),
+        "intensity_flop_per_byte": run.intensity,
+        "best_library": best.key if best else None,
+        "l2_bytes": data.pop("l2_bytes"),
+        "l2_resident": run.l2_resident,
+        "telemetry": data.pop("telemetry"),
+        "implementations": implementations,
+        "notes": data.pop("notes"),
+        "warnings": data.pop("warnings"),
+    }
+
+
+def _yardsticks(implementations: dict, best: Any) -> set[str]:
+    """The libraries a file written before ``same_work`` was measuring other work: faster than the best library
+    it names (a device copy of the same bytes, say), since the best is the fastest of those doing the same work."""
+    best_s = (implementations.get(best) or {}).get("seconds") if isinstance(best, str) else None
+    if not isinstance(best_s, int | float):
+        return set()
+    return {
+        key for key, row in implementations.items()
+        if isinstance(row, dict) and "same_work" not in row and row.get("kind") == "library" and key != best
+        and isinstance(row.get("seconds"), int | float) and row["seconds"] < best_s
+    }
+
+
+def _run_from_file(data: dict) -> dict:
+    data["kernel"] = data.pop("experiment", None)
+    implementations = data.pop("implementations", None)
+    if isinstance(implementations, dict):
+        for key in _yardsticks(implementations, data.get("best_library")):
+            implementations = {**implementations, key: {**implementations[key], "same_work": False}}
+        data["results"] = [
+            {**{k: v for k, v in row.items() if k not in _ROW_KEYS}, "key": key} if isinstance(row, dict) else row
+            for key, row in implementations.items()
+        ]
+        for key, row in zip(implementations, data["results"]):  # a problem named by the file's key, not a position
+            try:
+                from_builtins(row, ImplResult)
+            except ShapeError as exc:
+                raise exc.under(f"implementations.{key}") from None
+    return {k: v for k, v in data.items() if k not in _RUN_DERIVED}
+
+
+@shaped(to_file=_run_to_file, from_file=_run_from_file, paths={"kernel": "experiment", "results": "implementations"})
 @dataclass(frozen=True)
 class KernelRun:
     """Everything one catalog run measured. Times in seconds, bytes and FLOPs per run of the kernel."""
@@ -161,19 +247,19 @@ class KernelRun:
     def best_library(self) -> ImplResult | None:
         """The fastest measured library doing the same work (not a yardstick copy)."""
         libs = [r for r in self.results if r.kind == "library" and r.same_work and r.measured]
-        return min(libs, key=lambda r: r.seconds) if libs else None
+        return min(libs, key=_seconds) if libs else None
 
     def vs_best_library(self, result: ImplResult) -> float | None:
         """This result's time ÷ the best library's time (1.1 = 10% slower); GPU results only."""
         best = self.best_library
         if best is None or not result.on_gpu or not result.measured:
             return None
-        return result.seconds / best.seconds
+        return _seconds(result) / _seconds(best)
 
     @property
     def best_step(self) -> ImplResult | None:
         steps = [r for r in self.results if r.kind == "step" and r.measured]
-        return min(steps, key=lambda r: r.seconds) if steps else None
+        return min(steps, key=_seconds) if steps else None
 
     def marks_legend(self) -> list[str]:
         """The legend lines for the marks that appear in this run's rows."""
@@ -263,41 +349,12 @@ class KernelRun:
         return frame
 
     def to_dict(self) -> dict:
-        best = self.best_library
-        return {
-            "experiment": self.kernel,
-            "title": self.title,
-            "created_at": self.created_at,
-            "params": {k: list(v) if isinstance(v, tuple) else v for k, v in self.params.items()},
-            "size": self.size,
-            "backend": self.backend,
-            "device": self.device.to_dict(),
-            "roofs": self.roofs.to_dict(),
-            "policy": self.policy.to_dict(),
-            "seed": self.seed,
-            "agree": self.agree,
-            "agreement_mode": self.agreement_mode,
-            "agreement_why": self.agreement_why,
-            "bytes_moved": self.bytes_moved,
-            "flops": self.flops,
-            "intensity_flop_per_byte": self.intensity,
-            "best_library": best.key if best else None,
-            "l2_bytes": self.l2_bytes,
-            "l2_resident": self.l2_resident,
-            "telemetry": self.telemetry,
-            "implementations": {
-                row["key"]: {
-                    **self.get(row["key"]).to_dict(),
-                    **{
-                        k: row[k]
-                        for k in ("seconds", "estimated", "gbps", "gflops", "fraction_of_peak", "vs_best_library")
-                    },
-                }
-                for row in self.summary_rows()
-            },
-            "notes": list(self.notes),
-            "warnings": list(self.warnings),
-        }
+        return to_builtins(self)
+
+    @classmethod
+    def from_dict(cls, d: Any, path: str = "") -> KernelRun:
+        """The inverse of ``to_dict`` (check.json, History, downloads); raises ShapeError naming the field."""
+        return from_builtins(d, cls, path)
 
     def __str__(self) -> str:
         lines = [

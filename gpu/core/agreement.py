@@ -37,6 +37,8 @@ from typing import Any
 
 import numpy as np
 
+from gpu.core.shape import from_builtins, shaped, to_builtins
+
 U_FLOAT32 = 2.0**-24  # unit roundoff of IEEE binary32 (round to nearest)
 U_FLOAT64 = 2.0**-53
 
@@ -53,6 +55,7 @@ def gamma(k: int, u: float = U_FLOAT32) -> float:
     return math.expm1(k * math.log1p(u))
 
 
+@shaped(derived={"passed": lambda a: a.passed, "text": lambda a: a.describe()})
 @dataclass(frozen=True)
 class Agreement:
     """How one implementation's result compares with the reference.
@@ -92,19 +95,7 @@ class Agreement:
         )
 
     def to_dict(self) -> dict:
-        return {
-            "implementation": self.implementation,
-            "mode": self.mode,
-            "elements": self.elements,
-            "mismatches": self.mismatches,
-            "max_abs_error": self.max_abs_error,
-            "bound": self.bound,
-            "depth": self.depth,
-            "gamma": self.gamma,
-            "worst_ratio": self.worst_ratio,
-            "passed": self.passed,
-            "text": self.describe(),
-        }
+        return to_builtins(self)
 
 
 def same_bits(result: np.ndarray, expected: np.ndarray) -> np.ndarray:
@@ -122,6 +113,7 @@ def identical(result: np.ndarray, expected: np.ndarray) -> bool:
     return result.shape == expected.shape and bool(np.all(same_bits(result, expected)))
 
 
+@shaped(derived={"mismatches": lambda a: a.mismatches, "passed": lambda a: a.passed})
 @dataclass(frozen=True)
 class BitAgreement:
     """How a float32 result compares with NumPy's, bit for bit (vector add and its strategies).
@@ -138,13 +130,7 @@ class BitAgreement:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> BitAgreement:
-        return cls(
-            str(d["implementation"]),
-            int(d["n"]),
-            int(d["identical"]),
-            float(d["max_abs_diff"] or 0.0),
-            bool(d["allclose"]),
-        )
+        return from_builtins(d, cls)
 
     @property
     def mismatches(self) -> int:
@@ -156,15 +142,7 @@ class BitAgreement:
         return self.mismatches == 0
 
     def to_dict(self) -> dict:
-        return {
-            "implementation": self.implementation,
-            "n": self.n,
-            "identical": self.identical,
-            "mismatches": self.mismatches,
-            "max_abs_diff": self.max_abs_diff,
-            "allclose": self.allclose,
-            "passed": self.passed,
-        }
+        return to_builtins(self)
 
 
 def check_bits(name: str, result: np.ndarray, reference: np.ndarray) -> BitAgreement:

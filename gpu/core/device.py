@@ -12,10 +12,18 @@ from typing import Any
 
 from gpu.core.backend import BACKEND, cuda
 from gpu.core.limits import MAX_THREADS_PER_BLOCK, WARP_SIZE, host_available_bytes
+from gpu.core.shape import from_builtins, shaped, to_builtins
 
 LIBRARIES = ("numba", "numba-cuda", "numpy", "llvmlite", "cuda-bindings", "pandas", "streamlit", "altair")
 
 
+def _known_device_keys(data: dict) -> dict:
+    """A newer file's device facts this version does not know are dropped, not refused."""
+    known = {f.name for f in fields(DeviceInfo)} | {"peak_bandwidth_gbps"}
+    return {k: v for k, v in data.items() if k in known}
+
+
+@shaped(derived={"peak_bandwidth_gbps": lambda d: d.peak_bandwidth_gbps}, from_file=_known_device_keys)
 @dataclass(frozen=True)
 class DeviceInfo:
     """One GPU (or the simulator) as the engine sees it. Sizes in bytes, clocks in kHz."""
@@ -44,16 +52,10 @@ class DeviceInfo:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> DeviceInfo:
         """The inverse of ``to_dict``: keys this version does not know are dropped."""
-        known = {f.name for f in fields(cls)}
-        values = {k: v for k, v in data.items() if k in known}
-        values["notes"] = tuple(values.get("notes") or ())
-        return cls(**values)
+        return from_builtins(data, cls)
 
     def to_dict(self) -> dict:
-        data = asdict(self)
-        data["notes"] = list(self.notes)
-        data["peak_bandwidth_gbps"] = self.peak_bandwidth_gbps
-        return data
+        return to_builtins(self)
 
 
 @dataclass(frozen=True)

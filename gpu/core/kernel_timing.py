@@ -41,6 +41,7 @@ from typing import Any
 
 import numpy as np
 
+from gpu.core.shape import shaped, to_builtins
 from gpu.core.timing import Clock, RepeatPolicy, Stats, collect
 
 # What a sample's ``held`` value means, for captions and tables.
@@ -51,6 +52,23 @@ class HoldExpired(RuntimeError):
     """The stream hold kept expiring before the work was queued, even when lengthened."""
 
 
+def _timing_to_file(timing: KernelTiming, data: dict) -> dict:
+    """The file flattens the samples' Stats into the timing (one object per figure)."""
+    return {**data.pop("stats"), **data}
+
+
+def _timing_from_file(data: dict) -> dict:
+    stats = {k: data.pop(k) for k in list(data) if k in _STATS_KEYS}
+    return {"stats": stats, **data}
+
+
+# a Stats as written (its fields and what it derives for the reader)
+_STATS_KEYS = (
+    "samples_s", "retries", "held", "median_s", "min_s", "max_s", "mean_s", "noise", "samples", "few_samples"
+)
+
+
+@shaped(derived={"l2_resident": lambda t: t.l2_resident}, to_file=_timing_to_file, from_file=_timing_from_file)
 @dataclass(frozen=True)
 class KernelTiming:
     """What ``time_on_device`` measured: samples in seconds and everything needed to judge them.
@@ -116,18 +134,7 @@ class KernelTiming:
         return out
 
     def to_dict(self) -> dict:
-        return {
-            **self.stats.to_dict(),
-            "sample_held": list(self.sample_held),
-            "sample_retries": list(self.sample_retries),
-            "l2_flushed": self.l2_flushed,
-            "l2_note": self.l2_note,
-            "l2_bytes": self.l2_bytes,
-            "working_set_bytes": self.working_set_bytes,
-            "l2_resident": self.l2_resident,
-            "launch": self.launch,
-            "telemetry": self.telemetry,
-        }
+        return to_builtins(self)
 
 
 def flush_and_settle(ops, stream, flush: bool) -> None:

@@ -14,8 +14,10 @@ from gpu.core.backend import BACKEND, cuda
 from gpu.core.limits import (
     WARP_SIZE,
 )
+from gpu.core.shape import shaped, to_builtins
 
 
+@shaped(derived={"fraction": lambda o: o.fraction})
 @dataclass(frozen=True)
 class Occupancy:
     """How many of one configuration's blocks a multiprocessor holds at once.
@@ -38,17 +40,10 @@ class Occupancy:
         return self.warps_per_sm / self.max_warps_per_sm if self.max_warps_per_sm else float("nan")
 
     def to_dict(self) -> dict:
-        return {
-            "threads_per_block": self.threads_per_block,
-            "blocks_per_sm": self.blocks_per_sm,
-            "warps_per_sm": self.warps_per_sm,
-            "max_warps_per_sm": self.max_warps_per_sm,
-            "fraction": self.fraction,
-            "source": self.source,
-            "limiter": self.limiter,
-        }
+        return to_builtins(self)
 
 
+@shaped()
 @dataclass(frozen=True)
 class SmLimits:
     """Per-multiprocessor limits read from the device (None where not exposed)."""
@@ -59,12 +54,7 @@ class SmLimits:
     shared_memory_per_sm: int | None
 
     def to_dict(self) -> dict:
-        return {
-            "max_threads_per_sm": self.max_threads_per_sm,
-            "max_blocks_per_sm": self.max_blocks_per_sm,
-            "registers_per_sm": self.registers_per_sm,
-            "shared_memory_per_sm": self.shared_memory_per_sm,
-        }
+        return to_builtins(self)
 
 
 def sm_limits() -> SmLimits | None:

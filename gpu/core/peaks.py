@@ -22,6 +22,7 @@ from gpu.core.backend import BACKEND
 from gpu.core.copies import bandwidth_gbps, time_copy, time_copy_kernel, time_device_memcpy, time_host_copy
 from gpu.core.device import device_info
 from gpu.core.limits import device_free_bytes, host_available_bytes
+from gpu.core.shape import from_builtins, shaped, to_builtins
 from gpu.core.timing import RepeatPolicy, Stats, format_seconds, utc_timestamp
 
 MiB = 2**20
@@ -43,6 +44,7 @@ LIMIT_LABELS = {
 }
 
 
+@shaped(derived={"label": lambda limit: limit.label})
 @dataclass(frozen=True)
 class Limit:
     """One ceiling: GB/s (None when unknown), how it was obtained, its samples if measured."""
@@ -54,22 +56,33 @@ class Limit:
     stats: Stats | None = None
     skipped: str | None = None
 
+    def __post_init__(self) -> None:
+        if self.key not in LIMIT_LABELS:
+            raise ValueError(f"the limit {self.key[:60]!r} is none of {', '.join(LIMIT_LABELS)}")
+
     @property
     def label(self) -> str:
         return LIMIT_LABELS[self.key]
 
     def to_dict(self) -> dict:
-        return {
-            "key": self.key,
-            "label": self.label,
-            "gbps": self.gbps,
-            "how": self.how,
-            "nbytes": self.nbytes,
-            "stats": self.stats.to_dict() if self.stats else None,
-            "skipped": self.skipped,
-        }
+        return to_builtins(self)
 
 
+def _peaks_to_file(peaks: Peaks, data: dict) -> dict:
+    """The file keys the limits by name."""
+    return {**data, "limits": {limit["key"]: limit for limit in data["limits"]}}
+
+
+def _peaks_from_file(data: dict) -> dict:
+    limits = data.get("limits")
+    if isinstance(limits, dict):
+        data["limits"] = [{"key": key, **v} if isinstance(v, dict) else v for key, v in limits.items()]
+    data.setdefault("policy", {"n_repeat": 5, "warmup": 1})  # recorded before the policy was written
+    data.setdefault("created_at", "")
+    return data
+
+
+@shaped(to_file=_peaks_to_file, from_file=_peaks_from_file)
 @dataclass(frozen=True)
 class Peaks:
     """The physical limits measured (or read) on one device and host."""
@@ -89,27 +102,10 @@ class Peaks:
     @classmethod
     def from_dict(cls, pk: Mapping[str, Any], backend: str = "") -> Peaks:
         """The inverse of ``to_dict``; ``backend`` stands in where an older file has none."""
-        limits = tuple(
-            Limit(
-                key,
-                lim.get("gbps"),
-                lim.get("how") or "",
-                lim.get("nbytes"),
-                Stats.from_dict(lim["stats"]) if lim.get("stats") else None,
-                lim.get("skipped"),
-            )
-            for key, lim in pk["limits"].items()
-        )
-        policy = pk.get("policy") or {"n_repeat": 5, "warmup": 1}
-        return cls(limits, pk.get("backend") or backend, RepeatPolicy.from_dict(policy), pk.get("created_at") or "")
+        return from_builtins({"backend": backend, **pk} if backend and not pk.get("backend") else pk, cls)
 
     def to_dict(self) -> dict:
-        return {
-            "backend": self.backend,
-            "policy": self.policy.to_dict(),
-            "created_at": self.created_at,
-            "limits": {lim.key: lim.to_dict() for lim in self.limits},
-        }
+        return to_builtins(self)
 
     def to_frame(self):
         """One row per known limit: key, label, gbps, how (pandas DataFrame)."""

@@ -17,6 +17,7 @@ from functools import cache
 
 from gpu.core.backend import BACKEND
 from gpu.core.device import DeviceInfo
+from gpu.core.shape import shaped, to_builtins
 
 # FP32 results per clock cycle per multiprocessor (32-bit floating-point add, multiply,
 # multiply-add), by compute capability. Source: NVIDIA, CUDA C++ Programming Guide,
@@ -86,6 +87,8 @@ def sm_clock_khz(index: int = 0) -> int | None:
         return None
 
 
+# the copy line's label is decided where a recorded run is drawn (gpu/report/roofline_points.py), not kept
+@shaped(derived={"ridge_flop_per_byte": lambda r: r.ridge}, omit=("copy_label",))
 @dataclass(frozen=True)
 class Roofs:
     """A device's ceilings. GB/s and GFLOP/s (1e9); None where unknown (e.g. the simulator)."""
@@ -124,8 +127,7 @@ class Roofs:
         return gflops / roof if roof else None
 
     def to_dict(self) -> dict:
-        return {"memory_gbps": self.memory_gbps, "fp32_gflops": self.fp32_gflops, "copy_gbps": self.copy_gbps,
-                "ridge_flop_per_byte": self.ridge, "how": self.how}
+        return to_builtins(self)
 
 
 def fp32_peak_gflops(device: DeviceInfo, clock_khz: int | None) -> float | None:

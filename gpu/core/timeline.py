@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from gpu.core.shape import shaped, to_builtins
+
 # --- sizes -------------------------------------------------------------------------
 
 
@@ -22,6 +24,7 @@ TIMELINE_PHASES = ("h2d", "kernel", "d2h")
 ENGINE_LANES = {"h2d": "H2D copy engine", "kernel": "compute (kernels)", "d2h": "D2H copy engine"}
 
 
+@shaped()
 @dataclass(frozen=True)
 class Interval:
     """One phase of one chunk: [start_s, end_s] in seconds from the run's start event."""
@@ -33,19 +36,18 @@ class Interval:
     start_s: float
     end_s: float
 
+    def __post_init__(self) -> None:
+        if self.phase not in TIMELINE_PHASES:
+            raise ValueError(f"unknown phase {self.phase!r}; expected one of {TIMELINE_PHASES}")
+        if self.end_s < self.start_s:
+            raise ValueError(f"interval of chunk {self.chunk} {self.phase} ends before it starts")
+
     @property
     def duration_s(self) -> float:
         return self.end_s - self.start_s
 
     def to_dict(self) -> dict:
-        return {
-            "run": self.run,
-            "chunk": self.chunk,
-            "stream": self.stream,
-            "phase": self.phase,
-            "start_s": self.start_s,
-            "end_s": self.end_s,
-        }
+        return to_builtins(self)
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from datetime import UTC
 
 from gpu.core.limits import MAX_REPEATS
+from gpu.core.shape import from_builtins, shaped, to_builtins
 
 Clock = Callable[[], float]
 
@@ -31,6 +32,17 @@ MIN_RELIABLE_SAMPLES = 3
 ALLOCATION_RULE = "device buffers are allocated before any start event, so no figure includes allocation"
 
 
+@shaped(
+    derived={
+        "median_s": lambda s: s.median_s,
+        "min_s": lambda s: s.min_s,
+        "max_s": lambda s: s.max_s,
+        "mean_s": lambda s: s.mean_s,
+        "noise": lambda s: s.noise,
+        "samples": lambda s: s.n_samples,
+        "few_samples": lambda s: s.few_samples,
+    }
+)
 @dataclass(frozen=True)
 class Stats:
     """Samples of one measured quantity, in seconds (warm-up excluded).
@@ -83,22 +95,11 @@ class Stats:
         return statistics.stdev(self.samples_s) / self.mean_s
 
     def to_dict(self) -> dict:
-        return {
-            "median_s": self.median_s,
-            "min_s": self.min_s,
-            "max_s": self.max_s,
-            "mean_s": self.mean_s,
-            "noise": self.noise,
-            "samples": self.n_samples,
-            "few_samples": self.few_samples,
-            "retries": self.retries,
-            "held": self.held,
-            "samples_s": list(self.samples_s),
-        }
+        return to_builtins(self)
 
     @classmethod
     def from_dict(cls, data: Mapping) -> Stats:
-        return cls(tuple(float(x) for x in data["samples_s"]), int(data.get("retries", 0) or 0), data.get("held"))
+        return from_builtins(data, cls)
 
     def __str__(self) -> str:
         flags = (
@@ -115,6 +116,7 @@ class Stats:
         )
 
 
+@shaped()
 @dataclass(frozen=True)
 class RepeatPolicy:
     """How many samples to take.
@@ -163,19 +165,12 @@ class RepeatPolicy:
         )
 
     def to_dict(self) -> dict:
-        return {
-            "n_repeat": self.n_repeat,
-            "warmup": self.warmup,
-            "budget_s": self.budget_s,
-            "max_noise": self.max_noise,
-            "min_samples": self.min_samples,
-        }
+        return to_builtins(self)
 
     @classmethod
     def from_dict(cls, data: Mapping) -> RepeatPolicy:
         """The inverse of ``to_dict``; a key an older file lacks takes its default."""
-        keys = ("n_repeat", "warmup", "budget_s", "max_noise", "min_samples")
-        return cls(**{k: data[k] for k in keys if k in data})
+        return from_builtins(data, cls)
 
     def done(self, samples: Sequence[float], spent_s: float) -> bool:
         """True when no more samples of this one series are needed."""

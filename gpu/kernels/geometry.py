@@ -28,14 +28,17 @@ def _target_for(cc: tuple[int, int] | str | None) -> Target:
     """The per-SM limits for a compute capability: its row of gpu.core.arch's table, else
     the newest row not newer than it (the oldest row for older GPUs), else the
     H100/H200 row (unknown device, or the simulator)."""
+    wanted: tuple[int, ...] | None
     if isinstance(cc, str):
         try:
-            cc = tuple(int(x) for x in cc.split(".")[:2])
+            wanted = tuple(int(x) for x in cc.split(".")[:2])
         except ValueError:
-            cc = None
-    if not cc:
+            wanted = None
+    else:
+        wanted = cc
+    if not wanted:
         return TARGETS[DEFAULT_TARGET]
-    older = [t for t in TARGETS.values() if t.cc <= tuple(cc)]
+    older = [t for t in TARGETS.values() if t.cc <= wanted]
     return older[-1] if older else next(iter(TARGETS.values()))
 
 

@@ -13,6 +13,7 @@ import numpy as np
 
 from gpu.core import cpu
 from gpu.core.backend import cuda
+from gpu.core.shape import shaped, to_builtins
 from gpu.core.timing import (
     Clock,
     PhaseTimer,
@@ -49,6 +50,23 @@ def effective_bandwidth_gbps(n: int, seconds: float) -> float:
     return BYTES_PER_ELEMENT * n / seconds / 1e9 if seconds > 0 else float("nan")
 
 
+def _cpu_to_file(timing: CpuTiming, data: dict) -> dict:
+    """A measured implementation is its Stats plus compile_s; a skipped one, why and the estimate.
+    Its name is the key it is filed under (``VectorAddRun.cpu``)."""
+    if data["stats"] is None:
+        return {"skipped": data["skipped"], "estimate_s": data["estimate_s"]}
+    return {**data["stats"], "compile_s": data["compile_s"]}
+
+
+def _cpu_from_file(data: dict) -> dict:
+    name = data.pop("name", "")
+    if "skipped" in data:
+        return {"name": name, "stats": None, **data}
+    compile_s = data.pop("compile_s", 0.0)
+    return {"name": name, "stats": data, "compile_s": compile_s}
+
+
+@shaped(to_file=_cpu_to_file, from_file=_cpu_from_file)
 @dataclass(frozen=True)
 class CpuTiming:
     """One CPU implementation: measured ``stats``, or skipped with an estimate."""
@@ -69,9 +87,7 @@ class CpuTiming:
         return self.stats is None
 
     def to_dict(self) -> dict:
-        if self.stats is None:
-            return {"skipped": self.skipped, "estimate_s": self.estimate_s}
-        return {**self.stats.to_dict(), "compile_s": self.compile_s}
+        return to_builtins(self)
 
 
 def gpu_vector_add(a: np.ndarray, b: np.ndarray, threads_per_block: int = 256) -> np.ndarray:

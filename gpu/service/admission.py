@@ -19,7 +19,7 @@ default applies) and reported in ``AdmissionConfig.problems``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from gpu.core.backend import BACKEND
@@ -46,7 +46,9 @@ def admit(experiment: Experiment, params: Mapping[str, Any], config: AdmissionCo
     return work
 
 
-def admit_and_run(name: str, raw_params: Mapping[str, Any], progress: Progress | None = None) -> Any:
+def admit_and_run(
+    name: str, raw_params: Mapping[str, Any], progress: Progress | Callable[[str], None] | None = None
+) -> Any:
     """Parse, admit and run one experiment by name: what a cluster worker or a script calls.
 
     Only plain parameters cross this boundary, never code. Raises InputError for bad

@@ -1,21 +1,27 @@
-"""The schema of a ``python -m gpu check`` file (check.json): untrusted input, read as data only.
+"""Reading a ``python -m gpu check`` file (check.json): untrusted input, read as data only.
 
-A check file brought from another machine (a cloud notebook's T4, a laptop GPU) is read
-as data only: ``json.loads`` with NaN/Infinity refused, a size limit before parsing,
-and a strict schema — every key known, every type checked, every timing a finite
-non-negative number. The first problem found is reported with the path of the field
-(``sections.breakdown.run.gpu.phases.h2d.samples_s[3]``) and what is allowed.
+A check file brought from another machine (a cloud notebook's T4, a laptop GPU) is read in
+three passes, each refusing the file with the path of the first bad field and what is allowed:
 
-The sections come from the declarations (``Experiment.check``: ``CheckSection`` key,
-``validate`` and ``records`` hooks): a key no experiment declares is refused, a section
-that names no validator is read by the generic one (``generic_section``), and
-``history_records`` turns a valid file into History records through each section's
-``records`` hook. The validators and records of the sections older than that reader
-(vector add, scaling, launch, transfers) are in each folder's readback.py (gpu/experiments/<name>/).
+1. **Parsing** (``parse_check_bytes``): a size limit before anything is read; strict UTF-8
+   JSON with NaN/Infinity refused; every whole number's digits and every number's text
+   bounded before it is converted (a 5,000-digit integer is a field error, not a crash);
+   a key twice in one object refused.
+2. **Bounds** (``_walk``, over the whole file): every number finite, whole numbers within
+   ±2^62, text and lists within limits, keys short; ``samples_s`` a list of numbers; every
+   time (``*_s``, ``samples_s``) 0 or
+   between a nanosecond and a day; every bandwidth (``*gbps``) at most a few times the
+   device's theoretical memory peak.
+3. **Types**: the top level's known keys; each section's results converted into their result
+   types (``CheckSection.parts``, gpu/core/shape.py), whose annotations check every key and
+   value; a section that declares no parts is read generically: its ``run`` and ``runs`` are
+   converted into its experiment's result type when that type has a shape (a catalog run),
+   and are otherwise bounded only (``ReferenceRun.rebuild_all`` rebuilds what it can).
 
-Both readers of check files use it: the importer (gpu/service/importer.py, uploads into
-History) and the committed reference runs (gpu/service/references.py); each then
-rebuilds the results into the engine's own objects (``ReferenceRun.rebuild_all``).
+``history_records`` turns a valid file into History records: each typed result rewritten
+from its object, so a value the file derives (a median, a bandwidth) is recomputed, not
+trusted. Both readers of check files use this module: the importer (gpu/service/importer.py)
+and the committed reference runs (gpu/service/references.py).
 """
 
 from __future__ import annotations
@@ -26,27 +32,76 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from gpu.core.device import DeviceInfo
+from gpu.core.safe_text import shown
+from gpu.core.shape import SHAPES, ShapeError, from_builtins, kind, to_builtins
+
 MAX_IMPORT_BYTES = 4 * 2**20  # a full H200 check is ~0.6 MB; 4 MiB leaves room, refuses floods
-MAX_SAMPLES = 100_000  # per Stats: far beyond any real run, bounds the work of reading one
-MAX_LIST = 10_000  # points, configs, launches, intervals per list
+MAX_SAMPLES = 100_000  # per list: far beyond any real run, bounds the work of reading one
 MAX_TEXT = 200_000  # characters in one string (a PTX listing is ~5,000)
+MAX_KEY = 200  # characters in one key
 MAX_DEPTH = 12  # nesting of a check file is at most 8
+MAX_DIGITS = 19  # a whole number's digits before it is converted (2^62 has 19)
+MAX_NUMBER_TEXT = 40  # characters of a number with a fraction or exponent
+# The plausible range of a time: 0 (nothing to time, e.g. the simulator's compile), or from a
+# nanosecond (two cycles of a 2 GHz clock, below any CUDA event's or host timer's resolution)
+# to a day (a whole check takes hours at most).
+MIN_TIME_S = 1e-9
+MAX_TIME_S = 86_400.0
+# A bandwidth above the device's theoretical memory peak is only possible from its L2 (a working
+# set that fits), and the L2 of no GPU reaches four times its memory's peak; a device whose peak
+# the file does not give is held to ten times an H200's (4.8 TB/s).
+PEAK_SLACK = 4.0
+MAX_GBPS = 50_000.0
 
 TOP_KEYS = {"started_at", "backend", "quick", "passed", "device", "host", "versions", "sections"}
 OPTIONAL_TOP_KEYS = {"provenance", "telemetry", "methodology_version", "finished", "plan"}  # later checks write these
 BACKENDS = ("cuda", "simulator")
-# SECTION_KEYS (module attribute) is derived from the declarations: ``declared_sections()``
 
 
 class ImportProblem(ValueError):
-    """The file is not a check file this version can read; the message names the first problem."""
+    """The file is not a check file this version can read; the message names the first problem.
+
+    The message quotes the file (a key, a device name): it is kept with every control and bidi
+    character escaped, so printing it on a terminal or a page is safe.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(shown(message))
 
 
 # --- parsing --------------------------------------------------------------------------
 
 
+class _Oversized:
+    """A number whose text is too long to convert; the walk names its field."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
 def _refuse_constant(name: str) -> float:
     raise ImportProblem(f"the file holds {name}, which is not a number JSON allows; timings must be finite")
+
+
+def _whole(text: str) -> int | _Oversized:
+    digits = text.lstrip("-")
+    return _Oversized(text) if len(digits) > MAX_DIGITS else int(text)
+
+
+def _fraction(text: str) -> float | _Oversized:
+    return _Oversized(text) if len(text) > MAX_NUMBER_TEXT else float(text)
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict:
+    data: dict = {}
+    for key, value in pairs:
+        if key in data:
+            raise ImportProblem(
+                f"the key {_quoted(key)} appears twice in one object; a check file names each field once"
+            )
+        data[key] = value
+    return data
 
 
 def parse_check_bytes(raw: bytes, *, max_bytes: int = MAX_IMPORT_BYTES) -> dict:
@@ -62,7 +117,13 @@ def parse_check_bytes(raw: bytes, *, max_bytes: int = MAX_IMPORT_BYTES) -> dict:
     except UnicodeDecodeError as exc:
         raise ImportProblem(f"the file is not UTF-8 text (byte {exc.start}); expected check.json") from None
     try:
-        data = json.loads(text, parse_constant=_refuse_constant)
+        data = json.loads(
+            text,
+            parse_constant=_refuse_constant,
+            parse_int=_whole,
+            parse_float=_fraction,
+            object_pairs_hook=_unique_keys,
+        )
     except ImportProblem:
         raise
     except RecursionError:
@@ -74,34 +135,98 @@ def parse_check_bytes(raw: bytes, *, max_bytes: int = MAX_IMPORT_BYTES) -> dict:
             else f"is not valid JSON: {exc.msg}"
         )
         raise ImportProblem(f"the file {what} at line {exc.lineno}, column {exc.colno}") from None
+    except ValueError as exc:  # anything else json's own converters refuse
+        raise ImportProblem(f"the file is not a check file's JSON: {exc}") from None
     validate_check(data)
     return data
 
 
-# --- the schema -----------------------------------------------------------------------
+def canonical(data: Any) -> bytes:
+    """One text for one content: keys sorted, no spaces, UTF-8 (a re-import is recognised by it)."""
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+
+
+# --- bounds: every value in the file ---------------------------------------------------------
+
+
+def _quoted(key: Any) -> str:
+    """A key for a message: escaped, so no control or bidi character reaches a terminal."""
+    return "'" + shown(str(key)[:60]) + "'"
 
 
 def _where(path: str) -> str:
-    return f"`{path}`" if path else "the top level"
+    return f"`{shown(path)}`" if path else "the top level"
 
 
-def _kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true/false"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "text"
-    if isinstance(value, list):
-        return "a list"
+_kind = kind
+
+
+def _peak_gbps(data: Any) -> float | None:
+    device = data.get("device") if isinstance(data, dict) else None
+    if not isinstance(device, dict):
+        return None
+    clock, width = device.get("memory_clock_khz"), device.get("memory_bus_width_bits")
+    if isinstance(clock, int) and isinstance(width, int) and 0 < clock < 2**40 and 0 < width < 2**20:
+        return 2 * clock * 1e3 * width / 8 / 1e9
+    return None
+
+
+def _number(value: Any, path: str, key: str, peak: float | None) -> None:
+    if isinstance(value, _Oversized):
+        raise ImportProblem(f"{_where(path)} is a number {len(value.text):,} characters long; at most "
+                            f"{MAX_DIGITS} digits allowed")
+    if isinstance(value, int) and not -(2**62) <= value <= 2**62:
+        raise ImportProblem(f"{_where(path)} is {value:,}; allowed -2^62 to 2^62")
+    if not math.isfinite(value):
+        raise ImportProblem(f"{_where(path)} must be finite")
+    if key.endswith("_s") or key == "samples_s":
+        if value < 0:
+            raise ImportProblem(f"{_where(path)} is {value!r}; it must be at least 0 (a time)")
+        if 0 < value < MIN_TIME_S or value > MAX_TIME_S:
+            raise ImportProblem(
+                f"{_where(path)} is {value!r} s; a time is 0 or between {MIN_TIME_S:g} s (two clock cycles) and "
+                f"{MAX_TIME_S:,.0f} s (a day)"
+            )
+    elif key.endswith("gbps"):
+        ceiling = PEAK_SLACK * peak if peak else MAX_GBPS
+        if not 0 <= value <= ceiling:
+            why = f"{PEAK_SLACK:g} × the device's {peak:,.0f} GB/s memory peak" if peak else "any GPU's memory"
+            raise ImportProblem(f"{_where(path)} is {value:,.4g} GB/s; a bandwidth is 0 to {ceiling:,.0f} ({why})")
+
+
+def _walk(value: Any, path: str = "", key: str = "", peak: float | None = None, depth: int = 0) -> None:
+    """Every value bounded (see the module's docstring, pass 2); ``key``: the field a number is under."""
+    if depth > MAX_DEPTH:
+        raise ImportProblem(f"{_where(path)} is nested deeper than a check file ever is ({MAX_DEPTH} levels)")
     if isinstance(value, dict):
-        return "an object"
-    return type(value).__name__
+        peak = _peak_gbps(value) or peak
+        for k, item in value.items():
+            if len(k) > MAX_KEY:
+                raise ImportProblem(f"{_where(path)} has a key of {len(k):,} characters; at most {MAX_KEY} allowed")
+            _walk(item, f"{path}.{k}" if path else k, k, peak, depth + 1)
+    elif isinstance(value, list):
+        if len(value) > MAX_SAMPLES:
+            raise ImportProblem(f"{_where(path)} has {len(value):,} entries; at most {MAX_SAMPLES:,} allowed")
+        for i, item in enumerate(value):
+            if key == "samples_s" and (isinstance(item, bool) or not isinstance(item, int | float | _Oversized)):
+                raise ImportProblem(f"{_where(f'{path}[{i}]')} must be a number, got {_kind(item)}")
+            _walk(item, f"{path}[{i}]", key, peak, depth + 1)
+    elif isinstance(value, bool) or value is None:
+        return
+    elif isinstance(value, int | float | _Oversized):
+        _number(value, path, key, peak)
+    elif isinstance(value, str):
+        if len(value) > MAX_TEXT:
+            raise ImportProblem(f"{_where(path)} is {len(value):,} characters; at most {MAX_TEXT:,} allowed")
+    else:
+        raise ImportProblem(f"{_where(path)} is {_kind(value)}, which a check file never holds")
 
 
-def _obj(value: Any, path: str, required: set[str] = frozenset(), optional: set[str] | None = None) -> dict:
+# --- types: the top level and each section's results -----------------------------------------
+
+
+def _obj(value: Any, path: str, required: frozenset[str] | set[str] = frozenset(),
+         optional: set[str] | None = None) -> dict:
     """An object with these keys (``optional`` None: any others allowed)."""
     if not isinstance(value, dict):
         raise ImportProblem(f"{_where(path)} must be an object, got {_kind(value)}")
@@ -111,186 +236,22 @@ def _obj(value: Any, path: str, required: set[str] = frozenset(), optional: set[
     if optional is not None:
         unknown = sorted(set(value) - required - optional)
         if unknown:
-            raise ImportProblem(
-                f"{_where(path)} has unknown key{'s' if len(unknown) > 1 else ''} {', '.join(repr(u) for u in unknown)}"
-            )
+            keys = ", ".join(_quoted(u) for u in unknown)
+            raise ImportProblem(f"{_where(path)} has unknown key{'s' if len(unknown) > 1 else ''} {keys}")
     return value
 
 
-def _str(value: Any, path: str, *, allow_none: bool = False, choices: tuple[str, ...] | None = None) -> str | None:
-    if value is None and allow_none:
-        return None
-    if not isinstance(value, str):
-        raise ImportProblem(f"{_where(path)} must be text, got {_kind(value)}")
-    if len(value) > MAX_TEXT:
-        raise ImportProblem(f"{_where(path)} is {len(value):,} characters; at most {MAX_TEXT:,} allowed")
-    if choices is not None and value not in choices:
-        raise ImportProblem(f"{_where(path)} is {value[:60]!r}; expected one of {', '.join(repr(c) for c in choices)}")
-    return value
+def _typed(value: Any, cls: type, path: str) -> Any:
+    try:
+        return from_builtins(value, cls, path)
+    except ShapeError as exc:
+        raise ImportProblem(str(exc)) from None
 
 
-def _bool(value: Any, path: str, *, allow_none: bool = False) -> bool | None:
-    if value is None and allow_none:
-        return None
-    if not isinstance(value, bool):
-        raise ImportProblem(f"{_where(path)} must be true or false, got {_kind(value)}")
-    return value
-
-
-def _num(value: Any, path: str, *, allow_none: bool = False, minimum: float | None = 0.0) -> float | None:
-    if value is None and allow_none:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ImportProblem(f"{_where(path)} must be a number, got {_kind(value)}")
-    if not math.isfinite(value):
-        raise ImportProblem(f"{_where(path)} must be finite")
-    if minimum is not None and value < minimum:
-        raise ImportProblem(f"{_where(path)} is {value!r}; it must be at least {minimum:g}")
-    return value
-
-
-def _int(value: Any, path: str, *, allow_none: bool = False, minimum: int = 0, maximum: int = 2**62) -> int | None:
-    if value is None and allow_none:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ImportProblem(f"{_where(path)} must be a whole number, got {_kind(value)}")
-    if not minimum <= value <= maximum:
-        raise ImportProblem(f"{_where(path)} is {value:,}; allowed {minimum:,} to {maximum:,}")
-    return value
-
-
-def _list(value: Any, path: str, *, limit: int = MAX_LIST) -> list:
-    if not isinstance(value, list):
-        raise ImportProblem(f"{_where(path)} must be a list, got {_kind(value)}")
-    if len(value) > limit:
-        raise ImportProblem(f"{_where(path)} has {len(value):,} entries; at most {limit:,} allowed")
-    return value
-
-
-def _depth(value: Any, path: str = "", level: int = 0) -> None:
-    if level > MAX_DEPTH:
-        raise ImportProblem(f"{_where(path)} is nested deeper than a check file ever is ({MAX_DEPTH} levels)")
-    if isinstance(value, dict):
-        for k, v in value.items():
-            _depth(v, f"{path}.{k}" if path else str(k), level + 1)
-    elif isinstance(value, list):
-        for i, v in enumerate(value):
-            _depth(v, f"{path}[{i}]", level + 1)
-
-
-STATS_KEYS = {"median_s", "min_s", "max_s", "mean_s", "noise", "samples", "samples_s"}
-# What Stats.to_dict() (few_samples, retries, held) and KernelTiming.to_dict() write beside
-# those since the verified hold and the L2 flush (methodology 2): known, and bounded by the
-# generic walk (a check written now is refused without them).
-TIMING_KEYS = {"few_samples", "retries", "held", "sample_held", "sample_retries", "l2_flushed", "l2_note", "l2_bytes",
-               "working_set_bytes", "l2_resident", "launch", "telemetry"}
-
-
-def _stats(value: Any, path: str) -> None:
-    """A Stats.to_dict() or KernelTiming.to_dict(): samples_s a non-empty list of finite seconds ≥ 0; the rest
-    numbers."""
-    data = _obj(value, path, {"samples_s"}, STATS_KEYS | TIMING_KEYS | {"compile_s"})
-    for key in ("few_samples", "held", "l2_flushed", "l2_resident"):
-        _bool(data.get(key), f"{path}.{key}", allow_none=True)
-    _int(data.get("retries"), f"{path}.retries", allow_none=True)
-    _walk({k: v for k, v in data.items() if k in TIMING_KEYS}, path)
-    samples = _list(data["samples_s"], f"{path}.samples_s", limit=MAX_SAMPLES)
-    if not samples:
-        raise ImportProblem(f"`{path}.samples_s` is empty; a measurement has at least one sample")
-    for i, s in enumerate(samples):
-        _num(s, f"{path}.samples_s[{i}]")
-    for key in STATS_KEYS - {"samples_s", "samples"}:
-        if key in data:
-            _num(data[key], f"{path}.{key}", allow_none=True)
-    if "samples" in data:
-        _int(data["samples"], f"{path}.samples")
-        if data["samples"] != len(samples):
-            raise ImportProblem(f"`{path}.samples` says {data['samples']} but `samples_s` holds {len(samples)}")
-
-
-def _device(value: Any, path: str) -> None:
-    data = _obj(value, path, {"backend", "name"})
-    _str(data["backend"], f"{path}.backend", choices=BACKENDS)
-    _str(data["name"], f"{path}.name")
-    for key in (
-        "multiprocessors",
-        "total_memory_bytes",
-        "memory_clock_khz",
-        "memory_bus_width_bits",
-        "max_threads_per_block",
-        "warp_size",
-        "index",
-    ):
-        if key in data:
-            _int(data[key], f"{path}.{key}", allow_none=True)
-    for key in ("compute_capability", "driver_version", "runtime_version"):
-        if key in data:
-            _str(data[key], f"{path}.{key}", allow_none=True)
-    if "notes" in data:
-        for i, note in enumerate(_list(data["notes"], f"{path}.notes")):
-            _str(note, f"{path}.notes[{i}]")
-    if "peak_bandwidth_gbps" in data:
-        _num(data["peak_bandwidth_gbps"], f"{path}.peak_bandwidth_gbps", allow_none=True)
-
-
-def _policy(value: Any, path: str) -> None:
-    data = _obj(value, path, {"n_repeat", "warmup"}, {"n_repeat", "warmup", "budget_s", "max_noise", "min_samples"})
-    _int(data["n_repeat"], f"{path}.n_repeat", minimum=1, maximum=1000)
-    _int(data["warmup"], f"{path}.warmup")
-    _num(data.get("budget_s"), f"{path}.budget_s", allow_none=True)
-    _num(data.get("max_noise", 0.02), f"{path}.max_noise")
-    _int(data.get("min_samples", 1), f"{path}.min_samples")
-
-
-# The sections older than the generic reader (vector add, scaling, launch, transfers) have
-# validators and records hooks of their own, in gpu/experiments/<name>/readback.py, named by
-# their declarations.
-
-
-def default_records(section: Mapping[str, Any], sections: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    """A section read generically: its ``run`` mapping and each mapping of its ``runs`` list."""
-    runs = [section.get("run"), *(section.get("runs") if isinstance(section.get("runs"), list) else ())]
-    return [r for r in runs if isinstance(r, Mapping)]
-
-
-# --- the generic reader: any section that declares no validator --------------------------
-
-
-def _walk(value: Any, path: str) -> None:
-    """Every value bounded: numbers finite (whole ones within ±2^62), ``*_s`` seconds ≥ 0,
-    ``samples_s`` a list of seconds, lists and text within the limits, keys short text."""
-    if isinstance(value, dict):
-        for key, item in value.items():
-            where = f"{path}.{key}"
-            if len(key) > 200:
-                raise ImportProblem(f"{_where(path)} has a key of {len(key):,} characters; at most 200 allowed")
-            if key == "samples_s":
-                for i, s in enumerate(_list(item, where, limit=MAX_SAMPLES)):
-                    _num(s, f"{where}[{i}]")
-            elif key.endswith("_s") and (item is None or isinstance(item, (int, float))) and not isinstance(item, bool):
-                _num(item, where, allow_none=True)
-            else:
-                _walk(item, where)
-    elif isinstance(value, list):
-        for i, item in enumerate(_list(value, path, limit=MAX_SAMPLES)):
-            _walk(item, f"{path}[{i}]")
-    elif isinstance(value, bool) or value is None:
-        return
-    elif isinstance(value, int):
-        _int(value, path, minimum=-(2**62))
-    elif isinstance(value, float):
-        _num(value, path, minimum=None)
-    elif isinstance(value, str):
-        _str(value, path)
-    else:
-        raise ImportProblem(f"{_where(path)} is {_kind(value)}, which a check file never holds")
-
-
-def generic_section(data: Mapping[str, Any], path: str) -> None:
-    """A declared section with no validator of its own: every value bounded (``_walk``); its
-    runs are then rebuilt through the result type's ``from_dict`` where it has one
-    (gpu/service/references.py: ``ReferenceRun.rebuild_all``)."""
-    _walk(dict(data), path)
+def _choice(value: Any, path: str, choices: tuple[Any, ...], what: str) -> None:
+    if value not in choices or isinstance(value, bool) != isinstance(choices[0], bool):
+        said = _quoted(value) if isinstance(value, str) else _kind(value)
+        raise ImportProblem(f"{_where(path)} is {said}; expected {what}")
 
 
 # The check's own sections, declared by no experiment: the methodology section reads the
@@ -314,68 +275,93 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+def _node(section: Mapping[str, Any], keys: tuple[str, ...]) -> Any:
+    node: Any = section
+    for key in keys:
+        node = node.get(key) if isinstance(node, Mapping) else None
+    return node
+
+
 def _section(key: str, value: Any, declared: Any) -> None:
     path = f"sections.{key}"
     data = _obj(value, path, {"title", "passed"})
-    _str(data["title"], f"{path}.title")
-    _bool(data["passed"], f"{path}.passed")
-    _num(data.get("duration_s", 0.0), f"{path}.duration_s")
+    if not isinstance(data["title"], str):
+        raise ImportProblem(f"`{path}.title` must be text, got {_kind(data['title'])}")
+    _choice(data["passed"], f"{path}.passed", (True, False), "true or false")
     if "error" in data:  # a section that raised is kept as failed, with its error
-        _str(data["error"], f"{path}.error")
+        if not isinstance(data["error"], str):
+            raise ImportProblem(f"`{path}.error` must be text, got {_kind(data['error'])}")
         return
-    if declared is not None and declared.validate is not None:
-        declared.validate.resolve()(data, path)
+    if declared is not None and declared.parts:
+        for part in declared.parts:
+            node = _node(data, part.keys)
+            where = ".".join((path, *part.keys))
+            if node is None:
+                if part.required:
+                    raise ImportProblem(f"`{where}` is missing; the section {key!r} always holds it")
+                continue
+            _typed(node, part.type, where)
         return
-    generic_section(data, path)
     if declared is not None:  # its runs are filed under its experiment: one that names another is refused
         from gpu.catalog.registry import aliases, check_sections
 
-        owner = check_sections()[key][0].key
+        experiment = check_sections()[key][0]
+        owner = experiment.key
         names = (owner, *aliases(owner))
-        listed = data.get("runs") if isinstance(data.get("runs"), list) else []
-        for where, run in [("run", data.get("run")), *((f"runs[{i}]", r) for i, r in enumerate(listed))]:
+        for where, run in _generic_runs(data):
             if isinstance(run, Mapping) and run.get("experiment", owner) not in names:
                 raise ImportProblem(
-                    f"`{path}.{where}.experiment` is {str(run['experiment'])[:60]!r}; the section {key!r} holds runs "
+                    f"`{path}.{where}.experiment` is {_quoted(run['experiment'])}; the section {key!r} holds runs "
                     f"of {owner!r}"
                 )
+            if isinstance(run, Mapping) and experiment.result_type in SHAPES:  # a result type with a shape
+                _typed(run, experiment.result_type, f"{path}.{where}")
+
+
+def _generic_runs(section: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    runs = section.get("runs")
+    listed = runs if isinstance(runs, list) else []
+    return [("run", section.get("run")), *((f"runs[{i}]", r) for i, r in enumerate(listed))]
 
 
 def validate_check(data: Any) -> None:
     """Raise ImportProblem naming the first thing that makes ``data`` not a check file (by the schema)."""
-    _depth(data)
+    _walk(data)
     top = _obj(data, "", TOP_KEYS, OPTIONAL_TOP_KEYS)
-    started = _str(top["started_at"], "started_at")
+    started = top["started_at"]
     try:
         datetime.fromisoformat(started)
-    except ValueError:
+    except (TypeError, ValueError):
         raise ImportProblem(
-            f"`started_at` is {started[:40]!r}; expected an ISO 8601 time such as 2026-11-29T23:47:40+00:00"
+            f"`started_at` is {_quoted(started)}; expected an ISO 8601 time such as 2026-11-29T23:47:40+00:00"
         ) from None
-    _str(top["backend"], "backend", choices=BACKENDS)
-    _bool(top["quick"], "quick")
-    _bool(top["passed"], "passed")
+    _choice(top["backend"], "backend", BACKENDS, "'cuda' or 'simulator'")
+    _choice(top["quick"], "quick", (True, False), "true or false")
+    _choice(top["passed"], "passed", (True, False), "true or false")
     if "finished" in top:  # False: a check stopped before its end (its file is partial)
-        _bool(top["finished"], "finished")
+        _choice(top["finished"], "finished", (True, False), "true or false")
     if "plan" in top:  # the verification plan that chose and budgeted its sections (gpu/report/plan.py)
-        _str(top["plan"], "plan", choices=("first-look", "verify"))
-    _device(top["device"], "device")
+        _choice(top["plan"], "plan", ("first-look", "verify"), "'first-look' or 'verify'")
+    device = _typed(top["device"], DeviceInfo, "device")
+    _choice(device.backend, "device.backend", BACKENDS, "'cuda' or 'simulator'")
     _obj(top["host"], "host")
-    versions = _obj(top["versions"], "versions")
-    for name, version in versions.items():
-        _str(version, f"versions.{name}", allow_none=True)
+    for name, version in _obj(top["versions"], "versions").items():
+        if version is not None and not isinstance(version, str):
+            raise ImportProblem(f"`versions.{name}` must be text or null, got {_kind(version)}")
     if "methodology_version" in top:
-        _int(top["methodology_version"], "methodology_version", minimum=1, maximum=1000)
+        version = top["methodology_version"]
+        if isinstance(version, bool) or not isinstance(version, int) or not 1 <= version <= 1000:
+            raise ImportProblem(f"`methodology_version` must be a whole number from 1 to 1000, got {_kind(version)}")
     if "provenance" in top:
-        prov = _obj(top["provenance"], "provenance", set(), {"commit", "command"})
-        for key, value in prov.items():
-            _str(value, f"provenance.{key}", allow_none=True)
+        for key, value in _obj(top["provenance"], "provenance", set(), {"commit", "command"}).items():
+            if value is not None and not isinstance(value, str):
+                raise ImportProblem(f"`provenance.{key}` must be text or null, got {_kind(value)}")
     sections = _obj(top["sections"], "sections")
     declared = declared_sections()
     unknown = [k for k in sections if k not in declared]
     if unknown:  # unknown: no experiment of this version declares it
         raise ImportProblem(
-            f"`sections` holds an unknown experiment {unknown[0]!r}; this version knows {', '.join(declared)}"
+            f"`sections` holds an unknown experiment {_quoted(unknown[0])}; this version knows {', '.join(declared)}"
         )
     if not sections:
         raise ImportProblem("`sections` is empty: the check recorded nothing")
@@ -386,30 +372,53 @@ def validate_check(data: Any) -> None:
 # --- into History ---------------------------------------------------------------------
 
 
-def no_records(section: Mapping[str, Any], sections: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    """A section that holds no run of its own (correctness; the article, kept in the breakdown's row)."""
-    return []
+def default_records(section: Mapping[str, Any], sections: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """A section read generically: its ``run`` mapping and each mapping of its ``runs`` list."""
+    return [r for _where, r in _generic_runs(section) if isinstance(r, Mapping)]
+
+
+def _rewritten(section: Mapping[str, Any], declared: Any) -> dict:
+    """The section with each typed result rewritten from its object: what the file derives is recomputed."""
+    out = dict(section)
+    for part in declared.parts if declared is not None else ():
+        node = _node(section, part.keys)
+        if isinstance(node, Mapping):
+            fresh = {**node, **to_builtins(from_builtins(node, part.type))}
+            parent = out
+            for key in part.keys[:-1]:
+                parent[key] = dict(parent[key])
+                parent = parent[key]
+            parent[part.keys[-1]] = fresh
+    return out
 
 
 def section_records(data: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
     """(experiment key, result dict) of every run a validated check holds, by the declarations' order.
 
-    Each declared section gives its rows through its ``records`` hook (the default: its
-    ``run`` and ``runs``); a row that names no experiment is filed under the declaring one.
-    Failed sections (an ``error``) and the check's own sections hold none.
+    Each declared section gives its rows through its ``records`` function, or its parts marked
+    ``record`` (no parts: its ``run`` and ``runs``); a row that names no experiment is filed
+    under the declaring one. Failed sections (an ``error``) and the check's own sections hold none.
     """
     from gpu.catalog.registry import check_sections
 
-    sections = data["sections"]
+    declared = check_sections()
+    sections = {
+        key: _rewritten(section, declared[key][1]) if key in declared and "error" not in section else section
+        for key, section in data["sections"].items()
+        if isinstance(section, Mapping)
+    }
     out: list[tuple[str, Mapping[str, Any]]] = []
-    for key, (experiment, declared) in check_sections().items():
+    for key, (experiment, section_type) in declared.items():
         section = sections.get(key)
-        if not isinstance(section, Mapping) or "error" in section:
+        if section is None or "error" in section:
             continue
-        hook = declared.records.resolve() if declared.records is not None else default_records
-        for result in hook(section, sections):
-            if isinstance(result, Mapping):
-                out.append((experiment.key, result))
+        if section_type.records is not None:
+            rows = section_type.records(section, sections)
+        elif section_type.parts:
+            rows = [_node(section, p.keys) for p in section_type.parts if p.record]
+        else:
+            rows = default_records(section, sections)
+        out += [(experiment.key, row) for row in rows if isinstance(row, Mapping)]
     return out
 
 
@@ -442,9 +451,9 @@ __all__ = [
     "ImportProblem",
     "MAX_IMPORT_BYTES",
     "SECTION_KEYS",  # noqa: F822  (SECTION_KEYS: __getattr__)
+    "canonical",
     "declared_sections",
     "default_records",
-    "generic_section",
     "history_records",
     "parse_check_bytes",
     "section_records",

@@ -130,7 +130,7 @@ def worker_name(node_id: str, slot: int) -> str:
 
 def wanted_workers(nodes: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]]:
     """(worker name, node id) for every GPU of every alive node, from ``ray.nodes()`` records."""
-    wanted = []
+    wanted: list[tuple[str, str]] = []
     for node in nodes:
         if not node.get("Alive"):
             continue

@@ -1,10 +1,13 @@
 """Import a ``python -m gpu check`` file (check.json) into History: untrusted input.
 
 The file is read by the schema (gpu/service/check_schema.py: size limit, strict JSON,
-every key and type checked), then every section is rebuilt into the engine's own result
-objects (what the pages draw, ``ReferenceRun.rebuild_all``); only when all of that
-succeeds are its runs written to History, in one transaction, so a rejected file
-changes nothing.
+every value bounded, every result converted into its type), then every section is rebuilt
+into the engine's own result objects (what the pages draw, ``ReferenceRun.rebuild_all``);
+only when all of that succeeds are its runs written to History, in one transaction, so a
+rejected file changes nothing. A file is recognised by its content, not its bytes: the
+digest is of its canonical JSON (keys sorted, no spaces), so the same check with one more
+space or its keys in another order is the same import. Whatever the file holds, the
+import ends in a saved run or an ``ImportProblem`` (the CLI's exit 2), never a crash.
 """
 
 from __future__ import annotations
@@ -13,7 +16,8 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
-from gpu.service.check_schema import MAX_IMPORT_BYTES, ImportProblem, history_records
+from gpu.core.safe_text import shown
+from gpu.service.check_schema import MAX_IMPORT_BYTES, ImportProblem, canonical, history_records
 from gpu.service.check_schema import parse_check_bytes as parse_schema
 from gpu.service.check_schema import validate_check as validate_schema
 from gpu.service.references import Provenance, ReferenceRun
@@ -33,7 +37,7 @@ class ImportResult:
     def summary(self) -> str:
         runs = len(self.run_ids)
         sim = " (simulated timings)" if self.backend == "simulator" else ""
-        return (
+        return shown(  # the device's name is the file's: no control or bidi character reaches a terminal
             f"Imported {runs} run{'s' if runs != 1 else ''} from a check of {self.device}{sim} started "
             f"{self.started_at}: "
             f"{', '.join(self.experiments)}."
@@ -64,8 +68,9 @@ def parse_check_bytes(raw: bytes, *, max_bytes: int = MAX_IMPORT_BYTES) -> dict:
     return data
 
 
-def digest(raw: bytes) -> str:
-    return hashlib.sha256(raw).hexdigest()
+def digest(data: Any) -> str:
+    """The SHA-256 of a parsed check's canonical JSON: one digest for one content."""
+    return hashlib.sha256(canonical(data)).hexdigest()
 
 
 def import_check(
@@ -77,13 +82,20 @@ def import_check(
     Raises ImportProblem (nothing saved) when the file is rejected, already imported, or
     holds no run; StoreError when History cannot be written.
     """
-    data = parse_check_bytes(raw, max_bytes=max_bytes)
-    sha = digest(raw)
-    records = history_records(data, source=source, sha256=sha)
+    try:
+        data = parse_check_bytes(raw, max_bytes=max_bytes)
+        sha = digest(data)
+        records = history_records(data, source=source, sha256=sha)
+    except ImportProblem:
+        raise
+    except Exception as exc:  # a file is never a crash of the lab: refused, naming what went wrong
+        raise ImportProblem(f"the file cannot be read as a check ({type(exc).__name__}: {str(exc)[:200]})") from None
     if not records:
         raise ImportProblem("the file holds no timed run (only correctness or failed sections); nothing to import")
+    # the content's digest; an import made before content digests holds its bytes' digest
+    known = {sha, hashlib.sha256(raw).hexdigest()}
     for existing in store.runs(limit=100_000):
-        if (existing.result.get("imported") or {}).get("sha256") == sha:
+        if (existing.result.get("imported") or {}).get("sha256") in known:
             raise ImportProblem(f"this file was already imported (run {existing.short_id}); nothing changed")
     ids = store.save_many(records, versions=data["versions"], session_id=session_id)
     return ImportResult(

@@ -76,7 +76,8 @@ class Countdown:
 
     def _report(self, place: int) -> None:
         self.last, self._last_call = place, time.perf_counter()
-        self._on_wait(place)
+        if self._on_wait is not None:  # see() reports only when there is someone to tell
+            self._on_wait(place)
 
 
 def least_loaded(locks: Sequence[FifoLock]) -> int:

@@ -280,10 +280,10 @@ class ReferenceRun:
         its experiment's ``result_type.from_dict`` where the result type offers one."""
         for experiment in experiments():
             if experiment.recorded is not None and experiment.recorded.read is not None:
-                experiment.recorded.read.resolve()(self)
+                experiment.recorded.read(self)
         from gpu.service.check_schema import declared_sections, section_records
 
-        generic = {s.key for s in declared_sections().values() if s is not None and s.validate is None}
+        generic = {s.key for s in declared_sections().values() if s is not None and not s.parts}
         declared = {e.key: e for e in experiments()}
         for section_key in generic & set(self.sections):
             section = self.sections[section_key]

@@ -344,7 +344,7 @@ class HistoryStore:
         name = data.get("experiment") or experiment
         if not name:
             raise StoreError("a run needs an experiment name to be saved")
-        device = data.get("device") if isinstance(data.get("device"), Mapping) else {}
+        device: Mapping[str, Any] = data["device"] if isinstance(data.get("device"), Mapping) else {}
         backend = str(data.get("backend") or device.get("backend") or "unknown")
         if versions is None:
             from gpu.core.device import library_versions

@@ -356,7 +356,7 @@ def _requests(trace: RawTrace, space: str) -> dict[tuple, list[tuple[int, int]]]
 
 def sectors(offsets: Iterable[int], itemsize: int) -> int:
     """Distinct 32-byte sectors touched by elements of ``itemsize`` bytes at these byte offsets."""
-    touched = set()
+    touched: set[int] = set()
     for o in offsets:
         touched.update(range(o // SECTOR_BYTES, (o + itemsize - 1) // SECTOR_BYTES + 1))
     return len(touched)
@@ -364,7 +364,7 @@ def sectors(offsets: Iterable[int], itemsize: int) -> int:
 
 def bank_ways(offsets: Iterable[int], itemsize: int) -> int:
     """Passes one shared-memory request needs: the most distinct 4-byte words it wants from one bank."""
-    words = set()
+    words: set[int] = set()
     for o in offsets:
         words.update(range(o // BANK_WORD_BYTES, (o + itemsize - 1) // BANK_WORD_BYTES + 1))
     per_bank = Counter(w % BANKS for w in words)

@@ -22,7 +22,6 @@ REPORT = ("gpu.report", "gpu.service")
 FACES: dict[str, tuple[str, ...] | None] = {  # registry.FACES
     "report": REPORT,
     "check": REPORT,
-    "readback": ("gpu.service.check_schema",),  # a check file's section, read back with the schema's field checkers
     "charts": (*REPORT, "altair", "ui."),
     "view": None,
     "home": ("gpu.service.references",),  # Home's headline: the recorded run, no Streamlit

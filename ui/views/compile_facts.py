@@ -55,8 +55,9 @@ def default_target() -> str:
     if not BACKEND.simulated:
         cc = device_info().compute_capability
         try:
-            target = target_for_cc(tuple(int(x) for x in str(cc).split(".")[:2]))
-        except ValueError:
+            major, minor = (int(x) for x in str(cc).split(".")[:2])
+            target = target_for_cc((major, minor))
+        except ValueError:  # no "major.minor" (unpacking one part raises ValueError too)
             target = None
         if target is not None:
             return target.name

@@ -251,6 +251,7 @@ def uploads_enabled() -> bool:
 
 def upload_ui(store: HistoryStore) -> None:
     """Import a check.json (from ``python -m gpu check --out DIR`` on any GPU) into History."""
+    from gpu.core.safe_text import shown
     from gpu.service.importer import MAX_IMPORT_BYTES, ImportProblem, import_check
 
     with st.expander("Import a GPU check from another machine", icon=":material/upload_file:"):
@@ -288,10 +289,10 @@ def upload_ui(store: HistoryStore) -> None:
 
             result = import_check(store, raw, source=upload.name, session_id=browser_session_id())
         except ImportProblem as exc:
-            st.error(f"{upload.name} was not imported: {exc}", icon=":material/error:")
+            st.error(f"{shown(upload.name)} was not imported: {exc}", icon=":material/error:")
             return
         except StoreError as exc:
-            st.error(f"{upload.name} was not imported: {exc}", icon=":material/error:")
+            st.error(f"{shown(upload.name)} was not imported: {exc}", icon=":material/error:")
             return
         message = f"{result.summary()} They are listed below, marked “imported”."
         st.session_state["history.imported"] = (upload.file_id, message)

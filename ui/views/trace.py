@@ -160,8 +160,9 @@ def show_picture(report: TraceReport, key: str) -> None:
     last = int(frame["global_thread"].max())
     if unit == "one warp":
         warp = right.slider("Warp (global id: block × warps per block + warp)", 0, last // WARP, 0, key=f"{key}.warp")
-        threads = range(warp * WARP, (warp + 1) * WARP)
-        who = f"warp {warp} (threads {threads.start:,}–{threads.stop - 1:,})"
+        first = warp * WARP
+        threads: range | list[int] = range(first, first + WARP)
+        who = f"warp {warp} (threads {first:,}–{first + WARP - 1:,})"
     else:
         thread = right.slider("Thread (global id)", 0, last, 0, key=f"{key}.thread")
         threads = [thread]

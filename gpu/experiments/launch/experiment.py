@@ -8,13 +8,13 @@ effective bandwidth and the occupancy the device allows.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from gpu.catalog.base import CheckSection, Experiment, Hook, PageLink, Param, PerBackend, Progress, Recorded
+from gpu.catalog.base import CheckSection, Experiment, Hook, PageLink, Param, Part, PerBackend, Progress, Recorded
 from gpu.catalog.registry import register
 from gpu.core import estimates
 from gpu.core.arrays import vector_inputs
@@ -32,6 +32,7 @@ from gpu.core.limits import (
     threads_per_block_warnings,
 )
 from gpu.core.occupancy import Occupancy, SmLimits, kernel_occupancy, sm_limits
+from gpu.core.shape import from_builtins, shaped, tagged, to_builtins
 from gpu.core.telemetry import TelemetryMonitor
 from gpu.core.timing import (
     RepeatPolicy,
@@ -71,6 +72,7 @@ KIND_GRID_STRIDE = "grid-stride"
 # --- the block-size sweep --------------------------------------------------------------
 
 
+@shaped(derived={"label": lambda c: c.label})
 @dataclass(frozen=True)
 class LaunchConfigResult:
     """One configuration of the sweep: its kernel time Stats (seconds) and checks."""
@@ -89,19 +91,56 @@ class LaunchConfigResult:
             return f"grid-stride {self.sm_multiple}×SMs × {self.threads_per_block}"
         return f"{self.threads_per_block} threads/block"
 
+    def __post_init__(self) -> None:
+        if self.kind not in (KIND_ONE_PER_ELEMENT, KIND_GRID_STRIDE):
+            raise ValueError(f"kind is {self.kind[:60]!r}; expected {KIND_ONE_PER_ELEMENT!r} or {KIND_GRID_STRIDE!r}")
+
     def to_dict(self) -> dict:
-        return {
-            "label": self.label,
-            "kind": self.kind,
-            "threads_per_block": self.threads_per_block,
-            "blocks": self.blocks,
-            "sm_multiple": self.sm_multiple,
-            "agree": self.agree,
-            "kernel": self.kernel.to_dict(),
-            "occupancy": self.occupancy.to_dict() if self.occupancy else None,
-        }
+        return to_builtins(self)
 
 
+def _sweep_to_file(run: LaunchSweepRun, data: dict) -> dict:
+    """The file adds the sweep's parameters, verdicts and each configuration's bandwidth for its reader."""
+    configs = data.pop("configs")
+    return {
+        "experiment": "launch-sweep",
+        "created_at": data.pop("created_at"),
+        "params": {
+            "n": run.n,
+            "block_sizes": [c.threads_per_block for c in run.configs if c.kind == KIND_ONE_PER_ELEMENT],
+            "grid_stride_multiples": [c.sm_multiple for c in run.configs if c.kind == KIND_GRID_STRIDE],
+            "repeats": run.policy.n_repeat,
+        },
+        "backend": data.pop("backend"),
+        "device": data.pop("device"),
+        "n": data.pop("n"),
+        "dtype": run.dtype,
+        **data,
+        "agree": run.agree,
+        "best": run.best.label,
+        "configs": [
+            {**c, "bandwidth_gbps": run.bandwidth_gbps(r.kernel.median_s)} for c, r in zip(configs, run.configs)
+        ],
+        "l2_resident": run.l2_resident,
+    }
+
+
+def _sweep_from_file(data: dict) -> dict:
+    data = tagged(data, "experiment", "launch-sweep")
+    for key in ("params", "dtype", "agree", "best", "l2_resident"):
+        data.pop(key, None)
+    if isinstance(data.get("configs"), list):
+        data["configs"] = [
+            {k: v for k, v in c.items() if k != "bandwidth_gbps"} if isinstance(c, dict) else c for c in data["configs"]
+        ]
+    if not data.get("l2_bytes"):  # a run recorded before it wrote its L2: the size its device reports
+        data["l2_bytes"] = recorded_l2_bytes(data)
+    return data
+
+
+@shaped(
+    prose=("explanation",), renames={"limits": "sm_limits"}, to_file=_sweep_to_file, from_file=_sweep_from_file
+)
 @dataclass(frozen=True)
 class LaunchSweepRun:
     """Kernel time per launch configuration at one N (CUDA events; wall clock simulated)."""
@@ -186,48 +225,9 @@ class LaunchSweepRun:
         return frame
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> LaunchSweepRun:
-        """The inverse of ``to_dict`` (check.json, History, downloads)."""
-        configs = []
-        for c in d["configs"]:
-            occ = c.get("occupancy")
-            configs.append(
-                LaunchConfigResult(
-                    c["kind"],
-                    int(c["threads_per_block"]),
-                    int(c["blocks"]),
-                    Stats.from_dict(c["kernel"]),
-                    bool(c["agree"]),
-                    c.get("sm_multiple"),
-                    Occupancy(
-                        int(occ["threads_per_block"]),
-                        int(occ["blocks_per_sm"]),
-                        int(occ["warps_per_sm"]),
-                        int(occ["max_warps_per_sm"]),
-                        occ["source"],
-                        occ.get("limiter"),
-                    )
-                    if occ
-                    else None,
-                )
-            )
-        limits = d.get("sm_limits")
-        fields = ("max_threads_per_sm", "max_blocks_per_sm", "registers_per_sm", "shared_memory_per_sm")
-        return cls(
-            n=int(d["n"]),
-            backend=d["backend"],
-            device=DeviceInfo.from_dict(d["device"]),
-            policy=RepeatPolicy.from_dict(d["policy"]),
-            configs=tuple(configs),
-            compile_s=float(d.get("compile_s") or 0.0),
-            sm_count=int(d.get("sm_count") or 1),
-            limits=SmLimits(**{k: limits.get(k) for k in fields}) if limits else None,
-            warnings=tuple(d.get("warnings") or ()),
-            seed=int(d.get("seed") or 0),
-            created_at=str(d.get("created_at") or ""),
-            l2_bytes=recorded_l2_bytes(d),
-            telemetry=d.get("telemetry"),
-        )
+    def from_dict(cls, d: Mapping[str, Any], path: str = "") -> LaunchSweepRun:
+        """The inverse of ``to_dict`` (check.json, History, downloads); raises ShapeError naming the field."""
+        return from_builtins(d, cls, path)
 
     @classmethod
     def recorded(cls, ref: Any) -> LaunchSweepRun | None:
@@ -236,34 +236,7 @@ class LaunchSweepRun:
         return ref.read(cls, "launch", "sweep")
 
     def to_dict(self) -> dict:
-        return {
-            "experiment": "launch-sweep",
-            "created_at": self.created_at,
-            "params": {
-                "n": self.n,
-                "block_sizes": [c.threads_per_block for c in self.configs if c.kind == KIND_ONE_PER_ELEMENT],
-                "grid_stride_multiples": [c.sm_multiple for c in self.configs if c.kind == KIND_GRID_STRIDE],
-                "repeats": self.policy.n_repeat,
-            },
-            "backend": self.backend,
-            "device": self.device.to_dict(),
-            "n": self.n,
-            "dtype": self.dtype,
-            "policy": self.policy.to_dict(),
-            "seed": self.seed,
-            "compile_s": self.compile_s,
-            "sm_count": self.sm_count,
-            "sm_limits": self.limits.to_dict() if self.limits else None,
-            "agree": self.agree,
-            "best": self.best.label,
-            "configs": [
-                {**c.to_dict(), "bandwidth_gbps": self.bandwidth_gbps(c.kernel.median_s)} for c in self.configs
-            ],
-            "warnings": list(self.warnings),
-            "l2_bytes": self.l2_bytes,
-            "l2_resident": self.l2_resident,
-            "telemetry": self.telemetry,
-        }
+        return to_builtins(self)
 
 
 
@@ -285,7 +258,7 @@ def run_launch_sweep(
     policy: RepeatPolicy | None = None,
     max_n: int | None = None,
     seed: int = 0,
-    on_progress: Progress | None = None,
+    on_progress: Progress | Callable[[str], None] | None = None,
 ) -> LaunchSweepRun:
     """Time the vector-add kernel per launch configuration at one N.
 
@@ -338,15 +311,15 @@ def run_launch_sweep(
     d_c = cuda.to_device(poison, stream=stream)
 
     l2_bytes = l2_cache_bytes()
-    if flush_problem() is not None:
-        warnings.append(flush_problem())
+    if (flush := flush_problem()) is not None:
+        warnings.append(flush)
     monitor = TelemetryMonitor().start()  # clocks and throttling over the whole sweep
-    plan = [(KIND_ONE_PER_ELEMENT, t, blocks_for(n, t), None) for t in sizes]
+    plan: list[tuple[str, int, int, int | None]] = [(KIND_ONE_PER_ELEMENT, t, blocks_for(n, t), None) for t in sizes]
     plan += [(KIND_GRID_STRIDE, gs_threads, k * sm_count, k) for k in multiples]
     results = []
-    for index, (kind, tpb, blocks, k) in enumerate(plan, start=1):
+    for index, (kind, tpb, blocks, multiple) in enumerate(plan, start=1):
         kernel = vector_add_kernel if kind == KIND_ONE_PER_ELEMENT else vector_add_grid_stride_kernel
-        label = f"{tpb} threads/block" if k is None else f"grid-stride {k}×SMs × {tpb}"
+        label = f"{tpb} threads/block" if multiple is None else f"grid-stride {multiple}×SMs × {tpb}"
         say(f"{label} ({index} of {len(plan)})")
 
         # the kernel alone, launch configured once, launch latency excluded (one monitor covers the sweep)
@@ -359,7 +332,7 @@ def run_launch_sweep(
         d_c.copy_to_device(poison, stream=stream)  # the next configuration must write every element
         compiled = compiled_article if kind == KIND_ONE_PER_ELEMENT else compiled_gs
         occupancy = kernel_occupancy(compiled, tpb, limits, device.multiprocessors)
-        results.append(LaunchConfigResult(kind, tpb, blocks, stats, agree, k, occupancy))
+        results.append(LaunchConfigResult(kind, tpb, blocks, stats, agree, multiple, occupancy))
     stream.synchronize()
     del d_a, d_b, d_c
     telemetry = monitor.stop()
@@ -493,16 +466,13 @@ LAUNCH_SWEEP = register(
         report="gpu.experiments.launch.report",
         check=(
             CheckSection(
-                "launch",
-                Hook("gpu.experiments.launch.check:launch_section"),
-                Hook("gpu.experiments.launch.readback:launch_section"),
-                Hook("gpu.experiments.launch.readback:launch_records"),
+                "launch", Hook("gpu.experiments.launch.check:launch_section"), (Part(("sweep",), LaunchSweepRun),)
             ),
         ),
         recorded=Recorded(
             "launch",
             Hook("gpu.experiments.launch.view:recorded"),
-            Hook("gpu.experiments.launch.experiment:read_recorded"),
+            read_recorded,
         ),
         uses_cpu=BACKEND.simulated,
     )

@@ -186,7 +186,8 @@ def _library_path(name: str) -> tuple[Callable[[], None], Callable[[], None]]:
 
         return add_one, stream.synchronize
     if name == "cuda-core":
-        from cuda.core import Device, LaunchConfig, Program, ProgramOptions, launch
+        from cuda.core import Device, LaunchConfig, Program, ProgramOptions
+        from cuda.core import launch as core_launch  # not the torch branch's launch() above
 
         dev = Device()
         dev.set_current()
@@ -197,7 +198,7 @@ def _library_path(name: str) -> tuple[Callable[[], None], Callable[[], None]]:
         kernel = program.compile("cubin").get_kernel("empty")
         stream = dev.create_stream()
         config = LaunchConfig(grid=1, block=1)
-        return (lambda: launch(stream, config, kernel)), stream.sync
+        return (lambda: core_launch(stream, config, kernel)), stream.sync
     if name == "cupy-rawkernel-args":
         import cupy as cp
 

@@ -19,6 +19,7 @@ from gpu.core.limits import (
     parse_int,
     parse_size,
 )
+from gpu.core.shape import from_builtins, shaped, to_builtins
 from gpu.core.timing import (
     RepeatPolicy,
 )
@@ -69,6 +70,33 @@ def sweep_sizes(min_n: int, max_n: int, spacing: str = "pow2") -> tuple[int, ...
     return tuple(sorted(sizes))
 
 
+L2_FLUSHED = "flushed before every GPU sample"
+
+
+def _config_to_file(config: SweepConfig, data: dict) -> dict:
+    """The file says "l2": "warm" or how it was flushed, and lists the sizes for its reader."""
+    data["l2"] = "warm" if data.pop("warm_l2") else L2_FLUSHED
+    return data
+
+
+def _config_from_file(data: dict) -> dict:
+    # a run recorded before the L2 flush has no "l2": its L2 was warm
+    data["warm_l2"] = data.pop("l2", "warm") == "warm"
+    if data.get("python_budget_s") is None:
+        data["python_budget_s"] = 0.0
+    return data
+
+
+@shaped(
+    derived={
+        "sizes": lambda c: list(c.sizes),
+        "policy_description": lambda c: c.policy.describe(),
+        "dtype": lambda c: "float32",
+        "kernel_skipped_sizes": lambda c: list(c.kernel_skipped_sizes),
+    },
+    to_file=_config_to_file,
+    from_file=_config_from_file,
+)
 @dataclass(frozen=True)
 class SweepConfig:
     """A validated sweep: sizes, implementations, launch geometry and repeat policy."""
@@ -87,6 +115,10 @@ class SweepConfig:
     # In the simulator: the largest N a (simulated) kernel runs at; above it only the CPU
     # implementations run (issue 12). None: every implementation at every size (a GPU).
     kernel_max_n: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.spacing not in SPACINGS:
+            raise ValueError(f"spacing is {self.spacing[:60]!r}; expected one of {', '.join(SPACINGS)}")
 
     @property
     def sizes(self) -> tuple[int, ...]:
@@ -112,39 +144,10 @@ class SweepConfig:
     @classmethod
     def from_dict(cls, c: Mapping[str, Any]) -> SweepConfig:
         """The inverse of ``to_dict``; a run recorded before the L2 flush has no "l2" (its L2 was warm)."""
-        return cls(
-            min_n=int(c["min_n"]),
-            max_n=int(c["max_n"]),
-            spacing=c["spacing"],
-            impls=tuple(c.get("impls") or ()),
-            threads_per_block=int(c.get("threads_per_block") or 256),
-            policy=RepeatPolicy.from_dict(c["policy"]),
-            python_budget_s=float(c.get("python_budget_s") or 0.0),
-            max_wall_s=c.get("max_wall_s"),
-            seed=int(c.get("seed") or 0),
-            descending=bool(c.get("descending")),
-            warm_l2=c.get("l2", "warm") == "warm",
-        )
+        return from_builtins(c, cls)
 
     def to_dict(self) -> dict:
-        return {
-            "min_n": self.min_n,
-            "max_n": self.max_n,
-            "spacing": self.spacing,
-            "sizes": list(self.sizes),
-            "impls": list(self.impls),
-            "threads_per_block": self.threads_per_block,
-            "policy": self.policy.to_dict(),
-            "policy_description": self.policy.describe(),
-            "python_budget_s": self.python_budget_s,
-            "max_wall_s": self.max_wall_s,
-            "seed": self.seed,
-            "descending": self.descending,
-            "l2": "warm" if self.warm_l2 else "flushed before every GPU sample",
-            "dtype": "float32",
-            "kernel_max_n": self.kernel_max_n,
-            "kernel_skipped_sizes": list(self.kernel_skipped_sizes),
-        }
+        return to_builtins(self)
 
 
 def repeat_policy(
@@ -198,8 +201,9 @@ def make_config(
     unknown implementations, or a budget ≤ 0.
     """
     limit = max_cpu_vector_n() if limit is None else limit
-    if kernel_max_n == "auto":
-        kernel_max_n = kernel_cap()
+    if isinstance(kernel_max_n, str) and kernel_max_n != "auto":
+        raise InputError(f"the kernel's largest N is a whole number, none, or 'auto', got {kernel_max_n!r}")
+    kernel_cap_n = kernel_cap() if isinstance(kernel_max_n, str) else kernel_max_n
     if limit < 1:
         raise InputError("no memory is free for even one element; close other runs and try again")
     lo = parse_size(min_n, "min N")
@@ -238,5 +242,5 @@ def make_config(
         seed,
         descending,
         bool(warm_l2),
-        kernel_max_n,
+        kernel_cap_n,
     )

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from gpu.catalog.base import CheckSection, Experiment, Hook, PageLink, Param, PerBackend, Progress, Recorded
+from gpu.catalog.base import CheckSection, Experiment, Hook, PageLink, Param, Part, PerBackend, Progress, Recorded
 from gpu.catalog.registry import register
 from gpu.core import cpu, reference
 from gpu.core.agreement import identical
@@ -564,17 +564,12 @@ EXPERIMENT = register(
         history_columns=("threads_per_block", "repeats"),
         report="gpu.experiments.scaling.report",
         check=(
-            CheckSection(
-                "scaling",
-                Hook("gpu.experiments.scaling.check:scaling_section"),
-                Hook("gpu.experiments.scaling.readback:scaling_section"),
-                Hook("gpu.experiments.scaling.readback:scaling_records"),
-            ),
+            CheckSection("scaling", Hook("gpu.experiments.scaling.check:scaling_section"), (Part(("run",), SweepRun),)),
         ),
         recorded=Recorded(
             "scaling",
             Hook("gpu.experiments.scaling.view:recorded"),
-            Hook("gpu.experiments.scaling.experiment:read_recorded"),
+            read_recorded,
         ),
         csv=True,
         mark_stopped=lambda run, why: replace(run, stopped=why),

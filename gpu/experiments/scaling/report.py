@@ -98,8 +98,10 @@ def summary(run: SweepRun) -> str:
             lines.append(f"kernel at N = {largest:,}: {kernel.bandwidth_gbps:,.4g} GB/s{pct}")
     for ref in ("cupy", "torch"):
         largest = max((p.n for p in run.points if p.series == ref and p.ok), default=None)
-        if largest is not None and run.point(largest, "gpu-kernel") is not None and run.point(largest, "gpu-kernel").ok:
-            ratio = run.point(largest, "gpu-kernel").median_s / run.point(largest, ref).median_s
+        kernel_point = run.point(largest, "gpu-kernel") if largest is not None else None
+        ref_point = run.point(largest, ref) if largest is not None else None
+        if kernel_point is not None and kernel_point.ok and ref_point is not None:
+            ratio = kernel_point.median_s / ref_point.median_s
             lines.append(f"kernel time / {SERIES_LABELS[ref]} at N = {largest:,}: {format_factor(ratio)}")
     lines.append(describe_telemetry(run.telemetry))
     lines.append(f"wall {format_seconds(run.wall_s)}, timed samples {format_seconds(run.sampled_s)}: "

@@ -17,6 +17,7 @@ from gpu.core.device import DeviceInfo
 from gpu.core.l2 import fits_in_l2, recorded_l2_bytes
 from gpu.core.limits import SIMULATED_THREAD_COST
 from gpu.core.peaks import Peaks
+from gpu.core.shape import from_builtins, shaped, tagged, to_builtins
 from gpu.core.timing import (
     Stats,
     utc_timestamp,
@@ -54,6 +55,18 @@ CPU_SERIES = tuple(cpu.IMPLEMENTATIONS)
 BYTES_PER_ELEMENT_OF = {"gpu-h2d": 8, "gpu-d2h": 4}
 
 
+def _point_to_file(point: SweepPoint, data: dict) -> dict:
+    """A point writes only the parts it has (a measurement, an estimate, an error)."""
+    return {k: v for k, v in data.items() if v is not None or k not in ("stats", "estimate_s", "error")}
+
+
+@shaped(
+    derived={
+        "label": lambda p: SERIES_LABELS[p.series],
+        "bandwidth_gbps": lambda p: None if math.isnan(p.bandwidth_gbps) else p.bandwidth_gbps,
+    },
+    to_file=_point_to_file,
+)
 @dataclass(frozen=True)
 class SweepPoint:
     """One series at one size: samples in seconds, or an estimate, or why it failed."""
@@ -64,6 +77,10 @@ class SweepPoint:
     estimate_s: float | None = None  # the Python loop, not run: its estimate
     error: str | None = None  # failed or skipped at this size: why
     agree: bool | None = None  # bit-identical to NumPy (None: not checked)
+
+    def __post_init__(self) -> None:
+        if self.series not in SERIES_LABELS:
+            raise ValueError(f"the series {self.series[:60]!r} is none of {', '.join(SERIES_LABELS)}")
 
     @property
     def ok(self) -> bool:
@@ -90,16 +107,7 @@ class SweepPoint:
         return self.bytes_moved / seconds / 1e9 if seconds > 0 else float("nan")
 
     def to_dict(self) -> dict:
-        data = {"n": self.n, "series": self.series, "label": SERIES_LABELS[self.series]}
-        if self.stats is not None:
-            data["stats"] = self.stats.to_dict()
-        if self.estimate_s is not None:
-            data["estimate_s"] = self.estimate_s
-        if self.error is not None:
-            data["error"] = self.error
-        data["agree"] = self.agree
-        data["bandwidth_gbps"] = None if math.isnan(self.bandwidth_gbps) else self.bandwidth_gbps
-        return data
+        return to_builtins(self)
 
 
 def _beside(sizes: list[int], n: float) -> list[int]:
@@ -147,7 +155,7 @@ class Crossover:
             self.gpu, "end to end, with copies, the GPU")
         other = SERIES_LABELS[self.baseline]
         tag = " (against estimates)" if self.estimated else ""
-        if self.kind == "from":
+        if self.kind == "from" and self.n is not None:  # a crossing always has its N
             if self.few_samples:
                 return (f"{who} beats {other} from around N ≈ {format_n(self.n, 2)} — fewer than 3 samples beside "
                         f"the crossing, so its spread is unknown: no exact point{tag}")
@@ -186,6 +194,50 @@ class Crossover:
         }
 
 
+# written for the reader (a copy of the configuration's sizes, verdicts, overhead), recomputed when read
+_RUN_DERIVED = (
+    "min_n", "max_n", "spacing", "impls", "threads_per_block", "complete", "kernel_note", "sampled_s",
+    "overhead_fraction", "overhead_definition", "agree", "crossovers",
+)
+
+
+def _run_to_file(run: SweepRun, data: dict) -> dict:
+    config = data["config"]
+    return {
+        "experiment": "scaling",
+        "created_at": data.pop("created_at"),
+        "backend": data.pop("backend"),
+        "device": data.pop("device"),
+        "config": data.pop("config"),
+        **{k: config[k] for k in ("min_n", "max_n", "spacing", "impls", "threads_per_block")},
+        "complete": run.complete,
+        "kernel_note": run.kernel_note,
+        **{k: data.pop(k) for k in ("stopped", "steps_done", "steps_planned", "compile_s", "wall_s", "measuring_s")},
+        "sampled_s": run.sampled_s,
+        "overhead_fraction": run.overhead_fraction,
+        "overhead_definition": "1 - (sum of timed samples / wall time)",
+        **{k: data.pop(k) for k in ("l2_bytes", "telemetry")},
+        "agree": run.agree,
+        "skipped": dict(run.skipped),
+        "peaks": data.pop("peaks"),
+        "points": data.pop("points"),
+        "crossovers": [c.to_dict() for c in run.crossovers()],
+    }
+
+
+def _run_from_file(data: dict) -> dict:
+    data = tagged(data, "experiment", "scaling")
+    if isinstance(data.get("skipped"), dict):
+        data["skipped"] = list(data["skipped"].items())
+    peaks = data.get("peaks")
+    if isinstance(peaks, dict) and not peaks.get("backend"):  # recorded before peaks named their backend
+        data["peaks"] = {**peaks, "backend": data.get("backend")}
+    if not data.get("l2_bytes"):  # recorded before it wrote its L2: the size its device reports
+        data["l2_bytes"] = recorded_l2_bytes(data)
+    return {k: v for k, v in data.items() if k not in _RUN_DERIVED}
+
+
+@shaped(prose=("crossover_sentences",), to_file=_run_to_file, from_file=_run_from_file)
 @dataclass(frozen=True)
 class SweepRun:
     """Everything a sweep measured. Times in seconds; ``stopped`` says why it ended early."""
@@ -440,36 +492,9 @@ class SweepRun:
         return pd.DataFrame(rows, columns=["n", "series", "label", "sample", "seconds"])
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> SweepRun:
-        """The inverse of ``to_dict`` (check.json, History, downloads)."""
-        points = tuple(
-            SweepPoint(
-                int(p["n"]),
-                p["series"],
-                Stats.from_dict(p["stats"]) if p.get("stats") else None,
-                p.get("estimate_s"),
-                p.get("error"),
-                p.get("agree"),
-            )
-            for p in d["points"]
-        )
-        return cls(
-            config=SweepConfig.from_dict(d["config"]),
-            points=points,
-            backend=d["backend"],
-            device=DeviceInfo.from_dict(d["device"]),
-            compile_s=float(d.get("compile_s") or 0.0),
-            peaks=Peaks.from_dict(d["peaks"], d["backend"]) if d.get("peaks") else None,
-            skipped=tuple((k, v) for k, v in (d.get("skipped") or {}).items()),
-            stopped=d.get("stopped"),
-            steps_done=int(d.get("steps_done") or 0),
-            steps_planned=int(d.get("steps_planned") or 0),
-            wall_s=float(d.get("wall_s") or 0.0),
-            measuring_s=float(d.get("measuring_s") or 0.0),
-            created_at=str(d.get("created_at") or ""),
-            l2_bytes=recorded_l2_bytes(d),
-            telemetry=d.get("telemetry"),
-        )
+    def from_dict(cls, d: Mapping[str, Any], path: str = "") -> SweepRun:
+        """The inverse of ``to_dict`` (check.json, History, downloads); raises ShapeError naming the field."""
+        return from_builtins(d, cls, path)
 
     @classmethod
     def recorded(cls, ref: Any) -> SweepRun | None:
@@ -478,36 +503,7 @@ class SweepRun:
         return ref.read(cls, "scaling", "run")
 
     def to_dict(self) -> dict:
-        return {
-            "experiment": "scaling",
-            "created_at": self.created_at,
-            "backend": self.backend,
-            "device": self.device.to_dict(),
-            "config": self.config.to_dict(),
-            **{
-                k: v
-                for k, v in self.config.to_dict().items()
-                if k in ("min_n", "max_n", "spacing", "impls", "threads_per_block")
-            },
-            "complete": self.complete,
-            "kernel_note": self.kernel_note,
-            "stopped": self.stopped,
-            "steps_done": self.steps_done,
-            "steps_planned": self.steps_planned,
-            "compile_s": self.compile_s,
-            "wall_s": self.wall_s,
-            "measuring_s": self.measuring_s,
-            "sampled_s": self.sampled_s,
-            "overhead_fraction": self.overhead_fraction,
-            "overhead_definition": "1 - (sum of timed samples / wall time)",
-            "l2_bytes": self.l2_bytes,
-            "telemetry": self.telemetry,
-            "agree": self.agree,
-            "skipped": dict(self.skipped),
-            "peaks": self.peaks.to_dict() if self.peaks else None,
-            "points": [p.to_dict() for p in self.points],
-            "crossovers": [c.to_dict() for c in self.crossovers()],
-        }
+        return to_builtins(self)
 
     def to_csv(self) -> str:
         """The per-point table as CSV, headed by ``#`` lines holding the configuration."""

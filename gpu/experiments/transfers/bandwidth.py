@@ -30,6 +30,7 @@ from gpu.core.limits import (
     parse_int,
 )
 from gpu.core.series import labels
+from gpu.core.shape import from_builtins, shaped, tagged, to_builtins
 from gpu.core.timing import RepeatPolicy, Stats, format_factor, utc_timestamp
 from gpu.core.words import format_bytes
 from gpu.kernels.vector_add_timing import BYTES_PER_ELEMENT
@@ -107,6 +108,12 @@ def series_label(direction: str, memory: str) -> str:
     return "D2D" if direction == "d2d" else f"{direction.upper()} {memory}"
 
 
+@shaped(
+    derived={
+        "bytes_counted": lambda p: bytes_counted(p.direction, p.nbytes),
+        "bandwidth_gbps": lambda p: p.bandwidth_gbps,
+    }
+)
 @dataclass(frozen=True)
 class BandwidthPoint:
     """One copy size of one curve. ``stats`` in seconds per copy."""
@@ -116,6 +123,12 @@ class BandwidthPoint:
     nbytes: int
     stats: Stats
     pinned_ok: bool  # False when pinned was asked for and the allocation fell back to pageable
+
+    def __post_init__(self) -> None:
+        if self.direction not in ("h2d", "d2h", "d2d"):
+            raise ValueError(f"direction is {self.direction[:60]!r}; expected 'h2d', 'd2h' or 'd2d'")
+        if self.memory not in ("pinned", "pageable", "device"):
+            raise ValueError(f"memory is {self.memory[:60]!r}; expected 'pinned', 'pageable' or 'device'")
 
     @property
     def fell_back(self) -> bool:
@@ -127,15 +140,7 @@ class BandwidthPoint:
         return bandwidth_gbps(self.direction, self.nbytes, self.stats.median_s)
 
     def to_dict(self) -> dict:
-        return {
-            "direction": self.direction,
-            "memory": self.memory,
-            "nbytes": self.nbytes,
-            "bytes_counted": bytes_counted(self.direction, self.nbytes),
-            "pinned_ok": self.pinned_ok,
-            "bandwidth_gbps": self.bandwidth_gbps,
-            "stats": self.stats.to_dict(),
-        }
+        return to_builtins(self)
 
 
 @dataclass(frozen=True)
@@ -224,6 +229,29 @@ def find_plateau(
     return Plateau(direction, memory, float(peak), plateau, from_nbytes, half)
 
 
+def _curves_to_file(curves: BandwidthCurves, data: dict) -> dict:
+    series = [series_label(*key) for key in curves.series()]
+    return {
+        "experiment": curves.experiment,
+        "created_at": data.pop("created_at"),
+        "backend": data.pop("backend"),
+        "device": data.pop("device"),
+        "params": {"sizes": data["sizes"], "series": series, "repeats": curves.policy.n_repeat},
+        "sizes": data.pop("sizes"),
+        "series": series,
+        **data,
+        "plateaus": [p.to_dict() for p in curves.plateaus()],
+        "summary": curves.summary(),
+        "notes": data.pop("notes"),
+    }
+
+
+def _curves_from_file(data: dict) -> dict:
+    data = tagged(data, "experiment", BandwidthCurves.experiment)
+    return {k: v for k, v in data.items() if k not in ("params", "series", "plateaus", "summary")}
+
+
+@shaped(to_file=_curves_to_file, from_file=_curves_from_file)
 @dataclass(frozen=True)
 class BandwidthCurves:
     """Copy bandwidth against size, per direction and host memory. Times in seconds."""
@@ -322,23 +350,9 @@ class BandwidthCurves:
         return frame
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> BandwidthCurves:
-        """The inverse of ``to_dict`` (check.json, History, downloads)."""
-        points = tuple(
-            BandwidthPoint(
-                p["direction"], p["memory"], int(p["nbytes"]), Stats.from_dict(p["stats"]), bool(p["pinned_ok"])
-            )
-            for p in d["points"]
-        )
-        return cls(
-            tuple(int(s) for s in d["sizes"]),
-            points,
-            RepeatPolicy.from_dict(d["policy"]),
-            d["backend"],
-            DeviceInfo.from_dict(d["device"]),
-            tuple(d.get("notes") or ()),
-            str(d.get("created_at") or ""),
-        )
+    def from_dict(cls, d: Mapping[str, Any], path: str = "") -> BandwidthCurves:
+        """The inverse of ``to_dict`` (check.json, History, downloads); raises ShapeError naming the field."""
+        return from_builtins(d, cls, path)
 
     @classmethod
     def recorded(cls, ref: Any) -> BandwidthCurves | None:
@@ -347,24 +361,7 @@ class BandwidthCurves:
         return ref.read(cls, "transfers", "bandwidth")
 
     def to_dict(self) -> dict:
-        return {
-            "experiment": self.experiment,
-            "created_at": self.created_at,
-            "backend": self.backend,
-            "device": self.device.to_dict(),
-            "params": {
-                "sizes": list(self.sizes),
-                "series": [series_label(*key) for key in self.series()],
-                "repeats": self.policy.n_repeat,
-            },
-            "sizes": list(self.sizes),
-            "series": [series_label(*key) for key in self.series()],
-            "policy": self.policy.to_dict(),
-            "points": [p.to_dict() for p in self.points],
-            "plateaus": [p.to_dict() for p in self.plateaus()],
-            "summary": self.summary(),
-            "notes": list(self.notes),
-        }
+        return to_builtins(self)
 
     def __str__(self) -> str:
         series = self.series()

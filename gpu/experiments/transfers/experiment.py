@@ -17,7 +17,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from gpu.catalog.base import CheckSection, Experiment, Hook, Param, PerBackend, Progress, Recorded
+from gpu.catalog.base import CheckSection, Experiment, Hook, Param, Part, PerBackend, Progress, Recorded
 from gpu.catalog.registry import register
 from gpu.core import estimates
 from gpu.core.agreement import check_bits
@@ -171,8 +171,8 @@ def run_strategies(
     monitor = TelemetryMonitor().start()  # clocks and throttling over every strategy
     from gpu.core.l2 import flush_problem
 
-    if flush_problem() is not None:
-        notes.append(flush_problem())
+    if (flush := flush_problem()) is not None:
+        notes.append(flush)
 
     def finish(
         key: str, stats: dict[str, Stats], memory: str, result: np.ndarray, its: int = 1, extra: tuple[str, ...] = ()
@@ -183,7 +183,7 @@ def run_strategies(
         agreement = check_bits(key, result, reference)
         results[key] = StrategyRun(key, memory, stats, total, agreement, its, extra)
 
-    pinned = None
+    pinned: tuple[np.ndarray, np.ndarray, np.ndarray, str] | None = None
     if any(k in wanted for k in ("pinned", "chunked", "one-chunk")):
         say("allocating pinned host memory")
         p_a, ok_a = pinned_float32(n)
@@ -207,6 +207,7 @@ def run_strategies(
         elif key == "careful":
             finish(key, time_gpu_phases(a, b, out, threads_per_block, policy), "pageable", out)
         elif key == "pinned":
+            assert pinned is not None  # allocated above for every strategy that uses it
             p_a, p_b, p_c, memory = pinned
             p_c.fill(np.nan)
             finish(key, time_gpu_phases(p_a, p_b, p_c, threads_per_block, policy), memory, p_c)
@@ -215,6 +216,7 @@ def run_strategies(
                 key, time_resident(a, b, out, threads_per_block, iterations, policy), "pageable", out, its=iterations
             )
         elif key in ("chunked", "one-chunk"):
+            assert pinned is not None  # allocated above for every strategy that uses it
             p_a, p_b, p_c, memory = pinned
             p_c.fill(np.nan)
             c, s = (chunks, streams) if key == "chunked" else (1, 1)
@@ -387,14 +389,17 @@ STRATEGIES_EXPERIMENT = register(
             CheckSection(
                 "transfers",
                 Hook("gpu.experiments.transfers.check:transfers_section"),
-                Hook("gpu.experiments.transfers.readback:transfers_section"),
-                Hook("gpu.experiments.transfers.readback:transfers_records"),
+                (
+                    Part(("bandwidth",), BandwidthCurves),
+                    Part(("strategies", "small"), StrategyComparison),
+                    Part(("strategies", "large"), StrategyComparison),
+                ),
             ),
         ),
         recorded=Recorded(
             "transfers",
             Hook("gpu.experiments.transfers.view:recorded"),
-            Hook("gpu.experiments.transfers.experiment:read_recorded"),
+            read_recorded,
         ),
     )
 )

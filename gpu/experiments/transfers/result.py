@@ -14,6 +14,7 @@ from typing import Any
 from gpu.core.agreement import BitAgreement
 from gpu.core.device import DeviceInfo
 from gpu.core.series import labels
+from gpu.core.shape import from_builtins, shaped, tagged, to_builtins
 from gpu.core.timeline import Interval, build_timeline, overlap_fraction
 from gpu.core.timing import RepeatPolicy, Stats, utc_timestamp
 from gpu.experiments.transfers.bandwidth import BandwidthCurves
@@ -49,6 +50,14 @@ STRATEGY_DESCRIPTIONS: dict[str, str] = {
 PHASE_LABELS: dict[str, str] = labels("h2d", "launch", "kernel", "d2h", "span")
 
 
+@shaped(
+    derived={
+        "label": lambda s: s.label,
+        "description": lambda s: s.description,
+        "cost_s": lambda s: s.cost_s,
+        "few_samples": lambda s: s.few_samples,
+    }
+)
 @dataclass(frozen=True)
 class StrategyRun:
     """One strategy's timings and agreement. Times in seconds.
@@ -68,6 +77,10 @@ class StrategyRun:
     agreement: BitAgreement
     iterations: int = 1
     notes: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.key not in STRATEGIES:
+            raise ValueError(f"the strategy {self.key[:60]!r} is none of {', '.join(STRATEGIES)}")
 
     @property
     def label(self) -> str:
@@ -97,21 +110,55 @@ class StrategyRun:
         return 1.0 if phase == "kernel" else 1.0 / self.iterations
 
     def to_dict(self) -> dict:
-        return {
-            "key": self.key,
-            "label": self.label,
-            "description": self.description,
-            "host_memory": self.host_memory,
-            "iterations": self.iterations,
-            "cost_s": self.cost_s,
-            "few_samples": self.few_samples,
-            "phases": {k: v.to_dict() for k, v in self.phases.items()},
-            "total": self.total.to_dict(),
-            "agreement": self.agreement.to_dict(),
-            "notes": list(self.notes),
+        return to_builtins(self)
+
+
+def _comparison_to_file(run: StrategyComparison, data: dict) -> dict:
+    """The file adds the parameters, the verdicts (agreement, winner, speedup, overlap) for its reader."""
+    return {
+        "experiment": run.experiment,
+        "created_at": data.pop("created_at"),
+        "backend": data.pop("backend"),
+        "device": data.pop("device"),
+        "params": {
+            **{k: data[k] for k in ("n", "threads_per_block", "chunks", "streams", "iterations")},
+            "repeats": run.policy.n_repeat,
+            "strategies": list(run.strategies),
+        },
+        "n": data.pop("n"),
+        "dtype": run.dtype,
+        **data,
+        "agree": run.agree,
+        "winner": run.winner.key if run.winner else None,
+        "chunked_speedup": run.chunked_speedup,
+        "overlap_fraction": run.overlap,
+        "timeline": data.pop("timeline"),
+        "notes": data.pop("notes"),
+        "telemetry": data.pop("telemetry"),
+    }
+
+
+_COMPARISON_DERIVED = ("params", "dtype", "agree", "winner", "chunked_speedup", "overlap_fraction")
+
+
+def _comparison_from_file(data: dict) -> dict:
+    data = tagged(data, "experiment", StrategyComparison.experiment)
+    if isinstance(data.get("strategies"), dict):
+        data["strategies"] = {
+            key: {**s, "key": key} if isinstance(s, dict) else s for key, s in data["strategies"].items()
         }
+    for key, empty in (("timeline", []), ("skipped", {}), ("capabilities", {})):  # older files may lack them
+        if data.get(key) is None:
+            data[key] = empty
+    return {k: v for k, v in data.items() if k not in _COMPARISON_DERIVED}
 
 
+@shaped(
+    prose=("verdict",),
+    renames={"intervals": "timeline"},
+    to_file=_comparison_to_file,
+    from_file=_comparison_from_file,
+)
 @dataclass(frozen=True)
 class StrategyComparison:
     """The same vector add done every way, side by side. Times in seconds."""
@@ -247,45 +294,9 @@ class StrategyComparison:
         )
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> StrategyComparison:
-        """The inverse of ``to_dict`` (check.json, History, downloads)."""
-        strategies = {
-            key: StrategyRun(
-                key,
-                s["host_memory"],
-                {p: Stats.from_dict(v) for p, v in s["phases"].items()},
-                Stats.from_dict(s["total"]),
-                BitAgreement.from_dict(s["agreement"]),
-                int(s.get("iterations") or 1),
-                tuple(s.get("notes") or ()),
-            )
-            for key, s in d["strategies"].items()
-        }
-        intervals = tuple(
-            Interval(
-                iv["run"], int(iv["chunk"]), int(iv["stream"]), iv["phase"], float(iv["start_s"]), float(iv["end_s"])
-            )
-            for iv in d.get("timeline") or ()
-        )
-        return cls(
-            n=int(d["n"]),
-            threads_per_block=int(d["threads_per_block"]),
-            chunks=int(d["chunks"]),
-            streams=int(d["streams"]),
-            iterations=int(d["iterations"]),
-            policy=RepeatPolicy.from_dict(d["policy"]),
-            backend=d["backend"],
-            device=DeviceInfo.from_dict(d["device"]),
-            strategies=strategies,
-            skipped=dict(d.get("skipped") or {}),
-            intervals=intervals,
-            capabilities=dict(d.get("capabilities") or {}),
-            compile_s=float(d.get("compile_s") or 0.0),
-            seed=int(d.get("seed") or 0),
-            notes=tuple(d.get("notes") or ()),
-            created_at=str(d.get("created_at") or ""),
-            telemetry=d.get("telemetry"),
-        )
+    def from_dict(cls, d: Mapping[str, Any], path: str = "") -> StrategyComparison:
+        """The inverse of ``to_dict`` (check.json, History, downloads); raises ShapeError naming the field."""
+        return from_builtins(d, cls, path)
 
     @classmethod
     def recorded(cls, ref: Any, size: str = "small") -> StrategyComparison | None:
@@ -295,40 +306,7 @@ class StrategyComparison:
         return ref.read(cls, "transfers", "strategies", size)
 
     def to_dict(self) -> dict:
-        return {
-            "experiment": self.experiment,
-            "created_at": self.created_at,
-            "backend": self.backend,
-            "device": self.device.to_dict(),
-            "params": {
-                "n": self.n,
-                "threads_per_block": self.threads_per_block,
-                "chunks": self.chunks,
-                "streams": self.streams,
-                "iterations": self.iterations,
-                "repeats": self.policy.n_repeat,
-                "strategies": list(self.strategies),
-            },
-            "n": self.n,
-            "dtype": self.dtype,
-            "threads_per_block": self.threads_per_block,
-            "chunks": self.chunks,
-            "streams": self.streams,
-            "iterations": self.iterations,
-            "seed": self.seed,
-            "policy": self.policy.to_dict(),
-            "compile_s": self.compile_s,
-            "agree": self.agree,
-            "capabilities": dict(self.capabilities),
-            "strategies": {k: v.to_dict() for k, v in self.strategies.items()},
-            "skipped": dict(self.skipped),
-            "winner": self.winner.key if self.winner else None,
-            "chunked_speedup": self.chunked_speedup,
-            "overlap_fraction": self.overlap,
-            "timeline": [iv.to_dict() for iv in self.intervals],
-            "notes": list(self.notes),
-            "telemetry": self.telemetry,
-        }
+        return to_builtins(self)
 
 
 @dataclass(frozen=True)

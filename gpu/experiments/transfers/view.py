@@ -72,7 +72,7 @@ def bandwidth_table(curves: BandwidthCurves) -> pd.DataFrame:
     """GB/s at the median: one row per size, one column per curve."""
     rows = []
     for size in curves.sizes:
-        row = {"size": format_bytes(size)}
+        row: dict[str, str | float | None] = {"size": format_bytes(size)}
         for key in curves.series():
             point = curves.point(*key, size)
             row[f"{series_label(*key)} (GB/s)"] = round(point.bandwidth_gbps, 3) if point else None

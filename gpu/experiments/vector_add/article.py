@@ -21,10 +21,12 @@ from gpu.core.limits import (
     check_n,
     check_threads,
 )
+from gpu.core.shape import shaped, to_builtins
 from gpu.kernels.geometry import blocks_for
 from gpu.kernels.vector_add import vector_add_kernel
 
 
+@shaped(derived={"speedup": lambda a: a.speedup, "lines": lambda a: a.lines()})
 @dataclass(frozen=True)
 class ArticleRun:
     """The article's four printed lines, measured its way (mean of 3 wall-clock runs)."""
@@ -52,17 +54,7 @@ class ArticleRun:
         ]
 
     def to_dict(self) -> dict:
-        return {
-            "n": self.n,
-            "threads_per_block": self.threads_per_block,
-            "results_match": self.results_match,
-            "cpu_time_s": self.cpu_time_s,
-            "cpu_estimated": self.cpu_estimated,
-            "gpu_time_s": self.gpu_time_s,
-            "speedup": self.speedup,
-            "backend": self.backend,
-            "lines": self.lines(),
-        }
+        return to_builtins(self)
 
 
 ARTICLE_RUNS = 3  # the article's timeit(number=3) / 3

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from gpu.catalog.base import CheckSection, Experiment, Hook, PageLink, Param, PerBackend, Progress, Recorded
+from gpu.catalog.base import CheckSection, Experiment, Hook, PageLink, Param, Part, PerBackend, Progress, Recorded
 from gpu.catalog.registry import register
 from gpu.core import cpu
 from gpu.core.agreement import BitAgreement, check_bits
@@ -36,6 +36,7 @@ from gpu.core.limits import (
     parse_seconds,
     threads_per_block_warnings,
 )
+from gpu.core.shape import ShapeError, from_builtins, shaped, tagged, to_builtins
 from gpu.core.telemetry import TelemetryMonitor
 from gpu.core.telemetry import describe as describe_telemetry
 from gpu.core.timing import (
@@ -61,6 +62,7 @@ from gpu.kernels.vector_add_timing import (
 # --- results -----------------------------------------------------------------------
 
 
+@shaped(renames={"gpu_measure": "gpu"})
 @dataclass(frozen=True)
 class Speedup:
     """How many times faster the GPU measure is than a CPU baseline."""
@@ -71,9 +73,57 @@ class Speedup:
     estimated: bool  # True when the baseline is an estimate, not a measurement
 
     def to_dict(self) -> dict:
-        return {"baseline": self.baseline, "gpu": self.gpu_measure, "factor": self.factor, "estimated": self.estimated}
+        return to_builtins(self)
 
 
+def _run_to_file(run: VectorAddRun, data: dict) -> dict:
+    """The file keeps the compile time and the phases under ``gpu`` with the kernel's bandwidth, and
+    says which N each side ran at (``gpu_n`` is always written: ``kernel_n``)."""
+    gpu = {
+        "compile_s": data.pop("compile_s"),
+        "phases": data.pop("gpu"),
+        "kernel_bandwidth_gbps": run.kernel_bandwidth_gbps,
+    }
+    data.pop("gpu_n")
+    return {
+        "experiment": "vector-add",
+        "created_at": data.pop("created_at"),
+        "n": data.pop("n"),
+        "dtype": run.dtype,
+        **data,
+        "agree": run.agree,
+        "max_abs_diff": run.max_abs_diff,
+        "gpu": gpu,
+        "speedup": {f"{s.gpu_measure}_vs_{s.baseline}": to_builtins(s) for s in run.speedups},
+        "gpu_n": run.kernel_n,
+        "cpu_n": run.n,
+        "gpu_note": run.gpu_note,
+        "timing_rules": TIMING_RULES,
+    }
+
+
+# written for the reader (the file's agreement summary, speedups and rules), recomputed when read
+_RUN_DERIVED = ("agree", "max_abs_diff", "speedup", "cpu_n", "gpu_note", "timing_rules")
+
+
+def _run_from_file(data: dict) -> dict:
+    data = tagged(data, "experiment", "vector-add")
+    if data.pop("dtype", "float32") != "float32":
+        raise ShapeError("has a `dtype` other than 'float32' (vector add adds float32 vectors)")
+    gpu = data.pop("gpu")
+    if isinstance(gpu, dict):  # the shape of the rest is the converter's to check
+        gpu = dict(gpu)
+        data["compile_s"] = gpu.pop("compile_s", 0.0)
+        gpu.pop("kernel_bandwidth_gbps", None)
+        data["gpu"] = gpu.pop("phases", gpu)
+    if isinstance(data.get("cpu"), dict):
+        data["cpu"] = {name: {**t, "name": name} if isinstance(t, dict) else t for name, t in data["cpu"].items()}
+    if data.get("gpu_n") == data.get("n"):  # the GPU ran at the full N: no separate size
+        data["gpu_n"] = None
+    return {k: v for k, v in data.items() if k not in _RUN_DERIVED}
+
+
+@shaped(to_file=_run_to_file, from_file=_run_from_file, paths={"gpu": "gpu.phases", "compile_s": "gpu.compile_s"})
 @dataclass(frozen=True)
 class VectorAddRun:
     """Everything one vector-add run measured. Times in seconds."""
@@ -98,6 +148,11 @@ class VectorAddRun:
     gpu_n: int | None = None
 
     dtype = "float32"
+
+    def __post_init__(self) -> None:
+        missing = [phase for phase in ("h2d", "kernel", "d2h", "total") if phase not in self.gpu]
+        if missing:
+            raise ValueError(f"the GPU phases lack {', '.join(missing)} (a run times h2d, kernel, d2h and total)")
 
     @property
     def kernel_n(self) -> int:
@@ -143,7 +198,7 @@ class VectorAddRun:
         Empty when the GPU ran at a smaller N than the CPU (``gpu_capped``): times at two
         sizes are not a speedup.
         """
-        out = []
+        out: list[Speedup] = []
         if self.gpu_capped:
             return out
         for name, timing in self.cpu.items():
@@ -157,30 +212,9 @@ class VectorAddRun:
         return next((s for s in self.speedups if s.baseline == baseline and s.gpu_measure == gpu_measure), None)
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> VectorAddRun:
-        """The inverse of ``to_dict`` (check.json, History, downloads)."""
-        cpu = {}
-        for name, t in d["cpu"].items():
-            if "skipped" in t:
-                cpu[name] = CpuTiming(name, None, skipped=t["skipped"], estimate_s=t.get("estimate_s"))
-            else:
-                cpu[name] = CpuTiming(name, Stats.from_dict(t), compile_s=float(t.get("compile_s") or 0.0))
-        return cls(
-            n=int(d["n"]),
-            threads_per_block=int(d["threads_per_block"]),
-            blocks_per_grid=int(d["blocks_per_grid"]),
-            backend=str(d["backend"]),
-            device=DeviceInfo.from_dict(d["device"]),
-            policy=RepeatPolicy.from_dict(d["policy"]),
-            compile_s=float(d["gpu"].get("compile_s") or 0.0),
-            gpu={k: Stats.from_dict(v) for k, v in d["gpu"]["phases"].items()},
-            cpu=cpu,
-            agreement={k: BitAgreement.from_dict(v) for k, v in d["agreement"].items()},
-            warnings=tuple(d.get("warnings") or ()),
-            seed=int(d.get("seed") or 0),
-            created_at=str(d.get("created_at") or ""),
-            telemetry=d.get("telemetry"),
-        )
+    def from_dict(cls, d: Mapping[str, Any], path: str = "") -> VectorAddRun:
+        """The inverse of ``to_dict`` (check.json, History, downloads); raises ShapeError naming the field."""
+        return from_builtins(d, cls, path)
 
     @classmethod
     def recorded(cls, ref: Any) -> VectorAddRun | None:
@@ -189,35 +223,7 @@ class VectorAddRun:
         return ref.read(cls, "breakdown", "run")
 
     def to_dict(self) -> dict:
-        return {
-            "experiment": "vector-add",
-            "created_at": self.created_at,
-            "n": self.n,
-            "dtype": self.dtype,
-            "threads_per_block": self.threads_per_block,
-            "blocks_per_grid": self.blocks_per_grid,
-            "backend": self.backend,
-            "device": self.device.to_dict(),
-            "policy": self.policy.to_dict(),
-            "seed": self.seed,
-            "agree": self.agree,
-            "max_abs_diff": self.max_abs_diff,
-            "agreement": {k: v.to_dict() for k, v in self.agreement.items()},
-            "gpu": {
-                "compile_s": self.compile_s,
-                "phases": {k: v.to_dict() for k, v in self.gpu.items()},
-                "kernel_bandwidth_gbps": self.kernel_bandwidth_gbps,
-            },
-            "cpu": {k: v.to_dict() for k, v in self.cpu.items()},
-            "speedup": {f"{s.gpu_measure}_vs_{s.baseline}": s.to_dict() for s in self.speedups},
-            "gpu_n": self.kernel_n,
-            "cpu_n": self.n,
-            "gpu_note": self.gpu_note,
-            "warnings": list(self.warnings),
-            "article": self.article.to_dict() if self.article is not None else None,
-            "telemetry": self.telemetry,
-            "timing_rules": TIMING_RULES,
-        }
+        return to_builtins(self)
 
     def to_frame(self):
         """Tidy samples: one row per implementation x phase x sample (pandas DataFrame).
@@ -329,12 +335,13 @@ def measure_vector_add(
     """The measurement itself, on values already parsed (``run_vector_add`` or the declaration's ``Param``s):
     nothing here parses, checks a limit or applies the simulator's cap again."""
     warnings = threads_per_block_warnings(threads_per_block)
-    if not BACKEND.simulated and stream_hold_problem() is not None:
-        warnings.append(stream_hold_problem())
+    hold = stream_hold_problem() if not BACKEND.simulated else None
+    if hold is not None:
+        warnings.append(hold)
     from gpu.core.l2 import flush_problem
 
-    if flush_problem() is not None:
-        warnings.append(flush_problem())
+    if (flush := flush_problem()) is not None:
+        warnings.append(flush)
 
     # prepare inputs and the reference
     a, b = vector_inputs(n, seed)
@@ -504,6 +511,22 @@ def read_recorded(ref) -> tuple:
     return (VectorAddRun.recorded(ref),)
 
 
+def no_records(section: Mapping[str, Any], sections: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """A section that holds no History row of its own (the correctness launches)."""
+    return []
+
+
+def breakdown_records(section: Mapping[str, Any], sections: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The vector-add run, with the article's method (its own section) folded in: one row per run."""
+    if not isinstance(section.get("run"), Mapping):
+        return []
+    run = dict(section["run"])
+    article = (sections.get("article") or {}).get("article")
+    if article is not None:
+        run["article"] = article
+    return [run]
+
+
 EXPERIMENT = register(
     Experiment(
         key="vector-add",
@@ -578,29 +601,26 @@ EXPERIMENT = register(
         order=10,
         history_columns=("n", "threads_per_block", "repeats"),
         check=(
+            # the correctness launches hold no result of a type: bounded, no History row
             CheckSection(
-                "correctness",
-                Hook("gpu.experiments.vector_add.check:correctness_section"),
-                Hook("gpu.experiments.vector_add.readback:correctness_section"),
-                Hook("gpu.service.check_schema:no_records"),
+                "correctness", Hook("gpu.experiments.vector_add.check:correctness_section"), records=no_records
             ),
             CheckSection(
                 "breakdown",
                 Hook("gpu.experiments.vector_add.check:breakdown_section"),
-                Hook("gpu.experiments.vector_add.readback:breakdown_section"),
-                Hook("gpu.experiments.vector_add.readback:breakdown_records"),
+                (Part(("run",), VectorAddRun, required=True),),
+                breakdown_records,
             ),
             CheckSection(
                 "article",
                 Hook("gpu.experiments.vector_add.check:article_section"),
-                Hook("gpu.experiments.vector_add.readback:article_section"),
-                Hook("gpu.service.check_schema:no_records"),
+                (Part(("article",), ArticleRun, record=False, required=True),),
             ),
         ),
         recorded=Recorded(
             "vector-add",
             Hook("gpu.experiments.vector_add.view:recorded"),
-            Hook("gpu.experiments.vector_add.experiment:read_recorded"),
+            read_recorded,
         ),
         legacy_keys={
             "n": "n",
