@@ -10,6 +10,7 @@ from ui.forms import experiment_form, stale_key
 from ui.frame import frame
 from ui.runner import run_declared
 from ui.views.kernels import latest, remember, show_run, show_sources
+from ui.views.recorded_kernel import show_recorded_steps
 
 frame(
     PAGE.label,
@@ -23,6 +24,7 @@ key = st.selectbox("Kernel", KERNELS, format_func=lambda k: get(k).title, key="k
 experiment = get(key)
 spec = kernel_module(key).SPEC
 glossary.caption(f"{experiment.title}: {experiment.summary}.")
+show_recorded_steps(key, experiment.title)  # the real GPU's ladder first, before the simulated run
 params = experiment_form(experiment)
 if params is not None:
     run = run_declared(experiment, params)

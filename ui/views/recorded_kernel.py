@@ -1,0 +1,57 @@
+"""The Kernels page's "On a real GPU" block: the chosen kernel's steps as recorded, drawn first.
+
+Every visitor sees each step's recorded time, GB/s and share of the memory peak before the form, with
+the run's provenance (and its caveat when it was measured under older rules); when no committed run
+holds the kernel, the block says so plainly. The figures come from ``gpu.report.recorded_steps``.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from gpu.core.backend import BACKEND
+from gpu.report.recorded_steps import RecordedKernel, recorded_kernel
+from ui.resources import references
+
+SIMULATED_RUN = (
+    "What your run here can show: every step's result checked against NumPy, and each step's threads, launch and "
+    "source. What it cannot: GPU speed — in the simulator a step's time is Python running its threads one by one, "
+    "so the simulated times do not rank the steps (the cleverer steps often look slower); the real ranking is the "
+    "recorded one above."
+)
+
+
+def show_recorded_steps(experiment: str, title: str) -> RecordedKernel | None:
+    """Draw the recorded steps of catalog kernel ``experiment``; returns what was shown (None: nothing recorded)."""
+    recorded = recorded_kernel(experiment, references())
+    with st.container(border=True, key=f"recorded_steps_{experiment}"):
+        if recorded is None:
+            st.subheader("On a real GPU: not measured yet", anchor="on-a-real-gpu")
+            st.caption(
+                f"No committed `python -m gpu check` run holds {title} yet, so no real-GPU figure is shown for it. "
+
+            )
+        else:
+            st.subheader(f"On a real GPU: {recorded.device}", anchor="on-a-real-gpu")
+            st.markdown(recorded.ladder_sentence())
+            if recorded.caveat:  # measured under older rules: said before the figures
+                st.warning(f"This run was {recorded.caveat}.", icon=":material/history:")
+            st.dataframe(
+                pd.DataFrame(recorded.rows()),
+                hide_index=True,
+                width="stretch",
+                column_config={"% of peak": st.column_config.NumberColumn(help="share of the memory roof")},
+            )
+            cut = "" if recorded.finished else " (the check was cut short after this section finished)"
+            lines = "  \n".join(recorded.provenance.lines())
+            st.caption(
+                f"Recorded by `python -m gpu check`, not measured in this session: {recorded.size}, the kernel alone, "
+                f"median of its samples, {recorded.provenance.label}{cut}.  \n{lines}"
+            )
+        if BACKEND.simulated:
+            st.info(SIMULATED_RUN, icon=":material/info:")
+    return recorded
+
+
+__all__ = ["SIMULATED_RUN", "show_recorded_steps"]
