@@ -230,7 +230,7 @@ def threads_per_block(source: str) -> int | None:
 
 def _pack(arrays: dict[str, np.ndarray]) -> str:
     buffer = io.BytesIO()
-    np.savez_compressed(buffer, **arrays)
+    np.savez_compressed(buffer, **arrays)  # type: ignore[arg-type]  # numpy stubs: allow_pickle shadows **kwds
     return base64.b64encode(buffer.getvalue()).decode()
 
 

@@ -34,7 +34,7 @@ FLUSH_FACTOR = 2  # scratch = 2 x L2: written through, it evicts every line of t
 
 def simulated() -> bool:
     """True when numba-cuda runs kernels in its simulator (NUMBA_ENABLE_CUDASIM=1): no GPU times then."""
-    return bool(_numba_config.ENABLE_CUDASIM)
+    return bool(getattr(_numba_config, "ENABLE_CUDASIM", False))
 
 
 def _attribute(device, name: str) -> int | None:
