@@ -10,6 +10,7 @@ from ui.forms import experiment_form
 from ui.frame import frame
 from ui.reference import panel_after_run, panel_before_run
 from ui.runner import run_declared
+from ui.views.free_gpu import experiment_notebook_button
 
 assert EXPERIMENT.page is not None  # a page's experiment declares its sidebar entry
 frame(
@@ -30,3 +31,4 @@ else:
     st.info("Choose N and launch settings, then press **Run**.", icon=":material/play_circle:")
 
 panel_after_run("vector-add")
+experiment_notebook_button("vector-add")  # run it on a free GPU

@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import ast
 import base64
+import copy
 import io
 import json
 from collections.abc import Callable
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -244,10 +246,26 @@ def _recipe(name: str, value) -> dict:
             "low": float(array.min()), "high": float(array.max())}
 
 
+@lru_cache(maxsize=32)
+def _perf_plan(problem_key: str, threads: int) -> dict:
+    """Per backend: the performance size, its launch, and a recipe for each input (drawn once per process:
+    at the GPU's size this draws the lab's full inputs, hundreds of MB, only to read their shapes and ranges)."""
+    from gpu.problems import get
+
+    problem = get(problem_key)
+    perf = {}
+    for backend, case in problem.perf.items():
+        args = problem.args(np.random.default_rng(SEED), case.sizes)
+        grid, block = problem.launch(case.sizes, threads)
+        perf[backend] = {"sizes": dict(case.sizes), "grid": list(grid), "block": list(block),
+                         "inputs": [_recipe(name, args[name]) for name in args],
+                         "bytes_moved": int(problem.bytes_moved(case.sizes))}
+        del args
+    return perf
+
+
 def _problem_data(problem, threads: int) -> dict:
     """The tests (inputs and expected outputs, drawn and computed by the lab) and the performance sizes."""
-    from gpu.problems.base import Case
-
     rng = np.random.default_rng(SEED)
     arrays: dict[str, np.ndarray] = {}
     tests = []
@@ -260,15 +278,7 @@ def _problem_data(problem, threads: int) -> dict:
         for name, value in want.items():
             arrays[f"t{number}.want.{name}"] = np.asarray(value)
         tests.append({"name": case.name, "grid": list(grid), "block": list(block)})
-    perf = {}
-    for backend, case in problem.perf.items():
-        assert isinstance(case, Case)
-        args = problem.args(np.random.default_rng(SEED), case.sizes)
-        grid, block = problem.launch(case.sizes, threads)
-        perf[backend] = {"sizes": dict(case.sizes), "grid": list(grid), "block": list(block),
-                         "inputs": [_recipe(name, args[name]) for name in args],
-                         "bytes_moved": int(problem.bytes_moved(case.sizes))}
-        del args
+    perf = copy.deepcopy(_perf_plan(problem.key, threads))
     packed = _pack(arrays)
     if len(packed) > MAX_EMBEDDED_BYTES:
         raise InputError(f"the tests of problem {problem.key!r} are too large to embed in a notebook "
