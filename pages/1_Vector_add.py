@@ -18,6 +18,8 @@ frame(
     EXPERIMENT.page.icon,
     "c = a + b for N float32 elements: the article's Python loop, NumPy and Numba on the "
     "CPU against the CUDA kernel, checked for agreement and timed phase by phase.",
+    simulator_note="Here every result is checked bit for bit and your CPU is timed at your N; the kernel's time is "
+    "Python running each thread, so the GPU figures beside your CPU's are the recorded ones.",
 )
 panel_before_run("vector-add")
 default_n = min(EXPERIMENT.param("n").default_for(gpu.BACKEND.simulated), max_cpu_vector_n())  # what fits memory now

@@ -12,13 +12,13 @@ import streamlit as st
 
 from gpu.core.backend import BACKEND
 from gpu.report.recorded_steps import RecordedKernel, recorded_kernel
+from ui import glossary
 from ui.resources import references
 
 SIMULATED_RUN = (
-    "What your run here can show: every step's result checked against NumPy, and each step's threads, launch and "
-    "source. What it cannot: GPU speed — in the simulator a step's time is Python running its threads one by one, "
-    "so the simulated times do not rank the steps (the cleverer steps often look slower); the real ranking is the "
-    "recorded one above."
+    "**Your run here, in the simulator:** every step's result is checked against NumPy, and each step's source, "
+    "launch and threads are shown; a step's time is Python running its threads, so the simulated times do not rank "
+    "the steps — the recorded ones do."
 )
 
 
@@ -34,23 +34,24 @@ def show_recorded_steps(experiment: str, title: str) -> RecordedKernel | None:
             )
         else:
             st.subheader(f"On a real GPU: {recorded.device}", anchor="on-a-real-gpu")
-            st.markdown(recorded.ladder_sentence())
+            glossary.markdown(recorded.ladder_sentence())
             if recorded.caveat:  # measured under older rules: said before the figures
                 st.warning(f"This run was {recorded.caveat}.", icon=":material/history:")
-            st.dataframe(
-                pd.DataFrame(recorded.rows()),
-                hide_index=True,
-                width="stretch",
-                column_config={"% of peak": st.column_config.NumberColumn(help="share of the memory roof")},
-            )
+            table = pd.DataFrame(recorded.rows())[["step", "time", "GB/s", "% of peak"]]  # samples: the caption
+            table = table.astype(object).where(table.notna(), "—")  # a CPU row has no share of a GPU's peak
+            st.dataframe(table, hide_index=True, width="stretch",
+                         column_config={"% of peak": st.column_config.NumberColumn(help="share of the memory roof")})
             cut = "" if recorded.finished else " (the check was cut short after this section finished)"
             lines = "  \n".join(recorded.provenance.lines())
-            st.caption(
-                f"Recorded by `python -m gpu check`, not measured in this session: {recorded.size}, the kernel alone, "
-                f"median of its samples, {recorded.provenance.label}{cut}.  \n{lines}"
-            )
+            samples = sorted({s.samples for s in recorded.steps if s.samples})
+            counted = f"median of {'/'.join(map(str, samples))} samples" if samples else "medians"
+            with st.expander("Where these figures come from"):
+                st.caption(
+                    f"Recorded by `python -m gpu check`, not measured in this session: {recorded.size}, the kernel "
+                    f"alone on the GPU ({counted}), the call on the CPU; {recorded.provenance.label}{cut}.  \n{lines}"
+                )
         if BACKEND.simulated:
-            st.info(SIMULATED_RUN, icon=":material/info:")
+            st.caption(SIMULATED_RUN)
     return recorded
 
 
