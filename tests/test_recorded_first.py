@@ -58,3 +58,17 @@ def test_a_headline_from_an_older_run_carries_its_caveat_in_the_sentence_and_eve
     recorded = [m for m in headline_metrics(old, refs.article) if "published" not in m[0]]
     assert recorded and all(PRE_RULES_CAVEAT in why for _label, _value, why in recorded)
     assert "today's measurement rules" in headline_intro(refs.get("h200-2026-12-04"), 10**7)
+
+
+def test_roofline_opens_on_the_recorded_run_under_todays_rules_with_points_at_several_intensities():
+    at = AppTest.from_file(str(ROOT / "pages/8_Roofline.py"), default_timeout=60).run()
+    assert not at.exception
+    box = at.selectbox(key="roofline.set")
+    assert box.options[box.index].startswith("recorded: h200-2026-12-04 — NVIDIA H200, today's rules")
+    assert "h200-first" not in " ".join(box.options)  # its kernel time held Python's launch: not drawn
+    intensities = {round(x, 6) for x in at.dataframe[0].value["intensity"]}
+    assert len(intensities) >= 2, intensities  # not three dots at one x value
+    assert not any("recorded before L2 flushing" in w.value for w in at.warning)
+    old = next(i for i, o in enumerate(box.options) if o.startswith("recorded: h200-final"))
+    at.selectbox(key="roofline.set").set_value(old).run()
+    assert any("recorded before L2 flushing" in w.value for w in at.warning)  # an older run carries its caveat
