@@ -104,8 +104,14 @@ def show_self_reported(problem) -> None:
     except StoreError:
         return  # the lab's own leaderboard above already says why
     if not any(boards.values()):
+        from gpu.core.backend import BACKEND
+
+        if BACKEND.simulated:  # the leaderboard above holds no GPU time here: say so plainly
+            st.caption(f":material/memory: **On a real GPU:** no kernel for {problem.title} has been timed on a real "
+                       "GPU here yet — download the notebook above to time yours on a free one, then import its "
+                       "result.")
         return
-    st.subheader("Self-reported on learners' own GPUs", anchor="self-reported")
+    st.subheader("On a real GPU: self-reported on learners' own GPUs", anchor="self-reported")
     st.caption("Timed by a lab notebook on the learner's GPU and imported from its result file: the lab judged each "
                "kernel again in its sandbox and refused impossible times, but did not time these itself. Each device "
                "is ranked on its own, never against the lab's runs.")
