@@ -35,9 +35,10 @@ if ref is not None and run is not None:
     if ref.caveat:  # recorded before today's rules: said before any figure
         st.warning(f"These figures were {ref.caveat}.", icon=":material/history:")
     metrics = headline_metrics(ref, refs.article)
-    cols = st.columns(len(metrics))
-    for col, (label, value, why) in zip(cols, metrics):
-        col.metric(label, value, help=why)
+    per_row = 3  # each label names both sides of its ratio: wide enough to be read whole
+    for start in range(0, len(metrics), per_row):
+        for col, (label, value, why) in zip(st.columns(per_row), metrics[start:start + per_row]):
+            col.metric(label, value, help=why)
     provenance_caption(ref)
 else:
     st.caption("No recorded GPU run is committed under benchmarks/ yet.")

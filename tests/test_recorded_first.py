@@ -41,7 +41,7 @@ def test_home_headline_names_both_sides_of_every_ratio_and_the_rules_it_was_meas
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
     assert not at.exception
     labels = [m.label for m in at.metric]
-    assert "H200 kernel vs H200 host's NumPy" in labels and "H200 with copies vs H200 host's NumPy" in labels
+    assert "H200 kernel vs H200 host's NumPy" in labels and "H200 + copies vs H200 host's NumPy" in labels
     text = "\n".join(_texts(at))
     assert "on 4 Dec 2026, 17:44 UTC, under today's measurement rules" in text
     assert "not your NumPy" in text

@@ -81,7 +81,7 @@ def headline_metrics(ref: ReferenceRun, article: PublishedFigures) -> list[tuple
         )
         out.append(
             (
-                f"{device} with copies vs {host}",
+                f"{device} + copies vs {host}",
                 times_words(numpy.median_s / total_s, "NumPy").removeprefix("about ").replace(" than NumPy", ""),
                 f"NumPy on the {device}'s host, median {format_seconds(numpy.median_s)} ÷ the {device} end to end "
                 f"{format_seconds(total_s)} (copies in and out included): both sides from the same recorded run, "
