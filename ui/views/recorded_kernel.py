@@ -38,9 +38,10 @@ def show_recorded_steps(experiment: str, title: str) -> RecordedKernel | None:
             if recorded.caveat:  # measured under older rules: said before the figures
                 st.warning(f"This run was {recorded.caveat}.", icon=":material/history:")
             table = pd.DataFrame(recorded.rows())[["step", "time", "GB/s", "% of peak"]]  # samples: the caption
-            table = table.astype(object).where(table.notna(), "—")  # a CPU row has no share of a GPU's peak
-            st.dataframe(table, hide_index=True, width="stretch",
-                         column_config={"% of peak": st.column_config.NumberColumn(help="share of the memory roof")})
+            table["GB/s"] = [f"{v:,.1f}" if v == v and v is not None else "—" for v in table["GB/s"]]
+            table["% of peak"] = [f"{v:.2f} %" if v == v and v is not None else "—"  # a CPU row: no GPU peak
+                                  for v in table["% of peak"]]
+            st.dataframe(table, hide_index=True, width="stretch")
             cut = "" if recorded.finished else " (the check was cut short after this section finished)"
             lines = "  \n".join(recorded.provenance.lines())
             samples = sorted({s.samples for s in recorded.steps if s.samples})
