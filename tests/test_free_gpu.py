@@ -198,3 +198,13 @@ def test_the_harness_and_the_reader_agree_on_the_format():
     from gpu.notebook.selfreport import FORMAT, FORMAT_VERSION
 
     assert f'FORMAT = "{FORMAT}"' in text and f"FORMAT_VERSION = {FORMAT_VERSION}" in text
+
+
+@pytest.mark.parametrize("script", ["pages/1_Vector_add.py", "pages/9_Write_a_kernel.py"])
+def test_the_page_offers_its_notebook(script, db):
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(ROOT / script), default_timeout=60).run()
+    assert not at.exception
+    assert "Download the notebook" in [b.proto.label for b in at.get("download_button")]
+    assert any("kernel-lab-result-vector-add.json" in c.value for c in at.caption)
