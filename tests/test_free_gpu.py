@@ -208,3 +208,11 @@ def test_the_page_offers_its_notebook(script, db):
     assert not at.exception
     assert "Download the notebook" in [b.proto.label for b in at.get("download_button")]
     assert any("kernel-lab-result-vector-add.json" in c.value for c in at.caption)
+
+
+def test_every_problem_has_a_notebook_that_nbformat_accepts():
+    from gpu.notebook.build import problem_notebook
+    from gpu.problems import problems
+
+    for problem in problems():  # the starter: a 2D launch, scalars, accumulated outputs all embed
+        nbformat.validate(nbformat.from_dict(problem_notebook(problem.key, problem.starter)))

@@ -184,9 +184,10 @@ checks = [compare("c = a + b, bit for bit against NumPy", d_c.copy_to_host(), a 
 result = {{**result_header("experiment", "vector-add", KERNEL_SOURCE), "n": N, "threads_per_block": THREADS,
           "blocks_per_grid": BLOCKS, "bytes_moved": 12 * N, "warmup": WARMUP, "l2_flushed": flush.done,
           "phases": phases, "checks": checks, "agree": all(c["passed"] for c in checks)}}
+tag = " (Python in the simulator: not GPU performance)" if simulated() else ""
 for name, stats in phases.items():
     print(f"{{name:>7}}: median {{stats['median_s'] * 1e3:.4f}} ms over {{stats['samples']}} samples, "
-          f"spread {{stats['spread'] or 0:.1%}}")
+          f"spread {{stats['spread'] or 0:.1%}}{{tag}}")
 print(checks[0]["detail"], "- agree:", result["agree"])
 '''
     return source, [_code(run)]
@@ -361,7 +362,10 @@ result = {{**result_header("problem", {key!r}, KERNEL_SOURCE), "threads_per_bloc
           "sizes": perf["sizes"], "bytes_moved": perf["bytes_moved"], "warmup": {warmup},
           "l2_flushed": flush.done, "phases": {{"kernel": timing}} if timing else {{}}, "checks": checks,
           "agree": passed}}
-if timing:
+if timing and simulated():
+    print(f"kernel: {{timing['median_s'] * 1e3:.1f}} ms of Python in the simulator at {{perf['sizes']}} "
+          "(not GPU performance)")
+elif timing:
     print(f"kernel: median {{timing['median_s'] * 1e3:.4f}} ms over {{timing['samples']}} samples at "
           f"{{perf['sizes']}}, {{perf['bytes_moved'] / timing['median_s'] / 1e9:,.1f}} GB/s")
 else:
