@@ -45,9 +45,10 @@ def explain_difference(article: ArticleRun, careful: VectorAddRun) -> str:
     )
     vs_numpy = careful.speedup("numpy", "total")
     if vs_numpy is not None and careful.backend != "simulator":  # a simulated ratio is no GPU's
+        own = "this machine's NumPy"  # a live run: the GPU and the NumPy of the same machine
         text += (
             f" The article compares with a pure-Python loop, the slowest baseline; end to end "
-            f"the GPU is {times_words(vs_numpy.factor, 'NumPy')}."
+            f"the GPU is {times_words(vs_numpy.factor, own)}."
         )
     return text
 
