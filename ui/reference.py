@@ -54,7 +54,7 @@ def panels() -> dict[str, Recorded]:
 def reference_panel(experiment: str, *, expanded: bool | None = None) -> ReferenceRun | None:
     """Draw the recorded result of ``experiment`` in an "On a real GPU" expander.
 
-    ``expanded`` defaults to closed: the recorded run is one click away, below the page's own form and run.
+    ``expanded`` defaults to closed (``panel_after_run`` opens it in the simulator, where it is the only GPU figure).
     Returns the reference shown, or None when no committed run holds the experiment.
     """
     declared = panels()

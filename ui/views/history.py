@@ -33,7 +33,6 @@ MAX_LISTED = 500  # newest runs loaded per page view: bounded work per rerun
 DEFAULT_COMPARED = 2
 UPLOADS_ENV = _settings.UPLOADS.name  # "1" allows importing check files from the browser, "0" forbids it
 LOCAL_ADDRESSES = ("localhost", "127.0.0.1", "::1")
-MAX_COMPARED_OWN = 6  # your newest vector-add runs in Compare GPUs
 
 
 @dataclass(frozen=True)
