@@ -30,12 +30,13 @@ def show_recorded_devices(every_run: list | None = None) -> None:
     for ref in recorded_peers(references().runs).peers:
         breakdown = ref.part("breakdown", "run") or {}
         rows.append({"device": ref.provenance.device, "source": f"recorded {ref.provenance.when} ({ref.key})",
-                     "rules": ref.caveat or "today's rules", **_facts(dict(breakdown.get("device") or {}))})
+                     "rules": ref.caveat.split(";")[0] if ref.caveat else "today's rules",  # the caveat's first clause
+                     **_facts(dict(breakdown.get("device") or {}))})
     for r in every_run or []:
         imported = r.result.get("imported")
         if isinstance(imported, dict) and imported.get("self_reported") and not r.simulated:
             rows.append({"device": r.device_name, "source": f"{imported.get('label')} ({r.created_at[:10]})",
-                         "rules": "the notebook's: L2 flushed, no verified hold",
+                         "rules": "a notebook's: L2 flushed, no verified hold",
                          **_facts(dict(r.result.get("device") or {}))})
     if not rows:
         st.caption("No run of any kernel has been recorded on a real GPU here yet.")
