@@ -216,3 +216,19 @@ def test_every_problem_has_a_notebook_that_nbformat_accepts():
 
     for problem in problems():  # the starter: a 2D launch, scalars, accumulated outputs all embed
         nbformat.validate(nbformat.from_dict(problem_notebook(problem.key, problem.starter)))
+
+
+def test_a_self_reported_run_appears_in_compare_gpus_and_history_under_its_own_label(results, db):
+    from streamlit.testing.v1 import AppTest
+
+    raw = _with(results["experiment"].read_bytes(), lambda d: _as_t4(d, 0.5e-3))
+    import_self_report(raw, source="t4.json", store=open_store(db))  # from the CLI: no browser session's
+    at = AppTest.from_file(str(ROOT / "pages/5_History.py"), default_timeout=60).run()
+    assert not at.exception
+    sources = set()
+    for chart in at.tabs[3].get("vega_lite_chart"):
+        spec = json.loads(chart.proto.spec)
+        sources |= set((spec.get("encoding") or spec["layer"][0]["encoding"])["color"]["scale"]["domain"])
+    assert any(s.startswith("self-reported on Tesla T4") for s in sources), sources
+    table = at.tabs[1].dataframe[0].value  # Everyone's runs
+    assert list(table["status"]) == ["self-reported on Tesla T4"]
