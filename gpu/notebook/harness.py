@@ -23,7 +23,13 @@ import time
 from datetime import UTC, datetime
 
 import numpy as np
-from numba import config as _numba_config
+
+# numba-cuda 0.30 registers an overload for np.row_stack, which NumPy 2.5 removed: without this alias
+# compiling any kernel fails under NumPy 2.5 (as the lab's gpu/core/backend.py does before its import)
+if not hasattr(np, "row_stack"):
+    np.row_stack = np.vstack
+
+from numba import config as _numba_config  # after the alias
 from numba import cuda
 
 FORMAT = "kernel-lab-self-reported"
