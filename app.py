@@ -5,7 +5,7 @@ import streamlit as st
 import gpu
 from gpu.catalog.base import PageLink
 from gpu.experiments.vector_add.experiment import VectorAddRun
-from gpu.experiments.vector_add.home import article_story, headline_metrics
+from gpu.experiments.vector_add.home import article_story, headline_intro, headline_metrics
 from ui import glossary
 from ui.frame import frame
 from ui.glossary import as_markdown as glossary_markdown
@@ -31,15 +31,14 @@ refs = references()
 ref = refs.best("vector-add")
 run = VectorAddRun.recorded(ref) if ref is not None else None
 if ref is not None and run is not None:
-    st.markdown(
-        f"The article's experiment (N = {run.n:,} float32) recorded on an **{ref.provenance.device}** by `python -m "
-        "gpu check`, "
-        "beside the article's own T4 figure (published in the article, not measured here):"
-    )
+    st.markdown(headline_intro(ref, run.n))
+    if ref.caveat:  # recorded before today's rules: said before any figure
+        st.warning(f"These figures were {ref.caveat}.", icon=":material/history:")
     metrics = headline_metrics(ref, refs.article)
-    cols = st.columns(len(metrics))
-    for col, (label, value, why) in zip(cols, metrics):
-        col.metric(label, value, help=why)
+    per_row = 3  # each label names both sides of its ratio: wide enough to be read whole
+    for start in range(0, len(metrics), per_row):
+        for col, (label, value, why) in zip(st.columns(per_row), metrics[start:start + per_row]):
+            col.metric(label, value, help=why)
     provenance_caption(ref)
 else:
     st.caption("No recorded GPU run is committed under benchmarks/ yet.")

@@ -290,6 +290,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_trace_command(sub, trace_file)
 
+    from gpu.notebook.cli import add_commands as add_notebook_commands  # a free GPU: notebook, import
+
+    add_notebook_commands(sub)
+
 
 
 

@@ -19,6 +19,7 @@ frame(
     "The article measures one size; here the vector add runs at every size of a range — the GPU end to end "
     "and the kernel alone, your CPU, CuPy and PyTorch where installed — to show from which N the GPU wins "
     "and how close each comes to the hardware's limits.",
+    simulator_note="Here your CPU is timed, the kernel only checked: the crossover is the recorded GPU's.",
 )
 panel_before_run("scaling")
 params = experiment_form(EXPERIMENT, submit_label="Run sweep", limits_caption=scaling_view.limits_caption)

@@ -29,6 +29,8 @@ frame(
     "The article says to *experiment with different values of block and thread sizes, and print the "
     "corresponding values in the GPU kernel*. Here a probe kernel does exactly that for every thread, "
     "a sweep times the kernel for each block size, and the inspector shows the code the GPU runs.",
+    simulator_note="Here you see which thread handles which element for any launch, every result checked; block-size "
+    "timings are the simulator's, so only the recorded sweep shows what a block size costs on a GPU.",
 )
 panel_before_run("launch")
 explorer, sweep, overhead, inspector = st.tabs(

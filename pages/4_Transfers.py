@@ -20,7 +20,7 @@ frame(
     "vector add six ways and see which copies you can avoid, hide or make cheaper.",
     simulator_note=view.SIMULATOR_WARNING,
 )
-panel_before_run("transfers")
+panel_before_run("transfers")  # what its simulated run cannot show is in the banner above
 
 st.header("Host-link bandwidth")
 glossary.markdown(

@@ -8,6 +8,7 @@ from gpu.catalog.base import PageLink
 from ui.frame import frame
 from ui.resources import current_store
 from ui.run_record import browser_session_id
+from ui.views.free_gpu import self_report_upload
 from ui.views.history import compare_gpus_ui, load_records, runs_tab, upload_ui
 from ui.views.submissions import show_submissions
 
@@ -29,6 +30,7 @@ frame(
 
 store = current_store()
 upload_ui(store)
+self_report_upload("history")  # a notebook's result from a free GPU, kept apart as self-reported
 every = load_records(store)
 mine = load_records(store, browser_session_id(), warn=False) if every is not None else None
 yours, everyone, kernels, gpus = st.tabs(

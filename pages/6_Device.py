@@ -7,6 +7,9 @@ import gpu
 from gpu.catalog.base import PageLink
 from gpu.core.device import host_info, library_versions
 from ui.frame import frame
+from ui.resources import current_store
+from ui.views.history import load_records
+from ui.views.recorded_devices import show_recorded_devices
 
 PAGE = PageLink("Device", ":material/memory:", 80, "hardware, driver and library facts")
 
@@ -35,6 +38,8 @@ facts = {
 st.table(pd.DataFrame({"value": [str(v) for v in facts.values()]}, index=list(facts)))
 for note in device.notes:
     st.caption(note)
+
+show_recorded_devices(load_records(current_store(), warn=False))  # the real GPUs every page quotes
 
 st.subheader("Host")
 host = host_info()

@@ -10,6 +10,7 @@ from ui.forms import experiment_form, stale_key
 from ui.frame import frame
 from ui.runner import run_declared
 from ui.views.kernels import latest, remember, show_run, show_sources
+from ui.views.recorded_kernel import show_recorded_steps
 
 frame(
     PAGE.label,
@@ -23,7 +24,11 @@ key = st.selectbox("Kernel", KERNELS, format_func=lambda k: get(k).title, key="k
 experiment = get(key)
 spec = kernel_module(key).SPEC
 glossary.caption(f"{experiment.title}: {experiment.summary}.")
-params = experiment_form(experiment)
+form_side, recorded_side = st.columns([2, 3], gap="medium")
+with recorded_side:  # the real GPU's ladder first, beside the form of the simulated run
+    show_recorded_steps(key, experiment.title)
+with form_side:
+    params = experiment_form(experiment)
 if params is not None:
     run = run_declared(experiment, params)
     if run is not None:

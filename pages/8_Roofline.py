@@ -10,10 +10,11 @@ from gpu.catalog.base import PageLink
 from gpu.core.copies import bandwidth_gbps, time_copy
 from gpu.core.roofline import device_roofs
 from gpu.core.timing import RepeatPolicy
-from gpu.report.roofline_points import add_vector_add, recorded_runs, session_points
+from gpu.report.roofline_points import add_vector_add, ranked_recorded, recorded_runs, session_points
 from ui import glossary
 from ui.charts.roofline import roofline_chart
 from ui.frame import frame
+from ui.resources import references
 from ui.runner import run_experiment
 from ui.views.kernels import RUNS_KEY
 
@@ -42,16 +43,27 @@ session = session_points(
 vector_add = st.session_state.get("vector_add.result")
 if vector_add is not None:
     add_vector_add(session, vector_add.n, vector_add.gpu["kernel"].median_s)
-sets = [s for s in [session] if s.points or s.off_roofline] + recorded_runs(ROOT / "benchmarks")
+refs = references()
+# this session's runs first; then the recorded runs, today's rules and the widest spread of intensities first
+sets = [s for s in [session] if s.points or s.off_roofline] + ranked_recorded(recorded_runs(ROOT / "benchmarks"), refs)
 
 if not sets:
     st.info("Nothing measured yet: run a kernel on the **Kernels** page (or **Vector add**), then come back.")
     st.stop()
 
-labels = [f"{s.source} — {s.device}" for s in sets]
+def _label(points) -> str:
+    ref = refs.get(points.source.removeprefix("recorded: ")) if points.source.startswith("recorded: ") else None
+    rules = "" if ref is None else (", recorded before today's rules" if ref.caveat else ", today's rules")
+    return f"{points.source} — {points.device}{rules}"
+
+
+labels = [_label(s) for s in sets]
 choice = st.selectbox("Measurements", range(len(sets)), format_func=lambda i: labels[i], key="roofline.set",
                       help="This session's runs, or a recorded `python -m gpu check` run on a real GPU (read-only).")
 chosen = sets[choice]
+chosen_ref = refs.get(chosen.source.removeprefix("recorded: ")) if chosen.source.startswith("recorded: ") else None
+if chosen_ref is not None and chosen_ref.caveat:  # measured under older rules: said before its points
+    st.warning(f"This run was {chosen_ref.caveat}.", icon=":material/history:")
 if chosen.backend == "simulator":
     st.warning(
         "These points come from the CUDA simulator: they show where each kernel's intensity puts it, not GPU "

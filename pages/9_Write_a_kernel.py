@@ -7,6 +7,7 @@ from gpu.catalog.base import PageLink
 from gpu.problems import problems
 from ui.components.code_editor import available as code_editor_available
 from ui.frame import frame
+from ui.views.free_gpu import problem_notebook_button, self_report_upload, show_self_reported
 from ui.views.trace import submission_test_ui
 from ui.views.write_kernel import (
     NAME_KEY,
@@ -61,3 +62,8 @@ verdict = st.session_state.get(verdict_key(problem))
 if verdict is not None:
     show_verdict(verdict)
 show_leaderboard(problem, "CUDA simulator" if gpu.BACKEND.simulated else device.name)
+
+# Run it on a free GPU: a notebook of the kernel above, and its result imported back as self-reported
+problem_notebook_button(problem.key, edited.source)
+self_report_upload("write_kernel", name=name)
+show_self_reported(problem)

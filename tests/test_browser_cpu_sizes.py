@@ -30,7 +30,7 @@ def test_vector_add_at_a_million_shows_your_cpu_beside_the_recorded_gpu(page, ap
     panel = page.locator(".st-key-cpu_vs_recorded")
     panel.get_by_text("Your CPU beside a real GPU").wait_for()
     assert panel.get_by_text("your CPU, measured now").first.is_visible()
-    assert panel.get_by_text(re.compile(r"NVIDIA H200, recorded 29 Nov 2026")).first.is_visible()
+    assert panel.get_by_text(re.compile(r"NVIDIA H200, recorded 4 Dec 2026")).first.is_visible()  # today's rules
     assert panel.get_by_text("The GPU column is at N = 1,048,576, not yours").is_visible()
     text = panel.inner_text()
     assert "faster than your NumPy" in text and "e-0" not in text

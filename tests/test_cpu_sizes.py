@@ -162,7 +162,7 @@ def test_history_keeps_no_gpu_figure_at_the_cpus_n(million):
 def test_recorded_figures_are_matched_by_n_and_say_when_nearest():
     same = recorded_gpu_at(10**7)
     assert same.exact and same.n == 10**7 and "same N" in same.size_note
-    assert same.source == "benchmarks/h200-final/check.json, vector add breakdown"
+    assert same.source == "benchmarks/h200-2026-12-04/check.json, vector add breakdown"
     near = recorded_gpu_at(10**6)
     assert not near.exact and near.n == 2**20 and "nearest recorded N is 1,048,576 (5% more elements)" in near.size_note
 
@@ -172,14 +172,14 @@ def test_the_comparison_names_its_source_and_says_the_ratios_in_words(million):
     assert comparison is not None and comparison == vector_add_vs_recorded(million)
     data = comparison.to_dict()
     assert data["cpu_label"] == YOUR_CPU == "your CPU, measured now"
-    assert data["gpu_label"].startswith("NVIDIA H200, recorded 29 Nov 2026")
-    assert data["recorded"]["source"] == "benchmarks/h200-final/check.json, scaling sweep"
+    assert data["gpu_label"].startswith("NVIDIA H200, recorded 4 Dec 2026")
+    assert data["recorded"]["source"] == "benchmarks/h200-2026-12-04/check.json, scaling sweep"
     assert data["recorded"]["n"] == 2**20 and data["cpu_n"] == 10**6
     text = " ".join(comparison.sentences())
-    assert "recorded on a real GPU, not measured in this session" in text
+    assert "recorded on a real GPU, not measured in this session, under today's measurement rules" in text
     assert "nearest recorded N is 1,048,576" in text
-    assert "On the recorded NVIDIA H200 the kernel alone takes 6.11 µs" in text and "your NumPy" in text
-    assert "With pageable copies the GPU takes 2.43 ms end to end" in text
+    assert "On the recorded NVIDIA H200 the kernel alone takes 8.1 µs" in text and "your NumPy" in text
+    assert "With pageable copies the GPU takes 1.87 ms end to end" in text
     assert "e-0" not in text and "simulat" not in text  # no simulated figure, no 1e-06x
     numpy = million.cpu["numpy"].median_s
     assert data["ratios"]["numpy_over_recorded_kernel"] == pytest.approx(numpy / comparison.recorded.phases["kernel"])
@@ -190,7 +190,7 @@ def test_the_comparison_at_the_articles_n_quotes_the_articles_cpu_line():
     assert run.cpu["numpy"].stats is not None and run.agreement["numpy"].n == 10**7
     comparison = vector_add_vs_recorded(run)
     assert comparison.recorded.exact and comparison.recorded.pinned_total_s is not None
-    assert "With pinned host memory the recorded GPU takes 2.5 ms" in " ".join(comparison.sentences())
+    assert "With pinned host memory the recorded GPU takes 2.39 ms" in " ".join(comparison.sentences())
     # an estimated Python loop is said to be one
     estimated = run_vector_add(10**5, 256, RepeatPolicy.count(1), ["python"], gpu_n=64, python_budget_s=1e-9)
     assert "Your Python loop was not run" in " ".join(vector_add_vs_recorded(estimated).sentences())
@@ -218,9 +218,9 @@ def test_scaling_runs_the_cpu_past_the_cap_and_compares_with_the_recorded_sweep(
     assert run.agree and not run.failures and run.complete
     assert "only the CPU implementations ran" in run.kernel_note and run.kernel_note in scaling_summary(run)
     comparison = sweep_vs_recorded(run)
-    assert [r.n for r in comparison.recorded] == [1024, 1024, 1024, 2048, 4096]  # the sweep starts at 1,024
+    assert [r.n for r in comparison.recorded] == [8192] * 5  # the recorded sweep starts at 8,192
     text = " ".join(comparison.sentences())
-    assert "nearest recorded N is used: 256 → 1,024; 512 → 1,024" in text and "recorded on a real GPU" in text
+    assert "nearest recorded N is used: 256 → 8,192; 512 → 8,192" in text and "recorded on a real GPU" in text
     spec = json.dumps(charts.sweep_chart(comparison.to_frame(), "subtitle").to_dict())
     assert "NumPy (your CPU)" in spec and "Kernel alone (recorded GPU)" in spec
 
@@ -246,11 +246,11 @@ def test_cli_measures_the_cpu_at_n_and_says_where_the_gpu_figures_come_from(cap,
     recorded = data["recorded_gpu"]
     assert recorded["cpu_label"] == "your CPU, measured now"
     assert recorded["recorded"]["provenance"]["device"] == "NVIDIA H200" and recorded["recorded"]["provenance"]["date"]
-    assert recorded["recorded"]["source"].startswith("benchmarks/h200-final/check.json")
+    assert recorded["recorded"]["source"].startswith("benchmarks/h200-2026-12-04/check.json")
     assert main(["vector-add", "--n", "2e5", "--repeats", "1", "--cpu", "numpy", "--no-article"]) == 0
     out = capsys.readouterr().out
     assert "simulated kernel ran at N = 512" in out
-    assert "Your CPU, measured now (N = 200,000), beside NVIDIA H200, recorded 29 Nov 2026" in out
+    assert "Your CPU, measured now (N = 200,000), beside NVIDIA H200, recorded 4 Dec 2026" in out
 
 
 # --- the page ---------------------------------------------------------------------------------
@@ -268,8 +268,8 @@ def test_vector_add_page_at_a_million_shows_your_cpu_beside_the_recorded_gpu(cap
     assert any(w.value.startswith("The GPU column is at N = 1,048,576, not yours") for w in at.warning)
     markdown = "\n".join(m.value for m in at.markdown)
     assert "**your CPU, measured now** · N = 1,000,000" in markdown
-    assert "**NVIDIA H200, recorded 29 Nov 2026, 23:47 UTC** · N = 1,048,576 (nearest recorded)" in markdown
-    assert "the kernel alone takes 6.11 µs: about" in markdown and "faster than your NumPy" in markdown
+    assert "**NVIDIA H200, recorded 4 Dec 2026, 17:44 UTC** · N = 1,048,576 (nearest recorded)" in markdown
+    assert "the kernel alone takes 8.1 µs: about" in markdown and "faster than your NumPy" in markdown
     metrics = {m.label: m.value for m in at.metric}
     assert (
         "Your NumPy" in metrics and metrics["GPU launch"] == f"{-(-cap // 256)} × 256"
@@ -298,7 +298,7 @@ def test_scaling_page_past_the_cap_shows_the_cpu_beside_the_recorded_sweep(monke
         for i in at.info
     )
     markdown = "\n".join(m.value for m in at.markdown)
-    assert "benchmarks/h200-final/check.json, scaling sweep" in markdown and "beats your NumPy" in markdown
+    assert "benchmarks/h200-2026-12-04/check.json, scaling sweep" in markdown and "beats your NumPy" in markdown
     assert "At N = 1,048,576: your NumPy" in markdown and "e-0" not in markdown
     specs = [c.proto.spec for c in at.get("vega_lite_chart")]
     assert any("NumPy (your CPU)" in s and "Kernel alone (recorded GPU)" in s for s in specs)

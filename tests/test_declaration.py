@@ -84,6 +84,9 @@ ALLOWED = {
     "trace": {"core", "kernels", "catalog", "trace"},
     "problems": {"core", "kernels", "experiments", "problems"},
     "sandbox": {"core", "kernels", "service", "trace", "problems", "sandbox"},
+    # a free GPU: the notebook it writes (the lab's kernels and problems), and its result read back (History,
+    # the leaderboard, and the sandbox's judge)
+    "notebook": {"core", "kernels", "catalog", "experiments", "service", "problems", "sandbox", "notebook"},
 }
 
 

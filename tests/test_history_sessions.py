@@ -194,7 +194,7 @@ def test_an_older_file_gains_the_session_column_and_keeps_its_rows(tmp_path):
 
 def test_compare_gpus_shows_a_cut_check_marked_as_such_beside_the_finished_ones(db):
     # benchmarks/h200-2026-12-04 was cut by its time limit: its breakdown (today's rules) is whole and is
-    # shown, marked "check cut short"; the pages' "recorded GPU" stays the newest finished run.
+    # shown, marked "check cut short", beside the newest run of the older method (its caveat's † beside it).
     at = _page()
     sources = set()
     for chart in at.tabs[3].get("vega_lite_chart"):

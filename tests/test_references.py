@@ -68,9 +68,9 @@ def test_every_committed_check_loads_with_its_provenance():
     assert (
         refs.get("h200").provenance.command == "python3 -m gpu check --out $OUT/check"
     )  # the comment after it is dropped
-    assert refs.best("scaling").key == "h200-final"  # newest full run holding the experiment
-    cut = refs.get("h200-2026-12-04")  # listed with its figures, never quoted as the recorded GPU: it did not finish
-    assert cut is not None and cut.has("scaling") and not cut.full
+    cut = refs.get("h200-2026-12-04")  # cut by its time limit, but its finished sections follow today's rules
+    assert cut is not None and cut.has("scaling") and not cut.full and cut.caveat is None
+    assert refs.best("scaling").key == "h200-2026-12-04"  # the newest section under today's rules is quoted
 
 
 def test_references_rebuild_into_the_engines_results_with_the_recorded_figures(check_data):
@@ -95,8 +95,8 @@ def test_the_sentences_state_recorded_numbers_in_words():
     text = vector_add_sentence(VectorAddRun.recorded(ref), StrategyComparison.recorded(ref).strategies["pinned"].cost_s)
     assert (
         "38.9 µs" in text
-        and "about 320x faster than NumPy" in text
-        and "about 1.5x slower than NumPy" in text
+        and "about 320x faster than the NVIDIA H200 host's NumPy" in text
+        and "about 1.5x slower than the NVIDIA H200 host's NumPy" in text
         and "pinned" in text
     )
     assert "e-0" not in text
@@ -310,3 +310,55 @@ def test_a_committed_run_a_page_could_not_draw_is_refused_when_it_is_loaded(monk
     refs = load_references.__wrapped__(str(tmp_path))
     assert refs.runs == () and "h200-final/check.json" in refs.problems[0]
     assert "this sweep cannot be rebuilt" in refs.problems[0]
+
+
+def _bench(tmp_path: Path, key: str, source: str, edit) -> None:
+    data = json.loads((ROOT / "benchmarks" / source / "check.json").read_text())
+    edit(data)
+    (tmp_path / key).mkdir()
+    (tmp_path / key / "check.json").write_text(json.dumps(data))
+
+
+def test_pages_quote_each_section_from_the_newest_run_under_todays_rules_and_a_cut_runs_missing_ones_from_older(
+    tmp_path,
+):
+    # A cut run under today's rules holding only the breakdown; an older finished run holding scaling too.
+    def cut(data):
+        data["sections"] = {k: v for k, v in data["sections"].items() if k in ("correctness", "breakdown")}
+
+    def newer_but_old_rules(data):
+        data["started_at"] = "2026-12-05T00:00:00+00:00"  # newer than the cut run, measured under the old rules
+
+    _bench(tmp_path, "cut-current", "h200-2026-12-04", cut)
+    _bench(tmp_path, "old-finished", "h200-final", lambda data: None)
+    _bench(tmp_path, "old-newest", "h200-final", newer_but_old_rules)
+    refs = load_references.__wrapped__(str(tmp_path))
+    assert not refs.problems, refs.problems
+    assert refs.best("vector-add").key == "cut-current"  # today's rules win over a newer older-method run
+    assert refs.best("vector-add").caveat is None
+    quoted = refs.best("scaling")  # missing from the cut run: the newest finished older-method run, with its caveat
+    assert quoted.key == "old-newest" and quoted.caveat is not None
+    from gpu.report.cpu_vs_recorded import _source_sentence
+    from gpu.report.recorded_gpu import recorded_gpu_at
+
+    swept = recorded_gpu_at(2**20, refs)  # from the older sweep: its caveat travels with its figures
+    assert swept.reference == "old-newest" and swept.caveat == quoted.caveat
+    assert quoted.caveat in _source_sentence(swept) and swept.to_dict()["caveat"] == quoted.caveat
+    assert recorded_gpu_at(10**7, refs).caveat is None  # the breakdown, from the cut run under today's rules
+
+
+def test_a_failed_section_or_an_unfinished_older_run_is_never_quoted(tmp_path):
+    def failed_scaling(data):
+        data["sections"]["scaling"] = {"title": "Scaling", "passed": False, "duration_s": 1.0, "error": "cut"}
+
+    def unfinished(data):
+        data["finished"] = False
+        data["started_at"] = "2026-12-05T00:00:00+00:00"
+
+    _bench(tmp_path, "current-failed", "h200-2026-12-04", failed_scaling)
+    _bench(tmp_path, "old-unfinished", "h200-final", unfinished)
+    _bench(tmp_path, "old-finished", "h200-final", lambda data: None)
+    refs = load_references.__wrapped__(str(tmp_path))
+    assert not refs.problems, refs.problems
+    assert refs.best("scaling").key == "old-finished"
+    assert refs.best("transfers").key == "current-failed"

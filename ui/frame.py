@@ -22,10 +22,13 @@ from ui.runner import sidebar_status
 APP_NAME = "Kernel Lab"
 
 
+SIMULATOR_TITLE = "**CUDA simulator — timings are not GPU performance.**"
+
+
 def simulator_banner() -> str:
     """The warning every page shows when kernels run in the simulator."""
     return (
-        f"**CUDA simulator — timings are not GPU performance.** No GPU here: {gpu.BACKEND.label} runs each kernel "
+        f"{SIMULATOR_TITLE} No GPU here: {gpu.BACKEND.label} runs each kernel "
         f"on your CPU (checked exactly, up to N = {max_vector_n():,}); your CPU is timed at your N, and a run "
         "recorded on a real GPU is under **On a real GPU**."
     )
@@ -46,8 +49,9 @@ def frame(
     """Set up a page: config, title, backend badge and sidebar facts. Returns the device.
 
     ``icon`` is a Material icon (":material/name:"). The browser tab reads
-    "<title> · Kernel Lab", or "Kernel Lab" alone on the home page. ``simulator_note`` is
-    appended to the simulator banner (one banner, not two stacked).
+    "<title> · Kernel Lab", or "Kernel Lab" alone on the home page. ``simulator_note`` — what this page's
+    simulated run can and cannot show — follows the banner's title in place of its general sentence (one
+    banner, not two stacked, and the page's form still in the first screen).
     """
     st.set_page_config(
         page_title=title if title == APP_NAME else f"{title} · {APP_NAME}", page_icon=icon, layout="wide"
@@ -55,7 +59,8 @@ def frame(
     device = device_facts()
     st.title(f"{icon} {title}")
     if gpu.BACKEND.simulated:
-        st.warning(simulator_banner() + (f"\n\n{simulator_note}" if simulator_note else ""), icon=":material/warning:")
+        banner = f"{SIMULATOR_TITLE} {simulator_note}" if simulator_note else simulator_banner()
+        st.warning(banner, icon=":material/warning:")
     if intro:
         st.markdown(intro, help=help_for(intro))  # the page's one sentence: its jargon explained there
     with st.sidebar:

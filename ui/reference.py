@@ -13,12 +13,16 @@ folder's view (``gpu/experiments/<name>/view.py``), with one sentence from its `
 
 from __future__ import annotations
 
+import importlib
+
 import streamlit as st
 
 from gpu.catalog.base import Recorded
 from gpu.catalog.registry import experiments
+from gpu.core.backend import BACKEND
 from gpu.core.timing import format_seconds
 from gpu.service.references import ARTICLE, ReferenceRun
+from ui import glossary
 from ui.resources import references  # pages and app.py read it from here too
 
 PANEL_TITLE = "On a real GPU"
@@ -50,7 +54,7 @@ def panels() -> dict[str, Recorded]:
 def reference_panel(experiment: str, *, expanded: bool | None = None) -> ReferenceRun | None:
     """Draw the recorded result of ``experiment`` in an "On a real GPU" expander.
 
-    ``expanded`` defaults to closed: the recorded run is one click away, below the page's own form and run.
+    ``expanded`` defaults to closed (``panel_after_run`` opens it in the simulator, where it is the only GPU figure).
     Returns the reference shown, or None when no committed run holds the experiment.
     """
     declared = panels()
@@ -90,11 +94,40 @@ def reference_panel(experiment: str, *, expanded: bool | None = None) -> Referen
     return ref
 
 
+def lesson(experiment: str, ref: ReferenceRun) -> str | None:
+    """The recorded run's lesson in one sentence: ``lesson(ref)`` in the report module of the folder whose view
+    draws the panel (None where the folder words none, or it cannot be read)."""
+    draw = panels()[experiment].draw
+    if draw is None:
+        return None
+    folder = draw.target.partition(":")[0].rsplit(".", 1)[0]
+    try:
+        words = getattr(importlib.import_module(f"{folder}.report"), "lesson", None)
+        return words(ref) if words is not None else None
+    except Exception:  # a lead that cannot be worded must not break the page; the panel below still draws
+        return None
+
+
 def panel_before_run(experiment: str) -> None:
-    """Call where the page starts. The form comes first on every backend (issue 28: nothing stands between a
-    newcomer and the Run button), so this draws nothing; kept so a page's shape reads the same everywhere."""
+    """Call where the page starts. On a GPU this draws nothing: the form comes first. In the simulator the page
+    leads with what is real, in one paragraph above the form: the recorded run's lesson, with its device, date
+    and rules (what the page's simulated run can and cannot show is its banner's ``simulator_note``). The whole
+    recorded run is open below the form (``panel_after_run``)."""
+    if not BACKEND.simulated:
+        return
+    ref = references().best(experiment)
+    with st.container(key=f"lead_{experiment.replace('-', '_')}"):  # no border: the form stays in the first screen
+        if ref is None:
+            st.markdown(":material/memory: **On a real GPU:** no run of this experiment has been recorded on a real "
+                        "GPU yet.")
+        else:
+            rules = f", {ref.caveat}" if ref.caveat else ", today's rules"
+            said = lesson(experiment, ref) or "the recorded result is below, open."
+            glossary.markdown(f":material/memory: **On a real GPU** ({ref.provenance.device}{rules}): {said} "
+                              "[The recorded run ↓](#on-a-real-gpu)")  # its jargon explained in its help
 
 
 def panel_after_run(experiment: str) -> None:
-    """Call where the page ends: the recorded real GPU's run, below the form and the live run."""
-    reference_panel(experiment)
+    """Call where the page ends: the recorded real GPU's run, below the form and the live run (open in the
+    simulator, where it is the page's only GPU figure; closed on a GPU, as a comparison)."""
+    reference_panel(experiment, expanded=BACKEND.simulated)

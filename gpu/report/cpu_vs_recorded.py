@@ -64,9 +64,10 @@ def _your(figure: CpuFigure) -> str:
 
 
 def _source_sentence(recorded: RecordedGpu) -> str:
+    rules = f"; {recorded.caveat}" if recorded.caveat else ", under today's measurement rules"
     return (
         f"GPU figures: {recorded.label}, by `python -m gpu check` ({recorded.source}), recorded on a real GPU, "
-        f"not measured in this session; {recorded.size_note}."
+        f"not measured in this session{rules}; {recorded.size_note}."
     )
 
 

@@ -1,4 +1,4 @@
-"""The recorded real-GPU figures at a given N, for people without a GPU (issue 12).
+"""The recorded real-GPU figures at a given N, for people without a GPU.
 
 Without a GPU the lab times the user's CPU at any size, but the kernel only in Numba's
 simulator. The GPU figures to set beside the CPU's come from the committed reference
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from gpu.experiments.scaling.result import SweepRun
 from gpu.experiments.transfers.result import StrategyComparison
@@ -46,6 +46,7 @@ class RecordedGpu:
     provenance: Provenance
     pinned_total_s: float | None = None  # one vector add with pinned host memory, when recorded at this N
     notes: tuple[str, ...] = field(default_factory=tuple)
+    caveat: str | None = None  # ReferenceRun.caveat: set when the run was measured under older rules
 
     @property
     def exact(self) -> bool:
@@ -97,6 +98,7 @@ class RecordedGpu:
             "source": self.source,
             "phases": {k: {"median_s": v, "samples": self.samples.get(k)} for k, v in self.phases.items()},
             "pinned_total_s": self.pinned_total_s,
+            "caveat": self.caveat,
             "provenance": self.provenance.to_dict(),
         }
 
@@ -114,7 +116,7 @@ def _candidates(refs: References) -> dict[int, RecordedGpu]:
                 if point is not None and point.stats is not None:
                     phases[phase], samples[phase] = point.stats.median_s, point.stats.n_samples
             if "kernel" in phases and "total" in phases:
-                out[n] = RecordedGpu(n, n, phases, samples, SWEEP, ref.key, ref.provenance)
+                out[n] = RecordedGpu(n, n, phases, samples, SWEEP, ref.key, ref.provenance, caveat=ref.caveat)
     ref = refs.best("vector-add")
     run = VectorAddRun.recorded(ref) if ref is not None else None
     if ref is not None and run is not None:
@@ -126,7 +128,8 @@ def _candidates(refs: References) -> dict[int, RecordedGpu]:
             if strategies is not None and strategies.n == run.n and "pinned" in strategies.strategies
             else None
         )
-        out[run.n] = RecordedGpu(run.n, run.n, phases, samples, BREAKDOWN, ref.key, ref.provenance, pinned)
+        out[run.n] = RecordedGpu(run.n, run.n, phases, samples, BREAKDOWN, ref.key, ref.provenance, pinned,
+                                 caveat=ref.caveat)
     return out
 
 
@@ -142,8 +145,7 @@ def recorded_gpu_at(n: int, refs: References | None = None) -> RecordedGpu | Non
         return None
     nearest = min(candidates, key=lambda m: (abs(math.log(m / n)), -m))
     found = candidates[nearest]
-    return RecordedGpu(found.n, int(n), found.phases, found.samples, found.section, found.reference, found.provenance,
-                       found.pinned_total_s, found.notes)
+    return replace(found, requested_n=int(n))
 
 
 __all__ = ["BREAKDOWN", "SWEEP", "RecordedGpu", "recorded_gpu_at", "recorded_sizes"]

@@ -191,6 +191,23 @@ def recorded_runs(benchmarks: Path) -> list[PointSet]:
     return [s for s in sets if s is not None]
 
 
+def ranked_recorded(sets: list[PointSet], refs) -> list[PointSet]:
+    """The recorded sets, most telling first: measured under today's rules, then with points at the most
+    distinct intensities (a run of vector add alone is dots at one x), then newest. ``refs``: References."""
+    from gpu.report.compare_gpus import recorded_peers
+
+    not_peers = {ref.key for ref, _why in recorded_peers(refs.runs).excluded}  # a kernel time with its launch in it
+
+    def rank(points: PointSet) -> tuple:
+        ref = refs.get(points.source.removeprefix("recorded: "))
+        spread = len({round(p["intensity"], 9) for p in points.points} | {round(p["intensity"], 9)
+                                                                              for p in points.off_roofline})
+        return (ref is not None and ref.caveat is None, spread, ref.started_at if ref is not None else "")
+
+    kept = [s for s in sets if s.source.removeprefix("recorded: ") not in not_peers]
+    return sorted(kept, key=rank, reverse=True)
+
+
 def add_vector_add(points: PointSet, n: int, kernel_s: float, step: str = "the article's kernel") -> None:
     """A vector add of ``n`` float32 elements whose kernel took ``kernel_s``: 1 FLOP per 12 bytes."""
     points.points.append(_point("Vector add", step, "step", f"N = {n:,} float32", n, n / VECTOR_ADD_INTENSITY, kernel_s,
@@ -203,6 +220,7 @@ __all__ = [
     "add_catalog_run",
     "add_vector_add",
     "recorded_points",
+    "ranked_recorded",
     "recorded_runs",
     "session_points",
 ]

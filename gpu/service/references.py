@@ -231,9 +231,9 @@ class ReferenceRun:
 
     @property
     def full(self) -> bool:
-        """A full run on real hardware that got to its end: what a page quotes as the recorded GPU.
-        A check cut by its time limit (``finished: false``; benchmarks/h200-2026-12-04) is still
-        shown where every recorded run is listed (History's Compare GPUs), marked as cut short."""
+        """A full run on real hardware that got to its end. A check cut by its time limit
+        (``finished: false``; benchmarks/h200-2026-12-04) is marked as cut short where runs are listed,
+        and its finished sections are quoted like any other's (``References.best``)."""
         return self.hardware and self.finished
 
     @property
@@ -313,8 +313,17 @@ class References:
     article: PublishedFigures = ARTICLE
 
     def best(self, experiment: str) -> ReferenceRun | None:
-        """The newest full hardware run (finished, not quick) that holds ``experiment``."""
-        return next((r for r in self.runs if r.full and r.has(experiment)), None)
+        """The run whose section of ``experiment`` a page quotes, section by section.
+
+        The newest hardware run (not quick) holding a finished section of ``experiment`` measured
+        under today's rules (no caveat) — a run cut short counts for the sections it finished, since
+        ``gpu check`` writes a section only once it is done and holds none of those it never reached.
+        Failing that, the newest finished hardware run holding it, measured under older rules: every
+        surface quoting it shows its ``caveat``. None when no committed run holds the experiment.
+        """
+        holding = [r for r in self.runs if r.hardware and r.has(experiment)]
+        current = next((r for r in holding if r.caveat is None), None)
+        return current or next((r for r in holding if r.finished), None)
 
     def get(self, key: str) -> ReferenceRun | None:
         return next((r for r in self.runs if r.key == key), None)

@@ -209,6 +209,14 @@ def _compact(value: Any) -> Any:
     return value
 
 
+def _imported_status(result: Mapping[str, Any]) -> str:
+    """"imported" for a check file; "self-reported on <device>" for a notebook's result (timed there, not here)."""
+    imported = result.get("imported")
+    if isinstance(imported, Mapping) and imported.get("self_reported"):
+        return str(imported.get("label") or "self-reported")
+    return "imported"
+
+
 def runs_frame(records: Iterable[RunRecord], key_params: Sequence[str] | None = None) -> pd.DataFrame:
     """One row per run for the table and the CSV export, newest first as given.
 
@@ -229,7 +237,7 @@ def runs_frame(records: Iterable[RunRecord], key_params: Sequence[str] | None = 
             "simulated": r.simulated,
             "status": ("stopped: " + str(r.result["stopped"]))
             if r.result.get("stopped")
-            else ("imported" if r.result.get("imported") else "complete"),
+            else (_imported_status(r.result) if r.result.get("imported") else "complete"),
         }
         for key in key_params:
             if key in r.params:
@@ -352,7 +360,7 @@ GPU_COMPARE_MEASURES = (
     "NumPy",
     "Python loop",
 )
-SOURCE_KINDS = ("published in the article", "recorded reference", "imported", "your run")
+SOURCE_KINDS = ("published in the article", "recorded reference", "imported", "your run", "self-reported")
 # Okabe & Ito's colour-blind-safe palette, ordered so that neighbours differ most (blue, orange,
 # bluish green, reddish purple, vermillion, sky blue, yellow, black): no two near-identical blues.
 SOURCE_PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#D55E00", "#56B4E9", "#F0E442", "#000000")
@@ -486,7 +494,8 @@ def gpus_time_chart(frame: pd.DataFrame, subtitle: str = "") -> alt.Chart:
             shape=alt.Shape(
                 "kind:N",
                 title="kind",
-                scale=alt.Scale(domain=list(SOURCE_KINDS), range=["diamond", "circle", "square", "triangle-up"]),
+                scale=alt.Scale(domain=list(SOURCE_KINDS),
+                                range=["diamond", "circle", "square", "triangle-up", "cross"]),
             ),
             tooltip=tooltip,
         )
@@ -508,6 +517,7 @@ def gpus_bandwidth_chart(frame: pd.DataFrame, subtitle: str = "") -> alt.LayerCh
 
     GPUs only: a simulated "3e-05 GB/s" is never drawn beside a GPU's 3,084 GB/s.
     """
+    every_source = list(dict.fromkeys(gpu_figures(frame[frame["median_ms"] > 0])[0]["source"]))  # the time chart's
     data, left_out = gpu_figures(frame[(frame["measure"] == "Kernel") & frame["bandwidth_gbps"].notna()])
     sources = list(dict.fromkeys(data["source"]))
     data["bw_text"] = [
@@ -525,7 +535,7 @@ def gpus_bandwidth_chart(frame: pd.DataFrame, subtitle: str = "") -> alt.LayerCh
         alt.Chart(data)
         .mark_bar(height=18)
         .encode(
-            color=_source_color(sources, legend=False),  # the bars are labelled on the y axis
+            color=_source_color(every_source, legend=False),  # the bars are labelled on the y axis
             y=y,
             x=alt.X(
                 "bandwidth_gbps:Q", title="kernel bandwidth (GB/s, 12 bytes per element)", axis=alt.Axis(format=",.0f")

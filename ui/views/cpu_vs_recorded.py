@@ -1,4 +1,4 @@
-"""The "Your CPU beside a real GPU" panel (issue 12): drawn after a run in the simulator.
+"""The "Your CPU beside a real GPU" panel: drawn after a run in the simulator.
 
 The CPU figures of the run, measured now at the user's N, in one column; the recorded
 real-GPU figures at the same N (or the nearest recorded N, said so) in the other, each
@@ -34,10 +34,8 @@ def _figures_table(rows: list[tuple[str, str]], heading: str) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["measure", heading])
 
 
-def _caveat() -> None:
+def _caveat(caveat: str | None) -> None:
     """The recorded GPU column was measured under older rules (when it was): said beside it."""
-    refs = references()
-    caveat = next((r.caveat for r in refs.runs if r.full and r.caveat), None)
     if caveat:
         st.caption(f":material/history: The recorded GPU figures were {caveat}; your CPU runs on warm caches, "
                    "and those GPU samples ran with a warm L2 too.")
@@ -73,7 +71,7 @@ def show_vector_add(run) -> VectorAddVsRecorded | None:
                 icon=":material/straighten:",
             )
         _sentences(comparison.sentences())
-        _caveat()
+        _caveat(rec.caveat)
         subtitle = f"your CPU at N = {comparison.cpu_n:,} · {rec.label} at N = {rec.n:,} ({rec.source})"
         st.altair_chart(
             charts.one_size_chart(comparison.to_frame(), subtitle), width="stretch", key="cpu_vs_recorded.chart"
@@ -90,7 +88,7 @@ def show_sweep(run) -> SweepVsRecorded | None:
             st.caption("No recorded GPU run holds these sizes, or the sweep measured no CPU implementation.")
             return None
         _sentences(comparison.sentences())
-        _caveat()
+        _caveat(next((r.caveat for r in comparison.recorded if r.caveat), None))
         frame = comparison.to_frame()
         subtitle = f"your CPU: {YOUR_CPU} · recorded GPU: {comparison.label} ({comparison.recorded[-1].source})"
         st.altair_chart(charts.sweep_chart(frame, subtitle), width="stretch", key="cpu_vs_recorded.sweep_chart")

@@ -16,20 +16,16 @@ from gpu.core import settings as _settings
 from gpu.core.timing import format_seconds
 from gpu.service.store import HistoryStore, RunRecord, StoreError
 from ui.charts.history import (
-    article_entry,
     at_n_text,
     compare_chart,
     compare_subtitle,
     declared_by_name,
-    gpus_bandwidth_chart,
-    gpus_time_chart,
     has_samples,
     param_labels,
     readable_cell,
     run_label,
     runs_frame,
     samples_frame,
-    vector_add_entry,
 )
 from ui.format import readable_time
 
@@ -37,7 +33,6 @@ MAX_LISTED = 500  # newest runs loaded per page view: bounded work per rerun
 DEFAULT_COMPARED = 2
 UPLOADS_ENV = _settings.UPLOADS.name  # "1" allows importing check files from the browser, "0" forbids it
 LOCAL_ADDRESSES = ("localhost", "127.0.0.1", "::1")
-MAX_COMPARED_OWN = 6  # your newest vector-add runs in Compare GPUs
 
 
 @dataclass(frozen=True)
@@ -303,53 +298,10 @@ def upload_ui(store: HistoryStore) -> None:
 
 
 def compare_gpus_ui(records: list[RunRecord]) -> None:
-    """Vector add across devices: the article's T4, the recorded GPUs, imported and your own runs."""
-    from ui.resources import references
+    """Vector add across devices: the article's T4, the recorded GPUs (one per device and method), runs
+    self-reported from notebooks (from every saved run) and your own (``records``)."""
+    from ui.resources import current_store
+    from ui.views import compare_gpus
 
-    refs = references()
-    rows = article_entry(
-        f"NVIDIA T4 — article ({refs.article.provenance.label})",
-        refs.article.n,
-        refs.article.cpu_time_s,
-        refs.article.gpu_time_s,
-    )
-    for ref in refs.runs:
-        if ref.hardware and ref.has("vector-add"):
-            before = " †" if ref.caveat else ""  # † explained beside the charts: recorded before the rules
-            cut = "" if ref.finished else ", check cut short"  # its sections are whole; later ones are missing
-            rows += vector_add_entry(
-                f"{ref.provenance.device} — recorded {ref.provenance.when} ({ref.key}{cut}){before}",
-                "recorded reference",
-                ref.sections["breakdown"]["run"],
-            )
-    vector_adds = [r for r in records if r.experiment == "vector-add" and isinstance(r.result.get("gpu"), dict)]
-    own = [r for r in vector_adds if not r.simulated]  # a simulated figure is never set beside a GPU's
-    for r in own[:MAX_COMPARED_OWN]:
-        kind = "imported" if r.result.get("imported") else "your run"
-        kernel_n = r.result.get("gpu_n") or r.result.get("n") or r.params.get("n")
-        at = f"N = {kernel_n:,}" if isinstance(kernel_n, int) else "N unknown"
-        rows += vector_add_entry(f"{r.device_name or 'unknown'} — {kind} {r.short_id}, {at}", kind, r.result)
-    left_out = len(vector_adds) - len(own)
-    frame = pd.DataFrame(rows)
-    st.markdown(
-        "The article's experiment on every device this lab knows of: the article's own T4 figures (published, not "
-        "measured here), "
-        "the GPU checks committed with the lab (read-only), imported checks and your newest runs. Sizes differ between "
-        "sources (each row says its N); runs in the CUDA simulator are left out, since they time the simulator, not "
-        "a GPU; "
-        "\\* = fewer than 3 samples. † = recorded before L2 flushing and verified holds; single-sample points marked "
-        "(their small sizes may have been served from the L2)."
-    )
-    if left_out:
-        st.caption(f":material/info: {left_out} saved vector-add run{'s' if left_out != 1 else ''} from the CUDA "
-                   f"simulator {'are' if left_out != 1 else 'is'} not shown here: simulator timings are not GPU "
-                   "performance and are never set beside a GPU's.")
-    st.altair_chart(gpus_time_chart(frame), width="stretch", key="history.gpus_time")
-    if frame["bandwidth_gbps"].notna().any():
-        st.altair_chart(gpus_bandwidth_chart(frame), width="stretch", key="history.gpus_bandwidth")
-    with st.expander("Where the recorded figures come from"):
-        for ref in refs.runs:
-            st.markdown(f"**{ref.title}**")
-            st.caption("  \n".join(ref.provenance.lines()))
-        st.markdown(f"**{refs.article.provenance.device}** — {refs.article.provenance.label}")
-        st.caption(refs.article.provenance.note)
+    every = load_records(current_store(), warn=False) or []
+    compare_gpus.show(records, every)

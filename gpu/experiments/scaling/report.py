@@ -4,6 +4,8 @@ telemetry and the sweep's overhead). The result itself is gpu/experiments/scalin
 
 from __future__ import annotations
 
+import re
+
 from gpu.core.telemetry import describe as describe_telemetry
 from gpu.core.timing import format_factor, format_seconds
 from gpu.core.words import format_gbps
@@ -139,3 +141,15 @@ def scaling_sentence(run) -> str:
         tail = f"; at N = {int(last['n']):,} the kernel moves {format_gbps(last['bandwidth_gbps'])}{share}{mark}"
     lead = "; ".join(parts) if parts else "the sweep found no crossover with NumPy"
     return f"On the {run.device.name}, {lead}{tail}. {crossover_conditions(run)}"
+
+
+def lesson(ref) -> str | None:
+    """The recorded sweep's lesson in one sentence (where the GPU overtakes NumPy), for the page's lead."""
+    run = SweepRun.recorded(ref)
+    if run is None:
+        return None
+    # the largest N is in the recorded panel's chart: the lead names where the GPU wins, in one line or two
+    found = {c.gpu: re.sub(r", N = [\d,]+$", "", c.text).replace("end to end, with copies,", "with its copies,")
+             for c in run.crossovers() if c.baseline == "numpy"}
+    parts = [found[g] for g in ("gpu-kernel", "gpu-total") if g in found]  # the kernel alone, then with its copies
+    return ("; ".join(parts) + ".") if parts else scaling_sentence(run)

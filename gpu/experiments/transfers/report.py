@@ -147,3 +147,9 @@ def transfers_sentence(curves, strategies) -> str:
         if parts
         else f"No transfer figures were recorded on the {device}."
     )
+
+
+def lesson(ref) -> str | None:
+    """What each strategy costs for one vector add on the recorded GPU, for the page's lead."""
+    strategies = StrategyComparison.recorded(ref)
+    return transfers_sentence(None, strategies) if strategies is not None else None

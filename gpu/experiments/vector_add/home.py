@@ -36,43 +36,66 @@ def article_story(article: PublishedFigures) -> str:
     )
 
 
+def host_numpy(ref: ReferenceRun) -> str:
+    """Whose NumPy a recorded ratio divides by, in words: "the NVIDIA H200 host's NumPy"."""
+    return f"the {ref.provenance.device} host's NumPy"
+
+
+def headline_intro(ref: ReferenceRun, n: int) -> str:
+    """The sentence above Home's headline: what was recorded, when, and under which rules (Markdown)."""
+    rules = f"**{ref.caveat}**" if ref.caveat else "under today's measurement rules"
+    return (
+        f"The article's experiment (N = {n:,} float32) recorded on an **{ref.provenance.device}** by `python -m gpu "
+        f"check` on {ref.provenance.when}, {rules}; every ratio divides by {host_numpy(ref)}, measured in the same "
+        "run (not your NumPy). Beside it, the article's own T4 figure (published in the article, not measured here):"
+    )
+
+
 def headline_metrics(ref: ReferenceRun, article: PublishedFigures) -> list[tuple[str, str, str]]:
-    """(label, value, help) for the home page's headline: the recorded run and the article's T4."""
+    """(label, value, help) for the home page's headline: the recorded run and the article's T4.
+
+    Each ratio's label names both sides: the recorded GPU and the NumPy of that GPU's host."""
     run = VectorAddRun.recorded(ref)
     if run is None:  # best("vector-add") holds one; a run without it has no headline
         return []
     numpy = run.cpu.get("numpy")
     kernel_s, total_s = run.gpu["kernel"].median_s, run.gpu["total"].median_s
+    device = ref.provenance.device.removeprefix("NVIDIA ")
+    host = host_numpy(ref).removeprefix("the NVIDIA ")
+    caveat = f" Recorded {ref.caveat}." if ref.caveat else ""
     out = [
         (
-            "Kernel alone",
+            f"{device} kernel alone",
             format_seconds(kernel_s),
-            f"Median of {run.gpu['kernel'].n_samples} samples at N = {run.n:,} (CUDA events, kernel alone).",
+            f"Median of {run.gpu['kernel'].n_samples} samples at N = {run.n:,} (CUDA events, kernel alone).{caveat}",
         )
     ]
     if numpy is not None and numpy.stats is not None:
         out.append(
             (
-                "Kernel alone vs NumPy",
+                f"{device} kernel vs {host}",
                 times_words(numpy.median_s / kernel_s, "NumPy").removeprefix("about ").replace(" than NumPy", ""),
-                f"NumPy median {format_seconds(numpy.median_s)} ÷ kernel median {format_seconds(kernel_s)}.",
+                f"NumPy on the {device}'s host, median {format_seconds(numpy.median_s)} ÷ the {device}'s kernel "
+                f"median {format_seconds(kernel_s)}: both sides from the same recorded run, not your NumPy.{caveat}",
             )
         )
         out.append(
             (
-                "With copies vs NumPy",
+                f"{device} + copies vs {host}",
                 times_words(numpy.median_s / total_s, "NumPy").removeprefix("about ").replace(" than NumPy", ""),
-                f"NumPy median {format_seconds(numpy.median_s)} ÷ GPU end to end {format_seconds(total_s)} (copies in "
-                "and out included).",
+                f"NumPy on the {device}'s host, median {format_seconds(numpy.median_s)} ÷ the {device} end to end "
+                f"{format_seconds(total_s)} (copies in and out included): both sides from the same recorded run, "
+                f"not your NumPy.{caveat}",
             )
         )
     printed = ref.article()
     if printed is not None:
         out.append(
             (
-                "Article's method",
+                f"Article's method on the {device}",
                 f"{printed['speedup']:.2f}x",
-                "The article's own printout on this GPU: Python loop ÷ gpu_add, mean of 3 wall-clock runs.",
+                f"The article's own printout on the {device}: its host's Python loop ÷ gpu_add, mean of 3 wall-clock "
+                f"runs.{caveat}",
             )
         )
     out.append(

@@ -45,9 +45,10 @@ def explain_difference(article: ArticleRun, careful: VectorAddRun) -> str:
     )
     vs_numpy = careful.speedup("numpy", "total")
     if vs_numpy is not None and careful.backend != "simulator":  # a simulated ratio is no GPU's
+        own = "this machine's NumPy"  # a live run: the GPU and the NumPy of the same machine
         text += (
             f" The article compares with a pure-Python loop, the slowest baseline; end to end "
-            f"the GPU is {times_words(vs_numpy.factor, 'NumPy')}."
+            f"the GPU is {times_words(vs_numpy.factor, own)}."
         )
     return text
 
@@ -61,12 +62,29 @@ def vector_add_sentence(run, pinned_s: float | None = None) -> str:
         return (f"On the {run.device.name} at N = {run.n:,} the kernel alone takes {format_seconds(kernel)}{k_few} and "
                 f"the whole GPU add with copies {format_seconds(total)}{t_few}.")
     np_s, np_few = numpy.median_s, few_samples(numpy.stats)
+    host = f"the {run.device.name} host's NumPy"  # both sides recorded in the same run: not the reader's NumPy
     text = (
         f"On the {run.device.name} at N = {run.n:,} the kernel alone takes {format_seconds(kernel)}{k_few}, "
-        f"{times_words(np_s / kernel, 'NumPy')} ({format_seconds(np_s)}{np_few}), but with pageable copies "
+        f"{times_words(np_s / kernel, host)} ({format_seconds(np_s)}{np_few}), but with pageable copies "
         "the whole GPU add takes "
-        f"{format_seconds(total)}{t_few}, {times_words(np_s / total, 'NumPy')}"
+        f"{format_seconds(total)}{t_few}, {times_words(np_s / total, host)}"
     )
     if pinned_s is not None:
         text += f"; with pinned host memory it takes {format_seconds(pinned_s)} (Transfers page)"
     return text + "."
+
+
+def recorded_pinned_s(ref) -> float | None:
+    """One vector add with pinned host memory in the same recorded run, at the breakdown's N (None: not there)."""
+    from gpu.experiments.transfers.result import StrategyComparison
+
+    run, strategies = VectorAddRun.recorded(ref), StrategyComparison.recorded(ref)
+    if run is None or strategies is None or strategies.n != run.n or "pinned" not in strategies.strategies:
+        return None
+    return strategies.strategies["pinned"].cost_s
+
+
+def lesson(ref) -> str | None:
+    """The recorded run's lesson in one sentence, for the lead of the page in the simulator."""
+    run = VectorAddRun.recorded(ref)
+    return vector_add_sentence(run, recorded_pinned_s(ref)) if run is not None else None

@@ -19,9 +19,13 @@ from gpu.core.limits import (
 )
 from gpu.core.timing import ALLOCATION_RULE, format_seconds
 from gpu.core.words import format_gbps, times_words
-from gpu.experiments.transfers.result import StrategyComparison
 from gpu.experiments.vector_add.experiment import EXPERIMENT, VectorAddRun, vectorised
-from gpu.experiments.vector_add.report import article_in_words, explain_difference, vector_add_sentence
+from gpu.experiments.vector_add.report import (
+    article_in_words,
+    explain_difference,
+    recorded_pinned_s,
+    vector_add_sentence,
+)
 from gpu.service.references import ReferenceRun
 from ui import glossary
 from ui.charts import common as charts
@@ -343,13 +347,7 @@ def recorded(ref: ReferenceRun) -> None:
     from ui.charts import common as charts
 
     run = VectorAddRun.recorded(ref)
-    pinned = StrategyComparison.recorded(ref)
-    pinned_s = (
-        pinned.strategies["pinned"].cost_s
-        if pinned is not None and pinned.n == run.n and "pinned" in pinned.strategies
-        else None
-    )
-    glossary.markdown(vector_add_sentence(run, pinned_s))
+    glossary.markdown(vector_add_sentence(run, recorded_pinned_s(ref)))
     article = ref.article()
     if article is not None:
         st.markdown(

@@ -1,0 +1,167 @@
+"""Import a notebook's result file: checked, judged again by the lab, saved apart as self-reported.
+
+An experiment's result (vector add) becomes one History run whose ``imported`` says
+``self_reported: true`` and names the device; History lists it as "self-reported", and Compare GPUs
+sets it beside the recorded GPUs under its own label. A problem's result becomes a leaderboard entry
+whose device is "self-reported on <device>", so it is ranked only against other self-reported runs on
+that device, never against the runs the lab timed itself.
+
+What the lab trusts of a file, and why:
+- its format, types and internal consistency (``gpu.notebook.selfreport``): checked field by field;
+- the kernel: never the notebook's word. The vector-add kernel must be the lab's own, character for
+  character; a learner's kernel is judged again in the lab's sandbox (``gpu.sandbox.service.submit``,
+  the same entry point as the Write a kernel page), and a kernel the lab finds wrong is refused;
+- the timing: shown as reported, with the device's facts, once it is possible — a kernel moving its
+  bytes faster than the device's memory peak (from its own clock and bus width) is refused;
+- nothing is written unless every check passes, and a file already imported is refused.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from gpu.notebook.selfreport import SelfReport, SelfReportProblem, parse_self_report
+
+
+@dataclass(frozen=True)
+class SelfReportImport:
+    """What an import saved: a History run id or a leaderboard entry id, and one sentence for the learner."""
+
+    report: SelfReport
+    run_id: str | None = None
+    entry_id: str | None = None
+
+    def summary(self) -> str:
+        where = (f"History run {self.run_id[:8]}" if self.run_id else f"the {self.report.key!r} leaderboard")
+        timed = ""
+        kernel = self.report.kernel
+        if kernel and not self.report.simulated:
+            gbps = self.report.gbps
+            timed = f": kernel median {kernel['median_s'] * 1e3:.4g} ms" + (f", {gbps:,.0f} GB/s" if gbps else "")
+        return f"Imported the {self.report.kind} result {self.report.key!r}, {self.report.label}, into {where}{timed}."
+
+
+def _lab_vector_add_source() -> str:
+    from gpu.kernels import vector_add
+    from gpu.notebook.build import _function_source
+
+    return _function_source(Path(vector_add.__file__), "vector_add_kernel")
+
+
+def _check_experiment(report: SelfReport) -> None:
+    from gpu.notebook.build import EXPERIMENTS, VECTOR_ADD_N
+
+    if report.key not in EXPERIMENTS:
+        raise SelfReportProblem(f"key: {report.key!r} is not an experiment with a notebook ({', '.join(EXPERIMENTS)})")
+    data = report.data
+    if report.kernel_source != _lab_vector_add_source():
+        raise SelfReportProblem("kernel_source: is not the lab's vector_add_kernel, which the vector-add notebook "
+                                "runs unchanged; a changed kernel belongs on Write a kernel")
+    n = data.get("n")
+    expected_n = VECTOR_ADD_N["simulator" if report.simulated else "gpu"]
+    if n != expected_n:
+        raise SelfReportProblem(f"n: {n!r} is not the notebook's N ({expected_n:,})")
+    if data["bytes_moved"] != 12 * n:
+        raise SelfReportProblem(f"bytes_moved: {data['bytes_moved']!r} is not 12 bytes per element at N = {n:,}")
+    missing = [p for p in ("h2d", "kernel", "d2h", "total") if p not in data["phases"]]
+    if missing:
+        raise SelfReportProblem(f"phases: {', '.join(missing)} missing (the notebook times all four)")
+    if not data["agree"]:
+        raise SelfReportProblem("agree: false — the notebook's own check failed, so its times are not imported")
+
+
+def _check_problem(report: SelfReport):
+    """The problem, and the lab's own verdict on the kernel (judged in the sandbox). Raises SelfReportProblem."""
+    from gpu.core.limits import InputError
+    from gpu.problems import get
+
+    try:
+        problem = get(report.key)
+    except (InputError, KeyError) as exc:
+        raise SelfReportProblem(f"key: {report.key!r} is not a Write-a-kernel problem ({exc})") from None
+    data = report.data
+    case = problem.perf["simulator" if report.simulated else "gpu"]
+    if data.get("sizes") != dict(case.sizes):
+        raise SelfReportProblem(f"sizes: {data.get('sizes')!r} is not the problem's performance size "
+                                f"{dict(case.sizes)!r}")
+    if data["bytes_moved"] != problem.bytes_moved(case.sizes):
+        raise SelfReportProblem(f"bytes_moved: {data['bytes_moved']!r} is not what the problem moves at that size "
+                                f"({problem.bytes_moved(case.sizes):,})")
+    if not data["agree"] or "kernel" not in data["phases"]:
+        raise SelfReportProblem("agree: false — the kernel failed the notebook's own tests; fix it, run the "
+                                "notebook again and import the new file")
+    from gpu.sandbox.service import submit
+
+    judged = submit(problem.key, report.kernel_source, save=False, facts=False, trace=False)
+    verdict = judged.verdict
+    if verdict.status != "passed":
+        raise SelfReportProblem(f"kernel_source: the lab's sandbox judged this kernel {verdict.status}: "
+                                f"{verdict.message}")
+    return problem, verdict
+
+
+def _history_record(report: SelfReport, source: str) -> dict:
+    from gpu.core.provenance import METHODOLOGY_KEY, METHODOLOGY_VERSION
+
+    data = report.data
+    backend = data["backend"]
+    return {
+        "experiment": report.key,
+        "created_at": data["created_at"],
+        "backend": backend,
+        "device": {**data["device"], "backend": backend},
+        "n": data["n"], "gpu_n": data["n"], "cpu_n": None,
+        "threads_per_block": data["threads_per_block"],
+        "agree": data["agree"],
+        "gpu": {"phases": data["phases"]},
+        "cpu": {},
+        "imported": {"source": source, "sha256": report.sha256, "self_reported": True, "label": report.label,
+                     "device": report.device_name, "method": data["method"], "check_started_at": data["created_at"],
+                     "l2_flushed": data["l2_flushed"], "warmup": data["warmup"], "checks": data["checks"]},
+        METHODOLOGY_KEY: METHODOLOGY_VERSION,  # warm-up, L2 flushed, events; no verified hold (its label says so)
+    }
+
+
+def import_self_report(raw: bytes, *, source: str = "result.json", store=None, submissions=None,
+                       session_id: str | None = None, name: str | None = None) -> SelfReportImport:
+    """Validate ``raw`` and save it apart as self-reported; SelfReportProblem (nothing saved) when refused.
+
+    ``store``: the History store (default: the user's); ``submissions``: the leaderboard's store (default:
+    the same database); ``name``: the learner's display name on the leaderboard. StoreError when they
+    cannot be written."""
+    report = parse_self_report(raw)
+    if report.kind == "experiment":
+        _check_experiment(report)
+        from gpu.service.store import open_store
+
+        history = store if store is not None else open_store()
+        for existing in history.runs(limit=100_000):
+            if (existing.result.get("imported") or {}).get("sha256") == report.sha256:
+                raise SelfReportProblem(f"this file was already imported (run {existing.short_id}); nothing changed")
+        ids = history.save_many([_history_record(report, source)], versions=report.data["versions"],
+                                session_id=session_id)
+        return SelfReportImport(report, run_id=ids[0])
+    _problem, verdict = _check_problem(report)
+    from gpu.sandbox.submissions import SubmissionStore
+
+    board = submissions if submissions is not None else SubmissionStore()
+    device = f"self-reported on {report.device_name}"
+    kernel = report.kernel or {}
+    median = None if report.simulated else kernel.get("median_s")
+    for entry in board.all():
+        if entry.device == device and entry.source == report.kernel_source and entry.median_s == median:
+            raise SelfReportProblem(f"this result was already imported (entry {entry.id[:8]}); nothing changed")
+    verdict.device = device
+    verdict.backend = report.data["backend"]
+    fraction = report.fraction_of_peak
+    verdict.timing = None if median is None else {
+        "median_s": median, "gbps": report.gbps,
+        "percent_of_peak": 100 * fraction if fraction is not None else None, "self_reported": True,
+        "samples": kernel.get("samples"), "min_s": kernel.get("min_s"), "max_s": kernel.get("max_s"),
+    }
+    entry_id = board.save(verdict, report.kernel_source, name or "self-reported")
+    return SelfReportImport(report, entry_id=entry_id)
+
+
+__all__ = ["SelfReportImport", "import_self_report"]

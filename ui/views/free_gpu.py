@@ -1,0 +1,130 @@
+"""Run it on a free GPU, from the pages: download a notebook, upload the result file it writes.
+
+Most visitors have no NVIDIA GPU; Colab and Kaggle lend a T4 for free. A page offers its notebook
+(``gpu.notebook.build``), the learner runs it there, and History or Write a kernel imports the one file
+it writes (``gpu.notebook.importing``): checked field by field, a learner's kernel judged again in the
+lab's sandbox, saved apart as "self-reported on <device>".
+"""
+
+from __future__ import annotations
+
+import json
+
+import streamlit as st
+
+from gpu.notebook.build import EXPERIMENTS, experiment_notebook, problem_notebook, result_name
+
+HOW = ("Open it in [Colab](https://colab.research.google.com) (*File → Upload notebook*) or on Kaggle, choose a GPU "
+       "runtime (a T4 is free), *Run all*, then import the `{result}` it writes on **History** (or Write a kernel) or "
+       "with `python -m gpu import {result}`. It is shown as *self-reported on* your GPU, apart from the lab's runs.")
+
+
+def experiment_notebook_button(key: str) -> None:
+    """The download of experiment ``key``'s notebook (nothing for an experiment without one)."""
+    if key not in EXPERIMENTS:
+        return
+    with st.container(border=True, key=f"free_gpu_{key.replace('-', '_')}"):
+        st.markdown("**Run it on a free GPU** — this experiment as a notebook, with the lab's checks and timing.")
+        st.download_button(
+            "Download the notebook", data=lambda: json.dumps(experiment_notebook(key), indent=1),
+            file_name=f"kernel-lab-{key}.ipynb", mime="application/x-ipynb+json", icon=":material/download:",
+            key=f"free_gpu.{key}.download", on_click="ignore",
+        )
+        st.caption(HOW.format(result=result_name(key)))
+
+
+def problem_notebook_button(problem_key: str, source: str) -> None:
+    """The download of a notebook that checks and times ``source`` (the editor's kernel) for the problem."""
+    from gpu.notebook.build import threads_per_block
+    from gpu.problems import get
+
+    with st.container(border=True, key="free_gpu_problem"):
+        st.markdown("**Run it on a free GPU** — your kernel above, with this problem's tests and the lab's timing.")
+        try:  # a file the notebook could not run is said here, not on click
+            get(problem_key).threads_for(threads_per_block(source))
+        except Exception as exc:  # InputError (it does not parse), or the problem's Refusal
+            st.caption(f"No notebook for this source yet: {exc}")
+            return
+        st.download_button(
+            "Download the notebook", data=lambda: json.dumps(problem_notebook(problem_key, source), indent=1),
+            file_name=f"kernel-lab-{problem_key}.ipynb", mime="application/x-ipynb+json",
+            icon=":material/download:", key=f"free_gpu.{problem_key}.download", on_click="ignore",
+        )
+        st.caption(HOW.format(result=result_name(problem_key)))
+
+
+def self_report_upload(key: str, *, name: str | None = None) -> None:
+    """Import a notebook's result file; ``key`` keeps the widget apart on each page."""
+    from gpu.notebook.importing import import_self_report
+    from gpu.notebook.selfreport import MAX_BYTES, SelfReportProblem
+    from gpu.service.store import StoreError
+    from ui.run_record import browser_session_id
+    from ui.views.history import uploads_enabled
+
+    with st.expander("Import a result from a notebook (self-reported)", icon=":material/upload_file:"):
+        st.caption("The `kernel-lab-result-*.json` a lab notebook wrote on your GPU. It is checked field by field; a "
+                   "kernel is judged again in the lab's sandbox; a time faster than the GPU's memory allows is "
+                   "refused. It is shown as self-reported, apart from the runs the lab measured.")
+        if not uploads_enabled():
+            st.caption(":material/lock: Uploads are off on this shared server; `python -m gpu import FILE` works.")
+            return
+        upload = st.file_uploader("result file", type=["json"], max_upload_size=max(1, MAX_BYTES // 2**20),
+                                  key=f"{key}.self_report")
+        if upload is None:
+            return
+        done = st.session_state.get(f"{key}.self_reported")
+        if done and done[0] == upload.file_id:  # the same upload on a rerun: import once
+            st.success(done[1], icon=":material/check_circle:")
+            return
+        try:
+            result = import_self_report(upload.getvalue(), source=upload.name, session_id=browser_session_id(),
+                                        name=name)
+        except (SelfReportProblem, StoreError) as exc:
+            st.error(f"{upload.name} was not imported: {exc}", icon=":material/error:")
+            return
+        st.session_state[f"{key}.self_reported"] = (upload.file_id, result.summary())
+        st.success(result.summary(), icon=":material/check_circle:")
+
+
+SELF_REPORTED = "self-reported on "  # the device of every imported leaderboard entry starts so
+
+
+def show_self_reported(problem) -> None:
+    """The problem's self-reported entries, one table per device, apart from the lab's own leaderboard."""
+    import pandas as pd
+
+    from gpu.core.timing import format_seconds
+    from gpu.sandbox.submissions import SubmissionStore
+    from gpu.service.store import StoreError
+
+    try:
+        store = SubmissionStore()
+        devices = [d for d in store.devices(problem.key) if d.startswith(SELF_REPORTED)]
+        boards = {d: store.leaderboard(problem.key, d) for d in devices}
+    except StoreError:
+        return  # the lab's own leaderboard above already says why
+    if not any(boards.values()):
+        from gpu.core.backend import BACKEND
+
+        if BACKEND.simulated:  # the leaderboard above holds no GPU time here: say so plainly
+            st.caption(f":material/memory: **On a real GPU:** no kernel for {problem.title} has been timed on a real "
+                       "GPU here yet — download the notebook above to time yours on a free one, then import its "
+                       "result.")
+        return
+    st.subheader("On a real GPU: self-reported on learners' own GPUs", anchor="self-reported")
+    st.caption("Timed by a lab notebook on the learner's GPU and imported from its result file: the lab judged each "
+               "kernel again in its sandbox and refused impossible times, but did not time these itself. Each device "
+               "is ranked on its own, never against the lab's runs.")
+    for device, entries in boards.items():
+        if not entries:
+            continue
+        st.markdown(f"**{device}**")
+        rows = [{"Rank": i + 1, "Name": e.name,
+                 "Kernel time (as reported)": format_seconds(e.median_s) if e.median_s else "simulated: not timed",
+                 "GB/s": f"{e.gbps:,.1f}" if e.gbps else "—",
+                 "Share of peak": f"{e.percent_of_peak:.0f} %" if e.percent_of_peak else "—",
+                 "Imported at (UTC)": e.created_at.replace("T", " ")[:16]} for i, e in enumerate(entries)]
+        st.table(pd.DataFrame(rows), hide_index=True)
+
+
+__all__ = ["experiment_notebook_button", "problem_notebook_button", "self_report_upload", "show_self_reported"]
