@@ -176,7 +176,9 @@ def test_no_other_module_of_the_engine_reads_numba_cudas_internals():
     """What the lab reads inside numba-cuda is named in one module, so a numba-cuda upgrade is checked in one place."""
     internal = re.compile(r"cudadrv|_codelibrary|_prepare_args|_to_core_stream|_compile_pyfunc_with_fixup|"
                           r"numba\.cuda\.dispatcher|\.overloads\b|_kernel_arg_handler")
-    # gpu/sim is left out: it implements numba-cuda's surface (``kernel.overloads``), it reads none of it
+    # gpu/sim is left out: it implements numba-cuda's surface (``kernel.overloads``), it reads none of it.
+    # The notebook's harness is copied verbatim into a notebook that has no lab to import: it names its one
+    # internal (the driver's memset, for the L2 flush) itself.
     readers = sorted(str(path.relative_to(ROOT)) for path in (ROOT / "gpu").rglob("*.py")
                      if internal.search(path.read_text()) and path.parent.name != "sim")
-    assert readers == ["gpu/core/numba_internals.py"], readers
+    assert readers == ["gpu/core/numba_internals.py", "gpu/notebook/harness.py"], readers
