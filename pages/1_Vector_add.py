@@ -5,7 +5,7 @@ import streamlit as st
 import gpu
 from gpu.core.limits import max_cpu_vector_n
 from gpu.experiments.vector_add.experiment import EXPERIMENT
-from gpu.experiments.vector_add.view import RESULT_KEY, limits_caption, show_run
+from gpu.experiments.vector_add.view import RESULT_KEY, limits_caption, show_partial, show_run
 from ui.forms import experiment_form
 from ui.frame import frame
 from ui.reference import panel_after_run, panel_before_run
@@ -24,7 +24,7 @@ frame(
 panel_before_run("vector-add")
 default_n = min(EXPERIMENT.param("n").default_for(gpu.BACKEND.simulated), max_cpu_vector_n())  # what fits memory now
 params = experiment_form(EXPERIMENT, defaults={"n": default_n}, limits_caption=limits_caption)
-if params is not None and (run := run_declared(EXPERIMENT, params)) is not None:
+if params is not None and (run := run_declared(EXPERIMENT, params, show_partial=show_partial)) is not None:
     st.session_state[RESULT_KEY] = run
 
 if RESULT_KEY in st.session_state:

@@ -65,13 +65,22 @@ def stop_key(experiment: Experiment) -> str:
     return f"{experiment.key}.stop_requested"
 
 
-def run_declared(experiment: Experiment, params: Mapping[str, Any], *, device: int | None = None) -> Any:
+def run_declared(
+    experiment: Experiment,
+    params: Mapping[str, Any],
+    *,
+    device: int | None = None,
+    show_partial: Callable[[Any], None] | None = None,
+) -> Any:
     """Run a declared experiment with parsed ``params``: admission, queue, progress, History.
 
     Admission runs again here (the form already ran it) so that no caller can queue a
     run over the budget. Experiments that report steps get a progress bar; those that
     can be stopped get a Stop button (the partial result is kept: ``recover_stopped``).
-    Returns the result, or None after showing why there is none.
+    With ``show_partial``, each partial result the run hands ``progress.partial`` is drawn
+    by it in one place under the bar, redrawn at the next and cleared when the run ends
+    (History saves only the completed run). Returns the result, or None after showing why
+    there is none.
     """
     if cluster_address() is not None:  # cluster mode: a Ray GPU worker runs it (ui/cluster.py)
         from ui.cluster import run_on_cluster
@@ -89,6 +98,7 @@ def run_declared(experiment: Experiment, params: Mapping[str, Any], *, device: i
     left, right = st.columns([5, 1])
     bar = left.empty()
     stop_slot = right.empty()
+    live = st.empty()  # the partial results, redrawn in place while the run goes on
     if experiment.mark_stopped is not None:
         stop_slot.button(
             "Stop",
@@ -116,8 +126,14 @@ def run_declared(experiment: Experiment, params: Mapping[str, Any], *, device: i
             if tracker is not None:
                 tracker(message)
 
+        def draw_partial(partial: Any) -> None:
+            if show_partial is not None:
+                with live.container():
+                    show_partial(partial)
+
         progress = Progress(say=say_and_track, step=step, should_stop=lambda: bool(state.get(stop_key(experiment))),
-                            started=tracker.started if tracker is not None else (lambda _step_id: None))
+                            started=tracker.started if tracker is not None else (lambda _step_id: None),
+                            partial=draw_partial)
         return experiment.execute(params, progress)
 
     result = run_experiment(
@@ -126,6 +142,7 @@ def run_declared(experiment: Experiment, params: Mapping[str, Any], *, device: i
     state[partial_key(experiment)] = None
     stop_slot.empty()
     bar.empty()
+    live.empty()
     return result
 
 

@@ -58,14 +58,17 @@ class Progress:
     ``plan`` that starts (``started(step_id)``: the page's progress bar moves by id, so
     rewording a message cannot break it). ``step(fraction, partial)`` reports the share
     done and the result so far, so a stopped run keeps what it measured.
-    ``should_stop()`` is asked between steps. The CLI, the pages and the cluster workers
-    each build one; the defaults do nothing.
+    ``should_stop()`` is asked between steps. ``partial(result)`` hands a frozen result of
+    what has been measured so far, for a view to draw while the rest runs (it is never
+    saved: the run's return value is). The CLI, the pages and the cluster workers each
+    build one; the defaults do nothing.
     """
 
     say: Callable[[str], None] = _ignore
     step: Callable[[float, Any], None] = _ignore
     should_stop: Callable[[], bool] = _never
     started: Callable[[str], None] = _ignore
+    partial: Callable[[Any], None] = _ignore
 
     def __call__(self, message: str) -> None:
         self.say(message)

@@ -48,6 +48,7 @@ from gpu.core.timing import (
     utc_timestamp,
 )
 from gpu.experiments.vector_add.article import ARTICLE_RUNS, ArticleRun, measure_article_method
+from gpu.experiments.vector_add.partial import ARTICLE, PartialRun, run_order
 from gpu.kernels.geometry import blocks_for
 from gpu.kernels.vector_add import compile_vector_add
 from gpu.kernels.vector_add_timing import (
@@ -331,9 +332,16 @@ def measure_vector_add(
     python_budget_s: float,
     seed: int = 0,
     progress: Progress,
+    later: Sequence[str] = (),
 ) -> VectorAddRun:
     """The measurement itself, on values already parsed (``run_vector_add`` or the declaration's ``Param``s):
-    nothing here parses, checks a limit or applies the simulator's cap again."""
+    nothing here parses, checks a limit or applies the simulator's cap again.
+
+    The GPU part runs first, then the CPU implementations in ``run_order`` (the Python loop last); after
+    the GPU part and after each CPU implementation ``progress.partial`` gets a ``PartialRun`` of what is
+    measured so far. ``later`` names the steps the caller runs after this (``ARTICLE``): they are listed
+    as still running in every partial run. The returned run lists the CPU in the order of ``impls``.
+    """
     warnings = threads_per_block_warnings(threads_per_block)
     hold = stream_hold_problem() if not BACKEND.simulated else None
     if hold is not None:
@@ -362,32 +370,43 @@ def measure_vector_add(
     agreement = {"gpu": check_bits("gpu", gpu_out, reference[:gpu_n])}
     del gpu_out
 
-    # CPU implementations, each checked against the reference too
+    device = device_info()
+    telemetry = monitor.summary()
+
+    def result(cpu_done: Mapping[str, CpuTiming]) -> VectorAddRun:
+        """The run with the CPU implementations done so far, in the chosen order (fresh dicts: a snapshot)."""
+        return VectorAddRun(
+            n=n,
+            threads_per_block=threads_per_block,
+            blocks_per_grid=blocks_for(gpu_n, threads_per_block),
+            backend=BACKEND.kind,
+            device=device,
+            policy=policy,
+            compile_s=compile_s,
+            gpu=dict(gpu_stats),
+            cpu={name: cpu_done[name] for name in impls if name in cpu_done},
+            agreement={name: agreement[name] for name in ("gpu", *impls) if name in agreement},
+            warnings=tuple(warnings),
+            seed=seed,
+            telemetry=telemetry,
+            gpu_n=gpu_n if gpu_n < n else None,
+        )
+
+    # CPU implementations, each checked against the reference too; the compiled ones first
     cpu_results: dict[str, CpuTiming] = {}
+    order = run_order(impls)
+    if order or later:  # the GPU's figures and agreement, shown while the CPU runs
+        progress.partial(PartialRun(result(cpu_results), (*order, *later)))
     cpu_out = np.empty(n, dtype=np.float32)
-    for name in impls:
+    for i, name in enumerate(order):
         progress.begin(f"cpu:{name}", f"timing the CPU: {cpu.LABELS[name]}")
         timing = time_cpu(name, a, b, cpu_out, policy, python_budget_s)
         cpu_results[name] = timing
         if timing.stats is not None:
             agreement[name] = check_bits(name, cpu_out, reference)
-
-    return VectorAddRun(
-        n=n,
-        threads_per_block=threads_per_block,
-        blocks_per_grid=blocks_for(gpu_n, threads_per_block),
-        backend=BACKEND.kind,
-        device=device_info(),
-        policy=policy,
-        compile_s=compile_s,
-        gpu=gpu_stats,
-        cpu=cpu_results,
-        agreement=agreement,
-        warnings=tuple(warnings),
-        seed=seed,
-        telemetry=monitor.summary(),
-        gpu_n=gpu_n if gpu_n < n else None,
-    )
+        if i + 1 < len(order) or later:  # the last step's result is the run itself, returned below
+            progress.partial(PartialRun(result(cpu_results), (*order[i + 1:], *later)))
+    return result(cpu_results)
 
 
 # --- the declaration ---------------------------------------------------------------
@@ -431,7 +450,7 @@ def _run(params, progress: Progress) -> VectorAddRun:
     threads, budget_s = params["threads_per_block"], params["python_budget_s"]
     run = measure_vector_add(
         n, gpu_n, threads, RepeatPolicy.count(params["repeats"]), params["cpu"], python_budget_s=budget_s,
-        progress=progress,
+        progress=progress, later=(ARTICLE,) if params["article"] else (),
     )
     if params["article"]:
         # all of the article's method at one N: in the simulator, the kernel's (its speedup compares the two)
@@ -461,7 +480,7 @@ def _plan(params, simulated: bool) -> list[tuple[str, float]]:
         min(cpu.estimate_python_loop_s(n), params["python_budget_s"]) * launches if "python" in params["cpu"] else 0.0
     )
     steps = [("compile", 0.5), ("gpu", launches * per_launch * (1 if simulated else 2))]
-    for name in params["cpu"]:
+    for name in run_order(params["cpu"]):
         compiled_s = (0.05 + n * CPU_S_PER_ELEMENT) * launches + (0.5 if "numba" in name else 0)
         steps.append((f"cpu:{name}", python_s if name == "python" else compiled_s))
     if params["article"]:

@@ -20,6 +20,7 @@ from gpu.core.limits import (
 from gpu.core.timing import ALLOCATION_RULE, format_seconds
 from gpu.core.words import format_gbps, times_words
 from gpu.experiments.vector_add.experiment import EXPERIMENT, VectorAddRun, vectorised
+from gpu.experiments.vector_add.partial import PartialRun
 from gpu.experiments.vector_add.report import (
     article_in_words,
     explain_difference,
@@ -340,6 +341,33 @@ def show_run(run: VectorAddRun) -> None:
         st.caption(article_in_words(article))
         if run.backend != "simulator":  # its shares of a simulated time would be read as the GPU's
             st.info(explain_difference(article, run), icon=":material/lightbulb:")
+
+
+def show_partial(partial: PartialRun) -> None:
+    """A run still going: what is measured so far (agreement, chart, table) and, in the table, each row still
+    running named and marked so, with no number. Redrawn in one place by ``run_declared``; no download, no
+    History row: those are the completed run's (``show_run``)."""
+    run = partial.run
+    st.info(partial.status_line(), icon=":material/hourglass_top:")
+    names = {**cpu.LABELS, "gpu": "GPU kernel" + (f" (simulated, N = {run.kernel_n:,})" if run.gpu_capped else "")}
+    if run.agree:
+        checked = ", ".join(names[a.implementation] for a in run.agreement.values())
+        st.success(f"Bit-identical to NumPy so far: {checked}.", icon=":material/check_circle:")
+    else:
+        bad = ", ".join(names[a.implementation] for a in run.agreement.values() if not a.passed)
+        st.error(f"Results differ from NumPy for: {bad}.", icon=":material/error:")
+    frame = run.to_frame()
+    if run.backend == "simulator":  # as in show_run: simulated times are tabled, never charted
+        frame = frame[frame["implementation"] != "gpu"]
+    if not frame.empty:
+        where = f"your CPU, measured now, at N = {run.n:,}" if run.backend == "simulator" else describe(run)
+        st.altair_chart(charts.time_comparison_chart(frame, f"so far: {where}"), width="stretch")
+    running = pd.DataFrame({"measure": partial.running_labels, "median": "still running", "kind": "still running"})
+    measured = stats_table(run)
+    if "N" in measured:
+        measured["N"] = [f"{n:,}" for n in measured["N"]]
+    measured = measured.astype(str)  # text throughout: a row still running has no number in any column
+    st.dataframe(pd.concat([measured, running], ignore_index=True).fillna(""), hide_index=True, width="stretch")
 
 
 def recorded(ref: ReferenceRun) -> None:
