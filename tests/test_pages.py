@@ -74,6 +74,24 @@ def test_vector_add_run_shows_agreement_and_a_chart_of_the_phases():
     assert "GPU kernel" in set(details["implementation"]) and "max_abs_diff" not in details.columns
 
 
+def test_vector_add_clears_its_partial_results_and_saves_only_the_completed_run():
+    """While it runs the page draws partial results in one place; once the run is complete that place is
+    empty, the completed run is drawn in full and History holds one row for it."""
+    from ui.resources import current_store
+
+    at = vector_add_page()
+    at.text_input(key="n").input("3000")
+    at.text_input(key="repeats").input("2")
+    before = current_store().count()
+    at.button[0].click().run()
+    assert not at.exception, at.exception
+    assert not any(i.value.startswith("Still running:") for i in at.info), [i.value for i in at.info]
+    assert not any(d.value["kind"].eq("still running").any() for d in at.dataframe if "kind" in d.value)
+    run = at.session_state["vector_add.result"]
+    assert set(run.cpu) == {"python", "numpy", "numba", "numba-parallel"} and run.article is not None
+    assert len(at.session_state["runner.last"]["run_ids"]) == 1 and current_store().count() == before + 1
+
+
 @pytest.mark.parametrize("bad,message", [("0", "at least 1"), ("ten", "whole number"), ("1e12", "too large")])
 def test_vector_add_bad_n_shows_an_error_and_runs_nothing(bad, message):
     at = vector_add_page()
