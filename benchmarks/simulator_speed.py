@@ -228,6 +228,8 @@ def main(argv=None) -> int:
             took, kernel_n, charts = _page_seconds(form)
             lines.append(f"- {label}: {took:.2f} s (simulated kernel at N = {kernel_n:,}; {charts} charts drawn)")
             print(lines[-1], flush=True)
+        lines += ["", "AppTest waits for the whole script: click to the completed run. Click to the first chart, "
+                  "in a browser: `benchmarks/vector_add_click.py` (vector_add_click.md)."]
     text = "\n".join(lines) + "\n"
     print(text)
     args.out.write_text(text)
