@@ -98,7 +98,7 @@ def run_declared(
     left, right = st.columns([5, 1])
     bar = left.empty()
     stop_slot = right.empty()
-    live = st.empty()  # the partial results, redrawn in place while the run goes on
+    live = st.empty() if show_partial is not None else None  # the partial results, redrawn in place
     if experiment.mark_stopped is not None:
         stop_slot.button(
             "Stop",
@@ -127,7 +127,7 @@ def run_declared(
                 tracker(message)
 
         def draw_partial(partial: Any) -> None:
-            if show_partial is not None:
+            if show_partial is not None and live is not None:
                 with live.container():
                     show_partial(partial)
 
@@ -142,7 +142,8 @@ def run_declared(
     state[partial_key(experiment)] = None
     stop_slot.empty()
     bar.empty()
-    live.empty()
+    if live is not None:
+        live.empty()
     return result
 
 
