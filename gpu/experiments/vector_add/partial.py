@@ -12,14 +12,11 @@ its budget). What is still running is only named, never given a number.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Generic, Protocol, TypeVar
 
 from gpu.core import cpu
-
-if TYPE_CHECKING:
-    from gpu.experiments.vector_add.experiment import VectorAddRun
 
 ARTICLE = "article"  # the name of the article's method among a partial run's steps still running
 LATE = ("python",)  # the slow CPU implementations: run after the compiled ones, so those are shown first
@@ -38,13 +35,24 @@ def running_label(name: str) -> str:
     return "the article's method" if name == ARTICLE else cpu.LABELS[name]
 
 
-@dataclass(frozen=True)
-class PartialRun:
-    """A run not yet complete: ``run`` holds the GPU phases and the CPU implementations finished so far
-    (``run.article`` is None until the whole run returns); ``running`` names what is still to finish,
-    in the order it runs (CPU implementation names, and ``ARTICLE`` when the article's method was asked)."""
+class MeasuredSoFar(Protocol):
+    """What a partial run's ``run`` holds at least (``VectorAddRun`` does): the CPU timings finished."""
 
-    run: VectorAddRun
+    @property
+    def cpu(self) -> Mapping[str, object]: ...
+
+
+R = TypeVar("R", bound=MeasuredSoFar)
+
+
+@dataclass(frozen=True)
+class PartialRun(Generic[R]):
+    """A run not yet complete: ``run`` (a ``VectorAddRun``) holds the GPU phases and the CPU implementations
+    finished so far (``run.article`` is None until the whole run returns); ``running`` names what is still to
+    finish, in the order it runs (CPU implementation names, and ``ARTICLE`` when the article's method was asked).
+    """
+
+    run: R
     running: tuple[str, ...]
 
     def __post_init__(self) -> None:

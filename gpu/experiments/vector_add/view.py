@@ -343,7 +343,7 @@ def show_run(run: VectorAddRun) -> None:
             st.info(explain_difference(article, run), icon=":material/lightbulb:")
 
 
-def show_partial(partial: PartialRun) -> None:
+def show_partial(partial: PartialRun[VectorAddRun]) -> None:
     """A run still going: what is measured so far (agreement, chart, table) and, in the table, each row still
     running named and marked so, with no number. Redrawn in one place by ``run_declared``; no download, no
     History row: those are the completed run's (``show_run``)."""
