@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from gpu.core.backend import BACKEND
-from gpu.core.limits import ENV_MAX_WORK, AdmissionConfig, InputError, load_config
+from gpu.core.limits import ENV_MAX_WORK, AdmissionConfig, InputError, kernel_cap, load_config
 
 if TYPE_CHECKING:
     from gpu.catalog.base import Experiment, Progress
@@ -89,10 +89,14 @@ def describe(config: AdmissionConfig | None = None, max_n_now: int | None = None
     config = config or load_config()
     n_part = f"N ≤ {max_n_now:,} now" if max_n_now is not None else f"N ≤ {config.max_n:,}"
     kernels = "simulated kernels: " if BACKEND.simulated else ""
+    vector_cap = kernel_cap(config, vectorised=True)
+    vector = ""
+    if vector_cap is not None and vector_cap != config.max_n:  # the same cap the Vector add form states
+        vector = f"; N ≤ {vector_cap:,} where the simulator's vectorised tier runs the kernel (Vector add)"
     cpu = (f" · CPU side of Vector add and Scaling: N ≤ {config.max_cpu_n:,} (and free memory), "
            f"N × passes ≤ {config.max_cpu_work:,}") if BACKEND.simulated else ""  # issue 12: counted apart
     return (
-        f"{kernels}{n_part} (configured {config.max_n:,}, and free memory) · repeats ≤ {config.max_repeats} · "
+        f"{kernels}{n_part} (configured {config.max_n:,}, and free memory){vector} · repeats ≤ {config.max_repeats} · "
         f"sweeps ≤ {config.max_sweep_points} points · N × passes ≤ {config.max_work:,}{cpu}"
     )
 
