@@ -8,10 +8,16 @@ source starts nothing), then at most two sandboxed children, each checking once 
 judge, and for a verdict that ran, the analysis (compiler's facts in the simulator, and the
 trace) in one process.
 
-The verdict comes first: ``on_verdict`` receives it as soon as the judge ends, and the
-analysis then queues again, behind every judge already waiting. When a class presses Run
-together, every learner gets a verdict before anyone's facts and trace (issue 24: keeping
-the judge's place for the analysis made the last of 16 wait behind 15 analyses too).
+The verdict comes first (``judge``), and the analysis (``analyse``) then queues again, behind
+every judge already waiting: when a class presses Run together, every learner gets a verdict
+before anyone's facts and trace (keeping the judge's place for the analysis made the last of 16
+wait behind 15 analyses too). The page runs the analysis in the background after drawing the
+verdict (``ui/views/analysis.py``); ``submit`` runs both for ``python -m gpu solve``.
+
+Under a class: one place in the queue per learner and a long judge yields its turn
+(``gpu.sandbox.fairness``); the compiler's facts are cached by source and target
+(``gpu.sandbox.facts.FactsCache``: the starter code is compiled once for the class); a named
+learner's every verdict is kept in their progress (``gpu.sandbox.progress``).
 """
 
 from __future__ import annotations
@@ -82,51 +88,97 @@ class Submission:
     saved_id: str | None
     save_problem: str | None  # why a pass was not saved
     trace: Any = None  # the memory trace: a TraceReport, one line saying why there is none, or None (not asked)
+    attempt_id: str | None = None  # the learner's progress row (``gpu.sandbox.progress``), when a learner was named
 
 
-def submit(
+@dataclass(frozen=True)
+class LearnerId:
+    """Whom a submission is filed under: the folded name (``gpu.service.learners.fold``) and the name as shown."""
+
+    key: str
+    name: str
+
+
+def judge(
     problem_key: str,
     source: str,
     *,
     name: str | None = None,
+    learner: LearnerId | None = None,
     save: bool = True,
     lock=None,
     limits: Limits | None = None,
     sandbox: SandboxStatus | None = None,
-    facts: bool = True,
-    trace: bool = True,
-    relock=None,
-    on_verdict: Callable[[Submission], None] | None = None,
-    trace_test: str | None = None,
 ) -> Submission:
-    """Judge ``source`` for ``problem_key``, add the compiler's facts (simulator) and the memory trace to a verdict
-    that ran, and save it when it passes. InputError for a bad problem name; never raises for the learner's code.
+    """The verdict of ``source`` for ``problem_key`` (the sandboxed judge), a pass saved to the leaderboard and, for a
+    named ``learner``, the attempt kept in their progress. InputError for a bad problem name; LearnerBusy
+    (``gpu.sandbox.fairness``) when ``learner`` already has a submission in the queue; never raises for the code.
 
-    ``lock`` is the context manager held while the judge runs (default: this host's device then CPU
-    lock); ``relock()`` makes another for the analysis (default: the CPU lock, and in the simulator, whose
-    kernels run on the same cores, the device lock before it). ``on_verdict(submission)`` is called as soon
-    as the judge ends, before the analysis queues, with the verdict and what was saved (a pass is saved then,
-    so the leaderboard does not wait for the analysis) and no trace yet.
+    ``lock`` is held while the judge runs (default: this host's device then CPU lock); in the simulator it is
+    held for at most ``fairness.QUANTUM_S`` of a long judge (``fairness.TimeSlice``).
     """
     from gpu.core.backend import BACKEND
+    from gpu.sandbox.fairness import GATE, TimeSlice
 
     problem = get(problem_key)
     admit_problem(problem, BACKEND.simulated)
-    if trace and trace_test is not None:
-        from gpu.sandbox.trace_child import test_case
+    if learner is not None:
+        GATE.enter(learner.key)
+    try:
+        if lock is None:
+            lock = default_locks(f"write-a-kernel {problem.key}")
+        if BACKEND.simulated:  # on a GPU the device stays one kernel's while it is timed
+            lock = TimeSlice(lock)
+        verdict = runner.judge_in_child(problem.key, source, limits=limits, sandbox=sandbox, lock=lock)
+    finally:
+        if learner is not None:
+            GATE.leave(learner.key)
+    shown = learner.name if learner is not None else name
+    saved, why = _save(verdict, source, shown) if save else (None, None)
+    attempt = _record(learner, verdict, source) if learner is not None and save else None
+    return Submission(verdict, saved, why, attempt_id=attempt)
 
-        test_case(problem, trace_test)  # InputError naming the problem's tests, before anything runs
-    if lock is None:
-        lock = default_locks(f"write-a-kernel {problem.key}")
-    verdict = runner.judge_in_child(problem.key, source, limits=limits, sandbox=sandbox, lock=lock)
-    saved, why = _save(verdict, source, name) if save else (None, None)
-    if on_verdict is not None:
-        on_verdict(Submission(verdict, saved, why))
+
+def analyse(
+    problem_key: str,
+    source: str,
+    verdict: Verdict,
+    *,
+    facts: bool = True,
+    trace: bool = True,
+    relock=None,
+    limits: Limits | None = None,
+    sandbox: SandboxStatus | None = None,
+    trace_test: str | None = None,
+    attempt_id: str | None = None,
+    cache: bool = True,
+):
+    """The compiler's facts (simulator) and the memory trace of a verdict that ran: fills ``verdict``'s facts and
+    returns the trace (a TraceReport, one line saying why there is none, or None when not asked). Never raises.
+
+    The facts come from ``FactsCache`` when this source was compiled for this problem before (then the child only
+    traces); ``relock()`` makes the lock the analysis holds (default: the CPU lock, and in the simulator, whose
+    kernels run on the same cores, the device lock before it). A race in the trace of a submission that did not
+    pass is its failure kind in the learner's progress (``attempt_id``).
+    """
+    from gpu.core.backend import BACKEND
+    from gpu.sandbox.trace_submission import report_from
+
+    problem = get(problem_key)
     want_facts = facts and BACKEND.simulated  # on a GPU the timing says more
-    report = None
-    if verdict.status in ("passed", "wrong") and (want_facts or trace):
-        from gpu.sandbox.trace_submission import report_from
+    if verdict.status not in ("passed", "wrong") or not (want_facts or trace):
+        return None
+    known = None
+    if want_facts and cache:
+        from gpu.sandbox.facts import FactsCache
 
+        store = FactsCache()
+        key = FactsCache.key(problem, source, verdict.threads_per_block or 0)
+        known = store.get(key)
+    if known is not None:
+        verdict.compile_facts, verdict.compile_facts_note, verdict.compile_facts_status = known
+    report = None
+    if trace or (want_facts and known is None):
         # NVVM and the trace's simulator are CPU work: they queue again, behind the judges waiting now
         again = (
             relock()
@@ -139,20 +191,81 @@ def submit(
                 problem.key,
                 source,
                 threads=verdict.threads_per_block or 0,
-                facts=want_facts,
+                facts=want_facts and known is None,
                 trace=trace,
                 limits=limits,
                 sandbox=analysis_sandbox,
                 trace_test=trace_test,
             )
-        if want_facts:
+        if want_facts and known is None:
             verdict.compile_facts, verdict.compile_facts_note = data["compile_facts"], data["note"]
             verdict.compile_facts_status = data.get("status") or (
                 "unavailable" if data["compile_facts"] is None else ""
             )
+            if cache:
+                store.put(key, verdict.compile_facts, verdict.compile_facts_note, verdict.compile_facts_status)
         if trace:
             report = report_from(data["trace"])
-    return Submission(verdict, saved, why, report)
+    if attempt_id and verdict.status != "passed" and getattr(report, "races", None):
+        _mark_race(attempt_id, str(report.races[0]))
+    return report
+
+
+def submit(
+    problem_key: str,
+    source: str,
+    *,
+    name: str | None = None,
+    learner: LearnerId | None = None,
+    save: bool = True,
+    lock=None,
+    limits: Limits | None = None,
+    sandbox: SandboxStatus | None = None,
+    facts: bool = True,
+    trace: bool = True,
+    relock=None,
+    on_verdict: Callable[[Submission], None] | None = None,
+    trace_test: str | None = None,
+) -> Submission:
+    """Judge ``source`` for ``problem_key``, add the compiler's facts (simulator) and the memory trace to a verdict
+    that ran, and save it when it passes: ``judge`` then ``analyse``, in one call (``python -m gpu solve``). The page
+    calls the two apart, so the analysis never holds the page after its verdict.
+
+    ``on_verdict(submission)`` is called as soon as the judge ends, before the analysis queues, with the verdict and
+    what was saved (a pass is saved then, so the leaderboard does not wait for the analysis) and no trace yet.
+    """
+    if trace and trace_test is not None:
+        from gpu.sandbox.trace_child import test_case
+
+        test_case(get(problem_key), trace_test)  # InputError naming the problem's tests, before anything runs
+    done = judge(problem_key, source, name=name, learner=learner, save=save, lock=lock, limits=limits,
+                 sandbox=sandbox)
+    if on_verdict is not None:
+        on_verdict(done)
+    done.trace = analyse(problem_key, source, done.verdict, facts=facts, trace=trace, relock=relock, limits=limits,
+                         sandbox=sandbox, trace_test=trace_test, attempt_id=done.attempt_id)
+    return done
+
+
+def _record(learner: LearnerId, verdict: Verdict, source: str) -> str | None:
+    """The attempt kept in the learner's progress; None when the store cannot be written (the verdict stands)."""
+    from gpu.sandbox.progress import ProgressStore
+    from gpu.service.store import StoreError
+
+    try:
+        return ProgressStore().record(learner.key, learner.name, verdict, source)
+    except StoreError:
+        return None
+
+
+def _mark_race(attempt_id: str, detail: str) -> None:
+    from gpu.sandbox.progress import ProgressStore
+    from gpu.service.store import StoreError
+
+    try:
+        ProgressStore().mark_race(attempt_id, detail)
+    except StoreError:
+        pass
 
 
 def _save(verdict: Verdict, source: str, name: str | None) -> tuple[str | None, str | None]:
@@ -168,4 +281,4 @@ def _save(verdict: Verdict, source: str, name: str | None) -> tuple[str | None, 
         return None, str(exc)
 
 
-__all__ = ["Submission", "admit_problem", "submit", "work_elements"]
+__all__ = ["LearnerId", "Submission", "admit_problem", "analyse", "judge", "submit", "work_elements"]
