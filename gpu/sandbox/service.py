@@ -206,7 +206,9 @@ def analyse(
                 store.put(key, verdict.compile_facts, verdict.compile_facts_note, verdict.compile_facts_status)
         if trace:
             report = report_from(data["trace"])
-    if attempt_id and verdict.status != "passed" and getattr(report, "races", None):
+    from gpu.trace.report import TraceReport
+
+    if attempt_id and verdict.status != "passed" and isinstance(report, TraceReport) and report.races:
         _mark_race(attempt_id, str(report.races[0]))
     return report
 
