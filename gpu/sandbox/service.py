@@ -35,6 +35,7 @@ from gpu.problems.base import Problem
 from gpu.sandbox import runner
 from gpu.sandbox.runner import Limits, SandboxStatus
 from gpu.sandbox.verdict import Verdict
+from gpu.service.learners import LearnerId
 
 
 def work_elements(problem: Problem, simulated: bool) -> int:
@@ -89,14 +90,6 @@ class Submission:
     save_problem: str | None  # why a pass was not saved
     trace: Any = None  # the memory trace: a TraceReport, one line saying why there is none, or None (not asked)
     attempt_id: str | None = None  # the learner's progress row (``gpu.sandbox.progress``), when a learner was named
-
-
-@dataclass(frozen=True)
-class LearnerId:
-    """Whom a submission is filed under: the folded name (``gpu.service.learners.fold``) and the name as shown."""
-
-    key: str
-    name: str
 
 
 def judge(

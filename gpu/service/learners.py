@@ -76,6 +76,14 @@ class Learner:
     key: str  # folded: what submissions and progress are filed under
 
 
+@dataclass(frozen=True)
+class LearnerId:
+    """Whom work is filed under: the folded name (``fold``: what progress is keyed by) and the name as shown."""
+
+    key: str
+    name: str
+
+
 class LearnerStore:
     def __init__(self, path: str | Path | None = None):
         self.path = Path(path) if path else default_path()
@@ -129,6 +137,7 @@ __all__ = [
     "LOCAL_NAME",
     "MAX_NAME_CHARS",
     "Learner",
+    "LearnerId",
     "LearnerStore",
     "NameRefused",
     "check_name",
