@@ -4,13 +4,13 @@ needed, claimed once, refused to another browser; the class view exists only for
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from gpu.sandbox import runner
+from tests.analysis_wait import wait_for_analysis
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = str(ROOT / "pages/9_Write_a_kernel.py")
@@ -43,20 +43,6 @@ def isolated(tmp_path, monkeypatch):
 
 def picker_lines(at: AppTest) -> list[str]:
     return list(at.selectbox(key="write_kernel.problem").options)  # as the picker shows them
-
-
-def wait_for_analysis(at: AppTest, timeout_s: float = 60.0) -> None:
-    """Run the page again until the background analysis has been shown (AppTest does not run fragments' timers)."""
-    from ui.views.analysis import pending
-
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        at.run()
-        assert not at.exception, at.exception
-        if not any("queued behind" in i.value or "being made" in i.value for i in at.info):
-            return
-        time.sleep(0.5)
-    raise AssertionError(f"no facts after {timeout_s} s: {[i.value for i in at.info]} {pending}")
 
 
 def test_progress_and_hints_survive_a_reload_and_the_next_problem_follows_a_pass(isolated):
