@@ -232,3 +232,39 @@ def test_with_the_lane_full_a_long_judge_keeps_its_turn():
         time.sleep(0.3)
         assert lock.locked()
     assert not turn.yielded and not lock.locked()
+
+
+def test_a_comment_or_layout_does_not_compile_again_but_a_changed_line_does():
+    from gpu.problems import get
+
+    problem = get("vector-add")
+    key = FactsCache.key(problem, GOOD, 128)
+    assert FactsCache.key(problem, "# my answer\n\n" + GOOD.replace("    if", "    # guard\n    if"), 128) == key
+    assert FactsCache.key(problem, GOOD.replace("a[i] + b[i]", "b[i] + a[i]"), 128) != key
+    assert FactsCache.key(problem, GOOD, 256) != key  # another block size: other occupancy
+
+
+def test_analyses_queued_together_compile_the_same_source_once(db, monkeypatch):
+    asked = []
+    original = runner.analyse_in_child
+
+    def counting(problem, source, **kwargs):
+        asked.append(kwargs["facts"])
+        return original(problem, source, **kwargs)
+
+    monkeypatch.setattr(runner, "analyse_in_child", counting)
+    verdict = judge("vector-add", GOOD, limits=LIMITS, sandbox=OFF, save=False).verdict
+    queue = threading.Lock()  # the CPU lock the analyses share
+
+    def one() -> None:
+        import copy
+
+        analyse("vector-add", GOOD, copy.deepcopy(verdict), trace=False, limits=LIMITS, sandbox=OFF,
+                relock=lambda: held(queue))
+
+    threads = [threading.Thread(target=one) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert asked == [True]  # the two behind it found its facts once their turn came

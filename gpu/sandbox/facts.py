@@ -46,7 +46,9 @@ def compile_facts(problem: Problem, source: str, threads_per_block: int) -> tupl
 
     block = math.prod(problem.launch(problem.tests[-1].sizes, threads_per_block)[1])  # threads in one block
     try:
-        facts = compile_source_facts(source, problem.kernel_name, numba_signature(problem), threads_per_block=block)
+        # no SASS listing: the page shows registers, spills, shared memory and occupancy (nvdisasm is ~0.5 s of CPU)
+        facts = compile_source_facts(source, problem.kernel_name, numba_signature(problem), threads_per_block=block,
+                                     sass=False)
     except Exception as exc:  # compile_many reports a kernel's refusal as facts; this is the lab failing
         text = str(exc).strip()
         why = text.splitlines()[0][:300] if text else type(exc).__name__
@@ -90,9 +92,21 @@ CREATE TABLE IF NOT EXISTS compile_facts (
 """
 
 
+def _shape(source: str) -> str:
+    """The source as the compiler sees it: its syntax tree, so comments, blank lines and layout do not count
+    (the source itself when it does not parse; the checker refuses it before any compile)."""
+    import ast
+
+    try:
+        return ast.dump(ast.parse(source))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return source
+
+
 class FactsCache:
     """The compiler's facts of a submission, kept in History's database by what decides them: the problem (its
-    signature), the threads in a block, the source, the target and the toolkit. Thirty learners submitting the
+    signature), the threads in a block, the source (its syntax tree: comments and layout aside), the target and
+    the toolkit. Thirty learners submitting the
     starter code compile it once; an edit compiles again. Bounded (``FACTS_CACHE_ENTRIES``, oldest dropped).
 
     Only "compiled" and "rejected" are kept: "unavailable" (the compiler could not run) says nothing of the kernel.
@@ -115,7 +129,8 @@ class FactsCache:
         from gpu.core.compiler import CACHE_FORMAT, toolkit
 
         block = math.prod(problem.launch(problem.tests[-1].sizes, threads_per_block)[1])
-        what = [CACHE_FORMAT, problem.key, numba_signature(problem), block, source, DEFAULT_TARGET, toolkit().version]
+        what = [CACHE_FORMAT, problem.key, numba_signature(problem), block, _shape(source), DEFAULT_TARGET,
+                toolkit().version]
         return hashlib.sha256(json.dumps(what).encode()).hexdigest()
 
     def _connect(self):

@@ -180,6 +180,12 @@ def analyse(
         )
         analysis_sandbox = sandbox if sandbox is not None and BACKEND.simulated else runner.sandbox_status(True)
         with again:
+            if want_facts and cache and known is None:  # compiled by an analysis ahead of this one in the queue?
+                known = store.get(key)
+                if known is not None:
+                    verdict.compile_facts, verdict.compile_facts_note, verdict.compile_facts_status = known
+            if not trace and known is not None:
+                return None
             data = runner.analyse_in_child(
                 problem.key,
                 source,
