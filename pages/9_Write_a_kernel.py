@@ -8,7 +8,7 @@ from gpu.problems import problems
 from ui.components.code_editor import available as code_editor_available
 from ui.frame import frame
 from ui.learner import who
-from ui.views.progress import progress_of, show_next
+from ui.views.progress import last_source, progress_of, show_next
 from ui.views.trace import submission_test_ui
 from ui.views.write_kernel import (
     PROBLEM_KEY,
@@ -49,7 +49,7 @@ progress = progress_of(me.learner)
 problem = pick_problem(progress)
 show_statement(problem, me.learner)
 markers = line_markers(problem)  # a refusal's, a mismatch's or a race's lines, from the last verdict
-edited = editor(problem, markers)
+edited = editor(problem, markers, last_source(me.learner, problem))  # a reload keeps your latest submission
 traced_test = submission_test_ui(problem)  # the size the memory trace runs at
 can_run = accepting and not me.needs_name
 clicked = st.button("Run", type="primary", icon=":material/play_arrow:", disabled=not can_run, key="write_kernel.run")

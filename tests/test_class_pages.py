@@ -128,3 +128,11 @@ def test_the_class_page_counts_both_learners_and_shows_no_code(isolated, monkeyp
     assert set(learners["Learner"]) == {"Ada", "Bob"}
     shown = " ".join(str(df.value.to_csv()) for df in at.dataframe) + " ".join(m.value for m in at.markdown)
     assert "SECRET_CODE" not in shown
+
+
+def test_a_reload_drafts_the_latest_submission(isolated):
+    at = AppTest.from_file(PAGE, default_timeout=120).run()
+    at.text_area(key="write_kernel.draft.vector-add").input(WRONG)
+    at.button(key="write_kernel.run").click().run()
+    again = AppTest.from_file(PAGE, default_timeout=60).run()
+    assert again.text_area(key="write_kernel.draft.vector-add").value == WRONG

@@ -27,6 +27,17 @@ def progress_of(learner: LearnerId | None) -> dict[str, str]:
         return {}
 
 
+def last_source(learner: LearnerId | None, problem: Problem) -> str | None:
+    """The learner's latest submission of ``problem`` (a reload's draft), or None."""
+    if learner is None:
+        return None
+    try:
+        latest = ProgressStore().attempts(learner.key, problem.key, limit=1)
+    except StoreError:
+        return None
+    return latest[0].source if latest else None
+
+
 def label(problem: Problem, progress: dict[str, str]) -> str:
     """The problem picker's line: "3. Guard — solved"."""
     return f"{problem.order}. {problem.title} — {MARKS[progress.get(problem.key, NEW)]}"
@@ -77,4 +88,4 @@ def show_hints(problem: Problem, learner: LearnerId | None) -> None:
             st.rerun()
 
 
-__all__ = ["label", "next_problem", "progress_of", "show_hints", "show_next"]
+__all__ = ["label", "last_source", "next_problem", "progress_of", "show_hints", "show_next"]

@@ -104,15 +104,17 @@ def sandbox_notice(status: SandboxStatus) -> bool:
     return True
 
 
-def editor(problem: Problem, markers: Sequence[Marker] = ()) -> EditorResult:
-    """The draft: a code editor (kept per problem; a text area without the bundle), upload, download, a preview."""
+def editor(problem: Problem, markers: Sequence[Marker] = (), last: str | None = None) -> EditorResult:
+    """The draft: a code editor (kept per problem; a text area without the bundle), upload, download, a preview.
+    ``last``: the learner's latest submission of this problem, the draft of a new session (else the starter)."""
     key = draft_key(problem)
+    first = last or problem.starter
     # Streamlit forgets a widget's value on a run where the widget is not drawn (another problem
     # is shown), so drafts live in a plain session dict and seed the editor when it returns.
     drafts = st.session_state.setdefault(DRAFTS_KEY, {})
     code = available()  # the bundle is built by the Makefile (`make run`), not committed
     if not code and key not in st.session_state:
-        st.session_state[key] = drafts.get(problem.key, problem.starter)
+        st.session_state[key] = drafts.get(problem.key, first)
     uploaded = st.file_uploader(
         "Load a .py file",
         type=["py"],
@@ -137,7 +139,7 @@ def editor(problem: Problem, markers: Sequence[Marker] = ()) -> EditorResult:
             help=EDITOR_HELP + " Ctrl+Enter (Cmd+Enter) runs it; Tab and Shift+Tab indent and dedent.",
         )
         edited = code_editor(
-            drafts.get(problem.key, problem.starter), key=key, height=380, markers=markers, label="Your kernel"
+            drafts.get(problem.key, first), key=key, height=380, markers=markers, label="Your kernel"
         )
     else:
         edited = EditorResult(
