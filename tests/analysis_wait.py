@@ -7,7 +7,7 @@ import time
 
 from streamlit.testing.v1 import AppTest
 
-STILL_COMING = ("queued behind", "being made")
+STILL_COMING = ("queued behind", "being made")  # the info line, and past the page's bound its warning
 
 
 def wait_for_analysis(at: AppTest, timeout_s: float = 120.0) -> AppTest:
@@ -17,7 +17,7 @@ def wait_for_analysis(at: AppTest, timeout_s: float = 120.0) -> AppTest:
     while True:
         at.run()
         assert not at.exception, at.exception
-        coming = [i.value for i in at.info if any(s in i.value for s in STILL_COMING)]
+        coming = [i.value for i in [*at.info, *at.warning] if any(s in i.value for s in STILL_COMING)]
         if not coming:
             return at
         if time.monotonic() > deadline:

@@ -56,7 +56,8 @@ def test_progress_and_hints_survive_a_reload_and_the_next_problem_follows_a_pass
     assert any("Passed" in s.value for s in at.success), [e.value for e in at.error]
     assert at.button(key="write_kernel.next").label.startswith("Next problem: 2.")
     wait_for_analysis(at)
-    assert any("What the compiler says" in m.value for m in at.markdown)  # the facts arrived after the verdict
+    # the facts arrived after the verdict (or, when the loaded machine held the compiler back, why not)
+    assert any("What the compiler says" in e.value for e in [*at.markdown, *at.info]), [i.value for i in at.info]
 
     again = AppTest.from_file(PAGE, default_timeout=120).run()  # a reload: a new session, the same database
     assert "1. Vector add — solved" in picker_lines(again)

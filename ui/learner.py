@@ -116,6 +116,9 @@ def sidebar() -> None:
     if not class_mode():
         current()  # files this session's runs under "you"
         return
+    if teacher():  # the teacher reads the class; they are not one of its learners
+        st.markdown(":material/school: **Teacher**", help="This session gave the Class page the teacher's token.")
+        return
     if st.session_state.get(FORGOTTEN) and st.session_state.get(STATE) is None:
         _write_cookie("", 0)
     refusal = None

@@ -41,8 +41,10 @@ def learners_frame(attempts: list[Attempt]) -> pd.DataFrame:
     for a in attempts:
         if a.status == "passed":
             solved.setdefault(a.learner, set()).add(a.problem)
-    rows = [{"Learner": a.name, "Latest problem": a.problem, "Verdict": a.kind, "Detail": a.detail[:120],
-             "At (UTC)": a.created_at.replace("T", " ")[:19], "Problems solved": len(solved.get(a.learner, ()))}
+    titles = {p.key: f"{p.order}. {p.title}" for p in problems()}
+    rows = [{"Learner": a.name, "Problems solved": len(solved.get(a.learner, ())),
+             "Latest problem": titles.get(a.problem, a.problem), "Verdict": a.kind,
+             "At (UTC)": a.created_at.replace("T", " ")[:19], "Detail": a.detail[:120]}
             for a in latest_per_learner(attempts)]
     return pd.DataFrame(rows)
 
