@@ -108,14 +108,17 @@ def test_the_leaderboard_has_exactly_the_passing_rows(class_run):
 
 
 def test_a_learners_time_out_does_not_hold_the_class(class_run):
-    """A judge still running after its quantum yields the queue (gpu/sandbox/fairness.py): before, each of the two
-    never-ending kernels held everyone behind it for its whole wall-clock limit, and kernels that ran waited up to
-    three limits (benchmarks/class_submit.md's earlier figures: p95 58 s with a 20 s limit). Now no verdict of a
-    kernel that ran waits for two of them in turn."""
+    """A judge still running after its quantum yields the queue (gpu/sandbox/fairness.py). Before, a never-ending
+    kernel held everyone pressed after it for its whole wall-clock limit: their verdicts came after its own. Now the
+    kernels that ran and were pressed just after it get their verdicts before its limit ends it (the order of events
+    in the pages, not a duration: it holds on a loaded machine too)."""
     run, _ = class_run
-    ran = [lr for lr in run.learners if lr.kind in ("correct", "wrong")]
-    slow = [(lr.name, round(lr.latency_s, 1)) for lr in ran if lr.latency_s is None or lr.latency_s >= 2 * WALL_S]
-    assert not slow, slow
+    for index, timed_out in enumerate(run.learners):
+        if timed_out.kind != "time-limit":
+            continue
+        after = [lr for lr in run.learners[index + 1:index + 4] if lr.kind in ANALYSED]
+        first = [lr.name for lr in after if lr.verdict_at is not None and lr.verdict_at < timed_out.verdict_at]
+        assert len(first) >= 2, (timed_out.name, [(lr.name, lr.latency_s) for lr in after], timed_out.latency_s)
 
 
 def test_every_kernel_that_ran_got_its_facts_and_trace_or_why_not(class_run):
