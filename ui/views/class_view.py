@@ -12,15 +12,19 @@ from gpu.problems import problems
 from gpu.sandbox.progress import STUCK_AFTER, Attempt, ProgressStore, class_summary, csv_text, latest_per_learner
 
 
-def problems_frame(attempts: list[Attempt]) -> pd.DataFrame:
-    """One row per problem: solved, tried, stuck, and its two most common failure kinds with an example."""
+def problems_frame(attempts: list[Attempt], hints: dict | None = None) -> pd.DataFrame:
+    """One row per problem: solved, tried, stuck, how far learners opened its hint (``hints``: problem -> Counter of
+    the highest stage each learner opened), and its two most common failure kinds with an example."""
     listed = problems()
     titles = {p.key: f"{p.order}. {p.title}" for p in listed}
     rows = []
     for row in class_summary(attempts, [p.key for p in listed]):
         kinds = [f"{kind} ×{n} (e.g. {name}: {detail[:90]})" for kind, n, name, detail in row.kinds[:2]]
+        opened = (hints or {}).get(row.problem, {})
         rows.append({"Problem": titles[row.problem], "Solved": row.solved, "Tried, not solved": row.tried,
-                     "Stuck": row.stuck, "Most common failures": " · ".join(kinds) or "—"})
+                     "Stuck": row.stuck,
+                     "Hints opened (nudge / idea / line)": " / ".join(str(opened.get(k, 0)) for k in (1, 2, 3)),
+                     "Most common failures": " · ".join(kinds) or "—"})
     return pd.DataFrame(rows)
 
 
@@ -50,7 +54,8 @@ def learners_frame(attempts: list[Attempt]) -> pd.DataFrame:
 
 
 def show_class() -> None:
-    attempts = ProgressStore().every_attempt()
+    store = ProgressStore()
+    attempts = store.every_attempt()
     if not attempts:
         st.info("No submissions yet: when learners press Run on Write a kernel, where they stand appears here.",
                 icon=":material/school:")
@@ -59,7 +64,8 @@ def show_class() -> None:
     st.caption(f"{len(attempts):,} submissions by {learners} learner{'s' if learners != 1 else ''}. "
                f"Stuck: tried {STUCK_AFTER} times or more without a pass.")
     st.subheader("Per problem")
-    st.dataframe(problems_frame(attempts), hide_index=True, width="stretch")
+    st.dataframe(problems_frame(attempts, store.hint_counts()), hide_index=True, width="stretch")
+    st.caption("Hints opened: how many learners went as far as each stage of the problem's hint.")
     st.subheader("Where the class goes wrong")
     st.dataframe(kinds_frame(attempts), hide_index=True, width="stretch")
     st.subheader("Per learner: the latest submission")
