@@ -166,8 +166,12 @@ def analyse(
         from gpu.sandbox.facts import FactsCache
 
         store = FactsCache()
-        key = FactsCache.key(problem, source, verdict.threads_per_block or 0)
-        known = store.get(key)
+        try:
+            key = FactsCache.key(problem, source, verdict.threads_per_block or problem.threads)
+        except Exception:  # a launch the key cannot describe: compile without the cache rather than fail
+            cache = False
+        else:
+            known = store.get(key)
     if known is not None:
         verdict.compile_facts, verdict.compile_facts_note, verdict.compile_facts_status = known
     report = None
