@@ -268,3 +268,18 @@ def test_analyses_queued_together_compile_the_same_source_once(db, monkeypatch):
     for t in threads:
         t.join()
     assert asked == [True]  # the two behind it found its facts once their turn came
+
+
+def test_a_second_compile_of_the_same_key_waits_for_the_first():
+    from gpu.sandbox.facts import CompileOnce
+
+    once = CompileOnce()
+    assert once.claim("k", wait_s=5)
+    waited = []
+    second = threading.Thread(target=lambda: waited.append(once.claim("k", wait_s=5)))
+    second.start()
+    time.sleep(0.1)
+    assert second.is_alive()  # waiting for the first compile, not compiling beside it
+    once.release("k")
+    second.join()
+    assert waited == [False] and once.claim("k", wait_s=0)  # after it ended, the key is free again

@@ -188,4 +188,37 @@ class FactsCache:
             return int(conn.execute("SELECT COUNT(*) FROM compile_facts").fetchone()[0])
 
 
-__all__ = ["FACTS_CACHE_ENTRIES", "FactsCache", "compile_facts", "numba_signature"]
+class CompileOnce:
+    """At most one compile of a key at a time in this process: a second analysis of the same source waits for the
+    first's facts (which ``FactsCache`` then holds) instead of compiling them again beside it."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self._mutex = threading.Lock()
+        self._running: dict = {}  # key -> threading.Event, set when that compile ended
+
+    def claim(self, key: str, wait_s: float) -> bool:
+        """True: the caller compiles ``key`` (and must ``release`` it); False: another compile of it ended (or
+        ``wait_s`` passed) meanwhile, so the cache may hold it now."""
+        import threading
+
+        with self._mutex:
+            running = self._running.get(key)
+            if running is None:
+                self._running[key] = threading.Event()
+                return True
+        running.wait(wait_s)
+        return False
+
+    def release(self, key: str) -> None:
+        with self._mutex:
+            done = self._running.pop(key, None)
+        if done is not None:
+            done.set()
+
+
+COMPILING = CompileOnce()  # one per process: every session's analyses share it
+
+
+__all__ = ["COMPILING", "FACTS_CACHE_ENTRIES", "CompileOnce", "FactsCache", "compile_facts", "numba_signature"]

@@ -9,7 +9,9 @@ limit (measured: two 20-second time-outs sat ahead of most of a class of 16). Tw
   turn, round-robin, however fast one of them presses Run.
 - ``TimeSlice``: in the simulator, a judge holds the lock for at most ``QUANTUM_S``; a judge still
   running then keeps running (its limits still apply) in a background lane of ``LANE_SLOTS``
-  judges, and the lock goes to the next learner. Most judges end well inside the quantum, so they
+  children, and the lock goes to the next learner. The analysis after a verdict (compiler's facts
+  and trace) holds the queue the same way, so a compile slowed by a busy machine does not hold
+  the judges behind it. Most judges end well inside the quantum, so they
   run one at a time as before; only the long ones (a loop that never ends, a memory hog) overlap.
   On a GPU nothing yields: the lock keeps the device to one kernel so its timing is fair.
 """
@@ -20,7 +22,7 @@ import threading
 from contextlib import AbstractContextManager
 
 QUANTUM_S = 2.0  # a judge of the problem set takes about 0.5 s here when the machine is quiet
-LANE_SLOTS = 3  # judges that may run past their quantum at once (each is bounded by its wall-clock limit)
+LANE_SLOTS = 4  # judges and analyses that may run past their quantum at once (each bounded by its wall-clock limit)
 _LANE = threading.BoundedSemaphore(LANE_SLOTS)  # process-wide: every session's judges share the lane
 
 

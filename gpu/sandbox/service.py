@@ -182,31 +182,44 @@ def analyse(
             if relock is not None
             else default_locks(f"write-a-kernel {problem.key} analysis", device=BACKEND.simulated)
         )
+        if BACKEND.simulated:  # a slow compile yields the judges' queue after its quantum, as a long judge does
+            from gpu.sandbox.fairness import TimeSlice
+
+            again = TimeSlice(again)
         analysis_sandbox = sandbox if sandbox is not None and BACKEND.simulated else runner.sandbox_status(True)
+        compiling = False  # whether this analysis compiles the key (others of it wait for its facts)
         with again:
             if want_facts and cache and known is None:  # compiled by an analysis ahead of this one in the queue?
-                known = store.get(key)
+                from gpu.sandbox.facts import COMPILING
+
+                compiling = COMPILING.claim(key, wait_s=(limits or Limits.from_env()).wall_s)
+                known = store.get(key)  # (once this one's turn came, or another compile of it ended)
                 if known is not None:
                     verdict.compile_facts, verdict.compile_facts_note, verdict.compile_facts_status = known
-            if not trace and known is not None:
-                return None
-            data = runner.analyse_in_child(
-                problem.key,
-                source,
-                threads=verdict.threads_per_block or 0,
-                facts=want_facts and known is None,
-                trace=trace,
-                limits=limits,
-                sandbox=analysis_sandbox,
-                trace_test=trace_test,
-            )
-        if want_facts and known is None:
-            verdict.compile_facts, verdict.compile_facts_note = data["compile_facts"], data["note"]
-            verdict.compile_facts_status = data.get("status") or (
-                "unavailable" if data["compile_facts"] is None else ""
-            )
-            if cache:
-                store.put(key, verdict.compile_facts, verdict.compile_facts_note, verdict.compile_facts_status)
+            try:
+                if not trace and known is not None:
+                    return None
+                data = runner.analyse_in_child(
+                    problem.key,
+                    source,
+                    threads=verdict.threads_per_block or 0,
+                    facts=want_facts and known is None,
+                    trace=trace,
+                    limits=limits,
+                    sandbox=analysis_sandbox,
+                    trace_test=trace_test,
+                )
+                if want_facts and known is None:
+                    verdict.compile_facts, verdict.compile_facts_note = data["compile_facts"], data["note"]
+                    verdict.compile_facts_status = data.get("status") or (
+                        "unavailable" if data["compile_facts"] is None else ""
+                    )
+                    if cache:
+                        store.put(key, verdict.compile_facts, verdict.compile_facts_note,
+                                  verdict.compile_facts_status)
+            finally:
+                if compiling:
+                    COMPILING.release(key)
         if trace:
             report = report_from(data["trace"])
     from gpu.trace.report import TraceReport
