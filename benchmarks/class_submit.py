@@ -81,8 +81,8 @@ def main() -> int:
     lines = [
         "# A class at once: Submit → verdict on one demo server",
         "",
-        f"Command: `/work/main/.venv/bin/python benchmarks/class_submit.py --repeats {args.repeats}` "
-        f"(or `.venv/bin/python benchmarks/class_submit.py` in a checkout with `make test`'s setup).",
+        f"Command: `.venv/bin/python benchmarks/class_submit.py --repeats {args.repeats}` "
+        "(in a checkout with `make test`'s setup).",
         "",
         f"Machine: {platform.node() or 'this host'}, {platform.machine()}, {before} before, {after} after; "
         "the CUDA simulator (no GPU), bubblewrap sandbox, one chromium with 16 contexts on the same machine "
