@@ -26,8 +26,10 @@ DEMO_HOSTS ?=
 # Importing check files from the browser is off on the shared demo; DEMO_UPLOADS=1 allows it.
 # Write a kernel accepts submissions on the demo only when its sandbox works (docs/write-a-kernel.md).
 DEMO_UPLOADS ?= 0
+# A class: each learner picks a display name (kept by a browser cookie); KERNEL_LAB_TEACHER_TOKEN=... in the
+# environment adds the teacher's Class page, opened as /Class?teacher=<the token> (docs/shared-demo.md).
 demo: $(VENV)/.runtime $(VENV)/.compiler editor
-	KERNEL_LAB_UPLOADS=$(DEMO_UPLOADS) KERNEL_LAB_REQUIRE_SANDBOX=1 $(PY) -m streamlit run app.py \
+	KERNEL_LAB_CLASS=1 KERNEL_LAB_UPLOADS=$(DEMO_UPLOADS) KERNEL_LAB_REQUIRE_SANDBOX=1 $(PY) -m streamlit run app.py \
 	  --server.address $(DEMO_ADDRESS) --server.port $(DEMO_PORT) --server.headless true \
 	  --server.fileWatcherType none --server.runOnSave false \
 	  --server.maxUploadSize $(if $(filter 1,$(DEMO_UPLOADS)),5,1) --server.enableStaticServing false \

@@ -9,7 +9,8 @@ from gpu.experiments.vector_add.home import article_story, headline_intro, headl
 from ui import glossary
 from ui.frame import frame
 from ui.glossary import as_markdown as glossary_markdown
-from ui.navigation import all_links
+from ui.learner import teacher
+from ui.navigation import visible_links
 from ui.reference import provenance_caption, references
 
 PAGE = PageLink("Home", ":material/home:", 0)  # the sidebar entry of this file (ui/navigation.py reads it)
@@ -74,7 +75,7 @@ with st.expander("Glossary: the words the pages use", icon=":material/menu_book:
     st.markdown(glossary_markdown())
 
 st.subheader("Experiments")
-for page in all_links():  # every page but Home, from the declarations and the pages' own PAGE
+for page in visible_links(teacher()):  # every page but Home, from the declarations and the pages' own PAGE
     if page.script != "app.py":
         st.page_link(page.script, label=f"{page.label} — {page.blurb}" if page.blurb else page.label, icon=page.icon)
 

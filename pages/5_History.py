@@ -6,6 +6,7 @@ import streamlit as st
 
 from gpu.catalog.base import PageLink
 from ui.frame import frame
+from ui.learner import class_mode, who
 from ui.resources import current_store
 from ui.run_record import browser_session_id
 from ui.views.free_gpu import self_report_upload
@@ -20,7 +21,8 @@ frame(
     PAGE.label,
     PAGE.icon,
     "Every completed run from every page is saved with its parameters, device, library "
-    "versions and all samples. **Your runs** are the ones this browser session saved; the "
+    "versions and all samples. **Your runs** are yours: on your own machine every run the app saved, on a class's "
+    "demo the runs saved under the name you picked (kept across reloads and tabs); the "
     "history database is shared by every Kernel Lab under this user account, so everyone's "
     "runs (other sessions, other servers, the command line) are one tab away. Filter, compare "
     "runs in one chart, and export. Runs cannot be deleted or changed from the app. The GPU "
@@ -44,12 +46,12 @@ yours, everyone, kernels, gpus = st.tabs(
 
 with yours:
     if mine and every:
-        st.caption(f"{len(mine)} of the {len(every)} saved runs listed were saved by this browser session.")
+        st.caption(f"{len(mine)} of the {len(every)} saved runs listed are yours.")
     runs_tab(
         mine,
         "history",
-        "No runs saved by this browser session yet: run an experiment (Vector add, in the sidebar) and it appears "
-        "here. " + (f"{len(every)} runs from other sessions are under **Everyone's runs**." if every else ""),
+        "No runs of yours saved yet: run an experiment (Vector add, in the sidebar) and it appears "
+        "here. " + (f"{len(every)} runs from others are under **Everyone's runs**." if every else ""),
     )
 
 with everyone:
@@ -65,5 +67,9 @@ with everyone:
 with gpus:
     compare_gpus_ui(mine or [])
 
-with kernels:
-    show_submissions()
+with kernels:  # on a class's demo only your own kernels (nobody sees another learner's code)
+    me = who()
+    if me.needs_name:
+        st.info("Pick your name in the sidebar: the kernels you pass on **Write a kernel** are listed under it.")
+    else:
+        show_submissions(me.learner.name if class_mode() and me.learner else None)

@@ -7,10 +7,12 @@ from gpu.catalog.base import PageLink
 from gpu.problems import problems
 from ui.components.code_editor import available as code_editor_available
 from ui.frame import frame
+from ui.learner import who
 from ui.views.free_gpu import problem_notebook_button, self_report_upload, show_self_reported
+from ui.views.progress import last_source, progress_of, show_next
 from ui.views.trace import submission_test_ui
 from ui.views.write_kernel import (
-    NAME_KEY,
+    PROBLEM_KEY,
     cached_sandbox_status,
     editor,
     line_markers,
@@ -39,21 +41,21 @@ device = frame(
 )
 status = cached_sandbox_status(gpu.BACKEND.simulated)
 accepting = sandbox_notice(status)
-problem = pick_problem()
-show_statement(problem)
+# Who you are and how far you got: "you" on your own machine, the name picked in the sidebar on a class's demo
+me = who()
+if me.needs_name:
+    st.info("**Pick your name in the sidebar** to run your kernels: your submissions, progress and hints are kept "
+            "under it, on this browser, across reloads.", icon=":material/badge:")
+progress = progress_of(me.learner)
+problem = pick_problem(progress)
+show_statement(problem, me.learner)
 markers = line_markers(problem)  # a refusal's, a mismatch's or a race's lines, from the last verdict
-edited = editor(problem, markers)
-name = st.text_input(
-    "Your name on the leaderboard",
-    key=NAME_KEY,
-    max_chars=40,
-    placeholder="anonymous",
-    help="No account: the name you type is shown beside passing submissions.",
-)
-traced_test = submission_test_ui(problem)  # the size the memory trace runs at (issue 26)
-clicked = st.button("Run", type="primary", icon=":material/play_arrow:", disabled=not accepting, key="write_kernel.run")
-if clicked or (edited.run_requested and accepting):  # the button, or Ctrl+Enter in the editor
-    run_submission(problem, edited.source, name, status, traced_test)
+edited = editor(problem, markers, last_source(me.learner, problem))  # a reload keeps your latest submission
+traced_test = submission_test_ui(problem)  # the size the memory trace runs at
+can_run = accepting and not me.needs_name
+clicked = st.button("Run", type="primary", icon=":material/play_arrow:", disabled=not can_run, key="write_kernel.run")
+if clicked or (edited.run_requested and can_run):  # the button, or Ctrl+Enter in the editor
+    run_submission(problem, edited.source, me.learner, status, traced_test)
     if (
         code_editor_available() and line_markers(problem) != markers
     ):  # the editor above was drawn before this verdict: draw it again with its lines marked
@@ -61,9 +63,11 @@ if clicked or (edited.run_requested and accepting):  # the button, or Ctrl+Enter
 verdict = st.session_state.get(verdict_key(problem))
 if verdict is not None:
     show_verdict(verdict)
+    if verdict.status == "passed":  # on to the next unsolved problem
+        show_next(problem, problems(), progress_of(me.learner), PROBLEM_KEY)
 show_leaderboard(problem, "CUDA simulator" if gpu.BACKEND.simulated else device.name)
 
 # Run it on a free GPU: a notebook of the kernel above, and its result imported back as self-reported
 problem_notebook_button(problem.key, edited.source)
-self_report_upload("write_kernel", name=name)
+self_report_upload("write_kernel", name=me.learner.name if me.learner else None)
 show_self_reported(problem)

@@ -47,6 +47,7 @@ DEMO_FLAGS = [
     "--client.toolbarMode", "viewer", "--client.showErrorDetails", "none",
     "--browser.gatherUsageStats", "false", "--runner.fastReruns", "true",
 ]
+TEACHER_TOKEN = "class-test-teacher-token"  # the demo's KERNEL_LAB_TEACHER_TOKEN here (the Class page's ?teacher=)
 WALL_S = 20.0  # KERNEL_LAB_SUBMIT_WALL_S: a never-ending kernel costs this (6 s killed correct ones under load)
 MEMORY_MB = 768  # KERNEL_LAB_SUBMIT_MEMORY_MB: the simulator's child needs ~250 MiB; the hog passes this in ~1 s
 
@@ -78,6 +79,7 @@ KINDS = {
     "time-limit": (NEVER_ENDS, "(time-limit rule)"),
     "memory-limit": (MEMORY_HOG, "(memory-limit rule)"),
 }
+ANALYSED = ("correct", "wrong")  # kinds whose kernel ran: the compiler's facts and the trace follow their verdicts
 VERDICT_TEXTS = ("Passed:", "Wrong result:", "Refused (", "Could not finish:")
 QUEUE_TEXT = "Queued behind"
 # 8 correct, 4 wrong, 2 never-ending, 2 memory hogs, interleaved so every kind waits at every depth
@@ -86,7 +88,8 @@ CLASS = ["correct", "wrong", "correct", "time-limit", "correct", "wrong", "corre
 # Runs in every learner's page: samples the page every 50 ms (queue lines seen, when the verdict showed).
 OBSERVER = """
 () => {
-  const rec = window.__class = {queued: [], verdictAt: null, verdict: null, clickedAt: null};
+  const rec = window.__class = {queued: [], verdictAt: null, verdict: null, clickedAt: null, analysisAt: null,
+                                analysis: null};
   const kinds = %s;
   const tick = () => {
     const main = document.querySelector('[data-testid="stMain"]') || document.body;
@@ -97,6 +100,13 @@ OBSERVER = """
     if (rec.clickedAt !== null && rec.verdictAt === null && kinds.some(k => text.includes(k))) {
       rec.verdictAt = Date.now();
       rec.verdict = text;
+    }
+    if (rec.verdictAt !== null && rec.analysisAt === null) {
+      if (text.includes('What the compiler says') && text.includes('What the trace shows')) {
+        rec.analysisAt = Date.now(); rec.analysis = 'facts and trace';
+      } else if (text.includes('Not ready within')) {
+        rec.analysisAt = Date.now(); rec.analysis = 'said why not';
+      }
     }
   };
   window.__classTimer = setInterval(tick, 50);
@@ -135,6 +145,8 @@ def demo_server(workdir: Path, wall_s: float = WALL_S, memory_mb: int = MEMORY_M
         **os.environ,
         "KERNEL_LAB_UPLOADS": "0",
         "KERNEL_LAB_REQUIRE_SANDBOX": "1",
+        "KERNEL_LAB_CLASS": "1",
+        "KERNEL_LAB_TEACHER_TOKEN": TEACHER_TOKEN,
         "KERNEL_LAB_DB": str(db),
         "KERNEL_LAB_LOCK_DIR": str(workdir / "locks"),
         "KERNEL_LAB_COMPILE_CACHE": str(workdir / "compile-cache"),
@@ -221,9 +233,12 @@ def wait_idle(page, timeout_ms: int = 120_000) -> None:
 
 
 def type_name(page, name: str) -> None:
-    box = page.get_by_label("Your name on the leaderboard", exact=True).and_(page.get_by_test_id("stTextInputField"))
+    """Claim ``name`` in the sidebar (a class's demo asks once; the browser's cookie keeps it)."""
+    sidebar = page.get_by_test_id("stSidebar")
+    box = sidebar.get_by_label("Your name on the leaderboard", exact=True).and_(page.get_by_test_id("stTextInputField"))
     box.fill(name)
-    box.press("Enter")
+    sidebar.get_by_role("button", name="Use this name").click()
+    sidebar.get_by_text(name, exact=True).first.wait_for()
 
 
 def type_kernel(page, source: str) -> None:
@@ -248,11 +263,19 @@ class Learner:
     clicked_at: float = 0.0  # ms since the epoch, in the page
     verdict_at: float | None = None
     verdict: str = ""
+    analysis_at: float | None = None  # the facts and trace drawn, or the page saying why not (ms since the epoch)
+    analysis: str = ""  # "facts and trace" or "said why not"
     queued: list[str] = field(default_factory=list)
 
     @property
     def latency_s(self) -> float | None:
         return None if self.verdict_at is None else (self.verdict_at - self.clicked_at) / 1000
+
+    @property
+    def analysis_s(self) -> float | None:
+        """Seconds from the verdict to the facts and trace (or the page's reason why not)."""
+        return None if self.verdict_at is None or self.analysis_at is None else (
+            self.analysis_at - self.verdict_at) / 1000
 
 
 @dataclass
@@ -324,12 +347,16 @@ def run_class(browser, url: str, kinds: list[str] = CLASS, home_every_s: float =
                 next_home = time.monotonic() + home_every_s
             pending = 0
             for learner in learners:
-                if learner.verdict_at is None:
+                # a kernel that ran gets its compiler facts and trace after the verdict: wait for those too
+                analysed = learner.kind in ANALYSED
+                if learner.verdict_at is None or (analysed and learner.analysis_at is None):
                     rec = learner.page.evaluate("() => window.__class")
                     learner.queued = rec["queued"]
-                    if rec["verdictAt"] is not None:
+                    if rec["verdictAt"] is not None and learner.verdict_at is None:
                         learner.verdict_at, learner.verdict = rec["verdictAt"], rec["verdict"]
-                    else:
+                    if rec["analysisAt"] is not None:
+                        learner.analysis_at, learner.analysis = rec["analysisAt"], rec["analysis"]
+                    if learner.verdict_at is None or (analysed and learner.analysis_at is None):
                         pending += 1
             if not pending:
                 break

@@ -91,6 +91,18 @@ def _isolated_data_dir(tmp_path_factory):
     yield
 
 
+@pytest.fixture(autouse=True)
+def _analyses_end_with_their_test():
+    """Write a kernel's compiler facts and trace run in a background thread (ui/views/analysis.py, threads named
+    "analysis-..."): one a test started must end before the next test, which may count sandboxed children."""
+    yield
+    import threading
+
+    for thread in threading.enumerate():
+        if thread.name.startswith("analysis-"):
+            thread.join(timeout=180)
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

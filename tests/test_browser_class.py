@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.classroom import (
-    CLASS,
+    ANALYSED,
     KINDS,
     LEARNERS_NICENESS,
     VERDICT_TEXTS,
@@ -78,7 +78,6 @@ def test_every_waiting_page_showed_its_place_in_the_queue(class_run):
     slack_s = WALL_S / 2
     must = [lr.name for lr in run.learners
             if lr.latency_s is not None and lr.latency_s > (WALL_S if lr.kind == "time-limit" else 0.0) + slack_s]
-    assert len(must) >= len(CLASS) // 2, places  # two 20 s time-outs early in the class hold the others back
     for name in must:
         assert places[name], f"{name} waited for its verdict and never saw its place: {places}"
     for name, seen in places.items():
@@ -106,6 +105,26 @@ def test_home_loads_within_two_seconds_throughout(class_run):
 def test_the_leaderboard_has_exactly_the_passing_rows(class_run):
     run, names = class_run
     assert sorted(names) == sorted(lr.name for lr in run.learners if lr.kind == "correct")
+
+
+def test_a_learners_time_out_does_not_hold_the_class(class_run):
+    """A judge still running after its quantum yields the queue (gpu/sandbox/fairness.py). Before, a never-ending
+    kernel held everyone pressed after it for its whole wall-clock limit: their verdicts came after its own. Now the
+    kernels that ran and were pressed just after it get their verdicts before its limit ends it (the order of events
+    in the pages, not a duration: it holds on a loaded machine too)."""
+    run, _ = class_run
+    for index, timed_out in enumerate(run.learners):
+        if timed_out.kind != "time-limit":
+            continue
+        after = [lr for lr in run.learners[index + 1:index + 4] if lr.kind in ANALYSED]
+        first = [lr.name for lr in after if lr.verdict_at is not None and lr.verdict_at < timed_out.verdict_at]
+        assert len(first) >= 2, (timed_out.name, [(lr.name, lr.latency_s) for lr in after], timed_out.latency_s)
+
+
+def test_every_kernel_that_ran_got_its_facts_and_trace_or_why_not(class_run):
+    run, _ = class_run
+    missing = [lr.name for lr in run.learners if lr.kind in ANALYSED and lr.analysis_at is None]
+    assert not missing, missing
 
 
 def test_a_limit_costs_only_its_own_slot(class_run):

@@ -226,6 +226,9 @@ def test_write_a_kernel_page_without_nvvm_says_how_to_get_the_compiler(no_nvvm, 
     at.button(key="write_kernel.run").click().run()
     assert not at.exception, at.exception
     assert any("Passed" in s.value for s in at.success), [e.value for e in at.error]
+    from tests.analysis_wait import wait_for_analysis
+
+    wait_for_analysis(at)  # the facts follow the verdict
     panel = [i.value for i in at.info if "What the compiler says" in i.value]
     assert panel and "make run" in panel[0] and "your kernel is not at fault" in panel[0], [i.value for i in at.info]
     assert_blames_nothing(page_text(at))

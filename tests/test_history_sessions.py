@@ -80,9 +80,20 @@ def test_a_run_saved_by_another_session_is_only_under_everyones_runs(db):
 def test_a_session_with_no_runs_of_its_own_is_pointed_to_everyones(db):
     open_store(db).save(_vector_add(4096, 4096), versions={}, session_id=OTHER)
     at = _page()
-    assert any("No runs saved by this browser session yet" in i.value for i in at.tabs[0].info)
+    assert any("No runs of yours saved yet" in i.value for i in at.tabs[0].info)
     assert any("under **Everyone's runs**" in i.value for i in at.tabs[0].info)
     assert len(at.tabs[1].dataframe[0].value) == 1
+
+
+def test_on_your_own_machine_a_reload_keeps_your_runs(db, monkeypatch):
+    """Locally the one user is "you": every session (a reload, a new tab) files runs under the same id."""
+    monkeypatch.delenv("KERNEL_LAB_CLASS", raising=False)
+    yours = open_store(db).save(_vector_add(4096, 4096), versions={}, session_id="learner:you")
+    open_store(db).save(_vector_add(8192, 8192), versions={}, session_id=OTHER)
+    for _reload in range(2):
+        at = AppTest.from_file(PAGE, default_timeout=60).run()  # no session id given: a fresh browser session
+        assert not at.exception, at.exception
+        assert list(at.tabs[0].dataframe[0].value["run"]) == [yours[:8]]
 
 
 def test_saving_from_the_app_records_this_sessions_id(db, monkeypatch):

@@ -7,6 +7,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from gpu.sandbox import runner
+from tests.analysis_wait import wait_for_analysis
 
 ROOT = Path(__file__).resolve().parent.parent
 KERNELS = str(ROOT / "pages/7_Kernels.py")
@@ -91,6 +92,7 @@ def test_a_submission_missing_its_syncthreads_gets_the_race_with_threads_and_lin
     at.selectbox(key="trace.write_kernel.test.shared").set_value("a block minus one")  # the traced size, chosen
     at.button(key="write_kernel.run").click().run()
     assert not at.exception, at.exception
+    wait_for_analysis(at)  # the trace follows the verdict
     assert "test “a block minus one” (n = 255)" in _texts(at)
     race = next(e.value for e in at.error if "race" in e.value.lower())
     assert race.startswith("Found 1 race")

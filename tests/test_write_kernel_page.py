@@ -49,14 +49,13 @@ def test_statement_starter_and_drafts_per_problem(isolated):
 def test_a_passing_run_shows_every_test_and_joins_the_leaderboard(isolated):
     at = AppTest.from_file(PAGE, default_timeout=120).run()
     at.text_area(key="write_kernel.draft.vector-add").input(GOOD)
-    at.text_input(key="write_kernel.name").input("ada")
     at.button(key="write_kernel.run").click().run()
     assert not at.exception, at.exception
     assert any("Passed" in s.value for s in at.success), [e.value for e in at.error]
     tests = at.table[0].value
     assert list(tests["Result"]) == ["pass"] * len(tests) and len(tests) == 5
     board = at.table[-1].value
-    assert list(board["Name"]) == ["ada"]
+    assert list(board["Name"]) == ["you"]  # on your own machine the one user is "you"
     # the simulator does not time kernels: no columns of blanks, and the caption says why
     assert list(board.columns) == ["Rank", "Name", "Passed at (UTC)"]
     assert any("does not time kernels" in c.value for c in at.caption)

@@ -15,7 +15,9 @@ import gpu
 from gpu.core.device import DeviceInfo
 from gpu.core.limits import max_vector_n
 from ui.glossary import help_for
-from ui.navigation import all_links
+from ui.learner import sidebar as learner_sidebar
+from ui.learner import teacher
+from ui.navigation import visible_links
 from ui.resources import device_facts
 from ui.runner import sidebar_status
 
@@ -36,7 +38,7 @@ def simulator_banner() -> str:
 
 def navigation() -> None:
     """The sidebar's page list: Home first, each page with its Material icon."""
-    for page in all_links():
+    for page in visible_links(teacher()):
         try:
             st.page_link(page.script, label=page.label, icon=page.icon)
         except Exception:  # AppTest runs a page file alone, without the app's page registry
@@ -65,6 +67,7 @@ def frame(
         st.markdown(intro, help=help_for(intro))  # the page's one sentence: its jargon explained there
     with st.sidebar:
         navigation()
+        learner_sidebar()  # who you are: "you", or on a class's demo the name you picked
         st.divider()
         badge(device)
         sidebar_status()  # device picker, queue state, admission limits, history status

@@ -54,6 +54,11 @@ def all_links(app_dir: Path = APP_DIR) -> list[PageLink]:
     return sorted(links.values(), key=lambda link: (link.order, link.label))
 
 
+def visible_links(teacher: bool) -> list[PageLink]:
+    """The links a session sees: every page's, the teacher's pages only for a teacher (``teacher``)."""
+    return [page for page in all_links() if teacher or not page.teacher]
+
+
 def link(label: str) -> PageLink:
     """The link of the page called ``label``; KeyError naming the known ones."""
     found = {lk.label: lk for lk in all_links()}

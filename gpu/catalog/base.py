@@ -216,6 +216,7 @@ class PageLink:
     (Home, History, Device...) states ``PAGE = PageLink(...)`` at the top of its own file
     with plain literals, and ``ui/navigation.py`` finds it there (``script`` then defaults
     to that file). ``order`` sorts the sidebar; ``blurb`` is its line on the Home page.
+    ``teacher``: listed only for a class's teacher (``ui/learner.py: teacher()``), nowhere else.
     """
 
     label: str
@@ -223,6 +224,7 @@ class PageLink:
     order: int
     blurb: str = ""
     script: str = ""
+    teacher: bool = False
 
     def __post_init__(self) -> None:
         if not self.icon.startswith(":material/"):

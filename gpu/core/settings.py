@@ -273,13 +273,23 @@ CHROMIUM = Setting(
     "the Chromium that the screenshots script and the browser tests drive",
     ("scripts/screenshots.py", "tests/conftest.py"), _chromium,
 )
+CLASS = Setting(
+    "KERNEL_LAB_CLASS", "class_mode", "`1` or anything else", "unset (one user, called \"you\")",
+    "`1`: a shared demo for a class: each learner picks a display name, kept by a browser cookie (`make demo` sets it)",
+    ("ui/learner.py",), _is_one,
+)
+TEACHER_TOKEN = Setting(
+    "KERNEL_LAB_TEACHER_TOKEN", "teacher_token", "text (a long random string)", "unset (no class view)",
+    "with `KERNEL_LAB_CLASS=1`: the Class page exists, for whoever opens it with `?teacher=` this token",
+    ("ui/learner.py", "pages/10_Class.py"), _stripped,
+)
 
 SETTINGS: tuple[Setting, ...] = (
     SIMULATOR, SIM_SHUFFLE, SIM_TIER,
     MAX_N, MAX_REPEATS, MAX_SWEEP_POINTS, MAX_WORK, MAX_CPU_N, MAX_CPU_WORK,
     SANDBOX, REQUIRE_SANDBOX, BWRAP, SUBMIT_WALL_S, SUBMIT_CPU_S, SUBMIT_TASKS, SUBMIT_MEMORY_MB,
     DB, LOCK_DIR, CLUSTER, CLUSTER_GPUS, CLUSTER_SIMULATOR,
-    EXPERIMENTS, COMPILE_CACHE, PLAIN_EDITOR, UPLOADS, CHROMIUM,
+    EXPERIMENTS, COMPILE_CACHE, PLAIN_EDITOR, UPLOADS, CHROMIUM, CLASS, TEACHER_TOKEN,
 )  # fmt: skip
 
 
@@ -311,6 +321,8 @@ class Settings:
     plain_editor: bool
     uploads: bool | None
     chromium: str
+    class_mode: bool
+    teacher_token: str | None
 
 
 def settings(env: Mapping[str, str] | None = None) -> Settings:

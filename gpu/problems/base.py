@@ -140,6 +140,24 @@ class Solution:
     note: str = ""
 
 
+HINT_STAGES = ("a nudge", "the idea", "the line")
+
+
+@dataclass(frozen=True)
+class Hint:
+    """A problem's hint in three stages, each opened on purpose (and recorded): ``nudge`` (a question and the lab page
+    that teaches it), ``idea`` (what to do, in words), ``line`` (the code that does it). No stage alone is the whole
+    answer until the last."""
+
+    nudge: str
+    idea: str
+    line: str
+
+    @property
+    def stages(self) -> tuple[str, str, str]:
+        return (self.nudge, self.idea, self.line)
+
+
 @dataclass(frozen=True)
 class Problem:
     key: str
@@ -155,7 +173,7 @@ class Problem:
     launch: Callable[[Sizes, int], tuple]  # (sizes, threads per block) -> (grid, block)
     launch_text: str
     starter: str
-    hint: str
+    hint: Hint
     page: str  # the lab page that teaches it, as its sidebar label
     tests: tuple[Case, ...]
     perf: Mapping[str, Case]  # "simulator" and "gpu": the size timed (simulator: checked only, never timed)
@@ -170,6 +188,8 @@ class Problem:
     scalars: tuple[Scalar, ...] = ()  # scalar arguments (named in params too), see Scalar
 
     def __post_init__(self):
+        if not isinstance(self.hint, Hint) or not all(self.hint.stages):
+            raise ValueError(f"problem {self.key!r}: hint must be Hint(nudge, idea, line), each stage written")
         missing = [s.name for s in self.scalars if s.name not in self.params]
         if missing:
             raise ValueError(f"problem {self.key!r}: scalar(s) {missing} are not among its params {self.params}")
@@ -205,7 +225,8 @@ class Problem:
 
     def summary(self) -> dict:
         return {
-            "key": self.key, "order": self.order, "title": self.title, "statement": self.statement, "hint": self.hint,
+            "key": self.key, "order": self.order, "title": self.title, "statement": self.statement,
+            "hint": dict(zip(("nudge", "idea", "line"), self.hint.stages)),
             "signature": self.signature, "arrays": self.arrays,
             "scalars": [{"name": s.name, "dtype": np.dtype(s.dtype).name, "value": s.value, "about": s.about,
                          "drawn_per_test": s.draw is not None} for s in self.scalars],

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from gpu.problems.base import EDGES_1D, THREAD_CHOICES, Case, Problem, Solution, launch_1d, uniform
+from gpu.problems.base import EDGES_1D, THREAD_CHOICES, Case, Hint, Problem, Solution, launch_1d, uniform
 
 STARTER = '''from numba import cuda
 
@@ -31,8 +31,13 @@ PROBLEM = Problem(
     launch=launch_1d,
     launch_text="1D: ceil(n / THREADS_PER_BLOCK) blocks of THREADS_PER_BLOCK threads (your choice, default 256)",
     starter=STARTER,
-    hint="The **Vector add** page runs this exact kernel; **Launch config** shows which thread handles which element, "
-         "and why the last block needs a guard.",
+    hint=Hint(
+        "Which element does a thread own, and what should the threads of the last block that run past `n` do? "
+        "**Launch config** draws which thread handles which element.",
+        "Each thread computes its index `i` (already there), and only a thread with `i` inside the arrays "
+        "writes: a bounds guard, exactly as the **Vector add** page's kernel has.",
+        "`if i < out.size:` then, indented under it, `out[i] = a[i] + b[i]`.",
+    ),
     page="Vector add",
     tests=EDGES_1D,
     perf={

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from gpu.problems.base import Case, Problem, Solution, launch_1d, n_cases, small_ints
+from gpu.problems.base import Case, Hint, Problem, Solution, launch_1d, n_cases, small_ints
 
 SOLUTION = '''from numba import cuda
 
@@ -37,7 +37,13 @@ PROBLEM = Problem(
     launch=launch_1d,
     launch_text="1D: n / 256 blocks of 256 threads (fixed)",
     starter=STARTER,
-    hint="**Launch config**'s thread-indexing explorer shows threadIdx.x + blockIdx.x × blockDim.x for every thread.",
+    hint=Hint(
+        "Every thread has exactly one element here: which one? **Launch config**'s thread-indexing explorer "
+        "shows it.",
+        "A thread's element is its position in the whole grid: its index within the block plus the threads of "
+        "the blocks before it, which `cuda.grid(1)` computes for you.",
+        "`i = cuda.grid(1)` then `out[i] = a[i] + 10`.",
+    ),
     page="Launch config",
     tests=n_cases(("one block", 256), ("two blocks", 512), ("eight blocks", 2048)),
     perf={

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from gpu.problems.base import EDGES_1D, Case, Problem, Solution, launch_1d, uniform
+from gpu.problems.base import EDGES_1D, Case, Hint, Problem, Solution, launch_1d, uniform
 
 SOLUTION = '''from numba import cuda
 
@@ -38,7 +38,13 @@ PROBLEM = Problem(
     launch=launch_1d,
     launch_text="1D: ceil(n / 256) blocks of 256 threads (fixed)",
     starter=STARTER,
-    hint="**Launch config** shows the masked threads of the last block; **Vector add**'s kernel has the same guard.",
+    hint=Hint(
+        "The grid is rounded up to whole blocks: what do the threads past `a.size` do? **Launch config** "
+        "shows them masked in the last block.",
+        "Compute the thread's index as in problem 2, then let only the threads inside the array read and "
+        "write: the same guard as **Vector add**'s kernel.",
+        "`i = cuda.grid(1)` then `if i < a.size:` and, under it, `out[i] = a[i] * a[i]`.",
+    ),
     page="Launch config",
     tests=EDGES_1D,
     perf={

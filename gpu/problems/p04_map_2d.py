@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from gpu.problems.base import EDGES_2D, Case, Problem, Solution, launch_2d, small_ints
+from gpu.problems.base import EDGES_2D, Case, Hint, Problem, Solution, launch_2d, small_ints
 
 SOLUTION = '''from numba import cuda
 
@@ -39,8 +39,13 @@ PROBLEM = Problem(
     launch=launch_2d,
     launch_text="2D: (ceil(cols / 16), ceil(rows / 16)) blocks of 16 × 16 threads (fixed)",
     starter=STARTER,
-    hint="**Kernels** runs the 2D kernels of the lab (transpose, blur): their first lines compute row and column the "
-         "same way.",
+    hint=Hint(
+        "In 2D each thread has a row and a column: which of x and y is which here? The **Kernels** page's 2D "
+        "kernels (transpose, blur) start the same way.",
+        "Take the column from the x index and the row from the y index, and guard each against its own size: "
+        "the grid is rounded up in both directions.",
+        "`c, r = cuda.grid(2)` then `if r < a.shape[0] and c < a.shape[1]:` and `out[r, c] = a[r, c] + 1`.",
+    ),
     page="Kernels",
     tests=EDGES_2D,
     threads=16,

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from gpu.problems.base import EDGES_2D, Case, Problem, Solution, launch_2d, small_ints
+from gpu.problems.base import EDGES_2D, Case, Hint, Problem, Solution, launch_2d, small_ints
 
 SOLUTION = '''from numba import cuda
 
@@ -42,7 +42,13 @@ PROBLEM = Problem(
     launch=launch_2d,
     launch_text="2D: (ceil(cols / 16), ceil(rows / 16)) blocks of 16 × 16 threads (fixed)",
     starter=STARTER,
-    hint="Same indexing as **2D map**; the **Kernels** page's 2D kernels show it.",
+    hint=Hint(
+        "It is problem 4's indexing again; what does each thread read, and from which of the two vectors?",
+        "A thread at (row r, column c) reads `col` at its row and `row` at its column; guard both directions "
+        "as in **2D map**.",
+        "`c, r = cuda.grid(2)` then `if r < out.shape[0] and c < out.shape[1]:` and `out[r, c] = col[r] + "
+        "row[c]`.",
+    ),
     page="Kernels",
     tests=EDGES_2D,
     threads=16,

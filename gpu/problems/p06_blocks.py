@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from gpu.problems.base import EDGES_1D, Case, Problem, Solution, uniform
+from gpu.problems.base import EDGES_1D, Case, Hint, Problem, Solution, uniform
 
 GRID, BLOCK = 4, 128  # 512 threads for any n: each handles every 512th element
 
@@ -44,8 +44,13 @@ PROBLEM = Problem(
     launch=lambda s, t: ((GRID,), (BLOCK,)),
     launch_text=f"1D: {GRID} blocks of {BLOCK} threads, whatever n (fixed)",
     starter=STARTER,
-    hint="**Launch config** has a grid-stride explorer: which thread handles which element when the grid is smaller "
-         "than n.",
+    hint=Hint(
+        "The grid is smaller than n: how many elements must one thread handle? **Launch config** has a "
+        "grid-stride explorer.",
+        "A grid-stride loop: each thread starts at its own index and steps by the number of threads in the "
+        "whole grid until it passes the end.",
+        "`for i in range(cuda.grid(1), a.size, cuda.gridsize(1)):` and, in the loop, `out[i] = a[i] * 0.5`.",
+    ),
     page="Launch config",
     tests=EDGES_1D,
     threads=BLOCK,

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from gpu.problems.base import EDGES_1D, INTEGER_SUMS, Case, Problem, Solution, ceil_div, launch_1d, small_ints
+from gpu.problems.base import EDGES_1D, INTEGER_SUMS, Case, Hint, Problem, Solution, ceil_div, launch_1d, small_ints
 
 SOLUTION = '''from numba import cuda, float32
 
@@ -66,7 +66,15 @@ PROBLEM = Problem(
     launch=launch_1d,
     launch_text="1D: ceil(n / 256) blocks of 256 threads (fixed)",
     starter=STARTER,
-    hint="**Kernels** → Reduction, step 2 (shared-memory tree) is this kernel plus one atomic per block.",
+    hint=Hint(
+        "Which values does block b add up, and where can its threads see each other's values? **Kernels** → "
+        "Reduction, step 2, is this kernel plus one atomic.",
+        "Each thread loads one value (zero past the end) into a `cuda.shared.array` of 256, "
+        "`cuda.syncthreads()`, then halve the active threads each round, adding the upper half into the "
+        "lower, with a `syncthreads` after every round; thread 0 writes the block's sum.",
+        "`s = 128` / `while s > 0:` / `if t < s: buf[t] += buf[t + s]` / `cuda.syncthreads()` / `s //= 2`, "
+        "then `if t == 0: out[cuda.blockIdx.x] = buf[0]`.",
+    ),
     page="Kernels",
     tests=EDGES_1D,
     perf={

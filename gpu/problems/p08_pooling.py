@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from gpu.problems.base import EDGES_1D, INTEGER_SUMS, Case, Problem, Solution, launch_1d, small_ints
+from gpu.problems.base import EDGES_1D, INTEGER_SUMS, Case, Hint, Problem, Solution, launch_1d, small_ints
 
 SOLUTION = '''from numba import cuda, float32
 
@@ -67,7 +67,14 @@ PROBLEM = Problem(
     launch=launch_1d,
     launch_text="1D: ceil(n / 256) blocks of 256 threads (fixed)",
     starter=STARTER,
-    hint="**Kernels** → Stencil: the tiled blur loads a tile plus its halo into shared memory, the 2D version of this.",
+    hint=Hint(
+        "Neighbouring threads read the same three inputs: could a block read each once? **Kernels** → Stencil "
+        "does it in 2D.",
+        "Load the block's 256 values plus the 2 before them (a halo; zero before the start) into shared "
+        "memory, `cuda.syncthreads()`, then each thread adds its three neighbours from shared memory.",
+        "With `buf` of 258 and `t = cuda.threadIdx.x`: `buf[t + 2] = a[i]` (and the first two threads load "
+        "the halo `a[i - 2]`), `cuda.syncthreads()`, then `out[i] = buf[t] + buf[t + 1] + buf[t + 2]`.",
+    ),
     page="Kernels",
     tests=EDGES_1D,
     perf={

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from gpu.problems.base import EDGES_1D, Case, Problem, Solution, Tolerance, launch_1d, small_ints
+from gpu.problems.base import EDGES_1D, Case, Hint, Problem, Solution, Tolerance, launch_1d, small_ints
 
 SOLUTION = '''from numba import cuda, float32
 
@@ -57,7 +57,13 @@ PROBLEM = Problem(
     launch=launch_1d,
     launch_text="1D: ceil(n / 256) blocks of 256 threads (fixed)",
     starter=STARTER,
-    hint="**Kernels** → Reduction walks from one atomic per element to one per block (steps 1 to 4).",
+    hint=Hint(
+        "One atomic per element would serialise every thread on `out[0]`: how few could there be? **Kernels** "
+        "→ Reduction walks from one per element to one per block (steps 1 to 4).",
+        "Each thread multiplies its pair (zero past the end) into a shared array, the block reduces it as a "
+        "tree (problem 7), and one thread per block adds the block's sum with an atomic.",
+        "After the tree: `if cuda.threadIdx.x == 0: cuda.atomic.add(out, 0, buf[0])`.",
+    ),
     page="Kernels",
     tests=EDGES_1D,
     perf={

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from gpu.problems.base import EDGES_1D, INTEGER_SUMS, Case, Problem, Solution, launch_1d, small_ints
+from gpu.problems.base import EDGES_1D, INTEGER_SUMS, Case, Hint, Problem, Solution, launch_1d, small_ints
 
 K = 4  # taps
 
@@ -71,7 +71,14 @@ PROBLEM = Problem(
     launch=launch_1d,
     launch_text="1D: ceil(n / 256) blocks of 256 threads (fixed)",
     starter=STARTER,
-    hint="**Kernels** → Stencil: the tiled blur loads each input once per block into shared memory.",
+    hint=Hint(
+        "Each input is read by several threads: where could a block keep its span so it is read from global "
+        "memory once? **Kernels** → Stencil's tiled blur does this.",
+        "Load the block's 256 values plus the next K - 1 (zero past the end) and the weights into shared "
+        "memory, `cuda.syncthreads()`, then each thread sums its K products from shared memory.",
+        "`acc = 0.0` / `for k in range(K): acc += tile[t + k] * wts[k]` / `if i < out.size: out[i] = acc` "
+        "(with `t = cuda.threadIdx.x`).",
+    ),
     page="Kernels",
     tests=EDGES_1D,
     perf={

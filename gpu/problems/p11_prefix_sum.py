@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from gpu.problems.base import EDGES_1D, Case, Problem, Solution, Tolerance, ceil_div, launch_1d
+from gpu.problems.base import EDGES_1D, Case, Hint, Problem, Solution, Tolerance, ceil_div, launch_1d
 
 SOLUTION = '''from numba import cuda, int32
 
@@ -69,7 +69,15 @@ PROBLEM = Problem(
     launch=launch_1d,
     launch_text="1D: ceil(n / 256) blocks of 256 threads (fixed)",
     starter=STARTER,
-    hint="**Kernels** → Reduction, step 2: the same shared array and syncthreads rhythm, keeping every partial sum.",
+    hint=Hint(
+        "Thread i needs every sum before it in its block: how can threads share partial sums safely? "
+        "**Kernels** → Reduction, step 2, has the shared array and the syncthreads rhythm.",
+        "A scan in shared memory (Hillis–Steele): in round d each thread adds the value d places to its left, "
+        "d = 1, 2, 4, … 128; read into a register, `syncthreads`, write, `syncthreads`, so no thread reads a "
+        "value being replaced.",
+        "`d = 1` / `while d < 256:` / `v = buf[t - d] if t >= d else 0.0` / `cuda.syncthreads()` / `buf[t] += "
+        "v` / `cuda.syncthreads()` / `d *= 2`, then `out[i] = buf[t]`.",
+    ),
     page="Kernels",
     tests=EDGES_1D,
     perf={

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from gpu.problems.base import INTEGER_SUMS, Case, Problem, Solution, small_ints
+from gpu.problems.base import INTEGER_SUMS, Case, Hint, Problem, Solution, small_ints
 
 BLOCK = 256
 
@@ -60,7 +60,14 @@ PROBLEM = Problem(
     launch=lambda s, t: ((s["rows"],), (BLOCK,)),
     launch_text=f"1D: one block per row, {BLOCK} threads each (fixed)",
     starter=STARTER,
-    hint="**Kernels** → Reduction: a block's shared-memory tree; here each block owns one row.",
+    hint=Hint(
+        "Block r owns row r, but the row may be longer than the block: how does each thread cover its share? "
+        "**Kernels** → Reduction has the block's tree.",
+        "Each thread sums the row's elements t, t + 256, t + 512, … in a register (a block-stride loop), "
+        "writes it to a shared array, then the block reduces it as in problem 7.",
+        "`acc = 0.0` / `for c in range(t, a.shape[1], cuda.blockDim.x): acc += a[r, c]` with `r = "
+        "cuda.blockIdx.x`, then the tree, and `out[r] = buf[0]` from thread 0.",
+    ),
     page="Kernels",
     tests=(
         Case("1 × 1", {"rows": 1, "cols": 1}),

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from gpu.problems.base import Case, Problem, Solution, Tolerance, ceil_div, uniform
+from gpu.problems.base import Case, Hint, Problem, Solution, Tolerance, ceil_div, uniform
 
 SIDE = 16
 
@@ -39,7 +39,14 @@ PROBLEM = Problem(
     launch=lambda s, t: ((ceil_div(s["n"], SIDE), ceil_div(s["n"], SIDE)), (SIDE, SIDE)),
     launch_text=f"2D: (ceil(n / {SIDE}), ceil(n / {SIDE})) blocks of {SIDE} × {SIDE} threads (fixed)",
     starter=STARTER,
-    hint="**Kernels** → Transpose: naive, shared tile, then the padded tile that removes bank conflicts.",
+    hint=Hint(
+        "The naive kernel reads rows but writes columns: which side is uncoalesced? **Kernels** → Transpose "
+        "shows the three versions.",
+        "Read a 16 × 16 tile with coalesced reads into shared memory, `syncthreads`, then write it out "
+        "transposed, again along rows; pad the tile to 16 × 17 so the column reads hit different banks.",
+        "`tile[ty, tx] = a[by * 16 + ty, bx * 16 + tx]`, `cuda.syncthreads()`, then `out[bx * 16 + ty, by * "
+        "16 + tx] = tile[tx, ty]` (each guarded against n).",
+    ),
     page="Kernels",
     tests=(
         Case("1 × 1", {"n": 1}),

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from gpu.problems.base import EDGES_1D, Case, Problem, Solution, Tolerance, launch_1d
+from gpu.problems.base import EDGES_1D, Case, Hint, Problem, Solution, Tolerance, launch_1d
 
 STARTER = '''from numba import cuda, uint32
 
@@ -39,7 +39,13 @@ PROBLEM = Problem(
     launch=launch_1d,
     launch_text="1D: ceil(n / 256) blocks of 256 threads (fixed)",
     starter=STARTER,
-    hint="**Kernels** → Histogram: global atomics, then per-block shared histograms.",
+    hint=Hint(
+        "Two threads may add to the same bin at once: what makes an addition safe then? **Kernels** → "
+        "Histogram starts with global atomics.",
+        "Each thread (grid-stride) adds one to the bin of its value atomically; faster: count into a block's "
+        "shared histogram first, then add its 256 bins to `hist` once per block.",
+        "`for i in range(cuda.grid(1), data.size, cuda.gridsize(1)): cuda.atomic.add(hist, data[i], 1)`.",
+    ),
     page="Kernels",
     tests=EDGES_1D,
     perf={

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from gpu.problems.base import Case, Problem, Solution, Tolerance, ceil_div, small_ints
+from gpu.problems.base import Case, Hint, Problem, Solution, Tolerance, ceil_div, small_ints
 
 SIDE = 16
 
@@ -43,8 +43,14 @@ PROBLEM = Problem(
     launch=lambda s, t: ((ceil_div(s["n"], SIDE), ceil_div(s["n"], SIDE)), (SIDE, SIDE)),
     launch_text=f"2D: (ceil(n / {SIDE}), ceil(n / {SIDE})) blocks of {SIDE} × {SIDE} threads (fixed)",
     starter=STARTER,
-    hint="**Kernels** → Matrix multiply: naive, shared-memory tiles, register tiling; **Roofline** shows why tiling "
-         "pays.",
+    hint=Hint(
+        "Each element of c reads a whole row of a and a column of b: how often is each input read by a block? "
+        "**Kernels** → Matrix multiply, and **Roofline** for why tiling pays.",
+        "Shared-memory tiling: the block loads a 16 × 16 tile of a and of b, `syncthreads`, each thread adds "
+        "its 16 products, `syncthreads`, and the tiles slide along k; pad the loads with zeros past n.",
+        "Per tile: `sa[ty, tx] = a[r, k0 + tx]`, `sb[ty, tx] = b[k0 + ty, j]`, `cuda.syncthreads()`, `for k "
+        "in range(16): acc += sa[ty, k] * sb[k, tx]`, `cuda.syncthreads()`; finally `c[r, j] = acc`.",
+    ),
     page="Kernels",
     tests=(Case("1 × 1", {"n": 1}), Case("15 × 15 (less than a block)", {"n": 15}), Case("33 × 33 (edges)", {"n": 33})),
     perf={

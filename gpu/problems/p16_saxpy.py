@@ -18,7 +18,7 @@ and so is a kernel that hard-codes alpha, swaps x and y, or forgets y.
 
 import numpy as np
 
-from gpu.problems.base import EDGES_1D, Case, Problem, Scalar, Solution, Tolerance, launch_1d, uniform
+from gpu.problems.base import EDGES_1D, Case, Hint, Problem, Scalar, Solution, Tolerance, launch_1d, uniform
 
 SOLUTION = '''from numba import cuda
 
@@ -60,8 +60,12 @@ PROBLEM = Problem(
     launch=launch_1d,
     launch_text="1D: ceil(n / 256) blocks of 256 threads (fixed)",
     starter=STARTER,
-    hint="**Vector add** is the same kernel with one more operand; a scalar argument is read like any local "
-    "variable (`alpha * x[i]`), no index.",
+    hint=Hint(
+        "It is **Vector add** with one more operand; how does a kernel read a plain number passed to it?",
+        "`alpha` is a scalar argument: read it like any local variable, with no index; guard `i` as in "
+        "problem 1.",
+        "`i = cuda.grid(1)` then `if i < out.size:` and `out[i] = alpha * x[i] + y[i]`.",
+    ),
     page="Vector add",
     tests=EDGES_1D,
     perf={

@@ -3,7 +3,8 @@
 The one place the facts are fetched: ``gpu.core.compiler.compile_source_facts`` (issue 17),
 NVVM and ptxas for the default target, no GPU needed. It takes seconds (a fresh Numba in a
 subprocess), so it runs as a second sandboxed step after the tests' verdict
-(``gpu.sandbox.runner.facts_in_child``), never inside the timed path from Submit to verdict.
+(``gpu.sandbox.runner.analyse_in_child``), never inside the timed path from Submit to verdict, and its
+result is kept (``FactsCache``) so the same source for the same problem is compiled once per lab.
 """
 
 from __future__ import annotations
@@ -45,7 +46,9 @@ def compile_facts(problem: Problem, source: str, threads_per_block: int) -> tupl
 
     block = math.prod(problem.launch(problem.tests[-1].sizes, threads_per_block)[1])  # threads in one block
     try:
-        facts = compile_source_facts(source, problem.kernel_name, numba_signature(problem), threads_per_block=block)
+        # no SASS listing: the page shows registers, spills, shared memory and occupancy (nvdisasm is ~0.5 s of CPU)
+        facts = compile_source_facts(source, problem.kernel_name, numba_signature(problem), threads_per_block=block,
+                                     sass=False)
     except Exception as exc:  # compile_many reports a kernel's refusal as facts; this is the lab failing
         text = str(exc).strip()
         why = text.splitlines()[0][:300] if text else type(exc).__name__
@@ -73,4 +76,149 @@ def compile_facts(problem: Problem, source: str, threads_per_block: int) -> tupl
     return data, facts.sentence(), COMPILED
 
 
-__all__ = ["compile_facts", "numba_signature"]
+
+
+# --- the cache: one compile per (source, target) for the whole class --------------------------------------------
+
+FACTS_CACHE_ENTRIES = 2048  # rows kept; a row is a few hundred bytes (the facts, not the PTX)
+FACTS_SCHEMA = """
+CREATE TABLE IF NOT EXISTS compile_facts (
+    key         TEXT PRIMARY KEY,   -- sha256 of (problem, signature, threads per block, source, target, toolkit)
+    created_at  TEXT NOT NULL,
+    facts       TEXT,               -- JSON, or NULL for a kernel the compiler rejected
+    note        TEXT NOT NULL,
+    status      TEXT NOT NULL       -- "compiled" or "rejected": an unavailable compiler is never cached
+);
+"""
+
+
+def _shape(source: str) -> str:
+    """The source as the compiler sees it: its syntax tree, so comments, blank lines and layout do not count
+    (the source itself when it does not parse; the checker refuses it before any compile)."""
+    import ast
+
+    try:
+        return ast.dump(ast.parse(source))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return source
+
+
+class FactsCache:
+    """The compiler's facts of a submission, kept in History's database by what decides them: the problem (its
+    signature), the threads in a block, the source (its syntax tree: comments and layout aside), the target and
+    the toolkit. Thirty learners submitting the
+    starter code compile it once; an edit compiles again. Bounded (``FACTS_CACHE_ENTRIES``, oldest dropped).
+
+    Only "compiled" and "rejected" are kept: "unavailable" (the compiler could not run) says nothing of the kernel.
+    The facts come from the sandboxed child that compiled the source, so a cached row is what that source made
+    of the compiler, for that exact source only.
+    """
+
+    def __init__(self, path=None, entries: int = FACTS_CACHE_ENTRIES):
+        from gpu.service.store import default_path
+
+        self.path = path or default_path()
+        self.entries = entries
+
+    @staticmethod
+    def key(problem: Problem, source: str, threads_per_block: int) -> str:
+        import hashlib
+        import json
+
+        from gpu.core.arch import DEFAULT_TARGET
+        from gpu.core.compiler import CACHE_FORMAT, toolkit
+
+        block = math.prod(problem.launch(problem.tests[-1].sizes, threads_per_block)[1])
+        what = [CACHE_FORMAT, problem.key, numba_signature(problem), block, _shape(source), DEFAULT_TARGET,
+                toolkit().version]
+        return hashlib.sha256(json.dumps(what).encode()).hexdigest()
+
+    def _connect(self):
+        import sqlite3
+        from pathlib import Path
+
+        from gpu.service.store import BUSY_TIMEOUT_S
+
+        Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S)
+        conn.executescript(FACTS_SCHEMA)
+        return conn
+
+    def get(self, key: str) -> tuple[dict | None, str, str] | None:
+        """(facts, note, status) as ``compile_facts`` returned them, or None when not cached (or unreadable)."""
+        import json
+        import sqlite3
+
+        try:
+            with self._connect() as conn:
+                row = conn.execute("SELECT facts, note, status FROM compile_facts WHERE key = ?", (key,)).fetchone()
+        except (OSError, sqlite3.Error):
+            return None
+        if row is None:
+            return None
+        return (json.loads(row[0]) if row[0] else None), row[1], row[2]
+
+    def put(self, key: str, facts: dict | None, note: str, status: str) -> None:
+        """Keep a compiled or rejected result (anything else is ignored); a store that cannot be written is skipped."""
+        import json
+        import sqlite3
+        from datetime import UTC, datetime
+
+        from gpu.core.compiler import COMPILED, REJECTED
+
+        if status not in (COMPILED, REJECTED):
+            return
+        try:
+            with self._connect() as conn:
+                conn.execute(
+                    "INSERT OR REPLACE INTO compile_facts VALUES (?,?,?,?,?)",
+                    (key, datetime.now(UTC).isoformat(timespec="microseconds"),
+                     json.dumps(facts) if facts is not None else None, note, status),
+                )
+                conn.execute(
+                    "DELETE FROM compile_facts WHERE key IN (SELECT key FROM compile_facts "
+                    "ORDER BY created_at DESC LIMIT -1 OFFSET ?)",
+                    (self.entries,),
+                )
+        except (OSError, sqlite3.Error):
+            return
+
+    def count(self) -> int:
+        with self._connect() as conn:
+            return int(conn.execute("SELECT COUNT(*) FROM compile_facts").fetchone()[0])
+
+
+class CompileOnce:
+    """At most one compile of a key at a time in this process: a second analysis of the same source waits for the
+    first's facts (which ``FactsCache`` then holds) instead of compiling them again beside it."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self._mutex = threading.Lock()
+        self._running: dict = {}  # key -> threading.Event, set when that compile ended
+
+    def claim(self, key: str, wait_s: float) -> bool:
+        """True: the caller compiles ``key`` (and must ``release`` it); False: another compile of it ended (or
+        ``wait_s`` passed) meanwhile, so the cache may hold it now."""
+        import threading
+
+        with self._mutex:
+            running = self._running.get(key)
+            if running is None:
+                self._running[key] = threading.Event()
+                return True
+        running.wait(wait_s)
+        return False
+
+    def release(self, key: str) -> None:
+        with self._mutex:
+            done = self._running.pop(key, None)
+        if done is not None:
+            done.set()
+
+
+COMPILING = CompileOnce()  # one per process: every session's analyses share it
+
+
+__all__ = ["COMPILING", "FACTS_CACHE_ENTRIES", "CompileOnce", "FactsCache", "compile_facts", "numba_signature"]

@@ -8,10 +8,16 @@ source starts nothing), then at most two sandboxed children, each checking once 
 judge, and for a verdict that ran, the analysis (compiler's facts in the simulator, and the
 trace) in one process.
 
-The verdict comes first: ``on_verdict`` receives it as soon as the judge ends, and the
-analysis then queues again, behind every judge already waiting. When a class presses Run
-together, every learner gets a verdict before anyone's facts and trace (issue 24: keeping
-the judge's place for the analysis made the last of 16 wait behind 15 analyses too).
+The verdict comes first (``judge``), and the analysis (``analyse``) then queues again, behind
+every judge already waiting: when a class presses Run together, every learner gets a verdict
+before anyone's facts and trace (keeping the judge's place for the analysis made the last of 16
+wait behind 15 analyses too). The page runs the analysis in the background after drawing the
+verdict (``ui/views/analysis.py``); ``submit`` runs both for ``python -m gpu solve``.
+
+Under a class: one place in the queue per learner and a long judge yields its turn
+(``gpu.sandbox.fairness``); the compiler's facts are cached by source and target
+(``gpu.sandbox.facts.FactsCache``: the starter code is compiled once for the class); a named
+learner's every verdict is kept in their progress (``gpu.sandbox.progress``).
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from gpu.problems.base import Problem
 from gpu.sandbox import runner
 from gpu.sandbox.runner import Limits, SandboxStatus
 from gpu.sandbox.verdict import Verdict
+from gpu.service.learners import LearnerId
 
 
 def work_elements(problem: Problem, simulated: bool) -> int:
@@ -82,6 +89,144 @@ class Submission:
     saved_id: str | None
     save_problem: str | None  # why a pass was not saved
     trace: Any = None  # the memory trace: a TraceReport, one line saying why there is none, or None (not asked)
+    attempt_id: str | None = None  # the learner's progress row (``gpu.sandbox.progress``), when a learner was named
+
+
+def judge(
+    problem_key: str,
+    source: str,
+    *,
+    name: str | None = None,
+    learner: LearnerId | None = None,
+    save: bool = True,
+    lock=None,
+    limits: Limits | None = None,
+    sandbox: SandboxStatus | None = None,
+) -> Submission:
+    """The verdict of ``source`` for ``problem_key`` (the sandboxed judge), a pass saved to the leaderboard and, for a
+    named ``learner``, the attempt kept in their progress. InputError for a bad problem name; LearnerBusy
+    (``gpu.sandbox.fairness``) when ``learner`` already has a submission in the queue; never raises for the code.
+
+    ``lock`` is held while the judge runs (default: this host's device then CPU lock); in the simulator it is
+    held for at most ``fairness.QUANTUM_S`` of a long judge (``fairness.TimeSlice``).
+    """
+    from gpu.core.backend import BACKEND
+    from gpu.sandbox.fairness import GATE, TimeSlice
+
+    problem = get(problem_key)
+    admit_problem(problem, BACKEND.simulated)
+    if learner is not None:
+        GATE.enter(learner.key)
+    try:
+        if lock is None:
+            lock = default_locks(f"write-a-kernel {problem.key}")
+        if BACKEND.simulated:  # on a GPU the device stays one kernel's while it is timed
+            lock = TimeSlice(lock)
+        verdict = runner.judge_in_child(problem.key, source, limits=limits, sandbox=sandbox, lock=lock)
+    finally:
+        if learner is not None:
+            GATE.leave(learner.key)
+    shown = learner.name if learner is not None else name
+    saved, why = _save(verdict, source, shown) if save else (None, None)
+    attempt = _record(learner, verdict, source) if learner is not None and save else None
+    return Submission(verdict, saved, why, attempt_id=attempt)
+
+
+def analyse(
+    problem_key: str,
+    source: str,
+    verdict: Verdict,
+    *,
+    facts: bool = True,
+    trace: bool = True,
+    relock=None,
+    limits: Limits | None = None,
+    sandbox: SandboxStatus | None = None,
+    trace_test: str | None = None,
+    attempt_id: str | None = None,
+    cache: bool = True,
+):
+    """The compiler's facts (simulator) and the memory trace of a verdict that ran: fills ``verdict``'s facts and
+    returns the trace (a TraceReport, one line saying why there is none, or None when not asked). Never raises.
+
+    The facts come from ``FactsCache`` when this source was compiled for this problem before (then the child only
+    traces); ``relock()`` makes the lock the analysis holds (default: the CPU lock, and in the simulator, whose
+    kernels run on the same cores, the device lock before it). A race in the trace of a submission that did not
+    pass is its failure kind in the learner's progress (``attempt_id``).
+    """
+    from gpu.core.backend import BACKEND
+    from gpu.sandbox.trace_submission import report_from
+
+    problem = get(problem_key)
+    want_facts = facts and BACKEND.simulated  # on a GPU the timing says more
+    if verdict.status not in ("passed", "wrong") or not (want_facts or trace):
+        return None
+    known = None
+    if want_facts and cache:
+        from gpu.sandbox.facts import FactsCache
+
+        store = FactsCache()
+        try:
+            key = FactsCache.key(problem, source, verdict.threads_per_block or problem.threads)
+        except Exception:  # a launch the key cannot describe: compile without the cache rather than fail
+            cache = False
+        else:
+            known = store.get(key)
+    if known is not None:
+        verdict.compile_facts, verdict.compile_facts_note, verdict.compile_facts_status = known
+    report = None
+    if trace or (want_facts and known is None):
+        # NVVM and the trace's simulator are CPU work: they queue again, behind the judges waiting now
+        again = (
+            relock()
+            if relock is not None
+            else default_locks(f"write-a-kernel {problem.key} analysis", device=BACKEND.simulated)
+        )
+        if BACKEND.simulated:  # a slow compile yields the judges' queue after its quantum, as a long judge does
+            from gpu.sandbox.fairness import TimeSlice
+
+            again = TimeSlice(again)
+        analysis_sandbox = sandbox if sandbox is not None and BACKEND.simulated else runner.sandbox_status(True)
+        compiling = False  # whether this analysis compiles the key (others of it wait for its facts)
+        with again:
+            if want_facts and cache and known is None:  # compiled by an analysis ahead of this one in the queue?
+                from gpu.sandbox.facts import COMPILING
+
+                compiling = COMPILING.claim(key, wait_s=(limits or Limits.from_env()).wall_s)
+                known = store.get(key)  # (once this one's turn came, or another compile of it ended)
+                if known is not None:
+                    verdict.compile_facts, verdict.compile_facts_note, verdict.compile_facts_status = known
+            try:
+                if not trace and known is not None:
+                    return None
+                data = runner.analyse_in_child(
+                    problem.key,
+                    source,
+                    threads=verdict.threads_per_block or 0,
+                    facts=want_facts and known is None,
+                    trace=trace,
+                    limits=limits,
+                    sandbox=analysis_sandbox,
+                    trace_test=trace_test,
+                )
+                if want_facts and known is None:
+                    verdict.compile_facts, verdict.compile_facts_note = data["compile_facts"], data["note"]
+                    verdict.compile_facts_status = data.get("status") or (
+                        "unavailable" if data["compile_facts"] is None else ""
+                    )
+                    if cache:
+                        store.put(key, verdict.compile_facts, verdict.compile_facts_note,
+                                  verdict.compile_facts_status)
+            finally:
+                if compiling:
+                    COMPILING.release(key)
+        if trace:
+            report = report_from(data["trace"])
+    from gpu.trace.report import TraceReport
+
+    if attempt_id and verdict.status != "passed" and isinstance(report, TraceReport) and report.races:
+        _mark_race(attempt_id, str(report.races[0]))
+    return report
 
 
 def submit(
@@ -89,6 +234,7 @@ def submit(
     source: str,
     *,
     name: str | None = None,
+    learner: LearnerId | None = None,
     save: bool = True,
     lock=None,
     limits: Limits | None = None,
@@ -100,59 +246,44 @@ def submit(
     trace_test: str | None = None,
 ) -> Submission:
     """Judge ``source`` for ``problem_key``, add the compiler's facts (simulator) and the memory trace to a verdict
-    that ran, and save it when it passes. InputError for a bad problem name; never raises for the learner's code.
+    that ran, and save it when it passes: ``judge`` then ``analyse``, in one call (``python -m gpu solve``). The page
+    calls the two apart, so the analysis never holds the page after its verdict.
 
-    ``lock`` is the context manager held while the judge runs (default: this host's device then CPU
-    lock); ``relock()`` makes another for the analysis (default: the CPU lock, and in the simulator, whose
-    kernels run on the same cores, the device lock before it). ``on_verdict(submission)`` is called as soon
-    as the judge ends, before the analysis queues, with the verdict and what was saved (a pass is saved then,
-    so the leaderboard does not wait for the analysis) and no trace yet.
+    ``on_verdict(submission)`` is called as soon as the judge ends, before the analysis queues, with the verdict and
+    what was saved (a pass is saved then, so the leaderboard does not wait for the analysis) and no trace yet.
     """
-    from gpu.core.backend import BACKEND
-
-    problem = get(problem_key)
-    admit_problem(problem, BACKEND.simulated)
     if trace and trace_test is not None:
         from gpu.sandbox.trace_child import test_case
 
-        test_case(problem, trace_test)  # InputError naming the problem's tests, before anything runs
-    if lock is None:
-        lock = default_locks(f"write-a-kernel {problem.key}")
-    verdict = runner.judge_in_child(problem.key, source, limits=limits, sandbox=sandbox, lock=lock)
-    saved, why = _save(verdict, source, name) if save else (None, None)
+        test_case(get(problem_key), trace_test)  # InputError naming the problem's tests, before anything runs
+    done = judge(problem_key, source, name=name, learner=learner, save=save, lock=lock, limits=limits,
+                 sandbox=sandbox)
     if on_verdict is not None:
-        on_verdict(Submission(verdict, saved, why))
-    want_facts = facts and BACKEND.simulated  # on a GPU the timing says more
-    report = None
-    if verdict.status in ("passed", "wrong") and (want_facts or trace):
-        from gpu.sandbox.trace_submission import report_from
+        on_verdict(done)
+    done.trace = analyse(problem_key, source, done.verdict, facts=facts, trace=trace, relock=relock, limits=limits,
+                         sandbox=sandbox, trace_test=trace_test, attempt_id=done.attempt_id)
+    return done
 
-        # NVVM and the trace's simulator are CPU work: they queue again, behind the judges waiting now
-        again = (
-            relock()
-            if relock is not None
-            else default_locks(f"write-a-kernel {problem.key} analysis", device=BACKEND.simulated)
-        )
-        analysis_sandbox = sandbox if sandbox is not None and BACKEND.simulated else runner.sandbox_status(True)
-        with again:
-            data = runner.analyse_in_child(
-                problem.key,
-                source,
-                threads=verdict.threads_per_block or 0,
-                facts=want_facts,
-                trace=trace,
-                limits=limits,
-                sandbox=analysis_sandbox,
-                trace_test=trace_test,
-            )
-        if want_facts:
-            verdict.compile_facts, verdict.compile_facts_note = data["compile_facts"], data["note"]
-            verdict.compile_facts_status = data.get("status") or (
-                "unavailable" if data["compile_facts"] is None else ""
-            )
-        if trace:
-            report = report_from(data["trace"])
-    return Submission(verdict, saved, why, report)
+
+def _record(learner: LearnerId, verdict: Verdict, source: str) -> str | None:
+    """The attempt kept in the learner's progress; None when the store cannot be written (the verdict stands)."""
+    from gpu.sandbox.progress import ProgressStore
+    from gpu.service.store import StoreError
+
+    try:
+        return ProgressStore().record(learner.key, learner.name, verdict, source)
+    except StoreError:
+        return None
+
+
+def _mark_race(attempt_id: str, detail: str) -> None:
+    from gpu.sandbox.progress import ProgressStore
+    from gpu.service.store import StoreError
+
+    try:
+        ProgressStore().mark_race(attempt_id, detail)
+    except StoreError:
+        pass
 
 
 def _save(verdict: Verdict, source: str, name: str | None) -> tuple[str | None, str | None]:
@@ -168,4 +299,4 @@ def _save(verdict: Verdict, source: str, name: str | None) -> tuple[str | None, 
         return None, str(exc)
 
 
-__all__ = ["Submission", "admit_problem", "submit", "work_elements"]
+__all__ = ["LearnerId", "Submission", "admit_problem", "analyse", "judge", "submit", "work_elements"]

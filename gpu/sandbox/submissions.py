@@ -143,9 +143,11 @@ class SubmissionStore:
                 )
             ]
 
-    def all(self, limit: int = 1000) -> list[Entry]:
+    def all(self, limit: int = 1000, name: str | None = None) -> list[Entry]:
+        """The newest passing submissions (only those saved under ``name``, when given: one learner's own)."""
+        where, args = ("WHERE name = ? ", (name,)) if name is not None else ("", ())
         return self._entries(
-            "SELECT * FROM submissions ORDER BY created_at DESC, rowid DESC LIMIT ?", (limit,)
+            f"SELECT * FROM submissions {where}ORDER BY created_at DESC, rowid DESC LIMIT ?", (*args, limit)
         )  # rowid: saved in the same second
 
     def count(self) -> int:

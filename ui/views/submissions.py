@@ -44,13 +44,14 @@ def submissions_frame(entries) -> pd.DataFrame:
     return frame
 
 
-def show_submissions() -> None:
-    """The tab: a table of saved submissions, a problem filter and the chosen one's source."""
+def show_submissions(own: str | None = None) -> None:
+    """The tab: a table of saved submissions, a problem filter and the chosen one's source. ``own``: only the
+    submissions saved under that learner's name (a class's demo: a learner never sees another learner's code)."""
     from gpu.sandbox.submissions import SubmissionStore
     from gpu.service.store import StoreError
 
     try:
-        entries = SubmissionStore().all(limit=MAX_SHOWN)
+        entries = SubmissionStore().all(limit=MAX_SHOWN, name=own)
     except StoreError as exc:
         st.warning(f"Saved kernels cannot be read: {exc}", icon=":material/warning:")
         return

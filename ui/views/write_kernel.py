@@ -22,12 +22,12 @@ from gpu.problems.base import Problem
 from gpu.sandbox.runner import ENV_REQUIRE, HOW_TO_ENABLE, SandboxStatus, sandbox_status
 from gpu.sandbox.service import Submission
 from gpu.sandbox.verdict import Verdict, mismatch_text
+from gpu.service.learners import LearnerId
 from ui import glossary
 from ui.components.code_editor import FALLBACK_NOTE, EditorResult, Marker, available, code_editor
 
 PREFIX = "write_kernel"
 PROBLEM_KEY = f"{PREFIX}.problem"
-NAME_KEY = f"{PREFIX}.name"
 BUSY_KEY = f"{PREFIX}.busy"  # the token of this session's submission whose judge is running, else None
 LATEST_KEY = f"{PREFIX}.latest"  # the token of this session's latest submission
 DRAFTS_KEY = f"{PREFIX}.drafts"  # problem key -> source, for every problem this session edited
@@ -50,15 +50,22 @@ def cached_sandbox_status(simulated: bool) -> SandboxStatus:
     return sandbox_status(simulated)
 
 
-def pick_problem() -> Problem:
+def pick_problem(progress: dict[str, str] | None = None) -> Problem:
+    """The problem picker; each line says solved / tried / new for the learner (``progress``, None: no marks)."""
+    from ui.views.progress import label
+
     listed = problems()
     keys = [p.key for p in listed]
     by_key = {p.key: p for p in listed}
-    key = st.selectbox("Problem", keys, format_func=lambda k: f"{by_key[k].order}. {by_key[k].title}", key=PROBLEM_KEY)
+
+    def line(k: str) -> str:
+        return label(by_key[k], progress) if progress is not None else f"{by_key[k].order}. {by_key[k].title}"
+
+    key = st.selectbox("Problem", keys, format_func=line, key=PROBLEM_KEY)
     return by_key[key]
 
 
-def show_statement(problem: Problem) -> None:
+def show_statement(problem: Problem, learner: LearnerId | None = None) -> None:
     st.markdown(problem.statement)
     cols = st.columns(2)
     cols[0].markdown(f"**Kernel** `{problem.signature}`  \n**Arguments** {problem.arguments}")
@@ -68,8 +75,10 @@ def show_statement(problem: Problem) -> None:
         else ""
     )
     cols[1].markdown(f"**Launch** {problem.launch_text}.{choice}  \n**Equal means** {problem.tolerance.describe()}.")
-    with st.expander("Hint", icon=":material/lightbulb:"):
-        st.markdown(problem.hint)
+    with st.expander("Hints and tests", icon=":material/lightbulb:"):
+        from ui.views.progress import show_hints
+
+        show_hints(problem, learner)
         sizes = "; ".join(f"{c.name} ({', '.join(f'{k} = {v:,}' for k, v in c.sizes.items())})" for c in problem.tests)
         st.caption(f"Tests: {sizes}. Inputs are fresh random values for every run, from a seed your code never sees.")
 
@@ -96,15 +105,17 @@ def sandbox_notice(status: SandboxStatus) -> bool:
     return True
 
 
-def editor(problem: Problem, markers: Sequence[Marker] = ()) -> EditorResult:
-    """The draft: a code editor (kept per problem; a text area without the bundle), upload, download, a preview."""
+def editor(problem: Problem, markers: Sequence[Marker] = (), last: str | None = None) -> EditorResult:
+    """The draft: a code editor (kept per problem; a text area without the bundle), upload, download, a preview.
+    ``last``: the learner's latest submission of this problem, the draft of a new session (else the starter)."""
     key = draft_key(problem)
+    first = last or problem.starter
     # Streamlit forgets a widget's value on a run where the widget is not drawn (another problem
     # is shown), so drafts live in a plain session dict and seed the editor when it returns.
     drafts = st.session_state.setdefault(DRAFTS_KEY, {})
     code = available()  # the bundle is built by the Makefile (`make run`), not committed
     if not code and key not in st.session_state:
-        st.session_state[key] = drafts.get(problem.key, problem.starter)
+        st.session_state[key] = drafts.get(problem.key, first)
     uploaded = st.file_uploader(
         "Load a .py file",
         type=["py"],
@@ -129,7 +140,7 @@ def editor(problem: Problem, markers: Sequence[Marker] = ()) -> EditorResult:
             help=EDITOR_HELP + " Ctrl+Enter (Cmd+Enter) runs it; Tab and Shift+Tab indent and dedent.",
         )
         edited = code_editor(
-            drafts.get(problem.key, problem.starter), key=key, height=380, markers=markers, label="Your kernel"
+            drafts.get(problem.key, first), key=key, height=380, markers=markers, label="Your kernel"
         )
     else:
         edited = EditorResult(
@@ -212,7 +223,8 @@ def analysed(verdict: Verdict) -> bool:
 def show_verdict(verdict: Verdict, analysis: bool = True) -> None:
     """Pass/fail per test; on a GPU the timing against the lab's kernel; in the simulator the compiler's facts.
 
-    ``analysis=False``: the verdict alone, while its compiler's facts and trace are still queued.
+    While its compiler's facts and trace are still coming (``ui/views/analysis.py``), where they are instead;
+    ``analysis=False``: the verdict alone.
     """
     if verdict.status == "passed":
         st.success(f"**Passed**: {verdict.message}.", icon=":material/check_circle:")
@@ -259,16 +271,18 @@ def show_verdict(verdict: Verdict, analysis: bool = True) -> None:
             "timed or ranked by speed here.",
             icon=":material/info:",
         )
-    if analysis:
+    from ui.views import analysis as background
+
+    if background.pending(verdict.problem) is not None:  # still coming: where they are, polled in a fragment
+        from gpu.problems import get
+
+        background.show(verdict.problem, verdict_key(get(verdict.problem)),
+                        lambda job: keep_analysis(get(verdict.problem), job))
+    elif analysis:
         show_compile_facts(verdict)
-        from ui.views.trace import show_submission_trace  # what the trace shows (issue 21)
+        from ui.views.trace import show_submission_trace  # what the trace shows
 
         show_submission_trace(verdict)
-    else:
-        st.info(
-            "The compiler's facts and the memory trace follow: they queue behind the verdicts still waiting.",
-            icon=":material/hourglass_top:",
-        )
     st.caption(
         f"Sandbox: {verdict.sandbox or 'none'}"
         + (f" · {verdict.wall_s:.1f} s from Run to verdict" if verdict.wall_s else "")
@@ -380,96 +394,87 @@ def show_leaderboard(problem: Problem, device: str) -> None:
 
 
 def run_submission(
-    problem: Problem, source: str, name: str, status: SandboxStatus, trace_test: str | None = None
+    problem: Problem, source: str, learner: LearnerId | None, status: SandboxStatus, trace_test: str | None = None
 ) -> None:
-    """Submit under the shared device lock (queued behind other runs), one at a time per session; ``trace_test``
-    names the functional test the trace runs (None: the default)."""
+    """Judge under the shared device lock (queued behind other runs), one at a time per session and per learner; the
+    compiler's facts and the trace then follow in the background (``ui/views/analysis.py``), never holding the page.
+    ``learner``: whom the verdict and a pass are filed under (None: nobody's). ``trace_test`` names the functional
+    test the trace runs (None: the default)."""
     from gpu.core.limits import InputError
-    from gpu.sandbox.service import submit
+    from gpu.sandbox.fairness import LearnerBusy
+    from gpu.sandbox.service import judge
+    from gpu.sandbox.trace_child import test_case
     from ui.resources import cpu_lock, device_lock
     from ui.runner import queue_message
+    from ui.views import analysis
 
     if st.session_state.get(BUSY_KEY):
         st.warning("Your previous submission is still running; its verdict appears when it ends.")
         return
     # This submission's token: BUSY_KEY holds it until the verdict (one judge per session at a time), LATEST_KEY
     # from the start. With fast reruns an edit or a click starts a new run of the page while this one may still
-    # wait for its facts and trace; that old run must neither block the new one nor overwrite its verdict.
+    # wait in the queue; that old run must neither block the new one nor overwrite its verdict.
     token = uuid.uuid4().hex
     st.session_state[BUSY_KEY] = st.session_state[LATEST_KEY] = token
 
     def current() -> bool:
         return st.session_state.get(LATEST_KEY) == token
 
-    def release() -> None:
-        if st.session_state.get(BUSY_KEY) == token:
-            st.session_state[BUSY_KEY] = None
     waiting = st.empty()
     where = "the CUDA simulator" if gpu.BACKEND.simulated else "the GPU"
     label = f"write-a-kernel {problem.key}"
 
-    def waiter(place: str, analysis: bool):
+    def waiter(place: str):
         def show(ahead: int) -> None:
-            # after the verdict it is the compiler's facts and the trace that wait
-            what = "Your kernel's compiler facts and trace" if analysis else None
-            waiting.info(queue_message(ahead, place, what), icon=":material/hourglass_top:")
+            waiting.info(queue_message(ahead, place), icon=":material/hourglass_top:")
 
         return show
 
     @contextmanager
-    def lock(device: bool = True, analysis: bool = False):  # device first, then CPU, as every run takes them
-        from contextlib import nullcontext
-
+    def lock():  # device first, then CPU, as every run takes them
         with (
-            device_lock(0).hold(label, on_wait=waiter(where, analysis)) if device else nullcontext(),
-            cpu_lock().hold(label, on_wait=waiter("the CPU benchmarks", analysis)),
+            device_lock(0).hold(label, on_wait=waiter(where)),
+            cpu_lock().hold(label, on_wait=waiter("the CPU benchmarks")),
         ):
             yield
 
-    box = st.status(
-        "Checking your kernel, running it in a fresh sandboxed process, then tracing its memory accesses…",
-        expanded=False,
-    )
-    early = st.empty()  # the verdict, drawn as soon as the judge ends; the whole result replaces it at the end
+    box = st.status("Checking your kernel and running it in a fresh sandboxed process…", expanded=False)
     try:
         with box:
-
-            def on_verdict(early_result: Submission) -> None:
-                verdict = early_result.verdict
-                release()  # the judge is done: a new submission may queue while the facts and trace follow
-                if not current():
-                    return
-                st.session_state[verdict_key(problem)] = verdict
-                saved_notice(early_result)
-                box.update(
-                    label=f"Verdict: {verdict.status}" + (ANALYSIS_FOLLOWS if analysed(verdict) else ""),
-                    state="complete" if verdict.status == "passed" else "error",
-                )
-                waiting.empty()
-                with early.container():
-                    show_verdict(verdict, analysis=not analysed(verdict))
-
-            # the analysis (compiler's facts, trace) is CPU work: on a GPU it leaves the device lock to others
-            result = submit(problem.key, source, name=name, lock=lock(), sandbox=status,
-                            relock=lambda: lock(device=gpu.BACKEND.simulated, analysis=True), on_verdict=on_verdict,
-                            trace_test=trace_test)
-            box.update(
-                label=f"Verdict: {result.verdict.status}",
-                state="complete" if result.verdict.status == "passed" else "error",
-            )
-    except InputError as exc:
+            if trace_test is not None:
+                test_case(problem, trace_test)  # InputError naming the problem's tests, before anything runs
+            result = judge(problem.key, source, learner=learner, lock=lock(), sandbox=status)
+        verdict = result.verdict
+        box.update(
+            label=f"Verdict: {verdict.status}" + (ANALYSIS_FOLLOWS if analysed(verdict) else ""),
+            state="complete" if verdict.status == "passed" else "error",
+        )
+    except (InputError, LearnerBusy) as exc:
+        box.update(label="Not run", state="error")
         st.error(str(exc))
         return
     finally:
-        release()
+        if st.session_state.get(BUSY_KEY) == token:
+            st.session_state[BUSY_KEY] = None
         waiting.empty()
-        early.empty()
     if not current():  # a newer submission of this session started meanwhile: its verdict stands
         return
-    st.session_state[verdict_key(problem)] = result.verdict
-    from ui.views.trace import remember_submission_trace  # races, out-of-bounds, coalescing per line (issue 21)
+    st.session_state[verdict_key(problem)] = verdict
+    saved_notice(result)
+    if analysed(verdict):
+        analysis.start(problem.key, source, verdict, trace_test, result.attempt_id)
 
-    remember_submission_trace(problem.key, result.verdict, result.trace)
+
+def keep_analysis(problem: Problem, job) -> None:
+    """A finished analysis: its verdict (with the compiler's facts) and trace replace the session's verdict."""
+    from ui.views.trace import remember_submission_trace
+
+    verdict = job.verdict
+    if job.state != "done":
+        verdict.compile_facts_note = f"the compiler's facts are unavailable: {job.error}"
+        verdict.compile_facts_status = "unavailable"
+    st.session_state[verdict_key(problem)] = verdict
+    remember_submission_trace(problem.key, verdict, job.trace if job.state == "done" else f"not traced: {job.error}")
 
 
 def saved_notice(result: Submission) -> None:
@@ -483,7 +488,6 @@ def saved_notice(result: Submission) -> None:
 
 __all__ = [
     "BUSY_KEY",
-    "NAME_KEY",
     "cached_sandbox_status",
     "draft_key",
     "editor",

@@ -1,0 +1,285 @@
+"""A class on one demo: names kept without passwords, progress kept in SQLite, the compiler's facts compiled once per
+source, and a queue where one learner's long judge does not hold everyone behind it."""
+
+from __future__ import annotations
+
+import csv
+import io
+import threading
+import time
+from contextlib import contextmanager
+
+import pytest
+
+from gpu.sandbox import fairness, runner
+from gpu.sandbox.facts import FactsCache
+from gpu.sandbox.progress import (
+    CSV_COLUMNS,
+    STUCK_AFTER,
+    ProgressStore,
+    class_summary,
+    csv_text,
+    failure_kind,
+    latest_per_learner,
+)
+from gpu.sandbox.runner import Limits, SandboxStatus
+from gpu.sandbox.service import LearnerId, analyse, judge
+from gpu.sandbox.verdict import Verdict
+from gpu.service.learners import LearnerStore, NameRefused, new_secret
+
+OFF = SandboxStatus(False, "none", "switched off for this test", False)
+LIMITS = Limits(wall_s=90.0, cpu_s=90)
+GOOD = """from numba import cuda
+
+@cuda.jit
+def vector_add(a, b, out):
+    i = cuda.grid(1)
+    if i < a.size:
+        out[i] = a[i] + b[i]
+"""
+
+
+@pytest.fixture
+def db(tmp_path, monkeypatch):
+    path = tmp_path / "h.sqlite3"
+    monkeypatch.setenv("KERNEL_LAB_DB", str(path))
+    monkeypatch.setenv("KERNEL_LAB_LOCK_DIR", str(tmp_path / "locks"))
+    return path
+
+
+# --- names ----------------------------------------------------------------------------------------------------------
+
+
+def test_a_name_is_kept_by_its_secret_and_refused_to_another_browser(db):
+    mine, theirs = new_secret(), new_secret()
+    assert LearnerStore(db).claim("Ada L", mine).key == "ada l"
+    assert LearnerStore(db).claim("ada   l", mine).name == "Ada L"  # a restart, another spelling: the same learner
+    with pytest.raises(NameRefused, match="taken"):
+        LearnerStore(db).claim("ADA L", theirs)
+    assert LearnerStore(db).known("Ada L", theirs) is None and LearnerStore(db).known("Ada L", mine) is not None
+
+
+@pytest.mark.parametrize("name", ["", "   ", "you", "Anonymous", "<script>", "x" * 41, "a\u202eb"])
+def test_a_malformed_or_reserved_name_is_refused_with_what_is_allowed(db, name):
+    with pytest.raises(NameRefused):
+        LearnerStore(db).claim(name, new_secret())
+
+
+def test_a_malformed_secret_claims_nothing(db):
+    with pytest.raises(NameRefused, match="key"):
+        LearnerStore(db).claim("Grace", "not-hex")
+    assert LearnerStore(db).names() == {}
+
+
+# --- progress -------------------------------------------------------------------------------------------------------
+
+
+def verdict(status: str, **fields) -> Verdict:
+    v = Verdict.start("vector-add", "simulator")
+    v.status, v.message = status, fields.pop("message", status)
+    for k, val in fields.items():
+        setattr(v, k, val)
+    return v
+
+
+@pytest.mark.parametrize(
+    ("made", "kind"),
+    [
+        (verdict("passed"), "passed"),
+        (verdict("wrong", mismatch={"output": "out", "index": [3]}), "wrong result"),
+        (verdict("wrong", mismatch={"error": "the kernel failed: out of bounds (thread (0,0,0)...)"}), "out of bounds"),
+        (verdict("wrong", mismatch={"error": "the kernel raised ZeroDivisionError"}), "kernel error"),
+        (verdict("refused", refusal={"rule": "import", "line": 1}), "refused by the checker"),
+        (verdict("refused", refusal={"rule": "time-limit", "line": 0}), "time limit"),
+        (verdict("refused", refusal={"rule": "memory-limit", "line": 0}), "memory limit"),
+        (verdict("error"), "lab error"),
+    ],
+)
+def test_each_verdict_has_its_failure_kind(made, kind):
+    assert failure_kind(made) == kind
+
+
+def test_progress_survives_a_new_store_and_is_only_the_learners_own(db):
+    store = ProgressStore(db)
+    store.record("ada", "Ada", verdict("wrong", mismatch={"output": "out"}), "src-a1")
+    store.record("ada", "Ada", verdict("passed"), "src-a2")
+    store.record("bob", "Bob", verdict("wrong", mismatch={"output": "out"}), "src-b1")
+    again = ProgressStore(db)  # a restarted server
+    assert again.progress("ada") == {"vector-add": "solved"}
+    assert again.progress("bob") == {"vector-add": "tried"}
+    assert again.progress("cy") == {}
+    assert {a.source for a in again.attempts("bob")} == {"src-b1"}  # never another learner's code
+
+
+def test_hints_are_recorded_once_per_stage(db):
+    store = ProgressStore(db)
+    assert store.hints_opened("ada", "vector-add") == 0
+    store.open_hint("ada", "vector-add", 1)
+    store.open_hint("ada", "vector-add", 1)
+    store.open_hint("ada", "vector-add", 2)
+    assert store.hints_opened("ada", "vector-add") == 2 and store.hints_opened("bob", "vector-add") == 0
+    assert ProgressStore(db).hint_counts()["vector-add"][2] == 1
+
+
+def test_the_class_summary_counts_solved_tried_stuck_and_kinds_with_an_example(db):
+    store = ProgressStore(db)
+    store.record("ada", "Ada", verdict("passed"), "s")
+    for _ in range(STUCK_AFTER):
+        store.record("bob", "Bob", verdict("wrong", mismatch={"error": "the kernel failed: out of bounds (x)"},
+                                           message="out of bounds at line 5"), "s")
+    store.record("cy", "Cy", verdict("refused", refusal={"rule": "import"}, message="refused (import)"), "s")
+    attempts = store.every_attempt()
+    (row,) = class_summary(attempts, ["vector-add"])
+    assert (row.solved, row.tried, row.stuck) == (1, 2, 1)
+    assert row.kinds[0][:3] == ("out of bounds", STUCK_AFTER, "Bob") and "line 5" in row.kinds[0][3]
+    assert [k for k, *_ in row.kinds] == ["out of bounds", "refused by the checker"]
+    assert [a.name for a in latest_per_learner(attempts)][0] in {"Ada", "Bob", "Cy"}
+    rows = list(csv.reader(io.StringIO(csv_text(attempts))))
+    assert tuple(rows[0]) == CSV_COLUMNS and len(rows) == 1 + len(attempts)
+    assert [r[1] for r in rows[1:]] == [a.name for a in attempts]
+
+
+def test_a_named_learners_verdict_is_kept_and_a_pass_goes_on_the_leaderboard_under_their_name(db):
+    from gpu.sandbox.submissions import SubmissionStore
+
+    done = judge("vector-add", GOOD, learner=LearnerId("ada", "Ada"), limits=LIMITS, sandbox=OFF)
+    assert done.verdict.status == "passed" and done.attempt_id
+    assert ProgressStore(db).progress("ada") == {"vector-add": "solved"}
+    assert [e.name for e in SubmissionStore(db).leaderboard("vector-add")] == ["Ada"]
+
+
+# --- the compiler's facts, once per source ---------------------------------------------------------------------------
+
+
+def test_the_same_source_is_compiled_once_and_a_changed_one_again(db, monkeypatch):
+    asked = []
+    original = runner.analyse_in_child
+
+    def counting(problem, source, **kwargs):
+        asked.append(kwargs["facts"])
+        return original(problem, source, **kwargs)
+
+    monkeypatch.setattr(runner, "analyse_in_child", counting)
+    first = judge("vector-add", GOOD, limits=LIMITS, sandbox=OFF, save=False).verdict
+    analyse("vector-add", GOOD, first, trace=False, limits=LIMITS, sandbox=OFF)
+    assert first.compile_facts and first.compile_facts_status == "compiled"
+    second = judge("vector-add", GOOD, limits=LIMITS, sandbox=OFF, save=False).verdict
+    analyse("vector-add", GOOD, second, trace=False, limits=LIMITS, sandbox=OFF)
+    assert second.compile_facts == first.compile_facts
+    assert asked == [True]  # the second asked no child at all: facts from the cache, no trace wanted
+    changed = GOOD.replace("out[i] = a[i] + b[i]", "out[i] = b[i] + a[i]")
+    third = judge("vector-add", changed, limits=LIMITS, sandbox=OFF, save=False).verdict
+    analyse("vector-add", changed, third, trace=True, limits=LIMITS, sandbox=OFF)
+    assert asked == [True, True]
+
+
+def test_the_facts_cache_is_bounded_and_never_keeps_an_unavailable_compiler(db):
+    cache = FactsCache(db, entries=3)
+    for i in range(5):
+        cache.put(f"k{i}", {"registers_per_thread": i}, "note", "compiled")
+    assert cache.count() == 3 and cache.get("k0") is None and cache.get("k4")[0] == {"registers_per_thread": 4}
+    cache.put("gone", None, "the compiler could not run", "unavailable")
+    assert cache.get("gone") is None
+
+
+# --- the queue ------------------------------------------------------------------------------------------------------
+
+
+def test_a_learner_has_one_place_in_the_queue():
+    gate = fairness.LearnerGate()
+    gate.enter("ada")
+    with pytest.raises(fairness.LearnerBusy, match="still queued"):
+        gate.enter("ada")
+    gate.enter("bob")  # another learner is not held up
+    gate.leave("ada")
+    gate.enter("ada")
+
+
+@contextmanager
+def held(lock: threading.Lock):
+    lock.acquire()
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+def test_a_long_judge_yields_the_lock_after_its_quantum_and_keeps_running():
+    lock, lane = threading.Lock(), threading.BoundedSemaphore(1)
+    order = []
+
+    def long_judge():
+        with fairness.TimeSlice(held(lock), quantum_s=0.2, lane=lane) as turn:
+            finished.wait(5)
+            order.append(("long ends", turn.yielded))
+
+    finished = threading.Event()
+    first = threading.Thread(target=long_judge)
+    first.start()
+    time.sleep(0.05)
+    with fairness.TimeSlice(held(lock), quantum_s=0.2, lane=lane):  # the next learner gets the lock meanwhile
+        order.append("short runs")
+    finished.set()
+    first.join()
+    assert order == ["short runs", ("long ends", True)]
+    assert lane.acquire(blocking=False)  # the lane's slot came back
+
+
+def test_with_the_lane_full_a_long_judge_keeps_its_turn():
+    lock, lane = threading.Lock(), threading.BoundedSemaphore(1)
+    lane.acquire()  # someone else's long judge runs in the lane
+    with fairness.TimeSlice(held(lock), quantum_s=0.05, lane=lane) as turn:
+        time.sleep(0.3)
+        assert lock.locked()
+    assert not turn.yielded and not lock.locked()
+
+
+def test_a_comment_or_layout_does_not_compile_again_but_a_changed_line_does():
+    from gpu.problems import get
+
+    problem = get("vector-add")
+    key = FactsCache.key(problem, GOOD, 128)
+    assert FactsCache.key(problem, "# my answer\n\n" + GOOD.replace("    if", "    # guard\n    if"), 128) == key
+    assert FactsCache.key(problem, GOOD.replace("a[i] + b[i]", "b[i] + a[i]"), 128) != key
+    assert FactsCache.key(problem, GOOD, 256) != key  # another block size: other occupancy
+
+
+def test_analyses_queued_together_compile_the_same_source_once(db, monkeypatch):
+    asked = []
+    original = runner.analyse_in_child
+
+    def counting(problem, source, **kwargs):
+        asked.append(kwargs["facts"])
+        return original(problem, source, **kwargs)
+
+    monkeypatch.setattr(runner, "analyse_in_child", counting)
+    verdict = judge("vector-add", GOOD, limits=LIMITS, sandbox=OFF, save=False).verdict
+    queue = threading.Lock()  # the CPU lock the analyses share
+
+    def one() -> None:
+        import copy
+
+        analyse("vector-add", GOOD, copy.deepcopy(verdict), trace=False, limits=LIMITS, sandbox=OFF,
+                relock=lambda: held(queue))
+
+    threads = [threading.Thread(target=one) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert asked == [True]  # the two behind it found its facts once their turn came
+
+
+def test_a_second_compile_of_the_same_key_waits_for_the_first():
+    from gpu.sandbox.facts import CompileOnce
+
+    once = CompileOnce()
+    assert once.claim("k", wait_s=5)
+    waited = []
+    second = threading.Thread(target=lambda: waited.append(once.claim("k", wait_s=5)))
+    second.start()
+    time.sleep(0.1)
+    assert second.is_alive()  # waiting for the first compile, not compiling beside it
+    once.release("k")
+    second.join()
+    assert waited == [False] and once.claim("k", wait_s=0)  # after it ended, the key is free again

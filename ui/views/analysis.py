@@ -1,0 +1,170 @@
+"""Write a kernel's compiler facts and memory trace, after the verdict, without holding the page.
+
+The verdict is drawn as soon as the judge ends; the analysis (``gpu.sandbox.service.analyse``:
+the compiler's facts, cached by source and target, and the trace) then runs in a background
+thread of this process, queued on the same CPU (and, in the simulator, device) locks as every
+run. The page shows where it is in a fragment that looks again every second for at most
+``BOUND_S`` after the verdict; then it stops looking and says why the facts are not there
+(still queued behind N runs, or still running), with a button to look again. A finished
+analysis replaces the verdict in the session and reruns the page once (the editor's line marks).
+
+The jobs are process-wide (``st.cache_resource``), bounded (``MAX_JOBS``, the oldest finished
+dropped), and a newer submission of the same session cancels its older queued analysis.
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+import time
+import uuid
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+import streamlit as st
+
+from gpu.sandbox.verdict import Verdict
+
+BOUND_S = 20.0  # the page looks for the facts and trace this long after the verdict, then says why they are not there
+POLL_S = 1.0
+MAX_JOBS = 256
+JOB_KEY = "write_kernel.analysis"  # problem key -> this session's analysis token
+
+
+class Cancelled(Exception):
+    """A newer submission of the same session took this analysis's place."""
+
+
+@dataclass
+class AnalysisJob:
+    """One submission's analysis in a background thread: ``state`` is queued, running, done or failed."""
+
+    problem: str
+    source: str
+    verdict: Verdict  # a copy: the thread fills its facts
+    trace_test: str | None
+    attempt_id: str | None
+    token: str = field(default_factory=lambda: uuid.uuid4().hex)
+    state: str = "queued"
+    ahead: int | None = None  # runs ahead in the queue, as the lock last said
+    trace: Any = None
+    error: str = ""
+    started_at: float = field(default_factory=time.monotonic)
+    finished_at: float | None = None
+    cancelled: bool = False
+
+    def start(self) -> None:
+        threading.Thread(target=self._run, name=f"analysis-{self.token[:8]}", daemon=True).start()
+
+    def _waiting(self, ahead: int) -> None:  # the lock's countdown; raising leaves the queue cleanly
+        if self.cancelled:
+            raise Cancelled()
+        self.ahead = ahead
+
+    def _relock(self):
+        from contextlib import ExitStack, contextmanager
+
+        import gpu
+        from gpu.service.devicelock import FileFifoLock, default_lock_dir, usable_dir
+
+        @contextmanager
+        def held():
+            directory = usable_dir(default_lock_dir())
+            label = f"write-a-kernel {self.problem} analysis"
+            with ExitStack() as stack:
+                if gpu.BACKEND.simulated:  # the simulator's kernels use the cores CPU benchmarks time
+                    stack.enter_context(FileFifoLock(name="gpu0", directory=directory).hold(label, self._waiting))
+                stack.enter_context(FileFifoLock(name="cpu", directory=directory).hold(label, self._waiting))
+                self.state = "running"
+                yield
+
+        return held()
+
+    def _run(self) -> None:
+        from gpu.sandbox.service import analyse
+
+        try:
+            self.trace = analyse(self.problem, self.source, self.verdict, relock=self._relock,
+                                 trace_test=self.trace_test, attempt_id=self.attempt_id)
+            self.state = "done"
+        except Cancelled:
+            self.state, self.error = "failed", "a newer submission took its place"
+        except Exception as exc:  # never lose the page over the analysis: say why
+            self.state, self.error = "failed", f"{type(exc).__name__}: {str(exc)[:200]}"
+        self.finished_at = time.monotonic()
+
+
+class Jobs:
+    """Every session's analyses on this server, by token (bounded: the oldest finished go first)."""
+
+    def __init__(self) -> None:
+        self._jobs: OrderedDict[str, AnalysisJob] = OrderedDict()
+        self._mutex = threading.Lock()
+
+    def add(self, job: AnalysisJob) -> None:
+        with self._mutex:
+            self._jobs[job.token] = job
+            for token in [t for t, j in self._jobs.items() if j.finished_at is not None]:
+                if len(self._jobs) <= MAX_JOBS:
+                    break
+                del self._jobs[token]
+
+    def get(self, token: str | None) -> AnalysisJob | None:
+        with self._mutex:
+            return self._jobs.get(token) if token else None
+
+
+@st.cache_resource(max_entries=1, show_spinner=False)
+def jobs() -> Jobs:
+    return Jobs()
+
+
+def start(problem: str, source: str, verdict: Verdict, trace_test: str | None, attempt_id: str | None) -> None:
+    """Queue the analysis of this session's verdict for ``problem`` (cancelling its older one still queued)."""
+    mine = st.session_state.setdefault(JOB_KEY, {})
+    older = jobs().get(mine.get(problem))
+    if older is not None and older.state == "queued":
+        older.cancelled = True
+    job = AnalysisJob(problem, source, copy.deepcopy(verdict), trace_test, attempt_id)
+    jobs().add(job)
+    mine[problem] = job.token
+    job.start()
+
+
+def pending(problem: str) -> AnalysisJob | None:
+    """This session's analysis for ``problem`` not yet shown, or None."""
+    return jobs().get(st.session_state.get(JOB_KEY, {}).get(problem))
+
+
+def show(problem: str, verdict_key: str, on_done) -> None:
+    """Where the analysis of ``problem``'s verdict is; when done, ``on_done(job)`` keeps it and the page reruns."""
+    job = pending(problem)
+    if job is None:
+        return
+    polling = time.monotonic() - job.started_at < BOUND_S and job.state not in ("done", "failed")
+
+    def body() -> None:
+        if job.state in ("done", "failed"):
+            st.session_state.get(JOB_KEY, {}).pop(problem, None)
+            on_done(job)
+            st.rerun(scope="app")
+        if polling and time.monotonic() - job.started_at >= BOUND_S:
+            st.rerun(scope="app")  # the bound passed: draw the page again without looking every second
+        if job.state == "queued":
+            runs = f"{job.ahead} run{'s' if job.ahead != 1 else ''}" if job.ahead else "the runs"
+            line = f"The compiler's facts and the memory trace are queued behind {runs} on this server"
+        else:
+            line = "The compiler's facts and the memory trace are being made"
+        if time.monotonic() - job.started_at < BOUND_S:
+            st.info(f"{line} — they appear here when ready (at most {BOUND_S:.0f} s after the verdict, or this "
+                    "says why not).", icon=":material/hourglass_top:")
+        else:
+            st.warning(f"**Not ready within {BOUND_S:.0f} s**: {line.lower()[0] + line[1:]} (a class is submitting). "
+                       "They are still coming: press the button to look again.", icon=":material/schedule:")
+            st.button("Look again", key=f"write_kernel.analysis.again.{problem}", icon=":material/refresh:")
+
+    st.fragment(body, run_every=POLL_S if polling else None)()
+
+
+__all__ = ["BOUND_S", "AnalysisJob", "Jobs", "jobs", "pending", "show", "start"]
