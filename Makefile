@@ -56,7 +56,7 @@ test: lint $(VENV)/.dev $(VENV)/.cluster $(VENV)/.compiler chromium bubblewrap e
 test-fast: $(VENV)/.dev
 	KERNEL_LAB_FAST_LANE=1 $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not browser and not classroom and not slow"
 
-# A class at once (issue 24): 16 browsers press Run together on one demo server (tests/test_browser_class.py);
+# A class at once: 16 browsers press Run together on one demo server (tests/test_browser_class.py);
 # part of `make test` too, this runs it alone.
 test-class: $(VENV)/.dev $(VENV)/.compiler chromium bubblewrap editor
 	$(PY) -m pytest -m classroom tests/test_browser_class.py

@@ -1,4 +1,4 @@
-"""A class at once (issue 24): Submit -> verdict latency when 16 browsers press Run together on one demo server.
+"""A class at once: Submit -> verdict latency when 16 browsers press Run together on one demo server.
 
     .venv/bin/python benchmarks/class_submit.py --repeats 2
 

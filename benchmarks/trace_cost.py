@@ -6,7 +6,7 @@ For each kernel: the median, min and max wall time of ``--runs`` traces in this 
 (``trace_lab_kernel``: run with every access recorded, then every finding), the same
 launch untraced in the simulator (what the recording adds), and one trace through the
 app's path (``run_in_child``: a fresh process, imports included). Prints a Markdown
-table for benchmarks/trace_cost.md. The target (issue 21): a trace of a 1,024-thread
+table for benchmarks/trace_cost.md. The target: a trace of a 1,024-thread
 kernel under 5 s here.
 """
 

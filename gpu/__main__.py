@@ -34,8 +34,7 @@ from gpu.core.provenance import SIMULATOR_WARNING as SIMULATOR_LINE  # noqa: E40
 def _emit(result, as_json: bool) -> None:
     """A result as one JSON object (its to_dict()) or as its terminal summary.
 
-    Every text output in the simulator starts with the warning line (issue 10, item
-    11): a header saying "(simulator)" was easy to miss beside a "1.56e-05x" speedup.
+    Every text output in the simulator starts with the warning line: a header saying "(simulator)" was easy to miss beside a "1.56e-05x" speedup.
     ``result`` may also be text already rendered.
     """
     from gpu.catalog.render import summary, to_json
@@ -90,7 +89,7 @@ def cmd_experiment(experiment, args: argparse.Namespace) -> int:
     params = experiment.parse(raw, BACKEND.simulated)
     admit(experiment, params)
     result = experiment.execute(params, _progress(args.quiet or args.json))
-    # without a GPU: the recorded real-GPU figures beside the CPU's, with their source (issue 12)
+    # without a GPU: the recorded real-GPU figures beside the CPU's, with their source
     from gpu.report.cpu_vs_recorded import companion
 
     beside = companion(result)
@@ -277,16 +276,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--yes", action="store_true", help="confirm the deletion")
     p.set_defaults(func=cmd_history_delete)
 
-    from gpu.report import compile as compile_command  # the real compiler's facts (issue 17)
+    from gpu.report import compile as compile_command  # the real compiler's facts
 
     compile_command.add_command(sub)
 
-    from gpu.sandbox.cli import register as register_write_a_kernel  # problems, solve, submissions (issue 20)
+    from gpu.sandbox.cli import register as register_write_a_kernel  # problems, solve, submissions
 
     register_write_a_kernel(sub)
 
     from gpu.sandbox.cli import trace_file
-    from gpu.trace.cli import add_trace_command  # the memory trace (issue 21)
+    from gpu.trace.cli import add_trace_command  # the memory trace
 
     add_trace_command(sub, trace_file)
 

@@ -54,7 +54,7 @@ with explorer:
             "Pick N and threads per block, then press **Run probe**. Try N = 1000 with 256 threads: 24 threads of the "
             "last block have nothing to do."
         )
-    show_coalescing_demo()  # the memory trace: coalesced vs strided reads of the same data (issue 21)
+    show_coalescing_demo()  # the memory trace: coalesced vs strided reads of the same data
 
 with sweep:
     simulated_note = (

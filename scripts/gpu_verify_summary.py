@@ -71,7 +71,7 @@ BYTES_PER_ELEMENT = 12  # vector add: read a and b, write c (float32)
 
 
 def peak_claims(check: dict) -> list[str]:
-    """Each kernel's best bandwidth against the peak, with what the claim rests on (issue 25's 91%).
+    """Each kernel's best bandwidth against the peak, with what the claim rests on (the 91%).
 
     For the article's kernel and the 4-per-thread one at the sweep's largest N: the bytes
     counted (12 per element), the peak's formula and value, the L2 state, the samples.

@@ -1,4 +1,4 @@
-"""A class at once (issue 24): one `make demo` server, many browsers pressing Run on Write a kernel together.
+"""A class at once: one `make demo` server, many browsers pressing Run on Write a kernel together.
 
 Shared by ``tests/test_browser_class.py`` (asserts) and ``benchmarks/class_submit.py`` (measures).
 ``demo_server()`` starts ``streamlit run app.py`` with the Makefile's ``demo`` flags and settings

@@ -1,4 +1,4 @@
-"""A class at once (issue 24): 16 browsers press Run on one `make demo` server together.
+"""A class at once: 16 browsers press Run on one `make demo` server together.
 
 8 correct kernels, 4 wrong (the last element never written), 2 that never end (the wall-clock
 limit) and 2 that exhaust memory (the memory limit), all for vector add: each page shows its own

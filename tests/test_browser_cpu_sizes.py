@@ -1,4 +1,4 @@
-"""Issue 12 in a real browser: Vector add at N = 10^6 without a GPU shows your CPU,
+"""The CPU side at its own size, in a real browser: Vector add at N = 10^6 without a GPU shows your CPU,
 measured now, beside the recorded real GPU, and the simulated kernel at its cap."""
 
 import re

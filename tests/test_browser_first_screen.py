@@ -1,4 +1,4 @@
-"""Issue 28 in a real browser: on every page the form comes first, its Run button inside the first screen.
+"""In a real browser: on every page the form comes first, its Run button inside the first screen.
 
 A newcomer at 1400 × 1000 sees the page's sentence, the form and its button without scrolling
 (Vector add's button once sat about 1,940 px down, under a banner, a recorded-GPU panel and charts).

@@ -17,7 +17,7 @@ EMOJI = re.compile("[\U0001F300-\U0001FAFF\u2600-\u27BF\u2B50\u23F3]")
 @pytest.mark.parametrize("path,key", PANELS)
 def test_each_experiment_page_leads_with_the_recorded_gpu_and_shows_it_open_below_its_form(page, app_url, path,
                                                                                             key):
-    """The form comes first in the page's frame (issue 28), but in the simulator the page leads with what is real:
+    """The form comes first in the page's frame, but in the simulator the page leads with what is real:
     one paragraph of the recorded lesson above the form, and the whole recorded run open below it."""
     page.set_viewport_size({"width": 1400, "height": 3000})
     page.goto(f"{app_url}/{path}")

@@ -1,4 +1,4 @@
-"""Issue 28 item 8: launch overhead rows tall enough with whole labels; Scaling's time chart
+"""Readable charts: launch overhead rows tall enough with whole labels; Scaling's time chart
 draws the series that carry the lesson (the others in a second chart)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A check.json written now reads back: its sections are the declarations' (issue 19).
+"""A check.json written now reads back: its sections are the declarations'.
 
 ``python -m gpu check`` writes a section per declared ``CheckSection``; the schema, the
 importer and the recorded-runs loader find each section's key, validator and History

@@ -1,4 +1,4 @@
-"""Hostile sources found by trying the checker as an attacker would (issue 24).
+"""Hostile sources found by trying the checker as an attacker would.
 
 Each case was accepted, hung the checker, or crashed it before the fix. The checker runs in
 the app's own process, so it must be total and bounded: every input gets a verdict (a

@@ -1,4 +1,4 @@
-"""`gpu trace FILE` and `gpu solve FILE` on hostile input (issue 24): never a traceback, never exit 1 ("a race" /
+"""`gpu trace FILE` and `gpu solve FILE` on hostile input: never a traceback, never exit 1 ("a race" /
 "a wrong result") for a failure that is not one. Exit codes, the same in both: 0 clean/passed, 1 a finding/a wrong
 result, 2 refused (bad input, the checker, the parser, the sandbox's limits), 3 the lab itself failed."""
 

@@ -1,4 +1,4 @@
-"""A missing toolkit is not a rejected kernel (issue 28): where the compiler cannot run, every
+"""A missing toolkit is not a rejected kernel: where the compiler cannot run, every
 place that shows its facts says they are unavailable, names what is missing and that `make run`
 installs it, and never says the kernel does not compile; a genuinely bad kernel is still rejected.
 

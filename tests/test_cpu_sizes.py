@@ -1,4 +1,4 @@
-"""Issue 12: without a GPU the CPU side still runs at the user's N (the article's 10^7),
+"""Without a GPU the CPU side still runs at the user's N (the article's 10^7),
 the simulated kernel at the simulator's cap, and the recorded real GPU is set beside
 the CPU's figures, labelled, with its source. Nothing simulated is passed off as
 measured at the CPU's N."""

@@ -1,4 +1,4 @@
-"""Issue 28: jargon is explained where it appears, from the one glossary (ui/glossary.py).
+"""Jargon is explained where it appears, from the one glossary (ui/glossary.py).
 
 Every page is opened as a newcomer would and its run buttons pressed at the defaults (Vector
 add and Scaling at smaller sizes: the same words, a tenth of the time). Wherever a marked

@@ -26,7 +26,7 @@ def test_event_timed_phases_fit_inside_wall_clock():
     assert run.kernel_bandwidth_gbps > 50  # any CUDA GPU of the last decade moves > 50 GB/s
 
 
-# --- issue 10: the two H200 bugs, and the methodology, on real hardware ---------------
+# --- the two H200 bugs of the first run, and the methodology, on real hardware ---------------
 
 
 def test_kernel_alone_at_1e7_is_less_than_half_of_launch_plus_kernel():

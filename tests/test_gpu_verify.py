@@ -1,4 +1,4 @@
-"""`make gpu-verify` cannot pass without a GPU (issue 25): on this GPU-less machine, with a fake
+"""`make gpu-verify` cannot pass without a GPU: on this GPU-less machine, with a fake
 `nvidia-smi` that claims an H200, or with numba's simulator requested, it stops in seconds with a
 non-zero exit and one line that says why, and writes nothing."""
 

@@ -1,4 +1,4 @@
-"""Issue 10: every figure measured the same careful way — checked without a GPU.
+"""Every figure measured the same careful way — checked without a GPU.
 
 Fake device ops stand in for CUDA events and the stream hold; fake libraries stand in
 for CuPy and PyTorch; a fake NVML stands in for the driver.

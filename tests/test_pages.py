@@ -150,7 +150,7 @@ def test_vector_add_reads_1e3_as_a_thousand_not_one():
 
 
 def test_home_has_a_glossary_of_the_pages_jargon():
-    """Issue 28: n<3, sectors per request, sm_90, occupancy and barrier interval explained, with a short glossary."""
+    """n<3, sectors per request, sm_90, occupancy and barrier interval explained, with a short glossary."""
     from ui.glossary import GLOSSARY
 
     for term in ("n<3", "sectors per request", "sm_90", "occupancy", "barrier interval"):
@@ -164,7 +164,7 @@ def test_home_has_a_glossary_of_the_pages_jargon():
 
 @pytest.mark.parametrize("script", ["../pages/1_Vector_add.py", "../pages/2_Scaling.py"])
 def test_a_long_default_run_states_its_estimate_before_it_starts(script):
-    """Issue 28: a run that may take over ~2 s says so under the form, before Run is pressed."""
+    """A run that may take over ~2 s says so under the form, before Run is pressed."""
     at = AppTest.from_file(script, default_timeout=60).run()
     assert not at.exception
     estimate = [c.value for c in at.caption if "At these settings a run takes about" in c.value]

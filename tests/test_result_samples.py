@@ -1,4 +1,4 @@
-"""The result protocol's samples: a declaration says where a saved run keeps them (issue 19).
+"""The result protocol's samples: a declaration says where a saved run keeps them.
 
 ``Experiment.samples(saved) -> {series label: [seconds]}`` is what History's compare chart,
 its samples CSV and its table's sample count read; rows saved before (or by experiments

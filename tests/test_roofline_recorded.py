@@ -1,4 +1,4 @@
-"""Recorded H200 runs on the roofline (issue 28 item 8): the FP32 roof from the published clock, and
+"""Recorded H200 runs on the roofline : the FP32 roof from the published clock, and
 the recorded "device copy" — the driver's memcpy, slower than the kernels — drawn as what it is."""
 
 from __future__ import annotations

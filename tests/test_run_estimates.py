@@ -1,4 +1,4 @@
-"""Issue 28: a run that may take over ~2 s states its estimate before it starts and shows progress while it runs.
+"""A run that may take over ~2 s states its estimate before it starts and shows progress while it runs.
 
 Every experiment on a page declares how long it takes (``plan`` or ``estimate``); the catalog's
 plan names each part of the run by the id the engine begins it with; an estimate is within a

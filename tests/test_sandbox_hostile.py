@@ -324,7 +324,7 @@ def test_a_submission_waits_for_the_device_lock_like_every_run(tmp_path, monkeyp
 @pytest.mark.parametrize("sandbox", [SANDBOX, OFF], ids=["sandbox", "no-sandbox"])
 def test_a_submission_runs_below_the_app_even_in_a_session_of_its_own(sandbox):
     """A child in its own session (autogroup) weighs against the app's server by its session's nice, not only
-    its own: both are lowered, so 16 learners' kernels cannot take the cores from the pages (issue 24)."""
+    its own: both are lowered, so 16 learners' kernels cannot take the cores from the pages."""
     from gpu.sandbox.child import CHILD_NICENESS
 
     if sandbox is SANDBOX and not SANDBOX.works:

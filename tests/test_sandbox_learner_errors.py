@@ -1,4 +1,4 @@
-"""A learner's error is the learner's: a clear message naming the line (issue 24).
+"""A learner's error is the learner's: a clear message naming the line.
 
 "The harness could not finish" (status ``error``, exit 3) is kept for a real fault of the lab.
 Each case runs the whole path (the app's precheck, then the child) without bubblewrap, to stay

@@ -1,4 +1,4 @@
-"""One ``submit()`` for the page and ``python -m gpu solve`` (issue 24): verdict, compiler facts and trace together,
+"""One ``submit()`` for the page and ``python -m gpu solve``: verdict, compiler facts and trace together,
 with the checker run once in the app and once per child, and two sandboxed processes per submission at most.
 Also the memory bound of every process that runs learner code (a cgroup where the host allows one)."""
 
@@ -73,7 +73,7 @@ def test_one_submission_checks_three_times_in_two_processes_with_verdict_facts_a
     assert isinstance(result, Submission) and result.verdict.status == "passed", result.verdict.message
     assert result.verdict.compile_facts and result.verdict.compile_facts["registers_per_thread"] > 0
     assert isinstance(result.trace, TraceReport) and not result.trace.problems
-    # before issue 24's fix: three processes (judge, facts, trace) and five checker runs (two here, three in children)
+    # before the fix: three processes (judge, facts, trace) and five checker runs (two here, three in children)
     assert counted["children"] == ["gpu.sandbox.child", "gpu.sandbox.child"]
     assert counted["app"] == 1 and counted["child_checks"] == [1, 1]
 

@@ -1,4 +1,4 @@
-"""One place for settings (issue 27): every KERNEL_LAB_* variable is declared and read in gpu/core/settings.py."""
+"""One place for settings: every KERNEL_LAB_* variable is declared and read in gpu/core/settings.py."""
 
 from __future__ import annotations
 

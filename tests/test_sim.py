@@ -428,7 +428,7 @@ def test_a_correct_submission_still_passes():
 
 
 def test_a_wrong_answer_shows_the_inputs_at_the_mismatching_index():
-    """Issue 28: the verdict names what the kernel read there, so a learner can redo the arithmetic by hand."""
+    """The verdict names what the kernel read there, so a learner can redo the arithmetic by hand."""
     from gpu.problems import get
     from gpu.sandbox.harness import judge
 

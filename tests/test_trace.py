@@ -317,7 +317,7 @@ def test_what_the_lab_steps_teach():
     assert tree.barrier_intervals == 2 + 7  # one after the loads, one per halving of 128 threads (log2 128 = 7)
 
 
-# --- warp-level ordering and atomics (issue 26): the trace records through the lab simulator's own hooks
+# --- warp-level ordering and atomics: the trace records through the lab simulator's own hooks
 
 WARP_BUF = 32
 
@@ -482,7 +482,7 @@ def test_shuffles_are_counted_as_collectives_not_memory_accesses():
 
 
 def test_the_recorder_is_not_reachable_from_the_kernels_globals_or_arguments():
-    """A learner's kernel must not be able to reach the recorder and forge its own trace (issue 24)."""
+    """A learner's kernel must not be able to reach the recorder and forge its own trace."""
     import types
     import warnings
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-ESTIMATE_SHOWN_FROM_S = 2.0  # a run that may take longer states its estimate before it starts (issue 28)
+ESTIMATE_SHOWN_FROM_S = 2.0  # a run that may take longer states its estimate before it starts
 
 
 def estimate_text(seconds: float, simulated: bool) -> str:

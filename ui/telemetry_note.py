@@ -8,7 +8,7 @@ from gpu.core.telemetry import describe
 
 
 def show_telemetry(summary: dict | None, what: str = "run") -> None:
-    """Warn beside the figures when the GPU slowed during the ``what`` (issue 18); otherwise say
+    """Warn beside the figures when the GPU slowed during the ``what``; otherwise say
     what was read (or why nothing could be). Nothing when the result predates telemetry."""
     if summary is None:
         return

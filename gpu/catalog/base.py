@@ -402,7 +402,7 @@ class Experiment:
     # step by ``progress.begin(step_id, message)``.
     plan: Callable[[Params, bool], list[tuple[str, float]]] | None = None
     # Seconds a run should take at these parameters, for runs without a plan: the form states it
-    # before the run starts (issue 28). With a plan, the plan's sum is the estimate.
+    # before the run starts. With a plan, the plan's sum is the estimate.
     estimate: Callable[[Params, bool], float] | None = None
     # Where a saved run (its to_dict(), as History and imported checks keep it) holds its
     # timing samples: ``samples(saved) -> {series label: [seconds]}``. None: every mapping

@@ -1,4 +1,4 @@
-"""How long a catalog run takes, step by step: the plan its page states before the run (issue 28).
+"""How long a catalog run takes, step by step: the plan its page states before the run.
 
 A catalog run is a sequence the engine begins by id (``run_kernel`` calls
 ``progress.begin``): ``prepare``, then ``step:<key>`` for each GPU step, ``library:<key>``

@@ -22,7 +22,7 @@ from gpu.core.timing import (
 
 DIRECTIONS = ("h2d", "d2h", "d2d")
 COPY_THREADS = 256  # threads per block of the copy kernel: any multiple of 32 saturates memory here
-# Why 4 x 8-byte words per thread (issue 18): a one-word-per-thread copy kept too few
+# Why 4 x 8-byte words per thread: a one-word-per-thread copy kept too few
 # loads in flight, so the 4-per-thread vector add and PyTorch beat this "ceiling" by
 # design and the >= 90% target was never evaluated. Four independent 8-byte loads per
 # thread, one grid width apart (coalesced), reach the memory system as those do.
@@ -133,7 +133,7 @@ def time_copy_kernel(nbytes: int, policy: RepeatPolicy, ops=None) -> Stats:
     """Time ``copy_kernel`` over ``nbytes`` (rounded down to 8-byte words) alone, as every
     kernel is timed (``time_on_device``: L2 flushed, verified hold). Seconds per copy.
 
-    Why a kernel too (issue 10, item 8): the driver's device-to-device memcpy measured
+    Why a kernel too: the driver's device-to-device memcpy measured
     2.4–2.8 TB/s on an H200, slower than the vector-add kernel, so it is no ceiling; a
     plain copy kernel is the fair "how fast can a kernel move these bytes" reference.
     """
@@ -151,7 +151,7 @@ def time_copy_kernel(nbytes: int, policy: RepeatPolicy, ops=None) -> Stats:
 def time_device_memcpy(nbytes: int, policy: RepeatPolicy, ops=None) -> Stats:
     """Time a driver device-to-device memcpy of ``nbytes`` behind the verified hold, L2
     flushed, as a kernel is timed: the events bracket the copy alone, not the host's
-    call into the driver (issue 18: it was timed with plain events, hold-less)."""
+    call into the driver (it was timed with plain events, hold-less)."""
     from gpu.core.kernel_timing import time_on_device
 
     stream = cuda.stream()

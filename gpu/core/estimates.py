@@ -1,4 +1,4 @@
-"""Rough per-unit costs for the estimates a form states before a run (``Experiment.estimate``, issue 28).
+"""Rough per-unit costs for the estimates a form states before a run (``Experiment.estimate``).
 
 An estimate is a courtesy shown under the form ("a run takes about 12 s here") when it is
 2 s or more, never a figure. These are the units the transfer and launch experiments'

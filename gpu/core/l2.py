@@ -51,7 +51,7 @@ def l2_cache_bytes() -> int | None:
 
 def flush_problem() -> str | None:
     """None when every GPU sample here can start with the L2 flushed, else what the result
-    must say (issue 18: the flush was skipped silently when the L2 size was unknown)."""
+    must say (the flush was skipped silently when the L2 size was unknown)."""
     if BACKEND.simulated:
         return None  # no cache to flush; the simulator warning already covers every figure
     if l2_cache_bytes() is None:

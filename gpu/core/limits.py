@@ -73,7 +73,7 @@ ENV_MAX_N = _settings.MAX_N.name
 ENV_MAX_REPEATS = _settings.MAX_REPEATS.name
 ENV_MAX_SWEEP_POINTS = _settings.MAX_SWEEP_POINTS.name
 ENV_MAX_WORK = _settings.MAX_WORK.name
-# The CPU side, counted apart (issue 12): in the simulator KERNEL_LAB_MAX_N and
+# The CPU side, counted apart: in the simulator KERNEL_LAB_MAX_N and
 # KERNEL_LAB_MAX_WORK bound the simulated kernels only, and these bound the CPU baselines.
 ENV_MAX_CPU_N = _settings.MAX_CPU_N.name
 ENV_MAX_CPU_WORK = _settings.MAX_CPU_WORK.name
@@ -103,7 +103,7 @@ class AdmissionConfig:
     max_sweep_points: int
     max_work: int
     problems: tuple[str, ...] = field(default_factory=tuple)
-    # the CPU side (issue 12): in the simulator max_n / max_work bound the simulated kernels only
+    # the CPU side: in the simulator max_n / max_work bound the simulated kernels only
     max_cpu_n: int = DEFAULT_MAX_CPU_N[0]
     max_cpu_work: int = DEFAULT_MAX_CPU_WORK[0]
 
@@ -254,7 +254,7 @@ def check_n(n: int | str, max_n: int | None = None, name: str = "N") -> int:
     return value
 
 
-# --- the CPU side at its own size (issue 12) ------------------------------------------
+# --- the CPU side at its own size ------------------------------------------
 # In the simulator a simulated kernel costs about 0.1 ms per thread, but the CPU
 # baselines run on the user's real CPU: they may run at the article's N = 10^7 while
 # the simulated kernel runs at its own cap. On hardware both run at the same N.
@@ -429,7 +429,7 @@ def release_device_memory(collect: bool = True, context=None) -> bool:
     """Free what a run left behind: drop Python references, then flush Numba's pending frees.
 
     The one function every caller uses (the UI after out-of-memory, the Scaling sweep
-    between sizes). Why ``memory_manager.deallocations`` (issue 10, item 12): Numba
+    between sizes). Why ``memory_manager.deallocations``: Numba
     queues a device array's free on its context's memory manager, so clearing
     ``context.deallocations`` (as this once did) left the memory held; only the sweep
     cleared the right queue. ``collect`` runs the garbage collector first (tens of ms

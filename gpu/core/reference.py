@@ -6,7 +6,7 @@ reference as skipped. Inputs are copied to the device once, outside the timed re
 and the output is preallocated, so each sample times exactly the work the Numba
 kernel does: read a and b, write c, on device-resident data.
 
-Timed exactly as the Numba kernel is (issue 10, item 3): the library's own stream is
+Timed exactly as the Numba kernel is: the library's own stream is
 wrapped with ``cuda.external_stream``, and ``gpu.core.kernel_timing.time_on_device`` flushes
 the L2, holds that stream, and records the events around the library's ``add`` on
 it, checking the hold. Timing ``a + b`` with plain events once counted the library's

@@ -98,7 +98,7 @@ class Roofs:
     copy_gbps: float | None = None  # a measured device-to-device copy, when one was measured
     how: str = ""
     # What the copy line is: a copy kernel's (or the best of it and memcpy) is what memory delivers to a
-    # kernel, ``COPY_ROOF``; a driver memcpy alone (recorded runs before issue 10) ran slower than plain
+    # kernel, ``COPY_ROOF``; a driver memcpy alone (older recorded runs) ran slower than plain
     # kernels on the H200, so it is drawn as ``DRIVER_MEMCPY_ROOF``, a reference and not a ceiling.
     copy_label: str = COPY_ROOF
 

@@ -12,7 +12,7 @@ no attribute.
 Modules that build a child process's environment still write variables, by the names
 declared here.
 
-Parsing is what each reader did before (issue 27 moved it here unchanged):
+Parsing is what each reader did before (moved here unchanged):
 
 - a bad value of ``KERNEL_LAB_SIMULATOR`` or ``KERNEL_LAB_CLUSTER_GPUS`` is a ``ValueError``
   whose message names the variable (from every ``settings()`` call, so at the first read);

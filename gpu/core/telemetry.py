@@ -1,6 +1,6 @@
 """GPU telemetry through NVML (``pynvml`` from the ``nvidia-ml-py`` package), optional.
 
-Why (issue 10, item 10): a figure measured while the GPU slowed its clocks — power
+Why: a figure measured while the GPU slowed its clocks — power
 cap, heat — is not the GPU's figure, and nothing said so. Each GPU run samples the SM
 and memory clocks, temperature, power and the active clock-event ("throttle") reasons
 before, during (a background thread) and after; ``TelemetryMonitor.summary()`` is

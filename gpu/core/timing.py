@@ -26,9 +26,9 @@ from gpu.core.shape import from_builtins, shaped, to_builtins
 Clock = Callable[[], float]
 
 # Fewer samples than this cannot show their own spread: such a figure is flagged
-# ("n<3") in every table, chart, download and check report (issue 10, item 1).
+# ("n<3") in every table, chart, download and check report.
 MIN_RELIABLE_SAMPLES = 3
-# The allocation rule, one for every experiment (issue 10, item 5); captions quote it.
+# The allocation rule, one for every experiment; captions quote it.
 ALLOCATION_RULE = "device buffers are allocated before any start event, so no figure includes allocation"
 
 
@@ -180,7 +180,7 @@ class RepeatPolicy:
             return False
         # Why the minimum comes before the budget: at N >= 2^28 the copies alone spent
         # the whole budget, and the kernel-only figures quoted from those runs (3,448
-        # GB/s, "1.245x PyTorch") rested on one sample each (issue 10, item 1).
+        # GB/s, "1.245x PyTorch") rested on one sample each.
         if len(samples) < self.min_samples:
             return False
         if spent_s >= self.budget_s:
@@ -199,7 +199,7 @@ def collect(
 
     Warm-up calls are discarded. Every series returned has its own stopping rule:
     sampling goes on until ``policy.done`` holds for each of them, so a quiet
-    end-to-end time cannot stop a noisy phase at one sample (issue 10, item 1).
+    end-to-end time cannot stop a noisy phase at one sample.
     ``noise_key`` is accepted for older callers and ignored. Returns one Stats per name.
     """
     del noise_key  # every series is checked now

@@ -118,12 +118,12 @@ def time_gpu_phases(
     The rules (README, "How it measures"):
 
     - allocation: the three device arrays are allocated once, before any start event,
-      so no phase includes allocation (issue 10, item 5: H2D once included allocating
+      so no phase includes allocation (H2D once included allocating
       d_c, while some Transfers strategies allocated outside the timing);
     - end to end: each sample runs the program as a user would (copy a and b in,
       launch, copy c out) with an event between phases; the L2 is flushed first and
       the stream synchronised before the wall clock starts, so no figure includes the
-      flush (issue 18: it inflated small-N end-to-end times);
+      flush (it inflated small-N end-to-end times);
       "with_launch" is the interval from "inputs copied" to "kernel done", which holds
       the host's launch latency too; "total" is the wall clock of the sample;
     - kernel alone: its own series, with its own stopping rule, on the same device

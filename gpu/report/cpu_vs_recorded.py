@@ -1,4 +1,4 @@
-"""Your CPU, measured now, beside a real GPU, recorded (issue 12): figures and words.
+"""Your CPU, measured now, beside a real GPU, recorded: figures and words.
 
 Without a GPU the CPU baselines run at the user's N while the kernel only runs in the
 simulator. Here the CPU's medians are set beside the committed recorded GPU run at the

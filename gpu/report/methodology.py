@@ -3,7 +3,7 @@
 Flushed against warm L2 at a size that fits in the L2 and one that does not; how
 many kernel samples needed a longer stream hold; the launch-overhead table; the GPU
 telemetry over the whole check; and the sample count behind every figure in the report
-(issue 10, "On a GPU").
+("On a GPU").
 """
 
 from __future__ import annotations

@@ -140,7 +140,7 @@ def recorded_points(check_json: Path) -> PointSet | None:
     scaling_peaks = (((sections.get("scaling") or {}).get("run") or {}).get("peaks") or {}).get("limits") or {}
     d2d = scaling_peaks.get("d2d") or {}
     copy = d2d.get("gbps")
-    # Before issue 10 the "d2d" limit was the driver's device-to-device memcpy alone, timed with plain
+    # In older runs the "d2d" limit was the driver's device-to-device memcpy alone, timed with plain
     # events: 2.4-2.8 TB/s on the H200, slower than the vector-add kernel itself. It is no ceiling.
     memcpy_only = bool(copy) and "copy kernel" not in str(d2d.get("how", ""))
     catalog_runs = [
@@ -170,7 +170,7 @@ def recorded_points(check_json: Path) -> PointSet | None:
         notes.append(
             f"the dashed line is the driver's device-to-device memcpy as this run recorded it ({copy:,.0f} GB/s, "
             f"{d2d.get('how', '')}), not a ceiling: on this GPU the driver's memcpy moves memory more slowly than "
-            "a plain kernel does (issue 10). So the vector-add dots above it are right, not the line: they count "
+            "a plain kernel does. So the vector-add dots above it are right, not the line: they count "
             f"the 12 bytes per element the kernel must move{_at_largest(sections)}, read and written once each, and "
             "stay below the memory roof. Newer checks draw the best of the memcpy and a copy kernel"
         )

@@ -1,6 +1,6 @@
 """What the real compiler says about a submission (registers, spills, occupancy), for the simulator's verdict.
 
-The one place the facts are fetched: ``gpu.core.compiler.compile_source_facts`` (issue 17),
+The one place the facts are fetched: ``gpu.core.compiler.compile_source_facts``,
 NVVM and ptxas for the default target, no GPU needed. It takes seconds (a fresh Numba in a
 subprocess), so it runs as a second sandboxed step after the tests' verdict
 (``gpu.sandbox.runner.analyse_in_child``), never inside the timed path from Submit to verdict, and its

@@ -94,7 +94,7 @@ def describe(config: AdmissionConfig | None = None, max_n_now: int | None = None
     if vector_cap is not None and vector_cap != config.max_n:  # the same cap the Vector add form states
         vector = f"; N ≤ {vector_cap:,} where the simulator's vectorised tier runs the kernel (Vector add)"
     cpu = (f" · CPU side of Vector add and Scaling: N ≤ {config.max_cpu_n:,} (and free memory), "
-           f"N × passes ≤ {config.max_cpu_work:,}") if BACKEND.simulated else ""  # issue 12: counted apart
+           f"N × passes ≤ {config.max_cpu_work:,}") if BACKEND.simulated else ""  # counted apart
     return (
         f"{kernels}{n_part} (configured {config.max_n:,}, and free memory){vector} · repeats ≤ {config.max_repeats} · "
         f"sweeps ≤ {config.max_sweep_points} points · N × passes ≤ {config.max_work:,}{cpu}"

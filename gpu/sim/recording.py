@@ -28,7 +28,7 @@ What the recorder is told, in the kernel's own terms:
   block, ``syncwarp`` among the lanes of its mask, a shuffle not at all — is the
   recorder's to decide (the trace follows CUDA's memory model).
 
-Why the recorder cannot be forged by the kernel it records (issue 24): it is never an
+Why the recorder cannot be forged by the kernel it records: it is never an
 attribute of anything the kernel can name. The ``Watched`` arrays keep only the NumPy array,
 an id and an offset; the recorder is in the closures of their class's methods and of the
 hooks (reachable only through dunder attributes, which the write-a-kernel checker refuses,

@@ -1,4 +1,4 @@
-"""The catalog steps improved from the compiler's report (issue 17): their fast paths give
+"""The catalog steps improved from the compiler's report: their fast paths give
 the same bits in the simulator, and the figures their "what changed and why" cites are the
 compiler's own (ptxas, recompiled here; no GPU needed).
 

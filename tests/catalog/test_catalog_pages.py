@@ -38,7 +38,7 @@ def test_kernels_page_runs_every_step_and_shows_agreement_charts_and_sources(ker
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert any("bit for bit" in s.value for s in at.success)
     specs = chart_specs(at)
-    if gpu.BACKEND.simulated:  # your CPU charted; the simulated steps tabled and ranked against nothing (issue 28)
+    if gpu.BACKEND.simulated:  # your CPU charted; the simulated steps tabled and ranked against nothing
         assert "NumPy a.T copy" in specs and "your CPU, measured now" in specs
         assert "1 · naive" not in specs and "H2D copy" not in specs
         assert any("The simulated GPU steps are not charted" in c.value for c in at.caption)

@@ -1,4 +1,4 @@
-"""Pure chart builders: your CPU, measured now, beside a recorded real GPU (issue 12).
+"""Pure chart builders: your CPU, measured now, beside a recorded real GPU.
 
 Input frames come from ``gpu.report.cpu_vs_recorded`` (``to_frame()``): one row per
 figure with its ``source`` ("your CPU, measured now" or "<device>, recorded <date>").

@@ -320,7 +320,7 @@ def show_sources(spec: KernelSpec) -> None:
     )
     compiled = show_steps_facts(
         [step.kernel for step in spec.steps],
-        key="kernels.compile_target",  # issue 17
+        key="kernels.compile_target",  # the real compiler's facts for a chosen GPU
         threads_per_block=step_threads(spec, params),
     )
     for i, (source, step) in enumerate(zip(step_sources(spec), spec.steps)):
@@ -339,7 +339,7 @@ def show_sources(spec: KernelSpec) -> None:
                 st.code(source.helpers, language="python")
             if i in compiled:
                 code_listings(compiled[i], in_expanders=False)
-    from ui.views.trace import show_kernel_traces  # the memory trace of every step (issue 21)
+    from ui.views.trace import show_kernel_traces  # the memory trace of every step
 
     show_kernel_traces(spec)
 

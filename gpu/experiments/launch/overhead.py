@@ -1,6 +1,6 @@
 """Launch overhead: what one kernel launch from Python costs on the host, path by path.
 
-Why (issue 10, item 6): "launch from Python" measured 197–588 µs per vector add on an
+Why: "launch from Python" measured 197–588 µs per vector add on an
 H200, where Numba's launch is usually quoted at tens of µs and CuPy's at a few. Each
 path below launches an empty kernel (one thread, no work), so a sample is the host's
 cost to queue it; the differences between Numba's paths say where the time goes:

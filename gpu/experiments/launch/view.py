@@ -218,7 +218,7 @@ def show_sweep(run: LaunchSweepRun) -> None:
         glossary.caption("Occupancy: not available here (the simulator compiles nothing and has no multiprocessors).")
     shown = sweep_table(run, frame)
     st.dataframe(shown, hide_index=True, width="stretch", column_config=glossary.column_config(shown.columns))
-    from ui.telemetry_note import show_telemetry  # marks and clocks beside the table (issue 18)
+    from ui.telemetry_note import show_telemetry  # marks and clocks beside the table
 
     glossary.caption(
         "Marks: n<3 = fewer than 3 samples (spread unknown); fits in L2 = a, b and c fit in the L2 (may be served from "
@@ -296,7 +296,7 @@ def show_inspector() -> None:
     kernel = st.radio(
         "Kernel", list(KERNELS), format_func=lambda k: KERNELS[k][1], horizontal=True, key="inspect_kernel"
     )
-    show_kernel_facts(KERNELS[kernel][0], key="launch.compile_target")  # the real compiler, here too (issue 17)
+    show_kernel_facts(KERNELS[kernel][0], key="launch.compile_target")  # the real compiler, here too
     try:
         result = cached_inspection(kernel)
     except Exception as exc:  # a toolkit problem must not break the page

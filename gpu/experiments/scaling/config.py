@@ -113,7 +113,7 @@ class SweepConfig:
     descending: bool = False  # largest first: a time limit then drops the small sizes
     warm_l2: bool = False  # True: no L2 flush before GPU samples (to show the difference)
     # In the simulator: the largest N a (simulated) kernel runs at; above it only the CPU
-    # implementations run (issue 12). None: every implementation at every size (a GPU).
+    # implementations run. None: every implementation at every size (a GPU).
     kernel_max_n: int | None = None
 
     def __post_init__(self) -> None:

@@ -384,7 +384,7 @@ def _work(params) -> int:
 
     In the simulator only the sizes up to the kernel's cap count (above it no simulated
     kernel runs); the CPU side is counted apart, N x passes for each compiled CPU
-    implementation, and refused here when over ``KERNEL_LAB_MAX_CPU_WORK`` (issue 12).
+    implementation, and refused here when over ``KERNEL_LAB_MAX_CPU_WORK``.
     """
     lo, hi = params["min_n"], params["max_n"]
     if lo > hi:

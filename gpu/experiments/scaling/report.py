@@ -19,7 +19,7 @@ from gpu.experiments.scaling.result import (
 
 def crossover_conditions(run: SweepRun) -> str:
     """How the two sides of every crossover were measured — stated beside the crossovers
-    (issue 18). The CPU is measured warm on purpose: a program calls NumPy on data it
+   . The CPU is measured warm on purpose: a program calls NumPy on data it
     just touched; the GPU kernel with its L2 flushed, as nvbench does, unless the run
     kept it warm."""
     gpu = (

@@ -38,7 +38,7 @@ SERIES_LABELS = {
 
 
 # The GPU figures crossovers are found for: end to end, the kernel with its launch from
-# Python, the kernel alone (issue 10, item 9: stated for the kernel alone and with the launch).
+# Python, the kernel alone (stated for the kernel alone and with the launch).
 GPU_SERIES = ("gpu-total", "gpu-launch-kernel", "gpu-kernel")
 
 
@@ -140,7 +140,7 @@ class Crossover:
     n_low: float | None = None
     n_high: float | None = None
     # A point beside the crossing rests on fewer than 3 samples: its band has no width
-    # because its spread is unknown, not because it is exact (issue 18).
+    # because its spread is unknown, not because it is exact.
     few_samples: bool = False
 
     @property
@@ -159,7 +159,7 @@ class Crossover:
             if self.few_samples:
                 return (f"{who} beats {other} from around N ≈ {format_n(self.n, 2)} — fewer than 3 samples beside "
                         f"the crossing, so its spread is unknown: no exact point{tag}")
-            # Why a range (issue 10, item 9): one run's interpolated median, quoted to three
+            # Why a range: one run's interpolated median, quoted to three
             # figures (6,380), moved to 5,800 and 8,970 in other runs; the noise bands say how far.
             if not self.is_range:
                 return f"{who} beats {other} from N ≈ {format_n(self.n, 2)}{tag}"
@@ -264,7 +264,7 @@ class SweepRun:
 
     @property
     def kernel_note(self) -> str | None:
-        """Which sizes ran no simulated kernel, and why (issue 12); None when every size ran every implementation."""
+        """Which sizes ran no simulated kernel, and why; None when every size ran every implementation."""
         skipped = self.config.kernel_skipped_sizes
         if not skipped:
             return None
@@ -286,7 +286,7 @@ class SweepRun:
     def overhead_fraction(self) -> float:
         """1 − (sum of the timed samples ÷ wall time): everything that is not a recorded sample.
 
-        Why this and not "outside the timing calls" (issue 10, item 7): the calls also hold
+        Why this and not "outside the timing calls": the calls also hold
         warm-ups, input uploads, stream holds, L2 flushes and agreement checks, and
         counting them as measured time reported 9.3% where the samples added up to 10.6 s
         of 75.1 s.
@@ -309,7 +309,7 @@ class SweepRun:
     def ceiling_beaten(self, series: str) -> bool:
         """True when some series bounded by the same measured limit beats it.
 
-        Then that "limit" is only a reference (issue 10, item 8: the measured device copy,
+        Then that "limit" is only a reference (the measured device copy,
         2.4–2.8 TB/s, was slower than the kernel, yet "≥ 90% of device copy" said met).
         """
         label, gbps = self.ceiling(series)

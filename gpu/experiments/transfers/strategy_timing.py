@@ -97,7 +97,7 @@ def _poison_device(d_array, stream=0) -> None:
 
 class _HoldLog:
     """Each sample's hold outcome from ``_split_launch``, put back on the kernel Stats
-    afterwards (issue 18: the held flag and the retries were thrown away)."""
+    afterwards (the held flag and the retries were thrown away)."""
 
     def __init__(self) -> None:
         self.held: list[bool] = []
@@ -115,7 +115,7 @@ def _split_launch(phases: dict[str, float], launch: Callable[[], None], stream, 
     """On hardware, split the "kernel" interval into launch latency and the kernel alone
     (as gpu.experiments.vector_add.experiment.time_gpu_phases does): re-run the kernel behind a
     verified stream hold (L2 flushed). No min(alone, with launch): that hid samples whose
-    hold had expired (issue 10, item 4); the hold is checked instead, and the launch
+    hold had expired; the hold is checked instead, and the launch
     share is floored at 0 only against the kernel's own sample-to-sample noise."""
     if BACKEND.simulated:
         return
@@ -195,7 +195,7 @@ def time_resident(
     blocks = blocks_for(n, threads_per_block)
     stream = cuda.stream()
     timer = PhaseTimer(stream, ("h2d", "kernel", "d2h"), clock=clock)
-    # one rule everywhere (issue 10, item 5): device buffers are allocated before the start event
+    # one rule everywhere: device buffers are allocated before the start event
     d_a = cuda.device_array(n, dtype=np.float32, stream=stream)
     d_b = cuda.device_array(n, dtype=np.float32, stream=stream)
     d_c = cuda.device_array(n, dtype=np.float32, stream=stream)

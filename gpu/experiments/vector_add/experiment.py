@@ -144,7 +144,7 @@ class VectorAddRun:
     seed: int = 0
     created_at: str = field(default_factory=utc_timestamp)
     telemetry: dict | None = None  # GPU clocks, temperature, power, throttling (gpu.core.telemetry)
-    # The N the GPU part ran at, when below ``n`` (issue 12): in the simulator the CPU
+    # The N the GPU part ran at, when below ``n``: in the simulator the CPU
     # implementations run at the user's N and the simulated kernel at the simulator's cap.
     gpu_n: int | None = None
 

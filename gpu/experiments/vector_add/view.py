@@ -40,7 +40,7 @@ def limits_caption() -> str:
     """The limits a Vector add run is admitted under, next to the form."""
     admission, fast = load_config(), vectorised()
     cap = kernel_cap(vectorised=fast)
-    if cap is not None:  # the simulator: the CPU runs at N, the simulated kernel at most at its cap (issue 12)
+    if cap is not None:  # the simulator: the CPU runs at N, the simulated kernel at most at its cap
         cost = "the simulator's vectorised tier" if fast else f"about {SIMULATED_THREAD_COST}"
         return (
             f"Limits here: N ≤ {max_cpu_vector_n():,} (free host memory and this server's limit); the CPU runs at N, "

@@ -48,7 +48,7 @@ def test_launch_config_explorer_and_sweep_in_the_browser(page, app_url):
     visible = page.locator(
         '[data-testid="stVegaLiteChart"] svg:visible, [data-testid="stVegaLiteChart"] canvas:visible'
     )
-    if gpu.BACKEND.simulated:  # simulated times are never charted across configurations (issue 28)
+    if gpu.BACKEND.simulated:  # simulated times are never charted across configurations
         page.get_by_text("Simulated times are not charted across configurations").wait_for()
     else:
         visible.nth(1).wait_for()

@@ -120,7 +120,7 @@ def test_sweep_runs_and_charts_time_bandwidth_and_the_explanation():
     assert any("bit for bit" in s.value for s in at.success)
     assert any("not a multiple of the warp size" in w.value for w in at.warning)
     titles = json.dumps(specs(at))
-    # simulated times are never charted across configurations (issue 28): no time, no bandwidth from one
+    # simulated times are never charted across configurations: no time, no bandwidth from one
     assert "Kernel time per launch configuration" not in titles
     assert "Effective bandwidth per configuration" not in titles
     assert any("Simulated times are not charted across configurations" in c.value for c in at.caption)
@@ -306,7 +306,7 @@ def test_launch_overhead_tab_measures_paths_with_a_chart_and_says_what_it_skippe
     assert list(ladder["rung"]) == [PATHS[key] for key in LADDER]
     assert ("÷ CuPy RawKernel" in ladder.columns) != gpu.BACKEND.simulated  # ranked on a GPU only
     assert any("CuPy RawKernel: skipped" in c.value for c in at.caption)
-    if gpu.BACKEND.simulated:  # simulated launches: tabled, never charted or judged against the target (issue 28)
+    if gpu.BACKEND.simulated:  # simulated launches: tabled, never charted or judged against the target
         assert "Host time to launch one kernel" not in charts and "median (µs, simulated)" in table.columns
         assert not any("target" in m.value for m in at.markdown)
         return

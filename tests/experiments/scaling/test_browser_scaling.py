@@ -22,7 +22,7 @@ def test_scaling_sweep_runs_and_draws_charts_in_the_browser(page, app_url):
     charts = page.locator('[data-testid="stVegaLiteChart"] canvas, [data-testid="stVegaLiteChart"] svg')
     charts.nth(1).wait_for()  # every chart drawn before counting
     assert charts.count() >= 2
-    if gpu.BACKEND.simulated:  # simulated kernel times are compared with nothing (issue 28)
+    if gpu.BACKEND.simulated:  # simulated kernel times are compared with nothing
         assert page.get_by_text("never beats", exact=False).count() == 0
         page.get_by_text("Simulated kernel times are not compared with your CPU").wait_for()
     else:

@@ -136,7 +136,7 @@ def test_page_runs_a_small_simulated_sweep_and_shows_crossovers_charts_and_downl
         assert any("Simulated kernel times are not compared with your CPU" in c.value for c in at.caption)
     else:
         assert any("never beats NumPy" in m.value for m in at.markdown)
-    beside = [c for c in at.get("vega_lite_chart") if "your CPU, measured now" in c.proto.spec]  # issue 12's panel
+    beside = [c for c in at.get("vega_lite_chart") if "your CPU, measured now" in c.proto.spec]  # the panel
     if gpu.BACKEND.simulated:
         # the panel beside the recorded GPU, and your CPU's own series against N; no simulated series is charted
         assert len(beside) == 2, len(beside)

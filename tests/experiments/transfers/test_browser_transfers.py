@@ -27,7 +27,7 @@ def test_transfers_runs_both_experiments_and_draws_charts_in_the_browser(page, a
     charts = '[data-testid="stVegaLiteChart"] svg:visible, [data-testid="stVegaLiteChart"] canvas:visible'
     drawn = page.locator(charts)
     recorded = page.locator(".st-key-reference_panel_transfers")  # the recorded H200 run: open in the simulator
-    if simulated:  # simulated copies and strategies are tabled, never charted or ranked (issue 28)
+    if simulated:  # simulated copies and strategies are tabled, never charted or ranked
         page.get_by_text("The simulated strategies are not charted or ranked").wait_for()
         assert page.get_by_text("Plateaus, in words").count() == recorded.get_by_text("Plateaus, in words").count()
         assert recorded.locator(charts).count() >= 1  # the recorded lesson is drawn, open

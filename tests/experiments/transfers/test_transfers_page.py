@@ -58,7 +58,7 @@ def test_bandwidth_run_states_plateaus_and_draws_the_curves():
     at = button(at, "Measure bandwidth").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     text = " ".join(m.value for m in at.markdown)
-    if gpu.BACKEND.simulated:  # NumPy copies: tabled, never charted, compared or called plateaus (issue 28)
+    if gpu.BACKEND.simulated:  # NumPy copies: tabled, never charted, compared or called plateaus
         assert "SIMULATED" in text and "plateau" in text and "levels off" not in text
         assert "pageable H2D's best bandwidth" not in text  # pinning is not simulated: no ratio headline
         assert not chart_specs(at)
@@ -91,7 +91,7 @@ def test_strategies_run_agrees_names_a_winner_and_draws_breakdown_and_timeline()
         "end to end (simulated)" in table.columns and table["end to end (simulated)"].str.contains(" ms| s| µs").all()
     )
     specs = chart_specs(at)
-    if gpu.BACKEND.simulated:  # simulated strategies: tabled in the page's order, never charted or ranked (issue 28)
+    if gpu.BACKEND.simulated:  # simulated strategies: tabled in the page's order, never charted or ranked
         assert not specs and any("not charted or ranked" in c.value for c in at.caption)
         assert [s.split(" (")[0] for s in table["strategy"]][:2] == ["As in the article", "Careful"]
         assert at.session_state["transfers.strategies"].n == 300

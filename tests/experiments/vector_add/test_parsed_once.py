@@ -1,6 +1,6 @@
 """Vector add's N on its way from the form to the launch: parsed once (by its ``Param``), admitted, and the
 simulator's cap applied in one place (``sizes``), once per step that needs the GPU's N; the run itself
-parses and checks nothing again (issue 27: it used to parse N twice, three times with the article's method)."""
+parses and checks nothing again (it used to parse N twice, three times with the article's method)."""
 
 from __future__ import annotations
 
