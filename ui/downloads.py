@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import pandas as pd
 import streamlit as st
@@ -36,7 +36,7 @@ from gpu.core.provenance import stamp as stamped
 if TYPE_CHECKING:
     from gpu.catalog.base import Experiment
 
-Data = str | bytes | Callable[[], str | bytes] | Mapping[str, Any] | list | pd.DataFrame
+Data: TypeAlias = str | bytes | Callable[[], str | bytes] | Mapping[str, Any] | list | pd.DataFrame
 
 
 @dataclass(frozen=True)
