@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 
 import pandas as pd
@@ -16,6 +15,7 @@ from gpu.core.timing import format_factor, format_seconds
 from gpu.core.words import format_gbps
 from ui import glossary
 from ui.charts import kernels as charts
+from ui.downloads import download
 from ui.telemetry_note import show_telemetry
 from ui.views.compile_facts import code_listings, facts_line, show_steps_facts
 
@@ -273,22 +273,10 @@ def show_run(run: KernelRun) -> None:
     show_telemetry(run.telemetry)
     left, right = st.columns(2)
     name = f"{run.kernel}_{run.params.get('n')}"
-    left.download_button(
-        "Download run (JSON)",
-        json.dumps(run.to_dict(), indent=2, default=str),
-        file_name=f"{name}.json",
-        mime="application/json",
-        key="kernels.download_json",
-        icon=":material/download:",
-    )
-    right.download_button(
-        "Download samples (CSV)",
-        frame.to_csv(index=False),
-        file_name=f"{name}.csv",
-        mime="text/csv",
-        key="kernels.download_csv",
-        icon=":material/download:",
-    )
+    download("Download run (JSON)", run.to_dict(), f"{name}.json", "application/json", key="kernels.download_json",
+             stamp=True, where=left)
+    download("Download samples (CSV)", frame, f"{name}.csv", "text/csv", key="kernels.download_csv", stamp=True,
+             where=right)
 
 
 def step_threads(spec: KernelSpec, params: dict | None) -> list[int | None]:

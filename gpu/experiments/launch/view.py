@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 import pandas as pd
 import streamlit as st
 
@@ -16,6 +14,7 @@ from gpu.experiments.launch.report import explanation, launch_sentence
 from gpu.kernels.inspect import KERNELS, KernelInspection, inspect_kernel
 from gpu.service.references import ReferenceRun
 from ui import glossary
+from ui.downloads import download
 from ui.views.compile_facts import show_kernel_facts
 
 INDEXING_KEY = "launch.indexing"
@@ -225,13 +224,8 @@ def show_sweep(run: LaunchSweepRun) -> None:
         "cache)."
     )
     show_telemetry(run.telemetry, "sweep")
-    st.download_button(
-        "Download sweep (JSON)",
-        json.dumps(to_json(run), indent=2),
-        file_name=f"launch_sweep_{run.n}.json",
-        mime="application/json",
-        key="sweep_download",
-    )
+    download("Download sweep (JSON)", to_json(run), f"launch_sweep_{run.n}.json", "application/json",
+             key="sweep_download", stamp=True)
 
 
 def show_sweep_facts(run: LaunchSweepRun) -> None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 import pandas as pd
 import streamlit as st
 
@@ -29,6 +27,7 @@ from gpu.experiments.vector_add.report import (
 from gpu.service.references import ReferenceRun
 from ui import glossary
 from ui.charts import common as charts
+from ui.downloads import download
 from ui.forms import stale_key
 from ui.reference import show_article_figures
 
@@ -212,11 +211,11 @@ def _ratio(factor: float) -> str:
     return f"{factor_text(factor if factor > 1 else 1 / factor, compact=True)} {'faster' if factor > 1 else 'slower'}"
 
 
-def samples_csv(run: VectorAddRun) -> str:
-    """Plain CSV: a one-line header, integer N, seconds; the metadata lives in the JSON download."""
+def samples_frame(run: VectorAddRun) -> pd.DataFrame:
+    """The samples download's rows: integer N, seconds, the backend; the metadata lives in the JSON download."""
     frame = run.to_frame()
     frame["n"] = frame["n"].astype("int64")
-    return frame.drop(columns=["backend"]).assign(backend=run.backend).to_csv(index=False)
+    return frame.drop(columns=["backend"]).assign(backend=run.backend)
 
 
 def stats_table(run: VectorAddRun) -> pd.DataFrame:
@@ -287,22 +286,18 @@ def show_run(run: VectorAddRun) -> None:
 
     show_telemetry(run.telemetry, "run")
     left, right = st.columns(2)
-    payload = run.to_dict()
-    left.download_button(
-        "Download run (JSON)",
-        json.dumps(payload, indent=2),
-        file_name=f"vector_add_{run.n}.json",
-        mime="application/json",
-        key="download_json",
-    )
-    right.download_button(
+    download("Download run (JSON)", run.to_dict(), f"vector_add_{run.n}.json", "application/json",
+             key="download_json", stamp=True, where=left)
+    download(
         "Download samples (CSV)",
-        samples_csv(run),
-        file_name=f"vector_add_{run.n}.csv",
-        mime="text/csv",
+        samples_frame(run),
+        f"vector_add_{run.n}.csv",
+        "text/csv",
         key="download_csv",
-        help="One row per sample: implementation, phase, sample, seconds, estimated, n. The run's settings and device "
-             "are in the JSON download.",
+        stamp=True,
+        where=right,
+        help="One row per sample: implementation, phase, sample, seconds, estimated, n, methodology_version. The "
+             "run's settings and device are in the JSON download.",
     )
     if article is not None:
         st.subheader("As in the article")

@@ -1,0 +1,79 @@
+"""One download helper (ui/downloads.py) for every page: what it writes, and that no page goes around it."""
+
+from __future__ import annotations
+
+import ast
+import io
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from gpu.core.provenance import METHODOLOGY_KEY, METHODOLOGY_VERSION
+from ui.downloads import prepared
+
+ROOT = Path(__file__).resolve().parent.parent
+HELPER = ROOT / "ui" / "downloads.py"
+
+
+def download_button_calls(source: str) -> list[int]:
+    """The lines of ``source`` that call a ``download_button`` (``st.download_button``, ``column.download_button``)."""
+    return [
+        node.lineno
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Call)
+        and (
+            (isinstance(node.func, ast.Attribute) and node.func.attr == "download_button")
+            or (isinstance(node.func, ast.Name) and node.func.id == "download_button")
+        )
+    ]
+
+
+def test_the_finder_sees_every_spelling_of_a_download_button():
+    source = "import streamlit as st\nst.download_button('a', 'b')\nleft.download_button('a', 'b')\n" \
+             "from streamlit import download_button\ndownload_button('a', 'b')\nst.button('x')\n"
+    assert download_button_calls(source) == [2, 3, 5]
+
+
+def test_no_download_button_outside_the_helper():
+    found = []
+    for path in sorted([ROOT / "app.py", *(ROOT / "pages").rglob("*.py"), *(ROOT / "ui").rglob("*.py"),
+                        *(ROOT / "gpu").rglob("*.py"), *(ROOT / "scripts").rglob("*.py")]):
+        if path == HELPER:
+            continue
+        found += [f"{path.relative_to(ROOT)}:{line}" for line in download_button_calls(path.read_text())]
+    assert found == [], f"call ui.downloads.download instead of st.download_button: {found}"
+
+
+def test_a_measurement_as_json_carries_the_methodology_version():
+    item = prepared("Run (JSON)", {"n": 4}, "run.json", "application/json", key="k", stamp=True)
+    assert json.loads(item.data) == {METHODOLOGY_KEY: METHODOLOGY_VERSION, "n": 4}
+    assert json.loads(prepared("x", {"n": 4}, "x.json", "application/json", key="k").data) == {"n": 4}
+
+
+def test_a_measurement_as_csv_carries_it_as_a_column():
+    frame = pd.DataFrame({"series": ["a", "b"], "seconds": [1.0, 2.0]})
+    item = prepared("Samples (CSV)", frame, "s.csv", "text/csv", key="k", stamp=True)
+    read = pd.read_csv(io.StringIO(item.data))
+    assert list(read.columns) == ["series", "seconds", METHODOLOGY_KEY]
+    assert set(read[METHODOLOGY_KEY]) == {METHODOLOGY_VERSION}
+    assert list(frame.columns) == ["series", "seconds"], "the caller's frame is left as it was"
+
+
+def test_text_cannot_be_stamped_and_says_so():
+    with pytest.raises(TypeError, match=r"'run\.json'.*str"):
+        prepared("x", '{"n": 4}', "run.json", "application/json", key="k", stamp=True)
+
+
+def test_text_bytes_and_callables_go_as_they_are():
+    def build() -> str:
+        return "built"
+
+    assert prepared("x", "text", "a.py", "text/x-python", key="k").data == "text"
+    assert prepared("x", b"\x00", "a.bin", "application/octet-stream", key="k").data == b"\x00"
+    assert prepared("x", build, "a.ipynb", "application/x-ipynb+json", key="k").data is build
+
+
+def test_a_list_is_written_as_json():
+    assert json.loads(prepared("x", [{"a": 1}], "r.json", "application/json", key="k").data) == [{"a": 1}]
