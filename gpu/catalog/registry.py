@@ -87,7 +87,7 @@ def extra_packages() -> list[str]:
 # builders, its page's view (and Home's, for vector add). They may use gpu/report, gpu/service and the UI,
 # so the registry never imports them: whoever shows or reports a result does (a page, ``gpu check``, the
 # CLI's prose). A check file is read back through the result types themselves (``CheckSection.parts``).
-FACES = ("report", "check", "charts", "view", "home")
+FACES = ("report", "check", "charts", "home")  # a folder's view is ui/views/experiments/<name>.py
 
 
 def slices(package: str = "gpu.experiments") -> list[str]:

@@ -566,11 +566,7 @@ EXPERIMENT = register(
         check=(
             CheckSection("scaling", Hook("gpu.experiments.scaling.check:scaling_section"), (Part(("run",), SweepRun),)),
         ),
-        recorded=Recorded(
-            "scaling",
-            Hook("gpu.experiments.scaling.view:recorded"),
-            read_recorded,
-        ),
+        recorded=Recorded("scaling", read=read_recorded),  # drawn by ui/views/experiments/scaling.py: recorded
         csv=True,
         mark_stopped=lambda run, why: replace(run, stopped=why),
     ),

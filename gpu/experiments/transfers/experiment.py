@@ -396,10 +396,6 @@ STRATEGIES_EXPERIMENT = register(
                 ),
             ),
         ),
-        recorded=Recorded(
-            "transfers",
-            Hook("gpu.experiments.transfers.view:recorded"),
-            read_recorded,
-        ),
+        recorded=Recorded("transfers", read=read_recorded),  # drawn by ui/views/experiments/transfers.py: recorded
     )
 )

@@ -338,7 +338,7 @@ def show_run(run: VectorAddRun) -> None:
 
 
 def recorded(ref: ReferenceRun) -> None:
-    from gpu.experiments.vector_add.view import describe
+
     from ui.charts import common as charts
 
     run = VectorAddRun.recorded(ref)

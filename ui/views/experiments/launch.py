@@ -415,7 +415,7 @@ def show_launch_ladder(run) -> None:
 
 def recorded(ref: ReferenceRun) -> None:
     from gpu.experiments.launch import charts as charts
-    from gpu.experiments.launch.view import describe_sweep
+
 
     run = LaunchSweepRun.recorded(ref)
     glossary.markdown(launch_sentence(run))

@@ -291,7 +291,7 @@ def show_strategies(result: StrategyComparison) -> None:
 
 def recorded(ref: ReferenceRun) -> None:
     from gpu.experiments.transfers import charts as charts
-    from gpu.experiments.transfers.view import describe_bandwidth, describe_strategies
+
 
     curves, strategies = BandwidthCurves.recorded(ref), StrategyComparison.recorded(ref)
     glossary.markdown(transfers_sentence(curves, strategies))

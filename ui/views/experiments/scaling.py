@@ -244,7 +244,7 @@ def show_other_series(frame, crossovers: list[dict], subtitle: str, key: str) ->
 
 def recorded(ref: ReferenceRun) -> None:
     from gpu.experiments.scaling import charts as charts
-    from gpu.experiments.scaling.view import describe
+
 
     run = SweepRun.recorded(ref)
     if run is None:  # the panel asks only runs that hold a sweep (References.best)
@@ -263,6 +263,6 @@ def recorded(ref: ReferenceRun) -> None:
         width="stretch",
         key="reference.scaling.bandwidth",
     )
-    from gpu.experiments.scaling.view import show_other_series
+
 
     show_other_series(frame, [c.to_dict() for c in run.crossovers()], subtitle, "reference.scaling.other_series")
