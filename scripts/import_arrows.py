@@ -11,7 +11,8 @@ An arrow is a pair of packages with at least one import from the first to the se
     < gpu.trace < gpu.problems < gpu.sandbox < gpu.notebook < gpu.__main__ < ui
 
 An experiment folder holds its engine and, above it, its faces (``report``, ``check``, ``charts``,
-``view``: gpu/catalog/registry.py's ``FACES``); with ``--faces`` the faces count as a package of their
+``home``: gpu/catalog/registry.py's ``FACES``; older checkouts also kept a ``view`` and ``readback``
+there); with ``--faces`` the faces count as a package of their
 own above ``gpu.sandbox`` (``gpu.experiments:faces``), as the layers table places them. With ``--ui``
 the modules of ui/ count too, as one package ``ui`` above the whole engine: an arrow from gpu/ to ``ui``
 (a view inside gpu/) runs up.

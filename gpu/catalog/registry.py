@@ -1,7 +1,8 @@
 """Every experiment the lab knows, by key: the one place an experiment is registered.
 
 Each experiment is a folder of ``gpu.experiments`` (a slice: its kernels, declaration, result,
-report, charts and view) whose ``experiment`` module declares it with ``register``.
+report and charts; its view is ui/views/experiments/<name>.py) whose ``experiment`` module declares it with
+``register``.
 ``experiments()`` imports the engine modules (all but the ``FACES``) of every folder of
 ``gpu.experiments`` first, and of every folder of the packages named in ``$KERNEL_LAB_EXPERIMENTS``
 (comma-separated: experiments kept outside this tree), so

@@ -416,7 +416,6 @@ def show_launch_ladder(run) -> None:
 def recorded(ref: ReferenceRun) -> None:
     from gpu.experiments.launch import charts as charts
 
-
     run = LaunchSweepRun.recorded(ref)
     glossary.markdown(launch_sentence(run))
     frame = run.to_frame()

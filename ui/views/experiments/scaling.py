@@ -245,7 +245,6 @@ def show_other_series(frame, crossovers: list[dict], subtitle: str, key: str) ->
 def recorded(ref: ReferenceRun) -> None:
     from gpu.experiments.scaling import charts as charts
 
-
     run = SweepRun.recorded(ref)
     if run is None:  # the panel asks only runs that hold a sweep (References.best)
         st.info(f"{ref.title} holds no Scaling sweep.")

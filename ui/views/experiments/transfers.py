@@ -292,7 +292,6 @@ def show_strategies(result: StrategyComparison) -> None:
 def recorded(ref: ReferenceRun) -> None:
     from gpu.experiments.transfers import charts as charts
 
-
     curves, strategies = BandwidthCurves.recorded(ref), StrategyComparison.recorded(ref)
     glossary.markdown(transfers_sentence(curves, strategies))
     if curves is not None:

@@ -338,7 +338,6 @@ def show_run(run: VectorAddRun) -> None:
 
 
 def recorded(ref: ReferenceRun) -> None:
-
     from ui.charts import common as charts
 
     run = VectorAddRun.recorded(ref)
