@@ -77,3 +77,31 @@ def test_text_bytes_and_callables_go_as_they_are():
 
 def test_a_list_is_written_as_json():
     assert json.loads(prepared("x", [{"a": 1}], "r.json", "application/json", key="k").data) == [{"a": 1}]
+
+
+# The views whose every download is a measurement made now: each carries its methodology version.
+VIEWS = ROOT / "ui" / "views"
+MEASUREMENT_VIEWS = sorted([*(VIEWS / "experiments").glob("[!_]*.py"), VIEWS / "kernels.py"])
+
+
+def unstamped_downloads(source: str) -> list[int]:
+    """The lines of ``source`` calling ``download(...)`` without ``stamp=True``."""
+    return [
+        node.lineno
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "download"
+        and not any(k.arg == "stamp" and isinstance(k.value, ast.Constant) and k.value.value is True
+                    for k in node.keywords)
+    ]
+
+
+def test_the_unstamped_finder_sees_a_missing_stamp():
+    assert unstamped_downloads("download('a', {}, 'a.json', 'application/json', key='k')\n"
+                               "download('a', {}, 'a.json', 'application/json', key='k', stamp=True)\n") == [1]
+
+
+def test_every_download_of_a_measurement_view_is_stamped():
+    assert len(MEASUREMENT_VIEWS) >= 5, "the four experiment views and the catalog's"
+    found = [f"{path.relative_to(ROOT)}:{line}" for path in MEASUREMENT_VIEWS
+             for line in unstamped_downloads(path.read_text())]
+    assert found == [], f"a measurement's download carries its methodology version (stamp=True): {found}"

@@ -274,7 +274,7 @@ def compare_subtitle(samples: pd.DataFrame) -> str:
             f"the median) · on {devices}{note}")
 
 
-def compare_chart(samples: pd.DataFrame, subtitle: str | None = None) -> alt.Chart:
+def compare_chart(samples: pd.DataFrame, subtitle: str | None = None) -> alt.LayerChart:
     """Selected runs side by side: every sample as a dot, the median as a tick, per measure.
 
     Measures as rows, log x axis (measures span microseconds to seconds); one colour per
@@ -338,7 +338,7 @@ def compare_chart(samples: pd.DataFrame, subtitle: str | None = None) -> alt.Cha
     title = alt.TitleParams(
         "Saved runs compared: time per measure", subtitle=subtitle or compare_subtitle(samples), anchor="start"
     )
-    return alt.layer(dots, ticks).properties(
+    return alt.LayerChart(layer=[dots, ticks]).properties(
         title=title, height=alt.Step(16), autosize=alt.AutoSizeParams(type="fit-x", contains="padding")
     )
 
@@ -551,7 +551,7 @@ def gpus_bandwidth_chart(frame: pd.DataFrame, subtitle: str = "") -> alt.LayerCh
         .mark_tick(color="#000000", thickness=3, size=26)
         .encode(y=y, x="peak_gbps:Q", tooltip=tooltip)
     )
-    return alt.layer(bars, peaks, text).properties(
+    return alt.LayerChart(layer=[bars, peaks, text]).properties(
         title=alt.TitleParams(
             "Kernel bandwidth against each device's peak (black tick)",
             subtitle=[subtitle or "median kernel time, 12 bytes per element; the article printed no kernel time, so "

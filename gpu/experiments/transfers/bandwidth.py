@@ -166,7 +166,7 @@ class Plateau:
     def sentence(self) -> str:
         """The plateau in words."""
         half = f"; half of that is reached at {format_bytes(self.half_nbytes)}" if self.half_nbytes else ""
-        if self.plateau_gbps is None:
+        if self.plateau_gbps is None or self.from_nbytes is None:  # a plateau is found with the size it starts at
             return (
                 f"{self.label} is still rising at the largest size measured (best {self.peak_gbps:,.3g} GB/s): "
                 f"no plateau within these sizes{half}."

@@ -336,8 +336,9 @@ def show_inspector() -> None:
             if result.kernel == "grid_stride" else ""
         )
         right.caption(f"Not pointed out in this PTX: {', '.join(result.roles_missing)}.{why}")
-    with st.expander(f"Full PTX ({len(result.ptx.splitlines())} lines)"):
-        st.code(result.ptx, language=None, line_numbers=True)
+    ptx = result.ptx or ""  # an available inspection holds its PTX
+    with st.expander(f"Full PTX ({len(ptx.splitlines())} lines)"):
+        st.code(ptx, language=None, line_numbers=True)
     if result.sass:
         with st.expander("SASS (the GPU's machine code, from nvdisasm)"):
             excerpt = annotated_excerpt(result, "SASS")
@@ -417,6 +418,8 @@ def recorded(ref: ReferenceRun) -> None:
     from gpu.experiments.launch import charts as charts
 
     run = LaunchSweepRun.recorded(ref)
+    if run is None:  # Recorded.read refuses such a run at load; said here all the same
+        raise LookupError(f"{ref.key} holds no block-size sweep")
     glossary.markdown(launch_sentence(run))
     frame = run.to_frame()
     subtitle = f"recorded: {describe_sweep(run)}"

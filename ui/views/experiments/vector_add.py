@@ -127,7 +127,7 @@ def show_metrics(run: VectorAddRun) -> None:
     for col, baseline in zip(cols[:2], ("python", "numpy")):
         end_to_end, kernel = run.speedup(baseline, "total"), run.speedup(baseline, "kernel")
         name = cpu.LABELS[baseline].split(" (")[0]
-        if end_to_end is None:
+        if end_to_end is None or kernel is None:
             col.metric(f"GPU vs {name}", "not run", help=f"{cpu.LABELS[baseline]} was not chosen.")
             continue
         tag = " (estimate)" if end_to_end.estimated else ""
@@ -189,7 +189,8 @@ def show_capped_metrics(run: VectorAddRun) -> None:
                 label,
                 ("estimate " if timing.estimated else "") + format_seconds(timing.median_s),
                 help=timing.skipped
-                or f"Median of {timing.stats.n_samples} samples at N = {run.n:,} on this machine's CPU, measured now.",
+                or (f"Median of {timing.stats.n_samples} samples at N = {run.n:,} on this machine's CPU, measured now."
+                    if timing.stats is not None else None),
             )
     idle = run.blocks_per_grid * run.threads_per_block - run.kernel_n
     cols[3].metric(
@@ -242,9 +243,9 @@ def show_run(run: VectorAddRun) -> None:
     show_stale_note(run)
     for warning in run.warnings:
         st.warning(warning, icon=":material/warning:")
-    if run.gpu_capped:
+    if run.gpu_capped and (note := run.gpu_note):
         st.info(
-            f"{run.gpu_note[0].upper()}{run.gpu_note[1:]}. The GPU figures to compare with are the recorded real "
+            f"{note[0].upper()}{note[1:]}. The GPU figures to compare with are the recorded real "
             "GPU's, "
             "below; the simulated kernel's own are further down, labelled with their N.",
             icon=":material/memory:",
@@ -341,6 +342,8 @@ def recorded(ref: ReferenceRun) -> None:
     from ui.charts import common as charts
 
     run = VectorAddRun.recorded(ref)
+    if run is None:  # Recorded.read refuses such a run at load; said here all the same
+        raise LookupError(f"{ref.key} holds no vector add breakdown run")
     glossary.markdown(vector_add_sentence(run, recorded_pinned_s(ref)))
     article = ref.article()
     if article is not None:
