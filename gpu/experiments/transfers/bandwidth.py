@@ -9,13 +9,13 @@ NumPy copies: the curves run, their timings mean nothing.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from gpu.catalog.base import Experiment, PageLink, Param, PerBackend, Progress
+from gpu.catalog.base import Experiment, PageLink, Param, PerBackend
 from gpu.catalog.registry import register
 from gpu.core import estimates
 from gpu.core.backend import BACKEND
@@ -382,7 +382,7 @@ def run_bandwidth_curves(
     series: Iterable[tuple[str, str]] = SERIES,
     policy: RepeatPolicy | None = None,
     *,
-    on_progress: Progress | None = None,
+    on_progress: Callable[[str], None] | None = None,  # a Progress, or any say(message)
 ) -> BandwidthCurves:
     """Time every copy size of every curve (``gpu.core.copies.time_copy``, CUDA events).
 
