@@ -105,3 +105,20 @@ def test_every_download_of_a_measurement_view_is_stamped():
     found = [f"{path.relative_to(ROOT)}:{line}" for path in MEASUREMENT_VIEWS
              for line in unstamped_downloads(path.read_text())]
     assert found == [], f"a measurement's download carries its methodology version (stamp=True): {found}"
+
+
+def test_historys_samples_export_carries_each_runs_own_methodology_version(tmp_path):
+    """History's exports are not stamped anew: each row says the rules its own run was measured under."""
+    from dataclasses import replace
+
+    from gpu.service.store import open_store
+    from ui.charts.history import samples_frame
+
+    store = open_store(tmp_path / "history.sqlite3")
+    store.save({"experiment": "old-toy", "backend": "simulator", "kernel": {"samples_s": [1e-6, 2e-6]}}, versions={})
+    now = store.runs(limit=1)[0]
+    before_rules = replace(now, run_id="older", result={k: v for k, v in now.result.items() if k != METHODOLOGY_KEY})
+    frame = samples_frame([now, before_rules])
+    assert frame.groupby("run_id")[METHODOLOGY_KEY].unique().map(list).to_dict() == {
+        now.run_id: [METHODOLOGY_VERSION], "older": [1]
+    }

@@ -24,6 +24,7 @@ import pandas as pd
 
 from gpu.catalog.base import Experiment, checked_samples
 from gpu.catalog.registry import aliases, experiments, history_columns
+from gpu.core.provenance import METHODOLOGY_KEY, methodology_of
 from gpu.service.store import RunRecord
 from ui.charts.common import COLORS, MEASURE_LABELS, log_axis
 
@@ -127,7 +128,8 @@ def samples_frame(records: Iterable[RunRecord]) -> pd.DataFrame:
     """Tidy samples: one row per run x measure x sample.
 
     Columns: run_id, run, experiment, device, backend, simulated, created_at, measure, n
-    (the N that measure ran at: see the module docstring), sample, seconds.
+    (the N that measure ran at: see the module docstring), sample, seconds, methodology_version (the
+    rules that run was measured under: each saved run keeps its own).
     """
     records = list(records)
     labels = [run_label(r) for r in records]
@@ -136,6 +138,7 @@ def samples_frame(records: Iterable[RunRecord]) -> pd.DataFrame:
     rows = []
     declared = declared_by_name()
     for r, label in zip(records, labels):
+        rules = methodology_of(r.result)
         for name, samples, at in run_samples_at(r, declared):
             for i, s in enumerate(samples):
                 rows.append(
@@ -151,6 +154,7 @@ def samples_frame(records: Iterable[RunRecord]) -> pd.DataFrame:
                         at,
                         i,
                         float(s),
+                        rules,
                     )
                 )
     return pd.DataFrame(
@@ -167,6 +171,7 @@ def samples_frame(records: Iterable[RunRecord]) -> pd.DataFrame:
             "n",
             "sample",
             "seconds",
+            METHODOLOGY_KEY,
         ],
     )
 

@@ -183,7 +183,8 @@ def comparison_summary(samples: pd.DataFrame) -> pd.DataFrame:
 def export_ui(records: list[RunRecord], table: pd.DataFrame, key: str = "history") -> None:
     """Downloads of the filtered runs: table (CSV), every sample (CSV), full records (JSON)."""
     left, mid, right = st.columns(3)
-    # Not stamped: each saved run keeps the methodology version it was measured under (gpu/service/store.py).
+    # Not stamped anew: each saved run keeps the methodology version it was measured under (its JSON, and a column
+    # of the samples CSV).
     download("Runs (CSV)", table, "kernel_lab_runs.csv", "text/csv", key=f"{key}.download_runs_csv",
              where=left)
     download("Samples (CSV)", samples_frame(records), "kernel_lab_samples.csv", "text/csv",
