@@ -34,7 +34,8 @@ from gpu.core.provenance import SIMULATOR_WARNING as SIMULATOR_LINE  # noqa: E40
 def _emit(result, as_json: bool) -> None:
     """A result as one JSON object (its to_dict()) or as its terminal summary.
 
-    Every text output in the simulator starts with the warning line: a header saying "(simulator)" was easy to miss beside a "1.56e-05x" speedup.
+    Every text output in the simulator starts with the warning line: a header saying "(simulator)" was easy
+    to miss beside a "1.56e-05x" speedup.
     ``result`` may also be text already rendered.
     """
     from gpu.catalog.render import summary, to_json

@@ -5,11 +5,11 @@ import streamlit as st
 import gpu
 from gpu.core.limits import max_cpu_vector_n
 from gpu.experiments.vector_add.experiment import EXPERIMENT
-from gpu.experiments.vector_add.view import RESULT_KEY, limits_caption, show_partial, show_run
 from ui.forms import experiment_form
 from ui.frame import frame
 from ui.reference import panel_after_run, panel_before_run
 from ui.runner import run_declared
+from ui.views.experiments.vector_add import RESULT_KEY, limits_caption, recorded, show_partial, show_run
 from ui.views.free_gpu import experiment_notebook_button
 
 assert EXPERIMENT.page is not None  # a page's experiment declares its sidebar entry
@@ -32,5 +32,5 @@ if RESULT_KEY in st.session_state:
 else:
     st.info("Choose N and launch settings, then press **Run**.", icon=":material/play_circle:")
 
-panel_after_run("vector-add")
+panel_after_run("vector-add", recorded)
 experiment_notebook_button("vector-add")  # run it on a free GPU

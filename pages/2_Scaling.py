@@ -3,12 +3,12 @@ close each implementation comes to what the memory system can deliver."""
 
 import streamlit as st
 
-from gpu.experiments.scaling import view as scaling_view
 from gpu.experiments.scaling.experiment import EXPERIMENT
 from ui.forms import experiment_form, stale_key
 from ui.frame import frame
 from ui.reference import panel_after_run, panel_before_run
 from ui.runner import recover_stopped, run_declared
+from ui.views.experiments import scaling as scaling_view
 
 RESULT = scaling_view.RESULT_KEY
 
@@ -38,4 +38,4 @@ if st.session_state.get(RESULT) is not None:
 else:
     st.info("Choose a size range and implementations, then press **Run sweep**.", icon=":material/play_circle:")
 
-panel_after_run("scaling")
+panel_after_run("scaling", scaling_view.recorded)

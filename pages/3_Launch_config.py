@@ -7,19 +7,20 @@ import gpu
 from gpu.experiments.launch.experiment import LAUNCH_SWEEP
 from gpu.experiments.launch.indexing import DRAW_LIMIT_THREADS, INDEXING
 from gpu.experiments.launch.overhead import EXPERIMENT as OVERHEAD
-from gpu.experiments.launch.view import (
+from ui.forms import experiment_form
+from ui.frame import frame
+from ui.reference import panel_after_run, panel_before_run
+from ui.runner import run_declared
+from ui.views.experiments.launch import (
     INDEXING_KEY,
     OVERHEAD_KEY,
     SWEEP_KEY,
+    recorded,
     show_indexing,
     show_inspector,
     show_launch_overhead,
     show_sweep,
 )
-from ui.forms import experiment_form
-from ui.frame import frame
-from ui.reference import panel_after_run, panel_before_run
-from ui.runner import run_declared
 from ui.views.trace import show_coalescing_demo
 
 assert LAUNCH_SWEEP.page is not None  # a page's experiment declares its sidebar entry
@@ -84,4 +85,4 @@ with overhead:
 with inspector:
     show_inspector()
 
-panel_after_run("launch")
+panel_after_run("launch", recorded)

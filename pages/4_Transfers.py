@@ -2,7 +2,6 @@
 
 import streamlit as st
 
-from gpu.experiments.transfers import view as view
 from gpu.experiments.transfers.bandwidth import BANDWIDTH
 from gpu.experiments.transfers.experiment import STRATEGIES_EXPERIMENT
 from ui import glossary
@@ -10,6 +9,7 @@ from ui.forms import experiment_form
 from ui.frame import frame
 from ui.reference import panel_after_run, panel_before_run
 from ui.runner import run_declared
+from ui.views.experiments import transfers as view
 
 assert BANDWIDTH.page is not None  # a page's experiment declares its sidebar entry
 frame(
@@ -49,4 +49,4 @@ if st.session_state.get(view.STRATEGIES_KEY) is not None:
 else:
     st.caption("Choose N, chunks and streams, then press **Compare strategies**.")
 
-panel_after_run("transfers")
+panel_after_run("transfers", view.recorded)

@@ -8,14 +8,18 @@ An arrow is a pair of packages with at least one import from the first to the se
 **up** when it goes from a lower layer to a higher one, by docs/ARCHITECTURE.md's table:
 
     gpu < gpu.sim < gpu.core < gpu.kernels < gpu.catalog < gpu.experiments < gpu.service < gpu.report
-    < gpu.trace < gpu.problems < gpu.sandbox < gpu.__main__
+    < gpu.trace < gpu.problems < gpu.sandbox < gpu.notebook < gpu.__main__ < ui
 
 An experiment folder holds its engine and, above it, its faces (``report``, ``check``, ``charts``,
-``view``: gpu/catalog/registry.py's ``FACES``); with ``--faces`` the faces count as a package of their
-own above ``gpu.sandbox`` (``gpu.experiments:faces``), as the layers table places them.
+``home``: gpu/catalog/registry.py's ``FACES``; older checkouts also kept a ``view`` and ``readback``
+there); with ``--faces`` the faces count as a package of their
+own above ``gpu.sandbox`` (``gpu.experiments:faces``), as the layers table places them. With ``--ui``
+the modules of ui/ count too, as one package ``ui`` above the whole engine: an arrow from gpu/ to ``ui``
+(a view inside gpu/) runs up.
 
     python scripts/import_arrows.py            # the working tree
     python scripts/import_arrows.py --faces --list PATH   # another checkout, faces apart, each arrow listed
+    python scripts/import_arrows.py --ui       # ui/ beside gpu/'s packages
 """
 
 from __future__ import annotations
@@ -26,14 +30,14 @@ from collections import defaultdict
 from pathlib import Path
 
 LAYERS = ("gpu", "gpu.sim", "gpu.core", "gpu.kernels", "gpu.catalog", "gpu.experiments", "gpu.service", "gpu.report",
-          "gpu.trace", "gpu.problems", "gpu.sandbox", "gpu.experiments:faces", "gpu.__main__")
+          "gpu.trace", "gpu.problems", "gpu.sandbox", "gpu.experiments:faces", "gpu.notebook", "gpu.__main__", "ui")
 FACES = ("report", "check", "readback", "charts", "view", "home")  # readback: the faces of older checkouts
 
 
-def modules(root: Path) -> dict[str, Path]:
-    """Dotted module name -> file, for every module under ``root``/gpu."""
+def modules(root: Path, ui: bool = False) -> dict[str, Path]:
+    """Dotted module name -> file, for every module under ``root``/gpu (and ``root``/ui with ``ui``)."""
     out = {}
-    for path in sorted((root / "gpu").rglob("*.py")):
+    for path in sorted(p for top in (("gpu", "ui") if ui else ("gpu",)) for p in (root / top).rglob("*.py")):
         parts = path.relative_to(root).with_suffix("").parts
         out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
     return out
@@ -41,6 +45,8 @@ def modules(root: Path) -> dict[str, Path]:
 
 def package(module: str, faces: bool) -> str:
     parts = module.split(".")
+    if parts[0] == "ui":
+        return "ui"
     if len(parts) < 3:  # gpu/__init__.py (the backend's decision, first of all) and gpu/__main__.py (the CLI)
         return module
     if faces and parts[1] == "experiments" and len(parts) >= 4 and parts[3] in FACES:
@@ -71,9 +77,9 @@ def imports(module: str, path: Path, known: dict[str, Path]) -> set[str]:
     return found
 
 
-def arrows(root: Path, faces: bool = False) -> dict[tuple[str, str], int]:
+def arrows(root: Path, faces: bool = False, ui: bool = False) -> dict[tuple[str, str], int]:
     """(from package, to package) -> how many module imports make the arrow."""
-    known = modules(root)
+    known = modules(root, ui)
     counted: dict[tuple[str, str], int] = defaultdict(int)
     for module, path in known.items():
         for target in imports(module, path, known):
@@ -92,10 +98,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("root", nargs="?", default=str(Path(__file__).resolve().parents[1]), help="a checkout")
     parser.add_argument("--faces", action="store_true", help="count an experiment folder's faces apart")
+    parser.add_argument("--ui", action="store_true", help="count ui/ too, one package above the engine")
     parser.add_argument("--list", action="store_true", help="list every arrow")
     args = parser.parse_args()
-    found = arrows(Path(args.root), args.faces)
-    packages = {p for arrow in found for p in arrow} | {package(m, args.faces) for m in modules(Path(args.root))}
+    found = arrows(Path(args.root), args.faces, args.ui)
+    packages = {p for arrow in found for p in arrow} | {package(m, args.faces) for m in modules(Path(args.root),
+                                                                                                args.ui)}
     up = sorted(a for a in found if runs_up(a))
     both = sorted((a, b) for (a, b) in found if (b, a) in found and a < b)
     print(f"{len(packages)} packages, {len(found)} arrows between them, {len(up)} running up, "

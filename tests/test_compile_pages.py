@@ -47,12 +47,14 @@ def test_kernels_page_shows_each_steps_facts_and_ptx():
     assert not at.exception
     at.selectbox(key="kernels.kernel").set_value("transpose").run()
     text = markdown_text(at)
-    for kernel in ("transpose_naive_kernel", "transpose_tiled_kernel", "transpose_padded_kernel"):
+    kernels = [f"transpose_{step}_kernel" for step in ("naive", "tiled", "padded", "big_tile")]
+    for kernel in kernels:
         assert f"**{kernel}** compiled here for NVIDIA H100/H200 (sm_90)" in text, kernel
     assert "4,224 bytes of shared memory" in text  # the padded tile: 32 x 33 float32
     table = next(d.value for d in at.dataframe if "registers per thread" in d.value.columns)
-    assert list(table["kernel"]) == ["transpose_naive_kernel", "transpose_tiled_kernel", "transpose_padded_kernel"]
-    assert list(table["shared memory (bytes)"]) == [0, 4096, 4224] and set(table["compiles"]) == {"yes"}
+    assert list(table["kernel"]) == kernels
+    # the padded 64 x 65 tile of the big-tile step: 16,640 bytes
+    assert list(table["shared memory (bytes)"]) == [0, 4096, 4224, 16640] and set(table["compiles"]) == {"yes"}
     assert any("What the simulator cannot tell" in c.value for c in at.caption)
     at.selectbox(key="kernels.compile_target").set_value("sm_89").run()
     assert "**transpose_padded_kernel** compiled here for NVIDIA L4 / RTX 40 series (sm_89)" in markdown_text(at)

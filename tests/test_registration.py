@@ -79,8 +79,6 @@ def test_everything_a_declaration_names_resolves(experiment):
         assert callable(section.run.resolve())
         assert section.records is None or callable(section.records)
         assert all(part.type in SHAPES for part in section.parts), "every result a section holds has a shape"
-    if experiment.recorded is not None and experiment.recorded.draw is not None:
-        assert callable(experiment.recorded.draw.resolve())
     if experiment.report is not None:
         module = importlib.import_module(experiment.report)
         assert experiment.result_type in {**module.SUMMARIES, **module.PROSE}

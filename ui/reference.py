@@ -6,18 +6,20 @@ with the same chart builders as a live run, with one sentence of what it shows a
 run's provenance. In the simulator the panel leads the page (open); on a GPU it sits
 below the live run, closed, as a comparison. Recorded runs are never saved to History.
 
-Each experiment draws its own panel: its declaration's ``Recorded`` names a ``recorded(ref)`` in its
-folder's view (``gpu/experiments/<name>/view.py``), with one sentence from its ``report``'s pure
-``*_sentence`` function; this module frames it (title, provenance, open or closed).
+Each experiment draws its own panel: its page hands ``panel_after_run`` the ``recorded(ref)`` of its view
+(``ui/views/experiments/<name>.py``), and the lead above the form says one sentence from the ``lesson(ref)``
+of its folder's ``report``; this module frames them (title, provenance, open or closed). The declaration's
+``Recorded`` names the slot and how the run is read; it names no drawing (the engine never names ui/).
 """
 
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 
 import streamlit as st
 
-from gpu.catalog.base import Recorded
+from gpu.catalog.base import Experiment, Recorded
 from gpu.catalog.registry import experiments
 from gpu.core.backend import BACKEND
 from gpu.core.timing import format_seconds
@@ -46,12 +48,21 @@ def show_article_figures() -> None:
     )
 
 
+Drawing = Callable[[ReferenceRun], None]  # a view's recorded(ref): draws the recorded run in the panel
+
+
 def panels() -> dict[str, Recorded]:
     """Every recorded-run panel the declarations name (``Experiment.recorded``), by name."""
     return {e.recorded.name: e.recorded for e in experiments() if e.recorded is not None}
 
 
-def reference_panel(experiment: str, *, expanded: bool | None = None) -> ReferenceRun | None:
+def declaring(name: str) -> Experiment:
+    """The first declaration (in the registry's order) whose recorded panel is ``name``."""
+    return next(e for e in experiments() if e.recorded is not None and e.recorded.name == name)
+
+
+def reference_panel(experiment: str, draw: Drawing | None = None, *, expanded: bool | None = None
+                    ) -> ReferenceRun | None:
     """Draw the recorded result of ``experiment`` in an "On a real GPU" expander.
 
     ``expanded`` defaults to closed (``panel_after_run`` opens it in the simulator, where it is the only GPU figure).
@@ -82,25 +93,21 @@ def reference_panel(experiment: str, *, expanded: bool | None = None) -> Referen
             icon=":material/monitoring:",
         ):
             try:
-                draw = declared[experiment].draw
                 if draw is None:
                     st.caption(
-                        "This experiment declares no drawing of a recorded run; its figures are in the check's files."
+                        "This page draws no recorded run; its figures are in the check's files."
                     )
                 else:
-                    draw.resolve()(ref)
+                    draw(ref)
             except Exception as exc:  # a reference that no longer rebuilds must not break the page
                 st.warning(f"The recorded run {ref.key} could not be drawn: {exc}", icon=":material/warning:")
     return ref
 
 
 def lesson(experiment: str, ref: ReferenceRun) -> str | None:
-    """The recorded run's lesson in one sentence: ``lesson(ref)`` in the report module of the folder whose view
-    draws the panel (None where the folder words none, or it cannot be read)."""
-    draw = panels()[experiment].draw
-    if draw is None:
-        return None
-    folder = draw.target.partition(":")[0].rsplit(".", 1)[0]
+    """The recorded run's lesson in one sentence: ``lesson(ref)`` in the ``report`` module of the folder that
+    declares the panel (None where the folder words none, or it cannot be read)."""
+    folder = declaring(experiment).run.__module__.rpartition(".")[0]  # the folder of the declared run
     try:
         words = getattr(importlib.import_module(f"{folder}.report"), "lesson", None)
         return words(ref) if words is not None else None
@@ -127,7 +134,8 @@ def panel_before_run(experiment: str) -> None:
                               "[The recorded run ↓](#on-a-real-gpu)")  # its jargon explained in its help
 
 
-def panel_after_run(experiment: str) -> None:
-    """Call where the page ends: the recorded real GPU's run, below the form and the live run (open in the
-    simulator, where it is the page's only GPU figure; closed on a GPU, as a comparison)."""
-    reference_panel(experiment, expanded=BACKEND.simulated)
+def panel_after_run(experiment: str, draw: Drawing | None = None) -> None:
+    """Call where the page ends: the recorded real GPU's run drawn by ``draw`` (the page's view's ``recorded``),
+    below the form and the live run (open in the simulator, where it is the page's only GPU figure; closed on a
+    GPU, as a comparison)."""
+    reference_panel(experiment, draw, expanded=BACKEND.simulated)

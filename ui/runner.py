@@ -21,7 +21,7 @@ from gpu.core.limits import InputError, load_config, max_vector_n, release_devic
 from gpu.service.admission import admit, is_out_of_memory, out_of_memory_message
 from gpu.service.admission import describe as describe_limits
 from gpu.service.cluster import cluster_address
-from gpu.service.locks import FifoLock, least_loaded
+from gpu.service.locks import QueueLock, least_loaded
 from ui.progress import ESTIMATE_SHOWN_FROM_S, PhaseProgress, estimate_text
 from ui.resources import cpu_lock, current_store, device_facts, device_lock, devices
 from ui.run_record import LAST_KEY, queue_message, save_result, session_tag
@@ -188,7 +188,7 @@ def run_experiment(
     index = choose_device(device)
     facts = device_facts(index)
     where = "the CUDA simulator" if facts.backend == "simulator" else f"GPU {index} ({facts.name})"
-    locks: list[tuple[FifoLock, str]] = [(device_lock(index), where)]
+    locks: list[tuple[QueueLock, str]] = [(device_lock(index), where)]
     if uses_cpu:
         locks.append((cpu_lock(), "the CPU benchmarks"))
     status = st.empty()

@@ -285,16 +285,16 @@ class Recorded:
     """Where a run recorded on a real GPU shows for an experiment's page ("On a real GPU").
 
     ``name`` is what the committed ``gpu check`` runs hold it under (``References.best``)
-    and what the page asks for; ``draw(reference_run)`` draws it (a Hook into ui/). A new
-    experiment has its slot before any GPU has recorded it: the panel then says so.
-    ``read(reference_run)`` (a function of the experiment's engine, passed itself) rebuilds every
-    result ``draw`` will need from the run (each type's ``recorded``/``from_dict``), raising if one
-    cannot be: a committed run that a
-    page could not draw is refused when it is loaded, not when the page draws it.
+    and what the page asks for. A new experiment has its slot before any GPU has recorded it:
+    the panel then says so. ``read(reference_run)`` (a function of the experiment's engine, passed
+    itself) rebuilds every result the page's drawing will need from the run (each type's
+    ``recorded``/``from_dict``), raising if one cannot be: a committed run that a page could not
+    draw is refused when it is loaded, not when the page draws it. The drawing itself is the UI's:
+    the page hands its view's ``recorded(ref)`` to ``ui.reference.panel_after_run`` (the engine
+    never names a module of ui/).
     """
 
     name: str
-    draw: Hook | None = None
     read: Callable[[Any], Any] | None = None
 
 

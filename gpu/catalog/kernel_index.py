@@ -27,7 +27,7 @@ _SKIP = {"gpu.__main__", "gpu.core.compile_worker"}
 
 
 def _is_face(name: str) -> bool:
-    """An experiment folder's report, check, charts or view: no kernel lives there, and a view imports Streamlit."""
+    """An experiment folder's report, check, charts or home: no kernel lives there."""
     parts = name.split(".")
     return parts[:2] == ["gpu", "experiments"] and len(parts) == 4 and parts[3] in FACES
 

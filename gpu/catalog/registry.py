@@ -1,7 +1,8 @@
 """Every experiment the lab knows, by key: the one place an experiment is registered.
 
 Each experiment is a folder of ``gpu.experiments`` (a slice: its kernels, declaration, result,
-report, charts and view) whose ``experiment`` module declares it with ``register``.
+report and charts; its view is ui/views/experiments/<name>.py) whose ``experiment`` module declares it with
+``register``.
 ``experiments()`` imports the engine modules (all but the ``FACES``) of every folder of
 ``gpu.experiments`` first, and of every folder of the packages named in ``$KERNEL_LAB_EXPERIMENTS``
 (comma-separated: experiments kept outside this tree), so
@@ -87,7 +88,7 @@ def extra_packages() -> list[str]:
 # builders, its page's view (and Home's, for vector add). They may use gpu/report, gpu/service and the UI,
 # so the registry never imports them: whoever shows or reports a result does (a page, ``gpu check``, the
 # CLI's prose). A check file is read back through the result types themselves (``CheckSection.parts``).
-FACES = ("report", "check", "charts", "view", "home")
+FACES = ("report", "check", "charts", "home")  # a folder's view is ui/views/experiments/<name>.py
 
 
 def slices(package: str = "gpu.experiments") -> list[str]:

@@ -362,11 +362,11 @@ def _library_launcher(lib: Library, d_in: list, d_out, stream) -> Callable[[], N
     as_torch = lambda d: torch.as_tensor(d.view(np.int32) if d.dtype == np.uint32 else d, device="cuda")  # noqa: E731
     ins, out = [as_torch(d) for d in d_in], as_torch(d_out)
 
-    def launch() -> None:
+    def torch_launch() -> None:
         with torch.cuda.stream(outer):
             lib.fn(torch, ins, out)
 
-    return launch
+    return torch_launch
 
 
 def time_library(
@@ -501,10 +501,10 @@ def run_kernel(
     progress = Progress.of(on_progress)  # each part begins by id: the declaration's plan (gpu/catalog/estimate.py)
     impls = [spec.cpu_impl(key) for key in dict.fromkeys(cpu_keys)]
     warnings: list[str] = []
-    if not BACKEND.simulated and stream_hold_problem() is not None:
-        warnings.append(stream_hold_problem())
-    if flush_problem() is not None:
-        warnings.append(flush_problem())
+    if not BACKEND.simulated and (hold_problem := stream_hold_problem()) is not None:
+        warnings.append(hold_problem)
+    if (flush_note := flush_problem()) is not None:
+        warnings.append(flush_note)
 
     progress.begin("prepare", "preparing the inputs and the reference")
     inputs = spec.make_inputs(params, seed)
@@ -585,12 +585,12 @@ def run_kernel(
         for impl in impls:
             progress.begin(f"cpu:{impl.key}", f"timing the CPU: {impl.label}")
             try:
-                result, out = time_cpu(spec, impl, params, inputs, policy, cpu_budget_s)
+                result, cpu_out = time_cpu(spec, impl, params, inputs, policy, cpu_budget_s)
             except Exception as exc:  # a CPU implementation failing keeps the GPU results
                 results.append(ImplResult(impl.key, impl.label, "cpu", error=f"{type(exc).__name__}: {exc}"))
                 continue
-            if out is not None:
-                result = replace(result, agreement=check(impl.key, out, impl.depth))
+            if cpu_out is not None:
+                result = replace(result, agreement=check(impl.key, cpu_out, impl.depth))
             results.append(result)
     finally:
         telemetry = monitor.stop()

@@ -34,6 +34,7 @@ import sys
 import textwrap
 import threading
 from collections import OrderedDict
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -524,7 +525,7 @@ def _facts(
 
 def compile_many(
     requests: list[CompileRequest],
-    targets: list[str | Target] | None = None,
+    targets: Sequence[str | Target] | None = None,
     workers: int | None = None,
     timeout_s: float = WORKER_TIMEOUT_S,
     sass: bool = False,

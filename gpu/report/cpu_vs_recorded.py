@@ -216,12 +216,12 @@ class SweepVsRecorded:
         sizes)."""
         from gpu.core.crossover import find_crossover
 
-        pairs = [
-            (n, self.at(n).phases.get(measure), self.cpu_at(n, name))
-            for n in self.sizes
-            if self.at(n) is not None and self.at(n).exact
-        ]
-        pairs = [(n, g, c.median_s) for n, g, c in pairs if g and c is not None]
+        pairs: list[tuple[int, float, float]] = []
+        for n in self.sizes:
+            gpu, cpu_figure = self.at(n), self.cpu_at(n, name)
+            gpu_s = gpu.phases.get(measure) if gpu is not None and gpu.exact else None
+            if gpu_s and cpu_figure is not None:
+                pairs.append((n, gpu_s, cpu_figure.median_s))
         if not pairs:
             return "unknown", None, pairs
         kind, where = find_crossover([p[0] for p in pairs], [p[1] for p in pairs], [p[2] for p in pairs])

@@ -9,6 +9,7 @@ telemetry over the whole check; and the sample count behind every figure in the 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 
@@ -66,7 +67,7 @@ def methodology(
     sizes = l2_sizes(l2, max_n)
     per_series_s = 0.5 if budget_s is None else 0.4 * budget_s / max(2 * len(sizes), 1)
     policy = RepeatPolicy.count(3) if quick else RepeatPolicy.until_stable(0.02, per_series_s, max_repeat=100)
-    rows = []
+    rows: list[dict[str, Any]] = []  # one per size and L2 state, as the check file holds them
     for n in sizes:
         a, b = vector_inputs(n, seed=1)
         out = np.empty(n, dtype=np.float32)
@@ -77,7 +78,7 @@ def methodology(
                 {
                     "n": n,
                     "working_set_bytes": BYTES_PER_ELEMENT * n,
-                    "fits_l2": bool(l2) and BYTES_PER_ELEMENT * n <= l2,
+                    "fits_l2": bool(l2) and BYTES_PER_ELEMENT * n <= (l2 or 0),
                     "l2": "flushed" if flush else "warm",
                     "gbps": BYTES_PER_ELEMENT * n / stats.median_s / 1e9,
                     "stats": stats.to_dict(),

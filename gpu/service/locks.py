@@ -12,8 +12,9 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
+from typing import Protocol
 
 
 @dataclass(frozen=True)
@@ -80,7 +81,16 @@ class Countdown:
             self._on_wait(place)
 
 
-def least_loaded(locks: Sequence[FifoLock]) -> int:
+class QueueLock(Protocol):
+    """What a run queues on: ``FifoLock`` (one process) or ``devicelock.FileFifoLock`` (every process of a host)."""
+
+    def snapshot(self) -> LockState: ...
+
+    def hold(self, label: str = "run", on_wait: Callable[[int], None] | None = None) -> AbstractContextManager[None]:
+        ...
+
+
+def least_loaded(locks: Sequence[QueueLock]) -> int:
     """Index of the first free lock, else of the one with the shortest queue (lowest index on ties)."""
     if not locks:
         raise ValueError("no locks to choose from")

@@ -44,9 +44,8 @@ def readable_time(iso: str | None) -> str:
         when = datetime.fromisoformat(iso)
     except ValueError:
         return iso
-    zone = (
-        "UTC" if when.utcoffset() is not None and when.utcoffset().total_seconds() == 0 else (when.strftime("%Z") or "")
-    )
+    offset = when.utcoffset()
+    zone = "UTC" if offset is not None and offset.total_seconds() == 0 else (when.strftime("%Z") or "")
     return f"{when.day} {when.strftime('%b %Y, %H:%M')} {zone}".strip()
 
 
@@ -214,9 +213,10 @@ class ReferenceRun:
     def l2_note(self) -> str | None:
         """Where this run's L2 size came from when the run did not record it."""
         sweep = self.part("scaling", "run") or {}
-        if sweep.get("l2_bytes") or recorded_l2_bytes(sweep) is None:
+        l2_bytes = recorded_l2_bytes(sweep)
+        if sweep.get("l2_bytes") or l2_bytes is None:
             return None
-        return (f"L2-resident points are marked using the {recorded_l2_bytes(sweep) // 2**20} MiB L2 an "
+        return (f"L2-resident points are marked using the {l2_bytes // 2**20} MiB L2 an "
                 f"{self.provenance.device} reports (this run did not record its L2 size)")
 
     @property

@@ -1,8 +1,9 @@
 """Every experiment is one folder of gpu/experiments/ (a vertical slice), and the engine part of a folder never
 reaches up: its kernels, declaration, run and result import the primitives, the declaration and the catalog
 machinery, never Streamlit, Altair, ui/, gpu/service/ or gpu/report/. Only a folder's ``report``/``check``
-(prose and its ``gpu check`` section) may use gpu/report/ and gpu/service/, and only its ``charts`` and ``view``
-the UI (charts: pure builders over Altair; view: Streamlit)."""
+(prose and its ``gpu check`` section) may use gpu/report/ and gpu/service/, and only its ``charts`` Altair and
+ui/'s shared chart helpers. Its view (Streamlit) is ``ui/views/experiments/<name>.py``, outside gpu/; the page
+hands the view's ``recorded`` drawing to its "On a real GPU" panel."""
 
 from __future__ import annotations
 
@@ -23,7 +24,6 @@ FACES: dict[str, tuple[str, ...] | None] = {  # registry.FACES
     "report": REPORT,
     "check": REPORT,
     "charts": (*REPORT, "altair", "ui."),
-    "view": None,
     "home": ("gpu.service.references",),  # Home's headline: the recorded run, no Streamlit
 }
 NEVER_IN_THE_ENGINE = ("streamlit", "altair", "ui", "gpu.service", "gpu.report", "gpu.trace", "gpu.sandbox")
@@ -83,3 +83,38 @@ def test_the_kernel_search_never_imports_a_folders_face():
 
     faces = [m for m in _candidate_modules() if m.startswith("gpu.experiments.") and m.rsplit(".", 1)[1] in FACES]
     assert faces == [], "a view imports Streamlit: python -m gpu compile and the compile gate must not"
+
+
+def _views() -> list[Path]:
+    return sorted(p for p in (ROOT / "ui" / "views" / "experiments").glob("*.py") if p.name != "__init__.py")
+
+
+def test_each_view_is_named_after_its_folder():
+    assert [p.stem for p in _views()] == [p.stem for p in _views() if (EXPERIMENTS / p.stem).is_dir()], (
+        "ui/views/experiments/<name>.py draws gpu/experiments/<name>/"
+    )
+    assert not list(EXPERIMENTS.glob("*/view.py")), "a folder's view lives in ui/views/experiments/, not in gpu/"
+
+
+def _panel_calls(page: Path) -> dict[str, int]:
+    """``panel_after_run("name", ...)`` calls of ``page``: the panel's name and how many arguments it is given."""
+    return {
+        node.args[0].value: len(node.args)
+        for node in ast.walk(ast.parse(page.read_text()))
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "panel_after_run"
+        and node.args and isinstance(node.args[0], ast.Constant)
+    }
+
+
+@pytest.mark.parametrize("view", _views(), ids=lambda p: p.stem)
+def test_a_views_recorded_drawing_reaches_its_page_panel(view):
+    """A view's ``recorded(ref)`` is handed to its page's ``panel_after_run``, or the panel would draw nothing."""
+    module = importlib.import_module(f"ui.views.experiments.{view.stem}")
+    if not hasattr(module, "recorded"):
+        return
+    names = {e.recorded.name for e in registry.experiments()
+             if e.recorded is not None and e.run.__module__.startswith(f"gpu.experiments.{view.stem}.")}
+    given = {name: n for page in sorted((ROOT / "pages").glob("*.py")) for name, n in _panel_calls(page).items()}
+    assert names and all(given.get(name) == 2 for name in names), (
+        f"pages call panel_after_run{sorted(given.items())}: each of {sorted(names)} needs the view's recorded"
+    )

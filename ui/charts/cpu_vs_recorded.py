@@ -92,7 +92,7 @@ def sweep_chart(frame: pd.DataFrame, subtitle: str) -> alt.LayerChart:
         f"{m} ({'your CPU' if s == YOUR_CPU else 'recorded GPU'})" for m, s in zip(data["measure"], data["source"])
     ]
     series = list(dict.fromkeys(data["series"]))
-    measure_of = dict(zip(data["series"], data["measure"]))
+    measure_of = {str(s): str(m) for s, m in zip(data["series"], data["measure"])}
     color = alt.Color(
         "series:N",
         sort=series,

@@ -24,6 +24,7 @@ import pandas as pd
 
 from gpu.catalog.base import Experiment, checked_samples
 from gpu.catalog.registry import aliases, experiments, history_columns
+from gpu.core.provenance import METHODOLOGY_KEY, methodology_of
 from gpu.service.store import RunRecord
 from ui.charts.common import COLORS, MEASURE_LABELS, log_axis
 
@@ -127,7 +128,8 @@ def samples_frame(records: Iterable[RunRecord]) -> pd.DataFrame:
     """Tidy samples: one row per run x measure x sample.
 
     Columns: run_id, run, experiment, device, backend, simulated, created_at, measure, n
-    (the N that measure ran at: see the module docstring), sample, seconds.
+    (the N that measure ran at: see the module docstring), sample, seconds, methodology_version (the
+    rules that run was measured under: each saved run keeps its own).
     """
     records = list(records)
     labels = [run_label(r) for r in records]
@@ -136,6 +138,7 @@ def samples_frame(records: Iterable[RunRecord]) -> pd.DataFrame:
     rows = []
     declared = declared_by_name()
     for r, label in zip(records, labels):
+        rules = methodology_of(r.result)
         for name, samples, at in run_samples_at(r, declared):
             for i, s in enumerate(samples):
                 rows.append(
@@ -151,6 +154,7 @@ def samples_frame(records: Iterable[RunRecord]) -> pd.DataFrame:
                         at,
                         i,
                         float(s),
+                        rules,
                     )
                 )
     return pd.DataFrame(
@@ -167,6 +171,7 @@ def samples_frame(records: Iterable[RunRecord]) -> pd.DataFrame:
             "n",
             "sample",
             "seconds",
+            METHODOLOGY_KEY,
         ],
     )
 
@@ -274,7 +279,7 @@ def compare_subtitle(samples: pd.DataFrame) -> str:
             f"the median) · on {devices}{note}")
 
 
-def compare_chart(samples: pd.DataFrame, subtitle: str | None = None) -> alt.Chart:
+def compare_chart(samples: pd.DataFrame, subtitle: str | None = None) -> alt.LayerChart:
     """Selected runs side by side: every sample as a dot, the median as a tick, per measure.
 
     Measures as rows, log x axis (measures span microseconds to seconds); one colour per
@@ -338,7 +343,7 @@ def compare_chart(samples: pd.DataFrame, subtitle: str | None = None) -> alt.Cha
     title = alt.TitleParams(
         "Saved runs compared: time per measure", subtitle=subtitle or compare_subtitle(samples), anchor="start"
     )
-    return alt.layer(dots, ticks).properties(
+    return alt.LayerChart(layer=[dots, ticks]).properties(
         title=title, height=alt.Step(16), autosize=alt.AutoSizeParams(type="fit-x", contains="padding")
     )
 
@@ -551,7 +556,7 @@ def gpus_bandwidth_chart(frame: pd.DataFrame, subtitle: str = "") -> alt.LayerCh
         .mark_tick(color="#000000", thickness=3, size=26)
         .encode(y=y, x="peak_gbps:Q", tooltip=tooltip)
     )
-    return alt.layer(bars, peaks, text).properties(
+    return alt.LayerChart(layer=[bars, peaks, text]).properties(
         title=alt.TitleParams(
             "Kernel bandwidth against each device's peak (black tick)",
             subtitle=[subtitle or "median kernel time, 12 bytes per element; the article printed no kernel time, so "

@@ -13,6 +13,7 @@ import json
 import streamlit as st
 
 from gpu.notebook.build import EXPERIMENTS, experiment_notebook, problem_notebook, result_name
+from ui.downloads import download
 
 HOW = ("Open it in [Colab](https://colab.research.google.com) (*File → Upload notebook*) or on Kaggle, choose a GPU "
        "runtime (a T4 is free), *Run all*, then import the `{result}` it writes on **History** (or Write a kernel) or "
@@ -25,11 +26,8 @@ def experiment_notebook_button(key: str) -> None:
         return
     with st.container(border=True, key=f"free_gpu_{key.replace('-', '_')}"):
         st.markdown("**Run it on a free GPU** — this experiment as a notebook, with the lab's checks and timing.")
-        st.download_button(
-            "Download the notebook", data=lambda: json.dumps(experiment_notebook(key), indent=1),
-            file_name=f"kernel-lab-{key}.ipynb", mime="application/x-ipynb+json", icon=":material/download:",
-            key=f"free_gpu.{key}.download", on_click="ignore",
-        )
+        download("Download the notebook", lambda: json.dumps(experiment_notebook(key), indent=1),
+                 f"kernel-lab-{key}.ipynb", "application/x-ipynb+json", key=f"free_gpu.{key}.download")
         st.caption(HOW.format(result=result_name(key)))
 
 
@@ -45,11 +43,9 @@ def problem_notebook_button(problem_key: str, source: str) -> None:
         except Exception as exc:  # InputError (it does not parse), or the problem's Refusal
             st.caption(f"No notebook for this source yet: {exc}")
             return
-        st.download_button(
-            "Download the notebook", data=lambda: json.dumps(problem_notebook(problem_key, source), indent=1),
-            file_name=f"kernel-lab-{problem_key}.ipynb", mime="application/x-ipynb+json",
-            icon=":material/download:", key=f"free_gpu.{problem_key}.download", on_click="ignore",
-        )
+        download("Download the notebook", lambda: json.dumps(problem_notebook(problem_key, source), indent=1),
+                 f"kernel-lab-{problem_key}.ipynb", "application/x-ipynb+json",
+                 key=f"free_gpu.{problem_key}.download")
         st.caption(HOW.format(result=result_name(problem_key)))
 
 

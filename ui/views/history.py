@@ -6,7 +6,6 @@ not remove another's history); deleting is ``python -m gpu history-delete`` on t
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 import pandas as pd
@@ -27,6 +26,7 @@ from ui.charts.history import (
     runs_frame,
     samples_frame,
 )
+from ui.downloads import download
 from ui.format import readable_time
 
 MAX_LISTED = 500  # newest runs loaded per page view: bounded work per rerun
@@ -183,28 +183,14 @@ def comparison_summary(samples: pd.DataFrame) -> pd.DataFrame:
 def export_ui(records: list[RunRecord], table: pd.DataFrame, key: str = "history") -> None:
     """Downloads of the filtered runs: table (CSV), every sample (CSV), full records (JSON)."""
     left, mid, right = st.columns(3)
-    left.download_button(
-        "Runs (CSV)",
-        table.to_csv(index=False),
-        file_name="kernel_lab_runs.csv",
-        mime="text/csv",
-        key=f"{key}.download_runs_csv",
-    )
-    mid.download_button(
-        "Samples (CSV)",
-        samples_frame(records).to_csv(index=False),
-        file_name="kernel_lab_samples.csv",
-        mime="text/csv",
-        key=f"{key}.download_samples_csv",
-    )
-    payload = json.dumps([r.to_dict() for r in records], indent=2)
-    right.download_button(
-        "Runs with all samples (JSON)",
-        payload,
-        file_name="kernel_lab_runs.json",
-        mime="application/json",
-        key=f"{key}.download_json",
-    )
+    # Not stamped anew: each saved run keeps the methodology version it was measured under (its JSON, and a column
+    # of the samples CSV).
+    download("Runs (CSV)", table, "kernel_lab_runs.csv", "text/csv", key=f"{key}.download_runs_csv",
+             where=left)
+    download("Samples (CSV)", samples_frame(records), "kernel_lab_samples.csv", "text/csv",
+             key=f"{key}.download_samples_csv", where=mid)
+    download("Runs with all samples (JSON)", [r.to_dict() for r in records], "kernel_lab_runs.json",
+             "application/json", key=f"{key}.download_json", where=right)
 
 
 def runs_tab(records: list[RunRecord] | None, key: str, empty: str) -> None:

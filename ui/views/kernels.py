@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 
 import pandas as pd
@@ -16,6 +15,7 @@ from gpu.core.timing import format_factor, format_seconds
 from gpu.core.words import format_gbps
 from ui import glossary
 from ui.charts import kernels as charts
+from ui.downloads import download
 from ui.telemetry_note import show_telemetry
 from ui.views.compile_facts import code_listings, facts_line, show_steps_facts
 
@@ -54,7 +54,7 @@ def show_agreement(run: KernelRun) -> None:
     if run.agree:
         st.success(f"All {len(checked)} implementations that ran agree, {rule}.", icon=":material/check_circle:")
     else:
-        bad = ", ".join(r.label for r in checked if not r.agreement.passed)
+        bad = ", ".join(r.label for r in checked if r.agreement is not None and not r.agreement.passed)
         st.error(f"Results disagree for: {bad}. Agreement is checked {rule}.", icon=":material/error:")
 
 
@@ -74,7 +74,8 @@ def show_metrics(run: KernelRun) -> None:
         f"step {number}" if name else best.label,
         help=f"{best.label}: the Numba step with the shortest kernel time (median).",
     )
-    cols[1].metric("Its kernel time", format_seconds(best.seconds) + run.marks(best))
+    best_s = best.seconds
+    cols[1].metric("Its kernel time", (format_seconds(best_s) if best_s is not None else "—") + run.marks(best))
     compute_bound = run.flops and run.intensity > 1
     throughput = format_flops(run.gflops(best)) if compute_bound else format_gbps(run.gbps(best))
     fraction = run.fraction_of_peak(best)
@@ -121,7 +122,7 @@ def show_simulator_facts(run: KernelRun) -> None:
     cols = st.columns(4)
     cols[0].metric(
         "Results agree",
-        f"{sum(r.agreement.passed for r in checked)} of {len(checked)}",
+        f"{sum(r.agreement is not None and r.agreement.passed for r in checked)} of {len(checked)}",
         help="Implementations whose result matched the reference (the line above says how it is checked).",
     )
     cols[1].metric(
@@ -273,22 +274,10 @@ def show_run(run: KernelRun) -> None:
     show_telemetry(run.telemetry)
     left, right = st.columns(2)
     name = f"{run.kernel}_{run.params.get('n')}"
-    left.download_button(
-        "Download run (JSON)",
-        json.dumps(run.to_dict(), indent=2, default=str),
-        file_name=f"{name}.json",
-        mime="application/json",
-        key="kernels.download_json",
-        icon=":material/download:",
-    )
-    right.download_button(
-        "Download samples (CSV)",
-        frame.to_csv(index=False),
-        file_name=f"{name}.csv",
-        mime="text/csv",
-        key="kernels.download_csv",
-        icon=":material/download:",
-    )
+    download("Download run (JSON)", run.to_dict(), f"{name}.json", "application/json", key="kernels.download_json",
+             stamp=True, where=left)
+    download("Download samples (CSV)", frame, f"{name}.csv", "text/csv", key="kernels.download_csv", stamp=True,
+             where=right)
 
 
 def step_threads(spec: KernelSpec, params: dict | None) -> list[int | None]:

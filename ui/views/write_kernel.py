@@ -25,6 +25,7 @@ from gpu.sandbox.verdict import Verdict, mismatch_text
 from gpu.service.learners import LearnerId
 from ui import glossary
 from ui.components.code_editor import FALLBACK_NOTE, EditorResult, Marker, available, code_editor
+from ui.downloads import download
 
 PREFIX = "write_kernel"
 PROBLEM_KEY = f"{PREFIX}.problem"
@@ -156,14 +157,8 @@ def editor(problem: Problem, markers: Sequence[Marker] = (), last: str | None = 
     source = edited.source
     drafts[problem.key] = source
     cols = st.columns([1, 1, 3])
-    cols[0].download_button(
-        "Download .py",
-        source,
-        file_name=f"{problem.kernel_name}.py",
-        mime="text/x-python",
-        icon=":material/download:",
-        key=f"{PREFIX}.download",
-    )
+    download("Download .py", source, f"{problem.kernel_name}.py", "text/x-python", key=f"{PREFIX}.download",
+             where=cols[0])
     if cols[1].button(
         "Start over",
         key=f"{PREFIX}.reset.{problem.key}",

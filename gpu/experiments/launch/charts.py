@@ -345,7 +345,7 @@ def sweep_bandwidth_chart(frame: pd.DataFrame, subtitle: str, peak_gbps: float |
             .mark_text(align="left", dx=4, dy=-6, color="#e45756")
             .encode(y="peak:Q", x=alt.value(0), text="text:N")
         )
-    return alt.layer(*layers).properties(
+    return alt.LayerChart(layer=list(layers)).properties(
         title=alt.TitleParams(
             "Effective bandwidth per configuration (bar = median; whisker = fastest–slowest sample)",
             subtitle=subtitle,
@@ -434,7 +434,7 @@ def launch_overhead_chart(frame: pd.DataFrame, subtitle: str) -> alt.LayerChart:
     counts = sorted(set(summary["samples"]))
     per_path = f"{counts[0]}" if len(counts) == 1 else f"{counts[0]}–{counts[-1]}"
     measured = f"{len(order)} launch path{'s' if len(order) != 1 else ''}, {per_path} samples each"
-    return alt.layer(bars, spread, ticks).properties(
+    return alt.LayerChart(layer=[bars, spread, ticks]).properties(
         title=alt.TitleParams(
             "Host time to launch one kernel, by path (median; line = min–max; ticks = samples)",
             subtitle=f"{subtitle} · {measured}" if subtitle else measured,

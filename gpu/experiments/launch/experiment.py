@@ -469,11 +469,7 @@ LAUNCH_SWEEP = register(
                 "launch", Hook("gpu.experiments.launch.check:launch_section"), (Part(("sweep",), LaunchSweepRun),)
             ),
         ),
-        recorded=Recorded(
-            "launch",
-            Hook("gpu.experiments.launch.view:recorded"),
-            read_recorded,
-        ),
+        recorded=Recorded("launch", read=read_recorded),  # drawn by ui/views/experiments/launch.py: recorded
         uses_cpu=BACKEND.simulated,
     )
 )

@@ -361,7 +361,7 @@ def run_indexing(
     tpb = check_threads(threads_per_block, device.max_threads_per_block)
     warnings = threads_per_block_warnings(tpb)
     grid_stride = grid_stride_blocks is not None
-    blocks = check_grid_blocks(grid_stride_blocks) if grid_stride else blocks_for(n, tpb)
+    blocks = check_grid_blocks(grid_stride_blocks) if grid_stride_blocks is not None else blocks_for(n, tpb)
     summary = LaunchSummary(n, tpb, blocks, grid_stride, device.warp_size)
     if summary.threads_launched > MAX_INDEX:
         raise InputError(
@@ -411,7 +411,7 @@ def run_indexing(
     records_match = bool(np.array_equal(record.astype(np.int64), expected_records(n, tpb, blocks, grid_stride)))
     sums_match = bool(np.array_equal((a + b).view(np.uint32), c.view(np.uint32)))
     coverage_ok = None
-    if grid_stride:
+    if handled_by is not None:  # read back by the grid-stride probe only
         expected_owner = np.arange(n, dtype=np.int64) % summary.stride
         coverage_ok = bool(np.all(hits == 1) and np.array_equal(handled_by.astype(np.int64), expected_owner))
     drawn = summary.threads_launched <= draw_limit

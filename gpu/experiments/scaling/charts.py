@@ -176,7 +176,7 @@ def time_chart(
             .encode(x=alt.X("n:Q"), y=alt.value(4), text="marker:N")
         )
         layers += [rule, text]
-    return alt.layer(*layers).properties(
+    return alt.LayerChart(layer=list(layers)).properties(
         title=alt.TitleParams(
             "Time against N (median; band = min–max; red ring = noisy; grey square = fewer than 3 samples; dashed = "
             "estimate)",
@@ -276,7 +276,7 @@ def bandwidth_chart(frame: pd.DataFrame, peaks: pd.DataFrame | None, subtitle: s
                 )
                 .encode(y=alt.Y("gbps:Q"), text="text:N")
             )
-    return alt.layer(*layers).properties(
+    return alt.LayerChart(layer=list(layers)).properties(
         title=alt.TitleParams(
             "Effective bandwidth against N, with the physical limits (dashed lines)", subtitle=subtitle, anchor="start"
         ),

@@ -37,9 +37,9 @@ def performance_targets(run: SweepRun) -> dict:
     """The issue's targets at the largest size the GPU measured: figures and whether met."""
     out: dict = {}
     kernel_ns = [p.n for p in run.points if p.series == "gpu-kernel" and p.stats is not None]
-    if kernel_ns:
-        n = max(kernel_ns)
-        kernel = run.point(n, "gpu-kernel")
+    kernel = run.point(max(kernel_ns), "gpu-kernel") if kernel_ns else None
+    if kernel is not None and kernel.stats is not None:
+        n = kernel.n
         out["n"] = n
         out["kernel_gbps"] = kernel.bandwidth_gbps
         d2d = run.peaks.gbps("d2d") if run.peaks else None

@@ -45,6 +45,7 @@ IMPL_LABELS = {
 
 
 SPACINGS = ("pow2", "decade")
+SPACING_LABELS = {"pow2": "powers of two", "decade": "decades"}  # the form's words for each spacing
 
 
 DEFAULT_MIN_N = 2**10

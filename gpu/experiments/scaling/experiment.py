@@ -50,6 +50,7 @@ from gpu.experiments.scaling.config import (
     IMPLS,
     ON_DEVICE,
     PYTHON_BUDGET_PER_POINT_S,
+    SPACING_LABELS,
     SPACINGS,
     SweepConfig,
     make_config,
@@ -267,14 +268,14 @@ def _measure(impl: str, a: np.ndarray, b: np.ndarray, expected: np.ndarray, out:
         return [SweepPoint(n, "gpu-kernel", stats, agree=agree)]
     if impl == "gpu":
         out.fill(np.nan)  # a kernel that wrote nothing must not pass the check
-        stats = time_gpu_phases(a, b, out, config.threads_per_block, config.policy, flush_l2=flush)
+        phases = time_gpu_phases(a, b, out, config.threads_per_block, config.policy, flush_l2=flush)
         agree = identical(out, expected)
         return [
-            SweepPoint(n, "gpu-total", stats["total"], agree=agree),
-            SweepPoint(n, "gpu-kernel", stats["kernel"], agree=agree),
-            SweepPoint(n, "gpu-launch-kernel", stats["with_launch"], agree=agree),
-            SweepPoint(n, "gpu-h2d", stats["h2d"]),
-            SweepPoint(n, "gpu-d2h", stats["d2h"]),
+            SweepPoint(n, "gpu-total", phases["total"], agree=agree),
+            SweepPoint(n, "gpu-kernel", phases["kernel"], agree=agree),
+            SweepPoint(n, "gpu-launch-kernel", phases["with_launch"], agree=agree),
+            SweepPoint(n, "gpu-h2d", phases["h2d"]),
+            SweepPoint(n, "gpu-d2h", phases["d2h"]),
         ]
     if impl == "gpu-ilp":
         tpb = config.threads_per_block
@@ -287,8 +288,8 @@ def _measure(impl: str, a: np.ndarray, b: np.ndarray, expected: np.ndarray, out:
         stats = time_resident_kernel(vector_add_ilp_kernel, blocks, tpb, a, b, out, config.policy, flush_l2=flush)
         return [SweepPoint(n, "gpu-ilp", stats, agree=identical(out, expected))]
     if impl in reference.REFERENCES:
-        timing = reference.time_reference(impl, a, b, config.policy, expected, flush_l2=flush, resident=resident)
-        return [SweepPoint(n, impl, timing.stats, agree=timing.agree)]
+        library = reference.time_reference(impl, a, b, config.policy, expected, flush_l2=flush, resident=resident)
+        return [SweepPoint(n, impl, library.stats, agree=library.agree)]
     out.fill(np.nan)
     timing = time_cpu(impl, a, b, out, config.policy, config.python_budget_s)
     if timing.stats is None:
@@ -458,7 +459,7 @@ EXPERIMENT = register(
                 "Every power of two (or of ten) between the ends, plus both ends.",
                 widget="select",
                 options=SPACINGS,
-                option_label={"pow2": "powers of two", "decade": "decades"}.get,
+                option_label=lambda v: SPACING_LABELS.get(v, str(v)),
             ),
             Param(
                 "threads_per_block",
@@ -566,11 +567,7 @@ EXPERIMENT = register(
         check=(
             CheckSection("scaling", Hook("gpu.experiments.scaling.check:scaling_section"), (Part(("run",), SweepRun),)),
         ),
-        recorded=Recorded(
-            "scaling",
-            Hook("gpu.experiments.scaling.view:recorded"),
-            read_recorded,
-        ),
+        recorded=Recorded("scaling", read=read_recorded),  # drawn by ui/views/experiments/scaling.py: recorded
         csv=True,
         mark_stopped=lambda run, why: replace(run, stopped=why),
     ),

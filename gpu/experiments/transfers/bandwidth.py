@@ -9,13 +9,13 @@ NumPy copies: the curves run, their timings mean nothing.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from gpu.catalog.base import Experiment, PageLink, Param, PerBackend, Progress
+from gpu.catalog.base import Experiment, PageLink, Param, PerBackend
 from gpu.catalog.registry import register
 from gpu.core import estimates
 from gpu.core.backend import BACKEND
@@ -166,7 +166,7 @@ class Plateau:
     def sentence(self) -> str:
         """The plateau in words."""
         half = f"; half of that is reached at {format_bytes(self.half_nbytes)}" if self.half_nbytes else ""
-        if self.plateau_gbps is None:
+        if self.plateau_gbps is None or self.from_nbytes is None:  # a plateau is found with the size it starts at
             return (
                 f"{self.label} is still rising at the largest size measured (best {self.peak_gbps:,.3g} GB/s): "
                 f"no plateau within these sizes{half}."
@@ -382,7 +382,7 @@ def run_bandwidth_curves(
     series: Iterable[tuple[str, str]] = SERIES,
     policy: RepeatPolicy | None = None,
     *,
-    on_progress: Progress | None = None,
+    on_progress: Callable[[str], None] | None = None,  # a Progress, or any say(message)
 ) -> BandwidthCurves:
     """Time every copy size of every curve (``gpu.core.copies.time_copy``, CUDA events).
 

@@ -136,7 +136,7 @@ def bandwidth_chart(frame: pd.DataFrame, plateaus: list[dict], subtitle: str) ->
             )
         )
         layers.append(rules)
-    return alt.layer(*layers).properties(
+    return alt.LayerChart(layer=list(layers)).properties(
         title=alt.TitleParams(
             "Copy bandwidth against size "
             "(median; dashed = pageable memory; whiskers = sample range; dotted = plateaus)",
@@ -199,7 +199,7 @@ def strategy_breakdown_chart(frame: pd.DataFrame, order: list[str], subtitle: st
     labels_text = alt.Chart(totals).mark_text(align="left", dx=6, fontSize=11).encode(
         y=y, x=alt.X("median_ms:Q"), text=alt.Text("median_ms:Q", format=",.3~r")
     )
-    return alt.layer(bars, ticks, labels_text).properties(
+    return alt.LayerChart(layer=[bars, ticks, labels_text]).properties(
         title=alt.TitleParams(
             "Where each strategy's time goes, per vector add (medians; tick = wall-clock end to end, ms)",
             subtitle=subtitle,

@@ -5,10 +5,11 @@ libraries' pinned copies (the ±5% yardstick), and the strategies at a small and
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
-from gpu.catalog.base import Progress
 from gpu.catalog.checking import CheckContext, Section
 from gpu.catalog.render import to_json
 from gpu.core.copies import bandwidth_gbps, time_copy
@@ -60,7 +61,8 @@ def time_library_copy(library: str, direction: str, nbytes: int, policy: RepeatP
         import cupy as cp
         import cupyx
 
-        host = dev = None
+        host: Any = None  # each branch's arrays, released in its finally
+        dev: Any = None
         try:
             host = cupyx.empty_pinned((nbytes,), dtype=np.uint8)
             host.fill(1)
@@ -147,7 +149,7 @@ def _strategy_table(result: StrategyComparison) -> list[str]:
 
 
 def check_transfers(
-    quick: bool, max_n: int, say: Progress, budget_s: float | None = None
+    quick: bool, max_n: int, say: Callable[[str], None], budget_s: float | None = None
 ) -> tuple[bool, dict, str]:
     """The check's transfers section: (passed, JSON data, markdown).
 
@@ -287,7 +289,7 @@ def check_transfers(
 
     # 4. the targets, reported
     biggest = comparisons.get("large", small)
-    targets = {
+    targets: dict[str, Any] = {
         "pinned_h2d_within_5pct": next((r["within_5pct"] for r in library_rows if r["direction"] == "h2d"), None),
         "pinned_d2h_within_5pct": next((r["within_5pct"] for r in library_rows if r["direction"] == "d2h"), None),
         "chunked_beats_one_chunk_at_large_n": (biggest.chunked_speedup or 0) > 1

@@ -13,11 +13,11 @@ timings mean nothing there. Results are still checked exactly.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 
-from gpu.catalog.base import CheckSection, Experiment, Hook, Param, Part, PerBackend, Progress, Recorded
+from gpu.catalog.base import CheckSection, Experiment, Hook, Param, Part, PerBackend, Recorded
 from gpu.catalog.registry import register
 from gpu.core import estimates
 from gpu.core.agreement import check_bits
@@ -131,7 +131,7 @@ def run_strategies(
     *,
     seed: int = 0,
     max_n: int | None = None,
-    on_progress: Progress | None = None,
+    on_progress: Callable[[str], None] | None = None,  # a Progress, or any say(message)
 ) -> StrategyComparison:
     """Run and time the vector add every way in ``strategies``; check each bit for bit.
 
@@ -396,10 +396,6 @@ STRATEGIES_EXPERIMENT = register(
                 ),
             ),
         ),
-        recorded=Recorded(
-            "transfers",
-            Hook("gpu.experiments.transfers.view:recorded"),
-            read_recorded,
-        ),
+        recorded=Recorded("transfers", read=read_recorded),  # drawn by ui/views/experiments/transfers.py: recorded
     )
 )

@@ -17,9 +17,9 @@ from gpu.experiments.transfers.strategy_timing import BREAKDOWN_PHASES
 
 def verdict(result: StrategyComparison) -> str:
     """Which strategy wins at this N, and by how much, in words."""
-    if not result.strategies:
-        return "No strategy ran."
     best = result.winner
+    if not result.strategies or best is None:
+        return "No strategy ran."
     baseline = result.strategies.get("article")
 
     def versus(run: StrategyRun) -> str:

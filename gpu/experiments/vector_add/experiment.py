@@ -636,11 +636,7 @@ EXPERIMENT = register(
                 (Part(("article",), ArticleRun, record=False, required=True),),
             ),
         ),
-        recorded=Recorded(
-            "vector-add",
-            Hook("gpu.experiments.vector_add.view:recorded"),
-            read_recorded,
-        ),
+        recorded=Recorded("vector-add", read=read_recorded),  # drawn by ui/views/experiments/vector_add.py: recorded
         legacy_keys={
             "n": "n",
             "threads_per_block": "threads_per_block",

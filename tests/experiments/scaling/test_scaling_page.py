@@ -9,10 +9,10 @@ from streamlit.testing.v1 import AppTest
 
 import gpu
 from gpu.experiments.scaling import charts as scaling_charts
-from gpu.experiments.scaling import view as scaling_view
 from gpu.experiments.scaling.experiment import run_sweep
 from tests.experiments.scaling.test_sweep import crossing_run, fake_peaks, small_config
 from ui.charts.common import COLORS
+from ui.views.experiments import scaling as scaling_view
 
 ROOT = Path(__file__).resolve().parents[3]
 PAGE = str(ROOT / "pages/2_Scaling.py")

@@ -106,7 +106,7 @@ def test_a_run_with_nothing_after_the_gpu_hands_no_partial_result():
 def _draw_partial() -> None:
     from gpu.catalog.base import Progress
     from gpu.experiments.vector_add.experiment import EXPERIMENT
-    from gpu.experiments.vector_add.view import show_partial
+    from ui.views.experiments.vector_add import show_partial
 
     shown = []
     params = EXPERIMENT.parse({"n": "3000", "repeats": "2", "cpu": "numpy,python", "article": "true"}, simulated=True)

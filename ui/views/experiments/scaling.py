@@ -3,8 +3,6 @@ the declaration: ui.forms and ui.runner)."""
 
 from __future__ import annotations
 
-import json
-
 import pandas as pd
 import streamlit as st
 
@@ -23,6 +21,7 @@ from gpu.experiments.scaling.report import (
 from gpu.experiments.scaling.result import SweepRun
 from gpu.service.references import ReferenceRun
 from ui import glossary
+from ui.downloads import download
 
 RESULT_KEY = "scaling.result"
 
@@ -157,19 +156,16 @@ def show_result(run: SweepRun) -> None:
     show_telemetry(run.telemetry, "sweep")
     left, right = st.columns(2)
     stem = f"scaling_{run.config.min_n}_{run.config.max_n}"
-    left.download_button(
-        "Download sweep (JSON)",
-        json.dumps(to_json(run), indent=2, default=str),
-        file_name=f"{stem}.json",
-        mime="application/json",
-        key="scaling.download_json",
-    )
-    right.download_button(
+    download("Download sweep (JSON)", to_json(run), f"{stem}.json", "application/json",
+             key="scaling.download_json", stamp=True, where=left)
+    download(
         "Download points (CSV)",
-        points_csv(run),
-        file_name=f"{stem}.csv",
-        mime="text/csv",
+        points_frame(run),
+        f"{stem}.csv",
+        "text/csv",
         key="scaling.download_csv",
+        stamp=True,
+        where=right,
         help="One row per size and series with a plain header; the sweep's settings and device are in the JSON "
              "download.",
     )
@@ -224,12 +220,12 @@ def show_gpu_charts(run: SweepRun, frame, subtitle: str) -> None:
         st.altair_chart(scaling_charts.share_chart(frame, subtitle), width="stretch")
 
 
-def points_csv(run: SweepRun) -> str:
-    """Plain CSV for spreadsheets: one header line, integer N; metadata lives in the JSON download."""
+def points_frame(run: SweepRun) -> pd.DataFrame:
+    """The points download's rows (plain CSV for spreadsheets): integer N; metadata lives in the JSON download."""
     frame = run.to_frame()
     frame["n"] = frame["n"].astype("int64")
     frame["backend"] = run.backend  # every row says whether it timed a GPU or the simulator
-    return frame.to_csv(index=False)
+    return frame
 
 
 def show_other_series(frame, crossovers: list[dict], subtitle: str, key: str) -> None:
@@ -248,7 +244,6 @@ def show_other_series(frame, crossovers: list[dict], subtitle: str, key: str) ->
 
 def recorded(ref: ReferenceRun) -> None:
     from gpu.experiments.scaling import charts as charts
-    from gpu.experiments.scaling.view import describe
 
     run = SweepRun.recorded(ref)
     if run is None:  # the panel asks only runs that hold a sweep (References.best)
@@ -267,6 +262,6 @@ def recorded(ref: ReferenceRun) -> None:
         width="stretch",
         key="reference.scaling.bandwidth",
     )
-    from gpu.experiments.scaling.view import show_other_series
+
 
     show_other_series(frame, [c.to_dict() for c in run.crossovers()], subtitle, "reference.scaling.other_series")

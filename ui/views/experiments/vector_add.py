@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 import pandas as pd
 import streamlit as st
 
@@ -30,6 +28,7 @@ from gpu.experiments.vector_add.report import (
 from gpu.service.references import ReferenceRun
 from ui import glossary
 from ui.charts import common as charts
+from ui.downloads import download
 from ui.forms import stale_key
 from ui.reference import show_article_figures
 
@@ -129,7 +128,7 @@ def show_metrics(run: VectorAddRun) -> None:
     for col, baseline in zip(cols[:2], ("python", "numpy")):
         end_to_end, kernel = run.speedup(baseline, "total"), run.speedup(baseline, "kernel")
         name = cpu.LABELS[baseline].split(" (")[0]
-        if end_to_end is None:
+        if end_to_end is None or kernel is None:
             col.metric(f"GPU vs {name}", "not run", help=f"{cpu.LABELS[baseline]} was not chosen.")
             continue
         tag = " (estimate)" if end_to_end.estimated else ""
@@ -191,7 +190,8 @@ def show_capped_metrics(run: VectorAddRun) -> None:
                 label,
                 ("estimate " if timing.estimated else "") + format_seconds(timing.median_s),
                 help=timing.skipped
-                or f"Median of {timing.stats.n_samples} samples at N = {run.n:,} on this machine's CPU, measured now.",
+                or (f"Median of {timing.stats.n_samples} samples at N = {run.n:,} on this machine's CPU, measured now."
+                    if timing.stats is not None else None),
             )
     idle = run.blocks_per_grid * run.threads_per_block - run.kernel_n
     cols[3].metric(
@@ -213,11 +213,11 @@ def _ratio(factor: float) -> str:
     return f"{factor_text(factor if factor > 1 else 1 / factor, compact=True)} {'faster' if factor > 1 else 'slower'}"
 
 
-def samples_csv(run: VectorAddRun) -> str:
-    """Plain CSV: a one-line header, integer N, seconds; the metadata lives in the JSON download."""
+def samples_frame(run: VectorAddRun) -> pd.DataFrame:
+    """The samples download's rows: integer N, seconds, the backend; the metadata lives in the JSON download."""
     frame = run.to_frame()
     frame["n"] = frame["n"].astype("int64")
-    return frame.drop(columns=["backend"]).assign(backend=run.backend).to_csv(index=False)
+    return frame.drop(columns=["backend"]).assign(backend=run.backend)
 
 
 def stats_table(run: VectorAddRun) -> pd.DataFrame:
@@ -244,9 +244,9 @@ def show_run(run: VectorAddRun) -> None:
     show_stale_note(run)
     for warning in run.warnings:
         st.warning(warning, icon=":material/warning:")
-    if run.gpu_capped:
+    if run.gpu_capped and (note := run.gpu_note):
         st.info(
-            f"{run.gpu_note[0].upper()}{run.gpu_note[1:]}. The GPU figures to compare with are the recorded real "
+            f"{note[0].upper()}{note[1:]}. The GPU figures to compare with are the recorded real "
             "GPU's, "
             "below; the simulated kernel's own are further down, labelled with their N.",
             icon=":material/memory:",
@@ -288,22 +288,18 @@ def show_run(run: VectorAddRun) -> None:
 
     show_telemetry(run.telemetry, "run")
     left, right = st.columns(2)
-    payload = run.to_dict()
-    left.download_button(
-        "Download run (JSON)",
-        json.dumps(payload, indent=2),
-        file_name=f"vector_add_{run.n}.json",
-        mime="application/json",
-        key="download_json",
-    )
-    right.download_button(
+    download("Download run (JSON)", run.to_dict(), f"vector_add_{run.n}.json", "application/json",
+             key="download_json", stamp=True, where=left)
+    download(
         "Download samples (CSV)",
-        samples_csv(run),
-        file_name=f"vector_add_{run.n}.csv",
-        mime="text/csv",
+        samples_frame(run),
+        f"vector_add_{run.n}.csv",
+        "text/csv",
         key="download_csv",
-        help="One row per sample: implementation, phase, sample, seconds, estimated, n. The run's settings and device "
-             "are in the JSON download.",
+        stamp=True,
+        where=right,
+        help="One row per sample: implementation, phase, sample, seconds, estimated, n, methodology_version. The "
+             "run's settings and device are in the JSON download.",
     )
     if article is not None:
         st.subheader("As in the article")
@@ -371,10 +367,11 @@ def show_partial(partial: PartialRun[VectorAddRun]) -> None:
 
 
 def recorded(ref: ReferenceRun) -> None:
-    from gpu.experiments.vector_add.view import describe
     from ui.charts import common as charts
 
     run = VectorAddRun.recorded(ref)
+    if run is None:  # Recorded.read refuses such a run at load; said here all the same
+        raise LookupError(f"{ref.key} holds no vector add breakdown run")
     glossary.markdown(vector_add_sentence(run, recorded_pinned_s(ref)))
     article = ref.article()
     if article is not None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 import pandas as pd
 import streamlit as st
 
@@ -16,6 +14,7 @@ from gpu.experiments.launch.report import explanation, launch_sentence
 from gpu.kernels.inspect import KERNELS, KernelInspection, inspect_kernel
 from gpu.service.references import ReferenceRun
 from ui import glossary
+from ui.downloads import download
 from ui.views.compile_facts import show_kernel_facts
 
 INDEXING_KEY = "launch.indexing"
@@ -225,13 +224,8 @@ def show_sweep(run: LaunchSweepRun) -> None:
         "cache)."
     )
     show_telemetry(run.telemetry, "sweep")
-    st.download_button(
-        "Download sweep (JSON)",
-        json.dumps(to_json(run), indent=2),
-        file_name=f"launch_sweep_{run.n}.json",
-        mime="application/json",
-        key="sweep_download",
-    )
+    download("Download sweep (JSON)", to_json(run), f"launch_sweep_{run.n}.json", "application/json",
+             key="sweep_download", stamp=True)
 
 
 def show_sweep_facts(run: LaunchSweepRun) -> None:
@@ -342,8 +336,9 @@ def show_inspector() -> None:
             if result.kernel == "grid_stride" else ""
         )
         right.caption(f"Not pointed out in this PTX: {', '.join(result.roles_missing)}.{why}")
-    with st.expander(f"Full PTX ({len(result.ptx.splitlines())} lines)"):
-        st.code(result.ptx, language=None, line_numbers=True)
+    ptx = result.ptx or ""  # an available inspection holds its PTX
+    with st.expander(f"Full PTX ({len(ptx.splitlines())} lines)"):
+        st.code(ptx, language=None, line_numbers=True)
     if result.sass:
         with st.expander("SASS (the GPU's machine code, from nvdisasm)"):
             excerpt = annotated_excerpt(result, "SASS")
@@ -421,9 +416,10 @@ def show_launch_ladder(run) -> None:
 
 def recorded(ref: ReferenceRun) -> None:
     from gpu.experiments.launch import charts as charts
-    from gpu.experiments.launch.view import describe_sweep
 
     run = LaunchSweepRun.recorded(ref)
+    if run is None:  # Recorded.read refuses such a run at load; said here all the same
+        raise LookupError(f"{ref.key} holds no block-size sweep")
     glossary.markdown(launch_sentence(run))
     frame = run.to_frame()
     subtitle = f"recorded: {describe_sweep(run)}"

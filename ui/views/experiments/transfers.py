@@ -7,8 +7,6 @@ the ``*_caption`` functions the limits under each form. All measuring happens in
 
 from __future__ import annotations
 
-import json
-
 import pandas as pd
 import streamlit as st
 
@@ -34,6 +32,7 @@ from gpu.experiments.transfers.experiment import (
 from gpu.experiments.transfers.report import transfers_sentence, verdict
 from gpu.service.references import ReferenceRun
 from ui import glossary
+from ui.downloads import download
 from ui.telemetry_note import show_telemetry
 
 BANDWIDTH_KEY = "transfers.bandwidth"
@@ -110,20 +109,10 @@ def show_bandwidth(curves: BandwidthCurves) -> None:
             table = table.rename(columns={c: c.replace("(GB/s)", "(GB/s, simulated)") for c in table.columns})
         st.dataframe(table, hide_index=True, width="stretch", column_config=glossary.column_config(table.columns))
     left, right = st.columns(2)
-    left.download_button(
-        "Download bandwidth (JSON)",
-        json.dumps(curves.to_dict(), indent=2),
-        file_name="transfers_bandwidth.json",
-        mime="application/json",
-        key="bw_download_json",
-    )
-    right.download_button(
-        "Download bandwidth samples (CSV)",
-        frame.to_csv(index=False),
-        file_name="transfers_bandwidth.csv",
-        mime="text/csv",
-        key="bw_download_csv",
-    )
+    download("Download bandwidth (JSON)", curves.to_dict(), "transfers_bandwidth.json", "application/json",
+             key="bw_download_json", stamp=True, where=left)
+    download("Download bandwidth samples (CSV)", frame, "transfers_bandwidth.csv", "text/csv",
+             key="bw_download_csv", stamp=True, where=right)
 
 
 # --- strategies --------------------------------------------------------------------------
@@ -294,25 +283,14 @@ def show_strategies(result: StrategyComparison) -> None:
     st.dataframe(strategy_table(result), hide_index=True, width="stretch")
     show_telemetry(result.telemetry)
     left, right = st.columns(2)
-    left.download_button(
-        "Download strategies (JSON)",
-        json.dumps(to_json(result), indent=2),
-        file_name=f"transfers_strategies_{result.n}.json",
-        mime="application/json",
-        key="st_download_json",
-    )
-    right.download_button(
-        "Download strategy samples (CSV)",
-        frame.to_csv(index=False),
-        file_name=f"transfers_strategies_{result.n}.csv",
-        mime="text/csv",
-        key="st_download_csv",
-    )
+    download("Download strategies (JSON)", to_json(result), f"transfers_strategies_{result.n}.json",
+             "application/json", key="st_download_json", stamp=True, where=left)
+    download("Download strategy samples (CSV)", frame, f"transfers_strategies_{result.n}.csv", "text/csv",
+             key="st_download_csv", stamp=True, where=right)
 
 
 def recorded(ref: ReferenceRun) -> None:
     from gpu.experiments.transfers import charts as charts
-    from gpu.experiments.transfers.view import describe_bandwidth, describe_strategies
 
     curves, strategies = BandwidthCurves.recorded(ref), StrategyComparison.recorded(ref)
     glossary.markdown(transfers_sentence(curves, strategies))
