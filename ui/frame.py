@@ -13,7 +13,7 @@ import streamlit as st
 
 import gpu
 from gpu.core.device import DeviceInfo
-from gpu.core.limits import max_vector_n
+from gpu.core.limits import kernel_cap, max_vector_n
 from ui.glossary import help_for
 from ui.learner import sidebar as learner_sidebar
 from ui.learner import teacher
@@ -29,9 +29,13 @@ SIMULATOR_TITLE = "**CUDA simulator — timings are not GPU performance.**"
 
 def simulator_banner() -> str:
     """The warning every page shows when kernels run in the simulator."""
+    cap, vector_cap = max_vector_n(), kernel_cap(vectorised=True)
+    upto = f"up to N = {cap:,}"
+    if vector_cap is not None and vector_cap > cap:  # the vectorised tier's own cap, as the sidebar and forms say
+        upto += f", {vector_cap:,} where its vectorised tier runs the kernel"
     return (
         f"{SIMULATOR_TITLE} No GPU here: {gpu.BACKEND.label} runs each kernel "
-        f"on your CPU (checked exactly, up to N = {max_vector_n():,}); your CPU is timed at your N, and a run "
+        f"on your CPU (checked exactly, {upto}); your CPU is timed at your N, and a run "
         "recorded on a real GPU is under **On a real GPU**."
     )
 
