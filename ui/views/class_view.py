@@ -10,6 +10,7 @@ import streamlit as st
 
 from gpu.problems import problems
 from gpu.sandbox.progress import STUCK_AFTER, Attempt, ProgressStore, class_summary, csv_text, latest_per_learner
+from ui.downloads import download
 
 
 def problems_frame(attempts: list[Attempt], hints: dict | None = None) -> pd.DataFrame:
@@ -70,8 +71,8 @@ def show_class() -> None:
     st.dataframe(kinds_frame(attempts), hide_index=True, width="stretch")
     st.subheader("Per learner: the latest submission")
     st.dataframe(learners_frame(attempts), hide_index=True, width="stretch")
-    st.download_button("Download every submission (CSV)", csv_text(attempts), file_name="class-submissions.csv",
-                       mime="text/csv", icon=":material/download:", key="class.csv")
+    download("Download every submission (CSV)", csv_text(attempts), "class-submissions.csv", "text/csv",
+             key="class.csv")  # verdicts, not measurements: no methodology stamp
 
 
 __all__ = ["kinds_frame", "learners_frame", "problems_frame", "show_class"]
