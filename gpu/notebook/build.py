@@ -193,6 +193,17 @@ print(checks[0]["detail"], "- agree:", result["agree"])
     return source, [_code(run)]
 
 
+def _catalog(key: str) -> Callable[[], tuple[str, list[dict]]]:
+    from gpu.notebook.catalog import catalog_cells
+
+    return lambda: catalog_cells(key, samples=SAMPLES, warmup=WARMUP)
+
+
+def _ladder(what: str) -> str:
+    return (f"Every step of the Kernels page's {what} ladder, checked as the lab checks it and timed kernel "
+            "alone with the lab's method, at the size `gpu check` measures.")
+
+
 EXPERIMENTS: dict[str, tuple[str, str, Callable[[], tuple[str, list[dict]]]]] = {
     "vector-add": (
         "Vector add",
@@ -200,6 +211,11 @@ EXPERIMENTS: dict[str, tuple[str, str, Callable[[], tuple[str, list[dict]]]]] = 
         "copies in, the kernel alone, the copy back, and end to end.",
         _vector_add_cells,
     ),
+    "reduction": ("Reduction (Kernels)", _ladder("reduction (the sum of N float32 values)"), _catalog("reduction")),
+    "transpose": ("Transpose (Kernels)", _ladder("matrix transpose"), _catalog("transpose")),
+    "histogram": ("Histogram (Kernels)", _ladder("256-bin histogram"), _catalog("histogram")),
+    "stencil": ("Stencil (Kernels)", _ladder("5-point blur"), _catalog("stencil")),
+    "matmul": ("Matrix multiply (Kernels)", _ladder("matrix multiply"), _catalog("matmul")),
 }
 
 
