@@ -188,18 +188,42 @@ def _checks(data: Mapping[str, Any]) -> list[dict]:
     return out
 
 
+def _params(data: Mapping[str, Any]) -> dict | None:
+    """A catalog kernel's parameters: names to whole numbers or short texts."""
+    params = _get(data, "params", dict, optional=True)
+    if params is None:
+        return None
+    for name, value in params.items():
+        if not (isinstance(value, (int, str)) and not isinstance(value, bool)) or len(str(value)) > 40:
+            raise _fail(f"params.{name}", value, "is not a whole number or a short text")
+    return dict(params)
+
+
+def _skipped(data: Mapping[str, Any]) -> dict:
+    """The steps the notebook skipped (in the simulator: a feature it lacks), each with its reason."""
+    skipped = _get(data, "skipped", dict, optional=True) or {}
+    for name in skipped:
+        _text(skipped, name, path="skipped.", limit=200)
+    return dict(skipped)
+
+
 def _impossible(data: Mapping[str, Any], phases: Mapping[str, dict], device: Mapping[str, Any]) -> None:
-    """Refuse a kernel faster than the device's memory allows (or than any GPU's, without the device's facts)."""
-    kernel = phases.get("kernel")
-    if kernel is None:
-        return
-    gbps = data["bytes_moved"] / kernel["min_s"] / 1e9  # the fastest sample: none may beat the peak
+    """Refuse a kernel faster than the device's memory allows (or than any GPU's, without the device's facts).
+
+    The kernel-alone phases: "kernel", or every phase of a catalog kernel (one per step of its ladder)."""
+    from gpu.notebook.catalog import CATALOG
+
+    timed = list(phases) if data.get("key") in CATALOG else ["kernel"]
     peak = device.get("peak_bandwidth_gbps")
     limit, whose = (peak, f"this device's {peak:,.0f} GB/s peak") if peak else (
         MAX_PLAUSIBLE_GBPS, f"{MAX_PLAUSIBLE_GBPS:,.0f} GB/s, faster than any GPU's memory")
-    if gbps > limit:
-        raise _fail("phases.kernel.min_s", kernel["min_s"], f"moves {data['bytes_moved']:,} bytes at {gbps:,.0f} "
-                    f"GB/s, over {whose}: no kernel can, so the time is refused")
+    for name in timed:
+        if name not in phases:
+            continue
+        gbps = data["bytes_moved"] / phases[name]["min_s"] / 1e9  # the fastest sample: none may beat the peak
+        if gbps > limit:
+            raise _fail(f"phases.{name}.min_s", phases[name]["min_s"], f"moves {data['bytes_moved']:,} bytes at "
+                        f"{gbps:,.0f} GB/s, over {whose}: no kernel can, so the time is refused")
 
 
 def validate(data: Any) -> dict:
@@ -240,6 +264,7 @@ def validate(data: Any) -> dict:
             "kernel_source": source, "kernel_sha256": data["kernel_sha256"],
             "threads_per_block": _get(data, "threads_per_block", int),
             "n": _get(data, "n", int, optional=True), "sizes": _get(data, "sizes", dict, optional=True),
+            "params": _params(data), "skipped": _skipped(data),
             "bytes_moved": data["bytes_moved"], "warmup": _get(data, "warmup", int),
             "l2_flushed": _get(data, "l2_flushed", bool), "phases": phases, "checks": checks,
             "agree": data["agree"]}
