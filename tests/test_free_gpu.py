@@ -189,7 +189,7 @@ def test_the_cli_refuses_a_tampered_file_in_one_line_naming_the_field(results, d
 
 def test_notebook_cli_says_what_has_a_notebook(tmp_path, capsys):
     assert main(["notebook", "scaling", "--out", str(tmp_path / "x.ipynb")]) == 2
-    assert "not an experiment with a notebook (vector-add)" in capsys.readouterr().err
+    assert "not an experiment with a notebook (vector-add, reduction," in capsys.readouterr().err
     assert main(["notebook", "no-such-problem", str(tmp_path / "missing.py"), "--out", "x.ipynb"]) == 2
 
 
