@@ -173,3 +173,16 @@ def test_the_cli_names_the_experiments_with_a_notebook(tmp_path, capsys):
     assert main(["notebook", "no-such-kernel", "--out", str(tmp_path / "x.ipynb")]) == 2
     err = capsys.readouterr().err
     assert all(key in err for key in CATALOG)
+
+
+def test_the_kernels_page_offers_the_chosen_kernels_notebook(db):
+    from streamlit.testing.v1 import AppTest
+
+    root = Path(__file__).resolve().parent.parent
+    at = AppTest.from_file(str(root / "pages/7_Kernels.py"), default_timeout=90).run()
+    assert not at.exception
+    for key in (at.selectbox(key="kernels.kernel").value, "matmul"):
+        at.selectbox(key="kernels.kernel").set_value(key).run()
+        assert not at.exception
+        assert "Download the notebook" in [b.proto.label for b in at.get("download_button")]
+        assert any(f"kernel-lab-result-{key}.json" in c.value for c in at.caption), key

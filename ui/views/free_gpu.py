@@ -33,6 +33,11 @@ def experiment_notebook_button(key: str) -> None:
         st.caption(HOW.format(result=result_name(key)))
 
 
+def kernels_notebook_button(kernel_key: str) -> None:
+    """Kernels: the notebook of the chosen catalog kernel (every step of its ladder)."""
+    experiment_notebook_button(kernel_key)
+
+
 def problem_notebook_button(problem_key: str, source: str) -> None:
     """The download of a notebook that checks and times ``source`` (the editor's kernel) for the problem."""
     from gpu.notebook.build import threads_per_block
@@ -127,4 +132,5 @@ def show_self_reported(problem) -> None:
         st.table(pd.DataFrame(rows), hide_index=True)
 
 
-__all__ = ["experiment_notebook_button", "problem_notebook_button", "self_report_upload", "show_self_reported"]
+__all__ = ["experiment_notebook_button", "kernels_notebook_button", "problem_notebook_button", "self_report_upload",
+           "show_self_reported"]
