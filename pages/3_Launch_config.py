@@ -20,6 +20,7 @@ from ui.forms import experiment_form
 from ui.frame import frame
 from ui.reference import panel_after_run, panel_before_run
 from ui.runner import run_declared
+from ui.views.free_gpu import launch_notebook_button
 from ui.views.trace import show_coalescing_demo
 
 assert LAUNCH_SWEEP.page is not None  # a page's experiment declares its sidebar entry
@@ -67,6 +68,7 @@ with sweep:
         show_sweep(st.session_state[SWEEP_KEY])
     else:
         st.info("Choose N and the configurations, then press **Run sweep**.")
+    launch_notebook_button()  # run the sweep on a free GPU
 
 with overhead:
     st.markdown(

@@ -199,6 +199,13 @@ def _catalog(key: str) -> Callable[[], tuple[str, list[dict]]]:
     return lambda: catalog_cells(key, samples=SAMPLES, warmup=WARMUP)
 
 
+def _sweep(key: str) -> Callable[[], tuple[str, list[dict]]]:
+    from gpu.notebook import sweeps
+
+    cells = sweeps.launch_cells if key == "launch-sweep" else sweeps.scaling_cells
+    return lambda: cells(samples=SAMPLES, warmup=WARMUP)
+
+
 def _ladder(what: str) -> str:
     return (f"Every step of the Kernels page's {what} ladder, checked as the lab checks it and timed kernel "
             "alone with the lab's method, at the size `gpu check` measures.")
@@ -210,6 +217,18 @@ EXPERIMENTS: dict[str, tuple[str, str, Callable[[], tuple[str, list[dict]]]]] = 
         "The article's experiment: `c = a + b` for 10,000,000 float32 elements with the lab's own kernel — the "
         "copies in, the kernel alone, the copy back, and end to end.",
         _vector_add_cells,
+    ),
+    "scaling": (
+        "Scaling",
+        "The article's vector add at every size from 2^10 to 2^28 (as far as your GPU's memory goes): the kernel "
+        "alone, with its copies, and NumPy on this machine's CPU — where does the GPU start to pay?",
+        _sweep("scaling"),
+    ),
+    "launch-sweep": (
+        "Launch config",
+        "The article's vector-add kernel at N = 2^26 with 32 to 1,024 threads per block (and an odd 100), and a "
+        "grid-stride version with 1 to 32 blocks per multiprocessor: what the launch configuration costs.",
+        _sweep("launch-sweep"),
     ),
     "reduction": ("Reduction (Kernels)", _ladder("reduction (the sum of N float32 values)"), _catalog("reduction")),
     "transpose": ("Transpose (Kernels)", _ladder("matrix transpose"), _catalog("transpose")),

@@ -23,6 +23,8 @@ from pathlib import Path
 
 from gpu.notebook.selfreport import SelfReport, SelfReportProblem, parse_self_report
 
+SWEEPS = ("launch-sweep", "scaling")  # the vector-add sweeps (gpu.notebook.sweeps)
+
 
 @dataclass(frozen=True)
 class SelfReportImport:
@@ -37,8 +39,8 @@ class SelfReportImport:
         timed = ""
         kernel = self.report.kernel
         steps = len(self.report.data["phases"])
-        if self.run_id and "kernel" not in self.report.data["phases"]:  # a catalog kernel: one phase per step
-            timed = f": {steps} step{'s' if steps != 1 else ''} checked and timed"
+        if self.run_id and "kernel" not in self.report.data["phases"]:  # a catalog kernel or a sweep
+            timed = f": {steps} series checked and timed"
         elif kernel and not self.report.simulated:
             gbps = self.report.gbps
             timed = f": kernel median {kernel['median_s'] * 1e3:.4g} ms" + (f", {gbps:,.0f} GB/s" if gbps else "")
@@ -91,6 +93,15 @@ def _check_experiment(report: SelfReport) -> None:
         raise SelfReportProblem(f"key: {report.key!r} is not an experiment with a notebook ({', '.join(EXPERIMENTS)})")
     if report.key in CATALOG:
         return _check_catalog(report)
+    if report.key in SWEEPS:
+        from gpu.notebook.sweeps import check_result
+
+        problem = check_result(report.key, dict(report.data), report.simulated)
+        if problem is None and not report.data["agree"]:
+            problem = "agree: false — the notebook's own check failed, so its times are not imported"
+        if problem:
+            raise SelfReportProblem(problem)
+        return None
     data = report.data
     if report.kernel_source != _lab_vector_add_source():
         raise SelfReportProblem("kernel_source: is not the lab's vector_add_kernel, which the vector-add notebook "
@@ -165,12 +176,26 @@ def _catalog_record(report: SelfReport, source: str) -> dict:
     }
 
 
+def _sweep_record(report: SelfReport, source: str) -> dict:
+    """A Launch config or Scaling History run: one series per launch or per size and series, as timed."""
+    from gpu.core.provenance import METHODOLOGY_KEY, METHODOLOGY_VERSION
+
+    data = report.data
+    return {"experiment": report.key, "created_at": data["created_at"], "backend": data["backend"],
+            "device": {**data["device"], "backend": data["backend"]}, "params": {"n": data["n"]},
+            "agree": data["agree"],
+            "notebook": {name: {**stats, "label": name} for name, stats in data["phases"].items()},
+            "imported": _imported(report, source), METHODOLOGY_KEY: METHODOLOGY_VERSION}
+
+
 def _history_record(report: SelfReport, source: str) -> dict:
     from gpu.core.provenance import METHODOLOGY_KEY, METHODOLOGY_VERSION
     from gpu.notebook.catalog import CATALOG
 
     if report.key in CATALOG:
         return _catalog_record(report, source)
+    if report.key in SWEEPS:
+        return _sweep_record(report, source)
     data = report.data
     backend = data["backend"]
     return {

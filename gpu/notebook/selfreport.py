@@ -207,22 +207,37 @@ def _skipped(data: Mapping[str, Any]) -> dict:
     return dict(skipped)
 
 
-def _impossible(data: Mapping[str, Any], phases: Mapping[str, dict], device: Mapping[str, Any]) -> None:
-    """Refuse a kernel faster than the device's memory allows (or than any GPU's, without the device's facts).
-
-    The kernel-alone phases: "kernel", or every phase of a catalog kernel (one per step of its ladder)."""
+def _kernel_phases(data: Mapping[str, Any], phases: Mapping[str, dict]) -> dict[str, int]:
+    """The phases that time a kernel alone, and the bytes each moves, as the lab knows them (not the file's word):
+    "kernel"; every step of a catalog kernel; each launch of Launch config; Scaling's "kernel N=<N>"."""
     from gpu.notebook.catalog import CATALOG
+    from gpu.notebook.sweeps import phase_bytes
 
-    timed = list(phases) if data.get("key") in CATALOG else ["kernel"]
+    key = data.get("key")
+    if key in CATALOG:
+        return {name: data["bytes_moved"] for name in phases}
+    if key in ("launch-sweep", "scaling"):
+        out = {}
+        for name in phases:
+            try:
+                moved = phase_bytes(str(key), name, dict(data))
+            except ValueError as exc:
+                raise _fail(f"phases.{name}", name, f"is not a phase this notebook writes ({exc})") from None
+            if moved is not None:
+                out[name] = moved
+        return out
+    return {"kernel": data["bytes_moved"]} if "kernel" in phases else {}
+
+
+def _impossible(data: Mapping[str, Any], phases: Mapping[str, dict], device: Mapping[str, Any]) -> None:
+    """Refuse a kernel faster than the device's memory allows (or than any GPU's, without the device's facts)."""
     peak = device.get("peak_bandwidth_gbps")
     limit, whose = (peak, f"this device's {peak:,.0f} GB/s peak") if peak else (
         MAX_PLAUSIBLE_GBPS, f"{MAX_PLAUSIBLE_GBPS:,.0f} GB/s, faster than any GPU's memory")
-    for name in timed:
-        if name not in phases:
-            continue
-        gbps = data["bytes_moved"] / phases[name]["min_s"] / 1e9  # the fastest sample: none may beat the peak
+    for name, moved in _kernel_phases(data, phases).items():
+        gbps = moved / phases[name]["min_s"] / 1e9  # the fastest sample: none may beat the peak
         if gbps > limit:
-            raise _fail(f"phases.{name}.min_s", phases[name]["min_s"], f"moves {data['bytes_moved']:,} bytes at "
+            raise _fail(f"phases.{name}.min_s", phases[name]["min_s"], f"moves {moved:,} bytes at "
                         f"{gbps:,.0f} GB/s, over {whose}: no kernel can, so the time is refused")
 
 
@@ -257,6 +272,8 @@ def validate(data: Any) -> dict:
     checks = _checks(data)
     if backend == "cuda":
         _impossible(data, phases, device)
+    else:
+        _kernel_phases(data, phases)  # the phases' names are checked in the simulator too
     return {"format": FORMAT, "format_version": FORMAT_VERSION, "method": _text(data, "method", limit=40),
             "kind": kind, "key": _text(data, "key", limit=60), "created_at": created, "backend": backend,
             "device": device, "versions": {k: str(v) for k, v in (_get(data, "versions", dict)).items()

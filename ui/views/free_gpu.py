@@ -33,6 +33,16 @@ def experiment_notebook_button(key: str) -> None:
         st.caption(HOW.format(result=result_name(key)))
 
 
+def scaling_notebook_button() -> None:
+    """Scaling: the size sweep's notebook."""
+    experiment_notebook_button("scaling")
+
+
+def launch_notebook_button() -> None:
+    """Launch config: the block-size sweep's notebook."""
+    experiment_notebook_button("launch-sweep")
+
+
 def kernels_notebook_button(kernel_key: str) -> None:
     """Kernels: the notebook of the chosen catalog kernel (every step of its ladder)."""
     experiment_notebook_button(kernel_key)
@@ -132,5 +142,6 @@ def show_self_reported(problem) -> None:
         st.table(pd.DataFrame(rows), hide_index=True)
 
 
-__all__ = ["experiment_notebook_button", "kernels_notebook_button", "problem_notebook_button", "self_report_upload",
+__all__ = ["experiment_notebook_button", "kernels_notebook_button", "launch_notebook_button", "scaling_notebook_button",
+           "problem_notebook_button", "self_report_upload",
            "show_self_reported"]
