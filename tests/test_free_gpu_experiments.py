@@ -1,6 +1,6 @@
-"""The catalog kernels' notebooks (every step of the Kernels page's ladders): they carry the lab's own kernels,
-inputs and checks, execute in numba-cuda's simulator through nbclient, and their results import into History
-as self-reported; a tampered file is refused with the field named."""
+"""The notebooks of Scaling, Launch config and the catalog kernels (every step of the Kernels page's ladders):
+they carry the lab's own kernels, inputs and checks, execute in numba-cuda's simulator through nbclient, and
+their results import into History as self-reported; a tampered file is refused with the field named."""
 
 from __future__ import annotations
 
@@ -169,10 +169,68 @@ def test_a_tampered_catalog_file_is_refused_naming_the_field(folder, db, edit, f
     assert open_store(db).runs() == []
 
 
+@pytest.mark.parametrize(("script", "key"), [("pages/2_Scaling.py", "scaling"),
+                                             ("pages/3_Launch_config.py", "launch-sweep")])
+def test_the_sweep_pages_offer_their_notebook(db, script, key):
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(Path(__file__).resolve().parent.parent / script), default_timeout=90).run()
+    assert not at.exception
+    assert "Download the notebook" in [b.proto.label for b in at.get("download_button")]
+    assert any(f"kernel-lab-result-{key}.json" in c.value for c in at.caption)
+
+
 def test_the_cli_names_the_experiments_with_a_notebook(tmp_path, capsys):
     assert main(["notebook", "no-such-kernel", "--out", str(tmp_path / "x.ipynb")]) == 2
     err = capsys.readouterr().err
-    assert all(key in err for key in CATALOG)
+    assert all(key in err for key in (*CATALOG, "scaling", "launch-sweep"))
+
+
+@pytest.mark.parametrize("key", ["scaling", pytest.param("launch-sweep", marks=pytest.mark.slow)])
+def test_the_sweep_notebooks_check_every_output_and_import_as_self_reported(folder, key, db):
+    from gpu.notebook.sweeps import expected_phases
+    from ui.charts.history import run_samples
+
+    data = json.loads(_result(folder, key).read_bytes())
+    assert data["agree"] and set(data["phases"]) == expected_phases(key, "simulator")
+    assert all(c["detail"].startswith("bit-identical") for c in data["checks"])
+    assert main(["import", str(folder / f"{key}.json")]) == 0
+    (run,) = open_store(db).runs()
+    assert run.experiment == key and run.result["imported"]["label"].startswith("self-reported on CUDA simulator")
+    assert {name.split(" · ", 1)[1] for name, _samples in run_samples(run)} == set(data["phases"])
+
+
+def _scaling_on_t4(d: dict, kernel_s: float) -> None:
+    """Scaling as a T4 would write it up to N = 2^20 (the facts a T4 reports, times we choose)."""
+    d["backend"], d["device"] = "cuda", dict(T4)
+    sizes = [4**k for k in range(5, 11)]
+    stats = lambda s: {"samples_s": [s] * 3, "median_s": s, "min_s": s, "max_s": s, "samples": 3}  # noqa: E731
+    d["phases"] = {}
+    for n in sizes:
+        d["phases"].update({f"kernel N={n}": stats(kernel_s * n / sizes[-1]), f"with copies N={n}": stats(1e-3),
+                            f"numpy N={n}": stats(1e-3)})
+    d["n"], d["bytes_moved"] = sizes[-1], 12 * sizes[-1]
+
+
+def test_a_scaling_result_is_checked_by_the_labs_own_bytes_per_size(folder, db):
+    raw = _result(folder, "scaling").read_bytes()
+    assert import_self_report(_with(raw, lambda d: _scaling_on_t4(d, 100e-6)), store=open_store(db))  # 126 GB/s
+    with pytest.raises(SelfReportProblem, match=r"^phases\.kernel N=1024\.min_s: .* over this device's 320 GB/s"):
+        import_self_report(_with(raw, lambda d: _scaling_on_t4(d, 10e-6)), store=open_store(db))  # 1,258 GB/s
+
+    def a_size_left_out(d):
+        _scaling_on_t4(d, 100e-6)
+        for name in ("kernel N=4096", "with copies N=4096", "numpy N=4096"):
+            d["phases"].pop(name)
+
+    with pytest.raises(SelfReportProblem, match=r"^phases: the sizes .* are not the notebook's"):
+        import_self_report(_with(raw, a_size_left_out), store=open_store(db))
+    with pytest.raises(SelfReportProblem, match=r"^phases\.kernel N=x: "):
+        import_self_report(_with(raw, lambda d: d["phases"].update({"kernel N=x": d["phases"]["kernel N=64"]})),
+                           store=open_store(db))
+    with pytest.raises(SelfReportProblem, match=r"^kernel_source: "):
+        import_self_report(_with(raw, _changed_kernel), store=open_store(db))
+    assert len(open_store(db).runs()) == 1
 
 
 def test_the_kernels_page_offers_the_chosen_kernels_notebook(db):
