@@ -170,7 +170,8 @@ def test_a_tampered_catalog_file_is_refused_naming_the_field(folder, db, edit, f
 
 
 @pytest.mark.parametrize(("script", "key"), [("pages/2_Scaling.py", "scaling"),
-                                             ("pages/3_Launch_config.py", "launch-sweep")])
+                                             ("pages/3_Launch_config.py", "launch-sweep"),
+                                             ("pages/4_Transfers.py", "transfers")])
 def test_the_sweep_pages_offer_their_notebook(db, script, key):
     from streamlit.testing.v1 import AppTest
 
@@ -183,16 +184,19 @@ def test_the_sweep_pages_offer_their_notebook(db, script, key):
 def test_the_cli_names_the_experiments_with_a_notebook(tmp_path, capsys):
     assert main(["notebook", "no-such-kernel", "--out", str(tmp_path / "x.ipynb")]) == 2
     err = capsys.readouterr().err
-    assert all(key in err for key in (*CATALOG, "scaling", "launch-sweep"))
+    assert all(key in err for key in (*CATALOG, "scaling", "launch-sweep", "transfers"))
 
 
-@pytest.mark.parametrize("key", ["scaling", pytest.param("launch-sweep", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("key", ["scaling", pytest.param("launch-sweep", marks=pytest.mark.slow),
+                                 pytest.param("transfers", marks=pytest.mark.slow)])
 def test_the_sweep_notebooks_check_every_output_and_import_as_self_reported(folder, key, db):
     from gpu.notebook.sweeps import expected_phases
+    from gpu.notebook.transfers import STRATEGIES
     from ui.charts.history import run_samples
 
     data = json.loads(_result(folder, key).read_bytes())
-    assert data["agree"] and set(data["phases"]) == expected_phases(key, "simulator")
+    phases = set(STRATEGIES) if key == "transfers" else expected_phases(key, "simulator")
+    assert data["agree"] and set(data["phases"]) == phases
     assert all(c["detail"].startswith("bit-identical") for c in data["checks"])
     assert main(["import", str(folder / f"{key}.json")]) == 0
     (run,) = open_store(db).runs()
@@ -231,6 +235,25 @@ def test_a_scaling_result_is_checked_by_the_labs_own_bytes_per_size(folder, db):
     with pytest.raises(SelfReportProblem, match=r"^kernel_source: "):
         import_self_report(_with(raw, _changed_kernel), store=open_store(db))
     assert len(open_store(db).runs()) == 1
+
+
+@pytest.mark.slow
+def test_a_transfers_result_is_refused_when_a_strategy_is_too_fast_or_missing(folder, db):
+    raw = _result(folder, "transfers").read_bytes()
+
+    def on_t4(d, seconds):
+        d["backend"], d["device"], d["n"], d["bytes_moved"] = "cuda", dict(T4), 10_000_000, 120_000_000
+        for stats in d["phases"].values():
+            stats.update(samples_s=[seconds] * 3, median_s=seconds, min_s=seconds, max_s=seconds, samples=3)
+
+    assert import_self_report(_with(raw, lambda d: on_t4(d, 1e-3)), store=open_store(db))  # 120 GB/s per add
+    with pytest.raises(SelfReportProblem, match=r"^phases\.article\.min_s: .* over this device's 320 GB/s"):
+        import_self_report(_with(raw, lambda d: on_t4(d, 1e-4)), store=open_store(db))  # 1,200 GB/s
+    with pytest.raises(SelfReportProblem, match=r"^skipped: pinned"):
+        import_self_report(_with(raw, lambda d: (d["phases"].pop("pinned"), d["skipped"].update(pinned="no"))),
+                           store=open_store(db))
+    with pytest.raises(SelfReportProblem, match=r"^phases: resident not as"):
+        import_self_report(_with(raw, lambda d: d["phases"].pop("resident")), store=open_store(db))
 
 
 def test_the_kernels_page_offers_the_chosen_kernels_notebook(db):

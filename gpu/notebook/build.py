@@ -201,8 +201,9 @@ def _catalog(key: str) -> Callable[[], tuple[str, list[dict]]]:
 
 def _sweep(key: str) -> Callable[[], tuple[str, list[dict]]]:
     from gpu.notebook import sweeps
+    from gpu.notebook.transfers import transfers_cells
 
-    cells = sweeps.launch_cells if key == "launch-sweep" else sweeps.scaling_cells
+    cells = {"launch-sweep": sweeps.launch_cells, "scaling": sweeps.scaling_cells, "transfers": transfers_cells}[key]
     return lambda: cells(samples=SAMPLES, warmup=WARMUP)
 
 
@@ -229,6 +230,12 @@ EXPERIMENTS: dict[str, tuple[str, str, Callable[[], tuple[str, list[dict]]]]] = 
         "The article's vector-add kernel at N = 2^26 with 32 to 1,024 threads per block (and an odd 100), and a "
         "grid-stride version with 1 to 32 blocks per multiprocessor: what the launch configuration costs.",
         _sweep("launch-sweep"),
+    ),
+    "transfers": (
+        "Transfers",
+        "The article's vector add at N = 10,000,000 done the ways that matter — as in the article, careful, pinned, "
+        "data kept on the device, chunked streams and mapped memory — each checked and timed per vector add.",
+        _sweep("transfers"),
     ),
     "reduction": ("Reduction (Kernels)", _ladder("reduction (the sum of N float32 values)"), _catalog("reduction")),
     "transpose": ("Transpose (Kernels)", _ladder("matrix transpose"), _catalog("transpose")),

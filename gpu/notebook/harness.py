@@ -206,3 +206,19 @@ def one_wave(kernel, signature: str, blocks_needed: int, block) -> int:
     compiled here), never more than ``blocks_needed``: the lab's grid-stride launch, computed on this device."""
     per_grid = kernel.compile(signature).max_cooperative_grid_blocks(block)
     return max(1, min(blocks_needed, int(per_grid)))
+
+
+def time_wall(run, *, flush: L2Flush, warmup: int, samples: int, per: int = 1) -> dict:
+    """``run()`` does the whole work and waits for it (several streams, host memory): wall-clock seconds per sample,
+    each after an L2 flush and a synchronised device, divided by ``per`` (seconds per result). Returns ``summarise``."""
+    for _ in range(warmup):
+        run()
+    out = []
+    for _ in range(samples):
+        flush()
+        cuda.synchronize()
+        start_s = time.perf_counter()
+        run()
+        cuda.synchronize()
+        out.append((time.perf_counter() - start_s) / per)
+    return summarise(out)

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from gpu.notebook.selfreport import SelfReport, SelfReportProblem, parse_self_report
 
-SWEEPS = ("launch-sweep", "scaling")  # the vector-add sweeps (gpu.notebook.sweeps)
+SWEEPS = ("launch-sweep", "scaling", "transfers")  # the vector-add sweeps (gpu.notebook.sweeps, .transfers)
 
 
 @dataclass(frozen=True)
@@ -94,9 +94,10 @@ def _check_experiment(report: SelfReport) -> None:
     if report.key in CATALOG:
         return _check_catalog(report)
     if report.key in SWEEPS:
-        from gpu.notebook.sweeps import check_result
+        from gpu.notebook import sweeps, transfers
 
-        problem = check_result(report.key, dict(report.data), report.simulated)
+        problem = (transfers.check_result(dict(report.data), report.simulated) if report.key == "transfers"
+                   else sweeps.check_result(report.key, dict(report.data), report.simulated))
         if problem is None and not report.data["agree"]:
             problem = "agree: false — the notebook's own check failed, so its times are not imported"
         if problem:
@@ -177,7 +178,7 @@ def _catalog_record(report: SelfReport, source: str) -> dict:
 
 
 def _sweep_record(report: SelfReport, source: str) -> dict:
-    """A Launch config or Scaling History run: one series per launch or per size and series, as timed."""
+    """A Launch config, Scaling or Transfers History run: one series per launch, size or strategy, as timed."""
     from gpu.core.provenance import METHODOLOGY_KEY, METHODOLOGY_VERSION
 
     data = report.data

@@ -209,12 +209,13 @@ def _skipped(data: Mapping[str, Any]) -> dict:
 
 def _kernel_phases(data: Mapping[str, Any], phases: Mapping[str, dict]) -> dict[str, int]:
     """The phases that time a kernel alone, and the bytes each moves, as the lab knows them (not the file's word):
-    "kernel"; every step of a catalog kernel; each launch of Launch config; Scaling's "kernel N=<N>"."""
+    "kernel"; every step of a catalog kernel; each launch of Launch config; Scaling's "kernel N=<N>"; every
+    Transfers strategy (each moves a, b and c through the device's memory, or across its link, per vector add)."""
     from gpu.notebook.catalog import CATALOG
     from gpu.notebook.sweeps import phase_bytes
 
     key = data.get("key")
-    if key in CATALOG:
+    if key in CATALOG or key == "transfers":
         return {name: data["bytes_moved"] for name in phases}
     if key in ("launch-sweep", "scaling"):
         out = {}

@@ -43,6 +43,11 @@ def launch_notebook_button() -> None:
     experiment_notebook_button("launch-sweep")
 
 
+def transfers_notebook_button() -> None:
+    """Transfers: the strategies' notebook."""
+    experiment_notebook_button("transfers")
+
+
 def kernels_notebook_button(kernel_key: str) -> None:
     """Kernels: the notebook of the chosen catalog kernel (every step of its ladder)."""
     experiment_notebook_button(kernel_key)
@@ -143,5 +148,5 @@ def show_self_reported(problem) -> None:
 
 
 __all__ = ["experiment_notebook_button", "kernels_notebook_button", "launch_notebook_button", "scaling_notebook_button",
-           "problem_notebook_button", "self_report_upload",
+           "transfers_notebook_button", "problem_notebook_button", "self_report_upload",
            "show_self_reported"]
