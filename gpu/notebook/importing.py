@@ -35,11 +35,13 @@ class SelfReportImport:
     entry_id: str | None = None
 
     def summary(self) -> str:
-        where = (f"History run {self.run_id[:8]}" if self.run_id else f"the {self.report.key!r} leaderboard")
+        where = f"History run {self.run_id[:8]}" if self.run_id else ""
+        if self.entry_id:
+            where = f"the {self.report.key!r} leaderboard" + (f" and {where}" if where else "")
         timed = ""
         kernel = self.report.kernel
         steps = len(self.report.data["phases"])
-        if self.run_id and "kernel" not in self.report.data["phases"]:  # a catalog kernel or a sweep
+        if self.report.kind == "experiment" and "kernel" not in self.report.data["phases"]:  # catalog, sweeps
             timed = f": {steps} series checked and timed"
         elif kernel and not self.report.simulated:
             gbps = self.report.gbps
@@ -252,7 +254,30 @@ def import_self_report(raw: bytes, *, source: str = "result.json", store=None, s
         "samples": kernel.get("samples"), "min_s": kernel.get("min_s"), "max_s": kernel.get("max_s"),
     }
     entry_id = board.save(verdict, report.kernel_source, name or "self-reported")
-    return SelfReportImport(report, entry_id=entry_id)
+    from gpu.service.store import open_store
+
+    history = store if store is not None else open_store()
+    record = _problem_record(report, source, entry_id)
+    run_id = history.save_many([record], versions=report.data["versions"], session_id=session_id)[0]
+    return SelfReportImport(report, run_id=run_id, entry_id=entry_id)
+
+
+PROBLEM_RUN_PREFIX = "problem:"  # a problem's self-reported History run is "problem:<key>"
+
+
+def _problem_record(report: SelfReport, source: str, entry_id: str) -> dict:
+    """A problem's History run beside its leaderboard entry: the learner's kernel as the lab judged it, its
+    timing as reported (in the simulator: Python's, never a GPU time)."""
+    from gpu.core.provenance import METHODOLOGY_KEY, METHODOLOGY_VERSION
+
+    data = report.data
+    return {"experiment": PROBLEM_RUN_PREFIX + report.key, "created_at": data["created_at"],
+            "backend": data["backend"], "device": {**data["device"], "backend": data["backend"]},
+            "params": {"sizes": data["sizes"], "threads_per_block": data["threads_per_block"]},
+            "agree": data["agree"], "notebook": {"kernel": dict(report.kernel)} if report.kernel else {},
+            "imported": {**_imported(report, source), "leaderboard_entry": entry_id,
+                         "kernel_sha256": data["kernel_sha256"]},
+            METHODOLOGY_KEY: METHODOLOGY_VERSION}
 
 
 __all__ = ["SelfReportImport", "import_self_report"]
