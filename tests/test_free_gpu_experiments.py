@@ -140,6 +140,17 @@ def test_a_plausible_t4_catalog_result_imports_and_an_impossible_step_time_is_re
     with pytest.raises(SelfReportProblem, match=r"^phases\.padded\.min_s: .* over this device's 320 GB/s peak"):
         import_self_report(_with(raw, one_fast_step), store=open_store(db))
 
+    from streamlit.testing.v1 import AppTest  # beside the recorded ladder on Kernels
+
+    at = AppTest.from_file(str(Path(__file__).resolve().parent.parent / "pages/7_Kernels.py"), default_timeout=90)
+    at.run()
+    at.selectbox(key="kernels.kernel").set_value(FAST).run()
+    assert not at.exception
+    (table,) = [d.value for d in at.dataframe if {"run", "step", "% of peak"} <= set(d.value.columns)]
+    assert set(table["run"].str.split(" · ").str[0]) == {"self-reported on Tesla T4"}
+    assert len(table) == len(plan(FAST)["gpu"]["steps"]) and list(table["GB/s"]) == [214.7] * len(table)
+    assert list(table["% of peak"]) == [round(100 * 214.748 / T4["peak_bandwidth_gbps"], 1)] * len(table)
+
 
 def _wrong_result(d: dict) -> None:
     d["checks"][0].update(passed=False, detail="1 wrong")
