@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from gpu.core.limits import InputError
+from gpu.notebook.cells import _code, _function_source, _markdown, _notebook
 
 HARNESS = Path(__file__).with_name("harness.py")
 NUMBA_CUDA_PIN = "0.30.4"  # the numba-cuda the recorded H200 runs used (Makefile)
@@ -39,34 +40,6 @@ MAX_EMBEDDED_BYTES = 4 * 2**20  # a problem's tests, compressed: the notebook st
 
 def result_name(key: str) -> str:
     return f"kernel-lab-result-{key}.json"
-
-
-# --- cells ----------------------------------------------------------------------------------------
-
-
-def _markdown(text: str) -> dict:
-    return {"cell_type": "markdown", "metadata": {}, "source": text.strip().splitlines(keepends=True)}
-
-
-def _code(text: str) -> dict:
-    return {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
-            "source": text.strip().splitlines(keepends=True)}
-
-
-def _notebook(cells: list[dict]) -> dict:
-    for number, cell in enumerate(cells):
-        cell["id"] = f"cell-{number}"  # nbformat 4.5 wants ids; stable ones keep a regenerated notebook identical
-    return {
-        "cells": cells,
-        "metadata": {
-            "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
-            "language_info": {"name": "python"},
-            "accelerator": "GPU",  # Colab and Kaggle open it asking for a GPU runtime
-            "colab": {"gpuType": "T4", "provenance": []},
-        },
-        "nbformat": 4,
-        "nbformat_minor": 5,
-    }
 
 
 INSTALL = f'''
@@ -124,16 +97,6 @@ refused.
 
 
 # --- the experiments ------------------------------------------------------------------------------
-
-
-def _function_source(path: Path, name: str) -> str:
-    """The source of function ``name`` in ``path``, decorated ``@cuda.jit`` (the lab's options dropped)."""
-    text = path.read_text(encoding="utf-8")
-    node = next(n for n in ast.parse(text).body if isinstance(n, ast.FunctionDef) and n.name == name)
-    body = ast.get_source_segment(text, node, padded=False) or ""
-    lines = body.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.lstrip().startswith("def "))
-    return "from numba import cuda\n\n\n@cuda.jit\n" + "\n".join(lines[start:]) + "\n"
 
 
 def _vector_add_cells() -> tuple[str, list[dict]]:

@@ -270,7 +270,7 @@ result = {{**result_header("experiment", {key!r}, KERNEL_SOURCE), "params": P, "
 
 def catalog_cells(key: str, *, samples: dict[str, int], warmup: int) -> tuple[str, list[dict]]:
     """The source the notebook carries and its code cells (``gpu.notebook.build`` adds the rest)."""
-    from gpu.notebook.build import _code
+    from gpu.notebook.cells import _code
 
     source = kernels_source(key)
     setup = (f"# The lab's {key} kernels (gpu/experiments/{key}/kernels.py), its inputs and its reference.\n"

@@ -51,7 +51,7 @@ class SelfReportImport:
 
 def _lab_vector_add_source() -> str:
     from gpu.kernels import vector_add
-    from gpu.notebook.build import _function_source
+    from gpu.notebook.cells import _function_source
 
     return _function_source(Path(vector_add.__file__), "vector_add_kernel")
 

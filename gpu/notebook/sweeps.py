@@ -33,7 +33,7 @@ _SCALING_PHASE = re.compile(r"^(kernel|with copies|numpy) N=(\d+)$")
 
 def _sources(*names: str) -> str:
     from gpu.kernels import vector_add
-    from gpu.notebook.build import _function_source
+    from gpu.notebook.cells import _function_source
 
     path = Path(vector_add.__file__)
     return "\n\n".join(_function_source(path, name) for name in names)
@@ -202,7 +202,7 @@ result = {{**result_header("experiment", "scaling", KERNEL_SOURCE), "n": largest
 
 
 def launch_cells(*, samples: dict[str, int], warmup: int) -> tuple[str, list[dict]]:
-    from gpu.notebook.build import _code
+    from gpu.notebook.cells import _code
 
     source = launch_source()
     return source, [_code(LAUNCH_RUN.format(
@@ -211,7 +211,7 @@ def launch_cells(*, samples: dict[str, int], warmup: int) -> tuple[str, list[dic
 
 
 def scaling_cells(*, samples: dict[str, int], warmup: int) -> tuple[str, list[dict]]:
-    from gpu.notebook.build import _code
+    from gpu.notebook.cells import _code
 
     source = scaling_source()
     return source, [_code(SCALING_RUN.format(source=source, sizes=SCALING_SIZES, samples=samples, warmup=warmup,

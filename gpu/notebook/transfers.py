@@ -127,7 +127,7 @@ result = {{**result_header("experiment", "transfers", KERNEL_SOURCE), "n": N, "t
 
 
 def transfers_cells(*, samples: dict[str, int], warmup: int) -> tuple[str, list[dict]]:
-    from gpu.notebook.build import _code
+    from gpu.notebook.cells import _code
     from gpu.notebook.sweeps import scaling_source
 
     source = scaling_source()  # the vector-add kernel alone
