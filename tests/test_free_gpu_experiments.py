@@ -278,3 +278,18 @@ def test_the_kernels_page_offers_the_chosen_kernels_notebook(db):
         assert not at.exception
         assert "Download the notebook" in [b.proto.label for b in at.get("download_button")]
         assert any(f"kernel-lab-result-{key}.json" in c.value for c in at.caption), key
+
+
+def test_every_experiment_notebook_is_valid_nbformat_and_self_contained():
+    """Every notebook the CLI offers (the slow lane executes them all): nbformat accepts it, and no code cell
+    imports the lab, which a free cloud GPU does not have."""
+    import nbformat
+
+    from gpu.notebook.build import EXPERIMENTS, experiment_notebook
+
+    assert {"vector-add", "scaling", "launch-sweep", "transfers", *CATALOG} == set(EXPERIMENTS)
+    for key in EXPERIMENTS:
+        notebook = experiment_notebook(key)
+        nbformat.validate(nbformat.from_dict(notebook))
+        code = "\n".join("".join(c["source"]) for c in notebook["cells"] if c["cell_type"] == "code")
+        assert "from gpu" not in code and "import gpu" not in code, key
