@@ -9,6 +9,7 @@ from ui.frame import frame
 from ui.reference import panel_after_run, panel_before_run
 from ui.runner import recover_stopped, run_declared
 from ui.views.experiments import scaling as scaling_view
+from ui.views.free_gpu import scaling_notebook_button
 
 RESULT = scaling_view.RESULT_KEY
 
@@ -22,6 +23,7 @@ frame(
     simulator_note="Here your CPU is timed, the kernel only checked: the crossover is the recorded GPU's.",
 )
 panel_before_run("scaling")
+scaling_notebook_button()  # run the sweep on a free GPU
 params = experiment_form(EXPERIMENT, submit_label="Run sweep", limits_caption=scaling_view.limits_caption)
 if params is not None:
     result = run_declared(EXPERIMENT, params)

@@ -21,6 +21,7 @@ from ui.views.experiments.launch import (
     show_launch_overhead,
     show_sweep,
 )
+from ui.views.free_gpu import launch_notebook_button
 from ui.views.trace import show_coalescing_demo
 
 assert LAUNCH_SWEEP.page is not None  # a page's experiment declares its sidebar entry
@@ -68,6 +69,7 @@ with sweep:
         show_sweep(st.session_state[SWEEP_KEY])
     else:
         st.info("Choose N and the configurations, then press **Run sweep**.")
+    launch_notebook_button()  # run the sweep on a free GPU
 
 with overhead:
     st.markdown(

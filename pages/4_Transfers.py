@@ -10,6 +10,7 @@ from ui.frame import frame
 from ui.reference import panel_after_run, panel_before_run
 from ui.runner import run_declared
 from ui.views.experiments import transfers as view
+from ui.views.free_gpu import transfers_notebook_button
 
 assert BANDWIDTH.page is not None  # a page's experiment declares its sidebar entry
 frame(
@@ -21,6 +22,7 @@ frame(
     simulator_note=view.SIMULATOR_WARNING,
 )
 panel_before_run("transfers")  # what its simulated run cannot show is in the banner above
+transfers_notebook_button()  # run the strategies on a free GPU
 
 st.header("Host-link bandwidth")
 glossary.markdown(

@@ -9,6 +9,7 @@ from ui import glossary
 from ui.forms import experiment_form, stale_key
 from ui.frame import frame
 from ui.runner import run_declared
+from ui.views.free_gpu import kernels_notebook_button, kernels_self_reported
 from ui.views.kernels import latest, remember, show_run, show_sources
 from ui.views.recorded_kernel import show_recorded_steps
 
@@ -27,6 +28,8 @@ glossary.caption(f"{experiment.title}: {experiment.summary}.")
 form_side, recorded_side = st.columns([2, 3], gap="medium")
 with recorded_side:  # the real GPU's ladder first, beside the form of the simulated run
     show_recorded_steps(key, experiment.title)
+    kernels_self_reported(key)  # the ladder as learners' notebooks timed it, when imported
+    kernels_notebook_button(key)  # run every step on a free GPU
 with form_side:
     params = experiment_form(experiment)
 if params is not None:

@@ -115,6 +115,9 @@ def test_the_problem_notebook_checks_the_learners_kernel_and_the_lab_judges_it_a
     (entry,) = SubmissionStore(db).leaderboard("vector-add", "self-reported on CUDA simulator")
     assert entry.name == "ada" and entry.source == LEARNER and entry.median_s is None  # simulated: never a GPU time
     assert SubmissionStore(db).leaderboard("vector-add", "CUDA simulator") == []  # apart from the lab's own runs
+    (run,) = open_store(db).runs()  # and a History row, self-reported, beside the leaderboard entry
+    assert run.experiment == "problem:vector-add" and run.result["imported"]["leaderboard_entry"] == entry.id
+    assert run.result["imported"]["label"].startswith("self-reported on CUDA simulator")
 
 
 def test_a_plausible_t4_result_is_shown_as_reported_with_the_devices_facts(results, db):
@@ -188,8 +191,9 @@ def test_the_cli_refuses_a_tampered_file_in_one_line_naming_the_field(results, d
 
 
 def test_notebook_cli_says_what_has_a_notebook(tmp_path, capsys):
-    assert main(["notebook", "scaling", "--out", str(tmp_path / "x.ipynb")]) == 2
-    assert "not an experiment with a notebook (vector-add)" in capsys.readouterr().err
+    assert main(["notebook", "indexing", "--out", str(tmp_path / "x.ipynb")]) == 2
+    assert "not an experiment with a notebook (vector-add, scaling, launch-sweep, transfers, reduction," in (
+        capsys.readouterr().err)
     assert main(["notebook", "no-such-problem", str(tmp_path / "missing.py"), "--out", "x.ipynb"]) == 2
 
 
@@ -232,3 +236,14 @@ def test_a_self_reported_run_appears_in_compare_gpus_and_history_under_its_own_l
     assert any(s.startswith("self-reported on Tesla T4") for s in sources), sources
     table = at.tabs[1].dataframe[0].value  # Everyone's runs
     assert list(table["status"]) == ["self-reported on Tesla T4"]
+
+
+def test_a_self_reported_problem_run_is_a_history_row(results, db):
+    from streamlit.testing.v1 import AppTest
+
+    import_self_report(results["problem"].read_bytes(), source="problem.json", name="ada")
+    at = AppTest.from_file(str(ROOT / "pages/5_History.py"), default_timeout=60).run()
+    assert not at.exception
+    table = at.tabs[1].dataframe[0].value  # Everyone's runs
+    assert list(table["experiment"]) == ["problem:vector-add"]
+    assert list(table["status"]) == ["self-reported on CUDA simulator (simulated timings)"]

@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from gpu.core.limits import InputError
+from gpu.notebook.cells import _code, _function_source, _markdown, _notebook
 
 HARNESS = Path(__file__).with_name("harness.py")
 NUMBA_CUDA_PIN = "0.30.4"  # the numba-cuda the recorded H200 runs used (Makefile)
@@ -39,34 +40,6 @@ MAX_EMBEDDED_BYTES = 4 * 2**20  # a problem's tests, compressed: the notebook st
 
 def result_name(key: str) -> str:
     return f"kernel-lab-result-{key}.json"
-
-
-# --- cells ----------------------------------------------------------------------------------------
-
-
-def _markdown(text: str) -> dict:
-    return {"cell_type": "markdown", "metadata": {}, "source": text.strip().splitlines(keepends=True)}
-
-
-def _code(text: str) -> dict:
-    return {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
-            "source": text.strip().splitlines(keepends=True)}
-
-
-def _notebook(cells: list[dict]) -> dict:
-    for number, cell in enumerate(cells):
-        cell["id"] = f"cell-{number}"  # nbformat 4.5 wants ids; stable ones keep a regenerated notebook identical
-    return {
-        "cells": cells,
-        "metadata": {
-            "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
-            "language_info": {"name": "python"},
-            "accelerator": "GPU",  # Colab and Kaggle open it asking for a GPU runtime
-            "colab": {"gpuType": "T4", "provenance": []},
-        },
-        "nbformat": 4,
-        "nbformat_minor": 5,
-    }
 
 
 INSTALL = f'''
@@ -126,16 +99,6 @@ refused.
 # --- the experiments ------------------------------------------------------------------------------
 
 
-def _function_source(path: Path, name: str) -> str:
-    """The source of function ``name`` in ``path``, decorated ``@cuda.jit`` (the lab's options dropped)."""
-    text = path.read_text(encoding="utf-8")
-    node = next(n for n in ast.parse(text).body if isinstance(n, ast.FunctionDef) and n.name == name)
-    body = ast.get_source_segment(text, node, padded=False) or ""
-    lines = body.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.lstrip().startswith("def "))
-    return "from numba import cuda\n\n\n@cuda.jit\n" + "\n".join(lines[start:]) + "\n"
-
-
 def _vector_add_cells() -> tuple[str, list[dict]]:
     from gpu.kernels import vector_add as kernels
 
@@ -193,6 +156,25 @@ print(checks[0]["detail"], "- agree:", result["agree"])
     return source, [_code(run)]
 
 
+def _catalog(key: str) -> Callable[[], tuple[str, list[dict]]]:
+    from gpu.notebook.catalog import catalog_cells
+
+    return lambda: catalog_cells(key, samples=SAMPLES, warmup=WARMUP)
+
+
+def _sweep(key: str) -> Callable[[], tuple[str, list[dict]]]:
+    from gpu.notebook import sweeps
+    from gpu.notebook.transfers import transfers_cells
+
+    cells = {"launch-sweep": sweeps.launch_cells, "scaling": sweeps.scaling_cells, "transfers": transfers_cells}[key]
+    return lambda: cells(samples=SAMPLES, warmup=WARMUP)
+
+
+def _ladder(what: str) -> str:
+    return (f"Every step of the Kernels page's {what} ladder, checked as the lab checks it and timed kernel "
+            "alone with the lab's method, at the size `gpu check` measures.")
+
+
 EXPERIMENTS: dict[str, tuple[str, str, Callable[[], tuple[str, list[dict]]]]] = {
     "vector-add": (
         "Vector add",
@@ -200,6 +182,29 @@ EXPERIMENTS: dict[str, tuple[str, str, Callable[[], tuple[str, list[dict]]]]] = 
         "copies in, the kernel alone, the copy back, and end to end.",
         _vector_add_cells,
     ),
+    "scaling": (
+        "Scaling",
+        "The article's vector add at every size from 2^10 to 2^28 (as far as your GPU's memory goes): the kernel "
+        "alone, with its copies, and NumPy on this machine's CPU — where does the GPU start to pay?",
+        _sweep("scaling"),
+    ),
+    "launch-sweep": (
+        "Launch config",
+        "The article's vector-add kernel at N = 2^26 with 32 to 1,024 threads per block (and an odd 100), and a "
+        "grid-stride version with 1 to 32 blocks per multiprocessor: what the launch configuration costs.",
+        _sweep("launch-sweep"),
+    ),
+    "transfers": (
+        "Transfers",
+        "The article's vector add at N = 10,000,000 done the ways that matter — as in the article, careful, pinned, "
+        "data kept on the device, chunked streams and mapped memory — each checked and timed per vector add.",
+        _sweep("transfers"),
+    ),
+    "reduction": ("Reduction (Kernels)", _ladder("reduction (the sum of N float32 values)"), _catalog("reduction")),
+    "transpose": ("Transpose (Kernels)", _ladder("matrix transpose"), _catalog("transpose")),
+    "histogram": ("Histogram (Kernels)", _ladder("256-bin histogram"), _catalog("histogram")),
+    "stencil": ("Stencil (Kernels)", _ladder("5-point blur"), _catalog("stencil")),
+    "matmul": ("Matrix multiply (Kernels)", _ladder("matrix multiply"), _catalog("matmul")),
 }
 
 

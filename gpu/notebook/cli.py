@@ -1,6 +1,6 @@
 """``python -m gpu notebook`` (write a notebook to run on a free GPU) and ``python -m gpu import`` (read its result).
 
-    python -m gpu notebook vector-add --out vector-add.ipynb
+    python -m gpu notebook vector-add --out vector-add.ipynb       # or scaling, launch-sweep, transfers, reduction…
     python -m gpu notebook PROBLEM KERNEL.py --out FILE.ipynb      # a Write-a-kernel problem and your kernel
     python -m gpu import kernel-lab-result-vector-add.json
 
@@ -62,7 +62,9 @@ def cmd_import(args: argparse.Namespace) -> int:
 def add_commands(sub) -> None:
     p = sub.add_parser("notebook", help="write a Jupyter notebook that runs an experiment, or your kernel for a "
                                         "Write-a-kernel problem, on a free cloud GPU (Colab, Kaggle)")
-    p.add_argument("target", help="an experiment with a notebook (vector-add) or a Write-a-kernel problem's key")
+    p.add_argument("target", help="an experiment with a notebook (vector-add, scaling, launch-sweep, transfers, or a "
+                                  "Kernels catalog kernel: reduction, transpose, histogram, stencil, matmul) or a "
+                                  "Write-a-kernel problem's key")
     p.add_argument("kernel", nargs="?", default=None, help="for a problem: your kernel file (.py)")
     p.add_argument("--out", required=True, help="the notebook to write (.ipynb)")
     p.set_defaults(func=cmd_notebook)

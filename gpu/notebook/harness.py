@@ -176,3 +176,49 @@ def write_result(result: dict, path: str) -> str:
     with open(path, "w", encoding="utf-8") as f:
         json.dump(strict(result), f, indent=1, allow_nan=False)
     return path
+
+
+def gamma(k: int, u: float = 2.0**-24) -> float:
+    """The relative rounding bound of a summation k additions deep, (1 + u)^k - 1, as the lab computes it."""
+    return math.expm1(k * math.log1p(u)) if k > 0 else 0.0
+
+
+def compare_bounded(name: str, got: np.ndarray, exact64: np.ndarray, abs_terms64: np.ndarray, depth: int) -> dict:
+    """One check against a float64 reference: |got - exact| <= (gamma_k(float32) + gamma_k(float64)) x sum|terms|."""
+    got = np.asarray(got)
+    if got.shape != exact64.shape:
+        return {"name": name, "passed": False, "detail": f"shape {got.shape}, expected {exact64.shape}"}
+    error = np.abs(got.astype(np.float64) - exact64)
+    error = np.where(np.isnan(error), np.inf, error)  # NaN never agrees
+    bound = (gamma(depth) + gamma(depth, 2.0**-53)) * abs_terms64
+    over = np.flatnonzero((error > bound).reshape(-1))
+    if over.size == 0:
+        return {"name": name, "passed": True,
+                "detail": f"within the float32 bound of a depth-{depth} sum against float64 ({got.size:,} values)"}
+    first = int(over[0])
+    return {"name": name, "passed": False,
+            "detail": f"{over.size:,} outside the bound; first at flat index {first}: got {got.reshape(-1)[first]!r}, "
+                      f"expected {exact64.reshape(-1)[first]!r} within {bound.reshape(-1)[first]:.3g}"}
+
+
+def one_wave(kernel, signature: str, blocks_needed: int, block) -> int:
+    """Blocks for one full wave of this GPU (what every SM holds at once, from the occupancy of the kernel as
+    compiled here), never more than ``blocks_needed``: the lab's grid-stride launch, computed on this device."""
+    per_grid = kernel.compile(signature).max_cooperative_grid_blocks(block)
+    return max(1, min(blocks_needed, int(per_grid)))
+
+
+def time_wall(run, *, flush: L2Flush, warmup: int, samples: int, per: int = 1) -> dict:
+    """``run()`` does the whole work and waits for it (several streams, host memory): wall-clock seconds per sample,
+    each after an L2 flush and a synchronised device, divided by ``per`` (seconds per result). Returns ``summarise``."""
+    for _ in range(warmup):
+        run()
+    out = []
+    for _ in range(samples):
+        flush()
+        cuda.synchronize()
+        start_s = time.perf_counter()
+        run()
+        cuda.synchronize()
+        out.append((time.perf_counter() - start_s) / per)
+    return summarise(out)

@@ -188,18 +188,58 @@ def _checks(data: Mapping[str, Any]) -> list[dict]:
     return out
 
 
+def _params(data: Mapping[str, Any]) -> dict | None:
+    """A catalog kernel's parameters: names to whole numbers or short texts."""
+    params = _get(data, "params", dict, optional=True)
+    if params is None:
+        return None
+    for name, value in params.items():
+        if not (isinstance(value, (int, str)) and not isinstance(value, bool)) or len(str(value)) > 40:
+            raise _fail(f"params.{name}", value, "is not a whole number or a short text")
+    return dict(params)
+
+
+def _skipped(data: Mapping[str, Any]) -> dict:
+    """The steps the notebook skipped (in the simulator: a feature it lacks), each with its reason."""
+    skipped = _get(data, "skipped", dict, optional=True) or {}
+    for name in skipped:
+        _text(skipped, name, path="skipped.", limit=200)
+    return dict(skipped)
+
+
+def _kernel_phases(data: Mapping[str, Any], phases: Mapping[str, dict]) -> dict[str, int]:
+    """The phases that time a kernel alone, and the bytes each moves, as the lab knows them (not the file's word):
+    "kernel"; every step of a catalog kernel; each launch of Launch config; Scaling's "kernel N=<N>"; every
+    Transfers strategy (each moves a, b and c through the device's memory, or across its link, per vector add)."""
+    from gpu.notebook.catalog import CATALOG
+    from gpu.notebook.sweeps import phase_bytes
+
+    key = data.get("key")
+    if key in CATALOG or key == "transfers":
+        return {name: data["bytes_moved"] for name in phases}
+    if key in ("launch-sweep", "scaling"):
+        out = {}
+        for name in phases:
+            try:
+                moved = phase_bytes(str(key), name, dict(data))
+            except ValueError as exc:
+                raise _fail(f"phases.{name}", name, f"is not a phase this notebook writes ({exc})") from None
+            if moved is not None:
+                out[name] = moved
+        return out
+    return {"kernel": data["bytes_moved"]} if "kernel" in phases else {}
+
+
 def _impossible(data: Mapping[str, Any], phases: Mapping[str, dict], device: Mapping[str, Any]) -> None:
     """Refuse a kernel faster than the device's memory allows (or than any GPU's, without the device's facts)."""
-    kernel = phases.get("kernel")
-    if kernel is None:
-        return
-    gbps = data["bytes_moved"] / kernel["min_s"] / 1e9  # the fastest sample: none may beat the peak
     peak = device.get("peak_bandwidth_gbps")
     limit, whose = (peak, f"this device's {peak:,.0f} GB/s peak") if peak else (
         MAX_PLAUSIBLE_GBPS, f"{MAX_PLAUSIBLE_GBPS:,.0f} GB/s, faster than any GPU's memory")
-    if gbps > limit:
-        raise _fail("phases.kernel.min_s", kernel["min_s"], f"moves {data['bytes_moved']:,} bytes at {gbps:,.0f} "
-                    f"GB/s, over {whose}: no kernel can, so the time is refused")
+    for name, moved in _kernel_phases(data, phases).items():
+        gbps = moved / phases[name]["min_s"] / 1e9  # the fastest sample: none may beat the peak
+        if gbps > limit:
+            raise _fail(f"phases.{name}.min_s", phases[name]["min_s"], f"moves {moved:,} bytes at "
+                        f"{gbps:,.0f} GB/s, over {whose}: no kernel can, so the time is refused")
 
 
 def validate(data: Any) -> dict:
@@ -233,6 +273,8 @@ def validate(data: Any) -> dict:
     checks = _checks(data)
     if backend == "cuda":
         _impossible(data, phases, device)
+    else:
+        _kernel_phases(data, phases)  # the phases' names are checked in the simulator too
     return {"format": FORMAT, "format_version": FORMAT_VERSION, "method": _text(data, "method", limit=40),
             "kind": kind, "key": _text(data, "key", limit=60), "created_at": created, "backend": backend,
             "device": device, "versions": {k: str(v) for k, v in (_get(data, "versions", dict)).items()
@@ -240,6 +282,7 @@ def validate(data: Any) -> dict:
             "kernel_source": source, "kernel_sha256": data["kernel_sha256"],
             "threads_per_block": _get(data, "threads_per_block", int),
             "n": _get(data, "n", int, optional=True), "sizes": _get(data, "sizes", dict, optional=True),
+            "params": _params(data), "skipped": _skipped(data),
             "bytes_moved": data["bytes_moved"], "warmup": _get(data, "warmup", int),
             "l2_flushed": _get(data, "l2_flushed", bool), "phases": phases, "checks": checks,
             "agree": data["agree"]}

@@ -31,6 +31,69 @@ def experiment_notebook_button(key: str) -> None:
         st.caption(HOW.format(result=result_name(key)))
 
 
+def scaling_notebook_button() -> None:
+    """Scaling: the size sweep's notebook."""
+    experiment_notebook_button("scaling")
+
+
+def launch_notebook_button() -> None:
+    """Launch config: the block-size sweep's notebook."""
+    experiment_notebook_button("launch-sweep")
+
+
+def transfers_notebook_button() -> None:
+    """Transfers: the strategies' notebook."""
+    experiment_notebook_button("transfers")
+
+
+def kernels_notebook_button(kernel_key: str) -> None:
+    """Kernels: the notebook of the chosen catalog kernel (every step of its ladder)."""
+    experiment_notebook_button(kernel_key)
+
+
+def self_reported_steps(records, kernel_key: str):
+    """One row per step of the newest GPU run per device imported from ``kernel_key``'s notebook (pure): the
+    step, its median kernel-alone time, the GB/s of the bytes the kernel must move, and the share of that
+    device's memory peak (from the file's clock and bus width, which the import checked)."""
+    import pandas as pd
+
+    from gpu.core.timing import format_seconds
+
+    rows, seen = [], set()
+    for r in records:
+        imported = r.result.get("imported")
+        if (r.experiment != kernel_key or r.simulated or not isinstance(imported, dict)
+                or not imported.get("self_reported")):
+            continue
+        device = str(imported.get("device") or r.device_name)
+        if device in seen:
+            continue
+        seen.add(device)
+        moved, peak = r.result.get("bytes_moved"), (r.result.get("device") or {}).get("peak_bandwidth_gbps")
+        for step, impl in (r.result.get("implementations") or {}).items():
+            median = ((impl.get("phases") or {}).get("kernel") or {}).get("median_s")
+            if not median:
+                continue
+            gbps = moved / median / 1e9 if moved else None
+            rows.append({"run": f"{imported.get('label')} · {r.short_id}", "step": impl.get("label", step),
+                         "median": format_seconds(median), "GB/s": None if gbps is None else round(gbps, 1),
+                         "% of peak": None if not (gbps and peak) else round(100 * gbps / peak, 1)})
+    return pd.DataFrame(rows, columns=["run", "step", "median", "GB/s", "% of peak"])
+
+
+def kernels_self_reported(kernel_key: str) -> None:
+    """Kernels: the chosen kernel's ladder as learners' notebooks timed it on their own GPUs, when any was imported."""
+    from ui.resources import current_store
+    from ui.views.history import load_records
+
+    frame = self_reported_steps(load_records(current_store(), warn=False) or [], kernel_key)
+    if frame.empty:
+        return
+    st.markdown("**Self-reported on learners' own GPUs** — this kernel's notebook, run on their GPU and imported: "
+                "the lab checked the file and bounded each time by the device's memory peak, not measured it.")
+    st.dataframe(frame, hide_index=True, key=f"free_gpu.{kernel_key}.self_reported")
+
+
 def problem_notebook_button(problem_key: str, source: str) -> None:
     """The download of a notebook that checks and times ``source`` (the editor's kernel) for the problem."""
     from gpu.notebook.build import threads_per_block
@@ -123,4 +186,6 @@ def show_self_reported(problem) -> None:
         st.table(pd.DataFrame(rows), hide_index=True)
 
 
-__all__ = ["experiment_notebook_button", "problem_notebook_button", "self_report_upload", "show_self_reported"]
+__all__ = ["experiment_notebook_button", "kernels_notebook_button", "kernels_self_reported", "launch_notebook_button",
+           "problem_notebook_button", "scaling_notebook_button", "self_report_upload", "self_reported_steps",
+           "show_self_reported", "transfers_notebook_button"]
