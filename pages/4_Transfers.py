@@ -22,7 +22,6 @@ frame(
     simulator_note=view.SIMULATOR_WARNING,
 )
 panel_before_run("transfers")  # what its simulated run cannot show is in the banner above
-transfers_notebook_button()  # run the strategies on a free GPU
 
 st.header("Host-link bandwidth")
 glossary.markdown(
@@ -52,3 +51,4 @@ else:
     st.caption("Choose N, chunks and streams, then press **Compare strategies**.")
 
 panel_after_run("transfers", view.recorded)
+transfers_notebook_button()  # on a free GPU: below the results, so Run stays in the first screen

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.classroom import CORRECT, TEACHER_TOKEN, WRONG, chromium, demo_server, type_kernel, type_name, wait_idle
+from tests.classroom import CORRECT, TEACHER_TOKEN, WRONG, demo_server, type_kernel, type_name, wait_idle
 from tests.conftest import doc_screenshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(600)]
@@ -68,83 +68,85 @@ def server(tmp_path_factory):
         yield running
 
 
-def test_learners_keep_their_own_work_and_the_teacher_sees_both(server, tmp_path):
-    with chromium() as browser:
-        ada_browser = browser.new_context(viewport={"width": 1400, "height": 1800}, accept_downloads=True)
-        ada = ada_browser.new_page()
-        ada.set_default_timeout(120_000)
-        ada.goto(f"{server.url}/Write_a_kernel")
-        wait_idle(ada)
-        assert ada.get_by_role("button", name="Run", exact=True).is_disabled()  # no name yet
-        type_name(ada, "Ada")
-        type_kernel(ada, CORRECT)
-        press_run(ada)
-        ada.get_by_text("Passed:").first.wait_for()
-        wait_for_analysis(ada)  # after the verdict, unasked
-        ada.get_by_role("button", name="Next problem: 2. Map").wait_for()
-        ada.get_by_text("Hints and tests").click()
-        ada.get_by_role("button", name="Show a nudge").click()
-        ada.get_by_text("1 of 3 opened").first.wait_for()
-        wait_idle(ada)
-        doc_screenshot(ada, "screenshots/write_a_kernel_progress.png")
+def test_learners_keep_their_own_work_and_the_teacher_sees_both(server, tmp_path, browser):
+    # the session's chromium (conftest): a second sync Playwright in one worker would fail inside its asyncio loop
+    ada_browser = browser.new_context(viewport={"width": 1400, "height": 1800}, accept_downloads=True)
+    ada = ada_browser.new_page()
+    ada.set_default_timeout(120_000)
+    ada.goto(f"{server.url}/Write_a_kernel")
+    wait_idle(ada)
+    assert ada.get_by_role("button", name="Run", exact=True).is_disabled()  # no name yet
+    type_name(ada, "Ada")
+    type_kernel(ada, CORRECT)
+    press_run(ada)
+    ada.get_by_text("Passed:").first.wait_for()
+    wait_for_analysis(ada)  # after the verdict, unasked
+    ada.get_by_role("button", name="Next problem: 2. Map").wait_for()
+    ada.get_by_text("Hints and tests").click()
+    ada.get_by_role("button", name="Show a nudge").click()
+    ada.get_by_text("1 of 3 opened").first.wait_for()
+    wait_idle(ada)
+    doc_screenshot(ada, "screenshots/write_a_kernel_progress.png")
 
-        ada.reload()  # F5: a new session, the same browser
-        wait_idle(ada)
-        sidebar = ada.get_by_test_id("stSidebar")
-        sidebar.get_by_text("Ada", exact=True).first.wait_for()
-        ada.wait_for_function(  # the picker's chosen line (not in the page's text: an input's value)
-            "() => [...document.querySelectorAll('[data-testid=stSelectbox] *')]"
-            ".some(e => (e.value || e.textContent || '').includes('1. Vector add — solved'))")
-        assert "out[i] = a[i] + b[i]" in ada.locator(".cm-content").inner_text()  # the draft: the latest submission
-        ada.get_by_text("Hints and tests").click()
-        ada.get_by_text("1 of 3 opened").first.wait_for()
+    ada.reload()  # F5: a new session, the same browser
+    wait_idle(ada)
+    sidebar = ada.get_by_test_id("stSidebar")
+    sidebar.get_by_text("Ada", exact=True).first.wait_for()
+    ada.wait_for_function(  # the picker's chosen line (not in the page's text: an input's value)
+        "() => [...document.querySelectorAll('[data-testid=stSelectbox] *')]"
+        ".some(e => (e.value || e.textContent || '').includes('1. Vector add — solved'))")
+    assert "out[i] = a[i] + b[i]" in ada.locator(".cm-content").inner_text()  # the draft: the latest submission
+    ada.get_by_text("Hints and tests").click()
+    ada.get_by_text("1 of 3 opened").first.wait_for()
 
-        tab = ada_browser.new_page()  # a new tab, straight to History
-        tab.goto(f"{server.url}/History")
-        wait_idle(tab)
-        tab.get_by_test_id("stSidebar").get_by_text("Ada", exact=True).first.wait_for()
-        tab.get_by_role("tab", name="Kernels you wrote").click()
-        tab.get_by_text("1 passing submissions").first.wait_for()
+    tab = ada_browser.new_page()  # a new tab, straight to History
+    tab.goto(f"{server.url}/History")
+    wait_idle(tab)
+    tab.get_by_test_id("stSidebar").get_by_text("Ada", exact=True).first.wait_for()
+    tab.get_by_role("tab", name="Kernels you wrote").click()
+    tab.get_by_text("1 passing submissions").first.wait_for()
 
-        bob_browser = browser.new_context(viewport={"width": 1400, "height": 1400})
-        bob = bob_browser.new_page()
-        bob.set_default_timeout(120_000)
-        bob.goto(f"{server.url}/Write_a_kernel")
-        wait_idle(bob)
-        sidebar = bob.get_by_test_id("stSidebar")
-        sidebar.get_by_label("Your name on the leaderboard", exact=True).and_(
-            bob.get_by_test_id("stTextInputField")).fill("ADA")
-        sidebar.get_by_role("button", name="Use this name").click()
-        sidebar.get_by_text("taken by someone else").first.wait_for()
-        type_name(bob, "Bob")
-        bob.wait_for_function(
-            "() => [...document.querySelectorAll('[data-testid=stSelectbox] *')]"
-            ".some(e => (e.value || e.textContent || '').includes('1. Vector add — new'))")
-        type_kernel(bob, WRONG)
-        press_run(bob)
-        bob.get_by_text("Wrong result:").first.wait_for()
-        wait_idle(bob)
-        bob.goto(f"{server.url}/History")
-        wait_idle(bob)
-        bob.get_by_role("tab", name="Kernels you wrote").click()
-        bob.get_by_text("No kernel saved yet").first.wait_for()  # Ada's passing kernel is not Bob's to see
-        assert "THREADS_PER_BLOCK = 128" not in bob.locator('[data-testid="stMain"]').inner_text()
+    bob_browser = browser.new_context(viewport={"width": 1400, "height": 1400})
+    bob = bob_browser.new_page()
+    bob.set_default_timeout(120_000)
+    bob.goto(f"{server.url}/Write_a_kernel")
+    wait_idle(bob)
+    sidebar = bob.get_by_test_id("stSidebar")
+    sidebar.get_by_label("Your name on the leaderboard", exact=True).and_(
+        bob.get_by_test_id("stTextInputField")).fill("ADA")
+    sidebar.get_by_role("button", name="Use this name").click()
+    sidebar.get_by_text("taken by someone else").first.wait_for()
+    type_name(bob, "Bob")
+    bob.wait_for_function(
+        "() => [...document.querySelectorAll('[data-testid=stSelectbox] *')]"
+        ".some(e => (e.value || e.textContent || '').includes('1. Vector add — new'))")
+    type_kernel(bob, WRONG)
+    press_run(bob)
+    bob.get_by_text("Wrong result:").first.wait_for()
+    wait_idle(bob)
+    bob.goto(f"{server.url}/History")
+    wait_idle(bob)
+    bob.get_by_role("tab", name="Kernels you wrote").click()
+    bob.get_by_text("No kernel saved yet").first.wait_for()  # Ada's passing kernel is not Bob's to see
+    assert "THREADS_PER_BLOCK = 128" not in bob.locator('[data-testid="stMain"]').inner_text()
 
-        teacher_browser = browser.new_context(viewport={"width": 1400, "height": 1400}, accept_downloads=True)
-        teacher = teacher_browser.new_page()
-        teacher.set_default_timeout(60_000)
-        teacher.goto(f"{server.url}/Class")
-        wait_idle(teacher)
-        teacher.get_by_text("There is no such page").first.wait_for()
-        assert not teacher.get_by_test_id("stSidebar").get_by_text("Class", exact=True).count()
-        teacher.goto(f"{server.url}/Class?teacher={TEACHER_TOKEN}")
-        wait_idle(teacher)
-        teacher.get_by_text("Per learner: the latest submission").first.wait_for()
-        main = teacher.locator('[data-testid="stMain"]')
-        teacher.get_by_test_id("stSidebar").get_by_text("Class", exact=True).first.wait_for()
-        doc_screenshot(teacher, "screenshots/class.png")
-        with teacher.expect_download() as download:
-            main.get_by_role("button", name="Download every submission (CSV)").click()
-        rows = list(csv.reader(io.StringIO(Path(download.value.path()).read_text())))
-        assert rows == store_csv(server.db)
-        assert {r[1] for r in rows[1:]} == {"Ada", "Bob"} and {r[4] for r in rows[1:]} == {"passed", "wrong result"}
+    teacher_browser = browser.new_context(viewport={"width": 1400, "height": 1400}, accept_downloads=True)
+    teacher = teacher_browser.new_page()
+    teacher.set_default_timeout(60_000)
+    teacher.goto(f"{server.url}/Class")
+    wait_idle(teacher)
+    teacher.get_by_text("There is no such page").first.wait_for()
+    assert not teacher.get_by_test_id("stSidebar").get_by_text("Class", exact=True).count()
+    teacher.goto(f"{server.url}/Class?teacher={TEACHER_TOKEN}")
+    wait_idle(teacher)
+    teacher.get_by_text("Per learner: the latest submission").first.wait_for()
+    main = teacher.locator('[data-testid="stMain"]')
+    teacher.get_by_test_id("stSidebar").get_by_text("Class", exact=True).first.wait_for()
+    doc_screenshot(teacher, "screenshots/class.png")
+    with teacher.expect_download() as download:
+        main.get_by_role("button", name="Download every submission (CSV)").click()
+    rows = list(csv.reader(io.StringIO(Path(download.value.path()).read_text())))
+    assert rows == store_csv(server.db)
+    assert {r[1] for r in rows[1:]} == {"Ada", "Bob"} and {r[4] for r in rows[1:]} == {"passed", "wrong result"}
+    for context in (ada_browser, bob_browser, teacher_browser):  # the browser is the session's: leave it clean
+        context.close()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import wait_for_app
-from ui.navigation import all_links
+from ui.navigation import visible_links
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -22,7 +22,7 @@ def _path(script: str) -> str:
     return url_path(script)
 
 
-@pytest.mark.parametrize("script", [link.script for link in all_links()])
+@pytest.mark.parametrize("script", [link.script for link in visible_links(teacher=False)])  # a learner's pages
 def test_every_page_shows_a_real_gpu_figure_or_says_none_was_measured(page, app_url, script):
     page.set_viewport_size({"width": 1400, "height": 3000})
     page.goto(f"{app_url}/{_path(script)}")

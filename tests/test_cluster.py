@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+import gpu
 from gpu.service.cluster import (
     ClusterUnavailable,
     GpuWorker,
@@ -165,6 +166,12 @@ def cluster():
     ray = pytest.importorskip("ray", reason="Ray is not installed: `make cluster-deps` (make test installs it)")
     saved = {k: os.environ.get(k) for k in ("KERNEL_LAB_CLUSTER", "KERNEL_LAB_CLUSTER_GPUS")}
     os.environ.update(KERNEL_LAB_CLUSTER="local", KERNEL_LAB_CLUSTER_GPUS="2")
+    tier = None
+    if gpu.BACKEND.lab_simulator:  # workers inherit the tier: per thread, so the killed run lasts seconds
+        from gpu.sim import vector
+
+        tier = vector.tier_mode()
+        vector.set_tier("thread")
     made: list = []
     script_thread = threading.Thread(target=lambda: made.append(client_from_env()))
     script_thread.start()
@@ -182,6 +189,8 @@ def cluster():
 
         cluster_client.clear()
         ray.shutdown()
+        if tier is not None:
+            vector.set_tier(tier)
         for key, value in saved.items():
             if value is None:
                 os.environ.pop(key, None)

@@ -480,6 +480,10 @@ def client_from_env() -> ClusterClient | None:
         local_gpus = device_count() if configured is None else configured
         if gpu.BACKEND.simulated:  # workers on this host share its backend
             env["NUMBA_ENABLE_CUDASIM"] = "1"
+        if gpu.BACKEND.lab_simulator:  # and the lab simulator's tier in force (KERNEL_LAB_SIM_TIER)
+            from gpu.sim import vector
+
+            env[vector.TIER_ENV] = vector.tier_mode()
     if _settings.settings().cluster_simulator:
         env["NUMBA_ENABLE_CUDASIM"] = "1"
     try:
