@@ -10,8 +10,8 @@ from dataclasses import replace
 
 import pytest
 
-from gpu.sandbox import checker, runner
-from gpu.sandbox.runner import Limits, SandboxStatus, run_argv, sandbox_status
+from gpu.sandbox import checker, isolation, judging
+from gpu.sandbox.isolation import Limits, SandboxStatus, run_argv, sandbox_status
 from gpu.sandbox.service import Submission, submit
 from gpu.trace.report import TraceReport
 
@@ -48,7 +48,7 @@ def counted(monkeypatch, tmp_path):
     monkeypatch.setenv("KERNEL_LAB_DB", str(tmp_path / "h.sqlite3"))
     monkeypatch.setenv("KERNEL_LAB_LOCK_DIR", str(tmp_path / "locks"))
     counts = {"app": 0, "children": [], "child_checks": []}
-    original_check, original_run = checker.check_source, runner.run_argv
+    original_check, original_run = checker.check_source, isolation.run_argv
 
     def check(*args, **kwargs):
         counts["app"] += 1
@@ -64,7 +64,7 @@ def counted(monkeypatch, tmp_path):
         return done
 
     monkeypatch.setattr(checker, "check_source", check)
-    monkeypatch.setattr(runner, "run_argv", run)
+    monkeypatch.setattr(isolation, "run_argv", run)
     return counts
 
 
@@ -107,14 +107,15 @@ def test_a_race_is_in_the_submissions_trace(tmp_path, monkeypatch):
 def test_the_memory_bound_that_applies_is_named_in_the_verdict(tmp_path, monkeypatch):
     monkeypatch.setenv("KERNEL_LAB_LOCK_DIR", str(tmp_path / "locks"))
     result = submit("vector-add", GOOD, save=False, limits=LIMITS, sandbox=OFF, facts=False, trace=False)
-    memory = runner.memory_bound_here(LIMITS, simulated=True)
+    memory = isolation.memory_bound_here(LIMITS, simulated=True)
     assert "memory:" in result.verdict.sandbox and memory in result.verdict.sandbox
-    assert runner.memory_bound_here(LIMITS, simulated=False) != memory or "cgroup" in memory  # never RLIMIT_AS on a GPU
-    if not runner.MemoryCgroup.available():
+    on_gpu = isolation.memory_bound_here(LIMITS, simulated=False)
+    assert on_gpu != memory or "cgroup" in memory  # never RLIMIT_AS on a GPU
+    if not isolation.MemoryCgroup.available():
         assert "RLIMIT_AS" in memory
 
 
-@pytest.mark.skipif(not runner.MemoryCgroup.available(), reason="no writable memory cgroup on this host")
+@pytest.mark.skipif(not isolation.MemoryCgroup.available(), reason="no writable memory cgroup on this host")
 @pytest.mark.parametrize("sandbox", [SANDBOX, OFF], ids=["sandbox", "no-sandbox"])
 def test_an_allocation_far_beyond_the_memory_limit_is_contained(sandbox, tmp_path, monkeypatch):
     if sandbox is SANDBOX and not SANDBOX.works:
@@ -124,7 +125,7 @@ def test_an_allocation_far_beyond_the_memory_limit_is_contained(sandbox, tmp_pat
     code = "block = b'x' * (2 << 30)\nprint('allocated', len(block))\n"
     run = run_argv([sys.executable, "-c", code], b"", limits, False, sandbox)
     assert run["memory_exceeded"], run
-    verdict = runner.interpret(run, "vector-add", "cuda", limits)
+    verdict = judging.interpret(run, "vector-add", "cuda", limits)
     assert verdict.status == "refused" and verdict.refusal["rule"] == "memory-limit"
     assert "256 MiB" in verdict.message and "memory" in verdict.message
     # the app is still here, and the next submission runs
@@ -167,8 +168,8 @@ def test_every_waiting_judge_gives_its_verdict_before_an_earlier_analysis(tmp_pa
         events.append(f"{source} analysed")
         return {"compile_facts": None, "note": "", "status": "unavailable", "trace": None}
 
-    monkeypatch.setattr(runner, "judge_in_child", judge)
-    monkeypatch.setattr(runner, "analyse_in_child", analyse)
+    monkeypatch.setattr(judging, "judge_in_child", judge)
+    monkeypatch.setattr(judging, "analyse_in_child", analyse)
 
     @contextmanager
     def held(label):

@@ -32,8 +32,8 @@ import numpy as np
 from gpu.core.limits import InputError
 from gpu.problems import get
 from gpu.problems.base import Problem
-from gpu.sandbox import runner
-from gpu.sandbox.runner import Limits, SandboxStatus
+from gpu.sandbox import isolation, judging
+from gpu.sandbox.isolation import Limits, SandboxStatus
 from gpu.sandbox.verdict import Verdict
 from gpu.service.learners import LearnerId
 
@@ -122,7 +122,7 @@ def judge(
             lock = default_locks(f"write-a-kernel {problem.key}")
         if BACKEND.simulated:  # on a GPU the device stays one kernel's while it is timed
             lock = TimeSlice(lock)
-        verdict = runner.judge_in_child(problem.key, source, limits=limits, sandbox=sandbox, lock=lock)
+        verdict = judging.judge_in_child(problem.key, source, limits=limits, sandbox=sandbox, lock=lock)
     finally:
         if learner is not None:
             GATE.leave(learner.key)
@@ -186,7 +186,7 @@ def analyse(
             from gpu.sandbox.fairness import TimeSlice
 
             again = TimeSlice(again)
-        analysis_sandbox = sandbox if sandbox is not None and BACKEND.simulated else runner.sandbox_status(True)
+        analysis_sandbox = sandbox if sandbox is not None and BACKEND.simulated else isolation.sandbox_status(True)
         compiling = False  # whether this analysis compiles the key (others of it wait for its facts)
         with again:
             if want_facts and cache and known is None:  # compiled by an analysis ahead of this one in the queue?
@@ -199,7 +199,7 @@ def analyse(
             try:
                 if not trace and known is not None:
                     return None
-                data = runner.analyse_in_child(
+                data = judging.analyse_in_child(
                     problem.key,
                     source,
                     threads=verdict.threads_per_block or 0,

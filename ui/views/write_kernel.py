@@ -19,7 +19,7 @@ from gpu.core.safe_text import shown
 from gpu.core.timing import format_seconds
 from gpu.problems import problems
 from gpu.problems.base import Problem
-from gpu.sandbox.runner import ENV_REQUIRE, HOW_TO_ENABLE, SandboxStatus, sandbox_status
+from gpu.sandbox.isolation import ENV_REQUIRE, HOW_TO_ENABLE, SandboxStatus, sandbox_status
 from gpu.sandbox.service import Submission
 from gpu.sandbox.verdict import Verdict, mismatch_text
 from gpu.service.learners import LearnerId
