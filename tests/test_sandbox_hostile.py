@@ -341,3 +341,13 @@ def test_a_submission_runs_below_the_app_even_in_a_session_of_its_own(sandbox):
     assert int(nice) >= CHILD_NICENESS, run
     if group != "no autogroup":
         assert int(group) == CHILD_NICENESS, run
+
+
+def test_a_sandbox_whose_binary_is_gone_never_runs_the_code_unsandboxed(tmp_path, monkeypatch):
+    """The probe said bubblewrap works, then its binary went: the run stops, rather than run without it."""
+    marker = tmp_path / "ran"
+    works = isolation.SandboxStatus(True, "bubblewrap", "probed earlier in this test", False)
+    monkeypatch.setattr(isolation, "bwrap_binary", lambda: None)
+    with pytest.raises(RuntimeError, match="bubblewrap"):
+        run_argv([sys.executable, "-c", f"open({str(marker)!r}, 'w').write('x')"], b"", FAST, True, works)
+    assert not marker.exists()

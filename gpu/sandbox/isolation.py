@@ -38,6 +38,7 @@ import time
 from dataclasses import asdict, dataclass, replace
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from gpu.core import settings as _settings
 
@@ -79,7 +80,8 @@ class Limits:
             (given.submit_memory_mb, "memory_bytes", 1 << 20),
         ):
             if value is not None:  # unset, malformed or not positive: the default
-                limits = replace(limits, **{field_name: value * scale})
+                change: dict[str, Any] = {field_name: value * scale}
+                limits = replace(limits, **change)
         return limits
 
     def for_child(self, simulated: bool) -> dict:
@@ -131,7 +133,7 @@ def bwrap_binary() -> str | None:
 def _read_only_paths() -> list[str]:
     """What the child needs to see: the system, Python (base and venv) and the lab's source."""
     paths = ["/usr", "/etc", "/opt"]
-    for p in (sys.base_prefix, sys.prefix, ROOT, *[x for x in sys.path if x]):
+    for p in (sys.base_prefix, sys.prefix, str(ROOT), *[x for x in sys.path if x]):
         real = os.path.realpath(p)  # a symlinked path (a shared .venv) resolves through a bound target
         if os.path.isdir(real):
             paths.append(real)
@@ -244,7 +246,7 @@ def wrap_in_cgroups(argv: list[str], paths: list[Path]) -> list[str]:
 
 def _own_cgroups() -> dict[str, str]:
     """This process's cgroup per v1 controller ("memory", ...) and under "" for the v2 hierarchy."""
-    own = {}
+    own: dict[str, str] = {}
     try:
         text = Path("/proc/self/cgroup").read_text()
     except OSError:
@@ -434,10 +436,16 @@ def run_argv(argv: list[str], stdin: bytes, limits: Limits, simulated: bool, san
     cgroup = PidsCgroup.create(limits.tasks)
     memory = MemoryCgroup.create(limits.memory_bytes)
     cgroups = [c.path for c in (cgroup, memory) if c is not None]
-    prefix = bwrap_prefix(bwrap_binary(), not simulated) if sandbox.works else []
+    binary = bwrap_binary() if sandbox.works else None
+    if sandbox.works and binary is None:  # it worked when probed: never run unsandboxed in its place
+        raise RuntimeError("the bubblewrap binary that worked is gone")
+    prefix = bwrap_prefix(binary, not simulated) if binary is not None else []
     env = child_env(simulated, "/tmp" if sandbox.works else workdir)
     started = time.perf_counter()
-    out, err, over, err_over = [], [], [], []
+    out: list[bytes] = []
+    err: list[bytes] = []
+    over: list[bool] = []
+    err_over: list[bool] = []
     try:
         command = [*prefix, *argv]
         proc = subprocess.Popen(
@@ -456,8 +464,9 @@ def run_argv(argv: list[str], stdin: bytes, limits: Limits, simulated: bool, san
         for r in readers:
             r.start()
         try:
-            proc.stdin.write(stdin)
-            proc.stdin.close()
+            if proc.stdin is not None:  # always (stdin=PIPE); the check is for the type checker
+                proc.stdin.write(stdin)
+                proc.stdin.close()
         except BrokenPipeError:
             pass
         timed_out = False

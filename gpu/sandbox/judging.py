@@ -17,7 +17,10 @@ import signal
 from contextlib import nullcontext
 from dataclasses import replace
 
-from gpu.sandbox import isolation
+from gpu.core.safe_text import shown
+from gpu.problems import get
+from gpu.problems.base import Refusal
+from gpu.sandbox import checker, isolation
 from gpu.sandbox.isolation import Limits, SandboxStatus, format_bytes
 from gpu.sandbox.protocol import (
     ANALYSIS_OUTPUT_BYTES,
@@ -32,36 +35,43 @@ from gpu.sandbox.verdict import Verdict
 
 
 def _sandbox_refusal(problem: str, backend: str, message: str, rule: str = "sandbox") -> Verdict:
-    verdict = Verdict.start(problem, backend)
-    verdict.refusal = {"rule": rule, "line": 0, "message": message}
-    verdict.status, verdict.message = "refused", f"refused ({rule}): {message}"
-    return verdict
+    return Verdict(
+        problem=problem,
+        backend=backend,
+        status="refused",
+        message=f"refused ({rule}): {message}",
+        refusal={"rule": rule, "line": 0, "message": message},
+    )
+
+
+def _refused_before_running(problem: str, backend: str, refusal: Refusal) -> Verdict:
+    return Verdict(
+        problem=problem,
+        backend=backend,
+        status="refused",
+        message=shown(str(refusal)),
+        refusal=refusal.to_dict(),
+        sandbox="not started: refused before running",
+    )
 
 
 def precheck(problem: str, source: str, backend: str) -> Verdict | None:
     """The checker in this process, before starting a child: a refused verdict, or None to go on."""
-    from gpu.problems import get
-    from gpu.sandbox.checker import Refusal, check_source
-
     declared = get(problem)
     try:
-        check_source(source, declared.kernel_name, len(declared.params))
+        checker.check_source(source, declared.kernel_name, len(declared.params))
     except Refusal as refusal:
-        verdict = Verdict.start(problem, backend).refused(refusal)
-        verdict.sandbox = "not started: refused before running"
-        return verdict
+        return _refused_before_running(problem, backend, refusal)
     except Exception as exc:  # the checker itself failed on this input: a refusal (nothing runs), never a traceback
         text = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
-        refusal = Refusal(
+        failed = Refusal(
             "checker",
             0,
             f"the checker could not check this source ({type(exc).__name__}"
             + (f": {text}" if text else "")
             + "), so it was not run; please report it",
         )
-        verdict = Verdict.start(problem, backend).refused(refusal)
-        verdict.sandbox = "not started: refused before running"
-        return verdict
+        return _refused_before_running(problem, backend, failed)
     return None
 
 
@@ -93,13 +103,13 @@ def judge_in_child(
         run = isolation.run_argv(child_argv(limits, simulated), judge_request(problem, source), limits, simulated,
                                  sandbox)
     verdict = interpret(run, problem, backend, limits)
-    verdict.sandbox = (
-        (sandbox.how if sandbox.works else "none (the code ran as you)")
+    return replace(
+        verdict,
+        sandbox=(sandbox.how if sandbox.works else "none (the code ran as you)")
         + (f"; {verdict.sandbox}" if verdict.sandbox else "")
-        + f"; {run['memory_bound']}"
+        + f"; {run['memory_bound']}",
+        wall_s=run["wall_s"],
     )
-    verdict.wall_s = run["wall_s"]
-    return verdict
 
 
 def analyse_in_child(
@@ -150,7 +160,8 @@ def analyse_in_child(
 def facts_in_child(
     verdict: Verdict, source: str, *, limits: Limits | None = None, sandbox: SandboxStatus | None = None
 ) -> Verdict:
-    """Add the real compiler's facts to a simulator verdict (``analyse_in_child`` without the trace). Never raises."""
+    """The simulator verdict with the real compiler's facts (``analyse_in_child`` without the trace): a new Verdict,
+    ``verdict`` is left as it was. Never raises."""
     if verdict.status not in ("passed", "wrong"):
         return verdict
     data = analyse_in_child(
@@ -162,9 +173,12 @@ def facts_in_child(
         limits=limits,
         sandbox=sandbox,
     )
-    verdict.compile_facts, verdict.compile_facts_note = data["compile_facts"], data["note"]
-    verdict.compile_facts_status = data.get("status") or ("unavailable" if data["compile_facts"] is None else "")
-    return verdict
+    return replace(
+        verdict,
+        compile_facts=data["compile_facts"],
+        compile_facts_note=data["note"],
+        compile_facts_status=data.get("status") or ("unavailable" if data["compile_facts"] is None else ""),
+    )
 
 
 def interpret(run: dict, problem: str, backend: str, limits: Limits) -> Verdict:
