@@ -23,7 +23,7 @@ from gpu.sandbox.progress import (
     failure_kind,
     latest_per_learner,
 )
-from gpu.sandbox.service import LearnerId, analyse, judge
+from gpu.sandbox.service import LearnerId, Queueing, analyse, judge
 from gpu.sandbox.verdict import Verdict
 from gpu.service.learners import LearnerStore, NameRefused, new_secret
 
@@ -260,7 +260,7 @@ def test_analyses_queued_together_compile_the_same_source_once(db, monkeypatch):
         import copy
 
         analyse("vector-add", GOOD, copy.deepcopy(verdict), trace=False, limits=LIMITS, sandbox=OFF,
-                relock=lambda: held(queue))
+                queueing=Queueing(analysis_lock=lambda: held(queue)))
 
     threads = [threading.Thread(target=one) for _ in range(3)]
     for t in threads:

@@ -12,7 +12,7 @@ import pytest
 
 from gpu.sandbox import checker, isolation, judging
 from gpu.sandbox.isolation import Limits, SandboxStatus, run_argv, sandbox_status
-from gpu.sandbox.service import Submission, submit
+from gpu.sandbox.service import Queueing, Submission, submit
 from gpu.trace.report import TraceReport
 
 SANDBOX = sandbox_status(True)
@@ -141,7 +141,7 @@ def test_memory_limit_from_the_environment(monkeypatch):
 
 def test_every_waiting_judge_gives_its_verdict_before_an_earlier_analysis(tmp_path, monkeypatch):
     """A class presses Run together: the first learner's analysis (facts, trace) queues behind the judges already
-    waiting, and each learner's verdict reaches the page (``on_verdict``) before its own analysis starts."""
+    waiting, and each learner's verdict reaches the page (``Queueing.on_verdict``) before its own analysis starts."""
     import threading
     import time
     from contextlib import contextmanager
@@ -177,8 +177,9 @@ def test_every_waiting_judge_gives_its_verdict_before_an_earlier_analysis(tmp_pa
             yield
 
     def one(label: str) -> None:
-        submit("vector-add", label, lock=held(label), relock=lambda: held(f"{label} analysis"), trace=False,
-               on_verdict=lambda s: events.append(f"{label} shown"))
+        queueing = Queueing(judge_lock=lambda: held(label), analysis_lock=lambda: held(f"{label} analysis"),
+                            on_verdict=lambda s: events.append(f"{label} shown"))
+        submit("vector-add", label, queueing=queueing, trace=False)
 
     deadline = time.monotonic() + 10
     a = threading.Thread(target=one, args=("A",))
