@@ -4,6 +4,7 @@ Also the memory bound of every process that runs learner code (a cgroup where th
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import textwrap
 from dataclasses import replace
@@ -13,6 +14,7 @@ import pytest
 from gpu.sandbox import checker, isolation, judging
 from gpu.sandbox.isolation import Limits, SandboxStatus, run_argv, sandbox_status
 from gpu.sandbox.service import Queueing, Submission, submit
+from gpu.sandbox.verdict import Verdict
 from gpu.trace.report import TraceReport
 
 SANDBOX = sandbox_status(True)
@@ -194,3 +196,11 @@ def test_every_waiting_judge_gives_its_verdict_before_an_earlier_analysis(tmp_pa
     a.join(30)
     b.join(30)
     assert events == ["A judged", "A shown", "B judged", "B shown", "A analysed", "B analysed"], events
+
+
+def test_a_submission_is_one_value_its_trace_joined_by_building_a_new_one():
+    judged = Submission(Verdict(problem="vector-add", backend="simulator"), None, None)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        judged.trace = "not traced: set afterwards"  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        Queueing().on_verdict = print  # type: ignore[misc]

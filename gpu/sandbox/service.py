@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import AbstractContextManager, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -83,8 +83,10 @@ def default_locks(label: str, device: bool = True):
         yield
 
 
-@dataclass
+@dataclass(frozen=True)
 class Submission:
+    """One submission's outcome: built by ``judge`` (no trace yet), completed by ``submit`` with its trace."""
+
     verdict: Verdict
     saved_id: str | None
     save_problem: str | None  # why a pass was not saved
@@ -274,9 +276,9 @@ def submit(
                  sandbox=sandbox)
     if queueing.on_verdict is not None:
         queueing.on_verdict(done)
-    done.trace = analyse(problem_key, source, done.verdict, facts=facts, trace=trace, queueing=queueing,
-                         limits=limits, sandbox=sandbox, trace_test=trace_test, attempt_id=done.attempt_id)
-    return done
+    report = analyse(problem_key, source, done.verdict, facts=facts, trace=trace, queueing=queueing,
+                     limits=limits, sandbox=sandbox, trace_test=trace_test, attempt_id=done.attempt_id)
+    return replace(done, trace=report)
 
 
 def _record(learner: LearnerId, verdict: Verdict, source: str) -> str | None:
