@@ -25,7 +25,8 @@ os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
 
 from gpu.core.device import host_info
 from gpu.problems import get
-from gpu.sandbox.runner import Limits, SandboxStatus, facts_in_child, judge_in_child, run_argv, sandbox_status
+from gpu.sandbox.isolation import Limits, SandboxStatus, run_argv, sandbox_status
+from gpu.sandbox.judging import facts_in_child, judge_in_child
 
 TARGET_S = 3.0
 SOURCE = """from numba import cuda

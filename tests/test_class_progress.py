@@ -11,8 +11,9 @@ from contextlib import contextmanager
 
 import pytest
 
-from gpu.sandbox import fairness, runner
+from gpu.sandbox import fairness, judging
 from gpu.sandbox.facts import FactsCache
+from gpu.sandbox.isolation import Limits, SandboxStatus
 from gpu.sandbox.progress import (
     CSV_COLUMNS,
     STUCK_AFTER,
@@ -22,8 +23,7 @@ from gpu.sandbox.progress import (
     failure_kind,
     latest_per_learner,
 )
-from gpu.sandbox.runner import Limits, SandboxStatus
-from gpu.sandbox.service import LearnerId, analyse, judge
+from gpu.sandbox.service import LearnerId, Queueing, analyse, judge
 from gpu.sandbox.verdict import Verdict
 from gpu.service.learners import LearnerStore, NameRefused, new_secret
 
@@ -153,13 +153,13 @@ def test_a_named_learners_verdict_is_kept_and_a_pass_goes_on_the_leaderboard_und
 
 def test_the_same_source_is_compiled_once_and_a_changed_one_again(db, monkeypatch):
     asked = []
-    original = runner.analyse_in_child
+    original = judging.analyse_in_child
 
     def counting(problem, source, **kwargs):
         asked.append(kwargs["facts"])
         return original(problem, source, **kwargs)
 
-    monkeypatch.setattr(runner, "analyse_in_child", counting)
+    monkeypatch.setattr(judging, "analyse_in_child", counting)
     first = judge("vector-add", GOOD, limits=LIMITS, sandbox=OFF, save=False).verdict
     analyse("vector-add", GOOD, first, trace=False, limits=LIMITS, sandbox=OFF)
     assert first.compile_facts and first.compile_facts_status == "compiled"
@@ -246,13 +246,13 @@ def test_a_comment_or_layout_does_not_compile_again_but_a_changed_line_does():
 
 def test_analyses_queued_together_compile_the_same_source_once(db, monkeypatch):
     asked = []
-    original = runner.analyse_in_child
+    original = judging.analyse_in_child
 
     def counting(problem, source, **kwargs):
         asked.append(kwargs["facts"])
         return original(problem, source, **kwargs)
 
-    monkeypatch.setattr(runner, "analyse_in_child", counting)
+    monkeypatch.setattr(judging, "analyse_in_child", counting)
     verdict = judge("vector-add", GOOD, limits=LIMITS, sandbox=OFF, save=False).verdict
     queue = threading.Lock()  # the CPU lock the analyses share
 
@@ -260,7 +260,7 @@ def test_analyses_queued_together_compile_the_same_source_once(db, monkeypatch):
         import copy
 
         analyse("vector-add", GOOD, copy.deepcopy(verdict), trace=False, limits=LIMITS, sandbox=OFF,
-                relock=lambda: held(queue))
+                queueing=Queueing(analysis_lock=lambda: held(queue)))
 
     threads = [threading.Thread(target=one) for _ in range(3)]
     for t in threads:

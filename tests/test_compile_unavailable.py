@@ -205,14 +205,14 @@ def test_write_a_kernel_facts_of_a_bad_kernel_are_a_rejection(fresh_cache):
 
 def test_write_a_kernel_page_without_nvvm_says_how_to_get_the_compiler(no_nvvm, tmp_path, monkeypatch):
     """The page's compiler panel, the facts computed as the sandboxed child computes them."""
-    from gpu.sandbox import runner, service
+    from gpu.sandbox import isolation, service
     from gpu.sandbox.facts import compile_facts as submission_facts
     from tests.test_write_kernel_page import GOOD, PAGE
 
     monkeypatch.setenv("KERNEL_LAB_DB", str(tmp_path / "h.sqlite3"))
     monkeypatch.setenv("KERNEL_LAB_LOCK_DIR", str(tmp_path / "locks"))
     monkeypatch.setenv("KERNEL_LAB_PLAIN_EDITOR", "1")
-    monkeypatch.delenv(runner.ENV_REQUIRE, raising=False)
+    monkeypatch.delenv(isolation.ENV_REQUIRE, raising=False)
 
     def analysis_here(problem, source, *, threads=0, facts=True, trace=True, **_):
         from gpu.problems import get
@@ -220,7 +220,7 @@ def test_write_a_kernel_page_without_nvvm_says_how_to_get_the_compiler(no_nvvm, 
         found, note, status = submission_facts(get(problem), source, threads or 128)
         return {"compile_facts": found, "note": note, "status": status, "trace": None}
 
-    monkeypatch.setattr(service.runner, "analyse_in_child", analysis_here)
+    monkeypatch.setattr(service.judging, "analyse_in_child", analysis_here)
     at = AppTest.from_file(PAGE, default_timeout=180).run()
     at.text_area(key="write_kernel.draft.vector-add").input(GOOD)
     at.button(key="write_kernel.run").click().run()

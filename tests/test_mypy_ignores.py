@@ -11,7 +11,7 @@ import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-ALLOWED = 5  # the list's length now; only ever lowered
+ALLOWED = 4  # the list's length now; only ever lowered
 
 
 def ignored_modules() -> list[str]:

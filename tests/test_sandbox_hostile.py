@@ -16,8 +16,9 @@ from dataclasses import replace
 
 import pytest
 
-from gpu.sandbox import runner
-from gpu.sandbox.runner import Limits, judge_in_child, run_argv, sandbox_status
+from gpu.sandbox import isolation, judging
+from gpu.sandbox.isolation import Limits, run_argv, sandbox_status
+from gpu.sandbox.judging import judge_in_child
 from gpu.sandbox.service import submit
 from gpu.sandbox.submissions import SubmissionStore
 
@@ -26,7 +27,7 @@ WALL_S = 8.0  # enough for a child to import Numba on a loaded two-core machine,
 FAST = Limits(wall_s=WALL_S, cpu_s=20, address_space_bytes=4 << 30)
 SANDBOX = sandbox_status(True)
 needs_sandbox = pytest.mark.skipif(not SANDBOX.works, reason=f"bubblewrap does not work here: {SANDBOX.reason}")
-OFF = runner.SandboxStatus(False, "none", "switched off for this test", False)
+OFF = isolation.SandboxStatus(False, "none", "switched off for this test", False)
 
 GOOD = """from numba import cuda
 
@@ -138,7 +139,7 @@ def test_the_system_and_the_lab_are_read_only_and_tmp_is_private(tmp_path):
     marker.write_text("host")
     run = raw(f"""
         out = {{}}
-        for path in ({str(runner.ROOT / 'written-by-a-submission')!r}, '/usr/written', '/etc/written'):
+        for path in ({str(isolation.ROOT / 'written-by-a-submission')!r}, '/usr/written', '/etc/written'):
             try:
                 open(path, 'w').write('x'); out[path] = 'written'
             except OSError as exc:
@@ -154,9 +155,9 @@ def test_the_system_and_the_lab_are_read_only_and_tmp_is_private(tmp_path):
     assert all(out[p] == "Read-only file system" for p in out if p.startswith("/")), out
     # the lab's own folder is bound read-only at its real path: where that is under /tmp (a
     # clone in /tmp), its first folder is the one other entry the private /tmp may show
-    lab_mount = {runner.ROOT.parts[2]} if runner.ROOT.parts[:2] == ("/", "tmp") else set()
+    lab_mount = {isolation.ROOT.parts[2]} if isolation.ROOT.parts[:2] == ("/", "tmp") else set()
     assert set(out["tmp"]) - lab_mount == {"mine"} and not out["host tmp visible"] and not out["database visible"]
-    assert not (runner.ROOT / "written-by-a-submission").exists()
+    assert not (isolation.ROOT / "written-by-a-submission").exists()
 
 
 @needs_sandbox
@@ -186,7 +187,7 @@ def test_a_host_loop_is_killed_by_cpu_or_wall_clock(sandbox):
     assert (
         run["rc"] in (-24, 128 + 24) or run["timed_out"]
     )  # SIGXCPU after 1 s of CPU, or the wall clock on a crowded machine
-    verdict = runner.interpret(run, "vector-add", "simulator", replace(FAST, wall_s=3.0, cpu_s=1))
+    verdict = judging.interpret(run, "vector-add", "simulator", replace(FAST, wall_s=3.0, cpu_s=1))
     assert verdict.status == "refused" and verdict.refusal["rule"] in ("cpu-limit", "time-limit")
 
 
@@ -254,7 +255,7 @@ def test_the_verdict_is_read_up_to_a_cap():
     run = raw("sys.stdout.write('x' * (1 << 20))", replace(FAST, output_bytes=1024), OFF)
     assert run["output_over"] and len(run["stdout"]) == 1024
     assert (
-        runner.interpret(run, "vector-add", "simulator", replace(FAST, output_bytes=1024)).refusal["rule"]
+        judging.interpret(run, "vector-add", "simulator", replace(FAST, output_bytes=1024)).refusal["rule"]
         == "output-limit"
     )
 
@@ -263,8 +264,8 @@ def test_the_verdict_is_read_up_to_a_cap():
 
 
 def test_sandbox_switched_off_still_runs_but_says_so(monkeypatch):
-    monkeypatch.setenv(runner.ENV_SANDBOX, "off")
-    monkeypatch.delenv(runner.ENV_REQUIRE, raising=False)
+    monkeypatch.setenv(isolation.ENV_SANDBOX, "off")
+    monkeypatch.delenv(isolation.ENV_REQUIRE, raising=False)
     status = sandbox_status(True)
     assert not status.works and status.accepts and "switched off" in status.reason
     verdict = judge_in_child("vector-add", GOOD, limits=FAST, simulated=True)
@@ -272,8 +273,8 @@ def test_sandbox_switched_off_still_runs_but_says_so(monkeypatch):
 
 
 def test_a_demo_that_requires_the_sandbox_refuses_everything_without_it(monkeypatch):
-    monkeypatch.setenv(runner.ENV_SANDBOX, "off")
-    monkeypatch.setenv(runner.ENV_REQUIRE, "1")
+    monkeypatch.setenv(isolation.ENV_SANDBOX, "off")
+    monkeypatch.setenv(isolation.ENV_REQUIRE, "1")
     status = sandbox_status(True)
     assert not status.accepts
     verdict = judge_in_child("vector-add", GOOD, limits=FAST, simulated=True)
@@ -340,3 +341,13 @@ def test_a_submission_runs_below_the_app_even_in_a_session_of_its_own(sandbox):
     assert int(nice) >= CHILD_NICENESS, run
     if group != "no autogroup":
         assert int(group) == CHILD_NICENESS, run
+
+
+def test_a_sandbox_whose_binary_is_gone_never_runs_the_code_unsandboxed(tmp_path, monkeypatch):
+    """The probe said bubblewrap works, then its binary went: the run stops, rather than run without it."""
+    marker = tmp_path / "ran"
+    works = isolation.SandboxStatus(True, "bubblewrap", "probed earlier in this test", False)
+    monkeypatch.setattr(isolation, "bwrap_binary", lambda: None)
+    with pytest.raises(RuntimeError, match="bubblewrap"):
+        run_argv([sys.executable, "-c", f"open({str(marker)!r}, 'w').write('x')"], b"", FAST, True, works)
+    assert not marker.exists()

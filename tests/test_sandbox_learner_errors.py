@@ -10,7 +10,8 @@ from __future__ import annotations
 import pytest
 
 from gpu.sandbox import loader
-from gpu.sandbox.runner import Limits, SandboxStatus, judge_in_child
+from gpu.sandbox.isolation import Limits, SandboxStatus
+from gpu.sandbox.judging import judge_in_child
 
 OFF = SandboxStatus(False, "none", "switched off for this test", False)
 LIMITS = Limits(wall_s=60.0, cpu_s=60)

@@ -4,15 +4,17 @@ Also the memory bound of every process that runs learner code (a cgroup where th
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import textwrap
 from dataclasses import replace
 
 import pytest
 
-from gpu.sandbox import checker, runner
-from gpu.sandbox.runner import Limits, SandboxStatus, run_argv, sandbox_status
-from gpu.sandbox.service import Submission, submit
+from gpu.sandbox import checker, isolation, judging
+from gpu.sandbox.isolation import Limits, SandboxStatus, run_argv, sandbox_status
+from gpu.sandbox.service import Queueing, Submission, submit
+from gpu.sandbox.verdict import Verdict
 from gpu.trace.report import TraceReport
 
 SANDBOX = sandbox_status(True)
@@ -48,7 +50,7 @@ def counted(monkeypatch, tmp_path):
     monkeypatch.setenv("KERNEL_LAB_DB", str(tmp_path / "h.sqlite3"))
     monkeypatch.setenv("KERNEL_LAB_LOCK_DIR", str(tmp_path / "locks"))
     counts = {"app": 0, "children": [], "child_checks": []}
-    original_check, original_run = checker.check_source, runner.run_argv
+    original_check, original_run = checker.check_source, isolation.run_argv
 
     def check(*args, **kwargs):
         counts["app"] += 1
@@ -64,7 +66,7 @@ def counted(monkeypatch, tmp_path):
         return done
 
     monkeypatch.setattr(checker, "check_source", check)
-    monkeypatch.setattr(runner, "run_argv", run)
+    monkeypatch.setattr(isolation, "run_argv", run)
     return counts
 
 
@@ -107,14 +109,15 @@ def test_a_race_is_in_the_submissions_trace(tmp_path, monkeypatch):
 def test_the_memory_bound_that_applies_is_named_in_the_verdict(tmp_path, monkeypatch):
     monkeypatch.setenv("KERNEL_LAB_LOCK_DIR", str(tmp_path / "locks"))
     result = submit("vector-add", GOOD, save=False, limits=LIMITS, sandbox=OFF, facts=False, trace=False)
-    memory = runner.memory_bound_here(LIMITS, simulated=True)
+    memory = isolation.memory_bound_here(LIMITS, simulated=True)
     assert "memory:" in result.verdict.sandbox and memory in result.verdict.sandbox
-    assert runner.memory_bound_here(LIMITS, simulated=False) != memory or "cgroup" in memory  # never RLIMIT_AS on a GPU
-    if not runner.MemoryCgroup.available():
+    on_gpu = isolation.memory_bound_here(LIMITS, simulated=False)
+    assert on_gpu != memory or "cgroup" in memory  # never RLIMIT_AS on a GPU
+    if not isolation.MemoryCgroup.available():
         assert "RLIMIT_AS" in memory
 
 
-@pytest.mark.skipif(not runner.MemoryCgroup.available(), reason="no writable memory cgroup on this host")
+@pytest.mark.skipif(not isolation.MemoryCgroup.available(), reason="no writable memory cgroup on this host")
 @pytest.mark.parametrize("sandbox", [SANDBOX, OFF], ids=["sandbox", "no-sandbox"])
 def test_an_allocation_far_beyond_the_memory_limit_is_contained(sandbox, tmp_path, monkeypatch):
     if sandbox is SANDBOX and not SANDBOX.works:
@@ -124,7 +127,7 @@ def test_an_allocation_far_beyond_the_memory_limit_is_contained(sandbox, tmp_pat
     code = "block = b'x' * (2 << 30)\nprint('allocated', len(block))\n"
     run = run_argv([sys.executable, "-c", code], b"", limits, False, sandbox)
     assert run["memory_exceeded"], run
-    verdict = runner.interpret(run, "vector-add", "cuda", limits)
+    verdict = judging.interpret(run, "vector-add", "cuda", limits)
     assert verdict.status == "refused" and verdict.refusal["rule"] == "memory-limit"
     assert "256 MiB" in verdict.message and "memory" in verdict.message
     # the app is still here, and the next submission runs
@@ -140,7 +143,7 @@ def test_memory_limit_from_the_environment(monkeypatch):
 
 def test_every_waiting_judge_gives_its_verdict_before_an_earlier_analysis(tmp_path, monkeypatch):
     """A class presses Run together: the first learner's analysis (facts, trace) queues behind the judges already
-    waiting, and each learner's verdict reaches the page (``on_verdict``) before its own analysis starts."""
+    waiting, and each learner's verdict reaches the page (``Queueing.on_verdict``) before its own analysis starts."""
     import threading
     import time
     from contextlib import contextmanager
@@ -167,8 +170,8 @@ def test_every_waiting_judge_gives_its_verdict_before_an_earlier_analysis(tmp_pa
         events.append(f"{source} analysed")
         return {"compile_facts": None, "note": "", "status": "unavailable", "trace": None}
 
-    monkeypatch.setattr(runner, "judge_in_child", judge)
-    monkeypatch.setattr(runner, "analyse_in_child", analyse)
+    monkeypatch.setattr(judging, "judge_in_child", judge)
+    monkeypatch.setattr(judging, "analyse_in_child", analyse)
 
     @contextmanager
     def held(label):
@@ -176,8 +179,9 @@ def test_every_waiting_judge_gives_its_verdict_before_an_earlier_analysis(tmp_pa
             yield
 
     def one(label: str) -> None:
-        submit("vector-add", label, lock=held(label), relock=lambda: held(f"{label} analysis"), trace=False,
-               on_verdict=lambda s: events.append(f"{label} shown"))
+        queueing = Queueing(judge_lock=lambda: held(label), analysis_lock=lambda: held(f"{label} analysis"),
+                            on_verdict=lambda s: events.append(f"{label} shown"))
+        submit("vector-add", label, queueing=queueing, trace=False)
 
     deadline = time.monotonic() + 10
     a = threading.Thread(target=one, args=("A",))
@@ -192,3 +196,11 @@ def test_every_waiting_judge_gives_its_verdict_before_an_earlier_analysis(tmp_pa
     a.join(30)
     b.join(30)
     assert events == ["A judged", "A shown", "B judged", "B shown", "A analysed", "B analysed"], events
+
+
+def test_a_submission_is_one_value_its_trace_joined_by_building_a_new_one():
+    judged = Submission(Verdict(problem="vector-add", backend="simulator"), None, None)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        judged.trace = "not traced: set afterwards"  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        Queueing().on_verdict = print  # type: ignore[misc]

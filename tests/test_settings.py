@@ -13,7 +13,7 @@ import pytest
 from gpu.core import limits
 from gpu.core import settings as lab_settings
 from gpu.core.settings import SETTINGS, Settings, settings
-from gpu.sandbox.runner import Limits
+from gpu.sandbox.isolation import Limits
 
 ROOT = Path(__file__).resolve().parent.parent
 SETTINGS_MODULE = Path("gpu/core/settings.py")

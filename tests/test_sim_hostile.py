@@ -370,15 +370,15 @@ def vector_add(a, b, out):
 @pytest.mark.parametrize("sandboxed", [True, False], ids=["sandbox", "no-sandbox"])
 @pytest.mark.parametrize("case", sorted(JUDGED))
 def test_the_simulators_classes_hold_in_the_sandboxed_child(case, sandboxed):
-    from gpu.sandbox import runner
+    from gpu.sandbox import isolation, judging
 
-    off = runner.SandboxStatus(False, "none", "off for this test", False)
-    status = runner.sandbox_status(True) if sandboxed else off
+    off = isolation.SandboxStatus(False, "none", "off for this test", False)
+    status = isolation.sandbox_status(True) if sandboxed else off
     if sandboxed and not status.works:
         pytest.skip(f"bubblewrap does not work here: {status.reason}")
     source, want, words = JUDGED[case]
-    limits = runner.Limits(wall_s=30.0, cpu_s=60, address_space_bytes=4 << 30)
-    verdict = runner.judge_in_child("vector-add", source, limits=limits, simulated=True, sandbox=status)
+    limits = isolation.Limits(wall_s=30.0, cpu_s=60, address_space_bytes=4 << 30)
+    verdict = judging.judge_in_child("vector-add", source, limits=limits, simulated=True, sandbox=status)
     assert verdict.status == want and words in verdict.message, verdict.message
     if case == "a wrapped index":
         assert any("line 8" in note for note in verdict.notes), verdict.notes

@@ -545,7 +545,7 @@ def test_every_other_lab_kernel_is_bit_identical_and_vectorised(tiers, case):
 
 
 def test_a_sandboxed_child_runs_in_the_apps_tier():
-    from gpu.sandbox.runner import child_env
+    from gpu.sandbox.isolation import child_env
 
     assert child_env(True, "/tmp")["KERNEL_LAB_SIM_TIER"] == "auto"
     vector.set_tier("thread")

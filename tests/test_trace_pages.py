@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from gpu.sandbox import runner
+from gpu.sandbox import isolation
 from tests.analysis_wait import wait_for_analysis
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -78,8 +78,8 @@ def isolated(tmp_path, monkeypatch):
     monkeypatch.setenv("KERNEL_LAB_DB", str(tmp_path / "h.sqlite3"))
     monkeypatch.setenv("KERNEL_LAB_LOCK_DIR", str(tmp_path / "locks"))
     monkeypatch.setenv("KERNEL_LAB_PLAIN_EDITOR", "1")  # AppTest cannot drive the code editor (a custom component)
-    monkeypatch.delenv(runner.ENV_REQUIRE, raising=False)
-    monkeypatch.delenv(runner.ENV_SANDBOX, raising=False)
+    monkeypatch.delenv(isolation.ENV_REQUIRE, raising=False)
+    monkeypatch.delenv(isolation.ENV_SANDBOX, raising=False)
 
 
 def test_a_submission_missing_its_syncthreads_gets_the_race_with_threads_and_lines(isolated):

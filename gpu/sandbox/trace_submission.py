@@ -1,7 +1,7 @@
 """Trace a learner's write-a-kernel submission: in the sandbox, after the checker.
 
 ``trace_submission(problem, source)`` runs the sandbox's checker here (no process for a
-source it refuses), then the sandbox's analysis child (``gpu.sandbox.runner.analyse_in_child``,
+source it refuses), then the sandbox's analysis child (``gpu.sandbox.judging.analyse_in_child``,
 the same one that gives a submission its compiler's facts) without the facts: a fresh
 process, bubblewrap where it works, the same limits as a verdict, and always the
 simulator (a trace needs it; it never touches the GPU, so it takes no device lock). One
@@ -38,21 +38,21 @@ def trace_submission(problem: str, source: str, *, limits=None, sandbox=None, te
     tests.
     """
     from gpu.problems import get
-    from gpu.sandbox import runner
+    from gpu.sandbox import isolation, judging
     from gpu.sandbox.trace_child import test_case
 
     if test is not None:
         test_case(get(problem), test)
     get(problem)  # InputError naming the problems
-    limits = limits or runner.Limits()
-    sandbox = sandbox or runner.sandbox_status(True)
+    limits = limits or isolation.Limits()
+    sandbox = sandbox or isolation.sandbox_status(True)
     if not sandbox.accepts:
         return f"not traced: the sandbox does not work here ({sandbox.reason})"
-    refused = runner.precheck(problem, source, "simulator")
+    refused = judging.precheck(problem, source, "simulator")
     if refused is not None:
         return f"not traced: {refused.message}"
-    data = runner.analyse_in_child(problem, source, facts=False, trace=True, limits=limits, sandbox=sandbox,
-                                   trace_test=test)
+    data = judging.analyse_in_child(problem, source, facts=False, trace=True, limits=limits, sandbox=sandbox,
+                                    trace_test=test)
     return report_from(data["trace"])
 
 

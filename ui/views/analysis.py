@@ -82,10 +82,10 @@ class AnalysisJob:
         return held()
 
     def _run(self) -> None:
-        from gpu.sandbox.service import analyse
+        from gpu.sandbox.service import Queueing, analyse
 
         try:
-            self.trace = analyse(self.problem, self.source, self.verdict, relock=self._relock,
+            self.trace = analyse(self.problem, self.source, self.verdict, queueing=Queueing(analysis_lock=self._relock),
                                  trace_test=self.trace_test, attempt_id=self.attempt_id)
             self.state = "done"
         except Cancelled:

@@ -19,8 +19,8 @@ from gpu.core.safe_text import shown
 from gpu.core.timing import format_seconds
 from gpu.problems import problems
 from gpu.problems.base import Problem
-from gpu.sandbox.runner import ENV_REQUIRE, HOW_TO_ENABLE, SandboxStatus, sandbox_status
-from gpu.sandbox.service import Submission
+from gpu.sandbox.isolation import ENV_REQUIRE, HOW_TO_ENABLE, SandboxStatus, sandbox_status
+from gpu.sandbox.service import Queueing, Submission
 from gpu.sandbox.verdict import Verdict, mismatch_text
 from gpu.service.learners import LearnerId
 from ui import glossary
@@ -438,7 +438,7 @@ def run_submission(
         with box:
             if trace_test is not None:
                 test_case(problem, trace_test)  # InputError naming the problem's tests, before anything runs
-            result = judge(problem.key, source, learner=learner, lock=lock(), sandbox=status)
+            result = judge(problem.key, source, learner=learner, queueing=Queueing(judge_lock=lock), sandbox=status)
         verdict = result.verdict
         box.update(
             label=f"Verdict: {verdict.status}" + (ANALYSIS_FOLLOWS if analysed(verdict) else ""),

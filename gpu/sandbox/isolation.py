@@ -1,4 +1,4 @@
-"""Run one submission in a fresh, sandboxed process and return its Verdict.
+"""Isolation: the process a submission runs in, its sandbox and its limits (no verdicts, no protocol).
 
 Layers (each tested by tests/test_sandbox_hostile.py):
 
@@ -14,12 +14,10 @@ Layers (each tested by tests/test_sandbox_hostile.py):
   ``memory.limit_in_bytes``) made under this process's own cgroup where the host lets us,
   which works on a GPU too (RLIMIT_AS breaks the CUDA driver's reservations); the verdict's
   ``sandbox`` field says which memory bound applied;
-  the verdict and stderr are read up to a cap by this process.
+  stdout and stderr are read up to a cap by this process (``run_argv``).
 
-One submission is at most two children (``gpu.sandbox.service.submit``): the judge
-(``judge_in_child``), then, for a verdict that ran, the analysis (``analyse_in_child``: the
-compiler's facts and the memory trace, in the simulator). The checker runs once in this
-process before either starts (``precheck``) and once in each child.
+What crosses the pipe is ``gpu.sandbox.protocol``; the verdict made from a run is
+``gpu.sandbox.judging``.
 
 ``KERNEL_LAB_SANDBOX=off`` runs without bubblewrap (the code runs as you: the page warns);
 ``KERNEL_LAB_REQUIRE_SANDBOX=1`` (``make demo``) refuses every submission when the sandbox
@@ -28,7 +26,6 @@ does not work. ``KERNEL_LAB_BWRAP`` names another bwrap binary.
 
 from __future__ import annotations
 
-import json
 import os
 import secrets
 import shutil
@@ -38,13 +35,12 @@ import sys
 import tempfile
 import threading
 import time
-from contextlib import nullcontext
 from dataclasses import asdict, dataclass, replace
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from gpu.core import settings as _settings
-from gpu.sandbox.verdict import Verdict
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV_SANDBOX = _settings.SANDBOX.name  # "off" forces no sandbox; anything else: use it when it works
@@ -52,7 +48,6 @@ ENV_REQUIRE = _settings.REQUIRE_SANDBOX.name  # "1": refuse submissions when the
 ENV_BWRAP = _settings.BWRAP.name
 PIDS_CGROUP = Path("/sys/fs/cgroup/pids")
 CGROUP_ROOT = Path("/sys/fs/cgroup")
-ANALYSIS_OUTPUT_BYTES = 4 << 20  # a trace's report carries the access picture (up to ~3 MB of JSON)
 
 
 def format_bytes(n: int) -> str:
@@ -85,7 +80,8 @@ class Limits:
             (given.submit_memory_mb, "memory_bytes", 1 << 20),
         ):
             if value is not None:  # unset, malformed or not positive: the default
-                limits = replace(limits, **{field_name: value * scale})
+                change: dict[str, Any] = {field_name: value * scale}
+                limits = replace(limits, **change)
         return limits
 
     def for_child(self, simulated: bool) -> dict:
@@ -137,7 +133,7 @@ def bwrap_binary() -> str | None:
 def _read_only_paths() -> list[str]:
     """What the child needs to see: the system, Python (base and venv) and the lab's source."""
     paths = ["/usr", "/etc", "/opt"]
-    for p in (sys.base_prefix, sys.prefix, ROOT, *[x for x in sys.path if x]):
+    for p in (sys.base_prefix, sys.prefix, str(ROOT), *[x for x in sys.path if x]):
         real = os.path.realpath(p)  # a symlinked path (a shared .venv) resolves through a bound target
         if os.path.isdir(real):
             paths.append(real)
@@ -250,7 +246,7 @@ def wrap_in_cgroups(argv: list[str], paths: list[Path]) -> list[str]:
 
 def _own_cgroups() -> dict[str, str]:
     """This process's cgroup per v1 controller ("memory", ...) and under "" for the v2 hierarchy."""
-    own = {}
+    own: dict[str, str] = {}
     try:
         text = Path("/proc/self/cgroup").read_text()
     except OSError:
@@ -440,10 +436,16 @@ def run_argv(argv: list[str], stdin: bytes, limits: Limits, simulated: bool, san
     cgroup = PidsCgroup.create(limits.tasks)
     memory = MemoryCgroup.create(limits.memory_bytes)
     cgroups = [c.path for c in (cgroup, memory) if c is not None]
-    prefix = bwrap_prefix(bwrap_binary(), not simulated) if sandbox.works else []
+    binary = bwrap_binary() if sandbox.works else None
+    if sandbox.works and binary is None:  # it worked when probed: never run unsandboxed in its place
+        raise RuntimeError("the bubblewrap binary that worked is gone")
+    prefix = bwrap_prefix(binary, not simulated) if binary is not None else []
     env = child_env(simulated, "/tmp" if sandbox.works else workdir)
     started = time.perf_counter()
-    out, err, over, err_over = [], [], [], []
+    out: list[bytes] = []
+    err: list[bytes] = []
+    over: list[bool] = []
+    err_over: list[bool] = []
     try:
         command = [*prefix, *argv]
         proc = subprocess.Popen(
@@ -462,8 +464,9 @@ def run_argv(argv: list[str], stdin: bytes, limits: Limits, simulated: bool, san
         for r in readers:
             r.start()
         try:
-            proc.stdin.write(stdin)
-            proc.stdin.close()
+            if proc.stdin is not None:  # always (stdin=PIPE); the check is for the type checker
+                proc.stdin.write(stdin)
+                proc.stdin.close()
         except BrokenPipeError:
             pass
         timed_out = False
@@ -498,237 +501,21 @@ def run_argv(argv: list[str], stdin: bytes, limits: Limits, simulated: bool, san
     }
 
 
-def _sandbox_refusal(problem: str, backend: str, message: str, rule: str = "sandbox") -> Verdict:
-    verdict = Verdict.start(problem, backend)
-    verdict.refusal = {"rule": rule, "line": 0, "message": message}
-    verdict.status, verdict.message = "refused", f"refused ({rule}): {message}"
-    return verdict
-
-
-def precheck(problem: str, source: str, backend: str) -> Verdict | None:
-    """The checker in this process, before starting a child: a refused verdict, or None to go on."""
-    from gpu.problems import get
-    from gpu.sandbox.checker import Refusal, check_source
-
-    declared = get(problem)
-    try:
-        check_source(source, declared.kernel_name, len(declared.params))
-    except Refusal as refusal:
-        verdict = Verdict.start(problem, backend).refused(refusal)
-        verdict.sandbox = "not started: refused before running"
-        return verdict
-    except Exception as exc:  # the checker itself failed on this input: a refusal (nothing runs), never a traceback
-        text = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
-        refusal = Refusal(
-            "checker",
-            0,
-            f"the checker could not check this source ({type(exc).__name__}"
-            + (f": {text}" if text else "")
-            + "), so it was not run; please report it",
-        )
-        verdict = Verdict.start(problem, backend).refused(refusal)
-        verdict.sandbox = "not started: refused before running"
-        return verdict
-    return None
-
-
-def judge_in_child(
-    problem: str,
-    source: str,
-    *,
-    limits: Limits | None = None,
-    simulated: bool | None = None,
-    sandbox: SandboxStatus | None = None,
-    lock=None,
-) -> Verdict:
-    """One submission from start to verdict: a fresh sandboxed process under the device lock. Never raises."""
-    if simulated is None:
-        from gpu.core.backend import BACKEND
-
-        simulated = BACKEND.simulated
-    limits = limits or Limits.from_env()
-    sandbox = sandbox or sandbox_status(simulated)
-    backend = "simulator" if simulated else "cuda"
-    if not sandbox.accepts:
-        return _sandbox_refusal(
-            problem, backend, f"submissions are off because the sandbox does not work here: {sandbox.reason}"
-        )
-    refused = precheck(problem, source, backend)
-    if refused is not None:  # no process at all for a source the checker refuses (the child checks again)
-        return refused
-    request = json.dumps({"problem": problem, "source": source, "seed": secrets.randbits(62)}).encode()
-    argv = [sys.executable, "-m", "gpu.sandbox.child", json.dumps(limits.for_child(simulated))]
-    with lock if lock is not None else nullcontext():
-        run = run_argv(argv, request, limits, simulated, sandbox)
-    verdict = interpret(run, problem, backend, limits)
-    verdict.sandbox = (
-        (sandbox.how if sandbox.works else "none (the code ran as you)")
-        + (f"; {verdict.sandbox}" if verdict.sandbox else "")
-        + f"; {run['memory_bound']}"
-    )
-    verdict.wall_s = run["wall_s"]
-    return verdict
-
-
-def analyse_in_child(
-    problem: str,
-    source: str,
-    *,
-    threads: int = 0,
-    facts: bool = True,
-    trace: bool = True,
-    limits: Limits | None = None,
-    sandbox: SandboxStatus | None = None,
-    trace_test: str | None = None,
-) -> dict:
-    """The compiler's facts and the memory trace of a checked source, in one sandboxed child (the simulator).
-
-    ``trace_test`` names the problem's functional test to trace (default: the smallest where every loop
-    runs twice and full and partial blocks appear, ``trace_child.default_case``); the caller checks it names
-    one (``gpu.sandbox.trace_child.test_case``).
-
-    Returns {"compile_facts": dict | None, "note": str, "trace": dict | str | None}: ``trace`` is the
-    TraceReport's dict, or one line saying why there is none. Call only for a source the checker
-    passed (the child checks it once more). Never raises.
-    """
-    limits = limits or Limits.from_env()
-    if trace:
-        limits = replace(limits, output_bytes=max(limits.output_bytes, ANALYSIS_OUTPUT_BYTES))
-    sandbox = sandbox or sandbox_status(True)
-    if not sandbox.accepts:
-        why = f"the sandbox does not work here ({sandbox.reason})"
-        return {
-            "compile_facts": None,
-            "note": f"the compiler's facts are unavailable: {why}",
-            "status": "unavailable",
-            "trace": f"not traced: {why}" if trace else None,
-        }
-    request = json.dumps(
-        {
-            "mode": "analysis",
-            "problem": problem,
-            "source": source,
-            "threads": threads,
-            "facts": facts,
-            "trace": trace,
-            "trace_test": trace_test,
-            "seed": secrets.randbits(62),
-            # NVVM runs first, without an address-space cap; the child lowers it before the learner's code runs
-            "address_space_bytes": limits.for_child(True)["address_space_bytes"],
-        }
-    ).encode()
-    argv = [sys.executable, "-m", "gpu.sandbox.child", json.dumps(limits.for_child(False))]
-    run = run_argv(argv, request, limits, True, sandbox)
-    try:
-        data = json.loads(run["stdout"].decode())
-        return {
-            "compile_facts": data.get("compile_facts"),
-            "note": str(data.get("note", "")),
-            "status": str(data.get("status") or ""),
-            "trace": data.get("trace"),
-        }
-    except (ValueError, TypeError, AttributeError, UnicodeDecodeError):
-        if run["timed_out"]:
-            why = f"it ran past the {limits.wall_s:g} s wall-clock limit"
-        elif run.get("memory_exceeded"):
-            why = f"it used more than its {format_bytes(limits.memory_bytes)} of memory"
-        elif run["output_over"]:
-            why = f"its report was over {limits.output_bytes:,} bytes"
-        else:
-            why = (run["stderr"].decode(errors="replace").strip().splitlines() or [f"exit {run['rc']}"])[-1][:200]
-        return {
-            "compile_facts": None,
-            "note": f"the compiler's facts are unavailable: {why}",
-            "status": "unavailable",
-            "trace": f"not traced: {why}" if trace else None,
-        }
-
-
-def facts_in_child(
-    verdict: Verdict, source: str, *, limits: Limits | None = None, sandbox: SandboxStatus | None = None
-) -> Verdict:
-    """Add the real compiler's facts to a simulator verdict (``analyse_in_child`` without the trace). Never raises."""
-    if verdict.status not in ("passed", "wrong"):
-        return verdict
-    data = analyse_in_child(
-        verdict.problem,
-        source,
-        threads=verdict.threads_per_block or 0,
-        facts=True,
-        trace=False,
-        limits=limits,
-        sandbox=sandbox,
-    )
-    verdict.compile_facts, verdict.compile_facts_note = data["compile_facts"], data["note"]
-    verdict.compile_facts_status = data.get("status") or ("unavailable" if data["compile_facts"] is None else "")
-    return verdict
-
-
-def interpret(run: dict, problem: str, backend: str, limits: Limits) -> Verdict:
-    """The child's verdict, or the sandbox's own refusal when the child was stopped or said nothing readable."""
-    if run.get("memory_exceeded"):
-        return _sandbox_refusal(
-            problem,
-            backend,
-            f"the submission used more than its {format_bytes(limits.memory_bytes)} of memory and was stopped "
-            "(the kernel's OOM killer, in its memory cgroup); the app and the other submissions are unaffected",
-            "memory-limit",
-        )
-    if run["timed_out"]:
-        return _sandbox_refusal(
-            problem,
-            backend,
-            f"the submission ran past the {limits.wall_s:g} s wall-clock limit and was "
-            "killed (a loop that never ends, on the host or in a kernel?)",
-            "time-limit",
-        )
-    rc = run["rc"]
-    # killed by a signal: Popen reports -SIG; bubblewrap passes its child's as 128 + SIG
-    sig = -rc if rc is not None and rc < 0 else (rc - 128 if rc is not None and 128 < rc < 128 + 65 else None)
-    if sig:
-        if sig == signal.SIGXCPU:
-            return _sandbox_refusal(
-                problem, backend, f"the submission used more than {limits.cpu_s} s of CPU time", "cpu-limit"
-            )
-        if sig == signal.SIGXFSZ:
-            return _sandbox_refusal(
-                problem, backend, f"the submission wrote a file over {limits.file_bytes:,} bytes", "file-limit"
-            )
-        return _sandbox_refusal(
-            problem, backend, f"the submission's process was killed by signal {signal.Signals(sig).name}", "crashed"
-        )
-    if run["output_over"]:
-        return _sandbox_refusal(
-            problem, backend, f"the submission's output was over {limits.output_bytes:,} bytes", "output-limit"
-        )
-    try:
-        data = json.loads(run["stdout"].decode())
-        verdict = Verdict.from_dict(data)
-    except (ValueError, TypeError, UnicodeDecodeError):
-        tail = run["stderr"].decode(errors="replace").strip().splitlines()
-        last = tail[-1][:300] if tail else f"exit status {rc}"
-        if "MemoryError" in last or "Cannot allocate memory" in last:
-            return _sandbox_refusal(
-                problem, backend, f"the submission ran out of its memory allowance: {last}", "memory-limit"
-            )
-        return _sandbox_refusal(
-            problem, backend, f"the submission's process ended without a verdict: {last}", "crashed"
-        )
-    return verdict
-
-
 __all__ = [
-    "ANALYSIS_OUTPUT_BYTES",
+    "HOW_TO_ENABLE",
     "ENV_REQUIRE",
     "ENV_SANDBOX",
     "Limits",
     "MemoryCgroup",
+    "PidsCgroup",
+    "ROOT",
     "SandboxStatus",
-    "analyse_in_child",
-    "facts_in_child",
+    "bwrap_binary",
+    "bwrap_prefix",
+    "child_env",
+    "format_bytes",
     "memory_bound_here",
-    "interpret",
-    "judge_in_child",
     "run_argv",
     "sandbox_status",
+    "wrap_in_cgroups",
 ]
