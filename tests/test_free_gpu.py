@@ -20,6 +20,10 @@ from gpu.notebook.selfreport import SelfReportProblem, parse_self_report
 from gpu.sandbox.submissions import SubmissionStore
 from gpu.service.store import open_store
 
+# Every test here reads notebooks executed in a Jupyter kernel (about 30 s for the file): make test runs them,
+# the fast lane (make test-fast) leaves them out.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 LEARNER = '''from numba import cuda
 
