@@ -72,3 +72,18 @@ def test_roofline_opens_on_the_recorded_run_under_todays_rules_with_points_at_se
     old = next(i for i, o in enumerate(box.options) if o.startswith("recorded: h200-final"))
     at.selectbox(key="roofline.set").set_value(old).run()
     assert any("recorded before L2 flushing" in w.value for w in at.warning)  # an older run carries its caveat
+
+
+def test_a_step_added_after_the_recorded_run_is_listed_as_not_measured_not_left_out():
+    """The ladder on Kernels is the whole ladder: a step the recorded run lacks says no GPU has timed it."""
+    from gpu.catalog.declare import kernel_module
+    from gpu.report.recorded_steps import recorded_kernel
+    from gpu.service.references import load_references
+
+    recorded = recorded_kernel("reduction", load_references())
+    assert recorded is not None
+    steps = [s for s in recorded.steps if s.kind == "step"]
+    assert [s.key for s in steps] == [s.key for s in kernel_module("reduction").SPEC.steps]
+    unmeasured = {s.key: s for s in steps if s.seconds is None}
+    assert "unrolled" in unmeasured and "not measured on a GPU yet" in (unmeasured["unrolled"].why_not or "")
+    assert all(s.seconds for s in steps if s.key != "unrolled")  # the recorded ones keep their figures

@@ -122,6 +122,22 @@ def _largest_run(ref: ReferenceRun, experiment: str) -> Mapping[str, Any] | None
     return max(runs, key=lambda r: r.get("bytes_moved") or 0) if runs else None
 
 
+def _with_unmeasured_steps(experiment: str, steps: tuple[RecordedStep, ...]) -> tuple[RecordedStep, ...]:
+    """``steps`` with every GPU step the kernel declares now but the recorded run lacks (added since), said so,
+    after the last recorded step: a learner sees the whole ladder, and which rungs no GPU has timed yet."""
+    from gpu.catalog.declare import kernel_module
+
+    recorded = {s.key for s in steps}
+    missing = [RecordedStep(key=step.key, label=step.label, kind="step", seconds=None, gbps=None,
+                            fraction_of_peak=None, samples=None, min_s=None, max_s=None,
+                            why_not="not measured on a GPU yet (added after this run)")
+               for step in kernel_module(experiment).SPEC.steps if step.key not in recorded]
+    if not missing:
+        return steps
+    last = max((i for i, s in enumerate(steps) if s.kind == "step"), default=-1)
+    return (*steps[: last + 1], *missing, *steps[last + 1:])
+
+
 def recorded_kernel(experiment: str, refs: References) -> RecordedKernel | None:
     """The quoted recorded run of catalog kernel ``experiment``; None when no committed run holds it."""
     ref = refs.best(experiment)
@@ -129,6 +145,7 @@ def recorded_kernel(experiment: str, refs: References) -> RecordedKernel | None:
     if ref is None or run is None:
         return None
     steps = tuple(_step(key, impl) for key, impl in run["implementations"].items() if isinstance(impl, Mapping))
+    steps = _with_unmeasured_steps(experiment, steps)
     return RecordedKernel(
         experiment=experiment,
         title=str(run.get("title") or experiment),
