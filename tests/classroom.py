@@ -232,6 +232,28 @@ def wait_idle(page, timeout_ms: int = 120_000) -> None:
     page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=timeout_ms)
 
 
+def wait_for_analysis(page, timeout_ms: int = 240_000) -> str:
+    """The facts and trace, drawn unasked when ready; past the page's bound it says why not and offers to look again
+    (on this shared machine other work may hold the sandboxed children back). Returns the trace panel's text."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    main = page.locator('[data-testid="stMain"]')
+    shown = main.get_by_text("What the trace shows")
+    again = main.get_by_role("button", name="Look again")
+    for _ in range(timeout_ms // 5_000):
+        shown.or_(again).first.wait_for(timeout=timeout_ms)
+        if shown.count():
+            main.get_by_text("What the compiler says").first.wait_for()
+            return main.inner_text()
+        page.wait_for_timeout(5_000)
+        try:
+            again.click(timeout=2_000)
+        except PlaywrightTimeout:  # the result arrived meanwhile and took the button's place
+            pass
+        wait_idle(page)
+    raise AssertionError("the facts and trace never arrived")
+
+
 def type_name(page, name: str) -> None:
     """Claim ``name`` in the sidebar (a class's demo asks once; the browser's cookie keeps it)."""
     sidebar = page.get_by_test_id("stSidebar")

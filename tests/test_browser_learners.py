@@ -17,7 +17,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.classroom import CORRECT, TEACHER_TOKEN, WRONG, demo_server, type_kernel, type_name, wait_idle
+from tests.classroom import (
+    CORRECT,
+    TEACHER_TOKEN,
+    WRONG,
+    demo_server,
+    type_kernel,
+    type_name,
+    wait_for_analysis,
+    wait_idle,
+)
 from tests.conftest import doc_screenshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(600)]
@@ -27,28 +36,6 @@ ROOT = Path(__file__).resolve().parent.parent
 def press_run(page) -> None:
     wait_idle(page)
     page.get_by_role("button", name="Run", exact=True).click()
-
-
-def wait_for_analysis(page, timeout_ms: int = 240_000) -> str:
-    """The facts and trace, drawn unasked when ready; past the page's bound it says why not and offers to look again
-    (on this shared machine other work may hold the sandboxed children back). Returns the trace panel's text."""
-    from playwright.sync_api import TimeoutError as PlaywrightTimeout
-
-    main = page.locator('[data-testid="stMain"]')
-    shown = main.get_by_text("What the trace shows")
-    again = main.get_by_role("button", name="Look again")
-    for _ in range(timeout_ms // 5_000):
-        shown.or_(again).first.wait_for(timeout=timeout_ms)
-        if shown.count():
-            main.get_by_text("What the compiler says").first.wait_for()
-            return main.inner_text()
-        page.wait_for_timeout(5_000)
-        try:
-            again.click(timeout=2_000)
-        except PlaywrightTimeout:  # the result arrived meanwhile and took the button's place
-            pass
-        wait_idle(page)
-    raise AssertionError("the facts and trace never arrived")
 
 
 def store_csv(db: Path) -> list[list[str]]:
