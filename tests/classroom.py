@@ -234,16 +234,18 @@ def wait_idle(page, timeout_ms: int = 120_000) -> None:
 
 def wait_for_analysis(page, timeout_ms: int = 240_000) -> str:
     """The facts and trace, drawn unasked when ready; past the page's bound it says why not and offers to look again
-    (on this shared machine other work may hold the sandboxed children back). Returns the trace panel's text."""
+    (on this shared machine other work may hold the sandboxed children back); an analysis that failed (its child
+    ran past its limit) ends with the reason in place of the trace ("not traced: ..."). Returns the main text."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     main = page.locator('[data-testid="stMain"]')
     shown = main.get_by_text("What the trace shows")
+    said_why = main.get_by_text("not traced:")
     again = main.get_by_role("button", name="Look again")
     for _ in range(timeout_ms // 5_000):
-        shown.or_(again).first.wait_for(timeout=timeout_ms)
-        if shown.count():
-            main.get_by_text("What the compiler says").first.wait_for()
+        shown.or_(said_why).or_(again).first.wait_for(timeout=timeout_ms)
+        if shown.count() or said_why.count():
+            main.get_by_text("What the compiler says").first.wait_for()  # its facts, or why they are unavailable
             return main.inner_text()
         page.wait_for_timeout(5_000)
         try:
