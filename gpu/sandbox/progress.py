@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from gpu.sandbox.verdict import Verdict
-from gpu.service.store import BUSY_TIMEOUT_S, StoreError, default_path
+from gpu.service.store import connect_with_schema, default_path
 
 STUCK_AFTER = 3  # attempts without a pass after which a learner counts as stuck on a problem
 # The failure kinds a teacher sees, in the order the class view lists them
@@ -101,14 +101,7 @@ class ProgressStore:
         self.path = Path(path) if path else default_path()
 
     def _connect(self) -> sqlite3.Connection:
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S)
-            conn.row_factory = sqlite3.Row
-            conn.executescript(SCHEMA)
-            return conn
-        except (OSError, sqlite3.Error) as exc:
-            raise StoreError(f"progress cannot be kept in {self.path}: {exc}") from None
+        return connect_with_schema(self.path, SCHEMA, "progress cannot be kept")
 
     # --- a learner's own -------------------------------------------------------------------
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from gpu.service.store import BUSY_TIMEOUT_S, StoreError, default_path
+from gpu.service.store import StoreError, connect_with_schema, default_path
 
 MAX_NAME_CHARS = 40
 SCHEMA = """
@@ -68,14 +68,7 @@ class SubmissionStore:
         self.path = Path(path) if path else default_path()
 
     def _connect(self) -> sqlite3.Connection:
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S)
-            conn.row_factory = sqlite3.Row
-            conn.executescript(SCHEMA)
-            return conn
-        except (OSError, sqlite3.Error) as exc:
-            raise StoreError(f"submissions cannot be saved in {self.path}: {exc}") from None
+        return connect_with_schema(self.path, SCHEMA, "submissions cannot be saved")
 
     def save(self, verdict, source: str, name: str | None) -> str:
         """Save a passing verdict; returns its id. Refuses anything that did not pass."""

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from gpu.service.store import BUSY_TIMEOUT_S, StoreError, default_path
+from gpu.service.store import StoreError, connect_with_schema, default_path
 
 LOCAL_NAME = "you"  # the one user of a lab on your own machine
 MAX_NAME_CHARS = 40
@@ -89,14 +89,7 @@ class LearnerStore:
         self.path = Path(path) if path else default_path()
 
     def _connect(self) -> sqlite3.Connection:
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S)
-            conn.row_factory = sqlite3.Row
-            conn.executescript(SCHEMA)
-            return conn
-        except (OSError, sqlite3.Error) as exc:
-            raise StoreError(f"learners' names cannot be kept in {self.path}: {exc}") from None
+        return connect_with_schema(self.path, SCHEMA, "learners' names cannot be kept")
 
     def claim(self, name: str, secret: str) -> Learner:
         """``name`` for the browser holding ``secret``: claimed now if nobody has it, the same learner again if this

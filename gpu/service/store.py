@@ -110,6 +110,19 @@ def default_path() -> Path:
     return base / "history.sqlite3"
 
 
+def connect_with_schema(path: Path, schema: str, failing: str) -> sqlite3.Connection:
+    """A connection to the database at ``path`` (made if missing) with ``schema`` applied, rows by name;
+    StoreError "``failing`` in <path>: <why>" when it cannot be opened (the learner stores share History's file)."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S)
+        conn.row_factory = sqlite3.Row
+        conn.executescript(schema)
+        return conn
+    except (OSError, sqlite3.Error) as exc:
+        raise StoreError(f"{failing} in {path}: {exc}") from None
+
+
 def _utc_now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
