@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+HOME_TARGET_S = 2.0  # the class issue's target for every load of Home while a class submits
 sys.path.insert(0, str(ROOT))
 
 from tests.classroom import (  # noqa: E402
@@ -48,7 +49,8 @@ def main() -> int:
     every: list[float] = []
     rows = []
     home: list[float] = []
-    cold: list[float] = []
+    undrawn = 0  # loads of Home not drawn within 30 s
+    cold: list[float | None] = []
     analysis: list[tuple[str, float, str]] = []  # (kind, seconds from verdict, "facts and trace" or "said why not")
     for repeat in range(args.repeats):
         with (
@@ -61,7 +63,7 @@ def main() -> int:
         passing = sorted(lr.name for lr in run.learners if lr.kind == "correct")
         lat = [lr.latency_s for lr in run.learners if lr.latency_s is not None]
         print(f"repeat {repeat + 1}: {len(lat)}/{len(run.learners)} verdicts, presses spread {run.spread_s:.2f} s, "
-              f"last verdict {run.wall_s:.1f} s after the first press, Home {max(run.home_s):.2f} s at worst, "
+              f"last verdict {run.wall_s:.1f} s after the first press, Home {worst(run):.2f} s at worst, "
               f"leaderboard {'exactly the passing rows' if sorted(names) == passing else names} "
               f"({time.perf_counter() - started:.0f} s with setup)")
         for lr in run.learners:
@@ -74,9 +76,10 @@ def main() -> int:
                 every.append(lr.latency_s)
             if lr.analysis_s is not None:
                 analysis.append((lr.kind, lr.analysis_s, lr.analysis))
-        home += run.home_s
+        home += run.home_drawn
+        undrawn += len(run.home_s) - len(run.home_drawn)
         cold.append(run.home_cold_s)
-        rows.append((repeat + 1, run.spread_s, run.wall_s, max(run.home_s), sorted(names) == passing))
+        rows.append((repeat + 1, run.spread_s, run.wall_s, worst(run), sorted(names) == passing))
     after = machine()
     lines = [
         "# A class at once: Submit → verdict on one demo server",
@@ -99,9 +102,13 @@ def main() -> int:
         "",
         f"**Submit → verdict over {len(every)} submissions: p50 {percentile(every, 0.5):.1f} s, "
         f"p95 {percentile(every, 0.95):.1f} s** (max {max(every):.1f} s). Home loaded in {max(home):.2f} s at "
-        f"worst ({len(home)} loads during the runs, each a new tab and a new session of a visitor's browser that "
+        f"worst ({len(home)} loads from the presses on, each a new tab and a new session of a visitor's browser that "
         f"had opened the lab once before; median {percentile(home, 0.5):.2f} s). That first visit, cold, before "
-        f"the class: {', '.join(f'{c:.2f} s' for c in cold)} (mostly the browser compiling Streamlit's scripts).",
+        f"the class: {cold_text(cold)} (mostly the browser compiling Streamlit's scripts). "
+        f"Target: under {HOME_TARGET_S:g} s throughout — "
+        + ("met" if home and max(home) < HOME_TARGET_S and not undrawn else
+           f"NOT met ({sum(1 for h in home if h >= HOME_TARGET_S)} loads at or over it, {undrawn} not drawn in 30 s)")
+        + ".",
         "",
         analysis_line(analysis),
         "",
@@ -118,6 +125,15 @@ def main() -> int:
     print(text)
     args.out.write_text(text)
     return 0
+
+
+def cold_text(cold: list[float | None]) -> str:
+    return ", ".join("not drawn in 30 s" if c is None else f"{c:.2f} s" for c in cold)
+
+
+def worst(run) -> float:
+    """Home's slowest load in one class; infinite when a load was not drawn within 30 s."""
+    return float("inf") if len(run.home_drawn) < len(run.home_s) else max(run.home_drawn)
 
 
 def analysis_line(analysis: list[tuple[str, float, str]]) -> str:

@@ -305,23 +305,34 @@ class Learner:
 @dataclass
 class ClassRun:
     learners: list[Learner]
-    home_s: list[float]  # Home's load times during the run (goto -> its headline drawn)
+    home_s: list[float | None]  # Home's load times from the presses on (goto -> its headline drawn; None: not in 30 s)
     spread_s: float  # first Run press to last
     wall_s: float  # first Run press to the last verdict
-    home_cold_s: float = 0.0  # Home's first load in the visitor's browser, before the class (cold cache)
+    home_cold_s: float | None = None  # Home's first load in the visitor's browser, before the class (cold cache)
+    home_during: int = 0  # how many of home_s started while some verdict was still pending
+
+    @property
+    def home_drawn(self) -> list[float]:
+        """The loads of Home that drew its content (all of them, unless the server was held)."""
+        return [s for s in self.home_s if s is not None]
 
 
-def load_home(context, url: str) -> float:
-    """Seconds from opening Home in a new tab of ``context`` to its content drawn (the 'Start here' section).
+def load_home(context, url: str) -> float | None:
+    """Seconds from opening Home in a new tab of ``context`` to its content drawn (the 'Start here' section),
+    or None when it was not drawn within 30 s.
 
     Each tab is a new Streamlit session: the server runs Home's script for it from the start.
     """
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
     page = context.new_page()
     try:
         started = time.perf_counter()
-        page.goto(url)
+        page.goto(url, timeout=30_000)
         page.get_by_text("Start here").first.wait_for(timeout=30_000)
         return time.perf_counter() - started
+    except PlaywrightTimeout:
+        return None
     finally:
         page.close()
 
@@ -362,12 +373,14 @@ def run_class(browser, url: str, kinds: list[str] = CLASS, home_every_s: float =
             learner.page.evaluate(OBSERVER % (list(VERDICT_TEXTS), QUEUE_TEXT))
         for learner in learners:  # as together as 16 people can: one JS click each, no waiting between
             learner.clicked_at = learner.page.evaluate(CLICK)
-        home_s = []
-        next_home = time.monotonic() + 1.0
+        home_s: list[float | None] = []
+        home_during = 0
+        next_home = time.monotonic()  # the first load at once: the class has only just pressed Run
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if time.monotonic() >= next_home:
                 home_s.append(load_home(visitor, url))
+                home_during += 1
                 next_home = time.monotonic() + home_every_s
             pending = 0
             for learner in learners:
@@ -401,7 +414,8 @@ def run_class(browser, url: str, kinds: list[str] = CLASS, home_every_s: float =
         clicks = [lr.clicked_at for lr in learners]
         ends = [lr.verdict_at for lr in learners if lr.verdict_at is not None]
         return ClassRun(learners, home_s, (max(clicks) - min(clicks)) / 1000,
-                        ((max(ends) if ends else time.time() * 1000) - min(clicks)) / 1000, home_cold_s)
+                        ((max(ends) if ends else time.time() * 1000) - min(clicks)) / 1000, home_cold_s,
+                        home_during)
     finally:
         for context in contexts:
             context.close()
