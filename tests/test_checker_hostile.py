@@ -16,6 +16,10 @@ from hypothesis import strategies as st
 from gpu.sandbox.checker import Refusal, check_source
 
 HEADER = "from numba import cuda, float32, int8\n"
+# A check takes milliseconds; one that evaluated 2 ** 64 ** 64 or built (0,) * 10 ** 9 would take minutes or
+# exhaust memory. The bound tells those apart with room for a loaded machine (a second was exceeded once under
+# a full `make test`), so it never measures this machine's speed.
+BOUNDED_S = 5.0
 
 
 def kernel_file(top: str = "", body: str = "    pass\n", decorator: str = "@cuda.jit") -> str:
@@ -61,7 +65,7 @@ def test_fastmath_and_device_functions_still_pass():
 def test_huge_or_overflowing_constants_are_refused_fast(top):
     start = time.perf_counter()
     r = refused(kernel_file(top=top))
-    assert time.perf_counter() - start < 1.0
+    assert time.perf_counter() - start < BOUNDED_S
     assert r.rule == "constant" and r.line >= 2, r
 
 
@@ -153,7 +157,7 @@ def sources(draw):
     return source
 
 
-@settings(max_examples=300, deadline=1000, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(sources())
 def test_the_checker_is_total_and_bounded_on_generated_sources(source):
     start = time.perf_counter()
@@ -161,16 +165,18 @@ def test_the_checker_is_total_and_bounded_on_generated_sources(source):
         check_source(source, "kernel", 2)
     except Refusal as refusal:
         assert refusal.rule and isinstance(refusal.line, int) and refusal.message
-    assert time.perf_counter() - start < 1.0
+    assert time.perf_counter() - start < BOUNDED_S
 
 
-@settings(max_examples=200, deadline=1000)
+@settings(max_examples=200, deadline=None)
 @given(st.binary(max_size=400))
 def test_the_checker_is_total_on_arbitrary_bytes(raw):
+    start = time.perf_counter()
     try:
         check_source(raw.decode("utf-8", "surrogateescape"), "kernel", 2)
     except Refusal:
         pass
+    assert time.perf_counter() - start < BOUNDED_S
 
 
 # The simulator's rewrite owns its names and runs every barrier: forms that would hide either are refused here too.

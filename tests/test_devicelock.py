@@ -180,8 +180,8 @@ def test_a_killed_holder_releases_the_lock(tmp_path):
         proc.send_signal(signal.SIGKILL)
         proc.wait(10)
         started = time.monotonic()
-        with lock.hold("survivor"):
-            assert time.monotonic() - started < 2.0
+        with lock.hold("survivor"):  # at once, not after the holder's 60 s sleep (room for a loaded machine)
+            assert time.monotonic() - started < 30.0
     finally:
         if proc.poll() is None:
             proc.kill()
