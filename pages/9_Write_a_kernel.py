@@ -5,6 +5,7 @@ import streamlit as st
 import gpu
 from gpu.catalog.base import PageLink
 from gpu.problems import problems
+from gpu.sandbox.judging import keep_warm
 from ui.components.code_editor import available as code_editor_available
 from ui.frame import frame
 from ui.learner import who
@@ -41,6 +42,8 @@ device = frame(
 )
 status = cached_sandbox_status(gpu.BACKEND.simulated)
 accepting = sandbox_notice(status)
+if accepting:  # the next judge's process started ahead (the simulator only): a verdict in a fraction of a second
+    keep_warm(sandbox=status)
 # Who you are and how far you got: "you" on your own machine, the name picked in the sidebar on a class's demo
 me = who()
 if me.needs_name:

@@ -283,3 +283,75 @@ def test_a_second_compile_of_the_same_key_waits_for_the_first():
     once.release("k")
     second.join()
     assert waited == [False] and once.claim("k", wait_s=0)  # after it ended, the key is free again
+
+
+def test_an_analysis_waits_until_no_judge_is_queued_or_holding_the_queue():
+    judges = fairness.JudgesFirst()
+    order, told = [], []
+    first_in, release_first, release_second = threading.Event(), threading.Event(), threading.Event()
+
+    def judge(name, entered, release):
+        with judges.judging():
+            entered.set()
+            release.wait(5)
+            order.append(f"{name} verdict")
+
+    def analysis():
+        judges.wait_clear(told.append, poll_s=0.05)
+        order.append("analysis")
+
+    second_in = threading.Event()
+    threads = [threading.Thread(target=judge, args=("first", first_in, release_first)),
+               threading.Thread(target=judge, args=("second", second_in, release_second))]
+    for t in threads:
+        t.start()
+    first_in.wait(5)
+    second_in.wait(5)
+    waiting = threading.Thread(target=analysis)
+    waiting.start()
+    release_first.set()
+    threads[0].join()
+    time.sleep(0.2)
+    assert "analysis" not in order  # one judge still counted
+    release_second.set()
+    for t in (threads[1], waiting):
+        t.join(5)
+    assert order == ["first verdict", "second verdict", "analysis"]
+    assert told and told[0] == 2 and judges.pending() == 0
+
+
+def test_a_judge_that_yielded_its_turn_no_longer_holds_the_analyses():
+    judges, lock, lane = fairness.JudgesFirst(), threading.Lock(), threading.BoundedSemaphore(1)
+    finished = threading.Event()
+
+    def never_ending_judge():
+        with judges.judging() as done, fairness.TimeSlice(held(lock), quantum_s=0.1, lane=lane, on_yield=done):
+            finished.wait(5)
+
+    t = threading.Thread(target=never_ending_judge)
+    t.start()
+    time.sleep(0.05)
+    assert judges.pending() == 1
+    judges.wait_clear(poll_s=0.05)  # returns once the quantum passed: the judge runs on beside the queue
+    assert t.is_alive() and judges.pending() == 0
+    finished.set()
+    t.join(5)
+    assert judges.pending() == 0  # done() is idempotent: not counted below zero
+
+
+def test_a_child_past_its_quantum_lowers_its_own_priority():
+    """gpu.sandbox.child.lower_priority_after: the main thread's nice value, from a timer thread."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import os, time\n"
+            "from gpu.sandbox.child import lower_priority_after\n"
+            "lower_priority_after(0.1)\n"
+            "before = os.getpriority(os.PRIO_PROCESS, os.getpid())\n"
+            "time.sleep(0.5)\n"
+            "print(before, os.getpriority(os.PRIO_PROCESS, os.getpid()))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    before, after = map(int, out.stdout.split())
+    assert after == 19 and before < 19, out.stdout

@@ -29,7 +29,7 @@ def vector_add(a, b, out):
         out[i] = a[i] + b[i]
 """
 COUNTER = textwrap.dedent("""
-    import atexit, os, runpy, sys
+    import os, runpy, sys
     import gpu.sandbox.checker as c
     calls = [0]
     original = c.check_source
@@ -37,7 +37,11 @@ COUNTER = textwrap.dedent("""
         calls[0] += 1
         return original(*args, **kwargs)
     c.check_source = counting
-    atexit.register(lambda: os.write(2, f"\\nCHECKS={calls[0]}\\n".encode()))
+    real_exit = os._exit
+    def reporting_exit(code):  # the child ends by os._exit once its answer is written: atexit never runs
+        os.write(2, f"\\nCHECKS={calls[0]}\\n".encode())
+        real_exit(code)
+    os._exit = reporting_exit
     module = sys.argv[1]
     sys.argv = [module, *sys.argv[2:]]
     runpy.run_module(module, run_name="__main__", alter_sys=True)
@@ -142,7 +146,7 @@ def test_memory_limit_from_the_environment(monkeypatch):
 
 
 def test_every_waiting_judge_gives_its_verdict_before_an_earlier_analysis(tmp_path, monkeypatch):
-    """A class presses Run together: the first learner's analysis (facts, trace) queues behind the judges already
+    """A class presses Run together: the first learner's analysis (facts, trace) waits for the judges already
     waiting, and each learner's verdict reaches the page (``Queueing.on_verdict``) before its own analysis starts."""
     import threading
     import time
@@ -160,9 +164,8 @@ def test_every_waiting_judge_gives_its_verdict_before_an_earlier_analysis(tmp_pa
         with lock:
             if source == "A":
                 b_queued.wait(10)  # B arrives while A's judge runs
-            else:  # a judge takes a while: A's analysis queues meanwhile
-                while fifo.waiting < 1 and time.monotonic() < deadline:
-                    time.sleep(0.01)
+            else:  # a judge takes a while: A's analysis, were it not for the judges first, would queue meanwhile
+                time.sleep(0.3)
             events.append(f"{source} judged")
         return Verdict(problem=problem, status="wrong", backend="simulator", message="", threads_per_block=64)
 
@@ -195,7 +198,62 @@ def test_every_waiting_judge_gives_its_verdict_before_an_earlier_analysis(tmp_pa
     b_queued.set()
     a.join(30)
     b.join(30)
-    assert events == ["A judged", "A shown", "B judged", "B shown", "A analysed", "B analysed"], events
+    # both analyses wait until no judge is left, then queue together (in either order)
+    assert events[:4] == ["A judged", "A shown", "B judged", "B shown"], events
+    assert sorted(events[4:]) == ["A analysed", "B analysed"], events
+
+
+def test_an_analysis_whose_turn_comes_gives_it_to_a_judge_that_queued_behind_it(tmp_path):
+    """Someone else's run holds the queue; an analysis queues; then a learner presses Run. When the run ends, the
+    analysis's turn comes first by the lock's order, and it hands the turn to the judge (fairness.judges_first)."""
+    import threading
+    import time
+    from contextlib import contextmanager
+
+    from gpu.sandbox import fairness
+    from gpu.service.devicelock import FileFifoLock
+
+    fifo = FileFifoLock("cpu", tmp_path / "locks", poll_s=0.01, queue_poll_s=0.01)
+    judges = fairness.JudgesFirst()
+    events: list[str] = []
+
+    @contextmanager
+    def held(label):
+        with fifo.hold(label):
+            yield
+
+    other_started, other_ends = threading.Event(), threading.Event()
+
+    def someone_elses_run():
+        with held("a CPU benchmark"):
+            other_started.set()
+            other_ends.wait(10)
+            events.append("run ends")
+
+    def analysis():
+        with fairness.judges_first(lambda: held("analysis"), judges=judges):
+            events.append("analysed")
+
+    def judge():
+        with judges.judging(), held("judge"):
+            events.append("judged")
+
+    threads = [threading.Thread(target=someone_elses_run)]
+    threads[0].start()
+    other_started.wait(5)
+    threads.append(threading.Thread(target=analysis))
+    threads[1].start()
+    deadline = time.monotonic() + 10
+    while fifo.waiting < 1 and time.monotonic() < deadline:  # the analysis is in the queue
+        time.sleep(0.01)
+    threads.append(threading.Thread(target=judge))
+    threads[2].start()
+    while fifo.waiting < 2 and time.monotonic() < deadline:  # and the judge behind it
+        time.sleep(0.01)
+    other_ends.set()
+    for t in threads:
+        t.join(10)
+    assert events == ["run ends", "judged", "analysed"], events
 
 
 def test_a_submission_is_one_value_its_trace_joined_by_building_a_new_one():

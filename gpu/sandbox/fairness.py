@@ -8,18 +8,25 @@ limit (measured: two 20-second time-outs sat ahead of most of a class of 16). Tw
   (a second tab's Run is refused until the first verdict), so the queue takes the learners in
   turn, round-robin, however fast one of them presses Run.
 - ``TimeSlice``: in the simulator, a judge holds the lock for at most ``QUANTUM_S``; a judge still
-  running then keeps running (its limits still apply) in a background lane of ``LANE_SLOTS``
-  children, and the lock goes to the next learner. The analysis after a verdict (compiler's facts
-  and trace) holds the queue the same way, so a compile slowed by a busy machine does not hold
-  the judges behind it. Most judges end well inside the quantum, so they
+  running then keeps running (its limits still apply, at the lowest CPU priority: ``gpu.sandbox.child``)
+  in a background lane of ``LANE_SLOTS`` children, and the lock goes to the next learner. The analysis
+  after a verdict (compiler's facts and trace) holds the queue the same way, so a compile slowed by a
+  busy machine does not hold the judges behind it. Most judges end well inside the quantum, so they
   run one at a time as before; only the long ones (a loop that never ends, a memory hog) overlap.
   On a GPU nothing yields: the lock keeps the device to one kernel so its timing is fair.
+- ``JudgesFirst`` / ``judges_first``: an analysis queues for the lock only when no judge of this
+  process is queued or holding it, and when its turn comes while a judge has queued behind it, it
+  gives the turn back and waits again. In a class, the first verdicts' analyses otherwise queued
+  ahead of the judges of learners who pressed Run a moment later, each holding the queue for its
+  whole quantum (a compile is about 2.7 s of CPU): verdicts waited behind facts. (Judges and
+  analyses of other app processes on the host still queue in plain turn, by the lock files.)
 """
 
 from __future__ import annotations
 
 import threading
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 
 QUANTUM_S = 2.0  # a judge of the problem set takes about 0.5 s here when the machine is quiet
 LANE_SLOTS = 4  # judges and analyses that may run past their quantum at once (each bounded by its wall-clock limit)
@@ -64,10 +71,11 @@ class TimeSlice(AbstractContextManager):
     (if still held) and the lane slot. ``yielded`` says whether the judge gave up its turn."""
 
     def __init__(self, lock: AbstractContextManager, quantum_s: float = QUANTUM_S,
-                 lane: threading.BoundedSemaphore | None = None):
+                 lane: threading.BoundedSemaphore | None = None, on_yield: Callable[[], None] | None = None):
         self._lock = lock
         self._quantum_s = quantum_s
         self._lane = lane if lane is not None else _LANE
+        self._on_yield = on_yield
         self._mutex = threading.Lock()
         self._held = False
         self._timer: threading.Timer | None = None
@@ -87,6 +95,8 @@ class TimeSlice(AbstractContextManager):
                 return  # finished meanwhile, or the lane is full: keep the turn
             self.yielded = True
             self._release()
+        if self._on_yield is not None:
+            self._on_yield()
 
     def _release(self) -> None:  # under self._mutex
         if self._held:
@@ -103,4 +113,69 @@ class TimeSlice(AbstractContextManager):
         return None
 
 
-__all__ = ["GATE", "LANE_SLOTS", "QUANTUM_S", "LearnerBusy", "LearnerGate", "TimeSlice"]
+class JudgesFirst:
+    """How many judges of this process are queued or holding the queue; an analysis waits until there are none."""
+
+    def __init__(self) -> None:
+        self._count = 0
+        self._changed = threading.Condition()
+
+    @contextmanager
+    def judging(self) -> Iterator[Callable[[], None]]:
+        """Count one judge while inside; yields ``done``, which stops counting it early (a judge that yielded its
+        turn: ``TimeSlice(on_yield=done)``). Idempotent."""
+        counted = [True]
+
+        def done() -> None:
+            with self._changed:
+                if counted[0]:
+                    counted[0] = False
+                    self._count -= 1
+                    self._changed.notify_all()
+
+        with self._changed:
+            self._count += 1
+        try:
+            yield done
+        finally:
+            done()
+
+    def pending(self) -> int:
+        with self._changed:
+            return self._count
+
+    def wait_clear(self, on_wait: Callable[[int], None] | None = None, poll_s: float = 1.0) -> None:
+        """Return once no judge is counted; meanwhile ``on_wait(judges)`` every ``poll_s`` (it may raise to leave)."""
+        while True:
+            with self._changed:
+                count = self._count
+                if not count:
+                    return
+            if on_wait is not None:
+                on_wait(count)
+            with self._changed:
+                if self._count:
+                    self._changed.wait(poll_s)
+
+
+JUDGES = JudgesFirst()  # one per process, like GATE
+
+
+@contextmanager
+def judges_first(lock: Callable[[], AbstractContextManager], on_wait: Callable[[int], None] | None = None, *,
+                 time_sliced: bool = False, judges: JudgesFirst | None = None) -> Iterator[None]:
+    """Hold a fresh ``lock()`` for an analysis once no judge is counted, giving the turn back (and waiting again)
+    whenever a judge was counted by the time it came; ``time_sliced``: held as a ``TimeSlice``."""
+    judges = judges if judges is not None else JUDGES
+    while True:
+        judges.wait_clear(on_wait)
+        held = TimeSlice(lock()) if time_sliced else lock()
+        with held:
+            if judges.pending():  # a judge queued while this analysis waited for its turn: the judge goes first
+                continue
+            yield
+            return
+
+
+__all__ = ["GATE", "JUDGES", "LANE_SLOTS", "QUANTUM_S", "JudgesFirst", "LearnerBusy", "LearnerGate", "TimeSlice",
+           "judges_first"]

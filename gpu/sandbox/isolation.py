@@ -425,80 +425,130 @@ def _drain(stream, cap: int, sink: list, over: list) -> None:
         kept += len(chunk)
 
 
+class Started:
+    """A child started the way a submission runs (sandbox, cgroups, a private work folder, its pipes drained by
+    this process up to their caps) and not yet sent its request: ``finish`` sends it and waits; ``discard`` ends a
+    child that will never be used. Each is one process for one submission, never reused."""
+
+    def __init__(self, argv: list[str], limits: Limits, simulated: bool, sandbox: SandboxStatus):
+        self.limits = limits
+        self.simulated = simulated
+        self._workdir = tempfile.mkdtemp(prefix="kernel-lab-submission-")
+        self._cgroup = PidsCgroup.create(limits.tasks)
+        self._memory = MemoryCgroup.create(limits.memory_bytes)
+        self._out: list[bytes] = []
+        self._err: list[bytes] = []
+        self._over: list[bool] = []
+        self._err_over: list[bool] = []
+        self._done = False
+        try:
+            binary = bwrap_binary() if sandbox.works else None
+            if sandbox.works and binary is None:  # it worked when probed: never run unsandboxed in its place
+                raise RuntimeError("the bubblewrap binary that worked is gone")
+            prefix = bwrap_prefix(binary, not simulated) if binary is not None else []
+            env = child_env(simulated, "/tmp" if sandbox.works else self._workdir)
+            cgroups = [c.path for c in (self._cgroup, self._memory) if c is not None]
+            self.proc = subprocess.Popen(
+                wrap_in_cgroups([*prefix, *argv], cgroups),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                cwd=self._workdir,
+                env=env,
+                start_new_session=True,
+            )
+        except BaseException:
+            self._cleanup()
+            raise
+        self._readers = [
+            threading.Thread(target=_drain, args=(self.proc.stdout, limits.output_bytes, self._out, self._over),
+                             daemon=True),
+            threading.Thread(target=_drain, args=(self.proc.stderr, limits.stderr_bytes, self._err, self._err_over),
+                             daemon=True),
+        ]
+        for r in self._readers:
+            r.start()
+
+    def alive(self) -> bool:
+        """Still waiting for its request (a spare that died meanwhile must not be used)."""
+        return not self._done and self.proc.poll() is None
+
+    def finish(self, stdin: bytes) -> dict:
+        """Send the request, wait up to the wall-clock limit (counted from now), end the whole process group, clean
+        up. Returns {"rc", "stdout", "stderr", "timed_out", "output_over", "wall_s", "memory_exceeded",
+        "memory_bound"} (``memory_bound``: which memory limit applied, in words)."""
+        if self._done:
+            raise RuntimeError("a started child runs one request")
+        self._done = True
+        started = time.perf_counter()
+        timed_out = False
+        try:
+            try:
+                if self.proc.stdin is not None:  # always (stdin=PIPE); the check is for the type checker
+                    self.proc.stdin.write(stdin)
+                    self.proc.stdin.close()
+            except BrokenPipeError:
+                pass
+            try:
+                self.proc.wait(timeout=self.limits.wall_s)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+            finally:
+                self._kill()
+            for r in self._readers:
+                r.join(timeout=5)
+        finally:
+            exceeded = self._memory.exceeded() if self._memory else False
+            self._cleanup()
+        return {
+            "rc": self.proc.returncode,
+            "stdout": b"".join(self._out),
+            "stderr": b"".join(self._err),
+            "timed_out": timed_out,
+            "output_over": bool(self._over),
+            "wall_s": time.perf_counter() - started,
+            "memory_exceeded": exceeded,
+            "memory_bound": _memory_text([self._memory.describe()] if self._memory else [], self.limits,
+                                         self.simulated),
+        }
+
+    def discard(self) -> None:
+        """End a child that was never sent a request, and clean up after it."""
+        if self._done:
+            return
+        self._done = True
+        try:
+            self._kill()
+        finally:
+            self._cleanup()
+
+    def _kill(self) -> None:
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)  # the group: anything it started dies with it
+        except ProcessLookupError:
+            pass
+        self.proc.wait()
+
+    def _cleanup(self) -> None:
+        if self._cgroup:
+            self._cgroup.remove()
+        if self._memory:
+            self._memory.remove()
+        shutil.rmtree(self._workdir, ignore_errors=True)
+
+
+def start(argv: list[str], limits: Limits, simulated: bool, sandbox: SandboxStatus) -> Started:
+    """Start ``argv`` (a python command line) the way a submission runs, without its request yet."""
+    return Started(argv, limits, simulated, sandbox)
+
+
 def run_argv(argv: list[str], stdin: bytes, limits: Limits, simulated: bool, sandbox: SandboxStatus) -> dict:
     """Run ``argv`` (a python command line) the way a submission runs: sandbox, limits, caps, timeout.
 
-    Returns {"rc", "stdout", "stderr", "timed_out", "output_over", "wall_s", "memory_exceeded", "memory_bound"}
-    (``memory_bound``: which memory limit applied, in words). Used for the
-    child harness, and by the tests to show the sandbox contains code the checker would refuse.
+    Returns ``Started.finish``'s dict. Used for the child harness, and by the tests to show the sandbox contains
+    code the checker would refuse.
     """
-    workdir = tempfile.mkdtemp(prefix="kernel-lab-submission-")
-    cgroup = PidsCgroup.create(limits.tasks)
-    memory = MemoryCgroup.create(limits.memory_bytes)
-    cgroups = [c.path for c in (cgroup, memory) if c is not None]
-    binary = bwrap_binary() if sandbox.works else None
-    if sandbox.works and binary is None:  # it worked when probed: never run unsandboxed in its place
-        raise RuntimeError("the bubblewrap binary that worked is gone")
-    prefix = bwrap_prefix(binary, not simulated) if binary is not None else []
-    env = child_env(simulated, "/tmp" if sandbox.works else workdir)
-    started = time.perf_counter()
-    out: list[bytes] = []
-    err: list[bytes] = []
-    over: list[bool] = []
-    err_over: list[bool] = []
-    try:
-        command = [*prefix, *argv]
-        proc = subprocess.Popen(
-            wrap_in_cgroups(command, cgroups),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            cwd=workdir,
-            env=env,
-            start_new_session=True,
-        )
-        readers = [
-            threading.Thread(target=_drain, args=(proc.stdout, limits.output_bytes, out, over), daemon=True),
-            threading.Thread(target=_drain, args=(proc.stderr, limits.stderr_bytes, err, err_over), daemon=True),
-        ]
-        for r in readers:
-            r.start()
-        try:
-            if proc.stdin is not None:  # always (stdin=PIPE); the check is for the type checker
-                proc.stdin.write(stdin)
-                proc.stdin.close()
-        except BrokenPipeError:
-            pass
-        timed_out = False
-        try:
-            proc.wait(timeout=limits.wall_s)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-        finally:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)  # the group: anything it started dies with it
-            except ProcessLookupError:
-                pass
-            proc.wait()
-        for r in readers:
-            r.join(timeout=5)
-    finally:
-        exceeded = memory.exceeded() if memory else False
-        if cgroup:
-            cgroup.remove()
-        if memory:
-            memory.remove()
-        shutil.rmtree(workdir, ignore_errors=True)
-    return {
-        "rc": proc.returncode,
-        "stdout": b"".join(out),
-        "stderr": b"".join(err),
-        "timed_out": timed_out,
-        "output_over": bool(over),
-        "wall_s": time.perf_counter() - started,
-        "memory_exceeded": exceeded,
-        "memory_bound": _memory_text([memory.describe()] if memory else [], limits, simulated),
-    }
+    return start(argv, limits, simulated, sandbox).finish(stdin)
 
 
 __all__ = [
@@ -510,6 +560,7 @@ __all__ = [
     "PidsCgroup",
     "ROOT",
     "SandboxStatus",
+    "Started",
     "bwrap_binary",
     "bwrap_prefix",
     "child_env",
@@ -517,5 +568,6 @@ __all__ = [
     "memory_bound_here",
     "run_argv",
     "sandbox_status",
+    "start",
     "wrap_in_cgroups",
 ]

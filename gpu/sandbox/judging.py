@@ -32,6 +32,7 @@ from gpu.sandbox.protocol import (
     read_verdict,
 )
 from gpu.sandbox.verdict import Verdict
+from gpu.sandbox.warm import KEEPER
 
 
 def _sandbox_refusal(problem: str, backend: str, message: str, rule: str = "sandbox") -> Verdict:
@@ -84,7 +85,8 @@ def judge_in_child(
     sandbox: SandboxStatus | None = None,
     lock=None,
 ) -> Verdict:
-    """One submission from start to verdict: a fresh sandboxed process under the device lock. Never raises."""
+    """One submission from start to verdict: a fresh sandboxed process under the device lock (in the simulator,
+    started ahead of it when the app keeps a spare: ``gpu.sandbox.warm``). Never raises."""
     if simulated is None:
         from gpu.core.backend import BACKEND
 
@@ -100,8 +102,11 @@ def judge_in_child(
     if refused is not None:  # no process at all for a source the checker refuses (the child checks again)
         return refused
     with lock if lock is not None else nullcontext():
-        run = isolation.run_argv(child_argv(limits, simulated), judge_request(problem, source), limits, simulated,
-                                 sandbox)
+        request = judge_request(problem, source)
+        if KEEPER.enabled and simulated:  # on a GPU no second process starts beside a timed kernel
+            run = KEEPER.take(child_argv(limits, simulated, warm=True), limits, simulated, sandbox).finish(request)
+        else:
+            run = isolation.run_argv(child_argv(limits, simulated), request, limits, simulated, sandbox)
     verdict = interpret(run, problem, backend, limits)
     return replace(
         verdict,
@@ -110,6 +115,23 @@ def judge_in_child(
         + f"; {run['memory_bound']}",
         wall_s=run["wall_s"],
     )
+
+
+def keep_warm(limits: Limits | None = None, sandbox: SandboxStatus | None = None) -> bool:
+    """From now on keep a judge's process started ahead (``gpu.sandbox.warm``), and start one now: for a server
+    (Write a kernel calls it on every run; cheap once a spare waits). The simulator only: on a GPU a second
+    process never starts beside a timed kernel. Returns whether a spare is kept."""
+    from gpu.core.backend import BACKEND
+
+    if not BACKEND.simulated:
+        return False
+    limits = limits or Limits.from_env()
+    sandbox = sandbox or isolation.sandbox_status(True)
+    if not sandbox.accepts:
+        return False
+    KEEPER.enable()
+    KEEPER.prime(child_argv(limits, True, warm=True), limits, True, sandbox)
+    return True
 
 
 def analyse_in_child(

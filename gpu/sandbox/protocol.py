@@ -22,11 +22,14 @@ from gpu.sandbox.verdict import Verdict
 
 ANALYSIS_OUTPUT_BYTES = 4 << 20  # a trace's report carries the access picture (up to ~3 MB of JSON)
 CHILD_MODULE = "gpu.sandbox.child"
+WARM_JUDGE = "warm-judge"  # = gpu.sandbox.child.WARM_JUDGE (the child cannot import this module)
 
 
-def child_argv(limits: Limits, simulated: bool) -> list[str]:
-    """The child's command line: this Python, the child module and the limits it applies to itself."""
-    return [sys.executable, "-m", CHILD_MODULE, json.dumps(limits.for_child(simulated))]
+def child_argv(limits: Limits, simulated: bool, warm: bool = False) -> list[str]:
+    """The child's command line: this Python, the child module and the limits it applies to itself; ``warm``: a
+    judge started before its request, which imports the lab while it waits (``gpu.sandbox.warm``)."""
+    limits_json = json.dumps(limits.for_child(simulated))
+    return [sys.executable, "-m", CHILD_MODULE, limits_json, *([WARM_JUDGE] if warm else [])]
 
 
 def judge_request(problem: str, source: str) -> bytes:

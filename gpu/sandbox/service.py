@@ -97,12 +97,14 @@ class Submission:
 @dataclass(frozen=True)
 class Queueing:
     """How one submission waits its turn, in one value: the lock its judge holds, the lock its analysis queues for
-    again (made when the analysis starts, so it queues behind the judges waiting then), and who hears of the verdict
-    before the analysis queues. A lock left None is this host's device then CPU lock (``default_locks``)."""
+    again (made once no judge of this process is queued or holding the queue: ``fairness.JudgesFirst``), who hears
+    of the verdict before the analysis queues, and who hears how many judges the analysis waits for. A lock left
+    None is this host's device then CPU lock (``default_locks``)."""
 
     judge_lock: Callable[[], AbstractContextManager[Any]] | None = None
     analysis_lock: Callable[[], AbstractContextManager[Any]] | None = None
     on_verdict: Callable[[Submission], None] | None = None
+    on_judges: Callable[[int], None] | None = None  # told, each second, how many judges an analysis waits for
 
 
 HOST_QUEUE = Queueing()  # this host's locks, no one told of the verdict early
@@ -127,7 +129,7 @@ def judge(
     simulator it is held for at most ``fairness.QUANTUM_S`` of a long judge (``fairness.TimeSlice``).
     """
     from gpu.core.backend import BACKEND
-    from gpu.sandbox.fairness import GATE, TimeSlice
+    from gpu.sandbox.fairness import GATE, JUDGES, TimeSlice
 
     problem = get(problem_key)
     admit_problem(problem, BACKEND.simulated)
@@ -137,9 +139,10 @@ def judge(
         lock = (
             queueing.judge_lock() if queueing.judge_lock is not None else default_locks(f"write-a-kernel {problem.key}")
         )
-        if BACKEND.simulated:  # on a GPU the device stays one kernel's while it is timed
-            lock = TimeSlice(lock)
-        verdict = judging.judge_in_child(problem.key, source, limits=limits, sandbox=sandbox, lock=lock)
+        with JUDGES.judging() as done:  # analyses wait for this judge's turn to end (fairness.JudgesFirst)
+            if BACKEND.simulated:  # on a GPU the device stays one kernel's while it is timed
+                lock = TimeSlice(lock, on_yield=done)
+            verdict = judging.judge_in_child(problem.key, source, limits=limits, sandbox=sandbox, lock=lock)
     finally:
         if learner is not None:
             GATE.leave(learner.key)
@@ -193,16 +196,18 @@ def analyse(
         verdict.compile_facts, verdict.compile_facts_note, verdict.compile_facts_status = known
     report = None
     if trace or (want_facts and known is None):
-        # NVVM and the trace's simulator are CPU work: they queue again, behind the judges waiting now
-        again = (
-            queueing.analysis_lock()
-            if queueing.analysis_lock is not None
-            else default_locks(f"write-a-kernel {problem.key} analysis", device=BACKEND.simulated)
-        )
-        if BACKEND.simulated:  # a slow compile yields the judges' queue after its quantum, as a long judge does
-            from gpu.sandbox.fairness import TimeSlice
+        # NVVM and the trace's simulator are CPU work: they queue again, verdicts first (fairness.judges_first)
+        from gpu.sandbox.fairness import judges_first
 
-            again = TimeSlice(again)
+        def lock() -> AbstractContextManager[Any]:
+            return (
+                queueing.analysis_lock()
+                if queueing.analysis_lock is not None
+                else default_locks(f"write-a-kernel {problem.key} analysis", device=BACKEND.simulated)
+            )
+
+        # in the simulator a slow compile yields the judges' queue after its quantum, as a long judge does
+        again = judges_first(lock, queueing.on_judges, time_sliced=BACKEND.simulated)
         analysis_sandbox = sandbox if sandbox is not None and BACKEND.simulated else isolation.sandbox_status(True)
         compiling = False  # whether this analysis compiles the key (others of it wait for its facts)
         with again:

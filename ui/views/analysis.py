@@ -85,7 +85,8 @@ class AnalysisJob:
         from gpu.sandbox.service import Queueing, analyse
 
         try:
-            self.trace = analyse(self.problem, self.source, self.verdict, queueing=Queueing(analysis_lock=self._relock),
+            queueing = Queueing(analysis_lock=self._relock, on_judges=self._waiting)  # verdicts first, then its turn
+            self.trace = analyse(self.problem, self.source, self.verdict, queueing=queueing,
                                  trace_test=self.trace_test, attempt_id=self.attempt_id)
             self.state = "done"
         except Cancelled:

@@ -1,0 +1,155 @@
+"""A judge's process started before its submission: the next one is always past Python's start and the lab's imports.
+
+A judge in a fresh sandboxed child takes about 0.5 s here, of which about 0.4 s is the child importing the lab
+(numba, NumPy, the simulator) before it reads its request. A long-running server (the app) keeps such children
+started ahead, one per core up to 4 (``default_spares``): ``take`` hands out the oldest and asks for another at
+once, so the spares' imports run on the other cores while one judge holds the queue, and the judges behind it
+find their processes ready. (Cold, each judge held the queue through its own imports: one core did all of it.)
+
+Nothing about isolation changes: each submission still gets a process, a sandbox, cgroups and a work folder of
+its own, used once and ended (``isolation.Started``); the spare holds no learner's code or seed until its request
+is sent; its wall-clock limit counts from then. A spare whose limits, settings or sandbox no longer match the
+request's is ended and replaced; one that died meanwhile is replaced. The CLI (one judge, then exit) keeps none:
+``KEEPER`` is switched on by the app (``judging.keep_warm``) and ends its spare at exit.
+
+Spares are started by one thread that lives as long as the process (``_starter``), never by the thread that
+asks: bubblewrap's ``--die-with-parent`` is the kernel's parent-death signal, which follows the *thread* that
+started the process, and Streamlit runs every script run in a thread that ends with it. (Started from a page's
+thread, a class's spares were killed by SIGKILL as soon as the page run that started them ended.)
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import queue
+import threading
+
+from gpu.sandbox import isolation
+from gpu.sandbox.isolation import Limits, SandboxStatus
+
+
+def default_spares() -> int:
+    """As many spares as this machine has cores, up to 4: a queue of judges then imports on every core while the
+    one holding the queue judges (one spare overlapped only the next judge's imports with this judge's few tens
+    of milliseconds); each waiting spare holds about 150 MB."""
+    return max(1, min(4, os.cpu_count() or 1))
+
+
+class SpareKeeper:
+    """Up to ``capacity`` started, unused judge children (for the command line and sandbox last asked for); off
+    until ``enable``."""
+
+    def __init__(self, capacity: int | None = None) -> None:
+        self.capacity = capacity if capacity is not None else default_spares()
+        self._spares: list[tuple[tuple, isolation.Started]] = []
+        self._mutex = threading.Lock()
+        self._enabled = False
+        self._asks: queue.Queue = queue.Queue()
+        self._starter: threading.Thread | None = None
+
+    @property
+    def enabled(self) -> bool:
+        return self._enabled
+
+    def enable(self) -> None:
+        with self._mutex:
+            if self._enabled:
+                return
+            self._enabled = True
+            if self._starter is None:
+                self._starter = threading.Thread(target=self._start_spares, name="kernel-lab-spare-starter",
+                                                 daemon=True)
+                self._starter.start()
+                atexit.register(self.close)
+
+    @staticmethod
+    def _key(argv: list[str], simulated: bool, sandbox: SandboxStatus) -> tuple:
+        # the child's environment (the simulator and its tier, CUDA's variables) is part of what it was started as
+        env = tuple(sorted(isolation.child_env(simulated, "").items()))
+        return (tuple(argv), env, simulated, sandbox.works, sandbox.how)
+
+    def _sort(self, key: tuple) -> tuple[list[isolation.Started], list[isolation.Started]]:
+        """Under the mutex: keep the live spares started for ``key`` (oldest first), return them, and take out the
+        rest (started for other limits or settings, or died while they waited) for the caller to end."""
+        fit = [child for k, child in self._spares if k == key and child.alive()]
+        unfit = [child for k, child in self._spares if not (k == key and child.alive())]
+        self._spares = [(key, child) for child in fit]
+        return fit, unfit
+
+    def _pop(self, key: tuple) -> isolation.Started | None:
+        """The oldest live spare started for ``key``, if any; every spare that does not fit is ended."""
+        with self._mutex:
+            fit, unfit = self._sort(key)
+            spare = self._spares.pop(0)[1] if fit else None
+        for old in unfit:
+            old.discard()
+        return spare
+
+    def take(self, argv: list[str], limits: Limits, simulated: bool, sandbox: SandboxStatus) -> isolation.Started:
+        """A started child for this command line (the oldest spare when one fits, else a new one, started here:
+        this thread waits for it), and, when enabled, its replacement asked for."""
+        key = self._key(argv, simulated, sandbox)
+        child = self._pop(key) or isolation.start(argv, limits, simulated, sandbox)
+        if self._enabled:
+            self._asks.put((key, argv, limits, simulated, sandbox))
+        return child
+
+    def prime(self, argv: list[str], limits: Limits, simulated: bool, sandbox: SandboxStatus) -> None:
+        """Have ``capacity`` spares for this command line waiting (a page calls it on every run: cheap when they
+        do)."""
+        if not self._enabled:
+            return
+        key = self._key(argv, simulated, sandbox)
+        with self._mutex:
+            ready = sum(1 for k, child in self._spares if k == key and child.alive())
+        for _ in range(self.capacity - ready):
+            self._asks.put((key, argv, limits, simulated, sandbox))
+
+    def settle(self) -> None:
+        """Wait until every spare asked for so far has been started (or found not needed): for tests."""
+        self._asks.join()
+
+    def _start_spares(self) -> None:
+        while True:
+            key, argv, limits, simulated, sandbox = self._asks.get()
+            try:
+                self._start_one(key, argv, limits, simulated, sandbox)
+            finally:
+                self._asks.task_done()
+
+    def _start_one(self, key: tuple, argv: list[str], limits: Limits, simulated: bool,
+                   sandbox: SandboxStatus) -> None:
+        with self._mutex:
+            fit, unfit = self._sort(key)
+        for old in unfit:
+            old.discard()
+        if not self._enabled or len(fit) >= self.capacity:
+            return  # asked more than once (every page run asks), or closed meanwhile
+        try:
+            fresh = isolation.start(argv, limits, simulated, sandbox)
+        except (OSError, RuntimeError):  # no spare this time: the next take starts its own child
+            return
+        with self._mutex:
+            keep = self._enabled and len(self._spares) < self.capacity
+            if keep:
+                self._spares.append((key, fresh))
+        if not keep:
+            fresh.discard()  # closed meanwhile
+
+    def spares(self) -> int:
+        with self._mutex:
+            return len(self._spares)
+
+    def close(self) -> None:
+        """End every spare and keep none from now on (at exit; in tests). The starter thread stays, idle."""
+        with self._mutex:
+            held, self._spares = self._spares, []
+            self._enabled = False
+        for _, child in held:
+            child.discard()
+
+
+KEEPER = SpareKeeper()  # one per process: the sessions of one server share it
+
+__all__ = ["KEEPER", "SpareKeeper", "default_spares"]

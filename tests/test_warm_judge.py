@@ -1,0 +1,170 @@
+"""A judge's process started ahead of its submission (gpu/sandbox/warm.py): the same verdicts, a fresh process
+per submission, never a spare started for other limits, a dead spare replaced, nothing left at close."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import pytest
+
+from gpu.sandbox import judging
+from gpu.sandbox.isolation import Limits, SandboxStatus, sandbox_status
+from gpu.sandbox.protocol import analysis_request, child_argv, judge_request, read_verdict
+from gpu.sandbox.warm import SpareKeeper
+
+OFF = SandboxStatus(False, "none", "switched off for this test", False)
+LIMITS = Limits(wall_s=60.0, cpu_s=60)
+GOOD = """from numba import cuda
+
+@cuda.jit
+def vector_add(a, b, out):
+    i = cuda.grid(1)
+    if i < a.size:
+        out[i] = a[i] + b[i]
+"""
+WRONG = GOOD.replace("if i < a.size:", "if i < a.size - 1:")
+
+
+@pytest.fixture
+def keeper(monkeypatch):
+    kept = SpareKeeper(capacity=1)
+    kept.enable()
+    monkeypatch.setattr(judging, "KEEPER", kept)
+    yield kept
+    kept.close()
+
+
+def argv(limits: Limits = LIMITS) -> list[str]:
+    return child_argv(limits, True, warm=True)
+
+
+def sandboxes() -> list[SandboxStatus]:
+    works = sandbox_status(True)
+    return [OFF, works] if works.works else [OFF]
+
+
+@pytest.mark.parametrize("sandbox", sandboxes(), ids=lambda s: s.how)
+def test_verdicts_through_a_spare_are_the_judges_verdicts(keeper, sandbox):
+    first = judging.judge_in_child("vector-add", GOOD, limits=LIMITS, sandbox=sandbox)
+    keeper.settle()
+    assert keeper.spares() == 1  # the next one asked for as the first was handed out
+    wrong = judging.judge_in_child("vector-add", WRONG, limits=LIMITS, sandbox=sandbox)
+    good = judging.judge_in_child("vector-add", GOOD, limits=LIMITS, sandbox=sandbox)
+    assert first.status == good.status == "passed", (first.message, good.message)
+    assert wrong.status == "wrong" and "never written" in wrong.message, wrong.message
+
+
+def test_each_submission_gets_the_spare_then_a_fresh_process(keeper):
+    keeper.prime(argv(), LIMITS, True, OFF)
+    keeper.settle()
+    spare = keeper._spares[0][1]  # noqa: SLF001  (which process waits is what this test is about)
+    taken = keeper.take(argv(), LIMITS, True, OFF)
+    assert taken is spare
+    second = keeper.take(argv(), LIMITS, True, OFF)
+    assert second is not taken and second.proc.pid != taken.proc.pid
+    for child in (taken, second):
+        verdict = read_verdict(child.finish(judge_request("vector-add", GOOD))["stdout"])
+        assert verdict.status == "passed", verdict.message
+        assert child.proc.poll() is not None  # used once, ended
+    with pytest.raises(RuntimeError):
+        taken.finish(judge_request("vector-add", GOOD))
+
+
+def test_a_spare_for_other_limits_is_ended_not_used(keeper):
+    keeper.prime(argv(), LIMITS, True, OFF)
+    keeper.settle()
+    old = keeper._spares[0][1]  # noqa: SLF001
+    other = Limits(wall_s=30.0, cpu_s=30)
+    taken = keeper.take(argv(other), other, True, OFF)
+    assert taken is not old and old.proc.poll() is not None
+    taken.discard()
+
+
+def test_a_spare_that_died_is_replaced(keeper):
+    keeper.prime(argv(), LIMITS, True, OFF)
+    keeper.settle()
+    dead = keeper._spares[0][1]  # noqa: SLF001
+    dead.proc.kill()
+    dead.proc.wait()
+    taken = keeper.take(argv(), LIMITS, True, OFF)
+    assert taken is not dead
+    verdict = read_verdict(taken.finish(judge_request("vector-add", GOOD))["stdout"])
+    assert verdict.status == "passed", verdict.message
+
+
+@pytest.mark.skipif(not sandbox_status(True).works, reason="bubblewrap does not work here (its --die-with-parent)")
+def test_a_spare_outlives_the_thread_that_asked_for_it(keeper):
+    """Streamlit runs each page run in a thread that ends with it; bubblewrap's --die-with-parent kills a process
+    when the *thread* that started it ends. Before the starter thread, every spare a page asked for died so."""
+    sandbox = sandbox_status(True)
+    def page_run():  # asks, and lives on a moment (past bubblewrap's prctl: a thread gone before it kills nothing)
+        keeper.prime(argv(), LIMITS, True, sandbox)
+        keeper.settle()
+        time.sleep(0.5)
+
+    asker = threading.Thread(target=page_run)
+    asker.start()
+    asker.join()
+    time.sleep(0.5)  # the parent-death signal is immediate: a spare killed by it is gone by now
+    spare = keeper._spares[0][1]  # noqa: SLF001
+    assert spare.alive()
+    verdict = judging.judge_in_child("vector-add", GOOD, limits=LIMITS, sandbox=sandbox)
+    assert verdict.status == "passed", verdict.message
+
+
+def test_the_wall_clock_counts_from_the_request(keeper):
+    quick = Limits(wall_s=2.0, cpu_s=60)
+    keeper.prime(argv(quick), quick, True, OFF)
+    keeper.settle()
+    time.sleep(2.5)  # longer than its whole limit, waiting for a request
+    run = keeper.take(argv(quick), quick, True, OFF).finish(judge_request("vector-add", GOOD))
+    assert not run["timed_out"] and read_verdict(run["stdout"]).status == "passed"
+
+
+def test_a_warm_judge_refuses_any_other_request(keeper):
+    child = keeper.take(argv(), LIMITS, True, OFF)
+    request = analysis_request("vector-add", GOOD, threads=128, facts=False, trace=True, trace_test=None,
+                               limits=LIMITS)
+    run = child.finish(request)
+    answer = json.loads(run["stdout"])
+    assert answer["status"] == "error" and "another request" in answer["message"], answer
+
+
+def test_close_ends_the_spare_and_keeps_none(keeper):
+    keeper.prime(argv(), LIMITS, True, OFF)
+    keeper.settle()
+    spare = keeper._spares[0][1]  # noqa: SLF001
+    keeper.close()
+    assert spare.proc.poll() is not None and keeper.spares() == 0 and not keeper.enabled
+    child = keeper.take(argv(), LIMITS, True, OFF)  # still works, cold, and starts no spare
+    keeper.settle()
+    assert keeper.spares() == 0
+    child.discard()
+
+
+def test_the_cli_keeps_no_spare():
+    from gpu.sandbox.warm import KEEPER
+
+    judging.judge_in_child("vector-add", GOOD, limits=LIMITS, sandbox=OFF)
+    assert not KEEPER.enabled and KEEPER.spares() == 0
+
+
+def test_spares_up_to_the_capacity_handed_out_oldest_first(monkeypatch):
+    kept = SpareKeeper(capacity=2)
+    kept.enable()
+    try:
+        kept.prime(argv(), LIMITS, True, OFF)
+        kept.prime(argv(), LIMITS, True, OFF)  # asked again: still two
+        kept.settle()
+        assert kept.spares() == 2
+        oldest = kept._spares[0][1]  # noqa: SLF001
+        taken = kept.take(argv(), LIMITS, True, OFF)
+        assert taken is oldest
+        kept.settle()
+        assert kept.spares() == 2  # its replacement
+        taken.discard()
+    finally:
+        kept.close()
+    assert kept.spares() == 0
