@@ -15,6 +15,7 @@ from ui.views.trace import submission_test_ui
 from ui.views.write_kernel import (
     PROBLEM_KEY,
     cached_sandbox_status,
+    count_click,
     editor,
     line_markers,
     pick_problem,
@@ -23,7 +24,8 @@ from ui.views.write_kernel import (
     show_leaderboard,
     show_statement,
     show_verdict,
-    verdict_key,
+    submission_key,
+    take_click,
 )
 
 PAGE = PageLink(
@@ -56,17 +58,18 @@ markers = line_markers(problem)  # a refusal's, a mismatch's or a race's lines, 
 edited = editor(problem, markers, last_source(me.learner, problem))  # a reload keeps your latest submission
 traced_test = submission_test_ui(problem)  # the size the memory trace runs at
 can_run = accepting and not me.needs_name
-clicked = st.button("Run", type="primary", icon=":material/play_arrow:", disabled=not can_run, key="write_kernel.run")
-if clicked or (edited.run_requested and can_run):  # the button, or Ctrl+Enter in the editor
+st.button("Run", type="primary", icon=":material/play_arrow:", disabled=not can_run, key="write_kernel.run",
+          on_click=count_click)
+if take_click() or (edited.run_requested and can_run):  # the button (once per press), or Ctrl+Enter in the editor
     run_submission(problem, edited.source, me.learner, status, traced_test)
     if (
         code_editor_available() and line_markers(problem) != markers
     ):  # the editor above was drawn before this verdict: draw it again with its lines marked
         st.rerun()
-verdict = st.session_state.get(verdict_key(problem))
-if verdict is not None:
-    show_verdict(verdict)
-    if verdict.status == "passed":  # on to the next unsolved problem
+done = st.session_state.get(submission_key(problem))
+if done is not None:
+    show_verdict(done)
+    if done.verdict.status == "passed":  # on to the next unsolved problem
         show_next(problem, problems(), progress_of(me.learner), PROBLEM_KEY)
 show_leaderboard(problem, "CUDA simulator" if gpu.BACKEND.simulated else device.name)
 

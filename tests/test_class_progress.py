@@ -75,11 +75,8 @@ def test_a_malformed_secret_claims_nothing(db):
 
 
 def verdict(status: str, **fields) -> Verdict:
-    v = Verdict.start("vector-add", "simulator")
-    v.status, v.message = status, fields.pop("message", status)
-    for k, val in fields.items():
-        setattr(v, k, val)
-    return v
+    return Verdict(problem="vector-add", backend="simulator", status=status, message=fields.pop("message", status),
+                   **fields)
 
 
 @pytest.mark.parametrize(
@@ -160,15 +157,16 @@ def test_the_same_source_is_compiled_once_and_a_changed_one_again(db, monkeypatc
         return original(problem, source, **kwargs)
 
     monkeypatch.setattr(judging, "analyse_in_child", counting)
-    first = judge("vector-add", GOOD, limits=LIMITS, sandbox=OFF, save=False).verdict
-    analyse("vector-add", GOOD, first, trace=False, limits=LIMITS, sandbox=OFF)
+    judged = judge("vector-add", GOOD, limits=LIMITS, sandbox=OFF, save=False)
+    first = analyse("vector-add", GOOD, judged, trace=False, limits=LIMITS, sandbox=OFF).verdict
     assert first.compile_facts and first.compile_facts_status == "compiled"
-    second = judge("vector-add", GOOD, limits=LIMITS, sandbox=OFF, save=False).verdict
-    analyse("vector-add", GOOD, second, trace=False, limits=LIMITS, sandbox=OFF)
+    assert judged.verdict.compile_facts is None  # a new value: the judged one is unchanged
+    again = judge("vector-add", GOOD, limits=LIMITS, sandbox=OFF, save=False)
+    second = analyse("vector-add", GOOD, again, trace=False, limits=LIMITS, sandbox=OFF).verdict
     assert second.compile_facts == first.compile_facts
     assert asked == [True]  # the second asked no child at all: facts from the cache, no trace wanted
     changed = GOOD.replace("out[i] = a[i] + b[i]", "out[i] = b[i] + a[i]")
-    third = judge("vector-add", changed, limits=LIMITS, sandbox=OFF, save=False).verdict
+    third = judge("vector-add", changed, limits=LIMITS, sandbox=OFF, save=False)
     analyse("vector-add", changed, third, trace=True, limits=LIMITS, sandbox=OFF)
     assert asked == [True, True]
 
@@ -253,13 +251,11 @@ def test_analyses_queued_together_compile_the_same_source_once(db, monkeypatch):
         return original(problem, source, **kwargs)
 
     monkeypatch.setattr(judging, "analyse_in_child", counting)
-    verdict = judge("vector-add", GOOD, limits=LIMITS, sandbox=OFF, save=False).verdict
+    judged = judge("vector-add", GOOD, limits=LIMITS, sandbox=OFF, save=False)
     queue = threading.Lock()  # the CPU lock the analyses share
 
     def one() -> None:
-        import copy
-
-        analyse("vector-add", GOOD, copy.deepcopy(verdict), trace=False, limits=LIMITS, sandbox=OFF,
+        analyse("vector-add", GOOD, judged, trace=False, limits=LIMITS, sandbox=OFF,
                 queueing=Queueing(analysis_lock=lambda: held(queue)))
 
     threads = [threading.Thread(target=one) for _ in range(3)]

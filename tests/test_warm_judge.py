@@ -59,7 +59,7 @@ def test_verdicts_through_a_spare_are_the_judges_verdicts(keeper, sandbox):
 def test_each_submission_gets_the_spare_then_a_fresh_process(keeper):
     keeper.prime(argv(), LIMITS, True, OFF)
     keeper.settle()
-    spare = keeper._spares[0][1]  # noqa: SLF001  (which process waits is what this test is about)
+    spare = keeper._spares[0][1]  # (which process waits is what this test is about)
     taken = keeper.take(argv(), LIMITS, True, OFF)
     assert taken is spare
     second = keeper.take(argv(), LIMITS, True, OFF)
@@ -75,7 +75,7 @@ def test_each_submission_gets_the_spare_then_a_fresh_process(keeper):
 def test_a_spare_for_other_limits_is_ended_not_used(keeper):
     keeper.prime(argv(), LIMITS, True, OFF)
     keeper.settle()
-    old = keeper._spares[0][1]  # noqa: SLF001
+    old = keeper._spares[0][1]
     other = Limits(wall_s=30.0, cpu_s=30)
     taken = keeper.take(argv(other), other, True, OFF)
     assert taken is not old and old.proc.poll() is not None
@@ -85,7 +85,7 @@ def test_a_spare_for_other_limits_is_ended_not_used(keeper):
 def test_a_spare_that_died_is_replaced(keeper):
     keeper.prime(argv(), LIMITS, True, OFF)
     keeper.settle()
-    dead = keeper._spares[0][1]  # noqa: SLF001
+    dead = keeper._spares[0][1]
     dead.proc.kill()
     dead.proc.wait()
     taken = keeper.take(argv(), LIMITS, True, OFF)
@@ -108,7 +108,7 @@ def test_a_spare_outlives_the_thread_that_asked_for_it(keeper):
     asker.start()
     asker.join()
     time.sleep(0.5)  # the parent-death signal is immediate: a spare killed by it is gone by now
-    spare = keeper._spares[0][1]  # noqa: SLF001
+    spare = keeper._spares[0][1]
     assert spare.alive()
     verdict = judging.judge_in_child("vector-add", GOOD, limits=LIMITS, sandbox=sandbox)
     assert verdict.status == "passed", verdict.message
@@ -135,7 +135,7 @@ def test_a_warm_judge_refuses_any_other_request(keeper):
 def test_close_ends_the_spare_and_keeps_none(keeper):
     keeper.prime(argv(), LIMITS, True, OFF)
     keeper.settle()
-    spare = keeper._spares[0][1]  # noqa: SLF001
+    spare = keeper._spares[0][1]
     keeper.close()
     assert spare.proc.poll() is not None and keeper.spares() == 0 and not keeper.enabled
     child = keeper.take(argv(), LIMITS, True, OFF)  # still works, cold, and starts no spare
@@ -159,7 +159,7 @@ def test_spares_up_to_the_capacity_handed_out_oldest_first(monkeypatch):
         kept.prime(argv(), LIMITS, True, OFF)  # asked again: still two
         kept.settle()
         assert kept.spares() == 2
-        oldest = kept._spares[0][1]  # noqa: SLF001
+        oldest = kept._spares[0][1]
         taken = kept.take(argv(), LIMITS, True, OFF)
         assert taken is oldest
         kept.settle()

@@ -18,7 +18,7 @@ What the lab trusts of a file, and why:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from gpu.notebook.selfreport import SelfReport, SelfReportProblem, parse_self_report
@@ -245,14 +245,12 @@ def import_self_report(raw: bytes, *, source: str = "result.json", store=None, s
     for entry in board.all():
         if entry.device == device and entry.source == report.kernel_source and entry.median_s == median:
             raise SelfReportProblem(f"this result was already imported (entry {entry.id[:8]}); nothing changed")
-    verdict.device = device
-    verdict.backend = report.data["backend"]
     fraction = report.fraction_of_peak
-    verdict.timing = None if median is None else {
+    verdict = replace(verdict, device=device, backend=report.data["backend"], timing=None if median is None else {
         "median_s": median, "gbps": report.gbps,
         "percent_of_peak": 100 * fraction if fraction is not None else None, "self_reported": True,
         "samples": kernel.get("samples"), "min_s": kernel.get("min_s"), "max_s": kernel.get("max_s"),
-    }
+    })
     entry_id = board.save(verdict, report.kernel_source, name or "self-reported")
     from gpu.service.store import open_store
 

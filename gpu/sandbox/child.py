@@ -187,7 +187,9 @@ def main(argv: list[str]) -> int:
             f"the harness could not start: {type(exc).__name__}: {exc}"
         )
     if missed:
-        verdict.sandbox = "limits not applied: " + "; ".join(missed)
+        from dataclasses import replace
+
+        verdict = replace(verdict, sandbox="limits not applied: " + "; ".join(missed))
     with os.fdopen(verdict_fd, "wb") as out:
         out.write(verdict.to_json().encode())
     return 0

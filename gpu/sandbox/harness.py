@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import traceback
 import warnings
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -282,36 +283,37 @@ def judge(problem: Problem, source: str, seed: int) -> Verdict:
             threads = problem.threads_for(chosen if isinstance(chosen, int) else None)
         except Refusal as refusal:
             return verdict.refused(refusal)
-        verdict.threads_per_block = threads
+        verdict = replace(verdict, threads_per_block=threads)
         kernel = scope[problem.kernel_name]
 
         def launch(sizes):
             return problem.launch(sizes, threads)
 
+        tests: list[dict] = []
+        notes: list = []
+        mismatch = None
         cases = list(problem.tests) + [problem.perf["simulator" if BACKEND.simulated else "gpu"]]
         for index, case in enumerate(cases):
             line, miss = run_case(problem, kernel, case, index, seed, launch)
-            for note in line.pop("notes", ()):
-                if note not in verdict.notes:
-                    verdict.notes.append(note)
+            notes += [note for note in line.pop("notes", ()) if note not in notes]
             if BACKEND.lab_simulator:  # which of the lab simulator's tiers ran it, and why not the vectorised one
                 from gpu.sim import vector
 
                 line["tier"] = str(vector.last_tier())
-            verdict.tests.append(line)
-            if miss and verdict.mismatch is None:
-                verdict.mismatch = miss
-        if verdict.mismatch is not None:
+            tests.append(line)
+            mismatch = mismatch if mismatch is not None else miss
+            # after each case: a refusal raised by a later one keeps the tests run so far
+            verdict = replace(verdict, tests=list(tests), notes=list(notes), mismatch=mismatch)
+        if mismatch is not None:
             return verdict.finish("wrong")
         if not BACKEND.simulated:
             timed = time_case(problem, kernel, problem.perf["gpu"], seed, launch)
             if "error" in timed:
-                verdict.mismatch = {"test": problem.perf["gpu"].name, "error": timed["error"]}
-                return verdict.finish("wrong")
+                return replace(verdict, mismatch={"test": problem.perf["gpu"].name, "error": timed["error"]}).finish(
+                    "wrong")
             from gpu.core.device import device_info
 
             info = device_info(0)
-            verdict.device = info.name
             stats = timed["stats"]
             fig = figures(problem, problem.perf["gpu"], stats.median_s, info.peak_bandwidth_gbps)
             fig.update(
@@ -323,7 +325,7 @@ def judge(problem: Problem, source: str, seed: int) -> Verdict:
                 ratio_to_reference=(stats.median_s / reference_time) if reference_time else None,
                 size=problem.perf["gpu"].to_dict(),
             )
-            verdict.timing = fig
+            verdict = replace(verdict, device=info.name, timing=fig)
         return verdict.finish("passed")
     except Refusal as refusal:
         return verdict.refused(refusal)

@@ -85,7 +85,8 @@ def default_locks(label: str, device: bool = True):
 
 @dataclass(frozen=True)
 class Submission:
-    """One submission's outcome: built by ``judge`` (no trace yet), completed by ``submit`` with its trace."""
+    """One submission's outcome: made by ``judge`` (no facts or trace yet); ``analyse`` makes a new one carrying the
+    compiler's facts in its verdict and its trace. Never changed in place."""
 
     verdict: Verdict
     saved_id: str | None
@@ -155,7 +156,7 @@ def judge(
 def analyse(
     problem_key: str,
     source: str,
-    verdict: Verdict,
+    judged: Submission,
     *,
     facts: bool = True,
     trace: bool = True,
@@ -166,8 +167,9 @@ def analyse(
     attempt_id: str | None = None,
     cache: bool = True,
 ):
-    """The compiler's facts (simulator) and the memory trace of a verdict that ran: fills ``verdict``'s facts and
-    returns the trace (a TraceReport, one line saying why there is none, or None when not asked). Never raises.
+    """The compiler's facts (simulator) and the memory trace of a judged submission whose kernel ran: ``judged`` with
+    its verdict carrying the facts and its ``trace`` (a TraceReport, one line saying why there is none, or None when
+    not asked), as a new value. Never raises.
 
     The facts come from ``FactsCache`` when this source was compiled for this problem before (then the child only
     traces); ``queueing.analysis_lock()`` makes the lock the analysis holds (default: the CPU lock, and in the
@@ -178,9 +180,10 @@ def analyse(
     from gpu.sandbox.trace_submission import report_from
 
     problem = get(problem_key)
+    verdict = judged.verdict
     want_facts = facts and BACKEND.simulated  # on a GPU the timing says more
     if verdict.status not in ("passed", "wrong") or not (want_facts or trace):
-        return None
+        return judged
     known = None
     if want_facts and cache:
         from gpu.sandbox.facts import FactsCache
@@ -193,7 +196,7 @@ def analyse(
         else:
             known = store.get(key)
     if known is not None:
-        verdict.compile_facts, verdict.compile_facts_note, verdict.compile_facts_status = known
+        verdict = verdict.with_facts(*known)
     report = None
     if trace or (want_facts and known is None):
         # NVVM and the trace's simulator are CPU work: they queue again, verdicts first (fairness.judges_first)
@@ -217,10 +220,10 @@ def analyse(
                 compiling = COMPILING.claim(key, wait_s=(limits or Limits.from_env()).wall_s)
                 known = store.get(key)  # (once this one's turn came, or another compile of it ended)
                 if known is not None:
-                    verdict.compile_facts, verdict.compile_facts_note, verdict.compile_facts_status = known
+                    verdict = verdict.with_facts(*known)
             try:
                 if not trace and known is not None:
-                    return None
+                    return replace(judged, verdict=verdict)
                 data = judging.analyse_in_child(
                     problem.key,
                     source,
@@ -232,9 +235,9 @@ def analyse(
                     trace_test=trace_test,
                 )
                 if want_facts and known is None:
-                    verdict.compile_facts, verdict.compile_facts_note = data["compile_facts"], data["note"]
-                    verdict.compile_facts_status = data.get("status") or (
-                        "unavailable" if data["compile_facts"] is None else ""
+                    verdict = verdict.with_facts(
+                        data["compile_facts"], data["note"],
+                        data.get("status") or ("unavailable" if data["compile_facts"] is None else ""),
                     )
                     if cache:
                         store.put(key, verdict.compile_facts, verdict.compile_facts_note,
@@ -248,7 +251,7 @@ def analyse(
 
     if attempt_id and verdict.status != "passed" and isinstance(report, TraceReport) and report.races:
         _mark_race(attempt_id, str(report.races[0]))
-    return report
+    return replace(judged, verdict=verdict, trace=report)
 
 
 def submit(
@@ -281,9 +284,8 @@ def submit(
                  sandbox=sandbox)
     if queueing.on_verdict is not None:
         queueing.on_verdict(done)
-    report = analyse(problem_key, source, done.verdict, facts=facts, trace=trace, queueing=queueing,
-                     limits=limits, sandbox=sandbox, trace_test=trace_test, attempt_id=done.attempt_id)
-    return replace(done, trace=report)
+    return analyse(problem_key, source, done, facts=facts, trace=trace, queueing=queueing, limits=limits,
+                   sandbox=sandbox, trace_test=trace_test, attempt_id=done.attempt_id)
 
 
 def _record(learner: LearnerId, verdict: Verdict, source: str) -> str | None:

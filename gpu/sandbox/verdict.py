@@ -11,7 +11,7 @@ Exit codes (``python -m gpu solve``, and ``python -m gpu trace`` for its own out
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 from gpu.core.safe_text import shown
 
@@ -43,8 +43,11 @@ def mismatch_text(miss: dict) -> str:
     return f"{miss['output']}[{index}]: expected {miss['expected']!r}, got {miss['got']!r}{thread}{more}"
 
 
-@dataclass
+@dataclass(frozen=True)
 class Verdict:
+    """One submission's verdict: made once by the judge (``gpu.sandbox.harness``), then only copied with changes
+    (``dataclasses.replace``: the sandbox's note, the compiler's facts). Never changed in place."""
+
     problem: str
     backend: str
     status: str = "running"
@@ -76,28 +79,30 @@ class Verdict:
         return self.status == "passed" and not (self.timing or {}).get("faster_than_roof", False)
 
     def refused(self, refusal) -> Verdict:
-        self.refusal = refusal.to_dict()
-        self.status = "refused"
-        self.message = shown(str(refusal))
-        return self
+        """This verdict, refused: the refusal's rule, line and message."""
+        return replace(self, refusal=refusal.to_dict(), status="refused", message=shown(str(refusal)))
 
     def failed(self, message: str) -> Verdict:
-        self.status, self.message = "error", shown(message)
-        return self
+        """This verdict, ended by the lab (not the learner's code)."""
+        return replace(self, status="error", message=shown(message))
 
     def finish(self, status: str) -> Verdict:
-        self.status = status
+        """This verdict with its status and the message its tests say."""
         passed = sum(1 for t in self.tests if t["passed"])
         if status == "passed":
-            self.message = f"all {len(self.tests)} tests passed"
+            message = f"all {len(self.tests)} tests passed"
         else:
             first = next((t for t in self.tests if not t["passed"]), None)
-            self.message = shown(
+            message = shown(
                 f"{passed} of {len(self.tests)} tests passed; first failure, {first['name']}: {first['message']}"
                 if first
                 else (mismatch_text(self.mismatch) if self.mismatch else status)
             )
-        return self
+        return replace(self, status=status, message=message)
+
+    def with_facts(self, facts: dict | None, note: str, status: str) -> Verdict:
+        """This verdict with the compiler's facts (None: unavailable, ``note`` says why)."""
+        return replace(self, compile_facts=facts, compile_facts_note=note, compile_facts_status=status)
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -14,7 +14,6 @@ dropped), and a newer submission of the same session cancels its older queued an
 
 from __future__ import annotations
 
-import copy
 import threading
 import time
 import uuid
@@ -42,7 +41,7 @@ class AnalysisJob:
 
     problem: str
     source: str
-    verdict: Verdict  # a copy: the thread fills its facts
+    verdict: Verdict  # the judge's; the thread replaces it with the one carrying the compiler's facts
     trace_test: str | None
     attempt_id: str | None
     token: str = field(default_factory=lambda: uuid.uuid4().hex)
@@ -82,12 +81,14 @@ class AnalysisJob:
         return held()
 
     def _run(self) -> None:
-        from gpu.sandbox.service import Queueing, analyse
+        from gpu.sandbox.service import Queueing, Submission, analyse
 
         try:
             queueing = Queueing(analysis_lock=self._relock, on_judges=self._waiting)  # verdicts first, then its turn
-            self.trace = analyse(self.problem, self.source, self.verdict, queueing=queueing,
-                                 trace_test=self.trace_test, attempt_id=self.attempt_id)
+            judged = Submission(self.verdict, None, None, attempt_id=self.attempt_id)
+            done = analyse(self.problem, self.source, judged, queueing=queueing, trace_test=self.trace_test,
+                           attempt_id=self.attempt_id)
+            self.verdict, self.trace = done.verdict, done.trace
             self.state = "done"
         except Cancelled:
             self.state, self.error = "failed", "a newer submission took its place"
@@ -127,7 +128,7 @@ def start(problem: str, source: str, verdict: Verdict, trace_test: str | None, a
     older = jobs().get(mine.get(problem))
     if older is not None and older.state == "queued":
         older.cancelled = True
-    job = AnalysisJob(problem, source, copy.deepcopy(verdict), trace_test, attempt_id)
+    job = AnalysisJob(problem, source, verdict, trace_test, attempt_id)
     jobs().add(job)
     mine[problem] = job.token
     job.start()
@@ -138,7 +139,7 @@ def pending(problem: str) -> AnalysisJob | None:
     return jobs().get(st.session_state.get(JOB_KEY, {}).get(problem))
 
 
-def show(problem: str, verdict_key: str, on_done) -> None:
+def show(problem: str, on_done) -> None:
     """Where the analysis of ``problem``'s verdict is; when done, ``on_done(job)`` keeps it and the page reruns."""
     job = pending(problem)
     if job is None:

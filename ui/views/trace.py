@@ -22,7 +22,7 @@ from ui import glossary
 from ui.charts import trace as charts
 
 MAX_CACHED = 32  # trace sets kept (a few sizes of each of the lab's kernels)
-SUBMISSION_KEY = "trace.write_kernel"  # this session's last trace per problem: {problem: (verdict, report or why not)}
+SUBMISSION_KEY = "trace.write_kernel"  # the prefix of Write a kernel's trace widgets' keys
 
 
 @st.cache_data(max_entries=MAX_CACHED, show_spinner=False)
@@ -290,30 +290,9 @@ def submission_test_ui(problem) -> str | None:
     )
 
 
-def remember_submission_trace(problem: str, verdict, report) -> None:
-    """Write a kernel: keep the trace ``gpu.sandbox.service.submit`` made with ``verdict`` (a TraceReport, or why there
-    is none) for this session, so the verdict and the editor's markers show it."""
-    if report is not None:
-        st.session_state.setdefault(SUBMISSION_KEY, {})[problem] = (verdict, report)
-
-
-def submission_trace(verdict):
-    """This session's trace of ``verdict`` (a TraceReport, or why there is none), or None when it was not traced."""
-    stored = st.session_state.get(SUBMISSION_KEY, {}).get(verdict.problem) if verdict is not None else None
-    if stored is None or stored[0] is not verdict:  # a trace belongs to the verdict it was made with
-        return None
-    return stored[1]
-
-
-def submission_report(verdict) -> TraceReport | None:
-    """The TraceReport of ``verdict``, if it was traced and the trace finished (the editor's line markers)."""
-    report = submission_trace(verdict)
-    return report if isinstance(report, TraceReport) else None
-
-
-def show_submission_trace(verdict) -> None:
-    """Write a kernel: races, out-of-bounds accesses, divergence and coalescing of the submission, per line."""
-    report = submission_trace(verdict)
+def show_submission_trace(problem: str, report) -> None:
+    """Write a kernel: races, out-of-bounds accesses, divergence and coalescing of the submission, per line.
+    ``report``: the submission's trace (a TraceReport, or one line saying why there is none; None: not traced)."""
     if report is None:
         return
     st.markdown("**What the trace shows**: one test run again in the simulator with every memory access recorded.")
@@ -325,6 +304,6 @@ def show_submission_trace(verdict) -> None:
     sites = sites_table(report)
     if not sites.empty:  # a kernel that touched no memory has no sites: no empty table
         st.dataframe(sites, hide_index=True, width="stretch")
-    show_picture(report, key=f"trace.write_kernel.{verdict.problem}")
+    show_picture(report, key=f"trace.write_kernel.{problem}")
     glossary.caption(f"{report.label}: {report.blocks_traced:,} of {report.blocks_total:,} blocks traced, "
                f"{report.accesses:,} accesses recorded. " + CANNOT_SEE)

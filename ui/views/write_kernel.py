@@ -10,6 +10,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 
 import pandas as pd
 import streamlit as st
@@ -31,6 +32,37 @@ PREFIX = "write_kernel"
 PROBLEM_KEY = f"{PREFIX}.problem"
 BUSY_KEY = f"{PREFIX}.busy"  # the token of this session's submission whose judge is running, else None
 LATEST_KEY = f"{PREFIX}.latest"  # the token of this session's latest submission
+CLICKS_KEY = f"{PREFIX}.clicks"  # Run presses (counted by the button's callback) and how many were handled
+WAIT_POLL_S = 0.5  # how often a page whose previous submission is still being judged looks for its verdict
+
+
+def count_click() -> None:
+    """The Run button's callback: Streamlit calls it once per press, before the run it starts."""
+    pressed, handled = st.session_state.get(CLICKS_KEY, (0, 0))
+    st.session_state[CLICKS_KEY] = (pressed + 1, handled)
+
+
+def take_click() -> bool:
+    """Whether a Run press is still to be handled: exactly once per press. (A button's own value stays True in the
+    next run when a newer run stopped the one it started, so one press could judge twice.)"""
+    pressed, handled = st.session_state.get(CLICKS_KEY, (0, 0))
+    if pressed > handled:
+        st.session_state[CLICKS_KEY] = (pressed, pressed)
+        return True
+    return False
+
+
+def wait_for_previous() -> None:
+    """This session's previous submission is still being judged by an older run of the page: say so, and look
+    every half second until its verdict is kept, then draw the page again with it."""
+    st.info("Your previous submission is still being judged; its verdict appears here when it ends.",
+            icon=":material/hourglass_top:")
+
+    def look() -> None:
+        if not st.session_state.get(BUSY_KEY):
+            st.rerun(scope="app")
+
+    st.fragment(look, run_every=WAIT_POLL_S)()
 DRAFTS_KEY = f"{PREFIX}.drafts"  # problem key -> source, for every problem this session edited
 MAX_UPLOAD_BYTES = 64 * 1024
 EDITOR_HELP = "Python with Numba CUDA: imports from numba and math, constants, and @cuda.jit functions."
@@ -41,8 +73,10 @@ def draft_key(problem: Problem) -> str:
     return f"{PREFIX}.draft.{problem.key}"
 
 
-def verdict_key(problem: Problem) -> str:
-    return f"{PREFIX}.verdict.{problem.key}"
+def submission_key(problem: Problem) -> str:
+    """This session's last submission for ``problem``: one ``Submission`` (its verdict, and its trace once the
+    analysis came), replaced whole, never matched up from parts."""
+    return f"{PREFIX}.submission.{problem.key}"
 
 
 @st.cache_resource(max_entries=2, show_spinner="Testing the sandbox…")
@@ -201,10 +235,12 @@ def markers_for(verdict: Verdict | None, report=None) -> list[Marker]:
 
 def line_markers(problem: Problem) -> list[Marker]:
     """This session's markers for the problem's last verdict."""
-    from ui.views.trace import submission_report
+    from gpu.trace.report import TraceReport
 
-    verdict = st.session_state.get(verdict_key(problem))
-    return markers_for(verdict, submission_report(verdict))
+    done = st.session_state.get(submission_key(problem))
+    if done is None:
+        return []
+    return markers_for(done.verdict, done.trace if isinstance(done.trace, TraceReport) else None)
 
 
 ANALYSIS_FOLLOWS = " · the compiler's facts and the memory trace follow"
@@ -215,12 +251,14 @@ def analysed(verdict: Verdict) -> bool:
     return verdict.status in ("passed", "wrong")
 
 
-def show_verdict(verdict: Verdict, analysis: bool = True) -> None:
-    """Pass/fail per test; on a GPU the timing against the lab's kernel; in the simulator the compiler's facts.
+def show_verdict(done: Submission, analysis: bool = True) -> None:
+    """Pass/fail per test; on a GPU the timing against the lab's kernel; in the simulator the compiler's facts and
+    the memory trace.
 
     While its compiler's facts and trace are still coming (``ui/views/analysis.py``), where they are instead;
     ``analysis=False``: the verdict alone.
     """
+    verdict = done.verdict
     if verdict.status == "passed":
         st.success(f"**Passed**: {verdict.message}.", icon=":material/check_circle:")
     elif verdict.status == "refused":
@@ -271,13 +309,12 @@ def show_verdict(verdict: Verdict, analysis: bool = True) -> None:
     if background.pending(verdict.problem) is not None:  # still coming: where they are, polled in a fragment
         from gpu.problems import get
 
-        background.show(verdict.problem, verdict_key(get(verdict.problem)),
-                        lambda job: keep_analysis(get(verdict.problem), job))
+        background.show(verdict.problem, lambda job: keep_analysis(get(verdict.problem), job))
     elif analysis:
         show_compile_facts(verdict)
         from ui.views.trace import show_submission_trace  # what the trace shows
 
-        show_submission_trace(verdict)
+        show_submission_trace(verdict.problem, done.trace)
     st.caption(
         f"Sandbox: {verdict.sandbox or 'none'}"
         + (f" · {verdict.wall_s:.1f} s from Run to verdict" if verdict.wall_s else "")
@@ -404,72 +441,80 @@ def run_submission(
     from ui.views import analysis
 
     if st.session_state.get(BUSY_KEY):
-        st.warning("Your previous submission is still running; its verdict appears when it ends.")
+        wait_for_previous()
         return
     # This submission's token: BUSY_KEY holds it until the verdict (one judge per session at a time), LATEST_KEY
     # from the start. With fast reruns an edit or a click starts a new run of the page while this one may still
     # wait in the queue; that old run must neither block the new one nor overwrite its verdict.
     token = uuid.uuid4().hex
-    st.session_state[BUSY_KEY] = st.session_state[LATEST_KEY] = token
 
     def current() -> bool:
         return st.session_state.get(LATEST_KEY) == token
 
-    waiting = st.empty()
     where = "the CUDA simulator" if gpu.BACKEND.simulated else "the GPU"
     label = f"write-a-kernel {problem.key}"
-
-    def waiter(place: str):
-        def show(ahead: int) -> None:
-            waiting.info(queue_message(ahead, place), icon=":material/hourglass_top:")
-
-        return show
-
-    @contextmanager
-    def lock():  # device first, then CPU, as every run takes them
-        with (
-            device_lock(0).hold(label, on_wait=waiter(where)),
-            cpu_lock().hold(label, on_wait=waiter("the CPU benchmarks")),
-        ):
-            yield
-
-    box = st.status("Checking your kernel and running it in a fresh sandboxed process…", expanded=False)
+    # Any st call may end this run (Streamlit stops a run at its next element when a newer one is asked for: an
+    # edit, another click; a run blocked in the judge is left to finish beside the newer one). So the verdict is
+    # kept, and its analysis started, before anything is drawn after the judge, and the token is cleared in a
+    # finally around everything that draws: the newer run (``wait_for_previous``) then draws the verdict.
+    st.session_state[BUSY_KEY] = st.session_state[LATEST_KEY] = token
     try:
-        with box:
-            if trace_test is not None:
-                test_case(problem, trace_test)  # InputError naming the problem's tests, before anything runs
-            result = judge(problem.key, source, learner=learner, queueing=Queueing(judge_lock=lock), sandbox=status)
-        verdict = result.verdict
-        box.update(
-            label=f"Verdict: {verdict.status}" + (ANALYSIS_FOLLOWS if analysed(verdict) else ""),
-            state="complete" if verdict.status == "passed" else "error",
-        )
-    except (InputError, LearnerBusy) as exc:
-        box.update(label="Not run", state="error")
-        st.error(str(exc))
-        return
+        waiting = st.empty()
+
+        def waiter(place: str):
+            def show(ahead: int) -> None:
+                waiting.info(queue_message(ahead, place), icon=":material/hourglass_top:")
+
+            return show
+
+        @contextmanager
+        def lock():  # device first, then CPU, as every run takes them
+            with (
+                device_lock(0).hold(label, on_wait=waiter(where)),
+                cpu_lock().hold(label, on_wait=waiter("the CPU benchmarks")),
+            ):
+                yield
+
+        box = st.status("Checking your kernel and running it in a fresh sandboxed process…", expanded=False)
+        try:
+            with box:
+                if trace_test is not None:
+                    test_case(problem, trace_test)  # InputError naming the problem's tests, before anything runs
+                result = judge(problem.key, source, learner=learner, queueing=Queueing(judge_lock=lock),
+                               sandbox=status)
+                verdict = result.verdict
+                if current():  # kept before anything else is drawn (a newer submission's verdict stands)
+                    st.session_state[submission_key(problem)] = result
+                    if analysed(verdict):
+                        analysis.start(problem.key, source, verdict, trace_test, result.attempt_id)
+            box.update(
+                label=f"Verdict: {verdict.status}" + (ANALYSIS_FOLLOWS if analysed(verdict) else ""),
+                state="complete" if verdict.status == "passed" else "error",
+            )
+        except (InputError, LearnerBusy) as exc:
+            box.update(label="Not run", state="error")
+            st.error(str(exc))
+            return
+        waiting.empty()
     finally:
         if st.session_state.get(BUSY_KEY) == token:
             st.session_state[BUSY_KEY] = None
-        waiting.empty()
-    if not current():  # a newer submission of this session started meanwhile: its verdict stands
-        return
-    st.session_state[verdict_key(problem)] = verdict
-    saved_notice(result)
-    if analysed(verdict):
-        analysis.start(problem.key, source, verdict, trace_test, result.attempt_id)
+    if current():
+        saved_notice(result)
 
 
 def keep_analysis(problem: Problem, job) -> None:
-    """A finished analysis: its verdict (with the compiler's facts) and trace replace the session's verdict."""
-    from ui.views.trace import remember_submission_trace
-
-    verdict = job.verdict
-    if job.state != "done":
-        verdict.compile_facts_note = f"the compiler's facts are unavailable: {job.error}"
-        verdict.compile_facts_status = "unavailable"
-    st.session_state[verdict_key(problem)] = verdict
-    remember_submission_trace(problem.key, verdict, job.trace if job.state == "done" else f"not traced: {job.error}")
+    """A finished analysis: the submission with its verdict (carrying the compiler's facts) and its trace replaces
+    the session's."""
+    judged = st.session_state.get(submission_key(problem))
+    if judged is None or judged.verdict.problem != problem.key:  # (the session's state was cleared meanwhile)
+        return
+    if job.state == "done":
+        st.session_state[submission_key(problem)] = replace(judged, verdict=job.verdict, trace=job.trace)
+        return
+    why = job.error
+    verdict = judged.verdict.with_facts(None, f"the compiler's facts are unavailable: {why}", "unavailable")
+    st.session_state[submission_key(problem)] = replace(judged, verdict=verdict, trace=f"not traced: {why}")
 
 
 def saved_notice(result: Submission) -> None:
@@ -494,5 +539,7 @@ __all__ = [
     "show_leaderboard",
     "show_statement",
     "show_verdict",
-    "verdict_key",
+    "submission_key",
+    "take_click",
+    "count_click",
 ]
