@@ -12,6 +12,7 @@ import ast
 from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from gpu.catalog.base import PageLink
 from gpu.catalog.registry import page_links
@@ -39,7 +40,12 @@ def _declared_link(path: Path, app_dir: Path, _mtime_ns: int) -> PageLink | None
             raise ValueError(
                 f"{path.name}: PageLink(...) must use plain strings and numbers (the file is read, not run)"
             )
-        link = PageLink(*(a.value for a in call.args), **{k.arg: k.value.value for k in call.keywords})
+        # (every value is a plain constant: checked above)
+        args: list[Any] = [a.value for a in call.args if isinstance(a, ast.Constant)]
+        kwargs: dict[str, Any] = {
+            k.arg: k.value.value for k in call.keywords if k.arg is not None and isinstance(k.value, ast.Constant)
+        }
+        link = PageLink(*args, **kwargs)
         return link if link.script else replace(link, script=path.relative_to(app_dir).as_posix())
     return None
 

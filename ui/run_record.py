@@ -61,7 +61,7 @@ def session_tag() -> str:
 def save_result(
     experiment: Experiment,
     result: Any,
-    index: int,
+    index: int | None,
     params: Mapping[str, Any] | None,
     *,
     device: Mapping[str, Any] | None = None,
@@ -71,11 +71,12 @@ def save_result(
     key, the parameters it ran with and its headline measures.
 
     ``device`` defaults to this host's facts for device ``index`` (a cluster run passes
-    the facts of the machine that ran it); ``extra`` adds fields (e.g. the worker).
+    the facts of the machine that ran it, and its worker's GPU index, None where it named none); ``extra`` adds
+    fields (e.g. the worker).
     Returns (run id, problem); never raises: a history failure must not lose the run.
     """
     try:
-        device = dict(device) if device is not None else device_facts(index).to_dict()
+        device = dict(device) if device is not None else device_facts(index or 0).to_dict()
         data = dict(result.to_dict())
         data.setdefault("device", device)
         data.setdefault("backend", device.get("backend"))

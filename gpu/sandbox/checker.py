@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import ast
 import math
+from collections.abc import Set
 from dataclasses import dataclass
+from typing import Any
 
 from gpu.problems.base import Refusal  # a problem's launch rules refuse with it too
 
@@ -429,14 +431,15 @@ def _check_array_sizes(fn: ast.FunctionDef, imports: dict, values: dict) -> None
 
 def _attribute_path(node: ast.Attribute) -> tuple[ast.AST, list[str]]:
     parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    return node, parts[::-1]
+    current: ast.expr = node
+    while isinstance(current, ast.Attribute):
+        parts.append(current.attr)
+        current = current.value
+    return current, parts[::-1]
 
 
 def _check_attribute(node: ast.Attribute, imports: dict, local: set, module_names: set,
-                     called: set = frozenset(), inner: set = frozenset()) -> None:
+                     called: Set[Any] = frozenset(), inner: Set[Any] = frozenset()) -> None:
     root, path = _attribute_path(node)
     if isinstance(root, ast.Name):
         _check_name_use(root, imports, module_names, local)  # an unknown root (os.getpid) is named as such

@@ -55,7 +55,7 @@ def is_sentinel(values: np.ndarray) -> np.ndarray:
 
 
 def fresh_outputs(problem: Problem, sizes) -> dict[str, np.ndarray]:
-    out = {}
+    out: dict[str, np.ndarray] = {}
     for name, (shape, dtype) in problem.outputs(sizes).items():
         out[name] = np.zeros(shape, dtype) if name in problem.accumulate else np.full(shape, sentinel(dtype), dtype)
     return out
