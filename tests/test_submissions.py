@@ -12,10 +12,9 @@ from gpu.service.store import StoreError
 
 
 def gpu_verdict(median_s: float, faster_than_roof: bool = False, status: str = "passed") -> Verdict:
-    v = Verdict("vector-add", "cuda", status=status, device="NVIDIA H200")
-    v.timing = {"median_s": median_s, "gbps": 1.0, "percent_of_peak": 10.0, "ratio_to_reference": 1.5,
-                "faster_than_roof": faster_than_roof}
-    return v
+    return Verdict("vector-add", "cuda", status=status, device="NVIDIA H200",
+                   timing={"median_s": median_s, "gbps": 1.0, "percent_of_peak": 10.0, "ratio_to_reference": 1.5,
+                           "faster_than_roof": faster_than_roof})
 
 
 def test_leaderboard_is_fastest_first_per_device_and_skips_flagged(tmp_path):

@@ -317,7 +317,8 @@ def show_verdict(done: Submission, analysis: bool = True) -> None:
         show_submission_trace(verdict.problem, done.trace)
     st.caption(
         f"Sandbox: {verdict.sandbox or 'none'}"
-        + (f" · {verdict.wall_s:.1f} s from Run to verdict" if verdict.wall_s else "")
+        + (f" · judged in {format_seconds(verdict.wall_s)} by its sandboxed process (the queue not counted)"
+           if verdict.wall_s else "")
         + (f" · {verdict.threads_per_block} threads per block" if verdict.threads_per_block else "")
     )
 
