@@ -192,15 +192,50 @@ LEARNERS_NICENESS = 15
 VISITOR_NICENESS = -5
 
 
-def _launch(pw, folder: str, niceness: int):
+# The kernel's CPU weight of a nice value (kernel/sched/core.c: sched_prio_to_weight), for a browser's cpu cgroup.
+NICE_WEIGHT = {-5: 3121, 0: 1024, 5: 335, 10: 110, 15: 36, 19: 15}
+CPU_CGROUPS = Path("/sys/fs/cgroup/cpu")
+
+
+def browser_cgroup(folder: str, niceness: int) -> Path | None:
+    """A cpu cgroup (v1) whose weight is that of ``niceness``, for one browser and every process it starts; None
+    where this host does not let us make one. Chromium running as root sets its renderers' nice values itself
+    (measured: the learners' renderers at nice 0, though their browser was started at 15), so a nice value alone
+    does not hold for a browser; a cgroup's weight does."""
+    if niceness not in NICE_WEIGHT or not os.access(CPU_CGROUPS, os.W_OK):
+        return None
+    path = CPU_CGROUPS / f"kernel-lab-browser-{os.getpid()}-{Path(folder).name}-{niceness}"
+    try:
+        path.mkdir()
+        (path / "cpu.shares").write_text(str(NICE_WEIGHT[niceness]))
+    except OSError:
+        return None
+    return path
+
+
+def remove_cgroup(path: Path | None) -> None:
+    if path is None:
+        return
+    for _ in range(100):  # the browser's processes are still leaving
+        try:
+            path.rmdir()
+            return
+        except OSError:
+            time.sleep(0.05)
+
+
+def _launch(pw, folder: str, niceness: int, cgroup: Path | None = None):
     executable = CHROMIUM
     if niceness:
         executable = str(Path(folder) / f"chromium-nice-{int(niceness)}")
         # Playwright starts the browser in a session of its own, where (autogroup) a nice value weighs only
-        # against the session's own processes: the session's weight is set too (gpu/sandbox/child.py).
+        # against the session's own processes: the session's weight is set too (gpu/sandbox/child.py); and, where
+        # the host allows, the browser and all it starts go into a cpu cgroup of that weight (``browser_cgroup``).
+        into_cgroup = f'echo $$ > "{cgroup}/cgroup.procs" 2>/dev/null\n' if cgroup is not None else ""
         Path(executable).write_text(
             "#!/bin/sh\n"
-            f'if [ "$(ps -o sid= -p $$ | tr -d " ")" = "$$" ]; then echo {int(niceness)} > /proc/self/autogroup; fi '
+            + into_cgroup
+            + f'if [ "$(ps -o sid= -p $$ | tr -d " ")" = "$$" ]; then echo {int(niceness)} > /proc/self/autogroup; fi '
             "2>/dev/null\n"
             f'exec nice -n {int(niceness)} {CHROMIUM} "$@"\n'
         )
@@ -219,12 +254,17 @@ def chromium(*niceness: int) -> Iterator:
 
     wanted = niceness or (0,)
     with tempfile.TemporaryDirectory(prefix="kernel-lab-chromium-") as folder, sync_playwright() as pw:
-        browsers = [_launch(pw, folder, n) for n in wanted]
+        cgroups = [browser_cgroup(folder, n) if n else None for n in wanted]
         try:
-            yield browsers[0] if len(browsers) == 1 else tuple(browsers)
+            browsers = [_launch(pw, folder, n, cgroup) for n, cgroup in zip(wanted, cgroups)]
+            try:
+                yield browsers[0] if len(browsers) == 1 else tuple(browsers)
+            finally:
+                for browser in browsers:
+                    browser.close()
         finally:
-            for browser in browsers:
-                browser.close()
+            for cgroup in cgroups:
+                remove_cgroup(cgroup)
 
 
 def wait_idle(page, timeout_ms: int = 120_000) -> None:
