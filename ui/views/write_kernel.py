@@ -52,6 +52,13 @@ def take_click() -> bool:
     return False
 
 
+def judging_elsewhere() -> bool:
+    """Whether an older run of this page (this session's) is still judging a submission. Streamlit starts a newer
+    run beside one that is blocked in the judge when the browser asks for one (an edit, a click): that newer run
+    draws the page without the verdict, and the older one, stopped at its next element, draws nothing more."""
+    return bool(st.session_state.get(BUSY_KEY))
+
+
 def wait_for_previous() -> None:
     """This session's previous submission is still being judged by an older run of the page: say so, and look
     every half second until its verdict is kept, then draw the page again with it."""
@@ -59,7 +66,7 @@ def wait_for_previous() -> None:
             icon=":material/hourglass_top:")
 
     def look() -> None:
-        if not st.session_state.get(BUSY_KEY):
+        if not judging_elsewhere():
             st.rerun(scope="app")
 
     st.fragment(look, run_every=WAIT_POLL_S)()
@@ -484,6 +491,8 @@ def run_submission(
                 result = judge(problem.key, source, learner=learner, queueing=Queueing(judge_lock=lock),
                                sandbox=status)
                 verdict = result.verdict
+                if st.session_state.get(BUSY_KEY) == token:  # judged: say so before anything is drawn (below)
+                    st.session_state[BUSY_KEY] = None
                 if current():  # kept before anything else is drawn (a newer submission's verdict stands)
                     st.session_state[submission_key(problem)] = result
                     if analysed(verdict):
@@ -541,6 +550,8 @@ __all__ = [
     "show_statement",
     "show_verdict",
     "submission_key",
+    "judging_elsewhere",
+    "wait_for_previous",
     "take_click",
     "count_click",
 ]
