@@ -69,7 +69,11 @@ def test_learners_keep_their_own_work_and_the_teacher_sees_both(server, tmp_path
     ada.get_by_text("Passed:").first.wait_for()
     wait_for_analysis(ada)  # after the verdict, unasked
     ada.get_by_role("button", name="Next problem: 2. Map").wait_for()
+    # each click once the page's run has ended: a press while a run is still drawing the page (the analysis's own
+    # rerun) can land on an element that run then replaces (a fresh clone's loaded `make test` lost one so)
+    wait_idle(ada)
     ada.get_by_text("Hints and tests").click()
+    wait_idle(ada)
     ada.get_by_role("button", name="Show a nudge").click()
     ada.get_by_text("1 of 3 opened").first.wait_for()
     wait_idle(ada)
