@@ -13,17 +13,9 @@ from gpu.sandbox import judging
 from gpu.sandbox.isolation import Limits, SandboxStatus, sandbox_status
 from gpu.sandbox.protocol import analysis_request, child_argv, judge_request, read_verdict
 from gpu.sandbox.warm import SpareKeeper
+from tests.test_sandbox_submit import GOOD, OFF  # the same correct kernel, the same sandbox switched off
 
-OFF = SandboxStatus(False, "none", "switched off for this test", False)
 LIMITS = Limits(wall_s=60.0, cpu_s=60)
-GOOD = """from numba import cuda
-
-@cuda.jit
-def vector_add(a, b, out):
-    i = cuda.grid(1)
-    if i < a.size:
-        out[i] = a[i] + b[i]
-"""
 WRONG = GOOD.replace("if i < a.size:", "if i < a.size - 1:")
 
 
