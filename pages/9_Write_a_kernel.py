@@ -10,12 +10,12 @@ from ui.components.code_editor import available as code_editor_available
 from ui.frame import frame
 from ui.learner import who
 from ui.views.free_gpu import problem_notebook_button, self_report_upload, show_self_reported
+from ui.views.judge_job import count_click
 from ui.views.progress import last_source, progress_of, show_next
 from ui.views.trace import submission_test_ui
 from ui.views.write_kernel import (
     PROBLEM_KEY,
     cached_sandbox_status,
-    count_click,
     editor,
     line_markers,
     pick_problem,
@@ -25,7 +25,6 @@ from ui.views.write_kernel import (
     show_statement,
     show_verdict,
     submission_key,
-    take_click,
 )
 
 PAGE = PageLink(
@@ -60,8 +59,8 @@ traced_test = submission_test_ui(problem)  # the size the memory trace runs at
 can_run = accepting and not me.needs_name
 st.button("Run", type="primary", icon=":material/play_arrow:", disabled=not can_run, key="write_kernel.run",
           on_click=count_click)
-if take_click() or (edited.run_requested and can_run):  # the button (once per press), or Ctrl+Enter in the editor
-    run_submission(problem, edited.source, me.learner, status, traced_test)
+# The session's judge, if one is running (its queue place, then its verdict); then one for a pending press
+if run_submission(problem, edited.source, me.learner, status, traced_test, requested=can_run and edited.run_requested):
     if (
         code_editor_available() and line_markers(problem) != markers
     ):  # the editor above was drawn before this verdict: draw it again with its lines marked

@@ -80,12 +80,14 @@ def _no_spare_judges_in_this_process(monkeypatch):
 
 
 CHILD_ATTEMPTS = pytest.StashKey[list]()
+PHASE_FAILED = pytest.StashKey[bool]()  # a phase of the test (setup, call) failed: browser tests keep a screenshot
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     outcome = yield
     report = outcome.get_result()
+    item.stash[PHASE_FAILED] = item.stash.get(PHASE_FAILED, False) or report.failed
     if FAST_LANE and report.when != "teardown" and item.stash.get(CHILD_ATTEMPTS, None) and report.outcome != "skipped":
         report.outcome = "skipped"
         report.longrepr = (str(item.path), item.location[1] or 0,
@@ -182,12 +184,17 @@ def browser():
 
 
 @pytest.fixture
-def page(browser, app_url):
-    """A fresh browser page; saves a screenshot artifact if the test fails."""
+def page(browser, app_url, request):
+    """A fresh browser page; a failed test leaves its last look at test-artifacts/failed-<test>.png."""
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     page = context.new_page()
     page.set_default_timeout(60_000)
     yield page
+    if request.node.stash.get(PHASE_FAILED, False):
+        try:
+            screenshot(page, f"failed-{request.node.name}")
+        except Exception as exc:
+            print(f"no screenshot of the failed page: {exc}")
     context.close()
 
 

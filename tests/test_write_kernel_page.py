@@ -1,6 +1,8 @@
 """The Write-a-kernel page in AppTest: statement and starter, drafts kept per problem, a passing run
 with its verdict and leaderboard entry, a refusal, and a server that requires a sandbox it lacks."""
 
+import threading
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -59,6 +61,72 @@ def test_a_passing_run_shows_every_test_and_joins_the_leaderboard(isolated):
     # the simulator does not time kernels: no columns of blanks, and the caption says why
     assert list(board.columns) == ["Rank", "Name", "Passed at (UTC)"]
     assert any("does not time kernels" in c.value for c in at.caption)
+
+
+class GateLock:
+    """A queue lock the test opens: its holder waits, told one run is ahead, until ``gate`` is set."""
+
+    def __init__(self) -> None:
+        self.gate = threading.Event()
+
+    @contextmanager
+    def hold(self, label, on_wait=None):
+        if on_wait is not None:
+            on_wait(1)
+        assert self.gate.wait(60), "the test never opened the gate"
+        yield
+
+
+def test_a_judge_started_by_a_stopped_run_is_followed_and_kept_by_the_next_run(isolated):
+    """Streamlit stops a run at its next element or session-state access when a newer one is asked for (an edit, a
+    click): a stopped run cannot draw a verdict nor write the session's state. The judge runs in its own thread, so
+    the next run follows the session's judge, keeps its verdict, and a press made meanwhile is judged after it:
+    each press judged once, none lost."""
+    from gpu.sandbox.isolation import sandbox_status
+    from ui.views import judge_job
+
+    at = AppTest.from_file(PAGE, default_timeout=120).run()
+    at.text_area(key="write_kernel.draft.vector-add").input(GOOD).run()
+    # As the stopped run left it: its press handed to a judge still queued, and a second press not yet judged
+    lock = GateLock()
+    older = judge_job.JudgeJob("vector-add", GOOD, None, sandbox_status(), [(lock, "the test's gate")])
+    judge_job.jobs().add(older)
+    older.start()
+    at.session_state[judge_job.JUDGE_KEY] = {"token": older.token}
+    at.session_state[judge_job.CLICKS_KEY] = judge_job.Clicks(pressed=2, handled=1)
+    threading.Timer(1.0, lock.gate.set).start()  # the queue moves on while the next run follows the judge
+    at.run()
+    assert not at.exception, at.exception
+    assert older.state == "done" and older.finished.is_set()
+    assert any("Passed" in s.value for s in at.success), [e.value for e in at.error]
+    clicks = at.session_state[judge_job.CLICKS_KEY]
+    assert (clicks.pressed, clicks.handled) == (2, 2)  # the second press was judged too, after the first
+    assert not at.session_state[judge_job.JUDGE_KEY]  # both verdicts kept: the session holds no judge
+    before = len(judge_job.jobs())
+    at.run()  # a rerun judges nothing again
+    assert len(judge_job.jobs()) == before
+    assert any("Passed" in s.value for s in at.success)
+
+
+def test_a_judge_that_cannot_run_says_why_once(isolated):
+    """A judge that could not run (here: a traced test the problem does not have) fails in its thread; the page
+    says why, once, and lets go of it."""
+    from gpu.sandbox.isolation import sandbox_status
+    from ui.views import judge_job
+
+    at = AppTest.from_file(PAGE, default_timeout=120).run()
+    job = judge_job.JudgeJob("vector-add", GOOD, None, sandbox_status(), [], trace_test="no-such-test")
+    job.start()
+    assert job.finished.wait(30) and job.state == "failed" and job.result is None
+    assert "has no test 'no-such-test'" in job.error and "'one element'" in job.error  # names the tests there are
+    judge_job.jobs().add(job)
+    at.session_state[judge_job.JUDGE_KEY] = {"token": job.token}
+    at.run()
+    assert not at.exception, at.exception
+    assert any("no-such-test" in e.value for e in at.error), [e.value for e in at.error]
+    at.run()
+    assert not any("no-such-test" in e.value for e in at.error)  # said once
+    assert not at.session_state[judge_job.JUDGE_KEY]
 
 
 def test_a_refused_source_names_the_rule_and_line(isolated):

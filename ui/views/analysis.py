@@ -8,7 +8,7 @@ run. The page shows where it is in a fragment that looks again every second for 
 (still queued behind N runs, or still running), with a button to look again. A finished
 analysis replaces the verdict in the session and reruns the page once (the editor's line marks).
 
-The jobs are process-wide (``st.cache_resource``), bounded (``MAX_JOBS``, the oldest finished
+The jobs are process-wide (``ui/jobs.py``), bounded (``MAX_JOBS``, the oldest finished
 dropped), and a newer submission of the same session cancels its older queued analysis.
 """
 
@@ -17,17 +17,16 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
 import streamlit as st
 
 from gpu.sandbox.verdict import Verdict
+from ui.jobs import Jobs
 
 BOUND_S = 20.0  # the page looks for the facts and trace this long after the verdict, then says why they are not there
 POLL_S = 1.0
-MAX_JOBS = 256
 JOB_KEY = "write_kernel.analysis"  # problem key -> this session's analysis token
 
 
@@ -97,28 +96,8 @@ class AnalysisJob:
         self.finished_at = time.monotonic()
 
 
-class Jobs:
-    """Every session's analyses on this server, by token (bounded: the oldest finished go first)."""
-
-    def __init__(self) -> None:
-        self._jobs: OrderedDict[str, AnalysisJob] = OrderedDict()
-        self._mutex = threading.Lock()
-
-    def add(self, job: AnalysisJob) -> None:
-        with self._mutex:
-            self._jobs[job.token] = job
-            for token in [t for t, j in self._jobs.items() if j.finished_at is not None]:
-                if len(self._jobs) <= MAX_JOBS:
-                    break
-                del self._jobs[token]
-
-    def get(self, token: str | None) -> AnalysisJob | None:
-        with self._mutex:
-            return self._jobs.get(token) if token else None
-
-
 @st.cache_resource(max_entries=1, show_spinner=False)
-def jobs() -> Jobs:
+def jobs() -> Jobs[AnalysisJob]:
     return Jobs()
 
 
@@ -169,4 +148,4 @@ def show(problem: str, on_done) -> None:
     st.fragment(body, run_every=POLL_S if polling else None)()
 
 
-__all__ = ["BOUND_S", "AnalysisJob", "Jobs", "jobs", "pending", "show", "start"]
+__all__ = ["BOUND_S", "AnalysisJob", "jobs", "pending", "show", "start"]

@@ -7,9 +7,7 @@ under the same device lock as every run, and a second one for its compiler's fac
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Sequence
-from contextlib import contextmanager
 from dataclasses import replace
 
 import pandas as pd
@@ -21,55 +19,17 @@ from gpu.core.timing import format_seconds
 from gpu.problems import problems
 from gpu.problems.base import Problem
 from gpu.sandbox.isolation import ENV_REQUIRE, HOW_TO_ENABLE, SandboxStatus, sandbox_status
-from gpu.sandbox.service import Queueing, Submission
+from gpu.sandbox.service import Submission
 from gpu.sandbox.verdict import Verdict, mismatch_text
 from gpu.service.learners import LearnerId
 from ui import glossary
 from ui.components.code_editor import FALLBACK_NOTE, EditorResult, Marker, available, code_editor
 from ui.downloads import download
+from ui.views import judge_job
+from ui.views.judge_job import JudgeJob
 
 PREFIX = "write_kernel"
 PROBLEM_KEY = f"{PREFIX}.problem"
-BUSY_KEY = f"{PREFIX}.busy"  # the token of this session's submission whose judge is running, else None
-LATEST_KEY = f"{PREFIX}.latest"  # the token of this session's latest submission
-CLICKS_KEY = f"{PREFIX}.clicks"  # Run presses (counted by the button's callback) and how many were handled
-WAIT_POLL_S = 0.5  # how often a page whose previous submission is still being judged looks for its verdict
-
-
-def count_click() -> None:
-    """The Run button's callback: Streamlit calls it once per press, before the run it starts."""
-    pressed, handled = st.session_state.get(CLICKS_KEY, (0, 0))
-    st.session_state[CLICKS_KEY] = (pressed + 1, handled)
-
-
-def take_click() -> bool:
-    """Whether a Run press is still to be handled: exactly once per press. (A button's own value stays True in the
-    next run when a newer run stopped the one it started, so one press could judge twice.)"""
-    pressed, handled = st.session_state.get(CLICKS_KEY, (0, 0))
-    if pressed > handled:
-        st.session_state[CLICKS_KEY] = (pressed, pressed)
-        return True
-    return False
-
-
-def judging_elsewhere() -> bool:
-    """Whether an older run of this page (this session's) is still judging a submission. Streamlit starts a newer
-    run beside one that is blocked in the judge when the browser asks for one (an edit, a click): that newer run
-    draws the page without the verdict, and the older one, stopped at its next element, draws nothing more."""
-    return bool(st.session_state.get(BUSY_KEY))
-
-
-def wait_for_previous() -> None:
-    """This session's previous submission is still being judged by an older run of the page: say so, and look
-    every half second until its verdict is kept, then draw the page again with it."""
-    st.info("Your previous submission is still being judged; its verdict appears here when it ends.",
-            icon=":material/hourglass_top:")
-
-    def look() -> None:
-        if not judging_elsewhere():
-            st.rerun(scope="app")
-
-    st.fragment(look, run_every=WAIT_POLL_S)()
 DRAFTS_KEY = f"{PREFIX}.drafts"  # problem key -> source, for every problem this session edited
 MAX_UPLOAD_BYTES = 64 * 1024
 EDITOR_HELP = "Python with Numba CUDA: imports from numba and math, constants, and @cuda.jit functions."
@@ -434,83 +394,71 @@ def show_leaderboard(problem: Problem, device: str) -> None:
 
 
 def run_submission(
-    problem: Problem, source: str, learner: LearnerId | None, status: SandboxStatus, trace_test: str | None = None
-) -> None:
-    """Judge under the shared device lock (queued behind other runs), one at a time per session and per learner; the
-    compiler's facts and the trace then follow in the background (``ui/views/analysis.py``), never holding the page.
-    ``learner``: whom the verdict and a pass are filed under (None: nobody's). ``trace_test`` names the functional
-    test the trace runs (None: the default)."""
-    from gpu.core.limits import InputError
-    from gpu.sandbox.fairness import LearnerBusy
-    from gpu.sandbox.service import judge
-    from gpu.sandbox.trace_child import test_case
+    problem: Problem, source: str, learner: LearnerId | None, status: SandboxStatus, trace_test: str | None = None,
+    requested: bool = False,
+) -> bool:
+    """Follow this session's judge (``ui/views/judge_job.py``) to its verdict, then start one for a pending Run press
+    (or ``requested``: Ctrl+Enter in the editor) and follow it. The judge queues on the shared device lock, then
+    the CPU lock, like every run; one judge at a time per session and per learner. The compiler's facts and the
+    trace then follow in the background (``ui/views/analysis.py``), never holding the page. ``learner``: whom the
+    verdict and a pass are filed under (None: nobody's). ``trace_test`` names the functional test the trace runs
+    (None: the default). Whether a verdict was kept in this run (the editor is then drawn again with its marks)."""
     from ui.resources import cpu_lock, device_lock
-    from ui.runner import queue_message
+
+    kept = False
+    job = judge_job.current()
+    if job is not None:
+        kept = follow(job)
+    where = "the CUDA simulator" if gpu.BACKEND.simulated else "the GPU"
+    locks = [(device_lock(0), where), (cpu_lock(), "the CPU benchmarks")]
+    job = judge_job.start(lambda: JudgeJob(problem.key, source, learner, status, locks, trace_test), requested)
+    if job is not None:
+        kept = follow(job) or kept
+    return kept
+
+
+def follow(job: JudgeJob) -> bool:
+    """Draw where ``job`` is (queued behind N runs, running) until its verdict, then keep the verdict in the session,
+    start its analysis, and draw it. Whether a verdict was kept (False: the judge could not run; its message is
+    drawn). A run stopped for a newer one stops here, at its next look; the newer run follows the same job."""
+    from gpu.problems import get
+    from ui.run_record import queue_message
     from ui.views import analysis
 
-    if st.session_state.get(BUSY_KEY):
-        wait_for_previous()
-        return
-    # This submission's token: BUSY_KEY holds it until the verdict (one judge per session at a time), LATEST_KEY
-    # from the start. With fast reruns an edit or a click starts a new run of the page while this one may still
-    # wait in the queue; that old run must neither block the new one nor overwrite its verdict.
-    token = uuid.uuid4().hex
-
-    def current() -> bool:
-        return st.session_state.get(LATEST_KEY) == token
-
-    where = "the CUDA simulator" if gpu.BACKEND.simulated else "the GPU"
-    label = f"write-a-kernel {problem.key}"
-    # Any st call may end this run (Streamlit stops a run at its next element when a newer one is asked for: an
-    # edit, another click; a run blocked in the judge is left to finish beside the newer one). So the verdict is
-    # kept, and its analysis started, before anything is drawn after the judge, and the token is cleared in a
-    # finally around everything that draws: the newer run (``wait_for_previous``) then draws the verdict.
-    st.session_state[BUSY_KEY] = st.session_state[LATEST_KEY] = token
-    try:
-        waiting = st.empty()
-
-        def waiter(place: str):
-            def show(ahead: int) -> None:
-                waiting.info(queue_message(ahead, place), icon=":material/hourglass_top:")
-
-            return show
-
-        @contextmanager
-        def lock():  # device first, then CPU, as every run takes them
-            with (
-                device_lock(0).hold(label, on_wait=waiter(where)),
-                cpu_lock().hold(label, on_wait=waiter("the CPU benchmarks")),
-            ):
-                yield
-
-        box = st.status("Checking your kernel and running it in a fresh sandboxed process…", expanded=False)
-        try:
-            with box:
-                if trace_test is not None:
-                    test_case(problem, trace_test)  # InputError naming the problem's tests, before anything runs
-                result = judge(problem.key, source, learner=learner, queueing=Queueing(judge_lock=lock),
-                               sandbox=status)
-                verdict = result.verdict
-                if st.session_state.get(BUSY_KEY) == token:  # judged: say so before anything is drawn (below)
-                    st.session_state[BUSY_KEY] = None
-                if current():  # kept before anything else is drawn (a newer submission's verdict stands)
-                    st.session_state[submission_key(problem)] = result
-                    if analysed(verdict):
-                        analysis.start(problem.key, source, verdict, trace_test, result.attempt_id)
-            box.update(
-                label=f"Verdict: {verdict.status}" + (ANALYSIS_FOLLOWS if analysed(verdict) else ""),
-                state="complete" if verdict.status == "passed" else "error",
-            )
-        except (InputError, LearnerBusy) as exc:
-            box.update(label="Not run", state="error")
-            st.error(str(exc))
-            return
-        waiting.empty()
-    finally:
-        if st.session_state.get(BUSY_KEY) == token:
-            st.session_state[BUSY_KEY] = None
-    if current():
-        saved_notice(result)
+    problem = get(job.problem)
+    box = st.status(f"Checking your kernel for {problem.title} and running it in a fresh sandboxed process…",
+                    expanded=False)
+    waiting = st.empty()
+    seen = None
+    while not job.finished.wait(judge_job.FOLLOW_S):
+        now = (job.state, job.waiting_for, job.ahead)
+        if now == seen:
+            judge_job.clicks()  # a read of the session's state: where a run stopped for a newer one lets go
+            continue
+        seen = now
+        if job.state == "queued" and job.ahead:
+            waiting.info(queue_message(job.ahead, job.waiting_for), icon=":material/hourglass_top:")
+        else:
+            waiting.empty()
+    waiting.empty()
+    if job.result is None:
+        judge_job.forget(job)
+        box.update(label="Not run", state="error")
+        st.error(job.error)
+        return False
+    # Kept before anything is drawn: a run stopped anywhere here leaves the token, and the next run keeps it again
+    result, verdict = job.result, job.result.verdict
+    st.session_state[submission_key(problem)] = result
+    claim = judge_job.claim()
+    if analysed(verdict):
+        analysis.start(problem.key, job.source, verdict, job.trace_test, result.attempt_id)
+    judge_job.forget(job, claim)
+    box.update(
+        label=f"Verdict: {verdict.status}" + (ANALYSIS_FOLLOWS if analysed(verdict) else ""),
+        state="complete" if verdict.status == "passed" else "error",
+    )
+    saved_notice(result)
+    return True
 
 
 def keep_analysis(problem: Problem, job) -> None:
@@ -537,10 +485,10 @@ def saved_notice(result: Submission) -> None:
 
 
 __all__ = [
-    "BUSY_KEY",
     "cached_sandbox_status",
     "draft_key",
     "editor",
+    "follow",
     "line_markers",
     "markers_for",
     "pick_problem",
@@ -550,8 +498,4 @@ __all__ = [
     "show_statement",
     "show_verdict",
     "submission_key",
-    "judging_elsewhere",
-    "wait_for_previous",
-    "take_click",
-    "count_click",
 ]
