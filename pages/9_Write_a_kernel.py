@@ -25,6 +25,7 @@ from ui.views.write_kernel import (
     show_statement,
     show_verdict,
     submission_key,
+    waited_key,
 )
 
 PAGE = PageLink(
@@ -67,7 +68,7 @@ if run_submission(problem, edited.source, me.learner, status, traced_test, reque
         st.rerun()
 done = st.session_state.get(submission_key(problem))
 if done is not None:
-    show_verdict(done)
+    show_verdict(done, waited=st.session_state.get(waited_key(problem), ""))
     if done.verdict.status == "passed":  # on to the next unsolved problem
         show_next(problem, problems(), progress_of(me.learner), PROBLEM_KEY)
 show_leaderboard(problem, "CUDA simulator" if gpu.BACKEND.simulated else device.name)

@@ -306,7 +306,10 @@ def type_name(page, name: str) -> None:
 
 
 def type_kernel(page, source: str) -> None:
-    """The learner's kernel, typed as a learner would (the code editor, or its plain fallback)."""
+    """The learner's kernel, typed as a learner would (the code editor, or its plain fallback). Waits for one of
+    them first: the editor mounts a moment after the page's text, and a page that looked too early took the
+    editor for the fallback text box (both are labelled "Your kernel") and pressed Ctrl+Enter in it, a run."""
+    page.locator('.cm-content, textarea[aria-label="Your kernel"]').first.wait_for()
     editor = page.locator(".cm-content")
     if editor.count():
         editor.click()

@@ -2,9 +2,11 @@
 a hostile one is refused. Screenshots go to docs/screenshots/write_a_kernel*.png."""
 
 
+import re
+
 import pytest
 
-from tests.classroom import wait_for_analysis
+from tests.classroom import type_kernel, wait_for_analysis
 from tests.conftest import doc_screenshot, wait_for_app, wait_for_backend_badge
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -25,16 +27,7 @@ HOSTILE = "import os\n\n" + CORRECT.replace("out[i] = a[i] + b[i]", "out[i] = a[
 
 
 def submit(page, source: str) -> None:
-    editor = page.locator(".cm-content")  # the code editor (CodeMirror); the plain text box without its bundle
-    if editor.count():
-        editor.click()
-        page.keyboard.press("Control+a")
-        page.keyboard.insert_text(source)
-        editor.blur()  # the editor sends its text on blur
-    else:
-        area = page.get_by_label("Your kernel", exact=True).and_(page.get_by_role("textbox"))
-        area.fill(source)
-        area.press("Control+Enter")  # Streamlit keeps a text area's edit on Ctrl+Enter or blur
+    type_kernel(page, source)
     wait_for_app(page)
     page.get_by_role("button", name="Run", exact=True).click()
 
@@ -64,3 +57,21 @@ def test_write_a_kernel_pass_mismatch_and_refusal(page, app_url):
     page.get_by_text("import rule, line 1").first.wait_for(timeout=60_000)
     page.wait_for_timeout(500)
     doc_screenshot(page, "screenshots/write_a_kernel_refused.png")
+
+
+def test_a_queued_submission_shows_its_place_then_how_long_it_waited(page, app_url):
+    """While another run holds the simulator, the page says its place in the queue; the verdict then says how long
+    it waited and behind how many runs (ui/views/judge_job.py)."""
+    from gpu.service.devicelock import FileFifoLock, default_lock_dir, usable_dir
+
+    page.set_viewport_size({"width": 1400, "height": 2400})
+    page.goto(f"{app_url}/Write_a_kernel")
+    wait_for_app(page)
+    page.get_by_text("vector_add(a, b, out)").first.wait_for()
+    lock = FileFifoLock(name="gpu0", directory=usable_dir(default_lock_dir()))  # the server's own queue
+    with lock.hold("the test's run"):
+        submit(page, CORRECT)
+        page.get_by_text("Queued behind 1 run on the CUDA simulator").first.wait_for(timeout=120_000)
+        page.wait_for_timeout(500)
+    page.get_by_text("Passed:").first.wait_for(timeout=120_000)
+    page.get_by_text(re.compile(r"waited \d+\.\d s in the queue, behind 1 run\b")).first.wait_for()

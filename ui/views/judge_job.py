@@ -70,11 +70,21 @@ class JudgeJob:
     state: str = "queued"
     ahead: int | None = None  # runs ahead in the queue, as the lock last said
     waiting_for: str = ""  # the queue it waits in
+    most_ahead: int = 0  # the most runs it was behind (0: it never waited)
+    queued_s: float | None = None  # how long it waited for its turn, when it waited
     result: Submission | None = None
     error: str = ""
     started_at: float = field(default_factory=time.monotonic)
     finished_at: float | None = None
     finished: threading.Event = field(default_factory=threading.Event)
+
+    @property
+    def waited(self) -> str:
+        """How long it waited for its turn, for the verdict's line ("" when it never waited)."""
+        if not self.most_ahead or self.queued_s is None:
+            return ""
+        runs = f"{self.most_ahead} run{'s' if self.most_ahead != 1 else ''}"
+        return f"waited {self.queued_s:.1f} s in the queue, behind {runs}"
 
     def start(self) -> None:
         threading.Thread(target=self._run, name=f"judge-{self.token[:8]}", daemon=True).start()
@@ -84,15 +94,18 @@ class JudgeJob:
         from contextlib import ExitStack
 
         label = f"write-a-kernel {self.problem}"
+        arrived = time.monotonic()
         with ExitStack() as stack:
             for lock, what in self.locks:
                 stack.enter_context(lock.hold(label, on_wait=self._waiting(what)))
+            if self.most_ahead:
+                self.queued_s = time.monotonic() - arrived
             self.state, self.ahead = "running", None
             yield
 
     def _waiting(self, what: str):
         def seen(ahead: int) -> None:
-            self.waiting_for, self.ahead = what, ahead
+            self.waiting_for, self.ahead, self.most_ahead = what, ahead, max(self.most_ahead, ahead)
 
         return seen
 

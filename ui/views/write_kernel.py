@@ -40,6 +40,11 @@ def draft_key(problem: Problem) -> str:
     return f"{PREFIX}.draft.{problem.key}"
 
 
+def waited_key(problem: Problem) -> str:
+    """How long this session's last submission for ``problem`` waited for its turn (``JudgeJob.waited``)."""
+    return f"{PREFIX}.waited.{problem.key}"
+
+
 def submission_key(problem: Problem) -> str:
     """This session's last submission for ``problem``: one ``Submission`` (its verdict, and its trace once the
     analysis came), replaced whole, never matched up from parts."""
@@ -218,12 +223,12 @@ def analysed(verdict: Verdict) -> bool:
     return verdict.status in ("passed", "wrong")
 
 
-def show_verdict(done: Submission, analysis: bool = True) -> None:
+def show_verdict(done: Submission, analysis: bool = True, waited: str = "") -> None:
     """Pass/fail per test; on a GPU the timing against the lab's kernel; in the simulator the compiler's facts and
     the memory trace.
 
     While its compiler's facts and trace are still coming (``ui/views/analysis.py``), where they are instead;
-    ``analysis=False``: the verdict alone.
+    ``analysis=False``: the verdict alone. ``waited``: how long the judge waited for its turn ("": it did not).
     """
     verdict = done.verdict
     if verdict.status == "passed":
@@ -235,7 +240,10 @@ def show_verdict(done: Submission, analysis: bool = True) -> None:
             f"**Refused** ({r.get('rule', 'sandbox')} rule{where}): {shown(r.get('message', verdict.message))}",
             icon=":material/block:",
         )
-        st.caption("Nothing ran and nothing was saved. `python -m gpu solve` prints the same line.")
+        stopped = str(r.get("rule", "")).endswith("-limit")  # it ran, and the sandbox stopped it at a limit
+        st.caption(("It ran until the sandbox stopped it; nothing was saved." if stopped else
+                    "Nothing ran and nothing was saved.") + " `python -m gpu solve` prints the same line."
+                   + (f" It {waited}." if waited else ""))
         return
     elif verdict.status == "wrong":
         passed = sum(1 for t in verdict.tests if t["passed"])
@@ -286,6 +294,7 @@ def show_verdict(done: Submission, analysis: bool = True) -> None:
         f"Sandbox: {verdict.sandbox or 'none'}"
         + (f" · judged in {format_seconds(verdict.wall_s)} by its sandboxed process (the queue not counted)"
            if verdict.wall_s else "")
+        + (f" · {waited}" if waited else "")
         + (f" · {verdict.threads_per_block} threads per block" if verdict.threads_per_block else "")
     )
 
@@ -422,7 +431,6 @@ def follow(job: JudgeJob) -> bool:
     start its analysis, and draw it. Whether a verdict was kept (False: the judge could not run; its message is
     drawn). A run stopped for a newer one stops here, at its next look; the newer run follows the same job."""
     from gpu.problems import get
-    from ui.run_record import queue_message
     from ui.views import analysis
 
     problem = get(job.problem)
@@ -437,17 +445,20 @@ def follow(job: JudgeJob) -> bool:
             continue
         seen = now
         if job.state == "queued" and job.ahead:
-            waiting.info(queue_message(job.ahead, job.waiting_for), icon=":material/hourglass_top:")
+            runs = f"{job.ahead} run{'s' if job.ahead != 1 else ''}"
+            waiting.info(f"Queued behind {runs} on {job.waiting_for} — your kernel is judged when it is free, "
+                         "even if you leave this page.", icon=":material/hourglass_top:")
         else:
             waiting.empty()
     waiting.empty()
     if job.result is None:
         judge_job.forget(job)
-        box.update(label="Not run", state="error")
+        box.update(label="Not run" + (f" · {job.waited}" if job.waited else ""), state="error")
         st.error(job.error)
         return False
     # Kept before anything is drawn: a run stopped anywhere here leaves the token, and the next run keeps it again
     result, verdict = job.result, job.result.verdict
+    st.session_state[waited_key(problem)] = job.waited
     st.session_state[submission_key(problem)] = result
     claim = judge_job.claim()
     if analysed(verdict):
@@ -498,4 +509,5 @@ __all__ = [
     "show_statement",
     "show_verdict",
     "submission_key",
+    "waited_key",
 ]
