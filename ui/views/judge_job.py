@@ -15,6 +15,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -146,7 +147,7 @@ def current() -> JudgeJob | None:
     return jobs().get(claim().get("token"))
 
 
-def start(make: Any, requested: bool) -> JudgeJob | None:
+def start(make: Callable[[], JudgeJob], requested: bool) -> JudgeJob | None:
     """Start ``make()`` (a JudgeJob) for a pending press (or ``requested``: Ctrl+Enter), unless this session has
     a judge whose verdict is not kept yet: the press then waits for it. Every press so far is handed to the job."""
     mine, pressed = claim(), clicks()  # the session's state first: a stopped run stops here, having started nothing
