@@ -16,6 +16,7 @@ from typing import Any
 
 from gpu.catalog.base import PageLink
 from gpu.catalog.registry import page_links
+from gpu.sim import pyast
 
 APP_DIR = Path(__file__).resolve().parent.parent  # where app.py and pages/ live
 HOME = "app.py"
@@ -28,7 +29,7 @@ def declared_link(path: Path, app_dir: Path = APP_DIR) -> PageLink | None:
 
 @lru_cache(maxsize=256)  # every page draws the sidebar on every rerun: parse a file again only when it changed
 def _declared_link(path: Path, app_dir: Path, _mtime_ns: int) -> PageLink | None:
-    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    tree = pyast.parse(path.read_text(encoding="utf-8"), str(path))
     for node in tree.body:
         if not (isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["PAGE"]):
             continue

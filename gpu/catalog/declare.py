@@ -34,6 +34,7 @@ from gpu.core.limits import (
     parse_size,
 )
 from gpu.core.timing import RepeatPolicy, format_factor
+from gpu.sim import pyast
 
 # The catalog's page: every kernel declared with ``declare`` links to it, and the catalog's
 # kernels are the experiments on it (``kernel_keys``), in their declared order.
@@ -221,7 +222,7 @@ def split_source(kernel) -> tuple[str, str]:
     fn = _python_function(kernel)
     source = textwrap.dedent(inspect.getsource(fn))
     doc = inspect.getdoc(fn) or ""
-    node = ast.parse(source).body[0]
+    node = pyast.parse(source).body[0]
     body = node.body if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) else []
     if doc and body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant):
         lines = source.splitlines()

@@ -28,6 +28,7 @@ import numpy as np
 
 from gpu.core.limits import InputError
 from gpu.notebook.cells import _code, _function_source, _markdown, _notebook
+from gpu.sim import pyast
 
 HARNESS = Path(__file__).with_name("harness.py")
 NUMBA_CUDA_PIN = "0.30.4"  # the numba-cuda the recorded H200 runs used (Makefile)
@@ -225,7 +226,7 @@ def experiment_notebook(key: str) -> dict:
 def threads_per_block(source: str) -> int | None:
     """The learner's module-level ``THREADS_PER_BLOCK = <whole number>``, None when absent (read, never run)."""
     try:
-        tree = ast.parse(source)
+        tree = pyast.parse(source)
     except SyntaxError as exc:
         raise InputError(f"the kernel file does not parse: line {exc.lineno}: {exc.msg}") from None
     for node in tree.body:

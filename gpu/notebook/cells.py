@@ -6,6 +6,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from gpu.sim import pyast
+
 
 def _markdown(text: str) -> dict:
     return {"cell_type": "markdown", "metadata": {}, "source": text.strip().splitlines(keepends=True)}
@@ -35,7 +37,7 @@ def _notebook(cells: list[dict]) -> dict:
 def _function_source(path: Path, name: str) -> str:
     """The source of function ``name`` in ``path``, decorated ``@cuda.jit`` (the lab's options dropped)."""
     text = path.read_text(encoding="utf-8")
-    node = next(n for n in ast.parse(text).body if isinstance(n, ast.FunctionDef) and n.name == name)
+    node = next(n for n in pyast.parse(text).body if isinstance(n, ast.FunctionDef) and n.name == name)
     body = ast.get_source_segment(text, node, padded=False) or ""
     lines = body.splitlines()
     start = next(i for i, line in enumerate(lines) if line.lstrip().startswith("def "))

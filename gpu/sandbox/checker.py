@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpu.problems.base import Refusal  # a problem's launch rules refuse with it too
+from gpu.sim import pyast
 
 MAX_SOURCE_BYTES = 20_000  # a kernel file is a few hundred lines at most
 # A block's shared memory is at most 48 KiB without opting in (and 227 KiB on an H100 with it); a
@@ -109,7 +110,7 @@ def check_source(source: str, kernel_name: str, n_args: int) -> Checked:
 
 def _parse(source: str) -> ast.Module:
     try:
-        return ast.parse(source, filename="submission.py")
+        return pyast.parse(source, filename="submission.py")
     except SyntaxError as exc:
         raise Refusal("syntax", exc.lineno or 0, f"Python cannot parse this: {exc.msg}") from None
     except ValueError as exc:  # a NUL byte, or text that is not valid Unicode

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 
 from gpu.problems.base import Problem
+from gpu.sim import pyast
 
 
 def numba_signature(problem: Problem) -> str:
@@ -98,7 +99,7 @@ def _shape(source: str) -> str:
     import ast
 
     try:
-        return ast.dump(ast.parse(source))
+        return ast.dump(pyast.parse(source))
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return source
 

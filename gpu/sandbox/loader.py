@@ -30,6 +30,7 @@ import traceback
 import types
 
 from gpu.sandbox.checker import ALLOWED_BUILTINS, Refusal, check_source
+from gpu.sim import pyast
 
 
 class _NumbaForSubmissions(types.ModuleType):
@@ -126,7 +127,7 @@ def load_kernel(source: str, kernel_name: str, n_args: int | None = None):
     if n_args is None:
         import ast
 
-        tree = ast.parse(source)
+        tree = pyast.parse(source)
         n_args = next(
             (len(f.args.args) for f in tree.body if isinstance(f, ast.FunctionDef) and f.name == kernel_name), 0
         )

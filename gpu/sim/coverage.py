@@ -20,7 +20,7 @@ import linecache
 import sys
 from dataclasses import dataclass
 
-from gpu.sim import vector
+from gpu.sim import pyast, vector
 from gpu.sim.device import STATE
 from gpu.sim.errors import KernelFault
 
@@ -46,7 +46,7 @@ def _loops(codes) -> dict:
     for file, names in names_by_file.items():
         text = "".join(linecache.getlines(file))
         try:
-            tree = ast.parse(text)
+            tree = pyast.parse(text)
         except (SyntaxError, ValueError):
             continue
         for fn in ast.walk(tree):

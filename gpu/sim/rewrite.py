@@ -34,6 +34,8 @@ import textwrap
 import types
 from dataclasses import dataclass
 
+from gpu.sim import pyast
+
 # The generated code's own names: "$" is outside the identifier space of any source file.
 NEG = "lab$neg"
 INDEX = "lab$index"  # a whole index that may be a tuple held in a variable (``gid = cuda.grid(2); a[gid]``)
@@ -264,7 +266,7 @@ class _Rewriter(ast.NodeTransformer):
 
 def function_node(source: str, name: str, first_line: int) -> ast.FunctionDef:
     """The ``def name`` in ``source`` (dedented), with line numbers of the original file."""
-    tree = ast.parse(textwrap.dedent(source))
+    tree = pyast.parse(textwrap.dedent(source))
     ast.increment_lineno(tree, first_line - 1)
     first = source.splitlines()[0] if source else ""
     indent = len(first) - len(first.lstrip())  # dedent moved every column left by this: put them back (the trace
@@ -309,7 +311,7 @@ def rewrite(
     module = ast.Module(body=body, type_ignores=[])
     ast.fix_missing_locations(module)
     try:
-        code = compile(module, filename, "exec")
+        code = pyast.compile_tree(module, filename)
     except SyntaxError as exc:  # e.g. a synchronising call inside a comprehension: yield cannot go there
         raise RewriteRefused(f"the simulator cannot run this form ({exc.msg})", exc.lineno) from None
     return Rewritten(code=code, name=func.name, is_generator=generator,

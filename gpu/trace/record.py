@@ -50,6 +50,7 @@ import numpy as np
 
 from gpu.core.backend import BACKEND
 from gpu.core.safe_text import shown
+from gpu.sim import pyast
 from gpu.sim.recording import ATOMIC as ATOMIC  # the record kinds are the simulator's (re-exported: analysis uses them)
 from gpu.sim.recording import READ as READ
 from gpu.sim.recording import WRITE as WRITE
@@ -122,7 +123,7 @@ class Site:
         lines[0] = lines[0][self.col:]
         span = b"".join(lines).decode(errors="replace")
         try:
-            return ast.unparse(ast.parse(span.strip(), mode="eval"))
+            return ast.unparse(pyast.parse_expression(span.strip()))
         except (SyntaxError, ValueError, RecursionError):
             return " ".join(span.split())
 
