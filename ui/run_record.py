@@ -39,10 +39,19 @@ def browser_session_id() -> str:
     return str(st.session_state[SESSION_KEY])
 
 
-def queue_message(ahead: int, resource: str, what: str | None = None) -> str:
+def runs_ahead(ahead: int) -> str:
+    """"1 run", "3 runs": how many runs a waiter is behind."""
+    return f"{ahead} run{'s' if ahead != 1 else ''}"
+
+
+def queue_message(ahead: int, resource: str, what: str | None = None, finishes_anyway: bool = False) -> str:
     """The line a waiting user sees; ``ahead`` counts the run in progress too. ``what`` names what waits when it
-    is not the user's run (Write a kernel's compiler facts and trace, after its verdict)."""
-    runs = f"{ahead} run{'s' if ahead != 1 else ''}"
+    is not the user's run (Write a kernel's compiler facts and trace, after its verdict). ``finishes_anyway``: the
+    run goes on if the user leaves (Write a kernel's judge, in a thread of its own)."""
+    runs = runs_ahead(ahead)
+    if finishes_anyway:
+        return (f"Queued behind {runs} on {resource} — your kernel is judged when it is free, "
+                "even if you leave this page.")
     waits = f"Queued behind {runs} on {resource} — your run starts" if what is None else (
         f"{what}: queued behind {runs} on {resource} — they start")
     return f"{waits} when it is free. Leaving the page cancels your place; runs already saved stay in History."

@@ -26,6 +26,7 @@ from gpu.sandbox.isolation import SandboxStatus
 from gpu.sandbox.service import Submission
 from gpu.service.learners import LearnerId
 from ui.jobs import Jobs
+from ui.run_record import runs_ahead
 
 JUDGE_KEY = "write_kernel.judge"  # this session's judge: {"token": the job's token until its verdict is kept}
 CLICKS_KEY = "write_kernel.clicks"  # this session's Clicks
@@ -75,7 +76,6 @@ class JudgeJob:
     queued_s: float | None = None  # how long it waited for its turn, when it waited
     result: Submission | None = None
     error: str = ""
-    started_at: float = field(default_factory=time.monotonic)
     finished_at: float | None = None
     finished: threading.Event = field(default_factory=threading.Event)
 
@@ -84,8 +84,7 @@ class JudgeJob:
         """How long it waited for its turn, for the verdict's line ("" when it never waited)."""
         if not self.most_ahead or self.queued_s is None:
             return ""
-        runs = f"{self.most_ahead} run{'s' if self.most_ahead != 1 else ''}"
-        return f"waited {self.queued_s:.1f} s in the queue, behind {runs}"
+        return f"waited {self.queued_s:.1f} s in the queue, behind {runs_ahead(self.most_ahead)}"
 
     def start(self) -> None:
         threading.Thread(target=self._run, name=f"judge-{self.token[:8]}", daemon=True).start()

@@ -431,6 +431,7 @@ def follow(job: JudgeJob) -> bool:
     start its analysis, and draw it. Whether a verdict was kept (False: the judge could not run; its message is
     drawn). A run stopped for a newer one stops here, at its next look; the newer run follows the same job."""
     from gpu.problems import get
+    from ui.run_record import queue_message
     from ui.views import analysis
 
     problem = get(job.problem)
@@ -445,9 +446,8 @@ def follow(job: JudgeJob) -> bool:
             continue
         seen = now
         if job.state == "queued" and job.ahead:
-            runs = f"{job.ahead} run{'s' if job.ahead != 1 else ''}"
-            waiting.info(f"Queued behind {runs} on {job.waiting_for} — your kernel is judged when it is free, "
-                         "even if you leave this page.", icon=":material/hourglass_top:")
+            waiting.info(queue_message(job.ahead, job.waiting_for, finishes_anyway=True),
+                         icon=":material/hourglass_top:")
         else:
             waiting.empty()
     waiting.empty()
