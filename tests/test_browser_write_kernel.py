@@ -73,5 +73,8 @@ def test_a_queued_submission_shows_its_place_then_how_long_it_waited(page, app_u
         submit(page, CORRECT)
         page.get_by_text("Queued behind 1 run on the CUDA simulator").first.wait_for(timeout=120_000)
         page.wait_for_timeout(500)
+        # a still line while it waits: no spinner animating in every waiting page of a class
+        assert page.locator('[data-testid="stExpander"]').get_by_text("Checking your kernel").count() == 0
     page.get_by_text("Passed:").first.wait_for(timeout=120_000)
+    page.locator('[data-testid="stExpander"]').get_by_text("Verdict: passed").first.wait_for()
     page.get_by_text(re.compile(r"waited \d+\.\d s in the queue, behind 1 run\b")).first.wait_for()

@@ -160,3 +160,50 @@ def test_spares_up_to_the_capacity_handed_out_oldest_first(monkeypatch):
     finally:
         kept.close()
     assert kept.spares() == 0
+
+
+@pytest.fixture
+def analyses(monkeypatch):
+    kept = SpareKeeper(capacity=1)
+    kept.enable()
+    monkeypatch.setattr(judging, "ANALYSES", kept)
+    yield kept
+    kept.close()
+
+
+RACY = GOOD.replace("out[i] = a[i] + b[i]", "out[0] = a[i] + b[i]")  # every thread writes one element
+
+
+@pytest.mark.parametrize("source", [GOOD, RACY], ids=["correct", "racy"])
+def test_a_trace_through_an_analysis_spare_is_the_cold_childs_trace(analyses, source):
+    def trace() -> dict:
+        result = judging.analyse_in_child("vector-add", source, threads=128, facts=False, trace=True,
+                                          limits=LIMITS, sandbox=OFF)
+        assert isinstance(result["trace"], dict), result
+        return {k: v for k, v in result["trace"].items() if k not in ("picture", "sectors")}  # (values vary)
+
+    analyses.prime(judging.analysis_argv(LIMITS), LIMITS, True, OFF)
+    analyses.settle()
+    spare = analyses._spares[0][1]
+    warm = trace()
+    assert spare.proc.poll() is not None  # the spare ran it, and ended
+    analyses.close()  # off: the next analysis starts its own child
+    cold = trace()
+    assert warm == cold
+    assert bool(warm["races"]) == (source is RACY), warm["headline"]
+
+
+def test_an_analysis_spare_refuses_a_judges_request(analyses):
+    child = analyses.take(judging.analysis_argv(LIMITS), LIMITS, True, OFF)
+    answer = json.loads(child.finish(judge_request("vector-add", GOOD))["stdout"])
+    assert answer["status"] == "error" and "another request" in answer["message"], answer
+
+
+def test_an_analysis_without_a_trace_starts_its_own_child(analyses):
+    """A spare's simulator is the trace's (chosen before its imports): the compiler's facts alone never take one."""
+    analyses.prime(judging.analysis_argv(LIMITS), LIMITS, True, OFF)
+    analyses.settle()
+    spare = analyses._spares[0][1]
+    judging.analyse_in_child("vector-add", "not python (", threads=128, facts=True, trace=False,
+                             limits=LIMITS, sandbox=OFF)
+    assert spare.alive() and analyses.spares() == 1

@@ -26,6 +26,7 @@ import sys
 
 MAX_REQUEST_BYTES = 1 << 20
 WARM_JUDGE = "warm-judge"  # the command line's third word for a judge started before its request (gpu.sandbox.warm)
+WARM_ANALYSIS = "warm-analysis"  # ... for an analysis that traces, started before its request
 
 
 CHILD_NICENESS = 10  # below the app's server: a class's submissions queue for the cores, the pages stay quick
@@ -147,10 +148,14 @@ def main(argv: list[str]) -> int:
     os.dup2(devnull, 1)
     sys.stdout = open(os.devnull, "w")  # (Python-level prints go nowhere too)
     limits = json.loads(argv[1]) if len(argv) > 1 else {}
-    warm = len(argv) > 2 and argv[2] == WARM_JUDGE
+    warm = argv[2] if len(argv) > 2 and argv[2] in (WARM_JUDGE, WARM_ANALYSIS) else None
     missed = apply_limits(limits)
+    if warm == WARM_ANALYSIS:
+        os.environ["KERNEL_LAB_SIMULATOR"] = "lab"  # as below, for the trace: before gpu is imported
     if warm:  # started ahead of its request (gpu.sandbox.warm): the lab's imports first, then wait for it
         import_judge()
+        if warm == WARM_ANALYSIS:
+            import gpu.sandbox.trace_child  # noqa: F401  (the recording simulator)
     request = json.loads(sys.stdin.buffer.read(MAX_REQUEST_BYTES) or b"{}")
     mode = request.get("mode")
     if mode in ("facts", "analysis") and request.get("trace"):
@@ -164,8 +169,10 @@ def main(argv: list[str]) -> int:
         lower_priority_after(QUANTUM_S)
 
     try:
-        if warm and mode is not None:
+        if warm == WARM_JUDGE and mode is not None:
             raise ValueError("a child started for a judge was sent another request")
+        if warm == WARM_ANALYSIS and not (mode == "analysis" and request.get("trace")):
+            raise ValueError("a child started for an analysis that traces was sent another request")
         problem = get(request["problem"])
         if mode in ("facts", "analysis"):  # the second step after a verdict: the compiler's facts and the trace
             try:

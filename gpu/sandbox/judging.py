@@ -32,7 +32,7 @@ from gpu.sandbox.protocol import (
     read_verdict,
 )
 from gpu.sandbox.verdict import Verdict
-from gpu.sandbox.warm import KEEPER
+from gpu.sandbox.warm import ANALYSES, KEEPER
 
 
 def _sandbox_refusal(problem: str, backend: str, message: str, rule: str = "sandbox") -> Verdict:
@@ -118,9 +118,9 @@ def judge_in_child(
 
 
 def keep_warm(limits: Limits | None = None, sandbox: SandboxStatus | None = None) -> bool:
-    """From now on keep a judge's process started ahead (``gpu.sandbox.warm``), and start one now: for a server
-    (Write a kernel calls it on every run; cheap once a spare waits). The simulator only: on a GPU a second
-    process never starts beside a timed kernel. Returns whether a spare is kept."""
+    """From now on keep a judge's process, and an analysis's, started ahead (``gpu.sandbox.warm``), and start them
+    now: for a server (Write a kernel calls it on every run; cheap once the spares wait). The simulator only: on a
+    GPU a second process never starts beside a timed kernel. Returns whether spares are kept."""
     from gpu.core.backend import BACKEND
 
     if not BACKEND.simulated:
@@ -131,7 +131,15 @@ def keep_warm(limits: Limits | None = None, sandbox: SandboxStatus | None = None
         return False
     KEEPER.enable()
     KEEPER.prime(child_argv(limits, True, warm=True), limits, True, sandbox)
+    ANALYSES.enable()
+    ANALYSES.prime(analysis_argv(limits), limits, True, sandbox)
     return True
+
+
+def analysis_argv(limits: Limits) -> list[str]:
+    """An analysis's command line, for a spare (``warm.ANALYSES``): no address-space cap on the command line (NVVM
+    runs first; the child lowers it before the learner's code runs)."""
+    return child_argv(limits, False, warm=True, analysis=True)
 
 
 def analyse_in_child(
@@ -164,7 +172,10 @@ def analyse_in_child(
     request = analysis_request(
         problem, source, threads=threads, facts=facts, trace=trace, trace_test=trace_test, limits=limits
     )
-    run = isolation.run_argv(child_argv(limits, False), request, limits, True, sandbox)
+    if ANALYSES.enabled and trace:  # a spare started ahead (the app's), past Python's start and the lab's imports
+        run = ANALYSES.take(analysis_argv(limits), limits, True, sandbox).finish(request)
+    else:
+        run = isolation.run_argv(child_argv(limits, False), request, limits, True, sandbox)
     try:
         return read_analysis(run["stdout"])
     except (ValueError, TypeError, AttributeError, UnicodeDecodeError):

@@ -23,13 +23,16 @@ from gpu.sandbox.verdict import Verdict
 ANALYSIS_OUTPUT_BYTES = 4 << 20  # a trace's report carries the access picture (up to ~3 MB of JSON)
 CHILD_MODULE = "gpu.sandbox.child"
 WARM_JUDGE = "warm-judge"  # = gpu.sandbox.child.WARM_JUDGE (the child cannot import this module)
+WARM_ANALYSIS = "warm-analysis"  # = gpu.sandbox.child.WARM_ANALYSIS
 
 
-def child_argv(limits: Limits, simulated: bool, warm: bool = False) -> list[str]:
+def child_argv(limits: Limits, simulated: bool, warm: bool = False, analysis: bool = False) -> list[str]:
     """The child's command line: this Python, the child module and the limits it applies to itself; ``warm``: a
-    judge started before its request, which imports the lab while it waits (``gpu.sandbox.warm``)."""
+    child started before its request, which imports the lab while it waits (``gpu.sandbox.warm``), for a judge or,
+    with ``analysis``, for an analysis that traces (the trace's simulator chosen before the imports)."""
     limits_json = json.dumps(limits.for_child(simulated))
-    return [sys.executable, "-m", CHILD_MODULE, limits_json, *([WARM_JUDGE] if warm else [])]
+    marker = [WARM_ANALYSIS if analysis else WARM_JUDGE] if warm else []
+    return [sys.executable, "-m", CHILD_MODULE, limits_json, *marker]
 
 
 def judge_request(problem: str, source: str) -> bytes:

@@ -151,5 +151,9 @@ class SpareKeeper:
 
 
 KEEPER = SpareKeeper()  # one per process: the sessions of one server share it
+# The analyses' own spares (the trace's simulator is chosen before the imports, so a judge's spare cannot serve one):
+# an analysis is a few tens of milliseconds of tracing after about 0.4 s of imports, and a class's verdicts bring a
+# burst of them. Two: one is taken while the next imports; each waiting spare holds about 150 MB.
+ANALYSES = SpareKeeper(capacity=min(2, default_spares()))
 
-__all__ = ["KEEPER", "SpareKeeper", "default_spares"]
+__all__ = ["ANALYSES", "KEEPER", "SpareKeeper", "default_spares"]

@@ -19,7 +19,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -269,10 +269,15 @@ class ReferenceRun:
     def has(self, experiment: str) -> bool:
         """Whether this run holds a run of ``experiment``: its key or its ``Recorded`` name
         ("vector-add", "launch"...), i.e. whether a section it declares holds a record."""
+        keys = {e.key for e in experiments() if experiment in (e.key, e.recorded.name if e.recorded else None)}
+        return not keys.isdisjoint(self.held)
+
+    @cached_property
+    def held(self) -> frozenset[str]:
+        """The keys of the experiments whose runs this check holds (worked out once: every page asks, every run)."""
         from gpu.service.check_schema import section_records
 
-        keys = {e.key for e in experiments() if experiment in (e.key, e.recorded.name if e.recorded else None)}
-        return any(key in keys for key, _record in section_records(self.data))
+        return frozenset(key for key, _record in section_records(self.data))
 
     def rebuild_all(self) -> None:
         """Rebuild every section present (raises if one cannot be): what each experiment's

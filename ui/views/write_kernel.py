@@ -435,9 +435,11 @@ def follow(job: JudgeJob) -> bool:
     from ui.views import analysis
 
     problem = get(job.problem)
-    box = st.status(f"Checking your kernel for {problem.title} and running it in a fresh sandboxed process…",
-                    expanded=False)
-    waiting = st.empty()
+    # The status box (a spinner) appears once the judge is not waiting behind other runs; the wait itself is one
+    # still line that counts down. (A spinner animates for as long as it waits: a class's sixteen waiting pages
+    # spent about a core drawing spinners, on their own machines and, in the class benchmark, on the server's.)
+    head, waiting = st.empty(), st.empty()
+    box = None
     seen = None
     while not job.finished.wait(judge_job.FOLLOW_S):
         now = (job.state, job.waiting_for, job.ahead)
@@ -450,7 +452,9 @@ def follow(job: JudgeJob) -> bool:
                          icon=":material/hourglass_top:")
         else:
             waiting.empty()
+            box = box or judging_box(head, problem)
     waiting.empty()
+    box = box or judging_box(head, problem)
     if job.result is None:
         judge_job.forget(job)
         box.update(label="Not run" + (f" · {job.waited}" if job.waited else ""), state="error")
@@ -470,6 +474,12 @@ def follow(job: JudgeJob) -> bool:
     )
     saved_notice(result)
     return True
+
+
+def judging_box(slot, problem: Problem):
+    """The judge's status box, in ``slot`` (an ``st.empty``): running until the verdict updates it."""
+    return slot.status(f"Checking your kernel for {problem.title} and running it in a fresh sandboxed process…",
+                       expanded=False)
 
 
 def keep_analysis(problem: Problem, job) -> None:
