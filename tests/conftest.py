@@ -70,9 +70,10 @@ def _no_child_process_in_the_fast_lane(request, monkeypatch):
 
 @pytest.fixture(autouse=True)
 def _no_spare_judges_in_this_process(monkeypatch):
-    """A page run in this process (AppTest) would start spare judge and analysis children (``gpu.sandbox.warm``) that outlive
-    its test and change how the next test's judges start: the process-wide keepers stay off here. Its own tests
-    make keepers of their own; the app under the browser tests, a server of its own, keeps spares as it does."""
+    """A page run in this process (AppTest) would start spare judge and analysis children (``gpu.sandbox.warm``)
+    that outlive its test and change how the next test's judges start: the process-wide keepers stay off here.
+    Their own tests make keepers of their own; the app under the browser tests, a server of its own, keeps spares
+    as it does."""
     from gpu.sandbox import warm
 
     monkeypatch.setattr(warm.KEEPER, "enable", lambda: None)
