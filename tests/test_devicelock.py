@@ -70,6 +70,29 @@ def test_threads_are_served_in_arrival_order_and_never_overlap(tmp_path):
     assert not lock.busy and lock.waiting == 0
 
 
+def test_a_waiter_of_this_process_is_woken_when_a_run_leaves_not_at_its_next_poll(tmp_path):
+    """Polls that would take a minute: every hand-over below is the wake-up's, between threads of one process, and
+    between two lock objects of one lock (the app makes one per page run)."""
+    slow = {"poll_s": 60.0, "queue_poll_s": 60.0}
+    holder, first, second = (FileFifoLock("gpu0", tmp_path, **slow) for _ in range(3))
+    order: list[str] = []
+
+    def one(lock: FileFifoLock, label: str) -> None:
+        with lock.hold(label):
+            order.append(label)
+
+    with holder.hold("holder"):
+        threads = []
+        for i, (lock, label) in enumerate(((first, "first"), (second, "second"))):
+            threads.append(threading.Thread(target=one, args=(lock, label)))
+            threads[-1].start()
+            _wait_until(lambda i=i: holder.waiting == i + 1, what=f"{label} queued")
+    for t in threads:
+        t.join(20)  # far inside one poll
+        assert not t.is_alive(), f"still waiting: {order}"
+    assert order == ["first", "second"]
+
+
 def test_a_place_never_goes_up_when_two_arrive_together(tmp_path, monkeypatch):
     # Seen in the 16-browser class test: a waiter's place read [3, 4, 2, 1]. A took its ticket
     # number and was descheduled before its place in the queue became visible; B, arriving then,
