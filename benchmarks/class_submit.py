@@ -21,6 +21,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 HOME_TARGET_S = 2.0  # the class issue's target for every load of Home while a class submits
+ENDLESS = ("time-limit",)  # kinds whose verdict cannot come before the wall-clock limit
 sys.path.insert(0, str(ROOT))
 
 from tests.classroom import (  # noqa: E402
@@ -35,6 +36,7 @@ from tests.classroom import (  # noqa: E402
     machine,
     percentile,
     run_class,
+    splits,
     tmpdir,
 )
 
@@ -52,6 +54,8 @@ def main() -> int:
     undrawn = 0  # loads of Home not drawn within 30 s
     cold: list[float | None] = []
     analysis: list[tuple[str, float, str]] = []  # (kind, seconds from verdict, "facts and trace" or "said why not")
+    parts: list = []  # each submission's Split (tests/classroom.py): to the server, on the server, to the screen
+    ending: list[float] = []  # Submit → verdict of the kernels that end (not the never-ending ones)
     for repeat in range(args.repeats):
         with (
             demo_server(tmpdir()) as server,
@@ -60,6 +64,7 @@ def main() -> int:
             started = time.perf_counter()
             run = run_class(browser, server.url, home_browser=home_browser)
             names = leaderboard_names(server.db)
+            split = splits(run.learners, server.judge_log)
         passing = sorted(lr.name for lr in run.learners if lr.kind == "correct")
         lat = [lr.latency_s for lr in run.learners if lr.latency_s is not None]
         print(f"repeat {repeat + 1}: {len(lat)}/{len(run.learners)} verdicts, presses spread {run.spread_s:.2f} s, "
@@ -74,6 +79,10 @@ def main() -> int:
             if lr.latency_s is not None:
                 by_kind.setdefault(lr.kind, []).append(lr.latency_s)
                 every.append(lr.latency_s)
+            if lr.name in split:
+                parts.append(split[lr.name])
+                if lr.kind not in ENDLESS:
+                    ending.append(lr.latency_s)
             if lr.analysis_s is not None:
                 analysis.append((lr.kind, lr.analysis_s, lr.analysis))
         home += run.home_drawn
@@ -110,6 +119,8 @@ def main() -> int:
            f"NOT met ({sum(1 for h in home if h >= HOME_TARGET_S)} loads at or over it, {undrawn} not drawn in 30 s)")
         + ".",
         "",
+        split_lines(parts, ending, len(every)),
+        "",
         analysis_line(analysis),
         "",
         "| Kind | Submissions | p50 (s) | p95 (s) | min (s) | max (s) |",
@@ -125,6 +136,29 @@ def main() -> int:
     print(text)
     args.out.write_text(text)
     return 0
+
+
+def split_lines(parts: list, ending: list[float], submissions: int) -> str:
+    """Where the seconds went, from the server's judge log (``KERNEL_LAB_JUDGE_LOG``) and the pages' clocks; and
+    Submit → verdict of the kernels that end (a never-ending kernel's verdict cannot come before its limit)."""
+    if not parts:
+        return "The server's judge log recorded no submission from press to verdict."
+    server = [p.server_s for p in parts]
+    reach = [p.to_server_s for p in parts]
+    draw = [p.to_screen_s for p in parts]
+    text = (
+        f"**Where the seconds went** ({len(parts)} of {submissions} submissions; the server's judge log, "
+        "`KERNEL_LAB_JUDGE_LOG`, on the same clock as the pages): the press reaching the server p50 "
+        f"{percentile(reach, 0.5):.1f} s (max {max(reach):.1f} s); **on the server, press received → verdict kept "
+        f"by the page: p50 {percentile(server, 0.5):.1f} s, p95 {percentile(server, 0.95):.1f} s**; the verdict "
+        f"reaching its browser and drawn there p50 {percentile(draw, 0.5):.1f} s (max {max(draw):.1f} s; 16 pages "
+        "drawing on the server's own 2 cores at the lowest share)."
+    )
+    if ending:
+        text += (f" Submit → verdict of the {len(ending)} kernels that end (not the never-ending ones, whose verdict "
+                 f"cannot come before their {WALL_S:g} s limit): p50 {percentile(ending, 0.5):.1f} s, "
+                 f"p95 {percentile(ending, 0.95):.1f} s.")
+    return text
 
 
 def cold_text(cold: list[float | None]) -> str:

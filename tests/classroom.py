@@ -134,6 +134,7 @@ class Server:
     db: Path
     log: Path
     env: dict
+    judge_log: Path  # KERNEL_LAB_JUDGE_LOG: each submission's milestones on the server (gpu/service/judge_log.py)
 
 
 @contextmanager
@@ -152,6 +153,7 @@ def demo_server(workdir: Path, wall_s: float = WALL_S, memory_mb: int = MEMORY_M
         "KERNEL_LAB_COMPILE_CACHE": str(workdir / "compile-cache"),
         "KERNEL_LAB_SUBMIT_WALL_S": str(wall_s),
         "KERNEL_LAB_SUBMIT_MEMORY_MB": str(memory_mb),
+        "KERNEL_LAB_JUDGE_LOG": str(workdir / "judges.jsonl"),
     }
     env.setdefault("NUMBA_ENABLE_CUDASIM", "1")
     log = workdir / "streamlit.log"
@@ -174,7 +176,7 @@ def demo_server(workdir: Path, wall_s: float = WALL_S, memory_mb: int = MEMORY_M
             if proc.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"streamlit did not start; log: {log.read_text()[-2000:]}")
             time.sleep(0.3)
-        yield Server(url, db, log, env)
+        yield Server(url, db, log, env, workdir / "judges.jsonl")
     finally:
         proc.terminate()
         try:
@@ -462,6 +464,33 @@ def run_class(browser, url: str, kinds: list[str] = CLASS, home_every_s: float =
     finally:
         for context in contexts:
             context.close()
+
+
+@dataclass(frozen=True)
+class Split:
+    """One submission's Submit → verdict in three parts, from the page's clock and the server's judge log (one
+    machine, one clock): the press reaching the server, the server's part (press received → verdict kept by the
+    page's run, ``gpu/service/judge_log.py``), and the verdict reaching the browser and being drawn."""
+
+    to_server_s: float
+    server_s: float
+    to_screen_s: float
+
+
+def splits(learners: list[Learner], judge_log: Path) -> dict[str, Split]:
+    """Each learner's ``Split``, by name, for those whose submission the log has from received to kept."""
+    from gpu.service.judge_log import read
+
+    logged = read(judge_log) if judge_log.exists() else {}
+    out = {}
+    for learner in learners:
+        rows = [r for r in logged.values() if r.get("learner") == learner.name and "received" in r and "kept" in r]
+        if learner.verdict_at is None or len(rows) != 1:  # (one press each: a second would be ambiguous)
+            continue
+        row = rows[0]
+        out[learner.name] = Split(row["received"] - learner.clicked_at / 1000, row["kept"] - row["received"],
+                                  learner.verdict_at / 1000 - row["kept"])
+    return out
 
 
 def percentile(values: list[float], q: float) -> float:

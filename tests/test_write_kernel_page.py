@@ -9,6 +9,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from gpu.sandbox import isolation
+from gpu.service import judge_log
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = str(ROOT / "pages/9_Write_a_kernel.py")
@@ -23,6 +24,7 @@ def vector_add(a, b, out):
     if i < a.size:
         out[i] = a[i] + b[i]
 """
+WRONG = GOOD.replace("if i < a.size:", "if i < a.size - 1:")
 
 
 @pytest.fixture
@@ -61,6 +63,40 @@ def test_a_passing_run_shows_every_test_and_joins_the_leaderboard(isolated):
     # the simulator does not time kernels: no columns of blanks, and the caption says why
     assert list(board.columns) == ["Rank", "Name", "Passed at (UTC)"]
     assert any("does not time kernels" in c.value for c in at.caption)
+
+
+def test_the_judge_log_has_each_milestone_of_a_submission_in_order(isolated, tmp_path, monkeypatch):
+    log = tmp_path / "judges.jsonl"
+    monkeypatch.setenv("KERNEL_LAB_JUDGE_LOG", str(log))
+    at = AppTest.from_file(PAGE, default_timeout=120).run()
+    assert not log.exists()  # nothing submitted, nothing written
+    at.text_area(key="write_kernel.draft.vector-add").input(WRONG).run()
+    at.button(key="write_kernel.run").click().run()
+    assert not at.exception, at.exception
+    (row,) = judge_log.read(log).values()
+    assert row["learner"] == "you" and row["status"] == "wrong"  # on your own machine the one user is "you"
+    assert row["received"] <= row["turn"] <= row["verdict"] <= row["kept"], row
+
+
+def test_without_the_judge_log_nothing_is_written(tmp_path, monkeypatch):
+    monkeypatch.delenv("KERNEL_LAB_JUDGE_LOG", raising=False)
+    monkeypatch.chdir(tmp_path)
+    judge_log.mark("received", "t", None)
+    assert list(tmp_path.iterdir()) == []
+    monkeypatch.setenv("KERNEL_LAB_JUDGE_LOG", str(tmp_path / "missing-folder" / "log.jsonl"))
+    judge_log.mark("received", "t", None)  # cannot be written: dropped, never raised
+
+
+def test_the_judge_log_reader_keeps_the_first_time_of_each_event_and_skips_bad_lines(tmp_path):
+    log = tmp_path / "judges.jsonl"
+    log.write_text(
+        '{"at": 1.0, "event": "received", "token": "a", "learner": "ada"}\n'
+        "not json\n"
+        '{"event": "turn", "token": "a"}\n'
+        '{"at": 2.0, "event": "verdict", "token": "a", "learner": "ada", "status": "passed"}\n'
+        '{"at": 3.0, "event": "verdict", "token": "a", "learner": "ada", "status": "wrong"}\n'
+    )
+    assert judge_log.read(log) == {"a": {"learner": "ada", "received": 1.0, "verdict": 2.0, "status": "passed"}}
 
 
 class GateLock:

@@ -283,13 +283,19 @@ TEACHER_TOKEN = Setting(
     "with `KERNEL_LAB_CLASS=1`: the Class page exists, for whoever opens it with `?teacher=` this token",
     ("ui/learner.py", "pages/10_Class.py"), _stripped,
 )
+JUDGE_LOG = Setting(
+    "KERNEL_LAB_JUDGE_LOG", "judge_log", "path", "unset (nothing written)",
+    "a JSON-lines file to which the app appends each Write a kernel submission's milestones (press received, its "
+    "turn, its verdict, the verdict kept by the page that draws it): where a slow class's seconds went",
+    ("gpu/service/judge_log.py",), _stripped,
+)
 
 SETTINGS: tuple[Setting, ...] = (
     SIMULATOR, SIM_SHUFFLE, SIM_TIER,
     MAX_N, MAX_REPEATS, MAX_SWEEP_POINTS, MAX_WORK, MAX_CPU_N, MAX_CPU_WORK,
     SANDBOX, REQUIRE_SANDBOX, BWRAP, SUBMIT_WALL_S, SUBMIT_CPU_S, SUBMIT_TASKS, SUBMIT_MEMORY_MB,
     DB, LOCK_DIR, CLUSTER, CLUSTER_GPUS, CLUSTER_SIMULATOR,
-    EXPERIMENTS, COMPILE_CACHE, PLAIN_EDITOR, UPLOADS, CHROMIUM, CLASS, TEACHER_TOKEN,
+    EXPERIMENTS, COMPILE_CACHE, PLAIN_EDITOR, UPLOADS, CHROMIUM, CLASS, TEACHER_TOKEN, JUDGE_LOG,
 )  # fmt: skip
 
 
@@ -323,6 +329,7 @@ class Settings:
     chromium: str
     class_mode: bool
     teacher_token: str | None
+    judge_log: str | None
 
 
 def settings(env: Mapping[str, str] | None = None) -> Settings:

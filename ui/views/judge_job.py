@@ -24,6 +24,7 @@ import streamlit as st
 
 from gpu.sandbox.isolation import SandboxStatus
 from gpu.sandbox.service import Submission
+from gpu.service import judge_log
 from gpu.service.learners import LearnerId
 from ui.jobs import Jobs
 from ui.run_record import runs_ahead
@@ -86,7 +87,12 @@ class JudgeJob:
             return ""
         return f"waited {self.queued_s:.1f} s in the queue, behind {runs_ahead(self.most_ahead)}"
 
+    @property
+    def who(self) -> str | None:
+        return self.learner.name if self.learner is not None else None
+
     def start(self) -> None:
+        judge_log.mark("received", self.token, self.who)
         threading.Thread(target=self._run, name=f"judge-{self.token[:8]}", daemon=True).start()
 
     @contextmanager
@@ -101,6 +107,7 @@ class JudgeJob:
             if self.most_ahead:
                 self.queued_s = time.monotonic() - arrived
             self.state, self.ahead = "running", None
+            judge_log.mark("turn", self.token, self.who)
             yield
 
     def _waiting(self, what: str):
@@ -128,6 +135,8 @@ class JudgeJob:
             self.state, self.error = "failed", f"the judge failed: {type(exc).__name__}: {str(exc)[:300]}"
         finally:
             self.finished_at = time.monotonic()
+            status = self.result.verdict.status if self.result is not None else "failed"
+            judge_log.mark("verdict", self.token, self.who, status=status)
             self.finished.set()
 
 

@@ -21,6 +21,7 @@ from gpu.problems.base import Problem
 from gpu.sandbox.isolation import ENV_REQUIRE, HOW_TO_ENABLE, SandboxStatus, sandbox_status
 from gpu.sandbox.service import Submission
 from gpu.sandbox.verdict import Verdict, mismatch_text
+from gpu.service import judge_log
 from gpu.service.learners import LearnerId
 from ui import glossary
 from ui.components.code_editor import FALLBACK_NOTE, EditorResult, Marker, available, code_editor
@@ -464,6 +465,7 @@ def follow(job: JudgeJob) -> bool:
     result, verdict = job.result, job.result.verdict
     st.session_state[waited_key(problem)] = job.waited
     st.session_state[submission_key(problem)] = result
+    judge_log.mark("kept", job.token, job.who)
     claim = judge_job.claim()
     if analysed(verdict):
         analysis.start(problem.key, job.source, verdict, job.trace_test, result.attempt_id)
