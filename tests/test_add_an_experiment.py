@@ -56,7 +56,7 @@ from gpu.core.kernel_timing import KernelTiming, time_on_device
 from gpu.core.limits import check_n, check_repeats, check_threads
 from gpu.core.series import Series
 from gpu.core.timing import RepeatPolicy
-from gpu.catalog.base import Experiment, Hook, PageLink, Param, PerBackend, Recorded
+from gpu.catalog.base import CheckSection, Experiment, PageLink, Param, PerBackend, Recorded
 from gpu.catalog.registry import register
 from gpu.kernels.geometry import blocks_for
 from toylab.saxpy.kernels import saxpy_kernel
@@ -111,7 +111,7 @@ EXPERIMENT = register(Experiment(
     order=950,
     history_columns=("n", "repeats"),
     series=(Series("saxpy-kernel", "SAXPY kernel", "#8c564b"),),
-    check=(Hook("gpu.report.declared_check:section", ("toy-saxpy",)),),
+    check=(CheckSection("toy-saxpy", at_defaults=True),),
     recorded=Recorded("toy-saxpy"),
 ))
 '''

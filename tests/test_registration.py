@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from gpu.catalog import registry
-from gpu.catalog.base import Experiment, Hook, Param, Progress, checked_measures
+from gpu.catalog.base import Experiment, Param, Progress, checked_measures
 from gpu.core.shape import SHAPES
 from ui.navigation import all_links, declared_link
 from ui.progress import PhaseProgress
@@ -64,24 +64,44 @@ def test_measures_must_be_names_and_numbers():
         checked_measures(_declare(Good, measures=lambda r: {"x_s": "fast"}), Good())
 
 
-def test_a_hook_resolves_or_names_what_is_missing():
-    assert Hook("gpu.experiments.scaling.check:scaling_section").resolve().__name__ == "scaling_section"
-    assert Hook("gpu.report.check:catalog_section", ("matmul",)).resolve().__name__ == "matmul_section"
-    with pytest.raises(LookupError, match="no_such_section"):
-        Hook("gpu.report.check:no_such_section").resolve()
-    with pytest.raises(ValueError, match="package.module:function"):
-        Hook("gpu.report.check")
+def test_a_check_section_is_run_by_its_declaration_its_folders_check_face_or_at_the_defaults():
+    from gpu.catalog.base import CheckSection
+    from gpu.catalog.checking import runs_section
+    from gpu.catalog.declare import catalog_section
+    from gpu.report.check import section_run
+
+    scaling, matmul = registry.get("scaling"), registry.get("matmul")
+    assert section_run(scaling, scaling.check[0]).__name__ == "scaling_section"  # registered by scaling/check.py
+    assert section_run(matmul, matmul.check[0]).__name__ == "matmul_section"  # named by the declaration
+    assert section_run(matmul, CheckSection("matmul", at_defaults=True)).__name__ == "matmul_section"
+    assert section_run(matmul, CheckSection("matmul", at_defaults=True)) is not matmul.check[0].run
+    with pytest.raises(LookupError, match=r"nothing runs the check section 'orphan' of 'matmul'.*@runs_section"):
+        section_run(matmul, CheckSection("orphan"))
+    with pytest.raises(ValueError, match="not both"):
+        CheckSection("matmul", catalog_section("matmul"), at_defaults=True)
+    with pytest.raises(ValueError, match="is run by gpu.experiments.scaling.check.scaling_section already"):
+        runs_section("scaling")(lambda ctx: None)
+
+
+def test_faces_are_found_by_folder_and_only_faces():
+    found = {m.__name__ for m in registry.faces("check")}
+    assert found == {f"gpu.experiments.{name}.check" for name in ("launch", "scaling", "transfers", "vector_add")}
+    with pytest.raises(ValueError, match="not an experiment folder's face"):
+        registry.faces("experiment")
 
 
 @pytest.mark.parametrize("experiment", registry.experiments(), ids=lambda e: e.key)
 def test_everything_a_declaration_names_resolves(experiment):
+    from gpu.catalog.render import _tables
+    from gpu.report.check import section_run
+
     for section in experiment.check_sections():
-        assert callable(section.run.resolve())
+        assert callable(section_run(experiment, section))
         assert section.records is None or callable(section.records)
         assert all(part.type in SHAPES for part in section.parts), "every result a section holds has a shape"
-    if experiment.report is not None:
-        module = importlib.import_module(experiment.report)
-        assert experiment.result_type in {**module.SUMMARIES, **module.PROSE}
+    summaries, prose = _tables()
+    if experiment.key in ("scaling", "launch-sweep", "transfers"):  # the folders whose report words their results
+        assert experiment.result_type in summaries and experiment.result_type in prose
     assert experiment.result_type is not None, f"{experiment.key} declares no result_type"
     assert experiment.page is not None and (ROOT / experiment.page.script).exists()
 
@@ -189,7 +209,7 @@ def test_a_check_section_key_is_declared_once_and_each_declared_key_is_readable(
     assert declared["breakdown"][0].key == "vector-add" and declared["matmul"][0].key == "matmul"
     twin = Experiment(key="twin-of-matmul", title="Twin", summary="s", params=(), run=lambda p, progress: None,
                       work=lambda p: 1, measures=lambda r: {},
-                      check=(CheckSection("matmul", Hook("gpu.report.check:catalog_section", ("matmul",))),))
+                      check=(CheckSection("matmul", at_defaults=True),))
     with pytest.raises(ValueError, match="check section 'matmul' of 'twin-of-matmul' is already declared by 'matmul'"):
         registry.register(twin)
     assert "twin-of-matmul" not in [e.key for e in registry.experiments()]

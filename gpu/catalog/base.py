@@ -12,7 +12,7 @@ that knows nothing about any one experiment:
   and the History table's columns                  (ui/charts/history.py: ``runs_frame``)
 - the sidebar link and the Home entry of its page  (ui/navigation.py)
 - downloads                                         (ui/downloads.py)
-- prose for the CLI and the JSON downloads         (gpu/catalog/render.py, via ``report``)
+- prose for the CLI and the JSON downloads         (gpu/catalog/render.py, from its folder's ``report``)
 - the ``gpu check`` sections                         (gpu/report/check.py, via ``check``)
   and how a check file is read back: its section     (gpu/service/check_schema.py, references.py)
   keys, validators and History records
@@ -20,8 +20,10 @@ that knows nothing about any one experiment:
 - the "On a real GPU" panel                         (ui/reference.py, via ``recorded``)
 - the CLI's and the pages' order                   (gpu/catalog/registry.py, via ``order``)
 
-Code in a layer above the experiments (reports, pages) is named by a ``Hook`` — an import
-path resolved when first used — so a declaration names it without importing it.
+Code in a layer above the engine (a folder's prose and ``gpu check`` section, its page's view) is never
+named by the declaration: the layers above import the experiments, never the reverse. Each such module
+registers itself, or is found, by its folder (``registry.faces``; ``checking.runs_section``), and the
+pages name their views.
 
 A parameter is parsed the same way from a CLI string, a widget value or a saved
 History row, so "1e3" means 1000 everywhere and a bad value gets the same message.
@@ -29,12 +31,12 @@ History row, so "1e3" means 1000 everywhere and a bad value gets the same messag
 
 from __future__ import annotations
 
-import importlib
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from gpu.catalog.checking import SectionRun
 from gpu.core.limits import InputError
 from gpu.core.series import Series
 
@@ -179,35 +181,6 @@ def checked_measures(experiment: Experiment, result: Any) -> dict[str, float]:
 
 
 @dataclass(frozen=True)
-class Hook:
-    """A function named by its import path, ``"package.module:function"``.
-
-    A declaration (gpu/experiments) names report and page code this way without importing
-    it: the layers above import the experiments, never the reverse. ``resolve()`` imports
-    the module and returns the function; with ``args`` the named function is a factory
-    and ``resolve()`` returns what it makes of them (``catalog_section("matmul")``). It
-    fails loudly, naming the hook, when the module or the function is missing (tests
-    resolve every declared hook).
-    """
-
-    target: str
-    args: tuple = ()
-
-    def __post_init__(self) -> None:
-        module, _, name = self.target.partition(":")
-        if not module or not name.isidentifier():
-            raise ValueError(f"a hook is 'package.module:function', got {self.target!r}")
-
-    def resolve(self) -> Callable[..., Any]:
-        module_name, _, name = self.target.partition(":")
-        try:
-            function = getattr(importlib.import_module(module_name), name)
-        except (ImportError, AttributeError) as exc:
-            raise LookupError(f"hook {self.target!r} does not resolve: {exc}") from exc
-        return function(*self.args) if self.args else function
-
-
-@dataclass(frozen=True)
 class PageLink:
     """A page's entry in the sidebar and on Home: its label, Material icon and place.
 
@@ -252,8 +225,12 @@ class Part:
 class CheckSection:
     """One ``gpu check`` section of an experiment, and how a recorded check file reads it back.
 
-    ``key`` is the section's key under ``sections`` in check.json (the ``Section.key`` that
-    ``run`` returns). ``run`` names the section function, ``(CheckContext) -> Section``.
+    ``key`` is the section's key under ``sections`` in check.json (the ``Section.key`` that its
+    function returns). The function, ``(CheckContext) -> Section``, is ``run`` where the declaration can
+    name it (the catalog's kernels: ``gpu.catalog.declare.catalog_section``); else the one the folder's
+    ``check.py`` registers under ``key`` (``@runs_section(key)``, gpu/catalog/checking.py: it imports the
+    engine, which therefore cannot import it); or, with ``at_defaults``, one run of the experiment at its
+    defaults (gpu/report/declared_check.py), for an experiment with no section of its own.
     A check file is untrusted input (gpu/service/check_schema.py): every section's values are
     bounded (numbers finite, text and lists within limits, every ``*_s`` ≥ 0), then read back through:
 
@@ -265,19 +242,20 @@ class CheckSection:
       the section holds (``sections``: the whole file's, for a section that folds another
       in); None: its parts marked ``record`` (no parts: its ``run`` and ``runs``).
 
-    A record without its own ``experiment`` is filed under the declaring experiment. A bare
-    ``Hook`` in ``Experiment.check`` is a section keyed by the experiment's own key, read back
-    generically.
+    A record without its own ``experiment`` is filed under the declaring experiment.
     """
 
     key: str
-    run: Hook
+    run: SectionRun | None = None
     parts: tuple[Part, ...] = ()
     records: Callable[[Mapping[str, Any], Mapping[str, Any]], list[Mapping[str, Any]]] | None = None
+    at_defaults: bool = False
 
     def __post_init__(self) -> None:
         if not self.key or not all(c.isalnum() or c in "-_" for c in self.key):
             raise ValueError(f"a check section's key is letters, digits, '-' and '_', got {self.key!r}")
+        if self.run is not None and self.at_defaults:
+            raise ValueError(f"check section {self.key!r}: a run of its own, or one at the defaults, not both")
 
 
 @dataclass(frozen=True)
@@ -369,11 +347,11 @@ class Experiment:
     What the rest of the lab derives, each optional: ``page`` (sidebar link and Home
     entry), ``order`` (the CLI's and lists' order), ``history_columns`` (parameters with
     a History column of their own), ``series`` (measured series this experiment adds to
-    ``gpu.core.series``), ``report`` (a module of gpu/report with ``SUMMARIES`` and
-    ``PROSE``: ``{result type: function}``, the CLI's text and the JSON's prose), ``check``
-    (its ``gpu check`` sections, in order: ``CheckSection``s, or bare Hooks keyed by the
-    experiment's key), ``recorded`` (its "On a real GPU" panel) and ``samples`` (where a
-    saved run keeps its timing samples, for History's compare chart).
+    ``gpu.core.series``), ``check`` (its ``gpu check`` sections, in order, as
+    ``CheckSection``s), ``recorded`` (its "On a real GPU" panel) and ``samples`` (where a
+    saved run keeps its timing samples, for History's compare chart). The CLI's text and the
+    JSON's prose come from its folder's ``report`` module, found by the folder
+    (``registry.faces``): ``SUMMARIES`` and ``PROSE``, ``{result type: function}``.
     """
 
     key: str
@@ -389,8 +367,7 @@ class Experiment:
     order: int = 1000
     history_columns: tuple[str, ...] = ()
     series: tuple[Series, ...] = ()
-    report: str | None = None  # a module of gpu/report, e.g. "gpu.experiments.scaling.report"
-    check: tuple[Hook | CheckSection, ...] = ()
+    check: tuple[CheckSection, ...] = ()
     recorded: Recorded | None = None
     uses_cpu: bool = True  # also holds the CPU lock (it times CPU baselines)
     legacy_keys: Mapping[str, str] = field(default_factory=dict)  # param name -> widget key kept for bookmarks
@@ -420,18 +397,16 @@ class Experiment:
             )
         if self.result_type is not None and result_problem(self.result_type):
             raise TypeError(f"experiment {self.key!r}: {result_problem(self.result_type)}")
-        wrong = [c for c in self.check if not isinstance(c, (Hook, CheckSection))]
+        wrong = [c for c in self.check if not isinstance(c, CheckSection)]
         if wrong:
-            raise TypeError(
-                f"experiment {self.key!r}: check holds {wrong[0]!r}; each entry is a Hook or a CheckSection"
-            )
+            raise TypeError(f"experiment {self.key!r}: check holds {wrong[0]!r}; each entry is a CheckSection")
         keys = [s.key for s in self.check_sections()]
         if len(set(keys)) != len(keys):
             raise ValueError(f"experiment {self.key!r} declares check section keys twice: {keys}")
 
     def check_sections(self) -> tuple[CheckSection, ...]:
-        """Its ``gpu check`` sections as ``CheckSection``s: a bare Hook is keyed by the experiment's key."""
-        return tuple(c if isinstance(c, CheckSection) else CheckSection(self.key, c) for c in self.check)
+        """Its ``gpu check`` sections."""
+        return self.check
 
     def execute(self, params: Params, progress: Progress | Callable[[str], None] | None = None) -> Any:
         """Run with parsed ``params`` and return the result, checked against the result protocol."""

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-from gpu.catalog.base import Experiment, Hook, PageLink, Param, PerBackend, Progress
+from gpu.catalog.base import CheckSection, Experiment, PageLink, Param, PerBackend, Progress
+from gpu.catalog.checking import CheckContext, Section
 from gpu.catalog.estimate import catalog_plan
 from gpu.catalog.registry import register
 from gpu.catalog.step_result import KernelRun
@@ -134,7 +135,7 @@ def declare(
         key=spec.key, title=spec.title, summary=summary, params=params, run=run, work=work,
         measures=measures, result_type=KernelRun, page=PAGE, order=order,
         history_columns=tuple(c for c in ("n", "threads_per_block", "repeats") if c in names),
-        check=(Hook("gpu.report.check:catalog_section", (spec.key,)),),
+        check=(CheckSection(spec.key, catalog_section(spec.key)),),
         samples=samples,
         plan=catalog_plan(spec, lambda p: p["repeats"] + policy(p["repeats"]).warmup),
     ))
@@ -354,6 +355,17 @@ def budgeted_policy(spec, problems: int, budget_s: float, repeats: int) -> tuple
     policy = RepeatPolicy.until_stable(0.02, max(GPU_SHARE * budget_s / max(series, 1), 1e-3),
                                        max_repeat=max(repeats, 3), warmup=0 if BACKEND.simulated else 1)
     return policy, CPU_SHARE * budget_s / max(problems * len(spec.cpu), 1)
+
+
+def catalog_section(key: str) -> Callable[[CheckContext], Section]:
+    """The ``gpu check`` section of catalog kernel ``key`` (``check_kernel``), as its declaration names it."""
+
+    def section(ctx: CheckContext) -> Section:
+        title, passed, data, markdown = check_kernel(key, ctx.quick, ctx.say, ctx.budget_s)
+        return Section(key, title, passed, data, markdown)
+
+    section.__name__ = f"{key}_section"
+    return section
 
 
 def check_kernel(

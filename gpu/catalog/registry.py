@@ -14,7 +14,9 @@ time and only read afterwards (no per-user state lives here).
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import pkgutil
+from types import ModuleType
 
 from gpu.catalog.base import CheckSection, Experiment, PageLink
 from gpu.core import series
@@ -105,6 +107,21 @@ def engine_modules(folder: str) -> list[str]:
         for m in pkgutil.iter_modules(getattr(found, "__path__", []))
         if not m.ispkg and m.name not in FACES
     )
+
+
+def faces(face: str) -> list[ModuleType]:
+    """Import the ``face`` module (one of ``FACES``) of every experiment folder that has one, here and in the extra
+    packages, and return them: called by a layer above the engine (``gpu check`` for ``check``, the prose for
+    ``report``); each face registers what it provides as it is imported (``checking.runs_section``) or holds it
+    (a report's ``SUMMARIES`` and ``PROSE``)."""
+    if face not in FACES:
+        raise ValueError(f"{face!r} is not an experiment folder's face; one of {', '.join(FACES)}")
+    found = []
+    for package in ("gpu.experiments", *extra_packages()):
+        for folder in slices(package):
+            if importlib.util.find_spec(f"{folder}.{face}") is not None:
+                found.append(importlib.import_module(f"{folder}.{face}"))
+    return found
 
 
 def _load() -> None:

@@ -3,29 +3,24 @@
 A result (gpu/experiments/*) holds data; the sentences that explain it live in the
 report layer. ``summary(result)`` is what the CLI prints; ``to_json(result)`` is
 ``result.to_dict()`` plus the prose fields a reader of a download or a check file
-expects ("explanation", ...). Which function words which result is told by the
-declarations: an experiment's ``report`` names a module of gpu/report that holds
-``SUMMARIES`` and ``PROSE``, ``{result type: function}`` (a result and the parts of it
-that are shown on their own, e.g. the transfer strategies). Types without prose of their
-own fall back to ``str`` and ``to_dict``.
+expects ("explanation", ...). Which function words which result is told by each experiment
+folder's ``report`` module (``registry.faces("report")``): its ``SUMMARIES`` and ``PROSE``,
+``{result type: function}`` (a result and the parts of it that are shown on their own, e.g.
+the transfer strategies). Types without prose of their own fall back to ``str`` and ``to_dict``.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from typing import Any
 
-from gpu.catalog.registry import experiments
+from gpu.catalog.registry import faces
 
 
 def _tables() -> tuple[dict[type, Callable[[Any], str]], dict[type, Callable[[Any], dict]]]:
     summaries: dict[type, Callable[[Any], str]] = {}
     prose: dict[type, Callable[[Any], dict]] = {}
-    for module_name in dict.fromkeys(e.report for e in experiments() if e.report):
-        module = importlib.import_module(module_name)
-        if not hasattr(module, "SUMMARIES") and not hasattr(module, "PROSE"):
-            raise LookupError(f"report module {module_name} (named by a declaration) has neither SUMMARIES nor PROSE")
+    for module in faces("report"):
         summaries.update(getattr(module, "SUMMARIES", {}))
         prose.update(getattr(module, "PROSE", {}))
     return summaries, prose

@@ -12,14 +12,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gpu.catalog.checking import CheckContext, Section
-from gpu.catalog.registry import experiments
+from gpu.catalog.base import CheckSection, Experiment
+from gpu.catalog.checking import CheckContext, Section, registered_run
+from gpu.catalog.registry import experiments, faces
 from gpu.core.backend import BACKEND
 from gpu.core.device import device_info, host_info, library_versions
 from gpu.core.limits import SIMULATOR_MAX_N, max_vector_n
 from gpu.core.provenance import SIMULATOR_WARNING as SIMULATED_WARNING
 from gpu.core.telemetry import TelemetryMonitor
 from gpu.core.timing import utc_timestamp
+from gpu.report import declared_check
 
 
 @dataclass
@@ -118,19 +120,6 @@ class CheckReport:
 SECTION_KEY = "section_key"  # the attribute a declared section function carries its key in
 
 
-def catalog_section(key: str) -> Callable[[CheckContext], Section]:
-    """The ``gpu check`` section of one catalog kernel (gpu/catalog/declare.py: ``check_kernel``)."""
-
-    def section(ctx: CheckContext) -> Section:
-        from gpu.catalog.declare import check_kernel
-
-        title, passed, data, markdown = check_kernel(key, ctx.quick, ctx.say, ctx.budget_s)
-        return Section(key, title, passed, data, markdown)
-
-    section.__name__ = f"{key}_section"
-    return section
-
-
 def methodology_section(ctx: CheckContext) -> Section:
     """Flushed vs warm L2, hold verification, launch overhead, telemetry, sample counts."""
     from gpu.report.methodology import methodology
@@ -145,10 +134,26 @@ def methodology_section(ctx: CheckContext) -> Section:
 def declared_sections() -> list[Callable[[CheckContext], Section]]:
     """Every declaration's ``check`` sections, in the experiments' order, then the methodology (which reads them)."""
     return [
-        _keyed(section.run.resolve(), section.key)
+        _keyed(section_run(experiment, section), section.key)
         for experiment in experiments()
         for section in experiment.check_sections()
     ] + [methodology_section]
+
+
+def section_run(experiment: Experiment, section: CheckSection) -> Callable[[CheckContext], Section]:
+    """The function that runs ``section`` (``CheckSection`` says which); LookupError naming it when there is none."""
+    if section.run is not None:
+        return section.run
+    if section.at_defaults:
+        return declared_check.section(section.key)
+    faces("check")  # each folder's check.py registers the sections it runs (checking.runs_section)
+    run = registered_run(section.key)
+    if run is None:
+        raise LookupError(
+            f"nothing runs the check section {section.key!r} of {experiment.key!r}: its folder's check.py registers "
+            f"a function with @runs_section({section.key!r}) (gpu/catalog/checking.py), or the declaration names one"
+        )
+    return run
 
 
 def _keyed(section_fn: Callable[[CheckContext], Section], key: str) -> Callable[[CheckContext], Section]:

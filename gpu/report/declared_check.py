@@ -1,7 +1,7 @@
 """A ``gpu check`` section for any declared experiment, from its declaration alone.
 
-An experiment with no section of its own names ``Hook("gpu.report.declared_check:section",
-(key,))`` in its declaration's ``check``: the check runs it at its defaults (the
+An experiment with no section of its own declares ``CheckSection(key, at_defaults=True)`` in its
+``check`` (gpu/report/check.py: ``section_run``): the check runs it at its defaults (the
 simulator's defaults in a quick check), admitted like any run, and records whether it
 passed, its headline measures, its JSON (with its report's prose) and its summary.
 """

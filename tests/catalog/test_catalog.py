@@ -327,7 +327,8 @@ def test_shuffle_steps_show_the_device_functions_they_call():
 
 
 def test_gpu_check_section_of_a_kernel_passes_in_the_simulator_and_reports_targets(tmp_path):
-    from gpu.report.check import SECTIONS, catalog_section, run_check
+    from gpu.catalog.declare import catalog_section
+    from gpu.report.check import SECTIONS, run_check
 
     assert {f"{key}_section" for key in KERNELS} <= {section.__name__ for section in SECTIONS}
     report = run_check(tmp_path, quick=True, sections=[catalog_section("matmul")])

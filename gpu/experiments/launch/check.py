@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from gpu.catalog.checking import CheckContext, Section
+from gpu.catalog.checking import CheckContext, Section, runs_section
 from gpu.core.timing import RepeatPolicy, format_seconds
 
 LAUNCH_SWEEP_N = 2**26  # 805 MB moved per kernel: well past every cache, so memory bound
 INDEXING_CASES = ((1, 32), (31, 32), (33, 32), (257, 32), (257, 100), (257, 256), (1000, 1024))
 
 
+@runs_section("launch")
 def launch_section(ctx: CheckContext) -> Section:
     """Block-size sweep at a large N, the indexing probe at awkward sizes, and the inspector."""
     from gpu.catalog.render import to_json

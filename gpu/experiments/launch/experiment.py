@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from gpu.catalog.base import CheckSection, Experiment, Hook, PageLink, Param, Part, PerBackend, Progress, Recorded
+from gpu.catalog.base import CheckSection, Experiment, PageLink, Param, Part, PerBackend, Progress, Recorded
 from gpu.catalog.registry import register
 from gpu.core import estimates
 from gpu.core.arrays import vector_inputs
@@ -463,11 +463,8 @@ LAUNCH_SWEEP = register(
         page=LAUNCH_PAGE,
         order=40,
         history_columns=("n", "repeats"),
-        report="gpu.experiments.launch.report",
         check=(
-            CheckSection(
-                "launch", Hook("gpu.experiments.launch.check:launch_section"), (Part(("sweep",), LaunchSweepRun),)
-            ),
+            CheckSection("launch", parts=(Part(("sweep",), LaunchSweepRun),)),  # run by check.py: launch_section
         ),
         recorded=Recorded("launch", read=read_recorded),  # drawn by ui/views/experiments/launch.py: recorded
         uses_cpu=BACKEND.simulated,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from gpu.catalog.checking import CheckContext, Section
+from gpu.catalog.checking import CheckContext, Section, runs_section
 from gpu.catalog.render import to_json
 from gpu.core import reference
 from gpu.core.backend import BACKEND
@@ -216,6 +216,7 @@ def check_sweep(
 KERNEL_VS_D2D_TARGET = 0.90  # kernel bandwidth at least 90% of the measured device copy
 
 
+@runs_section("scaling")
 def scaling_section(ctx: CheckContext) -> Section:
     """Size sweep with crossovers, bandwidth against the physical limits, and CuPy/PyTorch."""
     passed, data, markdown = check_sweep(ctx.quick, ctx.max_n, ctx.say, ctx.budget_s)

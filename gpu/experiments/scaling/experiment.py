@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from gpu.catalog.base import CheckSection, Experiment, Hook, PageLink, Param, Part, PerBackend, Progress, Recorded
+from gpu.catalog.base import CheckSection, Experiment, PageLink, Param, Part, PerBackend, Progress, Recorded
 from gpu.catalog.registry import register
 from gpu.core import cpu, reference
 from gpu.core.agreement import identical
@@ -563,9 +563,8 @@ EXPERIMENT = register(
         ),
         order=20,
         history_columns=("threads_per_block", "repeats"),
-        report="gpu.experiments.scaling.report",
         check=(
-            CheckSection("scaling", Hook("gpu.experiments.scaling.check:scaling_section"), (Part(("run",), SweepRun),)),
+            CheckSection("scaling", parts=(Part(("run",), SweepRun),)),  # run by check.py: scaling_section
         ),
         recorded=Recorded("scaling", read=read_recorded),  # drawn by ui/views/experiments/scaling.py: recorded
         csv=True,

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from gpu.catalog.checking import CheckContext, Section
+from gpu.catalog.checking import CheckContext, Section, runs_section
 from gpu.catalog.render import to_json
 from gpu.core.copies import bandwidth_gbps, time_copy
 from gpu.core.timing import RepeatPolicy, Stats, collect, format_factor, format_seconds
@@ -317,6 +317,7 @@ def check_transfers(
     return passed, data, "\n".join(md)
 
 
+@runs_section("transfers")
 def transfers_section(ctx: CheckContext) -> Section:
     """Copy bandwidth curves against a library's pinned copy, and the vector-add strategies."""
     passed, data, markdown = check_transfers(ctx.quick, ctx.max_n, ctx.say, ctx.budget_s)

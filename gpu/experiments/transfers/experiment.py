@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 
 import numpy as np
 
-from gpu.catalog.base import CheckSection, Experiment, Hook, Param, Part, PerBackend, Recorded
+from gpu.catalog.base import CheckSection, Experiment, Param, Part, PerBackend, Recorded
 from gpu.catalog.registry import register
 from gpu.core import estimates
 from gpu.core.agreement import check_bits
@@ -384,12 +384,10 @@ STRATEGIES_EXPERIMENT = register(
         page=TRANSFERS_PAGE,
         order=70,
         history_columns=("n", "threads_per_block", "repeats"),
-        report="gpu.experiments.transfers.report",
         check=(
-            CheckSection(
+            CheckSection(  # run by check.py: transfers_section
                 "transfers",
-                Hook("gpu.experiments.transfers.check:transfers_section"),
-                (
+                parts=(
                     Part(("bandwidth",), BandwidthCurves),
                     Part(("strategies", "small"), StrategyComparison),
                     Part(("strategies", "large"), StrategyComparison),

@@ -3,7 +3,7 @@ article's N, and the article's own method."""
 
 from __future__ import annotations
 
-from gpu.catalog.checking import CheckContext, Section
+from gpu.catalog.checking import CheckContext, Section, runs_section
 from gpu.core.backend import BACKEND
 from gpu.core.timing import RepeatPolicy, format_factor, format_seconds
 
@@ -11,6 +11,7 @@ AWKWARD_SIZES = (1, 31, 32, 33, 255, 256, 257, 1_000_003, 10_000_000)
 CHECK_BLOCK_SIZES = (32, 128, 256, 1024)
 
 
+@runs_section("correctness")
 def correctness_section(ctx: CheckContext) -> Section:
     """The kernel against NumPy, bit for bit, at awkward sizes and block sizes."""
     from gpu.core.agreement import check_bits
@@ -54,6 +55,7 @@ def correctness_section(ctx: CheckContext) -> Section:
 PYTHON_SHARE = 0.4
 
 
+@runs_section("breakdown")
 def breakdown_section(ctx: CheckContext) -> Section:
     """The careful breakdown at the article's N (scaled down when quick)."""
     from gpu.experiments.vector_add.experiment import run_vector_add
@@ -102,6 +104,7 @@ def breakdown_section(ctx: CheckContext) -> Section:
     return Section("breakdown", f"Vector add breakdown at N = {n:,}", run.agree, {"run": run.to_dict()}, "\n".join(md))
 
 
+@runs_section("article")
 def article_section(ctx: CheckContext) -> Section:
     """The article's own method and printout, for comparison."""
     from gpu.experiments.vector_add.article import run_article_method

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from gpu.catalog.base import CheckSection, Experiment, Hook, PageLink, Param, Part, PerBackend, Progress, Recorded
+from gpu.catalog.base import CheckSection, Experiment, PageLink, Param, Part, PerBackend, Progress, Recorded
 from gpu.catalog.registry import register
 from gpu.core import cpu
 from gpu.core.agreement import BitAgreement, check_bits
@@ -621,20 +621,10 @@ EXPERIMENT = register(
         history_columns=("n", "threads_per_block", "repeats"),
         check=(
             # the correctness launches hold no result of a type: bounded, no History row
-            CheckSection(
-                "correctness", Hook("gpu.experiments.vector_add.check:correctness_section"), records=no_records
-            ),
-            CheckSection(
-                "breakdown",
-                Hook("gpu.experiments.vector_add.check:breakdown_section"),
-                (Part(("run",), VectorAddRun, required=True),),
-                breakdown_records,
-            ),
-            CheckSection(
-                "article",
-                Hook("gpu.experiments.vector_add.check:article_section"),
-                (Part(("article",), ArticleRun, record=False, required=True),),
-            ),
+            # each run by check.py's function of its name (correctness_section...)
+            CheckSection("correctness", records=no_records),
+            CheckSection("breakdown", parts=(Part(("run",), VectorAddRun, required=True),), records=breakdown_records),
+            CheckSection("article", parts=(Part(("article",), ArticleRun, record=False, required=True),)),
         ),
         recorded=Recorded("vector-add", read=read_recorded),  # drawn by ui/views/experiments/vector_add.py: recorded
         legacy_keys={
