@@ -207,3 +207,21 @@ def test_an_analysis_without_a_trace_starts_its_own_child(analyses):
     judging.analyse_in_child("vector-add", "not python (", threads=128, facts=True, trace=False,
                              limits=LIMITS, sandbox=OFF)
     assert spare.alive() and analyses.spares() == 1
+
+
+def test_how_many_spares_a_server_keeps(monkeypatch):
+    from gpu.sandbox.warm import CLASS_SPARES, MAX_SPARES, default_spares
+
+    for name in ("KERNEL_LAB_SPARE_JUDGES", "KERNEL_LAB_CLASS"):
+        monkeypatch.delenv(name, raising=False)
+    assert 1 <= default_spares() <= 4  # one per core, up to 4
+    monkeypatch.setenv("KERNEL_LAB_CLASS", "1")
+    assert default_spares() == CLASS_SPARES == 8  # a class presses Run together
+    monkeypatch.setenv("KERNEL_LAB_SPARE_JUDGES", "3")
+    assert default_spares() == 3
+    monkeypatch.setenv("KERNEL_LAB_SPARE_JUDGES", "1000")
+    assert default_spares() == MAX_SPARES
+    for bad in ("0", "-2", "many"):
+        monkeypatch.setenv("KERNEL_LAB_SPARE_JUDGES", bad)
+        with pytest.raises(ValueError, match="KERNEL_LAB_SPARE_JUDGES must be a positive whole number"):
+            default_spares()

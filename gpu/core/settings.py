@@ -89,6 +89,19 @@ def _positive(kind: Callable[[str], float]) -> Callable[[str, str | None], Any]:
     return parse
 
 
+def _count(name: str, raw: str | None) -> int | None:
+    """A positive whole number; None when unset or blank."""
+    if not (raw or "").strip():
+        return None
+    try:
+        value = int(raw or "")
+    except ValueError:
+        raise ValueError(f"{name} must be a positive whole number, not {raw!r}") from None
+    if value < 1:
+        raise ValueError(f"{name} must be a positive whole number, not {raw!r}")
+    return value
+
+
 def _whole(name: str, raw: str | None) -> int | None:
     if not raw:
         return None
@@ -283,6 +296,13 @@ TEACHER_TOKEN = Setting(
     "with `KERNEL_LAB_CLASS=1`: the Class page exists, for whoever opens it with `?teacher=` this token",
     ("ui/learner.py", "pages/10_Class.py"), _stripped,
 )
+SPARE_JUDGES = Setting(
+    "KERNEL_LAB_SPARE_JUDGES", "spare_judges", "positive whole number (at most 32)",
+    "one per core, up to 4; 8 on a class's demo (`KERNEL_LAB_CLASS=1`)",
+    "how many judge processes the app keeps started ahead, past their imports (about 150 MB each): a class "
+    "presses Run together, and each judge that finds one ready skips about 0.5 s of CPU",
+    ("gpu/sandbox/warm.py",), _count,
+)
 JUDGE_LOG = Setting(
     "KERNEL_LAB_JUDGE_LOG", "judge_log", "path", "unset (nothing written)",
     "a JSON-lines file to which the app appends each Write a kernel submission's milestones (press received, its "
@@ -295,7 +315,7 @@ SETTINGS: tuple[Setting, ...] = (
     MAX_N, MAX_REPEATS, MAX_SWEEP_POINTS, MAX_WORK, MAX_CPU_N, MAX_CPU_WORK,
     SANDBOX, REQUIRE_SANDBOX, BWRAP, SUBMIT_WALL_S, SUBMIT_CPU_S, SUBMIT_TASKS, SUBMIT_MEMORY_MB,
     DB, LOCK_DIR, CLUSTER, CLUSTER_GPUS, CLUSTER_SIMULATOR,
-    EXPERIMENTS, COMPILE_CACHE, PLAIN_EDITOR, UPLOADS, CHROMIUM, CLASS, TEACHER_TOKEN, JUDGE_LOG,
+    EXPERIMENTS, COMPILE_CACHE, PLAIN_EDITOR, UPLOADS, CHROMIUM, CLASS, TEACHER_TOKEN, SPARE_JUDGES, JUDGE_LOG,
 )  # fmt: skip
 
 
@@ -329,6 +349,7 @@ class Settings:
     chromium: str
     class_mode: bool
     teacher_token: str | None
+    spare_judges: int | None
     judge_log: str | None
 
 

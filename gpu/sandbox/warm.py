@@ -25,14 +25,26 @@ import os
 import queue
 import threading
 
+from gpu.core import settings as _settings
 from gpu.sandbox import isolation
 from gpu.sandbox.isolation import Limits, SandboxStatus
 
+MAX_SPARES = 32
+CLASS_SPARES = 8  # a class's demo: its learners press Run within a moment of each other
+
 
 def default_spares() -> int:
-    """As many spares as this machine has cores, up to 4: a queue of judges then imports on every core while the
-    one holding the queue judges (one spare overlapped only the next judge's imports with this judge's few tens
-    of milliseconds); each waiting spare holds about 150 MB."""
+    """``KERNEL_LAB_SPARE_JUDGES`` where set (at most ``MAX_SPARES``); on a class's demo ``CLASS_SPARES``; else as
+    many as this machine has cores, up to 4: a queue of judges then imports on every core while the one holding
+    the queue judges (one spare overlapped only the next judge's imports with this judge's few tens of
+    milliseconds). Each waiting spare holds about 150 MB. A class presses Run together: with two spares, the
+    judges after the first two waited for their processes' imports (about 0.5 s of CPU each, on cores the whole
+    class shares), one after another; the spares a class's demo keeps import while its learners type."""
+    chosen = _settings.settings()
+    if chosen.spare_judges is not None:
+        return min(chosen.spare_judges, MAX_SPARES)
+    if chosen.class_mode:
+        return CLASS_SPARES
     return max(1, min(4, os.cpu_count() or 1))
 
 
@@ -154,6 +166,6 @@ KEEPER = SpareKeeper()  # one per process: the sessions of one server share it
 # The analyses' own spares (the trace's simulator is chosen before the imports, so a judge's spare cannot serve one):
 # an analysis is a few tens of milliseconds of tracing after about 0.4 s of imports, and a class's verdicts bring a
 # burst of them. Two: one is taken while the next imports; each waiting spare holds about 150 MB.
-ANALYSES = SpareKeeper(capacity=min(2, default_spares()))
+ANALYSES = SpareKeeper(capacity=min(2, os.cpu_count() or 1))
 
-__all__ = ["ANALYSES", "KEEPER", "SpareKeeper", "default_spares"]
+__all__ = ["ANALYSES", "CLASS_SPARES", "KEEPER", "MAX_SPARES", "SpareKeeper", "default_spares"]
