@@ -2,7 +2,7 @@
 
 A judge in a fresh sandboxed child takes about 0.5 s here, of which about 0.4 s is the child importing the lab
 (numba, NumPy, the simulator) before it reads its request. A long-running server (the app) keeps such children
-started ahead, one per core up to 4 (``default_spares``): ``take`` hands out the oldest and asks for another at
+started ahead, one per core up to 4, 8 on a class's demo (``default_spares``): ``take`` hands out the oldest and asks for another at
 once, so the spares' imports run on the other cores while one judge holds the queue, and the judges behind it
 find their processes ready. (Cold, each judge held the queue through its own imports: one core did all of it.)
 
