@@ -4,7 +4,8 @@ A judge in a fresh sandboxed child takes about 0.5 s here, of which about 0.4 s 
 (numba, NumPy, the simulator) before it reads its request. A long-running server (the app) keeps such children
 started ahead, one per core up to 4, 8 on a class's demo (``default_spares``): ``take`` hands out the oldest and
 asks for another at once, so the spares' imports run on the other cores while one judge holds the queue, and the
-judges behind it find their processes ready. (Cold, each judge held the queue through its own imports: one core did all of it.)
+judges behind it find their processes ready. (Cold, each judge held the queue through its own imports: one core
+did all of it.)
 
 Nothing about isolation changes: each submission still gets a process, a sandbox, cgroups and a work folder of
 its own, used once and ended (``isolation.Started``); the spare holds no learner's code or seed until its request
