@@ -57,10 +57,10 @@ def lower_priority(niceness: int = CHILD_NICENESS) -> None:
 
 
 def lower_priority_after(seconds: float, niceness: int = LATE_NICENESS) -> None:
-    """Past ``seconds`` of its request, this process runs at ``niceness`` (the lowest): a judge or an analysis that
-    outlives its turn in the queue (``gpu.sandbox.fairness.QUANTUM_S``: then the queue goes on without it) leaves
-    the cores to the judges that follow. Measured in a class of 16, two never-ending kernels at the judges' own
-    priority took two of every three slices of CPU from them for their whole wall-clock limit."""
+    """Past ``seconds`` of its request (``gpu.sandbox.fairness.LATE_S``, well past its turn in the queue), this
+    process runs at ``niceness`` (the lowest): a judge or an analysis still running leaves the cores to the judges
+    that follow. Measured in a class of 16, two never-ending kernels at the judges' own priority took two of every
+    three slices of CPU from them for their whole wall-clock limit."""
     import threading
 
     timer = threading.Timer(seconds, lower_priority, (niceness,))
@@ -177,9 +177,9 @@ def main(argv: list[str]) -> int:
         os.environ["KERNEL_LAB_SIMULATOR"] = "lab"
     get, judge, Verdict = import_judge()
     if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":  # on a GPU nothing yields (gpu.sandbox.fairness)
-        from gpu.sandbox.fairness import QUANTUM_S  # (after the simulator is chosen: importing gpu decides it)
+        from gpu.sandbox.fairness import LATE_S  # (after the simulator is chosen: importing gpu decides it)
 
-        lower_priority_after(QUANTUM_S)
+        lower_priority_after(LATE_S)
 
     try:
         if warm == WARM_JUDGE and mode is not None:

@@ -8,12 +8,15 @@ limit (measured: two 20-second time-outs sat ahead of most of a class of 16). Tw
   (a second tab's Run is refused until the first verdict), so the queue takes the learners in
   turn, round-robin, however fast one of them presses Run.
 - ``TimeSlice``: in the simulator, a judge holds the lock for at most ``QUANTUM_S``; a judge still
-  running then keeps running (its limits still apply, at the lowest CPU priority: ``gpu.sandbox.child``)
-  in a background lane of ``LANE_SLOTS`` children, and the lock goes to the next learner. The analysis
-  after a verdict (compiler's facts and trace) holds the queue the same way, so a compile slowed by a
-  busy machine does not hold the judges behind it. Most judges end well inside the quantum, so they
-  run one at a time as before; only the long ones (a loop that never ends, a memory hog) overlap.
-  On a GPU nothing yields: the lock keeps the device to one kernel so its timing is fair.
+  running then keeps running (its limits still apply) in a background lane of ``LANE_SLOTS`` children,
+  and the lock goes to the next learner; past ``LATE_S`` of its request it runs at the lowest CPU
+  priority (``gpu.sandbox.child``). The analysis after a verdict (compiler's facts and trace) holds the
+  queue the same way, so a compile slowed by a busy machine does not hold the judges behind it. Most
+  judges end inside the quantum, so they run one at a time; a slow one (a loaded machine) overlaps the
+  next at the judges' own priority and ends soon after; a long one (a loop that never ends, a memory hog)
+  overlaps the judges behind it at the lowest. In a class of 16 with a 1 s quantum, the two never-ending
+  kernels and the two memory hogs held the queue 4.2 s of its 10 s. On a GPU nothing yields: the lock
+  keeps the device to one kernel so its timing is fair.
 - ``JudgesFirst`` / ``judges_first``: an analysis queues for the lock only when no judge of this
   process is queued or holding it, and when its turn comes while a judge has queued behind it, it
   gives the turn back and waits again. In a class, the first verdicts' analyses otherwise queued
@@ -28,9 +31,11 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 
-# A judge of the problem set holds the queue for about 0.1 s here with a spare waiting (0.005 s of it judging), up
-# to about 1.3 s while a class of 16 loads the machine; past this, it goes on beside the queue.
-QUANTUM_S = 1.0
+# A judge of the problem set holds the queue for about 0.1 s here with a spare waiting (0.005 s of it judging), and
+# 0.3-1.2 s while a class of 16 loads the machine; past this, it goes on beside the queue, at its own priority until
+# LATE_S, then at the lowest (``gpu.sandbox.child.lower_priority_after``).
+QUANTUM_S = 0.5
+LATE_S = 2.0
 LANE_SLOTS = 4  # judges and analyses that may run past their quantum at once (each bounded by its wall-clock limit)
 _LANE = threading.BoundedSemaphore(LANE_SLOTS)  # process-wide: every session's judges share the lane
 
@@ -179,5 +184,5 @@ def judges_first(lock: Callable[[], AbstractContextManager], on_wait: Callable[[
             return
 
 
-__all__ = ["GATE", "JUDGES", "LANE_SLOTS", "QUANTUM_S", "JudgesFirst", "LearnerBusy", "LearnerGate", "TimeSlice",
-           "judges_first"]
+__all__ = ["GATE", "JUDGES", "LANE_SLOTS", "LATE_S", "QUANTUM_S", "JudgesFirst", "LearnerBusy", "LearnerGate",
+           "TimeSlice", "judges_first"]
