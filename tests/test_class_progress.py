@@ -232,6 +232,25 @@ def test_with_the_lane_full_a_long_judge_keeps_its_turn():
     assert not turn.yielded and not lock.locked()
 
 
+def test_a_long_judge_that_found_the_lane_full_yields_once_a_place_frees():
+    """Once, a never-ending kernel looked once, found the lane full of analyses, and held a class's queue for its whole
+    wall-clock limit: it looks again every ``RETRY_S`` until it can yield."""
+    lock, lane = threading.Lock(), threading.BoundedSemaphore(1)
+    lane.acquire()  # someone else's long judge runs in the lane
+    with fairness.TimeSlice(held(lock), quantum_s=0.05, lane=lane) as turn:
+        time.sleep(0.2)
+        assert lock.locked() and not turn.yielded  # the lane is full: it keeps the turn
+        lane.release()  # that judge ends
+        deadline = time.monotonic() + 30
+        while lock.locked():
+            assert time.monotonic() < deadline, "never yielded once the lane had room"
+            time.sleep(0.01)
+        assert turn.yielded
+    assert not lock.locked()
+    assert lane.acquire(blocking=False)  # its place in the lane given back at the end
+    lane.release()
+
+
 def test_a_comment_or_layout_does_not_compile_again_but_a_changed_line_does():
     from gpu.problems import get
 

@@ -36,6 +36,10 @@ from contextlib import AbstractContextManager, contextmanager
 # LATE_S, then at the lowest (``gpu.sandbox.child.lower_priority_after``).
 QUANTUM_S = 0.5
 LATE_S = 2.0
+# A judge past its quantum while the lane is full keeps the turn and looks again this often: it yields as soon as a
+# place in the lane frees (once, a never-ending kernel whose one look found the lane full of analyses held a class's
+# queue for its whole 20 s limit).
+RETRY_S = 0.25
 LANE_SLOTS = 4  # judges and analyses that may run past their quantum at once (each bounded by its wall-clock limit)
 _LANE = threading.BoundedSemaphore(LANE_SLOTS)  # process-wide: every session's judges share the lane
 
@@ -98,8 +102,13 @@ class TimeSlice(AbstractContextManager):
 
     def _yield_turn(self) -> None:
         with self._mutex:
-            if not self._held or not self._lane.acquire(blocking=False):
-                return  # finished meanwhile, or the lane is full: keep the turn
+            if not self._held:
+                return  # finished meanwhile
+            if not self._lane.acquire(blocking=False):  # the lane is full: keep the turn, and look again soon
+                self._timer = threading.Timer(RETRY_S, self._yield_turn)
+                self._timer.daemon = True
+                self._timer.start()
+                return
             self.yielded = True
             self._release()
         if self._on_yield is not None:
@@ -111,9 +120,9 @@ class TimeSlice(AbstractContextManager):
             self._lock.__exit__(None, None, None)
 
     def __exit__(self, *exc) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
         with self._mutex:
+            if self._timer is not None:
+                self._timer.cancel()
             self._release()
             if self.yielded:
                 self._lane.release()
@@ -184,5 +193,5 @@ def judges_first(lock: Callable[[], AbstractContextManager], on_wait: Callable[[
             return
 
 
-__all__ = ["GATE", "JUDGES", "LANE_SLOTS", "LATE_S", "QUANTUM_S", "JudgesFirst", "LearnerBusy", "LearnerGate",
+__all__ = ["GATE", "JUDGES", "LANE_SLOTS", "LATE_S", "QUANTUM_S", "RETRY_S", "JudgesFirst", "LearnerBusy", "LearnerGate",
            "TimeSlice", "judges_first"]
