@@ -193,5 +193,5 @@ def judges_first(lock: Callable[[], AbstractContextManager], on_wait: Callable[[
             return
 
 
-__all__ = ["GATE", "JUDGES", "LANE_SLOTS", "LATE_S", "QUANTUM_S", "RETRY_S", "JudgesFirst", "LearnerBusy", "LearnerGate",
-           "TimeSlice", "judges_first"]
+__all__ = ["GATE", "JUDGES", "LANE_SLOTS", "LATE_S", "QUANTUM_S", "RETRY_S", "JudgesFirst", "LearnerBusy",
+           "LearnerGate", "TimeSlice", "judges_first"]
