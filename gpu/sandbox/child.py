@@ -57,7 +57,7 @@ def lower_priority(niceness: int = CHILD_NICENESS) -> None:
 
 
 def lower_priority_after(seconds: float, niceness: int = LATE_NICENESS) -> None:
-    """Past ``seconds`` of its request (``gpu.sandbox.fairness.LATE_S``, well past its turn in the queue), this
+    """Past ``seconds`` of its request (``gpu.sandbox.fairness.LATE_S``: its turn in the queue has ended), this
     process runs at ``niceness`` (the lowest): a judge or an analysis still running leaves the cores to the judges
     that follow. Measured in a class of 16, two never-ending kernels at the judges' own priority took two of every
     three slices of CPU from them for their whole wall-clock limit."""

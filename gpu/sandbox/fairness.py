@@ -9,14 +9,13 @@ limit (measured: two 20-second time-outs sat ahead of most of a class of 16). Tw
   turn, round-robin, however fast one of them presses Run.
 - ``TimeSlice``: in the simulator, a judge holds the lock for at most ``QUANTUM_S``; a judge still
   running then keeps running (its limits still apply) in a background lane of ``LANE_SLOTS`` children,
-  and the lock goes to the next learner; past ``LATE_S`` of its request it runs at the lowest CPU
-  priority (``gpu.sandbox.child``). The analysis after a verdict (compiler's facts and trace) holds the
-  queue the same way, so a compile slowed by a busy machine does not hold the judges behind it. Most
-  judges end inside the quantum, so they run one at a time; a slow one (a loaded machine) overlaps the
-  next at the judges' own priority and ends soon after; a long one (a loop that never ends, a memory hog)
-  overlaps the judges behind it at the lowest. In a class of 16 with a 1 s quantum, the two never-ending
-  kernels and the two memory hogs held the queue 4.2 s of its 10 s. On a GPU nothing yields: the lock
-  keeps the device to one kernel so its timing is fair.
+  and the lock goes to the next learner; past ``LATE_S`` of its request (the quantum) it runs at the
+  lowest CPU priority (``gpu.sandbox.child``). The analysis after a verdict (compiler's facts and trace)
+  holds the queue the same way, so a compile slowed by a busy machine does not hold the judges behind
+  it. Most judges end well inside the quantum, so they run one at a time; only the long ones (a loop that
+  never ends, a memory hog) overlap the judges behind them. If the lane is full when the quantum ends, the
+  judge keeps the turn and looks again every ``RETRY_S``. On a GPU nothing yields: the lock keeps the
+  device to one kernel so its timing is fair.
 - ``JudgesFirst`` / ``judges_first``: an analysis queues for the lock only when no judge of this
   process is queued or holding it, and when its turn comes while a judge has queued behind it, it
   gives the turn back and waits again. In a class, the first verdicts' analyses otherwise queued
@@ -31,11 +30,14 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 
-# A judge of the problem set holds the queue for about 0.1 s here with a spare waiting (0.005 s of it judging), and
-# 0.3-1.2 s while a class of 16 loads the machine; past this, it goes on beside the queue, at its own priority until
-# LATE_S, then at the lowest (``gpu.sandbox.child.lower_priority_after``).
-QUANTUM_S = 0.5
-LATE_S = 2.0
+# A judge of the problem set holds the queue for about 0.05 s here with a spare waiting (0.005 s of it judging), and
+# 0.3-1.2 s while a class of 16 loads the machine; past this, it goes on beside the queue at the lowest priority
+# (``gpu.sandbox.child.lower_priority_after``). Side by side in a class of 16 (two classes each, alternating), a
+# 0.5 s quantum with the lowest priority from 2 s gave the same p50 and a worse p95 (34.3 and 33.8 s against 25.9
+# and 26.6 s): the memory hogs and never-ending kernels overlapped each other at the judges' priority, then crawled
+# at the lowest behind the class's pages.
+QUANTUM_S = 2.0
+LATE_S = QUANTUM_S
 # A judge past its quantum while the lane is full keeps the turn and looks again this often: it yields as soon as a
 # place in the lane frees (once, a never-ending kernel whose one look found the lane full of analyses held a class's
 # queue for its whole 20 s limit).
