@@ -19,8 +19,8 @@ Parsing is what each reader did before (moved here unchanged):
 - the admission limits (``KERNEL_LAB_MAX_*``) are kept as written: ``gpu.core.limits``
   parses them against the backend's defaults, ignores a malformed one and says so
   (``AdmissionConfig.problems``);
-- the submission limits (``KERNEL_LAB_SUBMIT_*``) are None when unset, malformed or not
-  positive: the default applies (``gpu.sandbox.isolation.Limits``).
+- the submission limits (``KERNEL_LAB_SUBMIT_*``) and ``KERNEL_LAB_SPARE_JUDGES`` are None when unset,
+  malformed or not positive: the default applies (``gpu.sandbox.isolation.Limits``, ``gpu.sandbox.warm``).
 
 docs/settings.md's table is generated from ``SETTINGS`` (``python scripts/settings_doc.py``
 writes it); a test fails when the two differ. This module imports only the standard
@@ -87,19 +87,6 @@ def _positive(kind: Callable[[str], float]) -> Callable[[str, str | None], Any]:
         return value if value > 0 else None
 
     return parse
-
-
-def _count(name: str, raw: str | None) -> int | None:
-    """A positive whole number; None when unset or blank."""
-    if not (raw or "").strip():
-        return None
-    try:
-        value = int(raw or "")
-    except ValueError:
-        raise ValueError(f"{name} must be a positive whole number, not {raw!r}") from None
-    if value < 1:
-        raise ValueError(f"{name} must be a positive whole number, not {raw!r}")
-    return value
 
 
 def _whole(name: str, raw: str | None) -> int | None:
@@ -301,7 +288,7 @@ SPARE_JUDGES = Setting(
     "one per core, up to 4; 8 on a class's demo (`KERNEL_LAB_CLASS=1`)",
     "how many judge processes the app keeps started ahead, past their imports (about 150 MB each): a class "
     "presses Run together, and each judge that finds one ready skips about 0.5 s of CPU",
-    ("gpu/sandbox/warm.py",), _count,
+    ("gpu/sandbox/warm.py",), _positive(int),
 )
 JUDGE_LOG = Setting(
     "KERNEL_LAB_JUDGE_LOG", "judge_log", "path", "unset (nothing written)",
