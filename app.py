@@ -12,6 +12,9 @@ from ui.glossary import as_markdown as glossary_markdown
 from ui.learner import teacher
 from ui.navigation import visible_links
 from ui.reference import provenance_caption, references
+from ui.script_compile import guard
+
+guard()  # Streamlit compiles the pages under the lab's parser lock (ui/script_compile.py)
 
 PAGE = PageLink("Home", ":material/home:", 0)  # the sidebar entry of this file (ui/navigation.py reads it)
 

@@ -22,6 +22,9 @@ CHROMIUM = os.environ.get("KERNEL_LAB_CHROMIUM", "/usr/bin/chromium")
 ARTIFACTS = ROOT / "test-artifacts"
 
 import gpu  # noqa: E402  (decide the backend once, before any test imports numba.cuda)
+from ui.script_compile import guard  # noqa: E402
+
+guard()  # AppTest compiles pages in many threads at once (eight sessions in one test): under the parser lock
 
 requires_gpu = pytest.mark.skipif(gpu.BACKEND.simulated, reason=f"needs a CUDA GPU: {gpu.BACKEND.reason}")
 

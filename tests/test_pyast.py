@@ -55,3 +55,24 @@ def test_many_threads_parse_a_deep_source_at_once():
     for t in threads:
         t.join()
     assert not errors, errors[:3]
+
+
+def test_streamlits_compile_of_a_page_waits_for_the_parser_lock(tmp_path):
+    """Streamlit compiles a page through ast.parse (its "magic"): under the same lock (ui/script_compile.py), or a
+    page's first compile could meet a learner's source being parsed (one failed so in a test of eight sessions)."""
+    from streamlit.runtime.scriptrunner.script_cache import ScriptCache
+
+    from ui.script_compile import guard
+
+    guard()
+    guard()  # idempotent
+    page = tmp_path / "page.py"
+    page.write_text("import streamlit as st\n'magic'\n")
+    done = threading.Event()
+    compiled = threading.Thread(target=lambda: (ScriptCache().get_bytecode(str(page)), done.set()))
+    with pyast.held():
+        compiled.start()
+        assert not done.wait(0.5), "compiled while the parser lock was held"
+    compiled.join(30)
+    assert done.is_set()
+
