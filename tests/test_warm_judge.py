@@ -19,13 +19,18 @@ LIMITS = Limits(wall_s=60.0, cpu_s=60)
 WRONG = GOOD.replace("if i < a.size:", "if i < a.size - 1:")
 
 
-@pytest.fixture
-def keeper(monkeypatch):
+def one_spare(monkeypatch, name: str):
+    """A keeper of one spare in place of ``judging``'s ``name`` (KEEPER or ANALYSES), closed afterwards."""
     kept = SpareKeeper(capacity=1)
     kept.enable()
-    monkeypatch.setattr(judging, "KEEPER", kept)
+    monkeypatch.setattr(judging, name, kept)
     yield kept
     kept.close()
+
+
+@pytest.fixture
+def keeper(monkeypatch):
+    yield from one_spare(monkeypatch, "KEEPER")
 
 
 def argv(limits: Limits = LIMITS) -> list[str]:
@@ -164,11 +169,7 @@ def test_spares_up_to_the_capacity_handed_out_oldest_first(monkeypatch):
 
 @pytest.fixture
 def analyses(monkeypatch):
-    kept = SpareKeeper(capacity=1)
-    kept.enable()
-    monkeypatch.setattr(judging, "ANALYSES", kept)
-    yield kept
-    kept.close()
+    yield from one_spare(monkeypatch, "ANALYSES")
 
 
 RACY = GOOD.replace("out[i] = a[i] + b[i]", "out[0] = a[i] + b[i]")  # every thread writes one element

@@ -19,7 +19,7 @@ from types import ModuleType
 from typing import Any
 
 from gpu.catalog.base import CheckSection, Experiment, PageLink, Param, PerBackend, Progress
-from gpu.catalog.checking import CheckContext, Section
+from gpu.catalog.checking import CheckContext, Section, SectionRun
 from gpu.catalog.estimate import catalog_plan
 from gpu.catalog.registry import register
 from gpu.catalog.step_result import KernelRun
@@ -357,7 +357,7 @@ def budgeted_policy(spec, problems: int, budget_s: float, repeats: int) -> tuple
     return policy, CPU_SHARE * budget_s / max(problems * len(spec.cpu), 1)
 
 
-def catalog_section(key: str) -> Callable[[CheckContext], Section]:
+def catalog_section(key: str) -> SectionRun:
     """The ``gpu check`` section of catalog kernel ``key`` (``check_kernel``), as its declaration names it."""
 
     def section(ctx: CheckContext) -> Section:

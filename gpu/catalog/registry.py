@@ -16,6 +16,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import pkgutil
+from functools import lru_cache
 from types import ModuleType
 
 from gpu.catalog.base import CheckSection, Experiment, PageLink
@@ -116,12 +117,19 @@ def faces(face: str) -> list[ModuleType]:
     (a report's ``SUMMARIES`` and ``PROSE``)."""
     if face not in FACES:
         raise ValueError(f"{face!r} is not an experiment folder's face; one of {', '.join(FACES)}")
+    return list(_faces(face, tuple(extra_packages())))
+
+
+@lru_cache(maxsize=16)
+def _faces(face: str, packages: tuple[str, ...]) -> tuple[ModuleType, ...]:
+    """``faces`` for these extra packages: the folders are part of the checkout and do not change while it runs, so
+    each prose lookup and each check section does not scan them again."""
     found = []
-    for package in ("gpu.experiments", *extra_packages()):
+    for package in ("gpu.experiments", *packages):
         for folder in slices(package):
             if importlib.util.find_spec(f"{folder}.{face}") is not None:
                 found.append(importlib.import_module(f"{folder}.{face}"))
-    return found
+    return tuple(found)
 
 
 def _load() -> None:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gpu.catalog.base import CheckSection, Experiment
-from gpu.catalog.checking import CheckContext, Section, registered_run
+from gpu.catalog.checking import CheckContext, Section, SectionRun, registered_run
 from gpu.catalog.registry import experiments, faces
 from gpu.core.backend import BACKEND
 from gpu.core.device import device_info, host_info, library_versions
@@ -140,14 +140,16 @@ def declared_sections() -> list[Callable[[CheckContext], Section]]:
     ] + [methodology_section]
 
 
-def section_run(experiment: Experiment, section: CheckSection) -> Callable[[CheckContext], Section]:
+def section_run(experiment: Experiment, section: CheckSection) -> SectionRun:
     """The function that runs ``section`` (``CheckSection`` says which); LookupError naming it when there is none."""
     if section.run is not None:
         return section.run
     if section.at_defaults:
         return declared_check.section(section.key)
-    faces("check")  # each folder's check.py registers the sections it runs (checking.runs_section)
     run = registered_run(section.key)
+    if run is None:
+        faces("check")  # each folder's check.py registers the sections it runs (checking.runs_section)
+        run = registered_run(section.key)
     if run is None:
         raise LookupError(
             f"nothing runs the check section {section.key!r} of {experiment.key!r}: its folder's check.py registers "

@@ -23,7 +23,6 @@ from typing import Any
 
 from gpu.core import settings as _settings
 
-EVENTS = ("received", "turn", "verdict", "kept")
 _WRITE = threading.Lock()  # one line at a time from the server's threads
 
 
@@ -58,4 +57,4 @@ def read(path: Path) -> dict[str, dict[str, Any]]:
     return submissions
 
 
-__all__ = ["EVENTS", "mark", "read"]
+__all__ = ["mark", "read"]
