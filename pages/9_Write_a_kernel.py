@@ -19,6 +19,7 @@ from ui.views.write_kernel import (
     editor,
     line_markers,
     pick_problem,
+    quiet_toolbar,
     run_submission,
     sandbox_notice,
     show_leaderboard,
@@ -42,6 +43,7 @@ device = frame(
     "it is checked, run on fresh inputs at several sizes against NumPy, traced for races, and on a GPU timed like "
     "every kernel in the lab and compared with the lab's own.",
 )
+quiet_toolbar()  # the page says where a submission is; the toolbar's animation only costs the waiting browsers
 status = cached_sandbox_status(gpu.BACKEND.simulated)
 accepting = sandbox_notice(status)
 if accepting:  # the next judge's process started ahead (the simulator only): a verdict in a fraction of a second
