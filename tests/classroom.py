@@ -85,21 +85,15 @@ QUEUE_TEXT = "Queued behind"
 # 8 correct, 4 wrong, 2 never-ending, 2 memory hogs, interleaved so every kind waits at every depth
 CLASS = ["correct", "wrong", "correct", "time-limit", "correct", "wrong", "correct", "memory-limit"] * 2
 
-# Runs in every learner's page: looks at the page each time it changes (a MutationObserver; the queue lines seen,
-# when the verdict and then the facts and trace showed), and no more once they have. (It sampled the page's text
-# every 50 ms before: an idle page of Write a kernel spent 2 % of a core on that alone, four pages 0.95 s of
-# Chromium's CPU in 10 s against 0.16 s without, and sixteen made the class's browsers slower still. A learner's
-# browser does none of it.)
+# Runs in every learner's page: samples the page every 50 ms (queue lines seen, when the verdict showed).
 OBSERVER = """
 () => {
   const rec = window.__class = {queued: [], verdictAt: null, verdict: null, clickedAt: null, analysisAt: null,
                                 analysis: null};
   const kinds = %s;
-  const main = () => document.querySelector('[data-testid="stMain"]') || document.body;
-  let due = false;
-  const look = () => {
-    due = false;
-    const text = main().innerText;
+  const tick = () => {
+    const main = document.querySelector('[data-testid="stMain"]') || document.body;
+    const text = main.innerText;
     for (const line of text.split('\\n')) {
       if (line.includes('%s') && !rec.queued.includes(line.trim())) rec.queued.push(line.trim());
     }
@@ -114,11 +108,8 @@ OBSERVER = """
         rec.analysisAt = Date.now(); rec.analysis = 'said why not';
       }
     }
-    if (rec.analysisAt !== null) observer.disconnect();  // (a kernel that never ran: the driver stops reading)
   };
-  // a change's mutations come in batches: the page's text is read once per batch, before it is painted
-  const observer = new MutationObserver(() => { if (!due) { due = true; setTimeout(look, 0); } });
-  observer.observe(document.body, {childList: true, subtree: true, characterData: true});
+  window.__classTimer = setInterval(tick, 50);
 }
 """
 CLICK = """
