@@ -43,7 +43,7 @@ device = frame(
     "it is checked, run on fresh inputs at several sizes against NumPy, traced for races, and on a GPU timed like "
     "every kernel in the lab and compared with the lab's own.",
 )
-quiet_toolbar()  # the page says where a submission is; the toolbar's animation only costs the waiting browsers
+quiet_toolbar()  # the page says where a submission is; the toolbar's running figure only costs the browsers
 status = cached_sandbox_status(gpu.BACKEND.simulated)
 accepting = sandbox_notice(status)
 if accepting:  # the next judge's process started ahead (the simulator only): a verdict in a fraction of a second

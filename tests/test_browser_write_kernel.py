@@ -75,14 +75,16 @@ def test_a_queued_submission_shows_its_place_then_how_long_it_waited(page, app_u
         page.wait_for_timeout(500)
         # a still line while it waits: no spinner animating in every waiting page of a class
         assert page.locator('[data-testid="stExpander"]').get_by_text("Checking your kernel").count() == 0
-        # nor the toolbar's "Running…" (ui/views/write_kernel.py: QUIET_TOOLBAR): present while the run waits, hidden
-        status = page.locator('[data-testid="stStatusWidget"]')
-        assert status.count() == 1 and status.evaluate("w => getComputedStyle(w).display") == "none"
+        # nor the toolbar's running figure (ui/views/write_kernel.py: QUIET_TOOLBAR): there while the run waits, hidden;
+        # the toolbar's "Running…" itself still shows
+        figure = page.locator('[data-testid="stStatusWidgetRunningIcon"]')
+        assert figure.count() == 1 and figure.evaluate("w => getComputedStyle(w).display") == "none"
+        assert page.locator('[data-testid="stStatusWidget"]').evaluate("w => getComputedStyle(w).display") != "none"
     page.get_by_text("Passed:").first.wait_for(timeout=120_000)
     page.locator('[data-testid="stExpander"]').get_by_text("Verdict: passed").first.wait_for()
     page.get_by_text(re.compile(r"waited \d+\.\d s in the queue, behind 1 run\b")).first.wait_for()
-    # the hidden "Running…" is this page's alone: it leaves with the page
-    quiet = "() => [...document.querySelectorAll('style')].some(s => s.textContent.includes('stStatusWidget'))"
+    # the hidden figure is this page's alone: it leaves with the page
+    quiet = "() => [...document.querySelectorAll('style')].some(s => s.textContent.includes('RunningIcon'))"
     assert page.evaluate(quiet)
     page.locator('[data-testid="stSidebar"]').get_by_role("link", name="Vector add").first.click()
     page.wait_for_url(re.compile(r"/Vector_add$"))
