@@ -80,9 +80,13 @@ def test_a_queued_submission_shows_its_place_then_how_long_it_waited(page, app_u
         figure = page.locator('[data-testid="stStatusWidgetRunningIcon"]')
         assert figure.count() == 1 and figure.evaluate("w => getComputedStyle(w).display") == "none"
         assert page.locator('[data-testid="stStatusWidget"]').evaluate("w => getComputedStyle(w).display") != "none"
+        # the sidebar's queue line, drawn before the judge queued, says what the page says (ui/runner.py: queue_line)
+        sidebar = page.locator('[data-testid="stSidebar"]')
+        sidebar.get_by_text(re.compile(r"Simulator: busy for \d+ s, 1 queued")).first.wait_for(timeout=10_000)
     page.get_by_text("Passed:").first.wait_for(timeout=120_000)
     page.locator('[data-testid="stExpander"]').get_by_text("Verdict: passed").first.wait_for()
     page.get_by_text(re.compile(r"waited \d+\.\d s in the queue, behind 1 run\b")).first.wait_for()
+    sidebar.get_by_text("Simulator: free").first.wait_for(timeout=10_000)
     # the hidden figure is this page's alone: it leaves with the page
     quiet = "() => [...document.querySelectorAll('style')].some(s => s.textContent.includes('RunningIcon'))"
     assert page.evaluate(quiet)

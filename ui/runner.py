@@ -251,6 +251,20 @@ def device_name(index: int) -> str:
     return "Simulator" if gpu.BACKEND.simulated else f"GPU {index}"
 
 
+def queue_line(index: int) -> str:
+    """The sidebar's line for device ``index``, as its queue is now: free, or busy for how long and how many wait."""
+    state = device_lock(index).snapshot()
+    if state.holder is None:
+        return f"{device_name(index)}: free"
+    return f"{device_name(index)}: busy for {state.held_s or 0:.0f} s, {state.waiting} queued"
+
+
+def refresh_sidebar(index: int = 0) -> None:
+    """Draw this session's sidebar line for device ``index`` again from its queue (a page that follows a run of its
+    own drawn elsewhere: Write a kernel's judge), so the sidebar never contradicts the page's own line."""
+    _sidebar_state(index, queue_line(index))
+
+
 def _sidebar_state(index: int, text: str) -> None:
     """Rewrite this session's sidebar line for device ``index`` (drawn by sidebar_status)."""
     slot = (st.session_state.get(SLOTS_KEY) or {}).get(index)
@@ -279,12 +293,8 @@ def sidebar_status() -> None:
         )
     slots = {}
     for i in range(count):
-        state = device_lock(i).snapshot()
         slots[i] = st.empty()
-        if state.holder is None:
-            slots[i].caption(f"{device_name(i)}: free")
-        else:
-            slots[i].caption(f"{device_name(i)}: busy for {state.held_s or 0:.0f} s, {state.waiting} queued")
+        slots[i].caption(queue_line(i))
     st.session_state[SLOTS_KEY] = slots
     config = load_config()
     st.caption(f"Limits per run: {describe_limits(config, max_vector_n())}.")

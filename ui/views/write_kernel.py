@@ -445,6 +445,7 @@ def follow(job: JudgeJob) -> bool:
     drawn). A run stopped for a newer one stops here, at its next look; the newer run follows the same job."""
     from gpu.problems import get
     from ui.run_record import queue_message
+    from ui.runner import refresh_sidebar
     from ui.views import analysis
 
     problem = get(job.problem)
@@ -460,6 +461,7 @@ def follow(job: JudgeJob) -> bool:
             judge_job.clicks()  # a read of the session's state: where a run stopped for a newer one lets go
             continue
         seen = now
+        refresh_sidebar()  # the sidebar's queue line, drawn before this run's judge queued, as the queue is now
         if job.state == "queued" and job.ahead:
             waiting.info(queue_message(job.ahead, job.waiting_for, finishes_anyway=True),
                          icon=":material/hourglass_top:")
@@ -468,6 +470,7 @@ def follow(job: JudgeJob) -> bool:
             box = box or judging_box(head, problem)
     waiting.empty()
     box = box or judging_box(head, problem)
+    refresh_sidebar()
     if job.result is None:
         judge_job.forget(job)
         box.update(label="Not run" + (f" · {job.waited}" if job.waited else ""), state="error")
