@@ -98,3 +98,17 @@ def test_a_submission_missing_its_syncthreads_gets_the_race_with_threads_and_lin
     assert race.startswith("Found 1 race")
     items = [m.value for m in at.markdown if m.value.startswith("- race on shared `partial")]
     assert items and "line 14 (`partial[tid]`)" in items[0] and "line 18" in items[0] and "thread (" in items[0]
+
+
+def test_the_traced_test_picker_shows_its_default_on_every_run(isolated):
+    """The picker's default is an option of its own (ui/views/trace.py: AUTOMATIC): when it was None, Streamlit drew
+    the kept None as no choice at all ("Choose an option") from the page's second run on."""
+    from ui.views.trace import AUTOMATIC
+
+    at = AppTest.from_file(WRITE, default_timeout=60).run()
+    for _ in range(2):  # the first run, then one with the value kept in the session
+        picker = at.selectbox(key="trace.write_kernel.test.vector-add")
+        assert picker.proto.HasField("default") and picker.proto.default == 0, "drawn with no option chosen"
+        assert picker.value == AUTOMATIC and picker.options[0].startswith("automatic: the smallest test")
+        at.run()
+    assert not at.exception, at.exception

@@ -23,6 +23,7 @@ from ui.charts import trace as charts
 
 MAX_CACHED = 32  # trace sets kept (a few sizes of each of the lab's kernels)
 SUBMISSION_KEY = "trace.write_kernel"  # the prefix of Write a kernel's trace widgets' keys
+AUTOMATIC = "(automatic)"  # the traced test picker's default, the trace's own choice (no test of that name is offered)
 
 
 @st.cache_data(max_entries=MAX_CACHED, show_spinner=False)
@@ -279,15 +280,18 @@ def submission_test_ui(problem) -> str | None:
     Bounded by construction: a problem's tests are small, and the trace runs at most 8 blocks of any.
     """
     sizes = {c.name: ", ".join(f"{k} = {v:,}" for k, v in c.sizes.items()) for c in problem.tests}
-    return st.selectbox(
+    # the default is an option of its own, not None: Streamlit draws a selectbox whose kept value is None with no
+    # option chosen ("Choose an option"), which the default read as from the page's second run on
+    chosen = st.selectbox(
         "Trace at the size of test",
-        [None, *sizes],
-        format_func=lambda name: f"{name} ({sizes[name]})" if name is not None
+        [AUTOMATIC, *(name for name in sizes if name != AUTOMATIC)],
+        format_func=lambda name: f"{name} ({sizes[name]})" if name != AUTOMATIC
         else "automatic: the smallest test where every loop runs twice and every block shape appears",
         key=f"{SUBMISSION_KEY}.test.{problem.key}",
         help="After the verdict, one test is run again in the simulator with every memory access recorded. "
         "Choose which one: a small test is easy to read in the picture, a larger one shows more blocks.",
     )
+    return None if chosen == AUTOMATIC else chosen
 
 
 def show_submission_trace(problem: str, report) -> None:
