@@ -76,7 +76,7 @@ def test_a_queued_submission_shows_its_place_then_how_long_it_waited(page, app_u
         # a still line while it waits: no spinner animating in every waiting page of a class
         assert page.locator('[data-testid="stExpander"]').get_by_text("Checking your kernel").count() == 0
         # nor the toolbar's running figure (ui/views/write_kernel.py: QUIET_TOOLBAR): there while the run waits, hidden;
-        # the toolbar's "Running…" itself still shows
+        # the status widget itself (its Stop) still shows
         figure = page.locator('[data-testid="stStatusWidgetRunningIcon"]')
         assert figure.count() == 1 and figure.evaluate("w => getComputedStyle(w).display") == "none"
         assert page.locator('[data-testid="stStatusWidget"]').evaluate("w => getComputedStyle(w).display") != "none"

@@ -34,7 +34,7 @@ PROBLEM_KEY = f"{PREFIX}.problem"
 DRAFTS_KEY = f"{PREFIX}.drafts"  # problem key -> source, for every problem this session edited
 MAX_UPLOAD_BYTES = 64 * 1024
 EDITOR_HELP = "Python with Numba CUDA: imports from numba and math, constants, and @cuda.jit functions."
-# The toolbar's running figure, hidden on this page (its "Running…" and Stop stay): the page says where a submission
+# The toolbar's running figure, hidden on this page (the toolbar's Stop stays): the page says where a submission
 # is in its own words (the queue's line, the judge's status box, the facts' line), and the figure, redrawn five times
 # a second, costs every waiting learner's browser. Four pages of Write a kernel queued behind a held lock, 15 s,
 # headless Chromium on this 2-core machine: 2.38 s of the browser's CPU with it, 0.98 and 1.09 s without (1.07 s with
