@@ -4,7 +4,8 @@
 
 Each repeat starts a fresh `make demo` server (tests/classroom.py: the demo's flags, a throwaway
 database and lock folder, KERNEL_LAB_SUBMIT_WALL_S and _MEMORY_MB lowered), opens 16 chromium
-contexts on Write a kernel (8 correct, 4 wrong, 2 never-ending, 2 memory-hogging vector-add kernels),
+contexts on Write a kernel (8 correct, 4 wrong, 2 never-ending — one stopped by the simulator's loop limit, one by
+the wall clock — and 2 memory-hogging vector-add kernels),
 presses Run in all of them together and times, in each page, from its press to its verdict drawn.
 Home is loaded every few seconds meanwhile, each time in a new tab of a visitor's browser that opened the
 lab once before the class (its first, cold load is reported apart). Prints the latencies per kind, p50 and
@@ -21,7 +22,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 HOME_TARGET_S = 2.0  # the class issue's target for every load of Home while a class submits
-ENDLESS = ("time-limit",)  # kinds whose verdict cannot come before the wall-clock limit
+WALL_LIMITED = ("time-limit",)  # kinds whose verdict cannot come before the wall-clock limit
 sys.path.insert(0, str(ROOT))
 
 from tests.classroom import (  # noqa: E402
@@ -55,7 +56,7 @@ def main() -> int:
     cold: list[float | None] = []
     analysis: list[tuple[str, float, str]] = []  # (kind, seconds from verdict, "facts and trace" or "said why not")
     parts: list = []  # each submission's Split (tests/classroom.py): to the server, on the server, to the screen
-    ending: list[float] = []  # Submit → verdict of the kernels that end (not the never-ending ones)
+    ending: list[float] = []  # Submit → verdict of every kernel but the one only the wall clock stops
     for repeat in range(args.repeats):
         with (
             demo_server(tmpdir()) as server,
@@ -81,7 +82,7 @@ def main() -> int:
                 every.append(lr.latency_s)
             if lr.name in split:
                 parts.append(split[lr.name])
-                if lr.kind not in ENDLESS:
+                if lr.kind not in WALL_LIMITED:
                     ending.append(lr.latency_s)
             if lr.analysis_s is not None:
                 analysis.append((lr.kind, lr.analysis_s, lr.analysis))
@@ -140,7 +141,7 @@ def main() -> int:
 
 def split_lines(parts: list, ending: list[float], submissions: int) -> str:
     """Where the seconds went, from the server's judge log (``KERNEL_LAB_JUDGE_LOG``) and the pages' clocks; and
-    Submit → verdict of the kernels that end (a never-ending kernel's verdict cannot come before its limit)."""
+    Submit → verdict of every kernel but those only the wall clock stops (whose verdict cannot come before it)."""
     if not parts:
         return "The server's judge log recorded no submission from press to verdict."
     server = [p.server_s for p in parts]
@@ -155,8 +156,8 @@ def split_lines(parts: list, ending: list[float], submissions: int) -> str:
         "drawing on the server's own 2 cores at the lowest share)."
     )
     if ending:
-        text += (f" Submit → verdict of the {len(ending)} kernels that end (not the never-ending ones, whose verdict "
-                 f"cannot come before their {WALL_S:g} s limit): p50 {percentile(ending, 0.5):.1f} s, "
+        text += (f" Submit → verdict of the {len(ending)} kernels not stopped by the wall clock (the one that is cannot "
+                 f"have its verdict before its {WALL_S:g} s limit): p50 {percentile(ending, 0.5):.1f} s, "
                  f"p95 {percentile(ending, 0.95):.1f} s.")
     return text
 

@@ -64,7 +64,12 @@ def vector_add(a, b, out):
 """
 BODY = "    if i < a.size:\n        out[i] = a[i] + b[i]\n"
 WRONG = CORRECT.replace("if i < a.size:", "if i < a.size - 1:")  # the last element is never written
-NEVER_ENDS = CORRECT.replace(BODY, "    while i >= 0:\n        i += 1\n")  # -> the wall-clock limit
+# The common mistake: the loop's index never reaches its bound. The simulator stops it at its loop limit in about a
+# second, naming the thread and the line (gpu/sim/device.py: loop_limit), a "Wrong result" whose test says so.
+NEVER_ENDS = CORRECT.replace(BODY, "    while i >= 0:\n        i += 1\n")
+# A loop whose every turn is a long loop of its own: the loop limit would take hours to reach, so only the wall clock
+# stops it (-> the time-limit rule, after KERNEL_LAB_SUBMIT_WALL_S).
+RUNS_TOO_LONG = CORRECT.replace(BODY, "    while i >= 0:\n        for j in range(60000):\n            i += 1\n")
 # A Python int that doubles its length each step: allowed by the checker (arithmetic in a loop), it
 # passes the memory limit within a second in the simulator -> the memory cgroup's OOM killer.
 MEMORY_HOG = CORRECT.replace(
@@ -76,14 +81,17 @@ MEMORY_HOG = CORRECT.replace(
 KINDS = {
     "correct": (CORRECT, "Passed:"),
     "wrong": (WRONG, "First mismatch in"),
-    "time-limit": (NEVER_ENDS, "(time-limit rule)"),
+    "endless": (NEVER_ENDS, "loop limit"),
+    "time-limit": (RUNS_TOO_LONG, "(time-limit rule)"),
     "memory-limit": (MEMORY_HOG, "(memory-limit rule)"),
 }
-ANALYSED = ("correct", "wrong")  # kinds whose kernel ran: the compiler's facts and the trace follow their verdicts
+ANALYSED = ("correct", "wrong", "endless")  # kinds whose kernel ran: the compiler's facts and trace follow the verdict
 VERDICT_TEXTS = ("Passed:", "Wrong result:", "Refused (", "Could not finish:")
 QUEUE_TEXT = "Queued behind"
-# 8 correct, 4 wrong, 2 never-ending, 2 memory hogs, interleaved so every kind waits at every depth
-CLASS = ["correct", "wrong", "correct", "time-limit", "correct", "wrong", "correct", "memory-limit"] * 2
+# 8 correct, 4 wrong, 2 never-ending (one stopped by the simulator's loop limit, one by the wall clock), 2 memory
+# hogs, interleaved so every kind waits at every depth; the one at the wall clock early, with most of the class behind it
+CLASS = ["correct", "wrong", "correct", "time-limit", "correct", "wrong", "correct", "memory-limit",
+         "correct", "wrong", "correct", "endless", "correct", "wrong", "correct", "memory-limit"]
 
 # Runs in every learner's page: samples the page every 50 ms (queue lines seen, when the verdict showed).
 OBSERVER = """

@@ -1,7 +1,7 @@
 """A class at once: 16 browsers press Run on one `make demo` server together.
 
-8 correct kernels, 4 wrong (the last element never written), 2 that never end (the wall-clock
-limit) and 2 that exhaust memory (the memory limit), all for vector add: each page shows its own
+8 correct kernels, 4 wrong (the last element never written), 2 that never end (one stopped by
+the simulator's loop limit, one by the wall-clock limit) and 2 that exhaust memory (the memory limit), all for vector add: each page shows its own
 verdict and, when it waited, behind how many runs; Home loads in another browser throughout
 (its speed is benchmarks/class_submit.py's); the leaderboard holds exactly the 8 passing rows; a kernel
 stopped at a limit delays the others by no more than its own slot. The scenario is in tests/classroom.py
@@ -32,7 +32,8 @@ from tests.classroom import (
 # (tests/classroom.py: LEARNERS_NICENESS), standing in for their own machines. The whole class is one
 # module-scoped fixture, which the first test's timeout covers: hence the longer limit.
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.classroom, pytest.mark.timeout(600)]
-HEADERS = {"correct": "Passed:", "wrong": "Wrong result:", "time-limit": "Refused (", "memory-limit": "Refused ("}
+HEADERS = {"correct": "Passed:", "wrong": "Wrong result:", "endless": "Wrong result:", "time-limit": "Refused (",
+           "memory-limit": "Refused ("}
 QUEUE_LINE = re.compile(r"Queued behind (\d+) runs? on the CUDA simulator")
 WAITED = re.compile(r"waited (\d+\.\d) s in the queue, behind (\d+) runs?")
 
@@ -62,6 +63,8 @@ def test_each_page_shows_its_own_verdict(class_run):
     wrong = [lr for lr in run.learners if lr.kind == "wrong"]
     assert all("never written" in lr.verdict for lr in wrong)  # the first mismatch: out[n-1]
     assert all(f"{WALL_S:g} s wall-clock limit" in lr.verdict for lr in run.learners if lr.kind == "time-limit")
+    endless = [lr for lr in run.learners if lr.kind == "endless"]
+    assert all("loop limit (thread (0, 0, 0) of block (0, 0, 0), line 9)" in lr.verdict for lr in endless)
     assert all("more than its 768 MiB of memory" in lr.verdict for lr in run.learners if lr.kind == "memory-limit")
 
 

@@ -86,6 +86,7 @@ def verdict(status: str, **fields) -> Verdict:
         (verdict("wrong", mismatch={"output": "out", "index": [3]}), "wrong result"),
         (verdict("wrong", mismatch={"error": "the kernel failed: out of bounds (thread (0,0,0)...)"}), "out of bounds"),
         (verdict("wrong", mismatch={"error": "the kernel raised ZeroDivisionError"}), "kernel error"),
+        (verdict("wrong", mismatch={"error": "the kernel failed: loop limit (thread (0, 0, 0) ...)"}), "time limit"),
         (verdict("refused", refusal={"rule": "import", "line": 1}), "refused by the checker"),
         (verdict("refused", refusal={"rule": "time-limit", "line": 0}), "time limit"),
         (verdict("refused", refusal={"rule": "memory-limit", "line": 0}), "memory limit"),

@@ -88,14 +88,34 @@ def test_refused_by_the_checker_with_rule_and_line(case, sandbox):
 
 @pytest.mark.parametrize("sandbox", [pytest.param(SANDBOX, marks=needs_sandbox), OFF], ids=["sandbox", "no-sandbox"])
 def test_a_kernel_that_never_ends_is_killed_at_the_wall_clock_limit(sandbox):
+    """Each turn of the outer loop is 60,000 turns of the inner one: the simulator's loop limit (65,536 turns of one
+    loop) would take hours to reach, so only the wall clock stops it."""
+    source = kernel("""
+        i = cuda.grid(1)
+        while i >= 0:
+            for j in range(60000):
+                i += 1
+    """)
+    verdict = judge_in_child("vector-add", source, limits=FAST, simulated=SIMULATED, sandbox=sandbox)
+    assert verdict.status == "refused" and verdict.refusal["rule"] == "time-limit"
+    assert f"{WALL_S:g} s wall-clock limit" in verdict.message
+
+
+@pytest.mark.parametrize("sandbox", [pytest.param(SANDBOX, marks=needs_sandbox), OFF], ids=["sandbox", "no-sandbox"])
+def test_a_loop_that_never_ends_is_stopped_by_the_simulator_naming_its_line(sandbox):
+    """The common never-ending kernel (the index never reaches the bound) gets its verdict in about a second, with its
+    thread and line, instead of waiting out the wall clock (gpu/sim/device.py: loop_limit)."""
     source = kernel("""
         i = cuda.grid(1)
         while i >= 0:
             i += 1
     """)
     verdict = judge_in_child("vector-add", source, limits=FAST, simulated=SIMULATED, sandbox=sandbox)
-    assert verdict.status == "refused" and verdict.refusal["rule"] == "time-limit"
-    assert f"{WALL_S:g} s wall-clock limit" in verdict.message
+    assert verdict.status == "wrong", verdict.message
+    error = verdict.mismatch["error"]
+    assert "loop limit (thread (0, 0, 0) of block (0, 0, 0), line 7)" in error, error  # the "while"
+    assert "65,536 turns" in error and "a GPU has none: it would spin until the wall-clock limit" in error
+    assert verdict.wall_s is not None and verdict.wall_s < WALL_S
 
 
 @needs_sandbox

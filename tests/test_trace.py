@@ -567,3 +567,30 @@ def test_a_trace_notes_the_line_where_a_negative_index_wrapped():
     report = analyse(trace_launch(read_previous, 1, 64, [a, np.zeros_like(a)]))
     line = _line_of(read_previous, "out[i] = a[i - 1]")
     assert any(f"line {line}: index -1" in note and "wrap" in note for note in report.notes), report.notes
+
+
+@cuda.jit
+def spin_forever(out):
+    i = cuda.grid(1)
+    while i >= 0:
+        i += 1
+    out[0] = i
+
+
+def test_a_loop_that_never_ends_is_the_traces_error_and_its_picture_says_why_there_is_none():
+    """The loop limit stops the trace's launch too (gpu/sim/device.py); the picture's place says the launch recorded
+    no access because the kernel stopped, not that the launch was too large for a picture (it has one block)."""
+    from streamlit.testing.v1 import AppTest
+
+    report = analyse(trace_launch(spin_forever, 1, 32, [np.zeros(1, np.int64)]))
+    assert report.error and "loop limit (thread (0, 0, 0) of block (0, 0, 0)" in report.error
+    assert report.picture == () and report.blocks_total == 1
+
+    def page(report):
+        from ui.views.trace import show_picture
+
+        show_picture(report, "t")
+
+    at = AppTest.from_function(page, args=(report,)).run()
+    captions = [c.value for c in at.caption]
+    assert captions == ["No picture: the launch recorded no memory access (the kernel stopped before it made one)."]

@@ -68,6 +68,8 @@ def failure_kind(verdict: Verdict) -> str:
         error = str((verdict.mismatch or {}).get("error", ""))
         if "out of bounds" in error:
             return "out of bounds"
+        if "loop limit" in error:  # the simulator stopped a loop that would not end (gpu/sim/device.py: endless)
+            return "time limit"
         if error:
             return "kernel error"
         return "wrong result"

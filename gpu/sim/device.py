@@ -22,6 +22,13 @@ from gpu.sim.rewrite import BLOCK_SYNC, SYNC_NAMES
 WARP = 32
 SHARED_BYTES_PER_BLOCK = 48 * 1024  # static shared memory a block may declare (sm_70 and newer)
 LOCAL_BYTES_PER_THREAD = 512 * 1024  # the most local memory a thread may have
+# One run of one loop in one thread may take at most this many turns, or this many per element of the launch's largest
+# array (or per unit of its largest whole-number argument) where that is more: a grid-stride loop, or one thread
+# walking a whole array, takes at most one turn per element. Past it the thread faults (``endless``). A GPU has no
+# such limit: there the kernel would spin until the submission's wall-clock limit. The simulator's thread tier takes
+# the 65,536 turns of an empty loop in about 10 ms, the vectorised tier in about 1 s.
+LOOP_TURNS_MIN = 1 << 16
+LOOP_TURNS_PER_ELEMENT = 4
 
 
 class Dim3:
@@ -260,6 +267,7 @@ class State:
         self.block_shared: dict[int, np.ndarray] = {}
         self.wrapped_lines: set[int] = set()  # lines where a negative index wrapped in this launch (warned once)
         self.dynamic_shared_bytes = 0  # the launch's dynamic shared memory: cuda.shared.array(0, dtype)
+        self.loop_turns = LOOP_TURNS_MIN  # the launch's limit on one run of one loop in one thread (``loop_limit``)
         self.line = 0
         self.exited: set[int] = set()  # linear ids of threads of this block that returned
 
@@ -408,6 +416,33 @@ def _caller_line() -> int:
     return frame.f_lineno if frame is not None else 0
 
 
+def loop_limit(args) -> int:
+    """The most turns one run of one loop may take in one thread of a launch given ``args`` (kernel arguments)."""
+    largest = 0
+    for value in args:
+        if isinstance(value, np.ndarray):
+            largest = max(largest, value.size)
+        elif isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+            largest = max(largest, abs(int(value)))
+    return max(LOOP_TURNS_MIN, LOOP_TURNS_PER_ELEMENT * largest)
+
+
+def turns() -> int:
+    """What a loop counts its turns down from (the rewritten source calls this before each loop)."""
+    return STATE.loop_turns
+
+
+def endless(line: int, keyword: str) -> NoReturn:
+    """The turn past the launch's loop limit: a fault naming the loop (the engine adds the thread)."""
+    limit = STATE.loop_turns
+    raise KernelFault(
+        "loop limit",
+        f"this {keyword} loop ran {limit:,} turns in one thread without ending, the simulator's loop limit for this "
+        "launch (a GPU has none: it would spin until the wall-clock limit); check that its condition can become false",
+        line=line,
+    )
+
+
 def wrapped(line: int, index: int, axis: int, size: int) -> None:
     """Warn, once per line per launch, that a negative index wrapped."""
     if line not in STATE.wrapped_lines:
@@ -496,5 +531,6 @@ def shared_array(site: int, line: int, shape, dtype):
 
 
 __all__ = [
-    "STATE", "Dim3", "State", "negative_index", "poisoned", "shared_array", "unmodelled", "whole_index", "wrapped",
+    "LOOP_TURNS_MIN", "LOOP_TURNS_PER_ELEMENT", "STATE", "Dim3", "State", "endless", "loop_limit", "negative_index",
+    "poisoned", "shared_array", "turns", "unmodelled", "whole_index", "wrapped",
 ]

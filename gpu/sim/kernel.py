@@ -21,7 +21,7 @@ import numpy as np
 from gpu.sim import device as device_api
 from gpu.sim import engine, signature, vector
 from gpu.sim.errors import KernelFault
-from gpu.sim.rewrite import BLOCK, INDEX, NEG, RANGE, SHARED, RewriteRefused, function_node, grid_syncs, rewrite
+from gpu.sim.rewrite import BLOCK, ENDLESS, INDEX, NEG, RANGE, SHARED, TURNS, RewriteRefused, function_node, grid_syncs, rewrite
 
 JIT_OPTIONS = frozenset(
     {
@@ -275,6 +275,8 @@ def _compile(kernel: SimKernel, active: frozenset) -> Compiled:
     scope[INDEX] = device_api.whole_index
     scope[SHARED] = device_api.shared_array
     scope[RANGE] = builtins.range
+    scope[TURNS] = device_api.turns
+    scope[ENDLESS] = device_api.endless
     exec(rewritten.code, scope)
     function = scope[rewritten.name]
     codes |= _all_codes(function.__code__)

@@ -17,6 +17,12 @@
 3. **Shared arrays are per block, per call site.** ``cuda.shared.array(...)`` becomes
    ``shared(site, line, ...)``, ``site`` unique to that node across every function compiled.
 4. **A launch inside a kernel is refused**, as Numba's CUDA compiler refuses it.
+5. **Every loop counts its turns.** Before a ``for`` or ``while`` its thread takes the launch's
+   limit (``lab$turns()``, gpu/sim/device.py: ``loop_limit``) into a fresh local, and each turn
+   counts it down: ``if not t: lab$endless(line, "while")`` then ``t -= 1``. A run of one loop past
+   the limit in one thread is a KernelFault naming the thread and the loop's line, in a second,
+   instead of a submission that spins until its wall-clock limit. (A GPU has no such limit; the
+   fault says so.)
 
 Every name the generated code binds or calls (the helpers, ``range``, the temporaries, the
 block loop) contains ``$``, which no Python source can spell, and the helpers and builtins are
@@ -42,6 +48,8 @@ INDEX = "lab$index"  # a whole index that may be a tuple held in a variable (``g
 SHARED = "lab$shared"
 RANGE = "lab$range"
 BLOCK = "lab$block"
+TURNS = "lab$turns"  # the launch's limit on one run of one loop in one thread
+ENDLESS = "lab$endless"  # called at the turn past it: raises the fault
 _TIDX, _COUNT, _TX = "lab$tidx", "lab$count", "lab$tx"
 _SITES = itertools.count(1)  # one id per barrier, collective and shared-array call node, across every compile
 
@@ -244,6 +252,29 @@ class _Rewriter(ast.NodeTransformer):
             return ast.YieldFrom(value=node)
         return node
 
+    def _counted(self, node: ast.For | ast.While) -> list[ast.stmt]:
+        """``t = lab$turns()`` before the loop; ``if not t: lab$endless(line, keyword)`` and ``t -= 1`` open each turn
+        (first, so a ``continue`` cannot skip them)."""
+        self.generic_visit(node)
+        name = self._fresh()
+        keyword = "for" if isinstance(node, ast.For) else "while"
+        start = ast.Assign(targets=[ast.Name(name, ast.Store())], value=ast.Call(ast.Name(TURNS, ast.Load()), [], []))
+        past = ast.If(
+            test=ast.UnaryOp(ast.Not(), ast.Name(name, ast.Load())),
+            body=[ast.Expr(ast.Call(ast.Name(ENDLESS, ast.Load()),
+                                    [ast.Constant(getattr(node, "lineno", 0)), ast.Constant(keyword)], []))],
+            orelse=[],
+        )
+        down = ast.AugAssign(target=ast.Name(name, ast.Store()), op=ast.Sub(), value=ast.Constant(1))
+        for new in (start, past, down):
+            ast.copy_location(new, node)
+            for sub in ast.walk(new):
+                ast.copy_location(sub, node)
+        node.body = [past, down, *node.body]
+        return [start, node]
+
+    visit_For = visit_While = _counted  # type: ignore[assignment]
+
     def _nested(self, node: ast.AST) -> None:
         if node is not self.top and _calls_sync(node, self.cuda_names, self.sync_devices):
             raise RewriteRefused(
@@ -383,7 +414,8 @@ def _block_loop(func: ast.FunctionDef) -> ast.FunctionDef | None:
 
 
 __all__ = [
-    "BLOCK", "BLOCK_SYNC", "GRID_SYNC", "INDEX", "NEG", "RANGE", "SHARED", "SYNC_NAMES", "WARP_SYNC", "Rewritten",
+    "BLOCK", "BLOCK_SYNC", "ENDLESS", "GRID_SYNC", "INDEX", "NEG", "RANGE", "SHARED", "SYNC_NAMES", "TURNS", "WARP_SYNC",
+    "Rewritten",
     "RewriteRefused",
     "function_node", "grid_syncs", "is_grid_sync", "needs_sync", "rewrite",
 ]

@@ -51,13 +51,14 @@ class _Continue(Exception):
 
 
 class _Loop:
-    """The lanes that left a running loop (``break``) and those that left this turn of it (``continue``)."""
+    """The lanes that left a running loop (``break``), those that left this turn of it (``continue``), its turns."""
 
-    __slots__ = ("broken", "skipped")
+    __slots__ = ("broken", "skipped", "turns")
 
     def __init__(self):
         self.broken = None
         self.skipped = None
+        self.turns = 0
 
 
 class Frame:
@@ -184,7 +185,14 @@ class Interpreter(Memory):
                 frame.alive = None
 
     def turn(self, body, mask, frame: Frame, state: _Loop) -> bool:
-        """One turn of a loop's body; False when every lane in it broke out at once."""
+        """One turn of a loop's body; False when every lane in it broke out at once.
+
+        A lane only ever leaves a running loop, so the loop's turns here are its longest lane's: past the launch's
+        loop limit, the per-thread tier runs the launch and faults in the first thread that gets there."""
+        state.turns += 1
+        if state.turns > device_api.STATE.loop_turns:
+            limit = device_api.STATE.loop_turns
+            raise Bail(f"a loop past the simulator's limit of {limit:,} turns (its body starts on line {body[0].lineno})")
         try:
             self.block(body, mask, frame)
         except _Continue:

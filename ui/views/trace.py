@@ -143,11 +143,15 @@ def show_findings(report: TraceReport) -> None:
 
 def show_picture(report: TraceReport, key: str) -> None:
     """The access map for one warp or one thread, picked with a slider; or why there is none."""
-    if not report.picture:
+    if report.picture is None:
         st.caption(
-            f"No picture: it is drawn for launches of up to a few blocks, fully traced ({report.blocks_total:,} blocks "
-            "here)."
+            f"No picture: it is drawn for launches of up to a few blocks, fully traced ({report.blocks_total:,} "
+            f"block{'s' if report.blocks_total != 1 else ''} here)."
         )
+        return
+    if not report.picture:
+        st.caption("No picture: the launch recorded no memory access" + (
+            " (the kernel stopped before it made one)." if report.error else "."))
         return
     frame = pd.DataFrame(list(report.picture))
     left, right = st.columns([1, 3])
