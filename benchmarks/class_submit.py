@@ -156,8 +156,8 @@ def split_lines(parts: list, ending: list[float], submissions: int) -> str:
         "drawing on the server's own 2 cores at the lowest share)."
     )
     if ending:
-        text += (f" Submit → verdict of the {len(ending)} kernels not stopped by the wall clock (the one that is cannot "
-                 f"have its verdict before its {WALL_S:g} s limit): p50 {percentile(ending, 0.5):.1f} s, "
+        text += (f" Submit → verdict of the {len(ending)} kernels not stopped by the wall clock (the one that is "
+                 f"cannot have its verdict before its {WALL_S:g} s limit): p50 {percentile(ending, 0.5):.1f} s, "
                  f"p95 {percentile(ending, 0.95):.1f} s.")
     return text
 

@@ -89,7 +89,7 @@ ANALYSED = ("correct", "wrong", "endless")  # kinds whose kernel ran: the compil
 VERDICT_TEXTS = ("Passed:", "Wrong result:", "Refused (", "Could not finish:")
 QUEUE_TEXT = "Queued behind"
 # 8 correct, 4 wrong, 2 never-ending (one stopped by the simulator's loop limit, one by the wall clock), 2 memory
-# hogs, interleaved so every kind waits at every depth; the one at the wall clock early, with most of the class behind it
+# hogs, interleaved so every kind waits at every depth; the one at the wall clock early, most of the class behind it
 CLASS = ["correct", "wrong", "correct", "time-limit", "correct", "wrong", "correct", "memory-limit",
          "correct", "wrong", "correct", "endless", "correct", "wrong", "correct", "memory-limit"]
 

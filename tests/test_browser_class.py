@@ -1,7 +1,8 @@
 """A class at once: 16 browsers press Run on one `make demo` server together.
 
 8 correct kernels, 4 wrong (the last element never written), 2 that never end (one stopped by
-the simulator's loop limit, one by the wall-clock limit) and 2 that exhaust memory (the memory limit), all for vector add: each page shows its own
+the simulator's loop limit, one by the wall-clock limit) and 2 that exhaust memory (the memory
+limit), all for vector add: each page shows its own
 verdict and, when it waited, behind how many runs; Home loads in another browser throughout
 (its speed is benchmarks/class_submit.py's); the leaderboard holds exactly the 8 passing rows; a kernel
 stopped at a limit delays the others by no more than its own slot. The scenario is in tests/classroom.py

@@ -21,7 +21,19 @@ import numpy as np
 from gpu.sim import device as device_api
 from gpu.sim import engine, signature, vector
 from gpu.sim.errors import KernelFault
-from gpu.sim.rewrite import BLOCK, ENDLESS, INDEX, NEG, RANGE, SHARED, TURNS, RewriteRefused, function_node, grid_syncs, rewrite
+from gpu.sim.rewrite import (
+    BLOCK,
+    ENDLESS,
+    INDEX,
+    NEG,
+    RANGE,
+    SHARED,
+    TURNS,
+    RewriteRefused,
+    function_node,
+    grid_syncs,
+    rewrite,
+)
 
 JIT_OPTIONS = frozenset(
     {

@@ -414,8 +414,8 @@ def _block_loop(func: ast.FunctionDef) -> ast.FunctionDef | None:
 
 
 __all__ = [
-    "BLOCK", "BLOCK_SYNC", "ENDLESS", "GRID_SYNC", "INDEX", "NEG", "RANGE", "SHARED", "SYNC_NAMES", "TURNS", "WARP_SYNC",
-    "Rewritten",
+    "BLOCK", "BLOCK_SYNC", "ENDLESS", "GRID_SYNC", "INDEX", "NEG", "RANGE", "SHARED", "SYNC_NAMES", "TURNS",
+    "WARP_SYNC", "Rewritten",
     "RewriteRefused",
     "function_node", "grid_syncs", "is_grid_sync", "needs_sync", "rewrite",
 ]

@@ -192,7 +192,7 @@ class Interpreter(Memory):
         state.turns += 1
         if state.turns > device_api.STATE.loop_turns:
             limit = device_api.STATE.loop_turns
-            raise Bail(f"a loop past the simulator's limit of {limit:,} turns (its body starts on line {body[0].lineno})")
+            raise Bail(f"a loop past the simulator's limit of {limit:,} turns (body at line {body[0].lineno})")
         try:
             self.block(body, mask, frame)
         except _Continue:
