@@ -273,7 +273,7 @@ class _Rewriter(ast.NodeTransformer):
         node.body = [past, down, *node.body]
         return [start, node]
 
-    visit_For = visit_While = _counted  # type: ignore[assignment]
+    visit_For = visit_While = _counted
 
     def _nested(self, node: ast.AST) -> None:
         if node is not self.top and _calls_sync(node, self.cuda_names, self.sync_devices):
