@@ -428,8 +428,26 @@ def loop_limit(args) -> int:
 
 
 def turns() -> int:
-    """What a loop counts its turns down from (the rewritten source calls this before each loop)."""
+    """What a ``while`` loop counts its turns down from (the rewritten source calls this before each one)."""
     return STATE.loop_turns
+
+
+def within(items, line: int):
+    """What a ``for`` loop iterates: ``items`` itself when it has at most the limit's turns, else a count of them."""
+    limit = STATE.loop_turns
+    try:
+        if len(items) <= limit:
+            return items
+    except (TypeError, OverflowError):  # no length, or one past sys.maxsize (range(10**30))
+        pass
+    return _counted(items, limit, line)
+
+
+def _counted(items, limit: int, line: int):
+    for turn, item in enumerate(items):
+        if turn == limit:
+            endless(line, "for")
+        yield item
 
 
 def endless(line: int, keyword: str) -> NoReturn:
@@ -532,5 +550,5 @@ def shared_array(site: int, line: int, shape, dtype):
 
 __all__ = [
     "LOOP_TURNS_MIN", "LOOP_TURNS_PER_ELEMENT", "STATE", "Dim3", "State", "endless", "loop_limit", "negative_index",
-    "poisoned", "shared_array", "turns", "unmodelled", "whole_index", "wrapped",
+    "poisoned", "shared_array", "turns", "unmodelled", "whole_index", "within", "wrapped",
 ]

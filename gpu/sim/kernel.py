@@ -29,6 +29,7 @@ from gpu.sim.rewrite import (
     RANGE,
     SHARED,
     TURNS,
+    WITHIN,
     RewriteRefused,
     function_node,
     grid_syncs,
@@ -289,6 +290,7 @@ def _compile(kernel: SimKernel, active: frozenset) -> Compiled:
     scope[RANGE] = builtins.range
     scope[TURNS] = device_api.turns
     scope[ENDLESS] = device_api.endless
+    scope[WITHIN] = device_api.within
     exec(rewritten.code, scope)
     function = scope[rewritten.name]
     codes |= _all_codes(function.__code__)

@@ -17,12 +17,13 @@
 3. **Shared arrays are per block, per call site.** ``cuda.shared.array(...)`` becomes
    ``shared(site, line, ...)``, ``site`` unique to that node across every function compiled.
 4. **A launch inside a kernel is refused**, as Numba's CUDA compiler refuses it.
-5. **Every loop counts its turns.** Before a ``for`` or ``while`` its thread takes the launch's
-   limit (``lab$turns()``, gpu/sim/device.py: ``loop_limit``) into a fresh local, and each turn
-   counts it down: ``if not t: lab$endless(line, "while")`` then ``t -= 1``. A run of one loop past
-   the limit in one thread is a KernelFault naming the thread and the loop's line, in a second,
-   instead of a submission that spins until its wall-clock limit. (A GPU has no such limit; the
-   fault says so.)
+5. **Every loop counts its turns.** Before a ``while`` its thread takes the launch's limit
+   (``lab$turns()``, gpu/sim/device.py: ``loop_limit``) into a fresh local, and each turn counts
+   it down first thing: ``if (t := t - 1) < 0: lab$endless(line, "while")``. A ``for`` iterates
+   ``lab$within(items, line)``: a range no longer than the limit as it is, anything longer
+   counted as it goes. A run of one loop past the limit in one thread is a KernelFault naming the
+   thread and the loop's line, in a second, instead of a submission that spins until its
+   wall-clock limit. (A GPU has no such limit; the fault says so.)
 
 Every name the generated code binds or calls (the helpers, ``range``, the temporaries, the
 block loop) contains ``$``, which no Python source can spell, and the helpers and builtins are
@@ -50,6 +51,7 @@ RANGE = "lab$range"
 BLOCK = "lab$block"
 TURNS = "lab$turns"  # the launch's limit on one run of one loop in one thread
 ENDLESS = "lab$endless"  # called at the turn past it: raises the fault
+WITHIN = "lab$within"  # what a ``for`` loop iterates: its items, counted only where they may be more than the limit
 _TIDX, _COUNT, _TX = "lab$tidx", "lab$count", "lab$tx"
 _SITES = itertools.count(1)  # one id per barrier, collective and shared-array call node, across every compile
 
@@ -252,28 +254,35 @@ class _Rewriter(ast.NodeTransformer):
             return ast.YieldFrom(value=node)
         return node
 
-    def _counted(self, node: ast.For | ast.While) -> list[ast.stmt]:
-        """``t = lab$turns()`` before the loop; ``if not t: lab$endless(line, keyword)`` and ``t -= 1`` open each turn
-        (first, so a ``continue`` cannot skip them)."""
+    def visit_While(self, node: ast.While) -> list[ast.stmt]:
+        """``t = lab$turns()`` before the loop; ``if (t := t - 1) < 0: lab$endless(line, "while")`` opens each turn
+        (first, so a ``continue`` cannot skip it)."""
         self.generic_visit(node)
         name = self._fresh()
-        keyword = "for" if isinstance(node, ast.For) else "while"
         start = ast.Assign(targets=[ast.Name(name, ast.Store())], value=ast.Call(ast.Name(TURNS, ast.Load()), [], []))
+        down = ast.NamedExpr(target=ast.Name(name, ast.Store()),
+                             value=ast.BinOp(ast.Name(name, ast.Load()), ast.Sub(), ast.Constant(1)))
         past = ast.If(
-            test=ast.UnaryOp(ast.Not(), ast.Name(name, ast.Load())),
+            test=ast.Compare(left=down, ops=[ast.Lt()], comparators=[ast.Constant(0)]),
             body=[ast.Expr(ast.Call(ast.Name(ENDLESS, ast.Load()),
-                                    [ast.Constant(getattr(node, "lineno", 0)), ast.Constant(keyword)], []))],
+                                    [ast.Constant(getattr(node, "lineno", 0)), ast.Constant("while")], []))],
             orelse=[],
         )
-        down = ast.AugAssign(target=ast.Name(name, ast.Store()), op=ast.Sub(), value=ast.Constant(1))
-        for new in (start, past, down):
-            ast.copy_location(new, node)
+        for new in (start, past):
             for sub in ast.walk(new):
                 ast.copy_location(sub, node)
-        node.body = [past, down, *node.body]
+        node.body = [past, *node.body]
         return [start, node]
 
-    visit_For = visit_While = _counted
+    def visit_For(self, node: ast.For) -> ast.For:
+        """``for x in lab$within(items, line)``: a range within the limit as it is (no cost per turn), anything
+        longer counted as it goes (a ``break`` before the limit is not a fault)."""
+        self.generic_visit(node)
+        node.iter = ast.copy_location(
+            ast.Call(ast.Name(WITHIN, ast.Load()), [node.iter, ast.Constant(getattr(node, "lineno", 0))], []),
+            node.iter,
+        )
+        return node
 
     def _nested(self, node: ast.AST) -> None:
         if node is not self.top and _calls_sync(node, self.cuda_names, self.sync_devices):
@@ -415,7 +424,7 @@ def _block_loop(func: ast.FunctionDef) -> ast.FunctionDef | None:
 
 __all__ = [
     "BLOCK", "BLOCK_SYNC", "ENDLESS", "GRID_SYNC", "INDEX", "NEG", "RANGE", "SHARED", "SYNC_NAMES", "TURNS",
-    "WARP_SYNC", "Rewritten",
+    "WARP_SYNC", "WITHIN", "Rewritten",
     "RewriteRefused",
     "function_node", "grid_syncs", "is_grid_sync", "needs_sync", "rewrite",
 ]
