@@ -180,3 +180,20 @@ def kern(flag, out):
     with pytest.raises(KernelFault) as caught:
         run(source, "kern", 1, 32, np.zeros(1, np.int32), np.zeros(32, np.float32))
     assert caught.value.kind == "loop limit" and caught.value.line == line_of(source, "    while flag[0] == 0:")
+
+
+def test_after_a_loop_past_the_limit_the_kernels_later_launches_skip_the_vectorised_tier():
+    """The vectorised tier takes every lane to the limit (about 0.5 s); the thread tier faults in the first thread in
+    milliseconds. A judge launches a kernel once per test: only the first pays the vectorised tier's cost."""
+    from tests.test_sim_hostile import kernels_from
+
+    vector.set_tier("auto")
+    spin = kernels_from(HEADER + NEVER_ENDS)["spin"]
+    tiers = []
+    for _ in range(2):
+        with pytest.raises(KernelFault, match="loop limit"):
+            spin[2, 32](np.zeros(1, np.int64))
+        tiers.append(vector.last_tier())
+    assert tiers[0].name == "thread" and "a loop past the simulator's limit of 65,536 turns" in tiers[0].reason
+    assert tiers[1].name == "thread" and tiers[1].reason == tiers[0].reason  # not tried again
+    assert not vector.runs_vectorised(spin)

@@ -26,7 +26,7 @@ LOCAL_BYTES_PER_THREAD = 512 * 1024  # the most local memory a thread may have
 # array (or per unit of its largest whole-number argument) where that is more: a grid-stride loop, or one thread
 # walking a whole array, takes at most one turn per element. Past it the thread faults (``endless``). A GPU has no
 # such limit: there the kernel would spin until the submission's wall-clock limit. The simulator's thread tier takes
-# the 65,536 turns of an empty loop in about 10 ms, the vectorised tier in about 1 s.
+# the 65,536 turns of an empty loop in about 10 ms, the vectorised tier in about 0.5 s.
 LOOP_TURNS_MIN = 1 << 16
 LOOP_TURNS_PER_ELEMENT = 4
 

@@ -45,7 +45,7 @@ from gpu.sim import device as device_api
 from gpu.sim import engine
 from gpu.sim.rewrite import SYNC_NAMES, function_node
 from gpu.sim.vector_eval import Chunk, Interpreter
-from gpu.sim.vector_ops import Bail
+from gpu.sim.vector_ops import Bail, PastLoopLimit
 
 TIER_ENV = "KERNEL_LAB_SIM_TIER"  # "thread": every launch per thread; "auto" (default): vectorised where proven
 CHUNK_LANES = 1 << 18  # lanes (threads) a chunk runs at once: whole blocks, up to this many
@@ -298,7 +298,7 @@ def try_launch(kernel, grid, block, args: tuple) -> bool:
             _run_chunks(plan, (gx, gy, gz), (bx, by, bz), values, saved)
         except Bail as bail:
             _restore(saved)
-            return _fell_back(kernel, plan, bail.why)
+            return _fell_back(kernel, plan, bail.why, final=isinstance(bail, PastLoopLimit))
         except Exception as exc:  # anything unforeseen: the per-thread tier decides
             _OWNERS.clear()
             _restore(saved)
@@ -308,9 +308,12 @@ def try_launch(kernel, grid, block, args: tuple) -> bool:
     return True
 
 
-def _fell_back(kernel, plan: Plan, why: str) -> bool:
+def _fell_back(kernel, plan: Plan, why: str, final: bool = False) -> bool:
+    """The launch runs per thread; after ``GIVE_UP_AFTER`` in a row (or one ``final`` reason), every later one too."""
     plan.fallbacks += 1
-    if plan.fallbacks >= GIVE_UP_AFTER:
+    if final:
+        plan.reason = why
+    elif plan.fallbacks >= GIVE_UP_AFTER:
         plan.reason = f"fell back {GIVE_UP_AFTER} launches in a row, last: {why}"
     _report(kernel, Tier("thread", why))
     return False

@@ -19,7 +19,7 @@ import numpy as np
 from gpu.sim import device as device_api
 from gpu.sim import vector_ops as ops
 from gpu.sim.vector_memory import SHUFFLES, WARP, WARP_VOTES, Chunk, GlobalRef, LocalRef, Memory, SharedRef
-from gpu.sim.vector_ops import Bail, Weak
+from gpu.sim.vector_ops import Bail, PastLoopLimit, Weak
 
 _BLOCK_VOTES = ("syncthreads_count", "syncthreads_and", "syncthreads_or")
 
@@ -192,7 +192,7 @@ class Interpreter(Memory):
         state.turns += 1
         if state.turns > device_api.STATE.loop_turns:
             limit = device_api.STATE.loop_turns
-            raise Bail(f"a loop past the simulator's limit of {limit:,} turns (body at line {body[0].lineno})")
+            raise PastLoopLimit(f"a loop past the simulator's limit of {limit:,} turns (body at line {body[0].lineno})")
         try:
             self.block(body, mask, frame)
         except _Continue:

@@ -31,6 +31,11 @@ class Bail(Exception):
         self.why = why
 
 
+class PastLoopLimit(Bail):
+    """A loop ran past the launch's loop limit: the per-thread tier faults there in milliseconds (one thread reaches it
+    first), where this tier takes every lane to it (about 0.5 s), so the kernel's later launches skip this tier."""
+
+
 class Weak:
     """One Python number per lane: ``a`` is int64 (ints), float64 (floats) or bool (bools)."""
 
@@ -311,4 +316,4 @@ def int_index(value):
     return int(value)
 
 
-__all__ = ["BINARY", "COMPARE", "Bail", "Weak", "binary", "cast", "int_index", "merge", "truth"]
+__all__ = ["BINARY", "COMPARE", "Bail", "PastLoopLimit", "Weak", "binary", "cast", "int_index", "merge", "truth"]
