@@ -65,6 +65,32 @@ def test_a_passing_run_shows_every_test_and_joins_the_leaderboard(isolated):
     assert any("does not time kernels" in c.value for c in at.caption)
 
 
+def test_a_loop_that_never_ends_fails_every_test_in_one_sentence_said_once(isolated):
+    """The simulator's loop limit (gpu/sim/device.py) gives a verdict with the thread and the line in about a second;
+    the tests table says the sentence once, then "the same as the test above"."""
+    at = AppTest.from_file(PAGE, default_timeout=120).run()
+    at.text_area(key="write_kernel.draft.vector-add").input(GOOD.replace(
+        "    if i < a.size:\n        out[i] = a[i] + b[i]\n", "    while i >= 0:\n        i += 1\n"))
+    at.button(key="write_kernel.run").click().run()
+    assert not at.exception, at.exception
+    assert any("Wrong result" in e.value and "0 of 5 tests passed" in e.value for e in at.error)
+    details = list(at.table[0].value["Details"])
+    assert "loop limit (thread (0, 0, 0) of block (0, 0, 0), line 9)" in details[0]
+    assert details[1:] == ["the same as the test above"] * 4
+
+
+def test_tests_table_repeats_no_failure_text_of_the_failing_test_just_above():
+    from ui.views.write_kernel import SAME_AS_ABOVE, tests_table
+
+    def case(name, passed, message="passed"):
+        return {"name": name, "sizes": {"n": 1}, "passed": passed, "message": message}
+
+    table = tests_table([case("a", False, "x"), case("b", False, "x"), case("c", True), case("d", False, "x"),
+                         case("e", False, "y")])
+    assert list(table["Details"]) == ["x", SAME_AS_ABOVE, "", "x", "y"]  # after a pass, the text is said again
+    assert list(table["Result"]) == ["FAIL", "FAIL", "pass", "FAIL", "FAIL"]
+
+
 def test_the_judge_log_has_each_milestone_of_a_submission_in_order(isolated, tmp_path, monkeypatch):
     log = tmp_path / "judges.jsonl"
     monkeypatch.setenv("KERNEL_LAB_JUDGE_LOG", str(log))

@@ -236,6 +236,25 @@ def analysed(verdict: Verdict) -> bool:
     return verdict.status in ("passed", "wrong")
 
 
+SAME_AS_ABOVE = "the same as the test above"
+
+
+def tests_table(tests: list[dict]) -> pd.DataFrame:
+    """One row per test: its size, pass or FAIL, and why; a failure whose text is the failing test's just above it
+    (a loop that never ends fails every test in the same words) says so instead of repeating it."""
+    rows, previous = [], None
+    for t in tests:
+        text = "" if t["passed"] else shown(t["message"])
+        rows.append({
+            "Test": t["name"],
+            "Size": ", ".join(f"{k} = {v:,}" for k, v in t["sizes"].items()),
+            "Result": "pass" if t["passed"] else "FAIL",
+            "Details": SAME_AS_ABOVE if text and text == previous else text,
+        })
+        previous = text
+    return pd.DataFrame(rows)
+
+
 def show_verdict(done: Submission, analysis: bool = True, waited: str = "") -> None:
     """Pass/fail per test; on a GPU the timing against the lab's kernel; in the simulator the compiler's facts and
     the memory trace.
@@ -269,16 +288,7 @@ def show_verdict(done: Submission, analysis: bool = True, waited: str = "") -> N
     else:
         st.warning(f"**Could not finish**: {verdict.message}", icon=":material/warning:")
     if verdict.tests:
-        rows = [
-            {
-                "Test": t["name"],
-                "Size": ", ".join(f"{k} = {v:,}" for k, v in t["sizes"].items()),
-                "Result": "pass" if t["passed"] else "FAIL",
-                "Details": "" if t["passed"] else shown(t["message"]),
-            }
-            for t in verdict.tests
-        ]
-        st.table(pd.DataFrame(rows), hide_index=True)  # a few rows of text: a plain table reads (and searches) best
+        st.table(tests_table(verdict.tests), hide_index=True)  # a few rows of text: a plain table reads best
     if verdict.mismatch and "index" in verdict.mismatch:
         m = verdict.mismatch
         st.markdown(f"**First mismatch** in *{m['test']}*: {shown(mismatch_text(m))}.")
