@@ -99,6 +99,15 @@ def pytest_runtest_makereport(item, call):
                            "Skipped: starts a child process (sandbox, compiler, CLI, server): `make test` runs it")
 
 
+@pytest.fixture(autouse=True)
+def _a_trace_cache_per_test(monkeypatch):
+    """The process keeps the traces it made (``gpu.sandbox.trace_submission.TRACES``): each test starts with none, so
+    a test that counts or fakes the analysis child sees its own traces made, not another test's kept."""
+    from gpu.sandbox import trace_submission
+
+    monkeypatch.setattr(trace_submission, "TRACES", trace_submission.TraceCache())
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _isolated_data_dir(tmp_path_factory):
     """Keep tests away from the user's real history database."""

@@ -26,6 +26,7 @@ from gpu.sandbox.progress import (
 from gpu.sandbox.service import LearnerId, Queueing, analyse, judge
 from gpu.sandbox.verdict import Verdict
 from gpu.service.learners import LearnerStore, NameRefused, new_secret
+from gpu.trace.report import TraceReport
 
 OFF = SandboxStatus(False, "none", "switched off for this test", False)
 LIMITS = Limits(wall_s=90.0, cpu_s=90)
@@ -172,6 +173,68 @@ def test_the_same_source_is_compiled_once_and_a_changed_one_again(db, monkeypatc
     assert asked == [True, True]
 
 
+def test_the_same_source_is_traced_once_and_another_text_or_test_again(db, monkeypatch):
+    """A class's identical kernels are traced once (``TRACES``): the eighth right answer's trace comes without a child.
+    The exact text is the key (a trace names lines), and the traced test."""
+    asked = []
+    original = judging.analyse_in_child
+
+    def counting(problem, source, **kwargs):
+        asked.append((kwargs["facts"], kwargs["trace"], kwargs.get("trace_test")))
+        return original(problem, source, **kwargs)
+
+    monkeypatch.setattr(judging, "analyse_in_child", counting)
+    judged = judge("vector-add", GOOD, limits=LIMITS, sandbox=OFF, save=False)
+    first = analyse("vector-add", GOOD, judged, limits=LIMITS, sandbox=OFF)
+    assert isinstance(first.trace, TraceReport) and first.verdict.compile_facts
+    second = analyse("vector-add", GOOD, judge("vector-add", GOOD, limits=LIMITS, sandbox=OFF, save=False),
+                     limits=LIMITS, sandbox=OFF)
+    assert second.trace is first.trace and second.verdict.compile_facts == first.verdict.compile_facts
+    assert asked == [(True, True, None)]  # the second started no child at all
+    commented = "# my answer\n" + GOOD  # the same compile (facts kept), other line numbers (traced again)
+    third = analyse("vector-add", commented, judge("vector-add", commented, limits=LIMITS, sandbox=OFF, save=False),
+                    limits=LIMITS, sandbox=OFF)
+    assert [s.line for s in third.trace.sectors] == [s.line + 1 for s in first.trace.sectors]  # its own lines
+    analyse("vector-add", GOOD, judged, limits=LIMITS, sandbox=OFF, trace_test="one element")
+    assert asked == [(True, True, None), (False, True, None), (False, True, "one element")]
+    analyse("vector-add", GOOD, judged, limits=LIMITS, sandbox=OFF, cache=False)  # no cache: compiled and traced again
+    assert asked[-1] == (True, True, None)
+
+
+def test_the_trace_cache_is_bounded_by_reports_and_picture_rows_and_keeps_no_failure():
+    from dataclasses import replace
+
+    from gpu.sandbox.trace_submission import TraceCache
+
+    report = analyse_report()
+    cache = TraceCache(entries=2, rows=10**6)
+    for k in ("a", "b", "c"):
+        cache.put(k, report)
+    assert len(cache) == 2 and cache.get("a") is None and cache.get("c") is report
+    cache.put("why", "not traced: it ran past the 20 s wall-clock limit")
+    assert cache.get("why") is None
+    rows = TraceCache(entries=10, rows=3)
+    rows.put("small", replace(report, picture=({},)))
+    rows.put("big", replace(report, picture=({},) * 3))  # the two together are past 3 rows: the older goes
+    assert rows.get("small") is None and rows.get("big") is not None and len(rows) == 1
+
+
+def analyse_report() -> TraceReport:
+    import numpy as np
+
+    from gpu.core.backend import cuda
+    from gpu.trace.record import trace_launch
+    from gpu.trace.report import analyse as analyse_trace
+
+    @cuda.jit
+    def copy(a, out):
+        i = cuda.grid(1)
+        if i < a.size:
+            out[i] = a[i]
+
+    return analyse_trace(trace_launch(copy, 1, 32, [np.ones(8, np.float32), np.zeros(8, np.float32)]))
+
+
 def test_the_facts_cache_is_bounded_and_never_keeps_an_unavailable_compiler(db):
     cache = FactsCache(db, entries=3)
     for i in range(5):
@@ -262,7 +325,8 @@ def test_a_comment_or_layout_does_not_compile_again_but_a_changed_line_does():
     assert FactsCache.key(problem, GOOD, 256) != key  # another block size: other occupancy
 
 
-def test_analyses_queued_together_compile_the_same_source_once(db, monkeypatch):
+@pytest.mark.parametrize("trace", [False, True], ids=["facts", "facts and trace"])
+def test_analyses_queued_together_compile_and_trace_the_same_source_once(db, monkeypatch, trace):
     asked = []
     original = judging.analyse_in_child
 
@@ -275,7 +339,7 @@ def test_analyses_queued_together_compile_the_same_source_once(db, monkeypatch):
     queue = threading.Lock()  # the CPU lock the analyses share
 
     def one() -> None:
-        analyse("vector-add", GOOD, judged, trace=False, limits=LIMITS, sandbox=OFF,
+        analyse("vector-add", GOOD, judged, trace=trace, limits=LIMITS, sandbox=OFF,
                 queueing=Queueing(analysis_lock=lambda: held(queue)))
 
     threads = [threading.Thread(target=one) for _ in range(3)]

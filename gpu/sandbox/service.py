@@ -172,12 +172,14 @@ def analyse(
     not asked), as a new value. Never raises.
 
     The facts come from ``FactsCache`` when this source was compiled for this problem before (then the child only
-    traces); ``queueing.analysis_lock()`` makes the lock the analysis holds (default: the CPU lock, and in the
-    simulator, whose kernels run on the same cores, the device lock before it). A race in the trace of a submission
-    that did not pass is its failure kind in the learner's progress (``attempt_id``).
+    traces), and the trace from ``TRACES`` when this exact source was traced at this test before (then no child runs
+    when the facts are known too); ``queueing.analysis_lock()`` makes the lock the analysis holds (default: the CPU
+    lock, and in the simulator, whose kernels run on the same cores, the device lock before it). A race in the trace
+    of a submission that did not pass is its failure kind in the learner's progress (``attempt_id``).
     """
     from gpu.core.backend import BACKEND
-    from gpu.sandbox.trace_submission import report_from
+    from gpu.sandbox.trace_submission import TRACES, TraceCache, report_from
+    from gpu.trace.report import TraceReport
 
     problem = get(problem_key)
     verdict = judged.verdict
@@ -197,8 +199,9 @@ def analyse(
             known = store.get(key)
     if known is not None:
         verdict = verdict.with_facts(*known)
-    report = None
-    if trace or (want_facts and known is None):
+    trace_key = TraceCache.key(problem.key, source, trace_test) if trace and cache else None
+    report: TraceReport | str | None = TRACES.get(trace_key) if trace_key else None
+    if (trace and report is None) or (want_facts and known is None):
         # NVVM and the trace's simulator are CPU work: they queue again, verdicts first (fairness.judges_first)
         from gpu.sandbox.fairness import judges_first
 
@@ -221,34 +224,37 @@ def analyse(
                 known = store.get(key)  # (once this one's turn came, or another compile of it ended)
                 if known is not None:
                     verdict = verdict.with_facts(*known)
+            if trace_key and report is None:
+                report = TRACES.get(trace_key)  # traced by an analysis ahead of this one in the queue?
+            need_facts, need_trace = want_facts and known is None, trace and report is None
             try:
-                if not trace and known is not None:
-                    return replace(judged, verdict=verdict)
-                data = judging.analyse_in_child(
-                    problem.key,
-                    source,
-                    threads=verdict.threads_per_block or 0,
-                    facts=want_facts and known is None,
-                    trace=trace,
-                    limits=limits,
-                    sandbox=analysis_sandbox,
-                    trace_test=trace_test,
-                )
-                if want_facts and known is None:
-                    verdict = verdict.with_facts(
-                        data["compile_facts"], data["note"],
-                        data.get("status") or ("unavailable" if data["compile_facts"] is None else ""),
+                if need_facts or need_trace:
+                    data = judging.analyse_in_child(
+                        problem.key,
+                        source,
+                        threads=verdict.threads_per_block or 0,
+                        facts=need_facts,
+                        trace=need_trace,
+                        limits=limits,
+                        sandbox=analysis_sandbox,
+                        trace_test=trace_test,
                     )
-                    if cache:
-                        store.put(key, verdict.compile_facts, verdict.compile_facts_note,
-                                  verdict.compile_facts_status)
+                    if need_facts:
+                        verdict = verdict.with_facts(
+                            data["compile_facts"], data["note"],
+                            data.get("status") or ("unavailable" if data["compile_facts"] is None else ""),
+                        )
+                        if cache:
+                            store.put(key, verdict.compile_facts, verdict.compile_facts_note,
+                                      verdict.compile_facts_status)
+                    if need_trace:
+                        made = report_from(data["trace"])
+                        if trace_key:
+                            TRACES.put(trace_key, made)  # before the queue's next analysis looks
+                        report = made
             finally:
                 if compiling:
                     COMPILING.release(key)
-        if trace:
-            report = report_from(data["trace"])
-    from gpu.trace.report import TraceReport
-
     if attempt_id and verdict.status != "passed" and isinstance(report, TraceReport) and report.races:
         _mark_race(attempt_id, str(report.races[0]))
     return replace(judged, verdict=verdict, trace=report)
