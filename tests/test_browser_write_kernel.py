@@ -84,7 +84,10 @@ def test_a_queued_submission_shows_its_place_then_how_long_it_waited(page, app_u
         sidebar = page.locator('[data-testid="stSidebar"]')
         sidebar.get_by_text(re.compile(r"Simulator: busy for \d+ s, 1 queued")).first.wait_for(timeout=10_000)
     page.get_by_text("Passed:").first.wait_for(timeout=120_000)
-    page.locator('[data-testid="stExpander"]').get_by_text("Verdict: passed").first.wait_for()
+    # the status box says the verdict until the facts and trace arrive and the page is drawn again without it: with
+    # this source's facts and trace already kept by the server (another test submitted it), that is at once
+    page.locator('[data-testid="stExpander"]').get_by_text("Verdict: passed").or_(
+        page.get_by_text("What the compiler says")).first.wait_for()
     page.get_by_text(re.compile(r"waited \d+\.\d s in the queue, behind 1 run\b")).first.wait_for()
     sidebar.get_by_text("Simulator: free").first.wait_for(timeout=10_000)
     # the hidden figure is this page's alone: it leaves with the page
