@@ -5,7 +5,7 @@
 Each repeat starts a fresh `make demo` server (tests/classroom.py: the demo's flags, a throwaway
 database and lock folder, KERNEL_LAB_SUBMIT_WALL_S and _MEMORY_MB lowered), opens 16 chromium
 contexts on Write a kernel (8 correct, 4 wrong, 2 never-ending — one stopped by the simulator's loop limit, one by
-the wall clock — and 2 memory-hogging vector-add kernels),
+the wall clock — and 2 with a shift past 63 places, undefined in Numba),
 presses Run in all of them together and times, in each page, from its press to its verdict drawn.
 Home is loaded every few seconds meanwhile, each time in a new tab of a visitor's browser that opened the
 lab once before the class (its first, cold load is reported apart). Prints the latencies per kind, p50 and

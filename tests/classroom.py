@@ -50,7 +50,7 @@ DEMO_FLAGS = [
 ]
 TEACHER_TOKEN = "class-test-teacher-token"  # the demo's KERNEL_LAB_TEACHER_TOKEN here (the Class page's ?teacher=)
 WALL_S = 20.0  # KERNEL_LAB_SUBMIT_WALL_S: a never-ending kernel costs this (6 s killed correct ones under load)
-MEMORY_MB = 768  # KERNEL_LAB_SUBMIT_MEMORY_MB: the simulator's child needs ~250 MiB; the hog passes this in ~1 s
+MEMORY_MB = 768  # KERNEL_LAB_SUBMIT_MEMORY_MB: the simulator's child needs ~250 MiB
 
 CORRECT = """from numba import cuda
 
@@ -71,9 +71,10 @@ NEVER_ENDS = CORRECT.replace(BODY, "    while i >= 0:\n        i += 1\n")
 # A loop whose every turn is a long loop of its own: the loop limit would take hours to reach, so only the wall clock
 # stops it (-> the time-limit rule, after KERNEL_LAB_SUBMIT_WALL_S).
 RUNS_TOO_LONG = CORRECT.replace(BODY, "    while i >= 0:\n        for j in range(60000):\n            i += 1\n")
-# A Python int that doubles its length each step: allowed by the checker (arithmetic in a loop), it
-# passes the memory limit within a second in the simulator -> the memory cgroup's OOM killer.
-MEMORY_HOG = CORRECT.replace(
+# A shift whose count doubles each turn: with Python's ints it grew without bound until the memory limit stopped it;
+# compiled (and now simulated: gpu/sim/int64.py) the count reaches 64 at the seventh turn, where the shift is undefined
+# in Numba, and the simulator faults there naming the line.
+UNDEFINED_SHIFT = CORRECT.replace(
     BODY, "    if i == 0:\n        x = 1\n        s = 1\n        while s > 0:\n            x = x << s\n"
     "            s = s * 2\n        out[0] = x\n"
 )
@@ -84,15 +85,17 @@ KINDS = {
     "wrong": (WRONG, "First mismatch in"),
     "endless": (NEVER_ENDS, "loop limit"),
     "time-limit": (RUNS_TOO_LONG, "(time-limit rule)"),
-    "memory-limit": (MEMORY_HOG, "(memory-limit rule)"),
+    "undefined": (UNDEFINED_SHIFT, "undefined in compiled Numba"),
 }
-ANALYSED = ("correct", "wrong", "endless")  # kinds whose kernel ran: the compiler's facts and trace follow the verdict
+# kinds whose kernel ran: the compiler's facts and trace follow the verdict
+ANALYSED = ("correct", "wrong", "endless", "undefined")
 VERDICT_TEXTS = ("Passed:", "Wrong result:", "Refused (", "Could not finish:")
 QUEUE_TEXT = "Queued behind"
-# 8 correct, 4 wrong, 2 never-ending (one stopped by the simulator's loop limit, one by the wall clock), 2 memory
-# hogs, interleaved so every kind waits at every depth; the one at the wall clock early, most of the class behind it
-CLASS = ["correct", "wrong", "correct", "time-limit", "correct", "wrong", "correct", "memory-limit",
-         "correct", "wrong", "correct", "endless", "correct", "wrong", "correct", "memory-limit"]
+# 8 correct, 4 wrong, 2 never-ending (one stopped by the simulator's loop limit, one by the wall clock), 2 undefined
+# shifts (the memory hogs of Python's ints before gpu/sim/int64.py), interleaved so every kind waits at every depth;
+# the one at the wall clock early, most of the class behind it
+CLASS = ["correct", "wrong", "correct", "time-limit", "correct", "wrong", "correct", "undefined",
+         "correct", "wrong", "correct", "endless", "correct", "wrong", "correct", "undefined"]
 
 # Runs in every learner's page: samples the page every 50 ms (queue lines seen, when the verdict showed). It reads the
 # page's textContent, which forces no style or layout: reading innerText every 50 ms cost the four pages of a side by

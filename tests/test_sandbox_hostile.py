@@ -118,6 +118,28 @@ def test_a_loop_that_never_ends_is_stopped_by_the_simulator_naming_its_line(sand
     assert verdict.wall_s is not None and verdict.wall_s < WALL_S
 
 
+@pytest.mark.parametrize("sandbox", [pytest.param(SANDBOX, marks=needs_sandbox), OFF], ids=["sandbox", "no-sandbox"])
+def test_a_shift_past_63_places_is_a_fault_not_a_memory_hog(sandbox):
+    """With Python's ints ``x << s`` (``s`` doubling) grew until the memory limit stopped the child; as Numba compiles
+    it the shift by 64 is undefined, and the simulator says so at once, with the line (gpu/sim/int64.py)."""
+    source = kernel("""
+        i = cuda.grid(1)
+        if i == 0:
+            x = 1
+            s = 1
+            while s > 0:
+                x = x << s
+                s = s * 2
+            out[0] = x
+    """)
+    verdict = judge_in_child("vector-add", source, limits=FAST, simulated=SIMULATED, sandbox=sandbox)
+    assert verdict.status == "wrong", verdict.message
+    error = verdict.mismatch["error"]
+    assert "undefined (thread (0, 0, 0) of block (0, 0, 0), line 11)" in error, error  # the shift
+    assert "<< 64: a shift by 64 places or more is undefined in compiled Numba" in error
+    assert verdict.wall_s is not None and verdict.wall_s < WALL_S
+
+
 @needs_sandbox
 def test_caching_a_result_in_an_input_is_caught():
     source = kernel("""

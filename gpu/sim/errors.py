@@ -7,7 +7,7 @@ class KernelFault(Exception):
     """A kernel did something a GPU defines as an error, or leaves undefined.
 
     ``kind`` is a short class ("out of bounds", "barrier", "warp collective", "launch",
-    "shared memory", "local memory", "unsupported"); ``block`` and ``thread`` are (x, y, z)
+    "shared memory", "local memory", "loop limit", "undefined", "unsupported"); ``block`` and ``thread`` are (x, y, z)
     or None for a launch error; ``line`` is the kernel's source line where known.
     """
 

@@ -19,17 +19,22 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpu.sim import device as device_api
-from gpu.sim import engine, signature, vector
+from gpu.sim import engine, int64, signature, vector
 from gpu.sim.errors import KernelFault
 from gpu.sim.rewrite import (
     BLOCK,
     ENDLESS,
     INDEX,
+    INT,
     NEG,
+    POW,
     RANGE,
     SHARED,
+    SHL,
+    SHR,
     TURNS,
     WITHIN,
+    WRAP,
     RewriteRefused,
     function_node,
     grid_syncs,
@@ -291,6 +296,7 @@ def _compile(kernel: SimKernel, active: frozenset) -> Compiled:
     scope[TURNS] = device_api.turns
     scope[ENDLESS] = device_api.endless
     scope[WITHIN] = device_api.within
+    scope[INT], scope[WRAP], scope[POW], scope[SHL], scope[SHR] = int, int64.wrap, int64.power, int64.shl, int64.shr
     exec(rewritten.code, scope)
     function = scope[rewritten.name]
     codes |= _all_codes(function.__code__)

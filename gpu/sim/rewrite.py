@@ -1,4 +1,4 @@
-"""Turn a kernel's Python source into what the simulator runs: same lines, four rewrites.
+"""Turn a kernel's Python source into what the simulator runs: same lines, six rewrites.
 
 1. **Every subscript is bounds-checked as Numba compiles it.** Numba wraps a negative index
    once, as Python does (numba-cuda's ``fix_index``): ``out[i - n]`` with 0 <= i < n is
@@ -24,6 +24,16 @@
    counted as it goes. A run of one loop past the limit in one thread is a KernelFault naming the
    thread and the loop's line, in a second, instead of a submission that spins until its
    wall-clock limit. (A GPU has no such limit; the fault says so.)
+6. **Whole numbers are 64 bits, as Numba compiles them** (gpu/sim/int64.py). ``a * b`` becomes
+   ``(p if (p := a * b).__class__ is not lab$int or LOW <= p <= HIGH else lab$wrap(p))`` (no call
+   on the common path), ``a ** b``, ``a << b`` and ``a >> b`` become ``lab$pow(a, b)``,
+   ``lab$shl(a, b, line)`` and ``lab$shr(a, b, line)``, and ``x *= b`` and the others on a local
+   name likewise; a value stored into an array element is wrapped the same way first. A Python
+   int past int64 wraps, and a shift by a count outside 0-63, undefined in compiled Numba, is a
+   KernelFault naming the line. ``+`` and ``-`` are left to Python (checking every sum would
+   double the cost of an integer loop): a sum past int64 is wrapped at the next product or store,
+   which is the same value modulo 2**64; only a comparison or a division of such a sum differs.
+   An operation with a float or string literal, or of two literals, is left alone.
 
 Every name the generated code binds or calls (the helpers, ``range``, the temporaries, the
 block loop) contains ``$``, which no Python source can spell, and the helpers and builtins are
@@ -52,6 +62,10 @@ BLOCK = "lab$block"
 TURNS = "lab$turns"  # the launch's limit on one run of one loop in one thread
 ENDLESS = "lab$endless"  # called at the turn past it: raises the fault
 WITHIN = "lab$within"  # what a ``for`` loop iterates: its items, counted only where they may be more than the limit
+INT, WRAP, POW, SHL, SHR = "lab$int", "lab$wrap", "lab$pow", "lab$shl", "lab$shr"  # int64 arithmetic (gpu/sim/int64.py)
+_INT_OPS: dict[type, tuple[str, bool]] = {  # operator -> (helper, whether it takes the line); a product is inlined
+    ast.Mult: (WRAP, False), ast.Pow: (POW, False), ast.LShift: (SHL, True), ast.RShift: (SHR, True)}
+_INT64 = (-(1 << 63), (1 << 63) - 1)
 _TIDX, _COUNT, _TX = "lab$tidx", "lab$count", "lab$tx"
 _SITES = itertools.count(1)  # one id per barrier, collective and shared-array call node, across every compile
 
@@ -283,6 +297,61 @@ class _Rewriter(ast.NodeTransformer):
             node.iter,
         )
         return node
+
+    def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
+        self.generic_visit(node)
+        return self._int_op(node.op, node.left, node.right, node) or node
+
+    def visit_Assign(self, node: ast.Assign) -> ast.AST:
+        """A value stored into an array element is wrapped to int64 first (a sum past it, as Numba's would)."""
+        self.generic_visit(node)
+        if len(node.targets) == 1 and isinstance(node.targets[0], ast.Subscript):
+            node.value = self._wrapped(node.value, node)
+        return node
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> ast.AST:
+        """``x *= b`` on a local name: ``x = <x * b as int64>``; ``a[i] += v``: ``v`` wrapped first (NumPy's element
+        arithmetic then wraps as Numba's does)."""
+        self.generic_visit(node)
+        if isinstance(node.target, ast.Subscript):
+            node.value = self._wrapped(node.value, node)
+            return node
+        if not isinstance(node.target, ast.Name):
+            return node
+        new = self._int_op(node.op, ast.Name(node.target.id, ast.Load()), node.value, node)
+        if new is None:
+            return node
+        return ast.copy_location(ast.Assign(targets=[node.target], value=new), node)
+
+    def _int_op(self, op: ast.operator, left: ast.expr, right: ast.expr, where: ast.AST) -> ast.expr | None:
+        """``left op right`` as an int64 would do it, or None where no int can result (a float or string literal, or
+        two literals: Python folds those)."""
+        helper = _INT_OPS.get(type(op))
+        literal = [isinstance(side, ast.Constant) for side in (left, right)]
+        if helper is None or all(literal) or any(
+                isinstance(side, ast.Constant) and not isinstance(side.value, int) for side in (left, right)):
+            return None
+        name, takes_line = helper
+        if name == WRAP:
+            return self._wrapped(ast.BinOp(left, op, right), where)
+        args = [left, right] + ([ast.Constant(getattr(where, "lineno", 0))] if takes_line else [])
+        return ast.copy_location(ast.Call(ast.Name(name, ast.Load()), args, []), where)
+
+    def _wrapped(self, value: ast.expr, where: ast.AST) -> ast.expr:
+        """``(p if (p := value).__class__ is not int or LOW <= p <= HIGH else lab$wrap(p))``: no call on the common
+        path (a float, a NumPy scalar, an int within int64)."""
+        if isinstance(value, ast.Constant):
+            return value
+        p = self._fresh()
+        new = ast.IfExp(
+            test=ast.BoolOp(ast.Or(), [
+                ast.Compare(ast.Attribute(ast.NamedExpr(ast.Name(p, ast.Store()), value), "__class__", ast.Load()),
+                            [ast.IsNot()], [ast.Name(INT, ast.Load())]),
+                ast.Compare(ast.Constant(_INT64[0]), [ast.LtE(), ast.LtE()],
+                            [ast.Name(p, ast.Load()), ast.Constant(_INT64[1])])]),
+            body=ast.Name(p, ast.Load()),
+            orelse=ast.Call(ast.Name(WRAP, ast.Load()), [ast.Name(p, ast.Load())], []))
+        return ast.copy_location(new, where)  # (its new inner nodes take this line too: fix_missing_locations)
 
     def _nested(self, node: ast.AST) -> None:
         if node is not self.top and _calls_sync(node, self.cuda_names, self.sync_devices):

@@ -1,0 +1,87 @@
+"""Whole numbers in the per-thread tier as a compiled kernel has them: 64 bits, wrapping.
+
+Numba types a Python int in a kernel (a literal, a loop counter, a thread index) as int64 and compiles
+its arithmetic to LLVM's ``mul``, ``shl`` and ``ashr`` without overflow flags: a product past 64 bits
+wraps, and a shift by 64 places or more, or by a negative count, is undefined (LLVM's result is
+poison; numba-cuda's ``int_shl_impl`` and ``int_shr_impl`` pass the count on unchecked). The
+simulator's per-thread tier runs kernels as Python, whose ints never wrap: ``x = x * x`` or
+``x << s`` with ``s`` doubling grew without bound, until the sandbox stopped the submission for its
+memory, where the compiled kernel would have ended in microseconds.
+
+The rewrite (``gpu/sim/rewrite.py``, rewrite 6) sends every ``*``, ``**``, ``<<`` and ``>>`` through these
+functions (a product inline, then ``wrap`` where it left int64), and wraps every value stored into an array
+element. A result that is not a Python int (NumPy scalars wrap by themselves; floats) passes untouched; one
+past int64 is wrapped to it; a shift count outside 0–63 is a KernelFault naming the line, loud where Numba
+leaves the result undefined. ``+`` and ``-`` are left as Python does them: a sum grows one bit per step at
+most, and wrapping it at the next product or store gives the same value modulo 2**64 as Numba's; a comparison
+or a division of a sum past int64 is where the two still differ (docs/simulator.md).
+"""
+
+from __future__ import annotations
+
+from typing import NoReturn
+
+from gpu.sim.errors import KernelFault
+
+BITS = 64
+LOW, HIGH = -(1 << (BITS - 1)), (1 << (BITS - 1)) - 1
+_SPAN, _MASK = 1 << BITS, (1 << BITS) - 1
+
+
+def wrap(value: int) -> int:
+    """``value`` as a two's-complement int64 holds it: the same low 64 bits."""
+    return ((value - LOW) & _MASK) + LOW
+
+
+def power(a, b):
+    """``a ** b``; a Python int to a whole power ≥ 0 computed modulo 2**64 (never as a huge number first) and wrapped,
+    as repeated int64 products give. A negative power is left to Python (a float), as is anything else."""
+    if type(a) is int and type(b) is int and b >= 0:
+        return wrap(pow(a, b, _SPAN))
+    return a ** b
+
+
+def shl(a, b, line: int):
+    """``a << b``: a count outside 0–63 is a fault (undefined in compiled Numba); the result wrapped to int64."""
+    _count(a, b, "<<", line)
+    shifted = a << b
+    if type(shifted) is int and not LOW <= shifted <= HIGH:
+        return wrap(shifted)
+    return shifted
+
+
+def shr(a, b, line: int):
+    """``a >> b``: a count outside 0–63 is a fault (undefined in compiled Numba); otherwise Python's (arithmetic)."""
+    _count(a, b, ">>", line)
+    return a >> b
+
+
+def _count(a, b, op: str, line: int) -> None:
+    try:
+        inside = 0 <= b < BITS
+    except TypeError:  # not a number: Python raises its own error at the shift
+        return
+    if not inside and _whole(a) and _whole(b):
+        undefined_shift(a, b, op, line)
+
+
+def _whole(value) -> bool:
+    return isinstance(value, int) or getattr(getattr(value, "dtype", None), "kind", "") in ("i", "u")
+
+
+def undefined_shift(a, b, op: str, line: int) -> NoReturn:
+    raise KernelFault(
+        "undefined",
+        f"{_short(a)} {op} {_short(b)}: a shift by {'a negative count' if b < 0 else f'{BITS} places or more'} is "
+        f"undefined in compiled Numba (a {BITS}-bit shift in LLVM, whose result is then poison: a GPU gives no "
+        "defined value); the simulator stops here rather than guess one",
+        line=line,
+    )
+
+
+def _short(value) -> str:
+    text = str(int(value))
+    return text if len(text) <= 24 else f"{text[:10]}…({len(text)} digits)"
+
+
+__all__ = ["BITS", "HIGH", "LOW", "power", "shl", "shr", "undefined_shift", "wrap"]
