@@ -76,7 +76,8 @@ def access_map_chart(picture: pd.DataFrame, threads: Iterable[int], title: str, 
             alt.Chart(pd.DataFrame({"text": ["no array small enough to draw"]})).mark_text().encode(text="text:N")
         ]
     return alt.hconcat(*panels, spacing=24).properties(
-        title=alt.TitleParams(title, subtitle=subtitle or alt.Undefined, anchor="start"))
+        title=alt.TitleParams(title, subtitle=subtitle or alt.Undefined, anchor="start"),
+        usermeta={"embedOptions": {"renderer": "canvas"}})
 
 
 def sectors_chart(rows: pd.DataFrame, title: str) -> alt.LayerChart:
