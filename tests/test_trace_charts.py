@@ -35,6 +35,8 @@ def test_the_access_map_colours_only_the_chosen_threads_cells():
     )
     colour = highlight["encoding"]["color"]["scale"]
     assert colour["domain"] == ["read", "write", "atomic"]  # one domain in every panel: hconcat shares the scale
+    # a cell per touched element: drawn on a canvas (vega-embed reads usermeta.embedOptions), not as an SVG node each
+    assert spec["usermeta"] == {"embedOptions": {"renderer": "canvas"}}
 
 
 def test_the_access_map_shrinks_cells_so_panels_fit_side_by_side():
