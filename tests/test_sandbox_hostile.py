@@ -121,7 +121,7 @@ def test_a_loop_that_never_ends_is_stopped_by_the_simulator_naming_its_line(sand
 @pytest.mark.parametrize("sandbox", [pytest.param(SANDBOX, marks=needs_sandbox), OFF], ids=["sandbox", "no-sandbox"])
 def test_a_shift_past_63_places_is_a_fault_not_a_memory_hog(sandbox):
     """With Python's ints ``x << s`` (``s`` doubling) grew until the memory limit stopped the child; as Numba compiles
-    it the shift by 64 is undefined, and the simulator says so at once, with the line (gpu/sim/int64.py)."""
+    it the shift by 64 is undefined, and the simulator says so at once, with the line (gpu/sim/arithmetic.py)."""
     source = kernel("""
         i = cuda.grid(1)
         if i == 0:

@@ -18,14 +18,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gpu.sim import arithmetic, engine, signature, vector
 from gpu.sim import device as device_api
-from gpu.sim import engine, int64, signature, vector
 from gpu.sim.errors import KernelFault
 from gpu.sim.rewrite import (
     BLOCK,
+    DIV,
     ENDLESS,
+    FLOORDIV,
     INDEX,
     INT,
+    MOD,
     NEG,
     POW,
     RANGE,
@@ -296,7 +299,9 @@ def _compile(kernel: SimKernel, active: frozenset) -> Compiled:
     scope[TURNS] = device_api.turns
     scope[ENDLESS] = device_api.endless
     scope[WITHIN] = device_api.within
-    scope[INT], scope[WRAP], scope[POW], scope[SHL], scope[SHR] = int, int64.wrap, int64.power, int64.shl, int64.shr
+    # arithmetic as a compiled kernel does it: int64 products and shifts, Numba's division by zero
+    scope.update({INT: int, WRAP: arithmetic.wrap, POW: arithmetic.power, SHL: arithmetic.shl, SHR: arithmetic.shr,
+                  DIV: arithmetic.truediv, FLOORDIV: arithmetic.floordiv, MOD: arithmetic.mod})
     exec(rewritten.code, scope)
     function = scope[rewritten.name]
     codes |= _all_codes(function.__code__)

@@ -24,16 +24,19 @@
    counted as it goes. A run of one loop past the limit in one thread is a KernelFault naming the
    thread and the loop's line, in a second, instead of a submission that spins until its
    wall-clock limit. (A GPU has no such limit; the fault says so.)
-6. **Whole numbers are 64 bits, as Numba compiles them** (gpu/sim/int64.py). ``a * b`` becomes
+6. **Whole numbers and divisions as Numba compiles them** (gpu/sim/arithmetic.py). ``a * b`` becomes
    ``(p if (p := a * b).__class__ is not lab$int or LOW <= p <= HIGH else lab$wrap(p))`` (no call
    on the common path), ``a ** b``, ``a << b`` and ``a >> b`` become ``lab$pow(a, b)``,
-   ``lab$shl(a, b, line)`` and ``lab$shr(a, b, line)``, and ``x *= b`` and the others on a local
-   name likewise; a value stored into an array element is wrapped the same way first. A Python
-   int past int64 wraps, and a shift by a count outside 0-63, undefined in compiled Numba, is a
-   KernelFault naming the line. ``+`` and ``-`` are left to Python (checking every sum would
-   double the cost of an integer loop): a sum past int64 is wrapped at the next product or store,
-   which is the same value modulo 2**64; only a comparison or a division of such a sum differs.
-   An operation with a float or string literal, or of two literals, is left alone.
+   ``lab$shl(a, b, line)`` and ``lab$shr(a, b, line)``, ``a / b``, ``a // b`` and ``a % b`` become
+   ``lab$div``, ``lab$floordiv`` and ``lab$mod``, and ``x *= b`` and the others on a local name
+   likewise; a value stored into an array element is wrapped first. A Python int past int64
+   wraps; a shift by a count outside 0-63, undefined in compiled Numba, is a KernelFault naming
+   the line; a division by zero gives what Numba's error model for kernels gives (an int 0, a
+   float IEEE's inf or nan) where Python raises. ``+`` and ``-`` are left to Python (checking
+   every sum would double the cost of an integer loop): a sum past int64 is wrapped at the next
+   product or store, the same value modulo 2**64; only a comparison or a division of such a sum
+   differs. Two literals, a product with a float literal, a division by a literal other than
+   zero: left alone.
 
 Every name the generated code binds or calls (the helpers, ``range``, the temporaries, the
 block loop) contains ``$``, which no Python source can spell, and the helpers and builtins are
@@ -62,9 +65,12 @@ BLOCK = "lab$block"
 TURNS = "lab$turns"  # the launch's limit on one run of one loop in one thread
 ENDLESS = "lab$endless"  # called at the turn past it: raises the fault
 WITHIN = "lab$within"  # what a ``for`` loop iterates: its items, counted only where they may be more than the limit
-INT, WRAP, POW, SHL, SHR = "lab$int", "lab$wrap", "lab$pow", "lab$shl", "lab$shr"  # int64 arithmetic (gpu/sim/int64.py)
+INT, WRAP, POW, SHL, SHR = "lab$int", "lab$wrap", "lab$pow", "lab$shl", "lab$shr"  # int64 (gpu/sim/arithmetic.py)
+DIV, FLOORDIV, MOD = "lab$div", "lab$floordiv", "lab$mod"  # division as Numba's error model for kernels does it
 _INT_OPS: dict[type, tuple[str, bool]] = {  # operator -> (helper, whether it takes the line); a product is inlined
-    ast.Mult: (WRAP, False), ast.Pow: (POW, False), ast.LShift: (SHL, True), ast.RShift: (SHR, True)}
+    ast.Mult: (WRAP, False), ast.Pow: (POW, False), ast.LShift: (SHL, True), ast.RShift: (SHR, True),
+    ast.Div: (DIV, False), ast.FloorDiv: (FLOORDIV, False), ast.Mod: (MOD, False)}
+_DIVISIONS = (ast.Div, ast.FloorDiv, ast.Mod)
 _INT64 = (-(1 << 63), (1 << 63) - 1)
 _TIDX, _COUNT, _TX = "lab$tidx", "lab$count", "lab$tx"
 _SITES = itertools.count(1)  # one id per barrier, collective and shared-array call node, across every compile
@@ -324,12 +330,16 @@ class _Rewriter(ast.NodeTransformer):
         return ast.copy_location(ast.Assign(targets=[node.target], value=new), node)
 
     def _int_op(self, op: ast.operator, left: ast.expr, right: ast.expr, where: ast.AST) -> ast.expr | None:
-        """``left op right`` as an int64 would do it, or None where no int can result (a float or string literal, or
-        two literals: Python folds those)."""
+        """``left op right`` as a compiled kernel does it, or None where Python's is the same: two literals (Python
+        folds them), a product, power or shift with a float or string literal (no int results), a division by a
+        literal other than zero (it cannot raise)."""
         helper = _INT_OPS.get(type(op))
-        literal = [isinstance(side, ast.Constant) for side in (left, right)]
-        if helper is None or all(literal) or any(
-                isinstance(side, ast.Constant) and not isinstance(side.value, int) for side in (left, right)):
+        if helper is None or all(isinstance(side, ast.Constant) for side in (left, right)):
+            return None
+        if isinstance(op, _DIVISIONS):
+            if isinstance(right, ast.Constant) and right.value != 0:
+                return None
+        elif any(isinstance(side, ast.Constant) and not isinstance(side.value, int) for side in (left, right)):
             return None
         name, takes_line = helper
         if name == WRAP:

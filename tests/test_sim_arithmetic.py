@@ -1,9 +1,10 @@
-"""Whole numbers in the simulator are 64 bits, as a compiled kernel has them (gpu/sim/int64.py, rewrite 6).
+"""Arithmetic in the simulator as a compiled kernel does it (gpu/sim/arithmetic.py, rewrite 6).
 
 Numba types a kernel's Python ints as int64: a product past 64 bits wraps, and a shift by 64 places or more (or by a
 negative count) is undefined. The per-thread tier ran Python's ints, which never wrap: a kernel squaring a number grew
 it without bound until the sandbox stopped it for its memory. Each expected value here is NumPy's int64 arithmetic,
-which wraps as LLVM's ``mul`` does.
+which wraps as LLVM's ``mul`` does. A division by zero raises nothing in a compiled kernel (NumPy's error model):
+a whole number gives 0, a float IEEE's inf or nan; Python raised, and the simulator reported a ZeroDivisionError.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ import numpy as np
 import pytest
 
 from gpu.core.backend import BACKEND
-from gpu.sim import KernelFault, int64, vector
+from gpu.sim import KernelFault, vector
+from gpu.sim import arithmetic as int64
 from gpu.sim.rewrite import INT, function_node, rewrite
 from tests.test_sim_hostile import HEADER, run
 
@@ -210,3 +212,36 @@ def test_a_sum_past_64_bits_is_wrapped_where_it_is_stored(tier):
         b = np.int64(big)
         x = b + b + np.arange(32, dtype=np.int64)
         np.testing.assert_array_equal(out, x + (b + b))
+
+
+DIVISIONS = """
+@cuda.jit
+def divisions(quotients, floors, remainders, x):
+    i = cuda.grid(1)
+    d = i - 2
+    quotients[i] = x / d
+    floors[i] = 7 // d
+    remainders[i] = 7 % d
+"""
+
+
+def test_a_division_by_zero_gives_what_numbas_error_model_gives(tier):
+    """Thread 2 divides by zero: 1.5 / 0 is inf, 0.0 / 0 nan, 7 // 0 and 7 % 0 are 0 (an int's), no fault."""
+    quotients, floors, remainders = np.zeros(8), np.zeros(8, np.int64), np.zeros(8, np.int64)
+    run(DIVISIONS, "divisions", 1, 8, quotients, floors, remainders, 1.5)
+    d = np.arange(8) - 2
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(quotients, 1.5 / d)
+        np.testing.assert_array_equal(floors, np.floor_divide(7, d))
+        np.testing.assert_array_equal(remainders, np.remainder(7, d))
+    assert quotients[2] == np.inf and floors[2] == 0 and remainders[2] == 0
+    run(DIVISIONS, "divisions", 1, 8, quotients, floors, remainders, 0.0)
+    assert np.isnan(quotients[2]) and quotients[3] == 0.0
+
+
+def test_float_floor_division_and_remainder_by_zero_are_ieees():
+    assert int64.floordiv(1.0, 0) == np.inf and int64.floordiv(-1.0, 0.0) == -np.inf
+    assert np.isnan(int64.mod(1.0, 0.0)) and int64.mod(7, 0) == 0 and int64.floordiv(-7, 0) == 0
+    assert int64.truediv(-3, 0) == -np.inf and np.isnan(int64.truediv(0, 0))
+    assert type(int64.truediv(1, 0)) is float and type(int64.floordiv(7, 0)) is int  # Python's types, as before
+    assert int64.truediv(7, 2) == 3.5 and int64.floordiv(-7, 2) == -4 and int64.mod(-7, 2) == 1  # else Python's

@@ -1,4 +1,4 @@
-"""Whole numbers in the per-thread tier as a compiled kernel has them: 64 bits, wrapping.
+"""Arithmetic in the per-thread tier as a compiled kernel does it: 64-bit whole numbers, Numba's division.
 
 Numba types a Python int in a kernel (a literal, a loop counter, a thread index) as int64 and compiles
 its arithmetic to LLVM's ``mul``, ``shl`` and ``ashr`` without overflow flags: a product past 64 bits
@@ -15,11 +15,19 @@ past int64 is wrapped to it; a shift count outside 0–63 is a KernelFault namin
 leaves the result undefined. ``+`` and ``-`` are left as Python does them: a sum grows one bit per step at
 most, and wrapping it at the next product or store gives the same value modulo 2**64 as Numba's; a comparison
 or a division of a sum past int64 is where the two still differ (docs/simulator.md).
+
+Division: numba-cuda compiles kernels with NumPy's error model (``flags.error_model = "numpy"`` unless
+``debug=True``), so a division by zero raises nothing: a whole number divided (``//``) or reduced (``%``) by
+zero is 0 (``_int_divmod_impl`` stores the zero divisor), and a float is IEEE's (``1.0 / 0`` is inf, ``0.0 / 0``
+nan, ``x % 0.0`` nan). Python raises ZeroDivisionError for the same code; ``/``, ``//`` and ``%`` go through
+``truediv``, ``floordiv`` and ``mod``, which give the compiled kernel's value where Python raised.
 """
 
 from __future__ import annotations
 
 from typing import NoReturn
+
+import numpy as np
 
 from gpu.sim.errors import KernelFault
 
@@ -39,6 +47,47 @@ def power(a, b):
     if type(a) is int and type(b) is int and b >= 0:
         return wrap(pow(a, b, _SPAN))
     return a ** b
+
+
+def truediv(a, b):
+    """``a / b``; by zero, IEEE's answer (±inf, or nan for 0 / 0), as Numba's error model for kernels gives."""
+    try:
+        return a / b
+    except ZeroDivisionError:
+        return _by_zero(np.true_divide, a, b)
+
+
+def floordiv(a, b):
+    """``a // b``; by zero, 0 for whole numbers and IEEE's ±inf or nan for floats, as Numba's error model gives."""
+    try:
+        return a // b
+    except ZeroDivisionError:
+        return _by_zero(np.floor_divide, a, b)
+
+
+def mod(a, b):
+    """``a % b``; by zero, 0 for whole numbers and nan for floats, as Numba's error model gives."""
+    try:
+        return a % b
+    except ZeroDivisionError:
+        return _by_zero(np.remainder, a, b)
+
+
+def _by_zero(ufunc, a, b):
+    """Python raised where a compiled kernel does not: NumPy's scalar ufunc gives Numba's value (an int64 divided by
+    zero is 0; a float is IEEE's), back as the Python number Python would have returned."""
+    with np.errstate(all="ignore"):
+        return ufunc(_scalar(a), _scalar(b)).item()
+
+
+def _scalar(value):
+    if isinstance(value, bool):
+        return np.int64(value)
+    if isinstance(value, int):
+        return np.int64(wrap(value))
+    if isinstance(value, float):
+        return np.float64(value)
+    return value
 
 
 def shl(a, b, line: int):
@@ -84,4 +133,4 @@ def _short(value) -> str:
     return text if len(text) <= 24 else f"{text[:10]}…({len(text)} digits)"
 
 
-__all__ = ["BITS", "HIGH", "LOW", "power", "shl", "shr", "undefined_shift", "wrap"]
+__all__ = ["BITS", "HIGH", "LOW", "floordiv", "mod", "power", "shl", "shr", "truediv", "undefined_shift", "wrap"]
