@@ -114,6 +114,7 @@ def test_a_loop_that_never_ends_is_stopped_by_the_simulator_naming_its_line(sand
     assert verdict.status == "wrong", verdict.message
     error = verdict.mismatch["error"]
     assert "loop limit (thread (0, 0, 0) of block (0, 0, 0), line 7)" in error, error  # the "while"
+    assert verdict.mismatch["line"] == 7
     assert "65,536 turns" in error and "a GPU has none: it would spin until the wall-clock limit" in error
     assert verdict.wall_s is not None and verdict.wall_s < WALL_S
 
@@ -137,6 +138,7 @@ def test_a_shift_past_63_places_is_a_fault_not_a_memory_hog(sandbox):
     error = verdict.mismatch["error"]
     assert "undefined (thread (0, 0, 0) of block (0, 0, 0), line 11)" in error, error  # the shift
     assert "<< 64: a shift by 64 places or more is undefined in compiled Numba" in error
+    assert verdict.mismatch["line"] == 11  # the editor marks it (ui/views/write_kernel.py: markers_for)
     assert verdict.wall_s is not None and verdict.wall_s < WALL_S
 
 

@@ -69,6 +69,7 @@ def test_an_overflow_inside_a_kernel_fails_the_test_with_its_line():
     verdict = judge(source("from numba import cuda, int8\n", extra="\n    x = int8(i) + 1000"))
     assert verdict.status == "wrong", verdict.message
     assert "OverflowError" in verdict.message and "line 8" in verdict.message
+    assert verdict.mismatch["line"] == 8  # the editor marks it
     assert "not allowed" not in verdict.message  # NumPy's own lazy import is not blamed on the learner
 
 

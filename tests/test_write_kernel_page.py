@@ -279,3 +279,8 @@ def test_markers_for_a_refusal_a_race_and_a_mismatch():
     )
     marks = markers_for(wrong, report)
     assert [(m.line, m.kind) for m in marks] == [(14, "race"), (18, "race"), (22, "mismatch")]
+    # a kernel that failed (the simulator's fault names its line): that line, with the fault's words, trace or not
+    failed = Verdict("vector-add", "simulator", status="wrong",
+                     mismatch={"test": "t", "error": "the kernel failed: undefined (…, line 13): x << 64", "line": 13})
+    assert markers_for(failed) == [Marker(13, "mismatch", "the kernel failed: undefined (…, line 13): x << 64")]
+    assert markers_for(failed, NS(races=[], sectors=[])) == markers_for(failed)

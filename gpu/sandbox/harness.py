@@ -151,15 +151,25 @@ def first_mismatch(
     }
 
 
-def kernel_error(exc: BaseException) -> str:
-    """One line for a kernel that raised: the exception and the submission's line where known."""
+def error_line(exc: BaseException) -> int | None:
+    """The submission's line where a kernel raised: the simulator's fault names it; else the traceback's last frame
+    in the submission, where there is one."""
+    fault_line = getattr(exc, "line", None)
+    if getattr(exc, "kind", None) and isinstance(fault_line, int) and fault_line > 0:  # the lab simulator's KernelFault
+        return fault_line
     line = None
     for frame in traceback.extract_tb(exc.__traceback__):
         if frame.filename == SOURCE_NAME:
             line = frame.lineno
+    return line
+
+
+def kernel_error(exc: BaseException) -> str:
+    """One line for a kernel that raised: the exception and the submission's line where known."""
     describe = getattr(exc, "describe", None)
     if callable(describe) and getattr(exc, "kind", None):  # the lab simulator's KernelFault: kind, thread, line
         return f"the kernel failed: {describe()[:400]}"
+    line = error_line(exc)
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     where = f" at line {line}" if line else ""
     return f"the kernel raised {type(exc).__name__}{where}: {text[:300]}"
@@ -181,10 +191,11 @@ def run_case(problem: Problem, kernel, case: Case, index: int, seed: int, launch
             kernel[grid, block](*d_args)
             cuda.synchronize()
     except Exception as exc:  # a kernel that raises (simulator: out of bounds) fails this test, never the harness
-        message = kernel_error(exc)
+        message, line = kernel_error(exc), error_line(exc)
         return {"name": case.name, "sizes": dict(sizes), "passed": False, "message": message}, {
             "test": case.name,
             "error": message,
+            **({"line": line} if line else {}),  # the editor marks it
         }
     notes = [str(w.message) for w in caught if type(w.message).__name__ == "NegativeIndexWrapped"]
     for p, d in zip(problem.params, d_args):

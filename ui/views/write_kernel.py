@@ -194,7 +194,8 @@ def editor(problem: Problem, markers: Sequence[Marker] = (), last: str | None = 
 
 
 def markers_for(verdict: Verdict | None, report=None) -> list[Marker]:
-    """The lines to mark in the editor: a refusal's line, the races' two lines, the store sites of a mismatched output.
+    """The lines to mark in the editor: a refusal's line, the line where the kernel failed (a fault or an error), the
+    races' two lines, the store sites of a mismatched output.
 
     ``report`` is the submission's TraceReport (races and store sites come from the trace), or None.
     """
@@ -204,11 +205,13 @@ def markers_for(verdict: Verdict | None, report=None) -> list[Marker]:
     r = verdict.refusal or {}
     if verdict.status == "refused" and r.get("line"):
         marks.append(Marker(int(r["line"]), "refusal", f"{r.get('rule', 'sandbox')} rule: {r.get('message', '')}"))
+    miss = verdict.mismatch or {}
+    if verdict.status == "wrong" and miss.get("error") and miss.get("line"):
+        marks.append(Marker(int(miss["line"]), "mismatch", str(miss["error"])))
     if report is None:
         return marks
     for race in report.races:
         marks += [Marker(race.first.line, "race", str(race)), Marker(race.second.line, "race", str(race))]
-    miss = verdict.mismatch or {}
     if miss.get("output"):
         marks += [
             Marker(s.line, "mismatch", f"writes {miss['output']}; first mismatch: {mismatch_text(miss)}")
