@@ -72,8 +72,8 @@ NEVER_ENDS = CORRECT.replace(BODY, "    while i >= 0:\n        i += 1\n")
 # stops it (-> the time-limit rule, after KERNEL_LAB_SUBMIT_WALL_S).
 RUNS_TOO_LONG = CORRECT.replace(BODY, "    while i >= 0:\n        for j in range(60000):\n            i += 1\n")
 # A shift whose count doubles each turn: with Python's ints it grew without bound until the memory limit stopped it;
-# compiled (and now simulated: gpu/sim/arithmetic.py) the count reaches 64 at the seventh turn, where the shift is undefined
-# in Numba, and the simulator faults there naming the line.
+# compiled (and now simulated: gpu/sim/arithmetic.py) the count reaches 64 at the seventh turn, where the shift is
+# undefined in Numba, and the simulator faults there naming the line.
 UNDEFINED_SHIFT = CORRECT.replace(
     BODY, "    if i == 0:\n        x = 1\n        s = 1\n        while s > 0:\n            x = x << s\n"
     "            s = s * 2\n        out[0] = x\n"
@@ -92,8 +92,8 @@ ANALYSED = ("correct", "wrong", "endless", "undefined")
 VERDICT_TEXTS = ("Passed:", "Wrong result:", "Refused (", "Could not finish:")
 QUEUE_TEXT = "Queued behind"
 # 8 correct, 4 wrong, 2 never-ending (one stopped by the simulator's loop limit, one by the wall clock), 2 undefined
-# shifts (the memory hogs of Python's ints before gpu/sim/arithmetic.py), interleaved so every kind waits at every depth;
-# the one at the wall clock early, most of the class behind it
+# shifts (the memory hogs of Python's ints before gpu/sim/arithmetic.py), interleaved so every kind waits at every
+# depth; the one at the wall clock early, most of the class behind it
 CLASS = ["correct", "wrong", "correct", "time-limit", "correct", "wrong", "correct", "undefined",
          "correct", "wrong", "correct", "endless", "correct", "wrong", "correct", "undefined"]
 
