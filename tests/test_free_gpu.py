@@ -251,3 +251,18 @@ def test_a_self_reported_problem_run_is_a_history_row(results, db):
     table = at.tabs[1].dataframe[0].value  # Everyone's runs
     assert list(table["experiment"]) == ["problem:vector-add"]
     assert list(table["status"]) == ["self-reported on CUDA simulator (simulated timings)"]
+
+
+def test_an_inputs_recipe_says_integral_only_when_every_value_is_a_whole_number():
+    import numpy as np
+
+    from gpu.notebook.build import _recipe
+
+    whole = np.arange(10_000, dtype=np.float32)
+    assert _recipe("a", whole)["integral"] is True
+    late = whole.copy()
+    late[9_000] = 0.5  # past the first few thousand: the whole array is looked at
+    assert _recipe("a", late)["integral"] is False
+    assert _recipe("a", np.array([1.0, np.nan]))["integral"] is False
+    assert _recipe("a", np.array([1.0, np.inf]))["integral"] is False
+    assert _recipe("a", np.arange(5))["integral"] is True

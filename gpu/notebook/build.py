@@ -248,9 +248,20 @@ def _recipe(name: str, value) -> dict:
     array = np.asarray(value)
     if array.ndim == 0:
         return {"name": name, "scalar": array.item(), "dtype": array.dtype.name}
-    integral = bool(np.issubdtype(array.dtype, np.integer) or np.all(np.equal(np.mod(array, 1), 0)))
-    return {"name": name, "shape": list(array.shape), "dtype": array.dtype.name, "integral": integral,
+    return {"name": name, "shape": list(array.shape), "dtype": array.dtype.name, "integral": _integral(array),
             "low": float(array.min()), "high": float(array.max())}
+
+
+def _integral(array: np.ndarray) -> bool:
+    """Whether every value is a whole number (NaN and inf are not). A fractional value among the first few thousand
+    answers at once; else the whole array is compared with its truncation (a GPU-size draw is hundreds of MB: its
+    remainder by 1, as before, took about 0.3 s per 32M floats, the truncation 0.03 s)."""
+    if np.issubdtype(array.dtype, np.integer):
+        return True
+    flat = array.reshape(-1)
+    with np.errstate(invalid="ignore"):
+        return bool(np.array_equal(flat[:4096], np.trunc(flat[:4096])) and np.array_equal(flat, np.trunc(flat))
+                    and np.isfinite(flat).all())
 
 
 @lru_cache(maxsize=32)
