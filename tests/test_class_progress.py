@@ -88,6 +88,8 @@ def verdict(status: str, **fields) -> Verdict:
         (verdict("wrong", mismatch={"error": "the kernel failed: out of bounds (thread (0,0,0)...)"}), "out of bounds"),
         (verdict("wrong", mismatch={"error": "the kernel raised ZeroDivisionError"}), "kernel error"),
         (verdict("wrong", mismatch={"error": "the kernel failed: loop limit (thread (0, 0, 0) ...)"}), "time limit"),
+        (verdict("wrong", mismatch={"error": "the kernel failed: undefined (thread (0, 0, 0) ...): 1 << 64: ..."}),
+         "undefined behaviour"),
         (verdict("refused", refusal={"rule": "import", "line": 1}), "refused by the checker"),
         (verdict("refused", refusal={"rule": "time-limit", "line": 0}), "time limit"),
         (verdict("refused", refusal={"rule": "memory-limit", "line": 0}), "memory limit"),

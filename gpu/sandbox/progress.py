@@ -25,8 +25,8 @@ from gpu.service.store import connect_with_schema, default_path
 
 STUCK_AFTER = 3  # attempts without a pass after which a learner counts as stuck on a problem
 # The failure kinds a teacher sees, in the order the class view lists them
-KINDS = ("wrong result", "out of bounds", "race", "kernel error", "refused by the checker", "time limit",
-         "memory limit", "crashed", "lab error")
+KINDS = ("wrong result", "out of bounds", "race", "undefined behaviour", "kernel error", "refused by the checker",
+         "time limit", "memory limit", "crashed", "lab error")
 SOLVED, TRIED, NEW = "solved", "tried", "new"
 CSV_COLUMNS = ("created_at", "learner", "problem", "status", "kind", "detail")
 
@@ -70,6 +70,8 @@ def failure_kind(verdict: Verdict) -> str:
             return "out of bounds"
         if "loop limit" in error:  # the simulator stopped a loop that would not end (gpu/sim/device.py: endless)
             return "time limit"
+        if "the kernel failed: undefined (" in error:  # e.g. a shift by 64 places (gpu/sim/arithmetic.py)
+            return "undefined behaviour"
         if error:
             return "kernel error"
         return "wrong result"
