@@ -73,6 +73,13 @@ def test_an_overflow_inside_a_kernel_fails_the_test_with_its_line():
     assert "not allowed" not in verdict.message  # NumPy's own lazy import is not blamed on the learner
 
 
+def test_a_division_by_zero_passes_as_numba_compiles_it_with_a_note_naming_the_line():
+    verdict = judge(source(extra="\n        out[i] += 0 * (7 // (i - i))"))
+    assert verdict.status == "passed", verdict.message
+    assert verdict.notes == ["line 8: // by zero gave 0, an integer's result as Numba compiles it (NumPy's error "
+                             "model: no error is raised); in CUDA C an integer division by zero is undefined"]
+
+
 def test_numpys_own_imports_are_allowed_the_submissions_are_not():
     # an import made by NumPy's C code while the submission's frame is the current one
     scope = loader.namespace()

@@ -225,6 +225,7 @@ def divisions(quotients, floors, remainders, x):
 """
 
 
+@pytest.mark.filterwarnings("ignore::gpu.sim.errors.DividedByZero")  # (the note: the test below)
 def test_a_division_by_zero_gives_what_numbas_error_model_gives(tier):
     """Thread 2 divides by zero: 1.5 / 0 is inf, 0.0 / 0 nan, 7 // 0 and 7 % 0 are 0 (an int's), no fault."""
     quotients, floors, remainders = np.zeros(8), np.zeros(8, np.int64), np.zeros(8, np.int64)
@@ -239,9 +240,30 @@ def test_a_division_by_zero_gives_what_numbas_error_model_gives(tier):
     assert np.isnan(quotients[2]) and quotients[3] == 0.0
 
 
+@pytest.mark.filterwarnings("ignore::gpu.sim.errors.DividedByZero")
 def test_float_floor_division_and_remainder_by_zero_are_ieees():
     assert int64.floordiv(1.0, 0) == np.inf and int64.floordiv(-1.0, 0.0) == -np.inf
     assert np.isnan(int64.mod(1.0, 0.0)) and int64.mod(7, 0) == 0 and int64.floordiv(-7, 0) == 0
     assert int64.truediv(-3, 0) == -np.inf and np.isnan(int64.truediv(0, 0))
     assert type(int64.truediv(1, 0)) is float and type(int64.floordiv(7, 0)) is int  # Python's types, as before
     assert int64.truediv(7, 2) == 3.5 and int64.floordiv(-7, 2) == -4 and int64.mod(-7, 2) == 1  # else Python's
+
+
+def test_a_division_by_zero_is_noted_once_per_line_per_launch(tier):
+    """Right as Numba compiles it, rarely what was meant (and undefined for an integer in CUDA C): a warning the
+    verdict shows as a note, naming the line and the value it gave."""
+    import warnings
+
+    from gpu.sim.errors import DividedByZero
+
+    quotients, floors, remainders = np.zeros(8), np.zeros(8, np.int64), np.zeros(8, np.int64)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run(DIVISIONS, "divisions", 1, 8, quotients, floors, remainders, 1.5)
+    noted = [w.message for w in caught if isinstance(w.message, DividedByZero)]
+    lines = {name: line_of(DIVISIONS, text) for name, text in (
+        ("/", "    quotients[i] = x / d"), ("//", "    floors[i] = 7 // d"), ("%", "    remainders[i] = 7 % d"))}
+    assert sorted((n.line, n.op) for n in noted) == sorted((line, op) for op, line in lines.items())  # once each
+    by_op = {n.op: str(n) for n in noted}
+    assert by_op["/"].startswith(f"line {lines['/']}: / by zero gave inf, a float's result as Numba compiles it")
+    assert "// by zero gave 0, an integer's result" in by_op["//"] and "CUDA C" in by_op["//"]

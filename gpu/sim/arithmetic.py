@@ -49,35 +49,40 @@ def power(a, b):
     return a ** b
 
 
-def truediv(a, b):
+def truediv(a, b, line: int = 0):
     """``a / b``; by zero, IEEE's answer (±inf, or nan for 0 / 0), as Numba's error model for kernels gives."""
     try:
         return a / b
     except ZeroDivisionError:
-        return _by_zero(np.true_divide, a, b)
+        return _by_zero(np.true_divide, a, b, "/", line)
 
 
-def floordiv(a, b):
+def floordiv(a, b, line: int = 0):
     """``a // b``; by zero, 0 for whole numbers and IEEE's ±inf or nan for floats, as Numba's error model gives."""
     try:
         return a // b
     except ZeroDivisionError:
-        return _by_zero(np.floor_divide, a, b)
+        return _by_zero(np.floor_divide, a, b, "//", line)
 
 
-def mod(a, b):
+def mod(a, b, line: int = 0):
     """``a % b``; by zero, 0 for whole numbers and nan for floats, as Numba's error model gives."""
     try:
         return a % b
     except ZeroDivisionError:
-        return _by_zero(np.remainder, a, b)
+        return _by_zero(np.remainder, a, b, "%", line)
 
 
-def _by_zero(ufunc, a, b):
+def _by_zero(ufunc, a, b, op: str, line: int):
     """Python raised where a compiled kernel does not: NumPy's scalar ufunc gives Numba's value (an int64 divided by
-    zero is 0; a float is IEEE's), back as the Python number Python would have returned."""
+    zero is 0; a float is IEEE's), back as the Python number Python would have returned; a note says so, once per
+    line per launch (``DividedByZero``: the verdict shows it)."""
+    from gpu.sim.device import divided_by_zero
+
     with np.errstate(all="ignore"):
-        return ufunc(_scalar(a), _scalar(b)).item()
+        value = ufunc(_scalar(a), _scalar(b)).item()
+    divided_by_zero(line, op, value)
+    return value
 
 
 def _scalar(value):

@@ -15,7 +15,7 @@ from typing import NoReturn
 
 import numpy as np
 
-from gpu.sim.errors import KernelFault, NegativeIndexWrapped, _OutOfBounds
+from gpu.sim.errors import DividedByZero, KernelFault, NegativeIndexWrapped, _OutOfBounds
 from gpu.sim.fp16 import FP16, Fp16
 from gpu.sim.rewrite import BLOCK_SYNC, SYNC_NAMES
 
@@ -266,6 +266,7 @@ class State:
         self.cg = _CooperativeGroups()
         self.block_shared: dict[int, np.ndarray] = {}
         self.wrapped_lines: set[int] = set()  # lines where a negative index wrapped in this launch (warned once)
+        self.divided_lines: set[int] = set()  # lines where a division by zero gave Numba's value (warned once)
         self.dynamic_shared_bytes = 0  # the launch's dynamic shared memory: cuda.shared.array(0, dtype)
         self.loop_turns = LOOP_TURNS_MIN  # the launch's limit on one run of one loop in one thread (``loop_limit``)
         self.line = 0
@@ -459,6 +460,13 @@ def endless(line: int, keyword: str) -> NoReturn:
         "launch (a GPU has none: it would spin until the wall-clock limit); check that its condition can become false",
         line=line,
     )
+
+
+def divided_by_zero(line: int, op: str, value) -> None:
+    """Warn, once per line per launch, that a division by zero gave the compiled kernel's value."""
+    if line not in STATE.divided_lines:
+        STATE.divided_lines.add(line)
+        warnings.warn(DividedByZero(line, op, value), stacklevel=3)
 
 
 def wrapped(line: int, index: int, axis: int, size: int) -> None:

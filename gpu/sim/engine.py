@@ -160,7 +160,7 @@ def launch(
     rng = np.random.default_rng(seed) if seed is not None else None
     with _LAUNCH_LOCK, np.errstate(all="ignore"):
         _RUNNING.active = True
-        STATE.wrapped_lines = set()
+        STATE.wrapped_lines, STATE.divided_lines = set(), set()
         STATE.loop_turns = device.loop_limit(args)
         STATE.dynamic_shared_bytes = device.check_dynamic_shared(dynamic_shared_bytes)
         STATE.gridDim.x, STATE.gridDim.y, STATE.gridDim.z = gx, gy, gz

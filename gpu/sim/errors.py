@@ -56,4 +56,21 @@ class NegativeIndexWrapped(UserWarning):
         )
 
 
-__all__ = ["KernelFault", "NegativeIndexWrapped"]
+class DividedByZero(UserWarning):
+    """A division by zero gave what a compiled kernel gives (once per line per launch).
+
+    Not an error: numba-cuda compiles kernels with NumPy's error model, where an integer's quotient and remainder by
+    zero are 0 and a float's are IEEE's. A warning because it is rarely what was meant, and in CUDA C an integer
+    division by zero is undefined.
+    """
+
+    def __init__(self, line: int, op: str, value):
+        self.line, self.op, self.value = line, op, value
+        kind = "an integer's" if isinstance(value, int) else "a float's"
+        super().__init__(
+            f"line {line}: {op} by zero gave {value!r}, {kind} result as Numba compiles it (NumPy's error model: no "
+            "error is raised); in CUDA C an integer division by zero is undefined"
+        )
+
+
+__all__ = ["DividedByZero", "KernelFault", "NegativeIndexWrapped"]

@@ -28,7 +28,7 @@
    ``(p if (p := a * b).__class__ is not lab$int or LOW <= p <= HIGH else lab$wrap(p))`` (no call
    on the common path), ``a ** b``, ``a << b`` and ``a >> b`` become ``lab$pow(a, b)``,
    ``lab$shl(a, b, line)`` and ``lab$shr(a, b, line)``, ``a / b``, ``a // b`` and ``a % b`` become
-   ``lab$div``, ``lab$floordiv`` and ``lab$mod``, and ``x *= b`` and the others on a local name
+   ``lab$div(a, b, line)``, ``lab$floordiv(...)`` and ``lab$mod(...)``, and ``x *= b`` and the others on a local name
    likewise; a value stored into an array element is wrapped first. A Python int past int64
    wraps; a shift by a count outside 0-63, undefined in compiled Numba, is a KernelFault naming
    the line; a division by zero gives what Numba's error model for kernels gives (an int 0, a
@@ -69,7 +69,7 @@ INT, WRAP, POW, SHL, SHR = "lab$int", "lab$wrap", "lab$pow", "lab$shl", "lab$shr
 DIV, FLOORDIV, MOD = "lab$div", "lab$floordiv", "lab$mod"  # division as Numba's error model for kernels does it
 _INT_OPS: dict[type, tuple[str, bool]] = {  # operator -> (helper, whether it takes the line); a product is inlined
     ast.Mult: (WRAP, False), ast.Pow: (POW, False), ast.LShift: (SHL, True), ast.RShift: (SHR, True),
-    ast.Div: (DIV, False), ast.FloorDiv: (FLOORDIV, False), ast.Mod: (MOD, False)}
+    ast.Div: (DIV, True), ast.FloorDiv: (FLOORDIV, True), ast.Mod: (MOD, True)}
 _DIVISIONS = (ast.Div, ast.FloorDiv, ast.Mod)
 _INT64 = (-(1 << 63), (1 << 63) - 1)
 _TIDX, _COUNT, _TX = "lab$tidx", "lab$count", "lab$tx"

@@ -326,7 +326,8 @@ def trace_launch(kernel, grid, block, args: Sequence[Any], names: Sequence[str] 
             sim.record(grid, block, tuple(args), tracer, names=list(names), blocks=blocks)
         except Exception as exc:  # the learner's kernel may raise anything; the trace says what and where
             error = f"{type(exc).__name__}: {exc}"
-    wrapped = tuple(dict.fromkeys(str(w.message) for w in caught if type(w.message).__name__ == "NegativeIndexWrapped"))
+    wrapped = tuple(dict.fromkeys(str(w.message) for w in caught
+                                  if type(w.message).__name__ in ("NegativeIndexWrapped", "DividedByZero")))
     return RawTrace(
         kernel=getattr(fn, "__name__", str(kernel)),
         grid=grid3,
