@@ -267,3 +267,25 @@ def test_a_division_by_zero_is_noted_once_per_line_per_launch(tier):
     by_op = {n.op: str(n) for n in noted}
     assert by_op["/"].startswith(f"line {lines['/']}: / by zero gave inf, a float's result as Numba compiles it")
     assert "// by zero gave 0, an integer's result" in by_op["//"] and "CUDA C" in by_op["//"]
+
+
+NARROW = """
+@cuda.jit
+def narrow(bytes_out, words_out, big):
+    i = cuda.grid(1)
+    bytes_out[i] = 250 + i
+    words_out[i] = big * (i + 1)
+    bytes_out[i] += 300
+"""
+
+
+def test_an_int_stored_into_a_narrower_integer_array_keeps_its_low_bits_as_numbas_store_does(tier):
+    """Numba casts the int64 to the element's type on a store (LLVM's trunc); NumPy 2 raised OverflowError for a
+    Python int that does not fit. An int64 is what the store now gets, which NumPy casts the same way."""
+    bytes_out, words_out = np.zeros(32, np.uint8), np.zeros(32, np.int32)
+    run(NARROW, "narrow", 1, 32, bytes_out, words_out, 3_000_000_000)
+    lanes = np.arange(32, dtype=np.int64)
+    np.testing.assert_array_equal(bytes_out, ((250 + lanes) + 300).astype(np.uint8))
+    np.testing.assert_array_equal(words_out, (3_000_000_000 * (lanes + 1)).astype(np.int32))
+    assert bytes_out[10] == (260 + 300) % 256 and words_out[0] == 3_000_000_000 - (1 << 32)
+    assert int64.stored(1 << 64) == 0 and type(int64.stored(5)) is np.int64

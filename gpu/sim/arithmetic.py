@@ -9,9 +9,10 @@ simulator's per-thread tier runs kernels as Python, whose ints never wrap: ``x =
 memory, where the compiled kernel would have ended in microseconds.
 
 The rewrite (``gpu/sim/rewrite.py``, rewrite 6) sends every ``*``, ``**``, ``<<`` and ``>>`` through these
-functions (a product inline, then ``wrap`` where it left int64), and wraps every value stored into an array
-element. A result that is not a Python int (NumPy scalars wrap by themselves; floats) passes untouched; one
-past int64 is wrapped to it; a shift count outside 0–63 is a KernelFault naming the line, loud where Numba
+functions (a product inline, then ``wrap`` where it left int64), and makes every Python int stored into an
+array element an int64 first (``stored``), which NumPy casts to the element's type as Numba's store does. A
+result that is not a Python int (NumPy scalars wrap by themselves; floats) passes untouched; one past int64 is
+wrapped to it; a shift count outside 0–63 is a KernelFault naming the line, loud where Numba
 leaves the result undefined. ``+`` and ``-`` are left as Python does them: a sum grows one bit per step at
 most, and wrapping it at the next product or store gives the same value modulo 2**64 as Numba's; a comparison
 or a division of a sum past int64 is where the two still differ (docs/simulator.md).
@@ -39,6 +40,17 @@ _SPAN, _MASK = 1 << BITS, (1 << BITS) - 1
 def wrap(value: int) -> int:
     """``value`` as a two's-complement int64 holds it: the same low 64 bits."""
     return ((value - LOW) & _MASK) + LOW
+
+
+def stored(value: int, array=None):
+    """A Python int about to be stored into ``array`` (None: an array the rewrite could not name), as Numba's store
+    has it: an int64 (wrapped where it left int64) cast to the element's type, a narrower integer keeping the low bits
+    (300 into a uint8 is 44; LLVM's trunc). NumPy raised OverflowError for an int that does not fit."""
+    as_int64 = np.int64(value if LOW <= value <= HIGH else wrap(value))
+    dtype = getattr(array, "dtype", None)
+    if dtype is not None and dtype.kind in "iub" and dtype != as_int64.dtype:
+        return as_int64.astype(dtype)  # a C cast: the low bits (a bool: whether it is not zero)
+    return as_int64
 
 
 def power(a, b):
@@ -138,4 +150,5 @@ def _short(value) -> str:
     return text if len(text) <= 24 else f"{text[:10]}…({len(text)} digits)"
 
 
-__all__ = ["BITS", "HIGH", "LOW", "floordiv", "mod", "power", "shl", "shr", "truediv", "undefined_shift", "wrap"]
+__all__ = ["BITS", "HIGH", "LOW", "floordiv", "mod", "power", "shl", "shr", "stored", "truediv", "undefined_shift",
+           "wrap"]

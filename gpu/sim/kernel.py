@@ -35,6 +35,7 @@ from gpu.sim.rewrite import (
     SHARED,
     SHL,
     SHR,
+    STORED,
     TURNS,
     WITHIN,
     WRAP,
@@ -301,7 +302,8 @@ def _compile(kernel: SimKernel, active: frozenset) -> Compiled:
     scope[WITHIN] = device_api.within
     # arithmetic as a compiled kernel does it: int64 products and shifts, Numba's division by zero
     scope.update({INT: int, WRAP: arithmetic.wrap, POW: arithmetic.power, SHL: arithmetic.shl, SHR: arithmetic.shr,
-                  DIV: arithmetic.truediv, FLOORDIV: arithmetic.floordiv, MOD: arithmetic.mod})
+                  DIV: arithmetic.truediv, FLOORDIV: arithmetic.floordiv, MOD: arithmetic.mod,
+                  STORED: arithmetic.stored})
     exec(rewritten.code, scope)
     function = scope[rewritten.name]
     codes |= _all_codes(function.__code__)

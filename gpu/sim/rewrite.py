@@ -29,7 +29,8 @@
    on the common path), ``a ** b``, ``a << b`` and ``a >> b`` become ``lab$pow(a, b)``,
    ``lab$shl(a, b, line)`` and ``lab$shr(a, b, line)``, ``a / b``, ``a // b`` and ``a % b`` become
    ``lab$div(a, b, line)``, ``lab$floordiv(...)`` and ``lab$mod(...)``, and ``x *= b`` and the others on a local name
-   likewise; a value stored into an array element is wrapped first. A Python int past int64
+   likewise; a Python int stored into an array element is cast to the element's type first, as
+   Numba's store casts an int64 (``lab$stored``). A Python int past int64
    wraps; a shift by a count outside 0-63, undefined in compiled Numba, is a KernelFault naming
    the line; a division by zero gives what Numba's error model for kernels gives (an int 0, a
    float IEEE's inf or nan) where Python raises. ``+`` and ``-`` are left to Python (checking
@@ -67,6 +68,7 @@ ENDLESS = "lab$endless"  # called at the turn past it: raises the fault
 WITHIN = "lab$within"  # what a ``for`` loop iterates: its items, counted only where they may be more than the limit
 INT, WRAP, POW, SHL, SHR = "lab$int", "lab$wrap", "lab$pow", "lab$shl", "lab$shr"  # int64 (gpu/sim/arithmetic.py)
 DIV, FLOORDIV, MOD = "lab$div", "lab$floordiv", "lab$mod"  # division as Numba's error model for kernels does it
+STORED = "lab$stored"  # a Python int about to be stored into an array element, as Numba's int64
 _INT_OPS: dict[type, tuple[str, bool]] = {  # operator -> (helper, whether it takes the line); a product is inlined
     ast.Mult: (WRAP, False), ast.Pow: (POW, False), ast.LShift: (SHL, True), ast.RShift: (SHR, True),
     ast.Div: (DIV, True), ast.FloorDiv: (FLOORDIV, True), ast.Mod: (MOD, True)}
@@ -309,10 +311,11 @@ class _Rewriter(ast.NodeTransformer):
         return self._int_op(node.op, node.left, node.right, node) or node
 
     def visit_Assign(self, node: ast.Assign) -> ast.AST:
-        """A value stored into an array element is wrapped to int64 first (a sum past it, as Numba's would)."""
+        """A Python int stored into an array element is cast to the element's type first, as Numba's store casts an
+        int64 (``lab$stored``), instead of NumPy raising where it does not fit."""
         self.generic_visit(node)
         if len(node.targets) == 1 and isinstance(node.targets[0], ast.Subscript):
-            node.value = self._wrapped(node.value, node)
+            node.value = self._stored(node.value, node.targets[0], node)
         return node
 
     def visit_AugAssign(self, node: ast.AugAssign) -> ast.AST:
@@ -320,7 +323,7 @@ class _Rewriter(ast.NodeTransformer):
         arithmetic then wraps as Numba's does)."""
         self.generic_visit(node)
         if isinstance(node.target, ast.Subscript):
-            node.value = self._wrapped(node.value, node)
+            node.value = self._stored(node.value, node.target, node)
             return node
         if not isinstance(node.target, ast.Name):
             return node
@@ -362,6 +365,23 @@ class _Rewriter(ast.NodeTransformer):
             body=ast.Name(p, ast.Load()),
             orelse=ast.Call(ast.Name(WRAP, ast.Load()), [ast.Name(p, ast.Load())], []))
         return ast.copy_location(new, where)  # (its new inner nodes take this line too: fix_missing_locations)
+
+    def _stored(self, value: ast.expr, target: ast.Subscript, where: ast.AST) -> ast.expr:
+        """``(p if (p := value).__class__ is not int else lab$stored(p, array))``: a float or a NumPy scalar as it is, a
+        Python int as the array's element type has it (a literal only where it might not fit a byte). ``array`` is the
+        target's array where it is a plain name (read again at no cost), else None (then an int64)."""
+        array = ast.Name(target.value.id, ast.Load()) if isinstance(target.value, ast.Name) else ast.Constant(None)
+        if isinstance(value, ast.Constant):
+            if type(value.value) is not int or 0 <= value.value <= 127:
+                return value
+            return ast.copy_location(ast.Call(ast.Name(STORED, ast.Load()), [value, array], []), where)
+        p = self._fresh()
+        new = ast.IfExp(
+            test=ast.Compare(ast.Attribute(ast.NamedExpr(ast.Name(p, ast.Store()), value), "__class__", ast.Load()),
+                             [ast.IsNot()], [ast.Name(INT, ast.Load())]),
+            body=ast.Name(p, ast.Load()),
+            orelse=ast.Call(ast.Name(STORED, ast.Load()), [ast.Name(p, ast.Load()), array], []))
+        return ast.copy_location(new, where)
 
     def _nested(self, node: ast.AST) -> None:
         if node is not self.top and _calls_sync(node, self.cuda_names, self.sync_devices):
