@@ -90,6 +90,8 @@ KINDS = {
 # kinds whose kernel ran: the compiler's facts and trace follow the verdict
 ANALYSED = ("correct", "wrong", "endless", "undefined")
 VERDICT_TEXTS = ("Passed:", "Wrong result:", "Refused (", "Could not finish:")
+# the verdict's last line (ui/views/write_kernel.py: show_verdict): a kernel that ran, a refusal
+VERDICT_ENDS = ("Sandbox:", "prints the same line")
 QUEUE_TEXT = "Queued behind"
 # 8 correct, 4 wrong, 2 never-ending (one stopped by the simulator's loop limit, one by the wall clock), 2 undefined
 # shifts (the memory hogs of Python's ints before gpu/sim/arithmetic.py), interleaved so every kind waits at every
@@ -477,6 +479,10 @@ def run_class(browser, url: str, kinds: list[str] = CLASS, home_every_s: float =
                 main = learner.page.locator('[data-testid="stMain"]')
                 try:
                     main.get_by_text(KINDS[learner.kind][1]).first.wait_for(timeout=30_000)
+                    # and the verdict's last line ("waited ... behind N runs" is in it): a page rerun when its facts
+                    # and trace arrived draws its elements again one by one, the last ones a moment later
+                    main.get_by_text(VERDICT_ENDS[0]).or_(main.get_by_text(VERDICT_ENDS[1])).first.wait_for(
+                        timeout=30_000)
                 except PlaywrightTimeout:  # the assertions report what the page shows instead
                     pass
                 rec = learner.page.evaluate("() => window.__class")
