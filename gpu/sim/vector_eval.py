@@ -74,8 +74,6 @@ class Frame:
 
 
 FULL_MASK = 0xFFFFFFFF
-_BUILTINS = {builtins.min: "min", builtins.max: "max", builtins.abs: "abs"}
-_MATH = {"sqrt": np.sqrt, "fabs": np.fabs}
 
 
 class Interpreter(Memory):
@@ -418,7 +416,7 @@ class Interpreter(Memory):
                     sub = t if mask is None else mask & t
             right = self.ev(right_node, sub, frame)
             this = ops.binary(op, left, right, sub)
-            result = this if result is None else _and(result, this)
+            result = this if result is None else ops.both(result, this)
             left = right
         return result
 
@@ -432,13 +430,13 @@ class Interpreter(Memory):
                     return result
                 result = self.ev(value_node, mask, frame)
                 continue
-            _bool_only(result, node.lineno)
+            ops.bool_only(result, node.lineno)
             go = t if is_and else ~t
             sub = go if mask is None else mask & go
             if not sub.any():
                 continue
             other = self.ev(value_node, sub, frame)
-            _bool_only(other, node.lineno)
+            ops.bool_only(other, node.lineno)
             other_t = ops.truth(other)
             result = Weak(np.where(go, other_t, t))
         return result
@@ -470,7 +468,7 @@ class Interpreter(Memory):
                 return getattr(base.array, attr)
         if isinstance(base, (SharedRef, LocalRef)) and attr in ("shape", "size", "ndim"):
             return {"shape": base.shape, "size": math.prod(base.shape), "ndim": len(base.shape)}[attr]
-        if base is math and attr in _MATH:
+        if base is math and attr in ops.MATH:
             return ("math", attr)
         raise Bail(f"the attribute .{attr} (line {node.lineno})")
 
@@ -493,9 +491,9 @@ class Interpreter(Memory):
                 raise Bail(f"{target.__name__} with {len(args)} arguments (line {node.lineno})")
             return ops.cast(np.dtype(target), args[0], mask)
         if isinstance(target, tuple) and target[:1] == ("math",):
-            return _math(target[1], args, mask, node.lineno)
-        if target in _BUILTINS:
-            return _builtin(_BUILTINS[target], args, mask, self.chunk.lanes, node.lineno)
+            return ops.math_call(target[1], args, mask, node.lineno)
+        if target in ops.BUILTINS:
+            return ops.builtin_call(ops.BUILTINS[target], args, mask, self.chunk.lanes, node.lineno)
         if type(target).__name__ == "Plan":
             return self.device_call(target, args, mask)
         raise Bail(f"a call of {getattr(target, '__name__', type(target).__name__)} (line {node.lineno})")
@@ -517,7 +515,7 @@ class Interpreter(Memory):
             if name == "gridsize":
                 out = tuple(c.grid[k] * c.block[k] for k in range(n))
             else:
-                out = tuple(_global_id(c.blockIdx[k], c.block[k], c.threadIdx[k]) for k in range(n))
+                out = tuple(ops.global_id(c.blockIdx[k], c.block[k], c.threadIdx[k]) for k in range(n))
             return out[0] if n == 1 else out
         if name in ("shared.array", "local.array") and len(args) == 2:
             return self.allocate(name, node, args, mask, line)
@@ -577,70 +575,6 @@ class Interpreter(Memory):
         if covered is not None and not (covered if mask is None else covered[mask]).all():
             raise Bail(f"{node.name} returns a value in some lanes only")
         return frame.result
-
-
-def _global_id(block_idx, size: int, thread_idx):
-    """``blockIdx * blockDim + threadIdx`` on one axis: Weak lanes, or a Python int where it is uniform."""
-    value = (block_idx.a if isinstance(block_idx, Weak) else block_idx) * size + (
-        thread_idx.a if isinstance(thread_idx, Weak) else thread_idx
-    )
-    return Weak(value) if isinstance(value, np.ndarray) else int(value)
-
-
-def _and(a, b):
-    ta, tb = ops.truth(a), ops.truth(b)
-    if not isinstance(ta, np.ndarray) and not isinstance(tb, np.ndarray):
-        return a if not ta else b
-    return Weak(np.logical_and(ta, tb))
-
-
-def _bool_only(value, line: int) -> None:
-    kind = ops.category(value)
-    if kind not in (("weak", "b"), ("numpy", np.dtype(bool))):
-        raise Bail(f"and/or over values that are not bools, differing between lanes (line {line})")
-
-
-def _math(name: str, args, mask, line: int):
-    if len(args) != 1:
-        raise Bail(f"math.{name} with {len(args)} arguments (line {line})")
-    (x,) = args
-    if not ops.is_lane(x):
-        try:
-            return getattr(math, name)(x)
-        except (ValueError, TypeError, OverflowError) as exc:
-            raise Bail(f"math.{name}: {exc} (line {line})") from None
-    data = x.a if isinstance(x, Weak) else x
-    if isinstance(x, Weak) and x.kind == "b":
-        raise Bail(f"math.{name} of a bool (line {line})")
-    as_float = data.astype(np.float64)
-    if name == "sqrt":
-        live = as_float if mask is None else as_float[mask]
-        if (live < 0).any():
-            raise Bail(f"math.sqrt of a negative number (line {line})")
-    return Weak(_MATH[name](as_float))
-
-
-def _builtin(name: str, args, mask, lanes: int, line: int):
-    if not any(ops.is_lane(a) for a in args):
-        try:
-            return getattr(builtins, name)(*args)
-        except (TypeError, ValueError) as exc:
-            raise Bail(f"{name}: {exc} (line {line})") from None
-    if name == "abs":
-        (x,) = args
-        if isinstance(x, Weak):
-            if x.kind == "b":
-                raise Bail(f"abs of a bool (line {line})")
-            return Weak(np.abs(x.a))
-        return np.abs(x)
-    if len(args) != 2:
-        raise Bail(f"{name} of {len(args)} values (line {line})")
-    a, b = args
-    if ops.category(a) != ops.category(b):
-        raise Bail(f"{name} of values of different types (line {line})")
-    # Python's min(a, b) is b if b < a else a; max(a, b) is b if b > a else a (NaN: the first).
-    take_b = ops.truth(ops.binary(ops.COMPARE[ast.Lt if name == "min" else ast.Gt], b, a, mask))
-    return ops.merge(take_b, b, a, lanes)
 
 
 __all__ = ["Chunk", "Frame", "Interpreter"]

@@ -18,6 +18,8 @@ then run again by the per-thread tier from the memory as it was before the launc
 from __future__ import annotations
 
 import ast
+import builtins
+import math
 import operator
 
 import numpy as np
@@ -316,4 +318,78 @@ def int_index(value):
     return int(value)
 
 
-__all__ = ["BINARY", "COMPARE", "Bail", "PastLoopLimit", "Weak", "binary", "cast", "int_index", "merge", "truth"]
+# Python's own functions the vectorised tier runs lane by lane: builtins (by identity) and ``math`` (by name)
+BUILTINS = {builtins.min: "min", builtins.max: "max", builtins.abs: "abs"}
+MATH = {"sqrt": np.sqrt, "fabs": np.fabs}
+
+
+def global_id(block_idx, size: int, thread_idx):
+    """``blockIdx * blockDim + threadIdx`` on one axis: Weak lanes, or a Python int where it is uniform."""
+    value = (block_idx.a if isinstance(block_idx, Weak) else block_idx) * size + (
+        thread_idx.a if isinstance(thread_idx, Weak) else thread_idx
+    )
+    return Weak(value) if isinstance(value, np.ndarray) else int(value)
+
+
+def both(a, b):
+    """``a and b`` lane by lane (Python's value where both are uniform)."""
+    ta, tb = truth(a), truth(b)
+    if not isinstance(ta, np.ndarray) and not isinstance(tb, np.ndarray):
+        return a if not ta else b
+    return Weak(np.logical_and(ta, tb))
+
+
+def bool_only(value, line: int) -> None:
+    """Bail unless ``value`` is bools: ``and``/``or`` of other values differing between lanes is not a lane merge."""
+    kind = category(value)
+    if kind not in (("weak", "b"), ("numpy", np.dtype(bool))):
+        raise Bail(f"and/or over values that are not bools, differing between lanes (line {line})")
+
+
+def math_call(name: str, args, mask, line: int):
+    """``math.<name>(x)`` (a name of ``MATH``) as each lane's thread would call it, or Bail."""
+    if len(args) != 1:
+        raise Bail(f"math.{name} with {len(args)} arguments (line {line})")
+    (x,) = args
+    if not is_lane(x):
+        try:
+            return getattr(math, name)(x)
+        except (ValueError, TypeError, OverflowError) as exc:
+            raise Bail(f"math.{name}: {exc} (line {line})") from None
+    data = x.a if isinstance(x, Weak) else x
+    if isinstance(x, Weak) and x.kind == "b":
+        raise Bail(f"math.{name} of a bool (line {line})")
+    as_float = data.astype(np.float64)
+    if name == "sqrt":
+        live = as_float if mask is None else as_float[mask]
+        if (live < 0).any():
+            raise Bail(f"math.sqrt of a negative number (line {line})")
+    return Weak(MATH[name](as_float))
+
+
+def builtin_call(name: str, args, mask, lanes: int, line: int):
+    """``min``, ``max`` or ``abs`` (``BUILTINS``) as each lane's thread would call it, or Bail."""
+    if not any(is_lane(a) for a in args):
+        try:
+            return getattr(builtins, name)(*args)
+        except (TypeError, ValueError) as exc:
+            raise Bail(f"{name}: {exc} (line {line})") from None
+    if name == "abs":
+        (x,) = args
+        if isinstance(x, Weak):
+            if x.kind == "b":
+                raise Bail(f"abs of a bool (line {line})")
+            return Weak(np.abs(x.a))
+        return np.abs(x)
+    if len(args) != 2:
+        raise Bail(f"{name} of {len(args)} values (line {line})")
+    a, b = args
+    if category(a) != category(b):
+        raise Bail(f"{name} of values of different types (line {line})")
+    # Python's min(a, b) is b if b < a else a; max(a, b) is b if b > a else a (NaN: the first).
+    take_b = truth(binary(COMPARE[ast.Lt if name == "min" else ast.Gt], b, a, mask))
+    return merge(take_b, b, a, lanes)
+
+
+__all__ = ["BINARY", "BUILTINS", "COMPARE", "MATH", "Bail", "PastLoopLimit", "Weak", "binary", "bool_only", "both",
+           "builtin_call", "cast", "global_id", "int_index", "math_call", "merge", "truth"]
