@@ -108,6 +108,19 @@ def _a_trace_cache_per_test(monkeypatch):
     monkeypatch.setattr(trace_submission, "TRACES", trace_submission.TraceCache())
 
 
+SIM_TIERS = ("thread", "auto")  # the lab simulator's tiers: per thread, and vectorised where it can
+
+
+@pytest.fixture(params=SIM_TIERS)
+def tier(request):
+    """The lab simulator's tier for this test's launches (gpu/sim/vector.py: set_tier), "auto" again after it."""
+    from gpu.sim import vector
+
+    vector.set_tier(request.param)
+    yield request.param
+    vector.set_tier("auto")
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _isolated_data_dir(tmp_path_factory):
     """Keep tests away from the user's real history database."""

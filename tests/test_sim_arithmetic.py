@@ -16,23 +16,12 @@ import numpy as np
 import pytest
 
 from gpu.core.backend import BACKEND
-from gpu.sim import KernelFault, vector
+from gpu.sim import KernelFault
 from gpu.sim import arithmetic as int64
 from gpu.sim.rewrite import INT, function_node, rewrite
-from tests.test_sim_hostile import HEADER, run
+from tests.test_sim_hostile import HEADER, line_of, run
 
 pytestmark = pytest.mark.skipif(not BACKEND.lab_simulator, reason="the lab's simulator's integer arithmetic")
-
-
-@pytest.fixture(params=["thread", "auto"])
-def tier(request):
-    vector.set_tier(request.param)
-    yield request.param
-    vector.set_tier("auto")
-
-
-def line_of(source: str, text: str) -> int:
-    return (HEADER + source).splitlines().index(text) + 1
 
 
 def numpy_int64(values, step, turns: int) -> np.ndarray:

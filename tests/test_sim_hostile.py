@@ -46,6 +46,11 @@ def run(source: str, kernel: str, grid, block, *args):
     return args
 
 
+def line_of(source: str, text: str) -> int:
+    """The line of ``text`` as ``run`` runs ``source`` (after the header)."""
+    return (HEADER + source).splitlines().index(text) + 1
+
+
 # --- 1. the rewrite owns its names
 
 

@@ -13,24 +13,10 @@ import pytest
 from gpu.core.backend import BACKEND
 from gpu.sim import KernelFault, vector
 from gpu.sim.device import LOOP_TURNS_MIN, LOOP_TURNS_PER_ELEMENT, loop_limit
-from tests.test_sim_hostile import HEADER, run
+from tests.conftest import SIM_TIERS
+from tests.test_sim_hostile import HEADER, line_of, run
 
 pytestmark = pytest.mark.skipif(not BACKEND.lab_simulator, reason="the lab's simulator's loop limit")
-
-TIERS = ["thread", "auto"]
-
-
-@pytest.fixture(params=TIERS)
-def tier(request):
-    vector.set_tier(request.param)
-    yield request.param
-    vector.set_tier("auto")
-
-
-def line_of(source: str, text: str) -> int:
-    """The line of ``text`` as the kernel runs it (after the test's header)."""
-    return (HEADER + source).splitlines().index(text) + 1
-
 
 NEVER_ENDS = """
 @cuda.jit
@@ -64,7 +50,7 @@ def test_a_loop_that_never_ends_faults_naming_its_thread_and_line(tier):
 
 def test_both_tiers_give_the_same_fault_word_for_word():
     said = []
-    for mode in TIERS:
+    for mode in SIM_TIERS:
         vector.set_tier(mode)
         try:
             with pytest.raises(KernelFault) as caught:

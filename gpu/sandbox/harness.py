@@ -21,12 +21,11 @@ from gpu.problems.base import Case, Problem
 from gpu.sandbox.checker import Refusal
 from gpu.sandbox.loader import solution_kernel
 from gpu.sandbox.verdict import Verdict, mismatch_text
+from gpu.sim.errors import NOTES
 
 GPU_SAMPLES = 20  # timed runs of the performance size, each after a fresh sentinel fill
 ROOF_MARGIN = 1.05  # a kernel measured over 105 % of the memory roof moved less than the problem needs: flagged
 SOURCE_NAME = "submission.py"
-# The simulator's warnings a verdict repeats as notes: right as Numba compiles it, rarely what was meant
-NOTED = ("NegativeIndexWrapped", "DividedByZero")
 
 
 # A quiet NaN with a payload of its own, per float width: never the simulator's poison (the canonical NaN a
@@ -188,7 +187,7 @@ def run_case(problem: Problem, kernel, case: Case, index: int, seed: int, launch
     grid, block = launch(sizes)
     d_args = device_args(problem, inputs, outputs)
     try:
-        with warnings.catch_warnings(record=True) as caught:  # the simulator's notes (NOTED)
+        with warnings.catch_warnings(record=True) as caught:  # the simulator's notes (NOTES)
             warnings.simplefilter("always")
             kernel[grid, block](*d_args)
             cuda.synchronize()
@@ -199,7 +198,7 @@ def run_case(problem: Problem, kernel, case: Case, index: int, seed: int, launch
             "error": message,
             **({"line": line} if line else {}),  # the editor marks it
         }
-    notes = [str(w.message) for w in caught if type(w.message).__name__ in NOTED]
+    notes = [str(w.message) for w in caught if isinstance(w.message, NOTES)]
     for p, d in zip(problem.params, d_args):
         if is_array(originals.get(p, outputs.get(p))):
             (inputs if p in inputs else outputs)[p] = d.copy_to_host()

@@ -30,6 +30,7 @@ from typing import NoReturn
 
 import numpy as np
 
+from gpu.sim.device import divided_by_zero
 from gpu.sim.errors import KernelFault
 
 BITS = 64
@@ -89,8 +90,6 @@ def _by_zero(ufunc, a, b, op: str, line: int):
     """Python raised where a compiled kernel does not: NumPy's scalar ufunc gives Numba's value (an int64 divided by
     zero is 0; a float is IEEE's), back as the Python number Python would have returned; a note says so, once per
     line per launch (``DividedByZero``: the verdict shows it)."""
-    from gpu.sim.device import divided_by_zero
-
     with np.errstate(all="ignore"):
         value = ufunc(_scalar(a), _scalar(b)).item()
     divided_by_zero(line, op, value)
@@ -98,10 +97,8 @@ def _by_zero(ufunc, a, b, op: str, line: int):
 
 
 def _scalar(value):
-    if isinstance(value, bool):
-        return np.int64(value)
-    if isinstance(value, int):
-        return np.int64(wrap(value))
+    if isinstance(value, int):  # (a bool too)
+        return stored(value)
     if isinstance(value, float):
         return np.float64(value)
     return value

@@ -355,16 +355,7 @@ class _Rewriter(ast.NodeTransformer):
         path (a float, a NumPy scalar, an int within int64)."""
         if isinstance(value, ast.Constant):
             return value
-        p = self._fresh()
-        new = ast.IfExp(
-            test=ast.BoolOp(ast.Or(), [
-                ast.Compare(ast.Attribute(ast.NamedExpr(ast.Name(p, ast.Store()), value), "__class__", ast.Load()),
-                            [ast.IsNot()], [ast.Name(INT, ast.Load())]),
-                ast.Compare(ast.Constant(_INT64[0]), [ast.LtE(), ast.LtE()],
-                            [ast.Name(p, ast.Load()), ast.Constant(_INT64[1])])]),
-            body=ast.Name(p, ast.Load()),
-            orelse=ast.Call(ast.Name(WRAP, ast.Load()), [ast.Name(p, ast.Load())], []))
-        return ast.copy_location(new, where)  # (its new inner nodes take this line too: fix_missing_locations)
+        return self._unless_int(value, where, WRAP, [], within_int64=True)
 
     def _stored(self, value: ast.expr, target: ast.Subscript, where: ast.AST) -> ast.expr:
         """``(p if (p := value).__class__ is not int else lab$stored(p, array))``: a float or a NumPy scalar as it is, a
@@ -375,13 +366,22 @@ class _Rewriter(ast.NodeTransformer):
             if type(value.value) is not int or 0 <= value.value <= 127:
                 return value
             return ast.copy_location(ast.Call(ast.Name(STORED, ast.Load()), [value, array], []), where)
+        return self._unless_int(value, where, STORED, [array])
+
+    def _unless_int(self, value: ast.expr, where: ast.AST, helper: str, extra: list[ast.expr],
+                    within_int64: bool = False) -> ast.expr:
+        """``value`` as it is unless it is a Python int (``within_int64``: one past int64), else ``helper(p, *extra)``:
+        ``(p if (p := value).__class__ is not lab$int [or LOW <= p <= HIGH] else helper(p, *extra))``."""
         p = self._fresh()
-        new = ast.IfExp(
-            test=ast.Compare(ast.Attribute(ast.NamedExpr(ast.Name(p, ast.Store()), value), "__class__", ast.Load()),
-                             [ast.IsNot()], [ast.Name(INT, ast.Load())]),
-            body=ast.Name(p, ast.Load()),
-            orelse=ast.Call(ast.Name(STORED, ast.Load()), [ast.Name(p, ast.Load()), array], []))
-        return ast.copy_location(new, where)
+        test: ast.expr = ast.Compare(
+            ast.Attribute(ast.NamedExpr(ast.Name(p, ast.Store()), value), "__class__", ast.Load()),
+            [ast.IsNot()], [ast.Name(INT, ast.Load())])
+        if within_int64:
+            test = ast.BoolOp(ast.Or(), [test, ast.Compare(ast.Constant(_INT64[0]), [ast.LtE(), ast.LtE()],
+                                                           [ast.Name(p, ast.Load()), ast.Constant(_INT64[1])])])
+        new = ast.IfExp(test=test, body=ast.Name(p, ast.Load()),
+                        orelse=ast.Call(ast.Name(helper, ast.Load()), [ast.Name(p, ast.Load()), *extra], []))
+        return ast.copy_location(new, where)  # (its new inner nodes take this line too: fix_missing_locations)
 
     def _nested(self, node: ast.AST) -> None:
         if node is not self.top and _calls_sync(node, self.cuda_names, self.sync_devices):

@@ -51,6 +51,7 @@ import numpy as np
 from gpu.core.backend import BACKEND
 from gpu.core.safe_text import shown
 from gpu.sim import pyast
+from gpu.sim.errors import NOTES
 from gpu.sim.recording import ATOMIC as ATOMIC  # the record kinds are the simulator's (re-exported: analysis uses them)
 from gpu.sim.recording import READ as READ
 from gpu.sim.recording import WRITE as WRITE
@@ -326,8 +327,7 @@ def trace_launch(kernel, grid, block, args: Sequence[Any], names: Sequence[str] 
             sim.record(grid, block, tuple(args), tracer, names=list(names), blocks=blocks)
         except Exception as exc:  # the learner's kernel may raise anything; the trace says what and where
             error = f"{type(exc).__name__}: {exc}"
-    wrapped = tuple(dict.fromkeys(str(w.message) for w in caught
-                                  if type(w.message).__name__ in ("NegativeIndexWrapped", "DividedByZero")))
+    wrapped = tuple(dict.fromkeys(str(w.message) for w in caught if isinstance(w.message, NOTES)))
     return RawTrace(
         kernel=getattr(fn, "__name__", str(kernel)),
         grid=grid3,
