@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Generic, Protocol, TypeVar
 
 MAX_JOBS = 256  # per kind, on this server: past it, the oldest finished jobs are forgotten
@@ -44,6 +45,12 @@ class Jobs(Generic[J]):
     def get(self, token: str | None) -> J | None:
         with self._mutex:
             return self._jobs.get(token) if token else None
+
+    def forget(self, stale: Callable[[J], bool]) -> None:
+        """Drop every job ``stale`` says is (one never started whose session left, say)."""
+        with self._mutex:
+            for token in [t for t, j in self._jobs.items() if stale(j)]:
+                del self._jobs[token]
 
     def __len__(self) -> int:
         with self._mutex:

@@ -1,15 +1,22 @@
 """Write a kernel's compiler facts and memory trace, after the verdict, without holding the page.
 
-The verdict is drawn as soon as the judge ends; the analysis (``gpu.sandbox.service.analyse``:
-the compiler's facts, cached by source and target, and the trace) then runs in a background
-thread of this process, queued on the same CPU (and, in the simulator, device) locks as every
-run. The page shows where it is in a fragment that looks again every second for at most
-``BOUND_S`` after the verdict; then it stops looking and says why the facts are not there
-(still queued behind N runs, or still running), with a button to look again. A finished
-analysis replaces the verdict in the session and reruns the page once (the editor's line marks).
+The verdict is drawn as soon as the judge ends; the analysis (``gpu.sandbox.service.analyse``: the compiler's
+facts, cached by source and target, and the trace) then runs in a background thread of this process, queued on the
+same CPU (and, in the simulator, device) locks as every run. It is launched once the verdict is on the learner's
+screen: at the page's next look (the fragment's first, a second after the browser drew the verdict, or any later
+run of the page), not by the run that kept it. In a class whose browsers draw on the server's own cores
+(``benchmarks/class_submit.py``), analyses launched with their verdicts took the cores the other learners' pages
+needed to draw theirs (Submit → verdict p50 9.5-11.1 s launched at once, 8.2-8.8 s once seen: three classes each,
+alternating); and the analysis of a learner who left is never run.
+
+The page shows where it is in a fragment that looks again every second for at most ``BOUND_S`` after the verdict;
+then it stops looking and says why the facts are not there (still queued behind N runs, or still running), with a
+button to look again. A finished analysis replaces the verdict in the session and reruns the page once (the
+editor's line marks).
 
 The jobs are process-wide (``ui/jobs.py``), bounded (``MAX_JOBS``, the oldest finished
-dropped), and a newer submission of the same session cancels its older queued analysis.
+dropped; one never looked at again within ``UNSEEN_S`` is dropped as finished), and a newer
+submission of the same session cancels its older analysis still queued or not launched.
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ from ui.jobs import Jobs
 
 BOUND_S = 20.0  # the page looks for the facts and trace this long after the verdict, then says why they are not there
 POLL_S = 1.0
+UNSEEN_S = 600.0  # an analysis not launched this long after its verdict (its learner left) is forgotten
 JOB_KEY = "write_kernel.analysis"  # problem key -> this session's analysis token
 
 
@@ -51,9 +59,30 @@ class AnalysisJob:
     started_at: float = field(default_factory=time.monotonic)
     finished_at: float | None = None
     cancelled: bool = False
+    launched: bool = False
+    looks: int = 0  # runs of the page that drew it before it was launched (``launch_when_seen``)
 
     def start(self) -> None:
+        self.launched = True
         threading.Thread(target=self._run, name=f"analysis-{self.token[:8]}", daemon=True).start()
+
+    def cancel(self, why: str) -> None:
+        """A newer submission took its place: a queued one leaves the queue at its next look, one not launched
+        ends here."""
+        if not self.launched:
+            self.state, self.error, self.finished_at = "failed", why, time.monotonic()
+        elif self.state == "queued":
+            self.cancelled = True
+
+    def launch_when_seen(self, fragment_run: bool) -> None:
+        """Launch it at the page's first look after the run that drew its verdict: a run of the fragment (the
+        browser drew the verdict and looks again), or the page's second full run with it (the first is the one
+        that kept the verdict, or the page's own rerun right after it, marking the editor's lines)."""
+        if self.launched:
+            return
+        self.looks += 0 if fragment_run else 1
+        if fragment_run or self.looks > 1:
+            self.start()
 
     def _waiting(self, ahead: int) -> None:  # the lock's countdown; raising leaves the queue cleanly
         if self.cancelled:
@@ -102,15 +131,17 @@ def jobs() -> Jobs[AnalysisJob]:
 
 
 def start(problem: str, source: str, verdict: Verdict, trace_test: str | None, attempt_id: str | None) -> None:
-    """Queue the analysis of this session's verdict for ``problem`` (cancelling its older one still queued)."""
+    """The analysis of this session's verdict for ``problem``, launched once the verdict is seen (``show``),
+    cancelling its older one still queued or not launched."""
     mine = st.session_state.setdefault(JOB_KEY, {})
     older = jobs().get(mine.get(problem))
-    if older is not None and older.state == "queued":
-        older.cancelled = True
+    if older is not None:
+        older.cancel("a newer submission took its place")
+    now = time.monotonic()
+    jobs().forget(lambda j: not j.launched and now - j.started_at > UNSEEN_S)
     job = AnalysisJob(problem, source, verdict, trace_test, attempt_id)
     jobs().add(job)
     mine[problem] = job.token
-    job.start()
 
 
 def pending(problem: str) -> AnalysisJob | None:
@@ -126,6 +157,10 @@ def show(problem: str, on_done) -> None:
     polling = time.monotonic() - job.started_at < BOUND_S and job.state not in ("done", "failed")
 
     def body() -> None:
+        from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+        context = get_script_run_ctx()
+        job.launch_when_seen(fragment_run=bool(context is not None and context.fragment_ids_this_run))
         if job.state in ("done", "failed"):
             st.session_state.get(JOB_KEY, {}).pop(problem, None)
             on_done(job)
@@ -148,4 +183,4 @@ def show(problem: str, on_done) -> None:
     st.fragment(body, run_every=POLL_S if polling else None)()
 
 
-__all__ = ["BOUND_S", "AnalysisJob", "jobs", "pending", "show", "start"]
+__all__ = ["BOUND_S", "UNSEEN_S", "AnalysisJob", "jobs", "pending", "show", "start"]

@@ -1,0 +1,98 @@
+"""Write a kernel's facts and trace are launched once the verdict is on screen (ui/views/analysis.py), not by the run
+that kept it: in a class the verdicts are drawn before the analyses take the cores, and a learner who left costs
+nothing."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from gpu.sandbox import isolation
+from gpu.sandbox.verdict import Verdict
+from tests.analysis_wait import wait_for_analysis
+from ui.jobs import Jobs
+from ui.views.analysis import JOB_KEY, UNSEEN_S, AnalysisJob
+
+WRITE = str(Path(__file__).resolve().parent.parent / "pages/9_Write_a_kernel.py")
+
+
+@pytest.fixture
+def isolated(tmp_path, monkeypatch):
+    monkeypatch.setenv("KERNEL_LAB_DB", str(tmp_path / "h.sqlite3"))
+    monkeypatch.setenv("KERNEL_LAB_LOCK_DIR", str(tmp_path / "locks"))
+    monkeypatch.setenv("KERNEL_LAB_PLAIN_EDITOR", "1")  # AppTest cannot drive the code editor (a custom component)
+    monkeypatch.delenv(isolation.ENV_REQUIRE, raising=False)
+    monkeypatch.delenv(isolation.ENV_SANDBOX, raising=False)
+
+
+def _job(monkeypatch) -> tuple[AnalysisJob, list[str]]:
+    launched: list[str] = []
+    monkeypatch.setattr(AnalysisJob, "_run", lambda self: launched.append(self.token))
+    job = AnalysisJob("vector-add", "source", Verdict.start("vector-add", "simulator"), None, None)
+    return job, launched
+
+
+def _settle(launched: list[str], count: int) -> None:
+    deadline = time.monotonic() + 10
+    while len(launched) < count and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
+def test_the_run_that_kept_the_verdict_does_not_launch_it_the_next_look_does(monkeypatch):
+    job, launched = _job(monkeypatch)
+    job.launch_when_seen(fragment_run=False)  # the run that kept the verdict (or its rerun marking the lines)
+    assert not job.launched and launched == []
+    job.launch_when_seen(fragment_run=False)  # the page's next run: the browser had it
+    job.launch_when_seen(fragment_run=True)
+    _settle(launched, 1)
+    assert job.launched and launched == [job.token]  # once
+
+
+def test_the_fragments_first_look_launches_it(monkeypatch):
+    job, launched = _job(monkeypatch)
+    job.launch_when_seen(fragment_run=False)
+    job.launch_when_seen(fragment_run=True)  # the browser drew the verdict and looks again
+    _settle(launched, 1)
+    assert launched == [job.token]
+
+
+def test_a_newer_submission_ends_one_never_launched_and_stops_one_queued(monkeypatch):
+    waiting, _ = _job(monkeypatch)
+    waiting.cancel("a newer submission took its place")
+    assert (waiting.state, waiting.error) == ("failed", "a newer submission took its place")
+    assert waiting.finished_at is not None  # finished: the bounded list may drop it
+    queued, _ = _job(monkeypatch)
+    queued.launched = True
+    queued.cancel("a newer submission took its place")
+    assert queued.cancelled and queued.state == "queued"  # its thread leaves the queue at its next look
+
+
+def test_jobs_forget_the_stale_and_keep_the_rest(monkeypatch):
+    jobs: Jobs[AnalysisJob] = Jobs()
+    left, _ = _job(monkeypatch)
+    left.started_at -= UNSEEN_S + 1
+    kept, _ = _job(monkeypatch)
+    for job in (left, kept):
+        jobs.add(job)
+    now = time.monotonic()
+    jobs.forget(lambda j: not j.launched and now - j.started_at > UNSEEN_S)
+    assert jobs.get(left.token) is None and jobs.get(kept.token) is kept and len(jobs) == 1
+
+
+def test_a_submissions_analysis_waits_for_the_page_to_look_again(isolated):
+    from ui.views.analysis import jobs
+
+    at = AppTest.from_file(WRITE, default_timeout=120).run()
+    at.button(key="write_kernel.run").click().run()
+    assert not at.exception, at.exception
+    assert any(e.value.startswith("**Wrong result**") for e in at.error)  # the starter leaves the sum to you
+    job = jobs().get(at.session_state[JOB_KEY]["vector-add"])
+    assert job is not None and not job.launched
+    assert not [t for t in threading.enumerate() if t.name == f"analysis-{job.token[:8]}"]
+    wait_for_analysis(at)  # its next run launches it; then the facts and trace arrive
+    assert job.launched and job.state == "done"
+    assert any("What the compiler says" in m.value for m in at.markdown)
