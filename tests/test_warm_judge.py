@@ -149,7 +149,7 @@ def test_the_cli_keeps_no_spare():
 
 
 def test_spares_up_to_the_capacity_handed_out_oldest_first(monkeypatch):
-    kept = SpareKeeper(capacity=2)
+    kept = SpareKeeper(capacity=2, quiet_s=0.0)
     kept.enable()
     try:
         kept.prime(argv(), LIMITS, True, OFF)
@@ -165,6 +165,28 @@ def test_spares_up_to_the_capacity_handed_out_oldest_first(monkeypatch):
     finally:
         kept.close()
     assert kept.spares() == 0
+
+
+def test_a_replacement_waits_while_spares_are_handed_out_and_some_are_left():
+    kept = SpareKeeper(capacity=2, quiet_s=60.0)
+    kept.enable()
+    try:
+        kept.prime(argv(), LIMITS, True, OFF)
+        kept.settle()
+        kept.take(argv(), LIMITS, True, OFF).discard()
+        time.sleep(1.0)  # a replacement started at once is a spawned process by now
+        assert kept.spares() == 1 and kept._asks.unfinished_tasks == 1  # held: one spare is left
+        kept.take(argv(), LIMITS, True, OFF).discard()  # none left now: replaced at once, quiet or not
+        deadline = time.monotonic() + 60
+        while kept.spares() == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert kept.spares() == 1  # (the second replacement is held again: one is left)
+        kept.quiet_s = 0.0  # quiet: the rest follow
+        kept.prime(argv(), LIMITS, True, OFF)
+        kept.settle()
+        assert kept.spares() == 2
+    finally:
+        kept.close()
 
 
 @pytest.fixture
@@ -217,7 +239,7 @@ def test_how_many_spares_a_server_keeps(monkeypatch):
         monkeypatch.delenv(name, raising=False)
     assert 1 <= default_spares() <= 4  # one per core, up to 4
     monkeypatch.setenv("KERNEL_LAB_CLASS", "1")
-    assert default_spares() == CLASS_SPARES == 8  # a class presses Run together
+    assert default_spares() == CLASS_SPARES == 16  # a class presses Run together: one each
     monkeypatch.setenv("KERNEL_LAB_SPARE_JUDGES", "3")
     assert default_spares() == 3
     monkeypatch.setenv("KERNEL_LAB_SPARE_JUDGES", "1000")

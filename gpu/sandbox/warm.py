@@ -2,10 +2,11 @@
 
 A judge in a fresh sandboxed child takes about 0.5 s here, of which about 0.4 s is the child importing the lab
 (numba, NumPy, the simulator) before it reads its request. A long-running server (the app) keeps such children
-started ahead, one per core up to 4, 8 on a class's demo (``default_spares``): ``take`` hands out the oldest and
-asks for another at once, so the spares' imports run on the other cores while one judge holds the queue, and the
-judges behind it find their processes ready. (Cold, each judge held the queue through its own imports: one core
-did all of it.)
+started ahead, one per core up to 4, 16 on a class's demo (``default_spares``): ``take`` hands out the oldest and
+asks for another, so the judges behind it find their processes ready. (Cold, each judge held the queue through its
+own imports: one core did all of it.) The replacement waits until no spare has been handed out for ``QUIET_S``
+(at once when none is left): a class's burst of judges is served by the spares imported while its learners typed,
+and the replacements import after it, not on the cores the class's pages draw their verdicts with.
 
 Nothing about isolation changes: each submission still gets a process, a sandbox, cgroups and a work folder of
 its own, used once and ended (``isolation.Started``); the spare holds no learner's code or seed until its request
@@ -25,13 +26,15 @@ import atexit
 import os
 import queue
 import threading
+import time
 
 from gpu.core import settings as _settings
 from gpu.sandbox import isolation
 from gpu.sandbox.isolation import Limits, SandboxStatus
 
 MAX_SPARES = 32
-CLASS_SPARES = 8  # a class's demo: its learners press Run within a moment of each other
+CLASS_SPARES = 16  # a class's demo: its learners press Run within a moment of each other
+QUIET_S = 2.0  # a spare handed out is replaced once none has been for this long, or at once when none is left
 
 
 def default_spares() -> int:
@@ -40,7 +43,8 @@ def default_spares() -> int:
     the queue judges (one spare overlapped only the next judge's imports with this judge's few tens of
     milliseconds). Each waiting spare holds about 150 MB. A class presses Run together: with two spares, the
     judges after the first two waited for their processes' imports (about 0.5 s of CPU each, on cores the whole
-    class shares), one after another; the spares a class's demo keeps import while its learners type."""
+    class shares), one after another; the spares a class's demo keeps import while its learners type, one per
+    learner of a class of 16 (benchmarks/class_submit.md)."""
     chosen = _settings.settings()
     if chosen.spare_judges is not None:
         return min(chosen.spare_judges, MAX_SPARES)
@@ -53,8 +57,10 @@ class SpareKeeper:
     """Up to ``capacity`` started, unused judge children (for the command line and sandbox last asked for); off
     until ``enable``."""
 
-    def __init__(self, capacity: int | None = None) -> None:
+    def __init__(self, capacity: int | None = None, quiet_s: float = QUIET_S) -> None:
         self.capacity = capacity if capacity is not None else default_spares()
+        self.quiet_s = quiet_s
+        self._last_take = float("-inf")
         self._spares: list[tuple[tuple, isolation.Started]] = []
         self._mutex = threading.Lock()
         self._enabled = False
@@ -103,6 +109,7 @@ class SpareKeeper:
         """A started child for this command line (the oldest spare when one fits, else a new one, started here:
         this thread waits for it), and, when enabled, its replacement asked for."""
         key = self._key(argv, simulated, sandbox)
+        self._last_take = time.monotonic()
         child = self._pop(key) or isolation.start(argv, limits, simulated, sandbox)
         if self._enabled:
             self._asks.put((key, argv, limits, simulated, sandbox))
@@ -131,8 +138,21 @@ class SpareKeeper:
             finally:
                 self._asks.task_done()
 
+    def _wait_for_quiet(self, key: tuple) -> None:
+        """Hold a replacement while spares are being handed out and some are left: a class's burst of judges is
+        served by the spares started while its learners typed, and the replacements' imports (about 0.5 s of CPU
+        each) come after it rather than on the cores its pages draw their verdicts with. None left: no wait."""
+        while self._enabled:
+            with self._mutex:
+                left = any(k == key and child.alive() for k, child in self._spares)
+            wait = self._last_take + self.quiet_s - time.monotonic()
+            if not left or wait <= 0:
+                return
+            time.sleep(min(wait, 0.25))
+
     def _start_one(self, key: tuple, argv: list[str], limits: Limits, simulated: bool,
                    sandbox: SandboxStatus) -> None:
+        self._wait_for_quiet(key)
         with self._mutex:
             fit, unfit = self._sort(key)
         for old in unfit:
