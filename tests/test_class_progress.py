@@ -434,6 +434,68 @@ def test_a_child_past_its_quantum_lowers_its_own_priority():
             "time.sleep(0.5)\n"
             "print(before, os.getpriority(os.PRIO_PROCESS, os.getpid()))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+                         cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                         start_new_session=True)  # as the app starts every child: a session of its own
     before, after = map(int, out.stdout.split())
     assert after == 19 and before < 19, out.stdout
+
+
+def test_a_child_in_someone_elses_session_leaves_that_sessions_priority_alone():
+    """The autogroup's nice is the whole session's: only a child that leads its own session sets it. (A child run
+    inside the test runner's session once set the runner's, and every server and browser started after it, to nice
+    19.) Checked in a throwaway session: its leader starts a child that lowers its priority, then reads its own."""
+    import os
+    import subprocess
+    import sys
+
+    if not os.path.exists("/proc/self/autogroup"):
+        pytest.skip("this kernel groups no tasks by session (no /proc/self/autogroup)")
+    inner = "from gpu.sandbox.child import lower_priority; lower_priority(19)"
+    leader = ("import subprocess, sys\n"
+              f"subprocess.run([sys.executable, '-c', {inner!r}], check=True)\n"
+              "print(open('/proc/self/autogroup').read().split()[-1])\n")
+    out = subprocess.run([sys.executable, "-c", leader], capture_output=True, text=True, check=True,
+                         cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))), start_new_session=True)
+    assert int(out.stdout) == 0, out.stdout  # a fresh session's nice, untouched by the child inside it
+
+
+def test_an_autogroup_change_the_kernel_defers_is_made_again(monkeypatch):
+    """Without CAP_SYS_ADMIN (the sandbox's user namespace) the kernel lets one autogroup change through per 0.1 s on
+    the whole host and answers EAGAIN to the rest: a class's children starting together tried once, and those
+    refused kept their session at the server's own weight. The child tries again until it is let through."""
+    import errno
+    import io
+
+    from gpu.sandbox import child
+
+    written: list[str] = []
+    refusals = [2]
+
+    class Autogroup(io.StringIO):
+        def close(self) -> None:
+            written.append(self.getvalue())
+            super().close()
+
+    def fake_open(path, mode="r", *args, **kwargs):
+        assert path == "/proc/self/autogroup" and mode == "w"
+        if refusals[0]:
+            refusals[0] -= 1
+            raise OSError(errno.EAGAIN, "Resource temporarily unavailable")
+        return Autogroup()
+
+    monkeypatch.setattr(child, "open", fake_open, raising=False)
+    monkeypatch.setattr(child, "AUTOGROUP_RETRY_S", 0.001)
+    monkeypatch.setattr(child.os, "setpriority", lambda *a: None)
+    monkeypatch.setenv(child.OWN_SESSION, "1")
+    child.lower_priority(19)
+    deadline = time.monotonic() + 10
+    while not written and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert written == ["19"] and refusals == [0]
+    monkeypatch.delenv(child.OWN_SESSION)
+    child.lower_priority(10)  # not started by the lab in a session of its own: the session's nice is left alone
+    time.sleep(0.05)
+    assert written == ["19"]
+    monkeypatch.setattr(child, "open", lambda *a, **k: (_ for _ in ()).throw(OSError(errno.ENOENT, "no autogroup")),
+                        raising=False)
+    assert child._set_autogroup(10)  # no autogroup here: nothing to try again
