@@ -285,7 +285,7 @@ TEACHER_TOKEN = Setting(
 )
 SPARE_JUDGES = Setting(
     "KERNEL_LAB_SPARE_JUDGES", "spare_judges", "positive whole number (at most 32)",
-    "one per core, up to 4; 8 on a class's demo (`KERNEL_LAB_CLASS=1`)",
+    "one per core, up to 4; 16 on a class's demo (`KERNEL_LAB_CLASS=1`)",
     "how many judge processes the app keeps started ahead, past their imports (about 150 MB each): a class "
     "presses Run together, and each judge that finds one ready skips about 0.5 s of CPU",
     ("gpu/sandbox/warm.py",), _positive(int),
