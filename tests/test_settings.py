@@ -18,7 +18,8 @@ from gpu.sandbox.isolation import Limits
 ROOT = Path(__file__).resolve().parent.parent
 SETTINGS_MODULE = Path("gpu/core/settings.py")
 # The standalone simulator imports nothing of gpu, so it reads its one variable itself.
-EXCEPTIONS = {Path("gpu/sim/engine.py"): {"KERNEL_LAB_SIM_SHUFFLE"}, Path("gpu/sim/vector.py"): {"KERNEL_LAB_SIM_TIER"}}
+EXCEPTIONS = {Path("gpu/sim/engine.py"): {"KERNEL_LAB_SIM_SHUFFLE"}, Path("gpu/sim/vector.py"): {"KERNEL_LAB_SIM_TIER"},
+              Path("gpu/sandbox/child.py"): {"KERNEL_LAB_OWN_SESSION"}}  # read before the child imports the lab
 PREFIX = "KERNEL_LAB_"
 
 

@@ -202,6 +202,12 @@ BWRAP = Setting(
     "the bubblewrap binary the sandbox runs",
     ("gpu/sandbox/isolation.py",), _text,
 )
+OWN_SESSION = Setting(
+    "KERNEL_LAB_OWN_SESSION", None, "`1`", "set by the lab for every sandboxed child, not by you",
+    "a submission's child was started by the lab in a session of its own, so it may lower that session's priority "
+    "(its autogroup); read by gpu/sandbox/child.py itself, before it imports the lab",
+    ("gpu/sandbox/isolation.py", "gpu/sandbox/child.py"), _not_read_here,
+)
 SUBMIT_WALL_S = Setting(
     "KERNEL_LAB_SUBMIT_WALL_S", "submit_wall_s", "positive number of seconds", "60",
     "a submission's wall clock: its process group is killed after this (malformed: the default)",
@@ -300,7 +306,7 @@ JUDGE_LOG = Setting(
 SETTINGS: tuple[Setting, ...] = (
     SIMULATOR, SIM_SHUFFLE, SIM_TIER,
     MAX_N, MAX_REPEATS, MAX_SWEEP_POINTS, MAX_WORK, MAX_CPU_N, MAX_CPU_WORK,
-    SANDBOX, REQUIRE_SANDBOX, BWRAP, SUBMIT_WALL_S, SUBMIT_CPU_S, SUBMIT_TASKS, SUBMIT_MEMORY_MB,
+    SANDBOX, REQUIRE_SANDBOX, BWRAP, OWN_SESSION, SUBMIT_WALL_S, SUBMIT_CPU_S, SUBMIT_TASKS, SUBMIT_MEMORY_MB,
     DB, LOCK_DIR, CLUSTER, CLUSTER_GPUS, CLUSTER_SIMULATOR,
     EXPERIMENTS, COMPILE_CACHE, PLAIN_EDITOR, UPLOADS, CHROMIUM, CLASS, TEACHER_TOKEN, SPARE_JUDGES, JUDGE_LOG,
 )  # fmt: skip

@@ -32,7 +32,7 @@ WARM_ANALYSIS = "warm-analysis"  # ... for an analysis that traces, started befo
 
 CHILD_NICENESS = 10  # below the app's server: a class's submissions queue for the cores, the pages stay quick
 LATE_NICENESS = 19  # a child past its turn in the queue (``lower_priority_after``)
-OWN_SESSION = "KERNEL_LAB_OWN_SESSION"  # "1": started by the lab in a session of its own (``isolation.child_env``)
+OWN_SESSION = "KERNEL_LAB_OWN_SESSION"  # "1": started by the lab in a session of its own (gpu/core/settings.py)
 
 
 def lower_priority(niceness: int = CHILD_NICENESS) -> None:

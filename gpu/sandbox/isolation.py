@@ -182,7 +182,7 @@ def child_env(simulated: bool, workdir: str) -> dict:
         "NUMBA_ENABLE_CUDASIM": "1" if simulated else "0",
         # every child starts in a session of its own (``start_new_session``; bubblewrap's --new-session): its
         # priority may be lowered for the whole session (gpu.sandbox.child.lower_priority)
-        "KERNEL_LAB_OWN_SESSION": "1",
+        _settings.OWN_SESSION.name: "1",
     }
     for key in ("CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH", "CUDA_HOME", "NUMBA_CUDA_DRIVER"):
         if key in os.environ:
