@@ -15,9 +15,11 @@ from ui.views.progress import last_source, progress_of, show_next
 from ui.views.trace import submission_test_ui
 from ui.views.write_kernel import (
     PROBLEM_KEY,
+    analysed,
     cached_sandbox_status,
     editor,
     line_markers,
+    marks_drawn,
     pick_problem,
     quiet_toolbar,
     run_submission,
@@ -62,12 +64,14 @@ traced_test = submission_test_ui(problem)  # the size the memory trace runs at
 can_run = accepting and not me.needs_name
 st.button("Run", type="primary", icon=":material/play_arrow:", disabled=not can_run, key="write_kernel.run",
           on_click=count_click)
+marks_drawn(problem, markers)
 # The session's judge, if one is running (its queue place, then its verdict); then one for a pending press
 if run_submission(problem, edited.source, me.learner, status, traced_test, requested=can_run and edited.run_requested):
-    if (
-        code_editor_available() and line_markers(problem) != markers
-    ):  # the editor above was drawn before this verdict: draw it again with its lines marked
-        st.rerun()
+    kept = st.session_state[submission_key(problem)].verdict
+    if not analysed(kept) and code_editor_available() and line_markers(problem) != markers:
+        st.rerun()  # the editor above was drawn before this verdict: draw it again with its lines marked
+    # a verdict followed by its facts and trace: the marks are drawn once the verdict is seen (ui/views/analysis.py),
+    # so a class's pages draw their verdicts first (in a class of 16 a page redrawn here drew its verdict 9-15 s late)
 done = st.session_state.get(submission_key(problem))
 if done is not None:
     show_verdict(done, waited=st.session_state.get(waited_key(problem), ""))

@@ -111,3 +111,17 @@ def test_a_race_marks_both_lines(page, app_url):
         marked_texts,
         texts,
     )  # lines 14 and 18, as the trace says
+
+
+def test_a_wrong_results_line_is_marked_once_its_verdict_is_seen(page, app_url):
+    """A verdict followed by its facts and trace is drawn first; the editor is drawn again with the mismatch's
+    line marked at the page's next look (ui/views/analysis.py), not by a rerun ahead of the verdict."""
+    from tests.classroom import WRONG
+
+    open_editor(page, app_url)
+    replace_text(page, WRONG)
+    page.keyboard.press("Control+Enter")
+    page.get_by_text("Wrong result").first.wait_for(timeout=60_000)
+    marked = page.locator(".cm-line.cm-marker-mismatch")
+    marked.first.wait_for(timeout=30_000)
+    assert marked.count() == 1 and "out[i] = a[i] + b[i]" in marked.first.inner_text()

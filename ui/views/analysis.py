@@ -24,6 +24,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -149,8 +150,10 @@ def pending(problem: str) -> AnalysisJob | None:
     return jobs().get(st.session_state.get(JOB_KEY, {}).get(problem))
 
 
-def show(problem: str, on_done) -> None:
-    """Where the analysis of ``problem``'s verdict is; when done, ``on_done(job)`` keeps it and the page reruns."""
+def show(problem: str, on_done, stale: Callable[[], bool] | None = None) -> None:
+    """Where the analysis of ``problem``'s verdict is; when done, ``on_done(job)`` keeps it and the page reruns.
+    ``stale``: whether the page drew parts of itself before this verdict (the editor's line marks): at the
+    fragment's first look, the browser having drawn the verdict, the page is drawn again."""
     job = pending(problem)
     if job is None:
         return
@@ -160,7 +163,10 @@ def show(problem: str, on_done) -> None:
         from streamlit.runtime.scriptrunner import get_script_run_ctx
 
         context = get_script_run_ctx()
-        job.launch_when_seen(fragment_run=bool(context is not None and context.fragment_ids_this_run))
+        fragment_run = bool(context is not None and context.fragment_ids_this_run)
+        job.launch_when_seen(fragment_run)
+        if fragment_run and stale is not None and stale():
+            st.rerun(scope="app")
         if job.state in ("done", "failed"):
             st.session_state.get(JOB_KEY, {}).pop(problem, None)
             on_done(job)

@@ -221,6 +221,16 @@ def markers_for(verdict: Verdict | None, report=None) -> list[Marker]:
     return marks
 
 
+def marks_drawn(problem: Problem, markers: Sequence[Marker]) -> None:
+    """The line marks the editor was drawn with in this run (``marks_stale`` compares them with the verdict's)."""
+    st.session_state[f"{PREFIX}.marked.{problem.key}"] = list(markers)
+
+
+def marks_stale(problem: Problem) -> bool:
+    """Whether the code editor was drawn with other line marks than this session's last verdict has."""
+    return available() and st.session_state.get(f"{PREFIX}.marked.{problem.key}", []) != line_markers(problem)
+
+
 def line_markers(problem: Problem) -> list[Marker]:
     """This session's markers for the problem's last verdict."""
     from gpu.trace.report import TraceReport
@@ -310,7 +320,8 @@ def show_verdict(done: Submission, analysis: bool = True, waited: str = "") -> N
     if background.pending(verdict.problem) is not None:  # still coming: where they are, polled in a fragment
         from gpu.problems import get
 
-        background.show(verdict.problem, lambda job: keep_analysis(get(verdict.problem), job))
+        background.show(verdict.problem, lambda job: keep_analysis(get(verdict.problem), job),
+                        stale=lambda: marks_stale(get(verdict.problem)))
     elif analysis:
         show_compile_facts(verdict)
         from ui.views.trace import show_submission_trace  # what the trace shows
@@ -538,10 +549,12 @@ def saved_notice(result: Submission) -> None:
 __all__ = [
     "cached_sandbox_status",
     "draft_key",
+    "analysed",
     "editor",
     "follow",
     "line_markers",
     "markers_for",
+    "marks_drawn",
     "pick_problem",
     "quiet_toolbar",
     "run_submission",
