@@ -26,8 +26,8 @@ J = TypeVar("J", bound=Job)
 
 
 class Jobs(Generic[J]):
-    """Every session's jobs of one kind on this server, by token (bounded: the oldest finished go first; a job still
-    queued or running is never dropped)."""
+    """Every session's jobs of one kind on this server, by token (bounded: the oldest finished go first; ``add``
+    never drops a job still queued or running, ``forget`` drops those its caller calls stale)."""
 
     def __init__(self, limit: int = MAX_JOBS) -> None:
         self._jobs: OrderedDict[str, J] = OrderedDict()

@@ -78,7 +78,7 @@ class AnalysisJob:
     def launch_when_seen(self, fragment_run: bool) -> None:
         """Launch it at the page's first look after the run that drew its verdict: a run of the fragment (the
         browser drew the verdict and looks again), or the page's second full run with it (the first is the one
-        that kept the verdict, or the page's own rerun right after it, marking the editor's lines)."""
+        that kept the verdict, or, after a refusal, the page's own rerun right after it)."""
         if self.launched:
             return
         self.looks += 0 if fragment_run else 1
