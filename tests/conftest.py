@@ -121,6 +121,19 @@ def tier(request):
     vector.set_tier("auto")
 
 
+@pytest.fixture
+def isolated(tmp_path, monkeypatch):
+    """A page test's own database and lock folder, the plain text area for the editor (AppTest cannot drive the code
+    editor, a custom component), and the sandbox as this host has it (neither required nor switched off)."""
+    from gpu.sandbox import isolation
+
+    monkeypatch.setenv("KERNEL_LAB_DB", str(tmp_path / "h.sqlite3"))
+    monkeypatch.setenv("KERNEL_LAB_LOCK_DIR", str(tmp_path / "locks"))
+    monkeypatch.setenv("KERNEL_LAB_PLAIN_EDITOR", "1")
+    monkeypatch.delenv(isolation.ENV_REQUIRE, raising=False)
+    monkeypatch.delenv(isolation.ENV_SANDBOX, raising=False)
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _isolated_data_dir(tmp_path_factory):
     """Keep tests away from the user's real history database."""

@@ -8,25 +8,14 @@ import threading
 import time
 from pathlib import Path
 
-import pytest
 from streamlit.testing.v1 import AppTest
 
-from gpu.sandbox import isolation
 from gpu.sandbox.verdict import Verdict
 from tests.analysis_wait import wait_for_analysis
 from ui.jobs import Jobs
 from ui.views.analysis import JOB_KEY, UNSEEN_S, AnalysisJob
 
 WRITE = str(Path(__file__).resolve().parent.parent / "pages/9_Write_a_kernel.py")
-
-
-@pytest.fixture
-def isolated(tmp_path, monkeypatch):
-    monkeypatch.setenv("KERNEL_LAB_DB", str(tmp_path / "h.sqlite3"))
-    monkeypatch.setenv("KERNEL_LAB_LOCK_DIR", str(tmp_path / "locks"))
-    monkeypatch.setenv("KERNEL_LAB_PLAIN_EDITOR", "1")  # AppTest cannot drive the code editor (a custom component)
-    monkeypatch.delenv(isolation.ENV_REQUIRE, raising=False)
-    monkeypatch.delenv(isolation.ENV_SANDBOX, raising=False)
 
 
 def _job(monkeypatch) -> tuple[AnalysisJob, list[str]]:

@@ -3,10 +3,8 @@ strided pair, and a Write-a-kernel submission with a missing syncthreads."""
 
 from pathlib import Path
 
-import pytest
 from streamlit.testing.v1 import AppTest
 
-from gpu.sandbox import isolation
 from tests.analysis_wait import wait_for_analysis
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -71,15 +69,6 @@ def test_launch_config_compares_coalesced_and_strided_reads():
     values = {m.label: m.value for m in at.metric}
     assert values["Sectors per warp load, coalesced: a[i]"] == "4"
     assert values["Sectors per warp load, strided: 32 elements apart"] == "32"
-
-
-@pytest.fixture
-def isolated(tmp_path, monkeypatch):
-    monkeypatch.setenv("KERNEL_LAB_DB", str(tmp_path / "h.sqlite3"))
-    monkeypatch.setenv("KERNEL_LAB_LOCK_DIR", str(tmp_path / "locks"))
-    monkeypatch.setenv("KERNEL_LAB_PLAIN_EDITOR", "1")  # AppTest cannot drive the code editor (a custom component)
-    monkeypatch.delenv(isolation.ENV_REQUIRE, raising=False)
-    monkeypatch.delenv(isolation.ENV_SANDBOX, raising=False)
 
 
 def test_a_submission_missing_its_syncthreads_gets_the_race_with_threads_and_lines(isolated):

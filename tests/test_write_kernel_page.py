@@ -27,15 +27,6 @@ def vector_add(a, b, out):
 WRONG = GOOD.replace("if i < a.size:", "if i < a.size - 1:")
 
 
-@pytest.fixture
-def isolated(tmp_path, monkeypatch):
-    monkeypatch.setenv("KERNEL_LAB_DB", str(tmp_path / "h.sqlite3"))
-    monkeypatch.setenv("KERNEL_LAB_LOCK_DIR", str(tmp_path / "locks"))
-    monkeypatch.setenv("KERNEL_LAB_PLAIN_EDITOR", "1")  # AppTest cannot drive the code editor (a custom component)
-    monkeypatch.delenv(isolation.ENV_REQUIRE, raising=False)
-    monkeypatch.delenv(isolation.ENV_SANDBOX, raising=False)
-
-
 def test_statement_starter_and_drafts_per_problem(isolated):
     at = AppTest.from_file(PAGE, default_timeout=60).run()
     assert not at.exception
