@@ -6,7 +6,6 @@ import gpu
 from gpu.catalog.base import PageLink
 from gpu.problems import problems
 from gpu.sandbox.judging import keep_warm
-from ui.components.code_editor import available as code_editor_available
 from ui.frame import frame
 from ui.learner import who
 from ui.views.free_gpu import problem_notebook_button, self_report_upload, show_self_reported
@@ -20,6 +19,7 @@ from ui.views.write_kernel import (
     editor,
     line_markers,
     marks_drawn,
+    marks_stale,
     pick_problem,
     quiet_toolbar,
     run_submission,
@@ -56,7 +56,7 @@ if me.needs_name:
     st.info("**Pick your name in the sidebar** to run your kernels: your submissions, progress and hints are kept "
             "under it, on this browser, across reloads.", icon=":material/badge:")
 progress = progress_of(me.learner)
-problem = pick_problem(progress)
+problem = pick_problem(progress, me.learner)
 show_statement(problem, me.learner)
 markers = line_markers(problem)  # a refusal's, a mismatch's or a race's lines, from the last verdict
 edited = editor(problem, markers, last_source(me.learner, problem))  # a reload keeps your latest submission
@@ -68,8 +68,8 @@ marks_drawn(problem, markers)
 # The session's judge, if one is running (its queue place, then its verdict); then one for a pending press
 if run_submission(problem, edited.source, me.learner, status, traced_test, requested=can_run and edited.run_requested):
     kept = st.session_state[submission_key(problem)].verdict
-    if not analysed(kept) and code_editor_available() and line_markers(problem) != markers:
-        st.rerun()  # the editor above was drawn before this verdict: draw it again with its lines marked
+    if not analysed(kept) and marks_stale(problem):
+        st.rerun()  # the editor and the picker above were drawn before this verdict: draw them again
     # a verdict followed by its facts and trace: the marks are drawn once the verdict is seen (ui/views/analysis.py),
     # so a class's pages draw their verdicts first (in a class of 16 a page redrawn here drew its verdict 9-15 s late)
 done = st.session_state.get(submission_key(problem))

@@ -38,6 +38,13 @@ def press_run(page) -> None:
     page.get_by_role("button", name="Run", exact=True).click()
 
 
+def picker_says(page, line: str) -> None:
+    """Wait until the problem picker's chosen line reads ``line`` (an input's value: not in the page's text)."""
+    page.wait_for_function(
+        "line => [...document.querySelectorAll('[data-testid=stSelectbox] *')]"
+        ".some(e => (e.value || e.textContent || '').includes(line))", arg=line, timeout=30_000)
+
+
 def store_csv(db: Path) -> list[list[str]]:
     """The attempts in the server's database, as the Class page's CSV should have them."""
     code = ("from gpu.sandbox.progress import ProgressStore, csv_text\n"
@@ -69,6 +76,7 @@ def test_learners_keep_their_own_work_and_the_teacher_sees_both(server, tmp_path
     ada.get_by_text("Passed:").first.wait_for()
     wait_for_analysis(ada)  # after the verdict, unasked
     ada.get_by_role("button", name="Next problem: 2. Map").wait_for()
+    picker_says(ada, "1. Vector add — solved")  # the mark follows the verdict, before any reload
     # each click once the page's run has ended: a press while a run is still drawing the page (the analysis's own
     # rerun) can land on an element that run then replaces (a fresh clone's loaded `make test` lost one so)
     wait_idle(ada)
@@ -83,9 +91,7 @@ def test_learners_keep_their_own_work_and_the_teacher_sees_both(server, tmp_path
     wait_idle(ada)
     sidebar = ada.get_by_test_id("stSidebar")
     sidebar.get_by_text("Ada", exact=True).first.wait_for()
-    ada.wait_for_function(  # the picker's chosen line (not in the page's text: an input's value)
-        "() => [...document.querySelectorAll('[data-testid=stSelectbox] *')]"
-        ".some(e => (e.value || e.textContent || '').includes('1. Vector add — solved'))")
+    picker_says(ada, "1. Vector add — solved")
     assert "out[i] = a[i] + b[i]" in ada.locator(".cm-content").inner_text()  # the draft: the latest submission
     ada.get_by_text("Hints and tests").click()
     ada.get_by_text("1 of 3 opened").first.wait_for()
@@ -108,12 +114,12 @@ def test_learners_keep_their_own_work_and_the_teacher_sees_both(server, tmp_path
     sidebar.get_by_role("button", name="Use this name").click()
     sidebar.get_by_text("taken by someone else").first.wait_for()
     type_name(bob, "Bob")
-    bob.wait_for_function(
-        "() => [...document.querySelectorAll('[data-testid=stSelectbox] *')]"
-        ".some(e => (e.value || e.textContent || '').includes('1. Vector add — new'))")
+    picker_says(bob, "1. Vector add — new")
     type_kernel(bob, WRONG)
     press_run(bob)
     bob.get_by_text("Wrong result:").first.wait_for()
+    wait_for_analysis(bob)
+    picker_says(bob, "1. Vector add — tried")
     wait_idle(bob)
     bob.goto(f"{server.url}/History")
     wait_idle(bob)

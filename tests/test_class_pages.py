@@ -58,6 +58,9 @@ def test_progress_and_hints_survive_a_reload_and_the_next_problem_follows_a_pass
     wait_for_analysis(at)
     # the facts arrived after the verdict (or, when the loaded machine held the compiler back, why not)
     assert any("What the compiler says" in e.value for e in [*at.markdown, *at.info]), [i.value for i in at.info]
+    assert "1. Vector add — solved" in picker_lines(at)  # the page drawn again once the verdict was kept
+    at.button(key="write_kernel.next").click().run()
+    assert at.selectbox(key="write_kernel.problem").value == "map"  # the picker, set again before it is drawn
 
     again = AppTest.from_file(PAGE, default_timeout=120).run()  # a reload: a new session, the same database
     assert "1. Vector add — solved" in picker_lines(again)

@@ -15,6 +15,7 @@ from gpu.service.store import StoreError
 
 MARKS = {SOLVED: "solved", TRIED: "tried", NEW: "new"}
 HINTS_SEEN = "write_kernel.hints"  # (problem) -> stages opened, for a session with nobody to file them under
+DRAWN = "write_kernel.progress_drawn"  # (learner, problem key, mark): what the picker's chosen line said this run
 
 
 def progress_of(learner: LearnerId | None) -> dict[str, str]:
@@ -41,6 +42,21 @@ def last_source(learner: LearnerId | None, problem: Problem) -> str | None:
 def label(problem: Problem, progress: dict[str, str]) -> str:
     """The problem picker's line: "3. Guard — solved"."""
     return f"{problem.order}. {problem.title} — {MARKS[progress.get(problem.key, NEW)]}"
+
+
+def mark_drawn(learner: LearnerId | None, problem: Problem, progress: dict[str, str]) -> None:
+    """The mark the picker's chosen line was drawn with in this run (``mark_stale`` compares it with the store's)."""
+    st.session_state[DRAWN] = (learner, problem.key, progress.get(problem.key, NEW))
+
+
+def mark_stale() -> bool:
+    """Whether the picker was drawn with another mark than the store has now: a verdict kept after it was drawn
+    (new -> tried, tried -> solved) needs the page drawn again."""
+    drawn = st.session_state.get(DRAWN)
+    if drawn is None or drawn[0] is None:
+        return False
+    learner, key, mark = drawn
+    return progress_of(learner).get(key, NEW) != mark
 
 
 def next_problem(current: Problem, listed: Sequence[Problem], progress: dict[str, str]) -> Problem | None:
@@ -88,4 +104,4 @@ def show_hints(problem: Problem, learner: LearnerId | None) -> None:
             st.rerun()
 
 
-__all__ = ["label", "last_source", "next_problem", "progress_of", "show_hints", "show_next"]
+__all__ = ["label", "last_source", "mark_drawn", "mark_stale", "next_problem", "progress_of", "show_hints", "show_next"]

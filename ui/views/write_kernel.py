@@ -65,9 +65,9 @@ def cached_sandbox_status(simulated: bool) -> SandboxStatus:
     return sandbox_status(simulated)
 
 
-def pick_problem(progress: dict[str, str] | None = None) -> Problem:
-    """The problem picker; each line says solved / tried / new for the learner (``progress``, None: no marks)."""
-    from ui.views.progress import label
+def pick_problem(progress: dict[str, str] | None = None, learner: LearnerId | None = None) -> Problem:
+    """The problem picker; each line says solved / tried / new for ``learner`` (``progress``, None: no marks)."""
+    from ui.views.progress import label, mark_drawn
 
     listed = problems()
     keys = [p.key for p in listed]
@@ -76,7 +76,14 @@ def pick_problem(progress: dict[str, str] | None = None) -> Problem:
     def line(k: str) -> str:
         return label(by_key[k], progress) if progress is not None else f"{by_key[k].order}. {by_key[k].title}"
 
+    if PROBLEM_KEY in st.session_state:
+        # Set again before it is drawn, so the browser shows the chosen line as it reads now: Streamlit's frontend
+        # keeps a keyed selectbox's old label when only the labels changed (every other run showed "— new" after
+        # a pass, in Streamlit 1.67)
+        st.session_state[PROBLEM_KEY] = st.session_state[PROBLEM_KEY]
     key = st.selectbox("Problem", keys, format_func=line, key=PROBLEM_KEY)
+    if progress is not None:
+        mark_drawn(learner, by_key[key], progress)
     return by_key[key]
 
 
@@ -227,8 +234,12 @@ def marks_drawn(problem: Problem, markers: Sequence[Marker]) -> None:
 
 
 def marks_stale(problem: Problem) -> bool:
-    """Whether the code editor was drawn with other line marks than this session's last verdict has."""
-    return available() and st.session_state.get(f"{PREFIX}.marked.{problem.key}", []) != line_markers(problem)
+    """Whether the page was drawn before this session's last verdict was kept: the code editor with other line
+    marks than the verdict has, or the problem picker with another solved / tried / new than the store has now."""
+    from ui.views.progress import mark_stale
+
+    drawn = st.session_state.get(f"{PREFIX}.marked.{problem.key}", [])
+    return (available() and drawn != line_markers(problem)) or mark_stale()
 
 
 def line_markers(problem: Problem) -> list[Marker]:
