@@ -31,6 +31,7 @@ from tests.classroom import (  # noqa: E402
     MEMORY_MB,
     VISITOR_NICENESS,
     WALL_S,
+    analysis_splits,
     chromium,
     demo_server,
     leaderboard_names,
@@ -57,6 +58,7 @@ def main() -> int:
     analysis: list[tuple[str, float, str]] = []  # (kind, seconds from verdict, "facts and trace" or "said why not")
     parts: list = []  # each submission's Split (tests/classroom.py): to the server, on the server, to the screen
     ending: list[float] = []  # Submit → verdict of every kernel but the one only the wall clock stops
+    analysis_parts: list = []  # each analysis's AnalysisSplit (tests/classroom.py)
     for repeat in range(args.repeats):
         with (
             demo_server(tmpdir()) as server,
@@ -66,6 +68,7 @@ def main() -> int:
             run = run_class(browser, server.url, home_browser=home_browser)
             names = leaderboard_names(server.db)
             split = splits(run.learners, server.judge_log)
+            analysed = analysis_splits(run.learners, server.judge_log)
         passing = sorted(lr.name for lr in run.learners if lr.kind == "correct")
         lat = [lr.latency_s for lr in run.learners if lr.latency_s is not None]
         print(f"repeat {repeat + 1}: {len(lat)}/{len(run.learners)} verdicts, presses spread {run.spread_s:.2f} s, "
@@ -86,6 +89,8 @@ def main() -> int:
                     ending.append(lr.latency_s)
             if lr.analysis_s is not None:
                 analysis.append((lr.kind, lr.analysis_s, lr.analysis))
+            if lr.name in analysed:
+                analysis_parts.append(analysed[lr.name])
         home += run.home_drawn
         undrawn += len(run.home_s) - len(run.home_drawn)
         cold.append(run.home_cold_s)
@@ -122,7 +127,7 @@ def main() -> int:
         "",
         split_lines(parts, ending, len(every)),
         "",
-        analysis_line(analysis),
+        analysis_line(analysis) + " " + analysis_split_line(analysis_parts),
         "",
         "| Kind | Submissions | p50 (s) | p95 (s) | min (s) | max (s) |",
         "|---|---|---|---|---|---|",
@@ -186,6 +191,24 @@ def analysis_line(analysis: list[tuple[str, float, str]]) -> str:
     if first is not None:
         text += f"; the first correct answer's: {first[1]} {first[0]:.1f} s after its verdict"
     return text + "."
+
+
+def analysis_split_line(parts: list) -> str:
+    """Where the analyses' seconds went, from the judge log's ``analysis-*`` events and the pages' clocks."""
+    if not parts:
+        return "The server's judge log recorded no analysis from launch to done."
+
+    def spread(values: list[float]) -> str:
+        return f"p50 {percentile(values, 0.5):.1f} s, max {max(values):.1f} s" if values else "none"
+
+    queued = [p.queued_s for p in parts if p.queued_s is not None]
+    return (
+        f"Where their seconds went ({len(parts)} analyses in the judge log): the verdict kept → the analysis "
+        f"launched (the page looked again) {spread([p.seen_s for p in parts])}; launched → its turn in the queue "
+        f"{spread(queued)} ({len(parts) - len(queued)} served from the caches without a turn); its turn → done "
+        f"{spread([p.work_s for p in parts])}; done → its panels drawn "
+        f"{spread([p.to_screen_s for p in parts if p.to_screen_s is not None])}."
+    )
 
 
 def verdict_line(text: str) -> str:

@@ -525,6 +525,39 @@ def splits(learners: list[Learner], judge_log: Path) -> dict[str, Split]:
     return out
 
 
+@dataclass(frozen=True)
+class AnalysisSplit:
+    """One analysis's seconds from the judge log (``analysis-*`` events) and the page's clock: the verdict kept →
+    the analysis launched (the page looked again), launched → its turn in the queue (None: served from the caches,
+    no turn), its turn → done, and done → its panels drawn (None: the page had said why not by then)."""
+
+    seen_s: float
+    queued_s: float | None
+    work_s: float
+    to_screen_s: float | None
+
+
+def analysis_splits(learners: list[Learner], judge_log: Path) -> dict[str, AnalysisSplit]:
+    """Each learner's ``AnalysisSplit``, by name, for those whose analysis the log has from kept to done."""
+    from gpu.service.judge_log import read
+
+    logged = read(judge_log) if judge_log.exists() else {}
+    out = {}
+    for learner in learners:
+        rows = [r for r in logged.values() if r.get("learner") == learner.name and "analysis-done" in r]
+        if len(rows) != 1 or "kept" not in rows[0] or "analysis-launched" not in rows[0]:
+            continue
+        row = rows[0]
+        turn = row.get("analysis-turn")
+        start = turn if turn is not None else row["analysis-launched"]
+        drawn = (learner.analysis_at / 1000 - row["analysis-done"]
+                 if learner.analysis_at is not None and learner.analysis == "facts and trace" else None)
+        out[learner.name] = AnalysisSplit(row["analysis-launched"] - row["kept"],
+                                          None if turn is None else turn - row["analysis-launched"],
+                                          row["analysis-done"] - start, drawn)
+    return out
+
+
 def percentile(values: list[float], q: float) -> float:
     """The ``q`` quantile (0..1) by linear interpolation between order statistics."""
     ordered = sorted(values)

@@ -8,6 +8,10 @@ name or null, ...}``, with events in this order:
 - ``verdict``: the judge ended (``status``: passed, wrong, refused...; or ``failed``: it could not run);
 - ``kept``: the page's run that follows the judge keeps the verdict and draws it next (``write_kernel.follow``).
 
+and, for a kernel that ran, its analysis (the compiler's facts and the trace, ``ui/views/analysis.py``):
+``analysis-launched`` (the page looked again after drawing the verdict), ``analysis-turn`` (it holds the queue),
+``analysis-done`` or ``analysis-failed`` (cancelled or broken). A cached analysis has no turn.
+
 ``benchmarks/class_submit.py`` sets it and splits each learner's Submit → verdict into the server's part
 (received → kept) and the rest (the press reaching the server, the verdict reaching and being drawn by the
 browser). Nothing is written when unset; a write that fails is dropped: a log never stops a judge.

@@ -31,6 +31,7 @@ from typing import Any
 import streamlit as st
 
 from gpu.sandbox.verdict import Verdict
+from gpu.service import judge_log
 from ui.jobs import Jobs
 
 BOUND_S = 20.0  # the page looks for the facts and trace this long after the verdict, then says why they are not there
@@ -62,9 +63,15 @@ class AnalysisJob:
     cancelled: bool = False
     launched: bool = False
     looks: int = 0  # runs of the page that drew it before it was launched (``launch_when_seen``)
+    judge: tuple[str, str | None] = ("", None)  # the judge's token and learner, for the judge log's milestones
+
+    def _mark(self, event: str) -> None:
+        if self.judge[0]:
+            judge_log.mark(event, self.judge[0], self.judge[1])
 
     def start(self) -> None:
         self.launched = True
+        self._mark("analysis-launched")
         threading.Thread(target=self._run, name=f"analysis-{self.token[:8]}", daemon=True).start()
 
     def cancel(self, why: str) -> None:
@@ -105,6 +112,7 @@ class AnalysisJob:
                     stack.enter_context(FileFifoLock(name="gpu0", directory=directory).hold(label, self._waiting))
                 stack.enter_context(FileFifoLock(name="cpu", directory=directory).hold(label, self._waiting))
                 self.state = "running"
+                self._mark("analysis-turn")
                 yield
 
         return held()
@@ -124,6 +132,7 @@ class AnalysisJob:
         except Exception as exc:  # never lose the page over the analysis: say why
             self.state, self.error = "failed", f"{type(exc).__name__}: {str(exc)[:200]}"
         self.finished_at = time.monotonic()
+        self._mark(f"analysis-{self.state}")
 
 
 @st.cache_resource(max_entries=1, show_spinner=False)
@@ -131,16 +140,18 @@ def jobs() -> Jobs[AnalysisJob]:
     return Jobs()
 
 
-def start(problem: str, source: str, verdict: Verdict, trace_test: str | None, attempt_id: str | None) -> None:
+def start(problem: str, source: str, verdict: Verdict, trace_test: str | None, attempt_id: str | None,
+          judge: tuple[str, str | None] = ("", None)) -> None:
     """The analysis of this session's verdict for ``problem``, launched once the verdict is seen (``show``),
-    cancelling its older one still queued or not launched."""
+    cancelling its older one still queued or not launched. ``judge``: the judge's token and learner, under which
+    the judge log (``gpu/service/judge_log.py``) gets the analysis's milestones."""
     mine = st.session_state.setdefault(JOB_KEY, {})
     older = jobs().get(mine.get(problem))
     if older is not None:
         older.cancel("a newer submission took its place")
     now = time.monotonic()
     jobs().forget(lambda j: not j.launched and now - j.started_at > UNSEEN_S)
-    job = AnalysisJob(problem, source, verdict, trace_test, attempt_id)
+    job = AnalysisJob(problem, source, verdict, trace_test, attempt_id, judge=judge)
     jobs().add(job)
     mine[problem] = job.token
 

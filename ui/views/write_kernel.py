@@ -518,7 +518,7 @@ def follow(job: JudgeJob) -> bool:
     judge_log.mark("kept", job.token, job.who)
     claim = judge_job.claim()
     if analysed(verdict):
-        analysis.start(problem.key, job.source, verdict, job.trace_test, result.attempt_id)
+        analysis.start(problem.key, job.source, verdict, job.trace_test, result.attempt_id, (job.token, job.who))
     judge_job.forget(job, claim)
     box.update(
         label=f"Verdict: {verdict.status}" + (ANALYSIS_FOLLOWS if analysed(verdict) else ""),
