@@ -440,6 +440,16 @@ def test_a_child_past_its_quantum_lowers_its_own_priority():
     assert after == 19 and before < 19, out.stdout
 
 
+def test_only_a_judge_yields_the_cores_past_its_turn_and_only_in_the_simulator():
+    """An analysis keeps the children's priority: the class's other analyses of its source wait for its compile."""
+    from gpu.sandbox.child import yields_when_late
+
+    assert yields_when_late(None, simulated=True)  # a judge's request has no mode
+    assert not yields_when_late("analysis", simulated=True)
+    assert not yields_when_late("facts", simulated=True)
+    assert not yields_when_late(None, simulated=False)  # on a GPU nothing yields
+
+
 def test_a_child_in_someone_elses_session_leaves_that_sessions_priority_alone():
     """The autogroup's nice is the whole session's: only a child that leads its own session sets it. (A child run
     inside the test runner's session once set the runner's, and every server and browser started after it, to nice

@@ -103,6 +103,19 @@ def lower_priority_after(seconds: float, niceness: int = LATE_NICENESS) -> None:
     timer.start()
 
 
+def yields_when_late(mode: str | None, simulated: bool) -> bool:
+    """Whether a child of request ``mode`` drops to the lowest priority past its turn (``lower_priority_after``).
+
+    A judge does, in the simulator (on a GPU nothing yields: ``gpu.sandbox.fairness``). An analysis ("facts",
+    "analysis") does not: it is bounded work (a kernel that ended, compiled once and traced at a small size) that
+    the class's other analyses of the same source wait for (``gpu.sandbox.facts.COMPILING``); at the lowest
+    priority, a class's first compile took 20 s behind the pages while every other learner's facts waited on it:
+    in a class of 16 (``benchmarks/class_submit.py``, three classes each, alternating), 1-4 of 15 facts arrived
+    within 20 s of their verdict with analyses yielding, 15 of 15 without, Submit → verdict unchanged.
+    """
+    return simulated and mode not in ("facts", "analysis")
+
+
 def apply_limits(limits: dict) -> list[str]:
     """setrlimit for this process and its children, at a lower CPU priority than the app (``lower_priority``:
     the server that draws every learner's pages keeps the cores first); returns the limits that could not be set."""
@@ -211,7 +224,7 @@ def main(argv: list[str]) -> int:
         # (the name by hand: gpu.core.settings declares it, but importing it would import gpu, and so decide, first)
         os.environ["KERNEL_LAB_SIMULATOR"] = "lab"
     get, judge, Verdict = import_judge()
-    if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":  # on a GPU nothing yields (gpu.sandbox.fairness)
+    if yields_when_late(mode, os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"):
         from gpu.sandbox.fairness import LATE_S  # (after the simulator is chosen: importing gpu decides it)
 
         lower_priority_after(LATE_S)

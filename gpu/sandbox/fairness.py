@@ -12,8 +12,9 @@ limit (measured: two 20-second time-outs sat ahead of most of a class of 16). Tw
   and the lock goes to the next learner; past ``LATE_S`` of its request (the quantum) it runs at the
   lowest CPU priority (``gpu.sandbox.child``). The analysis after a verdict (compiler's facts and trace)
   holds the queue the same way, so a compile slowed by a busy machine does not hold the judges behind
-  it. Most judges end well inside the quantum, so they run one at a time; only the long ones (a loop that
-  never ends, a memory hog) overlap the judges behind them. If the lane is full when the quantum ends, the
+  it, but keeps the children's priority (``child.yields_when_late``): it is bounded, and the class's analyses of
+  the same source wait for it. Most judges end well inside the quantum, so they run one at a time; only the long
+  ones (a loop that never ends, a memory hog) overlap the judges behind them. If the lane is full when the quantum ends, the
   judge keeps the turn and looks again every ``RETRY_S``. On a GPU nothing yields: the lock keeps the
   device to one kernel so its timing is fair.
 - ``JudgesFirst`` / ``judges_first``: an analysis queues for the lock only when no judge of this
