@@ -14,9 +14,9 @@ limit (measured: two 20-second time-outs sat ahead of most of a class of 16). Tw
   holds the queue the same way, so a compile slowed by a busy machine does not hold the judges behind
   it, but keeps the children's priority (``child.yields_when_late``): it is bounded, and the class's analyses of
   the same source wait for it. Most judges end well inside the quantum, so they run one at a time; only the long
-  ones (a loop that never ends, a memory hog) overlap the judges behind them. If the lane is full when the quantum ends, the
-  judge keeps the turn and looks again every ``RETRY_S``. On a GPU nothing yields: the lock keeps the
-  device to one kernel so its timing is fair.
+  ones (a loop that never ends, a memory hog) overlap the judges behind them. If the lane is full when the
+  quantum ends, the judge keeps the turn and looks again every ``RETRY_S``. On a GPU nothing yields: the lock
+  keeps the device to one kernel so its timing is fair.
 - ``JudgesFirst`` / ``judges_first``: an analysis queues for the lock only when no judge of this
   process is queued or holding it, and when its turn comes while a judge has queued behind it, it
   gives the turn back and waits again. In a class, the first verdicts' analyses otherwise queued
