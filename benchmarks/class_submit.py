@@ -78,6 +78,9 @@ def main() -> int:
         for lr in run.learners:
             queue = [q.split(' — ')[0] for q in lr.queued]
             after = f"+{lr.analysis_s:.1f} s {lr.analysis}" if lr.analysis_s is not None else ""
+            if lr.name in split:
+                sp = split[lr.name]
+                after += f" [to server {sp.to_server_s:.1f}, server {sp.server_s:.1f}, to screen {sp.to_screen_s:.1f}]"
             print(f"  {lr.name:26s} {lr.latency_s if lr.latency_s is not None else float('nan'):6.1f} s  "
                   f"{verdict_line(lr.verdict)}  {after} | {'; '.join(queue[:2])}{' ...' if len(queue) > 2 else ''}")
             if lr.latency_s is not None:

@@ -352,6 +352,44 @@ def test_analyses_queued_together_compile_and_trace_the_same_source_once(db, mon
     assert asked == [True]  # the two behind it found its facts once their turn came
 
 
+def test_an_analysis_of_a_source_being_analysed_waits_for_it_without_a_turn_in_the_queue(db, monkeypatch):
+    """A class's identical kernels (the starter code, the same right answer): the first analysis takes a turn, and
+    the others wait for its facts and trace beside the queue, not in it behind the class's other analyses."""
+    original = judging.analyse_in_child
+    started = threading.Event()
+
+    def slow(problem, source, **kwargs):
+        started.set()
+        time.sleep(0.5)  # the first is still being made when the second asks
+        return original(problem, source, **kwargs)
+
+    monkeypatch.setattr(judging, "analyse_in_child", slow)
+    judged = judge("vector-add", GOOD, limits=LIMITS, sandbox=OFF, save=False)
+    queue, turns = threading.Lock(), []
+
+    @contextmanager
+    def turn():
+        turns.append(threading.current_thread().name)
+        with held(queue):
+            yield
+
+    done = {}
+
+    def one(name: str) -> None:
+        done[name] = analyse("vector-add", GOOD, judged, limits=LIMITS, sandbox=OFF,
+                             queueing=Queueing(analysis_lock=turn))
+
+    first = threading.Thread(target=one, args=("first",), name="first")
+    first.start()
+    assert started.wait(60)
+    second = threading.Thread(target=one, args=("second",), name="second")
+    second.start()
+    first.join()
+    second.join()
+    assert turns == ["first"]
+    assert isinstance(done["second"].trace, TraceReport) and done["second"].verdict.compile_facts is not None
+
+
 def test_a_second_compile_of_the_same_key_waits_for_the_first():
     from gpu.sandbox.facts import CompileOnce
 

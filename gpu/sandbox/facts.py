@@ -10,6 +10,7 @@ result is kept (``FactsCache``) so the same source for the same problem is compi
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from gpu.problems.base import Problem
 from gpu.sim import pyast
@@ -191,7 +192,8 @@ class FactsCache:
 
 class CompileOnce:
     """At most one compile of a key at a time in this process: a second analysis of the same source waits for the
-    first's facts (which ``FactsCache`` then holds) instead of compiling them again beside it."""
+    first's facts (which ``FactsCache`` then holds) instead of compiling them again beside it. (The whole analysis
+    claims its source too, ``service.analyse``: the second waits beside the queue, not in it.)"""
 
     def __init__(self) -> None:
         import threading
@@ -199,17 +201,24 @@ class CompileOnce:
         self._mutex = threading.Lock()
         self._running: dict = {}  # key -> threading.Event, set when that compile ended
 
-    def claim(self, key: str, wait_s: float) -> bool:
+    def claim(self, key: str, wait_s: float, on_wait: Callable[[], None] | None = None) -> bool:
         """True: the caller compiles ``key`` (and must ``release`` it); False: another compile of it ended (or
-        ``wait_s`` passed) meanwhile, so the cache may hold it now."""
+        ``wait_s`` passed) meanwhile, so the cache may hold it now. ``on_wait()`` is called every second of the
+        wait (it may raise to leave: nothing is claimed then)."""
         import threading
+        import time
 
         with self._mutex:
             running = self._running.get(key)
             if running is None:
                 self._running[key] = threading.Event()
                 return True
-        running.wait(wait_s)
+        deadline = time.monotonic() + wait_s
+        while not running.wait(min(1.0, max(0.0, deadline - time.monotonic()))):
+            if time.monotonic() >= deadline:
+                break
+            if on_wait is not None:
+                on_wait()
         return False
 
     def release(self, key: str) -> None:

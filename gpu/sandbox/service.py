@@ -173,91 +173,124 @@ def analyse(
 
     The facts come from ``FactsCache`` when this source was compiled for this problem before (then the child only
     traces), and the trace from ``TRACES`` when this exact source was traced at this test before (then no child runs
-    when the facts are known too); ``queueing.analysis_lock()`` makes the lock the analysis holds (default: the CPU
-    lock, and in the simulator, whose kernels run on the same cores, the device lock before it). A race in the trace
-    of a submission that did not pass is its failure kind in the learner's progress (``attempt_id``).
+    when the facts are known too). While another analysis of this source is being made (a class's starter code, the
+    same right answer), this one waits for it beside the queue, then takes what it kept. ``queueing.analysis_lock()``
+    makes the lock the analysis holds (default: the CPU lock, and in the simulator, whose kernels run on the same
+    cores, the device lock before it). A race in the trace of a submission that did not pass is its failure kind in
+    the learner's progress (``attempt_id``).
     """
     from gpu.core.backend import BACKEND
-    from gpu.sandbox.trace_submission import TRACES, TraceCache, report_from
-    from gpu.trace.report import TraceReport
+    from gpu.sandbox.facts import COMPILING, FactsCache
+    from gpu.sandbox.trace_submission import TRACES, TraceCache
 
     problem = get(problem_key)
     verdict = judged.verdict
     want_facts = facts and BACKEND.simulated  # on a GPU the timing says more
     if verdict.status not in ("passed", "wrong") or not (want_facts or trace):
         return judged
-    known = None
+    limits = limits or Limits.from_env()
+    key = None  # the facts' key in the cache (None: not cached)
     if want_facts and cache:
-        from gpu.sandbox.facts import FactsCache
-
-        store = FactsCache()
         try:
             key = FactsCache.key(problem, source, verdict.threads_per_block or problem.threads)
         except Exception:  # a launch the key cannot describe: compile without the cache rather than fail
-            cache = False
-        else:
-            known = store.get(key)
-    if known is not None:
-        verdict = verdict.with_facts(*known)
+            key = None
     trace_key = TraceCache.key(problem.key, source, trace_test) if trace and cache else None
-    report: TraceReport | str | None = TRACES.get(trace_key) if trace_key else None
-    if (trace and report is None) or (want_facts and known is None):
-        # NVVM and the trace's simulator are CPU work: they queue again, verdicts first (fairness.judges_first)
-        from gpu.sandbox.fairness import judges_first
 
-        def lock() -> AbstractContextManager[Any]:
-            return (
-                queueing.analysis_lock()
-                if queueing.analysis_lock is not None
-                else default_locks(f"write-a-kernel {problem.key} analysis", device=BACKEND.simulated)
-            )
+    def kept(verdict: Verdict, report):
+        """The facts and the trace the caches hold for what this analysis still lacks."""
+        if key is not None and not has_facts(verdict):
+            known = FactsCache().get(key)
+            if known is not None:
+                verdict = verdict.with_facts(*known)
+        if trace_key is not None and report is None:
+            report = TRACES.get(trace_key)
+        return verdict, report
 
-        # in the simulator a slow compile yields the judges' queue after its quantum, as a long judge does
-        again = judges_first(lock, queueing.on_judges, time_sliced=BACKEND.simulated)
-        analysis_sandbox = sandbox if sandbox is not None and BACKEND.simulated else isolation.sandbox_status(True)
-        compiling = False  # whether this analysis compiles the key (others of it wait for its facts)
-        with again:
-            if want_facts and cache and known is None:  # compiled by an analysis ahead of this one in the queue?
-                from gpu.sandbox.facts import COMPILING
+    verdict, report = kept(verdict, None)
+    lacking = (trace and report is None) or (want_facts and not has_facts(verdict))
+    whole = None  # this analysis's claim on its source, while it is being made
+    if lacking and (key is not None or trace_key is not None):
+        whole = f"analysis:{key or ''}:{trace_key or ''}"
+        if not COMPILING.claim(whole, limits.wall_s, on_wait=lambda: queueing.on_judges(0) if queueing.on_judges
+                               else None):
+            whole = None  # the other analysis of this source ended: what it kept is this one's too
+            verdict, report = kept(verdict, report)
+    try:
+        if (trace and report is None) or (want_facts and not has_facts(verdict)):
+            verdict, report = _made(problem, source, verdict, report, key, trace_key, facts=want_facts, trace=trace,
+                                    queueing=queueing, limits=limits, sandbox=sandbox, trace_test=trace_test,
+                                    kept=kept)
+    finally:
+        if whole is not None:
+            COMPILING.release(whole)
+    from gpu.trace.report import TraceReport
 
-                compiling = COMPILING.claim(key, wait_s=(limits or Limits.from_env()).wall_s)
-                known = store.get(key)  # (once this one's turn came, or another compile of it ended)
-                if known is not None:
-                    verdict = verdict.with_facts(*known)
-            if trace_key and report is None:
-                report = TRACES.get(trace_key)  # traced by an analysis ahead of this one in the queue?
-            need_facts, need_trace = want_facts and known is None, trace and report is None
-            try:
-                if need_facts or need_trace:
-                    data = judging.analyse_in_child(
-                        problem.key,
-                        source,
-                        threads=verdict.threads_per_block or 0,
-                        facts=need_facts,
-                        trace=need_trace,
-                        limits=limits,
-                        sandbox=analysis_sandbox,
-                        trace_test=trace_test,
-                    )
-                    if need_facts:
-                        verdict = verdict.with_facts(
-                            data["compile_facts"], data["note"],
-                            data.get("status") or ("unavailable" if data["compile_facts"] is None else ""),
-                        )
-                        if cache:
-                            store.put(key, verdict.compile_facts, verdict.compile_facts_note,
-                                      verdict.compile_facts_status)
-                    if need_trace:
-                        made = report_from(data["trace"])
-                        if trace_key:
-                            TRACES.put(trace_key, made)  # before the queue's next analysis looks
-                        report = made
-            finally:
-                if compiling:
-                    COMPILING.release(key)
     if attempt_id and verdict.status != "passed" and isinstance(report, TraceReport) and report.races:
         _mark_race(attempt_id, str(report.races[0]))
     return replace(judged, verdict=verdict, trace=report)
+
+
+def has_facts(verdict: Verdict) -> bool:
+    """Whether ``verdict`` carries the compiler's facts, or says why there are none."""
+    return verdict.compile_facts is not None or bool(verdict.compile_facts_status)
+
+
+def _made(problem, source: str, verdict: Verdict, report, key: str | None, trace_key: str | None, *, facts: bool,
+          trace: bool, queueing: Queueing, limits: Limits, sandbox: SandboxStatus | None, trace_test: str | None,
+          kept):
+    """The facts and the trace ``verdict`` and ``report`` still lack, made in a sandboxed child in the analyses'
+    turn (and kept in the caches under ``key`` and ``trace_key``, when not None): (verdict, report)."""
+    from gpu.core.backend import BACKEND
+    from gpu.sandbox.facts import COMPILING, FactsCache
+    from gpu.sandbox.fairness import judges_first
+    from gpu.sandbox.trace_submission import TRACES, report_from
+
+    def lock() -> AbstractContextManager[Any]:
+        return (
+            queueing.analysis_lock()
+            if queueing.analysis_lock is not None
+            else default_locks(f"write-a-kernel {problem.key} analysis", device=BACKEND.simulated)
+        )
+
+    # NVVM and the trace's simulator are CPU work: they queue again, verdicts first (fairness.judges_first); in the
+    # simulator a slow compile yields the judges' queue after its quantum, as a long judge does
+    again = judges_first(lock, queueing.on_judges, time_sliced=BACKEND.simulated)
+    analysis_sandbox = sandbox if sandbox is not None and BACKEND.simulated else isolation.sandbox_status(True)
+    compiling = False  # whether this analysis compiles the key (others of it wait for its facts)
+    with again:
+        if key is not None and not has_facts(verdict):  # compiled by an analysis ahead of this one in the queue?
+            compiling = COMPILING.claim(key, wait_s=limits.wall_s)
+        verdict, report = kept(verdict, report)  # (once this one's turn came, or another compile of it ended)
+        need_facts, need_trace = facts and not has_facts(verdict), trace and report is None
+        try:
+            if need_facts or need_trace:
+                data = judging.analyse_in_child(
+                    problem.key,
+                    source,
+                    threads=verdict.threads_per_block or 0,
+                    facts=need_facts,
+                    trace=need_trace,
+                    limits=limits,
+                    sandbox=analysis_sandbox,
+                    trace_test=trace_test,
+                )
+                if need_facts:
+                    verdict = verdict.with_facts(
+                        data["compile_facts"], data["note"],
+                        data.get("status") or ("unavailable" if data["compile_facts"] is None else ""),
+                    )
+                    if key is not None:
+                        FactsCache().put(key, verdict.compile_facts, verdict.compile_facts_note,
+                                         verdict.compile_facts_status)
+                if need_trace:
+                    report = report_from(data["trace"])
+                    if trace_key:
+                        TRACES.put(trace_key, report)  # before the queue's next analysis looks
+        finally:
+            if compiling and key is not None:
+                COMPILING.release(key)
+    return verdict, report
 
 
 def submit(
