@@ -10,7 +10,7 @@ from ui.frame import frame
 from ui.learner import who
 from ui.views.free_gpu import problem_notebook_button, self_report_upload, show_self_reported
 from ui.views.judge_job import count_click
-from ui.views.progress import last_source, progress_of, show_next
+from ui.views.progress import last_source, mark_stale, progress_of, show_next
 from ui.views.trace import submission_test_ui
 from ui.views.write_kernel import (
     PROBLEM_KEY,
@@ -68,10 +68,11 @@ marks_drawn(problem, markers)
 # The session's judge, if one is running (its queue place, then its verdict); then one for a pending press
 if run_submission(problem, edited.source, me.learner, status, traced_test, requested=can_run and edited.run_requested):
     kept = st.session_state[submission_key(problem)].verdict
-    if not analysed(kept) and marks_stale(problem):
+    if not analysed(kept) and (marks_stale(problem) or mark_stale()):
         st.rerun()  # the editor and the picker above were drawn before this verdict: draw them again
-    # a verdict followed by its facts and trace: the marks are drawn once the verdict is seen (ui/views/analysis.py),
-    # so a class's pages draw their verdicts first (in a class of 16 a page redrawn here drew its verdict 9-15 s late)
+    # a verdict followed by its facts and trace: the editor's marks are drawn once the verdict is seen, the picker's
+    # solved / tried / new with the facts (ui/views/analysis.py), so a class's pages draw their verdicts first (in a
+    # class of 16 a page redrawn here drew its verdict 9-15 s late)
 done = st.session_state.get(submission_key(problem))
 if done is not None:
     show_verdict(done, waited=st.session_state.get(waited_key(problem), ""))

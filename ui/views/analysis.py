@@ -163,9 +163,9 @@ def pending(problem: str) -> AnalysisJob | None:
 
 def show(problem: str, on_done, stale: Callable[[], bool] | None = None) -> None:
     """Where the analysis of ``problem``'s verdict is; when done, ``on_done(job)`` keeps it and the page reruns.
-    ``stale``: whether the page drew parts of itself before this verdict (the editor's line marks, the picker's
-    solved / tried / new): at the fragment's first look, the browser having drawn the verdict, the page is drawn
-    again."""
+    ``stale``: whether the page drew parts of itself before this verdict (the editor's line marks): at the
+    fragment's first look, the browser having drawn the verdict, the page is drawn again. (The rest, such as the
+    problem picker's solved / tried / new, is drawn again with the facts.)"""
     job = pending(problem)
     if job is None:
         return

@@ -234,12 +234,8 @@ def marks_drawn(problem: Problem, markers: Sequence[Marker]) -> None:
 
 
 def marks_stale(problem: Problem) -> bool:
-    """Whether the page was drawn before this session's last verdict was kept: the code editor with other line
-    marks than the verdict has, or the problem picker with another solved / tried / new than the store has now."""
-    from ui.views.progress import mark_stale
-
-    drawn = st.session_state.get(f"{PREFIX}.marked.{problem.key}", [])
-    return (available() and drawn != line_markers(problem)) or mark_stale()
+    """Whether the code editor was drawn with other line marks than this session's last verdict has."""
+    return available() and st.session_state.get(f"{PREFIX}.marked.{problem.key}", []) != line_markers(problem)
 
 
 def line_markers(problem: Problem) -> list[Marker]:
