@@ -488,6 +488,27 @@ def test_only_a_judge_yields_the_cores_past_its_turn_and_only_in_the_simulator()
     assert not yields_when_late(None, simulated=False)  # on a GPU nothing yields
 
 
+def test_an_analysis_compiles_at_the_childrens_priority_and_its_trace_yields_past_the_turn(monkeypatch):
+    """The trace runs the learner's kernel again (a loop to the simulator's limit takes seconds): past the turn it
+    leaves the cores to the judges, as a judge does; the compile before it (no learner's code runs) does not."""
+    from gpu.problems import get
+    from gpu.sandbox import child, trace_child
+
+    calls = []
+    monkeypatch.setenv("NUMBA_ENABLE_CUDASIM", "1")
+    monkeypatch.setattr(child, "lower_priority_after", lambda seconds, *a: calls.append(("lower", seconds)))
+    monkeypatch.setattr(child, "lower_address_space", lambda _bytes: None)
+    monkeypatch.setattr(trace_child, "trace_checked", lambda *a: calls.append(("trace",)) or "traced")
+    result = child.analysis(get("vector-add"), {"source": GOOD, "facts": False, "trace": True, "seed": 1},
+                            started=time.monotonic() - 0.5)
+    assert result["trace"] == "traced"
+    assert [c[0] for c in calls] == ["lower", "trace"]  # the rest of its turn, then the trace
+    assert calls[0][1] == pytest.approx(fairness.LATE_S - 0.5, abs=0.2)
+    calls.clear()
+    child.analysis(get("vector-add"), {"source": GOOD, "facts": False, "trace": False}, started=time.monotonic())
+    assert calls == []  # facts alone: nothing yields
+
+
 def test_a_child_in_someone_elses_session_leaves_that_sessions_priority_alone():
     """The autogroup's nice is the whole session's: only a child that leads its own session sets it. (A child run
     inside the test runner's session once set the runner's, and every server and browser started after it, to nice
