@@ -182,6 +182,7 @@ def analyse(
     from gpu.core.backend import BACKEND
     from gpu.sandbox.facts import COMPILING, FactsCache
     from gpu.sandbox.trace_submission import TRACES, TraceCache
+    from gpu.trace.report import TraceReport
 
     problem = get(problem_key)
     verdict = judged.verdict
@@ -224,8 +225,6 @@ def analyse(
     finally:
         if whole is not None:
             COMPILING.release(whole)
-    from gpu.trace.report import TraceReport
-
     if attempt_id and verdict.status != "passed" and isinstance(report, TraceReport) and report.races:
         _mark_race(attempt_id, str(report.races[0]))
     return replace(judged, verdict=verdict, trace=report)
