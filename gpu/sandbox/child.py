@@ -84,8 +84,6 @@ def _set_autogroup(niceness: int) -> bool:
 
 
 def _set_autogroup_soon(niceness: int) -> None:
-    import time
-
     for _ in range(AUTOGROUP_TRIES):
         time.sleep(AUTOGROUP_RETRY_S)
         if _set_autogroup(niceness):

@@ -206,12 +206,13 @@ def facts_in_child(
         limits=limits,
         sandbox=sandbox,
     )
-    return replace(
-        verdict,
-        compile_facts=data["compile_facts"],
-        compile_facts_note=data["note"],
-        compile_facts_status=data.get("status") or ("unavailable" if data["compile_facts"] is None else ""),
-    )
+    return verdict.with_facts(*facts_from(data))
+
+
+def facts_from(data: dict) -> tuple[dict | None, str, str]:
+    """The compiler's facts, note and status in an analysis child's answer, as ``Verdict.with_facts`` takes them."""
+    return data["compile_facts"], data["note"], data.get("status") or (
+        "unavailable" if data["compile_facts"] is None else "")
 
 
 def interpret(run: dict, problem: str, backend: str, limits: Limits) -> Verdict:
@@ -268,6 +269,7 @@ def interpret(run: dict, problem: str, backend: str, limits: Limits) -> Verdict:
 
 __all__ = [
     "analyse_in_child",
+    "facts_from",
     "facts_in_child",
     "interpret",
     "judge_in_child",

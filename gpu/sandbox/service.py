@@ -275,10 +275,7 @@ def _made(problem, source: str, verdict: Verdict, report, key: str | None, trace
                     trace_test=trace_test,
                 )
                 if need_facts:
-                    verdict = verdict.with_facts(
-                        data["compile_facts"], data["note"],
-                        data.get("status") or ("unavailable" if data["compile_facts"] is None else ""),
-                    )
+                    verdict = verdict.with_facts(*judging.facts_from(data))
                     if key is not None:
                         FactsCache().put(key, verdict.compile_facts, verdict.compile_facts_note,
                                          verdict.compile_facts_status)

@@ -562,6 +562,7 @@ __all__ = [
     "line_markers",
     "markers_for",
     "marks_drawn",
+    "marks_stale",
     "pick_problem",
     "quiet_toolbar",
     "run_submission",
