@@ -111,7 +111,8 @@ def main() -> int:
         f"second chromium for Home at niceness {VISITOR_NICENESS} (a visitor's own machine; both set for the "
         "browser's session too, tests/classroom.py).",
         "",
-        f"Scenario (tests/classroom.py, as tests/test_browser_class.py): one `make demo` server, 16 browsers on "
+        f"Scenario (tests/classroom.py; `make test`'s tests/test_browser_class.py runs 8 of these browsers): one "
+        f"`make demo` server, 16 browsers on "
         f"Write a kernel, each with its own name (picked in the sidebar), press Run within a moment: {summary()}. "
         "Each kernel that ran then gets its compiler facts and trace in the background, timed from its verdict to "
         "their panels drawn (or to the page saying why not). Limits lowered for the run: "
