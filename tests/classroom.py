@@ -303,7 +303,8 @@ def chromium(*niceness: int) -> Iterator:
 
 def wait_idle(page, timeout_ms: int = 120_000) -> None:
     page.wait_for_selector('[data-testid="stApp"]')
-    page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=timeout_ms)
+    page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=timeout_ms,
+                           polling=100)  # not at every frame (tests/conftest.py: POLL_MS)
 
 
 def wait_for_analysis(page, timeout_ms: int = 240_000) -> str:

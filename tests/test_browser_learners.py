@@ -27,7 +27,7 @@ from tests.classroom import (
     wait_for_analysis,
     wait_idle,
 )
-from tests.conftest import doc_screenshot
+from tests.conftest import POLL_MS, doc_screenshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(600)]
 ROOT = Path(__file__).resolve().parent.parent
@@ -42,7 +42,7 @@ def picker_says(page, line: str) -> None:
     """Wait until the problem picker's chosen line reads ``line`` (an input's value: not in the page's text)."""
     page.wait_for_function(
         "line => [...document.querySelectorAll('[data-testid=stSelectbox] *')]"
-        ".some(e => (e.value || e.textContent || '').includes(line))", arg=line, timeout=30_000)
+        ".some(e => (e.value || e.textContent || '').includes(line))", arg=line, timeout=30_000, polling=POLL_MS)
 
 
 def store_csv(db: Path) -> list[list[str]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import wait_for_app
+from tests.conftest import POLL_MS, wait_for_app
 from ui.navigation import visible_links
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -31,7 +31,7 @@ def test_every_page_shows_a_real_gpu_figure_or_says_none_was_measured(page, app_
     page.wait_for_function(
         "(needles) => { const main = document.querySelector('[data-testid=\"stMain\"]');"
         " const text = main ? main.textContent : ''; return needles.some(n => text.includes(n)); }",
-        arg=list(REAL_GPU + NONE_MEASURED), timeout=90_000,
+        arg=list(REAL_GPU + NONE_MEASURED), timeout=90_000, polling=POLL_MS,
     )  # fails with a timeout when the page shows neither a real-GPU figure nor a plain "none measured"
     wait_for_app(page)
     text = page.locator('[data-testid="stMain"]').text_content() or ""

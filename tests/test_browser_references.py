@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from tests.conftest import screenshot, wait_for_app
+from tests.conftest import POLL_MS, screenshot, wait_for_app
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -47,7 +47,7 @@ def test_each_experiment_page_leads_with_the_recorded_gpu_and_shows_it_open_belo
 def test_home_has_a_title_a_home_entry_the_headline_and_the_article(page, app_url):
     page.goto(app_url)
     wait_for_app(page)
-    page.wait_for_function("() => document.title === 'Kernel Lab'", timeout=15_000)
+    page.wait_for_function("() => document.title === 'Kernel Lab'", timeout=15_000, polling=POLL_MS)
     sidebar = page.locator('[data-testid="stSidebar"]')
     sidebar.get_by_text("Home", exact=True).wait_for()
     assert sidebar.get_by_text("app", exact=True).count() == 0
