@@ -263,13 +263,14 @@ def doc_screenshot(page, relative: str) -> Path:
     return path
 
 
-# The script's state as the app root reports it (Streamlit's ScriptRunState: initial, running, rerunRequested,
-# notRunning, ...). The 'Running...' widget alone is not enough: it appears a moment after a run starts, so a page
-# still drawing its results (metrics half drawn) looked idle.
 # How often a browser test's wait_for_function looks: Playwright's default, "raf", evaluates it at every animation
 # frame and keeps the page drawing frames while it waits (measured here: 5 s of waiting on an idle page cost Chromium
 # 0.31 s of CPU at "raf", 0.02 s every 100 ms; Chromium is a quarter of `make test`'s CPU)
 POLL_MS = 100
+
+# The script's state as the app root reports it (Streamlit's ScriptRunState: initial, running, rerunRequested,
+# notRunning, ...). The 'Running...' widget alone is not enough: it appears a moment after a run starts, so a page
+# still drawing its results (metrics half drawn) looked idle.
 SCRIPT_IDLE = """() => {
   const app = document.querySelector('[data-testid="stApp"]');
   const state = app && app.getAttribute('data-test-script-state');

@@ -5,7 +5,7 @@ the simulator's loop limit, one by the wall-clock limit) and an undefined shift 
 faults where compiled Numba is undefined), all for vector add (tests/classroom.py: TEST_CLASS;
 benchmarks/class_submit.py runs the whole class of 16 with the same code): each page shows its own
 verdict and, when it waited, behind how many runs; Home loads in another browser throughout
-(its speed is benchmarks/class_submit.py's); the leaderboard holds exactly the 8 passing rows; a kernel
+(its speed is benchmarks/class_submit.py's); the leaderboard holds exactly the passing rows; a kernel
 stopped at a limit delays the others by no more than its own slot. The scenario is in tests/classroom.py
 (benchmarks/class_submit.py measures the latencies with it).
 """
