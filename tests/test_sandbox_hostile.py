@@ -25,6 +25,10 @@ from gpu.sandbox.submissions import SubmissionStore
 SIMULATED = True  # the child runs in the simulator here (the GPU path is the same code with device nodes bound)
 WALL_S = 8.0  # enough for a child to import Numba on a loaded two-core machine, small enough for a bounded suite
 FAST = Limits(wall_s=WALL_S, cpu_s=20, address_space_bytes=4 << 30)
+# For a kernel the simulator itself must stop (its loop limit, an undefined shift): about 1.5 s alone here, but the
+# child runs at nice 10 and a fresh clone's loaded `make test` once let the 8 s wall clock win that race. The verdict
+# then says which stopped it; the wall clock here is only the backstop, not part of what is tested.
+SIMULATOR_STOPS = Limits(wall_s=60.0, cpu_s=20, address_space_bytes=4 << 30)
 SANDBOX = sandbox_status(True)
 needs_sandbox = pytest.mark.skipif(not SANDBOX.works, reason=f"bubblewrap does not work here: {SANDBOX.reason}")
 OFF = isolation.SandboxStatus(False, "none", "switched off for this test", False)
@@ -110,13 +114,13 @@ def test_a_loop_that_never_ends_is_stopped_by_the_simulator_naming_its_line(sand
         while i >= 0:
             i += 1
     """)
-    verdict = judge_in_child("vector-add", source, limits=FAST, simulated=SIMULATED, sandbox=sandbox)
+    verdict = judge_in_child("vector-add", source, limits=SIMULATOR_STOPS, simulated=SIMULATED, sandbox=sandbox)
     assert verdict.status == "wrong", verdict.message
     error = verdict.mismatch["error"]
     assert "loop limit (thread (0, 0, 0) of block (0, 0, 0), line 7)" in error, error  # the "while"
     assert verdict.mismatch["line"] == 7
     assert "65,536 turns" in error and "a GPU has none: it would spin until the wall-clock limit" in error
-    assert verdict.wall_s is not None and verdict.wall_s < WALL_S
+    assert verdict.wall_s is not None  # stopped by the simulator (the verdict above), not the wall clock
 
 
 @pytest.mark.parametrize("sandbox", [pytest.param(SANDBOX, marks=needs_sandbox), OFF], ids=["sandbox", "no-sandbox"])
@@ -133,13 +137,13 @@ def test_a_shift_past_63_places_is_a_fault_not_a_memory_hog(sandbox):
                 s = s * 2
             out[0] = x
     """)
-    verdict = judge_in_child("vector-add", source, limits=FAST, simulated=SIMULATED, sandbox=sandbox)
+    verdict = judge_in_child("vector-add", source, limits=SIMULATOR_STOPS, simulated=SIMULATED, sandbox=sandbox)
     assert verdict.status == "wrong", verdict.message
     error = verdict.mismatch["error"]
     assert "undefined (thread (0, 0, 0) of block (0, 0, 0), line 11)" in error, error  # the shift
     assert "<< 64: a shift by 64 places or more is undefined in compiled Numba" in error
     assert verdict.mismatch["line"] == 11  # the editor marks it (ui/views/write_kernel.py: markers_for)
-    assert verdict.wall_s is not None and verdict.wall_s < WALL_S
+    assert verdict.wall_s is not None  # stopped by the simulator (the verdict above), not the wall clock
 
 
 @needs_sandbox
