@@ -102,6 +102,12 @@ def lower_priority_after(seconds: float, niceness: int = LATE_NICENESS) -> None:
     timer.start()
 
 
+def in_simulator() -> bool:
+    """Whether this child's kernels run in the CUDA simulator (read from the environment the judge set: importing
+    ``gpu`` to ask would decide the simulator before the child has chosen its flavour)."""
+    return os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
+
+
 def yields_when_late(mode: str | None, simulated: bool) -> bool:
     """Whether a child of request ``mode`` drops to the lowest priority past its turn (``lower_priority_after``).
 
@@ -176,7 +182,7 @@ def analysis(problem, request: dict, started: float) -> dict:
         facts, note, status = compile_facts(problem, source, int(request.get("threads") or 0))
         result["compile_facts"], result["note"], result["status"] = facts, note, status
     if request.get("trace"):
-        if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
+        if in_simulator():
             from gpu.sandbox.fairness import LATE_S
 
             lower_priority_after(max(0.0, LATE_S - (time.monotonic() - started)))
@@ -233,7 +239,7 @@ def main(argv: list[str]) -> int:
         # (the name by hand: gpu.core.settings declares it, but importing it would import gpu, and so decide, first)
         os.environ["KERNEL_LAB_SIMULATOR"] = "lab"
     get, judge, Verdict = import_judge()
-    if yields_when_late(mode, os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"):
+    if yields_when_late(mode, in_simulator()):
         from gpu.sandbox.fairness import LATE_S  # (after the simulator is chosen: importing gpu decides it)
 
         lower_priority_after(LATE_S)
