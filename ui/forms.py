@@ -24,7 +24,7 @@ from ui.progress import ESTIMATE_SHOWN_FROM_S, eta_text
 
 SCALARS = ("text", "int", "float")
 # Widgets laid out three to a row (a select box is as short as a text box); multiselects and checkboxes take the
-# whole width. Three to a row keeps every page's Run button in the first screen (tests/test_browser_first_screen.py).
+# whole width. Three to a row keeps every page's Run button in the first screen (tests/test_browser_first_look.py).
 GRID = (*SCALARS, "select")
 
 
