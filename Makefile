@@ -42,12 +42,13 @@ lint: $(VENV)/.dev
 	$(PY) -m ruff check .
 	$(PY) -m mypy
 
-# Two pytest workers (pytest-xdist, a file per worker at a time): most of a test's time is waiting (a browser,
-# a sandboxed child, a Streamlit server), so two overlap well on two cores: 288 s against 438 s here for the
-# same 1,483 tests (four workers: slower, 550 s against 488 s for 2,011 tests, the cores then never idle). mypy
-# (about 40 s of one core from a fresh clone) runs beside them, in the moments their waits leave a core idle; its
-# report follows theirs and either failing fails the target. Then the class test alone: 8 browsers and a demo server.
-TEST_WORKERS ?= 2
+# Three pytest workers (pytest-xdist, a file per worker at a time): most of a test's time is waiting (a browser,
+# a sandboxed child, a Streamlit server), so they overlap well on two cores. The main run, side by side on this
+# 2-core machine (2,001 tests): three workers 465 s and 493 s, two 525 s and 523 s, the cores busy 97 % against
+# 91 % (/proc/stat); four were slower (550 s against 488 s for two). mypy (about 40 s of one core from a fresh
+# clone) runs beside them; its report follows theirs and either failing fails the target. Then the class test
+# alone: 8 browsers and a demo server.
+TEST_WORKERS ?= 3
 test: $(VENV)/.dev chromium bubblewrap editor
 	$(PY) -m ruff check .
 	@$(PY) -m mypy > $(VENV)/mypy.log 2>&1 & mypy=$$!; \
@@ -58,10 +59,12 @@ test: $(VENV)/.dev chromium bubblewrap editor
 # The fast lane for an edit: every test but those that drive a browser, start a server or a child process
 # (a sandboxed submission, the compiler's worker, the CLI in a subprocess): those are skipped when they try
 # (tests/conftest.py). `make test` stays the whole suite.
+FAST_WORKERS ?= 2  # its tests hardly wait: one worker per core
 test-fast: $(VENV)/.dev
-	KERNEL_LAB_FAST_LANE=1 $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not browser and not classroom and not slow"
+	KERNEL_LAB_FAST_LANE=1 $(PY) -m pytest -q -n $(FAST_WORKERS) --dist loadfile -m "not browser and not classroom and not slow"
 
-# A class at once: 16 browsers press Run together on one demo server (tests/test_browser_class.py);
+# A class at once: 8 browsers press Run together on one demo server (tests/test_browser_class.py; the benchmark
+# benchmarks/class_submit.py runs 16);
 # part of `make test` too, this runs it alone.
 test-class: $(VENV)/.dev chromium bubblewrap editor
 	$(PY) -m pytest -m classroom tests/test_browser_class.py
@@ -88,10 +91,12 @@ $(VENV)/.runtime: requirements.txt | $(PY)
 	touch $@
 
 # What the tests need, in one pip run: the runtime, the dev tools, Ray (the cluster tests) and the compiler wheels
-# (a fresh clone's setup here: 72 s in one run against 85-87 s in four, side by side, pip reading a local cache).
-# It stands for the other stamps too.
+# (a fresh clone's setup here: 70-72 s in one run against 85-87 s in four, side by side, pip reading a local cache);
+# then the bytecode on both cores (pip compiles on one: 63 s in all against 70 s, side by side). A file a package
+# ships that this Python cannot compile is skipped, as pip skips it. It stands for the other stamps too.
 $(VENV)/.dev: requirements.txt requirements-dev.txt requirements-cluster.txt | $(PY)
-	$(PIP) install -r requirements-dev.txt -r requirements-cluster.txt $(COMPILER_PKGS)
+	$(PIP) install --no-compile -r requirements-dev.txt -r requirements-cluster.txt $(COMPILER_PKGS)
+	$(PY) -m compileall -q -j 0 $(VENV)/lib >/dev/null || true
 	$(MAKE) --no-print-directory cuda-wheels
 	touch $(VENV)/.runtime $(VENV)/.cluster $(VENV)/.compiler $@
 
