@@ -31,7 +31,7 @@ requires_gpu = pytest.mark.skipif(gpu.BACKEND.simulated, reason=f"needs a CUDA G
 
 # A test that uses one of these fixtures drives a browser against a Streamlit server: marked ``browser``
 # whether or not its file says so, so the fast lane (``make test-fast``, ``-m "not browser"``) never starts one.
-BROWSER_FIXTURES = frozenset({"app_url", "browser", "page"})
+BROWSER_FIXTURES = frozenset({"app_url", "browser", "visitor", "page"})
 # A test that uses one of these starts processes of its own (a local Ray instance and its workers): ``slow``.
 PROCESS_FIXTURES = frozenset({"cluster"})
 # ``make test-fast`` sets this: a test that starts a child process (a sandboxed submission, the compiler's
@@ -229,7 +229,7 @@ def browser():
 
 
 @pytest.fixture(scope="session")
-def pages(browser):
+def visitor(browser):
     """The browser context the worker's pages open in, one for the session: its HTTP cache and compiled scripts
     are kept from one test to the next, as a returning visitor's are. A fresh context per test cost Chromium
     about 0.5 s of CPU per page load (6 loads: 6.7-7.0 s cold, 3.7-4.6 s warm, one script side by side).
@@ -241,9 +241,9 @@ def pages(browser):
 
 
 @pytest.fixture
-def page(pages, app_url, request):
+def page(visitor, app_url, request):
     """A new browser page; a failed test leaves its last look at test-artifacts/failed-<test>.png."""
-    page = pages.new_page()
+    page = visitor.new_page()
     page.set_default_timeout(60_000)
     yield page
     if request.node.stash.get(PHASE_FAILED, False):
@@ -252,7 +252,7 @@ def page(pages, app_url, request):
         except Exception as exc:
             print(f"no screenshot of the failed page: {exc}")
     page.close()
-    pages.clear_cookies()
+    visitor.clear_cookies()
 
 
 def screenshot(page, name: str) -> Path:
