@@ -49,7 +49,7 @@ lint: $(VENV)/.dev
 # clone) runs beside them; its report follows theirs and either failing fails the target. Then the class test
 # alone: 8 browsers and a demo server.
 TEST_WORKERS ?= 3
-test: $(VENV)/.dev chromium bubblewrap editor
+test: $(VENV)/.dev $(VENV)/.cluster $(VENV)/.compiler chromium bubblewrap editor
 	$(PY) -m ruff check .
 	@$(PY) -m mypy > $(VENV)/mypy.log 2>&1 & mypy=$$!; \
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile -m "not classroom"; tests=$$?; \
@@ -66,7 +66,7 @@ test-fast: $(VENV)/.dev
 # A class at once: 8 browsers press Run together on one demo server (tests/test_browser_class.py; the benchmark
 # benchmarks/class_submit.py runs 16);
 # part of `make test` too, this runs it alone.
-test-class: $(VENV)/.dev chromium bubblewrap editor
+test-class: $(VENV)/.dev $(VENV)/.compiler chromium bubblewrap editor
 	$(PY) -m pytest -m classroom tests/test_browser_class.py
 
 info: $(VENV)/.runtime
@@ -74,7 +74,7 @@ info: $(VENV)/.runtime
 
 # The pictures docs/ shows of Write a kernel and the Kernels and Roofline pages, redrawn by their browser
 # tests (a plain `make test` draws them into test-artifacts/docs/ and leaves the checkout untouched).
-docs-screenshots: $(VENV)/.dev chromium bubblewrap editor
+docs-screenshots: $(VENV)/.dev $(VENV)/.compiler chromium bubblewrap editor
 	KERNEL_LAB_UPDATE_DOCS=1 $(PY) -m pytest -q tests/test_browser_write_kernel.py tests/test_browser_code_editor.py \
 	  tests/catalog/test_browser_catalog.py
 
@@ -93,7 +93,8 @@ $(VENV)/.runtime: requirements.txt | $(PY)
 # What the tests need, in one pip run: the runtime, the dev tools, Ray (the cluster tests) and the compiler wheels
 # (a fresh clone's setup here: 70-72 s in one run against 85-87 s in four, side by side, pip reading a local cache);
 # then the bytecode on both cores (pip compiles on one: 63 s in all against 70 s, side by side). A file a package
-# ships that this Python cannot compile is skipped, as pip skips it. It stands for the other stamps too.
+# ships that this Python cannot compile is skipped, as pip skips it. It stands for the other stamps too (on a fresh
+# clone; a .venv made before keeps their own rules).
 $(VENV)/.dev: requirements.txt requirements-dev.txt requirements-cluster.txt | $(PY)
 	$(PIP) install --no-compile -r requirements-dev.txt -r requirements-cluster.txt $(COMPILER_PKGS)
 	$(PY) -m compileall -q -j 0 $(VENV)/lib >/dev/null || true
@@ -141,7 +142,7 @@ COMPILER_PKGS = "numba-cuda[$(COMPILER_EXTRA)]==0.30.4" $(if $(filter cu13,$(COM
   "nvidia-cuda-nvdisasm>=13.2,<14"
 
 $(VENV)/.compiler: $(VENV)/.runtime
-	@echo "installing the CUDA compiler wheels (the compiler's facts): $(COMPILER_PKGS)"
+	@echo 'installing the CUDA compiler wheels, for the compiler facts: '$(COMPILER_PKGS)
 	$(PIP) install $(COMPILER_PKGS)
 	touch $@
 
