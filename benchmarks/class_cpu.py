@@ -107,7 +107,7 @@ def main() -> int:
     for label, begin, end in phases:
         used = collections.Counter()
         for at, name, value in sampler.windows:
-            if begin < at <= end + 0.5:  # a window is counted in the phase it ended in
+            if begin <= at - 0.25 < end:  # a window (0.5 s) counts in the phase that holds its middle
                 used[name] += value
         cells = " | ".join(f"{used[name]:.1f}" for name in KINDS)
         print(f"| {label} | {end - begin:.1f} | {cells} | {sum(used.values()):.1f} |")
