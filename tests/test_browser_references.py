@@ -7,11 +7,9 @@ import re
 import pytest
 
 from tests.conftest import POLL_MS, wait_for_app
+from tests.test_browser_first_look import EMOJI
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-
-EMOJI = re.compile("[\U0001F300-\U0001FAFF\u2600-\u27BF\u2B50\u23F3]")
-
 
 def test_home_has_a_title_a_home_entry_the_headline_and_the_article(page, app_url):
     page.goto(app_url)
