@@ -35,17 +35,20 @@ from tests.classroom import (  # noqa: E402
 )
 
 TICK = os.sysconf("SC_CLK_TCK")
-KINDS = ("Chromium renderers", "Chromium, other", "sandboxed judges", "Streamlit server", "the rest")
+KINDS = ("Chromium renderers", "Chromium, other", "judges", "analyses", "compile workers", "Streamlit server",
+         "the rest")
 
 
 def kind(cmdline: str) -> str:
     if "chromium" in cmdline:
         return KINDS[0] if "--type=renderer" in cmdline else KINDS[1]
-    if "bwrap" in cmdline or "gpu.sandbox" in cmdline:
-        return KINDS[2]
+    if "gpu.core.compile_worker" in cmdline:  # NVVM for the compiler's facts (a child of an analysis)
+        return KINDS[4]
+    if "bwrap" in cmdline or "gpu.sandbox" in cmdline:  # a judge's child (always "warm-judge", spares included)
+        return KINDS[2] if "warm-judge" in cmdline else KINDS[3]  # or an analysis's
     if "streamlit" in cmdline and " run " in cmdline:
-        return KINDS[3]
-    return KINDS[4]
+        return KINDS[5]
+    return KINDS[6]
 
 
 class Sampler(threading.Thread):
@@ -96,8 +99,10 @@ def main() -> int:
     first_press = min(lr.clicked_at for lr in run.learners) / 1000
     verdicts = [lr.verdict_at / 1000 for lr in run.learners if lr.verdict_at is not None]
     last_verdict = max(verdicts, default=ended)
+    middle = sorted(verdicts)[(len(verdicts) - 1) // 2] if verdicts else ended  # the p50 learner's verdict
     phases = [("pages load, names, typing", started, first_press),
-              ("first press -> last verdict", first_press, last_verdict),
+              ("first press -> the middle verdict (p50)", first_press, middle),
+              ("the middle verdict -> the last", middle, last_verdict),
               ("after: facts, trace, the benchmark reading the pages", last_verdict, ended)]
     print(f"Machine: {before}")
     print(f"{len(CLASS)} learners (tests/classroom.py: CLASS), {len(verdicts)} verdicts; the learners' Chromium "

@@ -167,24 +167,52 @@ def test_spares_up_to_the_capacity_handed_out_oldest_first(monkeypatch):
     assert kept.spares() == 0
 
 
-def test_a_replacement_waits_while_spares_are_handed_out_and_some_are_left():
+def test_a_judges_replacement_waits_for_quiet_even_when_none_is_left():
     kept = SpareKeeper(capacity=2, quiet_s=60.0)
     kept.enable()
     try:
         kept.prime(argv(), LIMITS, True, OFF)
         kept.settle()
-        kept.take(argv(), LIMITS, True, OFF).discard()
+        with kept.activity.running():  # a judge at work
+            kept.take(argv(), LIMITS, True, OFF).discard()
+        with kept.activity.running():
+            kept.take(argv(), LIMITS, True, OFF).discard()  # none left: still held, the burst may go on
         time.sleep(1.0)  # a replacement started at once is a spawned process by now
-        assert kept.spares() == 1 and kept._asks.unfinished_tasks == 1  # held: one spare is left
-        kept.take(argv(), LIMITS, True, OFF).discard()  # none left now: replaced at once, quiet or not
-        deadline = time.monotonic() + 60
-        while kept.spares() == 0 and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert kept.spares() == 1  # (the second replacement is held again: one is left)
-        kept.quiet_s = 0.0  # quiet: the rest follow
-        kept.prime(argv(), LIMITS, True, OFF)
+        assert kept.spares() == 0 and kept._asks.unfinished_tasks == 2
+        kept.quiet_s = 0.0  # quiet: both follow
         kept.settle()
         assert kept.spares() == 2
+    finally:
+        kept.close()
+
+
+def test_a_child_at_work_holds_a_judges_replacement_until_quiet():
+    from gpu.sandbox.warm import Activity
+
+    shared = Activity()
+    judges = SpareKeeper(capacity=1, quiet_s=1.0, activity=shared)
+    judges.enable()
+    try:
+        with shared.running():  # an analysis at work (the analyses' keeper shares the activity)
+            judges.take(argv(), LIMITS, True, OFF).discard()  # no spare yet: started here; its replacement asked
+            time.sleep(2.5)  # past the quiet time, but a child is at work
+            assert judges.spares() == 0
+        assert shared.quiet_for() < 0.5
+        deadline = time.monotonic() + 60
+        while judges.spares() == 0 and time.monotonic() < deadline:  # quiet now: the replacement starts
+            time.sleep(0.05)
+        assert judges.spares() == 1 and shared.quiet_for() >= 1.0
+    finally:
+        judges.close()
+
+
+def test_the_analyses_keeper_refills_at_once_when_none_is_left():
+    kept = SpareKeeper(capacity=1, quiet_s=60.0, refill_when_empty=True)
+    kept.enable()
+    try:
+        kept.take(argv(), LIMITS, True, OFF).discard()
+        kept.settle()  # not held for the 60 s: none was left
+        assert kept.spares() == 1
     finally:
         kept.close()
 
@@ -247,3 +275,17 @@ def test_how_many_spares_a_server_keeps(monkeypatch):
     for bad in ("0", "-2", "many", "2.5"):  # as the submission limits: a malformed value keeps the default
         monkeypatch.setenv("KERNEL_LAB_SPARE_JUDGES", bad)
         assert default_spares() == CLASS_SPARES
+
+
+def test_judges_and_analyses_count_as_at_work(monkeypatch):
+    from gpu.sandbox.warm import Activity
+
+    for run in (
+        lambda: judging.judge_in_child("vector-add", GOOD, limits=LIMITS, sandbox=OFF),
+        lambda: judging.analyse_in_child("vector-add", GOOD, facts=False, trace=False, limits=LIMITS, sandbox=OFF),
+    ):
+        seen = Activity()
+        monkeypatch.setattr(judging, "AT_WORK", seen)
+        assert seen.quiet_for() == float("inf")  # nothing has run yet
+        run()
+        assert seen.quiet_for() < 30.0  # it ran as a child at work, and ended

@@ -32,7 +32,7 @@ from gpu.sandbox.protocol import (
     read_verdict,
 )
 from gpu.sandbox.verdict import Verdict
-from gpu.sandbox.warm import ANALYSES, KEEPER
+from gpu.sandbox.warm import ANALYSES, AT_WORK, KEEPER
 
 
 def _sandbox_refusal(problem: str, backend: str, message: str, rule: str = "sandbox") -> Verdict:
@@ -101,7 +101,7 @@ def judge_in_child(
     refused = precheck(problem, source, backend)
     if refused is not None:  # no process at all for a source the checker refuses (the child checks again)
         return refused
-    with lock if lock is not None else nullcontext():
+    with lock if lock is not None else nullcontext(), AT_WORK.running():
         request = judge_request(problem, source)
         if KEEPER.enabled and simulated:  # on a GPU no second process starts beside a timed kernel
             run = KEEPER.take(child_argv(limits, simulated, warm=True), limits, simulated, sandbox).finish(request)
@@ -172,10 +172,11 @@ def analyse_in_child(
     request = analysis_request(
         problem, source, threads=threads, facts=facts, trace=trace, trace_test=trace_test, limits=limits
     )
-    if ANALYSES.enabled and trace:  # a spare started ahead (the app's), past Python's start and the lab's imports
-        run = ANALYSES.take(analysis_argv(limits), limits, True, sandbox).finish(request)
-    else:
-        run = isolation.run_argv(child_argv(limits, False), request, limits, True, sandbox)
+    with AT_WORK.running():
+        if ANALYSES.enabled and trace:  # a spare started ahead (the app's), past Python's start and the lab's imports
+            run = ANALYSES.take(analysis_argv(limits), limits, True, sandbox).finish(request)
+        else:
+            run = isolation.run_argv(child_argv(limits, False), request, limits, True, sandbox)
     try:
         return read_analysis(run["stdout"])
     except (ValueError, TypeError, AttributeError, UnicodeDecodeError):

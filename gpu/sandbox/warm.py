@@ -4,9 +4,14 @@ A judge in a fresh sandboxed child takes about 0.5 s here, of which about 0.4 s 
 (numba, NumPy, the simulator) before it reads its request. A long-running server (the app) keeps such children
 started ahead, one per core up to 4, 16 on a class's demo (``default_spares``): ``take`` hands out the oldest and
 asks for another, so the judges behind it find their processes ready. (Cold, each judge held the queue through its
-own imports: one core did all of it.) The replacement waits until no spare has been handed out for ``QUIET_S``
-(at once when none is left): a class's burst of judges is served by the spares imported while its learners typed,
-and the replacements import after it, not on the cores the class's pages draw their verdicts with.
+own imports: one core did all of it.) A judge's replacement waits until no child of the lab, judge or analysis, has
+been at work for ``QUIET_S`` (``AT_WORK``, kept by ``gpu.sandbox.judging``), even when none is left: a class's burst
+of judges is served by the spares imported while its learners typed, and the replacements import after the burst
+and its analyses, not on the cores its verdicts, analyses and pages need. (Replaced at once when none was left, a
+class's 16 replacements imported together at the judges' priority: about 9 CPU-seconds in the 12 s from the first
+press to the middle verdict, benchmarks/class_submit.md.) A judge that finds none left starts its own, which costs
+it what its replacement would have. The analyses' keeper refills at once: its spares serve analyses already asked
+for.
 
 Nothing about isolation changes: each submission still gets a process, a sandbox, cgroups and a work folder of
 its own, used once and ended (``isolation.Started``); the spare holds no learner's code or seed until its request
@@ -27,6 +32,8 @@ import os
 import queue
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from gpu.core import settings as _settings
 from gpu.sandbox import isolation
@@ -53,14 +60,42 @@ def default_spares() -> int:
     return max(1, min(4, os.cpu_count() or 1))
 
 
+class Activity:
+    """The lab's sandboxed children at work (judges and analyses, ``running``) and when the last of them ended: a
+    judge's replacement waits until none has run for ``quiet_s`` (``SpareKeeper``)."""
+
+    def __init__(self) -> None:
+        self._mutex = threading.Lock()
+        self._running = 0
+        self._since = float("-inf")  # when the last one ended (time.monotonic)
+
+    @contextmanager
+    def running(self) -> Iterator[None]:
+        with self._mutex:
+            self._running += 1
+        try:
+            yield
+        finally:
+            with self._mutex:
+                self._running -= 1
+                self._since = time.monotonic()
+
+    def quiet_for(self) -> float:
+        """Seconds since the last child ended, none running now (0.0 while one runs)."""
+        with self._mutex:
+            return 0.0 if self._running else time.monotonic() - self._since
+
+
 class SpareKeeper:
     """Up to ``capacity`` started, unused judge children (for the command line and sandbox last asked for); off
     until ``enable``."""
 
-    def __init__(self, capacity: int | None = None, quiet_s: float = QUIET_S) -> None:
+    def __init__(self, capacity: int | None = None, quiet_s: float = QUIET_S, refill_when_empty: bool = False,
+                 activity: Activity | None = None) -> None:
         self.capacity = capacity if capacity is not None else default_spares()
         self.quiet_s = quiet_s
-        self._last_take = float("-inf")
+        self.refill_when_empty = refill_when_empty  # replace at once, quiet or not, when no spare is left
+        self.activity = activity if activity is not None else Activity()  # takes that keep a replacement waiting
         self._spares: list[tuple[tuple, isolation.Started]] = []
         self._mutex = threading.Lock()
         self._enabled = False
@@ -109,7 +144,6 @@ class SpareKeeper:
         """A started child for this command line (the oldest spare when one fits, else a new one, started here:
         this thread waits for it), and, when enabled, its replacement asked for."""
         key = self._key(argv, simulated, sandbox)
-        self._last_take = time.monotonic()
         child = self._pop(key) or isolation.start(argv, limits, simulated, sandbox)
         if self._enabled:
             self._asks.put((key, argv, limits, simulated, sandbox))
@@ -139,14 +173,17 @@ class SpareKeeper:
                 self._asks.task_done()
 
     def _wait_for_quiet(self, key: tuple) -> None:
-        """Hold a replacement while spares are being handed out and some are left: a class's burst of judges is
-        served by the spares started while its learners typed, and the replacements' imports (about 0.5 s of CPU
-        each) come after it rather than on the cores its pages draw their verdicts with. None left: no wait."""
+        """Hold a replacement until no child has been at work for ``quiet_s`` (``activity``): a class's burst of
+        judges is served by the spares started while its learners typed, and the replacements' imports (about 0.5 s
+        of CPU each) come after the burst and its analyses rather than on the cores they and the pages need. With
+        ``refill_when_empty``, no wait once none is left."""
         while self._enabled:
-            with self._mutex:
-                left = any(k == key and child.alive() for k, child in self._spares)
-            wait = self._last_take + self.quiet_s - time.monotonic()
-            if not left or wait <= 0:
+            if self.refill_when_empty:
+                with self._mutex:
+                    if not any(k == key and child.alive() for k, child in self._spares):
+                        return
+            wait = self.quiet_s - self.activity.quiet_for()
+            if wait <= 0:
                 return
             time.sleep(min(wait, 0.25))
 
@@ -183,10 +220,12 @@ class SpareKeeper:
             child.discard()
 
 
-KEEPER = SpareKeeper()  # one per process: the sessions of one server share it
+AT_WORK = Activity()  # the lab's judges and analyses (gpu.sandbox.judging): a judge's replacement waits for quiet
+KEEPER = SpareKeeper(activity=AT_WORK)  # one per process: the sessions of one server share it
 # The analyses' own spares (the trace's simulator is chosen before the imports, so a judge's spare cannot serve one):
 # an analysis is a few tens of milliseconds of tracing after about 0.4 s of imports, and a class's verdicts bring a
-# burst of them. Two: one is taken while the next imports; each waiting spare holds about 150 MB.
-ANALYSES = SpareKeeper(capacity=min(2, os.cpu_count() or 1))
+# burst of them. Two: one is taken while the next imports; each waiting spare holds about 150 MB. Refilled at once
+# when none is left: the analyses after a class's verdicts are already asked for.
+ANALYSES = SpareKeeper(capacity=min(2, os.cpu_count() or 1), refill_when_empty=True, activity=AT_WORK)
 
-__all__ = ["ANALYSES", "CLASS_SPARES", "KEEPER", "MAX_SPARES", "SpareKeeper", "default_spares"]
+__all__ = ["ANALYSES", "AT_WORK", "CLASS_SPARES", "KEEPER", "Activity", "MAX_SPARES", "SpareKeeper", "default_spares"]
