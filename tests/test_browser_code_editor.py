@@ -1,6 +1,7 @@
 """Write a kernel's code editor (CodeMirror 6) in a real browser: line numbers, Tab indents and keeps
 the focus, Ctrl+Enter runs, and a refused line is marked. Needs the bundle (`make test` builds it)."""
 
+import re
 
 import pytest
 from playwright.sync_api import expect
@@ -71,6 +72,16 @@ def test_line_numbers_tab_indents_and_keeps_focus(page, app_url):
     assert editor_has_focus(page)
     assert page.locator(".cm-line").first.inner_text() == before
     assert page.locator(".tok-keyword, .ͼb").count() > 0 or page.locator(".cm-line span").count() > 5  # highlighted
+    # a draft survives another problem and back (the editor drawn afresh loads the draft it had)
+    replace_text(page, REFUSED.replace("import os", "# my draft"))
+    page.get_by_text("Your kernel").first.click()  # the editor loses the focus: it sends its text
+    wait_for_app(page)
+    for name in (re.compile(r"^2\. "), re.compile(r"^1\. Vector add")):
+        page.locator('[data-testid="stSelectbox"]').first.click()
+        page.get_by_role("option", name=name).click()
+        wait_for_app(page)
+        expect(page.locator(".cm-content")).to_have_count(1)
+    expect(page.locator(".cm-line").first).to_have_text("# my draft")
 
 
 def test_ctrl_enter_runs_and_a_refused_line_is_marked(page, app_url):

@@ -234,6 +234,35 @@ def test_the_code_editor_is_drawn_when_its_bundle_is_built(isolated, monkeypatch
     assert not any(code_editor.FALLBACK_NOTE in c.value for c in at.caption)
 
 
+def test_the_editor_is_sent_again_only_when_the_browser_loads_a_text(isolated, monkeypatch):
+    """Typing leaves the element as it was (Streamlit sends a message it sent before by its hash; with each draft in
+    it, every run after an edit carried the 500 KB bundle again); a run without the editor (another problem) makes
+    the browser load the latest draft when it comes back."""
+    import json
+
+    from ui.components import code_editor
+
+    monkeypatch.delenv(code_editor.ENV_PLAIN)
+    if not code_editor.BUNDLE.is_file():
+        pytest.skip("the code editor's bundle is not built (`make editor`)")
+
+    def editor(at):
+        (proto,) = [e.proto for e in at.main if getattr(e, "type", "") == "bidi_component"]
+        return proto.id, json.loads(proto.json)["value"]
+
+    at = AppTest.from_file(PAGE, default_timeout=60).run()
+    first_id, loaded = editor(at)
+    assert "def vector_add(a, b, out)" in loaded
+    at.session_state["write_kernel.draft.vector-add.0"] = {"value": WRONG}  # what the browser sends as one types
+    at.run()
+    at.run()
+    assert editor(at) == (first_id, loaded)  # the same element: the browser keeps its own text
+    assert at.session_state["write_kernel.drafts"]["vector-add"] == WRONG  # the draft follows the typing
+    at.selectbox(key="write_kernel.problem").set_value("matmul").run()
+    at.selectbox(key="write_kernel.problem").set_value("vector-add").run()
+    assert editor(at)[1] == WRONG  # drawn afresh: the browser loads the draft it had
+
+
 def test_without_the_bundle_the_page_falls_back_to_a_text_box_and_says_so(isolated, monkeypatch):
     from ui.components import code_editor
 

@@ -25,7 +25,7 @@ ENV_PLAIN = _settings.PLAIN_EDITOR.name  # "1": always the plain text area (AppT
 FALLBACK_NOTE = (
     "Plain text box: the code editor's bundle is not built. `make run` builds it (npm ci + esbuild) and starts the app."
 )
-_STATE = "code_editor.seeds"  # session dict: key -> (seed, the source last returned)
+_STATE = "code_editor.seeds"  # session dict: key -> (seed, the source last returned, the text the browser loaded)
 _registered: dict[str, object] = {}  # bundle mtime -> the component's mount function
 
 
@@ -72,20 +72,27 @@ def code_editor(
 
     The editor keeps its own text across reruns. Passing a ``value`` other than the source this
     function last returned (an upload, a reset) replaces the editor's text.
+
+    The browser is sent the text it loads (``data["value"]``) only when it loads it: on the editor's first run, after
+    a run without it (another problem or page: Streamlit dropped its state) and on a replacement. While the learner
+    types, the element stays the same, and Streamlit sends a message it has sent before by its hash: sent with each
+    new draft, the element carried the whole bundle (about 500 KB) to the browser on every run after an edit.
     """
     seeds = st.session_state.setdefault(_STATE, {})
-    seed, returned = seeds.get(key, (0, None))
+    seed, returned, loaded = seeds.get(key, (0, None, value))
     if returned is not None and value != returned:
         seed += 1  # a fresh component state, and the browser loads the new text
+    if f"{key}.{seed}" not in st.session_state:  # not drawn on the last run (or ever): the browser loads ``value``
+        loaded = value
     marks = [
         {"line": int(m.line), "kind": m.kind, "message": m.message} for m in markers if m.kind in KINDS and m.line >= 1
     ]
     dark = getattr(getattr(st.context, "theme", None), "type", None) == "dark"
     result = _mount()(
         key=f"{key}.{seed}",
-        data={
+        data={  # unchanged while the learner types: the element (its 380 KB bundle inline) is not sent again
             "id": f"{key}.{seed}",
-            "value": value,
+            "value": loaded,
             "markers": marks,
             "height": int(height),
             "dark": dark,
@@ -97,7 +104,7 @@ def code_editor(
     )
     run = result.get("run")
     source = run if isinstance(run, str) else result.get("value") if isinstance(result.get("value"), str) else value
-    seeds[key] = (seed, source)
+    seeds[key] = (seed, source, loaded)
     return EditorResult(source=source, run_requested=isinstance(run, str))
 
 
