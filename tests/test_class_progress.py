@@ -459,23 +459,30 @@ def test_a_judge_that_yielded_its_turn_no_longer_holds_the_analyses():
     assert judges.pending() == 0  # done() is idempotent: not counted below zero
 
 
-def test_a_child_past_its_quantum_lowers_its_own_priority():
-    """gpu.sandbox.child.lower_priority_after: the main thread's nice value, from a timer thread."""
+def test_a_child_past_its_share_of_cpu_lowers_its_own_priority_and_a_waiting_one_does_not():
+    """gpu.sandbox.child.lower_priority_after: the main thread's nice value, from a watching thread, once the
+    process has used its CPU; a process that only waits (for the cores, here for a sleep) keeps its priority."""
     import os
     import subprocess
     import sys
 
     code = ("import os, time\n"
             "from gpu.sandbox.child import lower_priority_after\n"
-            "lower_priority_after(0.1)\n"
+            "lower_priority_after(0.2)\n"
             "before = os.getpriority(os.PRIO_PROCESS, os.getpid())\n"
-            "time.sleep(0.5)\n"
-            "print(before, os.getpriority(os.PRIO_PROCESS, os.getpid()))\n")
+            "time.sleep(0.6)\n"
+            "waited = os.getpriority(os.PRIO_PROCESS, os.getpid())\n"
+            "start = time.process_time()\n"
+            "while time.process_time() - start < 0.4: pass\n"
+            "deadline = time.monotonic() + 30\n"  # the watcher looks every 0.05 s, when it gets a core
+            "while os.getpriority(os.PRIO_PROCESS, os.getpid()) != 19 and time.monotonic() < deadline:\n"
+            "    time.sleep(0.02)\n"
+            "print(before, waited, os.getpriority(os.PRIO_PROCESS, os.getpid()))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                          start_new_session=True)  # as the app starts every child: a session of its own
-    before, after = map(int, out.stdout.split())
-    assert after == 19 and before < 19, out.stdout
+    before, waited, after = map(int, out.stdout.split())
+    assert before < 19 and waited == before and after == 19, out.stdout
 
 
 def test_only_a_judge_yields_the_cores_past_its_turn_and_only_in_the_simulator():
@@ -488,8 +495,8 @@ def test_only_a_judge_yields_the_cores_past_its_turn_and_only_in_the_simulator()
     assert not yields_when_late(None, simulated=False)  # on a GPU nothing yields
 
 
-def test_an_analysis_compiles_at_the_childrens_priority_and_its_trace_yields_past_the_turn(monkeypatch):
-    """The trace runs the learner's kernel again (a loop to the simulator's limit takes seconds): past the turn it
+def test_an_analysis_compiles_at_the_childrens_priority_and_its_trace_yields_past_its_share(monkeypatch):
+    """The trace runs the learner's kernel again (a loop to the simulator's limit takes seconds): past its share it
     leaves the cores to the judges, as a judge does; the compile before it (no learner's code runs) does not."""
     from gpu.problems import get
     from gpu.sandbox import child, trace_child
@@ -499,13 +506,12 @@ def test_an_analysis_compiles_at_the_childrens_priority_and_its_trace_yields_pas
     monkeypatch.setattr(child, "lower_priority_after", lambda seconds, *a: calls.append(("lower", seconds)))
     monkeypatch.setattr(child, "lower_address_space", lambda _bytes: None)
     monkeypatch.setattr(trace_child, "trace_checked", lambda *a: calls.append(("trace",)) or "traced")
-    result = child.analysis(get("vector-add"), {"source": GOOD, "facts": False, "trace": True, "seed": 1},
-                            started=time.monotonic() - 0.5)
+    result = child.analysis(get("vector-add"), {"source": GOOD, "facts": False, "trace": True, "seed": 1})
     assert result["trace"] == "traced"
-    assert [c[0] for c in calls] == ["lower", "trace"]  # the rest of its turn, then the trace
-    assert calls[0][1] == pytest.approx(fairness.LATE_S - 0.5, abs=0.2)
+    assert [c[0] for c in calls] == ["lower", "trace"]  # its share of CPU counted from the trace's start
+    assert calls[0][1] == fairness.LATE_CPU_S
     calls.clear()
-    child.analysis(get("vector-add"), {"source": GOOD, "facts": False, "trace": False}, started=time.monotonic())
+    child.analysis(get("vector-add"), {"source": GOOD, "facts": False, "trace": False})
     assert calls == []  # facts alone: nothing yields
 
 

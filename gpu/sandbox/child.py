@@ -32,7 +32,7 @@ WARM_ANALYSIS = "warm-analysis"  # ... for an analysis that traces, started befo
 
 
 CHILD_NICENESS = 10  # below the app's server: a class's submissions queue for the cores, the pages stay quick
-LATE_NICENESS = 19  # a child past its turn in the queue (``lower_priority_after``)
+LATE_NICENESS = 19  # a child past its share of CPU (``lower_priority_after``)
 OWN_SESSION = "KERNEL_LAB_OWN_SESSION"  # "1": started by the lab in a session of its own (gpu/core/settings.py)
 
 
@@ -90,16 +90,25 @@ def _set_autogroup_soon(niceness: int) -> None:
             return
 
 
-def lower_priority_after(seconds: float, niceness: int = LATE_NICENESS) -> None:
-    """Past ``seconds`` of its request (``gpu.sandbox.fairness.LATE_S``: its turn in the queue has ended), this
-    process runs at ``niceness`` (the lowest): a judge or an analysis still running leaves the cores to the judges
-    that follow. Measured in a class of 16, two never-ending kernels at the judges' own priority took two of every
-    three slices of CPU from them for their whole wall-clock limit."""
+def lower_priority_after(cpu_s: float, niceness: int = LATE_NICENESS, poll_s: float = 0.05) -> None:
+    """Once this process has used ``cpu_s`` more seconds of CPU (``gpu.sandbox.fairness.LATE_CPU_S``), it runs at
+    ``niceness`` (the lowest): a judge or a trace still running leaves the cores to the judges that follow. Measured
+    in a class of 16, two never-ending kernels at the judges' own priority took two of every three slices of CPU from
+    them for their whole wall-clock limit.
+
+    CPU used, not time passed: on a loaded machine a kernel that needs 0.6 s of CPU (a loop stopped at the
+    simulator's limit) got part of it in its first 2 s, was lowered then (the rule was 2 s of wall clock), and
+    crawled at the lowest priority behind 16 pages for up to 20 s more; waiting for the cores is not holding them."""
     import threading
 
-    timer = threading.Timer(seconds, lower_priority, (niceness,))
-    timer.daemon = True
-    timer.start()
+    start = time.process_time()  # every thread of this process
+
+    def watch() -> None:
+        while time.process_time() - start < cpu_s:
+            time.sleep(poll_s)
+        lower_priority(niceness)
+
+    threading.Thread(target=watch, name="kernel-lab-late", daemon=True).start()
 
 
 def in_simulator() -> bool:
@@ -109,7 +118,8 @@ def in_simulator() -> bool:
 
 
 def yields_when_late(mode: str | None, simulated: bool) -> bool:
-    """Whether a child of request ``mode`` drops to the lowest priority past its turn (``lower_priority_after``).
+    """Whether a child of request ``mode`` drops to the lowest priority past its share of CPU
+    (``lower_priority_after``).
 
     A judge does, in the simulator (on a GPU nothing yields: ``gpu.sandbox.fairness``). An analysis ("facts",
     "analysis") does not from its start: its compile is bounded work that the class's other analyses of the same
@@ -117,7 +127,7 @@ def yields_when_late(mode: str | None, simulated: bool) -> bool:
     behind the pages while every other learner's facts waited on it (in a class of 16, ``benchmarks/
     class_submit.py``, three classes each, alternating: 1-4 of 15 facts arrived within 20 s of their verdict with
     analyses yielding, 15 of 15 without). Its trace, which runs the learner's kernel again (a loop to the
-    simulator's limit takes seconds), yields past the turn as a judge does (``analysis``): at the children's
+    simulator's limit takes seconds), yields past its share as a judge does (``analysis``): at the children's
     priority, such traces held the yielded judges of never-ending kernels back (their verdicts 13.5 s from the
     press, against 5.4 s).
     """
@@ -162,10 +172,10 @@ def lower_address_space(limit: int) -> str | None:
     return None
 
 
-def analysis(problem, request: dict, started: float) -> dict:
-    """The compiler's facts and the trace of ``request["source"]``: one check, then NVVM, then the trace.
-    ``started``: when the request came (``time.monotonic``): the trace, which runs the learner's kernel, yields the
-    cores past the turn as a judge does (``yields_when_late``); the compile does not."""
+def analysis(problem, request: dict) -> dict:
+    """The compiler's facts and the trace of ``request["source"]``: one check, then NVVM, then the trace. The trace,
+    which runs the learner's kernel, yields the cores past ``LATE_CPU_S`` of its own CPU as a judge does
+    (``yields_when_late``); the compile does not."""
     from gpu.sandbox.checker import Refusal, check_source
 
     source = request["source"]
@@ -183,9 +193,9 @@ def analysis(problem, request: dict, started: float) -> dict:
         result["compile_facts"], result["note"], result["status"] = facts, note, status
     if request.get("trace"):
         if in_simulator():
-            from gpu.sandbox.fairness import LATE_S
+            from gpu.sandbox.fairness import LATE_CPU_S
 
-            lower_priority_after(max(0.0, LATE_S - (time.monotonic() - started)))
+            lower_priority_after(LATE_CPU_S)  # the trace's own CPU (the compile ran in a process of its own)
         lower_address_space(int(request.get("address_space_bytes") or 0))
         from gpu.sandbox.trace_child import trace_checked
 
@@ -232,7 +242,6 @@ def main(argv: list[str]) -> int:
     if warm:  # started ahead of its request (gpu.sandbox.warm): the lab's imports first, then wait for it
         imported_quickly(warm == WARM_ANALYSIS)
     request = json.loads(sys.stdin.buffer.read(MAX_REQUEST_BYTES) or b"{}")
-    started = time.monotonic()
     mode = request.get("mode")
     if mode in ("facts", "analysis") and request.get("trace"):
         # the trace records accesses through Kernel Lab's simulator's hooks: chosen before gpu is imported
@@ -240,9 +249,9 @@ def main(argv: list[str]) -> int:
         os.environ["KERNEL_LAB_SIMULATOR"] = "lab"
     get, judge, Verdict = import_judge()
     if yields_when_late(mode, in_simulator()):
-        from gpu.sandbox.fairness import LATE_S  # (after the simulator is chosen: importing gpu decides it)
+        from gpu.sandbox.fairness import LATE_CPU_S  # (after the simulator is chosen: importing gpu decides it)
 
-        lower_priority_after(LATE_S)
+        lower_priority_after(LATE_CPU_S)
 
     try:
         if warm == WARM_JUDGE and mode is not None:
@@ -252,7 +261,7 @@ def main(argv: list[str]) -> int:
         problem = get(request["problem"])
         if mode in ("facts", "analysis"):  # the second step after a verdict: the compiler's facts and the trace
             try:
-                result = analysis(problem, request, started)
+                result = analysis(problem, request)
             except Exception as exc:  # never a traceback: one line
                 why = f"{type(exc).__name__}: {str(exc).strip()[:300]}"
                 result = {

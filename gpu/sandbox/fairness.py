@@ -9,7 +9,7 @@ limit (measured: two 20-second time-outs sat ahead of most of a class of 16). Tw
   turn, round-robin, however fast one of them presses Run.
 - ``TimeSlice``: in the simulator, a judge holds the lock for at most ``QUANTUM_S``; a judge still
   running then keeps running (its limits still apply) in a background lane of ``LANE_SLOTS`` children,
-  and the lock goes to the next learner; past ``LATE_S`` of its request (the quantum) it runs at the
+  and the lock goes to the next learner; past ``LATE_CPU_S`` of CPU used since its request it runs at the
   lowest CPU priority (``gpu.sandbox.child``). The analysis after a verdict (compiler's facts and trace)
   holds the queue the same way, so a compile slowed by a busy machine does not hold the judges behind
   it, but keeps the children's priority (``child.yields_when_late``): it is bounded, and the class's analyses of
@@ -38,7 +38,12 @@ from contextlib import AbstractContextManager, contextmanager
 # and 26.6 s): the memory hogs and never-ending kernels overlapped each other at the judges' priority, then crawled
 # at the lowest behind the class's pages.
 QUANTUM_S = 2.0
-LATE_S = QUANTUM_S
+# A judge (or a trace) that has used this much CPU since its request runs at the lowest priority from then on
+# (``gpu.sandbox.child.lower_priority_after``): a judge of the problem set uses 0.005-0.05 s, a loop stopped at the
+# simulator's limit about 0.6 s; only the long ones (a loop the wall clock stops, a memory hog) pass it. (It was 2 s
+# of wall clock, ``QUANTUM_S``: on a loaded machine the 0.6 s loop was lowered before it had had its CPU, and its
+# verdict crawled behind the class's pages.)
+LATE_CPU_S = 1.0
 # A judge past its quantum while the lane is full keeps the turn and looks again this often: it yields as soon as a
 # place in the lane frees (once, a never-ending kernel whose one look found the lane full of analyses held a class's
 # queue for its whole 20 s limit).
@@ -196,5 +201,5 @@ def judges_first(lock: Callable[[], AbstractContextManager], on_wait: Callable[[
             return
 
 
-__all__ = ["GATE", "JUDGES", "LANE_SLOTS", "LATE_S", "QUANTUM_S", "RETRY_S", "JudgesFirst", "LearnerBusy",
+__all__ = ["GATE", "JUDGES", "LANE_SLOTS", "LATE_CPU_S", "QUANTUM_S", "RETRY_S", "JudgesFirst", "LearnerBusy",
            "LearnerGate", "TimeSlice", "judges_first"]

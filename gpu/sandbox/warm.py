@@ -41,7 +41,7 @@ from gpu.sandbox.isolation import Limits, SandboxStatus
 
 MAX_SPARES = 32
 CLASS_SPARES = 16  # a class's demo: its learners press Run within a moment of each other
-QUIET_S = 2.0  # a spare handed out is replaced once none has been for this long, or at once when none is left
+QUIET_S = 2.0  # a judge's spare is replaced once no judge or analysis has been at work for this long
 
 
 def default_spares() -> int:
