@@ -206,6 +206,24 @@ def test_a_child_at_work_holds_a_judges_replacement_until_quiet():
         judges.close()
 
 
+def test_with_none_left_a_replacement_waits_no_longer_than_its_longest_wait():
+    """A class that never goes quiet still gets its spares back (each Run would otherwise start its own process)."""
+    from gpu.sandbox.warm import Activity
+
+    busy = Activity()
+    kept = SpareKeeper(capacity=1, quiet_s=60.0, activity=busy, longest_wait_s=1.0)
+    kept.enable()
+    try:
+        with busy.running():  # a child at work throughout
+            kept.take(argv(), LIMITS, True, OFF).discard()  # none left
+            deadline = time.monotonic() + 60
+            while kept.spares() == 0 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert kept.spares() == 1 and busy.quiet_for() == 0.0  # replaced though never quiet
+    finally:
+        kept.close()
+
+
 def test_the_analyses_keeper_refills_at_once_when_none_is_left():
     kept = SpareKeeper(capacity=1, quiet_s=60.0, refill_when_empty=True)
     kept.enable()

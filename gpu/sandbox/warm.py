@@ -10,8 +10,9 @@ of judges is served by the spares imported while its learners typed, and the rep
 and its analyses, not on the cores its verdicts, analyses and pages need. (Replaced at once when none was left, a
 class's 16 replacements imported together at the judges' priority: about 9 CPU-seconds in the 12 s from the first
 press to the middle verdict, benchmarks/class_submit.md.) A judge that finds none left starts its own, which costs
-it what its replacement would have. The analyses' keeper refills at once: its spares serve analyses already asked
-for.
+it what its replacement would have; with none left, a replacement waits at most ``LONGEST_WAIT_S``, so a class that
+never goes quiet still gets its spares back. The analyses' keeper refills at once: its spares serve analyses
+already asked for.
 
 Nothing about isolation changes: each submission still gets a process, a sandbox, cgroups and a work folder of
 its own, used once and ended (``isolation.Started``); the spare holds no learner's code or seed until its request
@@ -42,6 +43,9 @@ from gpu.sandbox.isolation import Limits, SandboxStatus
 MAX_SPARES = 32
 CLASS_SPARES = 16  # a class's demo: its learners press Run within a moment of each other
 QUIET_S = 2.0  # a judge's spare is replaced once no judge or analysis has been at work for this long
+# ... or, with none left, after this long whatever the activity: a class that never goes quiet for QUIET_S would
+# otherwise judge every Run in a process started then, each holding the queue through its imports (about 0.5 s)
+LONGEST_WAIT_S = 20.0
 
 
 def default_spares() -> int:
@@ -91,11 +95,12 @@ class SpareKeeper:
     until ``enable``."""
 
     def __init__(self, capacity: int | None = None, quiet_s: float = QUIET_S, refill_when_empty: bool = False,
-                 activity: Activity | None = None) -> None:
+                 activity: Activity | None = None, longest_wait_s: float = LONGEST_WAIT_S) -> None:
         self.capacity = capacity if capacity is not None else default_spares()
         self.quiet_s = quiet_s
         self.refill_when_empty = refill_when_empty  # replace at once, quiet or not, when no spare is left
-        self.activity = activity if activity is not None else Activity()  # takes that keep a replacement waiting
+        self.longest_wait_s = longest_wait_s  # with none left, replace after this long, quiet or not
+        self.activity = activity if activity is not None else Activity()  # children at work hold a replacement
         self._spares: list[tuple[tuple, isolation.Started]] = []
         self._mutex = threading.Lock()
         self._enabled = False
@@ -176,9 +181,11 @@ class SpareKeeper:
         """Hold a replacement until no child has been at work for ``quiet_s`` (``activity``): a class's burst of
         judges is served by the spares started while its learners typed, and the replacements' imports (about 0.5 s
         of CPU each) come after the burst and its analyses rather than on the cores they and the pages need. With
-        ``refill_when_empty``, no wait once none is left."""
+        ``refill_when_empty``, no wait once none is left; without it, none left, no longer than ``longest_wait_s``."""
+        asked = time.monotonic()
         while self._enabled:
-            if self.refill_when_empty:
+            longest = 0.0 if self.refill_when_empty else self.longest_wait_s
+            if time.monotonic() - asked >= longest:
                 with self._mutex:
                     if not any(k == key and child.alive() for k, child in self._spares):
                         return
@@ -228,4 +235,7 @@ KEEPER = SpareKeeper(activity=AT_WORK)  # one per process: the sessions of one s
 # when none is left: the analyses after a class's verdicts are already asked for.
 ANALYSES = SpareKeeper(capacity=min(2, os.cpu_count() or 1), refill_when_empty=True, activity=AT_WORK)
 
-__all__ = ["ANALYSES", "AT_WORK", "CLASS_SPARES", "KEEPER", "Activity", "MAX_SPARES", "SpareKeeper", "default_spares"]
+__all__ = [
+    "ANALYSES", "AT_WORK", "CLASS_SPARES", "KEEPER", "LONGEST_WAIT_S", "MAX_SPARES", "Activity", "SpareKeeper",
+    "default_spares",
+]
