@@ -3,11 +3,12 @@
     .venv/bin/python benchmarks/class_submit.py --repeats 2   # the latencies (benchmarks/class_submit.md)
     .venv/bin/python benchmarks/class_cpu.py                  # this: the CPU behind them, by process and phase
 
-Every process's user + system time is read from /proc every 0.5 s and counted by what the process is (the
-learners' Chromium renderers and its other processes, the sandboxed judges, the Streamlit server, the rest) and by
-the phase of the class its time fell in: the 16 pages loading and typing, the first press to the last verdict, and
-after it (the compiler's facts and trace, and the benchmark reading the pages). On two cores the phase from the
-first press to the last verdict is what the Submit → verdict figures are made of. Linux only (/proc); it prints a
+Every process's user + system time is read from /proc every 0.5 s and counted by what the process is (``KINDS``:
+the learners' Chromium renderers and its other processes, the sandboxed judges (spares included), the analyses,
+their compile workers, the Streamlit server, the rest) and by the phase of the class its time fell in: the 16 pages
+loading and typing, the first press to the middle verdict (the p50 learner's), from there to the last verdict, and
+after it (the compiler's facts and trace, and the benchmark reading the pages). On two cores the phases from the
+first press to the last verdict are what the Submit → verdict figures are made of. Linux only (/proc); it prints a
 table and writes nothing.
 """
 

@@ -225,7 +225,7 @@ def test_with_none_left_a_replacement_waits_no_longer_than_its_longest_wait():
 
 
 def test_the_analyses_keeper_refills_at_once_when_none_is_left():
-    kept = SpareKeeper(capacity=1, quiet_s=60.0, refill_when_empty=True)
+    kept = SpareKeeper(capacity=1, quiet_s=60.0, longest_wait_s=0.0)
     kept.enable()
     try:
         kept.take(argv(), LIMITS, True, OFF).discard()

@@ -94,12 +94,11 @@ class SpareKeeper:
     """Up to ``capacity`` started, unused judge children (for the command line and sandbox last asked for); off
     until ``enable``."""
 
-    def __init__(self, capacity: int | None = None, quiet_s: float = QUIET_S, refill_when_empty: bool = False,
-                 activity: Activity | None = None, longest_wait_s: float = LONGEST_WAIT_S) -> None:
+    def __init__(self, capacity: int | None = None, quiet_s: float = QUIET_S, activity: Activity | None = None,
+                 longest_wait_s: float = LONGEST_WAIT_S) -> None:
         self.capacity = capacity if capacity is not None else default_spares()
         self.quiet_s = quiet_s
-        self.refill_when_empty = refill_when_empty  # replace at once, quiet or not, when no spare is left
-        self.longest_wait_s = longest_wait_s  # with none left, replace after this long, quiet or not
+        self.longest_wait_s = longest_wait_s  # with none left, replace after this long, quiet or not (0: at once)
         self.activity = activity if activity is not None else Activity()  # children at work hold a replacement
         self._spares: list[tuple[tuple, isolation.Started]] = []
         self._mutex = threading.Lock()
@@ -180,12 +179,11 @@ class SpareKeeper:
     def _wait_for_quiet(self, key: tuple) -> None:
         """Hold a replacement until no child has been at work for ``quiet_s`` (``activity``): a class's burst of
         judges is served by the spares started while its learners typed, and the replacements' imports (about 0.5 s
-        of CPU each) come after the burst and its analyses rather than on the cores they and the pages need. With
-        ``refill_when_empty``, no wait once none is left; without it, none left, no longer than ``longest_wait_s``."""
+        of CPU each) come after the burst and its analyses rather than on the cores they and the pages need. None
+        left: no longer than ``longest_wait_s``."""
         asked = time.monotonic()
         while self._enabled:
-            longest = 0.0 if self.refill_when_empty else self.longest_wait_s
-            if time.monotonic() - asked >= longest:
+            if time.monotonic() - asked >= self.longest_wait_s:
                 with self._mutex:
                     if not any(k == key and child.alive() for k, child in self._spares):
                         return
@@ -233,7 +231,7 @@ KEEPER = SpareKeeper(activity=AT_WORK)  # one per process: the sessions of one s
 # an analysis is a few tens of milliseconds of tracing after about 0.4 s of imports, and a class's verdicts bring a
 # burst of them. Two: one is taken while the next imports; each waiting spare holds about 150 MB. Refilled at once
 # when none is left: the analyses after a class's verdicts are already asked for.
-ANALYSES = SpareKeeper(capacity=min(2, os.cpu_count() or 1), refill_when_empty=True, activity=AT_WORK)
+ANALYSES = SpareKeeper(capacity=min(2, os.cpu_count() or 1), activity=AT_WORK, longest_wait_s=0.0)
 
 __all__ = [
     "ANALYSES", "AT_WORK", "CLASS_SPARES", "KEEPER", "LONGEST_WAIT_S", "MAX_SPARES", "Activity", "SpareKeeper",
