@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ui.charts.trace import access_map_chart, sectors_chart
+from ui.charts.trace import access_map_spec, sectors_chart
 
 
 def _picture() -> pd.DataFrame:
@@ -22,7 +22,7 @@ def _layers(spec: dict) -> list[dict]:
 
 
 def test_the_access_map_colours_only_the_chosen_threads_cells():
-    spec = access_map_chart(_picture(), range(32), "warp 0").to_dict()
+    spec = access_map_spec(_picture(), range(32), "warp 0")
     assert [p["title"] for p in spec["hconcat"]] == ["a (global)", "out (global)"]
     datasets = spec["datasets"]
     base, highlight = _layers(spec)[0], _layers(spec)[1]
@@ -40,7 +40,7 @@ def test_the_access_map_colours_only_the_chosen_threads_cells():
 
 
 def test_the_access_map_shrinks_cells_so_panels_fit_side_by_side():
-    wide = access_map_chart(_picture(), [0], "thread 0").to_dict()
+    wide = access_map_spec(_picture(), [0], "thread 0")
     assert sum(p["width"] for p in wide["hconcat"]) <= 860
 
 
@@ -69,3 +69,48 @@ def test_the_sectors_chart_draws_touched_bars_and_ideal_ticks_in_step_order():
         "2 · tiled — line 57 write out[...]",
     ]
     assert max(bars["encoding"]["x"]["axis"]["values"]) >= 32
+
+
+def test_the_access_maps_spec_is_built_without_altairs_data_transformer():
+    """Streamlit swaps Altair's data transformer (a global) while it converts another session's chart: the access
+    map, built by the page itself, must not go through it (its rows would land in that session's datasets)."""
+    import altair as alt
+
+    def elsewhere(data, **kwargs):
+        raise AssertionError("the access map went through the data transformer")
+
+    alt.data_transformers.register("elsewhere", elsewhere)
+    try:
+        with alt.data_transformers.enable("elsewhere"):
+            spec = access_map_spec(_picture(), range(32), "warp 0")
+    finally:
+        alt.data_transformers.enable("default")
+    assert sorted(spec["datasets"]) == ["chosen-0", "chosen-1", "touched-0", "touched-1"]
+
+
+def test_a_pages_access_map_is_built_once_per_report_and_choice(monkeypatch):
+    from dataclasses import replace
+
+    import streamlit as st
+
+    from gpu.trace.report import TraceReport
+    from ui.views import trace as view
+
+    built = []
+
+    def counting(picture, threads, title, subtitle=""):
+        built.append((tuple(threads), title))
+        return access_map_spec(picture, threads, title, subtitle)
+
+    monkeypatch.setattr(st, "session_state", {})
+    monkeypatch.setattr(view.charts, "access_map_spec", counting)
+    frame = _picture()
+    report = TraceReport("k", "k, N = 64", (1, 1, 1), (64, 1, 1), 1, 1, 128, 0, (), (), 0, (), 1, (), (),
+                         tuple(frame.to_dict("records")))
+    first = view.map_spec("map", report, frame, range(32), "warp 0")
+    assert view.map_spec("map", report, frame, range(32), "warp 0") is first  # the next run of the page
+    assert view.map_spec("map", replace(report), frame, range(32), "warp 0") is first  # an equal report (a cache's copy)
+    view.map_spec("map", report, frame, range(32, 64), "warp 1")  # another warp
+    other = replace(report, picture=report.picture[:64])
+    view.map_spec("map", other, frame, range(32, 64), "warp 1")  # another submission's trace
+    assert built == [(tuple(range(32)), "warp 0"), (tuple(range(32, 64)), "warp 1"), (tuple(range(32, 64)), "warp 1")]

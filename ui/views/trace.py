@@ -9,6 +9,8 @@ The Kernels page lets the learner choose the traced size, up to ``MAX_TRACE_WORK
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import pandas as pd
 import streamlit as st
 
@@ -141,6 +143,28 @@ def show_findings(report: TraceReport) -> None:
         st.success(report.headline(), icon=":material/check_circle:")
 
 
+MAPS_KEY = "trace.maps"  # session dict: a picture's key -> (what it was drawn from, its Vega-Lite spec)
+
+
+def map_spec(key: str, report: TraceReport, frame: pd.DataFrame, threads: Iterable[int], title: str) -> dict:
+    """The Vega-Lite spec of the access map of ``threads`` in ``frame`` (``report``'s picture, or a part of it that
+    depends on ``key`` alone), built once per picture and choice in this session: the report, the threads and the
+    title are compared with those last drawn under ``key``.
+
+    Altair builds an access map of three arrays (its two layers per array, the shared colour scale) and validates it
+    against the Vega-Lite schema in about a quarter of a second of the server's CPU, under a lock every session's
+    Altair charts share; a page showing a trace did so on every run, each keystroke in the editor included. One spec
+    is kept per picture on the page (its widget key), replaced when its report or choice changes."""
+    maps = st.session_state.setdefault(MAPS_KEY, {})
+    drawn_from = (report, tuple(threads), title)
+    held = maps.get(key)
+    if held is not None and held[0] == drawn_from:
+        return held[1]
+    spec = charts.access_map_spec(frame, threads, title, report.label)
+    maps[key] = (drawn_from, spec)
+    return spec
+
+
 def show_picture(report: TraceReport, key: str) -> None:
     """The access map for one warp or one thread, picked with a slider; or why there is none."""
     if report.picture is None:
@@ -177,12 +201,9 @@ def show_picture(report: TraceReport, key: str) -> None:
             if len(row)
             else f"thread {thread} (made no access)"
         )
-    st.altair_chart(
-        charts.access_map_chart(
-            frame, threads, f"What {who} read and wrote (grey: other threads' cells)", report.label
-        ),
-        width="content",
-    )
+    title = f"What {who} read and wrote (grey: other threads' cells)"
+    spec = map_spec(key, report, frame, threads, title)
+    st.vega_lite_chart(spec, width="content")
 
 
 def show_kernel_traces(spec) -> None:
@@ -272,10 +293,8 @@ def show_coalescing_demo() -> None:
         frame = pd.DataFrame(list(report.picture or ()))
         if not frame.empty:
             frame = frame[frame["array"].str.startswith("a ")]
-            col.altair_chart(
-                charts.access_map_chart(frame, range(WARP), "What warp 0 of block 0 reads", report.label),
-                width="content",
-            )
+            spec = map_spec(f"trace.launch.{name}", report, frame, range(WARP), "What warp 0 of block 0 reads")
+            col.vega_lite_chart(spec, width="content")
 
 
 def submission_test_ui(problem) -> str | None:
