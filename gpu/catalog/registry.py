@@ -135,7 +135,15 @@ def _faces(face: str, packages: tuple[str, ...]) -> tuple[ModuleType, ...]:
 def _load() -> None:
     """Import the engine of every experiment folder, here and in the extra packages, so each declaration
     registers itself (a folder may declare several: the Launch config page's three experiments are one folder)."""
-    for package in ("gpu.experiments", *extra_packages()):
+    _loaded(tuple(extra_packages()))
+
+
+@lru_cache(maxsize=16)
+def _loaded(packages: tuple[str, ...]) -> None:
+    """``_load`` for these extra packages, once: the folders are part of the checkout. Scanning them on every call
+    (each page's navigation asks several times per run) took about 0.5 s of a class server's CPU over one class
+    (py-spy, ``benchmarks/class_submit.py``, 16 learners)."""
+    for package in ("gpu.experiments", *packages):
         for folder in slices(package):
             for module in engine_modules(folder):
                 importlib.import_module(module)
