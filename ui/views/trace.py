@@ -151,10 +151,11 @@ def map_spec(key: str, report: TraceReport, frame: pd.DataFrame, threads: Iterab
     depends on ``key`` alone), built once per picture and choice in this session: the report, the threads and the
     title are compared with those last drawn under ``key``.
 
-    Altair builds an access map of three arrays (its two layers per array, the shared colour scale) and validates it
-    against the Vega-Lite schema in about a quarter of a second of the server's CPU, under a lock every session's
-    Altair charts share; a page showing a trace did so on every run, each keystroke in the editor included. One spec
-    is kept per picture on the page (its widget key), replaced when its report or choice changes."""
+    Through ``st.altair_chart`` an access map of three arrays (two layers per array, the shared colour scale) cost
+    about a quarter of a second of the server's CPU, under a lock every session's Altair charts share, on every run
+    of a page showing a trace: each run after a pause in typing in the editor, a hint opened, the class's facts. One
+    spec is kept per picture on the page (its widget key), replaced when its report or choice changes; Streamlit
+    copies a spec before it takes its datasets out, so the kept one stays whole."""
     maps = st.session_state.setdefault(MAPS_KEY, {})
     drawn_from = (report, tuple(threads), title)
     held = maps.get(key)
