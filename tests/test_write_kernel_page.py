@@ -2,6 +2,7 @@
 with its verdict and leaderboard entry, a refusal, and a server that requires a sandbox it lacks."""
 
 import threading
+import time
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -159,6 +160,58 @@ def test_a_judge_started_by_a_stopped_run_is_followed_and_kept_by_the_next_run(i
     at.run()  # a rerun judges nothing again
     assert len(judge_job.jobs()) == before
     assert any("Passed" in s.value for s in at.success)
+
+
+class CountdownLock:
+    """A queue whose holder's place falls by one every ``step_s``, from ``first`` (once ``seen()``) to 1, before it
+    lets it in."""
+
+    def __init__(self, first: int, step_s: float, seen) -> None:
+        self.first, self.step_s, self.seen = first, step_s, seen
+
+    @contextmanager
+    def hold(self, label, on_wait=None):
+        for ahead in range(self.first, 0, -1):
+            if on_wait is not None:
+                on_wait(ahead)
+            deadline = time.monotonic() + 60
+            while ahead == self.first and not self.seen() and time.monotonic() < deadline:
+                time.sleep(0.02)  # the first place stays until the page has drawn it
+            time.sleep(self.step_s)
+        yield
+
+
+def test_a_queued_judges_place_is_drawn_again_at_most_once_a_recount(isolated, monkeypatch):
+    """In a class's burst a page's place fell every few tenths of a second, and each new place was two elements (the
+    page's line, the sidebar's) for its browser to draw before the verdict behind them: the page draws the first place
+    at once, then a new one at most once per ``RECOUNT_S``, each lower than the last."""
+    from gpu.sandbox.isolation import sandbox_status
+    from ui import run_record
+    from ui.views import judge_job
+
+    drawn: list[tuple[float, int]] = []
+    said = run_record.queue_message
+
+    def counted(ahead, *args, **kwargs):
+        drawn.append((time.monotonic(), ahead))
+        return said(ahead, *args, **kwargs)
+
+    monkeypatch.setattr(run_record, "queue_message", counted)
+    at = AppTest.from_file(PAGE, default_timeout=120).run()
+    at.text_area(key="write_kernel.draft.vector-add").input(GOOD).run()
+    queue = CountdownLock(12, 0.3, seen=lambda: bool(drawn))
+    job = judge_job.JudgeJob("vector-add", GOOD, None, sandbox_status(), [(queue, "the test's queue")])
+    judge_job.jobs().add(job)
+    at.session_state[judge_job.JUDGE_KEY] = {"token": job.token}
+    job.start()
+    at.run()
+    assert not at.exception, at.exception
+    assert any("Passed" in s.value for s in at.success), [e.value for e in at.error]
+    places = [ahead for _, ahead in drawn]
+    assert places[0] == 12 and len(places) >= 2, places  # the first place at once, and the countdown seen
+    assert places == sorted(places, reverse=True) and len(set(places)) == len(places), places
+    span = drawn[-1][0] - drawn[0][0]
+    assert len(drawn) <= 2 + span / judge_job.RECOUNT_S, (places, span)  # 11 more in 3.3 s: each one, before
 
 
 def test_a_judge_that_cannot_run_says_why_once(isolated):

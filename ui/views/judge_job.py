@@ -32,6 +32,10 @@ from ui.run_record import runs_ahead
 JUDGE_KEY = "write_kernel.judge"  # this session's judge: {"token": the job's token until its verdict is kept}
 CLICKS_KEY = "write_kernel.clicks"  # this session's Clicks
 FOLLOW_S = 0.25  # how often a run following a job looks at it (and so how soon a stopped run lets go)
+# A queued judge's place is drawn again at most this often (its first place and its turn at once): in a class's burst
+# each page's place fell by one every few tenths of a second, and each new place was two elements (the page's line and
+# the sidebar's) for a browser to draw before it could draw the verdict behind them.
+RECOUNT_S = 1.0
 _START = threading.Lock()  # one start per press, whichever of a stopped run and its newer one gets here first
 
 
@@ -177,5 +181,5 @@ def forget(job: JudgeJob, mine: dict[str, str] | None = None) -> None:
         mine.pop("token", None)
 
 
-__all__ = ["CLICKS_KEY", "FOLLOW_S", "JUDGE_KEY", "Clicks", "JudgeJob", "clicks", "count_click", "current", "claim",
-           "forget", "jobs", "start"]
+__all__ = ["CLICKS_KEY", "FOLLOW_S", "JUDGE_KEY", "RECOUNT_S", "Clicks", "JudgeJob", "clicks", "count_click", "current",
+           "claim", "forget", "jobs", "start"]

@@ -7,6 +7,7 @@ under the same device lock as every run, and a second one for its compiler's fac
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -485,13 +486,14 @@ def follow(job: JudgeJob) -> bool:
     # waiting behind a status box's spinner spent about 7 % of a core, sixteen of them about a whole core.)
     head, waiting = st.empty(), st.empty()
     box = None
-    seen = None
+    seen, drawn_at = None, float("-inf")
     while not job.finished.wait(judge_job.FOLLOW_S):
         now = (job.state, job.waiting_for, job.ahead)
-        if now == seen:
+        recount = seen is not None and now[0] == seen[0] == "queued"  # only the place changed
+        if now == seen or (recount and time.monotonic() - drawn_at < judge_job.RECOUNT_S):
             judge_job.clicks()  # a read of the session's state: where a run stopped for a newer one lets go
             continue
-        seen = now
+        seen, drawn_at = now, time.monotonic()
         refresh_sidebar()  # the sidebar's queue line, drawn before this run's judge queued, as the queue is now
         if job.state == "queued" and job.ahead:
             waiting.info(queue_message(job.ahead, job.waiting_for, finishes_anyway=True),
