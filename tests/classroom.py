@@ -68,9 +68,15 @@ WRONG = CORRECT.replace("if i < a.size:", "if i < a.size - 1:")  # the last elem
 # The common mistake: the loop's index never reaches its bound. The simulator stops it at its loop limit in about a
 # second, naming the thread and the line (gpu/sim/device.py: loop_limit), a "Wrong result" whose test says so.
 NEVER_ENDS = CORRECT.replace(BODY, "    while i >= 0:\n        i += 1\n")
-# A loop whose every turn is a long loop of its own: the loop limit would take hours to reach, so only the wall clock
-# stops it (-> the time-limit rule, after KERNEL_LAB_SUBMIT_WALL_S).
-RUNS_TOO_LONG = CORRECT.replace(BODY, "    while i >= 0:\n        for j in range(60000):\n            i += 1\n")
+# A loop whose every turn is a long loop of its own: the loop limit (each run of each loop) would take hours to reach;
+# the work limit (every turn of the launch, gpu/sim/device.py: work_limit) stops it in a fraction of a second, naming
+# the inner loop's line. Until the work limit it ran to the wall clock: the class issue's time-out.
+NESTED = CORRECT.replace(BODY, "    while i >= 0:\n        for j in range(60000):\n            i += 1\n")
+# A never-ending loop whose every turn is long itself (64 array reads): the work limit's 4,194,304 turns would take
+# minutes to reach, so only the wall clock stops it (-> the time-limit rule, after KERNEL_LAB_SUBMIT_WALL_S).
+_READS = " + ".join(["a[0]"] * 16)
+RUNS_TOO_LONG = CORRECT.replace(BODY, "    while i >= 0:\n        for j in range(60000):\n"
+                                + "".join(f"            i += {_READS}\n" for _ in range(4)))
 # A shift whose count doubles each turn: with Python's ints it grew without bound until the memory limit stopped it;
 # compiled (and now simulated: gpu/sim/arithmetic.py) the count reaches 64 at the seventh turn, where the shift is
 # undefined in Numba, and the simulator faults there naming the line.
@@ -84,24 +90,26 @@ KINDS = {
     "correct": (CORRECT, "Passed:"),
     "wrong": (WRONG, "First mismatch in"),
     "endless": (NEVER_ENDS, "loop limit"),
+    "nested": (NESTED, "work limit"),
     "time-limit": (RUNS_TOO_LONG, "(time-limit rule)"),
     "undefined": (UNDEFINED_SHIFT, "undefined in compiled Numba"),
 }
 # kinds whose kernel ran: the compiler's facts and trace follow the verdict
-ANALYSED = ("correct", "wrong", "endless", "undefined")
+ANALYSED = ("correct", "wrong", "endless", "nested", "undefined")
 VERDICT_TEXTS = ("Passed:", "Wrong result:", "Refused (", "Could not finish:")
 # the verdict's last line (ui/views/write_kernel.py: show_verdict): a kernel that ran, a refusal
 VERDICT_ENDS = ("Sandbox:", "prints the same line")
 QUEUE_TEXT = "Queued behind"
-# 8 correct, 4 wrong, 2 never-ending (one stopped by the simulator's loop limit, one by the wall clock), 2 undefined
-# shifts (the memory hogs of Python's ints before gpu/sim/arithmetic.py), interleaved so every kind waits at every
-# depth; the one at the wall clock early, most of the class behind it
-CLASS = ["correct", "wrong", "correct", "time-limit", "correct", "wrong", "correct", "undefined",
+# The class issue's class: 8 correct, 4 wrong, 2 never-ending (one loop that never ends, stopped by the loop limit; one
+# whose every turn is a long loop, stopped by the work limit: until that limit, by the wall clock), 2 undefined shifts
+# (the memory hogs of Python's ints before gpu/sim/arithmetic.py), interleaved so every kind waits at every depth; the
+# nested one early, most of the class behind it
+CLASS = ["correct", "wrong", "correct", "nested", "correct", "wrong", "correct", "undefined",
          "correct", "wrong", "correct", "endless", "correct", "wrong", "correct", "undefined"]
-# `make test`'s class (tests/test_browser_class.py): every kind, the wall-clock one second with three kernels that ran
-# pressed just after it, in half the browsers (the 16 pages' loading alone took a minute of `make test`); the benchmark
-# (benchmarks/class_submit.py) keeps the whole class of 16
-TEST_CLASS = ["correct", "time-limit", "wrong", "correct", "undefined", "endless", "correct", "wrong"]
+# `make test`'s class (tests/test_browser_class.py): every kind, the one only the wall clock stops second with three
+# kernels that ran pressed just after it, in half the browsers (the 16 pages' loading alone took a minute of `make
+# test`); the benchmark (benchmarks/class_submit.py) keeps the whole class of 16
+TEST_CLASS = ["correct", "time-limit", "wrong", "nested", "undefined", "endless", "correct", "wrong"]
 
 # Runs in every learner's page: samples the page every 50 ms (queue lines seen, when the verdict showed). It reads the
 # page's textContent, which forces no style or layout: reading innerText every 50 ms cost the four pages of a side by

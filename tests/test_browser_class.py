@@ -35,8 +35,8 @@ from tests.classroom import (
 # (tests/classroom.py: LEARNERS_NICENESS), standing in for their own machines. The whole class is one
 # module-scoped fixture, which the first test's timeout covers: hence the longer limit.
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.classroom, pytest.mark.timeout(600)]
-HEADERS = {"correct": "Passed:", "wrong": "Wrong result:", "endless": "Wrong result:", "time-limit": "Refused (",
-           "undefined": "Wrong result:"}
+HEADERS = {"correct": "Passed:", "wrong": "Wrong result:", "endless": "Wrong result:", "nested": "Wrong result:",
+           "time-limit": "Refused (", "undefined": "Wrong result:"}
 QUEUE_LINE = re.compile(r"Queued behind (\d+) runs? on the CUDA simulator")
 WAITED = re.compile(r"waited (\d+\.\d) s in the queue, behind (\d+) runs?")
 
@@ -68,6 +68,8 @@ def test_each_page_shows_its_own_verdict(class_run):
     assert all(f"{WALL_S:g} s wall-clock limit" in lr.verdict for lr in run.learners if lr.kind == "time-limit")
     endless = [lr for lr in run.learners if lr.kind == "endless"]
     assert all("loop limit (thread (0, 0, 0) of block (0, 0, 0), line 9)" in lr.verdict for lr in endless)
+    nested = [lr for lr in run.learners if lr.kind == "nested"]  # the inner loop's line; the work limit, not the clock
+    assert all("loop limit (thread (0, 0, 0) of block (0, 0, 0), line 10)" in lr.verdict for lr in nested)
     undefined = [lr for lr in run.learners if lr.kind == "undefined"]
     assert all("undefined (thread (0, 0, 0) of block (0, 0, 0), line 13)" in lr.verdict for lr in undefined)
 

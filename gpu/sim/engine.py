@@ -161,7 +161,7 @@ def launch(
     with _LAUNCH_LOCK, np.errstate(all="ignore"):
         _RUNNING.active = True
         STATE.wrapped_lines, STATE.divided_lines = set(), set()
-        STATE.loop_turns = device.loop_limit(args)
+        device.start_counting(args)  # the loop limit and the work limit (gpu/sim/device.py)
         STATE.dynamic_shared_bytes = device.check_dynamic_shared(dynamic_shared_bytes)
         STATE.gridDim.x, STATE.gridDim.y, STATE.gridDim.z = gx, gy, gz
         STATE.blockDim.x, STATE.blockDim.y, STATE.blockDim.z = bx, by, bz

@@ -35,6 +35,7 @@ from gpu.sim.rewrite import (
     SHARED,
     SHL,
     SHR,
+    SPENT,
     STORED,
     TURNS,
     WITHIN,
@@ -299,6 +300,7 @@ def _compile(kernel: SimKernel, active: frozenset) -> Compiled:
     scope[RANGE] = builtins.range
     scope[TURNS] = device_api.turns
     scope[ENDLESS] = device_api.endless
+    scope[SPENT] = device_api.spent
     scope[WITHIN] = device_api.within
     # arithmetic as a compiled kernel does it: int64 products and shifts, Numba's division by zero
     scope.update({INT: int, WRAP: arithmetic.wrap, POW: arithmetic.power, SHL: arithmetic.shl, SHR: arithmetic.shr,

@@ -18,12 +18,16 @@
    ``shared(site, line, ...)``, ``site`` unique to that node across every function compiled.
 4. **A launch inside a kernel is refused**, as Numba's CUDA compiler refuses it.
 5. **Every loop counts its turns.** Before a ``while`` its thread takes the launch's limit
-   (``lab$turns()``, gpu/sim/device.py: ``loop_limit``) into a fresh local, and each turn counts
-   it down first thing: ``if (t := t - 1) < 0: lab$endless(line, "while")``. A ``for`` iterates
-   ``lab$within(items, line)``: a range no longer than the limit as it is, anything longer
-   counted as it goes. A run of one loop past the limit in one thread is a KernelFault naming the
-   thread and the loop's line, in a second, instead of a submission that spins until its
-   wall-clock limit. (A GPU has no such limit; the fault says so.)
+   (``lab$turns()``, gpu/sim/device.py: ``loop_limit``, or the launch's work left where that is
+   less: ``work_limit``) into two fresh locals ``a = t``, and each turn counts ``t`` down first
+   thing: ``if (t := t - 1) < 0: lab$endless(line, "while", a)``; on its way out (after it, first
+   in its ``else`` and before its ``break``s where it has one, before a ``return`` inside it) it
+   charges ``lab$spent(a - t, line)`` to the launch's work. A ``for`` iterates
+   ``lab$within(items, line, leaves)``: a range within both limits as it is, charged at once,
+   anything longer, or a loop with a ``break`` or ``return`` in it (``leaves``), counted as it
+   goes. A run of one loop past the loop limit in one thread, or the launch's loops past its work
+   limit in all, is a KernelFault naming the thread and the loop's line, in a second, instead of
+   a submission that spins until its wall-clock limit. (A GPU has no such limit; the fault says so.)
 6. **Whole numbers and divisions as Numba compiles them** (gpu/sim/arithmetic.py). ``a * b`` becomes
    ``(p if (p := a * b).__class__ is not lab$int or LOW <= p <= HIGH else lab$wrap(p))`` (no call
    on the common path), ``a ** b``, ``a << b`` and ``a >> b`` become ``lab$pow(a, b)``,
@@ -65,6 +69,7 @@ RANGE = "lab$range"
 BLOCK = "lab$block"
 TURNS = "lab$turns"  # the launch's limit on one run of one loop in one thread
 ENDLESS = "lab$endless"  # called at the turn past it: raises the fault
+SPENT = "lab$spent"  # a while loop's turns, charged to the launch's work limit on its way out
 WITHIN = "lab$within"  # what a ``for`` loop iterates: its items, counted only where they may be more than the limit
 INT, WRAP, POW, SHL, SHR = "lab$int", "lab$wrap", "lab$pow", "lab$shl", "lab$shr"  # int64 (gpu/sim/arithmetic.py)
 DIV, FLOORDIV, MOD = "lab$div", "lab$floordiv", "lab$mod"  # division as Numba's error model for kernels does it
@@ -180,6 +185,7 @@ class _Rewriter(ast.NodeTransformer):
         self.top: ast.AST | None = None
         self.tuples: frozenset[str] = frozenset()  # local names that may hold a tuple (an index in a variable)
         self.grids: frozenset[str] = frozenset()  # local names assigned cuda.cg.this_grid()
+        self.whiles: list[tuple[str, str, int]] = []  # the while loops around this node: (allowed, left, line)
 
     def _fresh(self) -> str:
         self.counter += 1
@@ -277,31 +283,67 @@ class _Rewriter(ast.NodeTransformer):
         return node
 
     def visit_While(self, node: ast.While) -> list[ast.stmt]:
-        """``t = lab$turns()`` before the loop; ``if (t := t - 1) < 0: lab$endless(line, "while")`` opens each turn
-        (first, so a ``continue`` cannot skip it)."""
-        self.generic_visit(node)
-        name = self._fresh()
-        start = ast.Assign(targets=[ast.Name(name, ast.Store())], value=ast.Call(ast.Name(TURNS, ast.Load()), [], []))
-        down = ast.NamedExpr(target=ast.Name(name, ast.Store()),
-                             value=ast.BinOp(ast.Name(name, ast.Load()), ast.Sub(), ast.Constant(1)))
+        """``a = t = lab$turns()`` before the loop; ``if (t := t - 1) < 0: lab$endless(line, "while", a)`` opens each
+        turn (first, so a ``continue`` cannot skip it); ``lab$spent(a - t, line)`` on every way out but a fault: after
+        the loop (its condition false, a ``break``), or, where it has an ``else``, first in it and before each of its
+        ``break``s; before a ``return`` inside it (``visit_Return``)."""
+        line = getattr(node, "lineno", 0)
+        allowed, left = self._fresh(), self._fresh()
+        self.whiles.append((allowed, left, line))
+        try:
+            self.generic_visit(node)
+        finally:
+            self.whiles.pop()
+        start = ast.Assign(targets=[ast.Name(allowed, ast.Store()), ast.Name(left, ast.Store())],
+                           value=ast.Call(ast.Name(TURNS, ast.Load()), [], []))
+        down = ast.NamedExpr(target=ast.Name(left, ast.Store()),
+                             value=ast.BinOp(ast.Name(left, ast.Load()), ast.Sub(), ast.Constant(1)))
         past = ast.If(
             test=ast.Compare(left=down, ops=[ast.Lt()], comparators=[ast.Constant(0)]),
             body=[ast.Expr(ast.Call(ast.Name(ENDLESS, ast.Load()),
-                                    [ast.Constant(getattr(node, "lineno", 0)), ast.Constant("while")], []))],
+                                    [ast.Constant(line), ast.Constant("while"), ast.Name(allowed, ast.Load())], []))],
             orelse=[],
         )
+        node.body = [past, *node.body]
+        if not node.orelse:
+            after = [self._spent([(allowed, left, line)], node)]
+        else:  # a ``break`` skips the ``else``: each charges its own way out
+            node.orelse = [self._spent([(allowed, left, line)], node), *node.orelse]
+            _before_breaks(node.body, lambda brk: self._spent([(allowed, left, line)], brk))
+            after = []
         for new in (start, past):
             for sub in ast.walk(new):
                 ast.copy_location(sub, node)
-        node.body = [past, *node.body]
-        return [start, node]
+        return [start, node, *after]
+
+    def visit_Return(self, node: ast.Return) -> ast.AST | list[ast.stmt]:
+        """Inside ``while`` loops: each one's turns charged first (``visit_While``)."""
+        self.generic_visit(node)
+        if not self.whiles:
+            return node
+        return [self._spent(self.whiles, node), node]
+
+    def _spent(self, loops: list[tuple[str, str, int]], where: ast.AST) -> ast.stmt:
+        """``lab$spent(a - t [+ a2 - t2 ...], line)``: the turns taken so far by these while loops."""
+        total: ast.expr | None = None
+        for allowed, left, _ in loops:
+            taken = ast.BinOp(ast.Name(allowed, ast.Load()), ast.Sub(), ast.Name(left, ast.Load()))
+            total = taken if total is None else ast.BinOp(total, ast.Add(), taken)
+        assert total is not None
+        call = ast.Expr(ast.Call(ast.Name(SPENT, ast.Load()), [total, ast.Constant(loops[-1][2])], []))
+        for sub in ast.walk(call):
+            ast.copy_location(sub, where)
+        return call
 
     def visit_For(self, node: ast.For) -> ast.For:
-        """``for x in lab$within(items, line)``: a range within the limit as it is (no cost per turn), anything
-        longer counted as it goes (a ``break`` before the limit is not a fault)."""
+        """``for x in lab$within(items, line, leaves)``: a range within the limits as it is (no cost per turn, its
+        turns charged at once), anything longer, or a loop that may leave early (``leaves``: a ``break`` or a
+        ``return`` in its body), counted as it goes (a ``break`` before the limit is not a fault)."""
+        leaves = _may_leave(node.body)
         self.generic_visit(node)
         node.iter = ast.copy_location(
-            ast.Call(ast.Name(WITHIN, ast.Load()), [node.iter, ast.Constant(getattr(node, "lineno", 0))], []),
+            ast.Call(ast.Name(WITHIN, ast.Load()),
+                     [node.iter, ast.Constant(getattr(node, "lineno", 0)), ast.Constant(leaves)], []),
             node.iter,
         )
         return node
@@ -394,13 +436,59 @@ class _Rewriter(ast.NodeTransformer):
     def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
         self._nested(node)
         node.decorator_list = []
-        self.generic_visit(node)
+        outer, self.whiles = self.whiles, []  # a function inside a loop: its returns leave only itself
+        try:
+            self.generic_visit(node)
+        finally:
+            self.whiles = outer
         return node
 
     def visit_Lambda(self, node: ast.Lambda) -> ast.AST:
         self._nested(node)
         self.generic_visit(node)
         return node
+
+
+_OWN_SCOPES = (ast.For, ast.While, ast.AsyncFor, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def _statement_lists(stmt: ast.stmt) -> list[list[ast.stmt]]:
+    """The statement lists directly inside ``stmt`` (an ``if``'s two branches, a ``try``'s parts, ...); none for a loop
+    or a function, whose ``break``s are their own."""
+    if isinstance(stmt, _OWN_SCOPES):
+        return []
+    lists = [getattr(stmt, field) for field in ("body", "orelse", "finalbody")
+             if isinstance(getattr(stmt, field, None), list)]
+    return lists + [part.body for part in getattr(stmt, "handlers", []) + getattr(stmt, "cases", [])]
+
+
+def _may_leave(body: list[ast.stmt]) -> bool:
+    """Whether a loop with this body may end before its items do: a ``break`` of its own, or a ``return`` anywhere in
+    it (but in a function defined there)."""
+    lists = [body]
+    while lists:
+        for stmt in lists.pop():
+            if isinstance(stmt, ast.Break):
+                return True
+            lists.extend(_statement_lists(stmt))
+    stack: list[ast.AST] = list(body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Return):
+            return True
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            stack.extend(ast.iter_child_nodes(node))
+    return False
+
+
+def _before_breaks(body: list[ast.stmt], charge) -> None:
+    """Put ``charge(break)`` right before every ``break`` of this loop (not of a loop inside it) in ``body``."""
+    for index in range(len(body) - 1, -1, -1):
+        if isinstance(body[index], ast.Break):
+            body.insert(index, charge(body[index]))
+        else:
+            for inner in _statement_lists(body[index]):
+                _before_breaks(inner, charge)
 
 
 def function_node(source: str, name: str, first_line: int) -> ast.FunctionDef:
@@ -522,7 +610,7 @@ def _block_loop(func: ast.FunctionDef) -> ast.FunctionDef | None:
 
 
 __all__ = [
-    "BLOCK", "BLOCK_SYNC", "ENDLESS", "GRID_SYNC", "INDEX", "NEG", "RANGE", "SHARED", "SYNC_NAMES", "TURNS",
+    "BLOCK", "BLOCK_SYNC", "ENDLESS", "GRID_SYNC", "INDEX", "NEG", "RANGE", "SHARED", "SPENT", "SYNC_NAMES", "TURNS",
     "WARP_SYNC", "WITHIN", "Rewritten",
     "RewriteRefused",
     "function_node", "grid_syncs", "is_grid_sync", "needs_sync", "rewrite",

@@ -293,7 +293,7 @@ def try_launch(kernel, grid, block, args: tuple) -> bool:
         return False
     saved: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     with engine._LAUNCH_LOCK, np.errstate(all="ignore"):
-        device_api.STATE.loop_turns = device_api.loop_limit(values)  # a loop past it bails: the thread tier faults
+        device_api.start_counting(values)  # a loop past either limit bails: the thread tier faults
         try:
             _run_chunks(plan, (gx, gy, gz), (bx, by, bz), values, saved)
         except Bail as bail:

@@ -186,11 +186,18 @@ class Interpreter(Memory):
         """One turn of a loop's body; False when every lane in it broke out at once.
 
         A lane only ever leaves a running loop, so the loop's turns here are its longest lane's: past the launch's
-        loop limit, the per-thread tier runs the launch and faults in the first thread that gets there."""
+        loop limit, the per-thread tier runs the launch and faults in the first thread that gets there. Each lane in
+        the turn is one thread's turn of the launch's work (the per-thread tier counts the same turns); past the work
+        limit, the per-thread tier runs the launch too."""
         state.turns += 1
-        if state.turns > device_api.STATE.loop_turns:
-            limit = device_api.STATE.loop_turns
+        work = device_api.STATE
+        if state.turns > work.loop_turns:
+            limit = work.loop_turns
             raise PastLoopLimit(f"a loop past the simulator's limit of {limit:,} turns (body at line {body[0].lineno})")
+        work.work_left -= self.chunk.lanes if mask is None else int(np.count_nonzero(mask))
+        if work.work_left < 0:
+            raise PastLoopLimit(f"loops past the simulator's work limit of {work.work_turns:,} turns in all (body at "
+                                f"line {body[0].lineno})")
         try:
             self.block(body, mask, frame)
         except _Continue:
