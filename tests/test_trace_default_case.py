@@ -58,3 +58,64 @@ def test_a_one_dimensional_kernel_is_traced_where_a_full_and_a_partial_block_app
               "    if i < out.size:\n        out[i] = a[i] + b[i]\n")
     report = traced("vector-add", source)
     assert "a block and one more" in report["label"], report["label"]
+
+
+# A never-ending loop of loops: the work limit stops a launch after 4,194,304 turns, which the coverage's line tracer
+# (a Python callback per line) would take about a minute to watch, in every test of the problem.
+NESTED = ("from numba import cuda\n\n\n@cuda.jit\ndef vector_add(a, b, out):\n    i = cuda.grid(1)\n"
+          "    while i >= 0:\n        for j in range(60000):\n            i += 1\n")
+
+
+def test_a_loop_of_long_loops_is_watched_up_to_the_line_limit_at_its_smallest_test_only(monkeypatch):
+    from gpu.problems import get
+    from gpu.sandbox import trace_child
+    from gpu.sandbox.loader import load_module
+    from gpu.sim import coverage as sim_coverage
+
+    seen, measure = [], sim_coverage.coverage
+
+    def counted(*args, **kwargs):
+        seen.append(measure(*args, **kwargs))
+        return seen[-1]
+
+    monkeypatch.setattr(sim_coverage, "coverage", counted)
+    problem = get("vector-add")
+    kernel = load_module(NESTED, problem.kernel_name, len(problem.params))[problem.kernel_name]
+    case = trace_child.default_case(problem, kernel, 256, seed=5)
+    assert len(seen) == 1 and case.name == "one element"  # the larger tests would be cut as late
+    assert seen[0].cut and not seen[0].faulted and seen[0].lines == sim_coverage.MAX_LINES
+    assert max(seen[0].loops.values()) >= 2  # what ran until the cut is reported: the inner loop, many times
+    report = traced("vector-add", NESTED)  # the trace itself: the launch stops at the work limit
+    assert "work limit" in report["error"], report
+
+
+def test_the_labs_own_solutions_are_watched_whole_but_the_register_tiled_matmul():
+    """Every problem's solution at every test stays within the coverage's line limit (the most: axis sum, 64,200 line
+    events of 524,288), but for the register-tiled matmul, whose 128 x 128 tiles on a 15 x 15 or 33 x 33 matrix are
+    mostly padding (2,027,073 line events at 33 x 33): cut there, with what ran until then (its first loops, many
+    times; its last, not yet)."""
+    import warnings
+
+    import numpy as np
+
+    from gpu.problems import problems
+    from gpu.sandbox.harness import fresh_outputs
+    from gpu.sandbox.loader import solution_kernel
+    from gpu.sim.coverage import coverage
+
+    cut = []
+    for problem in problems():
+        kernel = solution_kernel(problem.solution, problem.kernel_name)
+        launch = problem.solution.launch or (lambda sizes, p=problem: p.launch(sizes, p.threads))
+        for case in problem.tests:
+            inputs = problem.args(np.random.default_rng(5), case.sizes)
+            outputs = fresh_outputs(problem, case.sizes)
+            grid, block = launch(case.sizes)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                seen = coverage(kernel, grid, block, [inputs[p] if p in inputs else outputs[p] for p in problem.params])
+            assert not seen.faulted, (problem.key, case.name)
+            if seen.cut:
+                assert max(seen.loops.values()) >= 2, (problem.key, case.name, seen.loops)
+                cut.append((problem.key, case.name))
+    assert cut == [("matmul", "15 × 15 (less than a block)"), ("matmul", "33 × 33 (edges)")]

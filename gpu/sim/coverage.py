@@ -11,6 +11,11 @@ thread, so it costs several times a plain launch: meant for a problem's small te
   times one thread ran the first line of its body (0: never reached);
 - **shapes**: "full" for a block where every line any of its threads ran, all of its threads
   ran; "partial" for one where some threads skipped a line others ran (a guard at an edge).
+
+A launch is watched for at most ``MAX_LINES`` line events (a few seconds); past them it is
+stopped and what it exercised so far is reported (``cut``). The lab's own solutions take at most
+a third of that at any test of their problem; a kernel whose loops never end would otherwise be
+watched line by line until the simulator's work limit (4,194,304 turns: about a minute).
 """
 
 from __future__ import annotations
@@ -24,12 +29,21 @@ from gpu.sim import pyast, vector
 from gpu.sim.device import STATE
 from gpu.sim.errors import KernelFault
 
+MAX_LINES = 1 << 19  # line events watched in one launch (about 2 µs each here: about a second)
+
+
+class _Enough(Exception):
+    """Raised in the kernel's frame by the line tracer once ``MAX_LINES`` events were seen."""
+
 
 @dataclass(frozen=True)
 class Coverage:
     loops: dict  # (file, line of the loop) -> the most iterations one thread ran (0: never reached)
     shapes: frozenset  # {"full", "partial"}
     faulted: bool = False
+    cut: bool = False  # stopped after MAX_LINES line events: what ran until then
+    lines: int = 0  # the line events watched
+
 
     @property
     def loops_twice(self) -> int:
@@ -66,9 +80,13 @@ def coverage(kernel, grid, block, args) -> Coverage:
     per_thread: dict = {}  # (frame, block, thread) -> {body line: hits}
     per_block: dict = {}  # block -> {(file, line): set of threads}
     t, b, g, d = STATE.threadIdx, STATE.blockIdx, STATE.gridDim, STATE.blockDim
+    left = [MAX_LINES]
 
     def local(frame, event, arg):
         if event == "line":
+            left[0] -= 1
+            if left[0] < 0:
+                raise _Enough
             file, line = frame.f_code.co_filename, frame.f_lineno
             thread = t.x + d.x * (t.y + d.y * t.z)
             blk = b.x + g.x * (b.y + g.y * b.z)
@@ -87,8 +105,10 @@ def coverage(kernel, grid, block, args) -> Coverage:
     try:
         with vector.per_thread():  # the vectorised tier runs no thread's lines: nothing to watch
             kernel[grid, block](*args)
-    except KernelFault:
-        faulted = True
+    except KernelFault as fault:
+        faulted = not isinstance(fault.__cause__ or fault.__context__, _Enough)
+    except _Enough:
+        pass
     finally:
         sys.settrace(previous)
     size = d.x * d.y * d.z
@@ -100,7 +120,7 @@ def coverage(kernel, grid, block, args) -> Coverage:
         "full" if all(len(threads) == size for threads in lines.values()) else "partial"
         for lines in per_block.values()
     )
-    return Coverage(loops=trips, shapes=shapes, faulted=faulted)
+    return Coverage(loops=trips, shapes=shapes, faulted=faulted, cut=left[0] < 0, lines=MAX_LINES - max(left[0], 0))
 
 
 __all__ = ["Coverage", "coverage"]
