@@ -72,11 +72,12 @@ NEVER_ENDS = CORRECT.replace(BODY, "    while i >= 0:\n        i += 1\n")
 # the work limit (every turn of the launch, gpu/sim/device.py: work_limit) stops it in a fraction of a second, naming
 # the inner loop's line. Until the work limit it ran to the wall clock: the class issue's time-out.
 NESTED = CORRECT.replace(BODY, "    while i >= 0:\n        for j in range(60000):\n            i += 1\n")
-# A never-ending loop whose every turn is long itself (64 array reads): the work limit's 4,194,304 turns would take
-# minutes to reach, so only the wall clock stops it (-> the time-limit rule, after KERNEL_LAB_SUBMIT_WALL_S).
+# A never-ending loop whose every turn is long itself (128 array reads): the work limit's 2,097,152 turns would take
+# half a minute and more to reach, so only the wall clock stops it (-> the time-limit rule, after
+# KERNEL_LAB_SUBMIT_WALL_S).
 _READS = " + ".join(["a[0]"] * 16)
 RUNS_TOO_LONG = CORRECT.replace(BODY, "    while i >= 0:\n        for j in range(60000):\n"
-                                + "".join(f"            i += {_READS}\n" for _ in range(4)))
+                                + "".join(f"            i += {_READS}\n" for _ in range(8)))
 # A shift whose count doubles each turn: with Python's ints it grew without bound until the memory limit stopped it;
 # compiled (and now simulated: gpu/sim/arithmetic.py) the count reaches 64 at the seventh turn, where the shift is
 # undefined in Numba, and the simulator faults there naming the line.

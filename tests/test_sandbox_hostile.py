@@ -92,15 +92,15 @@ def test_refused_by_the_checker_with_rule_and_line(case, sandbox):
 
 @pytest.mark.parametrize("sandbox", [pytest.param(SANDBOX, marks=needs_sandbox), OFF], ids=["sandbox", "no-sandbox"])
 def test_a_kernel_that_never_ends_is_killed_at_the_wall_clock_limit(sandbox):
-    """A never-ending loop of loops whose every turn is long (64 array reads): the simulator's loop limit (each run of
-    each loop) would take hours to reach and its work limit (4,194,304 turns of the launch) about a minute, so only
+    """A never-ending loop of loops whose every turn is long (128 array reads): the simulator's loop limit (each run of
+    each loop) would take hours to reach and its work limit (2,097,152 turns of the launch) about half a minute, so only
     the wall clock stops it."""
     reads = " + ".join(["a[0]"] * 16)
     source = kernel("""
         i = cuda.grid(1)
         while i >= 0:
             for j in range(60000):
-    """ + "".join(f"            i += {reads}\n" for _ in range(4)))
+    """ + "".join(f"            i += {reads}\n" for _ in range(8)))
     verdict = judge_in_child("vector-add", source, limits=FAST, simulated=SIMULATED, sandbox=sandbox)
     assert verdict.status == "refused" and verdict.refusal["rule"] == "time-limit"
     assert f"{WALL_S:g} s wall-clock limit" in verdict.message
@@ -122,7 +122,7 @@ def test_a_loop_of_long_loops_is_stopped_by_the_simulators_work_limit_naming_its
     assert verdict.status == "wrong", verdict.message
     error = verdict.mismatch["error"]
     assert "loop limit (thread (0, 0, 0) of block (0, 0, 0), line 8)" in error, error  # the "for"
-    assert "more than 4,194,304 turns in all its threads together, the simulator's work limit" in error, error
+    assert "more than 2,097,152 turns in all its threads together, the simulator's work limit" in error, error
     assert verdict.wall_s is not None  # stopped by the simulator (the verdict above), not the wall clock
 
 

@@ -60,8 +60,8 @@ def test_a_one_dimensional_kernel_is_traced_where_a_full_and_a_partial_block_app
     assert "a block and one more" in report["label"], report["label"]
 
 
-# A never-ending loop of loops: the work limit stops a launch after 4,194,304 turns, which the coverage's line tracer
-# (a Python callback per line) would take about a minute to watch, in every test of the problem.
+# A never-ending loop of loops: the work limit stops a launch after 2,097,152 turns, which the coverage's line tracer
+# (a Python callback per line) would take half a minute to watch, in every test of the problem.
 NESTED = ("from numba import cuda\n\n\n@cuda.jit\ndef vector_add(a, b, out):\n    i = cuda.grid(1)\n"
           "    while i >= 0:\n        for j in range(60000):\n            i += 1\n")
 

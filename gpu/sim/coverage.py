@@ -15,7 +15,7 @@ thread, so it costs several times a plain launch: meant for a problem's small te
 A launch is watched for at most ``MAX_LINES`` line events (a few seconds); past them it is
 stopped and what it exercised so far is reported (``cut``). The lab's own solutions take at most
 a third of that at any test of their problem; a kernel whose loops never end would otherwise be
-watched line by line until the simulator's work limit (4,194,304 turns: about a minute).
+watched line by line until the simulator's work limit (2,097,152 turns: half a minute and more).
 """
 
 from __future__ import annotations

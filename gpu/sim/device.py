@@ -31,14 +31,16 @@ LOOP_TURNS_MIN = 1 << 16
 LOOP_TURNS_PER_ELEMENT = 4
 # Every loop of a launch, in every thread, together may take at most this many turns, or this many times the square of
 # the launch's largest array size (or whole-number argument) where that is more. The lab's own kernels take at most a
-# tenth of it (the register-tiled matmul's 128 x 128 tiles on a 15 x 15 matrix: 410,112 turns; every problem's
-# solution is checked: tests/test_sim_work_limit.py). A loop inside a loop is counted turn by turn here, so a
-# never-ending loop whose every turn is a long loop of its own (which the loop limit above, counting each run of each
-# loop, would reach in hours) faults too (``past_work``). Counted the same in both tiers and independent of the
-# machine's load, so a kernel's verdict never depends on how busy the server was; the wall clock stays the last resort.
-# The thread tier takes the 4,194,304 turns of a cheap inner loop in about 0.2 s, of a loop reading arrays in seconds.
-WORK_TURNS_MIN = 1 << 22
-WORK_TURNS_PER_ELEMENT_SQUARED = 16
+# fifth of it (the register-tiled matmul's 128 x 128 tiles on a 33 x 33 matrix: 969,984 turns of 4,743,684), the
+# next most a two-hundredth (every problem's solution is checked: tests/test_sim_work_limit.py). A loop inside a loop
+# is counted turn by turn here, so a never-ending loop whose every turn is a long loop of its own (which the loop
+# limit above, counting each run of each loop, would reach in hours) faults too (``past_work``). Counted the same in
+# both tiers and independent of the machine's load, so a kernel's verdict never depends on how busy the server was;
+# the wall clock stays the last resort. The thread tier takes the 2,097,152 turns of a cheap inner loop in about
+# 0.1 s, of a loop reading arrays in seconds; a judge's child the five tests of a vector add whose every launch
+# reaches it, 0.8 s of CPU.
+WORK_TURNS_MIN = 1 << 21
+WORK_TURNS_PER_ELEMENT_SQUARED = 4
 
 
 class Dim3:
