@@ -261,3 +261,20 @@ def mixed(out, m):
                 run(source, "mixed", 2, 32, np.zeros(64, np.int64), np.array([65]))
         finally:
             vector.set_tier("auto")
+
+
+def test_a_loop_closed_after_its_launch_ended_charges_no_later_launch(small_limit):
+    """A ``for`` counted turn by turn charges its turns when its generator closes: at the loop's end, a ``break``, a
+    ``return``, or, for a thread left suspended (a fault at a barrier), whenever the garbage collector gets to it.
+    That late charge must not land on the launch running then."""
+    from gpu.sim.device import within
+
+    device_api.start_counting(())
+    loop = within(range(10), line=1, leaves=True)  # a loop with a break in it: counted as it goes
+    assert [next(loop) for _ in range(5)] == [0, 1, 2, 3, 4]
+    device_api.start_counting(())  # the next launch begins; the old loop is still open
+    loop.close()  # ...and closes now
+    assert device_api.STATE.work_left == SMALL
+    loop = within(range(10), line=1, leaves=True)
+    assert list(loop) == list(range(10))  # within its own launch, every turn taken is charged
+    assert device_api.STATE.work_left == SMALL - 10

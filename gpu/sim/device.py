@@ -283,6 +283,7 @@ class State:
         self.loop_turns = LOOP_TURNS_MIN  # the launch's limit on one run of one loop in one thread (``loop_limit``)
         self.work_turns = WORK_TURNS_MIN  # the launch's limit on all its loops' turns together (``work_limit``)
         self.work_left = WORK_TURNS_MIN  # of which this many are left: loops charge their turns as they leave
+        self.launches = 0  # launches begun in this process (a loop's late charge names its own: ``_counted``)
         self.line = 0
         self.exited: set[int] = set()  # linear ids of threads of this block that returned
 
@@ -457,6 +458,7 @@ def start_counting(args) -> None:
     """A launch given ``args`` begins: its loop limit, its work limit, and all of its work left."""
     STATE.loop_turns = loop_limit(args)
     STATE.work_turns = STATE.work_left = work_limit(args)
+    STATE.launches += 1
 
 
 def turns() -> int:
@@ -488,7 +490,7 @@ def within(items, line: int, leaves: bool = False):
 
 
 def _counted(items, line: int):
-    state, limit, taken = STATE, STATE.loop_turns, 0
+    state, limit, taken, launch = STATE, STATE.loop_turns, 0, STATE.launches
     try:
         for item in items:
             if taken == limit:
@@ -497,8 +499,9 @@ def _counted(items, line: int):
                 past_work(line, "for")
             taken += 1
             yield item
-    finally:  # the loop is over (its end, a break, a return: the generator is closed), or the launch faulted
-        state.work_left -= taken
+    finally:  # the loop is over (its end, a break, a return: the generator is closed), or the launch faulted; a
+        if state.launches == launch:  # generator closed later (a thread left suspended) charges no other launch
+            state.work_left -= taken
 
 
 def endless(line: int, keyword: str, allowed: int | None = None) -> NoReturn:
