@@ -66,10 +66,10 @@ def vector_add(a, b, out):
 BODY = "    if i < a.size:\n        out[i] = a[i] + b[i]\n"
 WRONG = CORRECT.replace("if i < a.size:", "if i < a.size - 1:")  # the last element is never written
 # The common mistake: the loop's index never reaches its bound. The simulator stops it at its loop limit in about a
-# second, naming the thread and the line (gpu/sim/device.py: loop_limit), a "Wrong result" whose test says so.
+# second, naming the thread and the line (gpu/sim/loops.py: loop_limit), a "Wrong result" whose test says so.
 NEVER_ENDS = CORRECT.replace(BODY, "    while i >= 0:\n        i += 1\n")
 # A loop whose every turn is a long loop of its own: the loop limit (each run of each loop) would take hours to reach;
-# the work limit (every turn of the launch, gpu/sim/device.py: work_limit) stops it in a fraction of a second, naming
+# the work limit (every turn of the launch, gpu/sim/loops.py: work_limit) stops it in a fraction of a second, naming
 # the inner loop's line. Until the work limit it ran to the wall clock: the class issue's time-out.
 NESTED = CORRECT.replace(BODY, "    while i >= 0:\n        for j in range(60000):\n            i += 1\n")
 # A never-ending loop whose every turn is long itself (128 array reads): the work limit's 2,097,152 turns would take

@@ -110,7 +110,7 @@ def test_a_kernel_that_never_ends_is_killed_at_the_wall_clock_limit(sandbox):
 def test_a_loop_of_long_loops_is_stopped_by_the_simulators_work_limit_naming_its_line(sandbox):
     """Each turn of the outer loop is 60,000 turns of the inner one: the loop limit (65,536 turns of one run of one
     loop) would take hours to reach and the wall clock stopped it, "time-limit" after 20-60 s, differently on a busy
-    server. The work limit (gpu/sim/device.py: work_limit) counts every turn of the launch: a wrong result naming the
+    server. The work limit (gpu/sim/loops.py: work_limit) counts every turn of the launch: a wrong result naming the
     inner loop's line, the same on any machine, in a fraction of a second of the child's time."""
     source = kernel("""
         i = cuda.grid(1)
@@ -129,7 +129,7 @@ def test_a_loop_of_long_loops_is_stopped_by_the_simulators_work_limit_naming_its
 @pytest.mark.parametrize("sandbox", [pytest.param(SANDBOX, marks=needs_sandbox), OFF], ids=["sandbox", "no-sandbox"])
 def test_a_loop_that_never_ends_is_stopped_by_the_simulator_naming_its_line(sandbox):
     """The common never-ending kernel (the index never reaches the bound) gets its verdict in about a second, with its
-    thread and line, instead of waiting out the wall clock (gpu/sim/device.py: loop_limit)."""
+    thread and line, instead of waiting out the wall clock (gpu/sim/loops.py: loop_limit)."""
     source = kernel("""
         i = cuda.grid(1)
         while i >= 0:

@@ -1,6 +1,6 @@
 """The simulator's loop limit: a loop that never ends is a fault naming its thread and line, in both tiers.
 
-One run of one loop in one thread may take ``loop_limit(args)`` turns (gpu/sim/device.py): 65,536, or 4 per
+One run of one loop in one thread may take ``loop_limit(args)`` turns (gpu/sim/loops.py): 65,536, or 4 per
 element of the launch's largest array (or unit of its largest whole-number argument) where that is more. The
 turn past it is a KernelFault; everything below it runs as before. A GPU has no such limit, and the fault says so.
 """
@@ -12,7 +12,7 @@ import pytest
 
 from gpu.core.backend import BACKEND
 from gpu.sim import KernelFault, vector
-from gpu.sim.device import LOOP_TURNS_MIN, LOOP_TURNS_PER_ELEMENT, loop_limit
+from gpu.sim.loops import LOOP_TURNS_MIN, LOOP_TURNS_PER_ELEMENT, loop_limit
 from tests.conftest import SIM_TIERS
 from tests.test_sim_hostile import HEADER, line_of, run
 

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 from gpu.core.backend import BACKEND
-from gpu.sim import KernelFault, vector
+from gpu.sim import KernelFault, loops, vector
 from gpu.sim import device as device_api
-from gpu.sim.device import WORK_TURNS_MIN, WORK_TURNS_PER_ELEMENT_SQUARED, work_limit
+from gpu.sim.loops import WORK_TURNS_MIN, WORK_TURNS_PER_ELEMENT_SQUARED, work_limit
 from tests.conftest import SIM_TIERS
 from tests.test_sim_hostile import line_of, run
 
@@ -124,8 +124,8 @@ SMALL = 1 << 14  # the limit in the exact tests below
 def small_limit(monkeypatch):
     """A floor of 16,384 turns instead of 2,097,152 (and 1 turn per element squared: 64² is less), so that a launch of
     exactly the limit takes milliseconds."""
-    monkeypatch.setattr(device_api, "WORK_TURNS_MIN", SMALL)
-    monkeypatch.setattr(device_api, "WORK_TURNS_PER_ELEMENT_SQUARED", 1)
+    monkeypatch.setattr(loops, "WORK_TURNS_MIN", SMALL)
+    monkeypatch.setattr(loops, "WORK_TURNS_PER_ELEMENT_SQUARED", 1)
     assert work_limit((np.zeros(64),)) == SMALL
 
 
@@ -267,14 +267,12 @@ def test_a_loop_closed_after_its_launch_ended_charges_no_later_launch(small_limi
     """A ``for`` counted turn by turn charges its turns when its generator closes: at the loop's end, a ``break``, a
     ``return``, or, for a thread left suspended (a fault at a barrier), whenever the garbage collector gets to it.
     That late charge must not land on the launch running then."""
-    from gpu.sim.device import within
-
-    device_api.start_counting(())
-    loop = within(range(10), line=1, leaves=True)  # a loop with a break in it: counted as it goes
+    loops.start_counting(())
+    loop = loops.within(range(10), line=1, leaves=True)  # a loop with a break in it: counted as it goes
     assert [next(loop) for _ in range(5)] == [0, 1, 2, 3, 4]
-    device_api.start_counting(())  # the next launch begins; the old loop is still open
+    loops.start_counting(())  # the next launch begins; the old loop is still open
     loop.close()  # ...and closes now
     assert device_api.STATE.work_left == SMALL
-    loop = within(range(10), line=1, leaves=True)
+    loop = loops.within(range(10), line=1, leaves=True)
     assert list(loop) == list(range(10))  # within its own launch, every turn taken is charged
     assert device_api.STATE.work_left == SMALL - 10

@@ -68,7 +68,7 @@ def failure_kind(verdict: Verdict) -> str:
         error = str((verdict.mismatch or {}).get("error", ""))
         if "out of bounds" in error:
             return "out of bounds"
-        if "loop limit" in error:  # the simulator stopped a loop that would not end (gpu/sim/device.py: endless)
+        if "loop limit" in error:  # the simulator stopped a loop that would not end (gpu/sim/loops.py: endless)
             return "time limit"
         if "the kernel failed: undefined (" in error:  # e.g. a shift by 64 places (gpu/sim/arithmetic.py)
             return "undefined behaviour"

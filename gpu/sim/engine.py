@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from gpu.sim import device
+from gpu.sim import device, loops
 from gpu.sim.device import STATE, WARP
 from gpu.sim.errors import KernelFault, _OutOfBounds
 from gpu.sim.rewrite import BLOCK_SYNC, GRID_SYNC
@@ -161,7 +161,7 @@ def launch(
     with _LAUNCH_LOCK, np.errstate(all="ignore"):
         _RUNNING.active = True
         STATE.wrapped_lines, STATE.divided_lines = set(), set()
-        device.start_counting(args)  # the loop limit and the work limit (gpu/sim/device.py)
+        loops.start_counting(args)  # the loop limit and the work limit
         STATE.dynamic_shared_bytes = device.check_dynamic_shared(dynamic_shared_bytes)
         STATE.gridDim.x, STATE.gridDim.y, STATE.gridDim.z = gx, gy, gz
         STATE.blockDim.x, STATE.blockDim.y, STATE.blockDim.z = bx, by, bz

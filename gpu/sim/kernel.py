@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpu.sim import arithmetic, engine, signature, vector
+from gpu.sim import arithmetic, engine, loops, signature, vector
 from gpu.sim import device as device_api
 from gpu.sim.errors import KernelFault
 from gpu.sim.rewrite import (
@@ -298,10 +298,10 @@ def _compile(kernel: SimKernel, active: frozenset) -> Compiled:
     scope[INDEX] = device_api.whole_index
     scope[SHARED] = device_api.shared_array
     scope[RANGE] = builtins.range
-    scope[TURNS] = device_api.turns
-    scope[ENDLESS] = device_api.endless
-    scope[SPENT] = device_api.spent
-    scope[WITHIN] = device_api.within
+    scope[TURNS] = loops.turns
+    scope[ENDLESS] = loops.endless
+    scope[SPENT] = loops.spent
+    scope[WITHIN] = loops.within
     # arithmetic as a compiled kernel does it: int64 products and shifts, Numba's division by zero
     scope.update({INT: int, WRAP: arithmetic.wrap, POW: arithmetic.power, SHL: arithmetic.shl, SHR: arithmetic.shr,
                   DIV: arithmetic.truediv, FLOORDIV: arithmetic.floordiv, MOD: arithmetic.mod,

@@ -18,7 +18,7 @@
    ``shared(site, line, ...)``, ``site`` unique to that node across every function compiled.
 4. **A launch inside a kernel is refused**, as Numba's CUDA compiler refuses it.
 5. **Every loop counts its turns.** Before a ``while`` its thread takes the launch's limit
-   (``lab$turns()``, gpu/sim/device.py: ``loop_limit``, or the launch's work left where that is
+   (``lab$turns()``, gpu/sim/loops.py: ``loop_limit``, or the launch's work left where that is
    less: ``work_limit``) into two fresh locals ``a = t``, and each turn counts ``t`` down first
    thing: ``if (t := t - 1) < 0: lab$endless(line, "while", a)``; on its way out (after it, first
    in its ``else`` and before its ``break``s where it has one, before a ``return`` inside it) it

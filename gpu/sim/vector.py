@@ -42,7 +42,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpu.sim import device as device_api
-from gpu.sim import engine
+from gpu.sim import engine, loops
 from gpu.sim.rewrite import SYNC_NAMES, function_node
 from gpu.sim.vector_eval import Chunk, Interpreter
 from gpu.sim.vector_ops import Bail, PastLoopLimit
@@ -293,7 +293,7 @@ def try_launch(kernel, grid, block, args: tuple) -> bool:
         return False
     saved: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     with engine._LAUNCH_LOCK, np.errstate(all="ignore"):
-        device_api.start_counting(values)  # a loop past either limit bails: the thread tier faults
+        loops.start_counting(values)  # a loop past either limit bails: the thread tier faults
         try:
             _run_chunks(plan, (gx, gy, gz), (bx, by, bz), values, saved)
         except Bail as bail:
