@@ -123,10 +123,16 @@ SMALL = 1 << 14  # the limit in the exact tests below
 @pytest.fixture
 def small_limit(monkeypatch):
     """A floor of 16,384 turns instead of 2,097,152 (and 1 turn per element squared: 64² is less), so that a launch of
-    exactly the limit takes milliseconds."""
-    monkeypatch.setattr(loops, "WORK_TURNS_MIN", SMALL)
-    monkeypatch.setattr(loops, "WORK_TURNS_PER_ELEMENT_SQUARED", 1)
-    assert work_limit((np.zeros(64),)) == SMALL
+    exactly the limit takes milliseconds. The engine's launch lock held throughout (it is reentrant: the test's own
+    launches take it too), so no launch of another thread of this process sees the small limit or the test's state."""
+    from gpu.sim import engine
+
+    with engine._LAUNCH_LOCK:
+        monkeypatch.setattr(loops, "WORK_TURNS_MIN", SMALL)
+        monkeypatch.setattr(loops, "WORK_TURNS_PER_ELEMENT_SQUARED", 1)
+        assert work_limit((np.zeros(64),)) == SMALL
+        yield
+        monkeypatch.undo()
 
 
 # Thread t takes m[t] turns of the while loop and 16 of the for loop in each: 17 * m[t]; thread 0 then ``rest`` more.
