@@ -4,8 +4,8 @@
 
 The class benchmark (benchmarks/class_submit.py) runs 16 chromium pages on the server's own 2 cores, and they
 decide most of what it measures. This one keeps only the server's side: 16 threads call
-``gpu.sandbox.service.judge`` together (the scenario's kernels: 8 correct, 4 wrong, 2 never-ending, 2 memory
-hogs, each learner named), through the host's real queue (device then CPU lock files, the time slice, one place
+``gpu.sandbox.service.judge`` together (the class benchmark's kernels, tests/classroom.py: CLASS, each learner
+named), through the host's real queue (device then CPU lock files, the time slice, one place
 per learner) and the real sandbox, with ``KERNEL_LAB_SUBMIT_WALL_S`` and ``_MEMORY_MB`` as in the class. Each repeat
 runs the class twice, side by side in one process: every judge a cold child (as the CLI does), then with a
 spare started ahead (``gpu.sandbox.warm``, as the app does). Prints Submit -> verdict per kind, p50 and p95, and
@@ -79,7 +79,8 @@ def main() -> int:
     for repeat in range(args.repeats):
         for how in ("cold", "warm"):
             results = one_class(how == "warm")
-            expected = {"correct": "passed", "wrong": "wrong", "time-limit": "refused", "memory-limit": "refused"}
+            expected = {"correct": "passed", "wrong": "wrong", "endless": "wrong", "nested": "wrong",
+                        "undefined": "wrong", "time-limit": "refused", "memory-limit": "refused"}
             wrong_status += [(how, kind, status) for kind, _, status in results if status != expected[kind]]
             ran = [s for kind, s, _ in results if kind in ("correct", "wrong")]
             print(f"repeat {repeat + 1} {how}: correct and wrong kernels' verdicts p50 {percentile(ran, 0.5):.2f} s, "
@@ -94,8 +95,8 @@ def main() -> int:
         f"Command: `.venv/bin/python benchmarks/judge_queue.py --repeats {args.repeats}`.",
         "",
         f"Machine: {platform.node() or 'this host'}, {platform.machine()}, {before} before, {after} after; the CUDA "
-        "simulator, bubblewrap where it works, no browser. The class's 16 submissions (8 correct, 4 wrong, 2 "
-        f"never-ending, 2 memory hogs) start together from 16 threads through `service.judge` and the host's "
+        f"simulator, bubblewrap where it works, no browser. The class's 16 submissions ({kinds_text()}) start "
+        "together from 16 threads through `service.judge` and the host's "
         f"queue; KERNEL_LAB_SUBMIT_WALL_S={WALL_S:g}, KERNEL_LAB_SUBMIT_MEMORY_MB={MEMORY_MB}. Each repeat runs "
         "the class cold (every judge's process started for it) and then warm (a spare started ahead, "
         "`gpu/sandbox/warm.py`), side by side in one process.",
@@ -117,6 +118,13 @@ def main() -> int:
     print(text)
     args.out.write_text(text)
     return 1 if wrong_status else 0
+
+
+def kinds_text() -> str:
+    counts: dict[str, int] = {}
+    for kind in CLASS:
+        counts[kind] = counts.get(kind, 0) + 1
+    return ", ".join(f"{n} {kind}" for kind, n in counts.items())
 
 
 if __name__ == "__main__":
