@@ -35,6 +35,7 @@ from tests.classroom import (  # noqa: E402
     analysis_splits,
     chromium,
     demo_server,
+    kinds_summary,
     leaderboard_names,
     machine,
     percentile,
@@ -117,8 +118,8 @@ def main() -> int:
         "browser's session too, tests/classroom.py).",
         "",
         f"Scenario (tests/classroom.py; `make test`'s tests/test_browser_class.py runs 8 of these browsers): one "
-        f"`make demo` server, 16 browsers on "
-        f"Write a kernel, each with its own name (picked in the sidebar), press Run within a moment: {summary(kinds)}. "
+        "`make demo` server, 16 browsers on Write a kernel, each with its own name (picked in the sidebar), press Run "
+        f"within a moment: {kinds_summary(kinds)}. "
         "Each kernel that ran then gets its compiler facts and trace in the background, timed from its verdict to "
         "their panels drawn (or to the page saying why not). Limits lowered for the run: "
         f"KERNEL_LAB_SUBMIT_WALL_S={WALL_S:g}, KERNEL_LAB_SUBMIT_MEMORY_MB={MEMORY_MB}. Latency is timed in each "
@@ -225,13 +226,6 @@ def verdict_line(text: str) -> str:
         if line.startswith(("Passed:", "Wrong result:", "Refused (", "Could not finish:")):
             return line[:70]
     return "(no verdict)"
-
-
-def summary(kinds: list[str]) -> str:
-    counts: dict[str, int] = {}
-    for kind in kinds:
-        counts[kind] = counts.get(kind, 0) + 1
-    return ", ".join(f"{n} {kind}" for kind, n in counts.items())
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.classroom import CLASS, KINDS, MEMORY_MB, WALL_S, machine, percentile  # noqa: E402
+from tests.classroom import CLASS, KINDS, MEMORY_MB, WALL_S, kinds_summary, machine, percentile  # noqa: E402
 
 
 def one_class(warm: bool) -> list[tuple[str, float, str]]:
@@ -95,7 +95,7 @@ def main() -> int:
         f"Command: `.venv/bin/python benchmarks/judge_queue.py --repeats {args.repeats}`.",
         "",
         f"Machine: {platform.node() or 'this host'}, {platform.machine()}, {before} before, {after} after; the CUDA "
-        f"simulator, bubblewrap where it works, no browser. The class's 16 submissions ({kinds_text()}) start "
+        f"simulator, bubblewrap where it works, no browser. The class's 16 submissions ({kinds_summary(CLASS)}) start "
         "together from 16 threads through `service.judge` and the host's "
         f"queue; KERNEL_LAB_SUBMIT_WALL_S={WALL_S:g}, KERNEL_LAB_SUBMIT_MEMORY_MB={MEMORY_MB}. Each repeat runs "
         "the class cold (every judge's process started for it) and then warm (a spare started ahead, "
@@ -118,13 +118,6 @@ def main() -> int:
     print(text)
     args.out.write_text(text)
     return 1 if wrong_status else 0
-
-
-def kinds_text() -> str:
-    counts: dict[str, int] = {}
-    for kind in CLASS:
-        counts[kind] = counts.get(kind, 0) + 1
-    return ", ".join(f"{n} {kind}" for kind, n in counts.items())
 
 
 if __name__ == "__main__":

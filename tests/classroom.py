@@ -572,6 +572,14 @@ def analysis_splits(learners: list[Learner], judge_log: Path) -> dict[str, Analy
     return out
 
 
+def kinds_summary(kinds: list[str]) -> str:
+    """"8 correct, 4 wrong, ...": how many of each kind, in the order they first appear."""
+    counts: dict[str, int] = {}
+    for kind in kinds:
+        counts[kind] = counts.get(kind, 0) + 1
+    return ", ".join(f"{n} {kind}" for kind, n in counts.items())
+
+
 def percentile(values: list[float], q: float) -> float:
     """The ``q`` quantile (0..1) by linear interpolation between order statistics."""
     ordered = sorted(values)

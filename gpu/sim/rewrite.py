@@ -290,10 +290,8 @@ class _Rewriter(ast.NodeTransformer):
         line = getattr(node, "lineno", 0)
         allowed, left = self._fresh(), self._fresh()
         self.whiles.append((allowed, left, line))
-        try:
-            self.generic_visit(node)
-        finally:
-            self.whiles.pop()
+        self.generic_visit(node)
+        self.whiles.pop()
         start = ast.Assign(targets=[ast.Name(allowed, ast.Store()), ast.Name(left, ast.Store())],
                            value=ast.Call(ast.Name(TURNS, ast.Load()), [], []))
         down = ast.NamedExpr(target=ast.Name(left, ast.Store()),
@@ -437,10 +435,8 @@ class _Rewriter(ast.NodeTransformer):
         self._nested(node)
         node.decorator_list = []
         outer, self.whiles = self.whiles, []  # a function inside a loop: its returns leave only itself
-        try:
-            self.generic_visit(node)
-        finally:
-            self.whiles = outer
+        self.generic_visit(node)
+        self.whiles = outer
         return node
 
     def visit_Lambda(self, node: ast.Lambda) -> ast.AST:
