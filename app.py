@@ -4,8 +4,8 @@ import streamlit as st
 
 import gpu
 from gpu.catalog.base import PageLink
-from gpu.experiments.vector_add.experiment import VectorAddRun
 from gpu.experiments.vector_add.home import article_story, headline_intro, headline_metrics
+from gpu.experiments.vector_add.result import VectorAddRun
 from ui import glossary
 from ui.frame import frame
 from ui.glossary import as_markdown as glossary_markdown

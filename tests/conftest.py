@@ -139,9 +139,9 @@ def _isolated_data_dir(tmp_path_factory):
     """Keep tests away from the user's real history database."""
     path = tmp_path_factory.mktemp("kernel-lab-data") / "history.sqlite3"
     os.environ.setdefault("KERNEL_LAB_DB", str(path))
-    # compiled-kernel facts (gpu/core/compiler.py): one cache for the session, not the user's; shared by the session's
-    # xdist workers (their base folders sit side by side in the run's), so a kernel one compiled the other reuses
-    # (each entry is written whole, then renamed into place: gpu/core/compiler.py: _cache_put)
+    # compiled-kernel facts (gpu/core/compile_cache.py): one cache for the session, not the user's; shared by the
+    # session's xdist workers (their base folders sit side by side in the run's), so a kernel one compiled the other
+    # reuses (each entry is written whole, then renamed into place: gpu/core/compile_cache.py: put)
     base = tmp_path_factory.getbasetemp()
     shared = base.parent / "compile-cache" if os.environ.get("PYTEST_XDIST_WORKER") else base / "compile-cache"
     shared.mkdir(exist_ok=True)

@@ -20,7 +20,7 @@ import pytest
 from gpu.__main__ import main
 from gpu.catalog.declare import catalog_section
 from gpu.experiments.vector_add.check import breakdown_section
-from gpu.experiments.vector_add.experiment import VectorAddRun
+from gpu.experiments.vector_add.result import VectorAddRun
 from gpu.report.check import methodology_section, run_check
 from gpu.service.check_schema import SECTION_KEYS, history_records
 from gpu.service.importer import ImportProblem, parse_check_bytes

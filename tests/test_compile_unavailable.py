@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from gpu.core import compiler
+from gpu.core import compile_cache, compiler
 from gpu.core.compiler import (
     REJECTED,
     UNAVAILABLE,
@@ -68,7 +68,7 @@ def clear_page_caches() -> None:
 def fresh_cache(tmp_path, monkeypatch):
     """No verdict from an earlier compile: an empty disk cache, memory cache and page cache."""
     monkeypatch.setenv("KERNEL_LAB_COMPILE_CACHE", str(tmp_path / "compile-cache"))
-    monkeypatch.setattr(compiler, "_memory", OrderedDict())
+    monkeypatch.setattr(compile_cache, "_memory", OrderedDict())
     clear_page_caches()
     yield tmp_path / "compile-cache"
     clear_page_caches()

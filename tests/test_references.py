@@ -20,8 +20,8 @@ from gpu.experiments.scaling.result import SweepRun
 from gpu.experiments.transfers.bandwidth import BandwidthCurves
 from gpu.experiments.transfers.report import transfers_sentence
 from gpu.experiments.transfers.result import StrategyComparison
-from gpu.experiments.vector_add.experiment import VectorAddRun
 from gpu.experiments.vector_add.report import vector_add_sentence
+from gpu.experiments.vector_add.result import VectorAddRun
 from gpu.service.importer import ImportProblem, import_check, parse_check_bytes
 from gpu.service.references import ARTICLE, PUBLISHED_LABEL, load_references
 from gpu.service.store import open_store

@@ -30,7 +30,7 @@ from gpu.experiments.scaling.result import SERIES_LABELS, SweepPoint, SweepRun
 from gpu.experiments.transfers.bandwidth import BandwidthCurves, BandwidthPoint
 from gpu.experiments.transfers.result import STRATEGIES, StrategyComparison, StrategyRun
 from gpu.experiments.vector_add.article import ArticleRun
-from gpu.experiments.vector_add.experiment import VectorAddRun
+from gpu.experiments.vector_add.result import VectorAddRun
 from gpu.kernels.vector_add_timing import CpuTiming
 from gpu.service.check_schema import declared_sections
 

@@ -16,7 +16,7 @@ the same way for every kernel:
    ``gpu.core.kernel_timing.time_on_device`` (verified hold, per-sample held flag and
    retries kept), and launch = with launch − median kernel alone; the last end-to-end
    sample's output is checked;
-3. each library on device-resident inputs, timed by ``time_on_device`` on the same
+3. each library on device-resident inputs (gpu/catalog/libraries.py), timed by ``time_on_device`` on the same
    stream (without the hold, and labelled, for a call that waits on the GPU from the host);
 4. each CPU implementation, wall clock, after a warm-up run; the slow ones only when a
    probe's estimate fits the budget, else estimated and labelled;
@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from gpu.catalog.base import Params, Progress
+from gpu.catalog.libraries import Library, library_problem, time_library
 from gpu.catalog.step_result import ImplResult, KernelRun
 from gpu.core.agreement import BoundedReference, ExactReference
 from gpu.core.backend import BACKEND, cuda
@@ -45,7 +46,6 @@ from gpu.core.kernel_timing import KernelTiming, flush_and_settle, time_on_devic
 from gpu.core.l2 import flush_problem, l2_cache_bytes
 from gpu.core.launch_path import configured_launch
 from gpu.core.limits import InputError
-from gpu.core.reference import unavailable_reason
 from gpu.core.roofline import device_roofs
 from gpu.core.telemetry import TelemetryMonitor
 from gpu.core.timing import (
@@ -68,6 +68,10 @@ class Output:
     shape: Callable[[Params], tuple[int, ...]]
     dtype: Any
     zeroed: bool = False
+
+    def zeros(self, params: Params) -> np.ndarray:
+        """A host array for it at ``params``, zeroed (an accumulating output starts there; any other is overwritten)."""
+        return np.zeros(self.shape(params), dtype=self.dtype)
 
 
 @dataclass(frozen=True)
@@ -180,26 +184,6 @@ class Step:
 
 
 @dataclass(frozen=True)
-class Library:
-    """A reference on the GPU. ``fn(xp, inputs, out)`` queues the work with library ``module``
-    ("cupy", "torch"), or with Numba (``module`` None: ``fn(stream, inputs, out)``).
-    ``same_work`` False: a yardstick (a copy of the same bytes), not the same computation.
-    ``hold`` False: the call waits on the GPU from the host (CuPy's and PyTorch's
-    ``bincount`` read the input's maximum), so behind a stream hold every sample would
-    expire; it is timed without one and every sample says it includes the launch.
-    ``note``: shown beside its figures (e.g. it moves more bytes than the GB/s assumes)."""
-
-    key: str
-    label: str
-    module: str | None
-    fn: Callable[..., None]
-    depth: Callable[[Params], int] | None = None
-    same_work: bool = True
-    hold: bool = True
-    note: str | None = None
-
-
-@dataclass(frozen=True)
 class CpuImpl:
     """A CPU implementation writing into ``out``: ``fn(*inputs, out)``.
 
@@ -247,10 +231,6 @@ class KernelSpec:
 # --- GPU steps ---------------------------------------------------------------------
 
 
-def _zeros_or_empty(spec: KernelSpec, params: Params) -> np.ndarray:
-    return np.zeros(spec.output.shape(params), dtype=spec.output.dtype)
-
-
 def time_step(
     spec: KernelSpec,
     step: Step,
@@ -278,7 +258,7 @@ def time_step(
     """
     ops = ops or default_ops(clock)
     stream = cuda.stream()
-    host_out = _zeros_or_empty(spec, params)
+    host_out = spec.output.zeros(params)
     zeros = np.zeros_like(host_out) if spec.output.zeroed else None
     names = list(inputs)
     timer = PhaseTimer(stream, ("h2d", "with_launch", "d2h"), clock=clock, ops=ops)
@@ -334,91 +314,6 @@ def time_step(
 # --- library references ------------------------------------------------------------
 
 
-def _stream_pointer(stream) -> int:
-    handle = stream.handle
-    return int(getattr(handle, "value", handle) or 0)
-
-
-def _library_launcher(lib: Library, d_in: list, d_out, stream) -> Callable[[], None]:
-    """A zero-argument launch that queues ``lib``'s work on ``stream`` (Numba's), so that
-    ``time_on_device`` times it exactly as it times the Numba steps."""
-    if lib.module is None:
-        return lambda: lib.fn(stream, d_in, d_out)
-    if lib.module == "cupy":
-        import cupy as cp
-
-        outer = cp.cuda.ExternalStream(_stream_pointer(stream))
-        ins, out = [cp.asarray(d) for d in d_in], cp.asarray(d_out)
-
-        def launch() -> None:
-            with outer:
-                lib.fn(cp, ins, out)
-
-        return launch
-    import torch
-
-    outer = torch.cuda.ExternalStream(_stream_pointer(stream))
-    # PyTorch has few uint32 kernels; counts below 2^31 have the same bits as int32
-    as_torch = lambda d: torch.as_tensor(d.view(np.int32) if d.dtype == np.uint32 else d, device="cuda")  # noqa: E731
-    ins, out = [as_torch(d) for d in d_in], as_torch(d_out)
-
-    def torch_launch() -> None:
-        with torch.cuda.stream(outer):
-            lib.fn(torch, ins, out)
-
-    return torch_launch
-
-
-def time_library(
-    spec: KernelSpec,
-    lib: Library,
-    params: Params,
-    inputs: Mapping[str, np.ndarray],
-    policy: RepeatPolicy,
-    *,
-    l2_bytes: int | None = None,
-) -> tuple[KernelTiming, np.ndarray]:
-    """Time ``lib`` on device-resident inputs (copied in once, outside the timing); returns (KernelTiming, output).
-
-    An accumulating output is zeroed on the device before the timing and the result read
-    after the first (warm-up or first) run, so the check sees one run's counts.
-    """
-    stream = cuda.stream()
-    d_in = [cuda.to_device(a, stream=stream) for a in inputs.values()]
-    host_out = _zeros_or_empty(spec, params)
-    d_out = cuda.to_device(host_out, stream=stream)
-    stream.synchronize()
-    launcher = _library_launcher(lib, d_in, d_out, stream)
-    label = f"{lib.label} on Numba's stream" + (
-        "" if lib.hold else ", no hold: the call waits on the GPU from the host"
-    )
-    timing = time_on_device(
-        queue=launcher,
-        stream=stream,
-        policy=policy,
-        hold=lib.hold,
-        launch_label=label,
-        working_set_bytes=int(spec.bytes_moved(params)),
-        l2_bytes=l2_bytes,
-        telemetry=False,
-    )
-    if spec.output.zeroed:  # every run added into it: one clean run for the check
-        d_out.copy_to_device(host_out, stream=stream)
-        launcher()
-    d_out.copy_to_host(host_out, stream=stream)
-    stream.synchronize()
-    return timing, host_out
-
-
-def library_problem(lib: Library) -> str | None:
-    """None when ``lib`` can run here, else why not."""
-    if lib.module is None:
-        return None
-    if BACKEND.simulated:
-        return f"{lib.label} needs a real GPU; kernels run in the CUDA simulator here"
-    return unavailable_reason(lib.module)
-
-
 # --- CPU implementations -----------------------------------------------------------
 
 
@@ -440,14 +335,14 @@ def time_cpu(
     if impl.jit or impl.budgeted:
         probe = spec.probe(params)
         probe_inputs = list(spec.make_inputs(probe, 1).values())
-        probe_out = _zeros_or_empty(spec, probe)
+        probe_out = spec.output.zeros(probe)
         if impl.jit:  # the first call compiles: timed apart, never in a sample
             start = time.perf_counter()
             impl.fn(*probe_inputs, probe_out)
             compile_s = time.perf_counter() - start
         if impl.budgeted:
             start = time.perf_counter()
-            impl.fn(*probe_inputs, _zeros_or_empty(spec, probe))
+            impl.fn(*probe_inputs, spec.output.zeros(probe))
             estimate = (time.perf_counter() - start) * spec.cost(params) / max(spec.cost(probe), 1)
             if estimate > budget_s:
                 why = f"estimated {format_seconds(estimate)} per run, over the {budget_s:g} s budget"
@@ -464,7 +359,7 @@ def time_cpu(
         # NumPy's a.T copy of 16,384² took 6.1 s a run, and ten of them held the check a minute.
         policy = replace(policy, warmup=max(policy.warmup, 1), max_noise=1e-12,
                          budget_s=min(policy.budget_s or budget_s, budget_s))
-    out = _zeros_or_empty(spec, params)
+    out = spec.output.zeros(params)
 
     def once() -> dict[str, float]:
         if spec.output.zeroed:
@@ -556,7 +451,8 @@ def run_kernel(
                 continue
             progress.begin(f"library:{lib.key}", f"timing {lib.label}")
             try:
-                timing, out = time_library(spec, lib, params, inputs, policy, l2_bytes=l2_bytes)
+                timing, out = time_library(lib, inputs, spec.output.zeros(params), policy, zeroed=spec.output.zeroed,
+                                           working_set_bytes=int(spec.bytes_moved(params)), l2_bytes=l2_bytes)
             except Exception as exc:  # a library failing must not lose the run: its row says why
                 results.append(
                     ImplResult(

@@ -15,14 +15,13 @@ lowering. numba-cuda's ``compile_ptx`` needs no driver, only the CUDA toolkit wh
 The compile runs in a subprocess (``gpu.core.compile_worker``) with
 ``NUMBA_ENABLE_CUDASIM=0``, one process per target, because a process that chose the
 simulator cannot compile and numba fixes that choice at import. Results are cached in
-memory and on disk (``$KERNEL_LAB_COMPILE_CACHE`` or ``~/.cache/kernel-lab/compile``),
+memory and on disk (``gpu/core/compile_cache.py``),
 keyed by the kernel's source, signature, target and toolkit, so pages stay fast.
 Everything returned is a static fact from the compiler, never a measurement.
 """
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import inspect
 import json
@@ -32,23 +31,17 @@ import shutil
 import subprocess
 import sys
 import textwrap
-import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from gpu.core import settings as _settings
+from gpu.core import compile_cache as _cache
 from gpu.core.arch import DEFAULT_TARGET, TARGETS, Target, TheoreticalOccupancy, target_named, theoretical_occupancy
 
-CACHE_FORMAT = 2  # bump when the worker's output changes, so old entries are not reused
-CACHE_MAX_ENTRIES = 1024  # on disk; PTX is 5-50 KB, so the cache stays under ~50 MB
-MEMORY_CACHE_ENTRIES = 256
 WORKER_TIMEOUT_S = 600
 _REPO_ROOT = Path(__file__).resolve().parents[2]
-_GPU_PACKAGE = _REPO_ROOT / "gpu"
 
 __all__ = [
     "COMPILED",
@@ -323,7 +316,7 @@ def parse_ptxas_log(log: str) -> dict:
     }
 
 
-# --- requests, the worker and the cache ------------------------------------------------------
+# --- requests and the worker (the cache: gpu/core/compile_cache.py) ------------------------------
 
 
 @dataclass(frozen=True)
@@ -359,91 +352,6 @@ def request_for(pyfunc, signature: str, threads_per_block: int | None = None) ->
     return CompileRequest(
         fn.__name__, str(signature), fn.__name__, source=header + source, threads_per_block=threads_per_block
     )
-
-
-@lru_cache(maxsize=1)
-def _gpu_package_hash() -> str:
-    """One hash of every .py file of the gpu package: a kernel may use constants from any."""
-    digest = hashlib.sha256()
-    for path in sorted(_GPU_PACKAGE.rglob("*.py")):
-        digest.update(path.relative_to(_GPU_PACKAGE).as_posix().encode())
-        digest.update(path.read_bytes())
-    return digest.hexdigest()
-
-
-def _code_hash(request: CompileRequest) -> str:
-    if request.source is not None:
-        return hashlib.sha256(request.source.encode()).hexdigest()
-    if request.module is None:
-        raise ValueError(f"a compile request carries source or names a module; {request.name!r} has neither")
-    spec = importlib.util.find_spec(request.module)
-    origin = Path(spec.origin) if spec and spec.origin else None
-    if origin is not None and _GPU_PACKAGE in origin.resolve().parents:
-        return _gpu_package_hash()
-    return hashlib.sha256(origin.read_bytes() if origin else request.module.encode()).hexdigest()
-
-
-def _cache_key(request: CompileRequest, target: Target, tools: Toolkit, sass: bool) -> str:
-    parts = [
-        CACHE_FORMAT,
-        tools.version,
-        sass,
-        target.name,
-        request.name,
-        request.module,
-        request.signature,
-        _code_hash(request),
-    ]
-    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:32]
-
-
-def cache_dir() -> Path:
-    configured = _settings.settings().compile_cache
-    if configured:
-        return Path(configured)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "kernel-lab" / "compile"
-
-
-_memory: OrderedDict[str, dict] = OrderedDict()
-_memory_lock = threading.Lock()
-
-
-def _cache_get(key: str) -> dict | None:
-    with _memory_lock:
-        if key in _memory:
-            _memory.move_to_end(key)
-            return _memory[key]
-    path = cache_dir() / f"{key}.json"
-    try:
-        raw = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    _remember(key, raw)
-    return raw
-
-
-def _remember(key: str, raw: dict) -> None:
-    with _memory_lock:
-        _memory[key] = raw
-        _memory.move_to_end(key)
-        while len(_memory) > MEMORY_CACHE_ENTRIES:
-            _memory.popitem(last=False)
-
-
-def _cache_put(key: str, raw: dict) -> None:
-    _remember(key, raw)
-    folder = cache_dir()
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        tmp = folder / f".{key}.{os.getpid()}.tmp"
-        tmp.write_text(json.dumps(raw))
-        tmp.replace(folder / f"{key}.json")
-        entries = sorted(folder.glob("*.json"), key=lambda p: p.stat().st_mtime)
-        for old in entries[: max(0, len(entries) - CACHE_MAX_ENTRIES)]:
-            old.unlink(missing_ok=True)
-    except OSError:  # a read-only home still compiles; it just does not remember
-        pass
 
 
 def _worker_env() -> dict:
@@ -554,10 +462,10 @@ def compile_many(
                 results[ti, ri] = _facts(request, target, tools, raw, False)
                 continue
             # a cached result with SASS serves a request without it too
-            keys = [_cache_key(request, target, tools, True)] + (
-                [] if sass else [_cache_key(request, target, tools, False)]
+            keys = [_cache.key(request, target.name, tools.version, True)] + (
+                [] if sass else [_cache.key(request, target.name, tools.version, False)]
             )
-            cached = next((r for r in map(_cache_get, keys) if r is not None), None)
+            cached = next((r for r in map(_cache.get, keys) if r is not None), None)
             if cached is not None:
                 results[ti, ri] = _facts(request, target, tools, cached, True, sass)
             else:
@@ -577,7 +485,8 @@ def compile_many(
             for ti, raw in zip(tis, per_target):
                 # a compiler's verdict is a fact; a crashed worker or a missing library is not
                 if not raw.get("worker_failed") and not missing_toolkit_part(raw.get("error")):
-                    _cache_put(_cache_key(requests[ri], chosen[ti], tools, sass and bool(tools.nvdisasm)), raw)
+                    listed = sass and bool(tools.nvdisasm)
+                    _cache.put(_cache.key(requests[ri], chosen[ti].name, tools.version, listed), raw)
                 results[ti, ri] = _facts(requests[ri], chosen[ti], tools, raw, False, sass)
 
     if calls:

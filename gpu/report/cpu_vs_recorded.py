@@ -326,7 +326,7 @@ def companion(result: Any, refs: References | None = None):
     if getattr(result, "backend", None) != "simulator":
         return None
     from gpu.experiments.scaling.result import SweepRun
-    from gpu.experiments.vector_add.experiment import VectorAddRun
+    from gpu.experiments.vector_add.result import VectorAddRun
 
     if isinstance(result, VectorAddRun):
         return vector_add_vs_recorded(result, refs)

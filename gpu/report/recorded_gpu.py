@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 
 from gpu.experiments.scaling.result import SweepRun
 from gpu.experiments.transfers.result import StrategyComparison
-from gpu.experiments.vector_add.experiment import VectorAddRun
+from gpu.experiments.vector_add.result import VectorAddRun
 from gpu.service.references import Provenance, References, load_references
 
 PHASES = ("h2d", "launch", "kernel", "d2h", "total")  # "launch" only in the breakdown

@@ -128,7 +128,8 @@ class FactsCache:
         import json
 
         from gpu.core.arch import DEFAULT_TARGET
-        from gpu.core.compiler import CACHE_FORMAT, toolkit
+        from gpu.core.compile_cache import CACHE_FORMAT
+        from gpu.core.compiler import toolkit
 
         block = math.prod(problem.launch(problem.tests[-1].sizes, threads_per_block)[1])
         what = [CACHE_FORMAT, problem.key, numba_signature(problem), block, _shape(source), DEFAULT_TARGET,

@@ -60,6 +60,7 @@ import types
 from dataclasses import dataclass
 
 from gpu.sim import pyast
+from gpu.sim.loop_exits import before_breaks, may_leave
 
 # The generated code's own names: "$" is outside the identifier space of any source file.
 NEG = "lab$neg"
@@ -307,7 +308,7 @@ class _Rewriter(ast.NodeTransformer):
             after = [self._spent([(allowed, left, line)], node)]
         else:  # a ``break`` skips the ``else``: each charges its own way out
             node.orelse = [self._spent([(allowed, left, line)], node), *node.orelse]
-            _before_breaks(node.body, lambda brk: self._spent([(allowed, left, line)], brk))
+            before_breaks(node.body, lambda brk: self._spent([(allowed, left, line)], brk))
             after = []
         for new in (start, past):
             for sub in ast.walk(new):
@@ -337,7 +338,7 @@ class _Rewriter(ast.NodeTransformer):
         """``for x in lab$within(items, line, leaves)``: a range within the limits as it is (no cost per turn, its
         turns charged at once), anything longer, or a loop that may leave early (``leaves``: a ``break`` or a
         ``return`` in its body), counted as it goes (a ``break`` before the limit is not a fault)."""
-        leaves = _may_leave(node.body)
+        leaves = may_leave(node.body)
         self.generic_visit(node)
         node.iter = ast.copy_location(
             ast.Call(ast.Name(WITHIN, ast.Load()),
@@ -443,48 +444,6 @@ class _Rewriter(ast.NodeTransformer):
         self._nested(node)
         self.generic_visit(node)
         return node
-
-
-_OWN_SCOPES = (ast.For, ast.While, ast.AsyncFor, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
-
-
-def _statement_lists(stmt: ast.stmt) -> list[list[ast.stmt]]:
-    """The statement lists directly inside ``stmt`` (an ``if``'s two branches, a ``try``'s parts, ...); none for a loop
-    or a function, whose ``break``s are their own."""
-    if isinstance(stmt, _OWN_SCOPES):
-        return []
-    lists = [getattr(stmt, field) for field in ("body", "orelse", "finalbody")
-             if isinstance(getattr(stmt, field, None), list)]
-    return lists + [part.body for part in getattr(stmt, "handlers", []) + getattr(stmt, "cases", [])]
-
-
-def _may_leave(body: list[ast.stmt]) -> bool:
-    """Whether a loop with this body may end before its items do: a ``break`` of its own, or a ``return`` anywhere in
-    it (but in a function defined there)."""
-    lists = [body]
-    while lists:
-        for stmt in lists.pop():
-            if isinstance(stmt, ast.Break):
-                return True
-            lists.extend(_statement_lists(stmt))
-    stack: list[ast.AST] = list(body)
-    while stack:
-        node = stack.pop()
-        if isinstance(node, ast.Return):
-            return True
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-            stack.extend(ast.iter_child_nodes(node))
-    return False
-
-
-def _before_breaks(body: list[ast.stmt], charge) -> None:
-    """Put ``charge(break)`` right before every ``break`` of this loop (not of a loop inside it) in ``body``."""
-    for index in range(len(body) - 1, -1, -1):
-        if isinstance(body[index], ast.Break):
-            body.insert(index, charge(body[index]))
-        else:
-            for inner in _statement_lists(body[index]):
-                _before_breaks(inner, charge)
 
 
 def function_node(source: str, name: str, first_line: int) -> ast.FunctionDef:

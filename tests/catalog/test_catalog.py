@@ -339,7 +339,7 @@ def test_gpu_check_section_of_a_kernel_passes_in_the_simulator_and_reports_targe
 
 
 def test_catalog_libraries_are_timed_by_the_primitive_and_a_host_waiting_call_without_the_hold(monkeypatch):
-    from gpu.catalog import steps
+    from gpu.catalog import libraries
     from gpu.core import hold
     from tests.test_timing import FakeOps
 
@@ -348,11 +348,13 @@ def test_catalog_libraries_are_timed_by_the_primitive_and_a_host_waiting_call_wi
     spec, params = transpose.SPEC, TINY["transpose"]
     inputs = spec.make_inputs(params, 0)
     copy = next(lib for lib in spec.libraries if lib.key == "d2d-copy")
-    timing, _ = steps.time_library(spec, copy, params, inputs, RepeatPolicy.count(3, warmup=0))
+    timing, _ = libraries.time_library(copy, inputs, spec.output.zeros(params), RepeatPolicy.count(3, warmup=0),
+                                          working_set_bytes=spec.bytes_moved(params))
     assert timing.sample_held == (True, True, True) and timing.working_set_bytes == spec.bytes_moved(params)
     assert ops.log.count("hold") == 3 and ops.log[:3] == ["flush", "sync", "hold"]
     waiting = replace(copy, hold=False)  # as CuPy's and PyTorch's bincount: no hold can hide their launch
     ops.log.clear()
-    timing, _ = steps.time_library(spec, waiting, params, inputs, RepeatPolicy.count(3, warmup=0))
+    timing, _ = libraries.time_library(waiting, inputs, spec.output.zeros(params), RepeatPolicy.count(3, warmup=0),
+                                          working_set_bytes=spec.bytes_moved(params))
     assert timing.sample_held == (False, False, False) and "hold" not in ops.log and "no hold" in timing.launch
     assert all(lib.hold is False and "includes the launch" in lib.note for lib in histogram.SPEC.libraries)

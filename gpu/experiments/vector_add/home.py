@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from gpu.core.timing import format_seconds
 from gpu.core.words import times_words
-from gpu.experiments.vector_add.experiment import VectorAddRun
+from gpu.experiments.vector_add.result import VectorAddRun
 from gpu.service.references import PublishedFigures, ReferenceRun
 
 ARTICLE_TITLE = "Writing Your First GPU Kernel in Python with Numba and CUDA"

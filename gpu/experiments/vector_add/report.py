@@ -5,7 +5,7 @@ from __future__ import annotations
 from gpu.core.timing import format_seconds
 from gpu.core.words import few_samples, times_words
 from gpu.experiments.vector_add.article import ARTICLE_RUNS, ArticleRun
-from gpu.experiments.vector_add.experiment import VectorAddRun
+from gpu.experiments.vector_add.result import VectorAddRun
 
 
 def article_in_words(article: ArticleRun) -> str:

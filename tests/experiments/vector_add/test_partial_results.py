@@ -9,8 +9,9 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from gpu.catalog.base import Progress
-from gpu.experiments.vector_add.experiment import EXPERIMENT, VectorAddRun
+from gpu.experiments.vector_add.experiment import EXPERIMENT
 from gpu.experiments.vector_add.partial import ARTICLE, PartialRun, run_order
+from gpu.experiments.vector_add.result import VectorAddRun
 
 PARAMS = {"n": "20000", "repeats": "2", "cpu": "python,numpy,numba,numba-parallel", "article": "true"}
 

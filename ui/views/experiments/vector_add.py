@@ -17,7 +17,7 @@ from gpu.core.limits import (
 )
 from gpu.core.timing import ALLOCATION_RULE, format_seconds
 from gpu.core.words import format_gbps, times_words
-from gpu.experiments.vector_add.experiment import EXPERIMENT, VectorAddRun, vectorised
+from gpu.experiments.vector_add.experiment import EXPERIMENT, vectorised
 from gpu.experiments.vector_add.partial import PartialRun
 from gpu.experiments.vector_add.report import (
     article_in_words,
@@ -25,6 +25,7 @@ from gpu.experiments.vector_add.report import (
     recorded_pinned_s,
     vector_add_sentence,
 )
+from gpu.experiments.vector_add.result import VectorAddRun
 from gpu.service.references import ReferenceRun
 from ui import glossary
 from ui.charts import common as charts
