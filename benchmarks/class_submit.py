@@ -217,7 +217,10 @@ def analysis_split_line(parts: list) -> str:
         f"launched (the page looked again) {spread([p.seen_s for p in parts])}; launched → its turn in the queue "
         f"{spread(queued)} ({len(parts) - len(queued)} served from the caches without a turn); its turn → done "
         f"{spread([p.work_s for p in parts])}; done → its panels drawn "
-        f"{spread([p.to_screen_s for p in parts if p.to_screen_s is not None])}."
+        f"{spread([p.to_screen_s for p in parts if p.to_screen_s is not None])} (done → the page's next look found "
+        f"it {spread([p.looked_s for p in parts if p.looked_s is not None])}; → the page's rerun had drawn its "
+        f"panels on the server {spread([p.rerun_s for p in parts if p.rerun_s is not None])}; → the browser showed "
+        f"them {spread([p.browser_s for p in parts if p.browser_s is not None])})."
     )
 
 

@@ -543,12 +543,17 @@ def splits(learners: list[Learner], judge_log: Path) -> dict[str, Split]:
 class AnalysisSplit:
     """One analysis's seconds from the judge log (``analysis-*`` events) and the page's clock: the verdict kept →
     the analysis launched (the page looked again), launched → its turn in the queue (None: served from the caches,
-    no turn), its turn → done, and done → its panels drawn (None: the page had said why not by then)."""
+    no turn), its turn → done, and done → its panels drawn (None: the page had said why not by then), that last in
+    three: done → the page's next look found it (``looked_s``), → the page's rerun had drawn its panels on the
+    server (``rerun_s``), → the browser showed them (``browser_s``); None where the log lacks the milestone."""
 
     seen_s: float
     queued_s: float | None
     work_s: float
     to_screen_s: float | None
+    looked_s: float | None = None
+    rerun_s: float | None = None
+    browser_s: float | None = None
 
 
 def analysis_splits(learners: list[Learner], judge_log: Path) -> dict[str, AnalysisSplit]:
@@ -566,9 +571,13 @@ def analysis_splits(learners: list[Learner], judge_log: Path) -> dict[str, Analy
         start = turn if turn is not None else row["analysis-launched"]
         drawn = (learner.analysis_at / 1000 - row["analysis-done"]
                  if learner.analysis_at is not None and learner.analysis == "facts and trace" else None)
-        out[learner.name] = AnalysisSplit(row["analysis-launched"] - row["kept"],
-                                          None if turn is None else turn - row["analysis-launched"],
-                                          row["analysis-done"] - start, drawn)
+        seen, sent = row.get("analysis-seen"), row.get("analysis-sent")
+        out[learner.name] = AnalysisSplit(
+            row["analysis-launched"] - row["kept"], None if turn is None else turn - row["analysis-launched"],
+            row["analysis-done"] - start, drawn,
+            looked_s=None if seen is None else seen - row["analysis-done"],
+            rerun_s=None if seen is None or sent is None else sent - seen,
+            browser_s=None if drawn is None or sent is None else learner.analysis_at / 1000 - sent)
     return out
 
 

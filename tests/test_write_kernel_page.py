@@ -11,6 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 from gpu.sandbox import isolation
 from gpu.service import judge_log
+from tests.analysis_wait import wait_for_analysis
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = str(ROOT / "pages/9_Write_a_kernel.py")
@@ -94,6 +95,11 @@ def test_the_judge_log_has_each_milestone_of_a_submission_in_order(isolated, tmp
     (row,) = judge_log.read(log).values()
     assert row["learner"] == "you" and row["status"] == "wrong"  # on your own machine the one user is "you"
     assert row["received"] <= row["turn"] <= row["verdict"] <= row["kept"], row
+    assert not [event for event in row if event.startswith("analysis-")]  # launched at the page's next look
+    wait_for_analysis(at)
+    (row,) = judge_log.read(log).values()
+    analysis = ["kept", "analysis-launched", "analysis-done", "analysis-seen", "analysis-sent"]
+    assert [row[event] for event in analysis] == sorted(row[event] for event in analysis), row
 
 
 def test_without_the_judge_log_nothing_is_written(tmp_path, monkeypatch):

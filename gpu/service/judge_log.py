@@ -10,7 +10,9 @@ name or null, ...}``, with events in this order:
 
 and, for a kernel that ran, its analysis (the compiler's facts and the trace, ``ui/views/analysis.py``):
 ``analysis-launched`` (the page looked again after drawing the verdict), ``analysis-turn`` (it holds the queue),
-``analysis-done`` or ``analysis-failed`` (cancelled or broken). A cached analysis has no turn.
+``analysis-done`` or ``analysis-failed`` (cancelled or broken), ``analysis-seen`` (the page's next look found it
+finished and runs the page again), ``analysis-sent`` (that run drew its panels: the rest is the browser's). A cached
+analysis has no turn.
 
 ``benchmarks/class_submit.py`` sets it and splits each learner's Submit → verdict into the server's part
 (received → kept) and the rest (the press reaching the server, the verdict reaching and being drawn by the

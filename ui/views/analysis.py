@@ -38,6 +38,7 @@ BOUND_S = 20.0  # the page looks for the facts and trace this long after the ver
 POLL_S = 1.0
 UNSEEN_S = 600.0  # an analysis not launched this long after its verdict (its learner left) is forgotten
 JOB_KEY = "write_kernel.analysis"  # problem key -> this session's analysis token
+SENT_KEY = "write_kernel.analysis.sent"  # the judge of the analysis whose panels the next run draws (judge log)
 
 
 class Cancelled(Exception):
@@ -65,13 +66,13 @@ class AnalysisJob:
     looks: int = 0  # runs of the page that drew it before it was launched (``launch_when_seen``)
     judge: tuple[str, str | None] = ("", None)  # the judge's token and learner, for the judge log's milestones
 
-    def _mark(self, event: str) -> None:
+    def mark(self, event: str) -> None:
         if self.judge[0]:
             judge_log.mark(event, self.judge[0], self.judge[1])
 
     def start(self) -> None:
         self.launched = True
-        self._mark("analysis-launched")
+        self.mark("analysis-launched")
         threading.Thread(target=self._run, name=f"analysis-{self.token[:8]}", daemon=True).start()
 
     def cancel(self, why: str) -> None:
@@ -112,7 +113,7 @@ class AnalysisJob:
                     stack.enter_context(FileFifoLock(name="gpu0", directory=directory).hold(label, self._waiting))
                 stack.enter_context(FileFifoLock(name="cpu", directory=directory).hold(label, self._waiting))
                 self.state = "running"
-                self._mark("analysis-turn")
+                self.mark("analysis-turn")
                 yield
 
         return held()
@@ -132,7 +133,7 @@ class AnalysisJob:
         except Exception as exc:  # never lose the page over the analysis: say why
             self.state, self.error = "failed", f"{type(exc).__name__}: {str(exc)[:200]}"
         self.finished_at = time.monotonic()
-        self._mark(f"analysis-{self.state}")
+        self.mark(f"analysis-{self.state}")
 
 
 @st.cache_resource(max_entries=1, show_spinner=False)
@@ -154,6 +155,13 @@ def start(problem: str, source: str, verdict: Verdict, trace_test: str | None, a
     job = AnalysisJob(problem, source, verdict, trace_test, attempt_id, judge=judge)
     jobs().add(job)
     mine[problem] = job.token
+
+
+def sent() -> None:
+    """The run that drew an analysis's panels has sent them to the browser: the judge log's ``analysis-sent``."""
+    token, learner = st.session_state.pop(SENT_KEY, None) or ("", None)
+    if token:
+        judge_log.mark("analysis-sent", token, learner)
 
 
 def pending(problem: str) -> AnalysisJob | None:
@@ -181,6 +189,8 @@ def show(problem: str, on_done, stale: Callable[[], bool] | None = None) -> None
             st.rerun(scope="app")
         if job.state in ("done", "failed"):
             st.session_state.get(JOB_KEY, {}).pop(problem, None)
+            job.mark("analysis-seen")
+            st.session_state[SENT_KEY] = job.judge  # marked once the page's rerun has drawn them (``sent``)
             on_done(job)
             st.rerun(scope="app")
         if polling and time.monotonic() - job.started_at >= BOUND_S:
@@ -201,4 +211,4 @@ def show(problem: str, on_done, stale: Callable[[], bool] | None = None) -> None
     st.fragment(body, run_every=POLL_S if polling else None)()
 
 
-__all__ = ["BOUND_S", "UNSEEN_S", "AnalysisJob", "jobs", "pending", "show", "start"]
+__all__ = ["BOUND_S", "UNSEEN_S", "AnalysisJob", "jobs", "pending", "sent", "show", "start"]

@@ -335,6 +335,7 @@ def show_verdict(done: Submission, analysis: bool = True, waited: str = "") -> N
         from ui.views.trace import show_submission_trace  # what the trace shows
 
         show_submission_trace(verdict.problem, done.trace)
+        background.sent()  # (the judge log's milestone, when this run drew a finished analysis)
     st.caption(
         f"Sandbox: {verdict.sandbox or 'none'}"
         + (f" · judged in {format_seconds(verdict.wall_s)} by its sandboxed process (the queue not counted)"
