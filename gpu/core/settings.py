@@ -299,7 +299,8 @@ SPARE_JUDGES = Setting(
 JUDGE_LOG = Setting(
     "KERNEL_LAB_JUDGE_LOG", "judge_log", "path", "unset (nothing written)",
     "a JSON-lines file to which the app appends each Write a kernel submission's milestones (press received, its "
-    "turn, its verdict, the verdict kept by the page that draws it): where a slow class's seconds went",
+    "turn, its verdict, the verdict kept by the page that draws it; its analysis launched, done and drawn): where a "
+    "slow class's seconds went",
     ("gpu/service/judge_log.py",), _stripped,
 )
 
