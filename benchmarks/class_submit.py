@@ -208,19 +208,18 @@ def analysis_split_line(parts: list) -> str:
     if not parts:
         return "The server's judge log recorded no analysis from launch to done."
 
-    def spread(values: list[float]) -> str:
+    def spread(part: str) -> str:  # over the analyses that have this part
+        values = [getattr(p, part) for p in parts if getattr(p, part) is not None]
         return f"p50 {percentile(values, 0.5):.1f} s, max {max(values):.1f} s" if values else "none"
 
-    queued = [p.queued_s for p in parts if p.queued_s is not None]
+    cached = sum(1 for p in parts if p.queued_s is None)
     return (
         f"Where their seconds went ({len(parts)} analyses in the judge log): the verdict kept → the analysis "
-        f"launched (the page looked again) {spread([p.seen_s for p in parts])}; launched → its turn in the queue "
-        f"{spread(queued)} ({len(parts) - len(queued)} served from the caches without a turn); its turn → done "
-        f"{spread([p.work_s for p in parts])}; done → its panels drawn "
-        f"{spread([p.to_screen_s for p in parts if p.to_screen_s is not None])} (done → the page's next look found "
-        f"it {spread([p.looked_s for p in parts if p.looked_s is not None])}; → the page's rerun had drawn its "
-        f"panels on the server {spread([p.rerun_s for p in parts if p.rerun_s is not None])}; → the browser showed "
-        f"them {spread([p.browser_s for p in parts if p.browser_s is not None])})."
+        f"launched (the page looked again) {spread('seen_s')}; launched → its turn in the queue "
+        f"{spread('queued_s')} ({cached} served from the caches without a turn); its turn → done "
+        f"{spread('work_s')}; done → its panels drawn {spread('to_screen_s')} (done → the page's next look found "
+        f"it {spread('looked_s')}; → the page's rerun had drawn its panels on the server {spread('rerun_s')}; → the "
+        f"browser showed them {spread('browser_s')})."
     )
 
 

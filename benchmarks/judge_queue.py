@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.classroom import CLASS, KINDS, MEMORY_MB, WALL_S, kinds_summary, machine, percentile  # noqa: E402
+from tests.classroom import CLASS, KINDS, MEMORY_MB, STATUS, WALL_S, kinds_summary, machine, percentile  # noqa: E402
 
 
 def one_class(warm: bool) -> list[tuple[str, float, str]]:
@@ -79,9 +79,7 @@ def main() -> int:
     for repeat in range(args.repeats):
         for how in ("cold", "warm"):
             results = one_class(how == "warm")
-            expected = {"correct": "passed", "wrong": "wrong", "endless": "wrong", "nested": "wrong",
-                        "undefined": "wrong", "time-limit": "refused", "memory-limit": "refused"}
-            wrong_status += [(how, kind, status) for kind, _, status in results if status != expected[kind]]
+            wrong_status += [(how, kind, status) for kind, _, status in results if status != STATUS[kind]]
             ran = [s for kind, s, _ in results if kind in ("correct", "wrong")]
             print(f"repeat {repeat + 1} {how}: correct and wrong kernels' verdicts p50 {percentile(ran, 0.5):.2f} s, "
                   f"max {max(ran):.2f} s; every verdict by {max(s for _, s, _ in results):.1f} s")

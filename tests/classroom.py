@@ -20,6 +20,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -95,6 +96,9 @@ KINDS = {
     "time-limit": (RUNS_TOO_LONG, "(time-limit rule)"),
     "undefined": (UNDEFINED_SHIFT, "undefined in compiled Numba"),
 }
+# kind -> the judge's verdict status (gpu/sandbox/verdict.py)
+STATUS = {"correct": "passed", "wrong": "wrong", "endless": "wrong", "nested": "wrong", "time-limit": "refused",
+          "undefined": "wrong"}
 # kinds whose kernel ran: the compiler's facts and trace follow the verdict
 ANALYSED = ("correct", "wrong", "endless", "nested", "undefined")
 VERDICT_TEXTS = ("Passed:", "Wrong result:", "Refused (", "Could not finish:")
@@ -583,10 +587,7 @@ def analysis_splits(learners: list[Learner], judge_log: Path) -> dict[str, Analy
 
 def kinds_summary(kinds: list[str]) -> str:
     """"8 correct, 4 wrong, ...": how many of each kind, in the order they first appear."""
-    counts: dict[str, int] = {}
-    for kind in kinds:
-        counts[kind] = counts.get(kind, 0) + 1
-    return ", ".join(f"{n} {kind}" for kind, n in counts.items())
+    return ", ".join(f"{n} {kind}" for kind, n in Counter(kinds).items())
 
 
 def percentile(values: list[float], q: float) -> float:
