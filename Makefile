@@ -52,7 +52,7 @@ TEST_WORKERS ?= 3
 test: $(VENV)/.dev $(VENV)/.cluster $(VENV)/.compiler chromium bubblewrap editor
 	$(PY) -m ruff check .
 	@$(PY) -m mypy > $(VENV)/mypy.log 2>&1 & mypy=$$!; \
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile -m "not classroom"; tests=$$?; \
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m "not classroom"; tests=$$?; \
 	wait $$mypy; typed=$$?; echo "mypy:"; cat $(VENV)/mypy.log; test $$tests -eq 0 -a $$typed -eq 0
 	$(PY) -m pytest -m classroom tests/test_browser_class.py
 
@@ -61,7 +61,7 @@ test: $(VENV)/.dev $(VENV)/.cluster $(VENV)/.compiler chromium bubblewrap editor
 # (tests/conftest.py). `make test` stays the whole suite.
 FAST_WORKERS ?= 2  # its tests hardly wait: one worker per core
 test-fast: $(VENV)/.dev
-	KERNEL_LAB_FAST_LANE=1 $(PY) -m pytest -q -n $(FAST_WORKERS) --dist loadfile -m "not browser and not classroom and not slow"
+	KERNEL_LAB_FAST_LANE=1 $(PY) -m pytest -q -n $(FAST_WORKERS) --dist loadfile --no-loadscope-reorder -m "not browser and not classroom and not slow"
 
 # A class at once: 8 browsers press Run together on one demo server (tests/test_browser_class.py; the benchmark
 # benchmarks/class_submit.py runs 16);
@@ -92,12 +92,15 @@ $(VENV)/.runtime: requirements.txt | $(PY)
 
 # What the tests need, in one pip run: the runtime, the dev tools, Ray (the cluster tests) and the compiler wheels
 # (a fresh clone's setup here: 70-72 s in one run against 85-87 s in four, side by side, pip reading a local cache);
-# then the bytecode on both cores (pip compiles on one: 63 s in all against 70 s, side by side). A file a package
-# ships that this Python cannot compile is skipped, as pip skips it. It stands for the other stamps too (on a fresh
-# clone; a .venv made before keeps their own rules).
+# then the bytecode on both cores (pip compiles on one: 63 s in all against 70 s, side by side), for the sandboxed
+# children, which import from a read-only .venv and so could never keep their own. The packages' own test suites
+# (a fifth of the source: pandas', numba's, NumPy's) are left out: nothing here imports them, and they took 3-7 s of
+# the 16-18 s (the site-packages' sources copied twice to /tmp, `compileall -j 0` with and without `-x`).
+# A file a package ships that this Python cannot compile is skipped, as pip skips it. It stands for the other stamps
+# too (on a fresh clone; a .venv made before keeps their own rules).
 $(VENV)/.dev: requirements.txt requirements-dev.txt requirements-cluster.txt | $(PY)
 	$(PIP) install --no-compile -r requirements-dev.txt -r requirements-cluster.txt $(COMPILER_PKGS)
-	$(PY) -m compileall -q -j 0 $(VENV)/lib >/dev/null || true
+	$(PY) -m compileall -q -j 0 -x 'site-packages/.*/tests/' $(VENV)/lib >/dev/null || true
 	$(MAKE) --no-print-directory cuda-wheels
 	touch $(VENV)/.runtime $(VENV)/.cluster $(VENV)/.compiler $@
 
