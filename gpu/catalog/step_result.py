@@ -15,7 +15,7 @@ from gpu.core.device import DeviceInfo
 from gpu.core.kernel_timing import KernelTiming
 from gpu.core.l2 import fits_in_l2
 from gpu.core.roofline import Roofs
-from gpu.core.shape import ShapeError, from_builtins, shaped, to_builtins
+from gpu.core.shape import Shaped, ShapeError, from_builtins, shaped
 from gpu.core.timing import (
     RepeatPolicy,
     Stats,
@@ -42,7 +42,7 @@ def _impl_from_file(data: dict) -> dict:
 
 @shaped(renames={"timing": "kernel_timing"}, to_file=_impl_to_file, from_file=_impl_from_file)
 @dataclass(frozen=True)
-class ImplResult:
+class ImplResult(Shaped):
     """One implementation: its phase samples (seconds), or why it was skipped; its agreement."""
 
     key: str
@@ -89,9 +89,6 @@ class ImplResult:
             raise ValueError(f"kind is {self.kind[:60]!r}; expected one of {', '.join(KINDS)}")
         if self.phases is not None and self.main is None:
             raise ValueError("a measured implementation holds its main figure: a 'kernel' (GPU) or 'cpu' phase")
-
-    def to_dict(self) -> dict:
-        return to_builtins(self)
 
 
 def _seconds(result: ImplResult) -> float:
@@ -173,7 +170,7 @@ def _run_from_file(data: dict) -> dict:
 
 @shaped(to_file=_run_to_file, from_file=_run_from_file, paths={"kernel": "experiment", "results": "implementations"})
 @dataclass(frozen=True)
-class KernelRun:
+class KernelRun(Shaped):
     """Everything one catalog run measured. Times in seconds, bytes and FLOPs per run of the kernel."""
 
     kernel: str
@@ -347,14 +344,6 @@ class KernelRun:
         frame.insert(0, "kernel", self.kernel)
         frame["backend"] = self.backend
         return frame
-
-    def to_dict(self) -> dict:
-        return to_builtins(self)
-
-    @classmethod
-    def from_dict(cls, d: Any, path: str = "") -> KernelRun:
-        """The inverse of ``to_dict`` (check.json, History, downloads); raises ShapeError naming the field."""
-        return from_builtins(d, cls, path)
 
     def __str__(self) -> str:
         lines = [

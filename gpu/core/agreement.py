@@ -31,13 +31,11 @@ Every check can fail: tests run deliberately wrong kernels and wrong results thr
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
-from gpu.core.shape import from_builtins, shaped, to_builtins
+from gpu.core.shape import Shaped, shaped
 
 U_FLOAT32 = 2.0**-24  # unit roundoff of IEEE binary32 (round to nearest)
 U_FLOAT64 = 2.0**-53
@@ -57,7 +55,7 @@ def gamma(k: int, u: float = U_FLOAT32) -> float:
 
 @shaped(derived={"passed": lambda a: a.passed, "text": lambda a: a.describe()})
 @dataclass(frozen=True)
-class Agreement:
+class Agreement(Shaped):
     """How one implementation's result compares with the reference.
 
     ``mode`` "exact": ``mismatches`` counts elements whose bits differ.
@@ -94,9 +92,6 @@ class Agreement:
             + ("" if self.passed else f"; {self.mismatches:,} of {elements} over the bound")
         )
 
-    def to_dict(self) -> dict:
-        return to_builtins(self)
-
 
 def same_bits(result: np.ndarray, expected: np.ndarray) -> np.ndarray:
     """Element-wise bit equality of two float arrays (NaN equals NaN of the same bits); ints by value."""
@@ -115,7 +110,7 @@ def identical(result: np.ndarray, expected: np.ndarray) -> bool:
 
 @shaped(derived={"mismatches": lambda a: a.mismatches, "passed": lambda a: a.passed})
 @dataclass(frozen=True)
-class BitAgreement:
+class BitAgreement(Shaped):
     """How a float32 result compares with NumPy's, bit for bit (vector add and its strategies).
 
     IEEE float32 addition rounds the same way on every device, so anything but
@@ -128,10 +123,6 @@ class BitAgreement:
     max_abs_diff: float
     allclose: bool
 
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> BitAgreement:
-        return from_builtins(d, cls)
-
     @property
     def mismatches(self) -> int:
         return self.n - self.identical
@@ -140,9 +131,6 @@ class BitAgreement:
     def passed(self) -> bool:
         """float32 addition is exact IEEE rounding everywhere: demand bit-identity."""
         return self.mismatches == 0
-
-    def to_dict(self) -> dict:
-        return to_builtins(self)
 
 
 def check_bits(name: str, result: np.ndarray, reference: np.ndarray) -> BitAgreement:

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import os
 import platform
-from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from functools import cache
 from importlib import metadata
-from typing import Any
 
 from gpu.core.backend import BACKEND, cuda
 from gpu.core.limits import MAX_THREADS_PER_BLOCK, WARP_SIZE, host_available_bytes
-from gpu.core.shape import from_builtins, shaped, to_builtins
+from gpu.core.shape import Shaped, shaped
 
 LIBRARIES = ("numba", "numba-cuda", "numpy", "llvmlite", "cuda-bindings", "pandas", "streamlit", "altair")
 
@@ -25,7 +23,7 @@ def _known_device_keys(data: dict) -> dict:
 
 @shaped(derived={"peak_bandwidth_gbps": lambda d: d.peak_bandwidth_gbps}, from_file=_known_device_keys)
 @dataclass(frozen=True)
-class DeviceInfo:
+class DeviceInfo(Shaped):
     """One GPU (or the simulator) as the engine sees it. Sizes in bytes, clocks in kHz."""
 
     backend: str  # "cuda" or "simulator"
@@ -48,14 +46,6 @@ class DeviceInfo:
         if not self.memory_clock_khz or not self.memory_bus_width_bits:
             return None
         return 2 * self.memory_clock_khz * 1e3 * self.memory_bus_width_bits / 8 / 1e9
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> DeviceInfo:
-        """The inverse of ``to_dict``: keys this version does not know are dropped."""
-        return from_builtins(data, cls)
-
-    def to_dict(self) -> dict:
-        return to_builtins(self)
 
 
 @dataclass(frozen=True)

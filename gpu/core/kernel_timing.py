@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from gpu.core.shape import shaped, to_builtins
+from gpu.core.shape import Shaped, shaped
 from gpu.core.timing import Clock, RepeatPolicy, Stats, collect
 
 # What a sample's ``held`` value means, for captions and tables.
@@ -70,7 +70,7 @@ _STATS_KEYS = (
 
 @shaped(derived={"l2_resident": lambda t: t.l2_resident}, to_file=_timing_to_file, from_file=_timing_from_file)
 @dataclass(frozen=True)
-class KernelTiming:
+class KernelTiming(Shaped):
     """What ``time_on_device`` measured: samples in seconds and everything needed to judge them.
 
     ``stats`` carries the total retries and whether every sample was held.
@@ -132,9 +132,6 @@ class KernelTiming:
         if self.telemetry and self.telemetry.get("flagged"):
             out.append("GPU clocks dropped during the run: " + "; ".join(self.telemetry.get("flags", [])))
         return out
-
-    def to_dict(self) -> dict:
-        return to_builtins(self)
 
 
 def flush_and_settle(ops, stream, flush: bool) -> None:

@@ -14,12 +14,12 @@ from gpu.core.backend import BACKEND, cuda
 from gpu.core.limits import (
     WARP_SIZE,
 )
-from gpu.core.shape import shaped, to_builtins
+from gpu.core.shape import Shaped, shaped
 
 
 @shaped(derived={"fraction": lambda o: o.fraction})
 @dataclass(frozen=True)
-class Occupancy:
+class Occupancy(Shaped):
     """How many of one configuration's blocks a multiprocessor holds at once.
 
     ``source`` is "driver" (cuOccupancyMaxActiveBlocksPerMultiprocessor for the compiled
@@ -39,22 +39,16 @@ class Occupancy:
         """Theoretical occupancy: resident warps / the SM's maximum."""
         return self.warps_per_sm / self.max_warps_per_sm if self.max_warps_per_sm else float("nan")
 
-    def to_dict(self) -> dict:
-        return to_builtins(self)
-
 
 @shaped()
 @dataclass(frozen=True)
-class SmLimits:
+class SmLimits(Shaped):
     """Per-multiprocessor limits read from the device (None where not exposed)."""
 
     max_threads_per_sm: int | None
     max_blocks_per_sm: int | None
     registers_per_sm: int | None
     shared_memory_per_sm: int | None
-
-    def to_dict(self) -> dict:
-        return to_builtins(self)
 
 
 def sm_limits() -> SmLimits | None:

@@ -22,7 +22,7 @@ from gpu.core.backend import BACKEND
 from gpu.core.copies import bandwidth_gbps, time_copy, time_copy_kernel, time_device_memcpy, time_host_copy
 from gpu.core.device import device_info
 from gpu.core.limits import device_free_bytes, host_available_bytes
-from gpu.core.shape import from_builtins, shaped, to_builtins
+from gpu.core.shape import Shaped, from_builtins, shaped
 from gpu.core.timing import RepeatPolicy, Stats, format_seconds, utc_timestamp
 
 MiB = 2**20
@@ -46,7 +46,7 @@ LIMIT_LABELS = {
 
 @shaped(derived={"label": lambda limit: limit.label})
 @dataclass(frozen=True)
-class Limit:
+class Limit(Shaped):
     """One ceiling: GB/s (None when unknown), how it was obtained, its samples if measured."""
 
     key: str
@@ -63,9 +63,6 @@ class Limit:
     @property
     def label(self) -> str:
         return LIMIT_LABELS[self.key]
-
-    def to_dict(self) -> dict:
-        return to_builtins(self)
 
 
 def _peaks_to_file(peaks: Peaks, data: dict) -> dict:
@@ -84,7 +81,7 @@ def _peaks_from_file(data: dict) -> dict:
 
 @shaped(to_file=_peaks_to_file, from_file=_peaks_from_file)
 @dataclass(frozen=True)
-class Peaks:
+class Peaks(Shaped):
     """The physical limits measured (or read) on one device and host."""
 
     limits: tuple[Limit, ...]
@@ -103,9 +100,6 @@ class Peaks:
     def from_dict(cls, pk: Mapping[str, Any], backend: str = "") -> Peaks:
         """The inverse of ``to_dict``; ``backend`` stands in where an older file has none."""
         return from_builtins({"backend": backend, **pk} if backend and not pk.get("backend") else pk, cls)
-
-    def to_dict(self) -> dict:
-        return to_builtins(self)
 
     def to_frame(self):
         """One row per known limit: key, label, gbps, how (pandas DataFrame)."""

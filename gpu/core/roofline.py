@@ -17,7 +17,7 @@ from functools import cache
 
 from gpu.core.backend import BACKEND
 from gpu.core.device import DeviceInfo
-from gpu.core.shape import shaped, to_builtins
+from gpu.core.shape import Shaped, shaped
 
 # FP32 results per clock cycle per multiprocessor (32-bit floating-point add, multiply,
 # multiply-add), by compute capability. Source: NVIDIA, CUDA C++ Programming Guide,
@@ -90,7 +90,7 @@ def sm_clock_khz(index: int = 0) -> int | None:
 # the copy line's label is decided where a recorded run is drawn (gpu/report/roofline_points.py), not kept
 @shaped(derived={"ridge_flop_per_byte": lambda r: r.ridge}, omit=("copy_label",))
 @dataclass(frozen=True)
-class Roofs:
+class Roofs(Shaped):
     """A device's ceilings. GB/s and GFLOP/s (1e9); None where unknown (e.g. the simulator)."""
 
     memory_gbps: float | None  # 2 × memory clock × bus width
@@ -125,9 +125,6 @@ class Roofs:
         """Achieved GFLOP/s as a share of the roof that bounds this intensity."""
         roof = self.attainable_gflops(intensity)
         return gflops / roof if roof else None
-
-    def to_dict(self) -> dict:
-        return to_builtins(self)
 
 
 def fp32_peak_gflops(device: DeviceInfo, clock_khz: int | None) -> float | None:

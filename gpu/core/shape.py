@@ -11,7 +11,8 @@ the first problem reported with the path of the field and what is allowed::
 A type whose file shape is not just its fields says how it differs, once, with
 ``@shaped(...)`` above its ``@dataclass``: values written from its properties for the
 reader's convenience (``derived``: ignored when read back), field names the file spells
-otherwise (``renames``), and a ``layout`` for anything else (a nesting the file keeps).
+otherwise (``renames``), and a ``layout`` for anything else (a nesting the file keeps). A result type takes
+``Shaped`` as its base for the two methods every caller uses, ``to_dict`` and ``from_dict``.
 
 The converter is cattrs (benchmarks/shape_converters.md says why): it derives the
 conversion of an existing dataclass from its annotations and lets a type change only
@@ -23,7 +24,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
 import cattrs
 from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError, IterableValidationError
@@ -248,6 +249,20 @@ def from_builtins(data: Any, cls: type[T], path: str = "") -> T:
         raise _first_problem(exc, path) from None
 
 
+class Shaped:
+    """A result type whose file shape is this module's: ``to_dict`` writes it, ``from_dict`` rebuilds and checks it.
+    What a type's file holds other than its fields is said by ``@shaped``; a type whose reading takes more (a default
+    for an older file's missing key) overrides ``from_dict``."""
+
+    def to_dict(self) -> dict:
+        return to_builtins(self)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any], path: str = "") -> Self:
+        """The inverse of ``to_dict`` (check.json, History, downloads); raises ShapeError naming the field."""
+        return from_builtins(d, cls, path)
+
+
 def _where(path: str) -> str:
     return f"`{path}`" if path else "the top level"
 
@@ -297,6 +312,7 @@ __all__ = [
     "MAX_WHOLE",
     "STAMPS",
     "ShapeError",
+    "Shaped",
     "from_builtins",
     "kind",
     "shaped",

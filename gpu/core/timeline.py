@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from gpu.core.shape import shaped, to_builtins
+from gpu.core.shape import Shaped, shaped
 
 # --- sizes -------------------------------------------------------------------------
 
@@ -26,7 +26,7 @@ ENGINE_LANES = {"h2d": "H2D copy engine", "kernel": "compute (kernels)", "d2h": 
 
 @shaped()
 @dataclass(frozen=True)
-class Interval:
+class Interval(Shaped):
     """One phase of one chunk: [start_s, end_s] in seconds from the run's start event."""
 
     run: str  # which timed run: e.g. "8 chunks, 4 streams" or "1 chunk"
@@ -45,9 +45,6 @@ class Interval:
     @property
     def duration_s(self) -> float:
         return self.end_s - self.start_s
-
-    def to_dict(self) -> dict:
-        return to_builtins(self)
 
 
 @dataclass(frozen=True)

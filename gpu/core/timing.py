@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import UTC
 
 from gpu.core.limits import MAX_REPEATS
-from gpu.core.shape import from_builtins, shaped, to_builtins
+from gpu.core.shape import Shaped, shaped
 
 Clock = Callable[[], float]
 
@@ -44,7 +44,7 @@ ALLOCATION_RULE = "device buffers are allocated before any start event, so no fi
     }
 )
 @dataclass(frozen=True)
-class Stats:
+class Stats(Shaped):
     """Samples of one measured quantity, in seconds (warm-up excluded).
 
     ``retries``: samples discarded and re-taken because the stream hold had expired
@@ -94,13 +94,6 @@ class Stats:
             return 0.0
         return statistics.stdev(self.samples_s) / self.mean_s
 
-    def to_dict(self) -> dict:
-        return to_builtins(self)
-
-    @classmethod
-    def from_dict(cls, data: Mapping) -> Stats:
-        return from_builtins(data, cls)
-
     def __str__(self) -> str:
         flags = (
             f"; only {self.n_samples} sample{'s' if self.n_samples != 1 else ''}, spread unknown"
@@ -118,7 +111,7 @@ class Stats:
 
 @shaped()
 @dataclass(frozen=True)
-class RepeatPolicy:
+class RepeatPolicy(Shaped):
     """How many samples to take.
 
     ``budget_s`` None: exactly ``n_repeat`` samples. Otherwise take at least
@@ -163,14 +156,6 @@ class RepeatPolicy:
             f"until noise ≤ {self.max_noise:.0%} or {self.budget_s:g} s spent "
             f"(at most {self.n_repeat} runs, after {self.warmup} warm-up)"
         )
-
-    def to_dict(self) -> dict:
-        return to_builtins(self)
-
-    @classmethod
-    def from_dict(cls, data: Mapping) -> RepeatPolicy:
-        """The inverse of ``to_dict``; a key an older file lacks takes its default."""
-        return from_builtins(data, cls)
 
     def done(self, samples: Sequence[float], spent_s: float) -> bool:
         """True when no more samples of this one series are needed."""

@@ -13,7 +13,7 @@ import numpy as np
 
 from gpu.core import cpu
 from gpu.core.backend import cuda
-from gpu.core.shape import shaped, to_builtins
+from gpu.core.shape import Shaped, shaped
 from gpu.core.timing import (
     Clock,
     PhaseTimer,
@@ -68,7 +68,7 @@ def _cpu_from_file(data: dict) -> dict:
 
 @shaped(to_file=_cpu_to_file, from_file=_cpu_from_file)
 @dataclass(frozen=True)
-class CpuTiming:
+class CpuTiming(Shaped):
     """One CPU implementation: measured ``stats``, or skipped with an estimate."""
 
     name: str
@@ -85,9 +85,6 @@ class CpuTiming:
     @property
     def estimated(self) -> bool:
         return self.stats is None
-
-    def to_dict(self) -> dict:
-        return to_builtins(self)
 
 
 def gpu_vector_add(a: np.ndarray, b: np.ndarray, threads_per_block: int = 256) -> np.ndarray:

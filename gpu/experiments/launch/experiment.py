@@ -8,7 +8,7 @@ effective bandwidth and the occupancy the device allows.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,7 +32,7 @@ from gpu.core.limits import (
     threads_per_block_warnings,
 )
 from gpu.core.occupancy import Occupancy, SmLimits, kernel_occupancy, sm_limits
-from gpu.core.shape import from_builtins, shaped, tagged, to_builtins
+from gpu.core.shape import Shaped, shaped, tagged
 from gpu.core.telemetry import TelemetryMonitor
 from gpu.core.timing import (
     RepeatPolicy,
@@ -74,7 +74,7 @@ KIND_GRID_STRIDE = "grid-stride"
 
 @shaped(derived={"label": lambda c: c.label})
 @dataclass(frozen=True)
-class LaunchConfigResult:
+class LaunchConfigResult(Shaped):
     """One configuration of the sweep: its kernel time Stats (seconds) and checks."""
 
     kind: str  # KIND_ONE_PER_ELEMENT or KIND_GRID_STRIDE
@@ -94,9 +94,6 @@ class LaunchConfigResult:
     def __post_init__(self) -> None:
         if self.kind not in (KIND_ONE_PER_ELEMENT, KIND_GRID_STRIDE):
             raise ValueError(f"kind is {self.kind[:60]!r}; expected {KIND_ONE_PER_ELEMENT!r} or {KIND_GRID_STRIDE!r}")
-
-    def to_dict(self) -> dict:
-        return to_builtins(self)
 
 
 def _sweep_to_file(run: LaunchSweepRun, data: dict) -> dict:
@@ -142,7 +139,7 @@ def _sweep_from_file(data: dict) -> dict:
     prose=("explanation",), renames={"limits": "sm_limits"}, to_file=_sweep_to_file, from_file=_sweep_from_file
 )
 @dataclass(frozen=True)
-class LaunchSweepRun:
+class LaunchSweepRun(Shaped):
     """Kernel time per launch configuration at one N (CUDA events; wall clock simulated)."""
 
     n: int
@@ -185,7 +182,6 @@ class LaunchSweepRun:
     def config(self, label: str) -> LaunchConfigResult | None:
         return next((c for c in self.configs if c.label == label), None)
 
-
     def to_frame(self):
         """Tidy samples (pandas DataFrame): one row per configuration x sample.
 
@@ -225,18 +221,10 @@ class LaunchSweepRun:
         return frame
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any], path: str = "") -> LaunchSweepRun:
-        """The inverse of ``to_dict`` (check.json, History, downloads); raises ShapeError naming the field."""
-        return from_builtins(d, cls, path)
-
-    @classmethod
     def recorded(cls, ref: Any) -> LaunchSweepRun | None:
         """This experiment's block-size sweep in a committed check (``ref``: a ``ReferenceRun`` of
         gpu/service/references.py, read through its ``read``), None when the run holds none."""
         return ref.read(cls, "launch", "sweep")
-
-    def to_dict(self) -> dict:
-        return to_builtins(self)
 
 
 

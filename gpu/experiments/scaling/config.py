@@ -4,9 +4,8 @@ a range, the repeat policy, and ``make_config``, which validates all of it befor
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
 from gpu.core import cpu, reference
 from gpu.core.device import device_info
@@ -19,7 +18,7 @@ from gpu.core.limits import (
     parse_int,
     parse_size,
 )
-from gpu.core.shape import from_builtins, shaped, to_builtins
+from gpu.core.shape import Shaped, shaped
 from gpu.core.timing import (
     RepeatPolicy,
 )
@@ -99,7 +98,7 @@ def _config_from_file(data: dict) -> dict:
     from_file=_config_from_file,
 )
 @dataclass(frozen=True)
-class SweepConfig:
+class SweepConfig(Shaped):
     """A validated sweep: sizes, implementations, launch geometry and repeat policy."""
 
     min_n: int
@@ -141,14 +140,6 @@ class SweepConfig:
     @property
     def steps(self) -> int:
         return sum(self.runs_at(impl, n) for n in self.sizes for impl in self.impls)
-
-    @classmethod
-    def from_dict(cls, c: Mapping[str, Any]) -> SweepConfig:
-        """The inverse of ``to_dict``; a run recorded before the L2 flush has no "l2" (its L2 was warm)."""
-        return from_builtins(c, cls)
-
-    def to_dict(self) -> dict:
-        return to_builtins(self)
 
 
 def repeat_policy(

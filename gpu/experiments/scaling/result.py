@@ -7,7 +7,6 @@ from __future__ import annotations
 import io
 import json
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,7 +16,7 @@ from gpu.core.device import DeviceInfo
 from gpu.core.l2 import fits_in_l2, recorded_l2_bytes
 from gpu.core.limits import SIMULATED_THREAD_COST
 from gpu.core.peaks import Peaks
-from gpu.core.shape import from_builtins, shaped, tagged, to_builtins
+from gpu.core.shape import Shaped, shaped, tagged
 from gpu.core.timing import (
     Stats,
     utc_timestamp,
@@ -68,7 +67,7 @@ def _point_to_file(point: SweepPoint, data: dict) -> dict:
     to_file=_point_to_file,
 )
 @dataclass(frozen=True)
-class SweepPoint:
+class SweepPoint(Shaped):
     """One series at one size: samples in seconds, or an estimate, or why it failed."""
 
     n: int
@@ -105,9 +104,6 @@ class SweepPoint:
         """Effective bandwidth of the median, GB/s (1e9 bytes/s); NaN without a time."""
         seconds = self.median_s
         return self.bytes_moved / seconds / 1e9 if seconds > 0 else float("nan")
-
-    def to_dict(self) -> dict:
-        return to_builtins(self)
 
 
 def _beside(sizes: list[int], n: float) -> list[int]:
@@ -239,7 +235,7 @@ def _run_from_file(data: dict) -> dict:
 
 @shaped(prose=("crossover_sentences",), to_file=_run_to_file, from_file=_run_from_file)
 @dataclass(frozen=True)
-class SweepRun:
+class SweepRun(Shaped):
     """Everything a sweep measured. Times in seconds; ``stopped`` says why it ended early."""
 
     config: SweepConfig
@@ -386,7 +382,6 @@ class SweepRun:
                 )
         return out
 
-
     def ceiling(self, series: str) -> tuple[str | None, float | None]:
         """The measured limit a series is bounded by: (label, GB/s), or (None, None)."""
         if self.peaks is None:
@@ -492,18 +487,10 @@ class SweepRun:
         return pd.DataFrame(rows, columns=["n", "series", "label", "sample", "seconds"])
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any], path: str = "") -> SweepRun:
-        """The inverse of ``to_dict`` (check.json, History, downloads); raises ShapeError naming the field."""
-        return from_builtins(d, cls, path)
-
-    @classmethod
     def recorded(cls, ref: Any) -> SweepRun | None:
         """This experiment's Scaling sweep in a committed check (``ref``: a ``ReferenceRun`` of
         gpu/service/references.py, read through its ``read``), None when the run holds none."""
         return ref.read(cls, "scaling", "run")
-
-    def to_dict(self) -> dict:
-        return to_builtins(self)
 
     def to_csv(self) -> str:
         """The per-point table as CSV, headed by ``#`` lines holding the configuration."""

@@ -9,7 +9,7 @@ NumPy copies: the curves run, their timings mean nothing.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,7 +30,7 @@ from gpu.core.limits import (
     parse_int,
 )
 from gpu.core.series import labels
-from gpu.core.shape import from_builtins, shaped, tagged, to_builtins
+from gpu.core.shape import Shaped, shaped, tagged
 from gpu.core.timing import RepeatPolicy, Stats, format_factor, utc_timestamp
 from gpu.core.words import format_bytes
 from gpu.kernels.vector_add_timing import BYTES_PER_ELEMENT
@@ -115,7 +115,7 @@ def series_label(direction: str, memory: str) -> str:
     }
 )
 @dataclass(frozen=True)
-class BandwidthPoint:
+class BandwidthPoint(Shaped):
     """One copy size of one curve. ``stats`` in seconds per copy."""
 
     direction: str  # "h2d", "d2h", "d2d"
@@ -138,9 +138,6 @@ class BandwidthPoint:
     def bandwidth_gbps(self) -> float:
         """GB/s (1e9 bytes/s) at the median time; d2d counts read + write (see gpu.core.copies)."""
         return bandwidth_gbps(self.direction, self.nbytes, self.stats.median_s)
-
-    def to_dict(self) -> dict:
-        return to_builtins(self)
 
 
 @dataclass(frozen=True)
@@ -253,7 +250,7 @@ def _curves_from_file(data: dict) -> dict:
 
 @shaped(to_file=_curves_to_file, from_file=_curves_from_file)
 @dataclass(frozen=True)
-class BandwidthCurves:
+class BandwidthCurves(Shaped):
     """Copy bandwidth against size, per direction and host memory. Times in seconds."""
 
     sizes: tuple[int, ...]
@@ -350,18 +347,10 @@ class BandwidthCurves:
         return frame
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any], path: str = "") -> BandwidthCurves:
-        """The inverse of ``to_dict`` (check.json, History, downloads); raises ShapeError naming the field."""
-        return from_builtins(d, cls, path)
-
-    @classmethod
     def recorded(cls, ref: Any) -> BandwidthCurves | None:
         """This experiment's copy-bandwidth curves in a committed check (``ref``: a ``ReferenceRun`` of
         gpu/service/references.py, read through its ``read``), None when the run holds none."""
         return ref.read(cls, "transfers", "bandwidth")
-
-    def to_dict(self) -> dict:
-        return to_builtins(self)
 
     def __str__(self) -> str:
         series = self.series()

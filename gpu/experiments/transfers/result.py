@@ -7,14 +7,13 @@ downloads) and from a committed GPU run with ``recorded``. The run is in ``exper
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from gpu.core.agreement import BitAgreement
 from gpu.core.device import DeviceInfo
 from gpu.core.series import labels
-from gpu.core.shape import from_builtins, shaped, tagged, to_builtins
+from gpu.core.shape import Shaped, shaped, tagged
 from gpu.core.timeline import Interval, build_timeline, overlap_fraction
 from gpu.core.timing import RepeatPolicy, Stats, utc_timestamp
 from gpu.experiments.transfers.bandwidth import BandwidthCurves
@@ -59,7 +58,7 @@ PHASE_LABELS: dict[str, str] = labels("h2d", "launch", "kernel", "d2h", "span")
     }
 )
 @dataclass(frozen=True)
-class StrategyRun:
+class StrategyRun(Shaped):
     """One strategy's timings and agreement. Times in seconds.
 
     ``phases`` holds raw samples: "h2d", "launch" (hardware only), "kernel", "d2h" or,
@@ -109,9 +108,6 @@ class StrategyRun:
         """What to multiply a raw sample of ``phase`` (or "total") by to get seconds per vector add."""
         return 1.0 if phase == "kernel" else 1.0 / self.iterations
 
-    def to_dict(self) -> dict:
-        return to_builtins(self)
-
 
 def _comparison_to_file(run: StrategyComparison, data: dict) -> dict:
     """The file adds the parameters, the verdicts (agreement, winner, speedup, overlap) for its reader."""
@@ -160,7 +156,7 @@ def _comparison_from_file(data: dict) -> dict:
     from_file=_comparison_from_file,
 )
 @dataclass(frozen=True)
-class StrategyComparison:
+class StrategyComparison(Shaped):
     """The same vector add done every way, side by side. Times in seconds."""
 
     n: int
@@ -231,7 +227,6 @@ class StrategyComparison:
             return None
         return b.cost_s / a.cost_s
 
-
     def to_frame(self):
         """Tidy samples: one row per strategy x phase x sample (pandas DataFrame).
 
@@ -294,19 +289,11 @@ class StrategyComparison:
         )
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any], path: str = "") -> StrategyComparison:
-        """The inverse of ``to_dict`` (check.json, History, downloads); raises ShapeError naming the field."""
-        return from_builtins(d, cls, path)
-
-    @classmethod
     def recorded(cls, ref: Any, size: str = "small") -> StrategyComparison | None:
         """This experiment's strategies at one size ("small" or "large") in a committed check
         (``ref``: a ``ReferenceRun`` of gpu/service/references.py, read through its ``read``),
         None when the run holds none."""
         return ref.read(cls, "transfers", "strategies", size)
-
-    def to_dict(self) -> dict:
-        return to_builtins(self)
 
 
 @dataclass(frozen=True)

@@ -21,14 +21,14 @@ from gpu.core.limits import (
     check_n,
     check_threads,
 )
-from gpu.core.shape import shaped, to_builtins
+from gpu.core.shape import Shaped, shaped
 from gpu.kernels.geometry import blocks_for
 from gpu.kernels.vector_add import vector_add_kernel
 
 
 @shaped(derived={"speedup": lambda a: a.speedup, "lines": lambda a: a.lines()})
 @dataclass(frozen=True)
-class ArticleRun:
+class ArticleRun(Shaped):
     """The article's four printed lines, measured its way (mean of 3 wall-clock runs)."""
 
     n: int
@@ -52,9 +52,6 @@ class ArticleRun:
             f"GPU implementation: {self.gpu_time_s:.6f} seconds",
             f"GPU speedup: {self.speedup:.2f}x",
         ]
-
-    def to_dict(self) -> dict:
-        return to_builtins(self)
 
 
 ARTICLE_RUNS = 3  # the article's timeit(number=3) / 3

@@ -8,14 +8,13 @@ GPU-vs-CPU ratio is then made. Its file (check.json, History, downloads) keeps t
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from gpu.core.agreement import BitAgreement
 from gpu.core.device import DeviceInfo
 from gpu.core.limits import SIMULATED_THREAD_COST
-from gpu.core.shape import ShapeError, from_builtins, shaped, tagged, to_builtins
+from gpu.core.shape import Shaped, ShapeError, shaped, tagged, to_builtins
 from gpu.core.telemetry import describe as describe_telemetry
 from gpu.core.timing import MIN_RELIABLE_SAMPLES, RepeatPolicy, Stats, format_factor, format_seconds, utc_timestamp
 from gpu.experiments.vector_add.article import ArticleRun
@@ -24,16 +23,13 @@ from gpu.kernels.vector_add_timing import TIMING_RULES, CpuTiming, effective_ban
 
 @shaped(renames={"gpu_measure": "gpu"})
 @dataclass(frozen=True)
-class Speedup:
+class Speedup(Shaped):
     """How many times faster the GPU measure is than a CPU baseline."""
 
     baseline: str  # CPU implementation name
     gpu_measure: str  # "total" (end to end, copies included) or "kernel"
     factor: float
     estimated: bool  # True when the baseline is an estimate, not a measurement
-
-    def to_dict(self) -> dict:
-        return to_builtins(self)
 
 
 def _run_to_file(run: VectorAddRun, data: dict) -> dict:
@@ -85,7 +81,7 @@ def _run_from_file(data: dict) -> dict:
 
 @shaped(to_file=_run_to_file, from_file=_run_from_file, paths={"gpu": "gpu.phases", "compile_s": "gpu.compile_s"})
 @dataclass(frozen=True)
-class VectorAddRun:
+class VectorAddRun(Shaped):
     """Everything one vector-add run measured. Times in seconds."""
 
     n: int
@@ -172,18 +168,10 @@ class VectorAddRun:
         return next((s for s in self.speedups if s.baseline == baseline and s.gpu_measure == gpu_measure), None)
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any], path: str = "") -> VectorAddRun:
-        """The inverse of ``to_dict`` (check.json, History, downloads); raises ShapeError naming the field."""
-        return from_builtins(d, cls, path)
-
-    @classmethod
     def recorded(cls, ref: Any) -> VectorAddRun | None:
         """This experiment's breakdown run in a committed check (``ref``: a ``ReferenceRun`` of
         gpu/service/references.py, read through its ``read``), None when the run holds none."""
         return ref.read(cls, "breakdown", "run")
-
-    def to_dict(self) -> dict:
-        return to_builtins(self)
 
     def to_frame(self):
         """Tidy samples: one row per implementation x phase x sample (pandas DataFrame).
