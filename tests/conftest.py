@@ -43,7 +43,8 @@ FAST_LANE = os.environ.get("KERNEL_LAB_FAST_LANE") == "1"
 # The files that take longest, 20-90 s each of one pytest-xdist worker here (mostly waiting on a browser, sandboxed
 # children, a Ray instance, notebooks in numba's simulator), longest first: `make test` hands them out before the rest
 # (``--no-loadscope-reorder`` keeps this order), so the many short files even out the workers' ends. In xdist's own
-# order, most tests first, a 39 s browser file ran alone at the end: the three workers ended at 363, 374 and 400 s.
+# order, most tests first, a 39 s browser file ran alone at the end: the three workers ended at 363, 374 and 400 s;
+# in this order at 383, 392 and 392 s (one run each, the main run 416 s and 410 s).
 # A file missing here just runs in its turn; the rest follow by their number of tests, as xdist would order them.
 LONGEST_FIRST = (
     "tests/test_free_gpu_experiments.py",
