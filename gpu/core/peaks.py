@@ -13,16 +13,15 @@ size (counts twice); a copy over the link counts once. GB/s are 1e9 bytes per se
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from gpu.core.backend import BACKEND
 from gpu.core.copies import bandwidth_gbps, time_copy, time_copy_kernel, time_device_memcpy, time_host_copy
 from gpu.core.device import device_info
 from gpu.core.limits import device_free_bytes, host_available_bytes
-from gpu.core.shape import Shaped, from_builtins, shaped
+from gpu.core.shape import Shaped, shaped
 from gpu.core.timing import RepeatPolicy, Stats, format_seconds, utc_timestamp
 
 MiB = 2**20
@@ -95,11 +94,6 @@ class Peaks(Shaped):
     def gbps(self, key: str) -> float | None:
         limit = self.get(key)
         return limit.gbps if limit is not None else None
-
-    @classmethod
-    def from_dict(cls, pk: Mapping[str, Any], backend: str = "") -> Peaks:
-        """The inverse of ``to_dict``; ``backend`` stands in where an older file has none."""
-        return from_builtins({"backend": backend, **pk} if backend and not pk.get("backend") else pk, cls)
 
     def to_frame(self):
         """One row per known limit: key, label, gbps, how (pandas DataFrame)."""

@@ -251,8 +251,8 @@ def from_builtins(data: Any, cls: type[T], path: str = "") -> T:
 
 class Shaped:
     """A result type whose file shape is this module's: ``to_dict`` writes it, ``from_dict`` rebuilds and checks it.
-    What a type's file holds other than its fields is said by ``@shaped``; a type whose reading takes more (a default
-    for an older file's missing key) overrides ``from_dict``."""
+    What a type's file holds other than its fields is said by ``@shaped`` (an older file's missing key included, by
+    a field's default or ``from_file``), never by a ``from_dict`` of its own."""
 
     def to_dict(self) -> dict:
         return to_builtins(self)
