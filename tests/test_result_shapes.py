@@ -21,7 +21,7 @@ from gpu.core.kernel_timing import KernelTiming
 from gpu.core.occupancy import Occupancy, SmLimits
 from gpu.core.peaks import LIMIT_LABELS, Limit, Peaks
 from gpu.core.roofline import Roofs
-from gpu.core.shape import SHAPES, STAMPS, ShapeError, from_builtins, to_builtins
+from gpu.core.shape import SHAPES, STAMPS, Shaped, ShapeError, from_builtins, to_builtins
 from gpu.core.timeline import Interval
 from gpu.core.timing import RepeatPolicy, Stats
 from gpu.experiments.launch.experiment import KIND_GRID_STRIDE, KIND_ONE_PER_ELEMENT, LaunchConfigResult, LaunchSweepRun
@@ -189,6 +189,20 @@ def test_every_result_a_check_section_holds_is_round_tripped_here():
     assert read_generically <= set(RESULTS), f"read back without a round trip: {read_generically - set(RESULTS)}"
     assert held - {ArticleRun} <= set(RESULTS), f"no round trip for {held - set(RESULTS)}"
     assert all(cls in SHAPES for cls in held)
+
+
+def test_every_shaped_type_reads_and_writes_its_file_one_way():
+    """``Shaped`` gives every result type the same ``to_dict`` and ``from_dict``: what a file holds besides a type's
+    fields is said by its ``@shaped`` (so the converter, and this file's round trips, see it), never by methods of
+    its own that the converter would not use for a nested value."""
+
+    def below(cls: type) -> set[type]:
+        return {c for sub in cls.__subclasses__() for c in {sub} | below(sub)}
+
+    shaped_types = below(Shaped)
+    assert set(RESULTS) <= shaped_types
+    assert [c.__name__ for c in shaped_types if {"to_dict", "from_dict"} & set(vars(c))] == []
+    assert [c.__name__ for c in shaped_types if c not in SHAPES] == []
 
 
 @pytest.mark.parametrize("cls", list(RESULTS), ids=lambda c: c.__name__)
