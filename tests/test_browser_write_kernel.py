@@ -42,6 +42,12 @@ def test_write_a_kernel_pass_mismatch_and_refusal(page, app_url):
     submit(page, CORRECT)
     page.get_by_text("Passed:").first.wait_for(timeout=120_000)  # the verdict (not the leaderboard's "Passed at")
     wait_for_analysis(page)  # the facts and trace follow the verdict; past the page's bound, "Look again"
+    # the trace's access map, an SVG in Markdown (``st.html`` keeps HTML only: it would have dropped it), a tooltip
+    # per cell warp 0 touched
+    cells = page.locator('[data-testid="stMain"] svg[role="img"] rect > title')
+    cells.first.wait_for(state="attached")  # (a tooltip's text is never visible until hovered)
+    assert cells.first.text_content() == "[0] of a (global): read by thread (0, 0, 0) of block (0, 0, 0) (global 0)"
+    assert cells.count() == 3 * 32  # a, b and out: warp 0's 32 threads each
     page.get_by_role("cell", name="you", exact=True).first.wait_for()  # on the leaderboard: the one local user
     page.wait_for_timeout(1000)
     doc_screenshot(page, "screenshots/write_a_kernel.png")

@@ -1,4 +1,5 @@
-"""Pure chart builders for the memory trace: which threads read and wrote which cells.
+"""Pure chart builders for the memory trace: which threads read and wrote which cells (the access map, a plain
+SVG), and the sectors each warp request touched (an Altair chart).
 
 Input: ``TraceReport.picture`` as a DataFrame, one row per (array, cell, thread, kind)
 with columns array, row, col, index, global_thread, thread, block, kind. A 2-D array is
@@ -8,6 +9,7 @@ drawn as it is; a 1-D array in rows of 32 elements (one warp's worth).
 from __future__ import annotations
 
 from collections.abc import Iterable
+from html import escape
 
 import altair as alt
 import pandas as pd
@@ -18,80 +20,102 @@ KIND_COLORS = {"read": "#1f77b4", "write": "#ff7f0e", "atomic": "#9467bd"}
 TOUCHED_FILL = "#e3e3e3"  # cells some other thread touched
 CELL_PX = 12  # the largest cell; smaller when the panels would not fit side by side
 MIN_CELL_PX = 5
-FIT_WIDTH_PX = 860  # the app's main column, less the axes
-PANEL_AXES_PX = 70  # each panel's row axis and spacing
+FIT_WIDTH_PX = 860  # the app's main column
 MAX_CELLS_PER_ARRAY = 4096  # beyond this the cells are too small to read
 
 
-def _axis(count: int, title: str) -> alt.Axis:
-    step = 8 if count > 16 else 4 if count > 8 else 1  # a label every few cells, not one per cell
-    return alt.Axis(title=title, values=list(range(0, count, step)), labelAngle=0, grid=False, ticks=False)
+def _step(count: int, cell: int) -> int:
+    """A label every few cells, not one per cell, and never closer than ``LABEL_GAP_PX``."""
+    step = 8 if count > 16 else 4 if count > 8 else 1
+    while step * cell < LABEL_GAP_PX:
+        step *= 2
+    return step
 
 
-def access_map_spec(picture: pd.DataFrame, threads: Iterable[int], title: str, subtitle: str = "") -> dict:
-    """One panel per array: every touched cell in grey, the cells ``threads`` (global thread
-    ids) read / wrote / added to atomically in colour; tooltips say which thread did what.
+# The access map's layout (px): the title block, each panel's row labels and title, the column labels, the legend.
+TITLE_PX, SUBTITLE_PX, PANEL_TITLE_PX, ROW_LABELS_PX, COL_LABELS_PX, LEGEND_PX, SPACING_PX = 18, 16, 18, 34, 30, 26, 24
+PANEL_AXES_PX = ROW_LABELS_PX + SPACING_PX  # each panel's width besides its cells
+LABEL_GAP_PX = 12  # an axis label's height: row labels at least this far apart
+CHAR_PX = 7  # about a character's width at the labels' sizes: a one-column array's panel still fits its title
+MAX_THREADS_NAMED = 4  # a cell's tooltip names this many of the chosen threads that touched it, then counts the rest
+
+
+def _text(x: float, y: float, text: str, size: int = 11, anchor: str = "start", extra: str = "") -> str:
+    return (f'<text x="{x:g}" y="{y:g}" font-size="{size}" text-anchor="{anchor}"{extra}>{escape(text)}</text>')
+
+
+def access_map_svg(picture: pd.DataFrame, threads: Iterable[int], title: str, subtitle: str = "") -> str:
+    """One panel per array: every touched cell in grey, the cells ``threads`` (global thread ids) read / wrote /
+    added to atomically in colour (a cell both read and written shows the later kind: write over read, atomic
+    over both); each coloured cell's tooltip names its element, its kinds of access and the threads that made them.
 
     Arrays with more than ``MAX_CELLS_PER_ARRAY`` touched cells are left out.
 
-    A Vega-Lite spec, not an Altair chart: the chart names its data, and the rows join the spec as its datasets once
-    Altair has built it. Altair copies a chart's inline rows at every step of building and validating it (an access
-    map of 765 accesses took 0.19-0.30 s of CPU, against 0.14 s for this, half of it validating the spec against the
-    Vega-Lite schema: the tests do that), and a DataFrame would go through its data transformer, a global that
-    Streamlit swaps, under a lock of its own, while it converts another session's chart.
+    A static SVG, every text in it escaped, for ``st.markdown(..., unsafe_allow_html=True)`` (``st.html``'s
+    sanitizer keeps HTML only and drops an SVG whole; the line break after the opening tag makes the SVG one HTML
+    block of Markdown). The grey cells are one path per array, so a picture's page nodes are its chosen cells and
+    its labels. It was a Vega-Lite chart: on Write a kernel, which draws no other chart in the simulator, the first
+    one cost headless Chromium about half a second of its main thread (Vega's code compiled, then the chart drawn),
+    and the server about 0.14 s of CPU per picture and choice building its spec.
     """
-    chosen = set(int(t) for t in threads)
-    groups = [(array, cells, int(cells["row"].max()) + 1, int(cells["col"].max()) + 1)
-              for array, cells in picture.groupby("array", sort=False)]
+    chosen = {int(t) for t in threads}
+    arrays: dict[str, list[dict]] = {}
+    for access in picture.to_dict("records"):  # plain rows: a DataFrame's groupby per cell cost ten times as much
+        arrays.setdefault(str(access["array"]), []).append(access)
+    groups = [(array, accesses, max(a["row"] for a in accesses) + 1, max(a["col"] for a in accesses) + 1)
+              for array, accesses in arrays.items()]
     groups = [g for g in groups if g[2] * g[3] <= MAX_CELLS_PER_ARRAY]
     total_cols = sum(g[3] for g in groups) or 1
     cell = max(MIN_CELL_PX, min(CELL_PX, (FIT_WIDTH_PX - PANEL_AXES_PX * len(groups)) // total_cols))
-    datasets: dict[str, list[dict]] = {}
-
-    def named(rows: pd.DataFrame, name: str) -> alt.NamedData:
-        datasets[name] = rows.to_dict("records")
-        return alt.NamedData(name=name)
-
-    panels = []
-    for number, (array, cells, rows, cols) in enumerate(groups):
-        x = alt.X("col:O", scale=alt.Scale(domain=list(range(cols))), axis=_axis(cols, "column"))
-        y = alt.Y("row:O", scale=alt.Scale(domain=list(range(rows))), axis=_axis(rows, "row"))
-        touched = cells.drop_duplicates(["row", "col"])[["row", "col", "index"]]
-        base = alt.Chart(named(touched, f"touched-{number}")).mark_rect(
-            fill=TOUCHED_FILL, stroke="white", strokeWidth=0.5).encode(
-            x=x, y=y, tooltip=[alt.Tooltip("index:N", title="element")])
-        mine = cells[cells["global_thread"].isin(chosen)]
-        kinds = list(KIND_COLORS)  # one domain for every panel: hconcat panels share the colour scale
-        highlight = (
-            alt.Chart(named(mine, f"chosen-{number}"))
-            .mark_rect(stroke="white", strokeWidth=0.5)
-            .encode(
-                x=x,
-                y=y,
-                color=alt.Color(
-                    "kind:N",
-                    title="access",
-                    scale=alt.Scale(domain=kinds, range=[KIND_COLORS[k] for k in kinds]),
-                    legend=alt.Legend(orient="bottom", symbolOpacity=1),
-                ),
-                tooltip=[
-                    alt.Tooltip("index:N", title="element"),
-                    alt.Tooltip("kind:N", title="access"),
-                    alt.Tooltip("thread:N", title="thread (x, y, z)"),
-                    alt.Tooltip("block:N", title="block (x, y, z)"),
-                    alt.Tooltip("global_thread:Q", title="global thread id"),
-                ],
-            )
-        )
-        panels.append((base + highlight).properties(title=str(array), width=cols * cell, height=rows * cell))
-    if not panels:
-        empty = named(pd.DataFrame({"text": ["no array small enough to draw"]}), "empty")
-        panels = [alt.Chart(empty).mark_text().encode(text="text:N")]
-    spec = alt.hconcat(*panels, spacing=24).properties(
-        title=alt.TitleParams(title, subtitle=subtitle or alt.Undefined, anchor="start"),
-        usermeta={"embedOptions": {"renderer": "canvas"}}).to_dict(validate=False)  # tests/test_trace_charts.py does
-    spec["datasets"] = datasets
-    return spec
+    top = TITLE_PX + (SUBTITLE_PX if subtitle else 0) + 8
+    parts = [_text(0, 14, title, 13, extra=' font-weight="bold"')]
+    if subtitle:
+        parts.append(_text(0, 14 + SUBTITLE_PX, subtitle, 11, extra=' fill="#555"'))
+    x0, bottom = 0, top
+    for array, accesses, rows, cols in groups:
+        gx, gy = x0 + ROW_LABELS_PX, top + PANEL_TITLE_PX
+        parts.append(_text(gx, top + 12, array, 12, extra=' font-weight="bold"'))
+        touched = dict.fromkeys((a["row"], a["col"]) for a in accesses)
+        outline = "".join(f"M{gx + c * cell},{gy + r * cell}h{cell}v{cell}h-{cell}z" for r, c in touched)
+        parts.append(f'<path d="{outline}" fill="{TOUCHED_FILL}" stroke="white" stroke-width="0.5">'
+                     f"<title>{escape(array)}: cells the other threads touched</title></path>")
+        mine: dict[tuple[int, int], list[dict]] = {}
+        for a in accesses:
+            if a["global_thread"] in chosen:
+                mine.setdefault((a["row"], a["col"]), []).append(a)
+        for (r, c), made in sorted(mine.items()):
+            kinds = [k for k in KIND_COLORS if any(a["kind"] == k for a in made)]
+            who = {a["global_thread"]: f"thread {a['thread']} of block {a['block']} (global {a['global_thread']})"
+                   for a in made}
+            named = list(who.values())
+            more = len(named) - MAX_THREADS_NAMED
+            tip = (f"{made[0]['index']} of {array}: {', '.join(kinds)} by "
+                   + "; ".join(named[:MAX_THREADS_NAMED]) + (f"; and {more} more" if more > 0 else ""))
+            parts.append(f'<rect x="{gx + c * cell}" y="{gy + r * cell}" width="{cell}" height="{cell}" '
+                         f'fill="{KIND_COLORS[kinds[-1]]}" stroke="white" stroke-width="0.5">'
+                         f"<title>{escape(tip)}</title></rect>")
+        for r in range(0, rows, _step(rows, cell)):
+            parts.append(_text(gx - 4, gy + r * cell + cell / 2 + 4, str(r), 10, "end"))
+        for c in range(0, cols, _step(cols, cell)):
+            parts.append(_text(gx + c * cell + cell / 2, gy + rows * cell + 12, str(c), 10, "middle"))
+        parts.append(_text(gx + cols * cell / 2, gy + rows * cell + 25, "column", 10, "middle", ' fill="#555"'))
+        parts.append(_text(x0 + 8, gy + rows * cell / 2, "row", 10, "middle",
+                           f' fill="#555" transform="rotate(-90 {x0 + 8} {gy + rows * cell / 2:g})"'))
+        x0 = gx + max(cols * cell, CHAR_PX * len(array), CHAR_PX * len("column")) + SPACING_PX  # room for its labels
+        bottom = max(bottom, gy + rows * cell + COL_LABELS_PX)
+    if not groups:
+        parts.append(_text(0, top + 14, "No array small enough to draw.", 12))
+        bottom = top + 24
+    legend = [*KIND_COLORS.items(), ("other threads", TOUCHED_FILL)]
+    lx = 0
+    for name, colour in legend:
+        parts.append(f'<rect x="{lx}" y="{bottom + 6}" width="10" height="10" fill="{colour}"/>')
+        parts.append(_text(lx + 14, bottom + 15, name, 11))
+        lx += 24 + CHAR_PX * len(name)
+    width, height = max(x0 - SPACING_PX, lx, CHAR_PX * len(title)), bottom + LEGEND_PX
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" role="img" aria-label="{escape(title)}" width="{width}" '
+            f'height="{height}" viewBox="0 0 {width} {height}" style="max-width: 100%; height: auto" '
+            f'font-family="sans-serif">\n<title>{escape(title)}</title>{"".join(parts)}</svg>')
 
 
 def sectors_chart(rows: pd.DataFrame, title: str) -> alt.LayerChart:

@@ -143,27 +143,22 @@ def show_findings(report: TraceReport) -> None:
         st.success(report.headline(), icon=":material/check_circle:")
 
 
-MAPS_KEY = "trace.maps"  # session dict: a picture's key -> (what it was drawn from, its Vega-Lite spec)
+MAPS_KEY = "trace.maps"  # session dict: a picture's key -> (what it was drawn from, its SVG)
 
 
-def map_spec(key: str, report: TraceReport, frame: pd.DataFrame, threads: Iterable[int], title: str) -> dict:
-    """The Vega-Lite spec of the access map of ``threads`` in ``frame`` (``report``'s picture, or a part of it that
-    depends on ``key`` alone), built once per picture and choice in this session: the report, the threads and the
-    title are compared with those last drawn under ``key``.
-
-    Through ``st.altair_chart`` an access map of three arrays (two layers per array, the shared colour scale) cost
-    about a quarter of a second of the server's CPU, under a lock every session's Altair charts share, on every run
-    of a page showing a trace: each run after a pause in typing in the editor, a hint opened, the class's facts. One
-    spec is kept per picture on the page (its widget key), replaced when its report or choice changes; Streamlit
-    copies a spec before it takes its datasets out, so the kept one stays whole."""
+def map_svg(key: str, report: TraceReport, frame: pd.DataFrame, threads: Iterable[int], title: str) -> str:
+    """The access map of ``threads`` in ``frame`` (``report``'s picture, or a part of it that depends on ``key``
+    alone), built once per picture and choice in this session: the report, the threads and the title are compared
+    with those last drawn under ``key``, and the page's other runs (each pause in typing in the editor, a hint
+    opened) send the kept SVG again. One is kept per picture on the page (its widget key)."""
     maps = st.session_state.setdefault(MAPS_KEY, {})
     drawn_from = (report, tuple(threads), title)
     held = maps.get(key)
     if held is not None and held[0] == drawn_from:
         return held[1]
-    spec = charts.access_map_spec(frame, threads, title, report.label)
-    maps[key] = (drawn_from, spec)
-    return spec
+    svg = charts.access_map_svg(frame, threads, title, report.label)
+    maps[key] = (drawn_from, svg)
+    return svg
 
 
 def show_picture(report: TraceReport, key: str) -> None:
@@ -203,8 +198,7 @@ def show_picture(report: TraceReport, key: str) -> None:
             else f"thread {thread} (made no access)"
         )
     title = f"What {who} read and wrote (grey: other threads' cells)"
-    spec = map_spec(key, report, frame, threads, title)
-    st.vega_lite_chart(spec, width="content")
+    st.markdown(map_svg(key, report, frame, threads, title), unsafe_allow_html=True)
 
 
 def show_kernel_traces(spec) -> None:
@@ -294,8 +288,8 @@ def show_coalescing_demo() -> None:
         frame = pd.DataFrame(list(report.picture or ()))
         if not frame.empty:
             frame = frame[frame["array"].str.startswith("a ")]
-            spec = map_spec(f"trace.launch.{name}", report, frame, range(WARP), "What warp 0 of block 0 reads")
-            col.vega_lite_chart(spec, width="content")
+            col.markdown(map_svg(f"trace.launch.{name}", report, frame, range(WARP), "What warp 0 of block 0 reads"),
+                         unsafe_allow_html=True)
 
 
 def submission_test_ui(problem) -> str | None:
