@@ -32,16 +32,18 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 
 # A judge of the problem set holds the queue for about 0.05 s here with a spare waiting (0.005 s of it judging), and
-# 0.3-1.2 s while a class of 16 loads the machine; past this, it goes on beside the queue at the lowest priority
-# (``gpu.sandbox.child.lower_priority_after``). Side by side in a class of 16 (two classes each, alternating), a
-# 0.5 s quantum with the lowest priority from 2 s gave the same p50 and a worse p95 (34.3 and 33.8 s against 25.9
-# and 26.6 s): the memory hogs and never-ending kernels overlapped each other at the judges' priority, then crawled
-# at the lowest behind the class's pages.
-QUANTUM_S = 2.0
+# 0.07-0.16 s (p50) while a class of 16 loads the machine; past this, it goes on beside the queue. With 2 s, the class's
+# one kernel stopped at the simulator's work limit (0.4 s of CPU in five tests) held everyone behind it for 0.8-2.0 s of
+# its turn, at the children's priority on a machine its class's pages kept busy. Side by side, four pairs of classes
+# of 16 (2026-12-06, benchmarks/class_submit.md): the queue's wait p50 0.16-1.64 s against 1.07-1.99 s, the server's
+# press received -> verdict kept p50 lower in four pairs of four, Submit -> verdict p50 in three of four. (Tried
+# before, when a judge dropped to the lowest priority by the clock, 0.5 s made p95 worse: the long kernels crawled
+# behind the pages. Lowered by the CPU it used, ``LATE_CPU_S``, such a kernel keeps its priority for its 0.4 s.)
+QUANTUM_S = 0.5
 # A judge (or a trace) that has used this much CPU since its request runs at the lowest priority from then on
 # (``gpu.sandbox.child.lower_priority_after``): a judge of the problem set uses 0.005-0.05 s, a loop stopped at the
 # simulator's limit about 0.6 s; only the long ones (a loop the wall clock stops, a memory hog) pass it. (It was 2 s
-# of wall clock, ``QUANTUM_S``: on a loaded machine the 0.6 s loop was lowered before it had had its CPU, and its
+# of wall clock, the quantum then: on a loaded machine the 0.6 s loop was lowered before it had had its CPU, and its
 # verdict crawled behind the class's pages.)
 LATE_CPU_S = 1.0
 # A judge past its quantum while the lane is full keeps the turn and looks again this often: it yields as soon as a
