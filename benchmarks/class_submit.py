@@ -186,6 +186,9 @@ def worst(run) -> float:
     return float("inf") if len(run.home_drawn) < len(run.home_s) else max(run.home_drawn)
 
 
+FACTS_TARGET_S = 20.0  # the class issue's bound: a kernel's facts and trace within 20 s of its verdict, or why not
+
+
 def analysis_line(analysis: list[tuple[str, float, str]]) -> str:
     """The compiler's facts and the trace after each verdict of a kernel that ran: when they arrived, or when the page
     said why not (its bound, ui/views/analysis.py)."""
@@ -195,7 +198,8 @@ def analysis_line(analysis: list[tuple[str, float, str]]) -> str:
     said = [s for _, s, how in analysis if how != "facts and trace"]
     first = next(((s, how) for kind, s, how in analysis if kind == "correct"), None)
     text = (f"**Compiler facts and trace after the verdict** ({len(analysis)} kernels that ran): "
-            f"{len(arrived)} arrived" + (f" (p50 {percentile(arrived, 0.5):.1f} s, max {max(arrived):.1f} s)"
+            f"{len(arrived)} arrived" + (f" (p50 {percentile(arrived, 0.5):.1f} s, max {max(arrived):.1f} s; "
+                                         f"{sum(s <= FACTS_TARGET_S for s in arrived)} within {FACTS_TARGET_S:.0f} s)"
                                          if arrived else "")
             + f", {len(said)} said why not at the page's bound" + (f" ({max(said):.1f} s at most)" if said else ""))
     if first is not None:
