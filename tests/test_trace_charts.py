@@ -61,6 +61,12 @@ def test_the_access_map_colours_only_the_chosen_threads_cells():
     assert {"read", "write", "atomic", "other threads"} <= set(_texts(svg))  # the legend names every colour
 
 
+def test_the_access_map_has_a_colour_for_every_kind_the_trace_records():
+    from gpu.trace.record import KIND_NAMES
+
+    assert tuple(KIND_COLORS) == KIND_NAMES  # a kind without a colour would leave its cells undrawable
+
+
 def test_a_cell_read_and_written_shows_the_write_and_names_both_and_its_threads():
     rows = [_access("out (global)", 0, 0, t, kind) for t in range(6) for kind in ("read", "write")]
     (colour, tip), = _cells(_svg(pd.DataFrame(rows), range(32)))
