@@ -102,7 +102,7 @@ def main() -> int:
         home += run.home_drawn
         undrawn += len(run.home_s) - len(run.home_drawn)
         cold.append(run.home_cold_s)
-        rows.append((repeat + 1, run.spread_s, run.wall_s, worst(run), sorted(names) == passing))
+        rows.append((repeat + 1, run.spread_s, run.wall_s, worst(run), home_loads(run), sorted(names) == passing))
     after = machine()
     lines = [
         "# A class at once: Submit → verdict on one demo server",
@@ -145,9 +145,10 @@ def main() -> int:
     for kind, values in by_kind.items():
         lines.append(f"| {kind} | {len(values)} | {percentile(values, 0.5):.1f} | {percentile(values, 0.95):.1f} | "
                      f"{min(values):.1f} | {max(values):.1f} |")
-    lines += ["", "| Repeat | Presses spread (s) | Last verdict after (s) | Home worst (s) | Leaderboard exact |",
-              "|---|---|---|---|---|"]
-    lines += [f"| {r} | {s:.2f} | {w:.1f} | {h:.2f} | {'yes' if ok else 'NO'} |" for r, s, w, h, ok in rows]
+    lines += ["", "| Repeat | Presses spread (s) | Last verdict after (s) | Home worst (s) | Home's loads in order (s) "
+              "| Leaderboard exact |", "|---|---|---|---|---|---|"]
+    lines += [f"| {r} | {s:.2f} | {w:.1f} | {h:.2f} | {loads} | {'yes' if ok else 'NO'} |"
+              for r, s, w, h, loads, ok in rows]
     text = "\n".join(lines) + "\n"
     print(text)
     args.out.write_text(text)
@@ -175,6 +176,12 @@ def split_lines(parts: list, ending: list[float], submissions: int) -> str:
                  f"cannot have its verdict before its {WALL_S:g} s limit): p50 {percentile(ending, 0.5):.1f} s, "
                  f"p95 {percentile(ending, 0.95):.1f} s.")
     return text
+
+
+def home_loads(run) -> str:
+    """Each load of Home from the presses on, in order (one every ``home_every_s``, the first at the presses, the last
+    after the last verdict): which moment of the class a slow one met."""
+    return ", ".join("not drawn" if h is None else f"{h:.2f}" for h in run.home_s)
 
 
 def cold_text(cold: list[float | None]) -> str:
