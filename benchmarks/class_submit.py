@@ -23,6 +23,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 HOME_TARGET_S = 2.0  # the class issue's target for every load of Home while a class submits
+FACTS_TARGET_S = 20.0  # the class issue's bound: a kernel's facts and trace within 20 s of its verdict, or why not
 WALL_LIMITED = ("time-limit",)  # kinds whose verdict cannot come before the wall-clock limit
 sys.path.insert(0, str(ROOT))
 
@@ -191,9 +192,6 @@ def cold_text(cold: list[float | None]) -> str:
 def worst(run) -> float:
     """Home's slowest load in one class; infinite when a load was not drawn within 30 s."""
     return float("inf") if len(run.home_drawn) < len(run.home_s) else max(run.home_drawn)
-
-
-FACTS_TARGET_S = 20.0  # the class issue's bound: a kernel's facts and trace within 20 s of its verdict, or why not
 
 
 def analysis_line(analysis: list[tuple[str, float, str]]) -> str:

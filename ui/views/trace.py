@@ -161,6 +161,12 @@ def map_svg(key: str, report: TraceReport, frame: pd.DataFrame, threads: Iterabl
     return svg
 
 
+def draw_map(svg: str, where=st) -> None:
+    """An access map on the page (``where``: a column, or the page): as Markdown that allows HTML, since ``st.html``
+    keeps HTML only and drops an SVG whole (its text is escaped by ``charts.access_map_svg``)."""
+    where.markdown(svg, unsafe_allow_html=True)
+
+
 def show_picture(report: TraceReport, key: str) -> None:
     """The access map for one warp or one thread, picked with a slider; or why there is none."""
     if report.picture is None:
@@ -198,7 +204,7 @@ def show_picture(report: TraceReport, key: str) -> None:
             else f"thread {thread} (made no access)"
         )
     title = f"What {who} read and wrote (grey: other threads' cells)"
-    st.markdown(map_svg(key, report, frame, threads, title), unsafe_allow_html=True)
+    draw_map(map_svg(key, report, frame, threads, title))
 
 
 def show_kernel_traces(spec) -> None:
@@ -288,8 +294,7 @@ def show_coalescing_demo() -> None:
         frame = pd.DataFrame(list(report.picture or ()))
         if not frame.empty:
             frame = frame[frame["array"].str.startswith("a ")]
-            col.markdown(map_svg(f"trace.launch.{name}", report, frame, range(WARP), "What warp 0 of block 0 reads"),
-                         unsafe_allow_html=True)
+            draw_map(map_svg(f"trace.launch.{name}", report, frame, range(WARP), "What warp 0 of block 0 reads"), col)
 
 
 def submission_test_ui(problem) -> str | None:
