@@ -9,26 +9,18 @@ from gpu.sandbox.judging import keep_warm
 from ui.frame import frame
 from ui.learner import who
 from ui.views.free_gpu import problem_notebook_button, self_report_upload, show_self_reported
-from ui.views.judge_job import count_click
-from ui.views.progress import last_source, mark_stale, progress_of, show_next
+from ui.views.progress import last_source, progress_of
 from ui.views.trace import submission_test_ui
 from ui.views.write_kernel import (
-    PROBLEM_KEY,
-    analysed,
     cached_sandbox_status,
     editor,
     line_markers,
     marks_drawn,
-    marks_stale,
     pick_problem,
     quiet_toolbar,
-    run_submission,
+    run_panel,
     sandbox_notice,
-    show_leaderboard,
     show_statement,
-    show_verdict,
-    submission_key,
-    waited_key,
 )
 
 PAGE = PageLink(
@@ -44,6 +36,7 @@ device = frame(
     f"{len(problems())} problems from vector add to matrix multiply. Write the kernel, press **Run** (or Ctrl+Enter): "
     "it is checked, run on fresh inputs at several sizes against NumPy, traced for races, and on a GPU timed like "
     "every kernel in the lab and compared with the lab's own.",
+    sidebar_lines_in_fragment=True,  # the Run panel's (ui/views/write_kernel.py: run_panel)
 )
 quiet_toolbar()  # the page says where a submission is; the toolbar's running figure only costs the browsers
 status = cached_sandbox_status(gpu.BACKEND.simulated)
@@ -62,23 +55,10 @@ markers = line_markers(problem)  # a refusal's, a mismatch's or a race's lines, 
 edited = editor(problem, markers, last_source(me.learner, problem))  # a reload keeps your latest submission
 traced_test = submission_test_ui(problem)  # the size the memory trace runs at
 can_run = accepting and not me.needs_name
-st.button("Run", type="primary", icon=":material/play_arrow:", disabled=not can_run, key="write_kernel.run",
-          on_click=count_click)
 marks_drawn(problem, markers)
-# The session's judge, if one is running (its queue place, then its verdict); then one for a pending press
-if run_submission(problem, edited.source, me.learner, status, traced_test, requested=can_run and edited.run_requested):
-    kept = st.session_state[submission_key(problem)].verdict
-    if not analysed(kept) and (marks_stale(problem) or mark_stale()):
-        st.rerun()  # the editor and the picker above were drawn before this verdict: draw them again
-    # a verdict followed by its facts and trace: the editor's marks are drawn once the verdict is seen, the picker's
-    # solved / tried / new with the facts (ui/views/analysis.py), so a class's pages draw their verdicts first (in a
-    # class of 16 a page redrawn here drew its verdict 9-15 s late)
-done = st.session_state.get(submission_key(problem))
-if done is not None:
-    show_verdict(done, waited=st.session_state.get(waited_key(problem), ""))
-    if done.verdict.status == "passed":  # on to the next unsolved problem
-        show_next(problem, problems(), progress_of(me.learner), PROBLEM_KEY)
-show_leaderboard(problem, "CUDA simulator" if gpu.BACKEND.simulated else device.name)
+# Run, the judge's progress, the verdict and the leaderboard: a fragment, which a press reruns alone
+run_panel(problem, edited, me.learner, status, traced_test, can_run,
+          "CUDA simulator" if gpu.BACKEND.simulated else device.name)
 
 # Run it on a free GPU: a notebook of the kernel above, and its result imported back as self-reported
 problem_notebook_button(problem.key, edited.source)

@@ -31,22 +31,23 @@ def _settle(launched: list[str], count: int) -> None:
         time.sleep(0.01)
 
 
-def test_the_run_that_kept_the_verdict_does_not_launch_it_the_next_look_does(monkeypatch):
+def test_the_run_that_drew_the_verdict_does_not_launch_it_the_next_look_does(monkeypatch):
     job, launched = _job(monkeypatch)
-    job.launch_when_seen(fragment_run=False)  # the run that kept the verdict (or its rerun marking the lines)
+    # the run that drew the verdict: a full run, or (a press) the Run panel's own rerun, a fragment like the poll
+    assert job.look() is False
     assert not job.launched and launched == []
-    job.launch_when_seen(fragment_run=False)  # the page's next run: the browser had it
-    job.launch_when_seen(fragment_run=True)
+    assert job.look() is True  # the next look, full run or the fragment's poll: the browser had the verdict
     _settle(launched, 1)
-    assert job.launched and launched == [job.token]  # once
+    assert job.launched and launched == [job.token]
 
 
-def test_the_fragments_first_look_launches_it(monkeypatch):
+def test_later_looks_do_not_launch_it_again(monkeypatch):
     job, launched = _job(monkeypatch)
-    job.launch_when_seen(fragment_run=False)
-    job.launch_when_seen(fragment_run=True)  # the browser drew the verdict and looks again
+    for _ in range(5):
+        job.look()
     _settle(launched, 1)
-    assert launched == [job.token]
+    time.sleep(0.1)
+    assert launched == [job.token]  # once
 
 
 def test_a_newer_submission_ends_one_never_launched_and_stops_one_queued(monkeypatch):

@@ -89,6 +89,11 @@ def test_a_queued_submission_shows_its_place_then_how_long_it_waited(page, app_u
         # the sidebar's queue line, drawn before the judge queued, says what the page says (ui/runner.py: queue_line)
         sidebar = page.locator('[data-testid="stSidebar"]')
         sidebar.get_by_text(re.compile(r"Simulator: busy for \d+ s, 1 queued")).first.wait_for(timeout=10_000)
+        assert sidebar.get_by_text(re.compile(r"^Simulator: ")).count() == 1  # drawn by the Run panel: once
+        # the press reran the Run panel alone (ui/views/write_kernel.py: run_panel), not the page: what follows the
+        # panel is not waiting, stale, for a run of the page to reach it
+        after = page.locator(".st-key-free_gpu_problem")
+        assert after.evaluate("e => e.querySelector('[data-stale]').getAttribute('data-stale')") == "false"
     page.get_by_text("Passed:").first.wait_for(timeout=120_000)
     # the status box says the verdict until the facts and trace arrive and the page is drawn again without it: with
     # this source's facts and trace already kept by the server (another test submitted it), that is at once
@@ -103,3 +108,21 @@ def test_a_queued_submission_shows_its_place_then_how_long_it_waited(page, app_u
     page.wait_for_url(re.compile(r"/Vector_add$"))
     wait_for_app(page)
     assert not page.evaluate(quiet)
+
+
+def test_next_problem_after_a_pass_opens_it_whole(page, app_url):
+    """"Next problem" sits in the Run panel, a fragment its press reruns alone: the panel then draws the whole page
+    again (ui/views/progress.py: show_next), the picker and the statement with it."""
+    page.goto(f"{app_url}/Write_a_kernel")
+    wait_for_app(page)
+    page.get_by_text("vector_add(a, b, out)").first.wait_for()
+    submit(page, CORRECT)
+    page.get_by_text("Passed:").first.wait_for(timeout=120_000)
+    wait_for_analysis(page)
+    wait_for_app(page)
+    page.get_by_role("button", name="Next problem: 2. Map").click()  # vector add solved by "you": Map is next
+    page.get_by_text("add_ten(a, out)").first.wait_for()
+    page.wait_for_function("() => [...document.querySelectorAll('[data-testid=stSelectbox] *')]"
+                           ".some(e => (e.value || e.textContent || '').includes('2. Map'))", timeout=30_000)
+    wait_for_app(page)
+    assert not page.get_by_text("vector_add(a, b, out)").count()

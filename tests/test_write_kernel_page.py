@@ -43,6 +43,16 @@ def test_statement_starter_and_drafts_per_problem(isolated):
     assert any(c.language == "python" and "THREADS_PER_BLOCK = 128" in c.value for c in at.code)  # highlighted preview
 
 
+def test_the_sidebar_has_one_device_line_drawn_by_the_run_panel(isolated):
+    """Write a kernel's Run panel (a fragment) draws the sidebar's device line, which its judge's progress rewrites
+    (ui/runner.py: fragment_lines); its frame leaves only the place. Another page draws the line itself."""
+    at = AppTest.from_file(PAGE, default_timeout=60).run()
+    assert not at.exception
+    assert [c.value for c in at.sidebar.caption if c.value.startswith("Simulator:")] == ["Simulator: free"]
+    other = AppTest.from_file(str(ROOT / "pages/1_Vector_add.py"), default_timeout=60).run()
+    assert [c.value for c in other.sidebar.caption if c.value.startswith("Simulator:")] == ["Simulator: free"]
+
+
 def test_a_passing_run_shows_every_test_and_joins_the_leaderboard(isolated):
     at = AppTest.from_file(PAGE, default_timeout=120).run()
     at.text_area(key="write_kernel.draft.vector-add").input(GOOD)

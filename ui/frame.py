@@ -50,14 +50,16 @@ def navigation() -> None:
 
 
 def frame(
-    title: str, icon: str = ":material/science:", intro: str | None = None, simulator_note: str | None = None
+    title: str, icon: str = ":material/science:", intro: str | None = None, simulator_note: str | None = None,
+    sidebar_lines_in_fragment: bool = False,
 ) -> DeviceInfo:
     """Set up a page: config, title, backend badge and sidebar facts. Returns the device.
 
     ``icon`` is a Material icon (":material/name:"). The browser tab reads
     "<title> · Kernel Lab", or "Kernel Lab" alone on the home page. ``simulator_note`` — what this page's
     simulated run can and cannot show — follows the banner's title in place of its general sentence (one
-    banner, not two stacked, and the page's form still in the first screen).
+    banner, not two stacked, and the page's form still in the first screen). ``sidebar_lines_in_fragment``: the
+    page's fragment draws the sidebar's device lines (``ui.runner.fragment_lines``).
     """
     st.set_page_config(
         page_title=title if title == APP_NAME else f"{title} · {APP_NAME}", page_icon=icon, layout="wide"
@@ -74,7 +76,7 @@ def frame(
         learner_sidebar()  # who you are: "you", or on a class's demo the name you picked
         st.divider()
         badge(device)
-        sidebar_status()  # device picker, queue state, admission limits, history status
+        sidebar_status(sidebar_lines_in_fragment)  # device picker, queue state, admission limits, history status
     return device
 
 

@@ -34,6 +34,7 @@ log = logging.getLogger(__name__)
 
 DEVICE_KEY = "runner.device"  # sidebar choice: "auto" or a device index
 SLOTS_KEY = "runner.sidebar_slots"  # this session's sidebar device-state lines, by device index
+HOLDERS_KEY = "runner.sidebar_holders"  # where a page's fragment draws those lines (``fragment_lines``), by index
 AUTO = "auto"
 
 
@@ -265,6 +266,18 @@ def refresh_sidebar(index: int = 0) -> None:
     _sidebar_state(index, queue_line(index))
 
 
+def fragment_lines() -> None:
+    """Draw the sidebar's device lines from a fragment that follows a run of its own (Write a kernel's Run panel), on
+    every run of it, full or its own, so that ``refresh_sidebar`` can rewrite them while the fragment reruns alone.
+    Streamlit lets a fragment's own rerun write to a container outside it only where the fragment wrote in the last
+    full run: the page's frame left the places (``sidebar_status(lines_in_fragment=True)``), the fragment fills them."""
+    slots = {}
+    for i, holder in (st.session_state.get(HOLDERS_KEY) or {}).items():
+        slots[i] = holder.empty()
+        slots[i].caption(queue_line(i))
+    st.session_state[SLOTS_KEY] = slots
+
+
 def _sidebar_state(index: int, text: str) -> None:
     """Rewrite this session's sidebar line for device ``index`` (drawn by sidebar_status)."""
     slot = (st.session_state.get(SLOTS_KEY) or {}).get(index)
@@ -275,8 +288,11 @@ def _sidebar_state(index: int, text: str) -> None:
             pass
 
 
-def sidebar_status() -> None:
-    """Sidebar lines: the device picker (several GPUs only), queue state, admission limits, history."""
+def sidebar_status(lines_in_fragment: bool = False) -> None:
+    """Sidebar lines: the device picker (several GPUs only), queue state, admission limits, history.
+
+    ``lines_in_fragment``: the page's fragment draws the device lines (``fragment_lines``); here, only their places.
+    """
     count = 0 if cluster_address() else devices()  # cluster mode: the workers' lines instead
     if not count:
         from ui.cluster import cluster_sidebar
@@ -291,11 +307,14 @@ def sidebar_status() -> None:
             format_func=lambda o: "First free GPU" if o == AUTO else f"GPU {o}: {device_facts(o).name}",
             help="Runs on one GPU never overlap; with 'first free' your run takes the GPU with the shortest queue.",
         )
-    slots = {}
+    slots, holders = {}, {}
     for i in range(count):
-        slots[i] = st.empty()
-        slots[i].caption(queue_line(i))
-    st.session_state[SLOTS_KEY] = slots
+        if lines_in_fragment:
+            holders[i] = st.container()
+        else:
+            slots[i] = st.empty()
+            slots[i].caption(queue_line(i))
+    st.session_state[SLOTS_KEY], st.session_state[HOLDERS_KEY] = slots, holders
     config = load_config()
     st.caption(f"Limits per run: {describe_limits(config, max_vector_n())}.")
     store = current_store()

@@ -63,7 +63,7 @@ class AnalysisJob:
     finished_at: float | None = None
     cancelled: bool = False
     launched: bool = False
-    looks: int = 0  # runs of the page that drew it before it was launched (``launch_when_seen``)
+    looks: int = 0  # runs of the page that drew where it is (``look``)
     judge: tuple[str, str | None] = ("", None)  # the judge's token and learner, for the judge log's milestones
 
     def mark(self, event: str) -> None:
@@ -83,15 +83,15 @@ class AnalysisJob:
         elif self.state == "queued":
             self.cancelled = True
 
-    def launch_when_seen(self, fragment_run: bool) -> None:
-        """Launch it at the page's first look after the run that drew its verdict: a run of the fragment (the
-        browser drew the verdict and looks again), or the page's second full run with it (the first is the one
-        that kept the verdict, or, after a refusal, the page's own rerun right after it)."""
-        if self.launched:
-            return
-        self.looks += 0 if fragment_run else 1
-        if fragment_run or self.looks > 1:
+    def look(self) -> bool:
+        """A run drew where it is. The first such run is the one that drew its verdict; every later one (the
+        fragment's next poll, a second after, or any later run of the page) comes after the browser had the verdict:
+        it is then launched, if it was not yet. Whether this look is such a later one. (Counted, not told by the
+        kind of run: the verdict itself is drawn by a rerun of Write a kernel's Run panel, a fragment too.)"""
+        self.looks += 1
+        if self.looks > 1 and not self.launched:
             self.start()
+        return self.looks > 1
 
     def _waiting(self, ahead: int) -> None:  # the lock's countdown; raising leaves the queue cleanly
         if self.cancelled:
@@ -172,7 +172,7 @@ def pending(problem: str) -> AnalysisJob | None:
 def show(problem: str, on_done, stale: Callable[[], bool] | None = None) -> None:
     """Where the analysis of ``problem``'s verdict is; when done, ``on_done(job)`` keeps it and the page reruns.
     ``stale``: whether the page drew parts of itself before this verdict (the editor's line marks): at the
-    fragment's first look, the browser having drawn the verdict, the page is drawn again. (The rest, such as the
+    first look after the run that drew the verdict (the browser has it), the page is drawn again. (The rest, such as the
     problem picker's solved / tried / new, is drawn again with the facts.)"""
     job = pending(problem)
     if job is None:
@@ -180,12 +180,8 @@ def show(problem: str, on_done, stale: Callable[[], bool] | None = None) -> None
     polling = time.monotonic() - job.started_at < BOUND_S and job.state not in ("done", "failed")
 
     def body() -> None:
-        from streamlit.runtime.scriptrunner import get_script_run_ctx
-
-        context = get_script_run_ctx()
-        fragment_run = bool(context is not None and context.fragment_ids_this_run)
-        job.launch_when_seen(fragment_run)
-        if fragment_run and stale is not None and stale():
+        seen = job.look()
+        if seen and stale is not None and stale():
             st.rerun(scope="app")
         if job.state in ("done", "failed"):
             st.session_state.get(JOB_KEY, {}).pop(problem, None)

@@ -66,7 +66,8 @@ def next_problem(current: Problem, listed: Sequence[Problem], progress: dict[str
 
 
 def show_next(current: Problem, listed: Sequence[Problem], progress: dict[str, str], picker_key: str) -> None:
-    """After a pass: a button to the next problem (it sets the picker before the page draws it again)."""
+    """After a pass: a button to the next problem. Its callback sets the picker; the press, in Write a kernel's Run
+    panel (a fragment, which a press reruns alone), then has the whole page drawn again with it."""
     following = next_problem(current, listed, progress)
     if following is None:
         st.success("Every problem solved. The leaderboards are below each problem.", icon=":material/celebration:")
@@ -75,8 +76,9 @@ def show_next(current: Problem, listed: Sequence[Problem], progress: dict[str, s
     def go() -> None:
         st.session_state[picker_key] = following.key
 
-    st.button(f"Next problem: {following.order}. {following.title}", on_click=go, type="primary",
-              icon=":material/arrow_forward:", key="write_kernel.next")
+    if st.button(f"Next problem: {following.order}. {following.title}", on_click=go, type="primary",
+                 icon=":material/arrow_forward:", key="write_kernel.next"):
+        st.rerun()
 
 
 def show_hints(problem: Problem, learner: LearnerId | None) -> None:

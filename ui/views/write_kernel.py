@@ -1,5 +1,7 @@
 """Widgets of the Write-a-kernel page: problem, editor with drafts, sandbox notice, verdict, leaderboard.
 
+The Run button, the verdict and the leaderboard are one fragment (``run_panel``): a press reruns them, not the page.
+
 The learner's code never runs in this (Streamlit) process: ``gpu.sandbox.service.submit``
 (the same call as ``python -m gpu solve``) starts a fresh sandboxed process per submission,
 under the same device lock as every run, and a second one for its compiler's facts and trace.
@@ -448,6 +450,49 @@ def show_leaderboard(problem: Problem, device: str) -> None:
     st.table(pd.DataFrame(rows), hide_index=True)
 
 
+@st.fragment
+def run_panel(problem: Problem, edited: EditorResult, learner: LearnerId | None, status: SandboxStatus,
+              traced_test: str | None, can_run: bool, board: str) -> None:
+    """The Run button, where the judge is, the verdict, the next problem and the leaderboard: a fragment, so that a
+    press reruns this panel, not the page. A press that reran the whole page cost its browser 0.3-0.4 s of
+    JavaScript before the verdict, and the server the page's script: in a class whose browsers draw on the server's
+    own cores (``benchmarks/class_submit.py``), Submit → verdict p50 3.5, 3.6 and 3.1 s with the panel against 5.0,
+    4.7 and 5.9 s without (three pairs of runs, alternating). The page above is drawn again when it must be: at once
+    after a verdict the editor marks without facts (a refusal), with the facts and trace otherwise
+    (``ui/views/analysis.py``).
+
+    ``edited``: the editor as the page's last full run read it. Every change of the draft reaches the server as a
+    rerun of the page (on a pause in typing, on leaving the editor), and a press's run of this panel comes after
+    it: the press judges the text the editor shows. Its Ctrl+Enter (``edited.run_requested``) is that full run's
+    own, acted on there only. ``learner``: whom the submission is filed under; ``board``: the leaderboard's device.
+    """
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    from ui.runner import fragment_lines
+    from ui.views.progress import mark_stale, progress_of, show_next
+
+    fragment_lines()  # the sidebar's device lines, which the judge's progress rewrites
+    context = get_script_run_ctx()
+    alone = bool(context is not None and context.fragment_ids_this_run)  # this panel's own rerun, not the page's
+    st.button("Run", type="primary", icon=":material/play_arrow:", disabled=not can_run, key="write_kernel.run",
+              on_click=judge_job.count_click)
+    # The session's judge, if one is running (its queue place, then its verdict); then one for a pending press
+    if run_submission(problem, edited.source, learner, status, traced_test,
+                      requested=can_run and edited.run_requested and not alone):
+        kept = st.session_state[submission_key(problem)].verdict
+        if not analysed(kept) and (marks_stale(problem) or mark_stale()):
+            st.rerun()  # the editor and the picker above were drawn before this verdict: draw the page again
+        # a verdict followed by its facts and trace: the editor's marks are drawn once the verdict is seen, the
+        # picker's solved / tried / new with the facts (ui/views/analysis.py), so a class's pages draw their verdicts
+        # first (in a class of 16 a page redrawn here drew its verdict 9-15 s late)
+    done = st.session_state.get(submission_key(problem))
+    if done is not None:
+        show_verdict(done, waited=st.session_state.get(waited_key(problem), ""))
+        if done.verdict.status == "passed":  # on to the next unsolved problem
+            show_next(problem, problems(), progress_of(learner), PROBLEM_KEY)
+    show_leaderboard(problem, board)
+
+
 def run_submission(
     problem: Problem, source: str, learner: LearnerId | None, status: SandboxStatus, trace_test: str | None = None,
     requested: bool = False,
@@ -568,6 +613,7 @@ __all__ = [
     "marks_stale",
     "pick_problem",
     "quiet_toolbar",
+    "run_panel",
     "run_submission",
     "sandbox_notice",
     "show_leaderboard",
@@ -576,3 +622,4 @@ __all__ = [
     "submission_key",
     "waited_key",
 ]
+
