@@ -52,6 +52,11 @@ class Jobs(Generic[J]):
             for token in [t for t, j in self._jobs.items() if stale(j)]:
                 del self._jobs[token]
 
+    def count(self, which: Callable[[J], bool]) -> int:
+        """How many jobs ``which`` picks."""
+        with self._mutex:
+            return sum(1 for j in self._jobs.values() if which(j))
+
     def __len__(self) -> int:
         with self._mutex:
             return len(self._jobs)
