@@ -10,6 +10,7 @@ from ui.frame import frame
 from ui.learner import who
 from ui.views.free_gpu import problem_notebook_button, self_report_upload, show_self_reported
 from ui.views.progress import last_source, progress_of
+from ui.views.run_panel import run_panel
 from ui.views.trace import submission_test_ui
 from ui.views.write_kernel import (
     cached_sandbox_status,
@@ -18,7 +19,6 @@ from ui.views.write_kernel import (
     marks_drawn,
     pick_problem,
     quiet_toolbar,
-    run_panel,
     sandbox_notice,
     show_statement,
 )
@@ -36,7 +36,7 @@ device = frame(
     f"{len(problems())} problems from vector add to matrix multiply. Write the kernel, press **Run** (or Ctrl+Enter): "
     "it is checked, run on fresh inputs at several sizes against NumPy, traced for races, and on a GPU timed like "
     "every kernel in the lab and compared with the lab's own.",
-    sidebar_lines_in_fragment=True,  # the Run panel's (ui/views/write_kernel.py: run_panel)
+    sidebar_lines_in_fragment=True,  # the Run panel's (ui/views/run_panel.py)
 )
 quiet_toolbar()  # the page says where a submission is; the toolbar's running figure only costs the browsers
 status = cached_sandbox_status(gpu.BACKEND.simulated)

@@ -90,7 +90,7 @@ def test_a_queued_submission_shows_its_place_then_how_long_it_waited(page, app_u
         sidebar = page.locator('[data-testid="stSidebar"]')
         sidebar.get_by_text(re.compile(r"Simulator: busy for \d+ s, 1 queued")).first.wait_for(timeout=10_000)
         assert sidebar.get_by_text(re.compile(r"^Simulator: ")).count() == 1  # drawn by the Run panel: once
-        # the press reran the Run panel alone (ui/views/write_kernel.py: run_panel), not the page: what follows the
+        # the press reran the Run panel alone (ui/views/run_panel.py), not the page: what follows the
         # panel is not waiting, stale, for a run of the page to reach it
         after = page.locator(".st-key-free_gpu_problem")
         assert after.evaluate("e => e.querySelector('[data-stale]').getAttribute('data-stale')") == "false"

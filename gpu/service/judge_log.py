@@ -6,7 +6,7 @@ name or null, ...}``, with events in this order:
 - ``received``: the Run press reached the server and its judge was started (``ui/views/judge_job.py``);
 - ``turn``: the judge holds the queue (the device lock, then the CPU lock);
 - ``verdict``: the judge ended (``status``: passed, wrong, refused...; or ``failed``: it could not run);
-- ``kept``: the page's run that follows the judge keeps the verdict and draws it next (``write_kernel.follow``).
+- ``kept``: the page's run that follows the judge keeps the verdict and draws it next (``run_panel.follow``).
 
 and, for a kernel that ran, its analysis (the compiler's facts and the trace, ``ui/views/analysis.py``):
 ``analysis-launched`` (the page looked again after drawing the verdict), ``analysis-turn`` (it holds the queue),

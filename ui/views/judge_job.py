@@ -5,7 +5,7 @@ click, the code editor sending its text): Streamlit stopped that run at its next
 access, so it could neither draw the verdict nor say it was done, and the newer run waited for ever
 ("still being judged"). Now the Run press starts a ``JudgeJob`` (``ui/jobs.py``) and the session keeps its
 token; every run of the page follows the session's job — its place in the queue, then its verdict — and the
-first run that sees it finished keeps the verdict in the session (``write_kernel.follow``). One job per
+first run that sees it finished keeps the verdict in the session (``run_panel.follow``). One job per
 session at a time: a press while one is being judged stays pending (``Clicks``) and is judged after it,
 never lost, never twice.
 """
