@@ -9,9 +9,12 @@ been at work for ``QUIET_S`` (``AT_WORK``, kept by ``gpu.sandbox.judging``), eve
 of judges is served by the spares imported while its learners typed, and the replacements import after the burst
 and its analyses, not on the cores its verdicts, analyses and pages need. (Replaced at once when none was left, a
 class's 16 replacements imported together at the judges' priority: about 9 CPU-seconds in the 12 s from the first
-press to the middle verdict, benchmarks/class_submit.md.) A judge that finds none left starts its own, which costs
-it what its replacement would have; with none left, a replacement waits at most ``LONGEST_WAIT_S``, so a class that
-never goes quiet still gets its spares back. The analyses' keeper refills at once: its spares serve analyses
+press to the middle verdict, benchmarks/class_submit.md.) The quiet is 8 s, not 2: after a class's last analysis
+its 16 pages draw the facts and traces, at the lowest share of the cores, and replacements importing then took them
+(about 7 CPU-seconds, ``benchmarks/class_cpu.py``): the facts' p50 9.9-11.5 s after the verdict against 13.6-14.9 s
+(three pairs of classes, alternating, benchmarks/class_submit.md). A judge that finds none left starts its own,
+which costs it what its replacement would have; with none left, a replacement waits at most ``LONGEST_WAIT_S``, so a
+class that never goes quiet still gets its spares back. The analyses' keeper refills at once: its spares serve analyses
 already asked for.
 
 Nothing about isolation changes: each submission still gets a process, a sandbox, cgroups and a work folder of
@@ -42,7 +45,8 @@ from gpu.sandbox.isolation import Limits, SandboxStatus
 
 MAX_SPARES = 32
 CLASS_SPARES = 16  # a class's demo: its learners press Run within a moment of each other
-QUIET_S = 2.0  # a judge's spare is replaced once no judge or analysis has been at work for this long
+QUIET_S = 8.0  # a judge's spare is replaced once no judge or analysis has been at work for this long (the pages
+# then draw the analyses' facts and traces: ``_wait_for_quiet``)
 # ... or, with none left, after this long whatever the activity: a class that never goes quiet for QUIET_S would
 # otherwise judge every Run in a process started then, each holding the queue through its imports (about 0.5 s)
 LONGEST_WAIT_S = 20.0
