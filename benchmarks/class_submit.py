@@ -11,14 +11,19 @@ Home is loaded every few seconds meanwhile, each time in a new tab of a visitor'
 lab once before the class (its first, cold load is reported apart). Prints the latencies per kind, p50 and
 p95 over every submission, and writes benchmarks/class_submit.md. ``--wall-clock-kernel`` swaps the loop of long
 loops for a kernel only the wall clock stops (its every turn long too: tests/classroom.py, RUNS_TOO_LONG).
+``--busy N`` runs N busy loops (plain Python, at the benchmark's own priority) beside each repeat, from its server's
+start to its end: a stand-in for a machine with N cores' worth of other work on it.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import platform
+import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -46,12 +51,26 @@ from tests.classroom import (  # noqa: E402
 )
 
 
+@contextlib.contextmanager
+def busy_loops(count: int) -> Iterator[None]:
+    """``count`` processes that only spin, for as long as the block runs: other work on the machine."""
+    spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+    try:
+        yield
+    finally:
+        for spinner in spinners:
+            spinner.kill()
+            spinner.wait()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "class_submit.md")
     parser.add_argument("--wall-clock-kernel", action="store_true",
                         help="the nested kernel swapped for one only the wall clock stops (kind time-limit)")
+    parser.add_argument("--busy", type=int, default=0, metavar="N",
+                        help="N busy loops beside each repeat (other work on the machine)")
     args = parser.parse_args()
     kinds = [("time-limit" if kind == "nested" else kind) for kind in CLASS] if args.wall_clock_kernel else CLASS
     before = machine()
@@ -67,6 +86,7 @@ def main() -> int:
     analysis_parts: list = []  # each analysis's AnalysisSplit (tests/classroom.py)
     for repeat in range(args.repeats):
         with (
+            busy_loops(args.busy),
             demo_server(tmpdir()) as server,
             chromium(LEARNERS_NICENESS, VISITOR_NICENESS) as (browser, home_browser),
         ):
@@ -109,14 +129,17 @@ def main() -> int:
         "# A class at once: Submit → verdict on one demo server",
         "",
         f"Command: `.venv/bin/python benchmarks/class_submit.py --repeats {args.repeats}"
-        + (" --wall-clock-kernel" if args.wall_clock_kernel else "") + "` "
+        + (" --wall-clock-kernel" if args.wall_clock_kernel else "") + (f" --busy {args.busy}" if args.busy else "")
+        + "` "
         "(in a checkout with `make test`'s setup).",
         "",
         f"Machine: {platform.node() or 'this host'}, {platform.machine()}, {before} before, {after} after; "
         "the CUDA simulator (no GPU), bubblewrap sandbox, one chromium with 16 contexts on the same machine "
         f"as the server, at niceness {LEARNERS_NICENESS} (standing in for the learners' own machines), and a "
         f"second chromium for Home at niceness {VISITOR_NICENESS} (a visitor's own machine; both set for the "
-        "browser's session too, tests/classroom.py).",
+        "browser's session too, tests/classroom.py)"
+        + (f"; {args.busy} busy loop{'s' if args.busy != 1 else ''} beside each repeat, at the benchmark's own "
+           "priority (other work on the machine)." if args.busy else "."),
         "",
         f"Scenario (tests/classroom.py; `make test`'s tests/test_browser_class.py runs 8 of these browsers): one "
         "`make demo` server, 16 browsers on Write a kernel, each with its own name (picked in the sidebar), press Run "
