@@ -295,6 +295,18 @@ def test_how_many_spares_a_server_keeps(monkeypatch):
         assert default_spares() == CLASS_SPARES
 
 
+def test_how_long_a_server_waits_for_quiet_before_replacing_a_spare(monkeypatch):
+    from gpu.sandbox.warm import CLASS_QUIET_S, QUIET_S, SpareKeeper, default_quiet
+
+    monkeypatch.delenv("KERNEL_LAB_CLASS", raising=False)
+    assert default_quiet() == QUIET_S == 2.0  # one learner: their page draws the facts at once
+    assert SpareKeeper(capacity=1).quiet_s == QUIET_S
+    monkeypatch.setenv("KERNEL_LAB_CLASS", "1")
+    assert default_quiet() == CLASS_QUIET_S == 8.0  # a class's 16 pages draw their facts first
+    assert SpareKeeper(capacity=1).quiet_s == CLASS_QUIET_S
+    assert SpareKeeper(capacity=1, quiet_s=0.0).quiet_s == 0.0  # as asked
+
+
 def test_judges_and_analyses_count_as_at_work(monkeypatch):
     from gpu.sandbox.warm import Activity
 

@@ -5,17 +5,19 @@ A judge in a fresh sandboxed child takes about 0.5 s here, of which about 0.4 s 
 started ahead, one per core up to 4, 16 on a class's demo (``default_spares``): ``take`` hands out the oldest and
 asks for another, so the judges behind it find their processes ready. (Cold, each judge held the queue through its
 own imports: one core did all of it.) A judge's replacement waits until no child of the lab, judge or analysis, has
-been at work for ``QUIET_S`` (``AT_WORK``, kept by ``gpu.sandbox.judging``), even when none is left: a class's burst
-of judges is served by the spares imported while its learners typed, and the replacements import after the burst
-and its analyses, not on the cores its verdicts, analyses and pages need. (Replaced at once when none was left, a
-class's 16 replacements imported together at the judges' priority: about 9 CPU-seconds in the 12 s from the first
-press to the middle verdict, benchmarks/class_submit.md.) The quiet is 8 s, not 2: after a class's last analysis
-its 16 pages draw the facts and traces, at the lowest share of the cores, and replacements importing then took them
-(about 7 CPU-seconds, ``benchmarks/class_cpu.py``): the facts' p50 9.9-11.5 s after the verdict against 13.6-14.9 s
-(three pairs of classes, alternating, benchmarks/class_submit.md). A judge that finds none left starts its own,
-which costs it what its replacement would have; with none left, a replacement waits at most ``LONGEST_WAIT_S``, so a
-class that never goes quiet still gets its spares back. The analyses' keeper refills at once: its spares serve analyses
-already asked for.
+been at work for a while (``default_quiet``; ``AT_WORK``, kept by ``gpu.sandbox.judging``), even when none is left:
+a class's burst of judges is served by the spares imported while its learners typed, and the replacements import
+after the burst and its analyses, not on the cores its verdicts, analyses and pages need. (Replaced at once when
+none was left, a class's 16 replacements imported together at the judges' priority: about 9 CPU-seconds in the 12 s
+from the first press to the middle verdict, benchmarks/class_submit.md.) On a class's demo the quiet is 8 s, not 2
+(``default_quiet``): after a class's last analysis its 16 pages draw the facts and traces, at the lowest share of
+the cores, and replacements importing then took them (about 7 CPU-seconds, ``benchmarks/class_cpu.py``): the facts'
+p50 9.9-11.5 s after the verdict against 13.6-14.9 s (three pairs of classes, alternating,
+benchmarks/class_submit.md). A judge that finds none left starts its own, which costs it what its replacement would
+have; with none left, a replacement waits at most ``LONGEST_WAIT_S``, so a class that never goes quiet still gets
+its spares back. (One learner alone keeps 2 s: their one page draws at once, and a learner pressing Run every few
+seconds would otherwise use up the spares.) The analyses' keeper refills at once when none is left: its spares serve
+analyses already asked for.
 
 Nothing about isolation changes: each submission still gets a process, a sandbox, cgroups and a work folder of
 its own, used once and ended (``isolation.Started``); the spare holds no learner's code or seed until its request
@@ -45,8 +47,8 @@ from gpu.sandbox.isolation import Limits, SandboxStatus
 
 MAX_SPARES = 32
 CLASS_SPARES = 16  # a class's demo: its learners press Run within a moment of each other
-QUIET_S = 8.0  # a judge's spare is replaced once no judge or analysis has been at work for this long (the pages
-# then draw the analyses' facts and traces: ``_wait_for_quiet``)
+QUIET_S = 2.0  # a spare is replaced once no judge or analysis has been at work for this long (``default_quiet``)
+CLASS_QUIET_S = 8.0  # ... on a class's demo: its pages then draw the analyses' facts and traces first
 # ... or, with none left, after this long whatever the activity: a class that never goes quiet for QUIET_S would
 # otherwise judge every Run in a process started then, each holding the queue through its imports (about 0.5 s)
 LONGEST_WAIT_S = 20.0
@@ -66,6 +68,13 @@ def default_spares() -> int:
     if chosen.class_mode:
         return CLASS_SPARES
     return max(1, min(4, os.cpu_count() or 1))
+
+
+def default_quiet() -> float:
+    """How long no judge or analysis must have been at work before a spare is replaced: ``CLASS_QUIET_S`` on a
+    class's demo, where 16 pages draw their facts and traces after the class's last analysis (replacements importing
+    then took about 7 CPU-seconds from them, benchmarks/class_submit.md), else ``QUIET_S``."""
+    return CLASS_QUIET_S if _settings.settings().class_mode else QUIET_S
 
 
 class Activity:
@@ -98,10 +107,10 @@ class SpareKeeper:
     """Up to ``capacity`` started, unused judge children (for the command line and sandbox last asked for); off
     until ``enable``."""
 
-    def __init__(self, capacity: int | None = None, quiet_s: float = QUIET_S, activity: Activity | None = None,
+    def __init__(self, capacity: int | None = None, quiet_s: float | None = None, activity: Activity | None = None,
                  longest_wait_s: float = LONGEST_WAIT_S) -> None:
         self.capacity = capacity if capacity is not None else default_spares()
-        self.quiet_s = quiet_s
+        self.quiet_s = quiet_s if quiet_s is not None else default_quiet()
         self.longest_wait_s = longest_wait_s  # with none left, replace after this long, quiet or not (0: at once)
         self.activity = activity if activity is not None else Activity()  # children at work hold a replacement
         self._spares: list[tuple[tuple, isolation.Started]] = []
@@ -238,6 +247,6 @@ KEEPER = SpareKeeper(activity=AT_WORK)  # one per process: the sessions of one s
 ANALYSES = SpareKeeper(capacity=min(2, os.cpu_count() or 1), activity=AT_WORK, longest_wait_s=0.0)
 
 __all__ = [
-    "ANALYSES", "AT_WORK", "CLASS_SPARES", "KEEPER", "LONGEST_WAIT_S", "MAX_SPARES", "Activity", "SpareKeeper",
-    "default_spares",
+    "ANALYSES", "AT_WORK", "CLASS_QUIET_S", "CLASS_SPARES", "KEEPER", "LONGEST_WAIT_S", "MAX_SPARES", "QUIET_S",
+    "Activity", "SpareKeeper", "default_quiet", "default_spares",
 ]
