@@ -49,7 +49,7 @@ MAX_SPARES = 32
 CLASS_SPARES = 16  # a class's demo: its learners press Run within a moment of each other
 QUIET_S = 2.0  # a spare is replaced once no judge or analysis has been at work for this long (``default_quiet``)
 CLASS_QUIET_S = 8.0  # ... on a class's demo: its pages then draw the analyses' facts and traces first
-# ... or, with none left, after this long whatever the activity: a class that never goes quiet for QUIET_S would
+# ... or, with none left, after this long whatever the activity: a class that never goes quiet for that long would
 # otherwise judge every Run in a process started then, each holding the queue through its imports (about 0.5 s)
 LONGEST_WAIT_S = 20.0
 

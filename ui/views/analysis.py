@@ -74,7 +74,7 @@ class AnalysisJob:
     launched: bool = False
     looks: int = 0  # runs of the page that drew where it is (``look``)
     judge: tuple[str, str | None] = ("", None)  # the judge's token and learner, for the judge log's milestones
-    others: Jobs | None = None  # every session's analyses (``jobs()``): whose verdicts are not yet seen
+    others: Jobs | None = None  # every session's analyses (``jobs()``): ``unseen`` and ``beside`` count among them
 
     def mark(self, event: str) -> None:
         if self.judge[0]:
